@@ -1,0 +1,109 @@
+// Package contentid computes content addresses: "b3:" followed by the
+// lowercase hex BLAKE3-256 of a domain-separation tag and the canonical JSON
+// of a value. The same value under the same tag has the same id on every
+// machine; the tag keeps ids of different kinds of object apart even when
+// their JSON coincides.
+//
+// Canonical JSON here is: object keys sorted by their UTF-8 bytes, no
+// insignificant whitespace, strings in Unicode NFC with HTML characters not
+// escaped, numbers as encoding/json writes them. It is what Canonical returns.
+package contentid
+
+import (
+	"bytes"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"golang.org/x/text/unicode/norm"
+	"lukechampine.com/blake3"
+)
+
+// Prefix starts every id.
+const Prefix = "b3:"
+
+// hexLen is the length of the hex part of an id (32 bytes).
+const hexLen = 64
+
+// Canonical returns the canonical JSON encoding of v.
+func Canonical(v any) ([]byte, error) {
+	raw, err := marshal(v)
+	if err != nil {
+		return nil, err
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	var tree any
+	if err := dec.Decode(&tree); err != nil {
+		return nil, fmt.Errorf("canonicalize: %w", err)
+	}
+	return marshal(normalize(tree))
+}
+
+// Of returns the id of v under tag.
+func Of(tag string, v any) (string, error) {
+	c, err := Canonical(v)
+	if err != nil {
+		return "", err
+	}
+	return OfBytes(tag, c), nil
+}
+
+// OfBytes returns the id of data under tag; data is hashed as given.
+func OfBytes(tag string, data []byte) string {
+	h := blake3.New(32, nil)
+	h.Write([]byte(tag))
+	h.Write([]byte{0})
+	h.Write(data)
+	return Prefix + hex.EncodeToString(h.Sum(nil))
+}
+
+// Valid reports whether s is a well-formed id: "b3:" and 64 lowercase hex digits.
+func Valid(s string) bool {
+	rest, ok := strings.CutPrefix(s, Prefix)
+	if !ok || len(rest) != hexLen {
+		return false
+	}
+	for i := 0; i < len(rest); i++ {
+		c := rest[i]
+		if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f') {
+			return false
+		}
+	}
+	return true
+}
+
+func marshal(v any) ([]byte, error) {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, fmt.Errorf("canonicalize: %w", err)
+	}
+	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), nil
+}
+
+// normalize puts every string of a decoded JSON tree in NFC. Two keys that
+// differ only in normalization would collide; encoding/json's map encoding
+// then keeps one, so callers must not rely on such keys (the product never
+// uses user text as a key).
+func normalize(v any) any {
+	switch v := v.(type) {
+	case string:
+		return norm.NFC.String(v)
+	case []any:
+		for i := range v {
+			v[i] = normalize(v[i])
+		}
+		return v
+	case map[string]any:
+		out := make(map[string]any, len(v))
+		for k, x := range v {
+			out[norm.NFC.String(k)] = normalize(x)
+		}
+		return out
+	default:
+		return v
+	}
+}
