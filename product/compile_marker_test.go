@@ -1,0 +1,173 @@
+package product
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+func TestParseMarker_SeedTwin(t *testing.T) {
+	fromJSON, err := CompileJSON(MustReadFile(t, "fixtures/need-context.json"), AllRoutes())
+	if err != nil {
+		t.Fatal(err)
+	}
+	line, err := FindMarker(string(MustReadFile(t, "fixtures/need-context.marker")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	fromMarker, err := CompileMarker(line, AllRoutes())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(fromJSON, fromMarker); diff != "" {
+		t.Errorf("marker and JSON twin differ (-json +marker):\n%s", diff)
+	}
+	jsonReq, _ := DecodeNeedRequest(MustReadFile(t, "fixtures/need-context.json"))
+	markerReq, _ := ParseMarker(line)
+	if diff := cmp.Diff(jsonReq, markerReq); diff != "" {
+		t.Errorf("typed requests differ (-json +marker):\n%s", diff)
+	}
+}
+
+func TestParseMarker_OK(t *testing.T) {
+	tests := []struct {
+		name, line string
+		want       NeedRequest
+	}{
+		{"Minimal", "@@need locate.implementation symbol:Command.Run",
+			NeedRequest{Route: "locate.implementation", Subject: SubjectRequest{"symbol", "Command.Run"}}},
+		{"QuotedSubject", `@@need locate.implementation behavior:"line \"terminator\" handling"`,
+			NeedRequest{Route: "locate.implementation", Subject: SubjectRequest{"behavior", `line "terminator" handling`}}},
+		{"SubjectWithColon", "@@need locate.implementation module:golang.org/x/mod:v1",
+			NeedRequest{Route: "locate.implementation", Subject: SubjectRequest{"module", "golang.org/x/mod:v1"}}},
+		{"TabsAndTrailingBlanks", "@@need\ttests.relevant\tsymbol:Run\t+focused_tests  ",
+			NeedRequest{Route: "tests.relevant", Subject: SubjectRequest{"symbol", "Run"},
+				Required: []ObligationRequest{{Kind: "focused_tests"}}}},
+		{"World", "@@need locate.implementation symbol:Run source=b3:" + strings.Repeat("a", 64) + " platform=linux-amd64 features=cgo,race",
+			NeedRequest{Route: "locate.implementation", Subject: SubjectRequest{"symbol", "Run"},
+				World: WorldRequest{Source: "b3:" + strings.Repeat("a", 64), Platform: "linux-amd64", Features: []string{"cgo", "race"}}}},
+		{"DefaultFeatures", "@@need locate.implementation symbol:Run features=default",
+			NeedRequest{Route: "locate.implementation", Subject: SubjectRequest{"symbol", "Run"}}},
+		{"TaskEscapes", `@@need locate.implementation symbol:Run task="a\tb\nc \\ d"`,
+			NeedRequest{Route: "locate.implementation", Subject: SubjectRequest{"symbol", "Run"}, Task: "a\tb\nc \\ d"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := ParseMarker(tt.line)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("request (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestParseMarker_Invalid(t *testing.T) {
+	tests := []struct{ name, line, path, msg string }{
+		{"ErrNoPrefix", "@@needs locate.implementation symbol:A", "marker", "want a blank after @@need"},
+		{"ErrNoRoute", "@@need", "route", "unexpected end of marker"},
+		{"ErrNoSubject", "@@need locate.implementation", "subject", "want the subject as kind:name"},
+		{"ErrNoBlankAfterRoute", "@@need locate.implementation\"x\"", "marker", "want a blank and then the subject"},
+		{"ErrSubjectWithoutKind", "@@need locate.implementation Run", "subject", "want the subject as kind:name"},
+		{"ErrEmptySubjectName", "@@need locate.implementation symbol:", "subject.name", "unexpected end of marker"},
+		{"ErrUnterminatedQuote", `@@need locate.implementation behavior:"open`, "subject.name", "unterminated quoted string"},
+		{"ErrBadEscape", `@@need locate.implementation behavior:"a\qb"`, "subject.name", `unknown escape \q`},
+		{"ErrUnknownClause", "@@need locate.implementation symbol:A depth=3", "marker", `unknown clause "depth"`},
+		{"ErrBareWord", "@@need locate.implementation symbol:A stray", "marker", `unknown clause "stray"`},
+		{"ErrDuplicateClause", `@@need locate.implementation symbol:A task=a task=b`, "task", "duplicate clause task="},
+		{"ErrDuplicateFacet", "@@need trace.state-flow symbol:A +runtime_flow(granularity=summary,granularity=stepwise)", "required[0].granularity", "duplicate facet"},
+		{"ErrFacetWithoutValue", "@@need locate.implementation symbol:A +implementation_location(selection)", "required[0].selection", "want selection=value"},
+		{"ErrUnterminatedFacets", "@@need locate.implementation symbol:A +implementation_location(selection=primary", "required[0]", "unterminated facet list"},
+		{"ErrNoBlankBetweenClauses", "@@need locate.implementation symbol:A +implementation_location(selection=primary)x", "marker", "want a blank between clauses"},
+		{"ErrUnknownGranularity", "@@need trace.state-flow symbol:A +runtime_flow(granularity=fine)", "required[0].granularity", "unknown granularity"},
+		{"ErrFacetNotTaken", "@@need locate.implementation symbol:A +implementation_location(granularity=stepwise)", "required[0].granularity", "does not take facet"},
+		{"ErrDuplicateCapability", "@@need locate.implementation symbol:A +implementation_location +implementation_location", "required[1].kind", "duplicate capability kind"},
+		{"ErrRequiredAndPreferred", "@@need locate.implementation symbol:A +focused_tests ?focused_tests", "preferred[0].kind", "both required and preferred"},
+		{"ErrTooManyObligations", "@@need locate.implementation symbol:A +implementation_location +runtime_flow +focused_tests +focused_tests", "required", "too many obligations"},
+		{"ErrMalformedDigest", "@@need locate.implementation symbol:A source=b3:1234", "world.source", "malformed snapshot digest"},
+		{"ErrEmptyPlatform", `@@need locate.implementation symbol:A platform=""`, "world.platform", "empty value"},
+		{"ErrUnsortedFeatures", "@@need locate.implementation symbol:A features=b,a", "world.features[1]", "sorted and unique"},
+		{"ErrDisabledRoute", "@@need tests.relevant symbol:A", "route", "is not enabled"},
+		{"ErrUnknownSubjectKind", "@@need locate.implementation class:A", "subject.kind", "unknown subject kind"},
+		{"ErrControlCharacter", "@@need locate.implementation behavior:\"a\x01b\"", "subject.name", "control character"},
+		{"ErrInvalidUTF8", "@@need locate.implementation symbol:\xff", "marker", "not valid UTF-8"},
+		{"ErrOversized", "@@need locate.implementation symbol:A task=\"" + strings.Repeat("t", MaxMarkerBytes) + "\"", "marker", "the limit is 8192"},
+	}
+	routes := RouteSet{RouteLocateImplementation, RouteTraceStateFlow}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			need, err := CompileMarker(tt.line, routes)
+			if err == nil {
+				t.Fatalf("accepted invalid marker; IR %+v", need.IR)
+			}
+			var e *Error
+			if !errors.As(err, &e) || e.Kind != KindInvalidInput {
+				t.Fatalf("error %v is not a KindInvalidInput *Error", err)
+			}
+			if e.Path != tt.path {
+				t.Errorf("path %q, want %q (error: %v)", e.Path, tt.path, err)
+			}
+			if !strings.Contains(err.Error(), tt.msg) {
+				t.Errorf("error %q does not mention %q", err, tt.msg)
+			}
+		})
+	}
+}
+
+func TestFindMarker(t *testing.T) {
+	msg := "I need to know where this lives.\n  @@need locate.implementation symbol:Run\r\nThanks. @@need is how I ask.\n"
+	line, err := FindMarker(msg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if line != "@@need locate.implementation symbol:Run" {
+		t.Errorf("line %q", line)
+	}
+	for name, msg := range map[string]string{
+		"ErrNone":      "no marker here\n@@needle is not one\n",
+		"ErrTwo":       "@@need locate.implementation symbol:A\n@@need locate.implementation symbol:B\n",
+		"ErrEmptyText": "",
+	} {
+		t.Run(name, func(t *testing.T) {
+			if _, err := FindMarker(msg); KindOf(err) != KindInvalidInput {
+				t.Errorf("FindMarker(%q) error %v, want invalid input", msg, err)
+			}
+		})
+	}
+}
+
+func TestFormatMarker_RoundTrip(t *testing.T) {
+	for _, src := range []string{
+		string(MustReadFile(t, "fixtures/need-context.json")),
+		`{"route":"locate.implementation","subject":{"kind":"behavior","name":"a \"quoted\" name, with (parens) = signs"},"world":{"features":["a","b"]},"task":"multi\nline\ttask"}`,
+	} {
+		req, err := DecodeNeedRequest([]byte(src))
+		if err != nil {
+			t.Fatal(err)
+		}
+		line, err := FormatMarker(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		back, err := ParseMarker(line)
+		if err != nil {
+			t.Fatalf("ParseMarker(%s): %v", line, err)
+		}
+		if diff := cmp.Diff(req, back, cmp.Comparer(equalObligations)); diff != "" {
+			t.Errorf("marker %s round trip (-want +got):\n%s", line, diff)
+		}
+	}
+}
+
+// equalObligations treats a nil and an empty obligation list alike: JSON can
+// write "required":[] and a marker cannot.
+func equalObligations(a, b []ObligationRequest) bool {
+	if len(a) == 0 && len(b) == 0 {
+		return true
+	}
+	return cmp.Equal(a, b)
+}
