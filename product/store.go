@@ -1,0 +1,208 @@
+package product
+
+import (
+	"context"
+	"database/sql"
+	"embed"
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/needle-dev/needle/product/internal/migrate"
+	_ "modernc.org/sqlite" // registers the "sqlite" database/sql driver
+)
+
+// storeFileName is the SQLite database inside a data directory.
+const storeFileName = "needle.db"
+
+// applicationID marks a SQLite file as a Needle store: "NEDL" in the header's
+// application_id field. It lets Open refuse another program's database
+// instead of migrating it.
+const applicationID = 0x4E45444C
+
+// busyTimeoutMillis bounds how long a statement waits for another
+// connection's lock before failing with SQLITE_BUSY.
+const busyTimeoutMillis = 5000
+
+//go:embed migrations/*.sql
+var migrationFiles embed.FS
+
+// storeMigrations returns the embedded migrations. A load error is a defect
+// of the build (a misnamed file), which the store tests catch.
+var storeMigrations = sync.OnceValues(func() ([]migrate.Migration, error) {
+	return migrate.Load(migrationFiles, "migrations")
+})
+
+// schemaHead returns the schema version this binary migrates stores to.
+func schemaHead() int {
+	ms, _ := storeMigrations()
+	return len(ms)
+}
+
+// Store is the SQLite store of one data directory, the source of truth for
+// definitions, sessions and needs. It is safe for concurrent use.
+type Store struct {
+	db         *sql.DB
+	path       string
+	migrations []migrate.Migration
+	now        func() time.Time // injectable clock; one reading per transaction
+}
+
+// StoreReport describes an open store, as Check verified it.
+type StoreReport struct {
+	Path          string
+	SchemaVersion int // highest applied migration
+	HeadVersion   int // highest migration this binary has
+	JournalMode   string
+	ForeignKeys   bool
+	Migrations    []AppliedMigration
+}
+
+// AppliedMigration is a migration recorded in the store.
+type AppliedMigration struct {
+	Version int
+	Name    string
+	Digest  string
+}
+
+// OpenStore opens the store in dataDir, creating the directory and the
+// database if needed and applying pending migrations. It refuses, changing
+// nothing, a file that is not a Needle database (KindStore) and a database
+// whose applied migrations do not match this binary's (KindMigration).
+func OpenStore(ctx context.Context, dataDir string) (*Store, error) {
+	ms, err := storeMigrations()
+	if err != nil {
+		return nil, &Error{Op: "store.open", Kind: KindMigration, Err: err}
+	}
+	return openStore(ctx, dataDir, ms, time.Now)
+}
+
+// openStore is OpenStore with the migration set and clock as parameters, so
+// tests can open a store with an edited or truncated set.
+func openStore(ctx context.Context, dataDir string, ms []migrate.Migration, now func() time.Time) (*Store, error) {
+	const op = "store.open"
+	if err := os.MkdirAll(dataDir, 0o700); err != nil {
+		return nil, &Error{Op: op, Kind: KindIO, Err: err}
+	}
+	path := filepath.Join(dataDir, storeFileName)
+	if err := guardApplicationID(ctx, path); err != nil {
+		return nil, &Error{Op: op, Kind: KindStore, Err: err}
+	}
+	db, err := sql.Open("sqlite", storeDSN(path))
+	if err != nil {
+		return nil, &Error{Op: op, Kind: KindStore, Err: err}
+	}
+	s := &Store{db: db, path: path, migrations: ms, now: now}
+	if err := s.open(ctx); err != nil {
+		db.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+func (s *Store) open(ctx context.Context) error {
+	const op = "store.open"
+	p, err := readPragmas(ctx, s.db)
+	if err == nil {
+		err = p.verify()
+	}
+	if err != nil {
+		return &Error{Op: op, Kind: KindStore, Err: fmt.Errorf("%s: %w", s.path, err)}
+	}
+	if err := migrate.Apply(ctx, s.db, s.migrations, s.now); err != nil {
+		return &Error{Op: op, Kind: KindMigration, Err: fmt.Errorf("%s: %w", s.path, err)}
+	}
+	return nil
+}
+
+// storeDSN is the modernc DSN of the store at path. The _pragma parameters
+// run on every new pooled connection, not just the first; _txlock makes every
+// write transaction BEGIN IMMEDIATE, so it takes the write lock up front and
+// waits under busy_timeout instead of failing when a read upgrades to a write.
+func storeDSN(path string) string {
+	q := url.Values{}
+	q.Add("_pragma", fmt.Sprintf("busy_timeout(%d)", busyTimeoutMillis))
+	q.Add("_pragma", "foreign_keys(1)")
+	q.Add("_pragma", "journal_mode(WAL)")
+	q.Set("_txlock", "immediate")
+	return sqliteDSN(path, q)
+}
+
+// sqliteDSN returns a modernc DSN for the file at path with the parameters q.
+// The path travels as a file: URI with an escaped path, so that a '?' or '#'
+// in a directory name cannot be read as the start of the parameters.
+func sqliteDSN(path string, q url.Values) string {
+	if abs, err := filepath.Abs(path); err == nil {
+		path = abs
+	}
+	u := url.URL{Scheme: "file", Path: filepath.ToSlash(path), RawQuery: q.Encode()}
+	return u.String()
+}
+
+// Close closes the store's connections.
+func (s *Store) Close() error {
+	if err := s.db.Close(); err != nil {
+		return &Error{Op: "store.close", Kind: KindStore, Err: err}
+	}
+	return nil
+}
+
+// Check re-verifies the open store (PRAGMAs, application_id, every applied
+// migration's digest) and reports it. On error the report holds what was
+// read before the failure.
+func (s *Store) Check(ctx context.Context) (StoreReport, error) {
+	const op = "store.check"
+	r := StoreReport{Path: s.path, HeadVersion: len(s.migrations)}
+	p, err := readPragmas(ctx, s.db)
+	if err != nil {
+		return r, &Error{Op: op, Kind: KindStore, Err: err}
+	}
+	r.JournalMode, r.ForeignKeys = p.journalMode, p.foreignKeys == 1
+	if err := p.verify(); err != nil {
+		return r, &Error{Op: op, Kind: KindStore, Err: fmt.Errorf("%s: %w", s.path, err)}
+	}
+	records, err := migrate.Verify(ctx, s.db, s.migrations)
+	if err != nil {
+		return r, &Error{Op: op, Kind: KindMigration, Err: fmt.Errorf("%s: %w", s.path, err)}
+	}
+	r.SchemaVersion = len(records)
+	for _, rec := range records {
+		r.Migrations = append(r.Migrations, AppliedMigration{Version: rec.Version, Name: rec.Name, Digest: rec.Digest})
+	}
+	return r, nil
+}
+
+// stamp returns the current time as stored: RFC 3339 UTC with nanoseconds.
+func (s *Store) stamp() string {
+	return s.now().UTC().Format(time.RFC3339Nano)
+}
+
+// inTx runs fn in one write transaction with one timestamp, mapping errors
+// to the product's Error: errStoreNotFound to KindNotFound, anything else to
+// KindStore.
+func (s *Store) inTx(ctx context.Context, op string, fn func(tx *sql.Tx, now string) error) error {
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return storeError(op, err)
+	}
+	defer tx.Rollback() // no-op after Commit
+	if err := fn(tx, s.stamp()); err != nil {
+		return storeError(op, err)
+	}
+	if err := tx.Commit(); err != nil {
+		return storeError(op, err)
+	}
+	return nil
+}
+
+func storeError(op string, err error) error {
+	kind := KindStore
+	if errors.Is(err, errStoreNotFound) {
+		kind = KindNotFound
+	}
+	return &Error{Op: op, Kind: kind, Err: err}
+}

@@ -1,0 +1,150 @@
+package product
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/needle-dev/needle/product/internal/contentid"
+)
+
+// errStoreNotFound marks a store error about a row that does not exist; the
+// store maps it to KindNotFound.
+var errStoreNotFound = errors.New("not found")
+
+// PutDefinition stores the semantic definition body (its canonical JSON)
+// under its content id. Storing it again is a no-op; storing a different body
+// under a stored id is refused, because an id names exactly one content and a
+// mismatch means a bug or a corrupted store, not a newer version.
+func (s *Store) PutDefinition(ctx context.Context, id, compilerVersion string, body []byte) error {
+	return s.inTx(ctx, "store.put_definition", func(tx *sql.Tx, now string) error {
+		return putDefinition(ctx, tx, now, id, compilerVersion, body)
+	})
+}
+
+// PutNeed stores a compiled need (its NeedIR as canonical JSON) under its
+// need_id. The definition must be stored. Like PutDefinition it is a no-op
+// for the same IR and refuses a different IR under a stored id.
+func (s *Store) PutNeed(ctx context.Context, needID, definitionID, route, subjectKind, subjectName string, ir []byte) error {
+	return s.inTx(ctx, "store.put_need", func(tx *sql.Tx, now string) error {
+		if err := mustExist(ctx, tx, "definition", "definitions", "definition_id", definitionID); err != nil {
+			return err
+		}
+		return putOnce(ctx, tx, "need", needID, string(ir), "SELECT ir FROM needs WHERE need_id = ?",
+			`INSERT INTO needs (need_id, definition_id, route, subject_kind, subject_name, ir, created_at)
+			VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (need_id) DO NOTHING`,
+			needID, definitionID, route, subjectKind, subjectName, string(ir), now)
+	})
+}
+
+// CreateSession starts a session, freezing its definition, transport,
+// enabled routes and main model. The definition must be stored and the
+// session id unused.
+func (s *Store) CreateSession(ctx context.Context, sessionID, definitionID, transport string, routes []string, mainModel string) error {
+	if routes == nil {
+		routes = []string{} // the column holds a JSON array, never null
+	}
+	routesJSON, err := json.Marshal(routes)
+	if err != nil {
+		return storeError("store.create_session", err)
+	}
+	return s.inTx(ctx, "store.create_session", func(tx *sql.Tx, now string) error {
+		if err := mustExist(ctx, tx, "definition", "definitions", "definition_id", definitionID); err != nil {
+			return err
+		}
+		return createSession(ctx, tx, now, sessionID, definitionID, transport, string(routesJSON), mainModel)
+	})
+}
+
+// AppendStep appends a need to a session's ledger and returns its ordinal:
+// 1 for the session's first step, then one more than the last. The store's
+// transactions take the write lock at BEGIN, so concurrent appends to one
+// session get distinct ordinals.
+func (s *Store) AppendStep(ctx context.Context, sessionID, needID, relation, task string) (ordinal int, err error) {
+	err = s.inTx(ctx, "store.append_step", func(tx *sql.Tx, now string) error {
+		ordinal, err = appendStep(ctx, tx, now, sessionID, needID, relation, task)
+		return err
+	})
+	return ordinal, err
+}
+
+func putDefinition(ctx context.Context, tx *sql.Tx, now, id, compilerVersion string, body []byte) error {
+	return putOnce(ctx, tx, "definition", id, string(body), "SELECT body FROM definitions WHERE definition_id = ?",
+		`INSERT INTO definitions (definition_id, compiler_version, body, created_at)
+		VALUES (?, ?, ?, ?) ON CONFLICT (definition_id) DO NOTHING`,
+		id, compilerVersion, string(body), now)
+}
+
+// putOnce runs insert, which must do nothing when the row with id exists,
+// and then checks that the stored content (read by lookup) equals content.
+// Content is bound as a string: a []byte would bind as a BLOB, which the
+// STRICT TEXT columns reject.
+func putOnce(ctx context.Context, tx *sql.Tx, what, id, content, lookup, insert string, args ...any) error {
+	if !contentid.Valid(id) {
+		return fmt.Errorf("malformed %s id %q", what, id)
+	}
+	res, err := tx.ExecContext(ctx, insert, args...)
+	if err != nil {
+		return fmt.Errorf("insert %s %s: %w", what, id, err)
+	}
+	if n, err := res.RowsAffected(); err != nil || n == 1 {
+		return err // n == 1: newly inserted, nothing to compare
+	}
+	var stored string
+	if err := tx.QueryRowContext(ctx, lookup, id).Scan(&stored); err != nil {
+		return fmt.Errorf("read %s %s: %w", what, id, err)
+	}
+	if stored != content {
+		return fmt.Errorf("%s %s is already stored with different content", what, id)
+	}
+	return nil
+}
+
+func createSession(ctx context.Context, tx *sql.Tx, now, sessionID, definitionID, transport, routes, mainModel string) error {
+	res, err := tx.ExecContext(ctx,
+		`INSERT INTO sessions (session_id, definition_id, transport, routes, main_model, created_at)
+		VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (session_id) DO NOTHING`,
+		sessionID, definitionID, transport, routes, mainModel, now)
+	if err != nil {
+		return fmt.Errorf("insert session %s: %w", sessionID, err)
+	}
+	n, err := res.RowsAffected()
+	if err == nil && n == 0 {
+		err = fmt.Errorf("session %s already exists", sessionID)
+	}
+	return err
+}
+
+func appendStep(ctx context.Context, tx *sql.Tx, now, sessionID, needID, relation, task string) (int, error) {
+	if err := mustExist(ctx, tx, "session", "sessions", "session_id", sessionID); err != nil {
+		return 0, err
+	}
+	if err := mustExist(ctx, tx, "need", "needs", "need_id", needID); err != nil {
+		return 0, err
+	}
+	var ordinal int
+	err := tx.QueryRowContext(ctx,
+		`INSERT INTO steps (session_id, ordinal, need_id, relation, task, created_at)
+		SELECT ?, coalesce(max(ordinal), 0) + 1, ?, ?, ?, ? FROM steps WHERE session_id = ?
+		RETURNING ordinal`,
+		sessionID, needID, relation, task, now, sessionID).Scan(&ordinal)
+	if err != nil {
+		return 0, fmt.Errorf("append step to session %s: %w", sessionID, err)
+	}
+	return ordinal, nil
+}
+
+// mustExist returns an errStoreNotFound error unless table has a row whose
+// key column equals id. It turns SQLite's anonymous "FOREIGN KEY constraint
+// failed" into an error naming the missing row.
+func mustExist(ctx context.Context, tx *sql.Tx, what, table, column, id string) error {
+	var one int
+	// table and column are constants of this file, never input.
+	err := tx.QueryRowContext(ctx, "SELECT 1 FROM "+table+" WHERE "+column+" = ?", id).Scan(&one)
+	if errors.Is(err, sql.ErrNoRows) {
+		return fmt.Errorf("%s %s: %w", what, id, errStoreNotFound)
+	}
+	return err
+}

@@ -1,0 +1,104 @@
+package product
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"net/url"
+
+	"modernc.org/sqlite"
+	sqlite3 "modernc.org/sqlite/lib"
+)
+
+// storePragmas are the connection and file settings Open verifies. They are
+// read back rather than trusted: SQLite silently keeps the old journal mode
+// when WAL is unavailable (some network file systems), and a DSN typo would
+// silently leave foreign keys off.
+type storePragmas struct {
+	journalMode   string
+	foreignKeys   int
+	busyTimeout   int
+	applicationID int64
+}
+
+// readPragmas reads the pragmas on one connection, so that they describe
+// the same connection.
+func readPragmas(ctx context.Context, db *sql.DB) (storePragmas, error) {
+	var p storePragmas
+	conn, err := db.Conn(ctx)
+	if err != nil {
+		return p, err
+	}
+	defer conn.Close()
+	for _, q := range []struct {
+		pragma string
+		dst    any
+	}{
+		{"journal_mode", &p.journalMode},
+		{"foreign_keys", &p.foreignKeys},
+		{"busy_timeout", &p.busyTimeout},
+		{"application_id", &p.applicationID},
+	} {
+		if err := conn.QueryRowContext(ctx, "PRAGMA "+q.pragma).Scan(q.dst); err != nil {
+			return p, fmt.Errorf("read PRAGMA %s: %w", q.pragma, err)
+		}
+	}
+	return p, nil
+}
+
+func (p storePragmas) verify() error {
+	switch {
+	case p.journalMode != "wal":
+		return fmt.Errorf("journal_mode is %q, want \"wal\"", p.journalMode)
+	case p.foreignKeys != 1:
+		return fmt.Errorf("foreign_keys is %d, want 1", p.foreignKeys)
+	case p.busyTimeout != busyTimeoutMillis:
+		return fmt.Errorf("busy_timeout is %d, want %d", p.busyTimeout, busyTimeoutMillis)
+	case p.applicationID != applicationID:
+		return fmt.Errorf("application_id is 0x%08x, want 0x%08x", p.applicationID, applicationID)
+	}
+	return nil
+}
+
+// guardApplicationID refuses a database at path that is not a Needle store,
+// and marks a brand-new one as a Needle store. It runs on a connection of its
+// own, without the store's PRAGMAs, because journal_mode=WAL would rewrite
+// the header of a foreign database before it could be refused.
+func guardApplicationID(ctx context.Context, path string) error {
+	q := url.Values{"_pragma": {fmt.Sprintf("busy_timeout(%d)", busyTimeoutMillis)}}
+	db, err := sql.Open("sqlite", sqliteDSN(path, q))
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	db.SetMaxOpenConns(1)
+	var id int64
+	var userVersion, objects int
+	err = db.QueryRowContext(ctx, "PRAGMA application_id").Scan(&id)
+	if err == nil {
+		err = db.QueryRowContext(ctx, "PRAGMA user_version").Scan(&userVersion)
+	}
+	if err == nil {
+		err = db.QueryRowContext(ctx, "SELECT count(*) FROM sqlite_master").Scan(&objects)
+	}
+	switch {
+	case isNotADatabase(err):
+		return fmt.Errorf("%s is not a Needle database: %w", path, err)
+	case err != nil:
+		return fmt.Errorf("read %s: %w", path, err)
+	case id == applicationID:
+		return nil
+	case id != 0 || userVersion != 0 || objects != 0:
+		return fmt.Errorf("%s is not a Needle database (application_id 0x%08x)", path, id)
+	}
+	_, err = db.ExecContext(ctx, fmt.Sprintf("PRAGMA application_id = %d", applicationID))
+	return err
+}
+
+// isNotADatabase reports whether err is SQLite's SQLITE_NOTADB: the file
+// exists but is not a SQLite database at all.
+func isNotADatabase(err error) bool {
+	var se *sqlite.Error
+	return errors.As(err, &se) && se.Code()&0xff == sqlite3.SQLITE_NOTADB
+}

@@ -1,0 +1,403 @@
+package product
+
+import (
+	"bytes"
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/needle-dev/needle/product/internal/migrate"
+)
+
+// storeTestTime is the fixed clock of the store tests.
+var storeTestTime = time.Date(2025, 6, 7, 8, 9, 10, 11, time.UTC)
+
+func storeTestClock() time.Time { return storeTestTime }
+
+// MustMigrations returns the embedded migrations.
+func MustMigrations(tb testing.TB) []migrate.Migration {
+	tb.Helper()
+	ms, err := storeMigrations()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return ms
+}
+
+// MustOpenStore opens the store in dir with the test clock and closes it at
+// the end of the test.
+func MustOpenStore(tb testing.TB, dir string) *Store {
+	tb.Helper()
+	s, err := openStore(context.Background(), dir, MustMigrations(tb), storeTestClock)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { s.Close() })
+	return s
+}
+
+// mustRawDB opens the database file at path without the store's guard and
+// migrations, as another program (or an older needle) would.
+func mustRawDB(tb testing.TB, path string) *sql.DB {
+	tb.Helper()
+	db, err := sql.Open("sqlite", storeDSN(path))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { db.Close() })
+	return db
+}
+
+func mustExec(tb testing.TB, db *sql.DB, stmts ...string) {
+	tb.Helper()
+	for _, q := range stmts {
+		if _, err := db.Exec(q); err != nil {
+			tb.Fatalf("%s: %v", q, err)
+		}
+	}
+}
+
+// wantStoreError checks that err is an *Error of kind whose message
+// contains each of msgs.
+func wantStoreError(tb testing.TB, err error, kind Kind, msgs ...string) {
+	tb.Helper()
+	if err == nil {
+		tb.Fatalf("err = nil, want a %s error", kind)
+	}
+	if got := KindOf(err); got != kind {
+		tb.Errorf("KindOf(%v) = %s, want %s", err, got, kind)
+	}
+	for _, m := range msgs {
+		if !strings.Contains(err.Error(), m) {
+			tb.Errorf("error %q does not mention %q", err, m)
+		}
+	}
+}
+
+func TestOpenStore(t *testing.T) {
+	ctx := context.Background()
+	t.Run("OK", func(t *testing.T) {
+		dir := filepath.Join(t.TempDir(), "data")
+		s := MustOpenStore(t, dir)
+		if fi, err := os.Stat(dir); err != nil || fi.Mode().Perm() != 0o700 {
+			t.Errorf("data dir: %v, %v; want mode 0700", fi, err)
+		}
+		got, err := s.Check(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ms := MustMigrations(t)
+		want := StoreReport{Path: filepath.Join(dir, storeFileName), SchemaVersion: len(ms), HeadVersion: len(ms),
+			JournalMode: "wal", ForeignKeys: true}
+		for _, m := range ms {
+			want.Migrations = append(want.Migrations, AppliedMigration{Version: m.Version, Name: m.Name, Digest: m.Digest()})
+		}
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("Check (-want +got):\n%s", diff)
+		}
+		if schemaHead() != len(ms) || len(ms) < 2 {
+			t.Errorf("schemaHead() = %d with %d embedded migrations", schemaHead(), len(ms))
+		}
+	})
+	t.Run("EveryConnectionConfigured", func(t *testing.T) {
+		s := MustOpenStore(t, t.TempDir())
+		// Hold several connections at once so the pool must open new ones.
+		var conns []*sql.Conn
+		for range 4 {
+			c, err := s.db.Conn(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			conns = append(conns, c)
+		}
+		for i, c := range conns {
+			var fk, timeout int
+			if err := c.QueryRowContext(ctx, "PRAGMA foreign_keys").Scan(&fk); err != nil {
+				t.Fatal(err)
+			}
+			if err := c.QueryRowContext(ctx, "PRAGMA busy_timeout").Scan(&timeout); err != nil {
+				t.Fatal(err)
+			}
+			if fk != 1 || timeout != busyTimeoutMillis {
+				t.Errorf("connection %d: foreign_keys %d, busy_timeout %d", i, fk, timeout)
+			}
+		}
+	})
+	t.Run("Reopen", func(t *testing.T) {
+		dir := t.TempDir()
+		s := MustOpenStore(t, dir)
+		id := MustPutDefinition(t, s, `{"v":1}`)
+		before, _ := s.Check(ctx)
+		s.Close()
+		s = MustOpenStore(t, dir)
+		after, err := s.Check(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff(before, after); diff != "" {
+			t.Errorf("Check after reopen (-before +after):\n%s", diff)
+		}
+		if err := s.PutDefinition(ctx, id, "test", []byte(`{"v":1}`)); err != nil {
+			t.Errorf("definition lost across reopen: %v", err)
+		}
+	})
+	t.Run("SpecialCharactersInPath", func(t *testing.T) {
+		dir := filepath.Join(t.TempDir(), "a?b#c %41")
+		MustOpenStore(t, dir)
+		if _, err := os.Stat(filepath.Join(dir, storeFileName)); err != nil {
+			t.Errorf("store not created where asked: %v", err)
+		}
+	})
+}
+
+func TestOpenStore_Foreign(t *testing.T) {
+	for name, stmts := range map[string][]string{
+		"ErrForeignApplicationID": {"PRAGMA journal_mode = DELETE", "PRAGMA application_id = 305419896", "CREATE TABLE t (x)"},
+		"ErrForeignEmptyFile":     {"PRAGMA journal_mode = DELETE", "PRAGMA application_id = 305419896"},
+		"ErrNotNeedleSQLite":      {"PRAGMA journal_mode = DELETE", "CREATE TABLE t (x)"},
+		"ErrUserVersionOnly":      {"PRAGMA journal_mode = DELETE", "PRAGMA user_version = 7"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			dir := t.TempDir()
+			path := filepath.Join(dir, storeFileName)
+			db, err := sql.Open("sqlite", path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			mustExec(t, db, stmts...)
+			var appID int64
+			db.QueryRow("PRAGMA application_id").Scan(&appID)
+			db.Close()
+			before := mustReadFile(t, path)
+
+			_, err = OpenStore(context.Background(), dir)
+			wantStoreError(t, err, KindStore, path+" is not a Needle database", fmt.Sprintf("(application_id 0x%08x)", appID))
+			if !bytes.Equal(before, mustReadFile(t, path)) {
+				t.Error("refused open changed the file")
+			}
+		})
+	}
+	t.Run("ErrNotSQLite", func(t *testing.T) {
+		dir := t.TempDir()
+		path := filepath.Join(dir, storeFileName)
+		text := bytes.Repeat([]byte("this is not a database\n"), 200)
+		if err := os.WriteFile(path, text, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		_, err := OpenStore(context.Background(), dir)
+		wantStoreError(t, err, KindStore, path+" is not a Needle database")
+		if !bytes.Equal(text, mustReadFile(t, path)) {
+			t.Error("refused open changed the file")
+		}
+	})
+}
+
+func mustReadFile(tb testing.TB, path string) []byte {
+	tb.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return b
+}
+
+// storeState is what a refused open must leave unchanged: user_version, the
+// migration records and the schema.
+func storeState(tb testing.TB, path string) string {
+	tb.Helper()
+	db := mustRawDB(tb, path)
+	defer db.Close()
+	var userVersion int
+	if err := db.QueryRow("PRAGMA user_version").Scan(&userVersion); err != nil {
+		tb.Fatal(err)
+	}
+	schema, err := migrate.SchemaDump(context.Background(), db)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return fmt.Sprintf("user_version %d\n%s%s", userVersion, tableRows(tb, db, "schema_migrations"), schema)
+}
+
+// tableRows returns the rows of table, one per line, in rowid order.
+func tableRows(tb testing.TB, db *sql.DB, table string) string {
+	tb.Helper()
+	rows, err := db.Query("SELECT * FROM " + table + " ORDER BY rowid")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer rows.Close()
+	cols, _ := rows.Columns()
+	var b strings.Builder
+	for rows.Next() {
+		vals := make([]any, len(cols))
+		ptrs := make([]any, len(cols))
+		for i := range vals {
+			ptrs[i] = &vals[i]
+		}
+		if err := rows.Scan(ptrs...); err != nil {
+			tb.Fatal(err)
+		}
+		fmt.Fprintf(&b, "%s %q\n", table, vals)
+	}
+	if err := rows.Err(); err != nil {
+		tb.Fatal(err)
+	}
+	return b.String()
+}
+
+func TestOpenStore_Migrations(t *testing.T) {
+	ctx := context.Background()
+	ms := MustMigrations(t)
+	head := len(ms)
+	refuse := func(t *testing.T, dir string, open func() error, target any, msgs ...string) {
+		t.Helper()
+		path := filepath.Join(dir, storeFileName)
+		before := storeState(t, path)
+		err := open()
+		wantStoreError(t, err, KindMigration, msgs...)
+		if !errors.As(err, target) {
+			t.Errorf("error %v does not wrap a %T", err, target)
+		}
+		if diff := cmp.Diff(before, storeState(t, path)); diff != "" {
+			t.Errorf("refused open changed the store (-before +after):\n%s", diff)
+		}
+	}
+	t.Run("ErrTamperedDigest", func(t *testing.T) {
+		dir := t.TempDir()
+		MustOpenStore(t, dir).Close()
+		forged := "b3:" + strings.Repeat("0", 64)
+		mustExec(t, mustRawDB(t, filepath.Join(dir, storeFileName)),
+			"UPDATE schema_migrations SET digest = '"+forged+"' WHERE version = 1")
+		var mismatch *migrate.DigestMismatchError
+		refuse(t, dir, func() error { _, err := OpenStore(ctx, dir); return err }, &mismatch,
+			"0001_foundation", forged, ms[0].Digest(), "immutable")
+	})
+	t.Run("ErrEditedMigration", func(t *testing.T) {
+		dir := t.TempDir()
+		MustOpenStore(t, dir).Close()
+		edited := append([]migrate.Migration(nil), ms...)
+		edited[head-1].SQL += "\n-- an innocent-looking edit\n"
+		var mismatch *migrate.DigestMismatchError
+		refuse(t, dir, func() error { _, err := openStore(ctx, dir, edited, storeTestClock); return err }, &mismatch,
+			ms[head-1].String(), ms[head-1].Digest(), edited[head-1].Digest())
+	})
+	t.Run("ErrNewerSchema", func(t *testing.T) {
+		dir := t.TempDir()
+		MustOpenStore(t, dir).Close()
+		mustExec(t, mustRawDB(t, filepath.Join(dir, storeFileName)), fmt.Sprintf(
+			"INSERT INTO schema_migrations VALUES (%d, 'from_the_future', 'b3:%s', '2099-01-01T00:00:00Z')",
+			head+1, strings.Repeat("f", 64)))
+		var newer *migrate.NewerSchemaError
+		refuse(t, dir, func() error { _, err := OpenStore(ctx, dir); return err }, &newer,
+			fmt.Sprintf("database schema version %d is newer than this binary (head %d)", head+1, head))
+	})
+}
+
+// upgradeSeeds[v] inserts rows that are valid once migration v is applied.
+// TestOpenStore_Upgrade runs the seeds of versions 1..k on a database at
+// version k and checks that upgrading to head preserves them. A new
+// migration gets a seed here.
+var upgradeSeeds = map[int][]string{
+	1: {
+		`INSERT INTO definitions VALUES ('b3:` + strings.Repeat("1", 64) + `', 'c1', '{"routes":[]}', '2024-01-01T00:00:00Z')`,
+		`INSERT INTO settings VALUES ('worker.limit', '3', '2024-01-01T00:00:00Z')`,
+	},
+	2: {
+		`INSERT INTO sessions VALUES ('s1', 'b3:` + strings.Repeat("1", 64) + `', 'mcp', '["locate.implementation"]', 'gpt', '2024-01-02T00:00:00Z')`,
+		`INSERT INTO needs VALUES ('b3:` + strings.Repeat("2", 64) + `', 'b3:` + strings.Repeat("1", 64) + `', 'locate.implementation', 'symbol', 'crlf', '{}', '2024-01-02T00:00:00Z')`,
+		`INSERT INTO steps VALUES ('s1', 1, 'b3:` + strings.Repeat("2", 64) + `', 'independent', 'find crlf', '2024-01-02T00:00:00Z')`,
+	},
+}
+
+func TestOpenStore_Upgrade(t *testing.T) {
+	ctx := context.Background()
+	ms := MustMigrations(t)
+	if len(upgradeSeeds) != len(ms) {
+		t.Errorf("upgradeSeeds covers %d versions, want one per migration (%d)", len(upgradeSeeds), len(ms))
+	}
+	// Every starting version must end at the same schema, even when
+	// NEEDLE_UPDATE=1 rewrites the golden file from each of them.
+	dumps := make([]string, len(ms)+1)
+	for k := 0; k <= len(ms); k++ {
+		t.Run(fmt.Sprintf("From%d", k), func(t *testing.T) {
+			dir := t.TempDir()
+			before := mustOldStore(t, filepath.Join(dir, storeFileName), ms[:k])
+			s := MustOpenStore(t, dir)
+			rep, err := s.Check(ctx)
+			if err != nil || rep.SchemaVersion != len(ms) {
+				t.Fatalf("Check after upgrade from %d = %+v, %v; want version %d", k, rep, err, len(ms))
+			}
+			if diff := cmp.Diff(before, storeData(t, s.db, before)); diff != "" {
+				t.Errorf("upgrade from %d changed data (-before +after):\n%s", k, diff)
+			}
+			dump, err := migrate.SchemaDump(ctx, s.db)
+			if err != nil {
+				t.Fatal(err)
+			}
+			dumps[k] = dump
+			MustMatchGolden(t, "schema.golden", []byte(dump))
+		})
+	}
+	for k := range dumps {
+		if diff := cmp.Diff(dumps[0], dumps[k]); diff != "" {
+			t.Errorf("schema upgraded from %d differs from the one upgraded from 0 (-from0 +from%d):\n%s", k, k, diff)
+		}
+	}
+}
+
+// mustOldStore builds the database an older needle with migrations ms would
+// have left at path, seeded with data, and returns that data by table.
+func mustOldStore(tb testing.TB, path string, ms []migrate.Migration) map[string]string {
+	tb.Helper()
+	db := mustRawDB(tb, path)
+	defer db.Close()
+	mustExec(tb, db, fmt.Sprintf("PRAGMA application_id = %d", applicationID))
+	if err := migrate.Apply(context.Background(), db, ms, storeTestClock); err != nil {
+		tb.Fatal(err)
+	}
+	data := map[string]string{}
+	for _, m := range ms {
+		mustExec(tb, db, upgradeSeeds[m.Version]...)
+	}
+	for _, table := range userTables(tb, db) {
+		data[table] = tableRows(tb, db, table)
+	}
+	return data
+}
+
+// storeData returns the rows of the tables named in like.
+func storeData(tb testing.TB, db *sql.DB, like map[string]string) map[string]string {
+	tb.Helper()
+	data := map[string]string{}
+	for table := range like {
+		data[table] = tableRows(tb, db, table)
+	}
+	return data
+}
+
+func userTables(tb testing.TB, db *sql.DB) []string {
+	tb.Helper()
+	rows, err := db.Query(`SELECT name FROM sqlite_master WHERE type = 'table'
+		AND name NOT LIKE 'sqlite\_%' ESCAPE '\' AND name <> 'schema_migrations' ORDER BY name`)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer rows.Close()
+	var names []string
+	for rows.Next() {
+		var n string
+		if err := rows.Scan(&n); err != nil {
+			tb.Fatal(err)
+		}
+		names = append(names, n)
+	}
+	return names
+}
