@@ -1,0 +1,17 @@
+// Command needlebench is the Needle benchmark-and-replay harness; see bench.Main.
+package main
+
+import (
+	"context"
+	"os"
+	"os/signal"
+
+	"github.com/needle-dev/needle/bench"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	code := bench.Main(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
+}

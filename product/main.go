@@ -1,0 +1,290 @@
+package product
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"runtime/debug"
+	"strings"
+)
+
+// Main is the needle command. It returns the process exit status: 0 on
+// success, 1 on failure, 2 on invalid input or a usage error.
+func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	c := &cli{ctx: ctx, stdin: stdin, stdout: stdout, stderr: stderr}
+	if len(args) == 0 {
+		fmt.Fprint(stderr, usage)
+		return 2
+	}
+	return c.dispatch(args)
+}
+
+type cli struct {
+	ctx            context.Context
+	stdin          io.Reader
+	stdout, stderr io.Writer
+}
+
+// command is one leaf of the command tree.
+type command struct {
+	path  string // "need compile"
+	usage string // full help text
+	run   func(c *cli, args []string) int
+}
+
+var commands = []command{
+	{"need compile", usageNeedCompile, (*cli).needCompile},
+	{"db check", usageDBCheck, (*cli).dbCheck},
+	{"version", usageVersion, (*cli).version},
+}
+
+const usage = `Needle answers a coding model's typed needs from certified, provably fresh
+evidence, or runs a bounded worker, or says to bypass.
+
+Usage:
+  needle <command> [arguments]
+
+Commands:
+  need compile [--marker] [--routes LIST] FILE|-
+                    compile a need request; print its need_id and canonical IR
+  db check --data-dir DIR
+                    open the store in DIR (creating or upgrading it) and verify it
+  version           print the version, compiler, schema head and definition id
+  help [COMMAND]    print help for a command
+
+Exit status: 0 success, 1 failure, 2 invalid input or usage error.
+Run 'needle help COMMAND' for the flags of a command.
+`
+
+func (c *cli) dispatch(args []string) int {
+	switch args[0] {
+	case "help", "-h", "-help", "--help":
+		return c.help(args[1:])
+	}
+	for _, cmd := range commands {
+		words := strings.Fields(cmd.path)
+		if len(args) >= len(words) && strings.Join(args[:len(words)], " ") == cmd.path {
+			return cmd.run(c, args[len(words):])
+		}
+	}
+	fmt.Fprintf(c.stderr, "needle: unknown command %q\n\n%s", strings.Join(args, " "), usage)
+	return 2
+}
+
+func (c *cli) help(args []string) int {
+	if len(args) == 0 {
+		fmt.Fprint(c.stdout, usage)
+		return 0
+	}
+	for _, cmd := range commands {
+		if strings.Join(args, " ") == cmd.path {
+			fmt.Fprint(c.stdout, cmd.usage)
+			return 0
+		}
+	}
+	fmt.Fprintf(c.stderr, "needle help: unknown command %q\n", strings.Join(args, " "))
+	return 2
+}
+
+// flags returns a silent flag set for a command; parse prints the usage.
+func (c *cli) flags(cmd string) *flag.FlagSet {
+	fs := flag.NewFlagSet("needle "+cmd, flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	fs.Usage = func() {}
+	return fs
+}
+
+// parse parses flags; it reports an exit status when the command must stop
+// (help requested: 0; bad flags: 2).
+func (c *cli) parse(fs *flag.FlagSet, usage string, args []string) (int, bool) {
+	err := fs.Parse(args)
+	if errors.Is(err, flag.ErrHelp) {
+		fmt.Fprint(c.stdout, usage)
+		return 0, false
+	}
+	if err != nil {
+		fmt.Fprintf(c.stderr, "%s: %v\n\n%s", fs.Name(), err, usage)
+		return 2, false
+	}
+	return 0, true
+}
+
+// fail reports err on one line and returns the exit status for its kind.
+func (c *cli) fail(cmd string, err error) int {
+	var e *Error
+	switch {
+	case errors.As(err, &e) && e.Kind == KindInvalidInput:
+		msg := e.Err.Error()
+		if e.Path != "" {
+			msg = e.Path + ": " + msg
+		}
+		fmt.Fprintf(c.stderr, "needle %s: invalid input: %s\n", cmd, oneLine(msg))
+	default:
+		fmt.Fprintf(c.stderr, "needle %s: %s\n", cmd, oneLine(err.Error()))
+	}
+	return exitCodeOf(err)
+}
+
+func oneLine(s string) string { return strings.ReplaceAll(s, "\n", " ") }
+
+func (c *cli) writeJSON(v any) int {
+	enc := json.NewEncoder(c.stdout)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(v); err != nil {
+		fmt.Fprintf(c.stderr, "needle: write output: %v\n", err)
+		return 1
+	}
+	return 0
+}
+
+const usageNeedCompile = `Usage: needle need compile [--marker] [--routes LIST] FILE|-
+
+Compile a need request and print one JSON object on stdout:
+  {"need_id": "b3:…", "ir": {…}, "task": "…", "definition_id": "b3:…"}
+
+The input (FILE, or - for stdin) is a need_context request as JSON, or with
+--marker a message holding exactly one @@need marker line. The need_id is a
+content address of the canonical IR: key order, white space and the task
+wording do not change it; any change of meaning does.
+
+Flags:
+  --marker        read a @@need marker instead of JSON
+  --routes LIST   comma-separated enabled routes (default: all of
+                  locate.implementation,trace.state-flow,tests.relevant)
+
+Invalid input prints nothing on stdout, one line naming the JSON path of the
+problem on stderr, and exits 2.
+`
+
+func (c *cli) needCompile(args []string) int {
+	fs := c.flags("need compile")
+	marker := fs.Bool("marker", false, "")
+	routeList := fs.String("routes", "", "")
+	if code, ok := c.parse(fs, usageNeedCompile, args); !ok {
+		return code
+	}
+	if fs.NArg() != 1 {
+		fmt.Fprintf(c.stderr, "needle need compile: want one FILE or -, got %d arguments\n\n%s", fs.NArg(), usageNeedCompile)
+		return 2
+	}
+	routes := AllRoutes()
+	if *routeList != "" {
+		var err error
+		if routes, err = ParseRouteSet(*routeList); err != nil {
+			return c.fail("need compile", err)
+		}
+	}
+	limit := MaxRequestBytes
+	if *marker {
+		limit = 1 << 20 // a whole message may surround the marker line
+	}
+	data, err := c.readInput(fs.Arg(0), limit)
+	if err != nil {
+		return c.fail("need compile", err)
+	}
+	var need CompiledNeed
+	if *marker {
+		var line string
+		if line, err = FindMarker(string(data)); err == nil {
+			need, err = CompileMarker(line, routes)
+		}
+	} else {
+		need, err = CompileJSON(data, routes)
+	}
+	if err != nil {
+		return c.fail("need compile", err)
+	}
+	return c.writeJSON(need)
+}
+
+// readInput reads FILE or stdin ("-"), refusing more than limit bytes.
+func (c *cli) readInput(name string, limit int) ([]byte, error) {
+	r := c.stdin
+	if name != "-" {
+		f, err := os.Open(name)
+		if err != nil {
+			return nil, &Error{Op: "read input", Kind: KindIO, Err: err}
+		}
+		defer f.Close()
+		r = f
+	}
+	data, err := io.ReadAll(io.LimitReader(r, int64(limit)+1))
+	if err != nil {
+		return nil, &Error{Op: "read input", Kind: KindIO, Err: err}
+	}
+	if len(data) > limit {
+		return nil, invalidf("read input", "$", "input is larger than %d bytes", limit)
+	}
+	return data, nil
+}
+
+const usageDBCheck = `Usage: needle db check --data-dir DIR
+
+Open the Needle store DIR/needle.db, creating it or applying pending
+migrations, verify its PRAGMAs (WAL, foreign keys, busy timeout), its
+application_id and the digest of every applied migration against this
+binary, and print the schema version.
+
+A database whose applied migration text no longer matches this binary, or
+that is newer than this binary, is refused (exit 1) and left unchanged.
+`
+
+func (c *cli) dbCheck(args []string) int {
+	fs := c.flags("db check")
+	dataDir := fs.String("data-dir", "", "")
+	if code, ok := c.parse(fs, usageDBCheck, args); !ok {
+		return code
+	}
+	if *dataDir == "" || fs.NArg() != 0 {
+		fmt.Fprintf(c.stderr, "needle db check: --data-dir DIR is required and takes no arguments\n\n%s", usageDBCheck)
+		return 2
+	}
+	st, err := OpenStore(c.ctx, *dataDir)
+	if err != nil {
+		return c.fail("db check", err)
+	}
+	defer st.Close()
+	rep, err := st.Check(c.ctx)
+	if err != nil {
+		return c.fail("db check", err)
+	}
+	fmt.Fprintf(c.stdout, "store %s\nschema version %d (head %d)\njournal_mode %s, foreign_keys %v\n",
+		rep.Path, rep.SchemaVersion, rep.HeadVersion, rep.JournalMode, rep.ForeignKeys)
+	for _, m := range rep.Migrations {
+		fmt.Fprintf(c.stdout, "migration %04d %s %s verified\n", m.Version, m.Name, m.Digest)
+	}
+	return 0
+}
+
+const usageVersion = `Usage: needle version
+
+Print the needle version, the need compiler version, the store schema head
+and the semantic-definition id of this binary.
+`
+
+func (c *cli) version(args []string) int {
+	fs := c.flags("version")
+	if code, ok := c.parse(fs, usageVersion, args); !ok {
+		return code
+	}
+	if fs.NArg() != 0 {
+		fmt.Fprintf(c.stderr, "needle version: takes no arguments\n")
+		return 2
+	}
+	fmt.Fprintf(c.stdout, "needle %s\ncompiler %s\nschema head %d\ndefinition %s\n",
+		Version(), CompilerVersion, schemaHead(), DefinitionID())
+	return 0
+}
+
+// Version returns the module version of the running binary, or "(devel)".
+func Version() string {
+	if info, ok := debug.ReadBuildInfo(); ok && info.Main.Version != "" {
+		return info.Main.Version
+	}
+	return "(devel)"
+}

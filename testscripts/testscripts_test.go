@@ -1,0 +1,102 @@
+// Package testscripts runs the golden scenarios in testdata/*.txtar over the
+// real needle and needlebench commands (go test ./testscripts). Set
+// NEEDLE_UPDATE=1 to rewrite the golden files that a cmp compares against.
+package testscripts
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"os"
+	"os/exec"
+	"strconv"
+	"testing"
+
+	"github.com/needle-dev/needle/bench"
+	"github.com/needle-dev/needle/product"
+	"github.com/rogpeppe/go-internal/testscript"
+	_ "modernc.org/sqlite"
+)
+
+func TestMain(m *testing.M) {
+	testscript.Main(m, map[string]func(){
+		"needle": func() {
+			os.Exit(product.Main(context.Background(), os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
+		},
+		"needlebench": func() {
+			os.Exit(bench.Main(context.Background(), os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
+		},
+	})
+}
+
+func TestScripts(t *testing.T) {
+	testscript.Run(t, testscript.Params{
+		Dir:                 "testdata",
+		RequireExplicitExec: true,
+		RequireUniqueNames:  true,
+		UpdateScripts:       os.Getenv("NEEDLE_UPDATE") == "1",
+		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
+			"exitcode": cmdExitCode,
+			"jsonget":  cmdJSONGet,
+			"sqlexec":  cmdSQLExec,
+		},
+	})
+}
+
+// cmdExitCode runs a command like exec and checks its exact exit status:
+//
+//	exitcode N prog [args...]
+func cmdExitCode(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) < 2 {
+		ts.Fatalf("usage: exitcode N prog [args...]")
+	}
+	want, err := strconv.Atoi(args[0])
+	if err != nil {
+		ts.Fatalf("exitcode: bad status %q", args[0])
+	}
+	err = ts.Exec(args[1], args[2:]...)
+	got := 0
+	var exit *exec.ExitError
+	switch {
+	case errors.As(err, &exit):
+		got = exit.ExitCode()
+	case err != nil:
+		ts.Fatalf("exitcode: %v", err)
+	}
+	if got != want {
+		ts.Fatalf("%s exited %d, want %d", args[1], got, want)
+	}
+}
+
+// cmdJSONGet prints the string value of a top-level key of a JSON file:
+//
+//	jsonget FILE KEY
+func cmdJSONGet(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 2 {
+		ts.Fatalf("usage: jsonget FILE KEY")
+	}
+	var obj map[string]any
+	ts.Check(json.Unmarshal([]byte(ts.ReadFile(args[0])), &obj))
+	v, ok := obj[args[1]].(string)
+	if !ok {
+		ts.Fatalf("jsonget: %s has no string %q", args[0], args[1])
+	}
+	_, err := ts.Stdout().Write([]byte(v + "\n"))
+	ts.Check(err)
+}
+
+// cmdSQLExec runs one SQL statement on a SQLite database, bypassing Needle,
+// to simulate tampering:
+//
+//	sqlexec DB STATEMENT
+func cmdSQLExec(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 2 {
+		ts.Fatalf("usage: sqlexec DB STATEMENT")
+	}
+	db, err := sql.Open("sqlite", ts.MkAbs(args[0]))
+	ts.Check(err)
+	defer db.Close()
+	_, err = db.Exec(args[1])
+	ts.Check(err)
+}
