@@ -1,0 +1,75 @@
+package snapshot
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+)
+
+// BenchmarkFileDigest_Cached looks up the same 20 files through a warm
+// MemCache in repositories of growing size; one op is all 20 lookups. The
+// cost should stay flat: it is O(dependencies), not O(repository).
+func BenchmarkFileDigest_Cached(b *testing.B) {
+	for _, n := range []int{1_000, 10_000, 100_000} {
+		if n > 10_000 && testing.Short() {
+			continue
+		}
+		root := b.TempDir()
+		paths := mustSyntheticTree(b, root, n)
+		b.Run(fmt.Sprintf("files=%d", n), func(b *testing.B) {
+			r := MustOpen(b, root, NewMemCache())
+			// The files were just written, so at the real time every entry
+			// would be racily clean; a clock past the window warms the cache.
+			r.now = func() time.Time { return time.Now().Add(time.Hour) }
+			deps := sample(paths, 20)
+			for _, p := range deps {
+				if _, err := r.FileDigest(p); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportAllocs()
+			b.ResetTimer()
+			for b.Loop() {
+				for _, p := range deps {
+					if _, err := r.FileDigest(p); err != nil {
+						b.Fatal(err)
+					}
+				}
+			}
+		})
+	}
+}
+
+// mustSyntheticTree writes n small files under root in a nested layout of
+// 100 files per directory, ten directories per parent — the depth a real
+// repository has — and returns their paths.
+func mustSyntheticTree(tb testing.TB, root string, n int) []string {
+	tb.Helper()
+	paths := make([]string, 0, n)
+	for i := range n {
+		dir := i / 100
+		rel := fmt.Sprintf("d%d/d%d/d%d/f%d.go", dir/100, dir/10%10, dir%10, i)
+		p := filepath.Join(root, filepath.FromSlash(rel))
+		if i%100 == 0 {
+			if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+				tb.Fatal(err)
+			}
+		}
+		if err := os.WriteFile(p, fmt.Appendf(nil, "package p // %d\n", i), 0o644); err != nil {
+			tb.Fatal(err)
+		}
+		paths = append(paths, rel)
+	}
+	return paths
+}
+
+// sample returns k paths spread evenly over paths.
+func sample(paths []string, k int) []string {
+	out := make([]string, 0, k)
+	for i := range k {
+		out = append(out, paths[i*len(paths)/k])
+	}
+	return out
+}

@@ -1,0 +1,199 @@
+package snapshot
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/needle-dev/needle/product/internal/contentid"
+)
+
+// Domain-separation tags of the digests this package computes. Changing one
+// changes every digest of its kind, which makes every recorded dependency
+// look stale.
+const (
+	FileTag     = "needle.file.v1"
+	DirTag      = "needle.dir.v1"
+	SnapshotTag = "needle.snapshot.v1"
+)
+
+// FileDigest returns the digest of the file at rel. When the stat cache
+// holds a trusted entry (doc.go) it costs one path resolution and no read;
+// otherwise the file is hashed and a fresh entry stored.
+func (r *Repo) FileDigest(rel string) (string, error) {
+	_, fi, err := r.resolve(rel)
+	if err != nil {
+		return "", err
+	}
+	if r.cache != nil {
+		if e, ok := r.cache.Get(rel); ok && trusted(e, statOf(fi)) {
+			return e.Digest, nil
+		}
+	}
+	_, digest, err := r.ReadFile(rel)
+	return digest, err
+}
+
+// ReadFile reads the file at rel once and returns its content with the
+// digest of exactly those bytes, refreshing the cache entry. Use it rather
+// than FileDigest plus a separate read when the content is needed, so the
+// content and the digest cannot disagree.
+func (r *Repo) ReadFile(rel string) (data []byte, digest string, err error) {
+	abs, _, err := r.resolve(rel)
+	if err != nil {
+		return nil, "", err
+	}
+	// Stamp before opening: see doc.go for why this ordering is what makes
+	// the racy-window test sound.
+	recorded := r.now().UnixNano()
+	name, err := filepath.Rel(r.root, abs)
+	if err != nil {
+		return nil, "", err
+	}
+	data, fi, err := r.readFile(r.root, name)
+	if err != nil {
+		return nil, "", statError(rel, err)
+	}
+	if !fi.Mode().IsRegular() { // replaced between resolve and open
+		return nil, "", fmt.Errorf("%w: %s", ErrNotRegular, rel)
+	}
+	digest = contentid.OfBytes(FileTag, data)
+	if r.cache != nil {
+		r.cache.Put(rel, newEntry(statOf(fi), digest, recorded))
+	}
+	return data, digest, nil
+}
+
+// readFile opens name (the resolved path, relative to root) and returns its
+// content and the stat of the opened file, taken before reading so that a
+// write racing the read changes the stat the next lookup sees. Opening
+// through os.Root keeps a directory swapped for a symlink after Resolve from
+// leading the read outside the root; a FIFO swapped in is refused before it
+// can block the read.
+func readFile(root, name string) ([]byte, fs.FileInfo, error) {
+	f, err := os.OpenInRoot(root, name)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil || !fi.Mode().IsRegular() {
+		return nil, fi, err
+	}
+	data := make([]byte, 0, fi.Size()+1)
+	for {
+		n, err := f.Read(data[len(data):cap(data)])
+		data = data[:len(data)+n]
+		if err == io.EOF {
+			return data, fi, nil
+		}
+		if err != nil {
+			return nil, nil, err
+		}
+		if len(data) == cap(data) {
+			data = slices.Grow(data, len(data))
+		}
+	}
+}
+
+// DirDigest returns the digest of the sorted names of the regular files and
+// subdirectories directly in relDir ("" or "." is the root), subdirectory
+// names ending in "/". For git only what git sees counts — ignored entries
+// and directories holding nothing but ignored files are left out — and the
+// listing asks git about relDir alone, so the cost follows the directory's
+// size, not the repository's.
+func (r *Repo) DirDigest(ctx context.Context, relDir string) (string, error) {
+	dir, err := r.resolveDir(relDir)
+	if err != nil {
+		return "", err
+	}
+	var names []string
+	if r.git {
+		names, err = r.gitDirNames(ctx, dir)
+	} else {
+		names, err = r.plainDirNames(dir)
+	}
+	if err != nil {
+		return "", fmt.Errorf("list directory %q: %w", relDir, err)
+	}
+	slices.Sort(names)
+	return contentid.Of(DirTag, slices.Compact(names))
+}
+
+// resolveDir returns the symlink-free root-relative slash path of the
+// directory relDir, "" for the root.
+func (r *Repo) resolveDir(relDir string) (string, error) {
+	if relDir == "" || relDir == "." {
+		return "", nil
+	}
+	if err := checkRel(relDir); err != nil {
+		return "", err
+	}
+	abs, fi, err := r.walk(relDir)
+	if err != nil {
+		return "", err
+	}
+	if !fi.IsDir() {
+		return "", fmt.Errorf("list directory %s: not a directory", relDir)
+	}
+	rel, err := filepath.Rel(r.root, abs)
+	if err != nil || rel == "." {
+		return "", err
+	}
+	return filepath.ToSlash(rel), nil
+}
+
+// gitDirNames lists the entries git sees directly in dir: each listed path's
+// first component below dir, kept when it is a regular file or a directory.
+func (r *Repo) gitDirNames(ctx context.Context, dir string) ([]string, error) {
+	prefix, spec := "", []string(nil)
+	if dir != "" {
+		prefix, spec = dir+"/", []string{dir + "/"}
+	}
+	listed, err := r.lsFiles(ctx, spec)
+	if err != nil {
+		return nil, err
+	}
+	names, seen := []string{}, make(map[string]bool)
+	for _, p := range listed {
+		name, _, sub := strings.Cut(strings.TrimPrefix(p, prefix), "/")
+		if seen[name] {
+			continue // one lstat per entry, however many files lie below it
+		}
+		seen[name] = true
+		fi, err := os.Lstat(filepath.Join(r.root, filepath.FromSlash(prefix+name)))
+		switch {
+		case err != nil:
+			// deleted but still in the index
+		case fi.IsDir():
+			names = append(names, name+"/")
+		case fi.Mode().IsRegular() && !sub:
+			names = append(names, name)
+		}
+	}
+	return names, nil
+}
+
+// plainDirNames lists the regular files and directories in dir, less .git.
+func (r *Repo) plainDirNames(dir string) ([]string, error) {
+	entries, err := os.ReadDir(filepath.Join(r.root, filepath.FromSlash(dir)))
+	if err != nil {
+		return nil, err
+	}
+	names := []string{}
+	for _, e := range entries {
+		switch {
+		case e.Name() == ".git":
+		case e.IsDir():
+			names = append(names, e.Name()+"/")
+		case e.Type().IsRegular():
+			names = append(names, e.Name())
+		}
+	}
+	return names, nil
+}

@@ -1,0 +1,48 @@
+// Package snapshot represents a source repository — a git work tree or a
+// plain directory — at a moment, and serves the content digests that
+// freshness checks compare against.
+//
+// A Repo is opened at a root directory. It is a git repository exactly when
+// the root is the top level of a git work tree; then its file set is what git
+// sees (tracked files plus untracked files that are not ignored). Otherwise
+// it is a plain directory whose file set is a walk that skips .git. Either
+// way only regular files count: symlinks, submodules and devices are not
+// content.
+//
+// # Digests
+//
+// A file's digest is contentid.OfBytes(FileTag, content). A directory's
+// digest (DirDigest) covers the sorted names of the regular files and
+// subdirectories directly in it, so it changes when an entry is added or
+// removed and not when a file's content changes; it is the dependency of
+// exhaustive and negative evidence ("nothing else in this directory"). A
+// Snapshot's ID is contentid.Of(SnapshotTag, files) over the sorted
+// [path, digest] list: the same content has the same id on any machine,
+// whatever the root's path, timestamps or git state.
+//
+// # Stat cache
+//
+// Freshness must cost O(dependencies), not O(repository), so FileDigest
+// answers from a StatCache when it can. An entry remembers a file's size,
+// mtime, ctime and inode together with its digest and the wall-clock time
+// the digest was computed. It is trusted only when all four stat fields
+// still match and it was recorded more than RacyWindow after the file's
+// last change (max of mtime and ctime). The second condition is git's
+// racy-clean rule: a file rewritten with the same size within one timestamp
+// tick of the hash keeps an identical stat, and only the gap between the
+// change and the recording proves the hash saw the final content. Such a
+// racily clean entry is rehashed on every lookup until the window has
+// passed, at which point a fresh, trusted entry replaces it.
+//
+// The recording time is taken before the file is opened, so any write the
+// hash could have missed happened after it; that write's timestamp is at
+// least the recording time minus one tick, which fails the window test as
+// long as the file system's timestamp granularity is below RacyWindow.
+//
+// # Paths
+//
+// Paths are root-relative, slash-separated and clean. Resolve rejects
+// anything else, follows symlinks one component at a time without ever
+// leaving the root, and reports failures as ErrUnsafePath, ErrNotExist or
+// ErrNotRegular. Git failures are *GitError.
+package snapshot

@@ -1,0 +1,128 @@
+package snapshot
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"strings"
+	"time"
+)
+
+const (
+	// maxStderr bounds the stderr kept for a GitError; git's messages are
+	// short and anything longer is noise.
+	maxStderr = 4 << 10
+	// maxStdout bounds what a listing may produce (≈ millions of paths);
+	// past it the output is refused rather than silently cut.
+	maxStdout = 512 << 20
+	// gitWaitDelay is how long Wait waits for git's output pipes to close
+	// after the process exits or is killed, in case a grandchild holds them.
+	gitWaitDelay = 5 * time.Second
+)
+
+// GitError is a failed git invocation.
+type GitError struct {
+	Args     []string // arguments after "git"
+	ExitCode int      // -1 when git did not exit normally (not found, killed)
+	Stderr   string   // at most maxStderr bytes of git's stderr
+	Err      error
+}
+
+func (e *GitError) Error() string {
+	msg := fmt.Sprintf("git %s: %v", strings.Join(e.Args, " "), e.Err)
+	if e.Stderr != "" {
+		msg += ": " + e.Stderr
+	}
+	return msg
+}
+
+func (e *GitError) Unwrap() error { return e.Err }
+
+// runGit runs git with args in dir and returns its stdout. Config that would
+// make git run programs from the repository (an fsmonitor hook) is disabled,
+// path quoting is off because callers parse -z output.
+func runGit(ctx context.Context, dir string, args ...string) ([]byte, error) {
+	full := append([]string{"-c", "core.quotepath=off", "-c", "core.fsmonitor=false"}, args...)
+	cmd := exec.CommandContext(ctx, "git", full...)
+	cmd.Dir = dir
+	cmd.Env = gitEnv(os.Environ())
+	cmd.WaitDelay = gitWaitDelay
+	setProcessGroup(cmd)
+	stdout := &cappedBuffer{max: maxStdout}
+	stderr := &cappedBuffer{max: maxStderr}
+	cmd.Stdout, cmd.Stderr = stdout, stderr
+
+	err := cmd.Run()
+	if err == nil && stdout.truncated {
+		err = fmt.Errorf("output exceeds %d bytes", maxStdout)
+	}
+	if err != nil {
+		if ctxErr := ctx.Err(); ctxErr != nil {
+			err = ctxErr
+		}
+		return nil, &GitError{Args: args, ExitCode: cmd.ProcessState.ExitCode(), Stderr: strings.TrimSpace(stderr.String()), Err: err}
+	}
+	return stdout.Bytes(), nil
+}
+
+// gitEnv returns env without any GIT_* variable and with a fixed locale.
+// A git hook — the likeliest caller of needle — runs with GIT_DIR,
+// GIT_INDEX_FILE and GIT_WORK_TREE set for its own repository; inherited,
+// they would point every command here at that repository instead of root.
+// GIT_OPTIONAL_LOCKS=0 keeps `git status` from rewriting the index under
+// the user's feet; LC_ALL=C keeps the messages isNotRepo matches stable.
+func gitEnv(env []string) []string {
+	out := make([]string, 0, len(env)+3)
+	for _, kv := range env {
+		if strings.HasPrefix(kv, "GIT_") || strings.HasPrefix(kv, "LC_ALL=") {
+			continue
+		}
+		out = append(out, kv)
+	}
+	return append(out, "GIT_OPTIONAL_LOCKS=0", "GIT_TERMINAL_PROMPT=0", "LC_ALL=C")
+}
+
+// isNotRepo reports whether err means "dir is not in a git work tree" (or git
+// is not installed), as opposed to a git failure worth reporting.
+func isNotRepo(err error) bool {
+	if errors.Is(err, exec.ErrNotFound) {
+		return true
+	}
+	var ge *GitError
+	if !errors.As(err, &ge) {
+		return false
+	}
+	return strings.Contains(ge.Stderr, "not a git repository") ||
+		strings.Contains(ge.Stderr, "must be run in a work tree")
+}
+
+// splitNUL splits -z output into its records.
+func splitNUL(out []byte) []string {
+	out = bytes.TrimSuffix(out, []byte{0})
+	if len(out) == 0 {
+		return nil
+	}
+	return strings.Split(string(out), "\x00")
+}
+
+// cappedBuffer keeps the first max bytes written and drops the rest while
+// still reporting success, so a chatty git is never blocked or killed by a
+// broken pipe.
+type cappedBuffer struct {
+	bytes.Buffer
+	max       int
+	truncated bool
+}
+
+func (b *cappedBuffer) Write(p []byte) (int, error) {
+	room := b.max - b.Len()
+	if len(p) > room {
+		b.truncated = true
+		b.Buffer.Write(p[:max(room, 0)])
+		return len(p), nil
+	}
+	return b.Buffer.Write(p)
+}

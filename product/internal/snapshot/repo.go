@@ -1,0 +1,182 @@
+package snapshot
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+)
+
+// Repo is a source repository opened at a root directory. It holds no view
+// of the files: every method looks at the disk as it is now. A Repo is safe
+// for concurrent use.
+type Repo struct {
+	root  string // absolute, symlinks evaluated
+	git   bool
+	cache StatCache // nil: no caching
+
+	// Seams for tests: the clock that stamps Entry.RecordedNs, and the read
+	// of one file's content and stat (see readFile).
+	now      func() time.Time
+	readFile func(root, name string) ([]byte, fs.FileInfo, error)
+}
+
+// Open opens the repository at root, which must be a directory. It is a git
+// repository iff root is the top level of a git work tree; a subdirectory of
+// a work tree, or any directory when git is not installed, is a plain
+// directory. A repository git refuses to work in (a safe.directory
+// ownership check, a corrupt .git) is an error, not a plain directory, so
+// that ignore rules are never silently dropped. cache may be nil.
+func Open(ctx context.Context, root string, cache StatCache) (*Repo, error) {
+	abs, err := filepath.Abs(root)
+	if err != nil {
+		return nil, fmt.Errorf("open %s: %w", root, err)
+	}
+	abs, err = filepath.EvalSymlinks(abs)
+	if err != nil {
+		return nil, fmt.Errorf("open %s: %w", root, err)
+	}
+	if fi, err := os.Stat(abs); err != nil {
+		return nil, fmt.Errorf("open %s: %w", root, err)
+	} else if !fi.IsDir() {
+		return nil, fmt.Errorf("open %s: not a directory", root)
+	}
+	isGit, err := isTopLevel(ctx, abs)
+	if err != nil {
+		return nil, fmt.Errorf("open %s: %w", root, err)
+	}
+	return &Repo{root: abs, git: isGit, cache: cache, now: time.Now, readFile: readFile}, nil
+}
+
+// isTopLevel reports whether dir (absolute, symlink-free) is the top level
+// of a git work tree.
+func isTopLevel(ctx context.Context, dir string) (bool, error) {
+	out, err := runGit(ctx, dir, "rev-parse", "--show-toplevel")
+	if isNotRepo(err) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	top := strings.TrimRight(string(out), "\n")
+	if top == "" { // a bare repository has no work tree
+		return false, nil
+	}
+	top, err = filepath.EvalSymlinks(top)
+	if err != nil {
+		return false, fmt.Errorf("git top level: %w", err)
+	}
+	return top == dir, nil
+}
+
+// Root returns the repository's absolute root with symlinks evaluated.
+func (r *Repo) Root() string { return r.root }
+
+// IsGit reports whether the root is the top level of a git work tree.
+func (r *Repo) IsGit() bool { return r.git }
+
+// Head returns the hex id of the HEAD commit, or "" for a plain directory
+// or a git repository with no commit yet.
+func (r *Repo) Head(ctx context.Context) (string, error) {
+	if !r.git {
+		return "", nil
+	}
+	out, err := runGit(ctx, r.root, "rev-parse", "--verify", "--quiet", "HEAD^{commit}")
+	var ge *GitError
+	if errors.As(err, &ge) && ge.ExitCode == 1 && ge.Stderr == "" {
+		return "", nil // unborn branch: --verify --quiet fails silently
+	}
+	if err != nil {
+		return "", err
+	}
+	return strings.TrimSpace(string(out)), nil
+}
+
+// Files returns the sorted paths of the repository's regular files. For git
+// that is the index plus untracked files git does not ignore, less paths no
+// longer on disk (deleted but still in the index) and anything that is not a
+// regular file (symlinks, submodules). For a plain directory it is a walk
+// that skips .git. Paths Resolve would refuse (a backslash in a name) are
+// left out, since no caller could name them.
+func (r *Repo) Files(ctx context.Context) ([]string, error) {
+	var paths []string
+	var err error
+	if r.git {
+		paths, err = r.gitFiles(ctx, nil)
+	} else {
+		paths, err = r.walkFiles(ctx)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("list files of %s: %w", r.root, err)
+	}
+	slices.Sort(paths)
+	return slices.Compact(paths), nil
+}
+
+// lsFiles lists the paths git sees under pathspec (nil: everything), tracked
+// or untracked-and-not-ignored, exactly as recorded (possibly not on disk).
+func (r *Repo) lsFiles(ctx context.Context, pathspec []string) ([]string, error) {
+	args := []string{"--literal-pathspecs", "ls-files", "-z", "--cached", "--others", "--exclude-standard", "--"}
+	out, err := runGit(ctx, r.root, append(args, pathspec...)...)
+	if err != nil {
+		return nil, err
+	}
+	return splitNUL(out), nil
+}
+
+// gitFiles is lsFiles filtered to safe paths of regular files on disk.
+func (r *Repo) gitFiles(ctx context.Context, pathspec []string) ([]string, error) {
+	listed, err := r.lsFiles(ctx, pathspec)
+	if err != nil {
+		return nil, err
+	}
+	paths := listed[:0]
+	for _, p := range listed {
+		if checkRel(p) != nil {
+			continue
+		}
+		if fi, err := os.Lstat(filepath.Join(r.root, filepath.FromSlash(p))); err == nil && fi.Mode().IsRegular() {
+			paths = append(paths, p)
+		}
+	}
+	return paths, nil
+}
+
+// walkFiles lists the regular files of a plain directory.
+func (r *Repo) walkFiles(ctx context.Context) ([]string, error) {
+	var paths []string
+	err := filepath.WalkDir(r.root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.Name() == ".git" && p != r.root {
+			return skipGit(d)
+		}
+		if !d.Type().IsRegular() {
+			return ctx.Err() // checked once per entry: cheap, and walks can be long
+		}
+		rel, err := filepath.Rel(r.root, p)
+		if err != nil {
+			return err
+		}
+		if rel = filepath.ToSlash(rel); checkRel(rel) == nil {
+			paths = append(paths, rel)
+		}
+		return nil
+	})
+	return paths, err
+}
+
+// skipGit leaves out a .git entry: a directory is git's database and a file
+// is a worktree's pointer to one; neither is source.
+func skipGit(d fs.DirEntry) error {
+	if d.IsDir() {
+		return filepath.SkipDir
+	}
+	return nil
+}
