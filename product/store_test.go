@@ -315,6 +315,12 @@ var upgradeSeeds = map[int][]string{
 		`INSERT INTO needs VALUES ('b3:` + strings.Repeat("2", 64) + `', 'b3:` + strings.Repeat("1", 64) + `', 'locate.implementation', 'symbol', 'crlf', '{}', '2024-01-02T00:00:00Z')`,
 		`INSERT INTO steps VALUES ('s1', 1, 'b3:` + strings.Repeat("2", 64) + `', 'independent', 'find crlf', '2024-01-02T00:00:00Z')`,
 	},
+	3: {
+		`INSERT INTO artifacts VALUES ('b3:` + strings.Repeat("3", 64) + `', '/r', 'implementation_location', 'symbol', 'crlf', '{}', NULL, '2024-01-03T00:00:00Z')`,
+		`INSERT INTO certificates VALUES ('b3:` + strings.Repeat("4", 64) + `', '/r', 'artifact', 'b3:` + strings.Repeat("3", 64) + `', NULL, 'v1', 'ast', '{}', '2024-01-03T00:00:00Z')`,
+		`INSERT INTO dependencies VALUES ('b3:` + strings.Repeat("4", 64) + `', 'file', 'a.go', 'b3:` + strings.Repeat("5", 64) + `')`,
+		`INSERT INTO observations VALUES (1, 'worker', 1200, 0.01, 900.5, '2024-01-03T00:00:00Z')`,
+	},
 }
 
 func TestOpenStore_Upgrade(t *testing.T) {
