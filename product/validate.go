@@ -1,0 +1,288 @@
+package product
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"path"
+	"slices"
+	"strings"
+
+	"github.com/needle-dev/needle/product/internal/contentid"
+	"github.com/needle-dev/needle/product/internal/goevidence"
+	"github.com/needle-dev/needle/product/internal/snapshot"
+)
+
+// ValidatorVersion changes whenever a validator could decide differently.
+// Certificates record it.
+const ValidatorVersion = "needle-validators/1"
+
+// Evidence levels a certificate records: go/ast proofs, or lexical matching
+// for sources the product cannot parse.
+const (
+	LevelAST     = "ast"
+	LevelLexical = "lexical"
+)
+
+// Satisfies lists, per facet, the values a certified artifact satisfies; an
+// obligation is satisfied when each facet it constrains has its value here.
+type Satisfies struct {
+	Kind         CapabilityKind `json:"kind"`
+	Polarity     []string       `json:"polarity,omitempty"`
+	Selection    []string       `json:"selection,omitempty"`
+	Scenario     string         `json:"scenario,omitempty"`
+	Completeness []string       `json:"completeness,omitempty"`
+	Granularity  []string       `json:"granularity,omitempty"`
+}
+
+// satisfies reports whether an artifact with these facets meets ob.
+func (s Satisfies) satisfies(ob Obligation) bool {
+	if s.Kind != ob.Kind {
+		return false
+	}
+	in := func(v string, set []string) bool { return v == "" || slices.Contains(set, v) }
+	f := ob.Facets
+	return in(f.Polarity, s.Polarity) && in(f.Selection, s.Selection) &&
+		(f.Scenario == "" || f.Scenario == s.Scenario) &&
+		in(f.Completeness, s.Completeness) && in(f.Granularity, s.Granularity)
+}
+
+// CitedLocation is a span a certificate cites, with the exact text of the
+// cited lines: proof replay looks for that text when the file changes.
+type CitedLocation struct {
+	Path      string `json:"path"`
+	StartLine int    `json:"start_line"`
+	EndLine   int    `json:"end_line"`
+	Excerpt   string `json:"excerpt"`
+}
+
+// Claim is an atomic fact drawn from a certified artifact. It carries no line
+// numbers, so the same fact keeps its id when the code moves.
+type Claim struct {
+	Kind          string  `json:"kind"` // declared | literal | calls | test_reaches
+	Subject       Subject `json:"subject"`
+	Path          string  `json:"path"`
+	ExcerptDigest string  `json:"excerpt_digest"`
+	Detail        string  `json:"detail,omitempty"` // callee, test name, …
+}
+
+// ClaimAt is a claim and where the certificate found it.
+type ClaimAt struct {
+	Claim     Claim
+	ID        string
+	StartLine int
+	EndLine   int
+}
+
+// Validation is what the trusted validators concluded about a proposal
+// against one snapshot. Reasons is empty exactly when it is certified.
+type Validation struct {
+	Proposal  Proposal
+	Reasons   []string
+	Level     string
+	Satisfies Satisfies
+	Files     map[string]string // path → content digest read
+	Dirs      map[string]string // dir → listing digest (exhaustive or negative evidence)
+	Cited     []CitedLocation
+	Claims    []ClaimAt
+	Notes     []string
+}
+
+// Certified reports whether the proposal passed every check.
+func (v *Validation) Certified() bool { return len(v.Reasons) == 0 }
+
+func (v *Validation) reject(format string, args ...any) {
+	v.Reasons = append(v.Reasons, fmt.Sprintf(format, args...))
+}
+
+// validator checks proposals against one repository snapshot.
+type validator struct {
+	ctx  context.Context
+	repo *snapshot.Repo
+	v    *Validation
+}
+
+// Validate runs the trusted validators on p against repo. It never consults
+// a model; the only inputs are the proposal and the source. An error is an
+// operational failure (the repository cannot be read), not a rejection.
+func Validate(ctx context.Context, repo *snapshot.Repo, p Proposal) (*Validation, error) {
+	val := &validator{ctx: ctx, repo: repo, v: &Validation{
+		Proposal: p, Level: LevelAST, Files: map[string]string{}, Dirs: map[string]string{},
+		Satisfies: Satisfies{Kind: p.Kind},
+	}}
+	var err error
+	switch p.Kind {
+	case CapImplementationLocation:
+		err = val.location()
+	case CapRuntimeFlow:
+		err = val.flow()
+	case CapFocusedTests:
+		err = val.tests()
+	default:
+		val.v.reject("unknown proposal kind %q", p.Kind)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if !val.v.Certified() {
+		val.v.Claims, val.v.Cited = nil, nil
+	}
+	return val.v, nil
+}
+
+// read reads a cited file, recording it as a dependency. A path that is
+// unsafe, missing or not a regular file is a rejection, not an error.
+func (val *validator) read(field, rel string) ([]byte, bool, error) {
+	data, digest, err := val.repo.ReadFile(rel)
+	switch {
+	case errors.Is(err, snapshot.ErrUnsafePath):
+		val.v.reject("%s: path %q escapes the repository", field, rel)
+	case errors.Is(err, snapshot.ErrNotExist):
+		val.v.reject("%s: file %q does not exist", field, rel)
+	case errors.Is(err, snapshot.ErrNotRegular):
+		val.v.reject("%s: %q is not a regular file", field, rel)
+	case err != nil:
+		return nil, false, fmt.Errorf("validate: read %s: %w", rel, err)
+	default:
+		val.v.Files[rel] = digest
+		return data, true, nil
+	}
+	return nil, false, nil
+}
+
+// span reads rel and checks that the span is inside it, citing it.
+func (val *validator) span(field, rel string, start, end int) ([]byte, goevidence.Span, bool, error) {
+	src, ok, err := val.read(field, rel)
+	if !ok || err != nil {
+		return nil, goevidence.Span{}, false, err
+	}
+	n := goevidence.LineCount(src)
+	if start < 1 || end < start || end > n {
+		val.v.reject("%s: lines %d-%d are outside %s (%d lines)", field, start, end, rel, n)
+		return nil, goevidence.Span{}, false, nil
+	}
+	val.v.Cited = append(val.v.Cited, CitedLocation{Path: rel, StartLine: start, EndLine: end, Excerpt: excerpt(src, start, end)})
+	return src, goevidence.Span{Start: start, End: end}, true, nil
+}
+
+// excerpt returns lines start..end of src, each with its newline.
+func excerpt(src []byte, start, end int) string {
+	lines := bytes.SplitAfter(src, []byte("\n"))
+	return string(bytes.Join(lines[start-1:end], nil))
+}
+
+func isGo(rel string) bool { return strings.HasSuffix(rel, ".go") }
+
+func (val *validator) location() error {
+	p := val.v.Proposal
+	src, span, ok, err := val.span("path", p.Path, p.StartLine, p.EndLine)
+	if !ok || err != nil {
+		return err
+	}
+	claim, ok, err := val.subjectAt("path", p.Subject, p.Path, src, span)
+	if !ok || err != nil {
+		return err
+	}
+	val.addClaim(claim, span)
+	val.v.Satisfies.Polarity = []string{"positive"}
+	val.v.Satisfies.Selection = []string{"primary", "representative"}
+	return nil
+}
+
+// subjectAt checks that the subject is really at span in the file and
+// returns the claim that says so.
+func (val *validator) subjectAt(field string, s Subject, rel string, src []byte, span goevidence.Span) (Claim, bool, error) {
+	claim := Claim{Subject: s, Path: rel, ExcerptDigest: excerptDigest(src, span)}
+	if !isGo(rel) {
+		val.lexical()
+	}
+	var found bool
+	var err error
+	switch s.Kind {
+	case SubjectSymbol, SubjectTest:
+		claim.Kind = "declared"
+		if isGo(rel) {
+			found, err = goevidence.Declared(rel, src, s.Name, span)
+		} else {
+			found = goevidence.LexicalWord(src, lastComponent(s.Name), span)
+		}
+	case SubjectCLIOption, SubjectConfigurationKey:
+		claim.Kind = "literal"
+		if isGo(rel) {
+			found, err = goevidence.StringLiteral(rel, src, literalSpellings(s), span)
+		} else {
+			found = goevidence.LexicalWord(src, s.Name, span)
+		}
+	case SubjectFile:
+		claim.Kind = "file"
+		found = rel == s.Name
+	case SubjectModule:
+		claim.Kind = "module"
+		found = path.Base(rel) == "go.mod" && goevidence.LexicalWord(src, s.Name, span)
+	default:
+		val.v.reject("%s: a %s subject cannot be verified by trusted code", field, s.Kind)
+		return Claim{}, false, nil
+	}
+	if err != nil {
+		val.v.reject("%s: %s does not parse as Go: %v", field, rel, err)
+		return Claim{}, false, nil
+	}
+	if !found {
+		val.v.reject("%s: %s %q is not %s in %s:%d-%d", field, s.Kind, s.Name, subjectVerb(s.Kind), rel, span.Start, span.End)
+		return Claim{}, false, nil
+	}
+	return claim, true, nil
+}
+
+func subjectVerb(k SubjectKind) string {
+	switch k {
+	case SubjectSymbol, SubjectTest:
+		return "declared"
+	case SubjectCLIOption, SubjectConfigurationKey:
+		return "a literal"
+	}
+	return "there"
+}
+
+// literalSpellings are the string literals that define a flag or key: the
+// name as written and, for a flag, without its dashes ("--crlf" is defined
+// by flag.Bool("crlf", …)).
+func literalSpellings(s Subject) []string {
+	spellings := []string{s.Name}
+	if trimmed := strings.TrimLeft(s.Name, "-"); trimmed != s.Name && trimmed != "" {
+		spellings = append(spellings, trimmed)
+	}
+	return spellings
+}
+
+func lastComponent(name string) string {
+	if i := strings.LastIndexByte(name, '.'); i >= 0 {
+		return name[i+1:]
+	}
+	return name
+}
+
+func excerptDigest(src []byte, span goevidence.Span) string {
+	return contentid.OfBytes("needle.excerpt.v1", []byte(excerpt(src, span.Start, span.End)))
+}
+
+func (val *validator) lexical() {
+	if val.v.Level != LevelLexical {
+		val.v.Level = LevelLexical
+		val.v.Notes = append(val.v.Notes, "lexical evidence only: a cited file is not Go source")
+	}
+}
+
+func (val *validator) addClaim(c Claim, span goevidence.Span) {
+	id, err := contentid.Of("needle.claim.v1", c)
+	if err != nil {
+		panic("product: claim does not encode: " + err.Error())
+	}
+	for _, have := range val.v.Claims {
+		if have.ID == id {
+			return
+		}
+	}
+	val.v.Claims = append(val.v.Claims, ClaimAt{Claim: c, ID: id, StartLine: span.Start, EndLine: span.End})
+}
