@@ -6,6 +6,7 @@ require (
 	github.com/google/go-cmp v0.7.0
 	github.com/rogpeppe/go-internal v1.16.0
 	golang.org/x/text v0.44.0
+	gonum.org/v1/gonum v0.17.0
 	lukechampine.com/blake3 v1.4.1
 	modernc.org/sqlite v1.62.0
 )

@@ -1,0 +1,196 @@
+package product
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/needle-dev/needle/product/internal/snapshot"
+)
+
+// Config configures an Engine.
+type Config struct {
+	DataDir    string   // the profile's data directory (holds needle.db)
+	Repository string   // the repository root needs are resolved against
+	Routes     RouteSet // enabled routes; nil means all
+	Worker     WorkerPort
+	CacheOnly  bool   // never spawn a worker, even with a port
+	Transport  string // recorded with sessions: cli, mcp, hook, api (default)
+	MainModel  string
+	Limits     Limits
+	// FrontierBudget bounds the context text in bytes (default 6 KiB).
+	FrontierBudget int
+	// Prices weigh operator costs in economic selection (default: defaultPrices).
+	Prices *Prices
+}
+
+// Engine resolves needs for one repository against one store. It is safe
+// for concurrent use; resolutions run one at a time, first come first
+// served.
+type Engine struct {
+	cfg   Config
+	store *Store
+	repo  *snapshot.Repo
+	root  string
+	turn  fifo
+
+	mu      sync.Mutex
+	ledgers map[string]*Ledger
+}
+
+// Open opens the store in cfg.DataDir and the repository cfg.Repository.
+func Open(ctx context.Context, cfg Config) (*Engine, error) {
+	if cfg.Routes == nil {
+		cfg.Routes = AllRoutes()
+	}
+	if cfg.Transport == "" {
+		cfg.Transport = "api"
+	}
+	if cfg.FrontierBudget <= 0 {
+		cfg.FrontierBudget = DefaultFrontierBudget
+	}
+	if cfg.Prices == nil {
+		cfg.Prices = &defaultPrices
+	}
+	cfg.Limits = cfg.Limits.clamp()
+	st, err := OpenStore(ctx, cfg.DataDir)
+	if err != nil {
+		return nil, err
+	}
+	e := &Engine{cfg: cfg, store: st, ledgers: map[string]*Ledger{}}
+	if e.repo, err = snapshot.Open(ctx, cfg.Repository, nil); err != nil {
+		st.Close()
+		return nil, &Error{Op: "engine.open", Kind: KindIO, Err: err}
+	}
+	e.root = e.repo.Root()
+	if e.repo, err = snapshot.Open(ctx, e.root, statCache{st, e.root}); err != nil {
+		st.Close()
+		return nil, &Error{Op: "engine.open", Kind: KindIO, Err: err}
+	}
+	def := Definition()
+	if err := st.PutDefinition(ctx, DefinitionID(), CompilerVersion, []byte(mustJSON(def))); err != nil {
+		st.Close()
+		return nil, err
+	}
+	return e, nil
+}
+
+// Close closes the store.
+func (e *Engine) Close() error { return e.store.Close() }
+
+// Root returns the repository root the engine resolves against.
+func (e *Engine) Root() string { return e.root }
+
+// ProposeResult is the outcome of an operator's proposal.
+type ProposeResult struct {
+	Status        string   `json:"status"` // certified | rejected
+	ArtifactID    string   `json:"artifact_id"`
+	CertificateID string   `json:"certificate_id"`
+	Reasons       []string `json:"reasons"`
+}
+
+// Propose validates an operator's proposal against the current source and
+// stores the attempt; certified evidence becomes reusable. Invalid JSON is a
+// KindInvalidInput error and stores nothing.
+func (e *Engine) Propose(ctx context.Context, raw []byte) (ProposeResult, error) {
+	p, err := DecodeProposal(raw)
+	if err != nil {
+		return ProposeResult{}, err
+	}
+	if err := e.turn.lock(ctx); err != nil {
+		return ProposeResult{}, err
+	}
+	defer e.turn.unlock()
+	v, err := Validate(ctx, e.repo, p)
+	if err != nil {
+		return ProposeResult{}, &Error{Op: "evidence.propose", Kind: KindIO, Err: err}
+	}
+	rec, err := e.store.recordAttempt(ctx, e.root, "", "operator", raw, v, "")
+	if err != nil {
+		return ProposeResult{}, err
+	}
+	res := ProposeResult{Status: "rejected", Reasons: nonNil(rec.Reasons)}
+	if rec.Certified {
+		res.Status, res.ArtifactID, res.CertificateID = "certified", rec.ArtifactID, rec.CertificateID
+	}
+	return res, nil
+}
+
+// ledger returns the session's ledger, creating the session on first use.
+func (e *Engine) ledger(ctx context.Context, session string) (*Ledger, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if l, ok := e.ledgers[session]; ok {
+		return l, nil
+	}
+	routes := make([]string, len(e.cfg.Routes))
+	for i, r := range e.cfg.Routes {
+		routes[i] = string(r)
+	}
+	if err := e.store.CreateSession(ctx, session, DefinitionID(), e.cfg.Transport, routes, e.cfg.MainModel); err != nil {
+		return nil, err
+	}
+	l := &Ledger{}
+	e.ledgers[session] = l
+	return l, nil
+}
+
+// fifo is a lock granted in arrival order: one resolution is active, the
+// others wait their turn (a sync.Mutex makes no ordering promise).
+type fifo struct {
+	mu    sync.Mutex
+	busy  bool
+	queue []chan struct{}
+}
+
+func (f *fifo) lock(ctx context.Context) error {
+	f.mu.Lock()
+	if !f.busy {
+		f.busy = true
+		f.mu.Unlock()
+		return nil
+	}
+	ch := make(chan struct{})
+	f.queue = append(f.queue, ch)
+	f.mu.Unlock()
+	select {
+	case <-ch:
+		return nil
+	case <-ctx.Done():
+		f.mu.Lock()
+		for i, c := range f.queue {
+			if c == ch {
+				f.queue = append(f.queue[:i], f.queue[i+1:]...)
+				f.mu.Unlock()
+				return ctx.Err()
+			}
+		}
+		f.mu.Unlock()
+		f.unlock() // the turn was handed to us as we gave up: pass it on
+		return ctx.Err()
+	}
+}
+
+func (f *fifo) unlock() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if len(f.queue) == 0 {
+		f.busy = false
+		return
+	}
+	next := f.queue[0]
+	f.queue = f.queue[1:]
+	close(next)
+}
+
+// sinceMs returns the milliseconds since t.
+func sinceMs(t time.Time) float64 { return float64(time.Since(t).Microseconds()) / 1000 }
+
+// opError wraps a non-domain failure of a resolution step.
+func opError(op string, err error) error {
+	if _, ok := err.(*Error); ok {
+		return err
+	}
+	return &Error{Op: op, Kind: KindOther, Err: fmt.Errorf("%w", err)}
+}

@@ -1,0 +1,332 @@
+package product
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"time"
+)
+
+// WorkerPort receives worker requests for missing obligations. The Codex
+// App Server evidence worker implements it; so can any bounded worker. What
+// it returns is untrusted: every proposal goes through the validators.
+type WorkerPort interface {
+	Propose(ctx context.Context, req WorkerRequest) (WorkerResult, error)
+}
+
+// WorkerRequest asks for proposals for the missing obligations of a need.
+type WorkerRequest struct {
+	NeedID     string
+	IR         NeedIR
+	Task       string
+	Missing    []Obligation
+	Repository string
+	// Schemas holds the strict proposal JSON Schema of each missing kind.
+	Schemas map[CapabilityKind]json.RawMessage
+}
+
+// WorkerResult is what a worker proposed and what it cost.
+type WorkerResult struct {
+	Proposals [][]byte // raw proposal JSON, one per missing obligation
+	Usage     WorkerUsage
+}
+
+// WorkerUsage is the accounting of one worker run.
+type WorkerUsage struct {
+	InputTokens  int64
+	OutputTokens int64
+	TotalTokens  int64
+	CostUSD      float64
+	LatencyMs    float64
+}
+
+// NeedContext resolves a need for a session and returns the structured
+// result with its FrontierView. Invalid input is a KindInvalidInput error
+// and changes nothing; every resolution kind, bypass included, is a normal
+// result.
+func (e *Engine) NeedContext(ctx context.Context, session string, req NeedRequest) (NeedResult, error) {
+	need, err := Compile(req, e.cfg.Routes)
+	if err != nil {
+		return NeedResult{}, err
+	}
+	if err := e.turn.lock(ctx); err != nil {
+		return NeedResult{}, err
+	}
+	defer e.turn.unlock()
+	started := time.Now()
+	ledger, err := e.ledger(ctx, session)
+	if err != nil {
+		return NeedResult{}, err
+	}
+	if err := e.store.PutNeed(ctx, need.ID, need.DefinitionID, string(need.IR.Route), string(need.IR.Subject.Kind),
+		need.IR.Subject.Name, []byte(mustJSON(need.IR))); err != nil {
+		return NeedResult{}, err
+	}
+	relation := ledger.classify(need.ID, need.IR)
+	in := resolveInput{Need: need, Worker: e.cfg.Worker != nil && !e.cfg.CacheOnly && ledger.Workers < e.cfg.Limits.Workers}
+	if relation != RelationRepeat && ledger.Needs >= e.cfg.Limits.Needs {
+		in.Bypass = fmt.Sprintf("session need limit (%d) reached", e.cfg.Limits.Needs)
+	} else if err := e.gather(ctx, &in); err != nil {
+		return NeedResult{}, opError("need.resolve", err)
+	}
+	d := resolve(in)
+	plan, d, err := e.choosePlan(ctx, need, in, d)
+	if err != nil {
+		return NeedResult{}, err
+	}
+	spawned := len(d.WorkerFor) > 0
+	if spawned {
+		ledger.Workers++
+		if d, err = e.runWorker(ctx, need, d); err != nil {
+			return NeedResult{}, err
+		}
+	}
+	if relation != RelationRepeat {
+		ledger.Needs++
+	}
+	r, err := e.finish(ctx, session, need, relation, d, plan, spawned)
+	if err != nil {
+		return NeedResult{}, err
+	}
+	ledger.Entries = append(ledger.Entries, ledgerEntry{NeedID: need.ID, IR: need.IR, Missing: r.Missing})
+	if statusOf(d.Kind, 0, false) == "hit" {
+		_ = e.store.observe(ctx, Observation{Operator: "reuse", LatencyMs: sinceMs(started)})
+	}
+	return r, nil
+}
+
+// gather loads and classifies the candidate evidence for a need.
+func (e *Engine) gather(ctx context.Context, in *resolveInput) error {
+	ir := in.Need.IR
+	seen := map[string]candidate{}
+	classify := func(ev Evidence) (candidate, error) {
+		if c, ok := seen[ev.CertificateID]; ok {
+			return c, nil
+		}
+		c, err := e.classify(ctx, ev)
+		seen[ev.CertificateID] = c
+		return c, err
+	}
+	certID, members, err := e.store.needCertificate(ctx, e.root, in.Need.ID)
+	if err != nil {
+		return err
+	}
+	in.ExactCertID = certID
+	for _, m := range members {
+		ev, err := e.store.evidenceByCertificate(ctx, m)
+		if err != nil {
+			return err
+		}
+		c, err := classify(ev)
+		if err != nil {
+			return err
+		}
+		in.Exact = append(in.Exact, c)
+	}
+	evs, err := e.store.evidenceFor(ctx, e.root, ir.Subject, obligationKinds(ir))
+	if err != nil {
+		return err
+	}
+	for _, ev := range evs {
+		c, err := classify(ev)
+		if err != nil {
+			return err
+		}
+		in.Artifacts = append(in.Artifacts, c)
+	}
+	if !slices.Contains(obligationKinds(ir), CapImplementationLocation) || ir.Subject.Kind != SubjectSymbol {
+		return nil
+	}
+	srcs, err := e.store.claimSources(ctx, e.root, ir.Subject)
+	if err != nil {
+		return err
+	}
+	for _, ev := range srcs {
+		c, err := classify(ev)
+		if err != nil {
+			return err
+		}
+		in.ClaimSources = append(in.ClaimSources, c)
+	}
+	return nil
+}
+
+// choosePlan prices the valid plans. When the all-worker plan is reliably
+// cheaper than reusing evidence, the decision becomes a fresh worker.
+func (e *Engine) choosePlan(ctx context.Context, need CompiledNeed, in resolveInput, d decision) (Plan, decision, error) {
+	plan, err := buildPlan(need.ID, d)
+	if err != nil {
+		return Plan{}, d, err
+	}
+	obs, err := e.store.observations(ctx)
+	if err != nil {
+		return Plan{}, d, err
+	}
+	if statusOf(d.Kind, 0, false) != "hit" || !in.Worker {
+		chosen := selectPlan(&plan, nil, obs, *e.cfg.Prices)
+		return chosen, d, nil
+	}
+	alt := decision{Kind: ResolutionMiss, Missing: required(need.IR), WorkerFor: required(need.IR)}
+	workerPlan, err := buildPlan(need.ID, alt)
+	if err != nil {
+		return Plan{}, d, err
+	}
+	chosen := selectPlan(&plan, &workerPlan, obs, *e.cfg.Prices)
+	if chosen.ID() == workerPlan.ID() && !chosen.Advisory {
+		return chosen, alt, nil
+	}
+	return chosen, d, nil
+}
+
+// runWorker asks the worker port for the missing obligations and sends
+// every proposal through the validators. A rejected proposal makes a miss
+// "rejected"; a failed worker makes it a bypass. Partial hits keep what the
+// evidence gave and list what is still missing.
+func (e *Engine) runWorker(ctx context.Context, need CompiledNeed, d decision) (decision, error) {
+	req := WorkerRequest{NeedID: need.ID, IR: need.IR, Task: need.Task, Missing: slices.Clone(d.WorkerFor),
+		Repository: e.root, Schemas: map[CapabilityKind]json.RawMessage{}}
+	for _, ob := range d.WorkerFor {
+		schema, err := ProposalSchema(ob.Kind)
+		if err != nil {
+			return d, err
+		}
+		req.Schemas[ob.Kind] = schema
+	}
+	started := time.Now()
+	res, werr := e.cfg.Worker.Propose(ctx, req)
+	usage := res.Usage
+	if usage.LatencyMs == 0 {
+		usage.LatencyMs = sinceMs(started)
+	}
+	_ = e.store.observe(ctx, Observation{Operator: "worker", Tokens: usage.TotalTokens, CostUSD: usage.CostUSD, LatencyMs: usage.LatencyMs})
+	if werr != nil {
+		return e.workerFailed(d, fmt.Sprintf("worker failed: %v", werr)), nil
+	}
+	var rejected []string
+	for _, raw := range res.Proposals {
+		c, reasons, err := e.certifyWorkerProposal(ctx, need, raw)
+		if err != nil {
+			return d, err
+		}
+		if len(reasons) > 0 {
+			rejected = append(rejected, reasons...)
+			continue
+		}
+		for i, ob := range d.Missing {
+			if c.Certificate.Satisfies.satisfies(ob) {
+				d.Chosen = append(d.Chosen, choice{Obligation: ob, Evidence: c, FromWorker: true})
+				d.Missing = slices.Delete(d.Missing, i, i+1)
+				break
+			}
+		}
+	}
+	sortChosen(need.IR, d.Chosen)
+	switch {
+	case len(d.Missing) == 0:
+	case d.Kind == ResolutionMiss && len(rejected) > 0:
+		return decision{Kind: ResolutionRejected, Missing: required(need.IR), Reason: "worker proposal rejected: " + rejected[0]}, nil
+	case d.Kind == ResolutionMiss:
+		return e.workerFailed(d, "the worker proposed nothing for "+kindList(d.Missing)), nil
+	default:
+		d.Reason = "still missing after the worker: " + kindList(d.Missing)
+	}
+	return d, nil
+}
+
+func (e *Engine) workerFailed(d decision, reason string) decision {
+	if d.Kind == ResolutionMiss {
+		return decision{Kind: ResolutionBypass, Missing: d.Missing, Reason: reason}
+	}
+	d.Reason = reason
+	return d
+}
+
+// certifyWorkerProposal decodes and validates one worker proposal and
+// records the attempt. Reasons are returned for a rejection.
+func (e *Engine) certifyWorkerProposal(ctx context.Context, need CompiledNeed, raw []byte) (candidate, []string, error) {
+	p, err := DecodeProposal(raw)
+	if err != nil {
+		v := &Validation{Reasons: []string{"proposal does not decode: " + err.Error()}}
+		_, serr := e.store.recordAttempt(ctx, e.root, need.ID, "worker", raw, v, "")
+		return candidate{}, v.Reasons, serr
+	}
+	if p.Subject != need.IR.Subject {
+		v := &Validation{Reasons: []string{fmt.Sprintf("proposal is about %s %q, not the need's subject", p.Subject.Kind, p.Subject.Name)}}
+		_, serr := e.store.recordAttempt(ctx, e.root, need.ID, "worker", raw, v, "")
+		return candidate{}, v.Reasons, serr
+	}
+	v, err := Validate(ctx, e.repo, p)
+	if err != nil {
+		return candidate{}, nil, err
+	}
+	rec, err := e.store.recordAttempt(ctx, e.root, need.ID, "worker", raw, v, "")
+	if err != nil || !rec.Certified {
+		return candidate{}, rec.Reasons, err
+	}
+	ev, err := e.store.evidenceByCertificate(ctx, rec.CertificateID)
+	return candidate{Evidence: ev, State: stateFresh}, nil, err
+}
+
+// sortChosen keeps choices in the need's obligation order.
+func sortChosen(ir NeedIR, chosen []choice) {
+	slices.SortStableFunc(chosen, func(a, b choice) int {
+		return slices.Index(allCapabilities, a.Obligation.Kind) - slices.Index(allCapabilities, b.Obligation.Kind)
+	})
+}
+
+// finish builds, certifies and records the result.
+func (e *Engine) finish(ctx context.Context, session string, need CompiledNeed, rel Relation, d decision, plan Plan, spawned bool) (NeedResult, error) {
+	r := NeedResult{
+		Route: need.IR.Route, Subject: need.IR.Subject, NeedID: need.ID,
+		Satisfied: []CapabilityKind{}, Missing: []CapabilityKind{}, ClaimIDs: []string{},
+		Resolution:    Resolution{Kind: d.Kind, ArtifactIDs: []string{}, PlanID: plan.ID()},
+		ReuseUnit:     "none",
+		WorkerSpawned: spawned,
+	}
+	if d.Kind.unsafe() || d.Kind == ResolutionBypass {
+		d.Chosen = nil // unsafe outcomes carry nothing reusable
+	}
+	for _, c := range d.Chosen {
+		r.Satisfied = append(r.Satisfied, c.Obligation.Kind)
+		if !slices.Contains(r.Resolution.ArtifactIDs, c.Evidence.ArtifactID) {
+			r.Resolution.ArtifactIDs = append(r.Resolution.ArtifactIDs, c.Evidence.ArtifactID)
+		}
+		r.ReuseUnit = "artifact"
+		if c.Claim != nil {
+			r.ClaimIDs = append(r.ClaimIDs, c.Claim.ID)
+		} else {
+			for _, cl := range c.Evidence.Claims {
+				if !slices.Contains(r.ClaimIDs, cl.ID) {
+					r.ClaimIDs = append(r.ClaimIDs, cl.ID)
+				}
+			}
+		}
+	}
+	if slices.ContainsFunc(d.Chosen, func(c choice) bool { return c.Claim != nil }) {
+		r.ReuseUnit = "claim"
+	}
+	for _, ob := range d.Missing {
+		r.Missing = append(r.Missing, ob.Kind)
+	}
+	r.Status = statusOf(d.Kind, len(r.Missing), spawned)
+	r.CacheHit = slices.ContainsFunc(d.Chosen, func(c choice) bool { return !c.FromWorker })
+	if len(d.Chosen) > 0 && len(r.Missing) == 0 {
+		cert, err := e.store.putNeedCertificate(ctx, e.root, need.ID, d.Chosen, r.Satisfied)
+		if err != nil {
+			return NeedResult{}, err
+		}
+		r.Resolution.CertificateID = cert
+	}
+	ordinal, err := e.store.AppendStep(ctx, session, need.ID, string(rel), need.Task)
+	if err != nil {
+		return NeedResult{}, err
+	}
+	r.Step = StepInfo{Ordinal: ordinal, Relation: rel}
+	r.Context = frontierView(r, d, plan, e.cfg.FrontierBudget)
+	r.ResultDigest = mustID("needle.result.v1", r)
+	if err := e.store.putResolution(ctx, e.root, session, r, plan); err != nil {
+		return NeedResult{}, err
+	}
+	return r, nil
+}

@@ -1,0 +1,147 @@
+package product
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strings"
+
+	"github.com/needle-dev/needle/product/internal/snapshot"
+)
+
+// isFresh reports whether every dependency digest is unchanged in the
+// current source. It reads only the dependencies (through the stat cache),
+// so its cost is O(dependencies), not O(repository). A dependency that
+// cannot be read is not fresh: unknown validity is never served.
+func isFresh(ctx context.Context, repo *snapshot.Repo, deps []Dependency) (bool, error) {
+	for _, d := range deps {
+		var digest string
+		var err error
+		switch d.Kind {
+		case "file":
+			digest, err = repo.FileDigest(d.Path)
+		case "dir":
+			digest, err = repo.DirDigest(ctx, d.Path)
+		default:
+			return false, nil
+		}
+		if errors.Is(err, snapshot.ErrNotExist) || errors.Is(err, snapshot.ErrNotRegular) || errors.Is(err, snapshot.ErrUnsafePath) {
+			return false, nil
+		}
+		if err != nil {
+			return false, err
+		}
+		if digest != d.Digest {
+			return false, nil
+		}
+	}
+	return true, nil
+}
+
+// relocate finds the cited text in the current file: unchanged at the same
+// lines, or intact at exactly one other place (the lines shifted). Anything
+// else (gone, edited, or now present more than once) fails.
+func relocate(repo *snapshot.Repo, c CitedLocation) (start, end int, ok bool) {
+	data, _, err := repo.ReadFile(c.Path)
+	if err != nil {
+		return 0, 0, false
+	}
+	lines := strings.SplitAfter(string(data), "\n")
+	want := strings.SplitAfter(c.Excerpt, "\n")
+	if len(want) > 0 && want[len(want)-1] == "" {
+		want = want[:len(want)-1]
+	}
+	n := len(want)
+	match := func(at int) bool {
+		if at < 0 || at+n > len(lines) {
+			return false
+		}
+		for i := range want {
+			if lines[at+i] != want[i] {
+				return false
+			}
+		}
+		return true
+	}
+	if match(c.StartLine - 1) {
+		return c.StartLine, c.EndLine, true
+	}
+	found := -1
+	for at := 0; at+n <= len(lines); at++ {
+		if match(at) {
+			if found >= 0 {
+				return 0, 0, false // the same text twice: which one is meant is unknown
+			}
+			found = at
+		}
+	}
+	if found < 0 {
+		return 0, 0, false
+	}
+	return found + 1, found + n, true
+}
+
+// relocated returns the proposal moved to where its cited text now is.
+func relocated(p Proposal, cited []CitedLocation, repo *snapshot.Repo) (Proposal, bool) {
+	q := p
+	switch p.Kind {
+	case CapImplementationLocation:
+		if len(cited) != 1 {
+			return Proposal{}, false
+		}
+		start, end, ok := relocate(repo, cited[0])
+		if !ok {
+			return Proposal{}, false
+		}
+		q.StartLine, q.EndLine = start, end
+	case CapRuntimeFlow:
+		if len(cited) != len(p.Steps) {
+			return Proposal{}, false
+		}
+		q.Steps = append([]FlowStep(nil), p.Steps...)
+		for i := range q.Steps {
+			start, end, ok := relocate(repo, cited[i])
+			if !ok {
+				return Proposal{}, false
+			}
+			q.Steps[i].StartLine, q.Steps[i].EndLine = start, end
+		}
+	}
+	return q, true
+}
+
+// classify decides the freshness of one piece of evidence, replaying its
+// proof when a dependency changed: the proposal is moved to where its cited
+// text now is and validated again from scratch on the current source. A
+// successful replay is stored as a new certificate (and, when lines moved, a
+// new artifact whose origin is the old one) with the same claims.
+func (e *Engine) classify(ctx context.Context, ev Evidence) (candidate, error) {
+	fresh, err := isFresh(ctx, e.repo, ev.Certificate.Dependencies)
+	if err != nil {
+		return candidate{}, err
+	}
+	if fresh {
+		return candidate{Evidence: ev, State: stateFresh}, nil
+	}
+	q, ok := relocated(ev.Proposal, ev.Certificate.Cited, e.repo)
+	if !ok {
+		return candidate{Evidence: ev, State: stateStale}, nil
+	}
+	v, err := Validate(ctx, e.repo, q)
+	if err != nil {
+		return candidate{}, err
+	}
+	if !v.Certified() {
+		return candidate{Evidence: ev, State: stateStale}, nil
+	}
+	raw, _ := json.Marshal(q)
+	rec, err := e.store.recordAttempt(ctx, e.root, "", "replay", raw, v, ev.ArtifactID)
+	if err != nil {
+		return candidate{}, err
+	}
+	replayed, err := e.store.evidenceByCertificate(ctx, rec.CertificateID)
+	if err != nil {
+		return candidate{}, err
+	}
+	return candidate{Evidence: replayed, State: stateReplayed}, nil
+}

@@ -1,0 +1,134 @@
+package product
+
+import "slices"
+
+// Relation classifies a need against the earlier needs of its session.
+type Relation string
+
+const (
+	RelationRepeat       Relation = "repeat"       // the same need again
+	RelationResidual     Relation = "residual"     // asks only for what an earlier need left missing
+	RelationExtension    Relation = "extension"    // an earlier need plus more obligations
+	RelationOverlap      Relation = "overlap"      // shares obligations with an earlier need
+	RelationIndependent  Relation = "independent"  // unrelated to every earlier need
+	RelationIncompatible Relation = "incompatible" // same subject, conflicting world or facets
+)
+
+// relationRank orders relations: a need related to several earlier needs
+// takes the first of these that applies.
+var relationRank = []Relation{RelationRepeat, RelationIncompatible, RelationResidual,
+	RelationExtension, RelationOverlap, RelationIndependent}
+
+// Session limits: defaults, and the hard cap no configuration can exceed.
+const (
+	DefaultNeedLimit   = 3
+	DefaultWorkerLimit = 3
+	HardSessionLimit   = 8
+)
+
+// Limits bound one session.
+type Limits struct {
+	Needs   int // needs resolved, repeats not counted
+	Workers int // workers spawned
+}
+
+// clamp applies the defaults and the hard cap.
+func (l Limits) clamp() Limits {
+	fix := func(n, def int) int {
+		if n <= 0 {
+			n = def
+		}
+		return min(n, HardSessionLimit)
+	}
+	return Limits{Needs: fix(l.Needs, DefaultNeedLimit), Workers: fix(l.Workers, DefaultWorkerLimit)}
+}
+
+// ledgerEntry is one resolved need of a session.
+type ledgerEntry struct {
+	NeedID  string
+	IR      NeedIR
+	Missing []CapabilityKind
+}
+
+// Ledger is the bounded record of one session's needs.
+type Ledger struct {
+	Entries []ledgerEntry
+	Needs   int // non-repeat needs counted against Limits.Needs
+	Workers int
+}
+
+// classify relates ir to the session's earlier needs. It is pure.
+func (l *Ledger) classify(needID string, ir NeedIR) Relation {
+	best := len(relationRank) - 1
+	for _, e := range l.Entries {
+		best = min(best, slices.Index(relationRank, relate(e, needID, ir)))
+	}
+	return relationRank[best]
+}
+
+func relate(e ledgerEntry, needID string, ir NeedIR) Relation {
+	if e.NeedID == needID {
+		return RelationRepeat
+	}
+	if e.IR.Subject != ir.Subject {
+		return RelationIndependent
+	}
+	if !sameWorld(e.IR.World, ir.World) || conflictingFacets(e.IR, ir) {
+		return RelationIncompatible
+	}
+	earlier, now := obligationKinds(e.IR), obligationKinds(ir)
+	switch {
+	case len(e.Missing) > 0 && subset(now, e.Missing):
+		return RelationResidual
+	case subset(earlier, now) && len(now) > len(earlier):
+		return RelationExtension
+	case intersects(earlier, now):
+		return RelationOverlap
+	}
+	return RelationIndependent
+}
+
+func sameWorld(a, b World) bool {
+	return a.Source == b.Source && a.Platform == b.Platform && slices.Equal(a.Features, b.Features)
+}
+
+// conflictingFacets reports whether two needs ask the same capability with
+// unordered facets that cannot both hold (positive vs negative, two
+// scenarios).
+func conflictingFacets(a, b NeedIR) bool {
+	for _, x := range a.Obligations {
+		for _, y := range b.Obligations {
+			if x.Kind != y.Kind {
+				continue
+			}
+			for _, f := range []FacetName{FacetPolarity, FacetScenario} {
+				vx, vy := x.Facets.get(f), y.Facets.get(f)
+				if vx != "" && vy != "" && vx != vy {
+					return true
+				}
+			}
+		}
+	}
+	return false
+}
+
+func obligationKinds(ir NeedIR) []CapabilityKind {
+	var out []CapabilityKind
+	for _, ob := range ir.Obligations {
+		out = append(out, ob.Kind)
+	}
+	return out
+}
+
+func subset(a, b []CapabilityKind) bool {
+	for _, k := range a {
+		if !slices.Contains(b, k) {
+			return false
+		}
+	}
+	return true
+}
+
+func intersects(a, b []CapabilityKind) bool {
+	return slices.ContainsFunc(a, func(k CapabilityKind) bool { return slices.Contains(b, k) })
+}

@@ -1,0 +1,282 @@
+package product
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+)
+
+// ResolutionKind is the outcome of resolving a need: exactly one of these.
+type ResolutionKind string
+
+const (
+	ResolutionExact        ResolutionKind = "exact_hit"     // the same need, answered before, still fresh
+	ResolutionCoverage     ResolutionKind = "coverage_hit"  // one certified artifact covers it
+	ResolutionComposite    ResolutionKind = "composite_hit" // several certified artifacts together cover it
+	ResolutionClaim        ResolutionKind = "claim_hit"     // covered with a claim drawn from other evidence
+	ResolutionPartial      ResolutionKind = "partial_hit"   // some obligations from evidence, the rest missing or from a worker
+	ResolutionMiss         ResolutionKind = "miss"          // nothing reusable; a fresh worker answered
+	ResolutionStale        ResolutionKind = "stale"         // the evidence no longer matches the source
+	ResolutionRejected     ResolutionKind = "rejected"      // the worker's proposal failed trusted validation
+	ResolutionAmbiguous    ResolutionKind = "ambiguous"     // several distinct candidates for a primary selection
+	ResolutionContradicted ResolutionKind = "contradicted"  // fresh certified artifacts disagree
+	ResolutionBypass       ResolutionKind = "bypass"        // Needle does not answer; the main model works natively
+)
+
+// unsafe reports whether a kind must never carry reusable context.
+func (k ResolutionKind) unsafe() bool {
+	switch k {
+	case ResolutionStale, ResolutionRejected, ResolutionAmbiguous, ResolutionContradicted:
+		return true
+	}
+	return false
+}
+
+// Candidate freshness states.
+const (
+	stateFresh    = "fresh"    // every dependency digest unchanged
+	stateReplayed = "replayed" // re-certified on the current source by proof replay
+	stateStale    = "stale"    // a dependency changed and replay failed
+)
+
+// candidate is evidence with its freshness on the current source.
+type candidate struct {
+	Evidence
+	State string
+}
+
+func (c candidate) usable() bool { return c.State == stateFresh || c.State == stateReplayed }
+
+// choice is how one obligation is satisfied: by an artifact, or by a claim
+// that some artifact's certificate carries.
+type choice struct {
+	Obligation Obligation
+	Evidence   candidate
+	Claim      *ClaimAt
+	FromWorker bool // certified from a worker's proposal in this resolution
+}
+
+// resolveInput is everything the pure resolver decides from.
+type resolveInput struct {
+	Need         CompiledNeed
+	Exact        []candidate // members of the need's newest need certificate, if any
+	ExactCertID  string
+	Artifacts    []candidate // the subject's own evidence of the obligation kinds
+	ClaimSources []candidate // other evidence whose claims are about the subject
+	Worker       bool        // a worker may be spawned for missing obligations
+	Bypass       string      // non-empty: a limit or policy forces a bypass
+}
+
+// decision is what the resolver concluded.
+type decision struct {
+	Kind      ResolutionKind
+	Chosen    []choice     // satisfied obligations, in obligation order
+	Missing   []Obligation // required obligations not satisfied
+	WorkerFor []Obligation // obligations to ask a worker for
+	Reason    string
+}
+
+// resolve decides the outcome for a need from classified candidates. It is
+// pure: effects (freshness checks, replay, workers, storage) happen before
+// and after it, in the engine.
+func resolve(in resolveInput) decision {
+	if in.Bypass != "" {
+		return decision{Kind: ResolutionBypass, Missing: required(in.Need.IR), Reason: in.Bypass}
+	}
+	if d, ok := resolveExact(in); ok {
+		return d
+	}
+	var d decision
+	var conflict, ambiguous, stale []string
+	for _, ob := range in.Need.IR.Obligations {
+		c, outcome := choose(ob, in)
+		switch {
+		case outcome == "" && c != nil:
+			d.Chosen = append(d.Chosen, *c)
+			continue
+		case ob.Strength != StrengthRequired:
+			continue // an unmet or unsafe preferred obligation is simply left out
+		case outcome == "contradicted":
+			conflict = append(conflict, string(ob.Kind))
+		case outcome == "ambiguous":
+			ambiguous = append(ambiguous, string(ob.Kind))
+		case outcome == "stale":
+			stale = append(stale, string(ob.Kind))
+		}
+		d.Missing = append(d.Missing, ob)
+	}
+	switch {
+	case len(conflict) > 0:
+		return decision{Kind: ResolutionContradicted, Missing: required(in.Need.IR),
+			Reason: "fresh certified evidence disagrees on " + strings.Join(conflict, ", ")}
+	case len(ambiguous) > 0:
+		return decision{Kind: ResolutionAmbiguous, Missing: required(in.Need.IR),
+			Reason: "several distinct candidates for a primary " + strings.Join(ambiguous, ", ")}
+	case len(d.Missing) == 0:
+		d.Kind = hitKind(d.Chosen)
+		return d
+	case in.Worker:
+		d.WorkerFor = slices.Clone(d.Missing)
+		d.Kind = ResolutionPartial
+		if !satisfiesAnyRequired(d.Chosen) {
+			d.Kind = ResolutionMiss
+		}
+		return d
+	case satisfiesAnyRequired(d.Chosen):
+		d.Kind, d.Reason = ResolutionPartial, "no worker: "+kindList(d.Missing)+" missing"
+		return d
+	case len(stale) > 0:
+		return decision{Kind: ResolutionStale, Missing: required(in.Need.IR),
+			Reason: "the certified evidence for " + strings.Join(stale, ", ") + " no longer matches the source"}
+	}
+	return decision{Kind: ResolutionBypass, Missing: d.Missing, Reason: "no certified evidence and no worker"}
+}
+
+// resolveExact answers a need that was answered before when every member of
+// its need certificate is still usable.
+func resolveExact(in resolveInput) (decision, bool) {
+	if in.ExactCertID == "" || len(in.Exact) == 0 {
+		return decision{}, false
+	}
+	var d decision
+	for _, ob := range in.Need.IR.Obligations {
+		i := slices.IndexFunc(in.Exact, func(c candidate) bool { return c.Certificate.Satisfies.satisfies(ob) })
+		switch {
+		case i >= 0 && in.Exact[i].usable():
+			d.Chosen = append(d.Chosen, choice{Obligation: ob, Evidence: in.Exact[i]})
+		case i >= 0 || ob.Strength == StrengthRequired:
+			return decision{}, false
+		}
+	}
+	d.Kind = ResolutionExact
+	return d, true
+}
+
+// choose picks the evidence for one obligation, or says why there is none:
+// "contradicted", "ambiguous", "stale" or "" (simply nothing).
+func choose(ob Obligation, in resolveInput) (*choice, string) {
+	var usable []candidate
+	stale := false
+	for _, c := range in.Artifacts {
+		if c.Proposal.Kind != ob.Kind || !c.Certificate.Satisfies.satisfies(ob) {
+			continue
+		}
+		if c.usable() {
+			usable = append(usable, c)
+		} else {
+			stale = true
+		}
+	}
+	if len(usable) > 0 {
+		if ob.Kind != CapFocusedTests && len(distinctAnswers(usable)) > 1 {
+			return nil, "contradicted"
+		}
+		newest := slices.MaxFunc(usable, func(a, b candidate) int { return int(a.Seq - b.Seq) })
+		return &choice{Obligation: ob, Evidence: newest}, ""
+	}
+	if c, outcome := chooseClaim(ob, in); c != nil || outcome != "" {
+		return c, outcome
+	}
+	if stale {
+		return nil, "stale"
+	}
+	return nil, ""
+}
+
+// chooseClaim satisfies an implementation_location obligation for a symbol
+// with a "declared" claim another artifact's certificate carries.
+func chooseClaim(ob Obligation, in resolveInput) (*choice, string) {
+	subject := in.Need.IR.Subject
+	if ob.Kind != CapImplementationLocation || subject.Kind != SubjectSymbol ||
+		!(Satisfies{Kind: ob.Kind, Polarity: []string{"positive"}, Selection: []string{"primary", "representative"}}).satisfies(ob) {
+		return nil, ""
+	}
+	var found []choice
+	seen := map[string]bool{}
+	for _, c := range in.ClaimSources {
+		if !c.usable() {
+			continue
+		}
+		for i, cl := range c.Claims {
+			key := fmt.Sprintf("%s:%d-%d", cl.Claim.Path, cl.StartLine, cl.EndLine)
+			if cl.Claim.Kind != "declared" || cl.Claim.Subject != subject || seen[key] {
+				continue
+			}
+			seen[key] = true
+			found = append(found, choice{Obligation: ob, Evidence: c, Claim: &c.Claims[i]})
+		}
+	}
+	switch {
+	case len(found) == 1:
+		return &found[0], ""
+	case len(found) > 1 && ob.Facets.Selection != "representative":
+		return nil, "ambiguous"
+	case len(found) > 1:
+		return &found[0], ""
+	}
+	return nil, ""
+}
+
+// distinctAnswers returns the distinct answers of same-kind evidence: two
+// locations or two flows that are not the same are different answers.
+func distinctAnswers(cs []candidate) []string {
+	var out []string
+	for _, c := range cs {
+		key := answerKey(c.Proposal)
+		if !slices.Contains(out, key) {
+			out = append(out, key)
+		}
+	}
+	return out
+}
+
+func answerKey(p Proposal) string {
+	switch p.Kind {
+	case CapImplementationLocation:
+		return fmt.Sprintf("%s:%d-%d", p.Path, p.StartLine, p.EndLine)
+	case CapRuntimeFlow:
+		var steps []string
+		for _, s := range p.Steps {
+			steps = append(steps, fmt.Sprintf("%s:%d-%d", s.Path, s.StartLine, s.EndLine))
+		}
+		return p.Scenario + "|" + strings.Join(steps, ">")
+	}
+	return p.Kind.String()
+}
+
+// hitKind names a full hit by what it was made of.
+func hitKind(chosen []choice) ResolutionKind {
+	artifacts := map[string]bool{}
+	for _, c := range chosen {
+		if c.Claim != nil {
+			return ResolutionClaim
+		}
+		artifacts[c.Evidence.ArtifactID] = true
+	}
+	if len(artifacts) == 1 {
+		return ResolutionCoverage
+	}
+	return ResolutionComposite
+}
+
+func satisfiesAnyRequired(chosen []choice) bool {
+	return slices.ContainsFunc(chosen, func(c choice) bool { return c.Obligation.Strength == StrengthRequired })
+}
+
+func required(ir NeedIR) []Obligation {
+	var out []Obligation
+	for _, ob := range ir.Obligations {
+		if ob.Strength == StrengthRequired {
+			out = append(out, ob)
+		}
+	}
+	return out
+}
+
+func kindList(obs []Obligation) string {
+	var names []string
+	for _, ob := range obs {
+		names = append(names, string(ob.Kind))
+	}
+	return strings.Join(names, ", ")
+}
