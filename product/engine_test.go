@@ -1,0 +1,186 @@
+package product
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/rogpeppe/go-internal/txtar"
+)
+
+// MustFixtureRepo extracts fixtures/repos/NAME.txtar into a fresh directory
+// and returns its path. With git set, the directory is a git repository with
+// everything committed.
+func MustFixtureRepo(tb testing.TB, name string, git bool) string {
+	tb.Helper()
+	ar, err := txtar.ParseFile(filepath.Join("..", "fixtures", "repos", name+".txtar"))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	dir := filepath.Join(tb.TempDir(), name)
+	for _, f := range ar.Files {
+		MustWriteFile(tb, filepath.Join(dir, f.Name), string(f.Data))
+	}
+	if git {
+		MustRun(tb, dir, "git", "init", "-q")
+		MustRun(tb, dir, "git", "add", "-A")
+		MustRun(tb, dir, "git", "-c", "user.name=t", "-c", "user.email=t@example.com", "commit", "-qm", "fixture")
+	}
+	return dir
+}
+
+func MustWriteFile(tb testing.TB, name, content string) {
+	tb.Helper()
+	if err := os.MkdirAll(filepath.Dir(name), 0o755); err != nil {
+		tb.Fatal(err)
+	}
+	if err := os.WriteFile(name, []byte(content), 0o644); err != nil {
+		tb.Fatal(err)
+	}
+}
+
+func MustRun(tb testing.TB, dir, name string, args ...string) string {
+	tb.Helper()
+	cmd := exec.Command(name, args...)
+	cmd.Dir = dir
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		tb.Fatalf("%s %s: %v\n%s", name, strings.Join(args, " "), err, out)
+	}
+	return string(out)
+}
+
+// testEngine is an engine over a fixture repository with its own store.
+type testEngine struct {
+	*Engine
+	tb   testing.TB
+	repo string
+	data string
+}
+
+func MustEngine(tb testing.TB, repo string, mutate ...func(*Config)) *testEngine {
+	tb.Helper()
+	te := &testEngine{tb: tb, repo: repo, data: tb.TempDir()}
+	te.reopen(mutate...)
+	return te
+}
+
+// reopen closes the engine and opens a new one on the same store: a new
+// process, with no in-memory state.
+func (te *testEngine) reopen(mutate ...func(*Config)) {
+	te.tb.Helper()
+	if te.Engine != nil {
+		te.Close()
+	}
+	cfg := Config{DataDir: te.data, Repository: te.repo}
+	for _, m := range mutate {
+		m(&cfg)
+	}
+	e, err := Open(context.Background(), cfg)
+	if err != nil {
+		te.tb.Fatal(err)
+	}
+	te.Engine = e
+	te.tb.Cleanup(func() { e.Close() })
+}
+
+// propose stores an operator proposal and returns the result.
+func (te *testEngine) propose(p string) ProposeResult {
+	te.tb.Helper()
+	res, err := te.Propose(context.Background(), []byte(p))
+	if err != nil {
+		te.tb.Fatalf("Propose(%s): %v", p, err)
+	}
+	return res
+}
+
+// mustCertify proposes p and fails unless it is certified.
+func (te *testEngine) mustCertify(p string) ProposeResult {
+	te.tb.Helper()
+	res := te.propose(p)
+	if res.Status != "certified" {
+		te.tb.Fatalf("proposal rejected: %v\n%s", res.Reasons, p)
+	}
+	return res
+}
+
+// need resolves a need in a fresh session.
+func (te *testEngine) need(src string) NeedResult {
+	te.tb.Helper()
+	return te.needIn(newSessionID("test"), src)
+}
+
+func (te *testEngine) needIn(session, src string) NeedResult {
+	te.tb.Helper()
+	req, err := DecodeNeedRequest([]byte(src))
+	if err != nil {
+		te.tb.Fatal(err)
+	}
+	r, err := te.NeedContext(context.Background(), session, req)
+	if err != nil {
+		te.tb.Fatalf("NeedContext(%s): %v", src, err)
+	}
+	checkResultInvariants(te.tb, r)
+	return r
+}
+
+// checkResultInvariants holds for every result: unsafe and bypass results
+// carry no evidence and no citation; hits cite every artifact they name.
+func checkResultInvariants(tb testing.TB, r NeedResult) {
+	tb.Helper()
+	if r.Resolution.Kind.unsafe() || r.Resolution.Kind == ResolutionBypass {
+		if len(r.Resolution.ArtifactIDs) > 0 || len(r.ClaimIDs) > 0 || len(r.Satisfied) > 0 || r.CacheHit {
+			tb.Errorf("%s result carries evidence: %+v", r.Resolution.Kind, r)
+		}
+		if !strings.Contains(r.Context, "no reusable context") || strings.Contains(r.Context, "artifact b3:") {
+			tb.Errorf("%s context is not a bare reason:\n%s", r.Resolution.Kind, r.Context)
+		}
+	}
+	for _, id := range r.Resolution.ArtifactIDs {
+		if !strings.Contains(r.Context, id) {
+			tb.Errorf("context does not cite artifact %s:\n%s", id, r.Context)
+		}
+	}
+	want := r
+	want.ResultDigest = ""
+	if got := mustID("needle.result.v1", want); got != r.ResultDigest {
+		tb.Errorf("result_digest %s, want %s", r.ResultDigest, got)
+	}
+}
+
+const (
+	needLocateNewSearcher = `{"route":"locate.implementation","subject":{"kind":"symbol","name":"NewSearcher"}}`
+	needTraceCRLF         = `{"route":"trace.state-flow","subject":{"kind":"cli_option","name":"--crlf"},"task":"trace --crlf"}`
+	needLocateCRLF        = `{"route":"locate.implementation","subject":{"kind":"cli_option","name":"--crlf"}}`
+	needTestsCRLF         = `{"route":"tests.relevant","subject":{"kind":"cli_option","name":"--crlf"}}`
+
+	locNewSearcher = `{"kind":"implementation_location","subject":{"kind":"symbol","name":"NewSearcher"},"path":"search.go","start_line":15,"end_line":17}`
+	locCRLF        = `{"kind":"implementation_location","subject":{"kind":"cli_option","name":"--crlf"},"path":"flags.go","start_line":6,"end_line":14}`
+	flowCRLF       = `{"kind":"runtime_flow","subject":{"kind":"cli_option","name":"--crlf"},"scenario":"default","steps":[
+		{"path":"flags.go","start_line":6,"end_line":14,"summary":"the --crlf flag is parsed"},
+		{"path":"options.go","start_line":11,"end_line":18,"summary":"CRLF is kept unless NUL data wins"}]}`
+	testsCRLF = `{"kind":"focused_tests","subject":{"kind":"cli_option","name":"--crlf"},"tests":[
+		{"path":"search_test.go","name":"TestCRLF","command":"go test . -run '^TestCRLF$'"}]}`
+)
+
+func kindOf(tb testing.TB, r NeedResult, want ResolutionKind) {
+	tb.Helper()
+	if r.Resolution.Kind != want {
+		tb.Fatalf("resolution %s, want %s\n%s", r.Resolution.Kind, want, r.Context)
+	}
+}
+
+func toJSON(v any) string {
+	b, _ := json.Marshal(v)
+	return string(b)
+}
+
+// cites reports whether the context cites path:start-end.
+func cites(r NeedResult, path string, start, end int) bool {
+	return strings.Contains(r.Context, fmt.Sprintf("%s:%d-%d", path, start, end))
+}

@@ -1,0 +1,203 @@
+package product
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+)
+
+// scriptedWorker is a WorkerPort that answers with prepared proposals, one
+// per missing obligation kind, the way a bounded worker would; what it
+// proposes still goes through the real validators.
+type scriptedWorker struct {
+	answers map[CapabilityKind]string
+	err     error
+	calls   []WorkerRequest
+}
+
+func (w *scriptedWorker) Propose(ctx context.Context, req WorkerRequest) (WorkerResult, error) {
+	w.calls = append(w.calls, req)
+	if w.err != nil {
+		return WorkerResult{}, w.err
+	}
+	var res WorkerResult
+	for _, ob := range req.Missing {
+		if a, ok := w.answers[ob.Kind]; ok {
+			res.Proposals = append(res.Proposals, []byte(a))
+		}
+	}
+	res.Usage = WorkerUsage{InputTokens: 1000, OutputTokens: 200, TotalTokens: 1200, LatencyMs: 1500}
+	return res, nil
+}
+
+func TestNeedContext_Worker(t *testing.T) {
+	t.Run("MissThenExact", func(t *testing.T) {
+		w := &scriptedWorker{answers: map[CapabilityKind]string{CapImplementationLocation: locNewSearcher}}
+		te := MustEngine(t, MustFixtureRepo(t, "grepx", true), func(c *Config) { c.Worker = w })
+		r := te.need(needLocateNewSearcher)
+		kindOf(t, r, ResolutionMiss)
+		if r.Status != "worker" || !r.WorkerSpawned || r.CacheHit || !cites(r, "search.go", 15, 17) {
+			t.Errorf("result %s\n%s", toJSON(r), r.Context)
+		}
+		if len(w.calls) != 1 || len(w.calls[0].Missing) != 1 || len(w.calls[0].Schemas) != 1 {
+			t.Errorf("worker requests %+v", w.calls)
+		}
+		again := te.need(needLocateNewSearcher)
+		kindOf(t, again, ResolutionExact)
+		if again.WorkerSpawned || len(w.calls) != 1 {
+			t.Errorf("the exact hit spawned a worker")
+		}
+	})
+	t.Run("Rejected", func(t *testing.T) {
+		wrong := strings.Replace(locNewSearcher, `"start_line":15,"end_line":17`, `"start_line":20,"end_line":26`, 1)
+		w := &scriptedWorker{answers: map[CapabilityKind]string{CapImplementationLocation: wrong}}
+		te := MustEngine(t, MustFixtureRepo(t, "grepx", false), func(c *Config) { c.Worker = w })
+		r := te.need(needLocateNewSearcher)
+		kindOf(t, r, ResolutionRejected)
+		if r.Status != "bypass" || !r.WorkerSpawned || !strings.Contains(r.Context, "is not declared in search.go:20-26") {
+			t.Errorf("result %s\n%s", toJSON(r), r.Context)
+		}
+		var status string
+		if err := te.store.db.QueryRow(`SELECT status FROM attempts WHERE source = 'worker'`).Scan(&status); err != nil || status != "rejected" {
+			t.Errorf("attempt %q, %v", status, err)
+		}
+		// The rejected proposal is never served: with no worker, a bypass.
+		te.reopen(func(c *Config) { c.CacheOnly = true })
+		kindOf(t, te.need(needLocateNewSearcher), ResolutionBypass)
+	})
+	t.Run("PartialRunsOnlyMissing", func(t *testing.T) {
+		w := &scriptedWorker{answers: map[CapabilityKind]string{CapRuntimeFlow: flowCRLF}}
+		te := MustEngine(t, MustFixtureRepo(t, "grepx", false), func(c *Config) { c.Worker = w })
+		te.mustCertify(locCRLF)
+		r := te.need(needTraceCRLF)
+		kindOf(t, r, ResolutionPartial)
+		if len(w.calls) != 1 || len(w.calls[0].Missing) != 1 || w.calls[0].Missing[0].Kind != CapRuntimeFlow {
+			t.Fatalf("worker asked for %+v", w.calls)
+		}
+		if r.Status != "worker" || len(r.Missing) != 0 || !r.CacheHit || !r.WorkerSpawned || w.calls[0].Task != "trace --crlf" {
+			t.Errorf("result %s", toJSON(r))
+		}
+	})
+	t.Run("FailureFallsBackToBypass", func(t *testing.T) {
+		w := &scriptedWorker{err: errors.New("turn deadline exceeded")}
+		te := MustEngine(t, MustFixtureRepo(t, "grepx", false), func(c *Config) { c.Worker = w })
+		r := te.need(needLocateNewSearcher)
+		kindOf(t, r, ResolutionBypass)
+		if !strings.Contains(r.Context, "worker failed: turn deadline exceeded") {
+			t.Errorf("context:\n%s", r.Context)
+		}
+	})
+	t.Run("WorkerLimit", func(t *testing.T) {
+		w := &scriptedWorker{}
+		te := MustEngine(t, MustFixtureRepo(t, "grepx", false), func(c *Config) { c.Worker = w; c.Limits = Limits{Workers: 1} })
+		session := newSessionID("w")
+		te.needIn(session, needLocateNewSearcher)
+		te.needIn(session, needLocateCRLF)
+		if len(w.calls) != 1 {
+			t.Errorf("%d workers spawned past a limit of 1", len(w.calls))
+		}
+	})
+}
+
+func TestValidate_Rejects(t *testing.T) {
+	te := MustEngine(t, MustFixtureRepo(t, "grepx", false))
+	tests := []struct{ name, proposal, reason string }{
+		{"LocationWrongLines", `{"kind":"implementation_location","subject":{"kind":"symbol","name":"NewSearcher"},"path":"search.go","start_line":29,"end_line":35}`,
+			`symbol "NewSearcher" is not declared in search.go:29-35`},
+		{"LocationNeighbouringFunction", `{"kind":"implementation_location","subject":{"kind":"symbol","name":"splitCRLF"},"path":"search.go","start_line":20,"end_line":26}`,
+			"is not declared"},
+		{"LocationMissingFile", `{"kind":"implementation_location","subject":{"kind":"symbol","name":"Run"},"path":"cmd/run.go","start_line":1,"end_line":3}`,
+			`file "cmd/run.go" does not exist`},
+		{"LocationOutOfRange", `{"kind":"implementation_location","subject":{"kind":"symbol","name":"run"},"path":"main.go","start_line":20,"end_line":90}`,
+			"are outside main.go"},
+		{"LocationLiteralAbsent", `{"kind":"implementation_location","subject":{"kind":"cli_option","name":"--crlf"},"path":"options.go","start_line":11,"end_line":18}`,
+			"is not a literal in options.go:11-18"},
+		{"FlowUnconnected", `{"kind":"runtime_flow","subject":{"kind":"cli_option","name":"--crlf"},"scenario":"default","steps":[
+			{"path":"flags.go","start_line":6,"end_line":14,"summary":"parse"},{"path":"search.go","start_line":29,"end_line":35,"summary":"split"}]}`,
+			"does not call a function declared in steps[1]"},
+		{"FlowFirstStepLacksSubject", `{"kind":"runtime_flow","subject":{"kind":"cli_option","name":"--crlf"},"scenario":"default","steps":[
+			{"path":"options.go","start_line":11,"end_line":18,"summary":"options"}]}`, "steps[0]"},
+		{"TestsNotReaching", `{"kind":"focused_tests","subject":{"kind":"cli_option","name":"--crlf"},"tests":[
+			{"path":"search_test.go","name":"TestSplitCRLF","command":"go test . -run '^TestSplitCRLF$'"}]}`, "does not reach cli_option"},
+		{"TestsWrongCommand", `{"kind":"focused_tests","subject":{"kind":"cli_option","name":"--crlf"},"tests":[
+			{"path":"search_test.go","name":"TestCRLF","command":"go test ./... ; rm -rf /"}]}`, "is not the command that runs TestCRLF"},
+		{"TestsNoSuchTest", `{"kind":"focused_tests","subject":{"kind":"cli_option","name":"--crlf"},"tests":[
+			{"path":"search_test.go","name":"TestMissing","command":"go test . -run '^TestMissing$'"}]}`, "declares no func TestMissing"},
+		{"BehaviorUnverifiable", `{"kind":"implementation_location","subject":{"kind":"behavior","name":"line endings"},"path":"search.go","start_line":29,"end_line":35}`,
+			"cannot be verified by trusted code"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			res := te.propose(tt.proposal)
+			if res.Status != "rejected" || res.ArtifactID != "" || res.CertificateID != "" {
+				t.Fatalf("result %+v, want rejected", res)
+			}
+			if !strings.Contains(strings.Join(res.Reasons, "\n"), tt.reason) {
+				t.Errorf("reasons %q lack %q", res.Reasons, tt.reason)
+			}
+		})
+	}
+	var artifacts, rejected int
+	if err := te.store.db.QueryRow(`SELECT (SELECT count(*) FROM artifacts), (SELECT count(*) FROM attempts WHERE status = 'rejected')`).Scan(&artifacts, &rejected); err != nil {
+		t.Fatal(err)
+	}
+	if artifacts != 0 || rejected != len(tests) {
+		t.Errorf("%d artifacts and %d rejected attempts stored; want 0 and %d", artifacts, rejected, len(tests))
+	}
+}
+
+func TestValidate_PathEscapes(t *testing.T) {
+	repo := MustFixtureRepo(t, "grepx", false)
+	te := MustEngine(t, repo)
+	for _, p := range []string{"../outside.go", "/etc/passwd", "a/../../x.go"} {
+		_, err := DecodeProposal([]byte(`{"kind":"implementation_location","subject":{"kind":"symbol","name":"X"},"path":"` + p + `","start_line":1,"end_line":1}`))
+		if KindOf(err) != KindInvalidInput {
+			t.Errorf("path %q: error %v, want invalid input", p, err)
+		}
+	}
+	MustWriteFile(t, repo+"/../secret.go", "package secret\n\nfunc Secret() {}\n")
+	MustRun(t, repo, "ln", "-s", "../secret.go", "link.go")
+	res := te.propose(`{"kind":"implementation_location","subject":{"kind":"symbol","name":"Secret"},"path":"link.go","start_line":3,"end_line":3}`)
+	if res.Status != "rejected" || !strings.Contains(strings.Join(res.Reasons, ""), "escapes the repository") {
+		t.Errorf("symlink escape: %+v", res)
+	}
+}
+
+func TestValidate_LexicalEvidence(t *testing.T) {
+	te := MustEngine(t, MustFixtureRepo(t, "notes", false))
+	loc := te.mustCertify(`{"kind":"implementation_location","subject":{"kind":"cli_option","name":"--archive-dir"},"path":"tool.py","start_line":4,"end_line":8}`)
+	te.mustCertify(`{"kind":"focused_tests","subject":{"kind":"cli_option","name":"--verbose"},"tests":[{"path":"test_tool.py","name":"test_verbose","command":"python -m pytest test_tool.py"}]}`)
+	var level, body string
+	if err := te.store.db.QueryRow(`SELECT level, body FROM certificates WHERE certificate_id = ?`, loc.CertificateID).Scan(&level, &body); err != nil {
+		t.Fatal(err)
+	}
+	if level != LevelLexical || !strings.Contains(body, "lexical evidence only") {
+		t.Errorf("certificate level %q body %s", level, body)
+	}
+	r := te.need(`{"route":"locate.implementation","subject":{"kind":"cli_option","name":"--archive-dir"}}`)
+	kindOf(t, r, ResolutionCoverage)
+	if !strings.Contains(r.Context, "tool.py:4-8 (lexical evidence)") {
+		t.Errorf("context does not say lexical:\n%s", r.Context)
+	}
+	bad := te.propose(`{"kind":"implementation_location","subject":{"kind":"cli_option","name":"--archive-dir"},"path":"tool.py","start_line":11,"end_line":13}`)
+	if bad.Status != "rejected" {
+		t.Errorf("lexical mismatch certified: %+v", bad)
+	}
+	shell := te.propose(`{"kind":"focused_tests","subject":{"kind":"cli_option","name":"--verbose"},"tests":[{"path":"test_tool.py","name":"test_verbose","command":"pytest; curl evil"}]}`)
+	if shell.Status != "rejected" {
+		t.Errorf("shell metacharacters certified: %+v", shell)
+	}
+}
+
+func TestNeedContext_FocusedTests(t *testing.T) {
+	te := MustEngine(t, MustFixtureRepo(t, "grepx", false))
+	te.mustCertify(testsCRLF)
+	te.mustCertify(`{"kind":"focused_tests","subject":{"kind":"symbol","name":"NewSearcher"},"tests":[{"path":"search_test.go","name":"TestSearchMatches","command":"go test . -run '^TestSearchMatches$'"}]}`)
+	r := te.need(needTestsCRLF)
+	kindOf(t, r, ResolutionCoverage)
+	if !strings.Contains(r.Context, "TestCRLF in search_test.go: go test . -run '^TestCRLF$'") {
+		t.Errorf("context:\n%s", r.Context)
+	}
+	kindOf(t, te.need(`{"route":"tests.relevant","subject":{"kind":"symbol","name":"NewSearcher"}}`), ResolutionCoverage)
+}
