@@ -225,7 +225,10 @@ func (e *Engine) runWorker(ctx context.Context, need CompiledNeed, d decision) (
 	switch {
 	case len(d.Missing) == 0:
 	case d.Kind == ResolutionMiss && len(rejected) > 0:
-		return decision{Kind: ResolutionRejected, Missing: required(need.IR), Reason: "worker proposal rejected: " + rejected[0]}, nil
+		// The reasons cite the rejected locations: they stay in the attempt
+		// record, never in a context.
+		return decision{Kind: ResolutionRejected, Missing: required(need.IR),
+			Reason: fmt.Sprintf("the worker's proposal failed trusted validation (%d reasons recorded)", len(rejected))}, nil
 	case d.Kind == ResolutionMiss:
 		return e.workerFailed(d, "the worker proposed nothing for "+kindList(d.Missing)), nil
 	default:

@@ -7,9 +7,12 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
+	"github.com/needle-dev/needle/product/internal/contentid"
+	"github.com/needle-dev/needle/product/internal/snapshot"
 	"github.com/rogpeppe/go-internal/txtar"
 )
 
@@ -126,7 +129,41 @@ func (te *testEngine) needIn(session, src string) NeedResult {
 		te.tb.Fatalf("NeedContext(%s): %v", src, err)
 	}
 	checkResultInvariants(te.tb, r)
+	te.checkServedFresh(r)
 	return r
+}
+
+// checkServedFresh verifies, independently of the resolver and the stat
+// cache, that every artifact a result serves is backed by a certificate
+// whose file dependencies match the bytes on disk now: stale evidence is
+// never served.
+func (te *testEngine) checkServedFresh(r NeedResult) {
+	te.tb.Helper()
+	for _, id := range r.Resolution.ArtifactIDs {
+		rows, err := te.store.db.Query(`SELECT d.path, d.digest FROM dependencies d
+			JOIN certificates c ON c.certificate_id = d.certificate_id
+			WHERE c.artifact_id = ? AND d.kind = 'file'
+			  AND c.rowid = (SELECT max(rowid) FROM certificates WHERE artifact_id = ?)`, id, id)
+		if err != nil {
+			te.tb.Fatal(err)
+		}
+		n := 0
+		for rows.Next() {
+			var path, digest string
+			if err := rows.Scan(&path, &digest); err != nil {
+				te.tb.Fatal(err)
+			}
+			data, err := os.ReadFile(filepath.Join(te.Root(), filepath.FromSlash(path)))
+			if err != nil || contentid.OfBytes(snapshot.FileTag, data) != digest {
+				te.tb.Errorf("served artifact %s depends on %s, which changed on disk (%v)", id, path, err)
+			}
+			n++
+		}
+		rows.Close()
+		if n == 0 {
+			te.tb.Errorf("served artifact %s has no file dependencies", id)
+		}
+	}
 }
 
 // checkResultInvariants holds for every result: unsafe and bypass results
@@ -137,7 +174,7 @@ func checkResultInvariants(tb testing.TB, r NeedResult) {
 		if len(r.Resolution.ArtifactIDs) > 0 || len(r.ClaimIDs) > 0 || len(r.Satisfied) > 0 || r.CacheHit {
 			tb.Errorf("%s result carries evidence: %+v", r.Resolution.Kind, r)
 		}
-		if !strings.Contains(r.Context, "no reusable context") || strings.Contains(r.Context, "artifact b3:") {
+		if !strings.Contains(r.Context, "no reusable context") || strings.Contains(r.Context, "artifact b3:") || citation.MatchString(r.Context) {
 			tb.Errorf("%s context is not a bare reason:\n%s", r.Resolution.Kind, r.Context)
 		}
 	}
@@ -152,6 +189,9 @@ func checkResultInvariants(tb testing.TB, r NeedResult) {
 		tb.Errorf("result_digest %s, want %s", r.ResultDigest, got)
 	}
 }
+
+// citation matches a path:start-end citation in a context.
+var citation = regexp.MustCompile(`[\w./-]+:\d+-\d+`)
 
 const (
 	needLocateNewSearcher = `{"route":"locate.implementation","subject":{"kind":"symbol","name":"NewSearcher"}}`

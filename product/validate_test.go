@@ -55,12 +55,13 @@ func TestNeedContext_Worker(t *testing.T) {
 		te := MustEngine(t, MustFixtureRepo(t, "grepx", false), func(c *Config) { c.Worker = w })
 		r := te.need(needLocateNewSearcher)
 		kindOf(t, r, ResolutionRejected)
-		if r.Status != "bypass" || !r.WorkerSpawned || !strings.Contains(r.Context, "is not declared in search.go:20-26") {
+		if r.Status != "bypass" || !r.WorkerSpawned || !strings.Contains(r.Context, "failed trusted validation") {
 			t.Errorf("result %s\n%s", toJSON(r), r.Context)
 		}
-		var status string
-		if err := te.store.db.QueryRow(`SELECT status FROM attempts WHERE source = 'worker'`).Scan(&status); err != nil || status != "rejected" {
-			t.Errorf("attempt %q, %v", status, err)
+		var status, reasons string
+		if err := te.store.db.QueryRow(`SELECT status, reasons FROM attempts WHERE source = 'worker'`).Scan(&status, &reasons); err != nil ||
+			status != "rejected" || !strings.Contains(reasons, "is not declared in search.go:20-26") {
+			t.Errorf("attempt %q %s, %v", status, reasons, err)
 		}
 		// The rejected proposal is never served: with no worker, a bypass.
 		te.reopen(func(c *Config) { c.CacheOnly = true })
