@@ -1,0 +1,105 @@
+package product
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+)
+
+func TestDecodeProposal(t *testing.T) {
+	for _, src := range []string{locNewSearcher, flowCRLF, testsCRLF} {
+		p, err := DecodeProposal([]byte(src))
+		if err != nil {
+			t.Fatalf("DecodeProposal(%s): %v", src, err)
+		}
+		again, _ := json.Marshal(p)
+		if q, err := DecodeProposal(again); err != nil || mustID("t", q) != mustID("t", p) {
+			t.Errorf("round trip of %s: %v", again, err)
+		}
+	}
+	bad := []struct{ name, src, path string }{
+		{"ErrUnknownKind", `{"kind":"call_graph","subject":{"kind":"symbol","name":"A"}}`, "kind"},
+		{"ErrMissingField", `{"kind":"implementation_location","subject":{"kind":"symbol","name":"A"},"path":"a.go","start_line":1}`, "end_line"},
+		{"ErrFieldOfOtherKind", `{"kind":"implementation_location","subject":{"kind":"symbol","name":"A"},"path":"a.go","start_line":1,"end_line":2,"steps":[]}`, "steps"},
+		{"ErrDuplicateKey", `{"kind":"implementation_location","subject":{"kind":"symbol","name":"A"},"path":"a.go","path":"b.go","start_line":1,"end_line":2}`, "path"},
+		{"ErrFractionalLine", `{"kind":"implementation_location","subject":{"kind":"symbol","name":"A"},"path":"a.go","start_line":1.5,"end_line":2}`, "start_line"},
+		{"ErrZeroLine", `{"kind":"implementation_location","subject":{"kind":"symbol","name":"A"},"path":"a.go","start_line":0,"end_line":2}`, "start_line"},
+		{"ErrBackwardsSpan", `{"kind":"implementation_location","subject":{"kind":"symbol","name":"A"},"path":"a.go","start_line":9,"end_line":2}`, "end_line"},
+		{"ErrHugeSpan", `{"kind":"implementation_location","subject":{"kind":"symbol","name":"A"},"path":"a.go","start_line":1,"end_line":9000}`, "end_line"},
+		{"ErrEscapingPath", `{"kind":"implementation_location","subject":{"kind":"symbol","name":"A"},"path":"../a.go","start_line":1,"end_line":2}`, "path"},
+		{"ErrNoSteps", `{"kind":"runtime_flow","subject":{"kind":"symbol","name":"A"},"scenario":"default","steps":[]}`, "steps"},
+		{"ErrMultilineSummary", `{"kind":"runtime_flow","subject":{"kind":"symbol","name":"A"},"scenario":"default","steps":[{"path":"a.go","start_line":1,"end_line":2,"summary":"a\nb"}]}`, "steps[0].summary"},
+		{"ErrTestName", `{"kind":"focused_tests","subject":{"kind":"symbol","name":"A"},"tests":[{"path":"a_test.go","name":"Test X","command":"go test"}]}`, "tests[0].name"},
+		{"ErrBadSubject", `{"kind":"focused_tests","subject":{"kind":"class","name":"A"},"tests":[]}`, "subject.kind"},
+	}
+	for _, tt := range bad {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := DecodeProposal([]byte(tt.src))
+			e, ok := err.(*Error)
+			if !ok || e.Kind != KindInvalidInput || e.Path != tt.path {
+				t.Errorf("error %v, want invalid input at %s", err, tt.path)
+			}
+		})
+	}
+}
+
+func TestProposalSchema(t *testing.T) {
+	for _, k := range allCapabilities {
+		data, err := ProposalSchema(k)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var schema map[string]any
+		if err := json.Unmarshal(data, &schema); err != nil {
+			t.Fatal(err)
+		}
+		checkStrict(t, string(k), schema)
+	}
+}
+
+// checkStrict asserts the strict-mode rules at every object level: every
+// property required and no additional properties.
+func checkStrict(t *testing.T, path string, s map[string]any) {
+	t.Helper()
+	if s["type"] == "object" {
+		props, _ := s["properties"].(map[string]any)
+		req, _ := s["required"].([]any)
+		if s["additionalProperties"] != false || len(req) != len(props) {
+			t.Errorf("%s: not strict: %v required of %d properties, additionalProperties %v", path, len(req), len(props), s["additionalProperties"])
+		}
+		for name, p := range props {
+			checkStrict(t, path+"."+name, p.(map[string]any))
+		}
+	}
+	if items, ok := s["items"].(map[string]any); ok {
+		checkStrict(t, path+"[]", items)
+	}
+}
+
+// FuzzDecodeProposal feeds arbitrary bytes to the proposal decoder, the
+// parser of what workers (models) write. It must never panic and fail only
+// with typed invalid input; what it accepts must re-encode and decode to the
+// same proposal.
+func FuzzDecodeProposal(f *testing.F) {
+	for _, s := range []string{locNewSearcher, locCRLF, flowCRLF, testsCRLF, `{"kind":"runtime_flow"}`, `[]`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		p, err := DecodeProposal(data)
+		if err != nil {
+			checkInvalid(t, err)
+			return
+		}
+		again, err := json.Marshal(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		q, err := DecodeProposal(again)
+		if err != nil || mustID("t", q) != mustID("t", p) {
+			t.Fatalf("round trip of %q via %s: %v", data, again, err)
+		}
+		if strings.Contains(p.Path, "..") && strings.HasPrefix(p.Path, "../") {
+			t.Fatalf("escaping path accepted: %q", p.Path)
+		}
+	})
+}
