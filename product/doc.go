@@ -23,8 +23,9 @@
 //	-> hit, partial worker request, fresh worker, or bypass
 //	-> bounded FrontierView -> main continuation
 //
-// This version implements the first two stages and the store; the later
-// stages arrive with their issues and keep the same vocabulary.
+// Engine (Open, NeedContext, Propose) runs the whole pipeline in process.
+// Workers plug in through WorkerPort; without one (or with CacheOnly) a need
+// the evidence cannot answer is a typed bypass.
 //
 // # Compilation and identity
 //
@@ -91,6 +92,85 @@
 // need_context field (or "marker" for pure syntax) and the column.
 // FormatMarker writes the canonical marker of a request.
 //
+// # Evidence and trusted validation
+//
+// A Proposal is typed evidence that a worker (a model) or an operator
+// proposes: an implementation_location {path, start_line, end_line}, a
+// runtime_flow {scenario, steps of path, lines and summary} or focused_tests
+// {tests of path, name and run command}. It is decoded as strictly as a need
+// and believed only after Validate, which is code, never a model, checks it
+// against the exact source: the path is clean and stays inside the
+// repository (symlinks included), the file exists, the lines are in range,
+// and the subject really is there. For Go files go/parser and go/ast decide
+// (product/internal/goevidence): a symbol ("Name" or "Type.Method") is
+// declared in the span; a cli_option or configuration_key is a string
+// literal in the span ("--crlf" also as "crlf"); a focused test is a
+// func TestX(*testing.T) in a _test.go file that reaches the subject directly
+// or through helpers of its package, and its command is exactly
+// "go test ./dir -run '^TestX$'"; the first flow step holds the subject and
+// each step calls a function declared in the next. Other languages get
+// lexical evidence only, and the certificate says so. Behavior subjects
+// cannot be verified and are rejected. A failed proposal is stored as a
+// rejected attempt with its reasons and never served.
+//
+// A certified proposal becomes an artifact (content id of the proposal) with
+// a certificate that binds it to the facets it satisfies, the validator
+// version and level, the exact text of every cited span, its claims and its
+// dependencies: the content digest of every file the validator read. Claims
+// are atomic facts ("NewSearcher is declared in search.go", "step 1 calls
+// newOptions") whose ids carry no line numbers.
+//
+// # Freshness and proof replay
+//
+// Evidence is fresh exactly when every dependency digest is unchanged. The
+// check reads only the dependencies, through a persistent stat cache
+// (size, mtime, ctime, inode -> digest, in the store) that, like git's index,
+// never trusts an entry recorded within RacyWindow of the file's last change;
+// its cost does not grow with the repository. When a dependency changed, the
+// proof is replayed: each cited span is looked up in the current file,
+// unchanged at the same place or intact at exactly one other place; the
+// proposal is moved there and validated again from scratch. Success is a new
+// certificate (and, if lines moved, a new artifact whose origin is the old
+// one) with the same claims; anything else is stale. Unreadable dependencies
+// count as changed: unknown validity is never served.
+//
+// # Resolution
+//
+// resolve (pure) decides from classified candidates; the Engine does the
+// effects before (freshness, replay) and after (workers, storage). The
+// kinds: exact_hit (the same need_id, answered before, every member of its
+// need certificate still usable), coverage_hit (one artifact covers every
+// required obligation), composite_hit (several do), claim_hit (a claim drawn
+// from other evidence answers where a symbol is implemented), partial_hit
+// (some obligations from evidence; a worker is asked only for the missing
+// ones, or they are listed as missing), miss (nothing reusable; a fresh
+// worker answered), stale, rejected (the worker's proposal failed
+// validation), ambiguous (several distinct claimed locations for a primary
+// selection), contradicted (fresh certified artifacts of a primary location
+// or a flow disagree) and bypass. The last five carry no artifact, claim or
+// citation: their context is a one-line reason. Preferred obligations are
+// served when evidence has them and never spawn a worker.
+//
+// Each answer has a plan: an acyclic DAG of at most MaxPlanNodes operators
+// (reuse, replay, reuse_claim, worker, validate, assemble). Among valid plans
+// (the evidence plan and, with a worker, the all-worker plan) the cheapest by
+// expected cost from recorded observations (gonum/stat) is chosen; with
+// fewer than MinObservations observations reuse is reported as advisory.
+// Price orders valid plans; it never makes a plan valid.
+//
+// A session ledger classifies each need against the earlier ones of its
+// session: repeat, residual (only what an earlier need left missing),
+// extension, overlap, independent or incompatible (same subject, conflicting
+// world or facets). Limits default to 3 needs (repeats are free) and 3
+// workers, with a hard cap of 8; past a limit a need is a normal bypass.
+// One resolution runs at a time; the others wait in arrival order.
+//
+// The FrontierView is the context text: deterministic, bounded by a byte
+// budget (default 6 KiB) by dropping whole lines, citing every location as
+// path:start-end, flow steps in order, tests with their run commands and the
+// artifact and claim ids. result_digest is the content id of the structured
+// result.
+//
 // # Store
 //
 // SQLite (modernc.org/sqlite, no cgo) in DATA_DIR/needle.db is the source of
@@ -106,11 +186,13 @@
 //
 // # Invariants
 //
-//   - Compile and everything in compile*.go are pure: no database, network or
-//     subprocess (a test checks the imports).
+//   - Compile and resolve are pure: compile*.go and resolve*.go import no
+//     database, network or subprocess package (a test checks the imports).
 //   - Invalid input changes nothing and is reported before anything is
 //     stored.
 //   - Same meaning, same id, on any machine; the task wording is not meaning.
-//   - Stale, contradicted or unvalidated evidence is never returned (from the
-//     resolver issue on).
+//   - Stale, rejected, ambiguous, contradicted or unvalidated evidence is
+//     never returned; only certificates whose every dependency is unchanged
+//     (or was re-proven by replay) back a context.
+//   - Validators are code. A model's proposal grants nothing until they pass.
 package product
