@@ -2,7 +2,7 @@
 GO ?= go
 BIN := bin
 
-.PHONY: all build test check lint fmt vet staticcheck demo fuzz clean
+.PHONY: all build test bench-smoke check lint fmt vet staticcheck demo fuzz clean
 
 all: build
 
@@ -13,6 +13,10 @@ build:
 ## test: every test, including the testscript golden scenarios (go test ./testscripts)
 test:
 	$(GO) test ./...
+
+## bench-smoke: run every benchmark once so none rots (figures: go test -bench)
+bench-smoke:
+	$(GO) test ./... -run '^$$' -bench . -benchtime 1x
 
 ## lint: gofmt, go vet and staticcheck (pinned by the go.mod tool directive)
 lint: fmt vet staticcheck
@@ -36,11 +40,13 @@ demo: build
 	$(BIN)/needle need compile fixtures/need-context.json
 	$(BIN)/needle need compile --marker fixtures/need-context.marker
 
-## fuzz: run each parser fuzz target for FUZZTIME (default 5m)
+## fuzz: run each fuzz target of untrusted-input parsers for FUZZTIME (default 5m)
 FUZZTIME ?= 5m
 fuzz:
 	$(GO) test ./product -run '^$$' -fuzz '^FuzzCompileJSON$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./product -run '^$$' -fuzz '^FuzzParseMarker$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./product -run '^$$' -fuzz '^FuzzDecodeProposal$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./product/internal/goevidence -run '^$$' -fuzz '^FuzzDeclarations$$' -fuzztime $(FUZZTIME)
 
 clean:
 	rm -rf $(BIN)

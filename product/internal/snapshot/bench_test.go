@@ -13,9 +13,6 @@ import (
 // cost should stay flat: it is O(dependencies), not O(repository).
 func BenchmarkFileDigest_Cached(b *testing.B) {
 	for _, n := range []int{1_000, 10_000, 100_000} {
-		if n > 10_000 && testing.Short() {
-			continue
-		}
 		root := b.TempDir()
 		paths := mustSyntheticTree(b, root, n)
 		b.Run(fmt.Sprintf("files=%d", n), func(b *testing.B) {
