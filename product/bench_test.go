@@ -30,7 +30,7 @@ import (
 // does not grow with the repository. Without the warm stat cache the hit
 // costs 3.3-3.6 ms/op (the cited file is rehashed on every lookup while it is
 // inside the racy window). Writing the 100,000-file tree takes 20-30 s on this
-// VM (about 0.25 ms per file created);
+// VM (about 0.25 ms per file created).
 
 // BenchmarkFreshness checks 20 file dependencies through a warm, trusted stat
 // cache in plain-directory repositories of growing size; one op is one
