@@ -101,13 +101,14 @@ type validator struct {
 	ctx  context.Context
 	repo *snapshot.Repo
 	v    *Validation
+	pkgs map[string]map[string][]byte // Go package directories read for tests
 }
 
 // Validate runs the trusted validators on p against repo. It never consults
 // a model; the only inputs are the proposal and the source. An error is an
 // operational failure (the repository cannot be read), not a rejection.
 func Validate(ctx context.Context, repo *snapshot.Repo, p Proposal) (*Validation, error) {
-	val := &validator{ctx: ctx, repo: repo, v: &Validation{
+	val := &validator{ctx: ctx, repo: repo, pkgs: map[string]map[string][]byte{}, v: &Validation{
 		Proposal: p, Level: LevelAST, Files: map[string]string{}, Dirs: map[string]string{},
 		Satisfies: Satisfies{Kind: p.Kind},
 	}}

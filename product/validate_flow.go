@@ -123,6 +123,48 @@ func (val *validator) tests() error {
 	val.v.Satisfies.Polarity = []string{"positive"}
 	val.v.Satisfies.Selection = []string{"primary", "representative"}
 	val.v.Satisfies.Completeness = []string{"open_world"}
+	return val.exhaustive()
+}
+
+// exhaustive upgrades a Go test list that names every test of the cited
+// packages reaching the subject to selection exhaustive and completeness
+// contract_complete. Such evidence also depends on each package directory's
+// listing: a test file added there later makes it stale.
+func (val *validator) exhaustive() error {
+	p := val.v.Proposal
+	if len(val.pkgs) == 0 || val.v.Level != LevelAST {
+		return nil
+	}
+	listed := map[string]bool{}
+	for _, t := range p.Tests {
+		listed[path.Dir(t.Path)+" "+t.Name] = true
+	}
+	target, _ := testTarget(p.Subject)
+	var dirs []string
+	for dir, pkg := range val.pkgs {
+		for file, src := range pkg {
+			names, err := goevidence.TestFuncs(file, src)
+			if err != nil {
+				return nil // a file that does not parse cannot be exhausted
+			}
+			for _, name := range names {
+				if _, reached, _ := goevidence.Reaches(pkg, name, target); reached && !listed[dir+" "+name] {
+					return nil
+				}
+			}
+		}
+		dirs = append(dirs, dir)
+	}
+	for _, dir := range dirs {
+		digest, err := val.repo.DirDigest(val.ctx, dir)
+		if err != nil {
+			return fmt.Errorf("validate: list %s: %w", dir, err)
+		}
+		val.v.Dirs[dir] = digest
+	}
+	val.v.Satisfies.Selection = append(val.v.Satisfies.Selection, "exhaustive")
+	val.v.Satisfies.Completeness = append(val.v.Satisfies.Completeness, "contract_complete")
+	val.v.Notes = append(val.v.Notes, "exhaustive over the tests of the cited packages")
 	return nil
 }
 
@@ -149,6 +191,7 @@ func (val *validator) goTest(field string, subject Subject, t TestRef, src []byt
 	if pkg == nil || err != nil {
 		return false, err
 	}
+	val.pkgs[path.Dir(t.Path)] = pkg
 	chain, reached, err := goevidence.Reaches(pkg, t.Name, target)
 	if err != nil {
 		val.v.reject("%s: package %s does not parse as Go: %v", field, path.Dir(t.Path), err)

@@ -3,6 +3,7 @@ package product
 import (
 	"context"
 	"errors"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -201,4 +202,37 @@ func TestNeedContext_FocusedTests(t *testing.T) {
 		t.Errorf("context:\n%s", r.Context)
 	}
 	kindOf(t, te.need(`{"route":"tests.relevant","subject":{"kind":"symbol","name":"NewSearcher"}}`), ResolutionCoverage)
+}
+
+func TestValidate_ExhaustiveTests(t *testing.T) {
+	repo := MustFixtureRepo(t, "grepx", true)
+	te := MustEngine(t, repo)
+	exhaustive := `{"route":"tests.relevant","subject":{"kind":"symbol","name":"NewSearcher"},"required":[{"kind":"focused_tests","selection":"exhaustive","completeness":"contract_complete"}]}`
+	// TestSearchMatches is the only test reaching NewSearcher (through searchAll).
+	res := te.mustCertify(`{"kind":"focused_tests","subject":{"kind":"symbol","name":"NewSearcher"},"tests":[{"path":"search_test.go","name":"TestSearchMatches","command":"go test . -run '^TestSearchMatches$'"}]}`)
+	var deps string
+	if err := te.store.db.QueryRow(`SELECT group_concat(kind || ':' || path) FROM dependencies WHERE certificate_id = ?`, res.CertificateID).Scan(&deps); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(deps, "dir:.") {
+		t.Errorf("exhaustive evidence has no directory listing dependency: %s", deps)
+	}
+	kindOf(t, te.need(exhaustive), ResolutionCoverage)
+	// A new test file in the package changes the listing: the exhaustive
+	// claim can no longer be trusted, even though no cited file changed.
+	MustWriteFile(t, filepath.Join(repo, "more_test.go"), "package main\n\nimport \"testing\"\n\nfunc TestMore(t *testing.T) { NewSearcher(&Options{}) }\n")
+	te.reopen(func(c *Config) { c.CacheOnly = true })
+	r := te.need(exhaustive)
+	if r.Status == "hit" {
+		t.Errorf("exhaustive evidence served after a reaching test was added: %s", r.Context)
+	}
+	// A list that omits a reaching test is not exhaustive.
+	partial := te.mustCertify(`{"kind":"focused_tests","subject":{"kind":"symbol","name":"NewSearcher"},"tests":[{"path":"search_test.go","name":"TestSearchMatches","command":"go test . -run '^TestSearchMatches$'"}]}`)
+	var body string
+	if err := te.store.db.QueryRow(`SELECT body FROM certificates WHERE certificate_id = ?`, partial.CertificateID).Scan(&body); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(body, "exhaustive") {
+		t.Errorf("a list missing TestMore was certified exhaustive: %s", body)
+	}
 }

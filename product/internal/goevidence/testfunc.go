@@ -91,3 +91,21 @@ func isTestSignature(ft *ast.FuncType, testing map[string]bool) bool {
 	}
 	return false
 }
+
+// TestFuncs lists the names of every test function go test would run in the
+// file, in source order; a file that is not a test file has none.
+func TestFuncs(filename string, src []byte) ([]string, error) {
+	p, err := parse(filename, src)
+	if err != nil || !isTestFile(filename) {
+		return nil, err
+	}
+	testing := testingNames(p.file)
+	var names []string
+	for _, d := range p.file.Decls {
+		fd, ok := d.(*ast.FuncDecl)
+		if ok && fd.Recv == nil && isTestName(fd.Name.Name) && isTestSignature(fd.Type, testing) {
+			names = append(names, fd.Name.Name)
+		}
+	}
+	return names, nil
+}

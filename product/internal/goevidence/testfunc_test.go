@@ -120,3 +120,30 @@ func TestTestFunc(t *testing.T) {
 		}
 	})
 }
+
+func TestTestFuncs(t *testing.T) {
+	src := []byte(`package p
+
+import tst "testing"
+
+func TestA(t *tst.T)      {}
+func helper(t *tst.T)     {}
+func TestB(t *tst.B)      {}
+func Testlower(t *tst.T)  {}
+func (s) TestM(t *tst.T)  {}
+func TestC(t *tst.T)      {}
+`)
+	got, err := TestFuncs("p_test.go", src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"TestA", "TestC"}; !cmp.Equal(got, want) {
+		t.Errorf("TestFuncs = %v, want %v", got, want)
+	}
+	if got, err := TestFuncs("p.go", src); err != nil || got != nil {
+		t.Errorf("non-test file: %v, %v", got, err)
+	}
+	if _, err := TestFuncs("p_test.go", []byte("package")); err == nil {
+		t.Error("parse error not returned")
+	}
+}
