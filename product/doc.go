@@ -110,7 +110,11 @@
 // "go test ./dir -run '^TestX$'"; the first flow step holds the subject and
 // each step calls a function declared in the next. Other languages get
 // lexical evidence only, and the certificate says so. Behavior subjects
-// cannot be verified and are rejected. A failed proposal is stored as a
+// cannot be verified and are rejected. A Go test list that names every test
+// of its packages reaching the subject is exhaustive (and contract_complete)
+// and then also depends on each package directory's listing, so a test file
+// added later makes it stale. No proposal can certify negative polarity (an
+// absence) yet: such obligations are always missing. A failed proposal is stored as a
 // rejected attempt with its reasons and never served.
 //
 // A certified proposal becomes an artifact (content id of the proposal) with
