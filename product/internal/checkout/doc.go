@@ -1,0 +1,54 @@
+// Package checkout materializes the exact snapshot of a source repository in
+// a disposable directory for a sandboxed worker, reports what the worker
+// changed, and removes the directory verifiably. It knows nothing about
+// Needle's domain: it takes a snapshot.Repo and a parent directory.
+//
+// # Materializing
+//
+// A git repository with a commit gets a detached linked worktree of the
+// snapshot's HEAD commit (`git worktree add --detach`), so a worker can use
+// git history; anything else gets a fresh directory. Either way the tree is
+// then made equal to the snapshot by comparing content, not by trusting git
+// status: a path the snapshot lacks is removed (deleted or ignored files,
+// tracked symlinks), a path whose content or executable bit differs is
+// rewritten from the source's bytes. Comparing content also absorbs what a
+// checkout can do differently from the user's work tree (eol conversion,
+// smudge filters, skip-worktree entries). Every rewrite creates a new inode
+// through an os.Root, so no file is shared with the source and no symlink
+// can lead a write out of the checkout.
+//
+// The checkout's tree is exactly the snapshot: regular files with the
+// snapshot's content and the source's owner-executable bit, and the
+// directories holding them (possibly also empty ones, which are not content
+// to git or to a snapshot), nothing else.
+// Symlinks are not content to the snapshot package, and one in a checkout
+// could point a worker's write at the active work tree, so none is kept.
+//
+// # Verification
+//
+// Create reads the finished tree back from disk and compares it with the
+// expected one path by path (content and executable bit) and by the snapshot
+// id, computed as the snapshot package computes it for a plain directory.
+// Any failure removes what was created and returns ErrVerify: a checkout that
+// cannot be shown to be the snapshot is never handed out.
+//
+// The only entry the tree may hold besides the snapshot is the `.git` file
+// git writes at a worktree's root. It is left out of the id but recorded
+// with the baseline, so Verify and Changes report a worker that rewrites it;
+// any other `.git` entry is an ordinary change, because a worker-made `.git`
+// is exactly what the patch builder must reject.
+//
+// # Markers and cleanup
+//
+// Before anything is created, a marker <parent>/<name>.lock records the
+// creating process (pid and, on linux, its start time, so a reused pid is
+// not mistaken for the creator), the source root and the checkout's kind.
+// The checkout is <parent>/<name>. Remove deletes the directory, prunes the
+// source's worktree registry, checks that the directory is gone and no longer
+// registered, and only then deletes the marker; a failed cleanup leaves the
+// marker so that Sweep retries it. Sweep, run at start, removes every
+// checkout whose creating process is gone.
+//
+// Git runs with a scrubbed environment (no inherited GIT_* variables), hooks
+// and fsmonitor disabled, in its own process group, with bounded output.
+package checkout

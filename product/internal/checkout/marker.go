@@ -1,0 +1,124 @@
+package checkout
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"regexp"
+)
+
+const (
+	// markerExt ends a marker's name; the checkout is the name without it.
+	markerExt = ".lock"
+	// maxMarker bounds what readMarker reads; a marker is one short line.
+	maxMarker = 64 << 10
+)
+
+// namePattern is the only shape of checkout name Sweep will touch, so that
+// a parent shared with anything else never loses a file to a sweep.
+var namePattern = regexp.MustCompile(`^co-[0-9a-f]{16}$`)
+
+// marker is the content of <parent>/<name>.lock.
+type marker struct {
+	PID      int    `json:"pid"`
+	Start    string `json:"start,omitempty"` // the creator's start time (processStart); "" where unknown
+	Source   string `json:"source"`          // the source repository's root
+	Kind     kind   `json:"kind"`
+	Snapshot string `json:"snapshot"`
+}
+
+// newName returns a fresh random checkout name.
+func newName() string {
+	var b [8]byte
+	rand.Read(b[:]) // never fails (crypto/rand)
+	return "co-" + hex.EncodeToString(b[:])
+}
+
+// newMarker describes c as created by this process.
+func newMarker(c *Checkout) (marker, error) {
+	start, err := processStart(os.Getpid())
+	if err != nil {
+		return marker{}, fmt.Errorf("own start time: %w", err)
+	}
+	return marker{PID: os.Getpid(), Start: start, Source: c.source, Kind: c.kind, Snapshot: c.Snapshot}, nil
+}
+
+// writeMarker writes m to path durably: temp file, fsync, rename, fsync of
+// the directory. A crash leaves either no marker or a whole one, never a
+// torn one Sweep could not attribute.
+func writeMarker(path string, m marker) error {
+	data, err := json.Marshal(m)
+	if err != nil {
+		return err
+	}
+	dir := filepath.Dir(path)
+	f, err := os.CreateTemp(dir, ".co-*.tmp")
+	if err != nil {
+		return fmt.Errorf("write marker: %w", err)
+	}
+	_, err = f.Write(append(data, '\n'))
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(f.Name(), path)
+	}
+	if err != nil {
+		os.Remove(f.Name())
+		return fmt.Errorf("write marker: %w", err)
+	}
+	return syncDir(dir)
+}
+
+// syncDir makes a rename in dir durable.
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	return d.Sync()
+}
+
+// readMarker reads and checks the marker at path.
+func readMarker(path string) (marker, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return marker{}, err
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, maxMarker))
+	if err != nil {
+		return marker{}, fmt.Errorf("read marker %s: %w", path, err)
+	}
+	var m marker
+	if err := json.Unmarshal(data, &m); err != nil {
+		return marker{}, fmt.Errorf("read marker %s: %w", path, err)
+	}
+	if err := m.check(); err != nil {
+		return marker{}, fmt.Errorf("read marker %s: %w", path, err)
+	}
+	return m, nil
+}
+
+// check rejects a marker Sweep must not act on. A pid ≤ 0 matters most:
+// signal 0 to pid 0 or -1 probes a whole group, which always "lives".
+func (m marker) check() error {
+	switch {
+	case m.PID <= 0:
+		return fmt.Errorf("bad pid %d", m.PID)
+	case m.Kind != kindWorktree && m.Kind != kindCopy:
+		return fmt.Errorf("bad kind %q", m.Kind)
+	case m.Kind == kindWorktree && !filepath.IsAbs(m.Source):
+		return errors.New("worktree marker without an absolute source")
+	}
+	return nil
+}

@@ -1,0 +1,71 @@
+package checkout
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"syscall"
+)
+
+// setProcessGroup puts cmd in its own process group and makes cancellation
+// kill the whole group, so a helper git spawns cannot outlive the context.
+func setProcessGroup(cmd *exec.Cmd) {
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error {
+		err := syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		if errors.Is(err, syscall.ESRCH) {
+			return os.ErrProcessDone
+		}
+		return err
+	}
+}
+
+// processAlive reports whether the process that wrote a marker may still be
+// running. A pid alone is not enough: in a container every run of needle may
+// get the same small pid, so a marker left by a crashed run would look alive
+// forever. The start time tells a reused pid apart. Whenever the answer is
+// uncertain the process counts as alive, since a wrong "dead" deletes a
+// checkout a worker is using.
+func processAlive(pid int, start string) bool {
+	if err := syscall.Kill(pid, 0); errors.Is(err, syscall.ESRCH) {
+		return false
+	}
+	state, now, err := procStat(pid)
+	switch {
+	case err != nil:
+		return true
+	case state == "Z": // exited, not yet reaped
+		return false
+	default:
+		return start == "" || now == start
+	}
+}
+
+// processStart returns the start time of process pid, in clock ticks since
+// boot: with the pid it names one process for the life of the machine.
+func processStart(pid int) (string, error) {
+	_, start, err := procStat(pid)
+	return start, err
+}
+
+// procStat returns the state (field 3) and start time (field 22) from
+// /proc/<pid>/stat. The command name (field 2) may hold spaces and
+// parentheses, so fields are counted after its last ')'.
+func procStat(pid int) (state, start string, err error) {
+	data, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return "", "", err
+	}
+	i := strings.LastIndexByte(string(data), ')')
+	if i < 0 {
+		return "", "", fmt.Errorf("parse /proc/%d/stat", pid)
+	}
+	fields := strings.Fields(string(data[i+1:]))
+	if len(fields) < 20 {
+		return "", "", fmt.Errorf("parse /proc/%d/stat", pid)
+	}
+	return fields[0], fields[19], nil
+}

@@ -1,0 +1,185 @@
+package checkout
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// Remove deletes the checkout — `git worktree remove --force` then `git
+// worktree prune` for a worktree, RemoveAll for a copy — and then checks
+// that the directory is gone and that the source's registry no longer lists
+// it. Only then is the marker deleted, so a failed cleanup is retried by a
+// later Sweep. Failure wraps ErrCleanup. Removing a removed checkout
+// succeeds.
+func (c *Checkout) Remove(ctx context.Context) error {
+	if err := c.remove(ctx); err != nil {
+		return fmt.Errorf("%w: %s: %w", ErrCleanup, c.Dir, err)
+	}
+	return nil
+}
+
+func (c *Checkout) remove(ctx context.Context) error {
+	// The steps' errors are only evidence: what counts is the final check,
+	// and a step that failed may have been made good by the next one (git
+	// refuses a worktree whose pointer a worker rewrote; RemoveAll and
+	// prune do not care).
+	var steps []error
+	if c.kind == kindWorktree && exists(c.Dir) {
+		_, err := runGit(ctx, c.source, "worktree", "remove", "--force", c.Dir)
+		steps = append(steps, err)
+	}
+	steps = append(steps, removeTree(c.Dir))
+	if c.kind == kindWorktree {
+		_, err := runGit(ctx, c.source, "worktree", "prune")
+		steps = append(steps, err)
+	}
+	if err := c.checkGone(ctx); err != nil {
+		return errors.Join(append([]error{err}, steps...)...)
+	}
+	if err := os.Remove(c.marker); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	return nil
+}
+
+// checkGone verifies that the directory does not exist and, for a worktree,
+// that the source no longer registers it.
+func (c *Checkout) checkGone(ctx context.Context) error {
+	if _, err := os.Lstat(c.Dir); !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("directory still present (%v)", err)
+	}
+	if c.kind != kindWorktree {
+		return nil
+	}
+	registered, err := worktrees(ctx, c.source)
+	if err != nil {
+		return err
+	}
+	for _, dir := range registered {
+		if dir == c.Dir {
+			return errors.New("still registered as a worktree")
+		}
+	}
+	return nil
+}
+
+// worktrees returns the paths of the worktrees registered in the repository
+// at source, the main one included.
+func worktrees(ctx context.Context, source string) ([]string, error) {
+	out, err := runGit(ctx, source, "worktree", "list", "--porcelain", "-z")
+	if err != nil {
+		return nil, err
+	}
+	var dirs []string
+	for _, field := range splitNUL(out) {
+		if dir, ok := strings.CutPrefix(field, "worktree "); ok {
+			dirs = append(dirs, filepath.Clean(dir))
+		}
+	}
+	return dirs, nil
+}
+
+func exists(name string) bool {
+	_, err := os.Lstat(name)
+	return err == nil
+}
+
+// removeTree is os.RemoveAll that also copes with directories a worker left
+// without write or search permission, which RemoveAll cannot empty.
+func removeTree(dir string) error {
+	err := os.RemoveAll(dir)
+	if err == nil {
+		return nil
+	}
+	if werr := makeWritable(dir); werr != nil {
+		return errors.Join(err, werr)
+	}
+	return os.RemoveAll(dir)
+}
+
+// makeWritable gives every directory under dir (dir included) owner rwx.
+// Directories are chmodded before WalkDir reads them, so an unreadable one
+// is opened up before it is listed. Going through an os.Root keeps a
+// directory swapped for a symlink from aiming a chmod outside the checkout.
+func makeWritable(dir string) error {
+	if fi, err := os.Lstat(dir); err != nil || !fi.IsDir() {
+		return err
+	}
+	if err := os.Chmod(dir, 0o700); err != nil {
+		return err
+	}
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		return err
+	}
+	defer root.Close()
+	return fs.WalkDir(root.FS(), ".", func(p string, d fs.DirEntry, err error) error {
+		if err != nil || !d.IsDir() || p == "." {
+			return err
+		}
+		return root.Chmod(p, 0o700)
+	})
+}
+
+// Sweep removes every checkout under parent whose creating process is no
+// longer running, pruning its source's worktree registry, and returns the
+// directories it removed. Markers of live processes and entries that are not
+// this package's are left alone. A missing parent holds nothing to sweep.
+func Sweep(ctx context.Context, parent string) ([]string, error) {
+	entries, err := os.ReadDir(parent)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("sweep %s: %w", parent, err)
+	}
+	// Canonical, as Create made it: git compares registered paths as strings.
+	dir, err := filepath.Abs(parent)
+	if err == nil {
+		dir, err = filepath.EvalSymlinks(dir)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("sweep %s: %w", parent, err)
+	}
+	var removed []string
+	var errs []error
+	for _, e := range entries {
+		c, err := stale(dir, e.Name())
+		if c == nil || err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		if err := c.Remove(ctx); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		removed = append(removed, c.Dir)
+	}
+	return removed, errors.Join(errs...)
+}
+
+// stale returns the checkout a marker named name describes when its
+// creator is gone; nil when name is not a marker or its creator lives. The
+// directory comes from the marker's name, never its content, so a marker
+// cannot aim a removal anywhere but its own sibling.
+func stale(parent, name string) (*Checkout, error) {
+	base, ok := strings.CutSuffix(name, markerExt)
+	if !ok || !namePattern.MatchString(base) {
+		return nil, nil
+	}
+	path := filepath.Join(parent, name)
+	m, err := readMarker(path)
+	if err != nil {
+		return nil, err
+	}
+	if processAlive(m.PID, m.Start) {
+		return nil, nil
+	}
+	return &Checkout{Dir: filepath.Join(parent, base), Snapshot: m.Snapshot,
+		kind: m.Kind, source: m.Source, marker: path}, nil
+}

@@ -1,0 +1,176 @@
+package checkout
+
+import (
+	"context"
+	"errors"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"testing"
+)
+
+// checkRemoved fails unless c's directory and marker are gone and its
+// source registers no worktree but its own.
+func checkRemoved(t *testing.T, c *Checkout) {
+	t.Helper()
+	for _, p := range []string{c.Dir, c.marker} {
+		if _, err := os.Lstat(p); !errors.Is(err, fs.ErrNotExist) {
+			t.Errorf("%s still there (%v)", p, err)
+		}
+	}
+	if c.kind == kindWorktree {
+		checkNoWorktrees(t, c.source)
+		if admin, _ := os.ReadDir(filepath.Join(c.source, ".git", "worktrees")); len(admin) != 0 {
+			t.Errorf(".git/worktrees still holds %v", admin)
+		}
+	}
+}
+
+func TestCheckout_Remove(t *testing.T) {
+	ctx := context.Background()
+	for name, src := range sources(t) {
+		t.Run(name, func(t *testing.T) {
+			c := MustCreate(t, MustOpen(t, src), t.TempDir())
+			worker(t, c.Dir) // a worker's leftovers must not stop the removal
+			if err := c.Remove(ctx); err != nil {
+				t.Fatalf("Remove = %v", err)
+			}
+			checkRemoved(t, c)
+			if err := c.Remove(ctx); err != nil {
+				t.Errorf("second Remove = %v, want nil", err)
+			}
+		})
+	}
+	t.Run("RewrittenPointer", func(t *testing.T) {
+		// git refuses to remove a worktree whose .git no longer points back;
+		// removal must not depend on git agreeing.
+		c := MustCreate(t, MustOpen(t, MustRepo(t, map[string]string{"a.txt": "a"})), t.TempDir())
+		MustWrite(t, c.Dir, map[string]string{".git": "gitdir: /nowhere\n"})
+		if err := c.Remove(ctx); err != nil {
+			t.Fatalf("Remove = %v", err)
+		}
+		checkRemoved(t, c)
+	})
+	t.Run("LockedDirectories", func(t *testing.T) {
+		c := MustCreate(t, MustOpen(t, t.TempDir()), t.TempDir())
+		MustWrite(t, c.Dir, map[string]string{"locked/deep/x": "x"})
+		for _, d := range []string{"locked/deep", "locked", "."} {
+			if err := os.Chmod(filepath.Join(c.Dir, d), 0o500); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := c.Remove(ctx); err != nil {
+			t.Fatalf("Remove = %v", err)
+		}
+		checkRemoved(t, c)
+	})
+	t.Run("ErrCleanup", func(t *testing.T) {
+		// The source repository is gone, so nothing can show that the
+		// worktree is unregistered: fail, and keep the marker for a sweep.
+		src := MustRepo(t, map[string]string{"a.txt": "a"})
+		c, err := Create(ctx, MustOpen(t, src), t.TempDir())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.RemoveAll(src); err != nil {
+			t.Fatal(err)
+		}
+		if err := c.Remove(ctx); !errors.Is(err, ErrCleanup) {
+			t.Fatalf("Remove = %v, want ErrCleanup", err)
+		}
+		if _, err := os.Stat(c.marker); err != nil {
+			t.Errorf("marker: %v, want kept", err)
+		}
+	})
+}
+
+// deadPID returns the pid of a process that has exited and been reaped.
+func deadPID(t *testing.T) int {
+	t.Helper()
+	cmd := exec.Command("git", "--version")
+	if err := cmd.Run(); err != nil {
+		t.Fatal(err)
+	}
+	return cmd.Process.Pid
+}
+
+// setOwner rewrites c's marker as if pid (with start time start) made it.
+func setOwner(t *testing.T, c *Checkout, pid int, start string) {
+	t.Helper()
+	m, err := readMarker(c.marker)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.PID, m.Start = pid, start
+	if err := writeMarker(c.marker, m); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestSweep(t *testing.T) {
+	ctx := context.Background()
+	parent := t.TempDir()
+	git := MustOpen(t, MustRepo(t, map[string]string{"a.txt": "a"}))
+	plain := MustOpen(t, t.TempDir())
+	alive := MustCreate(t, git, parent)
+	deadWorktree := MustCreate(t, git, parent)
+	deadCopy := MustCreate(t, plain, parent)
+	reused := MustCreate(t, plain, parent)
+	setOwner(t, deadWorktree, deadPID(t), "")
+	setOwner(t, deadCopy, deadPID(t), "1")
+	setOwner(t, reused, os.Getpid(), "1") // our pid, but not our start time
+	MustWrite(t, parent, map[string]string{"unrelated.lock": "{}", "co-notours": "x"})
+
+	removed, err := Sweep(ctx, parent)
+	if err != nil {
+		t.Fatalf("Sweep = %v", err)
+	}
+	want := []string{deadWorktree.Dir, deadCopy.Dir, reused.Dir}
+	slices.Sort(want)
+	slices.Sort(removed)
+	if !slices.Equal(removed, want) {
+		t.Errorf("Sweep removed %q, want %q", removed, want)
+	}
+	for _, c := range []*Checkout{deadCopy, reused} {
+		checkRemoved(t, c)
+	}
+	if _, err := os.Lstat(deadWorktree.Dir); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("%s still there", deadWorktree.Dir)
+	}
+	dirs, err := worktrees(ctx, git.Root())
+	if err != nil || !slices.Equal(dirs, []string{git.Root(), alive.Dir}) {
+		t.Errorf("worktrees = %q, %v; want the source and %s", dirs, err, alive.Dir)
+	}
+	if err := alive.Verify(ctx); err != nil {
+		t.Errorf("live checkout: Verify = %v", err)
+	}
+	for _, name := range []string{"unrelated.lock", "co-notours"} {
+		if _, err := os.Stat(filepath.Join(parent, name)); err != nil {
+			t.Errorf("Sweep touched %s: %v", name, err)
+		}
+	}
+	if removed, err := Sweep(ctx, filepath.Join(parent, "missing")); err != nil || len(removed) != 0 {
+		t.Errorf("Sweep(missing) = %q, %v; want nothing", removed, err)
+	}
+}
+
+func TestSweep_CorruptMarker(t *testing.T) {
+	parent := t.TempDir()
+	dead := MustCreate(t, MustOpen(t, t.TempDir()), parent)
+	setOwner(t, dead, deadPID(t), "")
+	corrupt := filepath.Join(parent, "co-0123456789abcdef.lock")
+	MustWrite(t, parent, map[string]string{filepath.Base(corrupt): `{"pid":0,"kind":"copy"}`})
+
+	removed, err := Sweep(context.Background(), parent)
+	if err == nil {
+		t.Error("Sweep = nil error, want the corrupt marker reported")
+	}
+	if !slices.Equal(removed, []string{dead.Dir}) {
+		t.Errorf("Sweep removed %q, want %s", removed, dead.Dir)
+	}
+	if _, err := os.Stat(corrupt); err != nil {
+		t.Errorf("corrupt marker: %v, want kept", err)
+	}
+}
