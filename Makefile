@@ -2,7 +2,15 @@
 GO ?= go
 BIN := bin
 
-.PHONY: all build test bench-smoke check lint fmt vet staticcheck demo fuzz clean
+# The pinned real Codex CLI for the contract tier, installed from npm into an
+# ignored project-local directory. CODEX_BIN is the one variable the contract
+# tests locate the binary through.
+CODEX_VERSION := 0.171.0
+CODEX_PREFIX := .cache/codex-$(CODEX_VERSION)
+CODEX_BIN ?= $(CURDIR)/$(CODEX_PREFIX)/node_modules/@openai/codex-linux-x64/vendor/x86_64-unknown-linux-musl/bin/codex
+CODEX_SCHEMA := $(CURDIR)/.cache/codex-schema-$(CODEX_VERSION)
+
+.PHONY: all build test test-unit test-contract codex frozen-worker bench-smoke check lint fmt vet staticcheck demo fuzz clean
 
 all: build
 
@@ -10,9 +18,38 @@ all: build
 build:
 	$(GO) build -o $(BIN)/ ./cmd/needle ./cmd/needlebench
 
-## test: every test, including the testscript golden scenarios (go test ./testscripts)
-test:
+## test: every test: the unit and replay tiers with the testscript golden
+## scenarios (go test ./...), then the contract tier against the real codex
+test: test-unit test-contract
+
+test-unit:
 	$(GO) test ./...
+
+## codex: install the pinned @openai/codex from npm (if absent) and check its version
+codex: $(CODEX_PREFIX)/.installed
+$(CODEX_PREFIX)/.installed:
+	mkdir -p $(CODEX_PREFIX)
+	npm install --no-audit --no-fund --no-save --prefix $(CODEX_PREFIX) @openai/codex@$(CODEX_VERSION)
+	$(CODEX_BIN) --version | grep -qx 'codex-cli $(CODEX_VERSION)'
+	touch $@
+
+## test-contract: the contract tier: regenerate the App Server JSON Schema with
+## the real binary and run the adapter against it and a loopback fake model
+test-contract: codex
+	rm -rf $(CODEX_SCHEMA)
+	$(CODEX_BIN) app-server generate-json-schema --out $(CODEX_SCHEMA)
+	NEEDLE_CODEX_BIN=$(CODEX_BIN) NEEDLE_CODEX_SCHEMA=$(CODEX_SCHEMA) \
+		$(GO) test -tags contract -count=1 ./product/internal/contract/...
+
+## frozen-worker: re-record the evidence-worker transcripts of fixtures/worker
+## with the real codex and the fake model (the update switch for frozen/worker)
+frozen-worker: build codex
+	rm -rf frozen/worker/grepx
+	for n in newsearcher linesplitter; do \
+		$(BIN)/needlebench record --codex $(CODEX_BIN) --repository fixtures/repos/grepx.txtar \
+			--need fixtures/worker/$$n.need.json --answer fixtures/worker/$$n.answer.json \
+			--out frozen/worker/grepx || exit 1; \
+	done
 
 ## bench-smoke: run every benchmark once so none rots (figures: go test -bench)
 bench-smoke:
