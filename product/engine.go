@@ -15,10 +15,13 @@ type Config struct {
 	Repository string   // the repository root needs are resolved against
 	Routes     RouteSet // enabled routes; nil means all
 	Worker     WorkerPort
-	CacheOnly  bool   // never spawn a worker, even with a port
-	Transport  string // recorded with sessions: cli, mcp, hook, api (default)
-	MainModel  string
-	Limits     Limits
+	// Codex, when set and Worker is nil, makes the Codex App Server
+	// evidence worker the WorkerPort.
+	Codex     *CodexConfig
+	CacheOnly bool   // never spawn a worker, even with a port
+	Transport string // recorded with sessions: cli, mcp, hook, api (default)
+	MainModel string
+	Limits    Limits
 	// FrontierBudget bounds the context text in bytes (default 6 KiB).
 	FrontierBudget int
 	// Prices weigh operator costs in economic selection (default: defaultPrices).
@@ -67,6 +70,14 @@ func Open(ctx context.Context, cfg Config) (*Engine, error) {
 	if e.repo, err = snapshot.Open(ctx, e.root, statCache{st, e.root}); err != nil {
 		st.Close()
 		return nil, &Error{Op: "engine.open", Kind: KindIO, Err: err}
+	}
+	if cfg.Worker == nil && cfg.Codex != nil && !cfg.CacheOnly {
+		w, err := newCodexWorker(ctx, *cfg.Codex, cfg.DataDir)
+		if err != nil {
+			st.Close()
+			return nil, err
+		}
+		e.cfg.Worker = w
 	}
 	def := Definition()
 	if err := st.PutDefinition(ctx, DefinitionID(), CompilerVersion, []byte(mustJSON(def))); err != nil {

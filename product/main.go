@@ -41,6 +41,7 @@ var commands = []command{
 	{"need resolve", usageNeedResolve, (*cli).needResolve},
 	{"evidence schema", usageEvidenceSchema, (*cli).evidenceSchema},
 	{"evidence propose", usageEvidencePropose, (*cli).evidencePropose},
+	{"config", usageConfig, (*cli).config},
 	{"db check", usageDBCheck, (*cli).dbCheck},
 	{"version", usageVersion, (*cli).version},
 }
@@ -54,12 +55,14 @@ Usage:
 Commands:
   need compile [--marker] [--routes LIST] FILE|-
                     compile a need request; print its need_id and canonical IR
-  need resolve --repository DIR --data-dir DIR [--cache-only] [--routes LIST] FILE|-
+  need resolve --repository DIR --data-dir DIR [--cache-only] [--codex CMD] [--routes LIST] FILE|-
                     resolve a need against certified evidence; print the result
   evidence schema KIND
                     print the strict JSON Schema of a proposal of KIND
   evidence propose --repository DIR --data-dir DIR FILE|-
                     validate a proposal with the trusted validators and store it
+  config set|get|list --data-dir DIR [KEY [VALUE]]
+                    manage profile settings (codex.command, codex.home, worker.deadline)
   db check --data-dir DIR
                     open the store in DIR (creating or upgrading it) and verify it
   version           print the version, compiler, schema head and definition id

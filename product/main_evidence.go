@@ -6,7 +6,7 @@ import (
 	"fmt"
 )
 
-const usageNeedResolve = `Usage: needle need resolve --repository DIR --data-dir DIR [--cache-only] [--routes LIST] FILE|-
+const usageNeedResolve = `Usage: needle need resolve --repository DIR --data-dir DIR [--cache-only] [--codex CMD] [--routes LIST] FILE|-
 
 Resolve a need_context request (JSON; - for stdin) against the certified
 evidence of the repository DIR, stored in the data directory, and print the
@@ -20,13 +20,18 @@ every file it depends on is unchanged, or its cited text is intact and it
 re-validates at the new lines. Stale, rejected, ambiguous or contradicted
 evidence is never returned.
 
-This build has no worker backend yet, so a need the evidence cannot answer
-is a bypass; --cache-only states that explicitly.
+When the evidence cannot answer, a read-only Codex App Server worker runs in a
+disposable checkout for the missing obligations only, and what it proposes is
+validated before it is served. The App Server command comes from --codex or
+the codex.command setting (needle config); with neither, or with
+--cache-only, such a need is a typed bypass.
 
 Flags:
   --repository DIR   the repository root (a git work tree or a plain directory)
   --data-dir DIR     the Needle data directory (holds needle.db)
   --cache-only       never spawn a worker; a miss becomes a bypass
+  --codex CMD        the App Server command, argv before "app-server" split at
+                     blanks (overrides the codex.command setting)
   --routes LIST      comma-separated enabled routes (default: all)
 
 Exit status: 0 for every resolution kind, 2 for invalid input, 1 for failure.
@@ -37,6 +42,7 @@ func (c *cli) needResolve(args []string) int {
 	repo := fs.String("repository", "", "")
 	dataDir := fs.String("data-dir", "", "")
 	cacheOnly := fs.Bool("cache-only", false, "")
+	codex := fs.String("codex", "", "")
 	routeList := fs.String("routes", "", "")
 	if code, ok := c.parse(fs, usageNeedResolve, args); !ok {
 		return code
@@ -63,7 +69,13 @@ func (c *cli) needResolve(args []string) int {
 	if err != nil {
 		return c.fail("need resolve", err)
 	}
-	eng, err := Open(c.ctx, Config{DataDir: *dataDir, Repository: *repo, Routes: routes, CacheOnly: *cacheOnly, Transport: "cli"})
+	cfg := Config{DataDir: *dataDir, Repository: *repo, Routes: routes, CacheOnly: *cacheOnly, Transport: "cli"}
+	if !*cacheOnly {
+		if cfg.Codex, err = codexConfig(c.ctx, *dataDir, *codex); err != nil {
+			return c.fail("need resolve", err)
+		}
+	}
+	eng, err := Open(c.ctx, cfg)
 	if err != nil {
 		return c.fail("need resolve", err)
 	}

@@ -148,3 +148,30 @@ func mustExist(ctx context.Context, tx *sql.Tx, what, table, column, id string) 
 	}
 	return err
 }
+
+// SetSetting stores a profile setting.
+func (s *Store) SetSetting(ctx context.Context, key, value string) error {
+	return s.inTx(ctx, "store.setting", func(tx *sql.Tx, now string) error {
+		_, err := tx.Exec(`INSERT INTO settings (key, value, updated_at) VALUES (?, ?, ?)
+			ON CONFLICT (key) DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at`, key, value, now)
+		return err
+	})
+}
+
+// Settings returns every profile setting.
+func (s *Store) Settings(ctx context.Context) (map[string]string, error) {
+	rows, err := s.db.QueryContext(ctx, `SELECT key, value FROM settings ORDER BY key`)
+	if err != nil {
+		return nil, storeError("store.settings", err)
+	}
+	defer rows.Close()
+	out := map[string]string{}
+	for rows.Next() {
+		var k, v string
+		if err := rows.Scan(&k, &v); err != nil {
+			return nil, storeError("store.settings", err)
+		}
+		out[k] = v
+	}
+	return out, rows.Err()
+}

@@ -1,0 +1,126 @@
+package product
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/needle-dev/needle/product/internal/fakemodel"
+	"github.com/needle-dev/needle/product/internal/replay"
+	"github.com/needle-dev/needle/product/internal/transcript"
+)
+
+// This file is the product's surface for the harness (needlebench): the
+// replay server that stands in for the codex binary and the loopback fake
+// model that real codex talks to while transcripts are recorded. Nothing in
+// the resolution pipeline uses them; the product is driven unchanged by
+// pointing its App Server command at the replay server.
+
+// ServeAppServerReplay serves frozen transcripts on stdio in place of
+// `codex app-server`. The transcript is chosen by what the client sends; a
+// client that strays from it gets an error reply and the call fails.
+func ServeAppServerReplay(ctx context.Context, files []string, stdin io.Reader, stdout, stderr io.Writer) error {
+	var ts []*transcript.Transcript
+	for _, f := range files {
+		t, err := transcript.ReadFile(f)
+		if err != nil {
+			return fmt.Errorf("%s: %w", f, err)
+		}
+		ts = append(ts, t)
+	}
+	env := map[string]string{}
+	home := os.Getenv("CODEX_HOME")
+	if home != "" {
+		env["CODEX_HOME"] = home
+	}
+	return replay.Serve(ctx, replay.Config{Transcripts: selectSession(ts, home), Env: env}, stdin, stdout, stderr)
+}
+
+// selectSession picks the recorded evidence-worker session the product is
+// starting: every worker's CODEX_HOME is named after its invocation id (the
+// identity of everything its prompt depends on), and so is the session's
+// scenario. The lines a real server sends before the first client message
+// that tells sessions apart (warnings, timestamps) vary between recordings,
+// so sessions are chosen by identity rather than by lockstep. Without a
+// match every transcript stays a candidate and the replay decides.
+func selectSession(ts []*transcript.Transcript, home string) []*transcript.Transcript {
+	base := filepath.Base(home)
+	prefix, _, ok := strings.Cut(base, "-")
+	if home == "" || !ok || len(prefix) != 16 {
+		return ts
+	}
+	var chosen []*transcript.Transcript
+	for _, t := range ts {
+		if strings.HasPrefix(t.Header.Scenario, workerScenario+"b3:"+prefix) {
+			chosen = append(chosen, t)
+		}
+	}
+	if len(chosen) == 0 {
+		return ts
+	}
+	return chosen
+}
+
+// FakeModel is a loopback Responses API server playing a scripted model.
+type FakeModel struct{ s *fakemodel.Server }
+
+// StartFakeModel starts a fake model from a JSON script (see
+// product/internal/fakemodel.LoadScript for its shape) on 127.0.0.1:0.
+func StartFakeModel(script []byte) (*FakeModel, error) {
+	s, err := fakemodel.LoadScript(bytes.NewReader(script))
+	if err != nil {
+		return nil, err
+	}
+	srv, err := fakemodel.Start(s)
+	if err != nil {
+		return nil, err
+	}
+	return &FakeModel{srv}, nil
+}
+
+// URL is the model's base URL (http://127.0.0.1:PORT/v1).
+func (m *FakeModel) URL() string { return m.s.URL() }
+
+// ConfigTOML is the CODEX_HOME/config.toml that points codex at the model.
+func (m *FakeModel) ConfigTOML() string { return fakemodel.ConfigTOML(m.s.URL()) }
+
+// Close stops the model.
+func (m *FakeModel) Close() error { return m.s.Close() }
+
+// WorkerScript is the fake-model script of an evidence worker that first
+// reads the file its answer cites, then answers with the proposal JSON.
+func WorkerScript(answer []byte) []byte {
+	var cited struct {
+		Path  string `json:"path"`
+		Steps []struct {
+			Path string `json:"path"`
+		} `json:"steps"`
+		Tests []struct {
+			Path string `json:"path"`
+		} `json:"tests"`
+	}
+	_ = json.Unmarshal(answer, &cited) // a malformed answer is recorded as it is: the validators reject it
+	path := cited.Path
+	switch {
+	case path == "" && len(cited.Steps) > 0:
+		path = cited.Steps[0].Path
+	case path == "" && len(cited.Tests) > 0:
+		path = cited.Tests[0].Path
+	}
+	var responses []any
+	if path != "" {
+		args, _ := json.Marshal(map[string]any{"cmd": "cat -n " + path, "yield_time_ms": 1000})
+		responses = append(responses, map[string]any{"function_call": map[string]any{
+			"call_id": "call_read", "name": "exec_command", "arguments": string(args),
+			"usage": map[string]any{"input": 1800, "cached": 0, "output": 40, "reasoning": 0}}})
+	}
+	responses = append(responses, map[string]any{"message": map[string]any{
+		"text": string(answer), "usage": map[string]any{"input": 2600, "cached": 1600, "output": 120, "reasoning": 0}}})
+	script, _ := json.Marshal(map[string]any{"responses": responses})
+	return script
+}

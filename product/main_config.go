@@ -1,0 +1,142 @@
+package product
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+)
+
+// settingKeys are the profile settings `needle config` manages, with a
+// check of each value.
+var settingKeys = map[string]struct {
+	help  string
+	check func(string) error
+}{
+	"codex.command": {"the App Server command (argv before \"app-server\", split at blanks)", func(v string) error {
+		if len(strings.Fields(v)) == 0 {
+			return fmt.Errorf("empty command")
+		}
+		return nil
+	}},
+	"codex.home": {"a directory whose config.toml and auth.json every worker's CODEX_HOME copies", func(string) error { return nil }},
+	"worker.deadline": {"the wall-clock bound of one worker turn (a Go duration, e.g. 2m)", func(v string) error {
+		d, err := time.ParseDuration(v)
+		if err == nil && d <= 0 {
+			err = fmt.Errorf("must be positive")
+		}
+		return err
+	}},
+}
+
+const usageConfig = `Usage: needle config set --data-dir DIR KEY VALUE
+       needle config get --data-dir DIR KEY
+       needle config list --data-dir DIR
+
+Manage the settings of the Needle profile in DIR. Keys:
+  codex.command     the App Server command (argv before "app-server", split at
+                    blanks), e.g. "codex"; --codex on a command overrides it
+  codex.home        a directory whose config.toml and auth.json are copied into
+                    every worker's own CODEX_HOME (provider, model, credentials)
+  worker.deadline   the wall-clock bound of one worker turn (default 2m)
+`
+
+func (c *cli) config(args []string) int {
+	if len(args) == 0 {
+		fmt.Fprint(c.stderr, usageConfig)
+		return 2
+	}
+	verb, want := args[0], map[string]int{"set": 2, "get": 1, "list": 0}
+	n, ok := want[verb]
+	if !ok {
+		fmt.Fprintf(c.stderr, "needle config: unknown verb %q\n\n%s", verb, usageConfig)
+		return 2
+	}
+	fs := c.flags("config " + verb)
+	dataDir := fs.String("data-dir", "", "")
+	if code, ok := c.parse(fs, usageConfig, args[1:]); !ok {
+		return code
+	}
+	if *dataDir == "" || fs.NArg() != n {
+		fmt.Fprintf(c.stderr, "needle config %s: --data-dir and %d arguments are required\n\n%s", verb, n, usageConfig)
+		return 2
+	}
+	if n > 0 {
+		if err := checkSetting(fs.Arg(0), fs.Arg(n-1), verb == "set"); err != nil {
+			return c.fail("config "+verb, err)
+		}
+	}
+	st, err := OpenStore(c.ctx, *dataDir)
+	if err != nil {
+		return c.fail("config "+verb, err)
+	}
+	defer st.Close()
+	return c.runConfig(st, verb, fs.Args())
+}
+
+func checkSetting(key, value string, setting bool) error {
+	k, ok := settingKeys[key]
+	if !ok {
+		return invalidf("config", "key", "unknown setting %q; want one of %s", key, strings.Join(sortedKeys(settingKeys), ", "))
+	}
+	if setting {
+		if err := k.check(value); err != nil {
+			return invalidf("config", key, "%v", err)
+		}
+	}
+	return nil
+}
+
+func (c *cli) runConfig(st *Store, verb string, args []string) int {
+	if verb == "set" {
+		if err := st.SetSetting(c.ctx, args[0], args[1]); err != nil {
+			return c.fail("config set", err)
+		}
+		return 0
+	}
+	all, err := st.Settings(c.ctx)
+	if err != nil {
+		return c.fail("config "+verb, err)
+	}
+	if verb == "get" {
+		v, ok := all[args[0]]
+		if !ok {
+			fmt.Fprintf(c.stderr, "needle config get: %s is not set\n", args[0])
+			return 1
+		}
+		fmt.Fprintln(c.stdout, v)
+		return 0
+	}
+	for _, k := range sortedKeys(all) {
+		fmt.Fprintf(c.stdout, "%s=%s\n", k, all[k])
+	}
+	return 0
+}
+
+// codexConfig builds the worker configuration from a --codex flag, falling
+// back to the profile settings; nil means no worker backend.
+func codexConfig(ctx context.Context, dataDir, flagCommand string) (*CodexConfig, error) {
+	st, err := OpenStore(ctx, dataDir)
+	if err != nil {
+		return nil, err
+	}
+	defer st.Close()
+	settings, err := st.Settings(ctx)
+	if err != nil {
+		return nil, err
+	}
+	command := settings["codex.command"]
+	if flagCommand != "" {
+		command = flagCommand
+	}
+	if strings.TrimSpace(command) == "" {
+		return nil, nil
+	}
+	cfg := &CodexConfig{Command: strings.Fields(command), Home: settings["codex.home"]}
+	if d := settings["worker.deadline"]; d != "" {
+		if cfg.Deadline, err = time.ParseDuration(d); err != nil {
+			return nil, invalidf("config", "worker.deadline", "%v", err)
+		}
+	}
+	return cfg, nil
+}
