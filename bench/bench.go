@@ -2,13 +2,11 @@
 // the product only through its public API and binaries: it points the
 // product's App Server command at a replay server and gives it a fresh data
 // directory, and changes nothing else (DESIGN.md §9).
-//
-// This first version only identifies itself; corpus replay, the replay App
-// Server, the fake model and the recorder arrive with their issues.
 package bench
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"io"
 
@@ -21,6 +19,14 @@ Usage:
   needlebench <command> [arguments]
 
 Commands:
+  appserver-replay --transcripts PATH[,PATH...] [app-server]
+                    stand in for 'codex app-server' on stdio, serving frozen
+                    transcripts (files, or directories of *.jsonl)
+  fake-model --script FILE --addr-file FILE
+                    serve a loopback Responses API that plays a scripted model
+  record --codex BIN --repository DIR|FILE.txtar --need FILE --answer FILE --out DIR
+                    record a frozen evidence-worker transcript with the real
+                    codex binary and a fake model that gives ANSWER
   version           print the harness version and the product it drives
   help              print this help
 
@@ -33,6 +39,7 @@ func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io
 		fmt.Fprint(stderr, usage)
 		return 2
 	}
+	h := &harness{ctx: ctx, stdin: stdin, stdout: stdout, stderr: stderr}
 	switch args[0] {
 	case "help", "-h", "-help", "--help":
 		fmt.Fprint(stdout, usage)
@@ -44,7 +51,34 @@ func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io
 		}
 		fmt.Fprintf(stdout, "needlebench %s\nproduct definition %s\n", product.Version(), product.DefinitionID())
 		return 0
+	case "appserver-replay":
+		return h.replay(args[1:])
+	case "fake-model":
+		return h.fakeModel(args[1:])
+	case "record":
+		return h.record(args[1:])
 	}
 	fmt.Fprintf(stderr, "needlebench: unknown command %q\n\n%s", args[0], usage)
 	return 2
+}
+
+type harness struct {
+	ctx            context.Context
+	stdin          io.Reader
+	stdout, stderr io.Writer
+}
+
+// flags returns a silent flag set; parse reports errors with the usage.
+func (h *harness) flags(name string) *flag.FlagSet {
+	fs := flag.NewFlagSet("needlebench "+name, flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	return fs
+}
+
+func (h *harness) parse(fs *flag.FlagSet, args []string) bool {
+	if err := fs.Parse(args); err != nil {
+		fmt.Fprintf(h.stderr, "%s: %v\n\n%s", fs.Name(), err, usage)
+		return false
+	}
+	return true
 }

@@ -10,12 +10,14 @@ import (
 	"errors"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"testing"
 
 	"github.com/needle-dev/needle/bench"
 	"github.com/needle-dev/needle/product"
 	"github.com/rogpeppe/go-internal/testscript"
+	"github.com/rogpeppe/go-internal/txtar"
 	_ "modernc.org/sqlite"
 )
 
@@ -36,7 +38,13 @@ func TestScripts(t *testing.T) {
 		RequireExplicitExec: true,
 		RequireUniqueNames:  true,
 		UpdateScripts:       os.Getenv("NEEDLE_UPDATE") == "1",
+		Setup: func(env *testscript.Env) error {
+			frozen, err := filepath.Abs(filepath.Join("..", "frozen"))
+			env.Setenv("NEEDLE_FROZEN", frozen)
+			return err
+		},
 		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
+			"fixture":  cmdFixture,
 			"exitcode": cmdExitCode,
 			"jsonget":  cmdJSONGet,
 			"sqlexec":  cmdSQLExec,
@@ -66,6 +74,22 @@ func cmdExitCode(ts *testscript.TestScript, neg bool, args []string) {
 	}
 	if got != want {
 		ts.Fatalf("%s exited %d, want %d", args[1], got, want)
+	}
+}
+
+// cmdFixture extracts fixtures/repos/NAME.txtar into DIR:
+//
+//	fixture NAME DIR
+func cmdFixture(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 2 {
+		ts.Fatalf("usage: fixture NAME DIR")
+	}
+	ar, err := txtar.ParseFile(filepath.Join("..", "fixtures", "repos", args[0]+".txtar"))
+	ts.Check(err)
+	for _, f := range ar.Files {
+		name := ts.MkAbs(filepath.Join(args[1], f.Name))
+		ts.Check(os.MkdirAll(filepath.Dir(name), 0o755))
+		ts.Check(os.WriteFile(name, f.Data, 0o644))
 	}
 }
 

@@ -1,0 +1,198 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+
+	"github.com/needle-dev/needle/product"
+	"github.com/rogpeppe/go-internal/txtar"
+)
+
+// replay serves frozen transcripts in place of the codex binary. The
+// product runs its App Server command with "app-server" appended, so that
+// argument is accepted and ignored.
+func (h *harness) replay(args []string) int {
+	fs := h.flags("appserver-replay")
+	paths := fs.String("transcripts", "", "")
+	if !h.parse(fs, args) {
+		return 2
+	}
+	if *paths == "" || fs.NArg() > 1 || (fs.NArg() == 1 && fs.Arg(0) != "app-server") {
+		fmt.Fprintf(h.stderr, "needlebench appserver-replay: --transcripts PATH is required\n\n%s", usage)
+		return 2
+	}
+	files, err := transcriptFiles(strings.Split(*paths, ","))
+	if err != nil {
+		fmt.Fprintf(h.stderr, "needlebench appserver-replay: %v\n", err)
+		return 1
+	}
+	if err := product.ServeAppServerReplay(h.ctx, files, h.stdin, h.stdout, h.stderr); err != nil {
+		fmt.Fprintf(h.stderr, "needlebench appserver-replay: %v\n", err)
+		return 1
+	}
+	return 0
+}
+
+// transcriptFiles expands directories to the *.jsonl files they hold.
+func transcriptFiles(paths []string) ([]string, error) {
+	var files []string
+	for _, p := range paths {
+		info, err := os.Stat(p)
+		if err != nil {
+			return nil, err
+		}
+		if !info.IsDir() {
+			files = append(files, p)
+			continue
+		}
+		matches, err := filepath.Glob(filepath.Join(p, "*.jsonl"))
+		if err != nil {
+			return nil, err
+		}
+		files = append(files, matches...)
+	}
+	if len(files) == 0 {
+		return nil, fmt.Errorf("no transcripts in %s", strings.Join(paths, ", "))
+	}
+	return files, nil
+}
+
+// fakeModel serves a scripted Responses API on loopback until stdin closes
+// or the process is interrupted, publishing its URL to a file (never a
+// fixed port).
+func (h *harness) fakeModel(args []string) int {
+	fs := h.flags("fake-model")
+	script := fs.String("script", "", "")
+	addrFile := fs.String("addr-file", "", "")
+	if !h.parse(fs, args) {
+		return 2
+	}
+	if *script == "" || *addrFile == "" || fs.NArg() != 0 {
+		fmt.Fprintf(h.stderr, "needlebench fake-model: --script and --addr-file are required\n\n%s", usage)
+		return 2
+	}
+	data, err := os.ReadFile(*script)
+	if err != nil {
+		fmt.Fprintf(h.stderr, "needlebench fake-model: %v\n", err)
+		return 1
+	}
+	m, err := product.StartFakeModel(data)
+	if err != nil {
+		fmt.Fprintf(h.stderr, "needlebench fake-model: %v\n", err)
+		return 1
+	}
+	defer m.Close()
+	if err := os.WriteFile(*addrFile, []byte(m.URL()+"\n"), 0o644); err != nil {
+		fmt.Fprintf(h.stderr, "needlebench fake-model: %v\n", err)
+		return 1
+	}
+	ctx, stop := signal.NotifyContext(h.ctx, os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	done := make(chan struct{})
+	go func() { _, _ = h.stdin.Read(make([]byte, 1)); close(done) }()
+	select {
+	case <-ctx.Done():
+	case <-done:
+	}
+	return 0
+}
+
+// record drives the real codex binary through the product's evidence worker
+// against a fake model that answers with the given proposal, and freezes the
+// session into the output directory.
+func (h *harness) record(args []string) int {
+	fs := h.flags("record")
+	codex := fs.String("codex", "", "")
+	repo := fs.String("repository", "", "")
+	needFile := fs.String("need", "", "")
+	answer := fs.String("answer", "", "")
+	out := fs.String("out", "", "")
+	if !h.parse(fs, args) {
+		return 2
+	}
+	if *codex == "" || *repo == "" || *needFile == "" || *answer == "" || *out == "" || fs.NArg() != 0 {
+		fmt.Fprintf(h.stderr, "needlebench record: --codex, --repository, --need, --answer and --out are required\n\n%s", usage)
+		return 2
+	}
+	res, err := recordWorker(h.ctx, *codex, *repo, *needFile, *answer, *out)
+	if err != nil {
+		fmt.Fprintf(h.stderr, "needlebench record: %v\n", err)
+		return 1
+	}
+	fmt.Fprintf(h.stdout, "recorded %s: %s (worker spawned %v)\n", res.NeedID, res.Resolution.Kind, res.WorkerSpawned)
+	return 0
+}
+
+// recordWorker runs one need through a fresh engine whose evidence worker is
+// the real codex binary, talking to a fake model scripted to read the cited
+// file and then answer.
+func recordWorker(ctx context.Context, codex, repo, needFile, answerFile, out string) (product.NeedResult, error) {
+	var res product.NeedResult
+	needData, err := os.ReadFile(needFile)
+	if err != nil {
+		return res, err
+	}
+	req, err := product.DecodeNeedRequest(needData)
+	if err != nil {
+		return res, err
+	}
+	answer, err := os.ReadFile(answerFile)
+	if err != nil {
+		return res, err
+	}
+	m, err := product.StartFakeModel(product.WorkerScript(answer))
+	if err != nil {
+		return res, err
+	}
+	defer m.Close()
+	tmp, err := os.MkdirTemp("", "needlebench-record-")
+	if err != nil {
+		return res, err
+	}
+	defer os.RemoveAll(tmp)
+	if strings.HasSuffix(repo, ".txtar") {
+		if repo, err = extractTxtar(repo, filepath.Join(tmp, "repo")); err != nil {
+			return res, err
+		}
+	}
+	home := filepath.Join(tmp, "codex-home")
+	err = os.MkdirAll(home, 0o700)
+	if err == nil {
+		err = os.WriteFile(filepath.Join(home, "config.toml"), []byte(m.ConfigTOML()), 0o600)
+	}
+	if err != nil {
+		return res, err
+	}
+	eng, err := product.Open(ctx, product.Config{
+		DataDir: filepath.Join(tmp, "data"), Repository: repo, Transport: "bench",
+		Codex: &product.CodexConfig{Command: []string{codex}, Home: home, RecordDir: out},
+	})
+	if err != nil {
+		return res, err
+	}
+	defer eng.Close()
+	return eng.NeedContext(ctx, "record", req)
+}
+
+// extractTxtar writes the files of a txtar archive under dir.
+func extractTxtar(file, dir string) (string, error) {
+	ar, err := txtar.ParseFile(file)
+	if err != nil {
+		return "", err
+	}
+	for _, f := range ar.Files {
+		name := filepath.Join(dir, filepath.FromSlash(f.Name))
+		if err := os.MkdirAll(filepath.Dir(name), 0o755); err != nil {
+			return "", err
+		}
+		if err := os.WriteFile(name, f.Data, 0o644); err != nil {
+			return "", err
+		}
+	}
+	return dir, nil
+}
