@@ -175,6 +175,28 @@
 // artifact and claim ids. result_digest is the content id of the structured
 // result.
 //
+// # Workers
+//
+// The Codex App Server evidence worker (worker_codex.go) implements
+// WorkerPort. Per request it makes a disposable checkout of the exact
+// snapshot (product/internal/checkout: a git worktree plus the dirty
+// overlay, or a copy; its digest is verified after creation and after the
+// worker; cleanup is verified; any failure fails closed), a private
+// CODEX_HOME, and starts `CMD app-server` (product/internal/appserver) in its
+// own process group with a scrubbed environment. One ephemeral read-only
+// thread (approvalPolicy never, web search, sub-agents and plugins pruned)
+// carries the invocation identity, the content id of everything the prompt
+// depends on; one turn per missing obligation carries a bounded prompt and
+// the proposal's strict JSON Schema as outputSchema. A turn past its deadline
+// is interrupted, then the process group killed. Every server request is
+// answered (approvals declined). The final message goes through
+// DecodeProposal and Validate like any proposal; token usage (deltas of the
+// thread's total) is recorded in worker_runs and as an economic
+// observation. With CodexConfig.RecordDir set, each session is frozen into a
+// transcript (product/internal/transcript) that the replay server
+// (product/internal/replay, needlebench appserver-replay) can serve in
+// place of codex, choosing the session by the worker's invocation identity.
+//
 // # Store
 //
 // SQLite (modernc.org/sqlite, no cgo) in DATA_DIR/needle.db is the source of

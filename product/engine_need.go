@@ -28,8 +28,9 @@ type WorkerRequest struct {
 
 // WorkerResult is what a worker proposed and what it cost.
 type WorkerResult struct {
-	Proposals [][]byte // raw proposal JSON, one per missing obligation
-	Usage     WorkerUsage
+	Proposals  [][]byte // raw proposal JSON, one per missing obligation
+	Usage      WorkerUsage
+	Invocation string // the worker's identity for this request, if it has one
 }
 
 // WorkerUsage is the accounting of one worker run.
@@ -200,6 +201,9 @@ func (e *Engine) runWorker(ctx context.Context, need CompiledNeed, d decision) (
 		usage.LatencyMs = sinceMs(started)
 	}
 	_ = e.store.observe(ctx, Observation{Operator: "worker", Tokens: usage.TotalTokens, CostUSD: usage.CostUSD, LatencyMs: usage.LatencyMs})
+	if err := e.store.putWorkerRun(ctx, e.root, need.ID, req.Missing, res, usage, werr); err != nil {
+		return d, err
+	}
 	if werr != nil {
 		return e.workerFailed(d, fmt.Sprintf("worker failed: %v", werr)), nil
 	}

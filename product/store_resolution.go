@@ -190,3 +190,19 @@ func (c statCache) Put(path string, e snapshot.Entry) {
 		digest = excluded.digest, recorded_ns = excluded.recorded_ns`,
 		c.root, path, e.Size, e.MtimeNs, e.CtimeNs, int64(e.Inode), e.Digest, e.RecordedNs)
 }
+
+// putWorkerRun records one worker run in the accounting ledger.
+func (s *Store) putWorkerRun(ctx context.Context, root, needID string, missing []Obligation, res WorkerResult, u WorkerUsage, runErr error) error {
+	status, msg := "completed", ""
+	if runErr != nil {
+		status, msg = "failed", runErr.Error()
+	}
+	return s.inTx(ctx, "store.worker_run", func(tx *sql.Tx, now string) error {
+		_, err := tx.Exec(`INSERT INTO worker_runs (root, need_id, invocation, obligations, status, error, proposals,
+			input_tokens, output_tokens, total_tokens, cost_usd, latency_ms, created_at)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			root, needID, res.Invocation, mustJSON(missing), status, msg, len(res.Proposals),
+			u.InputTokens, u.OutputTokens, u.TotalTokens, u.CostUSD, u.LatencyMs, now)
+		return err
+	})
+}

@@ -321,6 +321,9 @@ var upgradeSeeds = map[int][]string{
 		`INSERT INTO dependencies VALUES ('b3:` + strings.Repeat("4", 64) + `', 'file', 'a.go', 'b3:` + strings.Repeat("5", 64) + `')`,
 		`INSERT INTO observations VALUES (1, 'worker', 1200, 0.01, 900.5, '2024-01-03T00:00:00Z')`,
 	},
+	4: {
+		`INSERT INTO worker_runs VALUES (1, '/r', 'b3:` + strings.Repeat("2", 64) + `', 'b3:` + strings.Repeat("6", 64) + `', '["implementation_location"]', 'completed', '', 1, 1000, 200, 1200, 0.002, 1500.5, '2024-01-04T00:00:00Z')`,
+	},
 }
 
 func TestOpenStore_Upgrade(t *testing.T) {

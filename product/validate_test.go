@@ -49,6 +49,12 @@ func TestNeedContext_Worker(t *testing.T) {
 		if again.WorkerSpawned || len(w.calls) != 1 {
 			t.Errorf("the exact hit spawned a worker")
 		}
+		var runs, tokens int
+		var status string
+		if err := te.store.db.QueryRow(`SELECT count(*), max(total_tokens), max(status) FROM worker_runs`).Scan(&runs, &tokens, &status); err != nil ||
+			runs != 1 || tokens != 1200 || status != "completed" {
+			t.Errorf("worker runs %d, tokens %d, status %q (%v)", runs, tokens, status, err)
+		}
 	})
 	t.Run("Rejected", func(t *testing.T) {
 		wrong := strings.Replace(locNewSearcher, `"start_line":15,"end_line":17`, `"start_line":20,"end_line":26`, 1)

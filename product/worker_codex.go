@@ -109,6 +109,7 @@ func (w *codexWorker) Propose(ctx context.Context, req WorkerRequest) (res Worke
 	defer os.RemoveAll(home)
 	rec := transcript.NewRecorder()
 	res, err = w.session(ctx, req, inv, co.Dir, home, rec)
+	res.Invocation = inv
 	res.Usage.LatencyMs = sinceMs(started)
 	res.Usage.CostUSD = float64(res.Usage.TotalTokens) / 1e6 * w.cfg.USDPerMillionTokens
 	if w.cfg.RecordDir != "" {

@@ -65,6 +65,10 @@ func RunWithStderr(ctx context.Context, sc Scenario, command []string, dir, home
 	if cerr != nil {
 		return rec.Lines(), fmt.Errorf("shutdown on stdin EOF: %w", cerr)
 	}
+	// The server must exit by itself, with status 0, when its stdin closes.
+	if err := client.ExitErr(); err != nil {
+		return rec.Lines(), fmt.Errorf("exit after stdin EOF: %w", err)
+	}
 	return rec.Lines(), nil
 }
 

@@ -16,8 +16,10 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"runtime"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/needle-dev/needle/product/internal/appserver"
 	"github.com/needle-dev/needle/product/internal/fakemodel"
@@ -127,7 +129,7 @@ func All() []Scenario {
 	return []Scenario{
 		evidence(), readOnlyWrite(), confine(),
 		approval("approve_accept", "accept"), approval("approve_decline", "decline"), approval("approve_cancel", "cancel"),
-		steer(), interrupt(), httpFailure(),
+		steer(), notSteerable(), interrupt(), httpFailure(),
 	}
 }
 
@@ -358,6 +360,60 @@ func steer() Scenario {
 			return errors.Join(expect(errors.As(wrong, &mismatch), "wrong-turn steer error %v", wrong),
 				expect(serr == nil && steered == turn.ID(), "steer = %q, %v", steered, serr),
 				expect(r.Status == "completed" && r.FinalMessage == "steered answer", "turn %s %q", r.Status, r.FinalMessage))
+		},
+	}
+}
+
+// notSteerable: a compaction turn cannot be steered; the fallback waits for
+// it to end and starts a new turn instead.
+func notSteerable() Scenario {
+	compact := message("compact", "summary of the conversation", usageRead)
+	compact.Delay = 400 * time.Millisecond // long enough to be steered at while it runs
+	return Scenario{
+		Name: "not_steerable", Thread: readOnlyThread,
+		Script: fakemodel.Script{Responses: []fakemodel.Response{message("first", "first answer", usageRead), compact, message("after", "answer after compaction", usageAnswer)}},
+		Drive: func(ctx context.Context, env *Env) error {
+			id, err := startThread(ctx, env, readOnlyThread)
+			if err != nil {
+				return err
+			}
+			readOnly := map[string]any{"type": "readOnly", "networkAccess": false}
+			if r, err := runTurn(ctx, env, id, appserver.TurnStartParams{Input: text("First."), SandboxPolicy: readOnly, ApprovalPolicy: "never"}); err != nil || r.Status != "completed" {
+				return fmt.Errorf("first turn: %+v, %v", r.Status, err)
+			}
+			compacted := make(chan *appserver.Turn, 1)
+			if err := env.Client.Call(ctx, "thread/compact/start", map[string]any{"threadId": id}, nil); err != nil {
+				return fmt.Errorf("thread/compact/start: %w", err)
+			}
+			go func() {
+				for ctx.Err() == nil {
+					if t := env.Client.ActiveTurn(id); t != nil {
+						compacted <- t
+						return
+					}
+					runtime.Gosched()
+				}
+			}()
+			var active *appserver.Turn
+			select {
+			case active = <-compacted:
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+			_, steerErr := env.Client.Steer(ctx, id, active.ID(), text("Steer into the compaction."))
+			var notSteerable *appserver.NotSteerableError
+			next, steered, err := env.Client.SteerOrStart(ctx, id, active, text("After the compaction."),
+				appserver.TurnStartParams{ThreadID: id, Input: text("After the compaction."), SandboxPolicy: readOnly, ApprovalPolicy: "never"})
+			if err != nil {
+				return fmt.Errorf("steer or start: %w", err)
+			}
+			r, err := next.Wait(ctx)
+			if err != nil {
+				return err
+			}
+			return errors.Join(expect(errors.As(steerErr, &notSteerable) && notSteerable.TurnKind == "compact", "steer error %v", steerErr),
+				expect(!steered && next.ID() != active.ID(), "fallback steered=%v turn %s", steered, next.ID()),
+				expect(r.Status == "completed" && r.FinalMessage == "answer after compaction", "turn after compaction: %s %q", r.Status, r.FinalMessage))
 		},
 	}
 }

@@ -4,6 +4,7 @@ package contract
 
 import (
 	"encoding/json"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -31,7 +32,13 @@ func TestFrozenTranscriptsMatchSchema(t *testing.T) {
 		}
 		schemas[name] = s
 	}
-	files, err := filepath.Glob(filepath.Join("..", "..", "..", "frozen", "*", "*.jsonl"))
+	var files []string
+	err := filepath.WalkDir(filepath.Join("..", "..", "..", "frozen"), func(p string, d fs.DirEntry, err error) error {
+		if err == nil && !d.IsDir() && strings.HasSuffix(p, ".jsonl") {
+			files = append(files, p)
+		}
+		return err
+	})
 	if err != nil || len(files) == 0 {
 		t.Fatalf("no frozen transcripts found (%v)", err)
 	}
