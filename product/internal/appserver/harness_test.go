@@ -13,7 +13,7 @@ import (
 )
 
 // frozenDir holds the sessions recorded from the real codex-cli 0.171.0.
-const frozenDir = "../../../../shared/appserver/frozen-0.171.0"
+const frozenDir = "../../../frozen/reference-0.171.0"
 
 // scriptHeader is the header of every script a test writes.
 const scriptHeader = `{"kind":"header","format":"needle.codex-appserver-transcript/v1","placeholders":["CODEX_HOME","CWD"],"match":{"ignoreParamKeys":["clientInfo.version"]}}`

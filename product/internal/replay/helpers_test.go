@@ -18,7 +18,7 @@ import (
 )
 
 // frozenDir holds the frozen real sessions; CI has it, so absence fails.
-const frozenDir = "../../../../shared/appserver/frozen-0.171.0"
+const frozenDir = "../../../frozen/reference-0.171.0"
 
 // safety bounds every wait in these tests; none is expected to come close.
 const safety = 20 * time.Second

@@ -16,7 +16,7 @@ import (
 
 // frozenDir is the directory of the frozen real sessions, relative to this
 // package. CI has it, so its absence is a failure, never a skip.
-const frozenDir = "../../../../shared/appserver/frozen-0.171.0"
+const frozenDir = "../../../frozen/reference-0.171.0"
 
 // MustFrozenFiles returns the paths of the frozen transcripts.
 func MustFrozenFiles(tb testing.TB) []string {
