@@ -3,6 +3,8 @@ package product
 import (
 	"context"
 	"fmt"
+	"path/filepath"
+	"strings"
 	"sync"
 	"time"
 
@@ -72,6 +74,10 @@ func Open(ctx context.Context, cfg Config) (*Engine, error) {
 		return nil, &Error{Op: "engine.open", Kind: KindIO, Err: err}
 	}
 	if cfg.Worker == nil && cfg.Codex != nil && !cfg.CacheOnly {
+		if inside(e.root, cfg.DataDir) {
+			st.Close()
+			return nil, invalidf("engine.open", "data-dir", "the data directory %s is inside the repository %s: workers' checkouts must live outside it", cfg.DataDir, e.root)
+		}
 		w, err := newCodexWorker(ctx, *cfg.Codex, cfg.DataDir)
 		if err != nil {
 			st.Close()
@@ -204,4 +210,17 @@ func opError(op string, err error) error {
 		return err
 	}
 	return &Error{Op: op, Kind: KindOther, Err: fmt.Errorf("%w", err)}
+}
+
+// inside reports whether path lies in (or is) dir, after resolving both.
+func inside(dir, path string) bool {
+	p, err := filepath.Abs(path)
+	if err != nil {
+		return false
+	}
+	if r, err := filepath.EvalSymlinks(p); err == nil {
+		p = r
+	}
+	rel, err := filepath.Rel(dir, p)
+	return err == nil && (rel == "." || !strings.HasPrefix(rel, ".."+string(filepath.Separator)) && rel != "..")
 }

@@ -86,6 +86,9 @@ func (e *Engine) NeedContext(ctx context.Context, session string, req NeedReques
 	if relation != RelationRepeat {
 		ledger.Needs++
 	}
+	if spawned {
+		ctx = context.WithoutCancel(ctx) // the worker ran: its outcome is recorded even if the caller gave up
+	}
 	r, err := e.finish(ctx, session, need, relation, d, plan, spawned)
 	if err != nil {
 		return NeedResult{}, err
@@ -196,11 +199,18 @@ func (e *Engine) runWorker(ctx context.Context, need CompiledNeed, d decision) (
 	}
 	started := time.Now()
 	res, werr := e.cfg.Worker.Propose(ctx, req)
+	// A cancelled request still records what its worker cost and how it
+	// was cleaned up.
+	ctx = context.WithoutCancel(ctx)
 	usage := res.Usage
 	if usage.LatencyMs == 0 {
 		usage.LatencyMs = sinceMs(started)
 	}
-	_ = e.store.observe(ctx, Observation{Operator: "worker", Tokens: usage.TotalTokens, CostUSD: usage.CostUSD, LatencyMs: usage.LatencyMs})
+	if werr == nil {
+		// Only completed runs price the worker plan: a failure costs little
+		// and answers nothing, and must not make workers look cheap.
+		_ = e.store.observe(ctx, Observation{Operator: "worker", Tokens: usage.TotalTokens, CostUSD: usage.CostUSD, LatencyMs: usage.LatencyMs})
+	}
 	if err := e.store.putWorkerRun(ctx, e.root, need.ID, req.Missing, res, usage, werr); err != nil {
 		return d, err
 	}

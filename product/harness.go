@@ -50,7 +50,7 @@ func ServeAppServerReplay(ctx context.Context, files []string, stdin io.Reader, 
 // match every transcript stays a candidate and the replay decides.
 func selectSession(ts []*transcript.Transcript, home string) []*transcript.Transcript {
 	base := filepath.Base(home)
-	prefix, _, ok := strings.Cut(base, "-")
+	prefix, _, ok := strings.Cut(base, "-") // <invocation>-<pid>-<random>
 	if home == "" || !ok || len(prefix) != 16 {
 		return ts
 	}

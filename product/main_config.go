@@ -3,6 +3,9 @@ package product
 import (
 	"context"
 	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"time"
 )
@@ -19,7 +22,15 @@ var settingKeys = map[string]struct {
 		}
 		return nil
 	}},
-	"codex.home": {"a directory whose config.toml and auth.json every worker's CODEX_HOME copies", func(string) error { return nil }},
+	"codex.home": {"a directory whose config.toml and auth.json every worker's CODEX_HOME copies", func(v string) error {
+		if !filepath.IsAbs(v) {
+			return fmt.Errorf("%q is not an absolute path", v)
+		}
+		if info, err := os.Stat(v); err != nil || !info.IsDir() {
+			return fmt.Errorf("%q is not a directory", v)
+		}
+		return nil
+	}},
 	"worker.deadline": {"the wall-clock bound of one worker turn (a Go duration, e.g. 2m)", func(v string) error {
 		d, err := time.ParseDuration(v)
 		if err == nil && d <= 0 {
@@ -132,7 +143,18 @@ func codexConfig(ctx context.Context, dataDir, flagCommand string) (*CodexConfig
 	if strings.TrimSpace(command) == "" {
 		return nil, nil
 	}
-	cfg := &CodexConfig{Command: strings.Fields(command), Home: settings["codex.home"]}
+	argv := strings.Fields(command)
+	// The App Server runs in a disposable checkout: resolve the command
+	// now, against the caller's directory and PATH.
+	path, err := exec.LookPath(argv[0])
+	if err == nil {
+		path, err = filepath.Abs(path)
+	}
+	if err != nil {
+		return nil, invalidf("config", "codex.command", "App Server command %q: %v", argv[0], err)
+	}
+	argv[0] = path
+	cfg := &CodexConfig{Command: argv, Home: settings["codex.home"]}
 	if d := settings["worker.deadline"]; d != "" {
 		if cfg.Deadline, err = time.ParseDuration(d); err != nil {
 			return nil, invalidf("config", "worker.deadline", "%v", err)

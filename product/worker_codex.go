@@ -8,8 +8,10 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/needle-dev/needle/product/internal/appserver"
@@ -75,10 +77,51 @@ func newCodexWorker(ctx context.Context, cfg CodexConfig, dataDir string) (*code
 	if _, err := checkout.Sweep(ctx, w.checkouts()); err != nil {
 		return nil, &Error{Op: "worker.codex", Kind: KindIO, Err: fmt.Errorf("sweep checkouts: %w", err)}
 	}
+	if err := w.sweepHomes(); err != nil {
+		return nil, &Error{Op: "worker.codex", Kind: KindIO, Err: fmt.Errorf("sweep codex homes: %w", err)}
+	}
 	return w, nil
 }
 
 func (w *codexWorker) checkouts() string { return filepath.Join(w.dataDir, "checkouts") }
+
+func (w *codexWorker) homes() string { return filepath.Join(w.dataDir, "codex-homes") }
+
+// sweepHomes removes the CODEX_HOME of every worker whose process is gone:
+// a crash must not leave copied credentials behind. A home is named
+// <invocation>-<pid>-<random>.
+func (w *codexWorker) sweepHomes() error {
+	entries, err := os.ReadDir(w.homes())
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	for _, e := range entries {
+		parts := strings.Split(e.Name(), "-")
+		if len(parts) != 3 {
+			continue
+		}
+		pid, err := strconv.Atoi(parts[1])
+		if err != nil || processAlive(pid) {
+			continue
+		}
+		if err := os.RemoveAll(filepath.Join(w.homes(), e.Name())); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// processAlive reports whether a process with this pid exists.
+func processAlive(pid int) bool {
+	if pid == os.Getpid() {
+		return true
+	}
+	err := syscall.Kill(pid, 0)
+	return err == nil || errors.Is(err, syscall.EPERM)
+}
 
 // Propose runs one worker session for the missing obligations.
 func (w *codexWorker) Propose(ctx context.Context, req WorkerRequest) (res WorkerResult, err error) {
@@ -134,7 +177,7 @@ func invocationID(req WorkerRequest, snapshotID string) string {
 // codexHome makes the worker's own CODEX_HOME: a copy of the configured
 // home's files, so a worker never writes the user's configuration.
 func (w *codexWorker) codexHome(inv string) (string, error) {
-	dir := filepath.Join(w.dataDir, "codex-homes", strings.TrimPrefix(inv, "b3:")[:16]+"-"+newSessionID("h")[2:10])
+	dir := filepath.Join(w.homes(), fmt.Sprintf("%s-%d-%s", strings.TrimPrefix(inv, "b3:")[:16], os.Getpid(), newSessionID("h")[2:10]))
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return "", fmt.Errorf("codex home: %w", err)
 	}
@@ -167,7 +210,11 @@ func workerEnv(home string) []string {
 func (w *codexWorker) session(ctx context.Context, req WorkerRequest, inv, dir, home string, rec *transcript.Recorder) (WorkerResult, error) {
 	var res WorkerResult
 	stderr := &boundedBuffer{max: 8 << 10}
-	client, err := appserver.Start(ctx, appserver.ProcSpec{
+	// The handshake and every request are bounded too, not only the turns:
+	// a server that never answers must not hold the need.
+	hctx, cancel := context.WithTimeout(ctx, w.cfg.Deadline)
+	defer cancel()
+	client, err := appserver.Start(hctx, appserver.ProcSpec{
 		Command: append(append([]string{}, w.cfg.Command...), "app-server"), Dir: dir,
 		Env: workerEnv(home), CodexHome: home, Stderr: stderr,
 		Tee: rec.Record, OnRequest: answerWorkerRequest,
@@ -177,17 +224,17 @@ func (w *codexWorker) session(ctx context.Context, req WorkerRequest, inv, dir, 
 		return res, fmt.Errorf("start App Server: %w (stderr: %s)", err, strings.TrimSpace(stderr.String()))
 	}
 	defer client.Close(context.WithoutCancel(ctx))
-	thread, err := client.StartThread(ctx, appserver.ThreadStartParams{
+	thread, err := client.StartThread(hctx, appserver.ThreadStartParams{
 		Cwd: dir, Sandbox: "read-only", ApprovalPolicy: "never", Ephemeral: true,
 		Config: workerTools, DeveloperInstructions: developerInstructions(inv),
 	})
 	if err != nil {
-		return res, fmt.Errorf("thread/start: %w", err)
+		return res, fmt.Errorf("thread/start: %w%s", err, stderrTail(stderr))
 	}
 	for _, ob := range req.Missing {
 		text, err := w.turn(ctx, client, thread.ID, req, ob)
 		if err != nil {
-			return res, err
+			return res, fmt.Errorf("%w%s", err, stderrTail(stderr))
 		}
 		res.Proposals = append(res.Proposals, []byte(text))
 	}
@@ -199,7 +246,9 @@ func (w *codexWorker) session(ctx context.Context, req WorkerRequest, inv, dir, 
 // turn runs one read-only turn with a deadline: past it the turn is
 // interrupted, and if it still does not end the process group is killed.
 func (w *codexWorker) turn(ctx context.Context, client *appserver.Client, threadID string, req WorkerRequest, ob Obligation) (string, error) {
-	turn, err := client.StartTurn(ctx, appserver.TurnStartParams{
+	sctx, scancel := context.WithTimeout(ctx, w.cfg.Deadline)
+	defer scancel()
+	turn, err := client.StartTurn(sctx, appserver.TurnStartParams{
 		ThreadID: threadID, Input: []appserver.UserInput{appserver.TextInput(workerPrompt(req, ob))},
 		OutputSchema:   req.Schemas[ob.Kind],
 		SandboxPolicy:  map[string]any{"type": "readOnly", "networkAccess": false},
@@ -237,7 +286,7 @@ func answerWorkerRequest(_ context.Context, method string, _ json.RawMessage) (a
 	case "item/commandExecution/requestApproval", "item/fileChange/requestApproval":
 		return map[string]any{"decision": "decline"}, nil
 	case "applyPatchApproval", "execCommandApproval":
-		return map[string]any{"decision": "denied"}, nil
+		return map[string]any{"decision": map[string]any{"denied": map[string]any{"rejection": "a Needle evidence worker is read-only"}}}, nil
 	case "item/permissions/requestApproval":
 		return map[string]any{"permissions": map[string]any{}, "scope": "turn"}, nil
 	case "mcpServer/elicitation/request":
@@ -272,7 +321,7 @@ func workerPrompt(req WorkerRequest, ob Obligation) string {
 	}
 	if task := strings.TrimSpace(req.Task); task != "" {
 		if len(task) > 1000 {
-			task = task[:1000]
+			task = strings.ToValidUTF8(task[:1000], "") // never half a character
 		}
 		fmt.Fprintf(&b, "The main model's task: %s\n", task)
 	}
@@ -325,6 +374,14 @@ func (l *boundedBuffer) Write(p []byte) (int, error) {
 		l.b.Write(p[:min(len(p), room)])
 	}
 	return len(p), nil
+}
+
+// stderrTail is the server's stderr for an error message, when there is any.
+func stderrTail(b *boundedBuffer) string {
+	if s := strings.TrimSpace(b.String()); s != "" {
+		return " (App Server stderr: " + oneLine(s) + ")"
+	}
+	return ""
 }
 
 func (l *boundedBuffer) String() string {
