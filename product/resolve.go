@@ -83,9 +83,6 @@ func resolve(in resolveInput) decision {
 	if in.Bypass != "" {
 		return decision{Kind: ResolutionBypass, Missing: required(in.Need.IR), Reason: in.Bypass}
 	}
-	if d, ok := resolveExact(in); ok {
-		return d
-	}
 	var d decision
 	var conflict, ambiguous, stale []string
 	for _, ob := range in.Need.IR.Obligations {
@@ -105,10 +102,16 @@ func resolve(in resolveInput) decision {
 		}
 		d.Missing = append(d.Missing, ob)
 	}
-	switch {
-	case len(conflict) > 0:
+	if len(conflict) > 0 {
+		// Checked before the exact answer: evidence certified since that
+		// answer may contradict it, and then neither is served.
 		return decision{Kind: ResolutionContradicted, Missing: required(in.Need.IR),
 			Reason: "fresh certified evidence disagrees on " + strings.Join(conflict, ", ")}
+	}
+	if exact, ok := resolveExact(in); ok {
+		return exact
+	}
+	switch {
 	case len(ambiguous) > 0:
 		return decision{Kind: ResolutionAmbiguous, Missing: required(in.Need.IR),
 			Reason: "several distinct candidates for a primary " + strings.Join(ambiguous, ", ")}
@@ -168,7 +171,7 @@ func choose(ob Obligation, in resolveInput) (*choice, string) {
 		}
 	}
 	if len(usable) > 0 {
-		if ob.Kind != CapFocusedTests && len(distinctAnswers(usable)) > 1 {
+		if ob.Kind != CapFocusedTests && disagree(usable) {
 			return nil, "contradicted"
 		}
 		newest := slices.MaxFunc(usable, func(a, b candidate) int { return int(a.Seq - b.Seq) })
@@ -217,17 +220,26 @@ func chooseClaim(ob Obligation, in resolveInput) (*choice, string) {
 	return nil, ""
 }
 
-// distinctAnswers returns the distinct answers of same-kind evidence: two
-// locations or two flows that are not the same are different answers.
-func distinctAnswers(cs []candidate) []string {
-	var out []string
-	for _, c := range cs {
-		key := answerKey(c.Proposal)
-		if !slices.Contains(out, key) {
-			out = append(out, key)
+// disagree reports whether same-kind evidence gives different answers. Two
+// locations disagree when they are in different files or their spans do not
+// overlap (two certified spans around the same declaration agree); two
+// flows disagree when their steps differ.
+func disagree(cs []candidate) bool {
+	for i := range cs {
+		for j := i + 1; j < len(cs); j++ {
+			a, b := cs[i].Proposal, cs[j].Proposal
+			if a.Kind == CapImplementationLocation {
+				if a.Path != b.Path || a.EndLine < b.StartLine || b.EndLine < a.StartLine {
+					return true
+				}
+				continue
+			}
+			if answerKey(a) != answerKey(b) {
+				return true
+			}
 		}
 	}
-	return out
+	return false
 }
 
 func answerKey(p Proposal) string {

@@ -117,12 +117,16 @@ func TestNeedContext_ReplayAfterShiftedLines(t *testing.T) {
 }
 
 func TestNeedContext_Contradicted(t *testing.T) {
-	te := MustEngine(t, MustFixtureRepo(t, "grepx", false))
+	repo := MustFixtureRepo(t, "grepx", false)
+	MustWriteFile(t, filepath.Join(repo, "legacy", "search.go"), "package legacy\n\n// NewSearcher is the old constructor.\nfunc NewSearcher() {}\n")
+	te := MustEngine(t, repo)
 	te.mustCertify(locNewSearcher)
-	// A second, different span that also holds the declaration.
+	// An overlapping span around the same declaration agrees with it.
 	te.mustCertify(`{"kind":"implementation_location","subject":{"kind":"symbol","name":"NewSearcher"},"path":"search.go","start_line":14,"end_line":17}`)
-	r := te.need(needLocateNewSearcher)
-	kindOf(t, r, ResolutionContradicted)
+	kindOf(t, te.need(needLocateNewSearcher), ResolutionCoverage)
+	// A second certified declaration elsewhere: two primary answers.
+	te.mustCertify(`{"kind":"implementation_location","subject":{"kind":"symbol","name":"NewSearcher"},"path":"legacy/search.go","start_line":4,"end_line":4}`)
+	kindOf(t, te.need(needLocateNewSearcher), ResolutionContradicted)
 }
 
 func TestNeedContext_Ambiguous(t *testing.T) {
