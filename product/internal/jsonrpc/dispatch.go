@@ -1,0 +1,247 @@
+package jsonrpc
+
+import (
+	"context"
+	"encoding/json"
+	"runtime/debug"
+)
+
+// call is one accepted request or notification on its way to a handler.
+type call struct {
+	req     Request
+	key     string // idKey of req.ID; "" for a notification
+	handle  Handler
+	ctx     context.Context
+	cancel  context.CancelFunc
+	isInit  bool // the InitMethod request: its outcome sets the session state
+	started bool // guarded by Server.mu; false only while queued
+}
+
+// handleLine dispatches one non-blank input line. It runs on the reader
+// goroutine, so lines are admitted in arrival order.
+func (s *Server) handleLine(line []byte) {
+	m, rerr := decode(line)
+	switch {
+	case rerr != nil:
+		s.respond(m.id, nil, rerr)
+	case m.kind == kindResponse:
+		s.log.Printf("ignoring a response from the client (id %s)", m.id)
+	case m.kind == kindNotification:
+		s.notification(m)
+	default:
+		if rerr := s.admit(m); rerr != nil {
+			s.respond(m.id, nil, rerr)
+		}
+	}
+}
+
+// admit checks a request against the session and starts or queues it. The
+// id is recorded before any other check, so a refused request's id counts
+// as used too: the rule is "never twice", not "never twice successfully".
+func (s *Server) admit(m message) *Error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.stopping {
+		return nil // Serve is returning; the line arrived too late to answer
+	}
+	if s.used[m.key] {
+		return errDuplicateID()
+	}
+	s.used[m.key] = true
+	meth, ok := s.methods[m.method]
+	if !ok {
+		return errMethodNotFound(m.method)
+	}
+	isInit := s.opts.InitMethod != "" && m.method == s.opts.InitMethod
+	if rerr := s.gate(meth, isInit); rerr != nil {
+		return rerr
+	}
+	c := s.newCall(m, meth)
+	c.key, c.isInit = m.key, isInit
+	s.inflight[m.key] = c
+	s.schedule(c, meth.Serialized)
+	return nil
+}
+
+// gate applies the initialization rules; s.mu is held.
+func (s *Server) gate(meth Method, isInit bool) *Error {
+	switch {
+	case isInit && s.init != initNone:
+		return errAlreadyInitialized()
+	case isInit:
+		s.init = initRunning
+	case s.init != initDone && !meth.BeforeInit:
+		return errNotInitialized()
+	}
+	return nil
+}
+
+// notification runs a client notification; nothing is ever sent back.
+func (s *Server) notification(m message) {
+	if s.opts.CancelMethod != "" && m.method == s.opts.CancelMethod {
+		s.cancelRequest(m.params)
+		return
+	}
+	meth, ok := s.methods[m.method]
+	if !ok {
+		s.log.Printf("ignoring unknown notification %q", m.method)
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	switch {
+	case s.stopping:
+	case s.init != initDone && !meth.BeforeInit:
+		s.log.Printf("dropping notification %q before initialization", m.method)
+	default:
+		s.schedule(s.newCall(m, meth), meth.Serialized)
+	}
+}
+
+// newCall builds a call whose context ends with the server; s.mu is held.
+func (s *Server) newCall(m message, meth Method) *call {
+	ctx, cancel := context.WithCancel(s.base)
+	req := Request{ID: m.id, Method: m.method, Params: m.params, IsNotification: m.kind == kindNotification}
+	return &call{req: req, handle: meth.Handle, ctx: ctx, cancel: cancel}
+}
+
+// schedule queues a serialized call or starts any other; s.mu is held and
+// s.stopping is false, so wg.Add cannot race with shutdown's wg.Wait.
+func (s *Server) schedule(c *call, serialized bool) {
+	if serialized {
+		s.queue = append(s.queue, c)
+		select {
+		case s.wake <- struct{}{}:
+		default: // a wake-up is already pending
+		}
+		return
+	}
+	c.started = true
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		s.run(c)
+	}()
+}
+
+// serialWorker runs the serialized queue one call at a time until shutdown.
+func (s *Server) serialWorker() {
+	defer s.wg.Done()
+	for {
+		if c := s.popSerial(); c != nil {
+			s.run(c)
+			continue
+		}
+		select {
+		case <-s.wake:
+		case <-s.base.Done():
+			return
+		}
+	}
+}
+
+func (s *Server) popSerial() *call {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.stopping || len(s.queue) == 0 {
+		return nil
+	}
+	c := s.queue[0]
+	s.queue[0] = nil
+	s.queue = s.queue[1:]
+	c.started = true
+	return c
+}
+
+// run calls the handler and answers a request.
+func (s *Server) run(c *call) {
+	result, err := s.invoke(c)
+	ctxErr := c.ctx.Err()
+	c.cancel()
+	s.mu.Lock()
+	if !c.req.IsNotification {
+		delete(s.inflight, c.key)
+	}
+	if c.isInit { // before the response is written: see the package doc
+		s.init = initDone
+		if err != nil {
+			s.init = initNone // a failed init may be retried
+		}
+	}
+	s.mu.Unlock()
+	switch {
+	case !c.req.IsNotification && err != nil:
+		s.respond(c.req.ID, nil, s.replyError(c.req.Method, err, ctxErr))
+	case !c.req.IsNotification:
+		s.respond(c.req.ID, result, nil)
+	case err != nil:
+		s.log.Printf("notification %s: %v", c.req.Method, err)
+	}
+}
+
+// invoke calls the handler, turning a panic into an internal error so that
+// one bad request cannot take the session down.
+func (s *Server) invoke(c *call) (result any, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			s.log.Printf("panic in %s: %v\n%s", c.req.Method, p, debug.Stack())
+			result, err = nil, errInternal()
+		}
+	}()
+	return c.handle(c.ctx, c.req)
+}
+
+// cancelParams is the payload of the cancel notification; MCP also sends
+// an optional "reason", which only matters to the log.
+type cancelParams struct {
+	RequestID json.RawMessage `json:"requestId"`
+	Reason    string          `json:"reason"`
+}
+
+// cancelRequest cancels the named in-flight request. A queued one is
+// answered here and never runs; a running one learns through its context
+// and answers for itself.
+func (s *Server) cancelRequest(params json.RawMessage) {
+	var p cancelParams
+	if err := json.Unmarshal(params, &p); err != nil {
+		s.log.Printf("ignoring malformed cancellation: %v", err)
+		return
+	}
+	key, ok := idKey(p.RequestID)
+	if !ok {
+		s.log.Printf("ignoring cancellation without a usable requestId")
+		return
+	}
+	c, queued := s.takeForCancel(key)
+	if c == nil {
+		s.log.Printf("ignoring cancellation of request %s: not in flight or not cancellable", p.RequestID)
+		return
+	}
+	s.log.Printf("cancelling request %s (reason %q)", p.RequestID, p.Reason)
+	c.cancel()
+	if queued {
+		s.respond(c.req.ID, nil, errCancelled())
+	}
+}
+
+// takeForCancel finds a cancellable in-flight call and, if it is still
+// queued, removes it so the worker never sees it.
+func (s *Server) takeForCancel(key string) (c *call, queued bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	c = s.inflight[key]
+	if c == nil || c.isInit {
+		return nil, false
+	}
+	if c.started {
+		return c, false
+	}
+	delete(s.inflight, key)
+	for i, q := range s.queue {
+		if q == c {
+			s.queue = append(s.queue[:i], s.queue[i+1:]...)
+			break
+		}
+	}
+	return c, true
+}
