@@ -41,6 +41,8 @@ var commands = []command{
 	{"need resolve", usageNeedResolve, (*cli).needResolve},
 	{"evidence schema", usageEvidenceSchema, (*cli).evidenceSchema},
 	{"evidence propose", usageEvidencePropose, (*cli).evidencePropose},
+	{"mcp serve", usageMCPServe, (*cli).mcpServe},
+	{"profile", usageProfile, (*cli).profileCmd},
 	{"config", usageConfig, (*cli).config},
 	{"db check", usageDBCheck, (*cli).dbCheck},
 	{"version", usageVersion, (*cli).version},
@@ -61,6 +63,10 @@ Commands:
                     print the strict JSON Schema of a proposal of KIND
   evidence propose --repository DIR --data-dir DIR FILE|-
                     validate a proposal with the trusted validators and store it
+  mcp serve --data-dir DIR --repository DIR --main-model NAME --role-profile ID [--cache-only] [--codex CMD]
+                    serve the MCP tool need_context on stdio
+  profile list|show|create --data-dir DIR [ID [FILE]]
+                    manage role profiles (immutable revisions; "default" is built in)
   config set|get|list --data-dir DIR [KEY [VALUE]]
                     manage profile settings (codex.command, codex.home, worker.deadline)
   db check --data-dir DIR

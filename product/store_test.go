@@ -324,6 +324,10 @@ var upgradeSeeds = map[int][]string{
 	4: {
 		`INSERT INTO worker_runs VALUES (1, '/r', 'b3:` + strings.Repeat("2", 64) + `', 'b3:` + strings.Repeat("6", 64) + `', '["implementation_location"]', 'completed', '', 1, 1000, 200, 1200, 0.002, 1500.5, '2024-01-04T00:00:00Z')`,
 	},
+	5: {
+		`INSERT INTO profile_revisions VALUES ('default', 1, '{}', 'b3:` + strings.Repeat("7", 64) + `', '2024-01-05T00:00:00Z')`,
+		`INSERT INTO session_freezes VALUES ('s1', '/r', 'default', 1, '{}', '2025-06-18')`,
+	},
 }
 
 func TestOpenStore_Upgrade(t *testing.T) {

@@ -1,0 +1,199 @@
+package product
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"sync"
+
+	"github.com/needle-dev/needle/product/internal/jsonrpc"
+)
+
+// MCP protocol versions this server speaks, newest first. A client asking
+// for another one is answered with the newest (the spec's negotiation).
+var mcpVersions = []string{"2025-06-18", "2024-11-05"}
+
+// MCPConfig configures one MCP stdio connection.
+type MCPConfig struct {
+	Engine      *Engine
+	Repository  string
+	MainModel   string
+	Profile     ProfileRevision
+	CacheOnly   bool
+	WorkerReady bool // a worker backend is configured
+	Log         io.Writer
+}
+
+// mcpSession is the state of one connection: frozen at initialize.
+type mcpSession struct {
+	cfg     MCPConfig
+	id      string
+	mu      sync.Mutex
+	version string // negotiated protocol version, "" before initialize
+}
+
+// ServeMCP serves the MCP stdio protocol on in/out until in closes. The
+// transport (product/internal/jsonrpc) enforces bounded lines, initialize
+// first, unique request ids, FIFO resolution and cancellation; this file
+// maps MCP methods onto the engine.
+func ServeMCP(ctx context.Context, cfg MCPConfig, in io.Reader, out io.Writer) error {
+	s := &mcpSession{cfg: cfg, id: newSessionID("mcp")}
+	srv := jsonrpc.NewServer(map[string]jsonrpc.Method{
+		"initialize": {Handle: s.initialize, BeforeInit: true},
+		"ping":       {Handle: func(context.Context, jsonrpc.Request) (any, error) { return struct{}{}, nil }, BeforeInit: true},
+		"tools/list": {Handle: s.toolsList},
+		"tools/call": {Handle: s.toolsCall, Serialized: true},
+	}, jsonrpc.Options{Log: cfg.Log, CancelMethod: "notifications/cancelled", InitMethod: "initialize"})
+	return srv.Serve(ctx, in, out)
+}
+
+type initializeParams struct {
+	ProtocolVersion string `json:"protocolVersion"`
+	ClientInfo      struct {
+		Name    string `json:"name"`
+		Version string `json:"version"`
+	} `json:"clientInfo"`
+}
+
+// initialize negotiates the protocol version and freezes the session:
+// repository, profile revision, enabled routes, semantic definition, main
+// model and worker policy, recorded in the session row.
+func (s *mcpSession) initialize(ctx context.Context, req jsonrpc.Request) (any, error) {
+	var p initializeParams
+	if err := json.Unmarshal(req.Params, &p); err != nil || p.ProtocolVersion == "" {
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "initialize: params.protocolVersion is required"}
+	}
+	version := mcpVersions[0]
+	if slices.Contains(mcpVersions, p.ProtocolVersion) {
+		version = p.ProtocolVersion
+	}
+	if err := s.freeze(ctx, version); err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	s.version = version
+	s.mu.Unlock()
+	return map[string]any{
+		"protocolVersion": version,
+		"capabilities":    map[string]any{"tools": map[string]any{"listChanged": false}},
+		"serverInfo":      map[string]any{"name": "needle", "title": "Needle", "version": Version()},
+		"instructions": "Ask need_context for typed evidence (where something is implemented, how a flag flows, " +
+			"which tests cover it). Its context cites path:start-end locations that Needle proved fresh for the current source; " +
+			"a bypass means do the work yourself.",
+	}, nil
+}
+
+// freeze records the session and what it froze.
+func (s *mcpSession) freeze(ctx context.Context, version string) error {
+	e := s.cfg.Engine
+	if _, err := e.ledger(ctx, s.id); err != nil {
+		return err
+	}
+	policy := map[string]any{"cache_only": s.cfg.CacheOnly, "worker": s.cfg.WorkerReady && !s.cfg.CacheOnly,
+		"limits": e.cfg.Limits, "profile_digest": s.cfg.Profile.Digest}
+	return e.store.inTx(ctx, "store.session_freeze", func(tx *sql.Tx, _ string) error {
+		_, err := tx.Exec(`INSERT INTO session_freezes (session_id, repository, profile_id, profile_revision, worker_policy, protocol_version)
+			VALUES (?, ?, ?, ?, ?, ?)`, s.id, e.root, s.cfg.Profile.ID, s.cfg.Profile.Revision, mustJSON(policy), version)
+		return err
+	})
+}
+
+func (s *mcpSession) protocol() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.version
+}
+
+// modern reports whether the session speaks 2025-06-18 (structured output).
+func (s *mcpSession) modern() bool { return s.protocol() == "2025-06-18" }
+
+// tools lists the session's tools. prepare_change and verify_change are not
+// offered by this build.
+func (s *mcpSession) toolsList(context.Context, jsonrpc.Request) (any, error) {
+	tool := map[string]any{
+		"name":  "need_context",
+		"title": "Need context",
+		"description": "Resolve a typed need (implementation location, runtime flow, focused tests) from certified " +
+			"evidence proven fresh for the current source, or a bounded read-only worker, or a typed bypass.",
+		"inputSchema": needContextInputSchema(s.cfg.Engine.cfg.Routes),
+	}
+	if s.modern() {
+		tool["outputSchema"] = needContextOutputSchema()
+	}
+	return map[string]any{"tools": []any{tool}}, nil
+}
+
+type toolCallParams struct {
+	Name      string          `json:"name"`
+	Arguments json.RawMessage `json:"arguments"`
+}
+
+// toolsCall runs a tool. Invalid arguments are a JSON-RPC -32602 before
+// anything is resolved; a failure while resolving is a tool result with
+// isError and a typed body.
+func (s *mcpSession) toolsCall(ctx context.Context, req jsonrpc.Request) (any, error) {
+	var p toolCallParams
+	if err := json.Unmarshal(req.Params, &p); err != nil {
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "tools/call: params must be {name, arguments}"}
+	}
+	if p.Name != "need_context" {
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("unknown tool %q", p.Name)}
+	}
+	args := []byte(p.Arguments)
+	if len(args) == 0 {
+		args = []byte("{}")
+	}
+	nreq, err := DecodeNeedRequest(args)
+	if err == nil {
+		_, err = Compile(nreq, s.cfg.Engine.cfg.Routes)
+	}
+	if err != nil {
+		return nil, invalidParams(err)
+	}
+	res, err := s.cfg.Engine.NeedContext(ctx, s.id, nreq)
+	if err != nil {
+		if KindOf(err) == KindInvalidInput {
+			return nil, invalidParams(err)
+		}
+		if ctx.Err() != nil {
+			return nil, &jsonrpc.Error{Code: -32800, Message: "request cancelled"}
+		}
+		if s.cfg.Log != nil {
+			fmt.Fprintf(s.cfg.Log, "need_context: %v\n", err)
+		}
+		return s.toolError("internal error"), nil
+	}
+	return s.toolResult(res), nil
+}
+
+func invalidParams(err error) error {
+	var e *Error
+	msg := err.Error()
+	if errors.As(err, &e) && e.Err != nil {
+		msg = "invalid input: " + e.Path + ": " + e.Err.Error()
+	}
+	return &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: msg}
+}
+
+// toolResult is the MCP result: the context as text content and, on
+// 2025-06-18, the structured result; content[0].text == context.
+func (s *mcpSession) toolResult(r NeedResult) map[string]any {
+	out := map[string]any{
+		"content": []any{map[string]any{"type": "text", "text": r.Context}},
+		"isError": false,
+		"_meta":   map[string]any{"needle/session": s.id, "needle/definition": DefinitionID(), "needle/protocol": s.protocol()},
+	}
+	if s.modern() {
+		out["structuredContent"] = r
+	}
+	return out
+}
+
+func (s *mcpSession) toolError(msg string) map[string]any {
+	return map[string]any{"content": []any{map[string]any{"type": "text", "text": msg}}, "isError": true,
+		"_meta": map[string]any{"needle/session": s.id}}
+}

@@ -1,0 +1,117 @@
+package product
+
+import "slices"
+
+// needContextInputSchema is the closed inputSchema of need_context for a
+// session's enabled routes. It states what JSON Schema can state of the
+// compiler's contract: the shape, the enums, the bounds and
+// additionalProperties false at every level. The compiler also enforces
+// what a schema cannot (a capability kind at most once across both lists,
+// sorted features, byte lengths), so an input valid here can still be a
+// -32602; an input invalid here is always one.
+func needContextInputSchema(routes RouteSet) map[string]any {
+	routeNames := make([]string, len(routes))
+	for i, r := range routes {
+		routeNames[i] = string(r)
+	}
+	obligations := map[string]any{"type": "array", "maxItems": MaxObligations, "items": map[string]any{"oneOf": obligationSchemas()}}
+	name := map[string]any{"type": "string", "pattern": "^[a-z0-9][a-z0-9._+/-]{0,63}$"}
+	return closed(map[string]any{
+		"route":     map[string]any{"type": "string", "enum": routeNames},
+		"subject":   closed(map[string]any{"kind": enumSchema(allSubjectKinds), "name": map[string]any{"type": "string", "minLength": 1, "maxLength": MaxSubjectNameBytes}}, "kind", "name"),
+		"required":  obligations,
+		"preferred": obligations,
+		"world": closed(map[string]any{
+			"source":   map[string]any{"type": "string", "pattern": "^(current|b3:[0-9a-f]{64})$"},
+			"platform": name,
+			"features": map[string]any{"oneOf": []any{
+				map[string]any{"type": "string", "const": FeaturesDefault},
+				map[string]any{"type": "array", "items": name, "minItems": 1, "maxItems": MaxFeatures, "uniqueItems": true},
+			}},
+		}),
+		"task": map[string]any{"type": "string", "maxLength": MaxTaskBytes},
+	}, "route", "subject")
+}
+
+// obligationSchemas has one closed object schema per capability kind, with
+// the facets that kind takes.
+func obligationSchemas() []any {
+	var out []any
+	for _, k := range allCapabilities {
+		props := map[string]any{"kind": map[string]any{"type": "string", "const": string(k)}}
+		for _, f := range capabilityFacets[k] {
+			if f == FacetScenario {
+				props[string(f)] = map[string]any{"type": "string", "pattern": "^[a-z0-9][a-z0-9._+/-]{0,63}$"}
+				continue
+			}
+			props[string(f)] = map[string]any{"type": "string", "enum": facetValues[f]}
+		}
+		out = append(out, closed(props, "kind"))
+	}
+	return out
+}
+
+func closed(props map[string]any, required ...string) map[string]any {
+	s := map[string]any{"type": "object", "properties": props, "additionalProperties": false}
+	if len(required) > 0 {
+		s["required"] = required
+	}
+	return s
+}
+
+func enumSchema[T ~string](values []T) map[string]any {
+	names := make([]string, len(values))
+	for i, v := range values {
+		names[i] = string(v)
+	}
+	return map[string]any{"type": "string", "enum": names}
+}
+
+// needContextOutputSchema is the outputSchema of need_context: the
+// structured result (NeedResult).
+func needContextOutputSchema() map[string]any {
+	str := map[string]any{"type": "string"}
+	id := map[string]any{"type": "string", "pattern": "^b3:[0-9a-f]{64}$"}
+	optionalID := map[string]any{"type": "string", "pattern": "^(b3:[0-9a-f]{64})?$"}
+	kinds := map[string]any{"type": "array", "items": enumSchema(allCapabilities)}
+	var resolutionKinds []string
+	for _, k := range allResolutionKinds {
+		resolutionKinds = append(resolutionKinds, string(k))
+	}
+	var relations []string
+	for _, r := range relationRank {
+		relations = append(relations, string(r))
+	}
+	slices.Sort(relations)
+	all := func(props map[string]any) map[string]any {
+		s := closed(props)
+		s["required"] = sortedKeys(props)
+		return s
+	}
+	return all(map[string]any{
+		"status":  map[string]any{"type": "string", "enum": []string{"hit", "partial", "worker", "bypass"}},
+		"route":   enumSchema(allRoutes),
+		"subject": all(map[string]any{"kind": enumSchema(allSubjectKinds), "name": str}),
+		"need_id": id,
+		"step": all(map[string]any{"ordinal": map[string]any{"type": "integer", "minimum": 1},
+			"relation": map[string]any{"type": "string", "enum": relations}}),
+		"satisfied": kinds,
+		"missing":   kinds,
+		"resolution": all(map[string]any{
+			"kind":           map[string]any{"type": "string", "enum": resolutionKinds},
+			"artifact_ids":   map[string]any{"type": "array", "items": id},
+			"certificate_id": optionalID,
+			"plan_id":        id,
+		}),
+		"reuse_unit":     map[string]any{"type": "string", "enum": []string{"artifact", "claim", "none"}},
+		"claim_ids":      map[string]any{"type": "array", "items": id},
+		"cache_hit":      map[string]any{"type": "boolean"},
+		"worker_spawned": map[string]any{"type": "boolean"},
+		"result_digest":  id,
+		"context":        str,
+	})
+}
+
+// allResolutionKinds lists every resolution kind.
+var allResolutionKinds = []ResolutionKind{ResolutionExact, ResolutionCoverage, ResolutionComposite, ResolutionClaim,
+	ResolutionPartial, ResolutionMiss, ResolutionStale, ResolutionRejected, ResolutionAmbiguous, ResolutionContradicted, ResolutionBypass}
