@@ -40,7 +40,7 @@ test-contract: codex
 	$(CODEX_BIN) app-server generate-json-schema --out $(CODEX_SCHEMA)
 	NEEDLE_CODEX_BIN=$(CODEX_BIN) NEEDLE_CODEX_SCHEMA=$(CODEX_SCHEMA) \
 		$(GO) test -tags contract -count=1 ./product/internal/contract/... && \
-	NEEDLE_CODEX_BIN=$(CODEX_BIN) $(GO) test -tags contract -count=1 -run '^TestContract' ./product
+	NEEDLE_CODEX_BIN=$(CODEX_BIN) NEEDLE_CODEX_SCHEMA=$(CODEX_SCHEMA) $(GO) test -tags contract -count=1 -run '^TestContract' ./product
 
 ## frozen-worker: re-record the evidence-worker transcripts of fixtures/worker
 ## with the real codex and the fake model (the update switch for frozen/worker)

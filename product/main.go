@@ -86,11 +86,41 @@ func (c *cli) dispatch(args []string) int {
 	for _, cmd := range commands {
 		words := strings.Fields(cmd.path)
 		if len(args) >= len(words) && strings.Join(args[:len(words)], " ") == cmd.path {
+			if len(words) == 1 && len(args) == 2 && isHelpFlag(args[1]) {
+				fmt.Fprint(c.stdout, cmd.usage)
+				return 0
+			}
 			return cmd.run(c, args[len(words):])
 		}
 	}
+	if group := groupUsage(args[0]); group != "" {
+		if len(args) == 2 && isHelpFlag(args[1]) {
+			fmt.Fprint(c.stdout, group)
+			return 0
+		}
+		fmt.Fprintf(c.stderr, "needle: %q needs a subcommand\n\n%s", strings.Join(args, " "), group)
+		return 2
+	}
 	fmt.Fprintf(c.stderr, "needle: unknown command %q\n\n%s", strings.Join(args, " "), usage)
 	return 2
+}
+
+func isHelpFlag(s string) bool { return s == "-h" || s == "-help" || s == "--help" }
+
+// groupUsage lists the commands of a group ("need", "evidence", …), or
+// returns "" when name is not a group.
+func groupUsage(name string) string {
+	var b strings.Builder
+	for _, cmd := range commands {
+		if strings.HasPrefix(cmd.path, name+" ") {
+			first, _, _ := strings.Cut(cmd.usage, "\n")
+			b.WriteString(first + "\n")
+		}
+	}
+	if b.Len() == 0 {
+		return ""
+	}
+	return b.String() + "\nRun 'needle help " + name + " SUBCOMMAND' for details.\n"
 }
 
 func (c *cli) help(args []string) int {
@@ -103,6 +133,10 @@ func (c *cli) help(args []string) int {
 			fmt.Fprint(c.stdout, cmd.usage)
 			return 0
 		}
+	}
+	if group := groupUsage(strings.Join(args, " ")); group != "" {
+		fmt.Fprint(c.stdout, group)
+		return 0
 	}
 	fmt.Fprintf(c.stderr, "needle help: unknown command %q\n", strings.Join(args, " "))
 	return 2

@@ -42,16 +42,49 @@ func TestFrozenTranscriptsMatchSchema(t *testing.T) {
 	if err != nil || len(files) == 0 {
 		t.Fatalf("no frozen transcripts found (%v)", err)
 	}
+	// Answers to server requests are validated against the response schema
+	// of the request's method (the client's own requests' responses come
+	// from the server and have no per-method file at the top level).
+	for _, name := range responseSchemas {
+		s, err := c.Compile(filepath.Join(dir, name+".json"))
+		if err != nil {
+			t.Fatalf("compile %s: %v", name, err)
+		}
+		schemas[name] = s
+	}
 	checked := 0
 	for _, f := range files {
 		tr, err := transcript.ReadFile(f)
 		if err != nil {
 			t.Fatalf("%s: %v", f, err)
 		}
+		serverRequests := map[string]string{} // id → method of s2c requests
 		for i, l := range tr.Lines {
+			var head struct {
+				ID     json.RawMessage `json:"id"`
+				Method string          `json:"method"`
+				Result json.RawMessage `json:"result"`
+			}
+			_ = json.Unmarshal(l.Msg, &head)
 			kind := transcript.Kind(l.Msg)
+			if kind == "request" && l.Dir == "s2c" {
+				serverRequests[string(head.ID)] = head.Method
+			}
 			if kind == "response" {
-				continue // responses carry no method to pick their schema by
+				method := serverRequests[string(head.ID)]
+				name, ok := responseSchemas[method]
+				if l.Dir != "c2s" || !ok || head.Result == nil {
+					continue
+				}
+				var v any
+				if err := json.Unmarshal(head.Result, &v); err != nil {
+					t.Fatal(err)
+				}
+				if err := schemas[name].Validate(v); err != nil {
+					t.Errorf("%s line %d (answer to %s): %s", f, i+2, method, firstLine(err.Error()))
+				}
+				checked++
+				continue
 			}
 			name := map[string]string{"c2s": "Client", "s2c": "Server"}[l.Dir] + map[string]string{"request": "Request", "notification": "Notification"}[kind]
 			var v any
@@ -65,6 +98,18 @@ func TestFrozenTranscriptsMatchSchema(t *testing.T) {
 		}
 	}
 	t.Logf("%d method-bearing messages in %d transcripts valid against %s", checked, len(files), dir)
+}
+
+// responseSchemas maps a server request method to the schema of its answer.
+var responseSchemas = map[string]string{
+	"item/commandExecution/requestApproval": "CommandExecutionRequestApprovalResponse",
+	"item/fileChange/requestApproval":       "FileChangeRequestApprovalResponse",
+	"item/permissions/requestApproval":      "PermissionsRequestApprovalResponse",
+	"item/tool/requestUserInput":            "ToolRequestUserInputResponse",
+	"mcpServer/elicitation/request":         "McpServerElicitationRequestResponse",
+	"item/tool/call":                        "DynamicToolCallResponse",
+	"execCommandApproval":                   "ExecCommandApprovalResponse",
+	"applyPatchApproval":                    "ApplyPatchApprovalResponse",
 }
 
 func firstLine(s string) string {
