@@ -135,10 +135,46 @@ func (te *testEngine) needIn(session, src string) NeedResult {
 
 // checkServedFresh verifies, independently of the resolver and the stat
 // cache, that every artifact a result serves is backed by a certificate
-// whose file dependencies match the bytes on disk now: stale evidence is
-// never served.
+// whose file dependencies match the bytes on disk now (stale evidence is
+// never served), and that the context cites nothing but the served
+// artifacts' locations and claims.
 func (te *testEngine) checkServedFresh(r NeedResult) {
 	te.tb.Helper()
+	allowed := map[string]bool{}
+	for _, id := range r.Resolution.ArtifactIDs {
+		var body string
+		if err := te.store.db.QueryRow(`SELECT body FROM artifacts WHERE artifact_id = ?`, id).Scan(&body); err != nil {
+			te.tb.Fatal(err)
+		}
+		var p Proposal
+		if err := json.Unmarshal([]byte(body), &p); err != nil {
+			te.tb.Fatal(err)
+		}
+		allowed[fmt.Sprintf("%s:%d-%d", p.Path, p.StartLine, p.EndLine)] = true
+		for _, s := range p.Steps {
+			allowed[fmt.Sprintf("%s:%d-%d", s.Path, s.StartLine, s.EndLine)] = true
+		}
+	}
+	for _, id := range r.ClaimIDs {
+		rows, err := te.store.db.Query(`SELECT path, start_line, end_line FROM certificate_claims WHERE claim_id = ?`, id)
+		if err != nil {
+			te.tb.Fatal(err)
+		}
+		for rows.Next() {
+			var path string
+			var start, end int
+			if err := rows.Scan(&path, &start, &end); err != nil {
+				te.tb.Fatal(err)
+			}
+			allowed[fmt.Sprintf("%s:%d-%d", path, start, end)] = true
+		}
+		rows.Close()
+	}
+	for _, cited := range citation.FindAllString(r.Context, -1) {
+		if !allowed[cited] {
+			te.tb.Errorf("context cites %s, which no served artifact or claim holds:\n%s", cited, r.Context)
+		}
+	}
 	for _, id := range r.Resolution.ArtifactIDs {
 		rows, err := te.store.db.Query(`SELECT d.path, d.digest FROM dependencies d
 			JOIN certificates c ON c.certificate_id = d.certificate_id
