@@ -147,7 +147,7 @@ func (c *Checkout) materialize(ctx context.Context, head string) error {
 	if c.kind == kindCopy {
 		return os.Mkdir(c.Dir, 0o700)
 	}
-	_, err := runGit(ctx, c.source, "worktree", "add", "--detach", c.Dir, head)
+	_, err := worktreeGit(ctx, c.source, "worktree", "add", "--detach", c.Dir, head)
 	return err
 }
 

@@ -49,6 +49,16 @@
 // marker so that Sweep retries it. Sweep, run at start, removes every
 // checkout whose creating process is gone.
 //
+// # Concurrency
+//
+// A repository's worktree registry does not survive concurrent git worktree
+// commands: an add's half-made entry breaks a simultaneous add, list or
+// prune. Every add, remove, prune and list this package runs on a
+// repository therefore holds an exclusive lock on the repository, an
+// in-process mutex plus a flock of needle-worktrees.lock in its git common
+// dir, which excludes other needle processes too. The lock covers only
+// those git commands, never the copying of content into a checkout.
+//
 // Git runs with a scrubbed environment (no inherited GIT_* variables), hooks
 // and fsmonitor disabled, in its own process group, with bounded output.
 package checkout

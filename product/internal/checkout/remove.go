@@ -30,12 +30,12 @@ func (c *Checkout) remove(ctx context.Context) error {
 	// prune do not care).
 	var steps []error
 	if c.kind == kindWorktree && exists(c.Dir) {
-		_, err := runGit(ctx, c.source, "worktree", "remove", "--force", c.Dir)
+		_, err := worktreeGit(ctx, c.source, "worktree", "remove", "--force", c.Dir)
 		steps = append(steps, err)
 	}
 	steps = append(steps, removeTree(c.Dir))
 	if c.kind == kindWorktree {
-		_, err := runGit(ctx, c.source, "worktree", "prune")
+		_, err := worktreeGit(ctx, c.source, "worktree", "prune")
 		steps = append(steps, err)
 	}
 	if err := c.checkGone(ctx); err != nil {
@@ -71,7 +71,7 @@ func (c *Checkout) checkGone(ctx context.Context) error {
 // worktrees returns the paths of the worktrees registered in the repository
 // at source, the main one included.
 func worktrees(ctx context.Context, source string) ([]string, error) {
-	out, err := runGit(ctx, source, "worktree", "list", "--porcelain", "-z")
+	out, err := worktreeGit(ctx, source, "worktree", "list", "--porcelain", "-z")
 	if err != nil {
 		return nil, err
 	}
