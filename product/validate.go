@@ -135,6 +135,15 @@ func Validate(ctx context.Context, repo *snapshot.Repo, p Proposal) (*Validation
 // read reads a cited file, recording it as a dependency. A path that is
 // unsafe, missing or not a regular file is a rejection, not an error.
 func (val *validator) read(field, rel string) ([]byte, bool, error) {
+	// Evidence may only cite the snapshot: never .git, never what git ignores.
+	ignored, err := val.repo.Ignored(val.ctx, rel)
+	if err != nil && !errors.Is(err, snapshot.ErrUnsafePath) {
+		return nil, false, fmt.Errorf("validate: %s: %w", rel, err)
+	}
+	if ignored {
+		val.v.reject("%s: %q is not in the snapshot (ignored by git, or inside .git)", field, rel)
+		return nil, false, nil
+	}
 	data, digest, err := val.repo.ReadFile(rel)
 	switch {
 	case errors.Is(err, snapshot.ErrUnsafePath):

@@ -172,6 +172,24 @@ func TestValidate_PathEscapes(t *testing.T) {
 	}
 }
 
+func TestValidate_OutsideSnapshot(t *testing.T) {
+	repo := MustFixtureRepo(t, "grepx", true)
+	MustWriteFile(t, filepath.Join(repo, ".gitignore"), "ignored.conf\n")
+	MustWriteFile(t, filepath.Join(repo, "ignored.conf"), "verbose = true\n")
+	te := MustEngine(t, repo)
+	for name, p := range map[string]string{
+		"GitDir":  `{"kind":"implementation_location","subject":{"kind":"configuration_key","name":"repositoryformatversion"},"path":".git/config","start_line":2,"end_line":2}`,
+		"Ignored": `{"kind":"implementation_location","subject":{"kind":"configuration_key","name":"verbose"},"path":"ignored.conf","start_line":1,"end_line":1}`,
+	} {
+		t.Run(name, func(t *testing.T) {
+			res := te.propose(p)
+			if res.Status != "rejected" || !strings.Contains(strings.Join(res.Reasons, ""), "not in the snapshot") {
+				t.Errorf("evidence outside the snapshot: %+v", res)
+			}
+		})
+	}
+}
+
 func TestValidate_LexicalEvidence(t *testing.T) {
 	te := MustEngine(t, MustFixtureRepo(t, "notes", false))
 	loc := te.mustCertify(`{"kind":"implementation_location","subject":{"kind":"cli_option","name":"--archive-dir"},"path":"tool.py","start_line":4,"end_line":8}`)

@@ -7,7 +7,9 @@
 // sees (tracked files plus untracked files that are not ignored). Otherwise
 // it is a plain directory whose file set is a walk that skips .git. Either
 // way only regular files count: symlinks, submodules and devices are not
-// content.
+// content. Ignored tells whether a path is left out because it is ignored:
+// by git's ignore rules (tracked files never are), or, in either kind of
+// repository, for lying in or being a .git.
 //
 // # Digests
 //

@@ -118,6 +118,59 @@ func (r *Repo) Files(ctx context.Context) ([]string, error) {
 	return slices.Compact(paths), nil
 }
 
+// Ignored reports whether rel, a root-relative path that need not exist, is
+// outside the repository's file set because it is ignored: any path with a
+// .git component (git's database, or a worktree's pointer to one), and for
+// git whatever `git check-ignore` says is ignored (.gitignore files,
+// .git/info/exclude, core.excludesFile). A tracked file is never ignored,
+// even when a pattern matches it, just as Files lists it. For a plain
+// directory nothing else is ignored. rel must be clean, relative and
+// slash-separated (ErrUnsafePath otherwise).
+func (r *Repo) Ignored(ctx context.Context, rel string) (bool, error) {
+	if err := checkRel(rel); err != nil {
+		return false, err
+	}
+	if slices.Contains(strings.Split(rel, "/"), ".git") {
+		return true, nil
+	}
+	if !r.git {
+		return false, nil
+	}
+	ignored, err := r.checkIgnore(ctx, rel)
+	if err != nil {
+		return false, fmt.Errorf("check whether %s is ignored: %w", rel, err)
+	}
+	return ignored, nil
+}
+
+// checkIgnore asks `git check-ignore` about rel. It reads its arguments as
+// pathspecs and refuses --literal-pathspecs, so a name with a leading ':'
+// (pathspec magic) or a wildcard, which could match some other, tracked
+// file and pass for tracked, is asked differently: whether rel itself is
+// tracked goes to ls-files with a literal pathspec, and check-ignore
+// --no-index, which consults only the ignore rules, gets "./"+rel, which
+// no magic can start.
+func (r *Repo) checkIgnore(ctx context.Context, rel string) (bool, error) {
+	args := []string{"check-ignore", "-q", "--", rel}
+	if strings.HasPrefix(rel, ":") || strings.ContainsAny(rel, "*?[") {
+		tracked, err := runGit(ctx, r.root, "--literal-pathspecs", "ls-files", "-z", "--cached", "--", rel)
+		if err != nil || len(tracked) > 0 {
+			return false, err
+		}
+		args = []string{"check-ignore", "-q", "--no-index", "--", "./" + rel}
+	}
+	_, err := runGit(ctx, r.root, args...)
+	var ge *GitError
+	switch {
+	case err == nil: // exit 0: ignored
+		return true, nil
+	case errors.As(err, &ge) && ge.ExitCode == 1: // exit 1: not ignored
+		return false, nil
+	default:
+		return false, err
+	}
+}
+
 // lsFiles lists the paths git sees under pathspec (nil: everything), tracked
 // or untracked-and-not-ignored, exactly as recorded (possibly not on disk).
 func (r *Repo) lsFiles(ctx context.Context, pathspec []string) ([]string, error) {
