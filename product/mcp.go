@@ -47,7 +47,7 @@ func ServeMCP(ctx context.Context, cfg MCPConfig, in io.Reader, out io.Writer) e
 		"ping":       {Handle: func(context.Context, jsonrpc.Request) (any, error) { return struct{}{}, nil }, BeforeInit: true},
 		"tools/list": {Handle: s.toolsList},
 		"tools/call": {Handle: s.toolsCall, Serialized: true},
-	}, jsonrpc.Options{Log: cfg.Log, CancelMethod: "notifications/cancelled", InitMethod: "initialize"})
+	}, jsonrpc.Options{Log: cfg.Log, CancelMethod: "notifications/cancelled", InitMethod: "initialize", DrainOnEOF: true})
 	return srv.Serve(ctx, in, out)
 }
 

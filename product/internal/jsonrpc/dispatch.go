@@ -13,8 +13,9 @@ type call struct {
 	handle  Handler
 	ctx     context.Context
 	cancel  context.CancelFunc
-	isInit  bool // the InitMethod request: its outcome sets the session state
-	started bool // guarded by Server.mu; false only while queued
+	isInit  bool          // the InitMethod request: its outcome sets the session state
+	started bool          // guarded by Server.mu; false only while queued
+	done    chan struct{} // closed when the call has been answered
 }
 
 // handleLine dispatches one non-blank input line. It runs on the reader
@@ -29,8 +30,15 @@ func (s *Server) handleLine(line []byte) {
 	case m.kind == kindNotification:
 		s.notification(m)
 	default:
-		if rerr := s.admit(m); rerr != nil {
+		c, rerr := s.admit(m)
+		if rerr != nil {
 			s.respond(m.id, nil, rerr)
+		}
+		if c != nil && c.isInit {
+			// Nothing but ping may run before the session is initialized,
+			// so the reader waits for initialize to be answered: a client
+			// that sends its next requests right behind it is not refused.
+			<-c.done
 		}
 	}
 }
@@ -38,29 +46,29 @@ func (s *Server) handleLine(line []byte) {
 // admit checks a request against the session and starts or queues it. The
 // id is recorded before any other check, so a refused request's id counts
 // as used too: the rule is "never twice", not "never twice successfully".
-func (s *Server) admit(m message) *Error {
+func (s *Server) admit(m message) (*call, *Error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.stopping {
-		return nil // Serve is returning; the line arrived too late to answer
+		return nil, nil // Serve is returning; the line arrived too late to answer
 	}
 	if s.used[m.key] {
-		return errDuplicateID()
+		return nil, errDuplicateID()
 	}
 	s.used[m.key] = true
 	meth, ok := s.methods[m.method]
 	if !ok {
-		return errMethodNotFound(m.method)
+		return nil, errMethodNotFound(m.method)
 	}
 	isInit := s.opts.InitMethod != "" && m.method == s.opts.InitMethod
 	if rerr := s.gate(meth, isInit); rerr != nil {
-		return rerr
+		return nil, rerr
 	}
 	c := s.newCall(m, meth)
 	c.key, c.isInit = m.key, isInit
 	s.inflight[m.key] = c
 	s.schedule(c, meth.Serialized)
-	return nil
+	return c, nil
 }
 
 // gate applies the initialization rules; s.mu is held.
@@ -102,12 +110,13 @@ func (s *Server) notification(m message) {
 func (s *Server) newCall(m message, meth Method) *call {
 	ctx, cancel := context.WithCancel(s.base)
 	req := Request{ID: m.id, Method: m.method, Params: m.params, IsNotification: m.kind == kindNotification}
-	return &call{req: req, handle: meth.Handle, ctx: ctx, cancel: cancel}
+	return &call{req: req, handle: meth.Handle, ctx: ctx, cancel: cancel, done: make(chan struct{})}
 }
 
 // schedule queues a serialized call or starts any other; s.mu is held and
 // s.stopping is false, so wg.Add cannot race with shutdown's wg.Wait.
 func (s *Server) schedule(c *call, serialized bool) {
+	s.pending.Add(1)
 	if serialized {
 		s.queue = append(s.queue, c)
 		select {
@@ -169,6 +178,8 @@ func (s *Server) run(c *call) {
 		}
 	}
 	s.mu.Unlock()
+	defer s.pending.Done()
+	defer close(c.done)
 	switch {
 	case !c.req.IsNotification && err != nil:
 		s.respond(c.req.ID, nil, s.replyError(c.req.Method, err, ctxErr))
@@ -221,6 +232,8 @@ func (s *Server) cancelRequest(params json.RawMessage) {
 	c.cancel()
 	if queued {
 		s.respond(c.req.ID, nil, errCancelled())
+		close(c.done) // it will never run
+		s.pending.Done()
 	}
 }
 

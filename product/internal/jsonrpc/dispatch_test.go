@@ -54,19 +54,20 @@ func TestServe_Init(t *testing.T) {
 			t.Fatalf("log lacks %q:\n%s", want, p.log)
 		}
 	})
-	t.Run("WhileInitRuns", func(t *testing.T) {
+	t.Run("LinesWaitForInit", func(t *testing.T) {
+		// The reader holds every line behind initialize until it is
+		// answered, so a client that pipelines is never refused.
 		g := newGate()
 		p := startPeer(t, map[string]Method{mcpInit: {Handle: g.handle}, "ping": ping, "tool": {Handle: ping.Handle}}, mcpOpts)
 		p.send(req("1", mcpInit))
 		g.next(t)
-		p.send(req("2", mcpInit))
-		p.expect(errLine("2", CodeInvalidRequest, "already initialized"))
-		p.send(req("3", "tool"))
-		p.expect(errLine("3", CodeInvalidRequest, "not initialized"))
+		sent := make(chan struct{})
+		go func() { p.send(req("2", mcpInit), req("3", "tool")); close(sent) }()
 		close(g.release)
 		p.expect(`{"jsonrpc":"2.0","id":1,"result":{"released":true}}`)
-		p.send(req("4", "tool")) // sent after the init response: never refused
-		p.expect(`{"jsonrpc":"2.0","id":4,"result":{}}`)
+		p.expect(errLine("2", CodeInvalidRequest, "already initialized"))
+		p.expect(`{"jsonrpc":"2.0","id":3,"result":{}}`)
+		<-sent
 	})
 }
 
@@ -179,10 +180,12 @@ func TestServe_Cancel(t *testing.T) {
 		p := startPeer(t, map[string]Method{mcpInit: {Handle: g.handle}, "ping": ping}, mcpOpts)
 		p.send(req("1", mcpInit))
 		g.next(t)
-		p.send(cancelLine("1"))
-		p.barrier()
+		sent := make(chan struct{})
+		go func() { p.send(cancelLine("1")); close(sent) }()
 		close(g.release)
 		p.expect(`{"jsonrpc":"2.0","id":1,"result":{"released":true}}`)
+		<-sent
+		p.barrier()
 	})
 }
 
@@ -224,6 +227,27 @@ func TestServe_EOF(t *testing.T) {
 	}
 	if len(g.started) != 0 {
 		t.Fatal("the queued request ran")
+	}
+}
+
+func TestServe_DrainOnEOF(t *testing.T) {
+	g := newGate()
+	p := startPeer(t, map[string]Method{"ping": ping, "slow": {Serialized: true, Handle: g.handle}}, Options{DrainOnEOF: true})
+	p.send(req("1", "slow"), req("2", "slow"), req("3", "ping"))
+	g.next(t)
+	p.in.Close()
+	close(g.release) // the client is gone, but what it asked for is still answered
+	got := map[string]string{}
+	for range 3 {
+		r := p.recv()
+		got[string(r.ID)] = summary(r)
+	}
+	if err := p.wait(); err != nil {
+		t.Fatalf("Serve: %v", err)
+	}
+	want := map[string]string{"1": `result {"released":true}`, "2": `result {"released":true}`, "3": "result {}"}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Fatalf("replies (-want +got):\n%s", diff)
 	}
 }
 

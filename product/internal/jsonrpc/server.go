@@ -30,6 +30,10 @@ type Method struct {
 // Options configures a Server. The zero value is usable: 1 MiB lines, no
 // log, no cancellation method, no initialization required.
 type Options struct {
+	// DrainOnEOF lets every accepted request finish and be answered after
+	// the input ends, instead of cancelling them: a stdio client may send
+	// its last requests and close its input at once. ctx still cuts it short.
+	DrainOnEOF bool
 	// MaxLine bounds one input line in bytes, newline excluded (default
 	// 1 MiB). A longer line is answered with -32600 (id null) and skipped.
 	MaxLine int
@@ -77,6 +81,7 @@ type Server struct {
 	wake     chan struct{}    // nudges the serial worker; capacity 1
 	base     context.Context  // parent of every handler context
 	wg       sync.WaitGroup   // handler goroutines and the serial worker
+	pending  sync.WaitGroup   // accepted calls not yet answered (drained at EOF)
 }
 
 // NewServer returns a server for methods, which it copies. It panics if a
@@ -132,11 +137,28 @@ func (s *Server) Serve(ctx context.Context, in io.Reader, out io.Writer) error {
 	var err error
 	select {
 	case err = <-readDone:
+		if err == nil && s.opts.DrainOnEOF {
+			err = s.drain(ctx)
+		}
 	case <-ctx.Done():
 		err = ctx.Err()
 	}
 	s.shutdown(stop)
 	return err
+}
+
+// drain lets every accepted call finish after the client closed its input:
+// a client may send its last requests and close stdin at once, and still
+// read the answers. ctx ending cuts the drain short.
+func (s *Server) drain(ctx context.Context) error {
+	done := make(chan struct{})
+	go func() { s.pending.Wait(); close(done) }()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }
 
 func (s *Server) begin(base context.Context, out io.Writer) error {
@@ -169,6 +191,8 @@ func (s *Server) shutdown(stop context.CancelFunc) {
 		if !c.req.IsNotification {
 			s.respond(c.req.ID, nil, errCancelled())
 		}
+		close(c.done) // it will never run
+		s.pending.Done()
 	}
 	s.wg.Wait()
 	s.wmu.Lock()
