@@ -24,7 +24,7 @@ func MustGit(tb testing.TB, dir string, args ...string) string {
 		"-c", "commit.gpgsign=false", "-c", "init.defaultBranch=main"}, args...)
 	cmd := exec.Command("git", full...)
 	cmd.Dir = dir
-	cmd.Env = gitEnv(os.Environ())
+	cmd.Env = testGitEnv()
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		tb.Fatalf("git %s: %v\n%s", strings.Join(args, " "), err, out)
@@ -359,4 +359,16 @@ func TestCreate_Concurrent(t *testing.T) {
 		}
 	}
 	checkNoWorktrees(t, src)
+}
+
+// testGitEnv is the environment without inherited GIT_* variables, so a test
+// run from a git hook still works on its own repositories.
+func testGitEnv() []string {
+	var env []string
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "GIT_") {
+			env = append(env, kv)
+		}
+	}
+	return env
 }

@@ -4,24 +4,10 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"strconv"
 	"strings"
 	"syscall"
 )
-
-// setProcessGroup puts cmd in its own process group and makes cancellation
-// kill the whole group, so a helper git spawns cannot outlive the context.
-func setProcessGroup(cmd *exec.Cmd) {
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	cmd.Cancel = func() error {
-		err := syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-		if errors.Is(err, syscall.ESRCH) {
-			return os.ErrProcessDone
-		}
-		return err
-	}
-}
 
 // processAlive reports whether the process that wrote a marker may still be
 // running. A pid alone is not enough: in a container every run of needle may

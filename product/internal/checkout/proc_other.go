@@ -2,11 +2,6 @@
 
 package checkout
 
-import "os/exec"
-
-// setProcessGroup leaves cmd as is; cancellation kills only git itself.
-func setProcessGroup(cmd *exec.Cmd) {}
-
 // processAlive cannot tell a dead process from a live one portably, so it
 // says alive and Sweep keeps every checkout: leaking one is safe, deleting
 // one in use is not. Needle runs on linux; this keeps the package building.

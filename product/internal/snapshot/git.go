@@ -41,11 +41,21 @@ func (e *GitError) Error() string {
 
 func (e *GitError) Unwrap() error { return e.Err }
 
-// runGit runs git with args in dir and returns its stdout. Config that would
-// make git run programs from the repository (an fsmonitor hook) is disabled,
-// path quoting is off because callers parse -z output.
+// RunGit runs git with args in dir and returns its stdout; a failure is a
+// *GitError. It is the one git runner of the product's leaves (checkouts use
+// it too). Config that would make git run programs from the repository (an
+// fsmonitor, hooks such as post-checkout on `worktree add`) is disabled, and
+// path quoting is off because callers parse -z output. The process runs in
+// its own group, killed whole on cancellation, with capped output.
+func RunGit(ctx context.Context, dir string, args ...string) ([]byte, error) {
+	return runGit(ctx, dir, args...)
+}
+
+// SplitNUL splits git's -z output into its records.
+func SplitNUL(out []byte) []string { return splitNUL(out) }
+
 func runGit(ctx context.Context, dir string, args ...string) ([]byte, error) {
-	full := append([]string{"-c", "core.quotepath=off", "-c", "core.fsmonitor=false"}, args...)
+	full := append([]string{"-c", "core.quotepath=off", "-c", "core.fsmonitor=false", "-c", "core.hooksPath=" + os.DevNull}, args...)
 	cmd := exec.CommandContext(ctx, "git", full...)
 	cmd.Dir = dir
 	cmd.Env = gitEnv(os.Environ())
@@ -73,7 +83,9 @@ func runGit(ctx context.Context, dir string, args ...string) ([]byte, error) {
 // GIT_INDEX_FILE and GIT_WORK_TREE set for its own repository; inherited,
 // they would point every command here at that repository instead of root.
 // GIT_OPTIONAL_LOCKS=0 keeps `git status` from rewriting the index under
-// the user's feet; LC_ALL=C keeps the messages isNotRepo matches stable.
+// the user's feet; LC_ALL=C keeps the messages isNotRepo matches stable;
+// GIT_LFS_SKIP_SMUDGE=1 leaves LFS pointers in a checkout instead of
+// fetching (the content overlay copies the real bytes from the work tree).
 func gitEnv(env []string) []string {
 	out := make([]string, 0, len(env)+3)
 	for _, kv := range env {
@@ -82,7 +94,7 @@ func gitEnv(env []string) []string {
 		}
 		out = append(out, kv)
 	}
-	return append(out, "GIT_OPTIONAL_LOCKS=0", "GIT_TERMINAL_PROMPT=0", "LC_ALL=C")
+	return append(out, "GIT_OPTIONAL_LOCKS=0", "GIT_TERMINAL_PROMPT=0", "GIT_LFS_SKIP_SMUDGE=1", "LC_ALL=C")
 }
 
 // isNotRepo reports whether err means "dir is not in a git work tree" (or git
