@@ -27,6 +27,9 @@ Commands:
   record --codex BIN --repository DIR|FILE.txtar --need FILE --answer FILE --out DIR
                     record a frozen evidence-worker transcript with the real
                     codex binary and a fake model that gives ANSWER
+  experiment mcp-contract-microbench --mcp-request-file FILE [--repository DIR] [--calls N]
+                    time need_context calls and a no-op ping on one MCP stdio
+                    loop (latency quantiles)
   version           print the harness version and the product it drives
   help              print this help
 
@@ -57,6 +60,8 @@ func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io
 		return h.fakeModel(args[1:])
 	case "record":
 		return h.record(args[1:])
+	case "experiment":
+		return h.experiment(args[1:])
 	}
 	fmt.Fprintf(stderr, "needlebench: unknown command %q\n\n%s", args[0], usage)
 	return 2

@@ -51,25 +51,16 @@ func (c *cli) mcpServe(args []string) int {
 			return c.fail("mcp serve", err)
 		}
 	}
-	st, err := OpenStore(c.ctx, *dataDir)
-	if err != nil {
-		return c.fail("mcp serve", err)
-	}
-	err = st.ensureDefaultProfile(c.ctx)
-	var rev ProfileRevision
-	if err == nil {
-		rev, err = st.profile(c.ctx, *profileID)
-	}
-	st.Close()
-	if err != nil {
-		return c.fail("mcp serve", err)
-	}
-	cfg.Limits = Limits{Needs: rev.Profile.Limits.Needs, Workers: rev.Profile.Limits.Workers}
 	eng, err := Open(c.ctx, cfg)
 	if err != nil {
 		return c.fail("mcp serve", err)
 	}
 	defer eng.Close()
+	rev, err := eng.Profile(c.ctx, *profileID)
+	if err != nil {
+		return c.fail("mcp serve", err)
+	}
+	eng.cfg.Limits = Limits{Needs: rev.Profile.Limits.Needs, Workers: rev.Profile.Limits.Workers}.clamp()
 	err = ServeMCP(c.ctx, MCPConfig{Engine: eng, Repository: *repo, MainModel: *mainModel, Profile: rev,
 		CacheOnly: *cacheOnly, WorkerReady: cfg.Codex != nil, Log: c.stderr}, c.stdin, c.stdout)
 	if err != nil {

@@ -146,3 +146,12 @@ func (s *Store) profiles(ctx context.Context) ([]ProfileRevision, error) {
 	}
 	return out, nil
 }
+
+// Profile returns the newest revision of a role profile; the built-in
+// "default" profile is created on first use.
+func (e *Engine) Profile(ctx context.Context, id string) (ProfileRevision, error) {
+	if err := e.store.ensureDefaultProfile(ctx); err != nil {
+		return ProfileRevision{}, err
+	}
+	return e.store.profile(ctx, id)
+}

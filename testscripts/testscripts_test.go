@@ -41,6 +41,7 @@ func TestScripts(t *testing.T) {
 		Setup: func(env *testscript.Env) error {
 			frozen, err := filepath.Abs(filepath.Join("..", "frozen"))
 			env.Setenv("NEEDLE_FROZEN", frozen)
+			env.Setenv("NEEDLE_FIXTURES", filepath.Join(filepath.Dir(frozen), "fixtures"))
 			return err
 		},
 		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){

@@ -1,0 +1,144 @@
+package bench
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"sort"
+	"time"
+
+	"github.com/needle-dev/needle/product"
+	"gonum.org/v1/gonum/stat"
+)
+
+// experiment runs a named experiment.
+func (h *harness) experiment(args []string) int {
+	if len(args) == 0 || args[0] != "mcp-contract-microbench" {
+		fmt.Fprintf(h.stderr, "needlebench experiment: want mcp-contract-microbench\n\n%s", usage)
+		return 2
+	}
+	fs := h.flags("experiment mcp-contract-microbench")
+	reqFile := fs.String("mcp-request-file", "", "")
+	repo := fs.String("repository", ".", "")
+	calls := fs.Int("calls", 200, "")
+	if !h.parse(fs, args[1:]) {
+		return 2
+	}
+	if *reqFile == "" || *calls < 1 || fs.NArg() != 0 {
+		fmt.Fprintf(h.stderr, "needlebench experiment mcp-contract-microbench: --mcp-request-file FILE is required\n\n%s", usage)
+		return 2
+	}
+	rep, err := microbench(h.ctx, *reqFile, *repo, *calls)
+	if err != nil {
+		fmt.Fprintf(h.stderr, "needlebench experiment: %v\n", err)
+		return 1
+	}
+	fmt.Fprintf(h.stdout, "mcp-contract-microbench: %d calls each over one stdio JSON-RPC loop (cache-only, in process)\n", *calls)
+	fmt.Fprintf(h.stdout, "%-14s %10s %10s %10s %10s\n", "method", "p50 ms", "p95 ms", "p99 ms", "max ms")
+	for _, r := range rep {
+		fmt.Fprintf(h.stdout, "%-14s %10.3f %10.3f %10.3f %10.3f\n", r.Method, r.P50, r.P95, r.P99, r.Max)
+	}
+	return 0
+}
+
+// latency is the quantiles of one method's round trips, in milliseconds.
+type latency struct {
+	Method             string
+	P50, P95, P99, Max float64
+}
+
+// microbench serves MCP through the product's public ServeMCP on pipes and
+// times need_context calls (the request file's arguments) and, in the same
+// run on the same loop, a no-op ping.
+func microbench(ctx context.Context, reqFile, repo string, calls int) ([]latency, error) {
+	args, err := os.ReadFile(reqFile)
+	if err != nil {
+		return nil, err
+	}
+	var compact bytes.Buffer
+	if err := json.Compact(&compact, args); err != nil {
+		return nil, fmt.Errorf("%s: %w", reqFile, err)
+	}
+	args = compact.Bytes() // one request, one line
+	data, err := os.MkdirTemp("", "needle-microbench-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(data)
+	eng, err := product.Open(ctx, product.Config{DataDir: data, Repository: repo, CacheOnly: true, Transport: "mcp",
+		Limits: product.Limits{Needs: product.HardSessionLimit}})
+	if err != nil {
+		return nil, err
+	}
+	defer eng.Close()
+	profile, err := eng.Profile(ctx, product.DefaultProfileID)
+	if err != nil {
+		return nil, err
+	}
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	done := make(chan error, 1)
+	go func() {
+		done <- product.ServeMCP(ctx, product.MCPConfig{Engine: eng, Repository: repo, MainModel: "microbench",
+			Profile: profile, CacheOnly: true}, inR, outW)
+		outW.Close()
+	}()
+	c := &lineClient{w: inW, r: bufio.NewReader(outR)}
+	if _, err := c.call(`"initialize"`, `{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"microbench","version":"1"}}`); err != nil {
+		return nil, err
+	}
+	var out []latency
+	for _, m := range []struct{ name, method, params string }{
+		{"need_context", `"tools/call"`, `{"name":"need_context","arguments":` + string(args) + `}`},
+		{"ping", `"ping"`, `{}`},
+	} {
+		var ms []float64
+		for range calls {
+			d, err := c.call(m.method, m.params)
+			if err != nil {
+				return nil, fmt.Errorf("%s: %w", m.name, err)
+			}
+			ms = append(ms, float64(d.Microseconds())/1000)
+		}
+		sort.Float64s(ms)
+		out = append(out, latency{m.name, stat.Quantile(0.5, stat.Empirical, ms, nil), stat.Quantile(0.95, stat.Empirical, ms, nil),
+			stat.Quantile(0.99, stat.Empirical, ms, nil), ms[len(ms)-1]})
+	}
+	inW.Close()
+	return out, <-done
+}
+
+// lineClient is a minimal JSON-RPC client over lines.
+type lineClient struct {
+	w  io.Writer
+	r  *bufio.Reader
+	id int
+}
+
+// call sends one request and times the round trip; an error reply fails.
+func (c *lineClient) call(method, params string) (time.Duration, error) {
+	c.id++
+	start := time.Now()
+	if _, err := fmt.Fprintf(c.w, `{"jsonrpc":"2.0","id":%d,"method":%s,"params":%s}`+"\n", c.id, method, params); err != nil {
+		return 0, err
+	}
+	line, err := c.r.ReadBytes('\n')
+	took := time.Since(start)
+	if err != nil {
+		return 0, err
+	}
+	var reply struct {
+		Error *struct{ Message string } `json:"error"`
+	}
+	if err := json.Unmarshal(line, &reply); err != nil {
+		return 0, err
+	}
+	if reply.Error != nil {
+		return 0, fmt.Errorf("error reply: %s", reply.Error.Message)
+	}
+	return took, nil
+}
