@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -130,3 +131,94 @@ func roundTrip(t *testing.T, v any) any {
 	}
 	return out
 }
+
+// TestMCP_GoSDKCancel cancels an in-flight need_context from the SDK
+// client: the server interrupts the App Server turn, kills its process
+// tree, cleans the checkout up and records the run. The App Server is the
+// replay server serving a worker session cut right after its turn started,
+// so the turn never ends by itself.
+func TestMCP_GoSDKCancel(t *testing.T) {
+	needle := MustNeedleBinary(t)
+	bench := filepath.Join(filepath.Dir(needle), "needlebench")
+	if out, err := exec.Command("go", "build", "-o", bench, "../cmd/needlebench").CombinedOutput(); err != nil {
+		t.Fatalf("build needlebench: %v\n%s", err, out)
+	}
+	held := filepath.Join(t.TempDir(), "held")
+	src, err := os.ReadFile(filepath.Join("..", "frozen", "worker", "grepx", "86e95f3d8225eb2c06a5c0f3bb71cb94.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	i := strings.Index(string(src), `"method":"turn/started"`)
+	if i < 0 {
+		t.Fatal("no turn/started in the worker transcript")
+	}
+	cut := string(src[:i]) + string(src[i:])[:strings.IndexByte(string(src[i:]), '\n')+1]
+	MustWriteFile(t, filepath.Join(held, "session.jsonl"), cut)
+
+	repo := MustFixtureRepo(t, "grepx", false)
+	data := t.TempDir()
+	cmd := exec.Command(needle, "mcp", "serve", "--data-dir", data, "--repository", repo, "--main-model", "sdk-test",
+		"--role-profile", "default", "--codex", bench+" appserver-replay --transcripts "+held)
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	client := mcp.NewClient(&mcp.Implementation{Name: "needle-test", Version: "0.0.1"}, nil)
+	s, err := client.Connect(context.Background(), &mcp.CommandTransport{Command: cmd, TerminateDuration: 30 * time.Second}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var args map[string]any
+	_ = json.Unmarshal(MustReadFile(t, "fixtures/worker/newsearcher.need.json"), &args)
+	ctx, cancel := context.WithCancel(context.Background())
+	result := make(chan error, 1)
+	go func() {
+		_, err := s.CallTool(ctx, &mcp.CallToolParams{Name: "need_context", Arguments: args})
+		result <- err
+	}()
+	// The worker is running once its checkout exists.
+	deadline := time.Now().Add(30 * time.Second)
+	for !hasEntries(filepath.Join(data, "checkouts")) {
+		if time.Now().After(deadline) {
+			t.Fatal("the worker never started")
+		}
+		runtimeYield()
+	}
+	cancel()
+	if err := <-result; err == nil {
+		t.Fatal("a cancelled call returned a result")
+	}
+	// The SDK sends notifications/cancelled asynchronously: the server
+	// has acted on it once the worker's checkout is gone.
+	deadline = time.Now().Add(30 * time.Second)
+	for hasEntries(filepath.Join(data, "checkouts")) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the cancellation never reached the worker\n%s", stderr.String())
+		}
+		runtimeYield()
+	}
+	if err := s.Close(); err != nil {
+		t.Errorf("the server did not exit cleanly on stdin EOF: %v\n%s", err, stderr.String())
+	}
+	st, err := OpenStore(context.Background(), data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	var status, msg string
+	if err := st.db.QueryRow(`SELECT status, error FROM worker_runs`).Scan(&status, &msg); err != nil || status != "failed" {
+		t.Errorf("the cancelled run was not recorded as failed: %q %q %v", status, msg, err)
+	}
+	for _, dir := range []string{"checkouts", "codex-homes"} {
+		if hasEntries(filepath.Join(data, dir)) {
+			t.Errorf("%s left behind after cancellation", dir)
+		}
+	}
+}
+
+func hasEntries(dir string) bool {
+	entries, err := os.ReadDir(dir)
+	return err == nil && len(entries) > 0
+}
+
+// runtimeYield lets other goroutines and processes run between polls of a
+// condition that only the file system shows.
+func runtimeYield() { runtime.Gosched() }
