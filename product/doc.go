@@ -197,6 +197,25 @@
 // (product/internal/replay, needlebench appserver-replay) can serve in
 // place of codex, choosing the session by the worker's invocation identity.
 //
+// # MCP
+//
+// ServeMCP (needle mcp serve) speaks MCP 2025-06-18 and 2024-11-05 over
+// stdio through product/internal/jsonrpc: bounded lines (an over-long line
+// is an error and the server stays up), initialize before tool calls (ping
+// excepted; lines behind initialize wait for its answer), -32700 for
+// unparsable lines, -32601 for unknown methods (server/discover included),
+// duplicate request ids refused for the whole session, tool calls one at a
+// time in arrival order, notifications/cancelled bound to the request id
+// (the worker's turn is interrupted and its process group killed; the run
+// and its cleanup are recorded), and at stdin EOF every accepted request is
+// answered before the server exits. initialize freezes the session:
+// repository, role-profile revision, routes, semantic definition, main
+// model, worker policy and protocol (session_freezes). tools/list offers
+// need_context with a closed inputSchema (the session's routes as an enum)
+// and, on 2025-06-18, the outputSchema of NeedResult; invalid arguments are
+// -32602 before anything is resolved; content[0].text is the context, and
+// structuredContent the NeedResult (2025-06-18 only).
+//
 // # Store
 //
 // SQLite (modernc.org/sqlite, no cgo) in DATA_DIR/needle.db is the source of
