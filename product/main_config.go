@@ -52,37 +52,49 @@ Manage the settings of the Needle profile in DIR. Keys:
   worker.deadline   the wall-clock bound of one worker turn (default 2m)
 `
 
-func (c *cli) config(args []string) int {
+// verbArgs parses `needle NAME VERB --data-dir DIR ARGS…` for commands made
+// of verbs, each with a fixed number of arguments. ok is false when the
+// command must stop with code.
+func (c *cli) verbArgs(name, usage string, arity map[string]int, args []string) (verb, dataDir string, rest []string, code int, ok bool) {
 	if len(args) == 0 {
-		fmt.Fprint(c.stderr, usageConfig)
-		return 2
+		fmt.Fprint(c.stderr, usage)
+		return "", "", nil, 2, false
 	}
-	verb, want := args[0], map[string]int{"set": 2, "get": 1, "list": 0}
-	n, ok := want[verb]
+	verb = args[0]
+	n, known := arity[verb]
+	if !known {
+		fmt.Fprintf(c.stderr, "needle %s: unknown verb %q\n\n%s", name, verb, usage)
+		return "", "", nil, 2, false
+	}
+	fs := c.flags(name + " " + verb)
+	dir := fs.String("data-dir", "", "")
+	if code, ok := c.parse(fs, usage, args[1:]); !ok {
+		return "", "", nil, code, false
+	}
+	if *dir == "" || fs.NArg() != n {
+		fmt.Fprintf(c.stderr, "needle %s %s: --data-dir and %d arguments are required\n\n%s", name, verb, n, usage)
+		return "", "", nil, 2, false
+	}
+	return verb, *dir, fs.Args(), 0, true
+}
+
+func (c *cli) config(args []string) int {
+	verb, dataDir, rest, code, ok := c.verbArgs("config", usageConfig, map[string]int{"set": 2, "get": 1, "list": 0}, args)
 	if !ok {
-		fmt.Fprintf(c.stderr, "needle config: unknown verb %q\n\n%s", verb, usageConfig)
-		return 2
-	}
-	fs := c.flags("config " + verb)
-	dataDir := fs.String("data-dir", "", "")
-	if code, ok := c.parse(fs, usageConfig, args[1:]); !ok {
 		return code
 	}
-	if *dataDir == "" || fs.NArg() != n {
-		fmt.Fprintf(c.stderr, "needle config %s: --data-dir and %d arguments are required\n\n%s", verb, n, usageConfig)
-		return 2
-	}
+	n := len(rest)
 	if n > 0 {
-		if err := checkSetting(fs.Arg(0), fs.Arg(n-1), verb == "set"); err != nil {
+		if err := checkSetting(rest[0], rest[n-1], verb == "set"); err != nil {
 			return c.fail("config "+verb, err)
 		}
 	}
-	st, err := OpenStore(c.ctx, *dataDir)
+	st, err := OpenStore(c.ctx, dataDir)
 	if err != nil {
 		return c.fail("config "+verb, err)
 	}
 	defer st.Close()
-	return c.runConfig(st, verb, fs.Args())
+	return c.runConfig(st, verb, rest)
 }
 
 func checkSetting(key, value string, setting bool) error {

@@ -83,28 +83,13 @@ first start. A profile body is JSON:
 `
 
 func (c *cli) profileCmd(args []string) int {
-	if len(args) == 0 {
-		fmt.Fprint(c.stderr, usageProfile)
-		return 2
-	}
-	verb, want := args[0], map[string]int{"list": 0, "show": 1, "create": 2}
-	n, ok := want[verb]
+	verb, dataDir, rest, code, ok := c.verbArgs("profile", usageProfile, map[string]int{"list": 0, "show": 1, "create": 2}, args)
 	if !ok {
-		fmt.Fprintf(c.stderr, "needle profile: unknown verb %q\n\n%s", verb, usageProfile)
-		return 2
-	}
-	fs := c.flags("profile " + verb)
-	dataDir := fs.String("data-dir", "", "")
-	if code, ok := c.parse(fs, usageProfile, args[1:]); !ok {
 		return code
-	}
-	if *dataDir == "" || fs.NArg() != n {
-		fmt.Fprintf(c.stderr, "needle profile %s: --data-dir and %d arguments are required\n\n%s", verb, n, usageProfile)
-		return 2
 	}
 	var body Profile
 	if verb == "create" {
-		data, err := c.readInput(fs.Arg(1), 64<<10)
+		data, err := c.readInput(rest[1], 64<<10)
 		if err == nil {
 			err = decodeProfile(data, &body)
 		}
@@ -112,7 +97,7 @@ func (c *cli) profileCmd(args []string) int {
 			return c.fail("profile create", err)
 		}
 	}
-	st, err := OpenStore(c.ctx, *dataDir)
+	st, err := OpenStore(c.ctx, dataDir)
 	if err != nil {
 		return c.fail("profile "+verb, err)
 	}
@@ -125,9 +110,9 @@ func (c *cli) profileCmd(args []string) int {
 	case "list":
 		out, err = st.profiles(c.ctx)
 	case "show":
-		out, err = st.profile(c.ctx, fs.Arg(0))
+		out, err = st.profile(c.ctx, rest[0])
 	case "create":
-		out, err = st.putProfileRevision(c.ctx, fs.Arg(0), body, false)
+		out, err = st.putProfileRevision(c.ctx, rest[0], body, false)
 	}
 	if err != nil {
 		return c.fail("profile "+verb, err)
