@@ -336,19 +336,9 @@ func steer() Scenario {
 		Name: "steer", Thread: readOnlyThread,
 		Script: fakemodel.Script{Responses: []fakemodel.Response{held, message("steered", "steered answer", usageAnswer)}},
 		Drive: func(ctx context.Context, env *Env) error {
-			id, err := startThread(ctx, env, readOnlyThread)
+			id, turn, err := startedTurn(ctx, env, "Start working.")
 			if err != nil {
 				return err
-			}
-			turn, err := env.Client.StartTurn(ctx, appserver.TurnStartParams{ThreadID: id, Input: text("Start working."),
-				SandboxPolicy: map[string]any{"type": "readOnly", "networkAccess": false}, ApprovalPolicy: "never"})
-			if err != nil {
-				return err
-			}
-			select {
-			case <-turn.Started():
-			case <-ctx.Done():
-				return ctx.Err()
 			}
 			_, wrong := env.Client.Steer(ctx, id, "not-the-turn", text("wrong turn"))
 			var mismatch *appserver.TurnMismatchError
@@ -418,6 +408,26 @@ func notSteerable() Scenario {
 	}
 }
 
+// startedTurn starts a read-only thread and a turn on it, and waits until
+// the turn has started (steering or interrupting earlier races the server).
+func startedTurn(ctx context.Context, env *Env, prompt string) (string, *appserver.Turn, error) {
+	id, err := startThread(ctx, env, readOnlyThread)
+	if err != nil {
+		return "", nil, err
+	}
+	turn, err := env.Client.StartTurn(ctx, appserver.TurnStartParams{ThreadID: id, Input: text(prompt),
+		SandboxPolicy: map[string]any{"type": "readOnly", "networkAccess": false}, ApprovalPolicy: "never"})
+	if err != nil {
+		return "", nil, err
+	}
+	select {
+	case <-turn.Started():
+		return id, turn, nil
+	case <-ctx.Done():
+		return "", nil, ctx.Err()
+	}
+}
+
 // interrupt: a turn whose model call never answers is interrupted.
 func interrupt() Scenario {
 	held := message("held", "never sent", usageRead)
@@ -425,19 +435,9 @@ func interrupt() Scenario {
 	return Scenario{
 		Name: "interrupt", Thread: readOnlyThread, Script: fakemodel.Script{Responses: []fakemodel.Response{held}},
 		Drive: func(ctx context.Context, env *Env) error {
-			id, err := startThread(ctx, env, readOnlyThread)
+			id, turn, err := startedTurn(ctx, env, "Think forever.")
 			if err != nil {
 				return err
-			}
-			turn, err := env.Client.StartTurn(ctx, appserver.TurnStartParams{ThreadID: id, Input: text("Think forever."),
-				SandboxPolicy: map[string]any{"type": "readOnly", "networkAccess": false}, ApprovalPolicy: "never"})
-			if err != nil {
-				return err
-			}
-			select {
-			case <-turn.Started():
-			case <-ctx.Done():
-				return ctx.Err()
 			}
 			if err := env.Client.Interrupt(ctx, id, turn.ID()); err != nil {
 				return err
