@@ -62,6 +62,9 @@ type Config struct {
 	// transcript still expects one (default DefaultReadTimeout). After the
 	// end, Serve waits for EOF as long as ctx allows, as the real server does.
 	ReadTimeout time.Duration
+	// ApplyFileChanges re-enacts completed fileChange items in ${CWD}
+	// (effects.go), as the real server's patches change its directory.
+	ApplyFileChanges bool
 }
 
 // ErrAmbiguous reports candidate transcripts that disagree on a server

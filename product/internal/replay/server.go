@@ -22,13 +22,14 @@ type server struct {
 	cands   []*candidate // still in the running, in Config order
 	timeout time.Duration
 	out     io.Writer
+	apply   bool
 }
 
 func newServer(cfg Config, out io.Writer) (*server, error) {
 	if len(cfg.Transcripts) == 0 {
 		return nil, errors.New("replay: no transcripts")
 	}
-	s := &server{timeout: cfg.ReadTimeout, out: out}
+	s := &server{timeout: cfg.ReadTimeout, out: out, apply: cfg.ApplyFileChanges}
 	if s.timeout <= 0 {
 		s.timeout = DefaultReadTimeout
 	}
@@ -85,6 +86,10 @@ func (s *server) emitReady() error {
 			if c.done() || c.line().Dir != transcript.ServerToClient {
 				return ambiguous(first, c)
 			}
+		}
+		// The real server changed the files before it said so.
+		if err := s.reenact(out, first.binds["CWD"]); err != nil {
+			return fmt.Errorf("scenario %q step %d: %w", first.t.Header.Scenario, first.step(), err)
 		}
 		if _, err := s.out.Write(append(out, '\n')); err != nil {
 			return fmt.Errorf("write to client: %w", err)
