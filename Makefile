@@ -10,7 +10,7 @@ CODEX_PREFIX := .cache/codex-$(CODEX_VERSION)
 CODEX_BIN ?= $(CURDIR)/$(CODEX_PREFIX)/node_modules/@openai/codex-linux-x64/vendor/x86_64-unknown-linux-musl/bin/codex
 CODEX_SCHEMA := $(CURDIR)/.cache/codex-schema-$(CODEX_VERSION)
 
-.PHONY: all build test test-unit test-contract codex frozen-worker bench-smoke check lint fmt vet staticcheck demo fuzz clean
+.PHONY: all build test test-unit test-contract codex frozen-worker frozen-changes bench-smoke check lint fmt vet staticcheck demo fuzz clean
 
 all: build
 
@@ -50,6 +50,16 @@ frozen-worker: build codex
 		$(BIN)/needlebench record --codex $(CODEX_BIN) --repository fixtures/repos/grepx.txtar \
 			--need fixtures/worker/$$n.need.json --answer fixtures/worker/$$n.answer.json \
 			--out frozen/worker/grepx || exit 1; \
+	done
+
+## frozen-changes: re-record the change-worker transcripts of
+## fixtures/changes (patch worker, verifier, repair) with the real codex and
+## the fake model (the update switch for frozen/changes)
+frozen-changes: build codex
+	rm -rf frozen/changes
+	for n in verified undeclared repair repair_twice; do \
+		$(BIN)/needlebench record-change --codex $(CODEX_BIN) --repository fixtures/repos/grepx.txtar \
+			--scenario fixtures/changes/$$n.json --out frozen/changes/$$n || exit 1; \
 	done
 
 ## bench-smoke: run every benchmark once so none rots (figures: go test -bench)

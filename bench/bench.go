@@ -27,6 +27,10 @@ Commands:
   record --codex BIN --repository DIR|FILE.txtar --need FILE --answer FILE --out DIR
                     record a frozen evidence-worker transcript with the real
                     codex binary and a fake model that gives ANSWER
+  record-change --codex BIN --repository DIR|FILE.txtar --scenario FILE --out DIR
+                    record the worker sessions of a supervised change
+                    (prepare_change, then verify_change when the scenario
+                    says so) with the real codex binary and a fake model
   experiment mcp-contract-microbench --mcp-request-file FILE [--repository DIR] [--calls N]
                     time need_context calls and a no-op ping on one MCP stdio
                     loop (latency quantiles)
@@ -60,6 +64,8 @@ func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io
 		return h.fakeModel(args[1:])
 	case "record":
 		return h.record(args[1:])
+	case "record-change":
+		return h.recordChange(args[1:])
 	case "experiment":
 		return h.experiment(args[1:])
 	}

@@ -39,6 +39,7 @@ type Engine struct {
 	repo  *snapshot.Repo
 	root  string
 	turn  fifo
+	codex *codexWorker // runs change workers; nil without an App Server
 
 	mu      sync.Mutex
 	ledgers map[string]*Ledger
@@ -84,6 +85,7 @@ func Open(ctx context.Context, cfg Config) (*Engine, error) {
 			return nil, err
 		}
 		e.cfg.Worker = w
+		e.codex = w
 	}
 	def := Definition()
 	if err := st.PutDefinition(ctx, DefinitionID(), CompilerVersion, []byte(mustJSON(def))); err != nil {

@@ -17,6 +17,8 @@ const (
 	KindStore                    // the SQLite store failed or refused to open
 	KindMigration                // the applied schema does not match this binary
 	KindIO                       // reading or writing a local file failed
+	KindConflict                 // the request conflicts with the state of what it names
+	KindUnavailable              // what the request needs is not configured (no worker)
 )
 
 var kindNames = [...]string{
@@ -26,6 +28,8 @@ var kindNames = [...]string{
 	KindStore:        "store",
 	KindMigration:    "migration",
 	KindIO:           "io",
+	KindConflict:     "conflict",
+	KindUnavailable:  "unavailable",
 }
 
 func (k Kind) String() string {

@@ -38,13 +38,13 @@ func ServeAppServerReplay(ctx context.Context, files []string, stdin io.Reader, 
 	if home != "" {
 		env["CODEX_HOME"] = home
 	}
-	return replay.Serve(ctx, replay.Config{Transcripts: selectSession(ts, home), Env: env}, stdin, stdout, stderr)
+	return replay.Serve(ctx, replay.Config{Transcripts: selectSession(ts, home), Env: env, ApplyFileChanges: true}, stdin, stdout, stderr)
 }
 
-// selectSession picks the recorded evidence-worker session the product is
-// starting: every worker's CODEX_HOME is named after its invocation id (the
-// identity of everything its prompt depends on), and so is the session's
-// scenario. The lines a real server sends before the first client message
+// selectSession picks the recorded worker session the product is starting:
+// every worker's CODEX_HOME is named after its invocation id (the identity
+// of everything its prompt depends on), and so is the session's scenario
+// ("<role>-worker <invocation>"). The lines a real server sends before the first client message
 // that tells sessions apart (warnings, timestamps) vary between recordings,
 // so sessions are chosen by identity rather than by lockstep. Without a
 // match every transcript stays a candidate and the replay decides.
@@ -56,7 +56,7 @@ func selectSession(ts []*transcript.Transcript, home string) []*transcript.Trans
 	}
 	var chosen []*transcript.Transcript
 	for _, t := range ts {
-		if strings.HasPrefix(t.Header.Scenario, workerScenario+"b3:"+prefix) {
+		if _, inv, _ := strings.Cut(t.Header.Scenario, " "); strings.HasPrefix(inv, "b3:"+prefix) {
 			chosen = append(chosen, t)
 		}
 	}

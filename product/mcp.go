@@ -111,8 +111,8 @@ func (s *mcpSession) protocol() string {
 // modern reports whether the session speaks 2025-06-18 (structured output).
 func (s *mcpSession) modern() bool { return s.protocol() == "2025-06-18" }
 
-// tools lists the session's tools. prepare_change and verify_change are not
-// offered by this build.
+// tools lists the session's tools: need_context, and unless the server
+// runs --cache-only prepare_change and verify_change.
 func (s *mcpSession) toolsList(context.Context, jsonrpc.Request) (any, error) {
 	tool := map[string]any{
 		"name":  "need_context",
@@ -124,7 +124,11 @@ func (s *mcpSession) toolsList(context.Context, jsonrpc.Request) (any, error) {
 	if s.modern() {
 		tool["outputSchema"] = needContextOutputSchema()
 	}
-	return map[string]any{"tools": []any{tool}}, nil
+	tools := []any{tool}
+	if !s.cfg.CacheOnly {
+		tools = append(tools, prepareChangeTool(s.modern()), verifyChangeTool(s.modern()))
+	}
+	return map[string]any{"tools": tools}, nil
 }
 
 type toolCallParams struct {
@@ -140,12 +144,17 @@ func (s *mcpSession) toolsCall(ctx context.Context, req jsonrpc.Request) (any, e
 	if err := json.Unmarshal(req.Params, &p); err != nil {
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "tools/call: params must be {name, arguments}"}
 	}
-	if p.Name != "need_context" {
-		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("unknown tool %q", p.Name)}
-	}
 	args := []byte(p.Arguments)
 	if len(args) == 0 {
 		args = []byte("{}")
+	}
+	switch {
+	case p.Name == "prepare_change" && !s.cfg.CacheOnly:
+		return s.prepareChange(ctx, args)
+	case p.Name == "verify_change" && !s.cfg.CacheOnly:
+		return s.verifyChange(ctx, args)
+	case p.Name != "need_context":
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("unknown tool %q", p.Name)}
 	}
 	nreq, err := DecodeNeedRequest(args)
 	if err == nil {
@@ -156,18 +165,52 @@ func (s *mcpSession) toolsCall(ctx context.Context, req jsonrpc.Request) (any, e
 	}
 	res, err := s.cfg.Engine.NeedContext(ctx, s.id, nreq)
 	if err != nil {
-		if KindOf(err) == KindInvalidInput {
-			return nil, invalidParams(err)
-		}
-		if ctx.Err() != nil {
-			return nil, &jsonrpc.Error{Code: -32800, Message: "request cancelled"}
-		}
-		if s.cfg.Log != nil {
-			fmt.Fprintf(s.cfg.Log, "need_context: %v\n", err)
-		}
-		return s.toolError("internal error"), nil
+		return s.callFailed(ctx, "need_context", err)
 	}
-	return s.toolResult(res), nil
+	return s.toolResult(res.Context, res), nil
+}
+
+func (s *mcpSession) prepareChange(ctx context.Context, args []byte) (any, error) {
+	req, err := DecodeChangeRequest(args)
+	if err != nil {
+		return nil, invalidParams(err)
+	}
+	res, err := s.cfg.Engine.PrepareChange(ctx, s.id, req)
+	if err != nil {
+		return s.callFailed(ctx, "prepare_change", err)
+	}
+	return s.toolResult(res.Context, res), nil
+}
+
+func (s *mcpSession) verifyChange(ctx context.Context, args []byte) (any, error) {
+	id, err := DecodeChangeID(args)
+	if err != nil {
+		return nil, invalidParams(err)
+	}
+	res, err := s.cfg.Engine.VerifyChange(ctx, s.id, id)
+	if err != nil {
+		return s.callFailed(ctx, "verify_change", err)
+	}
+	return s.toolResult(res.Context, res), nil
+}
+
+// callFailed maps a tool's error: invalid input and unknown names are
+// -32602, a cancelled call -32800; a conflict or a missing worker is a tool
+// result with isError and its message; anything else is an "internal error"
+// result whose details go to the log only.
+func (s *mcpSession) callFailed(ctx context.Context, tool string, err error) (any, error) {
+	switch {
+	case KindOf(err) == KindInvalidInput || KindOf(err) == KindNotFound:
+		return nil, invalidParams(err)
+	case ctx.Err() != nil:
+		return nil, &jsonrpc.Error{Code: -32800, Message: "request cancelled"}
+	case KindOf(err) == KindConflict || KindOf(err) == KindUnavailable:
+		return s.toolError(tool + ": " + err.Error()), nil
+	}
+	if s.cfg.Log != nil {
+		fmt.Fprintf(s.cfg.Log, "%s: %v\n", tool, err)
+	}
+	return s.toolError("internal error"), nil
 }
 
 func invalidParams(err error) error {
@@ -180,10 +223,11 @@ func invalidParams(err error) error {
 }
 
 // toolResult is the MCP result: the context as text content and, on
-// 2025-06-18, the structured result; content[0].text == context.
-func (s *mcpSession) toolResult(r NeedResult) map[string]any {
+// 2025-06-18, the structured result r whose context is text;
+// content[0].text == structuredContent.context.
+func (s *mcpSession) toolResult(text string, r any) map[string]any {
 	out := map[string]any{
-		"content": []any{map[string]any{"type": "text", "text": r.Context}},
+		"content": []any{map[string]any{"type": "text", "text": text}},
 		"isError": false,
 		"_meta":   map[string]any{"needle/session": s.id, "needle/definition": DefinitionID(), "needle/protocol": s.protocol()},
 	}

@@ -328,6 +328,11 @@ var upgradeSeeds = map[int][]string{
 		`INSERT INTO profile_revisions VALUES ('default', 1, '{}', 'b3:` + strings.Repeat("7", 64) + `', '2024-01-05T00:00:00Z')`,
 		`INSERT INTO session_freezes VALUES ('s1', '/r', 'default', 1, '{}', '2025-06-18')`,
 	},
+	6: {
+		`INSERT INTO changes VALUES ('chg_` + strings.Repeat("a", 24) + `', 's1', '/r', 'b3:` + strings.Repeat("8", 64) + `', '{}', 'b3:` + strings.Repeat("9", 64) + `', 'default', 1, 'verified', 1, 0, '2024-01-06T00:00:00Z')`,
+		`INSERT INTO patches VALUES ('chg_` + strings.Repeat("a", 24) + `', 1, 'accepted', 'b3:` + strings.Repeat("a", 64) + `', '[]', '{}', '[]', '{}', 'b3:` + strings.Repeat("b", 64) + `', '{}', '2024-01-06T00:00:00Z')`,
+		`INSERT INTO verifications VALUES ('chg_` + strings.Repeat("a", 24) + `', 1, 1, 'verified', '{}', '{}', 'b3:` + strings.Repeat("c", 64) + `', '{}', '2024-01-06T00:00:00Z')`,
+	},
 }
 
 func TestOpenStore_Upgrade(t *testing.T) {

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -123,44 +124,123 @@ func processAlive(pid int) bool {
 	return err == nil || errors.Is(err, syscall.EPERM)
 }
 
-// Propose runs one worker session for the missing obligations.
-func (w *codexWorker) Propose(ctx context.Context, req WorkerRequest) (res WorkerResult, err error) {
-	started := time.Now()
-	repo, err := snapshot.Open(ctx, req.Repository, nil)
-	if err != nil {
-		return res, fmt.Errorf("open repository: %w", err)
+// Propose runs one worker session for the missing obligations: one
+// read-only thread, one turn per obligation.
+func (w *codexWorker) Propose(ctx context.Context, req WorkerRequest) (WorkerResult, error) {
+	spec := sessionSpec{
+		Scenario:   workerScenario,
+		Invocation: func(snapshot string) string { return invocationID(req, snapshot) },
+		ReadOnly:   true,
+		OnRequest:  answerWorkerRequest,
 	}
-	co, err := checkout.Create(ctx, repo, w.checkouts())
-	if err != nil {
-		return res, fmt.Errorf("checkout: %w", err)
+	for _, ob := range req.Missing {
+		spec.Turns = append(spec.Turns, turnSpec{Label: string(ob.Kind), Prompt: workerPrompt(req, ob), Schema: req.Schemas[ob.Kind]})
 	}
-	defer func() {
-		// Fail closed: a read-only worker that changed its checkout, or a
-		// checkout that cannot be removed, voids the whole session.
-		if verr := co.Verify(context.WithoutCancel(ctx)); verr != nil && err == nil {
-			res, err = WorkerResult{}, fmt.Errorf("checkout after worker: %w", verr)
-		}
-		if rerr := co.Remove(context.WithoutCancel(ctx)); rerr != nil && err == nil {
-			res, err = WorkerResult{}, fmt.Errorf("checkout cleanup: %w", rerr)
-		}
-	}()
-	inv := invocationID(req, co.Snapshot)
-	home, err := w.codexHome(inv)
+	out, err := w.run(ctx, req.Repository, spec)
+	res := WorkerResult{Invocation: out.Invocation, Usage: out.Usage}
 	if err != nil {
 		return res, err
 	}
+	for _, text := range out.Finals {
+		res.Proposals = append(res.Proposals, []byte(text))
+	}
+	return res, nil
+}
+
+// sessionSpec describes one worker session: the thread, its turns and what
+// happens to its disposable checkout.
+type sessionSpec struct {
+	// Scenario prefixes the recorded transcript's scenario; the invocation
+	// id follows.
+	Scenario string
+	// Invocation names the session by everything its prompts depend on,
+	// given the id of the snapshot the checkout holds.
+	Invocation func(snapshot string) string
+	// Lay is written on the checkout before the worker starts (a patch under
+	// verification or repair).
+	Lay []checkout.Write
+	// ReadOnly workers run in read-only sandboxes; their checkout must be
+	// unchanged afterwards, or the whole session is void.
+	ReadOnly bool
+	// Instructions are the thread's developer instructions; the invocation
+	// id is appended.
+	Instructions string
+	// After, when set, inspects the checkout once the worker is gone and
+	// before it is removed (the patch builder).
+	After func(ctx context.Context, co *checkout.Checkout) error
+	// OnRequest answers the server's requests (approvals) by policy.
+	OnRequest func(ctx context.Context, method string, params json.RawMessage) (any, *appserver.RPCError)
+	Turns     []turnSpec
+}
+
+// turnSpec is one turn: a bounded prompt and the JSON Schema of its answer.
+type turnSpec struct {
+	Label  string
+	Prompt string
+	Schema json.RawMessage
+}
+
+// sessionOutput is what a session produced: each turn's final message.
+type sessionOutput struct {
+	Invocation string
+	Finals     []string
+	Usage      WorkerUsage
+}
+
+// run runs one worker session in a fresh, verified checkout of the
+// repository at root and removes the checkout afterwards; any failure to
+// verify or remove it fails the session (fail closed).
+func (w *codexWorker) run(ctx context.Context, root string, spec sessionSpec) (out sessionOutput, err error) {
+	started := time.Now()
+	repo, err := snapshot.Open(ctx, root, nil)
+	if err != nil {
+		return out, fmt.Errorf("open repository: %w", err)
+	}
+	co, err := checkout.Create(ctx, repo, w.checkouts())
+	if err != nil {
+		return out, fmt.Errorf("checkout: %w", err)
+	}
+	defer func() {
+		if rerr := co.Remove(context.WithoutCancel(ctx)); rerr != nil && err == nil {
+			out, err = sessionOutput{Invocation: out.Invocation}, fmt.Errorf("checkout cleanup: %w", rerr)
+		}
+	}()
+	if len(spec.Lay) > 0 {
+		if err := co.Apply(ctx, spec.Lay); err != nil {
+			return out, fmt.Errorf("lay the patch on the checkout: %w", err)
+		}
+	}
+	inv := spec.Invocation(co.Snapshot)
+	out.Invocation = inv
+	home, err := w.codexHome(inv)
+	if err != nil {
+		return out, err
+	}
 	defer os.RemoveAll(home)
 	rec := transcript.NewRecorder()
-	res, err = w.session(ctx, req, inv, co.Dir, home, rec)
-	res.Invocation = inv
-	res.Usage.LatencyMs = sinceMs(started)
-	res.Usage.CostUSD = float64(res.Usage.TotalTokens) / 1e6 * w.cfg.USDPerMillionTokens
+	out.Finals, out.Usage, err = w.session(ctx, spec, inv, co.Dir, home, rec)
+	out.Usage.LatencyMs = sinceMs(started)
+	out.Usage.CostUSD = float64(out.Usage.TotalTokens) / 1e6 * w.cfg.USDPerMillionTokens
 	if w.cfg.RecordDir != "" {
-		if rerr := w.record(inv, co.Dir, home, rec); rerr != nil && err == nil {
+		if rerr := w.record(spec.Scenario, inv, co.Dir, home, rec); rerr != nil && err == nil {
 			err = rerr
 		}
 	}
-	return res, err
+	if err != nil {
+		return out, err
+	}
+	if spec.ReadOnly {
+		// A read-only worker that changed its checkout voids the session.
+		if err := co.Verify(context.WithoutCancel(ctx)); err != nil {
+			return sessionOutput{Invocation: inv, Usage: out.Usage}, fmt.Errorf("checkout after worker: %w", err)
+		}
+	}
+	if spec.After != nil {
+		if err := spec.After(context.WithoutCancel(ctx), co); err != nil {
+			return sessionOutput{Invocation: inv, Usage: out.Usage}, err
+		}
+	}
+	return out, nil
 }
 
 // invocationID names a worker session by everything its prompt depends on,
@@ -205,53 +285,80 @@ func workerEnv(home string) []string {
 	return []string{"PATH=" + os.Getenv("PATH"), "HOME=" + home, "LC_ALL=C.UTF-8", "TMPDIR=" + home}
 }
 
-// session drives the App Server through one thread and a turn per missing
-// obligation.
-func (w *codexWorker) session(ctx context.Context, req WorkerRequest, inv, dir, home string, rec *transcript.Recorder) (WorkerResult, error) {
-	var res WorkerResult
+// session drives the App Server through one thread and the spec's turns.
+func (w *codexWorker) session(ctx context.Context, spec sessionSpec, inv, dir, home string, rec *transcript.Recorder) ([]string, WorkerUsage, error) {
 	stderr := &boundedBuffer{max: 8 << 10}
 	// The handshake and every request are bounded too, not only the turns:
-	// a server that never answers must not hold the need.
+	// a server that never answers must not hold the caller.
 	hctx, cancel := context.WithTimeout(ctx, w.cfg.Deadline)
 	defer cancel()
 	client, err := appserver.Start(hctx, appserver.ProcSpec{
 		Command: append(append([]string{}, w.cfg.Command...), "app-server"), Dir: dir,
 		Env: workerEnv(home), CodexHome: home, Stderr: stderr,
-		Tee: rec.Record, OnRequest: answerWorkerRequest,
+		Tee: rec.Record, OnRequest: spec.OnRequest,
 		OptOut: []string{"item/agentMessage/delta", "item/commandExecution/outputDelta", "account/rateLimits/updated"},
 	}, appserver.ClientInfo{Name: "needle", Title: "Needle", Version: CodexVersion})
 	if err != nil {
-		return res, fmt.Errorf("start App Server: %w (stderr: %s)", err, strings.TrimSpace(stderr.String()))
+		return nil, WorkerUsage{}, fmt.Errorf("start App Server: %w (stderr: %s)", err, strings.TrimSpace(stderr.String()))
 	}
 	defer client.Close(context.WithoutCancel(ctx))
-	thread, err := client.StartThread(hctx, appserver.ThreadStartParams{
-		Cwd: dir, Sandbox: "read-only", ApprovalPolicy: "never", Ephemeral: true,
-		Config: workerTools, DeveloperInstructions: developerInstructions(inv),
-	})
+	thread, err := client.StartThread(hctx, threadParams(spec, dir, inv))
 	if err != nil {
-		return res, fmt.Errorf("thread/start: %w%s", err, stderrTail(stderr))
+		return nil, WorkerUsage{}, fmt.Errorf("thread/start: %w%s", err, stderrTail(stderr))
 	}
-	for _, ob := range req.Missing {
-		text, err := w.turn(ctx, client, thread.ID, req, ob)
+	var finals []string
+	for _, t := range spec.Turns {
+		text, err := w.turn(ctx, client, thread.ID, spec, dir, t)
 		if err != nil {
-			return res, fmt.Errorf("%w%s", err, stderrTail(stderr))
+			return nil, WorkerUsage{}, fmt.Errorf("%w%s", err, stderrTail(stderr))
 		}
-		res.Proposals = append(res.Proposals, []byte(text))
+		finals = append(finals, text)
 	}
 	u := client.ThreadUsage(thread.ID)
-	res.Usage = WorkerUsage{InputTokens: u.InputTokens, OutputTokens: u.OutputTokens, TotalTokens: u.TotalTokens}
-	return res, nil
+	return finals, WorkerUsage{InputTokens: u.InputTokens, OutputTokens: u.OutputTokens, TotalTokens: u.TotalTokens}, nil
 }
 
-// turn runs one read-only turn with a deadline: past it the turn is
-// interrupted, and if it still does not end the process group is killed.
-func (w *codexWorker) turn(ctx context.Context, client *appserver.Client, threadID string, req WorkerRequest, ob Obligation) (string, error) {
+// threadParams starts a worker's ephemeral thread: read-only, or
+// workspace-write confined to the checkout (no /tmp, no network) for a
+// patch worker. Approvals are never asked; requests that come anyway are
+// answered by the spec's policy.
+func threadParams(spec sessionSpec, dir, inv string) appserver.ThreadStartParams {
+	instr := spec.Instructions
+	if instr == "" {
+		instr = developerInstructions(inv)
+	} else {
+		instr += " (invocation " + inv + ")"
+	}
+	p := appserver.ThreadStartParams{Cwd: dir, Sandbox: "read-only", ApprovalPolicy: "never", Ephemeral: true,
+		Config: workerTools, DeveloperInstructions: instr}
+	if !spec.ReadOnly {
+		p.Sandbox = "workspace-write"
+		cfg := maps.Clone(workerTools)
+		cfg["sandbox_workspace_write"] = map[string]any{"exclude_slash_tmp": true, "exclude_tmpdir_env_var": true, "network_access": false}
+		p.Config = cfg
+	}
+	return p
+}
+
+// sandboxPolicy is a turn's sandbox: read-only, or writes confined to the
+// checkout.
+func sandboxPolicy(readOnly bool) map[string]any {
+	if readOnly {
+		return map[string]any{"type": "readOnly", "networkAccess": false}
+	}
+	return map[string]any{"type": "workspaceWrite", "writableRoots": []string{}, "networkAccess": false,
+		"excludeTmpdirEnvVar": true, "excludeSlashTmp": true}
+}
+
+// turn runs one turn with a deadline: past it the turn is interrupted, and
+// if it still does not end the process group is killed.
+func (w *codexWorker) turn(ctx context.Context, client *appserver.Client, threadID string, spec sessionSpec, dir string, t turnSpec) (string, error) {
 	sctx, scancel := context.WithTimeout(ctx, w.cfg.Deadline)
 	defer scancel()
 	turn, err := client.StartTurn(sctx, appserver.TurnStartParams{
-		ThreadID: threadID, Input: []appserver.UserInput{appserver.TextInput(workerPrompt(req, ob))},
-		OutputSchema:   req.Schemas[ob.Kind],
-		SandboxPolicy:  map[string]any{"type": "readOnly", "networkAccess": false},
+		ThreadID: threadID, Input: []appserver.UserInput{appserver.TextInput(t.Prompt)},
+		OutputSchema:   t.Schema,
+		SandboxPolicy:  sandboxPolicy(spec.ReadOnly),
 		ApprovalPolicy: "never",
 	})
 	if err != nil {
@@ -267,14 +374,14 @@ func (w *codexWorker) turn(ctx context.Context, client *appserver.Client, thread
 		if _, werr := turn.Wait(ictx); werr != nil {
 			_ = client.Kill()
 		}
-		return "", fmt.Errorf("worker turn for %s: %w", ob.Kind, err)
+		return "", fmt.Errorf("worker turn for %s: %w", t.Label, err)
 	}
 	if result.Status != "completed" {
 		msg := result.Status
 		if result.Error != nil {
 			msg += ": " + result.Error.Message
 		}
-		return "", fmt.Errorf("worker turn for %s ended %s", ob.Kind, msg)
+		return "", fmt.Errorf("worker turn for %s ended %s", t.Label, msg)
 	}
 	return result.FinalMessage, nil
 }
@@ -339,9 +446,9 @@ func facetText(f Facets) string {
 }
 
 // record freezes the session's transcript into RecordDir.
-func (w *codexWorker) record(inv, dir, home string, rec *transcript.Recorder) error {
+func (w *codexWorker) record(scenario, inv, dir, home string, rec *transcript.Recorder) error {
 	t, err := transcript.Freeze(transcript.Header{Kind: "header", Format: transcript.Format, CodexVersion: CodexVersion,
-		Scenario: workerScenario + inv, Match: transcript.Match{IgnoreParamKeys: []string{"clientInfo.version"}}},
+		Scenario: scenario + inv, Match: transcript.Match{IgnoreParamKeys: []string{"clientInfo.version"}}},
 		rec.Lines(), map[string]string{"CWD": dir, "CODEX_HOME": home})
 	if err != nil {
 		return fmt.Errorf("freeze transcript: %w", err)

@@ -1,0 +1,442 @@
+package product
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/needle-dev/needle/product/internal/checkout"
+	"github.com/needle-dev/needle/product/internal/contentid"
+	"github.com/needle-dev/needle/product/internal/snapshot"
+)
+
+var (
+	benchOnce sync.Once
+	benchBin  string
+	benchErr  error
+)
+
+// MustBenchBinary builds cmd/needlebench (the replay App Server) once per
+// test run.
+func MustBenchBinary(t *testing.T) string {
+	t.Helper()
+	benchOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "needlebench-bin-")
+		if err != nil {
+			benchErr = err
+			return
+		}
+		benchBin = filepath.Join(dir, "needlebench")
+		if out, err := exec.Command("go", "build", "-o", benchBin, "../cmd/needlebench").CombinedOutput(); err != nil {
+			benchErr = err
+			t.Logf("%s", out)
+		}
+	})
+	if benchErr != nil {
+		t.Fatal(benchErr)
+	}
+	return benchBin
+}
+
+// replayCodex makes the engine's App Server the replay server serving the
+// frozen change scenario (frozen/changes/NAME, recorded by make
+// frozen-changes from fixtures/changes/NAME.json).
+func replayCodex(t *testing.T, scenario string) func(*Config) {
+	bench := MustBenchBinary(t)
+	dir, err := filepath.Abs(filepath.Join("..", "frozen", "changes", scenario))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return func(c *Config) {
+		c.Codex = &CodexConfig{Command: []string{bench, "appserver-replay", "--transcripts", dir}, Deadline: time.Minute}
+	}
+}
+
+// MustChangeRequest reads the prepare_change request of a change scenario.
+func MustChangeRequest(t *testing.T, scenario string) ChangeRequest {
+	t.Helper()
+	var sc struct {
+		Request json.RawMessage `json:"request"`
+	}
+	if err := json.Unmarshal(MustReadFile(t, "fixtures/changes/"+scenario+".json"), &sc); err != nil {
+		t.Fatal(err)
+	}
+	req, err := DecodeChangeRequest(sc.Request)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return req
+}
+
+// treeDigest hashes every file of the work tree at root (path, mode,
+// content) and git's view of it (HEAD and status): the active work tree
+// must stay byte-identical. Inside .git only the lock file the checkout
+// package keeps for worktree commands may appear.
+func treeDigest(t *testing.T, root string) string {
+	t.Helper()
+	h := sha256.New()
+	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() && d.Name() == ".git" {
+			return filepath.SkipDir
+		}
+		if d.IsDir() {
+			return nil
+		}
+		info, err := d.Info()
+		if err != nil {
+			return err
+		}
+		data := []byte{}
+		if info.Mode().IsRegular() {
+			if data, err = os.ReadFile(p); err != nil {
+				return err
+			}
+		}
+		rel, _ := filepath.Rel(root, p)
+		h.Write([]byte(rel + "\x00" + info.Mode().String() + "\x00"))
+		h.Write(data)
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.Write([]byte(MustRun(t, root, "git", "rev-parse", "HEAD") + MustRun(t, root, "git", "status", "--porcelain", "--ignored")))
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+const crlfComment = "\tCRLF       bool // false whenever Terminator is NUL\n"
+
+// storedPatch returns the operations (with blobs) of a stored patch.
+func storedPatch(t *testing.T, te *testEngine, changeID string, revision int) (status string, ops []storedOperation) {
+	t.Helper()
+	var raw string
+	err := te.store.db.QueryRow(`SELECT status, operations FROM patches WHERE change_id = ? AND revision = ?`, changeID, revision).Scan(&status, &raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal([]byte(raw), &ops); err != nil {
+		t.Fatal(err)
+	}
+	return status, ops
+}
+
+func count(t *testing.T, te *testEngine, query string, args ...any) int {
+	t.Helper()
+	var n int
+	if err := te.store.db.QueryRow(query, args...).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// TestChange_Verified: prepare_change builds the patch from the checkout
+// (content-addressed, blob in SQLite, the work tree untouched), and
+// verify_change's independent verifier verifies it; asking again returns
+// the recorded verdict without a worker.
+func TestChange_Verified(t *testing.T) {
+	ctx := context.Background()
+	repo := MustFixtureRepo(t, "grepx", true)
+	before := treeDigest(t, repo)
+	te := MustEngine(t, repo, replayCodex(t, "verified"))
+	res, err := te.PrepareChange(ctx, "s", MustChangeRequest(t, "verified"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Status != ChangePrepared || !ChangeIDPattern.MatchString(res.ChangeID) || res.VerificationStatus != "not_requested" {
+		t.Fatalf("prepare_change = %+v", res)
+	}
+	if len(res.Operations) != 1 || res.Operations[0].Op != "modify" || res.Operations[0].Path != "options.go" {
+		t.Fatalf("operations = %+v, want options.go modified", res.Operations)
+	}
+	if id := mustID("needle.patch.v1", res.Operations); res.PatchID != id {
+		t.Errorf("patch_id %s is not the content address of its operations (%s)", res.PatchID, id)
+	}
+	_, ops := storedPatch(t, te, res.ChangeID, 1)
+	base := mustRead(t, filepath.Join(repo, "options.go"))
+	want := strings.Replace(base, "\tCRLF       bool\n", crlfComment, 1)
+	if len(ops) != 1 || ops[0].Content != want {
+		t.Errorf("stored blob:\n%q\nwant\n%q", ops[0].Content, want)
+	}
+	if ops[0].Before != digestOf(base) || ops[0].After != digestOf(want) {
+		t.Errorf("digests before/after = %s/%s", ops[0].Before, ops[0].After)
+	}
+	if res.Accounting.WorkerRuns != 1 || res.Accounting.TotalTokens == 0 {
+		t.Errorf("accounting = %+v", res.Accounting)
+	}
+	if got := treeDigest(t, repo); got != before {
+		t.Error("prepare_change changed the active work tree")
+	}
+	for _, c := range res.Acceptance {
+		if c.Status != "claimed" {
+			t.Errorf("criterion %d coverage %q, want claimed", c.Criterion, c.Status)
+		}
+	}
+	if !slices.ContainsFunc(res.ResidualRisks, func(r string) bool { return strings.HasPrefix(r, "unverified") }) {
+		t.Errorf("residual risks %q do not say the coverage is unverified", res.ResidualRisks)
+	}
+
+	v, err := te.VerifyChange(ctx, "s", res.ChangeID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v.Verdict != VerdictVerified || v.Revision != 1 || v.PatchID != res.PatchID || v.Repair.Status != "not_needed" || v.Recorded {
+		t.Fatalf("verify_change = %+v", v)
+	}
+	if v.Accounting.WorkerRuns != 1 || len(v.Criteria) != 2 || v.Criteria[0].Status != "met" {
+		t.Errorf("verify_change = %+v", v)
+	}
+	again, err := te.VerifyChange(ctx, "s", res.ChangeID)
+	if err != nil || !again.Recorded || again.Verdict != VerdictVerified || again.Accounting.WorkerRuns != 0 {
+		t.Errorf("second verify_change = %+v, %v; want the recorded verdict and no worker", again, err)
+	}
+	if n := count(t, te, `SELECT count(*) FROM verifications WHERE change_id = ?`, res.ChangeID); n != 1 {
+		t.Errorf("%d verifications stored, want 1", n)
+	}
+	if got := treeDigest(t, repo); got != before {
+		t.Error("verify_change changed the active work tree")
+	}
+	for _, dir := range []string{"checkouts", "codex-homes"} {
+		if hasEntries(filepath.Join(te.data, dir)) {
+			t.Errorf("%s left behind", dir)
+		}
+	}
+}
+
+func mustRead(t *testing.T, name string) string {
+	t.Helper()
+	b, err := os.ReadFile(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+func digestOf(s string) string { return contentid.OfBytes(snapshot.FileTag, []byte(s)) }
+
+// TestChange_Undeclared: a patch worker that writes a path the request did
+// not declare gets the whole patch rejected; nothing is kept as a patch and
+// the active work tree is byte-identical.
+func TestChange_Undeclared(t *testing.T) {
+	ctx := context.Background()
+	repo := MustFixtureRepo(t, "grepx", true)
+	before := treeDigest(t, repo)
+	te := MustEngine(t, repo, replayCodex(t, "undeclared"))
+	res, err := te.PrepareChange(ctx, "s", MustChangeRequest(t, "undeclared"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Status != ChangeRejected || res.PatchID != "" || len(res.Reasons) != 1 || !strings.Contains(res.Reasons[0], "NOTES.md: outside the declared scopes") {
+		t.Fatalf("prepare_change = %+v, want rejected for NOTES.md", res)
+	}
+	if got := treeDigest(t, repo); got != before {
+		t.Error("the active work tree changed")
+	}
+	status, ops := storedPatch(t, te, res.ChangeID, 1)
+	if status != "rejected" || len(ops) != 0 {
+		t.Errorf("stored attempt %s with %d operations", status, len(ops))
+	}
+	if _, err := te.VerifyChange(ctx, "s", res.ChangeID); KindOf(err) != KindConflict {
+		t.Errorf("verify_change of a rejected change = %v, want a conflict", err)
+	}
+	if n := count(t, te, `SELECT count(*) FROM verifications`); n != 0 {
+		t.Errorf("%d verifications stored", n)
+	}
+}
+
+// TestChange_Repair: a first repairable verdict consumes the one repair;
+// the repaired patch (cumulative against the base) is verified.
+func TestChange_Repair(t *testing.T) {
+	ctx := context.Background()
+	repo := MustFixtureRepo(t, "grepx", true)
+	before := treeDigest(t, repo)
+	te := MustEngine(t, repo, replayCodex(t, "repair"))
+	res, err := te.PrepareChange(ctx, "s", MustChangeRequest(t, "repair"))
+	if err != nil || res.Status != ChangePrepared {
+		t.Fatalf("prepare_change = %+v, %v", res, err)
+	}
+	v, err := te.VerifyChange(ctx, "s", res.ChangeID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v.Verdict != VerdictVerified || v.Revision != 2 || v.Repair.Status != "applied" || v.Repair.FromPatchID != res.PatchID || v.PatchID == res.PatchID {
+		t.Fatalf("verify_change = %+v", v)
+	}
+	if v.Accounting.WorkerRuns != 3 {
+		t.Errorf("worker runs %d, want 3 (verify, repair, verify)", v.Accounting.WorkerRuns)
+	}
+	_, ops := storedPatch(t, te, res.ChangeID, 2)
+	base := mustRead(t, filepath.Join(repo, "options.go"))
+	if len(ops) != 1 || ops[0].Before != digestOf(base) || ops[0].Content != strings.Replace(base, "\tCRLF       bool\n", crlfComment, 1) {
+		t.Errorf("repaired patch is not cumulative against the base: %+v", ops)
+	}
+	var status string
+	var current, repairs int
+	if err := te.store.db.QueryRow(`SELECT status, current_revision, repairs_used FROM changes WHERE change_id = ?`, res.ChangeID).Scan(&status, &current, &repairs); err != nil {
+		t.Fatal(err)
+	}
+	if status != ChangeVerified || current != 2 || repairs != 1 {
+		t.Errorf("change row: %s, revision %d, repairs %d", status, current, repairs)
+	}
+	if got := treeDigest(t, repo); got != before {
+		t.Error("the active work tree changed")
+	}
+}
+
+// TestChange_RepairOnce: a second repairable verdict does not repair
+// again, and asking again runs nothing.
+func TestChange_RepairOnce(t *testing.T) {
+	ctx := context.Background()
+	te := MustEngine(t, MustFixtureRepo(t, "grepx", true), replayCodex(t, "repair_twice"))
+	res, err := te.PrepareChange(ctx, "s", MustChangeRequest(t, "repair_twice"))
+	if err != nil || res.Status != ChangePrepared {
+		t.Fatalf("prepare_change = %+v, %v", res, err)
+	}
+	v, err := te.VerifyChange(ctx, "s", res.ChangeID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v.Verdict != VerdictRepairable || v.Revision != 2 || v.Repair.Status != "exhausted" || v.RepairAvailable || v.Accounting.WorkerRuns != 3 {
+		t.Fatalf("verify_change = %+v", v)
+	}
+	again, err := te.VerifyChange(ctx, "s", res.ChangeID)
+	if err != nil || !again.Recorded || again.Verdict != VerdictRepairable || again.Repair.Status != "exhausted" || again.Accounting.WorkerRuns != 0 {
+		t.Errorf("second verify_change = %+v, %v", again, err)
+	}
+	if n := count(t, te, `SELECT count(*) FROM patches WHERE change_id = ?`, res.ChangeID); n != 2 {
+		t.Errorf("%d patch revisions, want 2", n)
+	}
+	if n := count(t, te, `SELECT count(*) FROM verifications WHERE change_id = ?`, res.ChangeID); n != 2 {
+		t.Errorf("%d verifications, want 2", n)
+	}
+	// The stored rows are immutable.
+	if _, err := te.store.db.Exec(`UPDATE patches SET operations = '[]' WHERE change_id = ?`, res.ChangeID); err == nil {
+		t.Error("a stored patch was rewritten")
+	}
+	if _, err := te.store.db.Exec(`UPDATE changes SET request = '{}' WHERE change_id = ?`, res.ChangeID); err == nil {
+		t.Error("a change's request was rewritten")
+	}
+}
+
+// TestChange_BaseDrift: a patch whose base changed in the work tree is not
+// verified (a conflict), and no worker runs.
+func TestChange_BaseDrift(t *testing.T) {
+	ctx := context.Background()
+	repo := MustFixtureRepo(t, "grepx", true)
+	te := MustEngine(t, repo, replayCodex(t, "verified"))
+	res, err := te.PrepareChange(ctx, "s", MustChangeRequest(t, "verified"))
+	if err != nil || res.Status != ChangePrepared {
+		t.Fatalf("prepare_change = %+v, %v", res, err)
+	}
+	MustWriteFile(t, filepath.Join(repo, "options.go"), "package main\n")
+	if _, err := te.VerifyChange(ctx, "s", res.ChangeID); KindOf(err) != KindConflict || !strings.Contains(err.Error(), "options.go changed") {
+		t.Errorf("verify_change after drift = %v, want a conflict naming options.go", err)
+	}
+	if n := count(t, te, `SELECT count(*) FROM verifications`); n != 0 {
+		t.Errorf("%d verifications stored", n)
+	}
+}
+
+// TestChange_Errors: unknown and malformed ids, refs that are not certified
+// evidence, and an engine without an App Server are typed errors that
+// store nothing.
+func TestChange_Errors(t *testing.T) {
+	ctx := context.Background()
+	repo := MustFixtureRepo(t, "grepx", false)
+	te := MustEngine(t, repo)
+	req := MustChangeRequest(t, "verified")
+	if _, err := te.PrepareChange(ctx, "s", req); KindOf(err) != KindUnavailable {
+		t.Errorf("PrepareChange without a worker = %v, want unavailable", err)
+	}
+	te2 := MustEngine(t, repo, replayCodex(t, "verified"))
+	req.ArtifactIDs = []string{"b3:" + strings.Repeat("0", 64)}
+	if _, err := te2.PrepareChange(ctx, "s", req); KindOf(err) != KindInvalidInput || !strings.Contains(err.Error(), "artifact_ids[0]") {
+		t.Errorf("PrepareChange with an unknown artifact = %v, want invalid input", err)
+	}
+	if _, err := te2.VerifyChange(ctx, "s", "chg_"+strings.Repeat("0", 24)); KindOf(err) != KindNotFound {
+		t.Errorf("VerifyChange(unknown) = %v, want not found", err)
+	}
+	if _, err := te2.VerifyChange(ctx, "s", "chg_xyz"); KindOf(err) != KindInvalidInput {
+		t.Errorf("VerifyChange(malformed) = %v, want invalid input", err)
+	}
+	if n := count(t, te2, `SELECT count(*) FROM changes`); n != 0 {
+		t.Errorf("%d changes stored by failed calls", n)
+	}
+}
+
+// TestPatchBuild: the patch builder rejects, fail closed, everything a
+// patch worker may not leave behind, and accepts a plain in-scope edit.
+func TestPatchBuild(t *testing.T) {
+	repo := MustFixtureRepo(t, "grepx", true)
+	snap, err := snapshot.Open(context.Background(), repo, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req := ChangeRequest{Task: "t", Criteria: []string{"c"}, Scopes: []PathScope{{Path: "options.go", Kind: ScopeExact}, {Path: "internal", Kind: ScopeSubtree}}}
+	if err := checkChangeRequest(&req); err != nil {
+		t.Fatal(err)
+	}
+	outside := t.TempDir()
+	for _, tc := range []struct {
+		name   string
+		act    func(dir string) error
+		reason string // "" = accepted
+	}{
+		{"inScope", func(d string) error { return os.WriteFile(filepath.Join(d, "options.go"), []byte("package main\n"), 0o644) }, ""},
+		{"subtree", func(d string) error {
+			return errors.Join(os.MkdirAll(filepath.Join(d, "internal", "x"), 0o755), os.WriteFile(filepath.Join(d, "internal", "x", "a.go"), []byte("package x\n"), 0o644))
+		}, ""},
+		{"outOfScope", func(d string) error { return os.WriteFile(filepath.Join(d, "main.go"), []byte("package main\n"), 0o644) }, "main.go: outside the declared scopes"},
+		{"symlinkOut", func(d string) error { return os.Symlink(outside, filepath.Join(d, "internal", "link")) }, "internal/link: a symlink"},
+		{"symlinkOverFile", func(d string) error {
+			return errors.Join(os.Remove(filepath.Join(d, "options.go")), os.Symlink("/etc/passwd", filepath.Join(d, "options.go")))
+		}, "options.go: a symlink"},
+		{"gitChange", func(d string) error { return os.WriteFile(filepath.Join(d, ".git"), []byte("gitdir: /tmp/elsewhere\n"), 0o644) }, ".git: git metadata"},
+		{"nestedGit", func(d string) error {
+			return errors.Join(os.MkdirAll(filepath.Join(d, "internal", ".git"), 0o755), os.WriteFile(filepath.Join(d, "internal", ".git", "config"), []byte("x"), 0o644))
+		}, "internal/.git/config: git metadata"},
+		{"binary", func(d string) error { return os.WriteFile(filepath.Join(d, "options.go"), []byte{0xff, 0xfe, 0}, 0o644) }, "options.go: binary content"},
+		{"nothing", func(string) error { return nil }, "the patch worker changed nothing"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			co, err := checkout.Create(context.Background(), snap, t.TempDir())
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer co.Remove(context.Background())
+			if err := os.MkdirAll(filepath.Join(co.Dir, "internal"), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := tc.act(co.Dir); err != nil {
+				t.Fatal(err)
+			}
+			var a patchAttempt
+			if err := a.build(context.Background(), co, req, nil); err != nil {
+				t.Fatal(err)
+			}
+			a.finish(sessionOutput{Finals: []string{"{}"}}, nil)
+			switch {
+			case tc.reason == "" && (a.status != "accepted" || len(a.ops) != 1):
+				t.Errorf("status %s, reasons %v, ops %d; want accepted with one operation", a.status, a.reasons, len(a.ops))
+			case tc.reason != "" && (a.status != "rejected" || a.patchID != "" || !slices.ContainsFunc(a.reasons, func(r string) bool { return strings.Contains(r, tc.reason) })):
+				t.Errorf("status %s, reasons %v; want rejected for %q", a.status, a.reasons, tc.reason)
+			}
+			if data, _ := os.ReadFile("/etc/passwd"); tc.name == "symlinkOverFile" && slices.ContainsFunc(a.ops, func(o storedOperation) bool { return o.Content == string(data) }) {
+				t.Error("the builder read through a symlink")
+			}
+		})
+	}
+}

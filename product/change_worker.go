@@ -1,0 +1,224 @@
+package product
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+)
+
+// The prompts and answer schemas of the change workers. Everything a worker
+// answers is untrusted: the patch is built from the checkout, the report is
+// decoded strictly and bounded, and a verdict is checked for consistency.
+
+const patchInstructions = "You are a Needle patch worker. The current directory is a disposable checkout of the repository; " +
+	"you may write only inside it and only the paths the task declares. Make the change with the apply_patch tool or shell " +
+	"commands, keep it minimal, write UTF-8 text only, never touch .git. Needle compares the checkout with its base to build " +
+	"the patch and rejects the whole patch if any write falls outside the declared paths. Finish with exactly one JSON object " +
+	"that matches the output schema: a summary, what you did for each acceptance criterion (numbered from 1) and residual risks."
+
+const verifyInstructions = "You are a Needle verifier, independent of whoever wrote the change. The current directory is a " +
+	"read-only checkout with the change applied. Judge each acceptance criterion (numbered from 1) from the code itself; " +
+	"never modify anything. Answer with exactly one JSON object that matches the output schema: verified only if every " +
+	"criterion is met; repairable if a small, specific fix would meet them (say which in repair_instructions); rejected if the " +
+	"change is wrong in approach; inconclusive if you cannot tell."
+
+// patchReportSchema is the outputSchema of a patch worker's final message.
+var patchReportSchema = json.RawMessage(mustJSON(closedAll(map[string]any{
+	"summary": map[string]any{"type": "string"},
+	"criteria": map[string]any{"type": "array", "items": closedAll(map[string]any{
+		"criterion": map[string]any{"type": "integer", "minimum": 1, "maximum": MaxCriteria},
+		"addressed": map[string]any{"type": "boolean"},
+		"note":      map[string]any{"type": "string"},
+	})},
+	"risks": map[string]any{"type": "array", "items": map[string]any{"type": "string"}},
+})))
+
+// verdictSchema is the outputSchema of a verifier's final message.
+var verdictSchema = json.RawMessage(mustJSON(closedAll(map[string]any{
+	"verdict": map[string]any{"type": "string", "enum": allVerdicts},
+	"criteria": map[string]any{"type": "array", "items": closedAll(map[string]any{
+		"criterion": map[string]any{"type": "integer", "minimum": 1, "maximum": MaxCriteria},
+		"status":    map[string]any{"type": "string", "enum": []string{"met", "unmet", "unknown"}},
+		"reason":    map[string]any{"type": "string"},
+	})},
+	"repair_instructions": map[string]any{"type": "string"},
+})))
+
+// closedAll is a closed object schema whose every property is required, as
+// strict structured outputs want.
+func closedAll(props map[string]any) map[string]any {
+	return closed(props, sortedKeys(props)...)
+}
+
+// Bounds on what a worker's report may put in front of the caller.
+const (
+	maxReportNote  = 500
+	maxReportRisks = 8
+	maxReportRisk  = 256
+)
+
+// patchReport is a patch worker's final message, decoded and bounded.
+type patchReport struct {
+	Summary  string `json:"summary"`
+	Criteria []struct {
+		Criterion int    `json:"criterion"`
+		Addressed bool   `json:"addressed"`
+		Note      string `json:"note"`
+	} `json:"criteria"`
+	Risks []string `json:"risks"`
+}
+
+// decodePatchReport decodes a report strictly; nil when it is malformed,
+// names a criterion twice or out of range.
+func decodePatchReport(raw string) *patchReport {
+	var r patchReport
+	if !decodeStrict(raw, &r) {
+		return nil
+	}
+	seen := map[int]bool{}
+	for i := range r.Criteria {
+		c := &r.Criteria[i]
+		if c.Criterion < 1 || c.Criterion > MaxCriteria || seen[c.Criterion] {
+			return nil
+		}
+		seen[c.Criterion] = true
+		c.Note = clipString(c.Note, maxReportNote)
+	}
+	r.Summary = clipString(r.Summary, 2000)
+	r.Risks = r.Risks[:min(len(r.Risks), maxReportRisks)]
+	for i := range r.Risks {
+		r.Risks[i] = clipString(oneLine(r.Risks[i]), maxReportRisk)
+	}
+	return &r
+}
+
+// verifierAnswer is a verifier's final message.
+type verifierAnswer struct {
+	Verdict  string             `json:"verdict"`
+	Criteria []CriterionVerdict `json:"criteria"`
+	Repair   string             `json:"repair_instructions"`
+}
+
+// CriterionVerdict is a verifier's judgement of one acceptance criterion.
+type CriterionVerdict struct {
+	Criterion int    `json:"criterion"`
+	Status    string `json:"status"` // met | unmet | unknown
+	Reason    string `json:"reason"`
+}
+
+// judge decodes a verifier's answer for n criteria and checks it for
+// consistency. What comes back is the verdict Needle stands by, the
+// per-criterion judgements (one per criterion, "unknown" where the
+// verifier said nothing) and the reasons a verdict was downgraded.
+func judge(raw string, n int) (verdict string, criteria []CriterionVerdict, repair string, reasons []string) {
+	criteria = make([]CriterionVerdict, n)
+	for i := range criteria {
+		criteria[i] = CriterionVerdict{Criterion: i + 1, Status: "unknown", Reason: ""}
+	}
+	var a verifierAnswer
+	if !decodeStrict(raw, &a) || !slices.Contains(allVerdicts, a.Verdict) {
+		return VerdictInconclusive, criteria, "", []string{"the verifier's answer was malformed"}
+	}
+	seen := map[int]bool{}
+	for _, c := range a.Criteria {
+		if c.Criterion < 1 || c.Criterion > n || seen[c.Criterion] || !slices.Contains([]string{"met", "unmet", "unknown"}, c.Status) {
+			return VerdictInconclusive, criteria, "", []string{"the verifier's answer named criteria that do not exist"}
+		}
+		seen[c.Criterion] = true
+		criteria[c.Criterion-1] = CriterionVerdict{Criterion: c.Criterion, Status: c.Status, Reason: clipString(c.Reason, maxReportNote)}
+	}
+	verdict, repair = a.Verdict, clipString(strings.TrimSpace(a.Repair), 2000)
+	switch {
+	case verdict == VerdictVerified && slices.ContainsFunc(criteria, func(c CriterionVerdict) bool { return c.Status != "met" }):
+		return VerdictInconclusive, criteria, "", []string{"the verifier said verified but did not find every criterion met"}
+	case verdict == VerdictRepairable && repair == "":
+		return VerdictInconclusive, criteria, "", []string{"the verifier said repairable without saying what to repair"}
+	case verdict != VerdictRepairable:
+		repair = ""
+	}
+	return verdict, criteria, repair, nil
+}
+
+// decodeStrict decodes one JSON object with no unknown fields and nothing
+// after it.
+func decodeStrict(raw string, v any) bool {
+	dec := json.NewDecoder(bytes.NewReader([]byte(raw)))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return false
+	}
+	return !dec.More()
+}
+
+// clipString bounds s to max bytes without splitting a character.
+func clipString(s string, max int) string {
+	if len(s) <= max {
+		return s
+	}
+	return strings.ToValidUTF8(s[:max], "")
+}
+
+// patchPrompt is the patch worker's turn prompt; a repair also gets the
+// verifier's findings (never its transcript).
+func patchPrompt(req ChangeRequest, refs []string, repair *verificationRecord) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "Task: %s\n", req.Task)
+	writeCriteria(&b, req.Criteria)
+	b.WriteString("You may write only these paths:\n")
+	for _, s := range req.Scopes {
+		if s.Kind == ScopeSubtree {
+			fmt.Fprintf(&b, "- every file under %s/\n", s.Path)
+		} else {
+			fmt.Fprintf(&b, "- %s\n", s.Path)
+		}
+	}
+	fmt.Fprintf(&b, "At most %d files and %d bytes of new content.\n", req.Constraints.MaxFiles, req.Constraints.MaxBytes)
+	for _, n := range req.Constraints.Notes {
+		fmt.Fprintf(&b, "Constraint: %s\n", n)
+	}
+	writeRefs(&b, refs)
+	if repair != nil {
+		b.WriteString("The checkout already holds a first attempt. An independent verifier found it repairable:\n")
+		for _, c := range repair.Criteria {
+			if c.Status != "met" {
+				fmt.Fprintf(&b, "- criterion %d %s: %s\n", c.Criterion, c.Status, c.Reason)
+			}
+		}
+		fmt.Fprintf(&b, "Repair: %s\n", repair.Repair)
+	}
+	return b.String()
+}
+
+// verifyPrompt is the verifier's turn prompt: the task, the criteria, the
+// files the patch changed and the certified context — no patcher output.
+func verifyPrompt(req ChangeRequest, refs []string, ops []PatchOperation) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "A change was made for this task: %s\n", req.Task)
+	writeCriteria(&b, req.Criteria)
+	b.WriteString("Files the change touched:\n")
+	for _, op := range ops {
+		fmt.Fprintf(&b, "- %s %s\n", op.Op, op.Path)
+	}
+	writeRefs(&b, refs)
+	b.WriteString("Judge every criterion.\n")
+	return b.String()
+}
+
+func writeCriteria(b *strings.Builder, criteria []string) {
+	b.WriteString("Acceptance criteria:\n")
+	for i, c := range criteria {
+		fmt.Fprintf(b, "%d. %s\n", i+1, c)
+	}
+}
+
+func writeRefs(b *strings.Builder, refs []string) {
+	if len(refs) == 0 {
+		return
+	}
+	b.WriteString("Certified context (proven fresh for this source):\n")
+	for _, r := range refs {
+		fmt.Fprintf(b, "%s\n", r)
+	}
+}

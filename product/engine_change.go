@@ -1,0 +1,469 @@
+package product
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"maps"
+	"slices"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/needle-dev/needle/product/internal/checkout"
+	"github.com/needle-dev/needle/product/internal/contentid"
+	"github.com/needle-dev/needle/product/internal/snapshot"
+)
+
+// Supervised changes (prepare_change, verify_change). A patch worker writes
+// in a disposable checkout; Needle compares the checkout with its base
+// outside the sandbox and builds the patch itself, so nothing the worker
+// says about its change is trusted. An independent read-only verifier then
+// judges the patched tree against the acceptance criteria. A first
+// "repairable" verdict may consume one repair revision and one new
+// verification; there is no second repair, no escalation and no apply.
+
+// Change statuses (changes.status).
+const (
+	ChangePrepared             = "prepared"
+	ChangeRejected             = "rejected"
+	ChangeFailed               = "failed"
+	ChangeVerified             = "verified"
+	ChangeVerificationRejected = "verification_rejected"
+	ChangeRepairable           = "repairable"
+	ChangeInconclusive         = "inconclusive"
+)
+
+// Verdicts of a verifier.
+const (
+	VerdictVerified     = "verified"
+	VerdictRejected     = "rejected"
+	VerdictRepairable   = "repairable"
+	VerdictInconclusive = "inconclusive"
+)
+
+var allVerdicts = []string{VerdictVerified, VerdictRejected, VerdictRepairable, VerdictInconclusive}
+
+// PatchOperation is one file operation of a patch. Before and After are
+// content digests ("" for an absent file); the full new content is kept in
+// SQLite, never returned.
+type PatchOperation struct {
+	Op         string `json:"op"` // add | modify | delete
+	Path       string `json:"path"`
+	Before     string `json:"before"`
+	After      string `json:"after"`
+	Executable bool   `json:"executable"`
+	Bytes      int    `json:"bytes"` // size of the new content
+}
+
+// storedOperation is a PatchOperation with its blob, as stored.
+type storedOperation struct {
+	PatchOperation
+	Content string `json:"content"`
+}
+
+// CriterionCoverage is what the patch worker reported for one acceptance
+// criterion: a claim, checked only by verify_change.
+type CriterionCoverage struct {
+	Criterion int    `json:"criterion"`
+	Status    string `json:"status"` // claimed | not_addressed | unreported
+	Note      string `json:"note"`
+}
+
+// ChangeAccounting is the bounded accounting of one call.
+type ChangeAccounting struct {
+	WorkerRuns   int     `json:"worker_runs"`
+	InputTokens  int64   `json:"input_tokens"`
+	OutputTokens int64   `json:"output_tokens"`
+	TotalTokens  int64   `json:"total_tokens"`
+	LatencyMs    float64 `json:"latency_ms"`
+	Files        int     `json:"files"`
+	Bytes        int     `json:"bytes"`
+}
+
+func (a *ChangeAccounting) add(u WorkerUsage) {
+	a.WorkerRuns++
+	a.InputTokens += u.InputTokens
+	a.OutputTokens += u.OutputTokens
+	a.TotalTokens += u.TotalTokens
+	a.LatencyMs += u.LatencyMs
+}
+
+// ChangeResult is the result of prepare_change.
+type ChangeResult struct {
+	ChangeID           string              `json:"change_id"`
+	Status             string              `json:"status"` // prepared | rejected | failed
+	PatchID            string              `json:"patch_id"`
+	Revision           int                 `json:"revision"`
+	Operations         []PatchOperation    `json:"operations"`
+	Acceptance         []CriterionCoverage `json:"acceptance"`
+	Accounting         ChangeAccounting    `json:"accounting"`
+	ResidualRisks      []string            `json:"residual_risks"`
+	Reasons            []string            `json:"reasons"`
+	VerificationStatus string              `json:"verification_status"`
+	Context            string              `json:"context"`
+}
+
+// errNoChangeWorker: changes need the Codex App Server.
+var errNoChangeWorker = &Error{Op: "change", Kind: KindUnavailable,
+	Err: errors.New("no App Server is configured (codex.command or --codex), or the server runs --cache-only")}
+
+// PrepareChange runs a patch worker for req in a disposable checkout and
+// stores the change, its request and the patch (or the reasons it was
+// rejected). Invalid input (including artifact or claim ids that are not
+// certified fresh evidence) is KindInvalidInput and stores nothing.
+func (e *Engine) PrepareChange(ctx context.Context, session string, req ChangeRequest) (ChangeResult, error) {
+	if err := checkChangeRequest(&req); err != nil {
+		return ChangeResult{}, err
+	}
+	if e.codex == nil {
+		return ChangeResult{}, errNoChangeWorker
+	}
+	if err := e.turn.lock(ctx); err != nil {
+		return ChangeResult{}, err
+	}
+	defer e.turn.unlock()
+	if _, err := e.ledger(ctx, session); err != nil {
+		return ChangeResult{}, err
+	}
+	refs, err := e.certifiedRefs(ctx, req)
+	if err != nil {
+		return ChangeResult{}, err
+	}
+	profile, err := e.sessionProfile(ctx, session)
+	if err != nil {
+		return ChangeResult{}, err
+	}
+	requestID := mustID("needle.change_request.v1", req)
+	res := ChangeResult{ChangeID: newChangeID(), Revision: 1, VerificationStatus: "not_requested"}
+	var base string
+	att := patchAttempt{revision: 1}
+	spec := sessionSpec{
+		Scenario: "patch-worker ",
+		Invocation: func(snap string) string {
+			base = snap
+			return mustID("needle.invocation.v1", map[string]string{"role": "patch", "request": requestID, "snapshot": snap})
+		},
+		Instructions: patchInstructions,
+		OnRequest:    answerWorkerRequest,
+		Turns:        []turnSpec{{Label: "patch", Prompt: patchPrompt(req, refs, nil), Schema: patchReportSchema}},
+		After:        func(ctx context.Context, co *checkout.Checkout) error { return att.build(ctx, co, req, nil) },
+	}
+	out, runErr := e.codex.run(ctx, e.root, spec)
+	res.Accounting.add(out.Usage)
+	att.finish(out, runErr)
+	res.Status, res.Reasons = att.status, nonNil(att.reasons)
+	if att.status == "accepted" {
+		res.Status, res.PatchID = ChangePrepared, att.patchID
+	}
+	res.Operations = att.publicOps()
+	res.Accounting.Files, res.Accounting.Bytes = len(att.ops), att.bytes
+	res.Acceptance = coverage(req, att.report)
+	res.ResidualRisks = residualRisks(req, att)
+	if base == "" { // the checkout never existed: nothing ran
+		base = "none"
+	}
+	rec := changeRecord{ID: res.ChangeID, Session: session, Root: e.root, RequestID: requestID, Request: req,
+		Base: base, Profile: profile, Status: res.Status}
+	if err := e.store.putChange(context.WithoutCancel(ctx), rec, att); err != nil {
+		return ChangeResult{}, err
+	}
+	if runErr != nil && ctx.Err() != nil {
+		return ChangeResult{}, ctx.Err()
+	}
+	res.Context = changeText(res)
+	return res, nil
+}
+
+// patchAttempt is one patch worker run and the patch Needle built from it.
+type patchAttempt struct {
+	revision int
+	status   string // accepted | rejected | failed
+	patchID  string
+	ops      []storedOperation
+	bytes    int
+	reasons  []string
+	report   *patchReport
+	raw      string
+	inv      string
+	usage    WorkerUsage
+}
+
+// build compares the checkout with its base and makes the patch, rejecting
+// (fail closed) anything the worker may not do. laid is the patch the
+// checkout was given before the worker ran (a repair builds on it): the
+// result is cumulative against the original base.
+func (a *patchAttempt) build(ctx context.Context, co *checkout.Checkout, req ChangeRequest, laid []storedOperation) error {
+	changes, err := co.Changes(ctx)
+	if err != nil {
+		return fmt.Errorf("patch: %w", err)
+	}
+	before := map[string]string{}
+	exec := map[string]bool{}
+	paths := map[string]bool{}
+	laidPath := map[string]bool{}
+	for _, op := range laid {
+		before[op.Path], exec[op.Path], paths[op.Path], laidPath[op.Path] = op.Before, op.Executable, true, true
+	}
+	for _, ch := range changes {
+		exec[ch.Path] = ch.Mode&0o100 != 0
+		if !paths[ch.Path] {
+			before[ch.Path], _ = co.BaseDigest(ch.Path)
+			paths[ch.Path] = true
+		}
+		switch {
+		case gitPath(ch.Path):
+			a.reasons = append(a.reasons, fmt.Sprintf("%s: git metadata may not change", ch.Path))
+		case ch.Kind != checkout.KindFile:
+			a.reasons = append(a.reasons, fmt.Sprintf("%s: a %s is not a file a patch may hold", ch.Path, ch.Kind))
+		case !inScope(req.Scopes, ch.Path):
+			a.reasons = append(a.reasons, fmt.Sprintf("%s: outside the declared scopes", ch.Path))
+		}
+	}
+	if len(a.reasons) > 0 {
+		return nil
+	}
+	for _, p := range slices.Sorted(maps.Keys(paths)) {
+		op := storedOperation{PatchOperation: PatchOperation{Path: p, Before: before[p]}}
+		data, err := co.ReadFile(p)
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+			if op.Before == "" {
+				continue // added and removed again
+			}
+			op.Op = checkout.OpDelete
+		case err != nil:
+			a.reasons = append(a.reasons, fmt.Sprintf("%s: %v", p, err))
+			continue
+		case !utf8.Valid(data) || slices.Contains(data, 0):
+			a.reasons = append(a.reasons, fmt.Sprintf("%s: binary content (not UTF-8 text)", p))
+			continue
+		default:
+			op.After = contentid.OfBytes(snapshot.FileTag, data)
+			op.Content, op.Bytes = string(data), len(data)
+			op.Executable = exec[p]
+			op.Op = checkout.OpModify
+			if op.Before == "" {
+				op.Op = checkout.OpAdd
+			}
+		}
+		if op.Before == op.After && laidPath[p] {
+			continue // a repair took the file back to its base content
+		}
+		a.ops = append(a.ops, op)
+		a.bytes += op.Bytes
+	}
+	switch {
+	case len(a.reasons) > 0:
+	case len(a.ops) == 0:
+		a.reasons = append(a.reasons, "the patch worker changed nothing")
+	case len(a.ops) > req.Constraints.MaxFiles:
+		a.reasons = append(a.reasons, fmt.Sprintf("the patch touches %d files; the limit is %d", len(a.ops), req.Constraints.MaxFiles))
+	case a.bytes > req.Constraints.MaxBytes:
+		a.reasons = append(a.reasons, fmt.Sprintf("the patch writes %d bytes; the limit is %d", a.bytes, req.Constraints.MaxBytes))
+	}
+	return nil
+}
+
+// finish records the worker's output and decides the attempt's status.
+func (a *patchAttempt) finish(out sessionOutput, runErr error) {
+	a.inv, a.usage = out.Invocation, out.Usage
+	if runErr != nil {
+		a.status, a.ops, a.bytes = "failed", nil, 0
+		a.reasons = []string{"the patch worker failed: " + oneLine(runErr.Error())}
+		return
+	}
+	if len(out.Finals) > 0 {
+		a.raw = out.Finals[0]
+		a.report = decodePatchReport(a.raw)
+	}
+	if len(a.reasons) > 0 {
+		a.status = "rejected"
+		for i := range a.ops {
+			a.ops[i].Content = "" // a rejected attempt keeps no blobs
+		}
+		return
+	}
+	a.status = "accepted"
+	a.patchID = mustID("needle.patch.v1", a.publicOps())
+}
+
+func (a *patchAttempt) publicOps() []PatchOperation {
+	out := []PatchOperation{}
+	for _, op := range a.ops {
+		out = append(out, op.PatchOperation)
+	}
+	return out
+}
+
+// writes turns stored operations into checkout writes.
+func writes(ops []storedOperation) []checkout.Write {
+	var w []checkout.Write
+	for _, op := range ops {
+		w = append(w, checkout.Write{Path: op.Path, Data: []byte(op.Content), Exec: op.Executable, Delete: op.Op == checkout.OpDelete})
+	}
+	return w
+}
+
+// coverage lays the patch worker's report over the criteria.
+func coverage(req ChangeRequest, r *patchReport) []CriterionCoverage {
+	out := make([]CriterionCoverage, len(req.Criteria))
+	for i := range out {
+		out[i] = CriterionCoverage{Criterion: i + 1, Status: "unreported", Note: ""}
+	}
+	if r == nil {
+		return out
+	}
+	for _, c := range r.Criteria {
+		out[c.Criterion-1].Status, out[c.Criterion-1].Note = "not_addressed", c.Note
+		if c.Addressed {
+			out[c.Criterion-1].Status = "claimed"
+		}
+	}
+	return out
+}
+
+// residualRisks are what the caller should know before trusting the patch:
+// Needle's own findings first, then (bounded) what the worker reported.
+func residualRisks(req ChangeRequest, a patchAttempt) []string {
+	risks := []string{}
+	if a.status != "accepted" {
+		return risks
+	}
+	risks = append(risks, "unverified: acceptance coverage is the patch worker's claim until verify_change")
+	if a.report == nil {
+		risks = append(risks, "the patch worker's report was missing or malformed")
+	}
+	for _, c := range coverage(req, a.report) {
+		if c.Status != "claimed" {
+			risks = append(risks, fmt.Sprintf("criterion %d: not claimed as addressed", c.Criterion))
+		}
+	}
+	tests := false
+	for _, op := range a.ops {
+		tests = tests || strings.HasSuffix(op.Path, "_test.go")
+	}
+	if !tests {
+		risks = append(risks, "no test file changed")
+	}
+	if a.report != nil {
+		for _, r := range a.report.Risks {
+			risks = append(risks, "patch worker: "+r)
+		}
+	}
+	return risks
+}
+
+// changeText is the bounded text of a prepare_change result.
+func changeText(r ChangeResult) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "change %s: %s", r.ChangeID, r.Status)
+	if r.PatchID != "" {
+		fmt.Fprintf(&b, " (patch %s, revision %d)", r.PatchID, r.Revision)
+	}
+	b.WriteString("\n")
+	for _, op := range r.Operations {
+		fmt.Fprintf(&b, "  %s %s (%d bytes)\n", op.Op, op.Path, op.Bytes)
+	}
+	for _, reason := range r.Reasons {
+		fmt.Fprintf(&b, "  rejected: %s\n", reason)
+	}
+	for _, c := range r.Acceptance {
+		fmt.Fprintf(&b, "  criterion %d: %s\n", c.Criterion, c.Status)
+	}
+	for _, risk := range r.ResidualRisks {
+		fmt.Fprintf(&b, "  risk: %s\n", risk)
+	}
+	fmt.Fprintf(&b, "verification: %s; nothing is applied to your work tree.\n", r.VerificationStatus)
+	return clipText(b.String(), DefaultFrontierBudget)
+}
+
+// clipText bounds text at a line boundary.
+func clipText(s string, budget int) string {
+	if len(s) <= budget {
+		return s
+	}
+	cut := strings.LastIndexByte(s[:budget], '\n')
+	if cut < 0 {
+		cut = 0
+	}
+	return s[:cut+1] + "…\n"
+}
+
+// certifiedRefs turns the request's artifact and claim ids into citation
+// lines. Each must name certified evidence that is fresh for the current
+// source; anything else is invalid input (stale evidence is never passed on).
+func (e *Engine) certifiedRefs(ctx context.Context, req ChangeRequest) ([]string, error) {
+	var lines []string
+	for i, id := range req.ArtifactIDs {
+		c, err := e.freshArtifact(ctx, id)
+		if err != nil {
+			return nil, err
+		}
+		if c == nil {
+			return nil, invalidf(opChange, fmt.Sprintf("$.artifact_ids[%d]", i), "%s is not certified evidence fresh for the current source", id)
+		}
+		lines = append(lines, citeChoice(choice{Obligation: Obligation{Kind: c.Proposal.Kind}, Evidence: *c})...)
+	}
+	for i, id := range req.ClaimIDs {
+		c, claim, err := e.freshClaim(ctx, id)
+		if err != nil {
+			return nil, err
+		}
+		if c == nil {
+			return nil, invalidf(opChange, fmt.Sprintf("$.claim_ids[%d]", i), "%s is not a certified claim fresh for the current source", id)
+		}
+		lines = append(lines, citeChoice(choice{Obligation: Obligation{Kind: CapImplementationLocation}, Evidence: *c, Claim: claim})...)
+	}
+	return lines, nil
+}
+
+func (e *Engine) freshArtifact(ctx context.Context, id string) (*candidate, error) {
+	certs, err := e.store.certificatesOf(ctx, `SELECT certificate_id FROM certificates
+		WHERE artifact_id = ? AND scope = 'artifact' AND root = ? ORDER BY rowid DESC LIMIT 1`, id, e.root)
+	if err != nil || len(certs) == 0 {
+		return nil, err
+	}
+	return e.freshEvidence(ctx, certs[0])
+}
+
+func (e *Engine) freshClaim(ctx context.Context, id string) (*candidate, *ClaimAt, error) {
+	certs, err := e.store.certificatesOf(ctx, `SELECT cc.certificate_id FROM certificate_claims cc
+		JOIN certificates c ON c.certificate_id = cc.certificate_id
+		WHERE cc.claim_id = ? AND c.root = ? ORDER BY c.rowid DESC LIMIT 4`, id, e.root)
+	if err != nil {
+		return nil, nil, err
+	}
+	for _, cert := range certs {
+		c, err := e.freshEvidence(ctx, cert)
+		if err != nil || c == nil {
+			if err != nil {
+				return nil, nil, err
+			}
+			continue
+		}
+		for _, cl := range c.Claims {
+			if cl.ID == id {
+				return c, &cl, nil
+			}
+		}
+	}
+	return nil, nil, nil
+}
+
+// freshEvidence loads a certificate's evidence and returns it when it is
+// fresh (or replays fresh) for the current source.
+func (e *Engine) freshEvidence(ctx context.Context, certID string) (*candidate, error) {
+	ev, err := e.store.evidenceByCertificate(ctx, certID)
+	if err != nil {
+		return nil, err
+	}
+	c, err := e.classify(ctx, ev)
+	if err != nil {
+		return nil, err
+	}
+	if !c.usable() {
+		return nil, nil
+	}
+	return &c, nil
+}

@@ -1,0 +1,180 @@
+package product
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+)
+
+// changeRecord is the immutable part of a change and its projection.
+type changeRecord struct {
+	ID        string
+	Session   string
+	Root      string
+	RequestID string
+	Request   ChangeRequest
+	Base      string
+	Profile   ProfileRevision
+	Status    string
+	Current   int // accepted patch revision in force; 0 when none
+	Repairs   int
+}
+
+// putChange stores a new change with its first patch attempt, in one
+// transaction.
+func (s *Store) putChange(ctx context.Context, c changeRecord, a patchAttempt) error {
+	current := 0
+	if a.status == "accepted" {
+		current = 1
+	}
+	return s.inTx(ctx, "store.change", func(tx *sql.Tx, now string) error {
+		_, err := tx.Exec(`INSERT INTO changes (change_id, session_id, root, request_id, request, base_snapshot,
+			profile_id, profile_revision, status, current_revision, repairs_used, created_at)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0, ?)`,
+			c.ID, c.Session, c.Root, c.RequestID, mustJSON(c.Request), c.Base, c.Profile.ID, c.Profile.Revision,
+			c.Status, current, now)
+		if err != nil {
+			return err
+		}
+		return insertPatch(tx, now, c.ID, a)
+	})
+}
+
+func insertPatch(tx *sql.Tx, now, changeID string, a patchAttempt) error {
+	var patchID any
+	if a.status == "accepted" {
+		patchID = a.patchID
+	}
+	ops := a.ops
+	if ops == nil {
+		ops = []storedOperation{}
+	}
+	report := any(map[string]any{})
+	if a.report != nil {
+		report = a.report
+	}
+	_, err := tx.Exec(`INSERT INTO patches (change_id, revision, status, patch_id, operations, report, reasons,
+		raw_output, invocation, usage, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		changeID, a.revision, a.status, patchID, mustJSON(ops), mustJSON(report), mustJSON(nonNil(a.reasons)),
+		a.raw, a.inv, mustJSON(a.usage), now)
+	return err
+}
+
+// change loads a change of root.
+func (s *Store) change(ctx context.Context, root, id string) (changeRecord, error) {
+	c := changeRecord{ID: id}
+	var req string
+	err := s.db.QueryRowContext(ctx, `SELECT session_id, root, request_id, request, base_snapshot, profile_id,
+		profile_revision, status, current_revision, repairs_used FROM changes WHERE change_id = ? AND root = ?`, id, root).
+		Scan(&c.Session, &c.Root, &c.RequestID, &req, &c.Base, &c.Profile.ID, &c.Profile.Revision, &c.Status, &c.Current, &c.Repairs)
+	if errNoRows(err) {
+		return c, &Error{Op: "change", Kind: KindNotFound, Path: "$.change_id", Err: fmt.Errorf("no change %s in this repository", id)}
+	}
+	if err != nil {
+		return c, storeError("store.change", err)
+	}
+	return c, decodeStored(req, &c.Request)
+}
+
+// patch loads an accepted patch revision of a change.
+func (s *Store) patch(ctx context.Context, changeID string, revision int) (patchAttempt, error) {
+	a := patchAttempt{revision: revision}
+	var ops string
+	err := s.db.QueryRowContext(ctx, `SELECT status, patch_id, operations FROM patches
+		WHERE change_id = ? AND revision = ? AND status = 'accepted'`, changeID, revision).Scan(&a.status, &a.patchID, &ops)
+	if err != nil {
+		return a, storeError("store.patch", err)
+	}
+	return a, decodeStored(ops, &a.ops)
+}
+
+// verificationRecord is one stored verification.
+type verificationRecord struct {
+	Ordinal       int                `json:"ordinal"`
+	PatchRevision int                `json:"patch_revision"`
+	Verdict       string             `json:"verdict"`
+	Criteria      []CriterionVerdict `json:"criteria"`
+	Repair        string             `json:"repair_instructions"`
+	Reasons       []string           `json:"reasons"`
+	raw           string
+	inv           string
+	usage         WorkerUsage
+}
+
+// verifications loads a change's verifications in order.
+func (s *Store) verifications(ctx context.Context, changeID string) ([]verificationRecord, error) {
+	rows, err := s.db.QueryContext(ctx, `SELECT body FROM verifications WHERE change_id = ? ORDER BY ordinal`, changeID)
+	if err != nil {
+		return nil, storeError("store.verifications", err)
+	}
+	defer rows.Close()
+	var out []verificationRecord
+	for rows.Next() {
+		var body string
+		var v verificationRecord
+		if err := rows.Scan(&body); err != nil {
+			return nil, storeError("store.verifications", err)
+		}
+		if err := decodeStored(body, &v); err != nil {
+			return nil, err
+		}
+		out = append(out, v)
+	}
+	return out, rows.Err()
+}
+
+// putVerification stores a verification, optionally a repair attempt made
+// after it, and the change's new projection, in one transaction.
+func (s *Store) putVerification(ctx context.Context, c changeRecord, v verificationRecord, repair *patchAttempt) error {
+	return s.inTx(ctx, "store.verification", func(tx *sql.Tx, now string) error {
+		if v.Verdict != "" {
+			_, err := tx.Exec(`INSERT INTO verifications (change_id, ordinal, patch_revision, verdict, body, raw_output,
+				invocation, usage, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+				c.ID, v.Ordinal, v.PatchRevision, v.Verdict, mustJSON(v), v.raw, v.inv, mustJSON(v.usage), now)
+			if err != nil {
+				return err
+			}
+		}
+		if repair != nil {
+			if err := insertPatch(tx, now, c.ID, *repair); err != nil {
+				return err
+			}
+		}
+		_, err := tx.Exec(`UPDATE changes SET status = ?, current_revision = ?, repairs_used = ? WHERE change_id = ?`,
+			c.Status, c.Current, c.Repairs, c.ID)
+		return err
+	})
+}
+
+// certificatesOf runs a query returning certificate ids.
+func (s *Store) certificatesOf(ctx context.Context, query string, args ...any) ([]string, error) {
+	rows, err := s.db.QueryContext(ctx, query, args...)
+	if err != nil {
+		return nil, storeError("store.certificates", err)
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			return nil, storeError("store.certificates", err)
+		}
+		out = append(out, id)
+	}
+	return out, rows.Err()
+}
+
+// sessionProfile is the role-profile revision a session froze; a session
+// that froze none (the API, the CLI) uses the newest default revision.
+func (e *Engine) sessionProfile(ctx context.Context, session string) (ProfileRevision, error) {
+	var rev ProfileRevision
+	err := e.store.db.QueryRowContext(ctx, `SELECT profile_id, profile_revision FROM session_freezes WHERE session_id = ?`, session).
+		Scan(&rev.ID, &rev.Revision)
+	if err == nil {
+		return rev, nil
+	}
+	if !errNoRows(err) {
+		return rev, storeError("store.session_profile", err)
+	}
+	return e.Profile(ctx, DefaultProfileID)
+}
