@@ -395,20 +395,28 @@ func TestPatchBuild(t *testing.T) {
 		act    func(dir string) error
 		reason string // "" = accepted
 	}{
-		{"inScope", func(d string) error { return os.WriteFile(filepath.Join(d, "options.go"), []byte("package main\n"), 0o644) }, ""},
+		{"inScope", func(d string) error {
+			return os.WriteFile(filepath.Join(d, "options.go"), []byte("package main\n"), 0o644)
+		}, ""},
 		{"subtree", func(d string) error {
 			return errors.Join(os.MkdirAll(filepath.Join(d, "internal", "x"), 0o755), os.WriteFile(filepath.Join(d, "internal", "x", "a.go"), []byte("package x\n"), 0o644))
 		}, ""},
-		{"outOfScope", func(d string) error { return os.WriteFile(filepath.Join(d, "main.go"), []byte("package main\n"), 0o644) }, "main.go: outside the declared scopes"},
+		{"outOfScope", func(d string) error {
+			return os.WriteFile(filepath.Join(d, "main.go"), []byte("package main\n"), 0o644)
+		}, "main.go: outside the declared scopes"},
 		{"symlinkOut", func(d string) error { return os.Symlink(outside, filepath.Join(d, "internal", "link")) }, "internal/link: a symlink"},
 		{"symlinkOverFile", func(d string) error {
 			return errors.Join(os.Remove(filepath.Join(d, "options.go")), os.Symlink("/etc/passwd", filepath.Join(d, "options.go")))
 		}, "options.go: a symlink"},
-		{"gitChange", func(d string) error { return os.WriteFile(filepath.Join(d, ".git"), []byte("gitdir: /tmp/elsewhere\n"), 0o644) }, ".git: git metadata"},
+		{"gitChange", func(d string) error {
+			return os.WriteFile(filepath.Join(d, ".git"), []byte("gitdir: /tmp/elsewhere\n"), 0o644)
+		}, ".git: git metadata"},
 		{"nestedGit", func(d string) error {
 			return errors.Join(os.MkdirAll(filepath.Join(d, "internal", ".git"), 0o755), os.WriteFile(filepath.Join(d, "internal", ".git", "config"), []byte("x"), 0o644))
 		}, "internal/.git/config: git metadata"},
-		{"binary", func(d string) error { return os.WriteFile(filepath.Join(d, "options.go"), []byte{0xff, 0xfe, 0}, 0o644) }, "options.go: binary content"},
+		{"binary", func(d string) error {
+			return os.WriteFile(filepath.Join(d, "options.go"), []byte{0xff, 0xfe, 0}, 0o644)
+		}, "options.go: binary content"},
 		{"nothing", func(string) error { return nil }, "the patch worker changed nothing"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
