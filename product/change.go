@@ -76,22 +76,22 @@ const opChange = "change.decode"
 // checkChangeRequest validates the values of a decoded request and
 // normalizes it: scopes and ids sorted and unique, limits filled in.
 func checkChangeRequest(r *ChangeRequest) error {
-	if err := checkText(r.Task, "$.task", 1, MaxTaskBytes); err != nil {
+	if err := checkText(r.Task, "task", 1, MaxTaskBytes); err != nil {
 		return err
 	}
 	if len(r.Criteria) < 1 || len(r.Criteria) > MaxCriteria {
-		return invalidf(opChange, "$.acceptance_criteria", "want 1 to %d acceptance criteria, got %d", MaxCriteria, len(r.Criteria))
+		return invalidf(opChange, "acceptance_criteria", "want 1 to %d acceptance criteria, got %d", MaxCriteria, len(r.Criteria))
 	}
 	for i, c := range r.Criteria {
-		if err := checkText(c, fmt.Sprintf("$.acceptance_criteria[%d]", i), 1, MaxCriterionBytes); err != nil {
+		if err := checkText(c, fmt.Sprintf("acceptance_criteria[%d]", i), 1, MaxCriterionBytes); err != nil {
 			return err
 		}
 	}
 	if len(r.Scopes) < 1 || len(r.Scopes) > MaxScopes {
-		return invalidf(opChange, "$.scopes", "want 1 to %d path scopes, got %d", MaxScopes, len(r.Scopes))
+		return invalidf(opChange, "scopes", "want 1 to %d path scopes, got %d", MaxScopes, len(r.Scopes))
 	}
 	for i, s := range r.Scopes {
-		p := fmt.Sprintf("$.scopes[%d]", i)
+		p := fmt.Sprintf("scopes[%d]", i)
 		if s.Kind != ScopeExact && s.Kind != ScopeSubtree {
 			return invalidf(opChange, p+".kind", "unknown scope kind %q; want exact or subtree", s.Kind)
 		}
@@ -103,11 +103,11 @@ func checkChangeRequest(r *ChangeRequest) error {
 	r.Scopes = slices.Compact(r.Scopes)
 	for name, ids := range map[string]*[]string{"artifact_ids": &r.ArtifactIDs, "claim_ids": &r.ClaimIDs} {
 		if len(*ids) > MaxChangeRefs {
-			return invalidf(opChange, "$."+name, "too many ids (%d); the limit is %d", len(*ids), MaxChangeRefs)
+			return invalidf(opChange, name, "too many ids (%d); the limit is %d", len(*ids), MaxChangeRefs)
 		}
 		for i, id := range *ids {
 			if !b3Pattern.MatchString(id) {
-				return invalidf(opChange, fmt.Sprintf("$.%s[%d]", name, i), "malformed id %q; want b3:<64 hex>", id)
+				return invalidf(opChange, fmt.Sprintf("%s[%d]", name, i), "malformed id %q; want b3:<64 hex>", id)
 			}
 		}
 		slices.Sort(*ids)
@@ -118,10 +118,10 @@ func checkChangeRequest(r *ChangeRequest) error {
 	}
 	c := &r.Constraints
 	if c.MaxFiles < 0 || c.MaxFiles > MaxPatchFiles {
-		return invalidf(opChange, "$.constraints.max_files", "want 1 to %d, got %d", MaxPatchFiles, c.MaxFiles)
+		return invalidf(opChange, "constraints.max_files", "want 1 to %d, got %d", MaxPatchFiles, c.MaxFiles)
 	}
 	if c.MaxBytes < 0 || c.MaxBytes > MaxPatchBytes {
-		return invalidf(opChange, "$.constraints.max_bytes", "want 1 to %d, got %d", MaxPatchBytes, c.MaxBytes)
+		return invalidf(opChange, "constraints.max_bytes", "want 1 to %d, got %d", MaxPatchBytes, c.MaxBytes)
 	}
 	if c.MaxFiles == 0 {
 		c.MaxFiles = MaxPatchFiles
@@ -130,10 +130,10 @@ func checkChangeRequest(r *ChangeRequest) error {
 		c.MaxBytes = MaxPatchBytes
 	}
 	if len(c.Notes) > MaxConstraintNotes {
-		return invalidf(opChange, "$.constraints.notes", "too many notes (%d); the limit is %d", len(c.Notes), MaxConstraintNotes)
+		return invalidf(opChange, "constraints.notes", "too many notes (%d); the limit is %d", len(c.Notes), MaxConstraintNotes)
 	}
 	for i, n := range c.Notes {
-		if err := checkText(n, fmt.Sprintf("$.constraints.notes[%d]", i), 1, MaxNoteBytes); err != nil {
+		if err := checkText(n, fmt.Sprintf("constraints.notes[%d]", i), 1, MaxNoteBytes); err != nil {
 			return err
 		}
 	}

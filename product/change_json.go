@@ -72,7 +72,7 @@ func DecodeChangeID(data []byte) (string, error) {
 		return "", err
 	}
 	if !ChangeIDPattern.MatchString(id) {
-		return "", invalidf(opChange, "$.change_id", "malformed change id %q; want chg_<24 hex>", id)
+		return "", invalidf(opChange, "change_id", "malformed change id %q; want chg_<24 hex>", id)
 	}
 	return id, nil
 }

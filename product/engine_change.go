@@ -401,7 +401,7 @@ func (e *Engine) certifiedRefs(ctx context.Context, req ChangeRequest) ([]string
 			return nil, err
 		}
 		if c == nil {
-			return nil, invalidf(opChange, fmt.Sprintf("$.artifact_ids[%d]", i), "%s is not certified evidence fresh for the current source", id)
+			return nil, invalidf(opChange, fmt.Sprintf("artifact_ids[%d]", i), "%s is not certified evidence fresh for the current source", id)
 		}
 		lines = append(lines, citeChoice(choice{Obligation: Obligation{Kind: c.Proposal.Kind}, Evidence: *c})...)
 	}
@@ -411,7 +411,7 @@ func (e *Engine) certifiedRefs(ctx context.Context, req ChangeRequest) ([]string
 			return nil, err
 		}
 		if c == nil {
-			return nil, invalidf(opChange, fmt.Sprintf("$.claim_ids[%d]", i), "%s is not a certified claim fresh for the current source", id)
+			return nil, invalidf(opChange, fmt.Sprintf("claim_ids[%d]", i), "%s is not a certified claim fresh for the current source", id)
 		}
 		lines = append(lines, citeChoice(choice{Obligation: Obligation{Kind: CapImplementationLocation}, Evidence: *c, Claim: claim})...)
 	}

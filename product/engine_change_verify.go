@@ -48,7 +48,7 @@ type VerifyResult struct {
 // ever applied to the work tree.
 func (e *Engine) VerifyChange(ctx context.Context, session, changeID string) (VerifyResult, error) {
 	if !ChangeIDPattern.MatchString(changeID) {
-		return VerifyResult{}, invalidf(opChange, "$.change_id", "malformed change id %q; want chg_<24 hex>", changeID)
+		return VerifyResult{}, invalidf(opChange, "change_id", "malformed change id %q; want chg_<24 hex>", changeID)
 	}
 	if err := e.turn.lock(ctx); err != nil {
 		return VerifyResult{}, err

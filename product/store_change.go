@@ -68,7 +68,7 @@ func (s *Store) change(ctx context.Context, root, id string) (changeRecord, erro
 		profile_revision, status, current_revision, repairs_used FROM changes WHERE change_id = ? AND root = ?`, id, root).
 		Scan(&c.Session, &c.Root, &c.RequestID, &req, &c.Base, &c.Profile.ID, &c.Profile.Revision, &c.Status, &c.Current, &c.Repairs)
 	if errNoRows(err) {
-		return c, &Error{Op: "change", Kind: KindNotFound, Path: "$.change_id", Err: fmt.Errorf("no change %s in this repository", id)}
+		return c, &Error{Op: "change", Kind: KindNotFound, Path: "change_id", Err: fmt.Errorf("no change %s in this repository", id)}
 	}
 	if err != nil {
 		return c, storeError("store.change", err)
