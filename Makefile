@@ -94,7 +94,10 @@ fuzz:
 	$(GO) test ./product -run '^$$' -fuzz '^FuzzCompileJSON$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./product -run '^$$' -fuzz '^FuzzParseMarker$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./product -run '^$$' -fuzz '^FuzzDecodeProposal$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./product -run '^$$' -fuzz '^FuzzDecodeChangeRequest$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./product/internal/replay -run '^$$' -fuzz '^FuzzApplyHunks$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./product/internal/goevidence -run '^$$' -fuzz '^FuzzDeclarations$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./product/internal/jsonrpc -run '^$$' -fuzz '^FuzzServe$$' -fuzztime $(FUZZTIME)
 
 clean:
 	rm -rf $(BIN)

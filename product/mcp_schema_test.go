@@ -110,3 +110,109 @@ func genArguments(rng *rand.Rand) map[string]any {
 	}
 	return args
 }
+
+// TestMCP_ChangeSchemaAgreesWithDecoder is the same property for
+// prepare_change: the advertised inputSchema never accepts what the decoder
+// rejects, except for the rules a schema cannot state (blank text, path
+// syntax: absolute, unclean, .git, "." as an exact scope).
+func TestMCP_ChangeSchemaAgreesWithDecoder(t *testing.T) {
+	schema := compileSchema(t, roundTrip(t, prepareChangeInputSchema()))
+	rng := rand.New(rand.NewPCG(3, 4))
+	var schemaValid, bothAccept int
+	for i := range 3000 {
+		args := genChangeArguments(rng)
+		data, _ := json.Marshal(args)
+		serr := schema.Validate(roundTrip(t, args))
+		_, derr := DecodeChangeRequest(data)
+		switch {
+		case serr != nil && derr == nil:
+			t.Fatalf("case %d: the schema rejects what the decoder accepts: %s\n%v", i, data, serr)
+		case serr == nil && derr != nil && !changeSchemaCannotState(derr):
+			t.Fatalf("case %d: the decoder rejects a schema-valid request for a reason the schema states: %s\n%v", i, data, derr)
+		case serr == nil:
+			schemaValid++
+			if derr == nil {
+				bothAccept++
+			}
+		}
+	}
+	if schemaValid < 300 || bothAccept < 300 {
+		t.Fatalf("the generator is too rarely valid: %d schema-valid, %d accepted by both", schemaValid, bothAccept)
+	}
+}
+
+func changeSchemaCannotState(err error) bool {
+	e, ok := err.(*Error)
+	if !ok {
+		return false
+	}
+	msg := e.Err.Error()
+	for _, s := range []string{"empty text", "not a relative slash path", "not clean", "names git metadata", `"." can only be`} {
+		if strings.Contains(msg, s) {
+			return true
+		}
+	}
+	return false
+}
+
+func genChangeArguments(rng *rand.Rand) map[string]any {
+	pick := func(xs ...any) any { return xs[rng.IntN(len(xs))] }
+	damaged := func(good []any, bad ...any) any {
+		if rng.IntN(10) == 0 {
+			return pick(bad...)
+		}
+		return pick(good...)
+	}
+	list := func(n int, elem func() any) []any {
+		out := []any{}
+		for range n {
+			out = append(out, elem())
+		}
+		return out
+	}
+	args := map[string]any{
+		"task":                damaged([]any{"fix it", "Add a flag"}, "", "   ", 4, strings.Repeat("x", MaxTaskBytes+1)),
+		"acceptance_criteria": list(damaged([]any{1, 2, 8}, 0, 9).(int), func() any { return damaged([]any{"works", "tests pass"}, "", 3) }),
+		"scopes": list(damaged([]any{1, 3, 16}, 0, 17).(int), func() any {
+			s := map[string]any{
+				"path": damaged([]any{"a.go", "internal", "cmd/x/main.go"}, "", "/abs", "../up", "a/./b", "a/.git/x", ".", 5),
+				"kind": damaged([]any{"exact", "subtree"}, "glob", 1),
+			}
+			if rng.IntN(20) == 0 {
+				s["mode"] = "w"
+			}
+			if rng.IntN(20) == 0 {
+				delete(s, "kind")
+			}
+			return s
+		}),
+	}
+	if rng.IntN(3) == 0 {
+		args["artifact_ids"] = list(damaged([]any{0, 2}, 17).(int), func() any {
+			return damaged([]any{"b3:" + strings.Repeat("a", 64)}, "b3:zz", 1)
+		})
+	}
+	if rng.IntN(3) == 0 {
+		c := map[string]any{}
+		if rng.IntN(2) == 0 {
+			c["max_files"] = damaged([]any{1, 16}, 0, 17, 1.5, "2")
+		}
+		if rng.IntN(2) == 0 {
+			c["max_bytes"] = damaged([]any{1, MaxPatchBytes}, 0, MaxPatchBytes+1)
+		}
+		if rng.IntN(2) == 0 {
+			c["notes"] = list(damaged([]any{0, 4}, 5).(int), func() any { return damaged([]any{"no API change"}, "", 2) })
+		}
+		if rng.IntN(15) == 0 {
+			c["apply"] = true
+		}
+		args["constraints"] = c
+	}
+	if rng.IntN(25) == 0 {
+		args["force"] = true
+	}
+	if rng.IntN(25) == 0 {
+		delete(args, pick("task", "acceptance_criteria", "scopes").(string))
+	}
+	return args
+}
