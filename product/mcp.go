@@ -217,7 +217,7 @@ func invalidParams(err error) error {
 	var e *Error
 	msg := err.Error()
 	if errors.As(err, &e) && e.Err != nil {
-		msg = "invalid input: " + e.Path + ": " + e.Err.Error()
+		msg = e.Kind.String() + ": " + e.Path + ": " + e.Err.Error()
 	}
 	return &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: msg}
 }

@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"testing"
 
@@ -49,6 +50,8 @@ func TestScripts(t *testing.T) {
 			"exitcode": cmdExitCode,
 			"jsonget":  cmdJSONGet,
 			"sqlexec":  cmdSQLExec,
+			"grepenv":  cmdGrepEnv,
+			"expand":   cmdExpand,
 		},
 	})
 }
@@ -124,4 +127,32 @@ func cmdSQLExec(ts *testscript.TestScript, neg bool, args []string) {
 	defer db.Close()
 	_, err = db.Exec(args[1])
 	ts.Check(err)
+}
+
+// cmdGrepEnv sets an environment variable to the first match of a regular
+// expression in a file (an id a command printed):
+//
+//	grepenv NAME REGEXP FILE
+func cmdGrepEnv(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 3 {
+		ts.Fatalf("usage: grepenv NAME REGEXP FILE")
+	}
+	re, err := regexp.Compile(args[1])
+	ts.Check(err)
+	m := re.FindString(ts.ReadFile(args[2]))
+	if m == "" {
+		ts.Fatalf("grepenv: no match for %s in %s", args[1], args[2])
+	}
+	ts.Setenv(args[0], m)
+}
+
+// cmdExpand writes a copy of a file with $NAME and ${NAME} replaced by the
+// script's environment:
+//
+//	expand IN OUT
+func cmdExpand(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 2 {
+		ts.Fatalf("usage: expand IN OUT")
+	}
+	ts.Check(os.WriteFile(ts.MkAbs(args[1]), []byte(os.Expand(ts.ReadFile(args[0]), ts.Getenv)), 0o644))
 }
