@@ -134,6 +134,10 @@ func (e *Engine) PrepareChange(ctx context.Context, session string, req ChangeRe
 	if err != nil {
 		return ChangeResult{}, err
 	}
+	if profile.Profile.Sandbox.Patch != "workspace-write" {
+		return ChangeResult{}, &Error{Op: "change.prepare", Kind: KindUnavailable,
+			Err: fmt.Errorf("role profile %s revision %d runs patch workers %s: no change can be prepared", profile.ID, profile.Revision, profile.Profile.Sandbox.Patch)}
+	}
 	requestID := mustID("needle.change_request.v1", req)
 	res := ChangeResult{ChangeID: newChangeID(), Revision: 1, VerificationStatus: "not_requested"}
 	var base string

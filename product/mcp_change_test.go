@@ -187,3 +187,27 @@ func TestMCP_ChangeInvalidParams(t *testing.T) {
 		}
 	}
 }
+
+// TestMCP_ChangeProfileReadOnly: a session whose frozen role profile runs
+// patch workers read-only cannot prepare a change; the call is a tool error
+// and nothing runs or is stored.
+func TestMCP_ChangeProfileReadOnly(t *testing.T) {
+	te := MustEngine(t, MustFixtureRepo(t, "grepx", false), replayCodex(t, "verified"))
+	p := defaultProfile
+	p.Sandbox.Patch = "read-only"
+	rev, err := te.store.putProfileRevision(context.Background(), "cautious", p, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	peer := MustMCP(t, te, false, func(c *MCPConfig) { c.Profile = rev })
+	peer.initialize("2025-06-18")
+	args, _ := json.Marshal(changeArgs(t, "verified"))
+	r := peer.call(1, "tools/call", `{"name":"prepare_change","arguments":`+string(args)+`}`)
+	res, _ := r["result"].(map[string]any)
+	if res["isError"] != true || !strings.Contains(fmt.Sprint(res["content"]), "cautious revision 1 runs patch workers read-only") {
+		t.Errorf("prepare_change under a read-only patch profile: %v", r)
+	}
+	if n := count(t, te, `SELECT count(*) FROM changes`); n != 0 || hasEntries(filepath.Join(te.data, "checkouts")) {
+		t.Errorf("%d changes stored", n)
+	}
+}

@@ -22,7 +22,7 @@ type mcpPeer struct {
 	done chan error
 }
 
-func MustMCP(t *testing.T, te *testEngine, cacheOnly bool) *mcpPeer {
+func MustMCP(t *testing.T, te *testEngine, cacheOnly bool, mutate ...func(*MCPConfig)) *mcpPeer {
 	t.Helper()
 	inR, inW := io.Pipe()
 	outR, outW := io.Pipe()
@@ -31,9 +31,12 @@ func MustMCP(t *testing.T, te *testEngine, cacheOnly bool) *mcpPeer {
 	if err := te.store.ensureDefaultProfile(context.Background()); err != nil {
 		t.Fatal(err)
 	}
+	cfg := MCPConfig{Engine: te.Engine, Repository: te.repo, MainModel: "test-model", Profile: rev, CacheOnly: cacheOnly, Log: io.Discard}
+	for _, m := range mutate {
+		m(&cfg)
+	}
 	go func() {
-		err := ServeMCP(context.Background(), MCPConfig{Engine: te.Engine, Repository: te.repo, MainModel: "test-model",
-			Profile: rev, CacheOnly: cacheOnly, Log: io.Discard}, inR, outW)
+		err := ServeMCP(context.Background(), cfg, inR, outW)
 		outW.Close()
 		p.done <- err
 	}()

@@ -168,10 +168,12 @@ func (s *Store) certificatesOf(ctx context.Context, query string, args ...any) (
 // that froze none (the API, the CLI) uses the newest default revision.
 func (e *Engine) sessionProfile(ctx context.Context, session string) (ProfileRevision, error) {
 	var rev ProfileRevision
-	err := e.store.db.QueryRowContext(ctx, `SELECT profile_id, profile_revision FROM session_freezes WHERE session_id = ?`, session).
-		Scan(&rev.ID, &rev.Revision)
+	var body string
+	err := e.store.db.QueryRowContext(ctx, `SELECT f.profile_id, f.profile_revision, p.body, p.digest FROM session_freezes f
+		JOIN profile_revisions p ON p.profile_id = f.profile_id AND p.revision = f.profile_revision
+		WHERE f.session_id = ?`, session).Scan(&rev.ID, &rev.Revision, &body, &rev.Digest)
 	if err == nil {
-		return rev, nil
+		return rev, decodeStored(body, &rev.Profile)
 	}
 	if !errNoRows(err) {
 		return rev, storeError("store.session_profile", err)

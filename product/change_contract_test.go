@@ -1,0 +1,106 @@
+//go:build contract
+
+package product
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// contractChange runs a change scenario's worker sessions against the real
+// codex (NEEDLE_CODEX_BIN) with a fake model playing script.
+func contractChange(t *testing.T, repo string, script []byte) *testEngine {
+	t.Helper()
+	bin := os.Getenv("NEEDLE_CODEX_BIN")
+	if bin == "" {
+		t.Fatal("NEEDLE_CODEX_BIN is not set: run make test-contract")
+	}
+	model, err := StartFakeModel(script)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { model.Close() })
+	home := t.TempDir()
+	MustWriteFile(t, filepath.Join(home, "config.toml"), model.ConfigTOML())
+	return MustEngine(t, repo, func(c *Config) {
+		c.Codex = &CodexConfig{Command: []string{bin}, Home: home, Deadline: time.Minute}
+	})
+}
+
+func scenarioScript(t *testing.T, name string) []byte {
+	t.Helper()
+	var sc struct {
+		Script json.RawMessage `json:"script"`
+	}
+	if err := json.Unmarshal(MustReadFile(t, "fixtures/changes/"+name+".json"), &sc); err != nil {
+		t.Fatal(err)
+	}
+	return sc.Script
+}
+
+// TestContract_ChangeRepair: with the real codex the patch worker's
+// apply_patch lands in its checkout, the verifier finds it repairable, the
+// one repair and a second verification verify it; the work tree is
+// untouched and nothing is left behind.
+func TestContract_ChangeRepair(t *testing.T) {
+	ctx := context.Background()
+	repo := MustFixtureRepo(t, "grepx", true)
+	before := treeDigest(t, repo)
+	te := contractChange(t, repo, scenarioScript(t, "repair"))
+	res, err := te.PrepareChange(ctx, "c", MustChangeRequest(t, "repair"))
+	if err != nil || res.Status != ChangePrepared {
+		t.Fatalf("prepare_change = %+v, %v", res, err)
+	}
+	v, err := te.VerifyChange(ctx, "c", res.ChangeID)
+	if err != nil || v.Verdict != VerdictVerified || v.Revision != 2 || v.Repair.Status != "applied" {
+		t.Fatalf("verify_change = %+v, %v", v, err)
+	}
+	if treeDigest(t, repo) != before {
+		t.Error("the active work tree changed")
+	}
+	for _, dir := range []string{"checkouts", "codex-homes"} {
+		if hasEntries(filepath.Join(te.data, dir)) {
+			t.Errorf("%s left behind", dir)
+		}
+	}
+}
+
+// TestContract_ChangeConfined: a patch worker that tries to write into the
+// active work tree (by absolute path) is stopped by the real sandbox; its
+// in-checkout edit becomes the patch, and a write outside the declared
+// scopes (inside the checkout) rejects the patch.
+func TestContract_ChangeConfined(t *testing.T) {
+	ctx := context.Background()
+	repo := MustFixtureRepo(t, "grepx", true)
+	before := treeDigest(t, repo)
+	escape := filepath.Join(repo, "ESCAPE.txt")
+	args, _ := json.Marshal(map[string]any{"cmd": "touch " + escape, "yield_time_ms": 2000})
+	var sc struct {
+		Responses []json.RawMessage `json:"responses"`
+	}
+	if err := json.Unmarshal(scenarioScript(t, "undeclared"), &sc); err != nil {
+		t.Fatal(err)
+	}
+	touch, _ := json.Marshal(map[string]any{"function_call": map[string]any{"call_id": "call_escape", "name": "exec_command",
+		"arguments": string(args), "usage": map[string]any{"input": 100, "cached": 0, "output": 10, "reasoning": 0}}})
+	script, _ := json.Marshal(map[string]any{"responses": append([]json.RawMessage{touch}, sc.Responses...)})
+	te := contractChange(t, repo, script)
+	res, err := te.PrepareChange(ctx, "c", MustChangeRequest(t, "undeclared"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(escape); !os.IsNotExist(err) {
+		t.Errorf("the patch worker wrote into the active work tree: %v", err)
+	}
+	if res.Status != ChangeRejected || len(res.Reasons) != 1 || !strings.Contains(res.Reasons[0], "NOTES.md") {
+		t.Errorf("prepare_change = %+v, want rejected for NOTES.md only", res)
+	}
+	if treeDigest(t, repo) != before {
+		t.Error("the active work tree changed")
+	}
+}
