@@ -214,7 +214,39 @@
 // need_context with a closed inputSchema (the session's routes as an enum)
 // and, on 2025-06-18, the outputSchema of NeedResult; invalid arguments are
 // -32602 before anything is resolved; content[0].text is the context, and
-// structuredContent the NeedResult (2025-06-18 only).
+// structuredContent the NeedResult (2025-06-18 only). Unless the server runs
+// --cache-only it also offers prepare_change and verify_change.
+//
+// # Supervised changes
+//
+// PrepareChange (prepare_change) takes a task, 1-8 acceptance criteria, 1-16
+// exact or subtree path scopes, optional artifact and claim ids (each must
+// be certified evidence fresh for the current source: it becomes the
+// workers' certified context) and optional bounded constraints. A patch
+// worker runs in a disposable checkout with a workspace-write sandbox
+// confined to it (no network, no /tmp, approvals never asked and any request
+// declined by policy). Needle then compares the checkout with its base
+// outside the sandbox and builds the patch itself: every changed path must
+// lie in a scope, be a regular file holding UTF-8 text and not be git
+// metadata, within the file and byte limits, or the whole patch is rejected
+// (fail closed). The patch is a list of operations (add, modify, delete with
+// before/after content digests), content-addressed as patch_id; the blobs
+// and the worker's raw report are stored (changes, patches), never
+// returned. The worker's report of acceptance coverage is kept as a claim.
+//
+// VerifyChange (verify_change, {"change_id"} only) loads the immutable
+// request and the current patch, checks that the patched files still have
+// their base content in the work tree, lays the patch on a fresh checkout
+// and runs an independent read-only verifier that gets the task, the
+// criteria, the touched paths and the certified context, never the patch
+// worker's output. Its verdict is decoded strictly and checked: verified
+// needs every criterion met, repairable needs repair instructions, anything
+// else is inconclusive. A first repairable verdict consumes the change's one
+// repair: a patch worker on a fresh checkout holding the patch, told the
+// verifier's findings, makes revision 2 (cumulative against the base), and
+// one new verification judges it. There is no second repair, no escalation
+// and no apply; a repeated verify_change returns the recorded verdict.
+// Patches and verifications are immutable rows (triggers refuse updates).
 //
 // # Store
 //

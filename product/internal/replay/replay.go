@@ -28,6 +28,10 @@
 // disagree before a client message has told them apart are an error
 // (ErrAmbiguous), never a guess.
 //
+// A real server changes files too: with Config.ApplyFileChanges, every
+// completed fileChange item the replay sends is first re-enacted in the
+// bound ${CWD} (effects.go), so a patch worker's edits reach its checkout.
+//
 // Any mismatch ends the replay: a mismatching request is answered with
 // -32600 "replay: unexpected request" (so the client fails fast instead of
 // waiting), expected and actual go to stderr, and Serve returns a
