@@ -47,6 +47,8 @@ func ServeMCP(ctx context.Context, cfg MCPConfig, in io.Reader, out io.Writer) e
 		"ping":       {Handle: func(context.Context, jsonrpc.Request) (any, error) { return struct{}{}, nil }, BeforeInit: true},
 		"tools/list": {Handle: s.toolsList},
 		"tools/call": {Handle: s.toolsCall, Serialized: true},
+		// The client's acknowledgement of initialize: nothing to do.
+		"notifications/initialized": {Handle: func(context.Context, jsonrpc.Request) (any, error) { return nil, nil }, BeforeInit: true},
 	}, jsonrpc.Options{Log: cfg.Log, CancelMethod: "notifications/cancelled", InitMethod: "initialize", DrainOnEOF: true})
 	return srv.Serve(ctx, in, out)
 }

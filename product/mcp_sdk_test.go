@@ -139,10 +139,7 @@ func roundTrip(t *testing.T, v any) any {
 // so the turn never ends by itself.
 func TestMCP_GoSDKCancel(t *testing.T) {
 	needle := MustNeedleBinary(t)
-	bench := filepath.Join(filepath.Dir(needle), "needlebench")
-	if out, err := exec.Command("go", "build", "-o", bench, "../cmd/needlebench").CombinedOutput(); err != nil {
-		t.Fatalf("build needlebench: %v\n%s", err, out)
-	}
+	bench := MustBenchBinary(t)
 	held := filepath.Join(t.TempDir(), "held")
 	src, err := os.ReadFile(filepath.Join("..", "frozen", "worker", "grepx", "86e95f3d8225eb2c06a5c0f3bb71cb94.jsonl"))
 	if err != nil {
