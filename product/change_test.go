@@ -448,3 +448,47 @@ func TestPatchBuild(t *testing.T) {
 		})
 	}
 }
+
+// TestChange_Cancel cancels prepare_change while the patch worker's turn
+// runs (the replay server holds a session cut right after turn/started):
+// the turn is interrupted, the process tree and the checkout are gone, and
+// the change is recorded as failed.
+func TestChange_Cancel(t *testing.T) {
+	src := mustRead(t, filepath.Join("..", "frozen", "changes", "verified", "caf39d0fc07ee18538d51f6d7ac4caf4.jsonl"))
+	i := strings.Index(src, `"method":"turn/started"`)
+	if i < 0 {
+		t.Fatal("no turn/started in the patch-worker transcript")
+	}
+	held := t.TempDir()
+	MustWriteFile(t, filepath.Join(held, "session.jsonl"), src[:i]+src[i:][:strings.IndexByte(src[i:], '\n')+1])
+	bench := MustBenchBinary(t)
+	te := MustEngine(t, MustFixtureRepo(t, "grepx", false), func(c *Config) {
+		c.Codex = &CodexConfig{Command: []string{bench, "appserver-replay", "--transcripts", held}, Deadline: time.Minute}
+	})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		_, err := te.PrepareChange(ctx, "s", MustChangeRequest(t, "verified"))
+		done <- err
+	}()
+	deadline := time.Now().Add(30 * time.Second)
+	for !hasEntries(filepath.Join(te.data, "checkouts")) {
+		if time.Now().After(deadline) {
+			t.Fatal("the patch worker never started")
+		}
+		runtimeYield()
+	}
+	cancel()
+	if err := <-done; !errors.Is(err, context.Canceled) {
+		t.Fatalf("PrepareChange after cancel = %v", err)
+	}
+	for _, dir := range []string{"checkouts", "codex-homes"} {
+		if hasEntries(filepath.Join(te.data, dir)) {
+			t.Errorf("%s left behind after cancellation", dir)
+		}
+	}
+	var status, reasons string
+	if err := te.store.db.QueryRow(`SELECT c.status, p.reasons FROM changes c JOIN patches p USING (change_id)`).Scan(&status, &reasons); err != nil || status != ChangeFailed {
+		t.Errorf("cancelled change recorded as %q %q (%v)", status, reasons, err)
+	}
+}
