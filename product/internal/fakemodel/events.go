@@ -31,6 +31,11 @@ type Response struct {
 	Hold bool
 	// Delay is slept between events.
 	Delay time.Duration
+	// Match, when set, makes the response keyed: it answers the first
+	// request whose body contains every one of these strings, whatever its
+	// position in the script. Responses without Match are served in script
+	// order to the requests no keyed response matches.
+	Match []string
 }
 
 // Script is the queue of responses, served in order, one per request.

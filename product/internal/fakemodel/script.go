@@ -63,6 +63,7 @@ type scriptResponse struct {
 	Events       []map[string]any `json:"events"`
 	Hold         bool             `json:"hold"`
 	DelayMS      int64            `json:"delay_ms"`
+	Match        []string         `json:"match"`
 }
 
 type scriptMessage struct {
@@ -125,6 +126,7 @@ func (sr scriptResponse) response() (Response, error) {
 	}
 	resp.Hold = sr.Hold
 	resp.Delay = time.Duration(sr.DelayMS) * time.Millisecond
+	resp.Match = sr.Match
 	return resp, nil
 }
 

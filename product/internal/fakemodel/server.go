@@ -48,7 +48,7 @@ type Server struct {
 
 	mu       sync.Mutex
 	script   []prepared
-	next     int
+	used     []bool
 	requests []Request
 	closing  bool
 	handlers sync.WaitGroup // Add only under mu while !closing, so Close may Wait
@@ -74,6 +74,7 @@ func Start(s Script) (*Server, error) {
 		url:      "http://" + ln.Addr().String() + "/v1",
 		served:   make(chan struct{}),
 		script:   script,
+		used:     make([]bool, len(script)),
 		released: make(chan struct{}),
 		closed:   make(chan struct{}),
 		holding:  make(chan struct{}, 64),
@@ -130,7 +131,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	path := strings.TrimRight(r.URL.Path, "/")
 	switch {
 	case r.Method == http.MethodPost && strings.HasSuffix(path, "/responses"):
-		s.respond(w, r)
+		s.respond(w, r, body)
 	case r.Method == http.MethodGet && strings.HasSuffix(path, "/models"):
 		writeJSON(w, http.StatusOK, []byte(`{"models":[]}`))
 	default:
@@ -150,19 +151,43 @@ func (s *Server) enter(req Request) bool {
 	return true
 }
 
-func (s *Server) pop() (prepared, bool) {
+// pop takes the response for a request body: the first unused response
+// whose Match strings all occur in the body, else the first unused one
+// without Match, in script order.
+func (s *Server) pop(body []byte) (prepared, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.next >= len(s.script) {
+	pick := -1
+	for i, p := range s.script {
+		if s.used[i] {
+			continue
+		}
+		if len(p.match) > 0 && containsAll(body, p.match) {
+			pick = i
+			break
+		}
+		if len(p.match) == 0 && pick < 0 {
+			pick = i
+		}
+	}
+	if pick < 0 {
 		return prepared{}, false
 	}
-	p := s.script[s.next]
-	s.next++
-	return p, true
+	s.used[pick] = true
+	return s.script[pick], true
 }
 
-func (s *Server) respond(w http.ResponseWriter, r *http.Request) {
-	p, ok := s.pop()
+func containsAll(body []byte, subs []string) bool {
+	for _, sub := range subs {
+		if !bytes.Contains(body, []byte(sub)) {
+			return false
+		}
+	}
+	return true
+}
+
+func (s *Server) respond(w http.ResponseWriter, r *http.Request, body []byte) {
+	p, ok := s.pop(body)
 	switch {
 	case !ok:
 		writeJSON(w, http.StatusInternalServerError, []byte(exhausted))
@@ -240,6 +265,7 @@ func recordedBody(body []byte) json.RawMessage {
 
 // prepared is a Response ready to serve: ids filled in, events encoded.
 type prepared struct {
+	match  []string
 	events []event
 	status int
 	body   []byte
@@ -267,7 +293,7 @@ func prepare(s Script) ([]prepared, error) {
 }
 
 func prepareOne(r Response, n int) (prepared, error) {
-	p := prepared{status: r.Status, hold: r.Hold, delay: r.Delay}
+	p := prepared{status: r.Status, hold: r.Hold, delay: r.Delay, match: r.Match}
 	switch {
 	case r.Status != 0 && (r.Status < 100 || r.Status > 599):
 		return p, fmt.Errorf("invalid HTTP status %d", r.Status)

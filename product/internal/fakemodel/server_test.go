@@ -299,3 +299,43 @@ func TestSplit(t *testing.T) {
 		}
 	}
 }
+
+// TestServer_Keyed: keyed responses answer the requests that contain their
+// strings, in script order among themselves; unkeyed ones answer the rest
+// in order; a request nothing answers gets the exhausted error.
+func TestServer_Keyed(t *testing.T) {
+	keyed := func(text string, match ...string) Response {
+		r := Message("", "", text, Usage{})
+		r.Match = match
+		return r
+	}
+	srv := MustStart(t, Script{Responses: []Response{
+		keyed("tests-1", "need-A", "Propose focused_tests"),
+		keyed("impl-1", "need-A", "Propose implementation_location"),
+		keyed("impl-2", "need-A", "Propose implementation_location"),
+		Message("", "", "plain", Usage{}),
+	}})
+	ask := func(body string) string {
+		t.Helper()
+		_, out := post(t, context.Background(), srv.URL()+"/responses", body)
+		for _, want := range []string{"tests-1", "impl-1", "impl-2", "plain"} {
+			if strings.Contains(out, `"text":"`+want+`"`) {
+				return want
+			}
+		}
+		return out
+	}
+	for _, step := range []struct{ body, want string }{
+		{`{"input":"need-A: Propose implementation_location evidence"}`, "impl-1"},
+		{`{"input":"need-B: Propose implementation_location evidence"}`, "plain"},
+		{`{"input":"need-A: Propose implementation_location evidence, then Propose focused_tests"}`, "tests-1"},
+		{`{"input":"need-A: Propose implementation_location evidence"}`, "impl-2"},
+	} {
+		if got := ask(step.body); got != step.want {
+			t.Errorf("request %s answered %q, want %q", step.body, got, step.want)
+		}
+	}
+	if resp, _ := post(t, context.Background(), srv.URL()+"/responses", `{"input":"need-A: Propose implementation_location"}`); resp.StatusCode != 500 {
+		t.Errorf("an exhausted script answered %d", resp.StatusCode)
+	}
+}
