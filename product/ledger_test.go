@@ -96,6 +96,14 @@ func TestSelectPlan(t *testing.T) {
 			t.Errorf("the cheaper valid plan was not chosen: %+v", p)
 		}
 	})
+	t.Run("UnknownReuseCostKeepsEvidence", func(t *testing.T) {
+		// Reliable, cheap worker observations and no reuse observation yet:
+		// the evidence is reused (advisory), or reuse would never be observed.
+		p := selectPlan(&reuse, &worker, obs("worker", 9, 0, 1), defaultPrices)
+		if p.ID() != reuse.ID() || !p.Advisory || p.Cost != -1 {
+			t.Errorf("plan %+v, want the evidence plan with unknown cost", p)
+		}
+	})
 	t.Run("OnlyValidPlans", func(t *testing.T) {
 		p := selectPlan(&reuse, nil, obs("worker", 9, 0, 1), defaultPrices)
 		if p.ID() != reuse.ID() {

@@ -136,8 +136,18 @@ func selectPlan(reuse, worker *Plan, obs []Observation, p Prices) Plan {
 		c, ok := planCost(*worker, obs, p)
 		options = append(options, priced{worker, c, ok})
 	}
-	// Unknown costs sort last; ties keep the evidence plan first.
+	// Unknown costs sort last; ties keep the evidence plan first. Evidence
+	// whose reuse cost is still unknown is reused all the same: a worker
+	// only replaces evidence when it is reliably cheaper than a known cost
+	// of reusing it (otherwise reuse, never chosen, would never be
+	// observed and a worker would win forever).
 	sort.SliceStable(options, func(i, j int) bool { return less(options[i].cost, options[j].cost) })
+	for _, o := range options {
+		if o.plan == reuse && math.IsInf(o.cost, 1) {
+			options = []priced{o}
+			break
+		}
+	}
 	best := options[0]
 	best.plan.Cost, best.plan.Advisory = best.cost, !best.reliable
 	if math.IsInf(best.plan.Cost, 1) {
