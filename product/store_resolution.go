@@ -206,3 +206,26 @@ func (s *Store) putWorkerRun(ctx context.Context, root, needID string, missing [
 		return err
 	})
 }
+
+// WorkerTotals is the accounting of every worker run an engine's store
+// recorded for its repository.
+type WorkerTotals struct {
+	Runs         int     `json:"runs"`
+	Failed       int     `json:"failed"`
+	InputTokens  int64   `json:"input_tokens"`
+	OutputTokens int64   `json:"output_tokens"`
+	TotalTokens  int64   `json:"total_tokens"`
+	CostUSD      float64 `json:"cost_usd"`
+}
+
+// WorkerTotals sums the worker runs recorded for the engine's repository.
+func (e *Engine) WorkerTotals(ctx context.Context) (WorkerTotals, error) {
+	var t WorkerTotals
+	err := e.store.db.QueryRowContext(ctx, `SELECT count(*), coalesce(sum(status = 'failed'), 0), coalesce(sum(input_tokens), 0),
+		coalesce(sum(output_tokens), 0), coalesce(sum(total_tokens), 0), coalesce(sum(cost_usd), 0) FROM worker_runs WHERE root = ?`, e.root).
+		Scan(&t.Runs, &t.Failed, &t.InputTokens, &t.OutputTokens, &t.TotalTokens, &t.CostUSD)
+	if err != nil {
+		return t, storeError("store.worker_totals", err)
+	}
+	return t, nil
+}
