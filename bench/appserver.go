@@ -115,8 +115,17 @@ func (h *harness) record(args []string) int {
 	if !h.parse(fs, args) {
 		return 2
 	}
+	if fs.NArg() == 1 && *repo == "" && *needFile == "" && *answer == "" && *codex != "" {
+		runs, err := Record(h.ctx, fs.Arg(0), *codex, *out, h.stderr)
+		if err != nil {
+			fmt.Fprintf(h.stderr, "needlebench record: %v\n", err)
+			return 1
+		}
+		fmt.Fprintf(h.stdout, "recorded %d worker sessions of %s\n", runs, fs.Arg(0))
+		return 0
+	}
 	if *codex == "" || *repo == "" || *needFile == "" || *answer == "" || *out == "" || fs.NArg() != 0 {
-		fmt.Fprintf(h.stderr, "needlebench record: --codex, --repository, --need, --answer and --out are required\n\n%s", usage)
+		fmt.Fprintf(h.stderr, "needlebench record: want --codex BIN [--out DIR] CORPUS, or --codex, --repository, --need, --answer and --out\n\n%s", usage)
 		return 2
 	}
 	res, err := recordWorker(h.ctx, *codex, *repo, *needFile, *answer, *out)

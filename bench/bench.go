@@ -24,6 +24,16 @@ Commands:
                     transcripts (files, or directories of *.jsonl)
   fake-model --script FILE --addr-file FILE
                     serve a loopback Responses API that plays a scripted model
+  corpus generate --name NAME [--seed N] [--out DIR] MODULE@OLD,NEW...
+                    generate a corpus from real Go modules (downloaded
+                    through the module proxy) into corpus/NAME
+  run [--frozen DIR] [--reports DIR] CORPUS
+                    play a corpus through the product with the replay App
+                    Server (frozen/NAME) and write reports/NAME.{json,md}
+                    and charts; exit 1 if any stale answer was returned
+  record --codex BIN [--out DIR] CORPUS
+                    re-record a corpus's frozen transcripts (frozen/NAME)
+                    with the real codex binary and the scripted fake model
   record --codex BIN --repository DIR|FILE.txtar --need FILE --answer FILE --out DIR
                     record a frozen evidence-worker transcript with the real
                     codex binary and a fake model that gives ANSWER
@@ -64,6 +74,10 @@ func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io
 		return h.fakeModel(args[1:])
 	case "record":
 		return h.record(args[1:])
+	case "run":
+		return h.run(args[1:])
+	case "corpus":
+		return h.corpus(args[1:])
 	case "record-change":
 		return h.recordChange(args[1:])
 	case "experiment":

@@ -1,0 +1,198 @@
+package bench
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+)
+
+// A corpus is data only: corpus/<name>/manifest.json names the subjects —
+// real Go modules at pinned versions with their go.sum h1: hashes — and the
+// pattern mix; corpus/<name>/sessions.jsonl holds the sessions, one JSON
+// object per line, in the order they are played. Third-party source is
+// never committed: the harness downloads it through the module proxy.
+
+// CorpusFormat tags the manifest of this version of the corpus format.
+const CorpusFormat = "needlebench.corpus/v1"
+
+// Manifest describes a corpus.
+type Manifest struct {
+	Format    string         `json:"format"`
+	Name      string         `json:"name"`
+	Seed      uint64         `json:"seed"`
+	Generator string         `json:"generator"`
+	Subjects  []Subject      `json:"subjects"`
+	Patterns  map[string]int `json:"patterns"`
+	Wrong     WrongMix       `json:"wrong"`
+	Needs     int            `json:"needs"`
+	Sessions  int            `json:"sessions"`
+	Notes     []string       `json:"notes"`
+}
+
+// WrongMix counts the scripted worker answers that are wrong, by how.
+type WrongMix struct {
+	Rate   float64        `json:"rate"` // wrong answers / scripted answers
+	Answer int            `json:"answers"`
+	Kinds  map[string]int `json:"kinds"`
+}
+
+// Subject is a real module and the versions the corpus uses, oldest first.
+type Subject struct {
+	Module   string          `json:"module"`
+	Versions []ModuleVersion `json:"versions"`
+}
+
+// ModuleVersion is a pinned version and its go.sum hash of the module zip.
+type ModuleVersion struct {
+	Version string `json:"version"`
+	Sum     string `json:"sum"`
+}
+
+// Session is one developer's conversation against one module version.
+type Session struct {
+	ID        string       `json:"id"`
+	Developer string       `json:"developer"`
+	Module    string       `json:"module"`
+	Version   string       `json:"version"`
+	Needs     []CorpusNeed `json:"needs"`
+}
+
+// CorpusNeed is one need of a session: a JSON request or a @@need marker,
+// what pattern it instantiates, and the answers the fake model gives when
+// a worker is spawned for it, one per capability kind.
+type CorpusNeed struct {
+	ID      string                   `json:"id"`
+	Pattern string                   `json:"pattern"`
+	Request json.RawMessage          `json:"request,omitempty"`
+	Marker  string                   `json:"marker,omitempty"`
+	Answers map[string]ScriptedReply `json:"answers"`
+}
+
+// ScriptedReply is the proposal the fake model answers with, and whether
+// (and how) it is wrong by construction.
+type ScriptedReply struct {
+	Proposal json.RawMessage `json:"proposal"`
+	Wrong    string          `json:"wrong,omitempty"` // "" when correct
+}
+
+// Corpus is a loaded corpus.
+type Corpus struct {
+	Dir      string
+	Manifest Manifest
+	Sessions []Session
+}
+
+// LoadCorpus reads and checks corpus/<name> (or any directory).
+func LoadCorpus(dir string) (*Corpus, error) {
+	c := &Corpus{Dir: dir}
+	data, err := os.ReadFile(filepath.Join(dir, "manifest.json"))
+	if err != nil {
+		return nil, err
+	}
+	if err := decodeStrict(data, &c.Manifest); err != nil {
+		return nil, fmt.Errorf("%s/manifest.json: %w", dir, err)
+	}
+	if c.Manifest.Format != CorpusFormat {
+		return nil, fmt.Errorf("%s/manifest.json: format %q, want %q", dir, c.Manifest.Format, CorpusFormat)
+	}
+	f, err := os.Open(filepath.Join(dir, "sessions.jsonl"))
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 1<<20), 16<<20)
+	for n := 1; sc.Scan(); n++ {
+		var s Session
+		if err := decodeStrict(sc.Bytes(), &s); err != nil {
+			return nil, fmt.Errorf("%s/sessions.jsonl line %d: %w", dir, n, err)
+		}
+		c.Sessions = append(c.Sessions, s)
+	}
+	if err := sc.Err(); err != nil {
+		return nil, err
+	}
+	return c, c.check()
+}
+
+// check verifies that every session names a pinned subject version and
+// every need is either a request or a marker.
+func (c *Corpus) check() error {
+	pinned := map[string]bool{}
+	for _, s := range c.Manifest.Subjects {
+		for _, v := range s.Versions {
+			pinned[s.Module+"@"+v.Version] = true
+		}
+	}
+	seen := map[string]bool{}
+	needs := 0
+	for _, s := range c.Sessions {
+		if !pinned[s.Module+"@"+s.Version] {
+			return fmt.Errorf("session %s: %s@%s is not a subject of the manifest", s.ID, s.Module, s.Version)
+		}
+		if seen[s.ID] {
+			return fmt.Errorf("session %s appears twice", s.ID)
+		}
+		seen[s.ID] = true
+		for _, n := range s.Needs {
+			if (len(n.Request) == 0) == (n.Marker == "") {
+				return fmt.Errorf("session %s need %s: want exactly one of request and marker", s.ID, n.ID)
+			}
+			needs++
+		}
+	}
+	if needs != c.Manifest.Needs || len(c.Sessions) != c.Manifest.Sessions {
+		return fmt.Errorf("manifest says %d needs in %d sessions, sessions.jsonl has %d in %d", c.Manifest.Needs, c.Manifest.Sessions, needs, len(c.Sessions))
+	}
+	return nil
+}
+
+// Write writes the corpus into dir.
+func (c *Corpus) Write(dir string) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	m, err := json.MarshalIndent(c.Manifest, "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(dir, "manifest.json"), append(m, '\n'), 0o644); err != nil {
+		return err
+	}
+	var b bytes.Buffer
+	for _, s := range c.Sessions {
+		line, err := json.Marshal(s)
+		if err != nil {
+			return err
+		}
+		b.Write(line)
+		b.WriteByte('\n')
+	}
+	return os.WriteFile(filepath.Join(dir, "sessions.jsonl"), b.Bytes(), 0o644)
+}
+
+// versions returns a module's pinned versions, oldest first.
+func (c *Corpus) versions(module string) []ModuleVersion {
+	i := slices.IndexFunc(c.Manifest.Subjects, func(s Subject) bool { return s.Module == module })
+	if i < 0 {
+		return nil
+	}
+	return c.Manifest.Subjects[i].Versions
+}
+
+func decodeStrict(data []byte, v any) error {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return err
+	}
+	if dec.More() {
+		return errors.New("data after the JSON value")
+	}
+	return nil
+}

@@ -1,0 +1,231 @@
+package bench
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+)
+
+// downloaded is a module version fetched through the module proxy.
+type downloaded struct {
+	Dir string // the module cache directory holding its source
+	Sum string // the go.sum h1: hash of its zip
+}
+
+// moduleDownload fetches module@version with `go mod download -json` run
+// in an empty directory (no main module involved); the go command verifies
+// the zip against the checksum database as usual.
+func moduleDownload(ctx context.Context, module, version string) (downloaded, error) {
+	tmp, err := os.MkdirTemp("", "needlebench-download-")
+	if err != nil {
+		return downloaded{}, err
+	}
+	defer os.RemoveAll(tmp)
+	cmd := exec.CommandContext(ctx, "go", "mod", "download", "-json", module+"@"+version)
+	cmd.Dir = tmp
+	cmd.Env = append(os.Environ(), "GOFLAGS=-mod=mod")
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	var info struct{ Dir, Sum, Error string }
+	if jerr := json.Unmarshal(out, &info); jerr != nil && err == nil {
+		err = jerr
+	}
+	if err != nil || info.Error != "" || info.Dir == "" {
+		return downloaded{}, fmt.Errorf("go mod download %s@%s: %v %s %s", module, version, err, info.Error, strings.TrimSpace(stderr.String()))
+	}
+	return downloaded{Dir: info.Dir, Sum: info.Sum}, nil
+}
+
+// readModule reads the .go files and go.mod of a module directory.
+func readModule(dir string) (tree, error) {
+	t := tree{}
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		rel, err := filepath.Rel(dir, p)
+		if err != nil {
+			return err
+		}
+		rel = filepath.ToSlash(rel)
+		if !strings.HasSuffix(rel, ".go") && rel != "go.mod" {
+			return nil
+		}
+		data, err := os.ReadFile(p)
+		t[rel] = data
+		return err
+	})
+	return t, err
+}
+
+// moduleRepo is a throwaway git repository in which each pinned version of
+// a module is a commit: a version bump is real source drift.
+type moduleRepo struct {
+	Module  string
+	Dir     string
+	commits map[string]string // version → commit
+	trees   map[string]tree
+	parsed  map[string]*parsed
+	current string
+}
+
+// materialize downloads every version of every subject, checks each
+// against its pinned go.sum hash, and builds one git repository per module
+// under root. progress, if set, is told what happens.
+func materialize(ctx context.Context, c *Corpus, root string, progress func(string)) (map[string]*moduleRepo, error) {
+	repos := map[string]*moduleRepo{}
+	for _, s := range c.Manifest.Subjects {
+		r := &moduleRepo{Module: s.Module, Dir: filepath.Join(root, strings.NewReplacer("/", "_", "@", "_").Replace(s.Module)),
+			commits: map[string]string{}, trees: map[string]tree{}, parsed: map[string]*parsed{}}
+		if err := os.MkdirAll(r.Dir, 0o755); err != nil {
+			return nil, err
+		}
+		if _, err := git(ctx, r.Dir, "init", "-q"); err != nil {
+			return nil, err
+		}
+		for _, v := range s.Versions {
+			if progress != nil {
+				progress(fmt.Sprintf("module %s@%s", s.Module, v.Version))
+			}
+			d, err := moduleDownload(ctx, s.Module, v.Version)
+			if err != nil {
+				return nil, err
+			}
+			if d.Sum != v.Sum {
+				return nil, fmt.Errorf("%s@%s: the module proxy served %s, the corpus pins %s", s.Module, v.Version, d.Sum, v.Sum)
+			}
+			t, err := readModule(d.Dir)
+			if err != nil {
+				return nil, err
+			}
+			if err := syncTree(r.Dir, t); err != nil {
+				return nil, err
+			}
+			if _, err := git(ctx, r.Dir, "add", "-A"); err != nil {
+				return nil, err
+			}
+			if _, err := git(ctx, r.Dir, "commit", "-q", "--allow-empty", "-m", s.Module+" "+v.Version); err != nil {
+				return nil, err
+			}
+			head, err := git(ctx, r.Dir, "rev-parse", "HEAD")
+			if err != nil {
+				return nil, err
+			}
+			r.commits[v.Version], r.trees[v.Version], r.current = head, t, v.Version
+		}
+		repos[s.Module] = r
+	}
+	return repos, nil
+}
+
+// checkout makes the work tree hold version.
+func (r *moduleRepo) checkout(ctx context.Context, version string) error {
+	if r.current == version {
+		return nil
+	}
+	commit, ok := r.commits[version]
+	if !ok {
+		return fmt.Errorf("%s has no version %s", r.Module, version)
+	}
+	if _, err := git(ctx, r.Dir, "checkout", "-q", "--force", "--detach", commit); err != nil {
+		return err
+	}
+	if _, err := git(ctx, r.Dir, "clean", "-q", "-f", "-d"); err != nil {
+		return err
+	}
+	r.current = version
+	return nil
+}
+
+// source returns the parsed source of a version.
+func (r *moduleRepo) source(version string) *parsed {
+	if p, ok := r.parsed[version]; ok {
+		return p
+	}
+	p := parseTree(r.trees[version])
+	r.parsed[version] = p
+	return p
+}
+
+// syncTree makes dir (less .git) hold exactly t.
+func syncTree(dir string, t tree) error {
+	var stale []string
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() && d.Name() == ".git" {
+			return filepath.SkipDir
+		}
+		if d.IsDir() {
+			return nil
+		}
+		rel, _ := filepath.Rel(dir, p)
+		if _, ok := t[filepath.ToSlash(rel)]; !ok {
+			stale = append(stale, p)
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	for _, p := range stale {
+		if err := os.Remove(p); err != nil {
+			return err
+		}
+	}
+	for _, rel := range slices.Sorted(mapKeys(t)) {
+		p := filepath.Join(dir, filepath.FromSlash(rel))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			return err
+		}
+		if err := os.WriteFile(p, t[rel], 0o644); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func mapKeys[V any](m map[string]V) func(func(string) bool) {
+	return func(yield func(string) bool) {
+		for k := range m {
+			if !yield(k) {
+				return
+			}
+		}
+	}
+}
+
+// git runs git in dir with a fixed identity and dates and no inherited
+// GIT_* variables, returning trimmed stdout.
+func git(ctx context.Context, dir string, args ...string) (string, error) {
+	full := append([]string{"-c", "user.name=needlebench", "-c", "user.email=bench@needle.invalid",
+		"-c", "commit.gpgsign=false", "-c", "init.defaultBranch=main", "-c", "core.hooksPath=/dev/null"}, args...)
+	cmd := exec.CommandContext(ctx, "git", full...)
+	cmd.Dir = dir
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "GIT_") {
+			cmd.Env = append(cmd.Env, kv)
+		}
+	}
+	cmd.Env = append(cmd.Env, "GIT_AUTHOR_DATE=2026-01-01T00:00:00Z", "GIT_COMMITTER_DATE=2026-01-01T00:00:00Z")
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return "", fmt.Errorf("git %s: %v: %s", strings.Join(args, " "), err, strings.TrimSpace(stderr.String()))
+	}
+	return strings.TrimSpace(string(out)), nil
+}
+
+func tempDir() (string, error) { return os.MkdirTemp("", "needlebench-") }
+
+func removeAll(dir string) { _ = os.RemoveAll(dir) }

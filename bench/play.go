@@ -1,0 +1,211 @@
+package bench
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/needle-dev/needle/product"
+)
+
+// Playing a corpus: one product engine per module, opened through the
+// product's public API with a fresh data directory and an App Server
+// command (the replay server, or the real codex while recording); every
+// session's needs in order, the module's work tree checked out at the
+// session's version first.
+
+// outcome is what happened to one need.
+type outcome struct {
+	Session   string
+	Developer string
+	Need      string
+	Pattern   string
+	Module    string
+	Version   string
+	Raw       string // the request as the developer wrote it (JSON or marker)
+	NeedID    string
+	Kinds     []string // the compiled need's capability kinds
+	Result    product.NeedResult
+	LatencyMs float64
+}
+
+// appServer says which App Server the engines use.
+type appServer struct {
+	// command is the App Server argv (the product appends "app-server").
+	command []string
+	// home, when set, is the CODEX_HOME template the worker copies.
+	home string
+	// record, when set, receives every worker session's transcript.
+	record string
+	// before runs before each need (the recorder points the model at the
+	// need's script); its cleanup after.
+	before func(n CorpusNeed, needID string) (cleanup func(), err error)
+}
+
+// play runs every session of c against repos and returns the outcomes and
+// each module's worker totals.
+func play(ctx context.Context, c *Corpus, repos map[string]*moduleRepo, dataRoot string, as appServer, progress func(done, total int)) ([]outcome, map[string]product.WorkerTotals, error) {
+	engines := map[string]*product.Engine{}
+	defer func() {
+		for _, e := range engines {
+			e.Close()
+		}
+	}()
+	total := 0
+	for _, s := range c.Sessions {
+		total += len(s.Needs)
+	}
+	var out []outcome
+	for _, s := range c.Sessions {
+		repo := repos[s.Module]
+		if err := repo.checkout(ctx, s.Version); err != nil {
+			return nil, nil, err
+		}
+		e, ok := engines[s.Module]
+		if !ok {
+			var err error
+			e, err = product.Open(ctx, product.Config{
+				DataDir: filepath.Join(dataRoot, filepath.Base(repo.Dir)), Repository: repo.Dir, Transport: "bench",
+				Codex: &product.CodexConfig{Command: as.command, Home: as.home, RecordDir: as.record, Deadline: 2 * time.Minute},
+			})
+			if err != nil {
+				return nil, nil, err
+			}
+			engines[s.Module] = e
+		}
+		for _, n := range s.Needs {
+			o, err := playNeed(ctx, e, s, n, as)
+			if err != nil {
+				return nil, nil, fmt.Errorf("session %s need %s: %w", s.ID, n.ID, err)
+			}
+			out = append(out, o)
+			if progress != nil {
+				progress(len(out), total)
+			}
+		}
+	}
+	totals := map[string]product.WorkerTotals{}
+	for m, e := range engines {
+		t, err := e.WorkerTotals(ctx)
+		if err != nil {
+			return nil, nil, err
+		}
+		totals[m] = t
+	}
+	return out, totals, nil
+}
+
+func playNeed(ctx context.Context, e *product.Engine, s Session, n CorpusNeed, as appServer) (outcome, error) {
+	o := outcome{Session: s.ID, Developer: s.Developer, Need: n.ID, Pattern: n.Pattern, Module: s.Module, Version: s.Version}
+	req, raw, err := n.request()
+	if err != nil {
+		return o, err
+	}
+	o.Raw = raw
+	need, err := product.Compile(req, product.AllRoutes())
+	if err != nil {
+		return o, err
+	}
+	o.NeedID = need.ID
+	for _, ob := range need.IR.Obligations {
+		o.Kinds = append(o.Kinds, string(ob.Kind))
+	}
+	if as.before != nil {
+		cleanup, err := as.before(n, need.ID)
+		if err != nil {
+			return o, err
+		}
+		defer cleanup()
+	}
+	start := time.Now()
+	// Each developer's session is its own ledger.
+	o.Result, err = e.NeedContext(ctx, s.ID, req)
+	o.LatencyMs = float64(time.Since(start).Microseconds()) / 1000
+	if err != nil {
+		return o, err
+	}
+	if o.Result.WorkerSpawned && strings.Contains(o.Result.Context, "worker failed") {
+		// A worker that failed under replay means the frozen transcripts do
+		// not match what the product does now: never a silent bypass.
+		return o, fmt.Errorf("the worker failed (%s): the frozen transcripts do not match; re-record them with needlebench record", firstLine(o.Result.Context, "worker failed"))
+	}
+	return o, nil
+}
+
+func firstLine(text, containing string) string {
+	for _, l := range strings.Split(text, "\n") {
+		if strings.Contains(l, containing) {
+			return strings.TrimSpace(l)
+		}
+	}
+	return ""
+}
+
+// request decodes the need as its developer wrote it.
+func (n CorpusNeed) request() (product.NeedRequest, string, error) {
+	if n.Marker != "" {
+		req, err := product.ParseMarker(n.Marker)
+		return req, n.Marker, err
+	}
+	req, err := product.DecodeNeedRequest(n.Request)
+	return req, string(n.Request), err
+}
+
+// Token usage the scripted model reports for each worker turn: a read of
+// the cited file, then the answer. A turn costs turnTokens in total.
+var (
+	usageRead   = map[string]int{"input": 1800, "cached": 0, "output": 40, "reasoning": 0}
+	usageAnswer = map[string]int{"input": 2600, "cached": 1600, "output": 120, "reasoning": 0}
+)
+
+const turnTokens = 1800 + 40 + 2600 + 120
+
+// needScript is the fake model's script for one need: for each capability
+// kind, keyed on the need id and the kind's turn prompt, a read of the
+// cited file and the scripted answer.
+func needScript(n CorpusNeed, needID string) []byte {
+	var responses []any
+	for _, kind := range slices.Sorted(mapKeys(n.Answers)) {
+		reply := n.Answers[kind]
+		match := []string{needID, "Propose " + kind + " evidence"}
+		var cited struct {
+			Path  string `json:"path"`
+			Tests []struct {
+				Path string `json:"path"`
+			} `json:"tests"`
+		}
+		_ = json.Unmarshal(reply.Proposal, &cited)
+		if cited.Path == "" && len(cited.Tests) > 0 {
+			cited.Path = cited.Tests[0].Path
+		}
+		args, _ := json.Marshal(map[string]any{"cmd": "cat -n " + cited.Path, "yield_time_ms": 1000})
+		responses = append(responses,
+			map[string]any{"match": match, "function_call": map[string]any{"call_id": "call_read_" + kind, "name": "exec_command",
+				"arguments": string(args), "usage": usageRead}},
+			map[string]any{"match": match, "message": map[string]any{"text": string(reply.Proposal), "usage": usageAnswer}})
+	}
+	script, _ := json.Marshal(map[string]any{"responses": responses})
+	return script
+}
+
+// recordingServer returns the App Server of a recording: the real codex,
+// talking to a fake model started for each need with the need's script,
+// recording every worker session into out.
+func recordingServer(codex, home, out string) appServer {
+	return appServer{command: []string{codex}, home: home, record: out, before: func(n CorpusNeed, needID string) (func(), error) {
+		m, err := product.StartFakeModel(needScript(n, needID))
+		if err != nil {
+			return nil, err
+		}
+		if err := os.WriteFile(filepath.Join(home, "config.toml"), []byte(m.ConfigTOML()), 0o600); err != nil {
+			m.Close()
+			return nil, err
+		}
+		return func() { m.Close() }, nil
+	}}
+}

@@ -1,0 +1,257 @@
+package bench
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"image/color"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"gonum.org/v1/gonum/stat"
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/vg"
+	"gonum.org/v1/plot/vg/draw"
+)
+
+// Quantiles are latency quantiles in milliseconds.
+type Quantiles struct {
+	P50 float64 `json:"p50"`
+	P95 float64 `json:"p95"`
+	P99 float64 `json:"p99"`
+	N   int     `json:"n"`
+}
+
+// quantiles computes empirical quantiles with gonum/stat.
+func quantiles(xs []float64) Quantiles {
+	q := Quantiles{N: len(xs)}
+	if len(xs) == 0 {
+		return q
+	}
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	q.P50 = stat.Quantile(0.50, stat.Empirical, s, nil)
+	q.P95 = stat.Quantile(0.95, stat.Empirical, s, nil)
+	q.P99 = stat.Quantile(0.99, stat.Empirical, s, nil)
+	return q
+}
+
+// PatternStat is how the needs of one corpus pattern resolved.
+type PatternStat struct {
+	Needs int `json:"needs"`
+	Hits  int `json:"hits"`
+}
+
+// Report is reports/<corpus>.json. Everything but latency_ms and
+// validation_ms is deterministic: two runs give the same numbers.
+type Report struct {
+	Corpus               string                 `json:"corpus"`
+	Needs                int                    `json:"needs"`
+	Sessions             int                    `json:"sessions"`
+	Hits                 int                    `json:"hits"`
+	OracleHits           int                    `json:"oracle_hits"`
+	HitRate              float64                `json:"hit_rate"`
+	StaleReturned        int                    `json:"stale_returned"`
+	StaleNeeds           []string               `json:"stale_needs"`
+	NaiveHits            int                    `json:"naive_hits"`
+	NaiveStaleReturned   int                    `json:"naive_stale_returned"`
+	WorkerRuns           int                    `json:"worker_runs"`
+	WorkerRunsFailed     int                    `json:"worker_runs_failed"`
+	WorkerTokens         int64                  `json:"worker_tokens"`
+	BaselineWorkerTokens int64                  `json:"baseline_worker_tokens"`
+	NaiveWorkerTokens    int64                  `json:"naive_worker_tokens"`
+	TokensSavedPct       float64                `json:"tokens_saved_pct"`
+	LatencyMs            Quantiles              `json:"latency_ms"`
+	ValidationMs         Quantiles              `json:"validation_ms"`
+	ResolutionKinds      map[string]int         `json:"resolution_kinds"`
+	LedgerClasses        map[string]int         `json:"ledger_classes"`
+	Patterns             map[string]PatternStat `json:"patterns"`
+	Wrong                WrongMix               `json:"wrong_answers"`
+	Subjects             []Subject              `json:"subjects"`
+}
+
+// buildReport assembles the report of a run.
+func buildReport(c *Corpus, outs []outcome, ev evaluation, runs, failed int, tokens int64) Report {
+	r := Report{
+		Corpus: c.Manifest.Name, Needs: len(outs), Sessions: len(c.Sessions),
+		Hits: ev.Hits, OracleHits: ev.OracleHits, StaleReturned: ev.Stale, StaleNeeds: nonNilStrings(ev.StaleNeeds),
+		NaiveHits: ev.NaiveHits, NaiveStaleReturned: ev.NaiveStale,
+		WorkerRuns: runs, WorkerRunsFailed: failed, WorkerTokens: tokens,
+		BaselineWorkerTokens: ev.BaselineTokens, NaiveWorkerTokens: ev.NaiveTokens,
+		ResolutionKinds: ev.Kinds, LedgerClasses: ev.Ledger, Patterns: map[string]PatternStat{},
+		Wrong: c.Manifest.Wrong, Subjects: c.Manifest.Subjects,
+	}
+	if r.Needs > 0 {
+		r.HitRate = round4(float64(r.Hits) / float64(r.Needs))
+	}
+	if r.BaselineWorkerTokens > 0 {
+		r.TokensSavedPct = round4(100 * (1 - float64(r.WorkerTokens)/float64(r.BaselineWorkerTokens)))
+	}
+	for p, n := range ev.PatternNeeds {
+		r.Patterns[p] = PatternStat{Needs: n, Hits: ev.PatternHits[p]}
+	}
+	var all, validation []float64
+	for _, o := range outs {
+		all = append(all, o.LatencyMs)
+		if !o.Result.WorkerSpawned && o.Result.Status == "hit" {
+			validation = append(validation, o.LatencyMs)
+		}
+	}
+	r.LatencyMs, r.ValidationMs = quantiles(all), quantiles(validation)
+	return r
+}
+
+func round4(x float64) float64 { return float64(int64(x*10000+0.5)) / 10000 }
+
+func nonNilStrings(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
+}
+
+// writeReport writes <dir>/<name>.json, .md and the charts.
+func writeReport(dir string, r Report) ([]string, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	base := filepath.Join(dir, r.Corpus)
+	data, err := json.MarshalIndent(r, "", "  ")
+	if err != nil {
+		return nil, err
+	}
+	files := []string{base + ".json", base + ".md"}
+	if err := os.WriteFile(base+".json", append(data, '\n'), 0o644); err != nil {
+		return nil, err
+	}
+	charts, err := writeCharts(base, r)
+	if err != nil {
+		return nil, err
+	}
+	if err := os.WriteFile(base+".md", []byte(markdown(r, charts)), 0o644); err != nil {
+		return nil, err
+	}
+	return append(files, charts...), nil
+}
+
+// writeCharts draws the resolution kinds and the token comparison as SVG.
+func writeCharts(base string, r Report) ([]string, error) {
+	kinds := slices.Sorted(mapKeys(r.ResolutionKinds))
+	kv := make(plotter.Values, len(kinds))
+	for i, k := range kinds {
+		kv[i] = float64(r.ResolutionKinds[k])
+	}
+	p1 := plot.New()
+	p1.Title.Text = fmt.Sprintf("%s: resolutions of %d needs", r.Corpus, r.Needs)
+	p1.Y.Label.Text = "needs"
+	b1, err := plotter.NewBarChart(kv, vg.Points(22))
+	if err != nil {
+		return nil, err
+	}
+	b1.Color = color.RGBA{R: 0x33, G: 0x66, B: 0x99, A: 0xff}
+	p1.Add(b1)
+	p1.NominalX(kinds...)
+	p1.X.Min, p1.X.Max = -0.75, float64(len(kinds))-0.25
+	p1.X.Tick.Label.Rotation = 0.6
+	p1.X.Tick.Label.XAlign = draw.XRight
+	tokens := plotter.Values{float64(r.WorkerTokens), float64(r.NaiveWorkerTokens), float64(r.BaselineWorkerTokens)}
+	p2 := plot.New()
+	p2.Title.Text = fmt.Sprintf("%s: worker tokens", r.Corpus)
+	p2.Y.Label.Text = "tokens"
+	b2, err := plotter.NewBarChart(tokens, vg.Points(40))
+	if err != nil {
+		return nil, err
+	}
+	b2.Color = color.RGBA{R: 0x99, G: 0x55, B: 0x22, A: 0xff}
+	p2.Add(b2)
+	p2.NominalX("Needle", "naive exact-text cache", "no reuse")
+	p2.X.Min, p2.X.Max = -0.75, 2.75
+	var out []string
+	for name, p := range map[string]*plot.Plot{"resolutions": p1, "tokens": p2} {
+		file := base + "-" + name + ".svg"
+		if err := p.Save(6*vg.Inch, 4*vg.Inch, file); err != nil {
+			return nil, err
+		}
+		out = append(out, file)
+	}
+	slices.Sort(out)
+	return out, nil
+}
+
+// markdown explains every number of the report.
+func markdown(r Report, charts []string) string {
+	var b bytes.Buffer
+	pct := func(a, n int) string {
+		if n == 0 {
+			return "–"
+		}
+		return fmt.Sprintf("%.1f%%", 100*float64(a)/float64(n))
+	}
+	fmt.Fprintf(&b, "# needlebench report: corpus `%s`\n\n", r.Corpus)
+	fmt.Fprintf(&b, "Reproduce with `make bench` (= `needlebench run corpus/%s`). Every number except the latencies is\n", r.Corpus)
+	b.WriteString("deterministic: a second run gives the same figures.\n\n")
+	b.WriteString("## Headline\n\n| measure | value |\n|---|---|\n")
+	fmt.Fprintf(&b, "| needs played (sessions) | %d (%d) |\n", r.Needs, r.Sessions)
+	fmt.Fprintf(&b, "| hits (served from evidence, no worker) | %d (%s) |\n", r.Hits, pct(r.Hits, r.Needs))
+	fmt.Fprintf(&b, "| oracle hits | %d (Needle reaches %s of them) |\n", r.OracleHits, pct(r.Hits, r.OracleHits))
+	fmt.Fprintf(&b, "| stale answers returned by Needle | **%d** |\n", r.StaleReturned)
+	fmt.Fprintf(&b, "| stale answers a naive exact-text cache would return | %d of its %d hits |\n", r.NaiveStaleReturned, r.NaiveHits)
+	fmt.Fprintf(&b, "| worker tokens: Needle / naive cache / no reuse | %d / %d / %d |\n", r.WorkerTokens, r.NaiveWorkerTokens, r.BaselineWorkerTokens)
+	fmt.Fprintf(&b, "| worker tokens saved against no reuse | %.1f%% |\n", r.TokensSavedPct)
+	fmt.Fprintf(&b, "| worker runs (failed) | %d (%d) |\n", r.WorkerRuns, r.WorkerRunsFailed)
+	fmt.Fprintf(&b, "| latency of all needs, ms (p50 / p95 / p99) | %.1f / %.1f / %.1f |\n", r.LatencyMs.P50, r.LatencyMs.P95, r.LatencyMs.P99)
+	fmt.Fprintf(&b, "| latency of hits, ms (p50 / p95 / p99) | %.1f / %.1f / %.1f |\n\n", r.ValidationMs.P50, r.ValidationMs.P95, r.ValidationMs.P99)
+	b.WriteString("## What the numbers mean\n\n")
+	b.WriteString("- **needs**: every need of every session, played in order through the unchanged product (`product.Open`, a fresh\n" +
+		"  data directory, the replay App Server serving `frozen/" + r.Corpus + "/`). Each module is a throwaway git repository in\n" +
+		"  which each pinned version is a commit; a session checks its version out first.\n")
+	b.WriteString("- **hits**: needs whose result status is `hit` (exact, coverage, composite or claim hit): answered from certified\n" +
+		"  evidence proven fresh for the current source, no worker.\n")
+	b.WriteString("- **oracle hits**: needs for which every obligation was answered correctly by an earlier need and the cited code\n" +
+		"  (same file, same text, possibly at other lines) is still intact at the need's version. Computed by the harness\n" +
+		"  from the source with go/ast, independently of Needle's validators.\n")
+	b.WriteString("- **stale answers returned**: contexts citing a location that is not the subject's declaration (path and lines) at\n" +
+		"  the need's version, or a test that does not exist or no longer reaches the subject. Must be 0.\n")
+	b.WriteString("- **naive exact-text cache**: keyed on the raw request text (JSON or marker, task wording included), it returns\n" +
+		"  the first answer served for that text, blind to source changes; its stale answers are judged by the same truth.\n")
+	b.WriteString("- **worker tokens**: tokens the replayed Codex App Server workers reported (thread token usage), summed from\n" +
+		"  the product's worker-run accounting. *No reuse* runs one worker turn per obligation of every need; the *naive\n" +
+		"  cache* runs them for every need it does not hit. A scripted worker turn costs 4560 tokens (a file read and an\n" +
+		"  answer).\n")
+	b.WriteString("- **latency**: wall time of each `NeedContext` call (hits: only needs answered from evidence). Not deterministic.\n\n")
+	b.WriteString("## Charts\n\n")
+	for _, c := range charts {
+		fmt.Fprintf(&b, "![%s](%s)\n\n", filepath.Base(c), filepath.Base(c))
+	}
+	b.WriteString("## Resolution kinds\n\n| kind | needs |\n|---|---|\n")
+	for _, k := range slices.Sorted(mapKeys(r.ResolutionKinds)) {
+		fmt.Fprintf(&b, "| %s | %d |\n", k, r.ResolutionKinds[k])
+	}
+	b.WriteString("\n## Ledger classes (how each need relates to the earlier needs of its session)\n\n| class | needs |\n|---|---|\n")
+	for _, k := range slices.Sorted(mapKeys(r.LedgerClasses)) {
+		fmt.Fprintf(&b, "| %s | %d |\n", k, r.LedgerClasses[k])
+	}
+	b.WriteString("\n## Corpus patterns\n\n| pattern | needs | hits |\n|---|---|---|\n")
+	for _, k := range slices.Sorted(mapKeys(r.Patterns)) {
+		fmt.Fprintf(&b, "| %s | %d | %d |\n", k, r.Patterns[k].Needs, r.Patterns[k].Hits)
+	}
+	fmt.Fprintf(&b, "\nScripted worker answers: %d, of which %.1f%% wrong by construction:", r.Wrong.Answer, 100*r.Wrong.Rate)
+	for _, k := range slices.Sorted(mapKeys(r.Wrong.Kinds)) {
+		fmt.Fprintf(&b, " %s %d;", k, r.Wrong.Kinds[k])
+	}
+	b.WriteString(" every wrong answer must be rejected by Needle's validators, never served.\n\n## Subjects\n\n")
+	for _, s := range r.Subjects {
+		var vs []string
+		for _, v := range s.Versions {
+			vs = append(vs, v.Version)
+		}
+		fmt.Fprintf(&b, "- `%s` %s\n", s.Module, strings.Join(vs, " → "))
+	}
+	if len(r.StaleNeeds) > 0 {
+		fmt.Fprintf(&b, "\n## Stale answers (must not happen)\n\n%s\n", strings.Join(r.StaleNeeds, ", "))
+	}
+	return b.String()
+}

@@ -1,0 +1,203 @@
+package bench
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"time"
+)
+
+// RunOptions configures needlebench run.
+type RunOptions struct {
+	Corpus  string   // corpus directory
+	Frozen  string   // frozen transcripts (default frozen/<name>)
+	Reports string   // report directory (default reports)
+	Replay  []string // the replay App Server command (default: this needlebench)
+	Trace   string   // when set, a JSONL file with every need's outcome
+	Stderr  io.Writer
+}
+
+// Run plays a corpus through the product with the replay App Server,
+// evaluates it and writes the report.
+func Run(ctx context.Context, opts RunOptions) (Report, []string, error) {
+	c, err := LoadCorpus(opts.Corpus)
+	if err != nil {
+		return Report{}, nil, err
+	}
+	if opts.Frozen == "" {
+		opts.Frozen = defaultFrozen(opts.Corpus, c.Manifest.Name)
+	}
+	if opts.Reports == "" {
+		opts.Reports = "reports"
+	}
+	frozen, err := filepath.Abs(opts.Frozen)
+	if err != nil {
+		return Report{}, nil, err
+	}
+	if _, err := os.Stat(frozen); err != nil {
+		return Report{}, nil, fmt.Errorf("frozen transcripts: %w (record them with needlebench record %s)", err, opts.Corpus)
+	}
+	if opts.Replay == nil {
+		self, err := selfCommand()
+		if err != nil {
+			return Report{}, nil, err
+		}
+		opts.Replay = self
+	}
+	work, err := tempDir()
+	if err != nil {
+		return Report{}, nil, err
+	}
+	defer removeAll(work)
+	prog := newProgress(opts.Stderr)
+	repos, err := materialize(ctx, c, filepath.Join(work, "repos"), prog.status)
+	if err != nil {
+		return Report{}, nil, err
+	}
+	as := appServer{command: append(append([]string{}, opts.Replay...), "appserver-replay", "--transcripts", frozen)}
+	outs, totals, err := play(ctx, c, repos, filepath.Join(work, "data"), as, prog.needs)
+	prog.done()
+	if err != nil {
+		return Report{}, nil, err
+	}
+	ev := evaluate(outs, repos, c)
+	if opts.Trace != "" {
+		if err := writeTrace(opts.Trace, outs, ev); err != nil {
+			return Report{}, nil, err
+		}
+	}
+	runs, failed := 0, 0
+	var tokens int64
+	for _, t := range totals {
+		runs, failed, tokens = runs+t.Runs, failed+t.Failed, tokens+t.TotalTokens
+	}
+	r := buildReport(c, outs, ev, runs, failed, tokens)
+	files, err := writeReport(opts.Reports, r)
+	return r, files, err
+}
+
+// Record plays a corpus with the real codex binary and the scripted fake
+// model, freezing every worker session into out (replacing what is there).
+func Record(ctx context.Context, corpusDir, codex, out string, stderr io.Writer) (int, error) {
+	c, err := LoadCorpus(corpusDir)
+	if err != nil {
+		return 0, err
+	}
+	if out == "" {
+		out = defaultFrozen(corpusDir, c.Manifest.Name)
+	}
+	work, err := tempDir()
+	if err != nil {
+		return 0, err
+	}
+	defer removeAll(work)
+	if err := os.RemoveAll(out); err != nil {
+		return 0, err
+	}
+	home := filepath.Join(work, "codex-home")
+	if err := os.MkdirAll(home, 0o700); err != nil {
+		return 0, err
+	}
+	prog := newProgress(stderr)
+	repos, err := materialize(ctx, c, filepath.Join(work, "repos"), prog.status)
+	if err != nil {
+		return 0, err
+	}
+	_, totals, err := play(ctx, c, repos, filepath.Join(work, "data"), recordingServer(codex, home, out), prog.needs)
+	prog.done()
+	if err != nil {
+		return 0, err
+	}
+	runs := 0
+	for _, t := range totals {
+		if t.Failed > 0 {
+			return 0, fmt.Errorf("%d worker runs failed while recording", t.Failed)
+		}
+		runs += t.Runs
+	}
+	return runs, nil
+}
+
+// selfCommand is the command that runs this needlebench: the executable
+// when it is needlebench, else needlebench on PATH.
+func selfCommand() ([]string, error) {
+	if exe, err := os.Executable(); err == nil && strings.HasPrefix(filepath.Base(exe), "needlebench") {
+		return []string{exe}, nil
+	}
+	p, err := exec.LookPath("needlebench")
+	if err != nil {
+		return nil, errors.New("cannot find the needlebench binary to serve as the replay App Server: put it on PATH")
+	}
+	return []string{p}, nil
+}
+
+// progress draws a progress bar on a terminal and nothing otherwise.
+type progress struct {
+	w      io.Writer
+	tty    bool
+	start  time.Time
+	active bool
+}
+
+func newProgress(w io.Writer) *progress {
+	p := &progress{w: w, start: time.Now()}
+	if f, ok := w.(*os.File); ok {
+		if fi, err := f.Stat(); err == nil && fi.Mode()&os.ModeCharDevice != 0 {
+			p.tty = true
+		}
+	}
+	return p
+}
+
+func (p *progress) status(msg string) {
+	if p.tty {
+		fmt.Fprintf(p.w, "\r\033[K%s", msg)
+		p.active = true
+	}
+}
+
+func (p *progress) needs(done, total int) {
+	if !p.tty {
+		return
+	}
+	const width = 30
+	filled := width * done / max(total, 1)
+	fmt.Fprintf(p.w, "\r\033[K[%s%s] %d/%d needs  %s", strings.Repeat("#", filled), strings.Repeat(".", width-filled),
+		done, total, time.Since(p.start).Truncate(time.Second))
+	p.active = true
+}
+
+func (p *progress) done() {
+	if p.tty && p.active {
+		fmt.Fprint(p.w, "\r\033[K")
+	}
+}
+
+// defaultFrozen is frozen/<name> next to the corpus/ directory holding dir.
+func defaultFrozen(dir, name string) string {
+	return filepath.Join(filepath.Dir(filepath.Dir(filepath.Clean(dir))), "frozen", name)
+}
+
+// writeTrace writes one JSON line per need: where it came from and how it
+// resolved, with its context.
+func writeTrace(file string, outs []outcome, ev evaluation) error {
+	var b strings.Builder
+	for _, o := range outs {
+		line, err := json.Marshal(map[string]any{"session": o.Session, "need": o.Need, "pattern": o.Pattern, "module": o.Module,
+			"version": o.Version, "request": o.Raw, "need_id": o.NeedID, "relation": o.Result.Step.Relation,
+			"resolution": o.Result.Resolution.Kind, "status": o.Result.Status, "worker_spawned": o.Result.WorkerSpawned, "oracle_hit": ev.Oracle[o.Session+" "+o.Need],
+			"context": o.Result.Context})
+		if err != nil {
+			return err
+		}
+		b.Write(line)
+		b.WriteByte('\n')
+	}
+	return os.WriteFile(file, []byte(b.String()), 0o644)
+}
