@@ -10,7 +10,7 @@ CODEX_PREFIX := .cache/codex-$(CODEX_VERSION)
 CODEX_BIN ?= $(CURDIR)/$(CODEX_PREFIX)/node_modules/@openai/codex-linux-x64/vendor/x86_64-unknown-linux-musl/bin/codex
 CODEX_SCHEMA := $(CURDIR)/.cache/codex-schema-$(CODEX_VERSION)
 
-.PHONY: all build test test-unit test-contract codex frozen-worker frozen-changes bench-smoke check lint fmt vet staticcheck demo fuzz clean
+.PHONY: all build test test-unit test-contract codex frozen-worker frozen-changes frozen-corpus bench bench-smoke check lint fmt vet staticcheck demo fuzz clean
 
 all: build
 
@@ -62,6 +62,18 @@ frozen-changes: build codex
 			--scenario fixtures/changes/$$n.json --out frozen/changes/$$n || exit 1; \
 	done
 
+## bench: the main job — play the bundled default corpus (four real Go
+## modules, two versions each) through the product with the replay App
+## Server; prints a summary and writes reports/default.{json,md} and charts
+bench: build
+	$(BIN)/needlebench run corpus/default
+
+## frozen-corpus: re-record the corpora's worker transcripts (frozen/default,
+## frozen/tiny) with the real codex and the scripted fake model
+frozen-corpus: build codex
+	$(BIN)/needlebench record --codex $(CODEX_BIN) corpus/default
+	$(BIN)/needlebench record --codex $(CODEX_BIN) corpus/tiny
+
 ## bench-smoke: run every benchmark once so none rots (figures: go test -bench)
 bench-smoke:
 	$(GO) test ./... -run '^$$' -bench . -benchtime 1x
@@ -82,8 +94,8 @@ staticcheck:
 check: lint test
 	$(GO) test -race ./product/...
 
-## demo: the main job until the benchmark harness lands — compile the bundled
-## example need (the MCP seed's need_context) as JSON and as a @@need marker
+## demo: compile the bundled example need (the MCP seed's need_context) as
+## JSON and as a @@need marker
 demo: build
 	$(BIN)/needle need compile fixtures/need-context.json
 	$(BIN)/needle need compile --marker fixtures/need-context.marker

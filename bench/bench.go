@@ -24,7 +24,7 @@ Commands:
                     transcripts (files, or directories of *.jsonl)
   fake-model --script FILE --addr-file FILE
                     serve a loopback Responses API that plays a scripted model
-  corpus generate --name NAME [--seed N] [--out DIR] MODULE@OLD,NEW...
+  corpus generate --name NAME [--seed N] [--subjects N] [--out DIR] MODULE@OLD,NEW...
                     generate a corpus from real Go modules (downloaded
                     through the module proxy) into corpus/NAME
   run [--frozen DIR] [--reports DIR] CORPUS

@@ -57,6 +57,7 @@ func (h *harness) corpus(args []string) int {
 	seed := fs.Uint64("seed", 1, "")
 	name := fs.String("name", "", "")
 	out := fs.String("out", "", "")
+	subjects := fs.Int("subjects", 14, "")
 	if !h.parse(fs, args[1:]) {
 		return 2
 	}
@@ -69,7 +70,7 @@ func (h *harness) corpus(args []string) int {
 	}
 	cmdline := "needlebench corpus generate " + strings.Join(args[1:], " ")
 	prog := newProgress(h.stderr)
-	c, err := Generate(h.ctx, GenerateOptions{Name: *name, Seed: *seed, Modules: fs.Args(), Command: cmdline}, prog.status)
+	c, err := Generate(h.ctx, GenerateOptions{Name: *name, Seed: *seed, Modules: fs.Args(), Subjects: *subjects, Command: cmdline}, prog.status)
 	prog.done()
 	if err == nil {
 		err = c.Write(*out)

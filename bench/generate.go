@@ -38,7 +38,7 @@ type GenerateOptions struct {
 	Name     string
 	Seed     uint64
 	Modules  []string // "module@v1,v2"
-	Sessions int      // at least this many sessions
+	Subjects int      // subjects per module (default 14)
 	Command  string   // the command line that generated it, for the manifest
 }
 
@@ -162,7 +162,7 @@ func (g *generator) module(s Subject) (before, after []Session, err error) {
 		subjects = append(subjects, subj)
 	}
 	// Take a spread of subjects with every kind of drift represented.
-	picked := pickSubjects(subjects, g.rng)
+	picked := pickSubjects(subjects, g.rng, g.opts.Subjects)
 	var asked []plannedNeed
 	session := func(version string, needs ...plannedNeed) Session {
 		g.devs++
@@ -244,10 +244,13 @@ func (g *generator) module(s Subject) (before, after []Session, err error) {
 
 func subjGone(s genSubject) bool { return s.drift == "gone" }
 
-// pickSubjects takes up to 14 subjects spread over the sorted list, making
-// sure changed and flag subjects are among them when the module has them.
-func pickSubjects(all []genSubject, rng *rand.Rand) []genSubject {
-	const want = 14
+// pickSubjects takes up to want (default 14) subjects spread over the
+// sorted list, making sure changed and flag subjects are among them when
+// the module has them.
+func pickSubjects(all []genSubject, rng *rand.Rand, want int) []genSubject {
+	if want <= 0 {
+		want = 14
+	}
 	var out []genSubject
 	byDrift := map[string][]genSubject{}
 	for _, s := range all {
@@ -257,7 +260,7 @@ func pickSubjects(all []genSubject, rng *rand.Rand) []genSubject {
 		}
 		byDrift[key] = append(byDrift[key], s)
 	}
-	quota := map[string]int{"changed": 4, "moved": 3, "gone": 1, "flag": 3, "unchanged": want}
+	quota := map[string]int{"changed": max(want*2/7, 1), "moved": max(want*3/14, 1), "gone": 1, "flag": want * 3 / 14, "unchanged": want}
 	for _, key := range []string{"changed", "moved", "gone", "flag", "unchanged"} {
 		list := byDrift[key]
 		k := min(quota[key], len(list), want-len(out))

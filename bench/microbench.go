@@ -8,11 +8,11 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"sort"
+	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/needle-dev/needle/product"
-	"gonum.org/v1/gonum/stat"
 )
 
 // experiment runs a named experiment.
@@ -25,6 +25,7 @@ func (h *harness) experiment(args []string) int {
 	reqFile := fs.String("mcp-request-file", "", "")
 	repo := fs.String("repository", ".", "")
 	calls := fs.Int("calls", 200, "")
+	reports := fs.String("reports", "reports", "")
 	if !h.parse(fs, args[1:]) {
 		return 2
 	}
@@ -39,22 +40,34 @@ func (h *harness) experiment(args []string) int {
 	}
 	fmt.Fprintf(h.stdout, "mcp-contract-microbench: %d calls each over one stdio JSON-RPC loop (cache-only, in process)\n", *calls)
 	fmt.Fprintf(h.stdout, "%-14s %10s %10s %10s %10s\n", "method", "p50 ms", "p95 ms", "p99 ms", "max ms")
-	for _, r := range rep {
-		fmt.Fprintf(h.stdout, "%-14s %10.3f %10.3f %10.3f %10.3f\n", r.Method, r.P50, r.P95, r.P99, r.Max)
+	for _, m := range []string{"need_context", "ping"} {
+		q := rep.Methods[m]
+		fmt.Fprintf(h.stdout, "%-14s %10.3f %10.3f %10.3f %10.3f\n", m, q.P50, q.P95, q.P99, q.Max)
 	}
+	files, err := writeExperiment(*reports, rep)
+	if err != nil {
+		fmt.Fprintf(h.stderr, "needlebench experiment: %v\n", err)
+		return 1
+	}
+	fmt.Fprintf(h.stdout, "wrote %s\n", strings.Join(files, ", "))
 	return 0
-}
-
-// latency is the quantiles of one method's round trips, in milliseconds.
-type latency struct {
-	Method             string
-	P50, P95, P99, Max float64
 }
 
 // microbench serves MCP through the product's public ServeMCP on pipes and
 // times need_context calls (the request file's arguments) and, in the same
 // run on the same loop, a no-op ping.
-func microbench(ctx context.Context, reqFile, repo string, calls int) ([]latency, error) {
+func microbench(ctx context.Context, reqFile, repo string, calls int) (ExperimentReport, error) {
+	rep := ExperimentReport{Experiment: "mcp-contract-microbench", Calls: calls, Methods: map[string]Quantiles{},
+		Setup: "need_context with " + filepath.Base(reqFile) + " and a no-op ping over one stdio JSON-RPC loop of needle's MCP server (cache-only, in process)"}
+	methods, err := microbenchRun(ctx, reqFile, repo, calls)
+	if err != nil {
+		return rep, err
+	}
+	rep.Methods = methods
+	return rep, nil
+}
+
+func microbenchRun(ctx context.Context, reqFile, repo string, calls int) (map[string]Quantiles, error) {
 	args, err := os.ReadFile(reqFile)
 	if err != nil {
 		return nil, err
@@ -91,7 +104,7 @@ func microbench(ctx context.Context, reqFile, repo string, calls int) ([]latency
 	if _, err := c.call(`"initialize"`, `{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"microbench","version":"1"}}`); err != nil {
 		return nil, err
 	}
-	var out []latency
+	out := map[string]Quantiles{}
 	for _, m := range []struct{ name, method, params string }{
 		{"need_context", `"tools/call"`, `{"name":"need_context","arguments":` + string(args) + `}`},
 		{"ping", `"ping"`, `{}`},
@@ -104,9 +117,7 @@ func microbench(ctx context.Context, reqFile, repo string, calls int) ([]latency
 			}
 			ms = append(ms, float64(d.Microseconds())/1000)
 		}
-		sort.Float64s(ms)
-		out = append(out, latency{m.name, stat.Quantile(0.5, stat.Empirical, ms, nil), stat.Quantile(0.95, stat.Empirical, ms, nil),
-			stat.Quantile(0.99, stat.Empirical, ms, nil), ms[len(ms)-1]})
+		out[m.name] = quantiles(ms)
 	}
 	inW.Close()
 	return out, <-done

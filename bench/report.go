@@ -22,6 +22,7 @@ type Quantiles struct {
 	P50 float64 `json:"p50"`
 	P95 float64 `json:"p95"`
 	P99 float64 `json:"p99"`
+	Max float64 `json:"max"`
 	N   int     `json:"n"`
 }
 
@@ -36,6 +37,7 @@ func quantiles(xs []float64) Quantiles {
 	q.P50 = stat.Quantile(0.50, stat.Empirical, s, nil)
 	q.P95 = stat.Quantile(0.95, stat.Empirical, s, nil)
 	q.P99 = stat.Quantile(0.99, stat.Empirical, s, nil)
+	q.Max = s[len(s)-1]
 	return q
 }
 
@@ -254,4 +256,40 @@ func markdown(r Report, charts []string) string {
 		fmt.Fprintf(&b, "\n## Stale answers (must not happen)\n\n%s\n", strings.Join(r.StaleNeeds, ", "))
 	}
 	return b.String()
+}
+
+// ExperimentReport is reports/<experiment>.json: latency quantiles of the
+// methods an experiment timed in one run.
+type ExperimentReport struct {
+	Experiment string               `json:"experiment"`
+	Setup      string               `json:"setup"`
+	Calls      int                  `json:"calls"`
+	Methods    map[string]Quantiles `json:"methods_ms"`
+}
+
+// writeExperiment writes <dir>/<experiment>.json and .md.
+func writeExperiment(dir string, r ExperimentReport) ([]string, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	base := filepath.Join(dir, r.Experiment)
+	data, err := json.MarshalIndent(r, "", "  ")
+	if err != nil {
+		return nil, err
+	}
+	if err := os.WriteFile(base+".json", append(data, '\n'), 0o644); err != nil {
+		return nil, err
+	}
+	var b bytes.Buffer
+	fmt.Fprintf(&b, "# needlebench experiment `%s`\n\n%s; %d calls per method, latency of each round trip in\n", r.Experiment, r.Setup, r.Calls)
+	b.WriteString("milliseconds (empirical quantiles, gonum/stat). Latencies depend on the machine and are not deterministic.\n\n")
+	b.WriteString("| method | p50 | p95 | p99 | max |\n|---|---|---|---|---|\n")
+	for _, m := range slices.Sorted(mapKeys(r.Methods)) {
+		q := r.Methods[m]
+		fmt.Fprintf(&b, "| %s | %.3f | %.3f | %.3f | %.3f |\n", m, q.P50, q.P95, q.P99, q.Max)
+	}
+	if err := os.WriteFile(base+".md", b.Bytes(), 0o644); err != nil {
+		return nil, err
+	}
+	return []string{base + ".json", base + ".md"}, nil
 }

@@ -43,15 +43,17 @@ func TestScripts(t *testing.T) {
 			frozen, err := filepath.Abs(filepath.Join("..", "frozen"))
 			env.Setenv("NEEDLE_FROZEN", frozen)
 			env.Setenv("NEEDLE_FIXTURES", filepath.Join(filepath.Dir(frozen), "fixtures"))
+			env.Setenv("NEEDLE_CORPUS", filepath.Join(filepath.Dir(frozen), "corpus"))
 			return err
 		},
 		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
-			"fixture":  cmdFixture,
-			"exitcode": cmdExitCode,
-			"jsonget":  cmdJSONGet,
-			"sqlexec":  cmdSQLExec,
-			"grepenv":  cmdGrepEnv,
-			"expand":   cmdExpand,
+			"fixture":   cmdFixture,
+			"exitcode":  cmdExitCode,
+			"jsonget":   cmdJSONGet,
+			"sqlexec":   cmdSQLExec,
+			"grepenv":   cmdGrepEnv,
+			"expand":    cmdExpand,
+			"jsonstrip": cmdJSONStrip,
 		},
 	})
 }
@@ -155,4 +157,22 @@ func cmdExpand(ts *testscript.TestScript, neg bool, args []string) {
 		ts.Fatalf("usage: expand IN OUT")
 	}
 	ts.Check(os.WriteFile(ts.MkAbs(args[1]), []byte(os.Expand(ts.ReadFile(args[0]), ts.Getenv)), 0o644))
+}
+
+// cmdJSONStrip rewrites a JSON object without some top-level keys, indented
+// (to compare a report without its latencies with a golden file):
+//
+//	jsonstrip IN OUT KEY...
+func cmdJSONStrip(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) < 2 {
+		ts.Fatalf("usage: jsonstrip IN OUT KEY...")
+	}
+	var obj map[string]any
+	ts.Check(json.Unmarshal([]byte(ts.ReadFile(args[0])), &obj))
+	for _, k := range args[2:] {
+		delete(obj, k)
+	}
+	out, err := json.MarshalIndent(obj, "", "  ")
+	ts.Check(err)
+	ts.Check(os.WriteFile(ts.MkAbs(args[1]), append(out, '\n'), 0o644))
 }

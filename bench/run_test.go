@@ -1,0 +1,120 @@
+package bench
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+var (
+	binOnce sync.Once
+	binPath string
+	binErr  error
+)
+
+// mustBench builds cmd/needlebench once: the replay App Server of a run.
+func mustBench(t *testing.T) []string {
+	t.Helper()
+	binOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "needlebench-test-")
+		if err != nil {
+			binErr = err
+			return
+		}
+		binPath = filepath.Join(dir, "needlebench")
+		if out, err := exec.Command("go", "build", "-o", binPath, "../cmd/needlebench").CombinedOutput(); err != nil {
+			binErr = err
+			t.Logf("%s", out)
+		}
+	})
+	if binErr != nil {
+		t.Fatal(binErr)
+	}
+	return []string{binPath}
+}
+
+// deterministic is a report without its latencies, as generic JSON.
+func deterministic(t *testing.T, file string) map[string]any {
+	t.Helper()
+	data, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m map[string]any
+	if err := json.Unmarshal(data, &m); err != nil {
+		t.Fatal(err)
+	}
+	delete(m, "latency_ms")
+	delete(m, "validation_ms")
+	return m
+}
+
+// TestRun_Tiny plays corpus/tiny through the product twice: the report
+// holds the invariants (no stale answer, Needle reaches the oracle) and
+// every number but the latencies is the same both times.
+func TestRun_Tiny(t *testing.T) {
+	replay := mustBench(t)
+	var reports []string
+	for range 2 {
+		dir := t.TempDir()
+		r, files, err := Run(context.Background(), RunOptions{Corpus: "../corpus/tiny", Reports: dir, Replay: replay})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.StaleReturned != 0 || float64(r.Hits) < 0.99*float64(r.OracleHits) || r.Needs != 35 || r.WorkerRuns == 0 || r.Hits == 0 {
+			t.Errorf("report %+v", r)
+		}
+		if r.WorkerTokens >= r.BaselineWorkerTokens || r.NaiveWorkerTokens > r.BaselineWorkerTokens {
+			t.Errorf("tokens: needle %d, naive %d, no reuse %d", r.WorkerTokens, r.NaiveWorkerTokens, r.BaselineWorkerTokens)
+		}
+		if len(files) != 4 {
+			t.Errorf("files %v", files)
+		}
+		for _, f := range files {
+			if fi, err := os.Stat(f); err != nil || fi.Size() == 0 {
+				t.Errorf("%s: %v", f, err)
+			}
+		}
+		reports = append(reports, filepath.Join(dir, "tiny.json"))
+	}
+	if diff := cmp.Diff(deterministic(t, reports[0]), deterministic(t, reports[1])); diff != "" {
+		t.Errorf("two runs differ (-first +second):\n%s", diff)
+	}
+}
+
+// TestRun_ReplayMismatch: frozen transcripts that no longer match what
+// the product sends fail the run loudly; nothing is reported.
+func TestRun_ReplayMismatch(t *testing.T) {
+	replay := mustBench(t)
+	frozen := t.TempDir()
+	files, err := filepath.Glob(filepath.Join("..", "frozen", "tiny", "*.jsonl"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no frozen transcripts: %v", err)
+	}
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Every recorded turn prompt changes: the product's no longer match.
+		data = []byte(strings.ReplaceAll(string(data), "Propose implementation_location evidence", "Propose other evidence"))
+		if err := os.WriteFile(filepath.Join(frozen, filepath.Base(f)), data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	reports := t.TempDir()
+	_, _, err = Run(context.Background(), RunOptions{Corpus: "../corpus/tiny", Frozen: frozen, Reports: reports, Replay: replay})
+	if err == nil || !strings.Contains(err.Error(), "frozen transcripts do not match") {
+		t.Fatalf("Run with mismatching transcripts = %v", err)
+	}
+	if entries, _ := os.ReadDir(reports); len(entries) != 0 {
+		t.Errorf("a failed run wrote a report: %v", entries)
+	}
+}
