@@ -30,7 +30,8 @@ Commands:
   run [--frozen DIR] [--reports DIR] CORPUS
                     play a corpus through the product with the replay App
                     Server (frozen/NAME) and write reports/NAME.{json,md}
-                    and charts; exit 1 if any stale answer was returned
+                    and charts; exit 1 if any stale answer was returned or
+                    hits fall below 99% of the oracle's
   record --codex BIN [--out DIR] CORPUS
                     re-record a corpus's frozen transcripts (frozen/NAME)
                     with the real codex binary and the scripted fake model

@@ -30,6 +30,10 @@ func (h *harness) run(args []string) int {
 		fmt.Fprintf(h.stderr, "needlebench run: %d stale answers returned: %s\n", r.StaleReturned, strings.Join(r.StaleNeeds, ", "))
 		return 1
 	}
+	if float64(r.Hits) < 0.99*float64(r.OracleHits) {
+		fmt.Fprintf(h.stderr, "needlebench run: %d hits, fewer than 99%% of the oracle's %d\n", r.Hits, r.OracleHits)
+		return 1
+	}
 	return 0
 }
 

@@ -212,11 +212,12 @@ func markdown(r Report, charts []string) string {
 		"  which each pinned version is a commit; a session checks its version out first.\n")
 	b.WriteString("- **hits**: needs whose result status is `hit` (exact, coverage, composite or claim hit): answered from certified\n" +
 		"  evidence proven fresh for the current source, no worker.\n")
-	b.WriteString("- **oracle hits**: needs for which every obligation was answered correctly by an earlier need and the cited code\n" +
-		"  (same file, same text, possibly at other lines) is still intact at the need's version. Computed by the harness\n" +
-		"  from the source with go/ast, independently of Needle's validators.\n")
-	b.WriteString("- **stale answers returned**: contexts citing a location that is not the subject's declaration (path and lines) at\n" +
-		"  the need's version, or a test that does not exist or no longer reaches the subject. Must be 0.\n")
+	b.WriteString("- **oracle hits**: needs for which every obligation was answered correctly by an earlier need whose evidence still\n" +
+		"  holds at the need's version: the cited declaration intact (same file, same text, possibly at other lines), the\n" +
+		"  cited tests still existing and reaching the subject. Computed by the harness from the source with go/ast,\n" +
+		"  independently of Needle's validators.\n")
+	b.WriteString("- **stale answers returned**: contexts citing a location that does not hold the subject's declaration line at the\n" +
+		"  need's version, or a test that does not exist or no longer reaches the subject. Must be 0.\n")
 	b.WriteString("- **naive exact-text cache**: keyed on the raw request text (JSON or marker, task wording included), it returns\n" +
 		"  the first answer served for that text, blind to source changes; its stale answers are judged by the same truth.\n")
 	b.WriteString("- **worker tokens**: tokens the replayed Codex App Server workers reported (thread token usage), summed from\n" +
@@ -236,7 +237,11 @@ func markdown(r Report, charts []string) string {
 	for _, k := range slices.Sorted(mapKeys(r.LedgerClasses)) {
 		fmt.Fprintf(&b, "| %s | %d |\n", k, r.LedgerClasses[k])
 	}
-	b.WriteString("\n## Corpus patterns\n\n| pattern | needs | hits |\n|---|---|---|\n")
+	b.WriteString("\n## Corpus patterns\n\nfirst_ask: nobody asked before; repeat: the same request word for word, by another developer later;\n" +
+		"reworded: the same need, another task wording; marker: the same need as a `@@need` line; extension: adds\n" +
+		"obligations to an earlier need of the session; residual: asks only what an earlier need left missing;\n" +
+		"across_bump: asked before the version bump, asked again after it; new_after_bump: a first ask on the newer version.\n\n" +
+		"| pattern | needs | hits |\n|---|---|---|\n")
 	for _, k := range slices.Sorted(mapKeys(r.Patterns)) {
 		fmt.Fprintf(&b, "| %s | %d | %d |\n", k, r.Patterns[k].Needs, r.Patterns[k].Hits)
 	}

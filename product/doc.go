@@ -160,6 +160,8 @@
 // (the evidence plan and, with a worker, the all-worker plan) the cheapest by
 // expected cost from recorded observations (gonum/stat) is chosen; with
 // fewer than MinObservations observations reuse is reported as advisory.
+// Evidence whose reuse cost is not yet observed is reused: a worker replaces
+// usable evidence only when it is reliably cheaper than a known reuse cost.
 // Price orders valid plans; it never makes a plan valid.
 //
 // A session ledger classifies each need against the earlier ones of its
