@@ -176,15 +176,6 @@ func (c *Corpus) Write(dir string) error {
 	return os.WriteFile(filepath.Join(dir, "sessions.jsonl"), b.Bytes(), 0o644)
 }
 
-// versions returns a module's pinned versions, oldest first.
-func (c *Corpus) versions(module string) []ModuleVersion {
-	i := slices.IndexFunc(c.Manifest.Subjects, func(s Subject) bool { return s.Module == module })
-	if i < 0 {
-		return nil
-	}
-	return c.Manifest.Subjects[i].Versions
-}
-
 func decodeStrict(data []byte, v any) error {
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()

@@ -70,8 +70,8 @@ func play(ctx context.Context, c *Corpus, repos map[string]*moduleRepo, dataRoot
 		if !ok {
 			var err error
 			e, err = product.Open(ctx, product.Config{
-				DataDir: filepath.Join(dataRoot, filepath.Base(repo.Dir)), Repository: repo.Dir, Transport: "bench",
-				Codex: &product.CodexConfig{Command: as.command, Home: as.home, RecordDir: as.record, Deadline: 2 * time.Minute},
+				DataDir: filepath.Join(dataRoot, filepath.Base(repo.Dir)), Repository: repo.Dir,
+				Codex: &product.CodexConfig{Command: as.command, Home: as.home, RecordDir: as.record},
 			})
 			if err != nil {
 				return nil, nil, err
