@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"slices"
 )
 
 // A corpus is data only: corpus/<name>/manifest.json names the subjects —
