@@ -57,7 +57,7 @@ frozen-worker: build codex
 ## the fake model (the update switch for frozen/changes)
 frozen-changes: build codex
 	rm -rf frozen/changes
-	for n in verified undeclared repair repair_twice; do \
+	for n in verified undeclared repair repair_twice repair_noop; do \
 		$(BIN)/needlebench record-change --codex $(CODEX_BIN) --repository fixtures/repos/grepx.txtar \
 			--scenario fixtures/changes/$$n.json --out frozen/changes/$$n || exit 1; \
 	done

@@ -180,9 +180,17 @@ func checkScopePath(p, kind string) error {
 	return nil
 }
 
-// gitPath reports whether a slash path has a .git component.
+// gitPath reports whether a slash path has a component that is git
+// metadata on some file system: ".git" in any case, its 8.3 short name, or
+// either with the trailing dots and spaces Windows drops.
 func gitPath(p string) bool {
-	return slices.Contains(strings.Split(p, "/"), ".git")
+	for _, part := range strings.Split(p, "/") {
+		name := strings.ToLower(strings.TrimRight(part, ". "))
+		if name == ".git" || name == "git~1" {
+			return true
+		}
+	}
+	return false
 }
 
 // inScope reports whether a repository path is one the scopes declare.

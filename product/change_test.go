@@ -326,8 +326,17 @@ func TestChange_RepairOnce(t *testing.T) {
 	if _, err := te.store.db.Exec(`UPDATE patches SET operations = '[]' WHERE change_id = ?`, res.ChangeID); err == nil {
 		t.Error("a stored patch was rewritten")
 	}
-	if _, err := te.store.db.Exec(`UPDATE changes SET request = '{}' WHERE change_id = ?`, res.ChangeID); err == nil {
-		t.Error("a change's request was rewritten")
+	for _, stmt := range []string{
+		`UPDATE changes SET request = '{}' WHERE change_id = ?`,
+		`UPDATE changes SET repairs_used = 0 WHERE change_id = ?`,
+		`UPDATE changes SET current_revision = 1 WHERE change_id = ?`,
+		`DELETE FROM verifications WHERE change_id = ?`,
+		`DELETE FROM patches WHERE change_id = ?`,
+		`DELETE FROM changes WHERE change_id = ?`,
+	} {
+		if _, err := te.store.db.Exec(stmt, res.ChangeID); err == nil {
+			t.Errorf("%s succeeded on a stored change", stmt)
+		}
 	}
 }
 
@@ -417,6 +426,21 @@ func TestPatchBuild(t *testing.T) {
 		{"binary", func(d string) error {
 			return os.WriteFile(filepath.Join(d, "options.go"), []byte{0xff, 0xfe, 0}, 0o644)
 		}, "options.go: binary content"},
+		{"upperGit", func(d string) error {
+			return errors.Join(os.MkdirAll(filepath.Join(d, "internal", ".GIT"), 0o755), os.WriteFile(filepath.Join(d, "internal", ".GIT", "config"), []byte("x"), 0o644))
+		}, "internal/.GIT/config: git metadata"},
+		{"shortGit", func(d string) error {
+			return errors.Join(os.MkdirAll(filepath.Join(d, "internal", "GIT~1"), 0o755), os.WriteFile(filepath.Join(d, "internal", "GIT~1", "config"), []byte("x"), 0o644))
+		}, "internal/GIT~1/config: git metadata"},
+		{"backslash", func(d string) error {
+			return os.WriteFile(filepath.Join(d, "internal", `a\b.go`), []byte("package x\n"), 0o644)
+		}, "backslashes"},
+		{"newlineName", func(d string) error {
+			return os.WriteFile(filepath.Join(d, "internal", "a\nb.go"), []byte("package x\n"), 0o644)
+		}, "control characters"},
+		{"notUTF8Name", func(d string) error {
+			return os.WriteFile(filepath.Join(d, "internal", "a\xffb.go"), []byte("package x\n"), 0o644)
+		}, "not a UTF-8 path"},
 		{"nothing", func(string) error { return nil }, "the patch worker changed nothing"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -435,7 +459,7 @@ func TestPatchBuild(t *testing.T) {
 			if err := a.build(context.Background(), co, req, nil); err != nil {
 				t.Fatal(err)
 			}
-			a.finish(sessionOutput{Finals: []string{"{}"}}, nil)
+			a.finish(sessionOutput{Finals: []string{"{}"}}, nil, 1)
 			switch {
 			case tc.reason == "" && (a.status != "accepted" || len(a.ops) != 1):
 				t.Errorf("status %s, reasons %v, ops %d; want accepted with one operation", a.status, a.reasons, len(a.ops))
@@ -490,5 +514,125 @@ func TestChange_Cancel(t *testing.T) {
 	var status, reasons string
 	if err := te.store.db.QueryRow(`SELECT c.status, p.reasons FROM changes c JOIN patches p USING (change_id)`).Scan(&status, &reasons); err != nil || status != ChangeFailed {
 		t.Errorf("cancelled change recorded as %q %q (%v)", status, reasons, err)
+	}
+}
+
+// TestChange_RepairNoop: a repair that leaves the patch as it was is
+// rejected ("the repair changed nothing"): no second verification of the
+// same patch, the first verdict stands, the repair is consumed.
+func TestChange_RepairNoop(t *testing.T) {
+	ctx := context.Background()
+	te := MustEngine(t, MustFixtureRepo(t, "grepx", true), replayCodex(t, "repair_noop"))
+	res, err := te.PrepareChange(ctx, "s", MustChangeRequest(t, "repair_noop"))
+	if err != nil || res.Status != ChangePrepared {
+		t.Fatalf("prepare_change = %+v, %v", res, err)
+	}
+	v, err := te.VerifyChange(ctx, "s", res.ChangeID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v.Verdict != VerdictRepairable || v.Revision != 1 || v.Repair.Status != "rejected" ||
+		!slices.Equal(v.Repair.Reasons, []string{"the repair changed nothing"}) || v.Accounting.WorkerRuns != 2 {
+		t.Fatalf("verify_change = %+v", v)
+	}
+	again, err := te.VerifyChange(ctx, "s", res.ChangeID)
+	if err != nil || !again.Recorded || again.Repair.Status != "rejected" || again.Repair.FromPatchID != res.PatchID || again.Accounting.WorkerRuns != 0 {
+		t.Errorf("second verify_change = %+v, %v", again, err)
+	}
+	if n := count(t, te, `SELECT count(*) FROM verifications`); n != 1 {
+		t.Errorf("%d verifications, want 1", n)
+	}
+}
+
+// TestChange_CancelRepair cancels verify_change while the repair runs: the
+// first verdict and the consumed repair are already stored, so asking
+// again returns that verdict and runs nothing.
+func TestChange_CancelRepair(t *testing.T) {
+	held := t.TempDir()
+	src := filepath.Join("..", "frozen", "changes", "repair")
+	entries, err := os.ReadDir(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		data := mustRead(t, filepath.Join(src, e.Name()))
+		if strings.Contains(data, `"scenario":"repair-worker `) {
+			i := strings.Index(data, `"method":"turn/started"`)
+			data = data[:i] + data[i:][:strings.IndexByte(data[i:], '\n')+1]
+		}
+		MustWriteFile(t, filepath.Join(held, e.Name()), data)
+	}
+	bench := MustBenchBinary(t)
+	te := MustEngine(t, MustFixtureRepo(t, "grepx", true), func(c *Config) {
+		c.Codex = &CodexConfig{Command: []string{bench, "appserver-replay", "--transcripts", held}, Deadline: time.Minute}
+	})
+	res, err := te.PrepareChange(context.Background(), "s", MustChangeRequest(t, "repair"))
+	if err != nil || res.Status != ChangePrepared {
+		t.Fatalf("prepare_change = %+v, %v", res, err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		_, err := te.VerifyChange(ctx, "s", res.ChangeID)
+		done <- err
+	}()
+	deadline := time.Now().Add(30 * time.Second)
+	for count(t, te, `SELECT count(*) FROM verifications`) == 0 || !hasEntries(filepath.Join(te.data, "checkouts")) {
+		if time.Now().After(deadline) {
+			t.Fatal("the repair never started")
+		}
+		runtimeYield()
+	}
+	cancel()
+	if err := <-done; !errors.Is(err, context.Canceled) {
+		t.Fatalf("VerifyChange after cancel = %v", err)
+	}
+	var status string
+	var repairs int
+	if err := te.store.db.QueryRow(`SELECT status, repairs_used FROM changes`).Scan(&status, &repairs); err != nil || status != ChangeRepairable || repairs != 1 {
+		t.Errorf("change after a cancelled repair: %s, repairs %d (%v)", status, repairs, err)
+	}
+	again, err := te.VerifyChange(context.Background(), "s", res.ChangeID)
+	if err != nil || !again.Recorded || again.Verdict != VerdictRepairable || again.Repair.Status != "failed" || again.Accounting.WorkerRuns != 0 {
+		t.Errorf("verify_change after the cancelled repair = %+v, %v", again, err)
+	}
+	if hasEntries(filepath.Join(te.data, "checkouts")) {
+		t.Error("checkouts left behind")
+	}
+}
+
+// TestChange_BaseIntact: an added file's base is its absence; a file that
+// appeared or changed since is a conflict.
+func TestChange_BaseIntact(t *testing.T) {
+	repo := MustFixtureRepo(t, "grepx", true)
+	te := MustEngine(t, repo)
+	add := []storedOperation{{PatchOperation: PatchOperation{Op: "add", Path: "internal/new.go"}}}
+	if err := te.baseIntact(add); err != nil {
+		t.Errorf("baseIntact(add of an absent file) = %v", err)
+	}
+	MustWriteFile(t, filepath.Join(repo, "internal", "new.go"), "package internal\n")
+	if err := te.baseIntact(add); KindOf(err) != KindConflict {
+		t.Errorf("baseIntact(add of a file that appeared) = %v, want a conflict", err)
+	}
+}
+
+// TestDecodePatchReport: a report naming criteria that do not exist, or one
+// twice, is no report (and cannot index out of the criteria).
+func TestDecodePatchReport(t *testing.T) {
+	for _, tc := range []struct {
+		raw string
+		ok  bool
+	}{
+		{`{"summary":"s","criteria":[{"criterion":1,"addressed":true,"note":"n"}],"risks":[]}`, true},
+		{`{"summary":"s","criteria":[{"criterion":2,"addressed":true,"note":"n"}],"risks":[]}`, false},
+		{`{"summary":"s","criteria":[{"criterion":1,"addressed":true,"note":"n"},{"criterion":1,"addressed":false,"note":""}],"risks":[]}`, false},
+		{`{"summary":"s","criteria":[],"risks":[],"extra":1}`, false},
+		{`not json`, false},
+	} {
+		r := decodePatchReport(tc.raw, 1)
+		if (r != nil) != tc.ok {
+			t.Errorf("decodePatchReport(%s) = %v", tc.raw, r)
+		}
+		_ = coverage(ChangeRequest{Criteria: []string{"c"}}, r)
 	}
 }

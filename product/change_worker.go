@@ -70,9 +70,9 @@ type patchReport struct {
 	Risks []string `json:"risks"`
 }
 
-// decodePatchReport decodes a report strictly; nil when it is malformed,
-// names a criterion twice or out of range.
-func decodePatchReport(raw string) *patchReport {
+// decodePatchReport decodes a report for n criteria strictly; nil when it
+// is malformed, names a criterion twice or out of range.
+func decodePatchReport(raw string, n int) *patchReport {
 	var r patchReport
 	if !decodeStrict(raw, &r) {
 		return nil
@@ -80,7 +80,7 @@ func decodePatchReport(raw string) *patchReport {
 	seen := map[int]bool{}
 	for i := range r.Criteria {
 		c := &r.Criteria[i]
-		if c.Criterion < 1 || c.Criterion > MaxCriteria || seen[c.Criterion] {
+		if c.Criterion < 1 || c.Criterion > n || seen[c.Criterion] {
 			return nil
 		}
 		seen[c.Criterion] = true

@@ -7,7 +7,10 @@ import (
 	"io/fs"
 	"maps"
 	"slices"
+	"strconv"
 	"strings"
+	"syscall"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/needle-dev/needle/product/internal/checkout"
@@ -155,7 +158,7 @@ func (e *Engine) PrepareChange(ctx context.Context, session string, req ChangeRe
 	}
 	out, runErr := e.codex.run(ctx, e.root, spec)
 	res.Accounting.add(out.Usage)
-	att.finish(out, runErr)
+	att.finish(out, runErr, len(req.Criteria))
 	res.Status, res.Reasons = att.status, nonNil(att.reasons)
 	if att.status == "accepted" {
 		res.Status, res.PatchID = ChangePrepared, att.patchID
@@ -216,8 +219,8 @@ func (a *patchAttempt) build(ctx context.Context, co *checkout.Checkout, req Cha
 			paths[ch.Path] = true
 		}
 		switch {
-		case gitPath(ch.Path):
-			a.reasons = append(a.reasons, fmt.Sprintf("%s: git metadata may not change", ch.Path))
+		case unsafePatchPath(ch.Path) != "":
+			a.reasons = append(a.reasons, fmt.Sprintf("%s: %s", showPath(ch.Path), unsafePatchPath(ch.Path)))
 		case ch.Kind != checkout.KindFile:
 			a.reasons = append(a.reasons, fmt.Sprintf("%s: a %s is not a file a patch may hold", ch.Path, ch.Kind))
 		case !inScope(req.Scopes, ch.Path):
@@ -231,7 +234,7 @@ func (a *patchAttempt) build(ctx context.Context, co *checkout.Checkout, req Cha
 		op := storedOperation{PatchOperation: PatchOperation{Path: p, Before: before[p]}}
 		data, err := co.ReadFile(p)
 		switch {
-		case errors.Is(err, fs.ErrNotExist):
+		case errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR):
 			if op.Before == "" {
 				continue // added and removed again
 			}
@@ -257,6 +260,18 @@ func (a *patchAttempt) build(ctx context.Context, co *checkout.Checkout, req Cha
 		a.ops = append(a.ops, op)
 		a.bytes += op.Bytes
 	}
+	// A process of the worker that outlived it must not change the tree
+	// between the scan and the reads: scan and read again, and refuse any
+	// difference.
+	if again, err := co.Changes(ctx); err != nil || !slices.Equal(again, changes) {
+		a.reasons = append(a.reasons, "the checkout changed while the patch was being built")
+	}
+	for _, op := range a.ops {
+		data, err := co.ReadFile(op.Path)
+		if (op.Op == checkout.OpDelete) != (err != nil) || op.Op != checkout.OpDelete && string(data) != op.Content {
+			a.reasons = append(a.reasons, fmt.Sprintf("%s changed while the patch was being built", op.Path))
+		}
+	}
 	switch {
 	case len(a.reasons) > 0:
 	case len(a.ops) == 0:
@@ -270,7 +285,7 @@ func (a *patchAttempt) build(ctx context.Context, co *checkout.Checkout, req Cha
 }
 
 // finish records the worker's output and decides the attempt's status.
-func (a *patchAttempt) finish(out sessionOutput, runErr error) {
+func (a *patchAttempt) finish(out sessionOutput, runErr error, criteria int) {
 	a.inv, a.usage = out.Invocation, out.Usage
 	if runErr != nil {
 		a.status, a.ops, a.bytes = "failed", nil, 0
@@ -279,7 +294,7 @@ func (a *patchAttempt) finish(out sessionOutput, runErr error) {
 	}
 	if len(out.Finals) > 0 {
 		a.raw = out.Finals[0]
-		a.report = decodePatchReport(a.raw)
+		a.report = decodePatchReport(a.raw, criteria)
 	}
 	if len(a.reasons) > 0 {
 		a.status = "rejected"
@@ -300,13 +315,27 @@ func (a *patchAttempt) publicOps() []PatchOperation {
 	return out
 }
 
-// writes turns stored operations into checkout writes.
-func writes(ops []storedOperation) []checkout.Write {
-	var w []checkout.Write
+// baseOf is what a patch was made against: path → base content digest.
+func baseOf(ops []storedOperation) map[string]string {
+	m := map[string]string{}
 	for _, op := range ops {
-		w = append(w, checkout.Write{Path: op.Path, Data: []byte(op.Content), Exec: op.Executable, Delete: op.Op == checkout.OpDelete})
+		m[op.Path] = op.Before
 	}
-	return w
+	return m
+}
+
+// writes turns stored operations into checkout writes, deletions first (a
+// directory deleted to make room for a file goes before the file).
+func writes(ops []storedOperation) []checkout.Write {
+	var dels, puts []checkout.Write
+	for _, op := range ops {
+		if op.Op == checkout.OpDelete {
+			dels = append(dels, checkout.Write{Path: op.Path, Delete: true})
+			continue
+		}
+		puts = append(puts, checkout.Write{Path: op.Path, Data: []byte(op.Content), Exec: op.Executable})
+	}
+	return append(dels, puts...)
 }
 
 // coverage lays the patch worker's report over the criteria.
@@ -470,4 +499,33 @@ func (e *Engine) freshEvidence(ctx context.Context, certID string) (*candidate, 
 		return nil, nil
 	}
 	return &c, nil
+}
+
+// unsafePatchPath says why a path a patch worker created may not be part of
+// a patch ("" when it may): it must be valid UTF-8 without control
+// characters or backslashes, and no component may be git metadata on any
+// file system (".git" in any case, its 8.3 short name, or with the trailing
+// dots and spaces Windows drops).
+func unsafePatchPath(p string) string {
+	if !utf8.ValidString(p) {
+		return "not a UTF-8 path"
+	}
+	for _, r := range p {
+		if unicode.IsControl(r) || r == '\\' {
+			return "a path with control characters or backslashes"
+		}
+	}
+	if gitPath(p) {
+		return "git metadata may not change"
+	}
+	return ""
+}
+
+// showPath is a path as a reason may print it: quoted when it is not plain
+// printable UTF-8.
+func showPath(p string) string {
+	if !utf8.ValidString(p) || strings.ContainsFunc(p, func(r rune) bool { return !unicode.IsPrint(r) || r == '\\' }) {
+		return strconv.Quote(p)
+	}
+	return p
 }

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/needle-dev/needle/product/internal/checkout"
+	"github.com/needle-dev/needle/product/internal/snapshot"
 )
 
 // RepairOutcome says what happened to the one repair a change may use.
@@ -73,14 +74,16 @@ func (e *Engine) VerifyChange(ctx context.Context, session, changeID string) (Ve
 	if err != nil {
 		return VerifyResult{}, err
 	}
+	// Whatever was or will be verified is base + patch: a work tree that
+	// changed under the patch is a conflict, recorded verdict or not.
+	if err := e.baseIntact(cur.ops); err != nil {
+		return VerifyResult{}, err
+	}
 	if last := lastFor(done, c.Current); last != nil {
-		return e.recordedVerdict(c, cur, *last, done), nil
+		return e.recordedVerdict(ctx, c, cur, *last, done)
 	}
 	if e.codex == nil {
 		return VerifyResult{}, errNoChangeWorker
-	}
-	if err := e.baseIntact(cur.ops); err != nil {
-		return VerifyResult{}, err
 	}
 	refs, err := e.certifiedRefs(ctx, c.Request)
 	if err != nil {
@@ -97,44 +100,55 @@ func (e *Engine) VerifyChange(ctx context.Context, session, changeID string) (Ve
 		return VerifyResult{}, err
 	}
 	done = append(done, v)
-	var repair *patchAttempt
-	if v.Verdict == VerdictRepairable && c.Repairs == 0 {
-		c.Repairs = 1
-		att, err := e.repairOnce(ctx, c, cur, refs, v, &res.Accounting)
-		if err != nil {
+	c.Status = changeStatusOf(v.Verdict)
+	if v.Verdict != VerdictRepairable || c.Repairs > 0 {
+		if err := e.store.putVerification(context.WithoutCancel(ctx), c, v, nil); err != nil {
 			return VerifyResult{}, err
 		}
-		repair = &att
-		res.Repair = RepairOutcome{Status: att.status, FromPatchID: cur.patchID, Reasons: nonNil(att.reasons)}
-		if att.status == "accepted" {
-			res.Repair.Status = "applied"
-			// The repair and the first verdict are stored before the second
-			// verification runs: a crash cannot lose the consumed repair.
-			c.Current, c.Status = att.revision, changeStatusOf(v.Verdict)
-			if err := e.store.putVerification(context.WithoutCancel(ctx), c, v, repair); err != nil {
-				return VerifyResult{}, err
-			}
-			v, repair, cur = verificationRecord{}, nil, att
-			if v, err = e.verifyOnce(ctx, c, cur, refs, len(done)+1, &res.Accounting); err != nil {
-				return VerifyResult{}, err
-			}
-			done = append(done, v)
-		}
+		e.fill(&res, c, cur, done, "not_needed")
+		return res, nil
 	}
-	if v.Verdict == VerdictRepairable && res.Repair.Status == "applied" {
-		res.Repair.Status = "exhausted"
-	}
-	c.Status = changeStatusOf(lastVerdict(done))
-	if err := e.store.putVerification(context.WithoutCancel(ctx), c, v, repair); err != nil {
+	// The first repairable verdict consumes the one repair: the verdict and
+	// the consumed repair are stored before the repair runs, so neither a
+	// cancellation nor a crash can buy a second first verification.
+	c.Repairs = 1
+	if err := e.store.putVerification(context.WithoutCancel(ctx), c, v, nil); err != nil {
 		return VerifyResult{}, err
 	}
-	e.fill(&res, c, cur, done)
+	att, err := e.repairOnce(ctx, c, cur, refs, v, &res.Accounting)
+	if err != nil {
+		return VerifyResult{}, err
+	}
+	if att.status != "accepted" {
+		if err := e.store.putPatch(context.WithoutCancel(ctx), c, att); err != nil {
+			return VerifyResult{}, err
+		}
+		res.Repair = RepairOutcome{Status: att.status, FromPatchID: cur.patchID, Reasons: nonNil(att.reasons)}
+		e.fill(&res, c, cur, done, att.status)
+		return res, nil
+	}
+	c.Current = att.revision
+	if err := e.store.putPatch(context.WithoutCancel(ctx), c, att); err != nil {
+		return VerifyResult{}, err
+	}
+	from := cur.patchID
+	cur = att
+	if v, err = e.verifyOnce(ctx, c, cur, refs, len(done)+1, &res.Accounting); err != nil {
+		return VerifyResult{}, err
+	}
+	done = append(done, v)
+	c.Status = changeStatusOf(v.Verdict)
+	if err := e.store.putVerification(context.WithoutCancel(ctx), c, v, nil); err != nil {
+		return VerifyResult{}, err
+	}
+	res.Repair = RepairOutcome{FromPatchID: from, Reasons: []string{}}
+	e.fill(&res, c, cur, done, "applied")
 	return res, nil
 }
 
 // verifyOnce runs one independent verifier on a fresh checkout holding the
-// patch. A verifier that fails or changes its checkout yields an
-// inconclusive verdict (fail closed: never verified).
+// patch (laid only on the base it was made against). A verifier that fails
+// or changes its checkout is an error: no verdict, never verified.
 func (e *Engine) verifyOnce(ctx context.Context, c changeRecord, p patchAttempt, refs []string, ordinal int, acct *ChangeAccounting) (verificationRecord, error) {
 	spec := sessionSpec{
 		Scenario: "verify-worker ",
@@ -142,6 +156,7 @@ func (e *Engine) verifyOnce(ctx context.Context, c changeRecord, p patchAttempt,
 			return mustID("needle.invocation.v1", map[string]string{"role": "verify", "request": c.RequestID, "patch": p.patchID, "snapshot": snap})
 		},
 		Lay:          writes(p.ops),
+		LayBase:      baseOf(p.ops),
 		ReadOnly:     true,
 		Instructions: verifyInstructions,
 		OnRequest:    answerWorkerRequest,
@@ -149,14 +164,16 @@ func (e *Engine) verifyOnce(ctx context.Context, c changeRecord, p patchAttempt,
 	}
 	out, err := e.codex.run(ctx, e.root, spec)
 	acct.add(out.Usage)
-	v := verificationRecord{Ordinal: ordinal, PatchRevision: p.revision, inv: out.Invocation, usage: out.Usage}
 	if err != nil {
+		// Nothing is stored: a verifier that could not run, or whose
+		// checkout could not be verified or removed, leaves no verdict, and
+		// verify_change can be asked again.
 		if ctx.Err() != nil {
-			return v, ctx.Err()
+			return verificationRecord{}, ctx.Err()
 		}
-		v.Verdict, v.Criteria, v.Reasons = VerdictInconclusive, unknownCriteria(len(c.Request.Criteria)), []string{"the verifier failed: " + oneLine(err.Error())}
-		return v, nil
+		return verificationRecord{}, &Error{Op: "change.verify", Kind: KindOther, Err: fmt.Errorf("verifier: %w", err)}
 	}
+	v := verificationRecord{Ordinal: ordinal, PatchRevision: p.revision, inv: out.Invocation, usage: out.Usage}
 	v.raw = out.Finals[0]
 	v.Verdict, v.Criteria, v.Repair, v.Reasons = judge(v.raw, len(c.Request.Criteria))
 	v.Reasons = nonNil(v.Reasons)
@@ -175,6 +192,7 @@ func (e *Engine) repairOnce(ctx context.Context, c changeRecord, cur patchAttemp
 				"verdict": mustID("needle.verdict.v1", v), "snapshot": snap})
 		},
 		Lay:          writes(cur.ops),
+		LayBase:      baseOf(cur.ops),
 		Instructions: patchInstructions,
 		OnRequest:    answerWorkerRequest,
 		Turns:        []turnSpec{{Label: "repair", Prompt: patchPrompt(c.Request, refs, &v), Schema: patchReportSchema}},
@@ -185,7 +203,10 @@ func (e *Engine) repairOnce(ctx context.Context, c changeRecord, cur patchAttemp
 	if err != nil && ctx.Err() != nil {
 		return att, ctx.Err()
 	}
-	att.finish(out, err)
+	att.finish(out, err, len(c.Request.Criteria))
+	if att.status == "accepted" && att.patchID == cur.patchID {
+		att.status, att.patchID, att.reasons = "rejected", "", []string{"the repair changed nothing"}
+	}
 	return att, nil
 }
 
@@ -196,7 +217,7 @@ func (e *Engine) baseIntact(ops []storedOperation) error {
 	for _, op := range ops {
 		got, err := e.repo.FileDigest(op.Path)
 		switch {
-		case errors.Is(err, fs.ErrNotExist):
+		case errors.Is(err, snapshot.ErrNotExist) || errors.Is(err, fs.ErrNotExist):
 			got = ""
 		case err != nil:
 			return &Error{Op: "change.verify", Kind: KindIO, Err: err}
@@ -241,27 +262,42 @@ func lastFor(done []verificationRecord, revision int) *verificationRecord {
 
 func lastVerdict(done []verificationRecord) string { return done[len(done)-1].Verdict }
 
-// recordedVerdict answers a repeated verify_change from the store.
-func (e *Engine) recordedVerdict(c changeRecord, cur patchAttempt, last verificationRecord, done []verificationRecord) VerifyResult {
+// recordedVerdict answers a repeated verify_change from the store; what
+// happened to the repair is read from the stored patch revisions.
+func (e *Engine) recordedVerdict(ctx context.Context, c changeRecord, cur patchAttempt, last verificationRecord, done []verificationRecord) (VerifyResult, error) {
 	res := VerifyResult{ChangeID: c.ID, Recorded: true, Repair: RepairOutcome{Status: "not_needed", Reasons: []string{}}}
+	status := "not_needed"
 	if c.Repairs > 0 {
-		res.Repair.Status = "applied"
-		if c.Current == 1 {
-			res.Repair.Status = "rejected"
-		} else if last.Verdict == VerdictRepairable {
-			res.Repair.Status = "exhausted"
+		atts, err := e.store.patchAttempts(ctx, c.ID)
+		if err != nil {
+			return res, err
 		}
+		status = "failed" // consumed, but the repair never finished
+		if len(atts) > 1 {
+			status = atts[1].status
+			res.Repair.Reasons = nonNil(atts[1].reasons)
+			if status == "accepted" {
+				status = "applied"
+			}
+		}
+		res.Repair.FromPatchID = atts[0].patchID
 	}
-	e.fill(&res, c, cur, done)
-	return res
+	e.fill(&res, c, cur, done, status)
+	return res, nil
 }
 
-// fill completes a result from the change's final state.
-func (e *Engine) fill(res *VerifyResult, c changeRecord, cur patchAttempt, done []verificationRecord) {
+// fill completes a result from the change's final state. repair is what
+// happened to the repair: not_needed, applied (exhausted when the repaired
+// patch is still only repairable), rejected or failed.
+func (e *Engine) fill(res *VerifyResult, c changeRecord, cur patchAttempt, done []verificationRecord, repair string) {
 	last := done[len(done)-1]
 	res.PatchID, res.Revision = cur.patchID, cur.revision
 	res.Verdict, res.Criteria, res.Reasons = last.Verdict, last.Criteria, nonNil(last.Reasons)
 	res.Operations = cur.publicOps()
+	if repair == "applied" && last.Verdict == VerdictRepairable {
+		repair = "exhausted"
+	}
+	res.Repair.Status = repair
 	res.RepairAvailable = last.Verdict == VerdictRepairable && c.Repairs == 0
 	res.VerificationStatus = last.Verdict
 	res.ResidualRisks = []string{}

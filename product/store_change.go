@@ -123,8 +123,8 @@ func (s *Store) verifications(ctx context.Context, changeID string) ([]verificat
 	return out, rows.Err()
 }
 
-// putVerification stores a verification, optionally a repair attempt made
-// after it, and the change's new projection, in one transaction.
+// putVerification stores a verification and the change's new projection,
+// in one transaction.
 func (s *Store) putVerification(ctx context.Context, c changeRecord, v verificationRecord, repair *patchAttempt) error {
 	return s.inTx(ctx, "store.verification", func(tx *sql.Tx, now string) error {
 		if v.Verdict != "" {
@@ -179,4 +179,41 @@ func (e *Engine) sessionProfile(ctx context.Context, session string) (ProfileRev
 		return rev, storeError("store.session_profile", err)
 	}
 	return e.Profile(ctx, DefaultProfileID)
+}
+
+// putPatch stores a patch attempt of a change and the change's new
+// projection, in one transaction.
+func (s *Store) putPatch(ctx context.Context, c changeRecord, a patchAttempt) error {
+	return s.inTx(ctx, "store.patch", func(tx *sql.Tx, now string) error {
+		if err := insertPatch(tx, now, c.ID, a); err != nil {
+			return err
+		}
+		_, err := tx.Exec(`UPDATE changes SET status = ?, current_revision = ?, repairs_used = ? WHERE change_id = ?`,
+			c.Status, c.Current, c.Repairs, c.ID)
+		return err
+	})
+}
+
+// patchAttempts loads every patch attempt of a change (without blobs), by
+// revision.
+func (s *Store) patchAttempts(ctx context.Context, changeID string) ([]patchAttempt, error) {
+	rows, err := s.db.QueryContext(ctx, `SELECT revision, status, coalesce(patch_id, ''), reasons FROM patches
+		WHERE change_id = ? ORDER BY revision`, changeID)
+	if err != nil {
+		return nil, storeError("store.patches", err)
+	}
+	defer rows.Close()
+	var out []patchAttempt
+	for rows.Next() {
+		var a patchAttempt
+		var reasons string
+		if err := rows.Scan(&a.revision, &a.status, &a.patchID, &reasons); err != nil {
+			return nil, storeError("store.patches", err)
+		}
+		if err := decodeStored(reasons, &a.reasons); err != nil {
+			return nil, err
+		}
+		out = append(out, a)
+	}
+	return out, rows.Err()
 }

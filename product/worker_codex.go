@@ -35,9 +35,15 @@ type CodexConfig struct {
 	// RecordDir, when set, receives the frozen transcript of every worker
 	// session, named by its invocation id.
 	RecordDir string
-	// USDPerMillionTokens prices worker tokens for accounting.
+	// USDPerMillionTokens prices worker tokens for accounting and plan
+	// selection (default DefaultUSDPerMillionTokens; tokens are what a
+	// worker costs, so they are never free).
 	USDPerMillionTokens float64
 }
+
+// DefaultUSDPerMillionTokens prices worker tokens when the configuration
+// does not: a blended price of a small worker model's input and output.
+const DefaultUSDPerMillionTokens = 2.0
 
 // DefaultWorkerDeadline bounds one evidence worker turn.
 const DefaultWorkerDeadline = 2 * time.Minute
@@ -73,6 +79,9 @@ func newCodexWorker(ctx context.Context, cfg CodexConfig, dataDir string) (*code
 	}
 	if cfg.Deadline <= 0 {
 		cfg.Deadline = DefaultWorkerDeadline
+	}
+	if cfg.USDPerMillionTokens <= 0 {
+		cfg.USDPerMillionTokens = DefaultUSDPerMillionTokens
 	}
 	w := &codexWorker{cfg: cfg, dataDir: dataDir}
 	if _, err := checkout.Sweep(ctx, w.checkouts()); err != nil {
@@ -157,8 +166,11 @@ type sessionSpec struct {
 	// given the id of the snapshot the checkout holds.
 	Invocation func(snapshot string) string
 	// Lay is written on the checkout before the worker starts (a patch under
-	// verification or repair).
-	Lay []checkout.Write
+	// verification or repair), after LayBase (path → content digest, ""
+	// for absent) is checked against the checkout: a patch is only ever
+	// laid on the base it was made against.
+	Lay     []checkout.Write
+	LayBase map[string]string
 	// ReadOnly workers run in read-only sandboxes; their checkout must be
 	// unchanged afterwards, or the whole session is void.
 	ReadOnly bool
@@ -205,6 +217,12 @@ func (w *codexWorker) run(ctx context.Context, root string, spec sessionSpec) (o
 			out, err = sessionOutput{Invocation: out.Invocation}, fmt.Errorf("checkout cleanup: %w", rerr)
 		}
 	}()
+	for p, want := range spec.LayBase {
+		if got, _ := co.BaseDigest(p); got != want {
+			return out, &Error{Op: "worker.checkout", Kind: KindConflict,
+				Err: fmt.Errorf("%s changed in the work tree since the patch was made; prepare the change again", p)}
+		}
+	}
 	if len(spec.Lay) > 0 {
 		if err := co.Apply(ctx, spec.Lay); err != nil {
 			return out, fmt.Errorf("lay the patch on the checkout: %w", err)

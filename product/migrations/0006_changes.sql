@@ -36,6 +36,14 @@ BEGIN
 	SELECT RAISE(ABORT, 'changes: rows are never deleted');
 END;
 
+-- The projection only moves forward: a consumed repair is never given back
+-- and the patch in force never goes back to an earlier revision.
+CREATE TRIGGER changes_forward BEFORE UPDATE OF repairs_used, current_revision ON changes
+	WHEN NEW.repairs_used < OLD.repairs_used OR NEW.current_revision < OLD.current_revision
+BEGIN
+	SELECT RAISE(ABORT, 'changes: repairs and revisions only move forward');
+END;
+
 -- One patch attempt of a change: revision 1 from prepare_change, 2 from
 -- the one repair. operations holds every file's full new content (the
 -- blobs); raw_output is the worker's final message. A rejected attempt is
@@ -61,6 +69,11 @@ BEGIN
 	SELECT RAISE(ABORT, 'patches: rows are immutable');
 END;
 
+CREATE TRIGGER patches_no_delete BEFORE DELETE ON patches
+BEGIN
+	SELECT RAISE(ABORT, 'patches: rows are never deleted');
+END;
+
 -- A verification of one patch revision by an independent read-only
 -- verifier: at most two per change (the first, and the one after the
 -- repair).
@@ -81,4 +94,9 @@ CREATE TABLE verifications (
 CREATE TRIGGER verifications_immutable BEFORE UPDATE ON verifications
 BEGIN
 	SELECT RAISE(ABORT, 'verifications: rows are immutable');
+END;
+
+CREATE TRIGGER verifications_no_delete BEFORE DELETE ON verifications
+BEGIN
+	SELECT RAISE(ABORT, 'verifications: rows are never deleted');
 END;

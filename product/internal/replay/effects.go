@@ -164,12 +164,15 @@ func applyHunks(text, diff string) (string, error) {
 		}
 		out = append(out, lines[next:at]...)
 		next = at
+		prev := byte(0) // the kind of the previous diff line
 		for ; i < len(dl) && !strings.HasPrefix(dl[i], "@@"); i++ {
 			l := dl[i]
 			switch {
 			case strings.HasPrefix(l, `\`): // "\ No newline at end of file"
+				// It is about the line before it: after a removed line it
+				// says something of the old file only.
 				n := len(out) - 1
-				if n >= 0 && strings.HasSuffix(out[n], "\n") {
+				if prev != '-' && n >= 0 && strings.HasSuffix(out[n], "\n") {
 					out[n] = strings.TrimSuffix(out[n], "\n")
 				}
 			case strings.HasPrefix(l, "+"):
@@ -184,6 +187,9 @@ func applyHunks(text, diff string) (string, error) {
 				next++
 			default:
 				return "", fmt.Errorf("diff line %d: unexpected %q", i+1, l)
+			}
+			if l != "" {
+				prev = l[0]
 			}
 		}
 	}

@@ -24,6 +24,10 @@ func TestApplyHunks(t *testing.T) {
 			}
 		})
 	}
+	// After a removed line the marker is about the old file only.
+	if got, err := applyHunks("a\nb", "@@ -1,2 +1,2 @@\n a\n-b\n\\ No newline at end of file\n+b\n"); err != nil || got != "a\nb\n" {
+		t.Errorf("newline added at the end: %q, %v", got, err)
+	}
 	for name, diff := range map[string]string{
 		"contextMismatch": "@@ -2,2 +2,2 @@\n x\n-c\n+C\n",
 		"removedMismatch": "@@ -2,2 +2,2 @@\n b\n-x\n+C\n",
