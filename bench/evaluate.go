@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/needle-dev/needle/product"
 )
 
 // Evaluation against ground truth the harness computes from the source
@@ -95,6 +97,7 @@ func stale(cs []citation, t truthFor) bool {
 // evaluation is everything the report needs that is not latency.
 type evaluation struct {
 	Hits, OracleHits, Stale                  int
+	HitsInOracle, HitsBeyondOracle           int
 	NaiveHits, NaiveStale                    int
 	BaselineTokens, NaiveTokens              int64
 	Kinds, Ledger, PatternNeeds, PatternHits map[string]int
@@ -109,7 +112,9 @@ func evaluate(outs []outcome, repos map[string]*moduleRepo, c *Corpus) evaluatio
 	// established: what an ideal reuse layer would hold, per subject and
 	// capability: the spans of the last correct answer.
 	established := map[string][]span{}
-	naive := map[string][]citation{} // raw request → the answer first served for it
+	// naive: the worker answers a cache keyed on the raw request text
+	// would hold (the first ones it got for that text), blind to the source.
+	naive := map[string]map[string]ScriptedReply{}
 	replies := map[string]map[string]ScriptedReply{}
 	for _, s := range c.Sessions {
 		for _, n := range s.Needs {
@@ -119,7 +124,7 @@ func evaluate(outs []outcome, repos map[string]*moduleRepo, c *Corpus) evaluatio
 	for _, o := range outs {
 		r := o.Result
 		src := repos[o.Module].source(o.Version)
-		truth := groundTruth(src, string(r.Subject.Kind), r.Subject.Name)
+		truth := groundTruth(src, o.SubjectKind, o.SubjectName)
 		ev.Kinds[string(r.Resolution.Kind)]++
 		ev.Ledger[string(r.Step.Relation)]++
 		ev.PatternNeeds[o.Pattern]++
@@ -131,28 +136,33 @@ func evaluate(outs []outcome, repos map[string]*moduleRepo, c *Corpus) evaluatio
 			ev.Hits++
 			ev.PatternHits[o.Pattern]++
 		}
+		// Everything a context says it satisfies must be cited in a form the
+		// harness can judge; what it cannot judge counts as stale.
 		cs := citations(r.Context)
-		if len(cs) > 0 && stale(cs, truth) {
+		if stale(cs, truth) || !covers(cs, r.Satisfied) {
 			ev.Stale++
 			ev.StaleNeeds = append(ev.StaleNeeds, o.Session+" "+o.Need)
 		}
 		ev.BaselineTokens += int64(len(o.Kinds)) * turnTokens
-		// The naive cache: keyed on the raw text, blind to the source.
-		if cached, ok := naive[o.Raw]; ok {
+		// The naive cache serves the first worker answers it got for the
+		// same text; on a miss it runs the worker for every obligation.
+		key := o.Module + "\x00" + o.Raw
+		if cached, ok := naive[key]; ok {
 			ev.NaiveHits++
-			if stale(cached, truth) {
-				ev.NaiveStale++
+			for _, kind := range o.Kinds {
+				if stale(proposalCitations(cached[kind].Proposal), truth) {
+					ev.NaiveStale++
+					break
+				}
 			}
 		} else {
 			ev.NaiveTokens += int64(len(o.Kinds)) * turnTokens
-			if len(cs) > 0 {
-				naive[o.Raw] = cs
-			}
+			naive[key] = replies[o.Session+" "+o.Need]
 		}
 		// The oracle.
 		intactAll := true
 		for _, kind := range o.Kinds {
-			key := o.Module + " " + string(r.Subject.Kind) + " " + r.Subject.Name + " " + kind
+			key := o.Module + " " + o.SubjectKind + " " + o.SubjectName + " " + kind
 			now := currentSpans(truth, kind, established[key])
 			if now != nil {
 				established[key] = now
@@ -160,16 +170,61 @@ func evaluate(outs []outcome, repos map[string]*moduleRepo, c *Corpus) evaluatio
 			}
 			intactAll = false
 			delete(established, key)
-			if reply := replies[o.Session+" "+o.Need][kind]; reply.Wrong == "" {
+			// A worker's answer is evidence only if it is right: judged
+			// against the truth, never by the generator's label.
+			reply := replies[o.Session+" "+o.Need][kind]
+			if cs := proposalCitations(reply.Proposal); len(cs) > 0 && !stale(cs, truth) {
 				established[key] = answerSpans(reply, truth, kind)
 			}
 		}
 		if intactAll {
 			ev.OracleHits++
 			ev.Oracle[o.Session+" "+o.Need] = true
+			if hit {
+				ev.HitsInOracle++
+			}
+		} else if hit {
+			ev.HitsBeyondOracle++
 		}
 	}
 	return ev
+}
+
+// covers reports whether the citations cite every satisfied capability.
+func covers(cs []citation, satisfied []product.CapabilityKind) bool {
+	for _, k := range satisfied {
+		if !slices.ContainsFunc(cs, func(c citation) bool { return c.kind == string(k) }) {
+			return false
+		}
+	}
+	return true
+}
+
+// proposalCitations are the citations of a scripted proposal.
+func proposalCitations(raw json.RawMessage) []citation {
+	var p struct {
+		Kind      string `json:"kind"`
+		Path      string `json:"path"`
+		StartLine int    `json:"start_line"`
+		EndLine   int    `json:"end_line"`
+		Tests     []struct {
+			Path, Name string
+		} `json:"tests"`
+	}
+	if json.Unmarshal(raw, &p) != nil {
+		return nil
+	}
+	switch p.Kind {
+	case "implementation_location":
+		return []citation{{kind: p.Kind, loc: span{Path: p.Path, Start: p.StartLine, End: p.EndLine}}}
+	case "focused_tests":
+		c := citation{kind: p.Kind}
+		for _, t := range p.Tests {
+			c.tests = append(c.tests, t.Path+" "+t.Name)
+		}
+		return []citation{c}
+	}
+	return nil
 }
 
 // currentSpans returns the established evidence's spans where they are now,

@@ -138,7 +138,10 @@ func (g *generator) module(s Subject) (before, after []Session, err error) {
 	oldDecls, newDecls := oldSrc.declarations(), newSrc.declarations()
 	var subjects []genSubject
 	for _, name := range slices.Sorted(mapKeys(oldDecls)) {
-		subj := genSubject{name: name, kind: "symbol", module: s.Module, tests: len(oldSrc.testsReaching(lastPart(name))) > 0}
+		// Tests are asked for only where reaching means something: not for
+		// a name every test calls on its *testing.T.
+		subj := genSubject{name: name, kind: "symbol", module: s.Module,
+			tests: !testingNames[lastPart(name)] && len(oldSrc.testsReaching(lastPart(name))) > 0}
 		o, n, ok := oldDecls[name], newDecls[name], false
 		_, ok = newDecls[name]
 		switch {
@@ -156,8 +159,14 @@ func (g *generator) module(s Subject) (before, after []Session, err error) {
 	flags := oldSrc.flagLiterals()
 	for _, f := range slices.Sorted(mapKeys(flags)) {
 		subj := genSubject{name: f, kind: "cli_option", module: s.Module, drift: "unchanged"}
-		if nf, ok := newSrc.flagLiterals()[f]; !ok || nf.Text != flags[f].Text || nf.Path != flags[f].Path {
+		nf, ok := newSrc.flagLiterals()[f]
+		switch {
+		case !ok:
+			subj.drift = "gone"
+		case nf.Text != flags[f].Text || nf.Path != flags[f].Path:
 			subj.drift = "changed"
+		case nf.Start != flags[f].Start:
+			subj.drift = "moved"
 		}
 		subjects = append(subjects, subj)
 	}
@@ -395,9 +404,13 @@ func (g *generator) reply(r *moduleRepo, version string, n plannedNeed, kind str
 			loc.Path = "internal/needle_missing.go"
 		case "older_version":
 			old := r.source(g.versionBefore(r, version))
+			olds := old.declarations()
+			if n.subj.kind == "cli_option" {
+				olds = old.flagLiterals()
+			}
 			// Wrong only when the old span no longer holds the declaration's
 			// line; otherwise it is still a correct location.
-			if o, ok := old.declarations()[n.subj.name]; ok && (o.Path != loc.Path || o.Start > loc.Start || o.End < loc.Start) {
+			if o, ok := olds[n.subj.name]; ok && (o.Path != loc.Path || o.Start > loc.Start || o.End < loc.Start) {
 				loc = o
 			} else {
 				wrong = ""
@@ -477,7 +490,7 @@ func nonReaching(src *parsed, ident string) []span {
 	for _, t := range src.testsReaching(ident) {
 		reach[t.Path+" "+testName(t)] = true
 	}
-	for _, t := range src.testsReaching("Errorf") { // tests that call t.Errorf: nearly all
+	for _, t := range src.allTests() {
 		if !reach[t.Path+" "+testName(t)] {
 			return []span{t}
 		}

@@ -11,6 +11,8 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+
+	"golang.org/x/mod/sumdb/dirhash"
 )
 
 // downloaded is a module version fetched through the module proxy.
@@ -101,6 +103,11 @@ func materialize(ctx context.Context, c *Corpus, root string, progress func(stri
 			}
 			if d.Sum != v.Sum {
 				return nil, fmt.Errorf("%s@%s: the module proxy served %s, the corpus pins %s", s.Module, v.Version, d.Sum, v.Sum)
+			}
+			// The extracted source is hashed again: a module cache edited
+			// after download must not pass for the pinned module.
+			if h, err := dirhash.HashDir(d.Dir, s.Module+"@"+v.Version, dirhash.Hash1); err != nil || h != v.Sum {
+				return nil, fmt.Errorf("%s@%s: the source in %s hashes to %s (%v), the corpus pins %s", s.Module, v.Version, d.Dir, h, err, v.Sum)
 			}
 			t, err := readModule(d.Dir)
 			if err != nil {
@@ -216,7 +223,10 @@ func git(ctx context.Context, dir string, args ...string) (string, error) {
 			cmd.Env = append(cmd.Env, kv)
 		}
 	}
-	cmd.Env = append(cmd.Env, "GIT_AUTHOR_DATE=2026-01-01T00:00:00Z", "GIT_COMMITTER_DATE=2026-01-01T00:00:00Z")
+	// No user or system configuration (autocrlf, excludes, hooks) may make
+	// the work tree differ from the source the truth is computed from.
+	cmd.Env = append(cmd.Env, "GIT_AUTHOR_DATE=2026-01-01T00:00:00Z", "GIT_COMMITTER_DATE=2026-01-01T00:00:00Z",
+		"GIT_CONFIG_GLOBAL=/dev/null", "GIT_CONFIG_NOSYSTEM=1")
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()

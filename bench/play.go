@@ -28,10 +28,13 @@ type outcome struct {
 	Module    string
 	Version   string
 	Raw       string // the request as the developer wrote it (JSON or marker)
-	NeedID    string
-	Kinds     []string // the compiled need's capability kinds
-	Result    product.NeedResult
-	LatencyMs float64
+	// SubjectKind and SubjectName are the subject as the corpus asks for
+	// it: the truth is judged for what was asked, not what Needle says.
+	SubjectKind, SubjectName string
+	NeedID                   string
+	Kinds                    []string // the compiled need's required capability kinds
+	Result                   product.NeedResult
+	LatencyMs                float64
 }
 
 // appServer says which App Server the engines use.
@@ -106,14 +109,16 @@ func playNeed(ctx context.Context, e *product.Engine, s Session, n CorpusNeed, a
 	if err != nil {
 		return o, err
 	}
-	o.Raw = raw
+	o.Raw, o.SubjectKind, o.SubjectName = raw, req.Subject.Kind, req.Subject.Name
 	need, err := product.Compile(req, product.AllRoutes())
 	if err != nil {
 		return o, err
 	}
 	o.NeedID = need.ID
 	for _, ob := range need.IR.Obligations {
-		o.Kinds = append(o.Kinds, string(ob.Kind))
+		if ob.Strength == product.StrengthRequired { // preferred ones never spawn a worker
+			o.Kinds = append(o.Kinds, string(ob.Kind))
+		}
 	}
 	if as.before != nil {
 		cleanup, err := as.before(n, need.ID)
@@ -163,7 +168,7 @@ var (
 	usageAnswer = map[string]int{"input": 2600, "cached": 1600, "output": 120, "reasoning": 0}
 )
 
-const turnTokens = 1800 + 40 + 2600 + 120
+var turnTokens = int64(usageRead["input"] + usageRead["output"] + usageAnswer["input"] + usageAnswer["output"])
 
 // needScript is the fake model's script for one need: for each capability
 // kind, keyed on the need id and the kind's turn prompt, a read of the

@@ -77,6 +77,11 @@ func Run(ctx context.Context, opts RunOptions) (Report, []string, error) {
 	for _, t := range totals {
 		runs, failed, tokens = runs+t.Runs, failed+t.Failed, tokens+t.TotalTokens
 	}
+	if failed > 0 {
+		// A replayed worker never fails unless the frozen transcripts no
+		// longer match what the product sends.
+		return Report{}, nil, fmt.Errorf("%d worker runs failed: the frozen transcripts do not match; re-record them with needlebench record", failed)
+	}
 	r := buildReport(c, outs, ev, runs, failed, tokens)
 	files, err := writeReport(opts.Reports, r)
 	return r, files, err
@@ -97,9 +102,8 @@ func Record(ctx context.Context, corpusDir, codex, out string, stderr io.Writer)
 		return 0, err
 	}
 	defer removeAll(work)
-	if err := os.RemoveAll(out); err != nil {
-		return 0, err
-	}
+	// Record next to the old transcripts and replace them only on success.
+	staging := filepath.Join(work, "frozen")
 	home := filepath.Join(work, "codex-home")
 	if err := os.MkdirAll(home, 0o700); err != nil {
 		return 0, err
@@ -109,7 +113,7 @@ func Record(ctx context.Context, corpusDir, codex, out string, stderr io.Writer)
 	if err != nil {
 		return 0, err
 	}
-	_, totals, err := play(ctx, c, repos, filepath.Join(work, "data"), recordingServer(codex, home, out), prog.needs)
+	_, totals, err := play(ctx, c, repos, filepath.Join(work, "data"), recordingServer(codex, home, staging), prog.needs)
 	prog.done()
 	if err != nil {
 		return 0, err
@@ -121,7 +125,39 @@ func Record(ctx context.Context, corpusDir, codex, out string, stderr io.Writer)
 		}
 		runs += t.Runs
 	}
+	if err := os.RemoveAll(out); err != nil {
+		return 0, err
+	}
+	if err := os.MkdirAll(filepath.Dir(out), 0o755); err != nil {
+		return 0, err
+	}
+	if err := os.Rename(staging, out); err != nil {
+		// Another file system: copy.
+		if err := copyDir(staging, out); err != nil {
+			return 0, err
+		}
+	}
 	return runs, nil
+}
+
+func copyDir(src, dst string) error {
+	if err := os.MkdirAll(dst, 0o755); err != nil {
+		return err
+	}
+	entries, err := os.ReadDir(src)
+	if err != nil {
+		return err
+	}
+	for _, e := range entries {
+		data, err := os.ReadFile(filepath.Join(src, e.Name()))
+		if err != nil {
+			return err
+		}
+		if err := os.WriteFile(filepath.Join(dst, e.Name()), data, 0o644); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // selfCommand is the command that runs this needlebench: the executable

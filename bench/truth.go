@@ -185,7 +185,14 @@ func (p *parsed) testsReaching(ident string) []span {
 					if !ok {
 						return true
 					}
-					switch f := ast.Unparen(call.Fun).(type) {
+					fun := ast.Unparen(call.Fun)
+					switch x := fun.(type) { // f[T](): the function is f
+					case *ast.IndexExpr:
+						fun = x.X
+					case *ast.IndexListExpr:
+						fun = x.X
+					}
+					switch f := fun.(type) {
 					case *ast.Ident:
 						if len(funcs[f.Name]) > 0 {
 							keys = append(keys, f.Name)
@@ -251,7 +258,11 @@ func isTestFunc(fd *ast.FuncDecl) bool {
 		return false
 	}
 	sel, ok := star.X.(*ast.SelectorExpr)
-	return ok && sel.Sel.Name == "T"
+	if !ok || sel.Sel.Name != "T" {
+		return false
+	}
+	pkg, ok := sel.X.(*ast.Ident)
+	return ok && pkg.Name == "testing"
 }
 
 // testName is the name of the test whose span this is ("func TestX(").
@@ -291,7 +302,7 @@ func (p *parsed) flagLiterals() map[string]span {
 				return true
 			}
 			sel, ok := call.Fun.(*ast.SelectorExpr)
-			if !ok || !flagMethods[sel.Sel.Name] || len(call.Args) < 2 {
+			if !ok || !flagMethods[sel.Sel.Name] || len(call.Args) < 2 || !flagReceiver(sel.X) {
 				return true
 			}
 			arg := call.Args[0]
@@ -318,4 +329,56 @@ func (p *parsed) flagLiterals() map[string]span {
 		}
 	}
 	return out
+}
+
+// flagReceiver reports whether x is what flags are defined on: the flag or
+// pflag package, a variable named like a flag set, or a call to Flags() /
+// PersistentFlags() (cobra). Other String(...) calls (slog.String, …) are
+// not flag definitions.
+func flagReceiver(x ast.Expr) bool {
+	switch x := x.(type) {
+	case *ast.Ident:
+		switch x.Name {
+		case "flag", "pflag", "fs", "fset", "flags", "flagSet", "flagset", "cmdFlags":
+			return true
+		}
+		return strings.HasSuffix(x.Name, "Flags") || strings.HasSuffix(x.Name, "FlagSet")
+	case *ast.CallExpr:
+		if sel, ok := x.Fun.(*ast.SelectorExpr); ok {
+			return sel.Sel.Name == "Flags" || sel.Sel.Name == "PersistentFlags"
+		}
+	case *ast.SelectorExpr:
+		return strings.HasSuffix(x.Sel.Name, "Flags") || strings.HasSuffix(x.Sel.Name, "FlagSet") || x.Sel.Name == "fs"
+	}
+	return false
+}
+
+// allTests returns every Go test of the tree, sorted by path and name.
+func (p *parsed) allTests() []span {
+	var out []span
+	for rel, f := range p.files {
+		if !strings.HasSuffix(rel, "_test.go") {
+			continue
+		}
+		for _, d := range f.Decls {
+			if fd, ok := d.(*ast.FuncDecl); ok && fd.Recv == nil && isTestFunc(fd) {
+				out = append(out, p.spanOf(rel, fd))
+			}
+		}
+	}
+	slices.SortFunc(out, func(a, b span) int { return strings.Compare(a.Path+" "+testName(a), b.Path+" "+testName(b)) })
+	return out
+}
+
+// testingNames are the methods of testing.T and testing.B: a subject named
+// like one of them is "reached", under the name-based contract, by every
+// test that calls it on its *testing.T.
+var testingNames = map[string]bool{}
+
+func init() {
+	for _, n := range []string{"Error", "Errorf", "Fail", "FailNow", "Failed", "Fatal", "Fatalf", "Helper", "Log", "Logf",
+		"Name", "Parallel", "Run", "Setenv", "Skip", "SkipNow", "Skipf", "Skipped", "TempDir", "Cleanup", "Deadline",
+		"Context", "Chdir", "Attr", "Output", "ResetTimer", "StartTimer", "StopTimer", "ReportAllocs", "Loop", "N"} {
+		testingNames[n] = true
+	}
 }
