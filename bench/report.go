@@ -55,6 +55,8 @@ type Report struct {
 	Sessions             int                    `json:"sessions"`
 	Hits                 int                    `json:"hits"`
 	OracleHits           int                    `json:"oracle_hits"`
+	HitsInOracle         int                    `json:"hits_in_oracle"`
+	HitsBeyondOracle     int                    `json:"hits_beyond_oracle"`
 	HitRate              float64                `json:"hit_rate"`
 	StaleReturned        int                    `json:"stale_returned"`
 	StaleNeeds           []string               `json:"stale_needs"`
@@ -79,7 +81,7 @@ type Report struct {
 func buildReport(c *Corpus, outs []outcome, ev evaluation, runs, failed int, tokens int64) Report {
 	r := Report{
 		Corpus: c.Manifest.Name, Needs: len(outs), Sessions: len(c.Sessions),
-		Hits: ev.Hits, OracleHits: ev.OracleHits, StaleReturned: ev.Stale, StaleNeeds: nonNilStrings(ev.StaleNeeds),
+		Hits: ev.Hits, OracleHits: ev.OracleHits, HitsInOracle: ev.HitsInOracle, HitsBeyondOracle: ev.HitsBeyondOracle, StaleReturned: ev.Stale, StaleNeeds: nonNilStrings(ev.StaleNeeds),
 		NaiveHits: ev.NaiveHits, NaiveStaleReturned: ev.NaiveStale,
 		WorkerRuns: runs, WorkerRunsFailed: failed, WorkerTokens: tokens,
 		BaselineWorkerTokens: ev.BaselineTokens, NaiveWorkerTokens: ev.NaiveTokens,
@@ -198,7 +200,8 @@ func markdown(r Report, charts []string) string {
 	b.WriteString("## Headline\n\n| measure | value |\n|---|---|\n")
 	fmt.Fprintf(&b, "| needs played (sessions) | %d (%d) |\n", r.Needs, r.Sessions)
 	fmt.Fprintf(&b, "| hits (served from evidence, no worker) | %d (%s) |\n", r.Hits, pct(r.Hits, r.Needs))
-	fmt.Fprintf(&b, "| oracle hits | %d (Needle reaches %s of them) |\n", r.OracleHits, pct(r.Hits, r.OracleHits))
+	fmt.Fprintf(&b, "| oracle hits | %d (Needle hits %s of them) |\n", r.OracleHits, pct(r.HitsInOracle, r.OracleHits))
+	fmt.Fprintf(&b, "| hits the oracle does not count | %d |\n", r.HitsBeyondOracle)
 	fmt.Fprintf(&b, "| stale answers returned by Needle | **%d** |\n", r.StaleReturned)
 	fmt.Fprintf(&b, "| stale answers a naive exact-text cache would return | %d of its %d hits |\n", r.NaiveStaleReturned, r.NaiveHits)
 	fmt.Fprintf(&b, "| worker tokens: Needle / naive cache / no reuse | %d / %d / %d |\n", r.WorkerTokens, r.NaiveWorkerTokens, r.BaselineWorkerTokens)
@@ -215,9 +218,13 @@ func markdown(r Report, charts []string) string {
 	b.WriteString("- **oracle hits**: needs for which every obligation was answered correctly by an earlier need whose evidence still\n" +
 		"  holds at the need's version: the cited declaration intact (same file, same text, possibly at other lines), the\n" +
 		"  cited tests still existing and reaching the subject. Computed by the harness from the source with go/ast,\n" +
-		"  independently of Needle's validators.\n")
+		"  independently of Needle's validators. *Hits the oracle does not count* are hits on needs the oracle says no\n" +
+		"  earlier answer could serve; each one is either evidence the oracle misses or a reuse it should not allow.\n")
 	b.WriteString("- **stale answers returned**: contexts citing a location that does not hold the subject's declaration line at the\n" +
-		"  need's version, or a test that does not exist or no longer reaches the subject. Must be 0.\n")
+		"  need's version, or a test that does not exist or no longer reaches the subject, or a satisfied obligation the\n" +
+		"  context does not cite in a form the harness can judge. Must be 0. A test reaches a symbol, as Needle's\n" +
+		"  validators define it, when its body or a function of its package at most 8 calls away mentions the symbol's\n" +
+		"  name; the corpus asks for no tests of names every test uses (`Errorf`, `Run`, … of `*testing.T`).\n")
 	b.WriteString("- **naive exact-text cache**: keyed on the raw request text (JSON or marker, task wording included), it returns\n" +
 		"  the first answer served for that text, blind to source changes; its stale answers are judged by the same truth.\n")
 	b.WriteString("- **worker tokens**: tokens the replayed Codex App Server workers reported (thread token usage), summed from\n" +

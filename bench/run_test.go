@@ -68,7 +68,7 @@ func TestRun_Tiny(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if r.StaleReturned != 0 || float64(r.Hits) < 0.99*float64(r.OracleHits) || r.Needs != 35 || r.WorkerRuns == 0 || r.Hits == 0 {
+		if r.StaleReturned != 0 || float64(r.HitsInOracle) < 0.99*float64(r.OracleHits) || r.Needs != 31 || r.WorkerRuns == 0 || r.Hits == 0 {
 			t.Errorf("report %+v", r)
 		}
 		if r.WorkerTokens >= r.BaselineWorkerTokens || r.NaiveWorkerTokens > r.BaselineWorkerTokens {

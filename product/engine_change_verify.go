@@ -230,14 +230,6 @@ func (e *Engine) baseIntact(ops []storedOperation) error {
 	return nil
 }
 
-func unknownCriteria(n int) []CriterionVerdict {
-	out := make([]CriterionVerdict, n)
-	for i := range out {
-		out[i] = CriterionVerdict{Criterion: i + 1, Status: "unknown", Reason: ""}
-	}
-	return out
-}
-
 // changeStatusOf maps a verdict to the change's status.
 func changeStatusOf(verdict string) string {
 	switch verdict {
@@ -259,8 +251,6 @@ func lastFor(done []verificationRecord, revision int) *verificationRecord {
 	}
 	return nil
 }
-
-func lastVerdict(done []verificationRecord) string { return done[len(done)-1].Verdict }
 
 // recordedVerdict answers a repeated verify_change from the store; what
 // happened to the repair is read from the stored patch revisions.
