@@ -243,12 +243,21 @@
 // criteria, the touched paths and the certified context, never the patch
 // worker's output. Its verdict is decoded strictly and checked: verified
 // needs every criterion met, repairable needs repair instructions, anything
-// else is inconclusive. A first repairable verdict consumes the change's one
-// repair: a patch worker on a fresh checkout holding the patch, told the
-// verifier's findings, makes revision 2 (cumulative against the base), and
-// one new verification judges it. There is no second repair, no escalation
-// and no apply; a repeated verify_change returns the recorded verdict.
-// Patches and verifications are immutable rows (triggers refuse updates).
+// else is inconclusive; a verifier that cannot run leaves no verdict (an
+// error; the call can be repeated). A first repairable verdict consumes the
+// change's one repair, stored with that verdict before the repair starts
+// (a cancelled repair is still consumed): a patch worker on a fresh
+// checkout holding the patch, told the verifier's findings, makes revision
+// 2 (cumulative against the base; a repair that changes nothing is
+// rejected), and one new verification judges it. There is no second
+// repair, no escalation and no apply; a repeated verify_change returns the
+// recorded verdict. A patch is only ever laid on the base it was made
+// against: a patched file that changed in the work tree is a conflict.
+// Patches and verifications are immutable rows and the projection only
+// moves forward (triggers refuse anything else). Paths a worker creates
+// must be UTF-8 without control characters or backslashes, and no
+// component may be git metadata on any file system (.git in any case,
+// GIT~1).
 //
 // # Store
 //
