@@ -8,11 +8,9 @@ import (
 	"errors"
 	"io/fs"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -20,34 +18,6 @@ import (
 	"github.com/needle-dev/needle/product/internal/contentid"
 	"github.com/needle-dev/needle/product/internal/snapshot"
 )
-
-var (
-	benchOnce sync.Once
-	benchBin  string
-	benchErr  error
-)
-
-// MustBenchBinary builds cmd/needlebench (the replay App Server) once per
-// test run.
-func MustBenchBinary(t *testing.T) string {
-	t.Helper()
-	benchOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "needlebench-bin-")
-		if err != nil {
-			benchErr = err
-			return
-		}
-		benchBin = filepath.Join(dir, "needlebench")
-		if out, err := exec.Command("go", "build", "-o", benchBin, "../cmd/needlebench").CombinedOutput(); err != nil {
-			benchErr = err
-			t.Logf("%s", out)
-		}
-	})
-	if benchErr != nil {
-		t.Fatal(benchErr)
-	}
-	return benchBin
-}
 
 // replayCodex makes the engine's App Server the replay server serving the
 // frozen change scenario (frozen/changes/NAME, recorded by make

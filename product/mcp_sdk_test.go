@@ -3,6 +3,7 @@ package product
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -18,33 +19,43 @@ import (
 // The official Go SDK client is the peer here: a real MCP client driving
 // the built needle binary over stdio.
 
-var (
-	buildOnce sync.Once
-	builtBin  string
-	buildErr  error
-)
+// builds holds the binaries the tests build, one build per test run each.
+var builds sync.Map // command directory → *builtBinary
 
-// MustNeedleBinary builds cmd/needle once per test run.
-func MustNeedleBinary(t *testing.T) string {
+type builtBinary struct {
+	once sync.Once
+	path string
+	err  error
+}
+
+// mustBuild builds ../cmd/NAME once per test run and returns its path.
+func mustBuild(t *testing.T, name string) string {
 	t.Helper()
-	buildOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "needle-bin-")
+	v, _ := builds.LoadOrStore(name, &builtBinary{})
+	b := v.(*builtBinary)
+	b.once.Do(func() {
+		dir, err := os.MkdirTemp("", name+"-bin-")
 		if err != nil {
-			buildErr = err
+			b.err = err
 			return
 		}
-		builtBin = filepath.Join(dir, "needle")
-		out, err := exec.Command("go", "build", "-o", builtBin, "../cmd/needle").CombinedOutput()
-		if err != nil {
-			buildErr = err
-			t.Logf("%s", out)
+		b.path = filepath.Join(dir, name)
+		if out, err := exec.Command("go", "build", "-o", b.path, "../cmd/"+name).CombinedOutput(); err != nil {
+			b.err = fmt.Errorf("build %s: %v\n%s", name, err, out)
 		}
 	})
-	if buildErr != nil {
-		t.Fatal(buildErr)
+	if b.err != nil {
+		t.Fatal(b.err)
 	}
-	return builtBin
+	return b.path
 }
+
+// MustNeedleBinary builds cmd/needle once per test run.
+func MustNeedleBinary(t *testing.T) string { return mustBuild(t, "needle") }
+
+// MustBenchBinary builds cmd/needlebench (the replay App Server) once per
+// test run.
+func MustBenchBinary(t *testing.T) string { return mustBuild(t, "needlebench") }
 
 func sdkSession(t *testing.T, te *testEngine, version string) *mcp.ClientSession {
 	t.Helper()
