@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"os/exec"
 	"os/signal"
 	"path/filepath"
 	"strings"
@@ -115,7 +116,15 @@ func (h *harness) record(args []string) int {
 	if !h.parse(fs, args) {
 		return 2
 	}
-	if fs.NArg() == 1 && *repo == "" && *needFile == "" && *answer == "" && *codex != "" {
+	if fs.NArg() == 1 && *repo == "" && *needFile == "" && *answer == "" {
+		if *codex == "" {
+			p, err := exec.LookPath("codex")
+			if err != nil {
+				fmt.Fprintf(h.stderr, "needlebench record: no codex binary on PATH; pass --codex BIN (make frozen-corpus uses the pinned one)\n")
+				return 1
+			}
+			*codex = p
+		}
 		runs, err := Record(h.ctx, fs.Arg(0), *codex, *out, h.stderr)
 		if err != nil {
 			fmt.Fprintf(h.stderr, "needlebench record: %v\n", err)
@@ -125,7 +134,7 @@ func (h *harness) record(args []string) int {
 		return 0
 	}
 	if *codex == "" || *repo == "" || *needFile == "" || *answer == "" || *out == "" || fs.NArg() != 0 {
-		fmt.Fprintf(h.stderr, "needlebench record: want --codex BIN [--out DIR] CORPUS, or --codex, --repository, --need, --answer and --out\n\n%s", usage)
+		fmt.Fprintf(h.stderr, "needlebench record: want [--codex BIN] [--out DIR] CORPUS, or --codex, --repository, --need, --answer and --out\n\n%s", usage)
 		return 2
 	}
 	res, err := recordWorker(h.ctx, *codex, *repo, *needFile, *answer, *out)

@@ -32,9 +32,10 @@ Commands:
                     Server (frozen/NAME) and write reports/NAME.{json,md}
                     and charts; exit 1 if any stale answer was returned or
                     hits fall below 99% of the oracle's
-  record --codex BIN [--out DIR] CORPUS
+  record [--codex BIN] [--out DIR] CORPUS
                     re-record a corpus's frozen transcripts (frozen/NAME)
-                    with the real codex binary and the scripted fake model
+                    with the real codex binary (default: codex on PATH)
+                    and the scripted fake model
   record --codex BIN --repository DIR|FILE.txtar --need FILE --answer FILE --out DIR
                     record a frozen evidence-worker transcript with the real
                     codex binary and a fake model that gives ANSWER

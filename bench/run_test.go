@@ -3,6 +3,7 @@ package bench
 import (
 	"context"
 	"encoding/json"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -116,5 +117,22 @@ func TestRun_ReplayMismatch(t *testing.T) {
 	}
 	if entries, _ := os.ReadDir(reports); len(entries) != 0 {
 		t.Errorf("a failed run wrote a report: %v", entries)
+	}
+}
+
+// TestRecord_NoCodex: without --codex, record looks codex up on PATH and
+// says what to do when there is none; nothing is touched.
+func TestRecord_NoCodex(t *testing.T) {
+	t.Setenv("PATH", t.TempDir())
+	out := filepath.Join(t.TempDir(), "frozen")
+	var stderr strings.Builder
+	if code := Main(context.Background(), []string{"record", "--out", out, "../corpus/tiny"}, nil, io.Discard, &stderr); code != 1 {
+		t.Errorf("exit %d, want 1", code)
+	}
+	if !strings.Contains(stderr.String(), "no codex binary on PATH; pass --codex BIN") {
+		t.Errorf("stderr %q", stderr.String())
+	}
+	if _, err := os.Stat(out); !os.IsNotExist(err) {
+		t.Errorf("record created %s: %v", out, err)
 	}
 }
