@@ -27,11 +27,12 @@ Commands:
   corpus generate --name NAME [--seed N] [--subjects N] [--out DIR] MODULE@OLD,NEW...
                     generate a corpus from real Go modules (downloaded
                     through the module proxy) into corpus/NAME
-  run [--frozen DIR] [--reports DIR] CORPUS
+  run [--frozen DIR] [--reports DIR] [--trace FILE] CORPUS
                     play a corpus through the product with the replay App
                     Server (frozen/NAME) and write reports/NAME.{json,md}
-                    and charts; exit 1 if any stale answer was returned or
-                    hits fall below 99% of the oracle's
+                    and charts (--trace: every need's outcome as JSONL);
+                    exit 1 if any stale answer was returned, a worker
+                    failed, or hits fall below 99% of the oracle's
   record [--codex BIN] [--out DIR] CORPUS
                     re-record a corpus's frozen transcripts (frozen/NAME)
                     with the real codex binary (default: codex on PATH)
@@ -43,9 +44,10 @@ Commands:
                     record the worker sessions of a supervised change
                     (prepare_change, then verify_change when the scenario
                     says so) with the real codex binary and a fake model
-  experiment mcp-contract-microbench --mcp-request-file FILE [--repository DIR] [--calls N]
+  experiment mcp-contract-microbench --mcp-request-file FILE [--repository DIR] [--calls N] [--reports DIR]
                     time need_context calls and a no-op ping on one MCP stdio
-                    loop (latency quantiles)
+                    loop; print latency quantiles and write them to
+                    reports/mcp-contract-microbench.{json,md}
   version           print the harness version and the product it drives
   help              print this help
 
