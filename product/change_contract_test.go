@@ -32,17 +32,6 @@ func contractChange(t *testing.T, repo string, script []byte) *testEngine {
 	})
 }
 
-func scenarioScript(t *testing.T, name string) []byte {
-	t.Helper()
-	var sc struct {
-		Script json.RawMessage `json:"script"`
-	}
-	if err := json.Unmarshal(MustReadFile(t, "fixtures/changes/"+name+".json"), &sc); err != nil {
-		t.Fatal(err)
-	}
-	return sc.Script
-}
-
 // TestContract_ChangeRepair: with the real codex the patch worker's
 // apply_patch lands in its checkout, the verifier finds it repairable, the
 // one repair and a second verification verify it; the work tree is
@@ -51,7 +40,7 @@ func TestContract_ChangeRepair(t *testing.T) {
 	ctx := context.Background()
 	repo := MustFixtureRepo(t, "grepx", true)
 	before := treeDigest(t, repo)
-	te := contractChange(t, repo, scenarioScript(t, "repair"))
+	te := contractChange(t, repo, mustChangeScenario(t, "repair").Script)
 	res, err := te.PrepareChange(ctx, "c", MustChangeRequest(t, "repair"))
 	if err != nil || res.Status != ChangePrepared {
 		t.Fatalf("prepare_change = %+v, %v", res, err)
@@ -83,7 +72,7 @@ func TestContract_ChangeConfined(t *testing.T) {
 	var sc struct {
 		Responses []json.RawMessage `json:"responses"`
 	}
-	if err := json.Unmarshal(scenarioScript(t, "undeclared"), &sc); err != nil {
+	if err := json.Unmarshal(mustChangeScenario(t, "undeclared").Script, &sc); err != nil {
 		t.Fatal(err)
 	}
 	touch, _ := json.Marshal(map[string]any{"function_call": map[string]any{"call_id": "call_escape", "name": "exec_command",

@@ -33,20 +33,43 @@ func replayCodex(t *testing.T, scenario string) func(*Config) {
 	}
 }
 
-// MustChangeRequest reads the prepare_change request of a change scenario.
-func MustChangeRequest(t *testing.T, scenario string) ChangeRequest {
+// changeScenario is a fixtures/changes/NAME.json scenario: the
+// prepare_change request and the fake model's script that recorded it.
+type changeScenario struct {
+	Request json.RawMessage `json:"request"`
+	Script  json.RawMessage `json:"script"`
+	Verify  bool            `json:"verify"`
+}
+
+func mustChangeScenario(t *testing.T, name string) changeScenario {
 	t.Helper()
-	var sc struct {
-		Request json.RawMessage `json:"request"`
-	}
-	if err := json.Unmarshal(MustReadFile(t, "fixtures/changes/"+scenario+".json"), &sc); err != nil {
+	var sc changeScenario
+	if err := json.Unmarshal(MustReadFile(t, "fixtures/changes/"+name+".json"), &sc); err != nil {
 		t.Fatal(err)
 	}
-	req, err := DecodeChangeRequest(sc.Request)
+	return sc
+}
+
+// MustChangeRequest reads and decodes the prepare_change request of a
+// change scenario.
+func MustChangeRequest(t *testing.T, scenario string) ChangeRequest {
+	t.Helper()
+	req, err := DecodeChangeRequest(mustChangeScenario(t, scenario).Request)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return req
+}
+
+// heldSession is a frozen worker session cut right after its turn started:
+// replayed, the turn never ends by itself, so a test can cancel it.
+func heldSession(t *testing.T, transcript string) string {
+	t.Helper()
+	i := strings.Index(transcript, `"method":"turn/started"`)
+	if i < 0 {
+		t.Fatal("no turn/started in the transcript")
+	}
+	return transcript[:i] + transcript[i:][:strings.IndexByte(transcript[i:], '\n')+1]
 }
 
 // treeDigest hashes every file of the work tree at root (path, mode,
@@ -448,13 +471,9 @@ func TestPatchBuild(t *testing.T) {
 // the turn is interrupted, the process tree and the checkout are gone, and
 // the change is recorded as failed.
 func TestChange_Cancel(t *testing.T) {
-	src := mustRead(t, filepath.Join("..", "frozen", "changes", "verified", "caf39d0fc07ee18538d51f6d7ac4caf4.jsonl"))
-	i := strings.Index(src, `"method":"turn/started"`)
-	if i < 0 {
-		t.Fatal("no turn/started in the patch-worker transcript")
-	}
 	held := t.TempDir()
-	MustWriteFile(t, filepath.Join(held, "session.jsonl"), src[:i]+src[i:][:strings.IndexByte(src[i:], '\n')+1])
+	src := mustRead(t, filepath.Join("..", "frozen", "changes", "verified", "caf39d0fc07ee18538d51f6d7ac4caf4.jsonl"))
+	MustWriteFile(t, filepath.Join(held, "session.jsonl"), heldSession(t, src))
 	bench := MustBenchBinary(t)
 	te := MustEngine(t, MustFixtureRepo(t, "grepx", false), func(c *Config) {
 		c.Codex = &CodexConfig{Command: []string{bench, "appserver-replay", "--transcripts", held}, Deadline: time.Minute}
@@ -527,8 +546,7 @@ func TestChange_CancelRepair(t *testing.T) {
 	for _, e := range entries {
 		data := mustRead(t, filepath.Join(src, e.Name()))
 		if strings.Contains(data, `"scenario":"repair-worker `) {
-			i := strings.Index(data, `"method":"turn/started"`)
-			data = data[:i] + data[i:][:strings.IndexByte(data[i:], '\n')+1]
+			data = heldSession(t, data)
 		}
 		MustWriteFile(t, filepath.Join(held, e.Name()), data)
 	}

@@ -17,13 +17,11 @@ import (
 // arguments.
 func changeArgs(t *testing.T, scenario string) map[string]any {
 	t.Helper()
-	var sc struct {
-		Request map[string]any `json:"request"`
-	}
-	if err := json.Unmarshal(MustReadFile(t, "fixtures/changes/"+scenario+".json"), &sc); err != nil {
+	var args map[string]any
+	if err := json.Unmarshal(mustChangeScenario(t, scenario).Request, &args); err != nil {
 		t.Fatal(err)
 	}
-	return sc.Request
+	return args
 }
 
 // TestMCP_GoSDKChange drives prepare_change and verify_change on the built

@@ -152,16 +152,8 @@ func TestMCP_GoSDKCancel(t *testing.T) {
 	needle := MustNeedleBinary(t)
 	bench := MustBenchBinary(t)
 	held := filepath.Join(t.TempDir(), "held")
-	src, err := os.ReadFile(filepath.Join("..", "frozen", "worker", "grepx", "86e95f3d8225eb2c06a5c0f3bb71cb94.jsonl"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	i := strings.Index(string(src), `"method":"turn/started"`)
-	if i < 0 {
-		t.Fatal("no turn/started in the worker transcript")
-	}
-	cut := string(src[:i]) + string(src[i:])[:strings.IndexByte(string(src[i:]), '\n')+1]
-	MustWriteFile(t, filepath.Join(held, "session.jsonl"), cut)
+	src := mustRead(t, filepath.Join("..", "frozen", "worker", "grepx", "86e95f3d8225eb2c06a5c0f3bb71cb94.jsonl"))
+	MustWriteFile(t, filepath.Join(held, "session.jsonl"), heldSession(t, src))
 
 	repo := MustFixtureRepo(t, "grepx", false)
 	data := t.TempDir()
