@@ -1,14 +1,8 @@
 package product
 
 import (
-	"crypto/rand"
-	"encoding/hex"
-	"fmt"
-	"path"
 	"regexp"
-	"slices"
 	"strings"
-	"unicode/utf8"
 )
 
 // Bounds of a prepare_change request. Like the need bounds they are part of
@@ -71,115 +65,6 @@ var b3Pattern = regexp.MustCompile(`^b3:[0-9a-f]{64}$`)
 // ChangeIDPattern is the syntax of an opaque change id.
 var ChangeIDPattern = regexp.MustCompile(`^chg_[0-9a-f]{24}$`)
 
-const opChange = "change.decode"
-
-// checkChangeRequest validates the values of a decoded request and
-// normalizes it: scopes and ids sorted and unique, limits filled in.
-func checkChangeRequest(r *ChangeRequest) error {
-	if err := checkText(r.Task, "task", 1, MaxTaskBytes); err != nil {
-		return err
-	}
-	if len(r.Criteria) < 1 || len(r.Criteria) > MaxCriteria {
-		return invalidf(opChange, "acceptance_criteria", "want 1 to %d acceptance criteria, got %d", MaxCriteria, len(r.Criteria))
-	}
-	for i, c := range r.Criteria {
-		if err := checkText(c, fmt.Sprintf("acceptance_criteria[%d]", i), 1, MaxCriterionBytes); err != nil {
-			return err
-		}
-	}
-	if len(r.Scopes) < 1 || len(r.Scopes) > MaxScopes {
-		return invalidf(opChange, "scopes", "want 1 to %d path scopes, got %d", MaxScopes, len(r.Scopes))
-	}
-	for i, s := range r.Scopes {
-		p := fmt.Sprintf("scopes[%d]", i)
-		if s.Kind != ScopeExact && s.Kind != ScopeSubtree {
-			return invalidf(opChange, p+".kind", "unknown scope kind %q; want exact or subtree", s.Kind)
-		}
-		if err := checkScopePath(s.Path, s.Kind); err != nil {
-			return invalidf(opChange, p+".path", "%v", err)
-		}
-	}
-	slices.SortFunc(r.Scopes, func(a, b PathScope) int { return strings.Compare(a.Kind+" "+a.Path, b.Kind+" "+b.Path) })
-	r.Scopes = slices.Compact(r.Scopes)
-	for name, ids := range map[string]*[]string{"artifact_ids": &r.ArtifactIDs, "claim_ids": &r.ClaimIDs} {
-		if len(*ids) > MaxChangeRefs {
-			return invalidf(opChange, name, "too many ids (%d); the limit is %d", len(*ids), MaxChangeRefs)
-		}
-		for i, id := range *ids {
-			if !b3Pattern.MatchString(id) {
-				return invalidf(opChange, fmt.Sprintf("%s[%d]", name, i), "malformed id %q; want b3:<64 hex>", id)
-			}
-		}
-		slices.Sort(*ids)
-		*ids = slices.Compact(*ids)
-		if *ids == nil {
-			*ids = []string{}
-		}
-	}
-	c := &r.Constraints
-	if c.MaxFiles < 0 || c.MaxFiles > MaxPatchFiles {
-		return invalidf(opChange, "constraints.max_files", "want 1 to %d, got %d", MaxPatchFiles, c.MaxFiles)
-	}
-	if c.MaxBytes < 0 || c.MaxBytes > MaxPatchBytes {
-		return invalidf(opChange, "constraints.max_bytes", "want 1 to %d, got %d", MaxPatchBytes, c.MaxBytes)
-	}
-	if c.MaxFiles == 0 {
-		c.MaxFiles = MaxPatchFiles
-	}
-	if c.MaxBytes == 0 {
-		c.MaxBytes = MaxPatchBytes
-	}
-	if len(c.Notes) > MaxConstraintNotes {
-		return invalidf(opChange, "constraints.notes", "too many notes (%d); the limit is %d", len(c.Notes), MaxConstraintNotes)
-	}
-	for i, n := range c.Notes {
-		if err := checkText(n, fmt.Sprintf("constraints.notes[%d]", i), 1, MaxNoteBytes); err != nil {
-			return err
-		}
-	}
-	if c.Notes == nil {
-		c.Notes = []string{}
-	}
-	return nil
-}
-
-// checkText checks a free-text field: valid UTF-8 (the decoder already
-// proved that), not blank, within its byte bound.
-func checkText(s, p string, minLen, maxBytes int) error {
-	switch {
-	case minLen > 0 && strings.TrimSpace(s) == "":
-		return invalidf(opChange, p, "empty text")
-	case len(s) > maxBytes:
-		return invalidf(opChange, p, "too long (%d bytes); the limit is %d", len(s), maxBytes)
-	case !utf8.ValidString(s):
-		return invalidf(opChange, p, "invalid UTF-8")
-	}
-	return nil
-}
-
-// checkScopePath accepts a clean, relative, slash-separated path that does
-// not name git's metadata. "." is allowed for a subtree only.
-func checkScopePath(p, kind string) error {
-	switch {
-	case p == "":
-		return fmt.Errorf("empty path")
-	case len(p) > MaxScopePathBytes:
-		return fmt.Errorf("path too long (%d bytes); the limit is %d", len(p), MaxScopePathBytes)
-	case p == ".":
-		if kind != ScopeSubtree {
-			return fmt.Errorf(`"." can only be a subtree scope`)
-		}
-		return nil
-	case strings.HasPrefix(p, "/") || strings.Contains(p, `\`) || strings.ContainsRune(p, 0):
-		return fmt.Errorf("path %q is not a relative slash path", p)
-	case path.Clean(p) != p || p == ".." || strings.HasPrefix(p, "../"):
-		return fmt.Errorf("path %q is not clean and inside the repository", p)
-	case gitPath(p):
-		return fmt.Errorf("path %q names git metadata", p)
-	}
-	return nil
-}
-
 // gitPath reports whether a slash path has a component that is git
 // metadata on some file system: ".git" in any case, its 8.3 short name, or
 // either with the trailing dots and spaces Windows drops.
@@ -206,9 +91,119 @@ func inScope(scopes []PathScope, p string) bool {
 	return false
 }
 
-// newChangeID returns a fresh opaque change id.
-func newChangeID() string {
-	var b [12]byte
-	_, _ = rand.Read(b[:])
-	return "chg_" + hex.EncodeToString(b[:])
+// Change statuses (changes.status).
+const (
+	ChangePrepared             = "prepared"
+	ChangeRejected             = "rejected"
+	ChangeFailed               = "failed"
+	ChangeVerified             = "verified"
+	ChangeVerificationRejected = "verification_rejected"
+	ChangeRepairable           = "repairable"
+	ChangeInconclusive         = "inconclusive"
+)
+
+// Verdicts of a verifier.
+const (
+	VerdictVerified     = "verified"
+	VerdictRejected     = "rejected"
+	VerdictRepairable   = "repairable"
+	VerdictInconclusive = "inconclusive"
+)
+
+var allVerdicts = []string{VerdictVerified, VerdictRejected, VerdictRepairable, VerdictInconclusive}
+
+// PatchOperation is one file operation of a patch. Before and After are
+// content digests ("" for an absent file); the full new content is kept in
+// SQLite, never returned.
+type PatchOperation struct {
+	Op         string `json:"op"` // add | modify | delete
+	Path       string `json:"path"`
+	Before     string `json:"before"`
+	After      string `json:"after"`
+	Executable bool   `json:"executable"`
+	Bytes      int    `json:"bytes"` // size of the new content
+}
+
+// storedOperation is a PatchOperation with its blob, as stored.
+type storedOperation struct {
+	PatchOperation
+	Content string `json:"content"`
+}
+
+// CriterionCoverage is what the patch worker reported for one acceptance
+// criterion: a claim, checked only by verify_change.
+type CriterionCoverage struct {
+	Criterion int    `json:"criterion"`
+	Status    string `json:"status"` // claimed | not_addressed | unreported
+	Note      string `json:"note"`
+}
+
+// ChangeAccounting is the bounded accounting of one call.
+type ChangeAccounting struct {
+	WorkerRuns   int     `json:"worker_runs"`
+	InputTokens  int64   `json:"input_tokens"`
+	OutputTokens int64   `json:"output_tokens"`
+	TotalTokens  int64   `json:"total_tokens"`
+	LatencyMs    float64 `json:"latency_ms"`
+	Files        int     `json:"files"`
+	Bytes        int     `json:"bytes"`
+}
+
+func (a *ChangeAccounting) add(u WorkerUsage) {
+	a.WorkerRuns++
+	a.InputTokens += u.InputTokens
+	a.OutputTokens += u.OutputTokens
+	a.TotalTokens += u.TotalTokens
+	a.LatencyMs += u.LatencyMs
+}
+
+// ChangeResult is the result of prepare_change.
+type ChangeResult struct {
+	ChangeID           string              `json:"change_id"`
+	Status             string              `json:"status"` // prepared | rejected | failed
+	PatchID            string              `json:"patch_id"`
+	Revision           int                 `json:"revision"`
+	Operations         []PatchOperation    `json:"operations"`
+	Acceptance         []CriterionCoverage `json:"acceptance"`
+	Accounting         ChangeAccounting    `json:"accounting"`
+	ResidualRisks      []string            `json:"residual_risks"`
+	Reasons            []string            `json:"reasons"`
+	VerificationStatus string              `json:"verification_status"`
+	Context            string              `json:"context"`
+}
+
+// RepairOutcome says what happened to the one repair a change may use.
+type RepairOutcome struct {
+	// Status: not_needed (no repairable verdict), applied (a repair patch was
+	// built and verified again), rejected or failed (the repair patch was
+	// refused or the worker failed: the first verdict stands), exhausted (a
+	// repairable verdict after the repair: no second repair).
+	Status      string   `json:"status"`
+	FromPatchID string   `json:"from_patch_id"`
+	Reasons     []string `json:"reasons"`
+}
+
+// VerifyResult is the result of verify_change.
+type VerifyResult struct {
+	ChangeID           string             `json:"change_id"`
+	PatchID            string             `json:"patch_id"`
+	Revision           int                `json:"revision"`
+	Verdict            string             `json:"verdict"`
+	Criteria           []CriterionVerdict `json:"criteria"`
+	Operations         []PatchOperation   `json:"operations"`
+	Repair             RepairOutcome      `json:"repair"`
+	RepairAvailable    bool               `json:"repair_available"`
+	Recorded           bool               `json:"recorded"` // the stored verdict, no worker ran
+	Accounting         ChangeAccounting   `json:"accounting"`
+	ResidualRisks      []string           `json:"residual_risks"`
+	Reasons            []string           `json:"reasons"`
+	VerificationStatus string             `json:"verification_status"`
+	Context            string             `json:"context"`
+}
+
+// CriterionVerdict is a verifier's judgement of one acceptance criterion.
+type CriterionVerdict struct {
+	Criterion int    `json:"criterion"`
+	Status    string `json:"status"` // met | unmet | unknown
+	Reason    string `json:"reason"`
 }

@@ -2,7 +2,11 @@ package product
 
 import (
 	"fmt"
+	"path"
+	"slices"
 	"strconv"
+	"strings"
+	"unicode/utf8"
 )
 
 // DecodeChangeRequest decodes and checks a prepare_change request with the
@@ -103,5 +107,114 @@ func bindCount(v jsonValue, p string, dst *int) error {
 		return invalidf(opDecode, p, "want a positive integer, got %s", v.str)
 	}
 	*dst = int(n)
+	return nil
+}
+
+const opChange = "change.decode"
+
+// checkChangeRequest validates the values of a decoded request and
+// normalizes it: scopes and ids sorted and unique, limits filled in.
+func checkChangeRequest(r *ChangeRequest) error {
+	if err := checkText(r.Task, "task", 1, MaxTaskBytes); err != nil {
+		return err
+	}
+	if len(r.Criteria) < 1 || len(r.Criteria) > MaxCriteria {
+		return invalidf(opChange, "acceptance_criteria", "want 1 to %d acceptance criteria, got %d", MaxCriteria, len(r.Criteria))
+	}
+	for i, c := range r.Criteria {
+		if err := checkText(c, fmt.Sprintf("acceptance_criteria[%d]", i), 1, MaxCriterionBytes); err != nil {
+			return err
+		}
+	}
+	if len(r.Scopes) < 1 || len(r.Scopes) > MaxScopes {
+		return invalidf(opChange, "scopes", "want 1 to %d path scopes, got %d", MaxScopes, len(r.Scopes))
+	}
+	for i, s := range r.Scopes {
+		p := fmt.Sprintf("scopes[%d]", i)
+		if s.Kind != ScopeExact && s.Kind != ScopeSubtree {
+			return invalidf(opChange, p+".kind", "unknown scope kind %q; want exact or subtree", s.Kind)
+		}
+		if err := checkScopePath(s.Path, s.Kind); err != nil {
+			return invalidf(opChange, p+".path", "%v", err)
+		}
+	}
+	slices.SortFunc(r.Scopes, func(a, b PathScope) int { return strings.Compare(a.Kind+" "+a.Path, b.Kind+" "+b.Path) })
+	r.Scopes = slices.Compact(r.Scopes)
+	for name, ids := range map[string]*[]string{"artifact_ids": &r.ArtifactIDs, "claim_ids": &r.ClaimIDs} {
+		if len(*ids) > MaxChangeRefs {
+			return invalidf(opChange, name, "too many ids (%d); the limit is %d", len(*ids), MaxChangeRefs)
+		}
+		for i, id := range *ids {
+			if !b3Pattern.MatchString(id) {
+				return invalidf(opChange, fmt.Sprintf("%s[%d]", name, i), "malformed id %q; want b3:<64 hex>", id)
+			}
+		}
+		slices.Sort(*ids)
+		*ids = slices.Compact(*ids)
+		if *ids == nil {
+			*ids = []string{}
+		}
+	}
+	c := &r.Constraints
+	if c.MaxFiles < 0 || c.MaxFiles > MaxPatchFiles {
+		return invalidf(opChange, "constraints.max_files", "want 1 to %d, got %d", MaxPatchFiles, c.MaxFiles)
+	}
+	if c.MaxBytes < 0 || c.MaxBytes > MaxPatchBytes {
+		return invalidf(opChange, "constraints.max_bytes", "want 1 to %d, got %d", MaxPatchBytes, c.MaxBytes)
+	}
+	if c.MaxFiles == 0 {
+		c.MaxFiles = MaxPatchFiles
+	}
+	if c.MaxBytes == 0 {
+		c.MaxBytes = MaxPatchBytes
+	}
+	if len(c.Notes) > MaxConstraintNotes {
+		return invalidf(opChange, "constraints.notes", "too many notes (%d); the limit is %d", len(c.Notes), MaxConstraintNotes)
+	}
+	for i, n := range c.Notes {
+		if err := checkText(n, fmt.Sprintf("constraints.notes[%d]", i), 1, MaxNoteBytes); err != nil {
+			return err
+		}
+	}
+	if c.Notes == nil {
+		c.Notes = []string{}
+	}
+	return nil
+}
+
+// checkText checks a free-text field: valid UTF-8 (the decoder already
+// proved that), not blank, within its byte bound.
+func checkText(s, p string, minLen, maxBytes int) error {
+	switch {
+	case minLen > 0 && strings.TrimSpace(s) == "":
+		return invalidf(opChange, p, "empty text")
+	case len(s) > maxBytes:
+		return invalidf(opChange, p, "too long (%d bytes); the limit is %d", len(s), maxBytes)
+	case !utf8.ValidString(s):
+		return invalidf(opChange, p, "invalid UTF-8")
+	}
+	return nil
+}
+
+// checkScopePath accepts a clean, relative, slash-separated path that does
+// not name git's metadata. "." is allowed for a subtree only.
+func checkScopePath(p, kind string) error {
+	switch {
+	case p == "":
+		return fmt.Errorf("empty path")
+	case len(p) > MaxScopePathBytes:
+		return fmt.Errorf("path too long (%d bytes); the limit is %d", len(p), MaxScopePathBytes)
+	case p == ".":
+		if kind != ScopeSubtree {
+			return fmt.Errorf(`"." can only be a subtree scope`)
+		}
+		return nil
+	case strings.HasPrefix(p, "/") || strings.Contains(p, `\`) || strings.ContainsRune(p, 0):
+		return fmt.Errorf("path %q is not a relative slash path", p)
+	case path.Clean(p) != p || p == ".." || strings.HasPrefix(p, "../"):
+		return fmt.Errorf("path %q is not clean and inside the repository", p)
+	case gitPath(p):
+		return fmt.Errorf("path %q names git metadata", p)
+	}
 	return nil
 }

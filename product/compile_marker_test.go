@@ -9,11 +9,11 @@ import (
 )
 
 func TestParseMarker_SeedTwin(t *testing.T) {
-	fromJSON, err := CompileJSON(MustReadFile(t, "fixtures/need-context.json"), AllRoutes())
+	fromJSON, err := CompileJSON(MustReadFile(t, "../fixtures/need-context.json"), AllRoutes())
 	if err != nil {
 		t.Fatal(err)
 	}
-	line, err := FindMarker(string(MustReadFile(t, "fixtures/need-context.marker")))
+	line, err := FindMarker(string(MustReadFile(t, "../fixtures/need-context.marker")))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -24,7 +24,7 @@ func TestParseMarker_SeedTwin(t *testing.T) {
 	if diff := cmp.Diff(fromJSON, fromMarker); diff != "" {
 		t.Errorf("marker and JSON twin differ (-json +marker):\n%s", diff)
 	}
-	jsonReq, _ := DecodeNeedRequest(MustReadFile(t, "fixtures/need-context.json"))
+	jsonReq, _ := DecodeNeedRequest(MustReadFile(t, "../fixtures/need-context.json"))
 	markerReq, _ := ParseMarker(line)
 	if diff := cmp.Diff(jsonReq, markerReq); diff != "" {
 		t.Errorf("typed requests differ (-json +marker):\n%s", diff)
@@ -142,7 +142,7 @@ func TestFindMarker(t *testing.T) {
 
 func TestFormatMarker_RoundTrip(t *testing.T) {
 	for _, src := range []string{
-		string(MustReadFile(t, "fixtures/need-context.json")),
+		string(MustReadFile(t, "../fixtures/need-context.json")),
 		`{"route":"locate.implementation","subject":{"kind":"behavior","name":"a \"quoted\" name, with (parens) = signs"},"world":{"features":["a","b"]},"task":"multi\nline\ttask"}`,
 	} {
 		req, err := DecodeNeedRequest([]byte(src))
@@ -170,4 +170,44 @@ func equalObligations(a, b []ObligationRequest) bool {
 		return true
 	}
 	return cmp.Equal(a, b)
+}
+
+// FuzzParseMarker feeds arbitrary lines to the marker parser. It must never
+// panic, fail only with typed invalid input, and whatever compiles must have
+// a JSON twin with the same need_id and a canonical marker that reparses to
+// the same request.
+func FuzzParseMarker(f *testing.F) {
+	f.Add(string(MustReadFile(f, "../fixtures/need-context.marker")))
+	f.Add("@@need locate.implementation symbol:Command.Run")
+	f.Add(`@@need tests.relevant behavior:"line \"x\"\tendings" +focused_tests(selection=exhaustive) platform=linux-amd64 features=cgo,race task="t"`)
+	f.Add("@@need trace.state-flow cli_option:--crlf +runtime_flow(scenario=startup) ?focused_tests source=b3:" +
+		"0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef")
+	f.Fuzz(func(t *testing.T, line string) {
+		req, err := ParseMarker(line)
+		if err != nil {
+			checkInvalid(t, err)
+			return
+		}
+		need, err := Compile(req, AllRoutes())
+		if err != nil {
+			checkInvalid(t, err)
+			return
+		}
+		data, err := req.MarshalJSON()
+		if err != nil {
+			t.Fatal(err)
+		}
+		twin, err := CompileJSON(data, AllRoutes())
+		if err != nil || twin.ID != need.ID || twin.Task != need.Task {
+			t.Fatalf("JSON twin %s of %q: %s / %v, want %s", data, line, twin.ID, err, need.ID)
+		}
+		canonical, err := FormatMarker(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		back, err := CompileMarker(canonical, AllRoutes())
+		if err != nil || back.ID != need.ID {
+			t.Fatalf("canonical marker %q of %q: %s / %v, want %s", canonical, line, back.ID, err, need.ID)
+		}
+	})
 }

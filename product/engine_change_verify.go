@@ -11,35 +11,6 @@ import (
 	"github.com/needle-dev/needle/product/internal/snapshot"
 )
 
-// RepairOutcome says what happened to the one repair a change may use.
-type RepairOutcome struct {
-	// Status: not_needed (no repairable verdict), applied (a repair patch was
-	// built and verified again), rejected or failed (the repair patch was
-	// refused or the worker failed: the first verdict stands), exhausted (a
-	// repairable verdict after the repair: no second repair).
-	Status      string   `json:"status"`
-	FromPatchID string   `json:"from_patch_id"`
-	Reasons     []string `json:"reasons"`
-}
-
-// VerifyResult is the result of verify_change.
-type VerifyResult struct {
-	ChangeID           string             `json:"change_id"`
-	PatchID            string             `json:"patch_id"`
-	Revision           int                `json:"revision"`
-	Verdict            string             `json:"verdict"`
-	Criteria           []CriterionVerdict `json:"criteria"`
-	Operations         []PatchOperation   `json:"operations"`
-	Repair             RepairOutcome      `json:"repair"`
-	RepairAvailable    bool               `json:"repair_available"`
-	Recorded           bool               `json:"recorded"` // the stored verdict, no worker ran
-	Accounting         ChangeAccounting   `json:"accounting"`
-	ResidualRisks      []string           `json:"residual_risks"`
-	Reasons            []string           `json:"reasons"`
-	VerificationStatus string             `json:"verification_status"`
-	Context            string             `json:"context"`
-}
-
 // VerifyChange verifies a change's current patch with an independent
 // read-only verifier in a fresh checkout holding the patch. A first
 // repairable verdict consumes the change's one repair: a patch worker

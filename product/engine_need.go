@@ -8,40 +8,6 @@ import (
 	"time"
 )
 
-// WorkerPort receives worker requests for missing obligations. The Codex
-// App Server evidence worker implements it; so can any bounded worker. What
-// it returns is untrusted: every proposal goes through the validators.
-type WorkerPort interface {
-	Propose(ctx context.Context, req WorkerRequest) (WorkerResult, error)
-}
-
-// WorkerRequest asks for proposals for the missing obligations of a need.
-type WorkerRequest struct {
-	NeedID     string
-	IR         NeedIR
-	Task       string
-	Missing    []Obligation
-	Repository string
-	// Schemas holds the strict proposal JSON Schema of each missing kind.
-	Schemas map[CapabilityKind]json.RawMessage
-}
-
-// WorkerResult is what a worker proposed and what it cost.
-type WorkerResult struct {
-	Proposals  [][]byte // raw proposal JSON, one per missing obligation
-	Usage      WorkerUsage
-	Invocation string // the worker's identity for this request, if it has one
-}
-
-// WorkerUsage is the accounting of one worker run.
-type WorkerUsage struct {
-	InputTokens  int64
-	OutputTokens int64
-	TotalTokens  int64
-	CostUSD      float64
-	LatencyMs    float64
-}
-
 // NeedContext resolves a need for a session and returns the structured
 // result with its FrontierView. Invalid input is a KindInvalidInput error
 // and changes nothing; every resolution kind, bypass included, is a normal

@@ -8,8 +8,11 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/needle-dev/needle/product/internal/contentid"
 	"github.com/needle-dev/needle/product/internal/snapshot"
@@ -259,4 +262,78 @@ func toJSON(v any) string {
 // cites reports whether the context cites path:start-end.
 func cites(r NeedResult, path string, start, end int) bool {
 	return strings.Contains(r.Context, fmt.Sprintf("%s:%d-%d", path, start, end))
+}
+
+func TestFIFO(t *testing.T) {
+	var f fifo
+	ctx := context.Background()
+	if err := f.lock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var order []int
+	var wg sync.WaitGroup
+	for i := range 5 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := f.lock(ctx); err != nil {
+				t.Error(err)
+				return
+			}
+			mu.Lock()
+			order = append(order, i)
+			mu.Unlock()
+			f.unlock()
+		}()
+		waitQueued(t, &f, i+1)
+	}
+	// A waiter that gives up leaves the queue without taking a turn.
+	cctx, cancel := context.WithCancel(ctx)
+	done := make(chan error)
+	go func() { done <- f.lock(cctx) }()
+	waitQueued(t, &f, 6)
+	cancel()
+	if err := <-done; err == nil {
+		t.Error("a cancelled waiter got the lock")
+	}
+	f.unlock()
+	wg.Wait()
+	if got := order; len(got) != 5 || got[0] != 0 || got[1] != 1 || got[2] != 2 || got[3] != 3 || got[4] != 4 {
+		t.Errorf("turn order %v, want arrival order", got)
+	}
+	if f.busy || len(f.queue) != 0 {
+		t.Errorf("lock not released: busy %v, queue %d", f.busy, len(f.queue))
+	}
+}
+
+// waitQueued waits until n lockers are queued, polling the queue length
+// (the only observable sign that a goroutine is waiting).
+func waitQueued(t *testing.T, f *fifo, n int) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		f.mu.Lock()
+		got := len(f.queue)
+		f.mu.Unlock()
+		if got >= n {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d waiters queued, want %d", got, n)
+		}
+		runtime.Gosched()
+	}
+}
+
+// MustReadFile returns the content of the file at path (relative paths
+// start in the package directory: "../fixtures/…" is under the repository
+// root).
+func MustReadFile(tb testing.TB, path string) []byte {
+	tb.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return data
 }

@@ -194,66 +194,6 @@ func (c *cli) writeJSON(v any) int {
 	return 0
 }
 
-const usageNeedCompile = `Usage: needle need compile [--marker] [--routes LIST] FILE|-
-
-Compile a need request and print one JSON object on stdout:
-  {"need_id": "b3:…", "ir": {…}, "task": "…", "definition_id": "b3:…"}
-
-The input (FILE, or - for stdin) is a need_context request as JSON, or with
---marker a message holding exactly one @@need marker line. The need_id is a
-content address of the canonical IR: key order, white space and the task
-wording do not change it; any change of meaning does.
-
-Flags:
-  --marker        read a @@need marker instead of JSON
-  --routes LIST   comma-separated enabled routes (default: all of
-                  locate.implementation,trace.state-flow,tests.relevant)
-
-Invalid input prints nothing on stdout, one line naming the JSON path of the
-problem on stderr, and exits 2.
-`
-
-func (c *cli) needCompile(args []string) int {
-	fs := c.flags("need compile")
-	marker := fs.Bool("marker", false, "")
-	routeList := fs.String("routes", "", "")
-	if code, ok := c.parse(fs, usageNeedCompile, args); !ok {
-		return code
-	}
-	if fs.NArg() != 1 {
-		fmt.Fprintf(c.stderr, "needle need compile: want one FILE or -, got %d arguments\n\n%s", fs.NArg(), usageNeedCompile)
-		return 2
-	}
-	routes := AllRoutes()
-	if *routeList != "" {
-		var err error
-		if routes, err = ParseRouteSet(*routeList); err != nil {
-			return c.fail("need compile", err)
-		}
-	}
-	limit := MaxRequestBytes
-	if *marker {
-		limit = 1 << 20 // a whole message may surround the marker line
-	}
-	data, err := c.readInput(fs.Arg(0), limit)
-	if err != nil {
-		return c.fail("need compile", err)
-	}
-	var need CompiledNeed
-	if *marker {
-		var line string
-		if line, err = FindMarker(string(data)); err == nil {
-			need, err = CompileMarker(line, routes)
-		}
-	} else {
-		need, err = CompileJSON(data, routes)
-	}
-	if err != nil {
-		return c.fail("need compile", err)
-	}
-	return c.writeJSON(need)
-}
-
 // readInput reads FILE or stdin ("-"), refusing more than limit bytes.
 func (c *cli) readInput(name string, limit int) ([]byte, error) {
 	r := c.stdin
@@ -273,44 +213,6 @@ func (c *cli) readInput(name string, limit int) ([]byte, error) {
 		return nil, invalidf("read input", "$", "input is larger than %d bytes", limit)
 	}
 	return data, nil
-}
-
-const usageDBCheck = `Usage: needle db check --data-dir DIR
-
-Open the Needle store DIR/needle.db, creating it or applying pending
-migrations, verify its PRAGMAs (WAL, foreign keys, busy timeout), its
-application_id and the digest of every applied migration against this
-binary, and print the schema version.
-
-A database whose applied migration text no longer matches this binary, or
-that is newer than this binary, is refused (exit 1) and left unchanged.
-`
-
-func (c *cli) dbCheck(args []string) int {
-	fs := c.flags("db check")
-	dataDir := fs.String("data-dir", "", "")
-	if code, ok := c.parse(fs, usageDBCheck, args); !ok {
-		return code
-	}
-	if *dataDir == "" || fs.NArg() != 0 {
-		fmt.Fprintf(c.stderr, "needle db check: --data-dir DIR is required and takes no arguments\n\n%s", usageDBCheck)
-		return 2
-	}
-	st, err := OpenStore(c.ctx, *dataDir)
-	if err != nil {
-		return c.fail("db check", err)
-	}
-	defer st.Close()
-	rep, err := st.Check(c.ctx)
-	if err != nil {
-		return c.fail("db check", err)
-	}
-	fmt.Fprintf(c.stdout, "store %s\nschema version %d (head %d)\njournal_mode %s, foreign_keys %v\n",
-		rep.Path, rep.SchemaVersion, rep.HeadVersion, rep.JournalMode, rep.ForeignKeys)
-	for _, m := range rep.Migrations {
-		fmt.Fprintf(c.stdout, "migration %04d %s %s verified\n", m.Version, m.Name, m.Digest)
-	}
-	return 0
 }
 
 const usageVersion = `Usage: needle version

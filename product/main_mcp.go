@@ -1,8 +1,6 @@
 package product
 
 import (
-	"bytes"
-	"encoding/json"
 	"fmt"
 )
 
@@ -67,68 +65,4 @@ func (c *cli) mcpServe(args []string) int {
 		return c.fail("mcp serve", err)
 	}
 	return 0
-}
-
-const usageProfile = `Usage: needle profile list --data-dir DIR
-       needle profile show --data-dir DIR ID
-       needle profile create --data-dir DIR ID FILE|-
-
-Manage role profiles: how workers run for a session (worker model, effort,
-session limits, sandbox per role). A profile is versioned by immutable
-revisions: create appends a revision, and a session freezes the newest
-revision when it connects. The built-in profile "default" exists from the
-first start. A profile body is JSON:
-  {"worker_model":"","effort":"","limits":{"needs":3,"workers":3},
-   "sandbox":{"evidence":"read-only","patch":"workspace-write","verifier":"read-only"}}
-`
-
-func (c *cli) profileCmd(args []string) int {
-	verb, dataDir, rest, code, ok := c.verbArgs("profile", usageProfile, map[string]int{"list": 0, "show": 1, "create": 2}, args)
-	if !ok {
-		return code
-	}
-	var body Profile
-	if verb == "create" {
-		data, err := c.readInput(rest[1], 64<<10)
-		if err == nil {
-			err = decodeProfile(data, &body)
-		}
-		if err != nil {
-			return c.fail("profile create", err)
-		}
-	}
-	st, err := OpenStore(c.ctx, dataDir)
-	if err != nil {
-		return c.fail("profile "+verb, err)
-	}
-	defer st.Close()
-	if err := st.ensureDefaultProfile(c.ctx); err != nil {
-		return c.fail("profile "+verb, err)
-	}
-	var out any
-	switch verb {
-	case "list":
-		out, err = st.profiles(c.ctx)
-	case "show":
-		out, err = st.profile(c.ctx, rest[0])
-	case "create":
-		out, err = st.putProfileRevision(c.ctx, rest[0], body, false)
-	}
-	if err != nil {
-		return c.fail("profile "+verb, err)
-	}
-	return c.writeJSON(out)
-}
-
-// decodeProfile decodes a profile body strictly: unknown fields are errors.
-func decodeProfile(data []byte, p *Profile) error {
-	if _, err := parseJSONTree(data); err != nil { // duplicate keys, trailing data, …
-		return err
-	}
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(p); err != nil {
-		return invalidf("profile", "$", "%v", err)
-	}
-	return checkProfile(*p)
 }

@@ -152,7 +152,7 @@ func TestMCP_GoSDKCancel(t *testing.T) {
 	needle := MustNeedleBinary(t)
 	bench := MustBenchBinary(t)
 	held := filepath.Join(t.TempDir(), "held")
-	src := mustRead(t, filepath.Join("..", "frozen", "worker", "grepx", "86e95f3d8225eb2c06a5c0f3bb71cb94.jsonl"))
+	src := string(MustReadFile(t, filepath.Join("..", "frozen", "worker", "grepx", "86e95f3d8225eb2c06a5c0f3bb71cb94.jsonl")))
 	MustWriteFile(t, filepath.Join(held, "session.jsonl"), heldSession(t, src))
 
 	repo := MustFixtureRepo(t, "grepx", false)
@@ -167,7 +167,7 @@ func TestMCP_GoSDKCancel(t *testing.T) {
 		t.Fatal(err)
 	}
 	var args map[string]any
-	_ = json.Unmarshal(MustReadFile(t, "fixtures/worker/newsearcher.need.json"), &args)
+	_ = json.Unmarshal(MustReadFile(t, "../fixtures/worker/newsearcher.need.json"), &args)
 	ctx, cancel := context.WithCancel(context.Background())
 	result := make(chan error, 1)
 	go func() {

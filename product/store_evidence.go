@@ -6,87 +6,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"sort"
 	"strings"
-
-	"github.com/needle-dev/needle/product/internal/contentid"
 )
-
-// Dependency is one thing a certificate depends on: a file's content digest
-// or a directory listing's digest.
-type Dependency struct {
-	Kind   string `json:"kind"` // file | dir
-	Path   string `json:"path"`
-	Digest string `json:"digest"`
-}
-
-// CertificateBody is the canonical content of an artifact certificate; its
-// content id is the certificate_id.
-type CertificateBody struct {
-	Scope            string          `json:"scope"`
-	Root             string          `json:"root"`
-	ArtifactID       string          `json:"artifact_id"`
-	ValidatorVersion string          `json:"validator_version"`
-	Level            string          `json:"level"`
-	Satisfies        Satisfies       `json:"satisfies"`
-	Dependencies     []Dependency    `json:"dependencies"`
-	Cited            []CitedLocation `json:"cited"`
-	ClaimIDs         []string        `json:"claim_ids"`
-	Notes            []string        `json:"notes"`
-}
-
-// Evidence is a certified artifact with its newest certificate, as the
-// resolver sees it.
-type Evidence struct {
-	ArtifactID    string
-	CertificateID string
-	Proposal      Proposal
-	Certificate   CertificateBody
-	Claims        []ClaimAt
-	Seq           int64 // insertion order of the certificate: newer is larger
-}
-
-// certify turns a certified Validation into its artifact id and certificate.
-func certify(root string, v *Validation) (artifactID string, body CertificateBody, certID string) {
-	artifactID = mustID("needle.artifact.v1", v.Proposal)
-	body = CertificateBody{
-		Scope: "artifact", Root: root, ArtifactID: artifactID, ValidatorVersion: ValidatorVersion,
-		Level: v.Level, Satisfies: v.Satisfies, Cited: v.Cited, Notes: append([]string{}, v.Notes...),
-	}
-	for p, d := range v.Files {
-		body.Dependencies = append(body.Dependencies, Dependency{"file", p, d})
-	}
-	for p, d := range v.Dirs {
-		body.Dependencies = append(body.Dependencies, Dependency{"dir", p, d})
-	}
-	sort.Slice(body.Dependencies, func(i, j int) bool {
-		a, b := body.Dependencies[i], body.Dependencies[j]
-		return a.Kind+"\x00"+a.Path < b.Kind+"\x00"+b.Path
-	})
-	for _, c := range v.Claims {
-		body.ClaimIDs = append(body.ClaimIDs, c.ID)
-	}
-	sort.Strings(body.ClaimIDs)
-	return artifactID, body, mustID("needle.certificate.v1", body)
-}
-
-// mustID returns the content id of a value the product itself built; such a
-// value always encodes.
-func mustID(tag string, v any) string {
-	id, err := contentid.Of(tag, v)
-	if err != nil {
-		panic(fmt.Sprintf("product: %s does not encode: %v", tag, err))
-	}
-	return id
-}
-
-func mustJSON(v any) string {
-	c, err := contentid.Canonical(v)
-	if err != nil {
-		panic(fmt.Sprintf("product: value does not encode: %v", err))
-	}
-	return string(c)
-}
 
 // AttemptRecord is what storing a validated proposal produced.
 type AttemptRecord struct {

@@ -176,11 +176,11 @@ func TestOpenStore_Foreign(t *testing.T) {
 			var appID int64
 			db.QueryRow("PRAGMA application_id").Scan(&appID)
 			db.Close()
-			before := mustReadFile(t, path)
+			before := MustReadFile(t, path)
 
 			_, err = OpenStore(context.Background(), dir)
 			wantStoreError(t, err, KindStore, path+" is not a Needle database", fmt.Sprintf("(application_id 0x%08x)", appID))
-			if !bytes.Equal(before, mustReadFile(t, path)) {
+			if !bytes.Equal(before, MustReadFile(t, path)) {
 				t.Error("refused open changed the file")
 			}
 		})
@@ -194,19 +194,10 @@ func TestOpenStore_Foreign(t *testing.T) {
 		}
 		_, err := OpenStore(context.Background(), dir)
 		wantStoreError(t, err, KindStore, path+" is not a Needle database")
-		if !bytes.Equal(text, mustReadFile(t, path)) {
+		if !bytes.Equal(text, MustReadFile(t, path)) {
 			t.Error("refused open changed the file")
 		}
 	})
-}
-
-func mustReadFile(tb testing.TB, path string) []byte {
-	tb.Helper()
-	b, err := os.ReadFile(path)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	return b
 }
 
 // storeState is what a refused open must leave unchanged: user_version, the
@@ -418,4 +409,30 @@ func userTables(tb testing.TB, db *sql.DB) []string {
 		names = append(names, n)
 	}
 	return names
+}
+
+// updateGolden is the one switch that rewrites golden files: NEEDLE_UPDATE=1.
+var updateGolden = os.Getenv("NEEDLE_UPDATE") == "1"
+
+// MustMatchGolden compares got with testdata/name, or writes it there when
+// NEEDLE_UPDATE=1.
+func MustMatchGolden(tb testing.TB, name string, got []byte) {
+	tb.Helper()
+	path := filepath.Join("testdata", name)
+	if updateGolden {
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			tb.Fatal(err)
+		}
+		if err := os.WriteFile(path, got, 0o644); err != nil {
+			tb.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		tb.Fatalf("%v (run with NEEDLE_UPDATE=1 to create it)", err)
+	}
+	if diff := cmp.Diff(string(want), string(got)); diff != "" {
+		tb.Errorf("%s mismatch (-want +got; NEEDLE_UPDATE=1 rewrites it):\n%s", path, diff)
+	}
 }

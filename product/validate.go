@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"path"
-	"slices"
 	"strings"
 
 	"github.com/needle-dev/needle/product/internal/contentid"
@@ -24,56 +23,6 @@ const (
 	LevelAST     = "ast"
 	LevelLexical = "lexical"
 )
-
-// Satisfies lists, per facet, the values a certified artifact satisfies; an
-// obligation is satisfied when each facet it constrains has its value here.
-type Satisfies struct {
-	Kind         CapabilityKind `json:"kind"`
-	Polarity     []string       `json:"polarity,omitempty"`
-	Selection    []string       `json:"selection,omitempty"`
-	Scenario     string         `json:"scenario,omitempty"`
-	Completeness []string       `json:"completeness,omitempty"`
-	Granularity  []string       `json:"granularity,omitempty"`
-}
-
-// satisfies reports whether an artifact with these facets meets ob.
-func (s Satisfies) satisfies(ob Obligation) bool {
-	if s.Kind != ob.Kind {
-		return false
-	}
-	in := func(v string, set []string) bool { return v == "" || slices.Contains(set, v) }
-	f := ob.Facets
-	return in(f.Polarity, s.Polarity) && in(f.Selection, s.Selection) &&
-		(f.Scenario == "" || f.Scenario == s.Scenario) &&
-		in(f.Completeness, s.Completeness) && in(f.Granularity, s.Granularity)
-}
-
-// CitedLocation is a span a certificate cites, with the exact text of the
-// cited lines: proof replay looks for that text when the file changes.
-type CitedLocation struct {
-	Path      string `json:"path"`
-	StartLine int    `json:"start_line"`
-	EndLine   int    `json:"end_line"`
-	Excerpt   string `json:"excerpt"`
-}
-
-// Claim is an atomic fact drawn from a certified artifact. It carries no line
-// numbers, so the same fact keeps its id when the code moves.
-type Claim struct {
-	Kind          string  `json:"kind"` // declared | literal | calls | test_reaches
-	Subject       Subject `json:"subject"`
-	Path          string  `json:"path"`
-	ExcerptDigest string  `json:"excerpt_digest"`
-	Detail        string  `json:"detail,omitempty"` // callee, test name, …
-}
-
-// ClaimAt is a claim and where the certificate found it.
-type ClaimAt struct {
-	Claim     Claim
-	ID        string
-	StartLine int
-	EndLine   int
-}
 
 // Validation is what the trusted validators concluded about a proposal
 // against one snapshot. Reasons is empty exactly when it is certified.

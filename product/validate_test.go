@@ -1,112 +1,10 @@
 package product
 
 import (
-	"context"
-	"errors"
 	"path/filepath"
 	"strings"
 	"testing"
 )
-
-// scriptedWorker is a WorkerPort that answers with prepared proposals, one
-// per missing obligation kind, the way a bounded worker would; what it
-// proposes still goes through the real validators.
-type scriptedWorker struct {
-	answers map[CapabilityKind]string
-	err     error
-	calls   []WorkerRequest
-}
-
-func (w *scriptedWorker) Propose(ctx context.Context, req WorkerRequest) (WorkerResult, error) {
-	w.calls = append(w.calls, req)
-	if w.err != nil {
-		return WorkerResult{}, w.err
-	}
-	var res WorkerResult
-	for _, ob := range req.Missing {
-		if a, ok := w.answers[ob.Kind]; ok {
-			res.Proposals = append(res.Proposals, []byte(a))
-		}
-	}
-	res.Usage = WorkerUsage{InputTokens: 1000, OutputTokens: 200, TotalTokens: 1200, LatencyMs: 1500}
-	return res, nil
-}
-
-func TestNeedContext_Worker(t *testing.T) {
-	t.Run("MissThenExact", func(t *testing.T) {
-		w := &scriptedWorker{answers: map[CapabilityKind]string{CapImplementationLocation: locNewSearcher}}
-		te := MustEngine(t, MustFixtureRepo(t, "grepx", true), func(c *Config) { c.Worker = w })
-		r := te.need(needLocateNewSearcher)
-		kindOf(t, r, ResolutionMiss)
-		if r.Status != "worker" || !r.WorkerSpawned || r.CacheHit || !cites(r, "search.go", 15, 17) {
-			t.Errorf("result %s\n%s", toJSON(r), r.Context)
-		}
-		if len(w.calls) != 1 || len(w.calls[0].Missing) != 1 || len(w.calls[0].Schemas) != 1 {
-			t.Errorf("worker requests %+v", w.calls)
-		}
-		again := te.need(needLocateNewSearcher)
-		kindOf(t, again, ResolutionExact)
-		if again.WorkerSpawned || len(w.calls) != 1 {
-			t.Errorf("the exact hit spawned a worker")
-		}
-		var runs, tokens int
-		var status string
-		if err := te.store.db.QueryRow(`SELECT count(*), max(total_tokens), max(status) FROM worker_runs`).Scan(&runs, &tokens, &status); err != nil ||
-			runs != 1 || tokens != 1200 || status != "completed" {
-			t.Errorf("worker runs %d, tokens %d, status %q (%v)", runs, tokens, status, err)
-		}
-	})
-	t.Run("Rejected", func(t *testing.T) {
-		wrong := strings.Replace(locNewSearcher, `"start_line":15,"end_line":17`, `"start_line":20,"end_line":26`, 1)
-		w := &scriptedWorker{answers: map[CapabilityKind]string{CapImplementationLocation: wrong}}
-		te := MustEngine(t, MustFixtureRepo(t, "grepx", false), func(c *Config) { c.Worker = w })
-		r := te.need(needLocateNewSearcher)
-		kindOf(t, r, ResolutionRejected)
-		if r.Status != "bypass" || !r.WorkerSpawned || !strings.Contains(r.Context, "failed trusted validation") {
-			t.Errorf("result %s\n%s", toJSON(r), r.Context)
-		}
-		var status, reasons string
-		if err := te.store.db.QueryRow(`SELECT status, reasons FROM attempts WHERE source = 'worker'`).Scan(&status, &reasons); err != nil ||
-			status != "rejected" || !strings.Contains(reasons, "is not declared in search.go:20-26") {
-			t.Errorf("attempt %q %s, %v", status, reasons, err)
-		}
-		// The rejected proposal is never served: with no worker, a bypass.
-		te.reopen(func(c *Config) { c.CacheOnly = true })
-		kindOf(t, te.need(needLocateNewSearcher), ResolutionBypass)
-	})
-	t.Run("PartialRunsOnlyMissing", func(t *testing.T) {
-		w := &scriptedWorker{answers: map[CapabilityKind]string{CapRuntimeFlow: flowCRLF}}
-		te := MustEngine(t, MustFixtureRepo(t, "grepx", false), func(c *Config) { c.Worker = w })
-		te.mustCertify(locCRLF)
-		r := te.need(needTraceCRLF)
-		kindOf(t, r, ResolutionPartial)
-		if len(w.calls) != 1 || len(w.calls[0].Missing) != 1 || w.calls[0].Missing[0].Kind != CapRuntimeFlow {
-			t.Fatalf("worker asked for %+v", w.calls)
-		}
-		if r.Status != "worker" || len(r.Missing) != 0 || !r.CacheHit || !r.WorkerSpawned || w.calls[0].Task != "trace --crlf" {
-			t.Errorf("result %s", toJSON(r))
-		}
-	})
-	t.Run("FailureFallsBackToBypass", func(t *testing.T) {
-		w := &scriptedWorker{err: errors.New("turn deadline exceeded")}
-		te := MustEngine(t, MustFixtureRepo(t, "grepx", false), func(c *Config) { c.Worker = w })
-		r := te.need(needLocateNewSearcher)
-		kindOf(t, r, ResolutionBypass)
-		if !strings.Contains(r.Context, "worker failed: turn deadline exceeded") {
-			t.Errorf("context:\n%s", r.Context)
-		}
-	})
-	t.Run("WorkerLimit", func(t *testing.T) {
-		w := &scriptedWorker{}
-		te := MustEngine(t, MustFixtureRepo(t, "grepx", false), func(c *Config) { c.Worker = w; c.Limits = Limits{Workers: 1} })
-		session := newSessionID("w")
-		te.needIn(session, needLocateNewSearcher)
-		te.needIn(session, needLocateCRLF)
-		if len(w.calls) != 1 {
-			t.Errorf("%d workers spawned past a limit of 1", len(w.calls))
-		}
-	})
-}
 
 func TestValidate_Rejects(t *testing.T) {
 	te := MustEngine(t, MustFixtureRepo(t, "grepx", false))
@@ -214,18 +112,6 @@ func TestValidate_LexicalEvidence(t *testing.T) {
 	if shell.Status != "rejected" {
 		t.Errorf("shell metacharacters certified: %+v", shell)
 	}
-}
-
-func TestNeedContext_FocusedTests(t *testing.T) {
-	te := MustEngine(t, MustFixtureRepo(t, "grepx", false))
-	te.mustCertify(testsCRLF)
-	te.mustCertify(`{"kind":"focused_tests","subject":{"kind":"symbol","name":"NewSearcher"},"tests":[{"path":"search_test.go","name":"TestSearchMatches","command":"go test . -run '^TestSearchMatches$'"}]}`)
-	r := te.need(needTestsCRLF)
-	kindOf(t, r, ResolutionCoverage)
-	if !strings.Contains(r.Context, "TestCRLF in search_test.go: go test . -run '^TestCRLF$'") {
-		t.Errorf("context:\n%s", r.Context)
-	}
-	kindOf(t, te.need(`{"route":"tests.relevant","subject":{"kind":"symbol","name":"NewSearcher"}}`), ResolutionCoverage)
 }
 
 func TestValidate_ExhaustiveTests(t *testing.T) {

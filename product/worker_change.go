@@ -101,13 +101,6 @@ type verifierAnswer struct {
 	Repair   string             `json:"repair_instructions"`
 }
 
-// CriterionVerdict is a verifier's judgement of one acceptance criterion.
-type CriterionVerdict struct {
-	Criterion int    `json:"criterion"`
-	Status    string `json:"status"` // met | unmet | unknown
-	Reason    string `json:"reason"`
-}
-
 // judge decodes a verifier's answer for n criteria and checks it for
 // consistency. What comes back is the verdict Needle stands by, the
 // per-criterion judgements (one per criterion, "unknown" where the

@@ -14,7 +14,7 @@ func FuzzDecodeChangeRequest(f *testing.F) {
 		var sc struct {
 			Request json.RawMessage `json:"request"`
 		}
-		_ = json.Unmarshal(MustReadFile(f, "fixtures/changes/"+name+".json"), &sc)
+		_ = json.Unmarshal(MustReadFile(f, "../fixtures/changes/"+name+".json"), &sc)
 		f.Add([]byte(sc.Request))
 	}
 	f.Add([]byte(`{"task":"t","acceptance_criteria":["c"],"scopes":[{"path":".","kind":"subtree"}],"constraints":{"max_files":1,"max_bytes":2,"notes":["n"]},"artifact_ids":["b3:` + "0000000000000000000000000000000000000000000000000000000000000000" + `"]}`))

@@ -1,0 +1,323 @@
+package product
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/needle-dev/needle/product/internal/checkout"
+	"github.com/needle-dev/needle/product/internal/contentid"
+	"github.com/needle-dev/needle/product/internal/snapshot"
+)
+
+// replayCodex makes the engine's App Server the replay server serving the
+// frozen change scenario (frozen/changes/NAME, recorded by make
+// frozen-changes from fixtures/changes/NAME.json).
+func replayCodex(t *testing.T, scenario string) func(*Config) {
+	bench := MustBenchBinary(t)
+	dir, err := filepath.Abs(filepath.Join("..", "frozen", "changes", scenario))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return func(c *Config) {
+		c.Codex = &CodexConfig{Command: []string{bench, "appserver-replay", "--transcripts", dir}, Deadline: time.Minute}
+	}
+}
+
+// changeScenario is a fixtures/changes/NAME.json scenario: the
+// prepare_change request and the fake model's script that recorded it.
+type changeScenario struct {
+	Request json.RawMessage `json:"request"`
+	Script  json.RawMessage `json:"script"`
+	Verify  bool            `json:"verify"`
+}
+
+func mustChangeScenario(t *testing.T, name string) changeScenario {
+	t.Helper()
+	var sc changeScenario
+	if err := json.Unmarshal(MustReadFile(t, "../fixtures/changes/"+name+".json"), &sc); err != nil {
+		t.Fatal(err)
+	}
+	return sc
+}
+
+// MustChangeRequest reads and decodes the prepare_change request of a
+// change scenario.
+func MustChangeRequest(t *testing.T, scenario string) ChangeRequest {
+	t.Helper()
+	req, err := DecodeChangeRequest(mustChangeScenario(t, scenario).Request)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return req
+}
+
+// heldSession is a frozen worker session cut right after its turn started:
+// replayed, the turn never ends by itself, so a test can cancel it.
+func heldSession(t *testing.T, transcript string) string {
+	t.Helper()
+	i := strings.Index(transcript, `"method":"turn/started"`)
+	if i < 0 {
+		t.Fatal("no turn/started in the transcript")
+	}
+	return transcript[:i] + transcript[i:][:strings.IndexByte(transcript[i:], '\n')+1]
+}
+
+// treeDigest hashes every file of the work tree at root (path, mode,
+// content) and git's view of it (HEAD and status): the active work tree
+// must stay byte-identical. Inside .git only the lock file the checkout
+// package keeps for worktree commands may appear.
+func treeDigest(t *testing.T, root string) string {
+	t.Helper()
+	h := sha256.New()
+	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() && d.Name() == ".git" {
+			return filepath.SkipDir
+		}
+		if d.IsDir() {
+			return nil
+		}
+		info, err := d.Info()
+		if err != nil {
+			return err
+		}
+		data := []byte{}
+		if info.Mode().IsRegular() {
+			if data, err = os.ReadFile(p); err != nil {
+				return err
+			}
+		}
+		rel, _ := filepath.Rel(root, p)
+		h.Write([]byte(rel + "\x00" + info.Mode().String() + "\x00"))
+		h.Write(data)
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.Write([]byte(MustRun(t, root, "git", "rev-parse", "HEAD") + MustRun(t, root, "git", "status", "--porcelain", "--ignored")))
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+const crlfComment = "\tCRLF       bool // false whenever Terminator is NUL\n"
+
+// storedPatch returns the operations (with blobs) of a stored patch.
+func storedPatch(t *testing.T, te *testEngine, changeID string, revision int) (status string, ops []storedOperation) {
+	t.Helper()
+	var raw string
+	err := te.store.db.QueryRow(`SELECT status, operations FROM patches WHERE change_id = ? AND revision = ?`, changeID, revision).Scan(&status, &raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal([]byte(raw), &ops); err != nil {
+		t.Fatal(err)
+	}
+	return status, ops
+}
+
+func count(t *testing.T, te *testEngine, query string, args ...any) int {
+	t.Helper()
+	var n int
+	if err := te.store.db.QueryRow(query, args...).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+func digestOf(s string) string { return contentid.OfBytes(snapshot.FileTag, []byte(s)) }
+
+// TestChange_Undeclared: a patch worker that writes a path the request did
+// not declare gets the whole patch rejected; nothing is kept as a patch and
+// the active work tree is byte-identical.
+func TestChange_Undeclared(t *testing.T) {
+	ctx := context.Background()
+	repo := MustFixtureRepo(t, "grepx", true)
+	before := treeDigest(t, repo)
+	te := MustEngine(t, repo, replayCodex(t, "undeclared"))
+	res, err := te.PrepareChange(ctx, "s", MustChangeRequest(t, "undeclared"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Status != ChangeRejected || res.PatchID != "" || len(res.Reasons) != 1 || !strings.Contains(res.Reasons[0], "NOTES.md: outside the declared scopes") {
+		t.Fatalf("prepare_change = %+v, want rejected for NOTES.md", res)
+	}
+	if got := treeDigest(t, repo); got != before {
+		t.Error("the active work tree changed")
+	}
+	status, ops := storedPatch(t, te, res.ChangeID, 1)
+	if status != "rejected" || len(ops) != 0 {
+		t.Errorf("stored attempt %s with %d operations", status, len(ops))
+	}
+	if _, err := te.VerifyChange(ctx, "s", res.ChangeID); KindOf(err) != KindConflict {
+		t.Errorf("verify_change of a rejected change = %v, want a conflict", err)
+	}
+	if n := count(t, te, `SELECT count(*) FROM verifications`); n != 0 {
+		t.Errorf("%d verifications stored", n)
+	}
+}
+
+// TestChange_Errors: unknown and malformed ids, refs that are not certified
+// evidence, and an engine without an App Server are typed errors that
+// store nothing.
+func TestChange_Errors(t *testing.T) {
+	ctx := context.Background()
+	repo := MustFixtureRepo(t, "grepx", false)
+	te := MustEngine(t, repo)
+	req := MustChangeRequest(t, "verified")
+	if _, err := te.PrepareChange(ctx, "s", req); KindOf(err) != KindUnavailable {
+		t.Errorf("PrepareChange without a worker = %v, want unavailable", err)
+	}
+	te2 := MustEngine(t, repo, replayCodex(t, "verified"))
+	req.ArtifactIDs = []string{"b3:" + strings.Repeat("0", 64)}
+	if _, err := te2.PrepareChange(ctx, "s", req); KindOf(err) != KindInvalidInput || !strings.Contains(err.Error(), "artifact_ids[0]") {
+		t.Errorf("PrepareChange with an unknown artifact = %v, want invalid input", err)
+	}
+	if _, err := te2.VerifyChange(ctx, "s", "chg_"+strings.Repeat("0", 24)); KindOf(err) != KindNotFound {
+		t.Errorf("VerifyChange(unknown) = %v, want not found", err)
+	}
+	if _, err := te2.VerifyChange(ctx, "s", "chg_xyz"); KindOf(err) != KindInvalidInput {
+		t.Errorf("VerifyChange(malformed) = %v, want invalid input", err)
+	}
+	if n := count(t, te2, `SELECT count(*) FROM changes`); n != 0 {
+		t.Errorf("%d changes stored by failed calls", n)
+	}
+}
+
+// TestPatchBuild: the patch builder rejects, fail closed, everything a
+// patch worker may not leave behind, and accepts a plain in-scope edit.
+func TestPatchBuild(t *testing.T) {
+	repo := MustFixtureRepo(t, "grepx", true)
+	snap, err := snapshot.Open(context.Background(), repo, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req := ChangeRequest{Task: "t", Criteria: []string{"c"}, Scopes: []PathScope{{Path: "options.go", Kind: ScopeExact}, {Path: "internal", Kind: ScopeSubtree}}}
+	if err := checkChangeRequest(&req); err != nil {
+		t.Fatal(err)
+	}
+	outside := t.TempDir()
+	for _, tc := range []struct {
+		name   string
+		act    func(dir string) error
+		reason string // "" = accepted
+	}{
+		{"inScope", func(d string) error {
+			return os.WriteFile(filepath.Join(d, "options.go"), []byte("package main\n"), 0o644)
+		}, ""},
+		{"subtree", func(d string) error {
+			return errors.Join(os.MkdirAll(filepath.Join(d, "internal", "x"), 0o755), os.WriteFile(filepath.Join(d, "internal", "x", "a.go"), []byte("package x\n"), 0o644))
+		}, ""},
+		{"outOfScope", func(d string) error {
+			return os.WriteFile(filepath.Join(d, "main.go"), []byte("package main\n"), 0o644)
+		}, "main.go: outside the declared scopes"},
+		{"symlinkOut", func(d string) error { return os.Symlink(outside, filepath.Join(d, "internal", "link")) }, "internal/link: a symlink"},
+		{"symlinkOverFile", func(d string) error {
+			return errors.Join(os.Remove(filepath.Join(d, "options.go")), os.Symlink("/etc/passwd", filepath.Join(d, "options.go")))
+		}, "options.go: a symlink"},
+		{"gitChange", func(d string) error {
+			return os.WriteFile(filepath.Join(d, ".git"), []byte("gitdir: /tmp/elsewhere\n"), 0o644)
+		}, ".git: git metadata"},
+		{"nestedGit", func(d string) error {
+			return errors.Join(os.MkdirAll(filepath.Join(d, "internal", ".git"), 0o755), os.WriteFile(filepath.Join(d, "internal", ".git", "config"), []byte("x"), 0o644))
+		}, "internal/.git/config: git metadata"},
+		{"binary", func(d string) error {
+			return os.WriteFile(filepath.Join(d, "options.go"), []byte{0xff, 0xfe, 0}, 0o644)
+		}, "options.go: binary content"},
+		{"upperGit", func(d string) error {
+			return errors.Join(os.MkdirAll(filepath.Join(d, "internal", ".GIT"), 0o755), os.WriteFile(filepath.Join(d, "internal", ".GIT", "config"), []byte("x"), 0o644))
+		}, "internal/.GIT/config: git metadata"},
+		{"shortGit", func(d string) error {
+			return errors.Join(os.MkdirAll(filepath.Join(d, "internal", "GIT~1"), 0o755), os.WriteFile(filepath.Join(d, "internal", "GIT~1", "config"), []byte("x"), 0o644))
+		}, "internal/GIT~1/config: git metadata"},
+		{"backslash", func(d string) error {
+			return os.WriteFile(filepath.Join(d, "internal", `a\b.go`), []byte("package x\n"), 0o644)
+		}, "backslashes"},
+		{"newlineName", func(d string) error {
+			return os.WriteFile(filepath.Join(d, "internal", "a\nb.go"), []byte("package x\n"), 0o644)
+		}, "control characters"},
+		{"notUTF8Name", func(d string) error {
+			return os.WriteFile(filepath.Join(d, "internal", "a\xffb.go"), []byte("package x\n"), 0o644)
+		}, "not a UTF-8 path"},
+		{"nothing", func(string) error { return nil }, "the patch worker changed nothing"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			co, err := checkout.Create(context.Background(), snap, t.TempDir())
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer co.Remove(context.Background())
+			if err := os.MkdirAll(filepath.Join(co.Dir, "internal"), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := tc.act(co.Dir); err != nil {
+				t.Fatal(err)
+			}
+			var a patchAttempt
+			if err := a.build(context.Background(), co, req, nil); err != nil {
+				t.Fatal(err)
+			}
+			a.finish(sessionOutput{Finals: []string{"{}"}}, nil, 1)
+			switch {
+			case tc.reason == "" && (a.status != "accepted" || len(a.ops) != 1):
+				t.Errorf("status %s, reasons %v, ops %d; want accepted with one operation", a.status, a.reasons, len(a.ops))
+			case tc.reason != "" && (a.status != "rejected" || a.patchID != "" || !slices.ContainsFunc(a.reasons, func(r string) bool { return strings.Contains(r, tc.reason) })):
+				t.Errorf("status %s, reasons %v; want rejected for %q", a.status, a.reasons, tc.reason)
+			}
+			if data, _ := os.ReadFile("/etc/passwd"); tc.name == "symlinkOverFile" && slices.ContainsFunc(a.ops, func(o storedOperation) bool { return o.Content == string(data) }) {
+				t.Error("the builder read through a symlink")
+			}
+		})
+	}
+}
+
+// TestChange_Cancel cancels prepare_change while the patch worker's turn
+// runs (the replay server holds a session cut right after turn/started):
+// the turn is interrupted, the process tree and the checkout are gone, and
+// the change is recorded as failed.
+func TestChange_Cancel(t *testing.T) {
+	held := t.TempDir()
+	src := string(MustReadFile(t, filepath.Join("..", "frozen", "changes", "verified", "caf39d0fc07ee18538d51f6d7ac4caf4.jsonl")))
+	MustWriteFile(t, filepath.Join(held, "session.jsonl"), heldSession(t, src))
+	bench := MustBenchBinary(t)
+	te := MustEngine(t, MustFixtureRepo(t, "grepx", false), func(c *Config) {
+		c.Codex = &CodexConfig{Command: []string{bench, "appserver-replay", "--transcripts", held}, Deadline: time.Minute}
+	})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		_, err := te.PrepareChange(ctx, "s", MustChangeRequest(t, "verified"))
+		done <- err
+	}()
+	deadline := time.Now().Add(30 * time.Second)
+	for !hasEntries(filepath.Join(te.data, "checkouts")) {
+		if time.Now().After(deadline) {
+			t.Fatal("the patch worker never started")
+		}
+		runtimeYield()
+	}
+	cancel()
+	if err := <-done; !errors.Is(err, context.Canceled) {
+		t.Fatalf("PrepareChange after cancel = %v", err)
+	}
+	for _, dir := range []string{"checkouts", "codex-homes"} {
+		if hasEntries(filepath.Join(te.data, dir)) {
+			t.Errorf("%s left behind after cancellation", dir)
+		}
+	}
+	var status, reasons string
+	if err := te.store.db.QueryRow(`SELECT c.status, p.reasons FROM changes c JOIN patches p USING (change_id)`).Scan(&status, &reasons); err != nil || status != ChangeFailed {
+		t.Errorf("cancelled change recorded as %q %q (%v)", status, reasons, err)
+	}
+}

@@ -1,0 +1,285 @@
+package product
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestChange_Verified: prepare_change builds the patch from the checkout
+// (content-addressed, blob in SQLite, the work tree untouched), and
+// verify_change's independent verifier verifies it; asking again returns
+// the recorded verdict without a worker.
+func TestChange_Verified(t *testing.T) {
+	ctx := context.Background()
+	repo := MustFixtureRepo(t, "grepx", true)
+	before := treeDigest(t, repo)
+	te := MustEngine(t, repo, replayCodex(t, "verified"))
+	res, err := te.PrepareChange(ctx, "s", MustChangeRequest(t, "verified"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Status != ChangePrepared || !ChangeIDPattern.MatchString(res.ChangeID) || res.VerificationStatus != "not_requested" {
+		t.Fatalf("prepare_change = %+v", res)
+	}
+	if len(res.Operations) != 1 || res.Operations[0].Op != "modify" || res.Operations[0].Path != "options.go" {
+		t.Fatalf("operations = %+v, want options.go modified", res.Operations)
+	}
+	if id := mustID("needle.patch.v1", res.Operations); res.PatchID != id {
+		t.Errorf("patch_id %s is not the content address of its operations (%s)", res.PatchID, id)
+	}
+	_, ops := storedPatch(t, te, res.ChangeID, 1)
+	base := string(MustReadFile(t, filepath.Join(repo, "options.go")))
+	want := strings.Replace(base, "\tCRLF       bool\n", crlfComment, 1)
+	if len(ops) != 1 || ops[0].Content != want {
+		t.Errorf("stored blob:\n%q\nwant\n%q", ops[0].Content, want)
+	}
+	if ops[0].Before != digestOf(base) || ops[0].After != digestOf(want) {
+		t.Errorf("digests before/after = %s/%s", ops[0].Before, ops[0].After)
+	}
+	if res.Accounting.WorkerRuns != 1 || res.Accounting.TotalTokens == 0 {
+		t.Errorf("accounting = %+v", res.Accounting)
+	}
+	if got := treeDigest(t, repo); got != before {
+		t.Error("prepare_change changed the active work tree")
+	}
+	for _, c := range res.Acceptance {
+		if c.Status != "claimed" {
+			t.Errorf("criterion %d coverage %q, want claimed", c.Criterion, c.Status)
+		}
+	}
+	if !slices.ContainsFunc(res.ResidualRisks, func(r string) bool { return strings.HasPrefix(r, "unverified") }) {
+		t.Errorf("residual risks %q do not say the coverage is unverified", res.ResidualRisks)
+	}
+
+	v, err := te.VerifyChange(ctx, "s", res.ChangeID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v.Verdict != VerdictVerified || v.Revision != 1 || v.PatchID != res.PatchID || v.Repair.Status != "not_needed" || v.Recorded {
+		t.Fatalf("verify_change = %+v", v)
+	}
+	if v.Accounting.WorkerRuns != 1 || len(v.Criteria) != 2 || v.Criteria[0].Status != "met" {
+		t.Errorf("verify_change = %+v", v)
+	}
+	again, err := te.VerifyChange(ctx, "s", res.ChangeID)
+	if err != nil || !again.Recorded || again.Verdict != VerdictVerified || again.Accounting.WorkerRuns != 0 {
+		t.Errorf("second verify_change = %+v, %v; want the recorded verdict and no worker", again, err)
+	}
+	if n := count(t, te, `SELECT count(*) FROM verifications WHERE change_id = ?`, res.ChangeID); n != 1 {
+		t.Errorf("%d verifications stored, want 1", n)
+	}
+	if got := treeDigest(t, repo); got != before {
+		t.Error("verify_change changed the active work tree")
+	}
+	for _, dir := range []string{"checkouts", "codex-homes"} {
+		if hasEntries(filepath.Join(te.data, dir)) {
+			t.Errorf("%s left behind", dir)
+		}
+	}
+}
+
+// TestChange_Repair: a first repairable verdict consumes the one repair;
+// the repaired patch (cumulative against the base) is verified.
+func TestChange_Repair(t *testing.T) {
+	ctx := context.Background()
+	repo := MustFixtureRepo(t, "grepx", true)
+	before := treeDigest(t, repo)
+	te := MustEngine(t, repo, replayCodex(t, "repair"))
+	res, err := te.PrepareChange(ctx, "s", MustChangeRequest(t, "repair"))
+	if err != nil || res.Status != ChangePrepared {
+		t.Fatalf("prepare_change = %+v, %v", res, err)
+	}
+	v, err := te.VerifyChange(ctx, "s", res.ChangeID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v.Verdict != VerdictVerified || v.Revision != 2 || v.Repair.Status != "applied" || v.Repair.FromPatchID != res.PatchID || v.PatchID == res.PatchID {
+		t.Fatalf("verify_change = %+v", v)
+	}
+	if v.Accounting.WorkerRuns != 3 {
+		t.Errorf("worker runs %d, want 3 (verify, repair, verify)", v.Accounting.WorkerRuns)
+	}
+	_, ops := storedPatch(t, te, res.ChangeID, 2)
+	base := string(MustReadFile(t, filepath.Join(repo, "options.go")))
+	if len(ops) != 1 || ops[0].Before != digestOf(base) || ops[0].Content != strings.Replace(base, "\tCRLF       bool\n", crlfComment, 1) {
+		t.Errorf("repaired patch is not cumulative against the base: %+v", ops)
+	}
+	var status string
+	var current, repairs int
+	if err := te.store.db.QueryRow(`SELECT status, current_revision, repairs_used FROM changes WHERE change_id = ?`, res.ChangeID).Scan(&status, &current, &repairs); err != nil {
+		t.Fatal(err)
+	}
+	if status != ChangeVerified || current != 2 || repairs != 1 {
+		t.Errorf("change row: %s, revision %d, repairs %d", status, current, repairs)
+	}
+	if got := treeDigest(t, repo); got != before {
+		t.Error("the active work tree changed")
+	}
+}
+
+// TestChange_RepairOnce: a second repairable verdict does not repair
+// again, and asking again runs nothing.
+func TestChange_RepairOnce(t *testing.T) {
+	ctx := context.Background()
+	te := MustEngine(t, MustFixtureRepo(t, "grepx", true), replayCodex(t, "repair_twice"))
+	res, err := te.PrepareChange(ctx, "s", MustChangeRequest(t, "repair_twice"))
+	if err != nil || res.Status != ChangePrepared {
+		t.Fatalf("prepare_change = %+v, %v", res, err)
+	}
+	v, err := te.VerifyChange(ctx, "s", res.ChangeID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v.Verdict != VerdictRepairable || v.Revision != 2 || v.Repair.Status != "exhausted" || v.RepairAvailable || v.Accounting.WorkerRuns != 3 {
+		t.Fatalf("verify_change = %+v", v)
+	}
+	again, err := te.VerifyChange(ctx, "s", res.ChangeID)
+	if err != nil || !again.Recorded || again.Verdict != VerdictRepairable || again.Repair.Status != "exhausted" || again.Accounting.WorkerRuns != 0 {
+		t.Errorf("second verify_change = %+v, %v", again, err)
+	}
+	if n := count(t, te, `SELECT count(*) FROM patches WHERE change_id = ?`, res.ChangeID); n != 2 {
+		t.Errorf("%d patch revisions, want 2", n)
+	}
+	if n := count(t, te, `SELECT count(*) FROM verifications WHERE change_id = ?`, res.ChangeID); n != 2 {
+		t.Errorf("%d verifications, want 2", n)
+	}
+	// The stored rows are immutable.
+	if _, err := te.store.db.Exec(`UPDATE patches SET operations = '[]' WHERE change_id = ?`, res.ChangeID); err == nil {
+		t.Error("a stored patch was rewritten")
+	}
+	for _, stmt := range []string{
+		`UPDATE changes SET request = '{}' WHERE change_id = ?`,
+		`UPDATE changes SET repairs_used = 0 WHERE change_id = ?`,
+		`UPDATE changes SET current_revision = 1 WHERE change_id = ?`,
+		`DELETE FROM verifications WHERE change_id = ?`,
+		`DELETE FROM patches WHERE change_id = ?`,
+		`DELETE FROM changes WHERE change_id = ?`,
+	} {
+		if _, err := te.store.db.Exec(stmt, res.ChangeID); err == nil {
+			t.Errorf("%s succeeded on a stored change", stmt)
+		}
+	}
+}
+
+// TestChange_BaseDrift: a patch whose base changed in the work tree is not
+// verified (a conflict), and no worker runs.
+func TestChange_BaseDrift(t *testing.T) {
+	ctx := context.Background()
+	repo := MustFixtureRepo(t, "grepx", true)
+	te := MustEngine(t, repo, replayCodex(t, "verified"))
+	res, err := te.PrepareChange(ctx, "s", MustChangeRequest(t, "verified"))
+	if err != nil || res.Status != ChangePrepared {
+		t.Fatalf("prepare_change = %+v, %v", res, err)
+	}
+	MustWriteFile(t, filepath.Join(repo, "options.go"), "package main\n")
+	if _, err := te.VerifyChange(ctx, "s", res.ChangeID); KindOf(err) != KindConflict || !strings.Contains(err.Error(), "options.go changed") {
+		t.Errorf("verify_change after drift = %v, want a conflict naming options.go", err)
+	}
+	if n := count(t, te, `SELECT count(*) FROM verifications`); n != 0 {
+		t.Errorf("%d verifications stored", n)
+	}
+}
+
+// TestChange_RepairNoop: a repair that leaves the patch as it was is
+// rejected ("the repair changed nothing"): no second verification of the
+// same patch, the first verdict stands, the repair is consumed.
+func TestChange_RepairNoop(t *testing.T) {
+	ctx := context.Background()
+	te := MustEngine(t, MustFixtureRepo(t, "grepx", true), replayCodex(t, "repair_noop"))
+	res, err := te.PrepareChange(ctx, "s", MustChangeRequest(t, "repair_noop"))
+	if err != nil || res.Status != ChangePrepared {
+		t.Fatalf("prepare_change = %+v, %v", res, err)
+	}
+	v, err := te.VerifyChange(ctx, "s", res.ChangeID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v.Verdict != VerdictRepairable || v.Revision != 1 || v.Repair.Status != "rejected" ||
+		!slices.Equal(v.Repair.Reasons, []string{"the repair changed nothing"}) || v.Accounting.WorkerRuns != 2 {
+		t.Fatalf("verify_change = %+v", v)
+	}
+	again, err := te.VerifyChange(ctx, "s", res.ChangeID)
+	if err != nil || !again.Recorded || again.Repair.Status != "rejected" || again.Repair.FromPatchID != res.PatchID || again.Accounting.WorkerRuns != 0 {
+		t.Errorf("second verify_change = %+v, %v", again, err)
+	}
+	if n := count(t, te, `SELECT count(*) FROM verifications`); n != 1 {
+		t.Errorf("%d verifications, want 1", n)
+	}
+}
+
+// TestChange_CancelRepair cancels verify_change while the repair runs: the
+// first verdict and the consumed repair are already stored, so asking
+// again returns that verdict and runs nothing.
+func TestChange_CancelRepair(t *testing.T) {
+	held := t.TempDir()
+	src := filepath.Join("..", "frozen", "changes", "repair")
+	entries, err := os.ReadDir(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		data := string(MustReadFile(t, filepath.Join(src, e.Name())))
+		if strings.Contains(data, `"scenario":"repair-worker `) {
+			data = heldSession(t, data)
+		}
+		MustWriteFile(t, filepath.Join(held, e.Name()), data)
+	}
+	bench := MustBenchBinary(t)
+	te := MustEngine(t, MustFixtureRepo(t, "grepx", true), func(c *Config) {
+		c.Codex = &CodexConfig{Command: []string{bench, "appserver-replay", "--transcripts", held}, Deadline: time.Minute}
+	})
+	res, err := te.PrepareChange(context.Background(), "s", MustChangeRequest(t, "repair"))
+	if err != nil || res.Status != ChangePrepared {
+		t.Fatalf("prepare_change = %+v, %v", res, err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		_, err := te.VerifyChange(ctx, "s", res.ChangeID)
+		done <- err
+	}()
+	deadline := time.Now().Add(30 * time.Second)
+	for count(t, te, `SELECT count(*) FROM verifications`) == 0 || !hasEntries(filepath.Join(te.data, "checkouts")) {
+		if time.Now().After(deadline) {
+			t.Fatal("the repair never started")
+		}
+		runtimeYield()
+	}
+	cancel()
+	if err := <-done; !errors.Is(err, context.Canceled) {
+		t.Fatalf("VerifyChange after cancel = %v", err)
+	}
+	var status string
+	var repairs int
+	if err := te.store.db.QueryRow(`SELECT status, repairs_used FROM changes`).Scan(&status, &repairs); err != nil || status != ChangeRepairable || repairs != 1 {
+		t.Errorf("change after a cancelled repair: %s, repairs %d (%v)", status, repairs, err)
+	}
+	again, err := te.VerifyChange(context.Background(), "s", res.ChangeID)
+	if err != nil || !again.Recorded || again.Verdict != VerdictRepairable || again.Repair.Status != "failed" || again.Accounting.WorkerRuns != 0 {
+		t.Errorf("verify_change after the cancelled repair = %+v, %v", again, err)
+	}
+	if hasEntries(filepath.Join(te.data, "checkouts")) {
+		t.Error("checkouts left behind")
+	}
+}
+
+// TestChange_BaseIntact: an added file's base is its absence; a file that
+// appeared or changed since is a conflict.
+func TestChange_BaseIntact(t *testing.T) {
+	repo := MustFixtureRepo(t, "grepx", true)
+	te := MustEngine(t, repo)
+	add := []storedOperation{{PatchOperation: PatchOperation{Op: "add", Path: "internal/new.go"}}}
+	if err := te.baseIntact(add); err != nil {
+		t.Errorf("baseIntact(add of an absent file) = %v", err)
+	}
+	MustWriteFile(t, filepath.Join(repo, "internal", "new.go"), "package internal\n")
+	if err := te.baseIntact(add); KindOf(err) != KindConflict {
+		t.Errorf("baseIntact(add of a file that appeared) = %v, want a conflict", err)
+	}
+}

@@ -1,0 +1,114 @@
+package product
+
+import (
+	"slices"
+	"sort"
+)
+
+// Dependency is one thing a certificate depends on: a file's content digest
+// or a directory listing's digest.
+type Dependency struct {
+	Kind   string `json:"kind"` // file | dir
+	Path   string `json:"path"`
+	Digest string `json:"digest"`
+}
+
+// CertificateBody is the canonical content of an artifact certificate; its
+// content id is the certificate_id.
+type CertificateBody struct {
+	Scope            string          `json:"scope"`
+	Root             string          `json:"root"`
+	ArtifactID       string          `json:"artifact_id"`
+	ValidatorVersion string          `json:"validator_version"`
+	Level            string          `json:"level"`
+	Satisfies        Satisfies       `json:"satisfies"`
+	Dependencies     []Dependency    `json:"dependencies"`
+	Cited            []CitedLocation `json:"cited"`
+	ClaimIDs         []string        `json:"claim_ids"`
+	Notes            []string        `json:"notes"`
+}
+
+// Evidence is a certified artifact with its newest certificate, as the
+// resolver sees it.
+type Evidence struct {
+	ArtifactID    string
+	CertificateID string
+	Proposal      Proposal
+	Certificate   CertificateBody
+	Claims        []ClaimAt
+	Seq           int64 // insertion order of the certificate: newer is larger
+}
+
+// certify turns a certified Validation into its artifact id and certificate.
+func certify(root string, v *Validation) (artifactID string, body CertificateBody, certID string) {
+	artifactID = mustID("needle.artifact.v1", v.Proposal)
+	body = CertificateBody{
+		Scope: "artifact", Root: root, ArtifactID: artifactID, ValidatorVersion: ValidatorVersion,
+		Level: v.Level, Satisfies: v.Satisfies, Cited: v.Cited, Notes: append([]string{}, v.Notes...),
+	}
+	for p, d := range v.Files {
+		body.Dependencies = append(body.Dependencies, Dependency{"file", p, d})
+	}
+	for p, d := range v.Dirs {
+		body.Dependencies = append(body.Dependencies, Dependency{"dir", p, d})
+	}
+	sort.Slice(body.Dependencies, func(i, j int) bool {
+		a, b := body.Dependencies[i], body.Dependencies[j]
+		return a.Kind+"\x00"+a.Path < b.Kind+"\x00"+b.Path
+	})
+	for _, c := range v.Claims {
+		body.ClaimIDs = append(body.ClaimIDs, c.ID)
+	}
+	sort.Strings(body.ClaimIDs)
+	return artifactID, body, mustID("needle.certificate.v1", body)
+}
+
+// Satisfies lists, per facet, the values a certified artifact satisfies; an
+// obligation is satisfied when each facet it constrains has its value here.
+type Satisfies struct {
+	Kind         CapabilityKind `json:"kind"`
+	Polarity     []string       `json:"polarity,omitempty"`
+	Selection    []string       `json:"selection,omitempty"`
+	Scenario     string         `json:"scenario,omitempty"`
+	Completeness []string       `json:"completeness,omitempty"`
+	Granularity  []string       `json:"granularity,omitempty"`
+}
+
+// satisfies reports whether an artifact with these facets meets ob.
+func (s Satisfies) satisfies(ob Obligation) bool {
+	if s.Kind != ob.Kind {
+		return false
+	}
+	in := func(v string, set []string) bool { return v == "" || slices.Contains(set, v) }
+	f := ob.Facets
+	return in(f.Polarity, s.Polarity) && in(f.Selection, s.Selection) &&
+		(f.Scenario == "" || f.Scenario == s.Scenario) &&
+		in(f.Completeness, s.Completeness) && in(f.Granularity, s.Granularity)
+}
+
+// CitedLocation is a span a certificate cites, with the exact text of the
+// cited lines: proof replay looks for that text when the file changes.
+type CitedLocation struct {
+	Path      string `json:"path"`
+	StartLine int    `json:"start_line"`
+	EndLine   int    `json:"end_line"`
+	Excerpt   string `json:"excerpt"`
+}
+
+// Claim is an atomic fact drawn from a certified artifact. It carries no line
+// numbers, so the same fact keeps its id when the code moves.
+type Claim struct {
+	Kind          string  `json:"kind"` // declared | literal | calls | test_reaches
+	Subject       Subject `json:"subject"`
+	Path          string  `json:"path"`
+	ExcerptDigest string  `json:"excerpt_digest"`
+	Detail        string  `json:"detail,omitempty"` // callee, test name, …
+}
+
+// ClaimAt is a claim and where the certificate found it.
+type ClaimAt struct {
+	Claim     Claim
+	ID        string
+	StartLine int
+	EndLine   int
+}
