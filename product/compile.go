@@ -16,12 +16,6 @@ import (
 // different NeedIR. It is part of the semantic-definition digest.
 const CompilerVersion = "needle-compiler/1"
 
-// Identity tags: the domain-separation tag of each kind of content id.
-const (
-	tagNeed       = "needle.need.v1"
-	tagDefinition = "needle.definition.v1"
-)
-
 // NeedIR is the canonical meaning of a need: what Compile makes of a request.
 // Two requests with the same NeedIR are the same need and share a need_id.
 // The task wording is not part of it.

@@ -2,8 +2,6 @@ package product
 
 import (
 	"sync"
-
-	"github.com/needle-dev/needle/product/internal/contentid"
 )
 
 // SemanticDefinition is everything that gives a NeedIR its meaning: the route
@@ -38,13 +36,7 @@ func Definition() SemanticDefinition {
 	}
 }
 
-var definitionID = sync.OnceValue(func() string {
-	id, err := contentid.Of(tagDefinition, Definition())
-	if err != nil {
-		panic("product: semantic definition does not encode: " + err.Error())
-	}
-	return id
-})
+var definitionID = sync.OnceValue(func() string { return mustID(tagDefinition, Definition()) })
 
 // DefinitionID returns the content id of Definition().
 func DefinitionID() string { return definitionID() }

@@ -46,7 +46,7 @@
 //	trace.state-flow       implementation_location(selection=primary) + runtime_flow(scenario=default)
 //	tests.relevant         focused_tests(selection=representative)
 //
-// The need_id is "b3:" + hex BLAKE3-256 over the tag "needle.need.v1", a zero
+// The need_id is "b3:" + hex BLAKE3-256 over the tag tagNeed, a zero
 // byte and the canonical JSON of the NeedIR (sorted keys, no insignificant
 // white space, NFC strings). The task text is carried for the worker prompt
 // but is not part of the IR, so rewording it, reordering keys or obligations,

@@ -60,7 +60,7 @@ func (e *Engine) PrepareChange(ctx context.Context, session string, req ChangeRe
 		return ChangeResult{}, &Error{Op: "change.prepare", Kind: KindUnavailable,
 			Err: fmt.Errorf("role profile %s revision %d runs patch workers %s: no change can be prepared", profile.ID, profile.Revision, profile.Profile.Sandbox.Patch)}
 	}
-	requestID := mustID("needle.change_request.v1", req)
+	requestID := mustID(tagChangeRequest, req)
 	res := ChangeResult{ChangeID: newChangeID(), Revision: 1, VerificationStatus: "not_requested"}
 	var base string
 	att := patchAttempt{revision: 1}
@@ -68,7 +68,7 @@ func (e *Engine) PrepareChange(ctx context.Context, session string, req ChangeRe
 		Scenario: "patch-worker ",
 		Invocation: func(snap string) string {
 			base = snap
-			return mustID("needle.invocation.v1", map[string]string{"role": "patch", "request": requestID, "snapshot": snap})
+			return mustID(tagInvocation, map[string]string{"role": "patch", "request": requestID, "snapshot": snap})
 		},
 		Instructions: patchInstructions,
 		OnRequest:    answerWorkerRequest,
@@ -223,7 +223,7 @@ func (a *patchAttempt) finish(out sessionOutput, runErr error, criteria int) {
 		return
 	}
 	a.status = "accepted"
-	a.patchID = mustID("needle.patch.v1", a.publicOps())
+	a.patchID = mustID(tagPatch, a.publicOps())
 }
 
 func (a *patchAttempt) publicOps() []PatchOperation {

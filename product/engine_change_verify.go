@@ -124,7 +124,7 @@ func (e *Engine) verifyOnce(ctx context.Context, c changeRecord, p patchAttempt,
 	spec := sessionSpec{
 		Scenario: "verify-worker ",
 		Invocation: func(snap string) string {
-			return mustID("needle.invocation.v1", map[string]string{"role": "verify", "request": c.RequestID, "patch": p.patchID, "snapshot": snap})
+			return mustID(tagInvocation, map[string]string{"role": "verify", "request": c.RequestID, "patch": p.patchID, "snapshot": snap})
 		},
 		Lay:          writes(p.ops),
 		LayBase:      baseOf(p.ops),
@@ -159,8 +159,8 @@ func (e *Engine) repairOnce(ctx context.Context, c changeRecord, cur patchAttemp
 	spec := sessionSpec{
 		Scenario: "repair-worker ",
 		Invocation: func(snap string) string {
-			return mustID("needle.invocation.v1", map[string]any{"role": "repair", "request": c.RequestID, "patch": cur.patchID,
-				"verdict": mustID("needle.verdict.v1", v), "snapshot": snap})
+			return mustID(tagInvocation, map[string]any{"role": "repair", "request": c.RequestID, "patch": cur.patchID,
+				"verdict": mustID(tagVerdict, v), "snapshot": snap})
 		},
 		Lay:          writes(cur.ops),
 		LayBase:      baseOf(cur.ops),

@@ -307,7 +307,7 @@ func (e *Engine) finish(ctx context.Context, session string, need CompiledNeed, 
 	}
 	r.Step = StepInfo{Ordinal: ordinal, Relation: rel}
 	r.Context = frontierView(r, d, plan, e.cfg.FrontierBudget)
-	r.ResultDigest = mustID("needle.result.v1", r)
+	r.ResultDigest = mustID(tagResult, r)
 	if err := e.store.putResolution(ctx, e.root, session, r, plan); err != nil {
 		return NeedResult{}, err
 	}

@@ -41,7 +41,7 @@ type Evidence struct {
 
 // certify turns a certified Validation into its artifact id and certificate.
 func certify(root string, v *Validation) (artifactID string, body CertificateBody, certID string) {
-	artifactID = mustID("needle.artifact.v1", v.Proposal)
+	artifactID = mustID(tagArtifact, v.Proposal)
 	body = CertificateBody{
 		Scope: "artifact", Root: root, ArtifactID: artifactID, ValidatorVersion: ValidatorVersion,
 		Level: v.Level, Satisfies: v.Satisfies, Cited: v.Cited, Notes: append([]string{}, v.Notes...),
@@ -60,7 +60,7 @@ func certify(root string, v *Validation) (artifactID string, body CertificateBod
 		body.ClaimIDs = append(body.ClaimIDs, c.ID)
 	}
 	sort.Strings(body.ClaimIDs)
-	return artifactID, body, mustID("needle.certificate.v1", body)
+	return artifactID, body, mustID(tagCertificate, body)
 }
 
 // Satisfies lists, per facet, the values a certified artifact satisfies; an

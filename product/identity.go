@@ -8,6 +8,31 @@ import (
 	"github.com/needle-dev/needle/product/internal/contentid"
 )
 
+// Identity: every durable object is named by its content id, "b3:" and the
+// hex BLAKE3-256 of a domain-separation tag and its canonical JSON
+// (product/internal/contentid). The tag keeps ids of different kinds apart
+// even where their JSON coincides; a tag never changes meaning, so a new
+// encoding of an object gets a new tag (".v2"), never an old one.
+//
+// The leaves own the tags of what they hash themselves: file contents,
+// directory listings and snapshots (snapshot.FileTag, DirTag, SnapshotTag)
+// and migrations (migrate.DigestTag).
+const (
+	tagNeed          = "needle.need.v1"           // NeedIR → need_id
+	tagDefinition    = "needle.definition.v1"     // SemanticDefinition → definition_id
+	tagArtifact      = "needle.artifact.v1"       // Proposal → artifact_id
+	tagCertificate   = "needle.certificate.v1"    // an artifact's or a need's certificate body → certificate_id
+	tagClaim         = "needle.claim.v1"          // Claim → claim_id
+	tagExcerpt       = "needle.excerpt.v1"        // the text of a cited span → Claim.ExcerptDigest
+	tagPlan          = "needle.plan.v1"           // a plan's operator DAG → plan_id
+	tagResult        = "needle.result.v1"         // NeedResult → result_digest
+	tagInvocation    = "needle.invocation.v1"     // what a worker session's prompts depend on → invocation id
+	tagChangeRequest = "needle.change_request.v1" // ChangeRequest → request_id
+	tagPatch         = "needle.patch.v1"          // a patch's operations → patch_id
+	tagVerdict       = "needle.verdict.v1"        // a verifier's verdict → part of a repair's invocation
+	tagProfile       = "needle.profile.v1"        // Profile → a revision's digest
+)
+
 // mustID returns the content id of a value the product itself built; such a
 // value always encodes.
 func mustID(tag string, v any) string {
@@ -18,6 +43,8 @@ func mustID(tag string, v any) string {
 	return id
 }
 
+// mustJSON returns the canonical JSON of a value the product itself built,
+// as it is stored.
 func mustJSON(v any) string {
 	c, err := contentid.Canonical(v)
 	if err != nil {
@@ -26,16 +53,17 @@ func mustJSON(v any) string {
 	return string(c)
 }
 
-// newSessionID returns a fresh session id with a readable prefix.
-func newSessionID(prefix string) string {
+// Random ids name what has no content to address: a session, a change.
+// They are 96 random bits in hex behind a readable prefix.
+
+// newSessionID returns a fresh session id: prefix, "-", 24 hex digits.
+func newSessionID(prefix string) string { return prefix + "-" + randomHex() }
+
+// newChangeID returns a fresh opaque change id (ChangeIDPattern).
+func newChangeID() string { return "chg_" + randomHex() }
+
+func randomHex() string {
 	var b [12]byte
 	_, _ = rand.Read(b[:]) // crypto/rand never fails on supported platforms
-	return prefix + "-" + hex.EncodeToString(b[:])
-}
-
-// newChangeID returns a fresh opaque change id.
-func newChangeID() string {
-	var b [12]byte
-	_, _ = rand.Read(b[:])
-	return "chg_" + hex.EncodeToString(b[:])
+	return hex.EncodeToString(b[:])
 }

@@ -87,7 +87,7 @@ func (s *Store) putProfileRevision(ctx context.Context, id string, p Profile, on
 	if err := checkProfile(p); err != nil {
 		return ProfileRevision{}, err
 	}
-	rev := ProfileRevision{ID: id, Profile: p, Digest: mustID("needle.profile.v1", p)}
+	rev := ProfileRevision{ID: id, Profile: p, Digest: mustID(tagProfile, p)}
 	err := s.inTx(ctx, "store.profile", func(tx *sql.Tx, now string) error {
 		var last int
 		if err := tx.QueryRow(`SELECT coalesce(max(revision), 0) FROM profile_revisions WHERE profile_id = ?`, id).Scan(&last); err != nil {

@@ -34,7 +34,7 @@ type Plan struct {
 
 // ID returns the plan's content id (its cost estimate is not part of it).
 func (p Plan) ID() string {
-	return mustID("needle.plan.v1", struct {
+	return mustID(tagPlan, struct {
 		NeedID string     `json:"need_id"`
 		Nodes  []PlanNode `json:"nodes"`
 	}{p.NeedID, p.Nodes})

@@ -78,7 +78,7 @@ func (s *Store) putNeedCertificate(ctx context.Context, root, needID string, cho
 		}
 	}
 	sort.Strings(body.Members)
-	id := mustID("needle.certificate.v1", body)
+	id := mustID(tagCertificate, body)
 	err := s.inTx(ctx, "store.need_certificate", func(tx *sql.Tx, now string) error {
 		res, err := tx.Exec(`INSERT INTO certificates (certificate_id, root, scope, need_id, validator_version, level, body, created_at)
 			VALUES (?, ?, 'need', ?, ?, 'bundle', ?, ?) ON CONFLICT (certificate_id) DO NOTHING`,

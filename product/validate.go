@@ -223,7 +223,7 @@ func lastComponent(name string) string {
 }
 
 func excerptDigest(src []byte, span goevidence.Span) string {
-	return contentid.OfBytes("needle.excerpt.v1", []byte(excerpt(src, span.Start, span.End)))
+	return contentid.OfBytes(tagExcerpt, []byte(excerpt(src, span.Start, span.End)))
 }
 
 func (val *validator) lexical() {
@@ -234,10 +234,7 @@ func (val *validator) lexical() {
 }
 
 func (val *validator) addClaim(c Claim, span goevidence.Span) {
-	id, err := contentid.Of("needle.claim.v1", c)
-	if err != nil {
-		panic("product: claim does not encode: " + err.Error())
-	}
+	id := mustID(tagClaim, c)
 	for _, have := range val.v.Claims {
 		if have.ID == id {
 			return

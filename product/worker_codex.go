@@ -264,7 +264,7 @@ func (w *codexWorker) run(ctx context.Context, root string, spec sessionSpec) (o
 // invocationID names a worker session by everything its prompt depends on,
 // so a recorded session can be found again from what the product sends.
 func invocationID(req WorkerRequest, snapshotID string) string {
-	return mustID("needle.invocation.v1", struct {
+	return mustID(tagInvocation, struct {
 		NeedID   string       `json:"need_id"`
 		Missing  []Obligation `json:"missing"`
 		Task     string       `json:"task"`
