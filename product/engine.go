@@ -24,6 +24,9 @@ type Config struct {
 	Transport string // recorded with sessions: cli, mcp, hook, api (default)
 	MainModel string
 	Limits    Limits
+	// RoleProfile, when set, names the role profile whose newest revision
+	// the engine runs under: its limits replace Limits.
+	RoleProfile string
 	// FrontierBudget bounds the context text in bytes (default 6 KiB).
 	FrontierBudget int
 	// Prices weigh operator costs in economic selection (default: defaultPrices).
@@ -40,6 +43,8 @@ type Engine struct {
 	root  string
 	turn  fifo
 	codex *codexWorker // runs change workers; nil without an App Server
+	// profile is the revision of Config.RoleProfile; zero without one.
+	profile ProfileRevision
 
 	mu      sync.Mutex
 	ledgers map[string]*Ledger
@@ -92,6 +97,13 @@ func Open(ctx context.Context, cfg Config) (*Engine, error) {
 		st.Close()
 		return nil, err
 	}
+	if cfg.RoleProfile != "" {
+		if e.profile, err = e.Profile(ctx, cfg.RoleProfile); err != nil {
+			st.Close()
+			return nil, err
+		}
+		e.cfg.Limits = Limits{Needs: e.profile.Profile.Limits.Needs, Workers: e.profile.Profile.Limits.Workers}.clamp()
+	}
 	return e, nil
 }
 
@@ -100,6 +112,13 @@ func (e *Engine) Close() error { return e.store.Close() }
 
 // Root returns the repository root the engine resolves against.
 func (e *Engine) Root() string { return e.root }
+
+// RoleProfile returns the revision of Config.RoleProfile the engine runs
+// under; the zero revision without one.
+func (e *Engine) RoleProfile() ProfileRevision { return e.profile }
+
+// Routes returns the routes enabled for the engine's needs.
+func (e *Engine) Routes() RouteSet { return e.cfg.Routes }
 
 // ProposeResult is the outcome of an operator's proposal.
 type ProposeResult struct {
@@ -153,6 +172,25 @@ func (e *Engine) ledger(ctx context.Context, session string) (*Ledger, error) {
 	l := &Ledger{}
 	e.ledgers[session] = l
 	return l, nil
+}
+
+// FreezeSession starts a session and records what it froze (f) with the
+// repository and the session limits in force.
+func (e *Engine) FreezeSession(ctx context.Context, session string, f SessionFreeze) error {
+	if _, err := e.ledger(ctx, session); err != nil {
+		return err
+	}
+	return e.store.freezeSession(ctx, session, e.root, f, e.cfg.Limits)
+}
+
+// sessionProfile is the role-profile revision a session froze; a session
+// that froze none (the API, the CLI) uses the newest default revision.
+func (e *Engine) sessionProfile(ctx context.Context, session string) (ProfileRevision, error) {
+	rev, ok, err := e.store.sessionProfile(ctx, session)
+	if ok || err != nil {
+		return rev, err
+	}
+	return e.Profile(ctx, DefaultProfileID)
 }
 
 // fifo is a lock granted in arrival order: one resolution is active, the

@@ -371,18 +371,17 @@ func (e *Engine) certifiedRefs(ctx context.Context, req ChangeRequest) ([]string
 }
 
 func (e *Engine) freshArtifact(ctx context.Context, id string) (*candidate, error) {
-	certs, err := e.store.certificatesOf(ctx, `SELECT certificate_id FROM certificates
-		WHERE artifact_id = ? AND scope = 'artifact' AND root = ? ORDER BY rowid DESC LIMIT 1`, id, e.root)
-	if err != nil || len(certs) == 0 {
+	cert, ok, err := e.store.artifactCertificate(ctx, e.root, id)
+	if !ok || err != nil {
 		return nil, err
 	}
-	return e.freshEvidence(ctx, certs[0])
+	return e.freshEvidence(ctx, cert)
 }
 
 func (e *Engine) freshClaim(ctx context.Context, id string) (*candidate, *ClaimAt, error) {
-	certs, err := e.store.certificatesOf(ctx, `SELECT cc.certificate_id FROM certificate_claims cc
-		JOIN certificates c ON c.certificate_id = cc.certificate_id
-		WHERE cc.claim_id = ? AND c.root = ? ORDER BY c.rowid DESC LIMIT 4`, id, e.root)
+	// A claim is carried by every certificate that re-certified its
+	// artifact; the newest few are enough to find a fresh one.
+	certs, err := e.store.claimCertificates(ctx, e.root, id, 4)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -42,7 +42,8 @@ func (c *cli) mcpServe(args []string) int {
 		fmt.Fprintf(c.stderr, "needle mcp serve: --data-dir, --repository, --main-model and --role-profile are required\n\n%s", usageMCPServe)
 		return 2
 	}
-	cfg := Config{DataDir: *dataDir, Repository: *repo, CacheOnly: *cacheOnly, Transport: "mcp", MainModel: *mainModel}
+	cfg := Config{DataDir: *dataDir, Repository: *repo, CacheOnly: *cacheOnly, Transport: "mcp", MainModel: *mainModel,
+		RoleProfile: *profileID}
 	var err error
 	if !*cacheOnly {
 		if cfg.Codex, err = codexConfig(c.ctx, *dataDir, *codex); err != nil {
@@ -54,12 +55,7 @@ func (c *cli) mcpServe(args []string) int {
 		return c.fail("mcp serve", err)
 	}
 	defer eng.Close()
-	rev, err := eng.Profile(c.ctx, *profileID)
-	if err != nil {
-		return c.fail("mcp serve", err)
-	}
-	eng.cfg.Limits = Limits{Needs: rev.Profile.Limits.Needs, Workers: rev.Profile.Limits.Workers}.clamp()
-	err = ServeMCP(c.ctx, MCPConfig{Engine: eng, Repository: *repo, MainModel: *mainModel, Profile: rev,
+	err = ServeMCP(c.ctx, MCPConfig{Engine: eng, Repository: *repo, MainModel: *mainModel, Profile: eng.RoleProfile(),
 		CacheOnly: *cacheOnly, WorkerReady: cfg.Codex != nil, Log: c.stderr}, c.stdin, c.stdout)
 	if err != nil {
 		return c.fail("mcp serve", err)

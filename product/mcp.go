@@ -2,7 +2,6 @@ package product
 
 import (
 	"context"
-	"database/sql"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -91,17 +90,8 @@ func (s *mcpSession) initialize(ctx context.Context, req jsonrpc.Request) (any, 
 
 // freeze records the session and what it froze.
 func (s *mcpSession) freeze(ctx context.Context, version string) error {
-	e := s.cfg.Engine
-	if _, err := e.ledger(ctx, s.id); err != nil {
-		return err
-	}
-	policy := map[string]any{"cache_only": s.cfg.CacheOnly, "worker": s.cfg.WorkerReady && !s.cfg.CacheOnly,
-		"limits": e.cfg.Limits, "profile_digest": s.cfg.Profile.Digest}
-	return e.store.inTx(ctx, "store.session_freeze", func(tx *sql.Tx, _ string) error {
-		_, err := tx.Exec(`INSERT INTO session_freezes (session_id, repository, profile_id, profile_revision, worker_policy, protocol_version)
-			VALUES (?, ?, ?, ?, ?, ?)`, s.id, e.root, s.cfg.Profile.ID, s.cfg.Profile.Revision, mustJSON(policy), version)
-		return err
-	})
+	return s.cfg.Engine.FreezeSession(ctx, s.id, SessionFreeze{Profile: s.cfg.Profile, CacheOnly: s.cfg.CacheOnly,
+		Worker: s.cfg.WorkerReady && !s.cfg.CacheOnly, Protocol: version})
 }
 
 func (s *mcpSession) protocol() string {
@@ -121,7 +111,7 @@ func (s *mcpSession) toolsList(context.Context, jsonrpc.Request) (any, error) {
 		"title": "Need context",
 		"description": "Resolve a typed need (implementation location, runtime flow, focused tests) from certified " +
 			"evidence proven fresh for the current source, or a bounded read-only worker, or a typed bypass.",
-		"inputSchema": needContextInputSchema(s.cfg.Engine.cfg.Routes),
+		"inputSchema": needContextInputSchema(s.cfg.Engine.Routes()),
 	}
 	if s.modern() {
 		tool["outputSchema"] = needContextOutputSchema()
@@ -160,7 +150,7 @@ func (s *mcpSession) toolsCall(ctx context.Context, req jsonrpc.Request) (any, e
 	}
 	nreq, err := DecodeNeedRequest(args)
 	if err == nil {
-		_, err = Compile(nreq, s.cfg.Engine.cfg.Routes)
+		_, err = Compile(nreq, s.cfg.Engine.Routes())
 	}
 	if err != nil {
 		return nil, invalidParams(err)

@@ -1,10 +1,13 @@
 package product
 
 import (
+	"go/ast"
 	"go/parser"
 	"go/token"
 	"path/filepath"
+	"regexp"
 	"strconv"
+	"strings"
 	"testing"
 )
 
@@ -36,5 +39,44 @@ func TestPureCoreImports(t *testing.T) {
 				t.Errorf("%s imports %s; the pure core must not", fset.Position(imp.Pos()), path)
 			}
 		}
+	}
+}
+
+// TestSQLOnlyInStore keeps SQL in the store: only store_*.go import
+// database/sql, and no other file holds a SQL statement in a string (a
+// query handed to the store as text would be SQL outside it).
+func TestSQLOnlyInStore(t *testing.T) {
+	files, err := filepath.Glob("*.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	statement := regexp.MustCompile(`(?i)^\s*(SELECT|INSERT|UPDATE|DELETE|PRAGMA|CREATE|WITH)\s`)
+	fset := token.NewFileSet()
+	checked := 0
+	for _, name := range files {
+		if strings.HasSuffix(name, "_test.go") || strings.HasPrefix(name, "store") {
+			continue
+		}
+		checked++
+		f, err := parser.ParseFile(fset, name, nil, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, imp := range f.Imports {
+			if path, _ := strconv.Unquote(imp.Path.Value); path == "database/sql" {
+				t.Errorf("%s imports database/sql; SQL belongs in store_*.go", fset.Position(imp.Pos()))
+			}
+		}
+		ast.Inspect(f, func(n ast.Node) bool {
+			if lit, ok := n.(*ast.BasicLit); ok && lit.Kind == token.STRING {
+				if s, _ := strconv.Unquote(lit.Value); statement.MatchString(s) {
+					t.Errorf("%s: a SQL statement outside store_*.go: %.60q", fset.Position(lit.Pos()), s)
+				}
+			}
+			return true
+		})
+	}
+	if checked == 0 {
+		t.Fatal("no source files checked")
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"embed"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/url"
@@ -205,4 +206,60 @@ func storeError(op string, err error) error {
 		kind = KindNotFound
 	}
 	return &Error{Op: op, Kind: kind, Err: err}
+}
+
+func nonNil(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
+}
+
+// decodeStored decodes JSON the product wrote itself; a failure means the
+// store was edited behind the product's back.
+func decodeStored(data string, dst any) error {
+	if err := json.Unmarshal([]byte(data), dst); err != nil {
+		return &Error{Op: "store.decode", Kind: KindStore, Err: fmt.Errorf("stored record does not decode: %w", err)}
+	}
+	return nil
+}
+
+// rowScanner is a *sql.Row or *sql.Rows.
+type rowScanner interface{ Scan(dest ...any) error }
+
+// queryAll runs a query and scans every row with scan, closing the rows
+// before it returns, so the caller may query again. A scan error that is
+// already an *Error (a stored record that does not decode) is returned as
+// it is; any other failure is a store error of op.
+func queryAll[T any](ctx context.Context, db *sql.DB, op, query string, args []any, scan func(rowScanner, *T) error) ([]T, error) {
+	rows, err := db.QueryContext(ctx, query, args...)
+	if err != nil {
+		return nil, storeError(op, err)
+	}
+	defer rows.Close()
+	var out []T
+	for rows.Next() {
+		var v T
+		if err := scan(rows, &v); err != nil {
+			if _, ok := err.(*Error); ok {
+				return nil, err
+			}
+			return nil, storeError(op, err)
+		}
+		out = append(out, v)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, storeError(op, err)
+	}
+	return out, nil
+}
+
+// errNoRows reports whether err is sql.ErrNoRows.
+func errNoRows(err error) bool { return errors.Is(err, sql.ErrNoRows) }
+
+func boolInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }

@@ -103,24 +103,14 @@ type verificationRecord struct {
 
 // verifications loads a change's verifications in order.
 func (s *Store) verifications(ctx context.Context, changeID string) ([]verificationRecord, error) {
-	rows, err := s.db.QueryContext(ctx, `SELECT body FROM verifications WHERE change_id = ? ORDER BY ordinal`, changeID)
-	if err != nil {
-		return nil, storeError("store.verifications", err)
-	}
-	defer rows.Close()
-	var out []verificationRecord
-	for rows.Next() {
-		var body string
-		var v verificationRecord
-		if err := rows.Scan(&body); err != nil {
-			return nil, storeError("store.verifications", err)
-		}
-		if err := decodeStored(body, &v); err != nil {
-			return nil, err
-		}
-		out = append(out, v)
-	}
-	return out, rows.Err()
+	return queryAll(ctx, s.db, "store.verifications", `SELECT body FROM verifications WHERE change_id = ? ORDER BY ordinal`, []any{changeID},
+		func(rows rowScanner, v *verificationRecord) error {
+			var body string
+			if err := rows.Scan(&body); err != nil {
+				return err
+			}
+			return decodeStored(body, v)
+		})
 }
 
 // putVerification stores a verification and the change's new projection,
@@ -146,41 +136,6 @@ func (s *Store) putVerification(ctx context.Context, c changeRecord, v verificat
 	})
 }
 
-// certificatesOf runs a query returning certificate ids.
-func (s *Store) certificatesOf(ctx context.Context, query string, args ...any) ([]string, error) {
-	rows, err := s.db.QueryContext(ctx, query, args...)
-	if err != nil {
-		return nil, storeError("store.certificates", err)
-	}
-	defer rows.Close()
-	var out []string
-	for rows.Next() {
-		var id string
-		if err := rows.Scan(&id); err != nil {
-			return nil, storeError("store.certificates", err)
-		}
-		out = append(out, id)
-	}
-	return out, rows.Err()
-}
-
-// sessionProfile is the role-profile revision a session froze; a session
-// that froze none (the API, the CLI) uses the newest default revision.
-func (e *Engine) sessionProfile(ctx context.Context, session string) (ProfileRevision, error) {
-	var rev ProfileRevision
-	var body string
-	err := e.store.db.QueryRowContext(ctx, `SELECT f.profile_id, f.profile_revision, p.body, p.digest FROM session_freezes f
-		JOIN profile_revisions p ON p.profile_id = f.profile_id AND p.revision = f.profile_revision
-		WHERE f.session_id = ?`, session).Scan(&rev.ID, &rev.Revision, &body, &rev.Digest)
-	if err == nil {
-		return rev, decodeStored(body, &rev.Profile)
-	}
-	if !errNoRows(err) {
-		return rev, storeError("store.session_profile", err)
-	}
-	return e.Profile(ctx, DefaultProfileID)
-}
-
 // putPatch stores a patch attempt of a change and the change's new
 // projection, in one transaction.
 func (s *Store) putPatch(ctx context.Context, c changeRecord, a patchAttempt) error {
@@ -197,23 +152,13 @@ func (s *Store) putPatch(ctx context.Context, c changeRecord, a patchAttempt) er
 // patchAttempts loads every patch attempt of a change (without blobs), by
 // revision.
 func (s *Store) patchAttempts(ctx context.Context, changeID string) ([]patchAttempt, error) {
-	rows, err := s.db.QueryContext(ctx, `SELECT revision, status, coalesce(patch_id, ''), reasons FROM patches
-		WHERE change_id = ? ORDER BY revision`, changeID)
-	if err != nil {
-		return nil, storeError("store.patches", err)
-	}
-	defer rows.Close()
-	var out []patchAttempt
-	for rows.Next() {
-		var a patchAttempt
-		var reasons string
-		if err := rows.Scan(&a.revision, &a.status, &a.patchID, &reasons); err != nil {
-			return nil, storeError("store.patches", err)
-		}
-		if err := decodeStored(reasons, &a.reasons); err != nil {
-			return nil, err
-		}
-		out = append(out, a)
-	}
-	return out, rows.Err()
+	return queryAll(ctx, s.db, "store.patches", `SELECT revision, status, coalesce(patch_id, ''), reasons FROM patches
+		WHERE change_id = ? ORDER BY revision`, []any{changeID},
+		func(rows rowScanner, a *patchAttempt) error {
+			var reasons string
+			if err := rows.Scan(&a.revision, &a.status, &a.patchID, &reasons); err != nil {
+				return err
+			}
+			return decodeStored(reasons, &a.reasons)
+		})
 }

@@ -3,9 +3,7 @@ package product
 import (
 	"context"
 	"database/sql"
-	"encoding/json"
-	"errors"
-	"fmt"
+	"sort"
 	"strings"
 )
 
@@ -48,13 +46,6 @@ func (s *Store) recordAttempt(ctx context.Context, root, needID, source string, 
 		return err
 	})
 	return rec, err
-}
-
-func nonNil(s []string) []string {
-	if s == nil {
-		return []string{}
-	}
-	return s
 }
 
 func putArtifact(tx *sql.Tx, now, root, id string, p Proposal, origin string) error {
@@ -117,34 +108,15 @@ func (s *Store) evidenceFor(ctx context.Context, root string, subject Subject, k
 	for _, k := range kinds {
 		args = append(args, string(k))
 	}
-	rows, err := s.db.QueryContext(ctx, `
+	out, err := queryAll(ctx, s.db, "store.evidence", `
 		SELECT a.artifact_id, a.body, c.certificate_id, c.body, c.rowid
 		FROM artifacts a JOIN certificates c ON c.artifact_id = a.artifact_id
 		WHERE a.root = ? AND a.subject_kind = ? AND a.subject_name = ? AND a.kind IN (`+marks+`)
 		  AND NOT EXISTS (SELECT 1 FROM artifacts d WHERE d.origin_artifact_id = a.artifact_id)
 		  AND c.rowid = (SELECT max(c2.rowid) FROM certificates c2 WHERE c2.artifact_id = a.artifact_id)
-		ORDER BY c.rowid`, args...)
+		ORDER BY c.rowid`, args, scanEvidence)
 	if err != nil {
-		return nil, storeError("store.evidence", err)
-	}
-	defer rows.Close()
-	var out []Evidence
-	for rows.Next() {
-		var e Evidence
-		var pbody, cbody string
-		if err := rows.Scan(&e.ArtifactID, &pbody, &e.CertificateID, &cbody, &e.Seq); err != nil {
-			return nil, storeError("store.evidence", err)
-		}
-		if err := decodeStored(pbody, &e.Proposal); err != nil {
-			return nil, err
-		}
-		if err := decodeStored(cbody, &e.Certificate); err != nil {
-			return nil, err
-		}
-		out = append(out, e)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, storeError("store.evidence", err)
+		return nil, err
 	}
 	for i := range out {
 		if out[i].Claims, err = s.certificateClaims(ctx, out[i].CertificateID); err != nil {
@@ -154,67 +126,37 @@ func (s *Store) evidenceFor(ctx context.Context, root string, subject Subject, k
 	return out, nil
 }
 
-// decodeStored decodes JSON the product wrote itself; a failure means the
-// store was edited behind the product's back.
-func decodeStored(data string, dst any) error {
-	if err := json.Unmarshal([]byte(data), dst); err != nil {
-		return &Error{Op: "store.decode", Kind: KindStore, Err: fmt.Errorf("stored record does not decode: %w", err)}
-	}
-	return nil
-}
-
 func (s *Store) certificateClaims(ctx context.Context, certID string) ([]ClaimAt, error) {
-	rows, err := s.db.QueryContext(ctx, `SELECT cl.claim_id, cl.body, cc.start_line, cc.end_line
+	return queryAll(ctx, s.db, "store.claims", `SELECT cl.claim_id, cl.body, cc.start_line, cc.end_line
 		FROM certificate_claims cc JOIN claims cl ON cl.claim_id = cc.claim_id
-		WHERE cc.certificate_id = ? ORDER BY cl.claim_id`, certID)
-	if err != nil {
-		return nil, storeError("store.claims", err)
-	}
-	defer rows.Close()
-	var out []ClaimAt
-	for rows.Next() {
-		var c ClaimAt
-		var body string
-		if err := rows.Scan(&c.ID, &body, &c.StartLine, &c.EndLine); err != nil {
-			return nil, storeError("store.claims", err)
-		}
-		if err := decodeStored(body, &c.Claim); err != nil {
-			return nil, err
-		}
-		out = append(out, c)
-	}
-	return out, rows.Err()
+		WHERE cc.certificate_id = ? ORDER BY cl.claim_id`, []any{certID},
+		func(rows rowScanner, c *ClaimAt) error {
+			var body string
+			if err := rows.Scan(&c.ID, &body, &c.StartLine, &c.EndLine); err != nil {
+				return err
+			}
+			return decodeStored(body, &c.Claim)
+		})
 }
 
 // claimSources returns the evidence whose certificates carry a claim about
 // subject, newest certificate per artifact, excluding evidence already in
 // have.
 func (s *Store) claimSources(ctx context.Context, root string, subject Subject) ([]Evidence, error) {
-	rows, err := s.db.QueryContext(ctx, `
-		SELECT DISTINCT a.subject_kind, a.subject_name, a.kind
-		FROM claims cl JOIN certificate_claims cc ON cc.claim_id = cl.claim_id
-		JOIN certificates c ON c.certificate_id = cc.certificate_id
-		JOIN artifacts a ON a.artifact_id = c.artifact_id
-		WHERE cl.subject_kind = ? AND cl.subject_name = ? AND a.root = ?`, string(subject.Kind), subject.Name, root)
-	if err != nil {
-		return nil, storeError("store.claims", err)
-	}
 	type key struct {
 		subject Subject
 		kind    CapabilityKind
 	}
-	var keys []key
-	for rows.Next() {
-		var k key
-		var sk, kind string
-		if err := rows.Scan(&sk, &k.subject.Name, &kind); err != nil {
-			rows.Close()
-			return nil, storeError("store.claims", err)
-		}
-		k.subject.Kind, k.kind = SubjectKind(sk), CapabilityKind(kind)
-		keys = append(keys, k)
+	keys, err := queryAll(ctx, s.db, "store.claims", `
+		SELECT DISTINCT a.subject_kind, a.subject_name, a.kind
+		FROM claims cl JOIN certificate_claims cc ON cc.claim_id = cl.claim_id
+		JOIN certificates c ON c.certificate_id = cc.certificate_id
+		JOIN artifacts a ON a.artifact_id = c.artifact_id
+		WHERE cl.subject_kind = ? AND cl.subject_name = ? AND a.root = ?`, []any{string(subject.Kind), subject.Name, root},
+		func(rows rowScanner, k *key) error { return rows.Scan(&k.subject.Kind, &k.subject.Name, &k.kind) })
+	if err != nil {
+		return nil, err
 	}
-	rows.Close()
 	var out []Evidence
 	for _, k := range keys {
 		if k.subject == subject {
@@ -229,5 +171,132 @@ func (s *Store) claimSources(ctx context.Context, root string, subject Subject) 
 	return out, nil
 }
 
-// errNoRows reports whether err is sql.ErrNoRows.
-func errNoRows(err error) bool { return errors.Is(err, sql.ErrNoRows) }
+// evidenceByCertificate loads the artifact evidence one artifact
+// certificate certifies.
+func (s *Store) evidenceByCertificate(ctx context.Context, certID string) (Evidence, error) {
+	var e Evidence
+	if err := scanEvidence(s.db.QueryRowContext(ctx, `SELECT a.artifact_id, a.body, c.certificate_id, c.body, c.rowid
+		FROM certificates c JOIN artifacts a ON a.artifact_id = c.artifact_id
+		WHERE c.certificate_id = ? AND c.scope = 'artifact'`, certID), &e); err != nil {
+		if _, ok := err.(*Error); ok {
+			return Evidence{}, err
+		}
+		return Evidence{}, storeError("store.evidence", err)
+	}
+	var err error
+	e.Claims, err = s.certificateClaims(ctx, certID)
+	return e, err
+}
+
+// needCertificate returns the newest need certificate of needID in root and
+// the artifact certificates it binds; ok is false when there is none.
+func (s *Store) needCertificate(ctx context.Context, root, needID string) (certID string, members []string, err error) {
+	err = s.db.QueryRowContext(ctx, `SELECT certificate_id FROM certificates
+		WHERE root = ? AND need_id = ? AND scope = 'need' ORDER BY rowid DESC LIMIT 1`, root, needID).Scan(&certID)
+	if errNoRows(err) {
+		return "", nil, nil
+	}
+	if err != nil {
+		return "", nil, storeError("store.need_certificate", err)
+	}
+	members, err = queryAll(ctx, s.db, "store.need_certificate", `SELECT member_id FROM certificate_members WHERE certificate_id = ? ORDER BY member_id`,
+		[]any{certID}, func(rows rowScanner, m *string) error { return rows.Scan(m) })
+	if err != nil {
+		return "", nil, err
+	}
+	return certID, members, nil
+}
+
+// needCertificateBody is the canonical content of a need certificate.
+type needCertificateBody struct {
+	Scope     string           `json:"scope"`
+	Root      string           `json:"root"`
+	NeedID    string           `json:"need_id"`
+	Members   []string         `json:"members"`
+	Satisfied []CapabilityKind `json:"satisfied"`
+}
+
+// putNeedCertificate binds the artifact certificates that answered a need
+// into one certificate, with the union of their dependencies.
+func (s *Store) putNeedCertificate(ctx context.Context, root, needID string, chosen []choice, satisfied []CapabilityKind) (string, error) {
+	body := needCertificateBody{Scope: "need", Root: root, NeedID: needID, Satisfied: satisfied}
+	deps := map[Dependency]bool{}
+	for _, c := range chosen {
+		if !containsString(body.Members, c.Evidence.CertificateID) {
+			body.Members = append(body.Members, c.Evidence.CertificateID)
+		}
+		for _, d := range c.Evidence.Certificate.Dependencies {
+			deps[d] = true
+		}
+	}
+	sort.Strings(body.Members)
+	id := mustID(tagCertificate, body)
+	err := s.inTx(ctx, "store.need_certificate", func(tx *sql.Tx, now string) error {
+		res, err := tx.Exec(`INSERT INTO certificates (certificate_id, root, scope, need_id, validator_version, level, body, created_at)
+			VALUES (?, ?, 'need', ?, ?, 'bundle', ?, ?) ON CONFLICT (certificate_id) DO NOTHING`,
+			id, root, needID, ValidatorVersion, mustJSON(body), now)
+		if err != nil {
+			return err
+		}
+		if n, _ := res.RowsAffected(); n == 0 {
+			return nil
+		}
+		for _, m := range body.Members {
+			if _, err := tx.Exec(`INSERT INTO certificate_members (certificate_id, member_id) VALUES (?, ?)`, id, m); err != nil {
+				return err
+			}
+		}
+		var list []Dependency
+		for d := range deps {
+			list = append(list, d)
+		}
+		sort.Slice(list, func(i, j int) bool { return list[i].Kind+list[i].Path < list[j].Kind+list[j].Path })
+		return putDependencies(tx, id, list)
+	})
+	return id, err
+}
+
+func containsString(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// scanEvidence scans an artifact row (artifact_id, body, certificate_id,
+// body, rowid) into e, claims aside.
+func scanEvidence(row rowScanner, e *Evidence) error {
+	var pbody, cbody string
+	if err := row.Scan(&e.ArtifactID, &pbody, &e.CertificateID, &cbody, &e.Seq); err != nil {
+		return err
+	}
+	if err := decodeStored(pbody, &e.Proposal); err != nil {
+		return err
+	}
+	return decodeStored(cbody, &e.Certificate)
+}
+
+// artifactCertificate returns the newest artifact certificate of an
+// artifact of root; ok is false when there is none.
+func (s *Store) artifactCertificate(ctx context.Context, root, artifactID string) (certID string, ok bool, err error) {
+	err = s.db.QueryRowContext(ctx, `SELECT certificate_id FROM certificates
+		WHERE artifact_id = ? AND scope = 'artifact' AND root = ? ORDER BY rowid DESC LIMIT 1`, artifactID, root).Scan(&certID)
+	switch {
+	case errNoRows(err):
+		return "", false, nil
+	case err != nil:
+		return "", false, storeError("store.certificates", err)
+	}
+	return certID, true, nil
+}
+
+// claimCertificates returns the newest certificates of root that carry a
+// claim, at most limit of them, newest first.
+func (s *Store) claimCertificates(ctx context.Context, root, claimID string, limit int) ([]string, error) {
+	return queryAll(ctx, s.db, "store.certificates", `SELECT cc.certificate_id FROM certificate_claims cc
+		JOIN certificates c ON c.certificate_id = cc.certificate_id
+		WHERE cc.claim_id = ? AND c.root = ? ORDER BY c.rowid DESC LIMIT ?`, []any{claimID, root, limit},
+		func(rows rowScanner, id *string) error { return rows.Scan(id) })
+}

@@ -3,7 +3,6 @@ package product
 import (
 	"context"
 	"database/sql"
-	"encoding/json"
 	"errors"
 	"fmt"
 
@@ -39,37 +38,6 @@ func (s *Store) PutNeed(ctx context.Context, needID, definitionID, route, subjec
 	})
 }
 
-// CreateSession starts a session, freezing its definition, transport,
-// enabled routes and main model. The definition must be stored and the
-// session id unused.
-func (s *Store) CreateSession(ctx context.Context, sessionID, definitionID, transport string, routes []string, mainModel string) error {
-	if routes == nil {
-		routes = []string{} // the column holds a JSON array, never null
-	}
-	routesJSON, err := json.Marshal(routes)
-	if err != nil {
-		return storeError("store.create_session", err)
-	}
-	return s.inTx(ctx, "store.create_session", func(tx *sql.Tx, now string) error {
-		if err := mustExist(ctx, tx, "definition", "definitions", "definition_id", definitionID); err != nil {
-			return err
-		}
-		return createSession(ctx, tx, now, sessionID, definitionID, transport, string(routesJSON), mainModel)
-	})
-}
-
-// AppendStep appends a need to a session's ledger and returns its ordinal:
-// 1 for the session's first step, then one more than the last. The store's
-// transactions take the write lock at BEGIN, so concurrent appends to one
-// session get distinct ordinals.
-func (s *Store) AppendStep(ctx context.Context, sessionID, needID, relation, task string) (ordinal int, err error) {
-	err = s.inTx(ctx, "store.append_step", func(tx *sql.Tx, now string) error {
-		ordinal, err = appendStep(ctx, tx, now, sessionID, needID, relation, task)
-		return err
-	})
-	return ordinal, err
-}
-
 func putDefinition(ctx context.Context, tx *sql.Tx, now, id, compilerVersion string, body []byte) error {
 	return putOnce(ctx, tx, "definition", id, string(body), "SELECT body FROM definitions WHERE definition_id = ?",
 		`INSERT INTO definitions (definition_id, compiler_version, body, created_at)
@@ -102,40 +70,6 @@ func putOnce(ctx context.Context, tx *sql.Tx, what, id, content, lookup, insert 
 	return nil
 }
 
-func createSession(ctx context.Context, tx *sql.Tx, now, sessionID, definitionID, transport, routes, mainModel string) error {
-	res, err := tx.ExecContext(ctx,
-		`INSERT INTO sessions (session_id, definition_id, transport, routes, main_model, created_at)
-		VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (session_id) DO NOTHING`,
-		sessionID, definitionID, transport, routes, mainModel, now)
-	if err != nil {
-		return fmt.Errorf("insert session %s: %w", sessionID, err)
-	}
-	n, err := res.RowsAffected()
-	if err == nil && n == 0 {
-		err = fmt.Errorf("session %s already exists", sessionID)
-	}
-	return err
-}
-
-func appendStep(ctx context.Context, tx *sql.Tx, now, sessionID, needID, relation, task string) (int, error) {
-	if err := mustExist(ctx, tx, "session", "sessions", "session_id", sessionID); err != nil {
-		return 0, err
-	}
-	if err := mustExist(ctx, tx, "need", "needs", "need_id", needID); err != nil {
-		return 0, err
-	}
-	var ordinal int
-	err := tx.QueryRowContext(ctx,
-		`INSERT INTO steps (session_id, ordinal, need_id, relation, task, created_at)
-		SELECT ?, coalesce(max(ordinal), 0) + 1, ?, ?, ?, ? FROM steps WHERE session_id = ?
-		RETURNING ordinal`,
-		sessionID, needID, relation, task, now, sessionID).Scan(&ordinal)
-	if err != nil {
-		return 0, fmt.Errorf("append step to session %s: %w", sessionID, err)
-	}
-	return ordinal, nil
-}
-
 // mustExist returns an errStoreNotFound error unless table has a row whose
 // key column equals id. It turns SQLite's anonymous "FOREIGN KEY constraint
 // failed" into an error naming the missing row.
@@ -147,31 +81,4 @@ func mustExist(ctx context.Context, tx *sql.Tx, what, table, column, id string) 
 		return fmt.Errorf("%s %s: %w", what, id, errStoreNotFound)
 	}
 	return err
-}
-
-// SetSetting stores a profile setting.
-func (s *Store) SetSetting(ctx context.Context, key, value string) error {
-	return s.inTx(ctx, "store.setting", func(tx *sql.Tx, now string) error {
-		_, err := tx.Exec(`INSERT INTO settings (key, value, updated_at) VALUES (?, ?, ?)
-			ON CONFLICT (key) DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at`, key, value, now)
-		return err
-	})
-}
-
-// Settings returns every profile setting.
-func (s *Store) Settings(ctx context.Context) (map[string]string, error) {
-	rows, err := s.db.QueryContext(ctx, `SELECT key, value FROM settings ORDER BY key`)
-	if err != nil {
-		return nil, storeError("store.settings", err)
-	}
-	defer rows.Close()
-	out := map[string]string{}
-	for rows.Next() {
-		var k, v string
-		if err := rows.Scan(&k, &v); err != nil {
-			return nil, storeError("store.settings", err)
-		}
-		out[k] = v
-	}
-	return out, rows.Err()
 }

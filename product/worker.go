@@ -38,3 +38,19 @@ type WorkerUsage struct {
 	CostUSD      float64
 	LatencyMs    float64
 }
+
+// WorkerTotals sums the worker runs recorded for the engine's repository.
+func (e *Engine) WorkerTotals(ctx context.Context) (WorkerTotals, error) {
+	return e.store.workerTotals(ctx, e.root)
+}
+
+// WorkerTotals is the accounting of every worker run an engine's store
+// recorded for its repository.
+type WorkerTotals struct {
+	Runs         int     `json:"runs"`
+	Failed       int     `json:"failed"`
+	InputTokens  int64   `json:"input_tokens"`
+	OutputTokens int64   `json:"output_tokens"`
+	TotalTokens  int64   `json:"total_tokens"`
+	CostUSD      float64 `json:"cost_usd"`
+}

@@ -1,0 +1,118 @@
+package product
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"fmt"
+)
+
+// CreateSession starts a session, freezing its definition, transport,
+// enabled routes and main model. The definition must be stored and the
+// session id unused.
+func (s *Store) CreateSession(ctx context.Context, sessionID, definitionID, transport string, routes []string, mainModel string) error {
+	if routes == nil {
+		routes = []string{} // the column holds a JSON array, never null
+	}
+	routesJSON, err := json.Marshal(routes)
+	if err != nil {
+		return storeError("store.create_session", err)
+	}
+	return s.inTx(ctx, "store.create_session", func(tx *sql.Tx, now string) error {
+		if err := mustExist(ctx, tx, "definition", "definitions", "definition_id", definitionID); err != nil {
+			return err
+		}
+		return createSession(ctx, tx, now, sessionID, definitionID, transport, string(routesJSON), mainModel)
+	})
+}
+
+// AppendStep appends a need to a session's ledger and returns its ordinal:
+// 1 for the session's first step, then one more than the last. The store's
+// transactions take the write lock at BEGIN, so concurrent appends to one
+// session get distinct ordinals.
+func (s *Store) AppendStep(ctx context.Context, sessionID, needID, relation, task string) (ordinal int, err error) {
+	err = s.inTx(ctx, "store.append_step", func(tx *sql.Tx, now string) error {
+		ordinal, err = appendStep(ctx, tx, now, sessionID, needID, relation, task)
+		return err
+	})
+	return ordinal, err
+}
+
+func createSession(ctx context.Context, tx *sql.Tx, now, sessionID, definitionID, transport, routes, mainModel string) error {
+	res, err := tx.ExecContext(ctx,
+		`INSERT INTO sessions (session_id, definition_id, transport, routes, main_model, created_at)
+		VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (session_id) DO NOTHING`,
+		sessionID, definitionID, transport, routes, mainModel, now)
+	if err != nil {
+		return fmt.Errorf("insert session %s: %w", sessionID, err)
+	}
+	n, err := res.RowsAffected()
+	if err == nil && n == 0 {
+		err = fmt.Errorf("session %s already exists", sessionID)
+	}
+	return err
+}
+
+func appendStep(ctx context.Context, tx *sql.Tx, now, sessionID, needID, relation, task string) (int, error) {
+	if err := mustExist(ctx, tx, "session", "sessions", "session_id", sessionID); err != nil {
+		return 0, err
+	}
+	if err := mustExist(ctx, tx, "need", "needs", "need_id", needID); err != nil {
+		return 0, err
+	}
+	var ordinal int
+	err := tx.QueryRowContext(ctx,
+		`INSERT INTO steps (session_id, ordinal, need_id, relation, task, created_at)
+		SELECT ?, coalesce(max(ordinal), 0) + 1, ?, ?, ?, ? FROM steps WHERE session_id = ?
+		RETURNING ordinal`,
+		sessionID, needID, relation, task, now, sessionID).Scan(&ordinal)
+	if err != nil {
+		return 0, fmt.Errorf("append step to session %s: %w", sessionID, err)
+	}
+	return ordinal, nil
+}
+
+// SessionFreeze is what a connection freezes at its start beside what its
+// session row holds: the role-profile revision, the worker policy and the
+// negotiated protocol version.
+type SessionFreeze struct {
+	Profile   ProfileRevision
+	CacheOnly bool   // the connection never spawns workers
+	Worker    bool   // a worker may be spawned: a backend is configured and CacheOnly is off
+	Protocol  string // the negotiated protocol version
+}
+
+// workerPolicy is the stored form of a session's worker policy.
+type workerPolicy struct {
+	CacheOnly     bool   `json:"cache_only"`
+	Worker        bool   `json:"worker"`
+	Limits        Limits `json:"limits"`
+	ProfileDigest string `json:"profile_digest"`
+}
+
+// freezeSession records what a session of root froze, with the limits in
+// force. The session must exist.
+func (s *Store) freezeSession(ctx context.Context, sessionID, root string, f SessionFreeze, limits Limits) error {
+	policy := workerPolicy{CacheOnly: f.CacheOnly, Worker: f.Worker, Limits: limits, ProfileDigest: f.Profile.Digest}
+	return s.inTx(ctx, "store.session_freeze", func(tx *sql.Tx, _ string) error {
+		_, err := tx.Exec(`INSERT INTO session_freezes (session_id, repository, profile_id, profile_revision, worker_policy, protocol_version)
+			VALUES (?, ?, ?, ?, ?, ?)`, sessionID, root, f.Profile.ID, f.Profile.Revision, mustJSON(policy), f.Protocol)
+		return err
+	})
+}
+
+// sessionProfile returns the role-profile revision a session froze; ok is
+// false when it froze none.
+func (s *Store) sessionProfile(ctx context.Context, sessionID string) (rev ProfileRevision, ok bool, err error) {
+	var body string
+	err = s.db.QueryRowContext(ctx, `SELECT f.profile_id, f.profile_revision, p.body, p.digest FROM session_freezes f
+		JOIN profile_revisions p ON p.profile_id = f.profile_id AND p.revision = f.profile_revision
+		WHERE f.session_id = ?`, sessionID).Scan(&rev.ID, &rev.Revision, &body, &rev.Digest)
+	switch {
+	case errNoRows(err):
+		return rev, false, nil
+	case err != nil:
+		return rev, false, storeError("store.session_profile", err)
+	}
+	return rev, true, decodeStored(body, &rev.Profile)
+}
