@@ -3,11 +3,13 @@ package product
 import (
 	"errors"
 	"fmt"
+
+	"github.com/needle-dev/needle/product/internal/jsonrpc"
 )
 
 // Kind classifies an Error. The enum is append-only: values are never
-// renumbered or reused, because they are mapped to exit codes and (later)
-// JSON-RPC codes and HTTP statuses by one table, exitCodes.
+// renumbered or reused, because they are mapped to exit codes and JSON-RPC
+// codes by one table, kinds.
 type Kind int
 
 const (
@@ -21,23 +23,40 @@ const (
 	KindUnavailable              // what the request needs is not configured (no worker)
 )
 
-var kindNames = [...]string{
-	KindOther:        "other",
-	KindInvalidInput: "invalid input",
-	KindNotFound:     "not found",
-	KindStore:        "store",
-	KindMigration:    "migration",
-	KindIO:           "io",
-	KindConflict:     "conflict",
-	KindUnavailable:  "unavailable",
+// kindInfo is how every surface reports an error of one Kind.
+type kindInfo struct {
+	name string
+	// exit is the needle command's exit status: invalid input is 2, like a
+	// usage error; everything else is 1.
+	exit int
+	// rpc is the JSON-RPC error code an MCP tool call answers with; 0 means
+	// the call answers a tool result with isError instead.
+	rpc int
+	// public: the tool result shows the error's message; otherwise it says
+	// only "internal error" and the details go to the log.
+	public bool
 }
 
-func (k Kind) String() string {
-	if k >= 0 && int(k) < len(kindNames) {
-		return kindNames[k]
-	}
-	return fmt.Sprintf("kind(%d)", int(k))
+// kinds is the one table of what each Kind means to a client.
+var kinds = [...]kindInfo{
+	KindOther:        {"other", 1, 0, false},
+	KindInvalidInput: {"invalid input", 2, jsonrpc.CodeInvalidParams, true},
+	KindNotFound:     {"not found", 1, jsonrpc.CodeInvalidParams, true},
+	KindStore:        {"store", 1, 0, false},
+	KindMigration:    {"migration", 1, 0, false},
+	KindIO:           {"io", 1, 0, false},
+	KindConflict:     {"conflict", 1, 0, true},
+	KindUnavailable:  {"unavailable", 1, 0, true},
 }
+
+func (k Kind) info() kindInfo {
+	if k >= 0 && int(k) < len(kinds) {
+		return kinds[k]
+	}
+	return kindInfo{name: fmt.Sprintf("kind(%d)", int(k)), exit: 1}
+}
+
+func (k Kind) String() string { return k.info().name }
 
 // Error is the one error type of the product. Op names the operation that
 // failed ("need.compile", "store.open"), Path the JSON path of the offending
@@ -76,15 +95,5 @@ func KindOf(err error) Kind {
 	return KindOther
 }
 
-// exitCodes maps an error Kind to the exit status of the needle command.
-// Invalid input is 2 (like a usage error); everything else is 1.
-var exitCodes = map[Kind]int{
-	KindInvalidInput: 2,
-}
-
-func exitCodeOf(err error) int {
-	if code, ok := exitCodes[KindOf(err)]; ok {
-		return code
-	}
-	return 1
-}
+// exitCodeOf is the needle command's exit status for err.
+func exitCodeOf(err error) int { return KindOf(err).info().exit }

@@ -191,12 +191,13 @@ func (s *mcpSession) verifyChange(ctx context.Context, args []byte) (any, error)
 // result with isError and its message; anything else is an "internal error"
 // result whose details go to the log only.
 func (s *mcpSession) callFailed(ctx context.Context, tool string, err error) (any, error) {
+	info := KindOf(err).info()
 	switch {
-	case KindOf(err) == KindInvalidInput || KindOf(err) == KindNotFound:
-		return nil, invalidParams(err)
+	case info.rpc != 0:
+		return nil, rpcError(info.rpc, err)
 	case ctx.Err() != nil:
-		return nil, &jsonrpc.Error{Code: -32800, Message: "request cancelled"}
-	case KindOf(err) == KindConflict || KindOf(err) == KindUnavailable:
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeRequestCancelled, Message: "request cancelled"}
+	case info.public:
 		return s.toolError(tool + ": " + err.Error()), nil
 	}
 	if s.cfg.Log != nil {
@@ -205,13 +206,19 @@ func (s *mcpSession) callFailed(ctx context.Context, tool string, err error) (an
 	return s.toolError("internal error"), nil
 }
 
-func invalidParams(err error) error {
+// invalidParams is the -32602 answer to arguments that do not decode or
+// compile.
+func invalidParams(err error) error { return rpcError(jsonrpc.CodeInvalidParams, err) }
+
+// rpcError is a JSON-RPC error answering err, its message naming the
+// error's kind and JSON path.
+func rpcError(code int, err error) error {
 	var e *Error
 	msg := err.Error()
 	if errors.As(err, &e) && e.Err != nil {
 		msg = e.Kind.String() + ": " + e.Path + ": " + e.Err.Error()
 	}
-	return &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: msg}
+	return &jsonrpc.Error{Code: code, Message: msg}
 }
 
 // toolResult is the MCP result: the context as text content and, on
