@@ -11,6 +11,7 @@ import (
 	"syscall"
 
 	"github.com/needle-dev/needle/product"
+	"github.com/needle-dev/needle/product/codextest"
 	"github.com/rogpeppe/go-internal/txtar"
 )
 
@@ -27,40 +28,11 @@ func (h *harness) replay(args []string) int {
 		fmt.Fprintf(h.stderr, "needlebench appserver-replay: --transcripts PATH is required\n\n%s", usage)
 		return 2
 	}
-	files, err := transcriptFiles(strings.Split(*paths, ","))
-	if err != nil {
-		fmt.Fprintf(h.stderr, "needlebench appserver-replay: %v\n", err)
-		return 1
-	}
-	if err := product.ServeAppServerReplay(h.ctx, files, h.stdin, h.stdout, h.stderr); err != nil {
+	if err := codextest.ServeAppServerReplay(h.ctx, strings.Split(*paths, ","), h.stdin, h.stdout, h.stderr); err != nil {
 		fmt.Fprintf(h.stderr, "needlebench appserver-replay: %v\n", err)
 		return 1
 	}
 	return 0
-}
-
-// transcriptFiles expands directories to the *.jsonl files they hold.
-func transcriptFiles(paths []string) ([]string, error) {
-	var files []string
-	for _, p := range paths {
-		info, err := os.Stat(p)
-		if err != nil {
-			return nil, err
-		}
-		if !info.IsDir() {
-			files = append(files, p)
-			continue
-		}
-		matches, err := filepath.Glob(filepath.Join(p, "*.jsonl"))
-		if err != nil {
-			return nil, err
-		}
-		files = append(files, matches...)
-	}
-	if len(files) == 0 {
-		return nil, fmt.Errorf("no transcripts in %s", strings.Join(paths, ", "))
-	}
-	return files, nil
 }
 
 // fakeModel serves a scripted Responses API on loopback until stdin closes
@@ -82,7 +54,7 @@ func (h *harness) fakeModel(args []string) int {
 		fmt.Fprintf(h.stderr, "needlebench fake-model: %v\n", err)
 		return 1
 	}
-	m, err := product.StartFakeModel(data)
+	m, err := codextest.StartFakeModel(data)
 	if err != nil {
 		fmt.Fprintf(h.stderr, "needlebench fake-model: %v\n", err)
 		return 1
@@ -163,7 +135,7 @@ func recordWorker(ctx context.Context, codex, repo, needFile, answerFile, out st
 	if err != nil {
 		return res, err
 	}
-	m, err := product.StartFakeModel(product.WorkerScript(answer))
+	m, err := codextest.StartFakeModel(codextest.WorkerScript(answer))
 	if err != nil {
 		return res, err
 	}

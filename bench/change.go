@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/needle-dev/needle/product"
+	"github.com/needle-dev/needle/product/codextest"
 )
 
 // changeScenario is a recorded supervised change: the prepare_change
@@ -60,7 +61,7 @@ func recordChange(ctx context.Context, codex, repo, scenarioFile, out string) (s
 	if err != nil {
 		return "", fmt.Errorf("%s: request: %w", scenarioFile, err)
 	}
-	m, err := product.StartFakeModel(sc.Script)
+	m, err := codextest.StartFakeModel(sc.Script)
 	if err != nil {
 		return "", err
 	}

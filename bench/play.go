@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/needle-dev/needle/product"
+	"github.com/needle-dev/needle/product/codextest"
 )
 
 // Playing a corpus: one product engine per module, opened through the
@@ -203,7 +204,7 @@ func needScript(n CorpusNeed, needID string) []byte {
 // recording every worker session into out.
 func recordingServer(codex, home, out string) appServer {
 	return appServer{command: []string{codex}, home: home, record: out, before: func(n CorpusNeed, needID string) (func(), error) {
-		m, err := product.StartFakeModel(needScript(n, needID))
+		m, err := codextest.StartFakeModel(needScript(n, needID))
 		if err != nil {
 			return nil, err
 		}

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/needle-dev/needle/product/codextest"
 )
 
 // contractChange runs a change scenario's worker sessions against the real
@@ -20,7 +22,7 @@ func contractChange(t *testing.T, repo string, script []byte) *testEngine {
 	if bin == "" {
 		t.Fatal("NEEDLE_CODEX_BIN is not set: run make test-contract")
 	}
-	model, err := StartFakeModel(script)
+	model, err := codextest.StartFakeModel(script)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -23,14 +23,11 @@ import (
 // frozen change scenario (frozen/changes/NAME, recorded by make
 // frozen-changes from fixtures/changes/NAME.json).
 func replayCodex(t *testing.T, scenario string) func(*Config) {
-	bench := MustBenchBinary(t)
 	dir, err := filepath.Abs(filepath.Join("..", "frozen", "changes", scenario))
 	if err != nil {
 		t.Fatal(err)
 	}
-	return func(c *Config) {
-		c.Codex = &CodexConfig{Command: []string{bench, "appserver-replay", "--transcripts", dir}, Deadline: time.Minute}
-	}
+	return replayTranscripts(t, dir)
 }
 
 // changeScenario is a fixtures/changes/NAME.json scenario: the
@@ -290,10 +287,7 @@ func TestChange_Cancel(t *testing.T) {
 	held := t.TempDir()
 	src := string(MustReadFile(t, filepath.Join("..", "frozen", "changes", "verified", "caf39d0fc07ee18538d51f6d7ac4caf4.jsonl")))
 	MustWriteFile(t, filepath.Join(held, "session.jsonl"), heldSession(t, src))
-	bench := MustBenchBinary(t)
-	te := MustEngine(t, MustFixtureRepo(t, "grepx", false), func(c *Config) {
-		c.Codex = &CodexConfig{Command: []string{bench, "appserver-replay", "--transcripts", held}, Deadline: time.Minute}
-	})
+	te := MustEngine(t, MustFixtureRepo(t, "grepx", false), replayTranscripts(t, held))
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() {

@@ -230,10 +230,7 @@ func TestChange_CancelRepair(t *testing.T) {
 		}
 		MustWriteFile(t, filepath.Join(held, e.Name()), data)
 	}
-	bench := MustBenchBinary(t)
-	te := MustEngine(t, MustFixtureRepo(t, "grepx", true), func(c *Config) {
-		c.Codex = &CodexConfig{Command: []string{bench, "appserver-replay", "--transcripts", held}, Deadline: time.Minute}
-	})
+	te := MustEngine(t, MustFixtureRepo(t, "grepx", true), replayTranscripts(t, held))
 	res, err := te.PrepareChange(context.Background(), "s", MustChangeRequest(t, "repair"))
 	if err != nil || res.Status != ChangePrepared {
 		t.Fatalf("prepare_change = %+v, %v", res, err)

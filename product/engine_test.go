@@ -6,14 +6,17 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"os/signal"
 	"path/filepath"
 	"regexp"
 	"runtime"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
+	"github.com/needle-dev/needle/product/codextest"
 	"github.com/needle-dev/needle/product/internal/contentid"
 	"github.com/needle-dev/needle/product/internal/snapshot"
 	"github.com/rogpeppe/go-internal/txtar"
@@ -336,4 +339,53 @@ func MustReadFile(tb testing.TB, path string) []byte {
 		tb.Fatal(err)
 	}
 	return data
+}
+
+// TestMain lets this test binary stand in for the commands the tests
+// drive, so that no test builds a binary: started by MustReplayCommand it is
+// codex app-server serving frozen transcripts, started by needleCommand it
+// is the needle command (cmd/needle: Main, cancelled by SIGINT and SIGTERM).
+func TestMain(m *testing.M) {
+	codextest.ServeIfReplay()
+	if len(os.Args) > 1 && os.Args[1] == needleArg {
+		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+		code := Main(ctx, os.Args[2:], os.Stdin, os.Stdout, os.Stderr)
+		stop()
+		os.Exit(code)
+	}
+	os.Exit(m.Run())
+}
+
+// needleArg is the first argument of this test binary started as needle.
+const needleArg = "product-test-needle"
+
+// needleCommand runs the needle command with args: this test binary.
+func needleCommand(tb testing.TB, args ...string) *exec.Cmd {
+	tb.Helper()
+	exe, err := os.Executable()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return exec.Command(exe, append([]string{needleArg}, args...)...)
+}
+
+// MustReplayCommand is the App Server command of a replay server (this
+// test binary) serving the transcript files or directories at paths.
+func MustReplayCommand(tb testing.TB, paths ...string) []string {
+	tb.Helper()
+	cmd, err := codextest.ReplayCommand(paths...)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	if strings.ContainsAny(strings.Join(cmd, ""), " \t") {
+		tb.Fatalf("replay command %q holds a blank: --codex splits at blanks", cmd)
+	}
+	return cmd
+}
+
+// replayTranscripts makes the engine's App Server the replay server serving
+// the transcript files or directories at paths.
+func replayTranscripts(tb testing.TB, paths ...string) func(*Config) {
+	cmd := MustReplayCommand(tb, paths...)
+	return func(c *Config) { c.Codex = &CodexConfig{Command: cmd, Deadline: time.Minute} }
 }

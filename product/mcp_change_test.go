@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -30,8 +29,6 @@ func changeArgs(t *testing.T, scenario string) map[string]any {
 // three tools, results validate against the advertised outputSchemas and
 // content[0].text is the context.
 func TestMCP_GoSDKChange(t *testing.T) {
-	needle := MustNeedleBinary(t)
-	bench := MustBenchBinary(t)
 	frozen, err := filepath.Abs(filepath.Join("..", "frozen", "changes", "repair"))
 	if err != nil {
 		t.Fatal(err)
@@ -40,8 +37,8 @@ func TestMCP_GoSDKChange(t *testing.T) {
 		t.Run(version, func(t *testing.T) {
 			repo := MustFixtureRepo(t, "grepx", true)
 			before := treeDigest(t, repo)
-			cmd := exec.Command(needle, "mcp", "serve", "--data-dir", t.TempDir(), "--repository", repo, "--main-model", "sdk-test",
-				"--role-profile", "default", "--codex", bench+" appserver-replay --transcripts "+frozen)
+			cmd := needleCommand(t, "mcp", "serve", "--data-dir", t.TempDir(), "--repository", repo, "--main-model", "sdk-test",
+				"--role-profile", "default", "--codex", strings.Join(MustReplayCommand(t, frozen), " "))
 			var stderr strings.Builder
 			cmd.Stderr = &stderr
 			client := mcp.NewClient(&mcp.Implementation{Name: "needle-test", Version: "0.0.1"}, nil)

@@ -3,13 +3,10 @@ package product
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -17,51 +14,12 @@ import (
 )
 
 // The official Go SDK client is the peer here: a real MCP client driving
-// the built needle binary over stdio.
-
-// builds holds the binaries the tests build, one build per test run each.
-var builds sync.Map // command directory → *builtBinary
-
-type builtBinary struct {
-	once sync.Once
-	path string
-	err  error
-}
-
-// mustBuild builds ../cmd/NAME once per test run and returns its path.
-func mustBuild(t *testing.T, name string) string {
-	t.Helper()
-	v, _ := builds.LoadOrStore(name, &builtBinary{})
-	b := v.(*builtBinary)
-	b.once.Do(func() {
-		dir, err := os.MkdirTemp("", name+"-bin-")
-		if err != nil {
-			b.err = err
-			return
-		}
-		b.path = filepath.Join(dir, name)
-		if out, err := exec.Command("go", "build", "-o", b.path, "../cmd/"+name).CombinedOutput(); err != nil {
-			b.err = fmt.Errorf("build %s: %v\n%s", name, err, out)
-		}
-	})
-	if b.err != nil {
-		t.Fatal(b.err)
-	}
-	return b.path
-}
-
-// MustNeedleBinary builds cmd/needle once per test run.
-func MustNeedleBinary(t *testing.T) string { return mustBuild(t, "needle") }
-
-// MustBenchBinary builds cmd/needlebench (the replay App Server) once per
-// test run.
-func MustBenchBinary(t *testing.T) string { return mustBuild(t, "needlebench") }
+// the needle command (this test binary as needle, see TestMain) over stdio.
 
 func sdkSession(t *testing.T, te *testEngine, version string) *mcp.ClientSession {
 	t.Helper()
-	bin := MustNeedleBinary(t)
-	te.Close() // the binary opens the same data directory
-	cmd := exec.Command(bin, "mcp", "serve", "--data-dir", te.data, "--repository", te.repo,
+	te.Close() // the command opens the same data directory
+	cmd := needleCommand(t, "mcp", "serve", "--data-dir", te.data, "--repository", te.repo,
 		"--main-model", "sdk-test", "--role-profile", "default", "--cache-only")
 	client := mcp.NewClient(&mcp.Implementation{Name: "needle-test", Version: "0.0.1"}, nil)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
@@ -149,16 +107,14 @@ func roundTrip(t *testing.T, v any) any {
 // replay server serving a worker session cut right after its turn started,
 // so the turn never ends by itself.
 func TestMCP_GoSDKCancel(t *testing.T) {
-	needle := MustNeedleBinary(t)
-	bench := MustBenchBinary(t)
 	held := filepath.Join(t.TempDir(), "held")
 	src := string(MustReadFile(t, filepath.Join("..", "frozen", "worker", "grepx", "86e95f3d8225eb2c06a5c0f3bb71cb94.jsonl")))
 	MustWriteFile(t, filepath.Join(held, "session.jsonl"), heldSession(t, src))
 
 	repo := MustFixtureRepo(t, "grepx", false)
 	data := t.TempDir()
-	cmd := exec.Command(needle, "mcp", "serve", "--data-dir", data, "--repository", repo, "--main-model", "sdk-test",
-		"--role-profile", "default", "--codex", bench+" appserver-replay --transcripts "+held)
+	cmd := needleCommand(t, "mcp", "serve", "--data-dir", data, "--repository", repo, "--main-model", "sdk-test",
+		"--role-profile", "default", "--codex", strings.Join(MustReplayCommand(t, held), " "))
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
 	client := mcp.NewClient(&mcp.Implementation{Name: "needle-test", Version: "0.0.1"}, nil)

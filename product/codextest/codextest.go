@@ -1,4 +1,15 @@
-package product
+// Package codextest stands in for the codex binary in tests and in the
+// harness, the way net/http/httptest stands in for a server: a replay App
+// Server that serves frozen transcripts on stdio, and a loopback fake model
+// (a Responses API playing a script) that a real codex talks to while
+// transcripts are recorded. The product never uses it; tests and needlebench
+// point the product's App Server command at the replay server.
+//
+// A test binary becomes the replay server when TestMain calls
+// ServeIfReplay first and the test configures ReplayCommand as the App
+// Server command: the worker re-executes the test binary, so no other
+// binary has to be built.
+package codextest
 
 import (
 	"bytes"
@@ -15,16 +26,15 @@ import (
 	"github.com/needle-dev/needle/product/internal/transcript"
 )
 
-// This file is the product's surface for the harness (needlebench): the
-// replay server that stands in for the codex binary and the loopback fake
-// model that real codex talks to while transcripts are recorded. Nothing in
-// the resolution pipeline uses them; the product is driven unchanged by
-// pointing its App Server command at the replay server.
-
 // ServeAppServerReplay serves frozen transcripts on stdio in place of
-// `codex app-server`. The transcript is chosen by what the client sends; a
+// `codex app-server`: each path is a transcript file or a directory of
+// *.jsonl transcripts. The transcript is chosen by what the client sends; a
 // client that strays from it gets an error reply and the call fails.
-func ServeAppServerReplay(ctx context.Context, files []string, stdin io.Reader, stdout, stderr io.Writer) error {
+func ServeAppServerReplay(ctx context.Context, paths []string, stdin io.Reader, stdout, stderr io.Writer) error {
+	files, err := TranscriptFiles(paths)
+	if err != nil {
+		return err
+	}
 	var ts []*transcript.Transcript
 	for _, f := range files {
 		t, err := transcript.ReadFile(f)
@@ -123,4 +133,59 @@ func WorkerScript(answer []byte) []byte {
 		"text": string(answer), "usage": map[string]any{"input": 2600, "cached": 1600, "output": 120, "reasoning": 0}}})
 	script, _ := json.Marshal(map[string]any{"responses": responses})
 	return script
+}
+
+// TranscriptFiles expands directories to the *.jsonl files they hold.
+func TranscriptFiles(paths []string) ([]string, error) {
+	var files []string
+	for _, p := range paths {
+		info, err := os.Stat(p)
+		if err != nil {
+			return nil, err
+		}
+		if !info.IsDir() {
+			files = append(files, p)
+			continue
+		}
+		matches, err := filepath.Glob(filepath.Join(p, "*.jsonl"))
+		if err != nil {
+			return nil, err
+		}
+		files = append(files, matches...)
+	}
+	if len(files) == 0 {
+		return nil, fmt.Errorf("no transcripts in %s", strings.Join(paths, ", "))
+	}
+	return files, nil
+}
+
+// replayArg is the first argument of a test binary started as the replay
+// server. The product scrubs a worker's environment, so the request travels
+// in the arguments.
+const replayArg = "codextest-appserver-replay"
+
+// ReplayCommand is the App Server command that runs the calling test binary
+// as the replay server of the given transcript files or directories (the
+// product appends "app-server"). The paths must be absolute: the server runs
+// in the worker's checkout. TestMain must call ServeIfReplay.
+func ReplayCommand(paths ...string) ([]string, error) {
+	exe, err := os.Executable()
+	if err != nil {
+		return nil, err
+	}
+	return []string{exe, replayArg, strings.Join(paths, ",")}, nil
+}
+
+// ServeIfReplay returns at once unless the process was started by
+// ReplayCommand; then it serves the transcripts on stdio and exits: 0 when
+// the client ran the transcript to its end, 1 otherwise.
+func ServeIfReplay() {
+	if len(os.Args) < 3 || os.Args[1] != replayArg {
+		return
+	}
+	if err := ServeAppServerReplay(context.Background(), strings.Split(os.Args[2], ","), os.Stdin, os.Stdout, os.Stderr); err != nil {
+		fmt.Fprintf(os.Stderr, "codextest replay: %v\n", err)
+		os.Exit(1)
+	}
+	os.Exit(0)
 }
