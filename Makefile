@@ -110,6 +110,7 @@ fuzz:
 	$(GO) test ./product/internal/replay -run '^$$' -fuzz '^FuzzApplyHunks$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./product/internal/goevidence -run '^$$' -fuzz '^FuzzDeclarations$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./product/internal/jsonrpc -run '^$$' -fuzz '^FuzzServe$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./product/internal/ndjson -run '^$$' -fuzz '^FuzzReader$$' -fuzztime $(FUZZTIME)
 
 clean:
 	rm -rf $(BIN)

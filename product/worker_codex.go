@@ -1,7 +1,6 @@
 package product
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -11,12 +10,12 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"time"
 
 	"github.com/needle-dev/needle/product/internal/appserver"
 	"github.com/needle-dev/needle/product/internal/checkout"
+	"github.com/needle-dev/needle/product/internal/ndjson"
 	"github.com/needle-dev/needle/product/internal/snapshot"
 	"github.com/needle-dev/needle/product/internal/transcript"
 )
@@ -305,7 +304,7 @@ func workerEnv(home string) []string {
 
 // session drives the App Server through one thread and the spec's turns.
 func (w *codexWorker) session(ctx context.Context, spec sessionSpec, inv, dir, home string, rec *transcript.Recorder) ([]string, WorkerUsage, error) {
-	stderr := &boundedBuffer{max: 8 << 10}
+	stderr := ndjson.NewBuffer(8 << 10)
 	// The handshake and every request are bounded too, not only the turns:
 	// a server that never answers must not hold the caller.
 	hctx, cancel := context.WithTimeout(ctx, w.cfg.Deadline)
@@ -485,32 +484,10 @@ func (w *codexWorker) record(scenario, inv, dir, home string, rec *transcript.Re
 	return f.Close()
 }
 
-// boundedBuffer keeps the first max bytes written to it, from any goroutine.
-type boundedBuffer struct {
-	mu  sync.Mutex
-	b   bytes.Buffer
-	max int
-}
-
-func (l *boundedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if room := l.max - l.b.Len(); room > 0 {
-		l.b.Write(p[:min(len(p), room)])
-	}
-	return len(p), nil
-}
-
 // stderrTail is the server's stderr for an error message, when there is any.
-func stderrTail(b *boundedBuffer) string {
+func stderrTail(b *ndjson.Buffer) string {
 	if s := strings.TrimSpace(b.String()); s != "" {
 		return " (App Server stderr: " + oneLine(s) + ")"
 	}
 	return ""
-}
-
-func (l *boundedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }

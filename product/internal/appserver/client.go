@@ -6,6 +6,8 @@ import (
 	"io"
 	"sync"
 	"time"
+
+	"github.com/needle-dev/needle/product/internal/ndjson"
 )
 
 // ClientInfo identifies the client in initialize. Name feeds the server's
@@ -35,8 +37,9 @@ type Client struct {
 	endLife    context.CancelFunc
 	readerDone chan struct{}
 
-	wmu   sync.Mutex // one line at a time on stdin
-	teeMu sync.Mutex // one Tee call at a time
+	out   *ndjson.Writer // the server's stdin
+	wmu   sync.Mutex     // one line at a time on stdin, teed in the order written
+	teeMu sync.Mutex     // one Tee call at a time
 
 	mu       sync.Mutex
 	nextID   int64
@@ -60,7 +63,7 @@ func Start(ctx context.Context, spec ProcSpec, info ClientInfo) (*Client, error)
 	var sink io.Writer = io.Discard
 	var stderr io.Writer // nil sends the server's stderr to the null device
 	if spec.Stderr != nil {
-		capped := &cappedWriter{w: spec.Stderr, left: stderrCap}
+		capped := ndjson.NewCapped(spec.Stderr, stderrCap, stderrNote)
 		sink, stderr = capped, capped
 	}
 	proc, err := startProcess(spec, stderr)
@@ -82,6 +85,7 @@ func newClient(spec ProcSpec, proc *process, sink io.Writer) *Client {
 	c := &Client{
 		spec:       spec,
 		proc:       proc,
+		out:        ndjson.NewWriter(proc.stdin),
 		log:        sink,
 		maxLine:    spec.MaxLine,
 		grace:      spec.Grace,

@@ -16,8 +16,9 @@
 // # Framing
 //
 // Every message is one line of JSON. Writes are one json.Marshal plus '\n'
-// under a write mutex; the "jsonrpc" field is never sent. Reads use a
-// bufio.Reader with our own per-line limit (ProcSpec.MaxLine): a longer line
+// under a write mutex (ndjson.Writer); the "jsonrpc" field is never sent.
+// Reads use the bounded line reader of product/internal/ndjson with the
+// limit ProcSpec.MaxLine: a longer line
 // is a fatal protocol error, because skipping part of a message would
 // desynchronise every later one. A line that is not JSON is logged to the
 // stderr sink and skipped, as the server itself does. Unknown fields, such as

@@ -8,7 +8,6 @@ import (
 	"io"
 	"os"
 	"os/exec"
-	"sync"
 	"syscall"
 	"time"
 )
@@ -57,6 +56,7 @@ const (
 	defaultMaxLine = 16 << 20
 	defaultGrace   = 2 * time.Second
 	stderrCap      = 1 << 20
+	stderrNote     = "\n[appserver: stderr truncated]\n" // ends a stderr cut at stderrCap
 
 	// waitDelay bounds how long the pipes may outlive the process (a
 	// grandchild holding them) before they are closed under it.
@@ -146,28 +146,4 @@ func (p *process) signalGroup() error {
 		return fmt.Errorf("appserver: kill process group: %w", err)
 	}
 	return nil
-}
-
-// cappedWriter forwards at most left bytes and then swallows the rest while
-// still reporting success, so the server never blocks on a full stderr pipe.
-type cappedWriter struct {
-	mu   sync.Mutex
-	w    io.Writer
-	left int
-}
-
-func (w *cappedWriter) Write(p []byte) (int, error) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if w.left <= 0 {
-		return len(p), nil
-	}
-	q := p[:min(len(p), w.left)]
-	w.left -= len(q)
-	// A failing sink must not stall the server, so its errors are dropped.
-	_, _ = w.w.Write(q)
-	if w.left == 0 {
-		_, _ = io.WriteString(w.w, "\n[appserver: stderr truncated]\n")
-	}
-	return len(p), nil
 }

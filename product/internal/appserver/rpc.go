@@ -1,7 +1,6 @@
 package appserver
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
@@ -10,6 +9,8 @@ import (
 	"os"
 	"strconv"
 	"time"
+
+	"github.com/needle-dev/needle/product/internal/ndjson"
 )
 
 type pendingCall struct {
@@ -104,7 +105,7 @@ func (c *Client) send(m outMsg) error {
 		return err
 	}
 	c.tee(DirC2S, line)
-	if _, err := c.proc.stdin.Write(append(line, '\n')); err != nil {
+	if err := c.out.WriteLine(line); err != nil {
 		if ferr := c.failure(); ferr != nil {
 			return ferr
 		}
@@ -123,11 +124,16 @@ func (c *Client) tee(dir string, line []byte) {
 }
 
 func (c *Client) readLoop() {
-	r := bufio.NewReaderSize(c.proc.stdout, 64<<10)
+	// An over-long line is fatal: the connection cannot continue after
+	// one, so the rest of it is never read.
+	r := ndjson.NewReader(c.proc.stdout, c.maxLine)
 	var err error
 	for {
 		var line []byte
-		if line, err = readLine(r, c.maxLine); err != nil {
+		if line, err = r.Next(); err != nil {
+			if errors.Is(err, ndjson.ErrTooLong) {
+				err = fmt.Errorf("%w of %d bytes", ErrLineTooLong, c.maxLine)
+			}
 			break
 		}
 		c.tee(DirS2C, line)

@@ -1,12 +1,9 @@
 package appserver
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/json"
 	"errors"
-	"fmt"
-	"io"
 )
 
 // Tee directions.
@@ -70,35 +67,6 @@ type outMsg struct {
 	Params any             `json:"params,omitempty"`
 	Result any             `json:"result,omitempty"`
 	Error  *RPCError       `json:"error,omitempty"`
-}
-
-// readLine returns the next line without its newline. Lines longer than max
-// bytes fail with ErrLineTooLong without being read to their end: the
-// connection cannot continue after one anyway. A final line without a
-// newline is returned as is.
-func readLine(r *bufio.Reader, max int) ([]byte, error) {
-	var line []byte
-	for {
-		frag, err := r.ReadSlice('\n')
-		n := len(frag)
-		if err == nil {
-			n-- // the newline does not count
-		}
-		if len(line)+n > max {
-			return nil, fmt.Errorf("%w of %d bytes", ErrLineTooLong, max)
-		}
-		line = append(line, frag...)
-		switch {
-		case err == nil:
-			return line[:len(line)-1], nil
-		case errors.Is(err, bufio.ErrBufferFull):
-			continue
-		case errors.Is(err, io.EOF) && len(line) > 0:
-			return line, nil
-		default:
-			return nil, err
-		}
-	}
 }
 
 // isBlank reports whether a line carries no message at all.

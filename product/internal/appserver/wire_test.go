@@ -1,45 +1,14 @@
 package appserver
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/json"
-	"errors"
-	"io"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/needle-dev/needle/product/internal/ndjson"
 )
-
-func TestReadLine(t *testing.T) {
-	t.Run("OK", func(t *testing.T) {
-		// A small buffer forces lines to span several ReadSlice fragments.
-		in := "a\n" + strings.Repeat("b", 100) + "\n\nlast"
-		r := bufio.NewReaderSize(strings.NewReader(in), 16)
-		var got []string
-		for {
-			line, err := readLine(r, 100)
-			if errors.Is(err, io.EOF) {
-				break
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			got = append(got, string(line))
-		}
-		want := []string{"a", strings.Repeat("b", 100), "", "last"}
-		if diff := cmp.Diff(want, got); diff != "" {
-			t.Errorf("lines (-want +got):\n%s", diff)
-		}
-	})
-	t.Run("ErrLineTooLong", func(t *testing.T) {
-		r := bufio.NewReaderSize(strings.NewReader(strings.Repeat("b", 101)+"\n"), 16)
-		if _, err := readLine(r, 100); !errors.Is(err, ErrLineTooLong) {
-			t.Fatalf("got %v, want ErrLineTooLong", err)
-		}
-	})
-}
 
 func TestDecodeMessage(t *testing.T) {
 	tests := []struct {
@@ -141,7 +110,7 @@ func TestProcessEnv(t *testing.T) {
 
 func TestCappedWriter(t *testing.T) {
 	var buf bytes.Buffer
-	w := &cappedWriter{w: &buf, left: 5}
+	w := ndjson.NewCapped(&buf, 5, stderrNote)
 	for _, s := range []string{"abc", "defg", "hij"} {
 		if n, err := w.Write([]byte(s)); n != len(s) || err != nil {
 			t.Fatalf("Write(%q) = %d, %v", s, n, err)
@@ -152,19 +121,19 @@ func TestCappedWriter(t *testing.T) {
 	}
 }
 
-// FuzzReadLine checks the line reader on arbitrary server output: it never
-// panics, never returns a line over the limit, and the lines it returns are
-// exactly the input's.
+// FuzzReadLine checks the client's reading of arbitrary server output: the
+// line reader never returns a line over the limit, the lines it returns are
+// exactly the input's, and decoding them never panics.
 func FuzzReadLine(f *testing.F) {
 	f.Add([]byte("{\"id\":0,\"result\":{}}\n{\"method\":\"x\"}\n"), 8)
 	f.Add([]byte("no newline"), 64)
 	f.Add([]byte("\n\n\n"), 1)
 	f.Fuzz(func(t *testing.T, data []byte, limit int) {
 		limit = 1 + abs(limit)%128
-		r := bufio.NewReaderSize(bytes.NewReader(data), 16)
+		r := ndjson.NewReader(bytes.NewReader(data), limit)
 		var rebuilt []byte
 		for {
-			line, err := readLine(r, limit)
+			line, err := r.Next()
 			if err != nil {
 				break
 			}

@@ -6,11 +6,11 @@
 // # Framing
 //
 // Every message is one line holding one JSON object; blank lines are
-// skipped. Lines are read with our own bounded reader (Options.MaxLine), not
-// a bufio.Scanner: an over-long line is answered with -32600 (id null) and
+// skipped. Lines are read with the bounded reader of product/internal/ndjson
+// (Options.MaxLine), not a bufio.Scanner: an over-long line is answered with -32600 (id null) and
 // discarded up to its newline, so the stream stays in step and the server
 // stays up. Every write is one compact JSON object plus "\n", encoded in full
-// before a single Write under a mutex, so responses and Notify calls never
+// before a single Write (ndjson.Writer), so responses and Notify calls never
 // interleave and out carries protocol only; diagnostics go to Options.Log.
 //
 // # Validation

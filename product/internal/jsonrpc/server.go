@@ -7,6 +7,8 @@ import (
 	"io"
 	"log"
 	"sync"
+
+	"github.com/needle-dev/needle/product/internal/ndjson"
 )
 
 // Handler handles one request or notification. ctx is cancelled when the
@@ -66,10 +68,10 @@ type Server struct {
 	opts    Options
 	log     *log.Logger
 
-	wmu    sync.Mutex // serializes writes; guards the fields below
-	out    io.Writer  // nil until Serve starts
-	closed bool       // Serve has returned
-	werr   error      // first write error; later writes are not tried
+	wmu    sync.Mutex     // serializes writes; guards the fields below
+	out    *ndjson.Writer // nil until Serve starts
+	closed bool           // Serve has returned
+	werr   error          // first write error; later writes are not tried
 
 	mu       sync.Mutex // guards the session state below
 	served   bool
@@ -169,7 +171,7 @@ func (s *Server) begin(base context.Context, out io.Writer) error {
 	}
 	s.served, s.base = true, base
 	s.wmu.Lock()
-	s.out = out
+	s.out = ndjson.NewWriter(out)
 	s.wmu.Unlock()
 	return nil
 }
@@ -202,11 +204,12 @@ func (s *Server) shutdown(stop context.CancelFunc) {
 
 // readLoop feeds lines to the dispatcher until EOF or shutdown.
 func (s *Server) readLoop(in io.Reader) error {
-	lr := newLineReader(in, s.opts.MaxLine)
+	lr := ndjson.NewReader(in, s.opts.MaxLine)
+	lr.SkipTooLong = true // answered with an error; the server stays up
 	for !s.isStopping() {
-		line, err := lr.next()
+		line, err := lr.Next()
 		switch {
-		case errors.Is(err, errTooLong):
+		case errors.Is(err, ndjson.ErrTooLong):
 			s.log.Printf("input line longer than %d bytes skipped", s.opts.MaxLine)
 			s.respond(nil, nil, errLineTooLong(s.opts.MaxLine))
 		case errors.Is(err, io.EOF):
@@ -246,7 +249,7 @@ func (s *Server) Notify(method string, params any) error {
 		}
 		msg.Params = raw
 	}
-	line, err := encodeLine(msg)
+	line, err := marshal(msg)
 	if err != nil {
 		return fmt.Errorf("jsonrpc: encode %s: %w", method, err)
 	}
@@ -266,11 +269,11 @@ func (s *Server) respond(id ID, result any, e *Error) {
 			msg.Error = errInternal()
 		}
 	}
-	line, err := encodeLine(msg)
+	line, err := marshal(msg)
 	if err != nil { // only Error.Data can fail: send the error without it
 		s.log.Printf("encode error data for id %s: %v", msg.ID, err)
 		msg.Error = &Error{Code: msg.Error.Code, Message: msg.Error.Message}
-		line, _ = encodeLine(msg)
+		line, _ = marshal(msg)
 	}
 	_ = s.write(line) // a failed write is logged there; the peer is gone
 }
@@ -300,7 +303,7 @@ func (s *Server) write(line []byte) error {
 	if s.werr != nil {
 		return s.werr
 	}
-	if _, err := s.out.Write(line); err != nil {
+	if err := s.out.WriteLine(line); err != nil {
 		s.werr = fmt.Errorf("jsonrpc: write: %w", err)
 		s.log.Print(s.werr)
 		return s.werr

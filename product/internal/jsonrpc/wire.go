@@ -1,11 +1,11 @@
 package jsonrpc
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/json"
 	"errors"
-	"io"
+
+	"github.com/needle-dev/needle/product/internal/ndjson"
 )
 
 // ID is a request id exactly as the client sent it: a JSON string or number.
@@ -120,50 +120,6 @@ func idKey(raw json.RawMessage) (string, bool) {
 	return "", false
 }
 
-// errTooLong reports an input line longer than the limit.
-var errTooLong = errors.New("jsonrpc: line too long")
-
-// lineReader reads newline-terminated lines of at most max bytes (newline
-// excluded). An over-long line is consumed to its end without being kept,
-// so memory stays bounded and the next line starts in the right place.
-type lineReader struct {
-	r   *bufio.Reader
-	max int
-	buf []byte
-}
-
-func newLineReader(r io.Reader, max int) *lineReader {
-	return &lineReader{r: bufio.NewReaderSize(r, 64<<10), max: max}
-}
-
-// next returns the next line (valid until the following call), errTooLong
-// for an over-long one, or the reader's error. A last line without a
-// newline counts as a line.
-func (l *lineReader) next() ([]byte, error) {
-	l.buf = l.buf[:0]
-	tooLong := false
-	for {
-		frag, err := l.r.ReadSlice('\n')
-		body := bytes.TrimSuffix(frag, []byte("\n"))
-		if !tooLong && len(l.buf)+len(body) > l.max {
-			tooLong, l.buf = true, l.buf[:0]
-		}
-		if !tooLong {
-			l.buf = append(l.buf, body...)
-		}
-		switch {
-		case errors.Is(err, bufio.ErrBufferFull):
-			continue
-		case tooLong:
-			return nil, errTooLong // at EOF the next call reports it
-		case err == nil || (errors.Is(err, io.EOF) && len(l.buf) > 0):
-			return l.buf, nil
-		default:
-			return nil, err
-		}
-	}
-}
-
 // response is an outgoing response; exactly one of Result and Error is set.
 type response struct {
 	JSONRPC string          `json:"jsonrpc"`
@@ -179,24 +135,7 @@ type notification struct {
 	Params  json.RawMessage `json:"params,omitempty"`
 }
 
-// encodeLine is the one encoder of everything written: compact JSON, which
-// never contains a raw newline, plus the terminating "\n". HTML escaping is
-// off because the peer is a program, not a browser.
-func encodeLine(v any) ([]byte, error) {
-	var b bytes.Buffer
-	enc := json.NewEncoder(&b)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
-		return nil, err
-	}
-	return b.Bytes(), nil
-}
-
-// marshal encodes a result or params value the same way, without the newline.
-func marshal(v any) (json.RawMessage, error) {
-	line, err := encodeLine(v)
-	if err != nil {
-		return nil, err
-	}
-	return line[:len(line)-1], nil
-}
+// marshal is the one encoder of everything written (results, params and
+// whole messages): compact JSON, which never holds a raw newline, with HTML
+// escaping off because the peer is a program, not a browser.
+func marshal(v any) (json.RawMessage, error) { return ndjson.Encode(v) }

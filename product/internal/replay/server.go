@@ -1,7 +1,6 @@
 package replay
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -10,6 +9,7 @@ import (
 	"io"
 	"time"
 
+	"github.com/needle-dev/needle/product/internal/ndjson"
 	"github.com/needle-dev/needle/product/internal/transcript"
 )
 
@@ -21,7 +21,7 @@ const unexpectedRequest = `{"code":-32600,"message":"replay: unexpected request"
 type server struct {
 	cands   []*candidate // still in the running, in Config order
 	timeout time.Duration
-	out     io.Writer
+	out     *ndjson.Writer
 	apply   bool
 }
 
@@ -29,7 +29,7 @@ func newServer(cfg Config, out io.Writer) (*server, error) {
 	if len(cfg.Transcripts) == 0 {
 		return nil, errors.New("replay: no transcripts")
 	}
-	s := &server{timeout: cfg.ReadTimeout, out: out, apply: cfg.ApplyFileChanges}
+	s := &server{timeout: cfg.ReadTimeout, out: ndjson.NewWriter(out), apply: cfg.ApplyFileChanges}
 	if s.timeout <= 0 {
 		s.timeout = DefaultReadTimeout
 	}
@@ -91,7 +91,7 @@ func (s *server) emitReady() error {
 		if err := s.reenact(out, first.binds["CWD"]); err != nil {
 			return fmt.Errorf("scenario %q step %d: %w", first.t.Header.Scenario, first.step(), err)
 		}
-		if _, err := s.out.Write(append(out, '\n')); err != nil {
+		if err := s.out.WriteLine(out); err != nil {
 			return fmt.Errorf("write to client: %w", err)
 		}
 		for _, c := range s.cands {
@@ -172,7 +172,7 @@ func (s *server) consume(line []byte) error {
 	}
 	if act.kind == transcript.KindRequest {
 		reply := fmt.Sprintf(`{"id":%s,"error":%s}`, act.id, unexpectedRequest)
-		if _, err := io.WriteString(s.out, reply+"\n"); err != nil {
+		if err := s.out.WriteLine([]byte(reply)); err != nil {
 			return fmt.Errorf("write to client: %w", err)
 		}
 	}
@@ -236,9 +236,12 @@ type input struct {
 func readInput(r io.Reader, done <-chan struct{}) <-chan input {
 	ch := make(chan input)
 	go func() {
-		br := bufio.NewReaderSize(r, 64<<10)
+		lr := ndjson.NewReader(r, transcript.MaxLine)
 		for {
-			line, err := readLine(br, transcript.MaxLine)
+			line, err := lr.Next()
+			if errors.Is(err, ndjson.ErrTooLong) {
+				err = fmt.Errorf("client line longer than %d bytes", transcript.MaxLine)
+			}
 			if err == nil && len(bytes.TrimSpace(line)) == 0 {
 				continue // blank lines carry no message
 			}
@@ -253,28 +256,4 @@ func readInput(r io.Reader, done <-chan struct{}) <-chan input {
 		}
 	}()
 	return ch
-}
-
-// readLine returns the next line without its terminator. Like the real
-// server's line reader, it also returns a final line that lacks a newline;
-// io.EOF comes only once everything has been returned.
-func readLine(br *bufio.Reader, limit int) ([]byte, error) {
-	var line []byte
-	for {
-		chunk, err := br.ReadSlice('\n')
-		if len(line)+len(chunk) > limit+1 { // +1: the newline itself
-			return nil, fmt.Errorf("client line longer than %d bytes", limit)
-		}
-		line = append(line, chunk...)
-		switch {
-		case err == nil:
-			return line[:len(line)-1], nil
-		case errors.Is(err, bufio.ErrBufferFull):
-			continue
-		case errors.Is(err, io.EOF) && len(line) > 0:
-			return line, nil
-		default:
-			return nil, err
-		}
-	}
 }

@@ -9,6 +9,8 @@ import (
 	"os/exec"
 	"strings"
 	"time"
+
+	"github.com/needle-dev/needle/product/internal/ndjson"
 )
 
 const (
@@ -61,12 +63,12 @@ func runGit(ctx context.Context, dir string, args ...string) ([]byte, error) {
 	cmd.Env = gitEnv(os.Environ())
 	cmd.WaitDelay = gitWaitDelay
 	setProcessGroup(cmd)
-	stdout := &cappedBuffer{max: maxStdout}
-	stderr := &cappedBuffer{max: maxStderr}
+	stdout := ndjson.NewBuffer(maxStdout)
+	stderr := ndjson.NewBuffer(maxStderr)
 	cmd.Stdout, cmd.Stderr = stdout, stderr
 
 	err := cmd.Run()
-	if err == nil && stdout.truncated {
+	if err == nil && stdout.Truncated() {
 		err = fmt.Errorf("output exceeds %d bytes", maxStdout)
 	}
 	if err != nil {
@@ -118,23 +120,4 @@ func splitNUL(out []byte) []string {
 		return nil
 	}
 	return strings.Split(string(out), "\x00")
-}
-
-// cappedBuffer keeps the first max bytes written and drops the rest while
-// still reporting success, so a chatty git is never blocked or killed by a
-// broken pipe.
-type cappedBuffer struct {
-	bytes.Buffer
-	max       int
-	truncated bool
-}
-
-func (b *cappedBuffer) Write(p []byte) (int, error) {
-	room := b.max - b.Len()
-	if len(p) > room {
-		b.truncated = true
-		b.Buffer.Write(p[:max(room, 0)])
-		return len(p), nil
-	}
-	return b.Buffer.Write(p)
 }

@@ -44,18 +44,6 @@ func TestRunGit(t *testing.T) {
 	})
 }
 
-func TestCappedBuffer(t *testing.T) {
-	b := &cappedBuffer{max: 5}
-	for _, s := range []string{"abc", "defg", "h"} {
-		if n, err := b.Write([]byte(s)); n != len(s) || err != nil {
-			t.Fatalf("Write(%q) = %d, %v", s, n, err)
-		}
-	}
-	if b.String() != "abcde" || !b.truncated {
-		t.Errorf("buffer = %q, truncated %v; want abcde, true", b.String(), b.truncated)
-	}
-}
-
 func TestSplitNUL(t *testing.T) {
 	for in, want := range map[string]int{"": 0, "a\x00": 1, "a\x00b c\x00": 2, "a\nb\x00": 1} {
 		if got := splitNUL([]byte(in)); len(got) != want {

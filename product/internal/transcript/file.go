@@ -8,23 +8,30 @@ import (
 	"fmt"
 	"io"
 	"os"
-)
 
-// errNoNewline marks a final line without its newline: Write always ends a
-// line with one, so its absence means the file was cut short.
-var errNoNewline = errors.New("missing final newline (truncated file?)")
+	"github.com/needle-dev/needle/product/internal/ndjson"
+)
 
 // Read parses a transcript. It is strict: the header must come first with the
 // exact Format, every further line must be one JSON object with dir c2s or
 // s2c and a msg that is a request, notification or response, no line may
 // exceed MaxLine, and the input must end with a newline. Errors are *Error.
 func Read(r io.Reader) (*Transcript, error) {
-	br := bufio.NewReaderSize(r, 64<<10)
+	// Write always ends a line with a newline, so a last line without one
+	// means the file was cut short.
+	lr := ndjson.NewReader(r, MaxLine)
+	lr.RequireNewline = true
 	t := &Transcript{}
 	for n := 1; ; n++ {
-		line, err := readLine(br, MaxLine)
+		line, err := lr.Next()
 		if err == io.EOF {
 			break
+		}
+		switch {
+		case errors.Is(err, ndjson.ErrTooLong):
+			err = fmt.Errorf("line longer than %d bytes", MaxLine)
+		case errors.Is(err, ndjson.ErrNoNewline):
+			err = errors.New("missing final newline (truncated file?)")
 		}
 		if err != nil {
 			return nil, &Error{Line: n, Err: err}
@@ -59,31 +66,6 @@ func ReadFile(name string) (*Transcript, error) {
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
 	return t, nil
-}
-
-// readLine returns the next line without its newline. It returns io.EOF only
-// at a clean end of input and errNoNewline for a final unterminated line.
-// bufio.Scanner is avoided on purpose: its token limit fails in ways that
-// are hard to report, and lines here are legitimately large.
-func readLine(br *bufio.Reader, limit int) ([]byte, error) {
-	var line []byte
-	for {
-		chunk, err := br.ReadSlice('\n')
-		if len(line)+len(chunk) > limit+1 { // +1: the newline itself
-			return nil, fmt.Errorf("line longer than %d bytes", limit)
-		}
-		line = append(line, chunk...)
-		switch {
-		case err == nil:
-			return line[:len(line)-1], nil
-		case err == bufio.ErrBufferFull:
-			continue
-		case err == io.EOF && len(line) > 0:
-			return nil, errNoNewline
-		default:
-			return nil, err
-		}
-	}
 }
 
 func parseHeader(line []byte, h *Header) error {
@@ -129,16 +111,18 @@ func (t *Transcript) Write(w io.Writer) error {
 		h.Match.IgnoreParamKeys = []string{}
 	}
 	bw := bufio.NewWriter(w)
+	lw := ndjson.NewWriter(bw)
 	head, err := json.Marshal(h)
 	if err != nil {
 		return &Error{Line: 1, Err: err}
 	}
-	bw.Write(head)
-	bw.WriteByte('\n')
+	_ = lw.WriteLine(head) // a bufio.Writer reports its errors at Flush
 	for i, l := range t.Lines {
-		if err := writeLine(bw, l); err != nil {
+		line, err := encodeLine(l)
+		if err != nil {
 			return &Error{Line: i + 2, Err: err}
 		}
+		_ = lw.WriteLine(line)
 	}
 	if err := bw.Flush(); err != nil {
 		return fmt.Errorf("write transcript: %w", err)
@@ -146,26 +130,25 @@ func (t *Transcript) Write(w io.Writer) error {
 	return nil
 }
 
-func writeLine(bw *bufio.Writer, l Line) error {
+// encodeLine is the file line of l: {"dir":…,"msg":…} with the msg as
+// stored.
+func encodeLine(l Line) ([]byte, error) {
 	if err := checkLine(l); err != nil {
-		return err
+		return nil, err
 	}
 	msg := []byte(l.Msg)
 	if bytes.IndexByte(msg, '\n') >= 0 {
 		var buf bytes.Buffer
 		if err := json.Compact(&buf, msg); err != nil {
-			return err
+			return nil, err
 		}
 		msg = buf.Bytes()
 	}
 	dir, err := json.Marshal(l.Dir)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	bw.WriteString(`{"dir":`)
-	bw.Write(dir)
-	bw.WriteString(`,"msg":`)
-	bw.Write(bytes.TrimSpace(msg))
-	bw.WriteString("}\n")
-	return nil
+	line := append([]byte(`{"dir":`), dir...)
+	line = append(append(line, `,"msg":`...), bytes.TrimSpace(msg)...)
+	return append(line, '}'), nil
 }
