@@ -9,10 +9,8 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"strings"
-	"sync"
 
 	"github.com/needle-dev/needle/product/internal/contentid"
 	"github.com/needle-dev/needle/product/internal/snapshot"
@@ -216,17 +214,7 @@ func digestFiles(ctx context.Context, dir string, files []string, tree map[strin
 	defer root.Close()
 	digests := make([]string, len(files))
 	errs := make([]error, len(files))
-	next := make(chan int)
-	var wg sync.WaitGroup
-	for range min(runtime.GOMAXPROCS(0), max(len(files), 1)) {
-		wg.Go(func() {
-			for i := range next {
-				digests[i], errs[i] = digestFile(root, files[i])
-			}
-		})
-	}
-	err = feed(ctx, next, len(files))
-	wg.Wait()
+	err = snapshot.ForEach(ctx, len(files), func(i int) { digests[i], errs[i] = digestFile(root, files[i]) })
 	if err != nil {
 		return err
 	}
@@ -259,17 +247,4 @@ func digestFile(root *os.Root, rel string) (string, error) {
 		return "", fmt.Errorf("read %s: %w", rel, err)
 	}
 	return contentid.OfBytes(snapshot.FileTag, data), nil
-}
-
-// feed sends 0..n-1 on next and closes it, stopping early when ctx ends.
-func feed(ctx context.Context, next chan<- int, n int) error {
-	defer close(next)
-	for i := range n {
-		select {
-		case next <- i:
-		case <-ctx.Done():
-			return ctx.Err()
-		}
-	}
-	return nil
 }

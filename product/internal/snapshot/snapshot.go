@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"runtime"
-	"sync"
 
 	"github.com/needle-dev/needle/product/internal/contentid"
 )
@@ -57,17 +55,7 @@ func (r *Repo) Snapshot(ctx context.Context) (Snapshot, error) {
 func (r *Repo) digestAll(ctx context.Context, paths []string) ([]FileDigest, error) {
 	digests := make([]string, len(paths))
 	errs := make([]error, len(paths))
-	next := make(chan int)
-	var wg sync.WaitGroup
-	for range min(runtime.GOMAXPROCS(0), max(len(paths), 1)) {
-		wg.Go(func() {
-			for i := range next {
-				digests[i], errs[i] = r.FileDigest(paths[i])
-			}
-		})
-	}
-	err := feed(ctx, next, len(paths))
-	wg.Wait()
+	err := ForEach(ctx, len(paths), func(i int) { digests[i], errs[i] = r.FileDigest(paths[i]) })
 	if err != nil {
 		return nil, err
 	}
@@ -82,19 +70,6 @@ func (r *Repo) digestAll(ctx context.Context, paths []string) ([]FileDigest, err
 		}
 	}
 	return files, nil
-}
-
-// feed sends 0..n-1 on next and closes it, stopping early when ctx ends.
-func feed(ctx context.Context, next chan<- int, n int) error {
-	defer close(next)
-	for i := range n {
-		select {
-		case next <- i:
-		case <-ctx.Done():
-			return ctx.Err()
-		}
-	}
-	return nil
 }
 
 // dirty reports whether a git work tree differs from HEAD: staged or

@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -292,4 +293,35 @@ func mustDirDigest(tb testing.TB, r *Repo, dir string) string {
 		tb.Fatalf("DirDigest(%q): %v", dir, err)
 	}
 	return d
+}
+
+func TestForEach(t *testing.T) {
+	t.Run("EveryIndexOnce", func(t *testing.T) {
+		var mu sync.Mutex
+		seen := map[int]int{}
+		if err := ForEach(context.Background(), 1000, func(i int) { mu.Lock(); seen[i]++; mu.Unlock() }); err != nil {
+			t.Fatal(err)
+		}
+		for i := range 1000 {
+			if seen[i] != 1 {
+				t.Fatalf("index %d called %d times", i, seen[i])
+			}
+		}
+	})
+	t.Run("StopsWhenCancelled", func(t *testing.T) {
+		ctx, cancel := context.WithCancel(context.Background())
+		var mu sync.Mutex
+		calls := 0
+		err := ForEach(ctx, 1_000_000, func(int) {
+			mu.Lock()
+			calls++
+			if calls == 10 {
+				cancel()
+			}
+			mu.Unlock()
+		})
+		if !errors.Is(err, context.Canceled) || calls >= 1_000_000 {
+			t.Errorf("err %v after %d calls; want context.Canceled well before the end", err, calls)
+		}
+	})
 }
