@@ -8,14 +8,13 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/needle-dev/needle/product/internal/appserver"
 	"github.com/needle-dev/needle/product/internal/checkout"
 	"github.com/needle-dev/needle/product/internal/ndjson"
+	"github.com/needle-dev/needle/product/internal/procdir"
 	"github.com/needle-dev/needle/product/internal/snapshot"
 	"github.com/needle-dev/needle/product/internal/transcript"
 )
@@ -86,7 +85,8 @@ func newCodexWorker(ctx context.Context, cfg CodexConfig, dataDir string) (*code
 	if _, err := checkout.Sweep(ctx, w.checkouts()); err != nil {
 		return nil, &Error{Op: "worker.codex", Kind: KindIO, Err: fmt.Errorf("sweep checkouts: %w", err)}
 	}
-	if err := w.sweepHomes(); err != nil {
+	// A crash must not leave copied credentials behind.
+	if err := procdir.Sweep(w.homes()); err != nil {
 		return nil, &Error{Op: "worker.codex", Kind: KindIO, Err: fmt.Errorf("sweep codex homes: %w", err)}
 	}
 	return w, nil
@@ -95,42 +95,6 @@ func newCodexWorker(ctx context.Context, cfg CodexConfig, dataDir string) (*code
 func (w *codexWorker) checkouts() string { return filepath.Join(w.dataDir, "checkouts") }
 
 func (w *codexWorker) homes() string { return filepath.Join(w.dataDir, "codex-homes") }
-
-// sweepHomes removes the CODEX_HOME of every worker whose process is gone:
-// a crash must not leave copied credentials behind. A home is named
-// <invocation>-<pid>-<random>.
-func (w *codexWorker) sweepHomes() error {
-	entries, err := os.ReadDir(w.homes())
-	if errors.Is(err, os.ErrNotExist) {
-		return nil
-	}
-	if err != nil {
-		return err
-	}
-	for _, e := range entries {
-		parts := strings.Split(e.Name(), "-")
-		if len(parts) != 3 {
-			continue
-		}
-		pid, err := strconv.Atoi(parts[1])
-		if err != nil || processAlive(pid) {
-			continue
-		}
-		if err := os.RemoveAll(filepath.Join(w.homes(), e.Name())); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// processAlive reports whether a process with this pid exists.
-func processAlive(pid int) bool {
-	if pid == os.Getpid() {
-		return true
-	}
-	err := syscall.Kill(pid, 0)
-	return err == nil || errors.Is(err, syscall.EPERM)
-}
 
 // Propose runs one worker session for the missing obligations: one
 // read-only thread, one turn per obligation.
@@ -274,8 +238,11 @@ func invocationID(req WorkerRequest, snapshotID string) string {
 // codexHome makes the worker's own CODEX_HOME: a copy of the configured
 // home's files, so a worker never writes the user's configuration.
 func (w *codexWorker) codexHome(inv string) (string, error) {
-	dir := filepath.Join(w.homes(), fmt.Sprintf("%s-%d-%s", strings.TrimPrefix(inv, "b3:")[:16], os.Getpid(), newSessionID("h")[2:10]))
-	if err := os.MkdirAll(dir, 0o700); err != nil {
+	// Named <invocation>-<owner>-<random>: the replay server picks the
+	// recorded session by the invocation prefix, and procdir.Sweep removes
+	// the home once its owner is gone.
+	dir, err := procdir.Make(w.homes(), strings.TrimPrefix(inv, "b3:")[:16])
+	if err != nil {
 		return "", fmt.Errorf("codex home: %w", err)
 	}
 	if w.cfg.Home == "" {

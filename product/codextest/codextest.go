@@ -60,7 +60,7 @@ func ServeAppServerReplay(ctx context.Context, paths []string, stdin io.Reader, 
 // match every transcript stays a candidate and the replay decides.
 func selectSession(ts []*transcript.Transcript, home string) []*transcript.Transcript {
 	base := filepath.Base(home)
-	prefix, _, ok := strings.Cut(base, "-") // <invocation>-<pid>-<random>
+	prefix, _, ok := strings.Cut(base, "-") // <invocation>-<owner>-<random> (procdir.Make)
 	if home == "" || !ok || len(prefix) != 16 {
 		return ts
 	}

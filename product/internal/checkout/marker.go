@@ -10,6 +10,8 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+
+	"github.com/needle-dev/needle/product/internal/procdir"
 )
 
 const (
@@ -26,7 +28,7 @@ var namePattern = regexp.MustCompile(`^co-[0-9a-f]{16}$`)
 // marker is the content of <parent>/<name>.lock.
 type marker struct {
 	PID      int    `json:"pid"`
-	Start    string `json:"start,omitempty"` // the creator's start time (processStart); "" where unknown
+	Start    string `json:"start,omitempty"` // the creator's start time (procdir.Start); "" where unknown
 	Source   string `json:"source"`          // the source repository's root
 	Kind     kind   `json:"kind"`
 	Snapshot string `json:"snapshot"`
@@ -41,7 +43,7 @@ func newName() string {
 
 // newMarker describes c as created by this process.
 func newMarker(c *Checkout) (marker, error) {
-	start, err := processStart(os.Getpid())
+	start, err := procdir.Start(os.Getpid())
 	if err != nil {
 		return marker{}, fmt.Errorf("own start time: %w", err)
 	}

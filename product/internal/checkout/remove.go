@@ -8,6 +8,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/needle-dev/needle/product/internal/procdir"
 )
 
 // Remove deletes the checkout — `git worktree remove --force` then `git
@@ -177,7 +179,7 @@ func stale(parent, name string) (*Checkout, error) {
 	if err != nil {
 		return nil, err
 	}
-	if processAlive(m.PID, m.Start) {
+	if procdir.Alive(m.PID, m.Start) {
 		return nil, nil
 	}
 	return &Checkout{Dir: filepath.Join(parent, base), Snapshot: m.Snapshot,

@@ -1,4 +1,4 @@
-package checkout
+package procdir
 
 import (
 	"errors"
@@ -9,13 +9,16 @@ import (
 	"syscall"
 )
 
-// processAlive reports whether the process that wrote a marker may still be
-// running. A pid alone is not enough: in a container every run of needle may
-// get the same small pid, so a marker left by a crashed run would look alive
+// Alive reports whether the process pid, started at start (Start's value;
+// "" when unknown), may still be running. A pid alone is not enough: in a container every run of needle may
+// get the same small pid, so whatever a crashed run left would look alive
 // forever. The start time tells a reused pid apart. Whenever the answer is
-// uncertain the process counts as alive, since a wrong "dead" deletes a
-// checkout a worker is using.
-func processAlive(pid int, start string) bool {
+// uncertain the process counts as alive, since a wrong "dead" deletes what a
+// live process is using.
+func Alive(pid int, start string) bool {
+	if pid <= 0 {
+		return true // signal 0 to pid 0 or -1 probes a whole group, which always "lives"
+	}
 	if err := syscall.Kill(pid, 0); errors.Is(err, syscall.ESRCH) {
 		return false
 	}
@@ -30,9 +33,9 @@ func processAlive(pid int, start string) bool {
 	}
 }
 
-// processStart returns the start time of process pid, in clock ticks since
+// Start returns the start time of process pid, in clock ticks since
 // boot: with the pid it names one process for the life of the machine.
-func processStart(pid int) (string, error) {
+func Start(pid int) (string, error) {
 	_, start, err := procStat(pid)
 	return start, err
 }
