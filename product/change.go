@@ -60,8 +60,6 @@ type ChangeConstraints struct {
 	Notes    []string `json:"notes"`
 }
 
-var b3Pattern = regexp.MustCompile(`^b3:[0-9a-f]{64}$`)
-
 // ChangeIDPattern is the syntax of an opaque change id.
 var ChangeIDPattern = regexp.MustCompile(`^chg_[0-9a-f]{24}$`)
 

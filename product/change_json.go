@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/needle-dev/needle/product/internal/contentid"
 )
 
 // DecodeChangeRequest decodes and checks a prepare_change request with the
@@ -145,7 +147,7 @@ func checkChangeRequest(r *ChangeRequest) error {
 			return invalidf(opChange, name, "too many ids (%d); the limit is %d", len(*ids), MaxChangeRefs)
 		}
 		for i, id := range *ids {
-			if !b3Pattern.MatchString(id) {
+			if !contentid.Valid(id) {
 				return invalidf(opChange, fmt.Sprintf("%s[%d]", name, i), "malformed id %q; want b3:<64 hex>", id)
 			}
 		}

@@ -1,5 +1,10 @@
 package product
 
+import (
+	"github.com/needle-dev/needle/product/internal/contentid"
+	"github.com/needle-dev/needle/product/internal/schema"
+)
+
 // The MCP surface of supervised changes: the closed inputSchemas and the
 // outputSchemas of prepare_change and verify_change.
 
@@ -24,7 +29,7 @@ func verifyChangeTool(modern bool) map[string]any {
 		"title": "Verify change",
 		"description": "Verify a prepared change with an independent read-only verifier on a fresh checkout holding the patch. " +
 			"A first repairable verdict consumes the one repair and one new verification; there is no second repair and no apply.",
-		"inputSchema": closed(map[string]any{"change_id": map[string]any{"type": "string", "pattern": ChangeIDPattern.String()}}, "change_id"),
+		"inputSchema": schema.Object(map[string]any{"change_id": map[string]any{"type": "string", "pattern": ChangeIDPattern.String()}}, "change_id"),
 	}
 	if modern {
 		tool["outputSchema"] = verifyChangeOutputSchema()
@@ -36,17 +41,17 @@ func prepareChangeInputSchema() map[string]any {
 	text := func(maxLen int) map[string]any {
 		return map[string]any{"type": "string", "minLength": 1, "maxLength": maxLen}
 	}
-	ids := map[string]any{"type": "array", "maxItems": MaxChangeRefs, "items": map[string]any{"type": "string", "pattern": b3Pattern.String()}}
-	return closed(map[string]any{
+	ids := map[string]any{"type": "array", "maxItems": MaxChangeRefs, "items": map[string]any{"type": "string", "pattern": "^" + contentid.Regexp + "$"}}
+	return schema.Object(map[string]any{
 		"task":                text(MaxTaskBytes),
 		"acceptance_criteria": map[string]any{"type": "array", "minItems": 1, "maxItems": MaxCriteria, "items": text(MaxCriterionBytes)},
-		"scopes": map[string]any{"type": "array", "minItems": 1, "maxItems": MaxScopes, "items": closed(map[string]any{
+		"scopes": map[string]any{"type": "array", "minItems": 1, "maxItems": MaxScopes, "items": schema.Object(map[string]any{
 			"path": text(MaxScopePathBytes),
-			"kind": map[string]any{"type": "string", "enum": []string{ScopeExact, ScopeSubtree}},
+			"kind": schema.Enum(ScopeExact, ScopeSubtree),
 		}, "kind", "path")},
 		"artifact_ids": ids,
 		"claim_ids":    ids,
-		"constraints": closed(map[string]any{
+		"constraints": schema.Object(map[string]any{
 			"max_files": map[string]any{"type": "integer", "minimum": 1, "maximum": MaxPatchFiles},
 			"max_bytes": map[string]any{"type": "integer", "minimum": 1, "maximum": MaxPatchBytes},
 			"notes":     map[string]any{"type": "array", "maxItems": MaxConstraintNotes, "items": text(MaxNoteBytes)},
@@ -58,12 +63,12 @@ var (
 	schemaString  = map[string]any{"type": "string"}
 	schemaInteger = map[string]any{"type": "integer", "minimum": 0}
 	schemaStrings = map[string]any{"type": "array", "items": schemaString}
-	schemaDigest  = map[string]any{"type": "string", "pattern": "^(b3:[0-9a-f]{64})?$"}
+	schemaDigest  = map[string]any{"type": "string", "pattern": "^(" + contentid.Regexp + ")?$"}
 )
 
 func operationsSchema() map[string]any {
-	return map[string]any{"type": "array", "items": closedAll(map[string]any{
-		"op":         map[string]any{"type": "string", "enum": []string{"add", "modify", "delete"}},
+	return map[string]any{"type": "array", "items": schema.Strict(map[string]any{
+		"op":         schema.Enum("add", "modify", "delete"),
 		"path":       schemaString,
 		"before":     schemaDigest,
 		"after":      schemaDigest,
@@ -73,7 +78,7 @@ func operationsSchema() map[string]any {
 }
 
 func accountingSchema() map[string]any {
-	return closedAll(map[string]any{
+	return schema.Strict(map[string]any{
 		"worker_runs": schemaInteger, "input_tokens": schemaInteger, "output_tokens": schemaInteger,
 		"total_tokens": schemaInteger, "latency_ms": map[string]any{"type": "number", "minimum": 0},
 		"files": schemaInteger, "bytes": schemaInteger,
@@ -81,15 +86,15 @@ func accountingSchema() map[string]any {
 }
 
 func prepareChangeOutputSchema() map[string]any {
-	return closedAll(map[string]any{
+	return schema.Strict(map[string]any{
 		"change_id":  map[string]any{"type": "string", "pattern": ChangeIDPattern.String()},
-		"status":     map[string]any{"type": "string", "enum": []string{ChangePrepared, ChangeRejected, ChangeFailed}},
+		"status":     schema.Enum(ChangePrepared, ChangeRejected, ChangeFailed),
 		"patch_id":   schemaDigest,
 		"revision":   map[string]any{"type": "integer", "minimum": 1},
 		"operations": operationsSchema(),
-		"acceptance": map[string]any{"type": "array", "items": closedAll(map[string]any{
+		"acceptance": map[string]any{"type": "array", "items": schema.Strict(map[string]any{
 			"criterion": map[string]any{"type": "integer", "minimum": 1},
-			"status":    map[string]any{"type": "string", "enum": []string{"claimed", "not_addressed", "unreported"}},
+			"status":    schema.Enum("claimed", "not_addressed", "unreported"),
 			"note":      schemaString,
 		})},
 		"accounting":          accountingSchema(),
@@ -101,19 +106,19 @@ func prepareChangeOutputSchema() map[string]any {
 }
 
 func verifyChangeOutputSchema() map[string]any {
-	return closedAll(map[string]any{
+	return schema.Strict(map[string]any{
 		"change_id": map[string]any{"type": "string", "pattern": ChangeIDPattern.String()},
 		"patch_id":  schemaDigest,
 		"revision":  map[string]any{"type": "integer", "minimum": 1},
-		"verdict":   map[string]any{"type": "string", "enum": allVerdicts},
-		"criteria": map[string]any{"type": "array", "items": closedAll(map[string]any{
+		"verdict":   schema.Enum(allVerdicts...),
+		"criteria": map[string]any{"type": "array", "items": schema.Strict(map[string]any{
 			"criterion": map[string]any{"type": "integer", "minimum": 1},
-			"status":    map[string]any{"type": "string", "enum": []string{"met", "unmet", "unknown"}},
+			"status":    schema.Enum("met", "unmet", "unknown"),
 			"reason":    schemaString,
 		})},
 		"operations": operationsSchema(),
-		"repair": closedAll(map[string]any{
-			"status":        map[string]any{"type": "string", "enum": []string{"not_needed", "applied", "rejected", "failed", "exhausted"}},
+		"repair": schema.Strict(map[string]any{
+			"status":        schema.Enum("not_needed", "applied", "rejected", "failed", "exhausted"),
 			"from_patch_id": schemaDigest,
 			"reasons":       schemaStrings,
 		}),
@@ -122,7 +127,7 @@ func verifyChangeOutputSchema() map[string]any {
 		"accounting":          accountingSchema(),
 		"residual_risks":      schemaStrings,
 		"reasons":             schemaStrings,
-		"verification_status": map[string]any{"type": "string", "enum": allVerdicts},
+		"verification_status": schema.Enum(allVerdicts...),
 		"context":             schemaString,
 	})
 }

@@ -1,6 +1,11 @@
 package product
 
-import "slices"
+import (
+	"slices"
+
+	"github.com/needle-dev/needle/product/internal/contentid"
+	"github.com/needle-dev/needle/product/internal/schema"
+)
 
 // needContextInputSchema is the closed inputSchema of need_context for a
 // session's enabled routes. It states what JSON Schema can state of the
@@ -10,19 +15,15 @@ import "slices"
 // sorted features, byte lengths), so an input valid here can still be a
 // -32602; an input invalid here is always one.
 func needContextInputSchema(routes RouteSet) map[string]any {
-	routeNames := make([]string, len(routes))
-	for i, r := range routes {
-		routeNames[i] = string(r)
-	}
 	obligations := map[string]any{"type": "array", "maxItems": MaxObligations, "items": map[string]any{"oneOf": obligationSchemas()}}
 	name := map[string]any{"type": "string", "pattern": "^[a-z0-9][a-z0-9._+/-]{0,63}$"}
-	return closed(map[string]any{
-		"route":     map[string]any{"type": "string", "enum": routeNames},
-		"subject":   closed(map[string]any{"kind": enumSchema(allSubjectKinds), "name": map[string]any{"type": "string", "minLength": 1, "maxLength": MaxSubjectNameBytes}}, "kind", "name"),
+	return schema.Object(map[string]any{
+		"route":     schema.Enum(routes...),
+		"subject":   schema.Object(map[string]any{"kind": schema.Enum(allSubjectKinds...), "name": map[string]any{"type": "string", "minLength": 1, "maxLength": MaxSubjectNameBytes}}, "kind", "name"),
 		"required":  obligations,
 		"preferred": obligations,
-		"world": closed(map[string]any{
-			"source":   map[string]any{"type": "string", "pattern": "^(current|b3:[0-9a-f]{64})$"},
+		"world": schema.Object(map[string]any{
+			"source":   map[string]any{"type": "string", "pattern": "^(" + SourceCurrent + "|" + contentid.Regexp + ")$"},
 			"platform": name,
 			"features": map[string]any{"oneOf": []any{
 				map[string]any{"type": "string", "const": FeaturesDefault},
@@ -44,61 +45,34 @@ func obligationSchemas() []any {
 				props[string(f)] = map[string]any{"type": "string", "pattern": "^[a-z0-9][a-z0-9._+/-]{0,63}$"}
 				continue
 			}
-			props[string(f)] = map[string]any{"type": "string", "enum": facetValues[f]}
+			props[string(f)] = schema.Enum(facetValues[f]...)
 		}
-		out = append(out, closed(props, "kind"))
+		out = append(out, schema.Object(props, "kind"))
 	}
 	return out
-}
-
-func closed(props map[string]any, required ...string) map[string]any {
-	s := map[string]any{"type": "object", "properties": props, "additionalProperties": false}
-	if len(required) > 0 {
-		s["required"] = required
-	}
-	return s
-}
-
-func enumSchema[T ~string](values []T) map[string]any {
-	names := make([]string, len(values))
-	for i, v := range values {
-		names[i] = string(v)
-	}
-	return map[string]any{"type": "string", "enum": names}
 }
 
 // needContextOutputSchema is the outputSchema of need_context: the
 // structured result (NeedResult).
 func needContextOutputSchema() map[string]any {
 	str := map[string]any{"type": "string"}
-	id := map[string]any{"type": "string", "pattern": "^b3:[0-9a-f]{64}$"}
-	optionalID := map[string]any{"type": "string", "pattern": "^(b3:[0-9a-f]{64})?$"}
-	kinds := map[string]any{"type": "array", "items": enumSchema(allCapabilities)}
-	var resolutionKinds []string
-	for _, k := range allResolutionKinds {
-		resolutionKinds = append(resolutionKinds, string(k))
-	}
-	var relations []string
-	for _, r := range relationRank {
-		relations = append(relations, string(r))
-	}
+	id := map[string]any{"type": "string", "pattern": "^" + contentid.Regexp + "$"}
+	optionalID := map[string]any{"type": "string", "pattern": "^(" + contentid.Regexp + ")?$"}
+	kinds := map[string]any{"type": "array", "items": schema.Enum(allCapabilities...)}
+	relations := slices.Clone(relationRank)
 	slices.Sort(relations)
-	all := func(props map[string]any) map[string]any {
-		s := closed(props)
-		s["required"] = sortedKeys(props)
-		return s
-	}
+	all := schema.Strict
 	return all(map[string]any{
 		"status":  map[string]any{"type": "string", "enum": []string{"hit", "partial", "worker", "bypass"}},
-		"route":   enumSchema(allRoutes),
-		"subject": all(map[string]any{"kind": enumSchema(allSubjectKinds), "name": str}),
+		"route":   schema.Enum(allRoutes...),
+		"subject": all(map[string]any{"kind": schema.Enum(allSubjectKinds...), "name": str}),
 		"need_id": id,
 		"step": all(map[string]any{"ordinal": map[string]any{"type": "integer", "minimum": 1},
-			"relation": map[string]any{"type": "string", "enum": relations}}),
+			"relation": schema.Enum(relations...)}),
 		"satisfied": kinds,
 		"missing":   kinds,
 		"resolution": all(map[string]any{
-			"kind":           map[string]any{"type": "string", "enum": resolutionKinds},
+			"kind":           schema.Enum(allResolutionKinds...),
 			"artifact_ids":   map[string]any{"type": "array", "items": id},
 			"certificate_id": optionalID,
 			"plan_id":        id,

@@ -6,6 +6,8 @@ import (
 	"path"
 	"strconv"
 	"strings"
+
+	"github.com/needle-dev/needle/product/internal/schema"
 )
 
 // Proposal bounds: a proposal is untrusted (a model or an operator wrote it)
@@ -258,21 +260,14 @@ func isGoIdent(s string) bool {
 // every property required and additionalProperties false at every level, so
 // it can serve as a Codex turn's outputSchema.
 func ProposalSchema(k CapabilityKind) ([]byte, error) {
-	obj := func(props map[string]any) map[string]any {
-		required := sortedKeys(props)
-		return map[string]any{"type": "object", "properties": props, "required": required, "additionalProperties": false}
-	}
+	obj := schema.Strict
 	// Length bounds are enforced by DecodeProposal, not the schema: strict
 	// structured-output schemas do not accept minLength/maxLength.
 	str := func(int) map[string]any { return map[string]any{"type": "string"} }
 	line := map[string]any{"type": "integer", "minimum": 1}
-	subjectKinds := make([]string, len(allSubjectKinds))
-	for i, s := range allSubjectKinds {
-		subjectKinds[i] = string(s)
-	}
 	props := map[string]any{
-		"kind":    map[string]any{"type": "string", "enum": []string{string(k)}},
-		"subject": obj(map[string]any{"kind": map[string]any{"type": "string", "enum": subjectKinds}, "name": str(MaxSubjectNameBytes)}),
+		"kind":    schema.Enum(k),
+		"subject": obj(map[string]any{"kind": schema.Enum(allSubjectKinds...), "name": str(MaxSubjectNameBytes)}),
 	}
 	switch k {
 	case CapImplementationLocation:
@@ -287,7 +282,7 @@ func ProposalSchema(k CapabilityKind) ([]byte, error) {
 	default:
 		return nil, invalidf(opProposal, "kind", "unknown proposal kind %q", k)
 	}
-	schema := obj(props)
-	schema["title"] = "Needle " + string(k) + " proposal"
-	return json.MarshalIndent(schema, "", "  ")
+	s := obj(props)
+	s["title"] = "Needle " + string(k) + " proposal"
+	return json.MarshalIndent(s, "", "  ")
 }

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+
+	"github.com/needle-dev/needle/product/internal/schema"
 )
 
 // The prompts and answer schemas of the change workers. Everything a worker
@@ -25,9 +27,9 @@ const verifyInstructions = "You are a Needle verifier, independent of whoever wr
 	"change is wrong in approach; inconclusive if you cannot tell."
 
 // patchReportSchema is the outputSchema of a patch worker's final message.
-var patchReportSchema = json.RawMessage(mustJSON(closedAll(map[string]any{
+var patchReportSchema = json.RawMessage(mustJSON(schema.Strict(map[string]any{
 	"summary": map[string]any{"type": "string"},
-	"criteria": map[string]any{"type": "array", "items": closedAll(map[string]any{
+	"criteria": map[string]any{"type": "array", "items": schema.Strict(map[string]any{
 		"criterion": map[string]any{"type": "integer", "minimum": 1, "maximum": MaxCriteria},
 		"addressed": map[string]any{"type": "boolean"},
 		"note":      map[string]any{"type": "string"},
@@ -36,21 +38,15 @@ var patchReportSchema = json.RawMessage(mustJSON(closedAll(map[string]any{
 })))
 
 // verdictSchema is the outputSchema of a verifier's final message.
-var verdictSchema = json.RawMessage(mustJSON(closedAll(map[string]any{
-	"verdict": map[string]any{"type": "string", "enum": allVerdicts},
-	"criteria": map[string]any{"type": "array", "items": closedAll(map[string]any{
+var verdictSchema = json.RawMessage(mustJSON(schema.Strict(map[string]any{
+	"verdict": schema.Enum(allVerdicts...),
+	"criteria": map[string]any{"type": "array", "items": schema.Strict(map[string]any{
 		"criterion": map[string]any{"type": "integer", "minimum": 1, "maximum": MaxCriteria},
-		"status":    map[string]any{"type": "string", "enum": []string{"met", "unmet", "unknown"}},
+		"status":    schema.Enum("met", "unmet", "unknown"),
 		"reason":    map[string]any{"type": "string"},
 	})},
 	"repair_instructions": map[string]any{"type": "string"},
 })))
-
-// closedAll is a closed object schema whose every property is required, as
-// strict structured outputs want.
-func closedAll(props map[string]any) map[string]any {
-	return closed(props, sortedKeys(props)...)
-}
 
 // Bounds on what a worker's report may put in front of the caller.
 const (

@@ -26,6 +26,11 @@ const Prefix = "b3:"
 // hexLen is the length of the hex part of an id (32 bytes).
 const hexLen = 64
 
+// Regexp matches an id, unanchored: for the JSON Schema patterns that
+// advertise ids ("^" + Regexp + "$", or optional ids). Valid is the same
+// rule in code.
+const Regexp = Prefix + "[0-9a-f]{64}"
+
 // Canonical returns the canonical JSON encoding of v.
 func Canonical(v any) ([]byte, error) {
 	raw, err := marshal(v)
