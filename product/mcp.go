@@ -78,14 +78,9 @@ func (s *mcpSession) initialize(ctx context.Context, req jsonrpc.Request) (any, 
 	s.mu.Lock()
 	s.version = version
 	s.mu.Unlock()
-	return map[string]any{
-		"protocolVersion": version,
-		"capabilities":    map[string]any{"tools": map[string]any{"listChanged": false}},
-		"serverInfo":      map[string]any{"name": "needle", "title": "Needle", "version": Version()},
-		"instructions": "Ask need_context for typed evidence (where something is implemented, how a flag flows, " +
-			"which tests cover it). Its context cites path:start-end locations that Needle proved fresh for the current source; " +
-			"a bypass means do the work yourself.",
-	}, nil
+	res := initializeResult{ProtocolVersion: version, Instructions: mcpInstructions,
+		ServerInfo: serverInfo{Name: "needle", Title: "Needle", Version: Version()}}
+	return res, nil
 }
 
 // freeze records the session and what it froze.
@@ -103,25 +98,26 @@ func (s *mcpSession) protocol() string {
 // modern reports whether the session speaks 2025-06-18 (structured output).
 func (s *mcpSession) modern() bool { return s.protocol() == "2025-06-18" }
 
-// tools lists the session's tools: need_context, and unless the server
-// runs --cache-only prepare_change and verify_change.
+// toolsList lists the session's tools (mcpTools): need_context, and unless
+// the server runs --cache-only prepare_change and verify_change. The
+// outputSchemas are offered on 2025-06-18 only.
 func (s *mcpSession) toolsList(context.Context, jsonrpc.Request) (any, error) {
-	tool := map[string]any{
-		"name":  "need_context",
-		"title": "Need context",
-		"description": "Resolve a typed need (implementation location, runtime flow, focused tests) from certified " +
-			"evidence proven fresh for the current source, or a bounded read-only worker, or a typed bypass.",
-		"inputSchema": needContextInputSchema(s.cfg.Engine.Routes()),
+	res := toolsListResult{Tools: []toolInfo{}}
+	for _, t := range mcpTools {
+		if !s.offers(t) {
+			continue
+		}
+		info := toolInfo{Name: t.name, Title: t.title, Description: t.description, InputSchema: t.input(s.cfg.Engine)}
+		if s.modern() {
+			info.OutputSchema = t.output()
+		}
+		res.Tools = append(res.Tools, info)
 	}
-	if s.modern() {
-		tool["outputSchema"] = needContextOutputSchema()
-	}
-	tools := []any{tool}
-	if !s.cfg.CacheOnly {
-		tools = append(tools, prepareChangeTool(s.modern()), verifyChangeTool(s.modern()))
-	}
-	return map[string]any{"tools": tools}, nil
+	return res, nil
 }
+
+// offers reports whether the session offers tool t.
+func (s *mcpSession) offers(t mcpTool) bool { return !t.changes || !s.cfg.CacheOnly }
 
 type toolCallParams struct {
 	Name      string          `json:"name"`
@@ -140,50 +136,11 @@ func (s *mcpSession) toolsCall(ctx context.Context, req jsonrpc.Request) (any, e
 	if len(args) == 0 {
 		args = []byte("{}")
 	}
-	switch {
-	case p.Name == "prepare_change" && !s.cfg.CacheOnly:
-		return s.prepareChange(ctx, args)
-	case p.Name == "verify_change" && !s.cfg.CacheOnly:
-		return s.verifyChange(ctx, args)
-	case p.Name != "need_context":
+	i := slices.IndexFunc(mcpTools, func(t mcpTool) bool { return t.name == p.Name })
+	if i < 0 || !s.offers(mcpTools[i]) {
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("unknown tool %q", p.Name)}
 	}
-	nreq, err := DecodeNeedRequest(args)
-	if err == nil {
-		_, err = Compile(nreq, s.cfg.Engine.Routes())
-	}
-	if err != nil {
-		return nil, invalidParams(err)
-	}
-	res, err := s.cfg.Engine.NeedContext(ctx, s.id, nreq)
-	if err != nil {
-		return s.callFailed(ctx, "need_context", err)
-	}
-	return s.toolResult(res.Context, res), nil
-}
-
-func (s *mcpSession) prepareChange(ctx context.Context, args []byte) (any, error) {
-	req, err := DecodeChangeRequest(args)
-	if err != nil {
-		return nil, invalidParams(err)
-	}
-	res, err := s.cfg.Engine.PrepareChange(ctx, s.id, req)
-	if err != nil {
-		return s.callFailed(ctx, "prepare_change", err)
-	}
-	return s.toolResult(res.Context, res), nil
-}
-
-func (s *mcpSession) verifyChange(ctx context.Context, args []byte) (any, error) {
-	id, err := DecodeChangeID(args)
-	if err != nil {
-		return nil, invalidParams(err)
-	}
-	res, err := s.cfg.Engine.VerifyChange(ctx, s.id, id)
-	if err != nil {
-		return s.callFailed(ctx, "verify_change", err)
-	}
-	return s.toolResult(res.Context, res), nil
+	return mcpTools[i].call(ctx, s, args)
 }
 
 // callFailed maps a tool's error: invalid input and unknown names are
@@ -224,19 +181,80 @@ func rpcError(code int, err error) error {
 // toolResult is the MCP result: the context as text content and, on
 // 2025-06-18, the structured result r whose context is text;
 // content[0].text == structuredContent.context.
-func (s *mcpSession) toolResult(text string, r any) map[string]any {
-	out := map[string]any{
-		"content": []any{map[string]any{"type": "text", "text": text}},
-		"isError": false,
-		"_meta":   map[string]any{"needle/session": s.id, "needle/definition": DefinitionID(), "needle/protocol": s.protocol()},
+func (s *mcpSession) toolResult(text string, r any) callResult {
+	out := callResult{
+		Meta:    callMeta{Session: s.id, Definition: DefinitionID(), Protocol: s.protocol()},
+		Content: []textContent{{Type: "text", Text: text}},
 	}
 	if s.modern() {
-		out["structuredContent"] = r
+		out.StructuredContent = r
 	}
 	return out
 }
 
-func (s *mcpSession) toolError(msg string) map[string]any {
-	return map[string]any{"content": []any{map[string]any{"type": "text", "text": msg}}, "isError": true,
-		"_meta": map[string]any{"needle/session": s.id}}
+func (s *mcpSession) toolError(msg string) callResult {
+	return callResult{Meta: callMeta{Session: s.id}, Content: []textContent{{Type: "text", Text: msg}}, IsError: true}
+}
+
+// The typed MCP results. Their fields are in the order of their JSON names,
+// so they encode exactly as the generic maps they replaced.
+
+// initializeResult is the result of initialize.
+type initializeResult struct {
+	Capabilities    capabilities `json:"capabilities"`
+	Instructions    string       `json:"instructions"`
+	ProtocolVersion string       `json:"protocolVersion"`
+	ServerInfo      serverInfo   `json:"serverInfo"`
+}
+
+type capabilities struct {
+	Tools struct {
+		ListChanged bool `json:"listChanged"`
+	} `json:"tools"`
+}
+
+type serverInfo struct {
+	Name    string `json:"name"`
+	Title   string `json:"title"`
+	Version string `json:"version"`
+}
+
+// mcpInstructions tells the main model what the server is for.
+const mcpInstructions = "Ask need_context for typed evidence (where something is implemented, how a flag flows, " +
+	"which tests cover it). Its context cites path:start-end locations that Needle proved fresh for the current source; " +
+	"a bypass means do the work yourself."
+
+// toolsListResult is the result of tools/list.
+type toolsListResult struct {
+	Tools []toolInfo `json:"tools"`
+}
+
+// toolInfo is one tool as tools/list describes it.
+type toolInfo struct {
+	Description  string `json:"description"`
+	InputSchema  any    `json:"inputSchema"`
+	Name         string `json:"name"`
+	OutputSchema any    `json:"outputSchema,omitempty"`
+	Title        string `json:"title"`
+}
+
+// callResult is the result of tools/call.
+type callResult struct {
+	Meta              callMeta      `json:"_meta"`
+	Content           []textContent `json:"content"`
+	IsError           bool          `json:"isError"`
+	StructuredContent any           `json:"structuredContent,omitempty"`
+}
+
+// callMeta names the session, and for a result the semantic definition and
+// protocol it was answered under.
+type callMeta struct {
+	Definition string `json:"needle/definition,omitempty"`
+	Protocol   string `json:"needle/protocol,omitempty"`
+	Session    string `json:"needle/session"`
+}
+
+type textContent struct {
+	Text string `json:"text"`
+	Type string `json:"type"`
 }

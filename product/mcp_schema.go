@@ -89,3 +89,107 @@ func needContextOutputSchema() map[string]any {
 // allResolutionKinds lists every resolution kind.
 var allResolutionKinds = []ResolutionKind{ResolutionExact, ResolutionCoverage, ResolutionComposite, ResolutionClaim,
 	ResolutionPartial, ResolutionMiss, ResolutionStale, ResolutionRejected, ResolutionAmbiguous, ResolutionContradicted, ResolutionBypass}
+
+// The schemas of the supervised-change tools, prepare_change and
+// verify_change.
+
+// prepareChangeInputSchema is the closed inputSchema of prepare_change.
+func prepareChangeInputSchema() map[string]any {
+	text := func(maxLen int) map[string]any {
+		return map[string]any{"type": "string", "minLength": 1, "maxLength": maxLen}
+	}
+	ids := map[string]any{"type": "array", "maxItems": MaxChangeRefs, "items": map[string]any{"type": "string", "pattern": "^" + contentid.Regexp + "$"}}
+	return schema.Object(map[string]any{
+		"task":                text(MaxTaskBytes),
+		"acceptance_criteria": map[string]any{"type": "array", "minItems": 1, "maxItems": MaxCriteria, "items": text(MaxCriterionBytes)},
+		"scopes": map[string]any{"type": "array", "minItems": 1, "maxItems": MaxScopes, "items": schema.Object(map[string]any{
+			"path": text(MaxScopePathBytes),
+			"kind": schema.Enum(ScopeExact, ScopeSubtree),
+		}, "kind", "path")},
+		"artifact_ids": ids,
+		"claim_ids":    ids,
+		"constraints": schema.Object(map[string]any{
+			"max_files": map[string]any{"type": "integer", "minimum": 1, "maximum": MaxPatchFiles},
+			"max_bytes": map[string]any{"type": "integer", "minimum": 1, "maximum": MaxPatchBytes},
+			"notes":     map[string]any{"type": "array", "maxItems": MaxConstraintNotes, "items": text(MaxNoteBytes)},
+		}),
+	}, "acceptance_criteria", "scopes", "task")
+}
+
+var (
+	schemaString  = map[string]any{"type": "string"}
+	schemaInteger = map[string]any{"type": "integer", "minimum": 0}
+	schemaStrings = map[string]any{"type": "array", "items": schemaString}
+	schemaDigest  = map[string]any{"type": "string", "pattern": "^(" + contentid.Regexp + ")?$"}
+)
+
+func operationsSchema() map[string]any {
+	return map[string]any{"type": "array", "items": schema.Strict(map[string]any{
+		"op":         schema.Enum("add", "modify", "delete"),
+		"path":       schemaString,
+		"before":     schemaDigest,
+		"after":      schemaDigest,
+		"executable": map[string]any{"type": "boolean"},
+		"bytes":      schemaInteger,
+	})}
+}
+
+func accountingSchema() map[string]any {
+	return schema.Strict(map[string]any{
+		"worker_runs": schemaInteger, "input_tokens": schemaInteger, "output_tokens": schemaInteger,
+		"total_tokens": schemaInteger, "latency_ms": map[string]any{"type": "number", "minimum": 0},
+		"files": schemaInteger, "bytes": schemaInteger,
+	})
+}
+
+func prepareChangeOutputSchema() map[string]any {
+	return schema.Strict(map[string]any{
+		"change_id":  map[string]any{"type": "string", "pattern": ChangeIDPattern.String()},
+		"status":     schema.Enum(ChangePrepared, ChangeRejected, ChangeFailed),
+		"patch_id":   schemaDigest,
+		"revision":   map[string]any{"type": "integer", "minimum": 1},
+		"operations": operationsSchema(),
+		"acceptance": map[string]any{"type": "array", "items": schema.Strict(map[string]any{
+			"criterion": map[string]any{"type": "integer", "minimum": 1},
+			"status":    schema.Enum("claimed", "not_addressed", "unreported"),
+			"note":      schemaString,
+		})},
+		"accounting":          accountingSchema(),
+		"residual_risks":      schemaStrings,
+		"reasons":             schemaStrings,
+		"verification_status": map[string]any{"type": "string", "const": "not_requested"},
+		"context":             schemaString,
+	})
+}
+
+// verifyChangeInputSchema is the closed inputSchema of verify_change.
+func verifyChangeInputSchema() map[string]any {
+	return schema.Object(map[string]any{"change_id": map[string]any{"type": "string", "pattern": ChangeIDPattern.String()}}, "change_id")
+}
+
+func verifyChangeOutputSchema() map[string]any {
+	return schema.Strict(map[string]any{
+		"change_id": map[string]any{"type": "string", "pattern": ChangeIDPattern.String()},
+		"patch_id":  schemaDigest,
+		"revision":  map[string]any{"type": "integer", "minimum": 1},
+		"verdict":   schema.Enum(allVerdicts...),
+		"criteria": map[string]any{"type": "array", "items": schema.Strict(map[string]any{
+			"criterion": map[string]any{"type": "integer", "minimum": 1},
+			"status":    schema.Enum("met", "unmet", "unknown"),
+			"reason":    schemaString,
+		})},
+		"operations": operationsSchema(),
+		"repair": schema.Strict(map[string]any{
+			"status":        schema.Enum("not_needed", "applied", "rejected", "failed", "exhausted"),
+			"from_patch_id": schemaDigest,
+			"reasons":       schemaStrings,
+		}),
+		"repair_available":    map[string]any{"type": "boolean"},
+		"recorded":            map[string]any{"type": "boolean"},
+		"accounting":          accountingSchema(),
+		"residual_risks":      schemaStrings,
+		"reasons":             schemaStrings,
+		"verification_status": schema.Enum(allVerdicts...),
+		"context":             schemaString,
+	})
+}

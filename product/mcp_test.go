@@ -10,8 +10,6 @@ import (
 	"sync"
 	"testing"
 	"time"
-
-	"github.com/santhosh-tekuri/jsonschema/v6"
 )
 
 // mcpPeer is a raw-line MCP client connected to ServeMCP through pipes.
@@ -141,81 +139,6 @@ func TestMCP_Transport(t *testing.T) {
 	}
 }
 
-func TestMCP_NeedContext(t *testing.T) {
-	te := MustEngine(t, MustFixtureRepo(t, "grepx", false))
-	te.mustCertify(locNewSearcher)
-	for _, version := range []string{"2025-06-18", "2024-11-05"} {
-		t.Run(version, func(t *testing.T) {
-			p := MustMCP(t, te, true)
-			p.initialize(version)
-			list := p.call(1, "tools/list", `{}`)
-			tools := list["result"].(map[string]any)["tools"].([]any)
-			tool := tools[0].(map[string]any)
-			if len(tools) != 1 || tool["name"] != "need_context" {
-				t.Fatalf("tools %v", tools)
-			}
-			_, hasOut := tool["outputSchema"]
-			if hasOut != (version == "2025-06-18") {
-				t.Errorf("outputSchema present %v on %s", hasOut, version)
-			}
-			r := p.call(2, "tools/call", `{"name":"need_context","arguments":`+needLocateNewSearcher+`}`)
-			res := r["result"].(map[string]any)
-			text := res["content"].([]any)[0].(map[string]any)["text"].(string)
-			if !strings.Contains(text, "search.go:15-17") {
-				t.Errorf("context %q", text)
-			}
-			sc, structured := res["structuredContent"].(map[string]any)
-			if structured != (version == "2025-06-18") {
-				t.Fatalf("structuredContent present %v on %s", structured, version)
-			}
-			if structured {
-				if sc["context"] != text {
-					t.Error("content[0].text != structuredContent.context")
-				}
-				schema := compileSchema(t, tool["outputSchema"])
-				if err := schema.Validate(sc); err != nil {
-					t.Errorf("structuredContent does not match the outputSchema: %v", err)
-				}
-			}
-		})
-	}
-}
-
-func TestMCP_InvalidParams(t *testing.T) {
-	te := MustEngine(t, MustFixtureRepo(t, "grepx", false), func(c *Config) { c.Routes = RouteSet{RouteLocateImplementation, RouteTraceStateFlow} })
-	p := MustMCP(t, te, true)
-	p.initialize("2025-06-18")
-	id := 10
-	for _, tt := range invalidCases {
-		if !json.Valid([]byte(tt.src)) || !strings.HasPrefix(strings.TrimSpace(tt.src), "{") || len(tt.src) > 32<<10 {
-			continue // not an arguments object: the JSON-RPC layer rejects it first
-		}
-		id++
-		r := p.call(id, "tools/call", `{"name":"need_context","arguments":`+tt.src+`}`)
-		e, _ := r["error"].(map[string]any)
-		if errCode(r) != -32602 || !strings.Contains(fmt.Sprint(e["message"]), tt.path) {
-			t.Errorf("%s: reply %v, want -32602 naming %s", tt.name, r, tt.path)
-		}
-	}
-	var n int
-	if err := te.store.db.QueryRow(`SELECT count(*) FROM resolutions`).Scan(&n); err != nil || n != 0 {
-		t.Errorf("invalid calls resolved %d needs (%v)", n, err)
-	}
-}
-
-func compileSchema(t *testing.T, schema any) *jsonschema.Schema {
-	t.Helper()
-	c := jsonschema.NewCompiler()
-	if err := c.AddResource("mem://schema.json", schema); err != nil {
-		t.Fatal(err)
-	}
-	s, err := c.Compile("mem://schema.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	return s
-}
-
 // slowWorker blocks its first request until it is cancelled; later
 // requests fail at once.
 type slowWorker struct {
@@ -264,5 +187,30 @@ func TestMCP_CancelAndFIFO(t *testing.T) {
 	var status string
 	if err := te.store.db.QueryRow(`SELECT status FROM worker_runs ORDER BY run_id LIMIT 1`).Scan(&status); err != nil || status != "failed" {
 		t.Errorf("the cancelled worker run was not recorded: %q %v", status, err)
+	}
+}
+
+// TestMCP_TypedResultsKeepKeyOrder holds the typed MCP results to the bytes
+// of the generic maps they replaced: fields in the order of their JSON
+// names, so re-encoding the decoded map gives the same bytes.
+func TestMCP_TypedResultsKeepKeyOrder(t *testing.T) {
+	for _, v := range []any{
+		initializeResult{ProtocolVersion: "2025-06-18", Instructions: mcpInstructions, ServerInfo: serverInfo{Name: "n", Title: "t", Version: "v"}},
+		toolsListResult{Tools: []toolInfo{{Name: "a", Title: "A", Description: "d", InputSchema: map[string]any{"type": "object"}, OutputSchema: map[string]any{"type": "object"}}}},
+		callResult{Meta: callMeta{Session: "s", Definition: "d", Protocol: "p"}, Content: []textContent{{Type: "text", Text: "x"}}, StructuredContent: map[string]any{"b": 1, "a": 2}},
+		callResult{Meta: callMeta{Session: "s"}, Content: []textContent{{Type: "text", Text: "x"}}, IsError: true},
+	} {
+		typed, err := json.Marshal(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var generic any
+		if err := json.Unmarshal(typed, &generic); err != nil {
+			t.Fatal(err)
+		}
+		again, _ := json.Marshal(generic)
+		if string(typed) != string(again) {
+			t.Errorf("%T encodes as\n%s\nnot in key order\n%s", v, typed, again)
+		}
 	}
 }

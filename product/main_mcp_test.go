@@ -178,3 +178,103 @@ func hasEntries(dir string) bool {
 // runtimeYield lets other goroutines and processes run between polls of a
 // condition that only the file system shows.
 func runtimeYield() { runtime.Gosched() }
+
+// changeArgs is the prepare_change request of a change scenario as MCP
+// arguments.
+func changeArgs(t *testing.T, scenario string) map[string]any {
+	t.Helper()
+	var args map[string]any
+	if err := json.Unmarshal(mustChangeScenario(t, scenario).Request, &args); err != nil {
+		t.Fatal(err)
+	}
+	return args
+}
+
+// TestMCP_GoSDKChange drives prepare_change and verify_change on the built
+// binary with the official SDK client, on both protocol versions, the App
+// Server being the replay of the repair scenario: tools/list offers all
+// three tools, results validate against the advertised outputSchemas and
+// content[0].text is the context.
+func TestMCP_GoSDKChange(t *testing.T) {
+	frozen, err := filepath.Abs(filepath.Join("..", "frozen", "changes", "repair"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, version := range []string{"2025-06-18", "2024-11-05"} {
+		t.Run(version, func(t *testing.T) {
+			repo := MustFixtureRepo(t, "grepx", true)
+			before := treeDigest(t, repo)
+			cmd := needleCommand(t, "mcp", "serve", "--data-dir", t.TempDir(), "--repository", repo, "--main-model", "sdk-test",
+				"--role-profile", "default", "--codex", strings.Join(MustReplayCommand(t, frozen), " "))
+			var stderr strings.Builder
+			cmd.Stderr = &stderr
+			client := mcp.NewClient(&mcp.Implementation{Name: "needle-test", Version: "0.0.1"}, nil)
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+			defer cancel()
+			s, err := client.Connect(ctx, &mcp.CommandTransport{Command: cmd}, &mcp.ClientSessionOptions{ProtocolVersion: version})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			tools, err := s.ListTools(ctx, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			byName := map[string]*mcp.Tool{}
+			for _, tool := range tools.Tools {
+				byName[tool.Name] = tool
+				if in := roundTrip(t, tool.InputSchema).(map[string]any); in["additionalProperties"] != false {
+					t.Errorf("%s: inputSchema is not closed", tool.Name)
+				}
+				if (tool.OutputSchema != nil) != (version == "2025-06-18") {
+					t.Errorf("%s: outputSchema present %v on %s", tool.Name, tool.OutputSchema != nil, version)
+				}
+			}
+			if len(byName) != 3 || byName["need_context"] == nil || byName["prepare_change"] == nil || byName["verify_change"] == nil {
+				t.Fatalf("tools/list: %v", byName)
+			}
+			call := func(name string, args any) map[string]any {
+				t.Helper()
+				res, err := s.CallTool(ctx, &mcp.CallToolParams{Name: name, Arguments: args})
+				if err != nil || res.IsError {
+					t.Fatalf("%s: %+v, %v\n%s", name, res, err, stderr.String())
+				}
+				text := res.Content[0].(*mcp.TextContent).Text
+				if version == "2024-11-05" {
+					if res.StructuredContent != nil {
+						t.Errorf("%s: structuredContent on 2024-11-05", name)
+					}
+					return map[string]any{"context": text}
+				}
+				sc := roundTrip(t, res.StructuredContent).(map[string]any)
+				if err := compileSchema(t, roundTrip(t, byName[name].OutputSchema)).Validate(sc); err != nil {
+					t.Errorf("%s: structuredContent does not match the outputSchema: %v", name, err)
+				}
+				if sc["context"] != text {
+					t.Errorf("%s: content[0].text != structuredContent.context", name)
+				}
+				return sc
+			}
+			prep := call("prepare_change", changeArgs(t, "repair"))
+			text := prep["context"].(string)
+			id := strings.Fields(strings.TrimPrefix(text, "change "))[0]
+			id = strings.TrimSuffix(id, ":")
+			if !ChangeIDPattern.MatchString(id) || !strings.Contains(text, "prepared") || !strings.Contains(text, "verification: not_requested") {
+				t.Fatalf("prepare_change context %q", text)
+			}
+			ver := call("verify_change", map[string]any{"change_id": id})
+			if text := ver["context"].(string); !strings.Contains(text, ": verified (patch") || !strings.Contains(text, "repair: applied") {
+				t.Errorf("verify_change context %q", text)
+			}
+			if version == "2025-06-18" && (ver["verdict"] != "verified" || ver["revision"] != float64(2)) {
+				t.Errorf("verify_change = %v", ver)
+			}
+			if _, err := s.CallTool(ctx, &mcp.CallToolParams{Name: "verify_change", Arguments: map[string]any{"change_id": "chg_nope"}}); err == nil || !strings.Contains(err.Error(), "change_id") {
+				t.Errorf("malformed change id: %v", err)
+			}
+			if got := treeDigest(t, repo); got != before {
+				t.Error("the active work tree changed")
+			}
+		})
+	}
+}

@@ -7,110 +7,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
-	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/santhosh-tekuri/jsonschema/v6"
 )
-
-// changeArgs is the prepare_change request of a change scenario as MCP
-// arguments.
-func changeArgs(t *testing.T, scenario string) map[string]any {
-	t.Helper()
-	var args map[string]any
-	if err := json.Unmarshal(mustChangeScenario(t, scenario).Request, &args); err != nil {
-		t.Fatal(err)
-	}
-	return args
-}
-
-// TestMCP_GoSDKChange drives prepare_change and verify_change on the built
-// binary with the official SDK client, on both protocol versions, the App
-// Server being the replay of the repair scenario: tools/list offers all
-// three tools, results validate against the advertised outputSchemas and
-// content[0].text is the context.
-func TestMCP_GoSDKChange(t *testing.T) {
-	frozen, err := filepath.Abs(filepath.Join("..", "frozen", "changes", "repair"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, version := range []string{"2025-06-18", "2024-11-05"} {
-		t.Run(version, func(t *testing.T) {
-			repo := MustFixtureRepo(t, "grepx", true)
-			before := treeDigest(t, repo)
-			cmd := needleCommand(t, "mcp", "serve", "--data-dir", t.TempDir(), "--repository", repo, "--main-model", "sdk-test",
-				"--role-profile", "default", "--codex", strings.Join(MustReplayCommand(t, frozen), " "))
-			var stderr strings.Builder
-			cmd.Stderr = &stderr
-			client := mcp.NewClient(&mcp.Implementation{Name: "needle-test", Version: "0.0.1"}, nil)
-			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-			defer cancel()
-			s, err := client.Connect(ctx, &mcp.CommandTransport{Command: cmd}, &mcp.ClientSessionOptions{ProtocolVersion: version})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer s.Close()
-			tools, err := s.ListTools(ctx, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			byName := map[string]*mcp.Tool{}
-			for _, tool := range tools.Tools {
-				byName[tool.Name] = tool
-				if in := roundTrip(t, tool.InputSchema).(map[string]any); in["additionalProperties"] != false {
-					t.Errorf("%s: inputSchema is not closed", tool.Name)
-				}
-				if (tool.OutputSchema != nil) != (version == "2025-06-18") {
-					t.Errorf("%s: outputSchema present %v on %s", tool.Name, tool.OutputSchema != nil, version)
-				}
-			}
-			if len(byName) != 3 || byName["need_context"] == nil || byName["prepare_change"] == nil || byName["verify_change"] == nil {
-				t.Fatalf("tools/list: %v", byName)
-			}
-			call := func(name string, args any) map[string]any {
-				t.Helper()
-				res, err := s.CallTool(ctx, &mcp.CallToolParams{Name: name, Arguments: args})
-				if err != nil || res.IsError {
-					t.Fatalf("%s: %+v, %v\n%s", name, res, err, stderr.String())
-				}
-				text := res.Content[0].(*mcp.TextContent).Text
-				if version == "2024-11-05" {
-					if res.StructuredContent != nil {
-						t.Errorf("%s: structuredContent on 2024-11-05", name)
-					}
-					return map[string]any{"context": text}
-				}
-				sc := roundTrip(t, res.StructuredContent).(map[string]any)
-				if err := compileSchema(t, roundTrip(t, byName[name].OutputSchema)).Validate(sc); err != nil {
-					t.Errorf("%s: structuredContent does not match the outputSchema: %v", name, err)
-				}
-				if sc["context"] != text {
-					t.Errorf("%s: content[0].text != structuredContent.context", name)
-				}
-				return sc
-			}
-			prep := call("prepare_change", changeArgs(t, "repair"))
-			text := prep["context"].(string)
-			id := strings.Fields(strings.TrimPrefix(text, "change "))[0]
-			id = strings.TrimSuffix(id, ":")
-			if !ChangeIDPattern.MatchString(id) || !strings.Contains(text, "prepared") || !strings.Contains(text, "verification: not_requested") {
-				t.Fatalf("prepare_change context %q", text)
-			}
-			ver := call("verify_change", map[string]any{"change_id": id})
-			if text := ver["context"].(string); !strings.Contains(text, ": verified (patch") || !strings.Contains(text, "repair: applied") {
-				t.Errorf("verify_change context %q", text)
-			}
-			if version == "2025-06-18" && (ver["verdict"] != "verified" || ver["revision"] != float64(2)) {
-				t.Errorf("verify_change = %v", ver)
-			}
-			if _, err := s.CallTool(ctx, &mcp.CallToolParams{Name: "verify_change", Arguments: map[string]any{"change_id": "chg_nope"}}); err == nil || !strings.Contains(err.Error(), "change_id") {
-				t.Errorf("malformed change id: %v", err)
-			}
-			if got := treeDigest(t, repo); got != before {
-				t.Error("the active work tree changed")
-			}
-		})
-	}
-}
 
 // TestMCP_ChangeInvalidParams: every invalid prepare_change and
 // verify_change input is a -32602 naming the offending field, before any
@@ -205,4 +104,79 @@ func TestMCP_ChangeProfileReadOnly(t *testing.T) {
 	if n := count(t, te, `SELECT count(*) FROM changes`); n != 0 || hasEntries(filepath.Join(te.data, "checkouts")) {
 		t.Errorf("%d changes stored", n)
 	}
+}
+
+func TestMCP_NeedContext(t *testing.T) {
+	te := MustEngine(t, MustFixtureRepo(t, "grepx", false))
+	te.mustCertify(locNewSearcher)
+	for _, version := range []string{"2025-06-18", "2024-11-05"} {
+		t.Run(version, func(t *testing.T) {
+			p := MustMCP(t, te, true)
+			p.initialize(version)
+			list := p.call(1, "tools/list", `{}`)
+			tools := list["result"].(map[string]any)["tools"].([]any)
+			tool := tools[0].(map[string]any)
+			if len(tools) != 1 || tool["name"] != "need_context" {
+				t.Fatalf("tools %v", tools)
+			}
+			_, hasOut := tool["outputSchema"]
+			if hasOut != (version == "2025-06-18") {
+				t.Errorf("outputSchema present %v on %s", hasOut, version)
+			}
+			r := p.call(2, "tools/call", `{"name":"need_context","arguments":`+needLocateNewSearcher+`}`)
+			res := r["result"].(map[string]any)
+			text := res["content"].([]any)[0].(map[string]any)["text"].(string)
+			if !strings.Contains(text, "search.go:15-17") {
+				t.Errorf("context %q", text)
+			}
+			sc, structured := res["structuredContent"].(map[string]any)
+			if structured != (version == "2025-06-18") {
+				t.Fatalf("structuredContent present %v on %s", structured, version)
+			}
+			if structured {
+				if sc["context"] != text {
+					t.Error("content[0].text != structuredContent.context")
+				}
+				schema := compileSchema(t, tool["outputSchema"])
+				if err := schema.Validate(sc); err != nil {
+					t.Errorf("structuredContent does not match the outputSchema: %v", err)
+				}
+			}
+		})
+	}
+}
+
+func TestMCP_InvalidParams(t *testing.T) {
+	te := MustEngine(t, MustFixtureRepo(t, "grepx", false), func(c *Config) { c.Routes = RouteSet{RouteLocateImplementation, RouteTraceStateFlow} })
+	p := MustMCP(t, te, true)
+	p.initialize("2025-06-18")
+	id := 10
+	for _, tt := range invalidCases {
+		if !json.Valid([]byte(tt.src)) || !strings.HasPrefix(strings.TrimSpace(tt.src), "{") || len(tt.src) > 32<<10 {
+			continue // not an arguments object: the JSON-RPC layer rejects it first
+		}
+		id++
+		r := p.call(id, "tools/call", `{"name":"need_context","arguments":`+tt.src+`}`)
+		e, _ := r["error"].(map[string]any)
+		if errCode(r) != -32602 || !strings.Contains(fmt.Sprint(e["message"]), tt.path) {
+			t.Errorf("%s: reply %v, want -32602 naming %s", tt.name, r, tt.path)
+		}
+	}
+	var n int
+	if err := te.store.db.QueryRow(`SELECT count(*) FROM resolutions`).Scan(&n); err != nil || n != 0 {
+		t.Errorf("invalid calls resolved %d needs (%v)", n, err)
+	}
+}
+
+func compileSchema(t *testing.T, schema any) *jsonschema.Schema {
+	t.Helper()
+	c := jsonschema.NewCompiler()
+	if err := c.AddResource("mem://schema.json", schema); err != nil {
+		t.Fatal(err)
+	}
+	s, err := c.Compile("mem://schema.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
 }

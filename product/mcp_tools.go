@@ -1,0 +1,79 @@
+package product
+
+import (
+	"context"
+)
+
+// mcpTool is one MCP tool: what tools/list says of it and how tools/call
+// runs it.
+type mcpTool struct {
+	name, title, description string
+	// changes marks a supervised-change tool: offered only when the server
+	// may run workers (not --cache-only).
+	changes bool
+	input   func(e *Engine) any // the closed inputSchema
+	output  func() any          // the outputSchema, offered on 2025-06-18
+	call    func(ctx context.Context, s *mcpSession, args []byte) (any, error)
+}
+
+// mcpTools is the server's tool table, in the order tools/list gives it.
+var mcpTools = []mcpTool{
+	{
+		name:  "need_context",
+		title: "Need context",
+		description: "Resolve a typed need (implementation location, runtime flow, focused tests) from certified " +
+			"evidence proven fresh for the current source, or a bounded read-only worker, or a typed bypass.",
+		input:  func(e *Engine) any { return needContextInputSchema(e.Routes()) },
+		output: func() any { return needContextOutputSchema() },
+		call: typedCall("need_context", func(s *mcpSession, args []byte) (NeedRequest, error) {
+			req, err := DecodeNeedRequest(args)
+			if err == nil {
+				_, err = Compile(req, s.cfg.Engine.Routes()) // invalid input changes nothing, not even the store
+			}
+			return req, err
+		}, (*Engine).NeedContext, func(r NeedResult) string { return r.Context }),
+	},
+	{
+		name:  "prepare_change",
+		title: "Prepare change",
+		description: "Have a bounded patch worker make a change in a disposable checkout, writing only the declared paths. " +
+			"Needle builds the patch itself by comparing trees and rejects any write outside the scopes. Nothing is applied; " +
+			"call verify_change with the change_id for an independent verdict.",
+		changes: true,
+		input:   func(*Engine) any { return prepareChangeInputSchema() },
+		output:  func() any { return prepareChangeOutputSchema() },
+		call: typedCall("prepare_change", func(_ *mcpSession, args []byte) (ChangeRequest, error) { return DecodeChangeRequest(args) },
+			(*Engine).PrepareChange, func(r ChangeResult) string { return r.Context }),
+	},
+	{
+		name:  "verify_change",
+		title: "Verify change",
+		description: "Verify a prepared change with an independent read-only verifier on a fresh checkout holding the patch. " +
+			"A first repairable verdict consumes the one repair and one new verification; there is no second repair and no apply.",
+		changes: true,
+		input:   func(*Engine) any { return verifyChangeInputSchema() },
+		output:  func() any { return verifyChangeOutputSchema() },
+		call: typedCall("verify_change", func(_ *mcpSession, args []byte) (string, error) { return DecodeChangeID(args) },
+			(*Engine).VerifyChange, func(r VerifyResult) string { return r.Context }),
+	},
+}
+
+// typedCall makes a tool's call from its typed parts, so that a handler
+// only decodes, calls the engine and encodes: decode turns the arguments
+// into the request (an error is -32602, before anything runs), run is the
+// engine's method for the session, and text is the result's content text.
+func typedCall[Req, Res any](tool string, decode func(s *mcpSession, args []byte) (Req, error),
+	run func(e *Engine, ctx context.Context, session string, req Req) (Res, error), text func(Res) string,
+) func(ctx context.Context, s *mcpSession, args []byte) (any, error) {
+	return func(ctx context.Context, s *mcpSession, args []byte) (any, error) {
+		req, err := decode(s, args)
+		if err != nil {
+			return nil, invalidParams(err)
+		}
+		res, err := run(s.cfg.Engine, ctx, s.id, req)
+		if err != nil {
+			return s.callFailed(ctx, tool, err)
+		}
+		return s.toolResult(text(res), res), nil
+	}
+}
