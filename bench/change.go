@@ -1,7 +1,6 @@
 package bench
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -52,9 +51,7 @@ func recordChange(ctx context.Context, codex, repo, scenarioFile, out string) (s
 		return "", err
 	}
 	var sc changeScenario
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&sc); err != nil {
+	if err := decodeStrict(data, &sc); err != nil {
 		return "", fmt.Errorf("%s: %w", scenarioFile, err)
 	}
 	req, err := product.DecodeChangeRequest(sc.Request)

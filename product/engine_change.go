@@ -327,19 +327,7 @@ func changeText(r ChangeResult) string {
 		fmt.Fprintf(&b, "  risk: %s\n", risk)
 	}
 	fmt.Fprintf(&b, "verification: %s; nothing is applied to your work tree.\n", r.VerificationStatus)
-	return clipText(b.String(), DefaultFrontierBudget)
-}
-
-// clipText bounds text at a line boundary.
-func clipText(s string, budget int) string {
-	if len(s) <= budget {
-		return s
-	}
-	cut := strings.LastIndexByte(s[:budget], '\n')
-	if cut < 0 {
-		cut = 0
-	}
-	return s[:cut+1] + "…\n"
+	return clipLines(b.String(), DefaultFrontierBudget)
 }
 
 // certifiedRefs turns the request's artifact and claim ids into citation

@@ -287,5 +287,5 @@ func verifyText(r VerifyResult) string {
 		fmt.Fprintf(&b, "  note: %s\n", reason)
 	}
 	fmt.Fprintf(&b, "repair: %s; no further repair. Nothing is applied to your work tree.\n", r.Repair.Status)
-	return clipText(b.String(), DefaultFrontierBudget)
+	return clipLines(b.String(), DefaultFrontierBudget)
 }

@@ -181,8 +181,6 @@ func (c *cli) fail(cmd string, err error) int {
 	return exitCodeOf(err)
 }
 
-func oneLine(s string) string { return strings.ReplaceAll(s, "\n", " ") }
-
 func (c *cli) writeJSON(v any) int {
 	enc := json.NewEncoder(c.stdout)
 	enc.SetEscapeHTML(false)

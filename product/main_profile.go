@@ -1,9 +1,7 @@
 package product
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -233,9 +231,7 @@ func decodeProfile(data []byte, p *Profile) error {
 	if _, err := parseJSONTree(data); err != nil { // duplicate keys, trailing data, …
 		return err
 	}
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(p); err != nil {
+	if err := decodeStrict(data, p); err != nil {
 		return invalidf("profile", "$", "%v", err)
 	}
 	return checkProfile(*p)

@@ -1,7 +1,6 @@
 package product
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"slices"
@@ -70,7 +69,7 @@ type patchReport struct {
 // is malformed, names a criterion twice or out of range.
 func decodePatchReport(raw string, n int) *patchReport {
 	var r patchReport
-	if !decodeStrict(raw, &r) {
+	if decodeStrict([]byte(raw), &r) != nil {
 		return nil
 	}
 	seen := map[int]bool{}
@@ -80,12 +79,12 @@ func decodePatchReport(raw string, n int) *patchReport {
 			return nil
 		}
 		seen[c.Criterion] = true
-		c.Note = clipString(c.Note, maxReportNote)
+		c.Note = clip(c.Note, maxReportNote)
 	}
-	r.Summary = clipString(r.Summary, 2000)
+	r.Summary = clip(r.Summary, 2000)
 	r.Risks = r.Risks[:min(len(r.Risks), maxReportRisks)]
 	for i := range r.Risks {
-		r.Risks[i] = clipString(oneLine(r.Risks[i]), maxReportRisk)
+		r.Risks[i] = clip(oneLine(r.Risks[i]), maxReportRisk)
 	}
 	return &r
 }
@@ -107,7 +106,7 @@ func judge(raw string, n int) (verdict string, criteria []CriterionVerdict, repa
 		criteria[i] = CriterionVerdict{Criterion: i + 1, Status: "unknown", Reason: ""}
 	}
 	var a verifierAnswer
-	if !decodeStrict(raw, &a) || !slices.Contains(allVerdicts, a.Verdict) {
+	if decodeStrict([]byte(raw), &a) != nil || !slices.Contains(allVerdicts, a.Verdict) {
 		return VerdictInconclusive, criteria, "", []string{"the verifier's answer was malformed"}
 	}
 	seen := map[int]bool{}
@@ -116,9 +115,9 @@ func judge(raw string, n int) (verdict string, criteria []CriterionVerdict, repa
 			return VerdictInconclusive, criteria, "", []string{"the verifier's answer named criteria that do not exist"}
 		}
 		seen[c.Criterion] = true
-		criteria[c.Criterion-1] = CriterionVerdict{Criterion: c.Criterion, Status: c.Status, Reason: clipString(c.Reason, maxReportNote)}
+		criteria[c.Criterion-1] = CriterionVerdict{Criterion: c.Criterion, Status: c.Status, Reason: clip(c.Reason, maxReportNote)}
 	}
-	verdict, repair = a.Verdict, clipString(strings.TrimSpace(a.Repair), 2000)
+	verdict, repair = a.Verdict, clip(strings.TrimSpace(a.Repair), 2000)
 	switch {
 	case verdict == VerdictVerified && slices.ContainsFunc(criteria, func(c CriterionVerdict) bool { return c.Status != "met" }):
 		return VerdictInconclusive, criteria, "", []string{"the verifier said verified but did not find every criterion met"}
@@ -128,25 +127,6 @@ func judge(raw string, n int) (verdict string, criteria []CriterionVerdict, repa
 		repair = ""
 	}
 	return verdict, criteria, repair, nil
-}
-
-// decodeStrict decodes one JSON object with no unknown fields and nothing
-// after it.
-func decodeStrict(raw string, v any) bool {
-	dec := json.NewDecoder(bytes.NewReader([]byte(raw)))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
-		return false
-	}
-	return !dec.More()
-}
-
-// clipString bounds s to max bytes without splitting a character.
-func clipString(s string, max int) string {
-	if len(s) <= max {
-		return s
-	}
-	return strings.ToValidUTF8(s[:max], "")
 }
 
 // patchPrompt is the patch worker's turn prompt; a repair also gets the

@@ -411,9 +411,7 @@ func workerPrompt(req WorkerRequest, ob Obligation) string {
 		b.WriteString("Each test must reach the subject; command is exactly: go test ./DIR -run '^TestName$' (go test . for the root).\n")
 	}
 	if task := strings.TrimSpace(req.Task); task != "" {
-		if len(task) > 1000 {
-			task = strings.ToValidUTF8(task[:1000], "") // never half a character
-		}
+		task = clip(task, 1000)
 		fmt.Fprintf(&b, "The main model's task: %s\n", task)
 	}
 	return b.String()

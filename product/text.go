@@ -1,0 +1,52 @@
+package product
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"strings"
+)
+
+// Untrusted text. What the product shows from untrusted or unbounded
+// sources (a worker's report, an error, a task) is cut to a size, never
+// mid-character and never mid-line where lines are the unit; JSON a model
+// or a user wrote is decoded strictly.
+
+// oneLine puts a message on one line.
+func oneLine(s string) string { return strings.ReplaceAll(s, "\n", " ") }
+
+// clipLines bounds text to budget bytes at a line boundary, marking the
+// cut with a last line "…".
+func clipLines(s string, budget int) string {
+	if len(s) <= budget {
+		return s
+	}
+	cut := strings.LastIndexByte(s[:budget], '\n')
+	if cut < 0 {
+		cut = 0
+	}
+	return s[:cut+1] + "…\n"
+}
+
+// clip bounds s to max bytes without splitting a character.
+func clip(s string, max int) string {
+	if len(s) <= max {
+		return s
+	}
+	return strings.ToValidUTF8(s[:max], "")
+}
+
+// decodeStrict decodes one JSON value into v with no unknown fields and
+// nothing after it: for JSON the product reads from a model or a user into
+// a Go type (a worker's report, a verdict, a profile body).
+func decodeStrict(data []byte, v any) error {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return err
+	}
+	if dec.More() {
+		return errors.New("data after the JSON value")
+	}
+	return nil
+}
