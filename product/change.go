@@ -3,6 +3,8 @@ package product
 import (
 	"regexp"
 	"strings"
+
+	"github.com/needle-dev/needle/product/internal/checkout"
 )
 
 // Bounds of a prepare_change request. Like the need bounds they are part of
@@ -89,37 +91,151 @@ func inScope(scopes []PathScope, p string) bool {
 	return false
 }
 
-// Change statuses (changes.status).
+// The states of a change, each with its valid values in one place.
+
+// ChangeStatus is the state of a change (changes.status): what
+// prepare_change made of it, then what its newest verification said.
+type ChangeStatus string
+
 const (
-	ChangePrepared             = "prepared"
-	ChangeRejected             = "rejected"
-	ChangeFailed               = "failed"
-	ChangeVerified             = "verified"
-	ChangeVerificationRejected = "verification_rejected"
-	ChangeRepairable           = "repairable"
-	ChangeInconclusive         = "inconclusive"
+	ChangePrepared             ChangeStatus = "prepared"              // a patch was built, not yet verified
+	ChangeRejected             ChangeStatus = "rejected"              // the patch broke a rule: no patch
+	ChangeFailed               ChangeStatus = "failed"                // the patch worker failed: no patch
+	ChangeVerified             ChangeStatus = "verified"              // the verifier found every criterion met
+	ChangeVerificationRejected ChangeStatus = "verification_rejected" // the verifier rejected the approach
+	ChangeRepairable           ChangeStatus = "repairable"            // a small fix would meet the criteria
+	ChangeInconclusive         ChangeStatus = "inconclusive"          // the verifier could not tell
 )
 
-// Verdicts of a verifier.
+// prepareStatuses are the statuses prepare_change answers with.
+var prepareStatuses = []ChangeStatus{ChangePrepared, ChangeRejected, ChangeFailed}
+
+func (s ChangeStatus) String() string { return string(s) }
+
+// Verdict is a verifier's judgement of a patch.
+type Verdict string
+
 const (
-	VerdictVerified     = "verified"
-	VerdictRejected     = "rejected"
-	VerdictRepairable   = "repairable"
-	VerdictInconclusive = "inconclusive"
+	VerdictVerified     Verdict = "verified"
+	VerdictRejected     Verdict = "rejected"
+	VerdictRepairable   Verdict = "repairable"
+	VerdictInconclusive Verdict = "inconclusive"
 )
 
-var allVerdicts = []string{VerdictVerified, VerdictRejected, VerdictRepairable, VerdictInconclusive}
+var allVerdicts = []Verdict{VerdictVerified, VerdictRejected, VerdictRepairable, VerdictInconclusive}
+
+func (v Verdict) String() string { return string(v) }
+
+// changeStatus is the status a change takes from the verdict.
+func (v Verdict) changeStatus() ChangeStatus {
+	switch v {
+	case VerdictVerified:
+		return ChangeVerified
+	case VerdictRejected:
+		return ChangeVerificationRejected
+	case VerdictRepairable:
+		return ChangeRepairable
+	}
+	return ChangeInconclusive
+}
+
+// CriterionStatus is a verifier's judgement of one acceptance criterion.
+type CriterionStatus string
+
+const (
+	CriterionMet     CriterionStatus = "met"
+	CriterionUnmet   CriterionStatus = "unmet"
+	CriterionUnknown CriterionStatus = "unknown"
+)
+
+var allCriterionStatuses = []CriterionStatus{CriterionMet, CriterionUnmet, CriterionUnknown}
+
+func (s CriterionStatus) String() string { return string(s) }
+
+// CoverageStatus is what the patch worker said of one acceptance criterion.
+type CoverageStatus string
+
+const (
+	CoverageClaimed      CoverageStatus = "claimed"       // the worker says it addressed the criterion
+	CoverageNotAddressed CoverageStatus = "not_addressed" // the worker says it did not
+	CoverageUnreported   CoverageStatus = "unreported"    // the worker's report does not say
+)
+
+var allCoverageStatuses = []CoverageStatus{CoverageClaimed, CoverageNotAddressed, CoverageUnreported}
+
+func (s CoverageStatus) String() string { return string(s) }
+
+// RepairStatus says what happened to the one repair a change may use.
+type RepairStatus string
+
+const (
+	RepairNotNeeded RepairStatus = "not_needed" // no repairable verdict
+	RepairApplied   RepairStatus = "applied"    // a repair patch was built and verified again
+	RepairRejected  RepairStatus = "rejected"   // the repair patch was refused: the first verdict stands
+	RepairFailed    RepairStatus = "failed"     // the repair worker failed: the first verdict stands
+	RepairExhausted RepairStatus = "exhausted"  // repairable again after the repair: no second one
+)
+
+var allRepairStatuses = []RepairStatus{RepairNotNeeded, RepairApplied, RepairRejected, RepairFailed, RepairExhausted}
+
+func (s RepairStatus) String() string { return string(s) }
+
+// PatchStatus is the fate of one patch worker run (patches.status).
+type PatchStatus string
+
+const (
+	PatchAccepted PatchStatus = "accepted" // Needle built a patch within every rule
+	PatchRejected PatchStatus = "rejected" // the change broke a rule: no patch
+	PatchFailed   PatchStatus = "failed"   // the worker failed: no patch
+)
+
+func (s PatchStatus) String() string { return string(s) }
+
+// changeStatus is the status a change takes from its first patch run.
+func (s PatchStatus) changeStatus() ChangeStatus {
+	switch s {
+	case PatchAccepted:
+		return ChangePrepared
+	case PatchRejected:
+		return ChangeRejected
+	}
+	return ChangeFailed
+}
+
+// repairStatus is what a repair whose patch run ended so amounts to.
+func (s PatchStatus) repairStatus() RepairStatus {
+	switch s {
+	case PatchAccepted:
+		return RepairApplied
+	case PatchRejected:
+		return RepairRejected
+	}
+	return RepairFailed
+}
+
+// PatchOp is what a patch does to one file.
+type PatchOp string
+
+const (
+	PatchAdd    PatchOp = checkout.OpAdd
+	PatchModify PatchOp = checkout.OpModify
+	PatchDelete PatchOp = checkout.OpDelete
+)
+
+var allPatchOps = []PatchOp{PatchAdd, PatchModify, PatchDelete}
+
+func (o PatchOp) String() string { return string(o) }
 
 // PatchOperation is one file operation of a patch. Before and After are
 // content digests ("" for an absent file); the full new content is kept in
 // SQLite, never returned.
 type PatchOperation struct {
-	Op         string `json:"op"` // add | modify | delete
-	Path       string `json:"path"`
-	Before     string `json:"before"`
-	After      string `json:"after"`
-	Executable bool   `json:"executable"`
-	Bytes      int    `json:"bytes"` // size of the new content
+	Op         PatchOp `json:"op"`
+	Path       string  `json:"path"`
+	Before     string  `json:"before"`
+	After      string  `json:"after"`
+	Executable bool    `json:"executable"`
+	Bytes      int     `json:"bytes"` // size of the new content
 }
 
 // storedOperation is a PatchOperation with its blob, as stored.
@@ -131,9 +247,9 @@ type storedOperation struct {
 // CriterionCoverage is what the patch worker reported for one acceptance
 // criterion: a claim, checked only by verify_change.
 type CriterionCoverage struct {
-	Criterion int    `json:"criterion"`
-	Status    string `json:"status"` // claimed | not_addressed | unreported
-	Note      string `json:"note"`
+	Criterion int            `json:"criterion"`
+	Status    CoverageStatus `json:"status"`
+	Note      string         `json:"note"`
 }
 
 // ChangeAccounting is the bounded accounting of one call.
@@ -158,7 +274,7 @@ func (a *ChangeAccounting) add(u WorkerUsage) {
 // ChangeResult is the result of prepare_change.
 type ChangeResult struct {
 	ChangeID           string              `json:"change_id"`
-	Status             string              `json:"status"` // prepared | rejected | failed
+	Status             ChangeStatus        `json:"status"` // prepared | rejected | failed
 	PatchID            string              `json:"patch_id"`
 	Revision           int                 `json:"revision"`
 	Operations         []PatchOperation    `json:"operations"`
@@ -172,13 +288,9 @@ type ChangeResult struct {
 
 // RepairOutcome says what happened to the one repair a change may use.
 type RepairOutcome struct {
-	// Status: not_needed (no repairable verdict), applied (a repair patch was
-	// built and verified again), rejected or failed (the repair patch was
-	// refused or the worker failed: the first verdict stands), exhausted (a
-	// repairable verdict after the repair: no second repair).
-	Status      string   `json:"status"`
-	FromPatchID string   `json:"from_patch_id"`
-	Reasons     []string `json:"reasons"`
+	Status      RepairStatus `json:"status"`
+	FromPatchID string       `json:"from_patch_id"`
+	Reasons     []string     `json:"reasons"`
 }
 
 // VerifyResult is the result of verify_change.
@@ -186,7 +298,7 @@ type VerifyResult struct {
 	ChangeID           string             `json:"change_id"`
 	PatchID            string             `json:"patch_id"`
 	Revision           int                `json:"revision"`
-	Verdict            string             `json:"verdict"`
+	Verdict            Verdict            `json:"verdict"`
 	Criteria           []CriterionVerdict `json:"criteria"`
 	Operations         []PatchOperation   `json:"operations"`
 	Repair             RepairOutcome      `json:"repair"`
@@ -195,13 +307,13 @@ type VerifyResult struct {
 	Accounting         ChangeAccounting   `json:"accounting"`
 	ResidualRisks      []string           `json:"residual_risks"`
 	Reasons            []string           `json:"reasons"`
-	VerificationStatus string             `json:"verification_status"`
+	VerificationStatus Verdict            `json:"verification_status"`
 	Context            string             `json:"context"`
 }
 
 // CriterionVerdict is a verifier's judgement of one acceptance criterion.
 type CriterionVerdict struct {
-	Criterion int    `json:"criterion"`
-	Status    string `json:"status"` // met | unmet | unknown
-	Reason    string `json:"reason"`
+	Criterion int             `json:"criterion"`
+	Status    CriterionStatus `json:"status"`
+	Reason    string          `json:"reason"`
 }

@@ -78,9 +78,9 @@ func (e *Engine) PrepareChange(ctx context.Context, session string, req ChangeRe
 	out, runErr := e.codex.run(ctx, e.root, spec)
 	res.Accounting.add(out.Usage)
 	att.finish(out, runErr, len(req.Criteria))
-	res.Status, res.Reasons = att.status, nonNil(att.reasons)
-	if att.status == "accepted" {
-		res.Status, res.PatchID = ChangePrepared, att.patchID
+	res.Status, res.Reasons = att.status.changeStatus(), nonNil(att.reasons)
+	if att.status == PatchAccepted {
+		res.PatchID = att.patchID
 	}
 	res.Operations = att.publicOps()
 	res.Accounting.Files, res.Accounting.Bytes = len(att.ops), att.bytes
@@ -104,7 +104,7 @@ func (e *Engine) PrepareChange(ctx context.Context, session string, req ChangeRe
 // patchAttempt is one patch worker run and the patch Needle built from it.
 type patchAttempt struct {
 	revision int
-	status   string // accepted | rejected | failed
+	status   PatchStatus
 	patchID  string
 	ops      []storedOperation
 	bytes    int
@@ -157,7 +157,7 @@ func (a *patchAttempt) build(ctx context.Context, co *checkout.Checkout, req Cha
 			if op.Before == "" {
 				continue // added and removed again
 			}
-			op.Op = checkout.OpDelete
+			op.Op = PatchDelete
 		case err != nil:
 			a.reasons = append(a.reasons, fmt.Sprintf("%s: %v", p, err))
 			continue
@@ -168,9 +168,9 @@ func (a *patchAttempt) build(ctx context.Context, co *checkout.Checkout, req Cha
 			op.After = contentid.OfBytes(snapshot.FileTag, data)
 			op.Content, op.Bytes = string(data), len(data)
 			op.Executable = exec[p]
-			op.Op = checkout.OpModify
+			op.Op = PatchModify
 			if op.Before == "" {
-				op.Op = checkout.OpAdd
+				op.Op = PatchAdd
 			}
 		}
 		if op.Before == op.After && laidPath[p] {
@@ -187,7 +187,7 @@ func (a *patchAttempt) build(ctx context.Context, co *checkout.Checkout, req Cha
 	}
 	for _, op := range a.ops {
 		data, err := co.ReadFile(op.Path)
-		if (op.Op == checkout.OpDelete) != (err != nil) || op.Op != checkout.OpDelete && string(data) != op.Content {
+		if (op.Op == PatchDelete) != (err != nil) || op.Op != PatchDelete && string(data) != op.Content {
 			a.reasons = append(a.reasons, fmt.Sprintf("%s changed while the patch was being built", op.Path))
 		}
 	}
@@ -207,7 +207,7 @@ func (a *patchAttempt) build(ctx context.Context, co *checkout.Checkout, req Cha
 func (a *patchAttempt) finish(out sessionOutput, runErr error, criteria int) {
 	a.inv, a.usage = out.Invocation, out.Usage
 	if runErr != nil {
-		a.status, a.ops, a.bytes = "failed", nil, 0
+		a.status, a.ops, a.bytes = PatchFailed, nil, 0
 		a.reasons = []string{"the patch worker failed: " + oneLine(runErr.Error())}
 		return
 	}
@@ -216,13 +216,13 @@ func (a *patchAttempt) finish(out sessionOutput, runErr error, criteria int) {
 		a.report = decodePatchReport(a.raw, criteria)
 	}
 	if len(a.reasons) > 0 {
-		a.status = "rejected"
+		a.status = PatchRejected
 		for i := range a.ops {
 			a.ops[i].Content = "" // a rejected attempt keeps no blobs
 		}
 		return
 	}
-	a.status = "accepted"
+	a.status = PatchAccepted
 	a.patchID = mustID(tagPatch, a.publicOps())
 }
 
@@ -248,7 +248,7 @@ func baseOf(ops []storedOperation) map[string]string {
 func writes(ops []storedOperation) []checkout.Write {
 	var dels, puts []checkout.Write
 	for _, op := range ops {
-		if op.Op == checkout.OpDelete {
+		if op.Op == PatchDelete {
 			dels = append(dels, checkout.Write{Path: op.Path, Delete: true})
 			continue
 		}
@@ -261,15 +261,15 @@ func writes(ops []storedOperation) []checkout.Write {
 func coverage(req ChangeRequest, r *patchReport) []CriterionCoverage {
 	out := make([]CriterionCoverage, len(req.Criteria))
 	for i := range out {
-		out[i] = CriterionCoverage{Criterion: i + 1, Status: "unreported", Note: ""}
+		out[i] = CriterionCoverage{Criterion: i + 1, Status: CoverageUnreported, Note: ""}
 	}
 	if r == nil {
 		return out
 	}
 	for _, c := range r.Criteria {
-		out[c.Criterion-1].Status, out[c.Criterion-1].Note = "not_addressed", c.Note
+		out[c.Criterion-1].Status, out[c.Criterion-1].Note = CoverageNotAddressed, c.Note
 		if c.Addressed {
-			out[c.Criterion-1].Status = "claimed"
+			out[c.Criterion-1].Status = CoverageClaimed
 		}
 	}
 	return out
@@ -279,7 +279,7 @@ func coverage(req ChangeRequest, r *patchReport) []CriterionCoverage {
 // Needle's own findings first, then (bounded) what the worker reported.
 func residualRisks(req ChangeRequest, a patchAttempt) []string {
 	risks := []string{}
-	if a.status != "accepted" {
+	if a.status != PatchAccepted {
 		return risks
 	}
 	risks = append(risks, "unverified: acceptance coverage is the patch worker's claim until verify_change")
@@ -287,7 +287,7 @@ func residualRisks(req ChangeRequest, a patchAttempt) []string {
 		risks = append(risks, "the patch worker's report was missing or malformed")
 	}
 	for _, c := range coverage(req, a.report) {
-		if c.Status != "claimed" {
+		if c.Status != CoverageClaimed {
 			risks = append(risks, fmt.Sprintf("criterion %d: not claimed as addressed", c.Criterion))
 		}
 	}

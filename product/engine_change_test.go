@@ -311,7 +311,7 @@ func TestChange_Cancel(t *testing.T) {
 		}
 	}
 	var status, reasons string
-	if err := te.store.db.QueryRow(`SELECT c.status, p.reasons FROM changes c JOIN patches p USING (change_id)`).Scan(&status, &reasons); err != nil || status != ChangeFailed {
+	if err := te.store.db.QueryRow(`SELECT c.status, p.reasons FROM changes c JOIN patches p USING (change_id)`).Scan(&status, &reasons); err != nil || status != string(ChangeFailed) {
 		t.Errorf("cancelled change recorded as %q %q (%v)", status, reasons, err)
 	}
 }

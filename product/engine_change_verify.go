@@ -65,18 +65,18 @@ func (e *Engine) VerifyChange(ctx context.Context, session, changeID string) (Ve
 		}
 		refs = nil
 	}
-	res := VerifyResult{ChangeID: changeID, Repair: RepairOutcome{Status: "not_needed", Reasons: []string{}}}
+	res := VerifyResult{ChangeID: changeID, Repair: RepairOutcome{Status: RepairNotNeeded, Reasons: []string{}}}
 	v, err := e.verifyOnce(ctx, c, cur, refs, len(done)+1, &res.Accounting)
 	if err != nil {
 		return VerifyResult{}, err
 	}
 	done = append(done, v)
-	c.Status = changeStatusOf(v.Verdict)
+	c.Status = v.Verdict.changeStatus()
 	if v.Verdict != VerdictRepairable || c.Repairs > 0 {
 		if err := e.store.putVerification(context.WithoutCancel(ctx), c, v, nil); err != nil {
 			return VerifyResult{}, err
 		}
-		e.fill(&res, c, cur, done, "not_needed")
+		e.fill(&res, c, cur, done, RepairNotNeeded)
 		return res, nil
 	}
 	// The first repairable verdict consumes the one repair: the verdict and
@@ -90,12 +90,12 @@ func (e *Engine) VerifyChange(ctx context.Context, session, changeID string) (Ve
 	if err != nil {
 		return VerifyResult{}, err
 	}
-	if att.status != "accepted" {
+	if att.status != PatchAccepted {
 		if err := e.store.putPatch(context.WithoutCancel(ctx), c, att); err != nil {
 			return VerifyResult{}, err
 		}
-		res.Repair = RepairOutcome{Status: att.status, FromPatchID: cur.patchID, Reasons: nonNil(att.reasons)}
-		e.fill(&res, c, cur, done, att.status)
+		res.Repair = RepairOutcome{Status: att.status.repairStatus(), FromPatchID: cur.patchID, Reasons: nonNil(att.reasons)}
+		e.fill(&res, c, cur, done, att.status.repairStatus())
 		return res, nil
 	}
 	c.Current = att.revision
@@ -108,12 +108,12 @@ func (e *Engine) VerifyChange(ctx context.Context, session, changeID string) (Ve
 		return VerifyResult{}, err
 	}
 	done = append(done, v)
-	c.Status = changeStatusOf(v.Verdict)
+	c.Status = v.Verdict.changeStatus()
 	if err := e.store.putVerification(context.WithoutCancel(ctx), c, v, nil); err != nil {
 		return VerifyResult{}, err
 	}
 	res.Repair = RepairOutcome{FromPatchID: from, Reasons: []string{}}
-	e.fill(&res, c, cur, done, "applied")
+	e.fill(&res, c, cur, done, RepairApplied)
 	return res, nil
 }
 
@@ -175,8 +175,8 @@ func (e *Engine) repairOnce(ctx context.Context, c changeRecord, cur patchAttemp
 		return att, ctx.Err()
 	}
 	att.finish(out, err, len(c.Request.Criteria))
-	if att.status == "accepted" && att.patchID == cur.patchID {
-		att.status, att.patchID, att.reasons = "rejected", "", []string{"the repair changed nothing"}
+	if att.status == PatchAccepted && att.patchID == cur.patchID {
+		att.status, att.patchID, att.reasons = PatchRejected, "", []string{"the repair changed nothing"}
 	}
 	return att, nil
 }
@@ -201,19 +201,6 @@ func (e *Engine) baseIntact(ops []storedOperation) error {
 	return nil
 }
 
-// changeStatusOf maps a verdict to the change's status.
-func changeStatusOf(verdict string) string {
-	switch verdict {
-	case VerdictVerified:
-		return ChangeVerified
-	case VerdictRejected:
-		return ChangeVerificationRejected
-	case VerdictRepairable:
-		return ChangeRepairable
-	}
-	return ChangeInconclusive
-}
-
 func lastFor(done []verificationRecord, revision int) *verificationRecord {
 	for i := len(done) - 1; i >= 0; i-- {
 		if done[i].PatchRevision == revision {
@@ -226,20 +213,17 @@ func lastFor(done []verificationRecord, revision int) *verificationRecord {
 // recordedVerdict answers a repeated verify_change from the store; what
 // happened to the repair is read from the stored patch revisions.
 func (e *Engine) recordedVerdict(ctx context.Context, c changeRecord, cur patchAttempt, last verificationRecord, done []verificationRecord) (VerifyResult, error) {
-	res := VerifyResult{ChangeID: c.ID, Recorded: true, Repair: RepairOutcome{Status: "not_needed", Reasons: []string{}}}
-	status := "not_needed"
+	res := VerifyResult{ChangeID: c.ID, Recorded: true, Repair: RepairOutcome{Status: RepairNotNeeded, Reasons: []string{}}}
+	status := RepairNotNeeded
 	if c.Repairs > 0 {
 		atts, err := e.store.patchAttempts(ctx, c.ID)
 		if err != nil {
 			return res, err
 		}
-		status = "failed" // consumed, but the repair never finished
+		status = RepairFailed // consumed, but the repair never finished
 		if len(atts) > 1 {
-			status = atts[1].status
+			status = atts[1].status.repairStatus()
 			res.Repair.Reasons = nonNil(atts[1].reasons)
-			if status == "accepted" {
-				status = "applied"
-			}
 		}
 		res.Repair.FromPatchID = atts[0].patchID
 	}
@@ -250,13 +234,13 @@ func (e *Engine) recordedVerdict(ctx context.Context, c changeRecord, cur patchA
 // fill completes a result from the change's final state. repair is what
 // happened to the repair: not_needed, applied (exhausted when the repaired
 // patch is still only repairable), rejected or failed.
-func (e *Engine) fill(res *VerifyResult, c changeRecord, cur patchAttempt, done []verificationRecord, repair string) {
+func (e *Engine) fill(res *VerifyResult, c changeRecord, cur patchAttempt, done []verificationRecord, repair RepairStatus) {
 	last := done[len(done)-1]
 	res.PatchID, res.Revision = cur.patchID, cur.revision
 	res.Verdict, res.Criteria, res.Reasons = last.Verdict, last.Criteria, nonNil(last.Reasons)
 	res.Operations = cur.publicOps()
-	if repair == "applied" && last.Verdict == VerdictRepairable {
-		repair = "exhausted"
+	if repair == RepairApplied && last.Verdict == VerdictRepairable {
+		repair = RepairExhausted
 	}
 	res.Repair.Status = repair
 	res.RepairAvailable = last.Verdict == VerdictRepairable && c.Repairs == 0

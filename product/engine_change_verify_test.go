@@ -115,7 +115,7 @@ func TestChange_Repair(t *testing.T) {
 	if err := te.store.db.QueryRow(`SELECT status, current_revision, repairs_used FROM changes WHERE change_id = ?`, res.ChangeID).Scan(&status, &current, &repairs); err != nil {
 		t.Fatal(err)
 	}
-	if status != ChangeVerified || current != 2 || repairs != 1 {
+	if status != string(ChangeVerified) || current != 2 || repairs != 1 {
 		t.Errorf("change row: %s, revision %d, repairs %d", status, current, repairs)
 	}
 	if got := treeDigest(t, repo); got != before {
@@ -254,7 +254,7 @@ func TestChange_CancelRepair(t *testing.T) {
 	}
 	var status string
 	var repairs int
-	if err := te.store.db.QueryRow(`SELECT status, repairs_used FROM changes`).Scan(&status, &repairs); err != nil || status != ChangeRepairable || repairs != 1 {
+	if err := te.store.db.QueryRow(`SELECT status, repairs_used FROM changes`).Scan(&status, &repairs); err != nil || status != string(ChangeRepairable) || repairs != 1 {
 		t.Errorf("change after a cancelled repair: %s, repairs %d (%v)", status, repairs, err)
 	}
 	again, err := te.VerifyChange(context.Background(), "s", res.ChangeID)

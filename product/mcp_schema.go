@@ -125,7 +125,7 @@ var (
 
 func operationsSchema() map[string]any {
 	return map[string]any{"type": "array", "items": schema.Strict(map[string]any{
-		"op":         schema.Enum("add", "modify", "delete"),
+		"op":         schema.Enum(allPatchOps...),
 		"path":       schemaString,
 		"before":     schemaDigest,
 		"after":      schemaDigest,
@@ -145,13 +145,13 @@ func accountingSchema() map[string]any {
 func prepareChangeOutputSchema() map[string]any {
 	return schema.Strict(map[string]any{
 		"change_id":  map[string]any{"type": "string", "pattern": ChangeIDPattern.String()},
-		"status":     schema.Enum(ChangePrepared, ChangeRejected, ChangeFailed),
+		"status":     schema.Enum(prepareStatuses...),
 		"patch_id":   schemaDigest,
 		"revision":   map[string]any{"type": "integer", "minimum": 1},
 		"operations": operationsSchema(),
 		"acceptance": map[string]any{"type": "array", "items": schema.Strict(map[string]any{
 			"criterion": map[string]any{"type": "integer", "minimum": 1},
-			"status":    schema.Enum("claimed", "not_addressed", "unreported"),
+			"status":    schema.Enum(allCoverageStatuses...),
 			"note":      schemaString,
 		})},
 		"accounting":          accountingSchema(),
@@ -175,12 +175,12 @@ func verifyChangeOutputSchema() map[string]any {
 		"verdict":   schema.Enum(allVerdicts...),
 		"criteria": map[string]any{"type": "array", "items": schema.Strict(map[string]any{
 			"criterion": map[string]any{"type": "integer", "minimum": 1},
-			"status":    schema.Enum("met", "unmet", "unknown"),
+			"status":    schema.Enum(allCriterionStatuses...),
 			"reason":    schemaString,
 		})},
 		"operations": operationsSchema(),
 		"repair": schema.Strict(map[string]any{
-			"status":        schema.Enum("not_needed", "applied", "rejected", "failed", "exhausted"),
+			"status":        schema.Enum(allRepairStatuses...),
 			"from_patch_id": schemaDigest,
 			"reasons":       schemaStrings,
 		}),

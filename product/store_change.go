@@ -15,7 +15,7 @@ type changeRecord struct {
 	Request   ChangeRequest
 	Base      string
 	Profile   ProfileRevision
-	Status    string
+	Status    ChangeStatus
 	Current   int // accepted patch revision in force; 0 when none
 	Repairs   int
 }
@@ -24,7 +24,7 @@ type changeRecord struct {
 // transaction.
 func (s *Store) putChange(ctx context.Context, c changeRecord, a patchAttempt) error {
 	current := 0
-	if a.status == "accepted" {
+	if a.status == PatchAccepted {
 		current = 1
 	}
 	return s.inTx(ctx, "store.change", func(tx *sql.Tx, now string) error {
@@ -42,7 +42,7 @@ func (s *Store) putChange(ctx context.Context, c changeRecord, a patchAttempt) e
 
 func insertPatch(tx *sql.Tx, now, changeID string, a patchAttempt) error {
 	var patchID any
-	if a.status == "accepted" {
+	if a.status == PatchAccepted {
 		patchID = a.patchID
 	}
 	ops := a.ops
@@ -92,7 +92,7 @@ func (s *Store) patch(ctx context.Context, changeID string, revision int) (patch
 type verificationRecord struct {
 	Ordinal       int                `json:"ordinal"`
 	PatchRevision int                `json:"patch_revision"`
-	Verdict       string             `json:"verdict"`
+	Verdict       Verdict            `json:"verdict"`
 	Criteria      []CriterionVerdict `json:"criteria"`
 	Repair        string             `json:"repair_instructions"`
 	Reasons       []string           `json:"reasons"`

@@ -41,7 +41,7 @@ var verdictSchema = json.RawMessage(mustJSON(schema.Strict(map[string]any{
 	"verdict": schema.Enum(allVerdicts...),
 	"criteria": map[string]any{"type": "array", "items": schema.Strict(map[string]any{
 		"criterion": map[string]any{"type": "integer", "minimum": 1, "maximum": MaxCriteria},
-		"status":    schema.Enum("met", "unmet", "unknown"),
+		"status":    schema.Enum(allCriterionStatuses...),
 		"reason":    map[string]any{"type": "string"},
 	})},
 	"repair_instructions": map[string]any{"type": "string"},
@@ -91,7 +91,7 @@ func decodePatchReport(raw string, n int) *patchReport {
 
 // verifierAnswer is a verifier's final message.
 type verifierAnswer struct {
-	Verdict  string             `json:"verdict"`
+	Verdict  Verdict            `json:"verdict"`
 	Criteria []CriterionVerdict `json:"criteria"`
 	Repair   string             `json:"repair_instructions"`
 }
@@ -100,10 +100,10 @@ type verifierAnswer struct {
 // consistency. What comes back is the verdict Needle stands by, the
 // per-criterion judgements (one per criterion, "unknown" where the
 // verifier said nothing) and the reasons a verdict was downgraded.
-func judge(raw string, n int) (verdict string, criteria []CriterionVerdict, repair string, reasons []string) {
+func judge(raw string, n int) (verdict Verdict, criteria []CriterionVerdict, repair string, reasons []string) {
 	criteria = make([]CriterionVerdict, n)
 	for i := range criteria {
-		criteria[i] = CriterionVerdict{Criterion: i + 1, Status: "unknown", Reason: ""}
+		criteria[i] = CriterionVerdict{Criterion: i + 1, Status: CriterionUnknown, Reason: ""}
 	}
 	var a verifierAnswer
 	if decodeStrict([]byte(raw), &a) != nil || !slices.Contains(allVerdicts, a.Verdict) {
@@ -111,7 +111,7 @@ func judge(raw string, n int) (verdict string, criteria []CriterionVerdict, repa
 	}
 	seen := map[int]bool{}
 	for _, c := range a.Criteria {
-		if c.Criterion < 1 || c.Criterion > n || seen[c.Criterion] || !slices.Contains([]string{"met", "unmet", "unknown"}, c.Status) {
+		if c.Criterion < 1 || c.Criterion > n || seen[c.Criterion] || !slices.Contains(allCriterionStatuses, c.Status) {
 			return VerdictInconclusive, criteria, "", []string{"the verifier's answer named criteria that do not exist"}
 		}
 		seen[c.Criterion] = true
@@ -119,7 +119,7 @@ func judge(raw string, n int) (verdict string, criteria []CriterionVerdict, repa
 	}
 	verdict, repair = a.Verdict, clip(strings.TrimSpace(a.Repair), 2000)
 	switch {
-	case verdict == VerdictVerified && slices.ContainsFunc(criteria, func(c CriterionVerdict) bool { return c.Status != "met" }):
+	case verdict == VerdictVerified && slices.ContainsFunc(criteria, func(c CriterionVerdict) bool { return c.Status != CriterionMet }):
 		return VerdictInconclusive, criteria, "", []string{"the verifier said verified but did not find every criterion met"}
 	case verdict == VerdictRepairable && repair == "":
 		return VerdictInconclusive, criteria, "", []string{"the verifier said repairable without saying what to repair"}
@@ -151,7 +151,7 @@ func patchPrompt(req ChangeRequest, refs []string, repair *verificationRecord) s
 	if repair != nil {
 		b.WriteString("The checkout already holds a first attempt. An independent verifier found it repairable:\n")
 		for _, c := range repair.Criteria {
-			if c.Status != "met" {
+			if c.Status != CriterionMet {
 				fmt.Fprintf(&b, "- criterion %d %s: %s\n", c.Criterion, c.Status, c.Reason)
 			}
 		}
