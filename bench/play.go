@@ -7,7 +7,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/needle-dev/needle/product"
@@ -135,21 +134,12 @@ func playNeed(ctx context.Context, e *product.Engine, s Session, n CorpusNeed, a
 	if err != nil {
 		return o, err
 	}
-	if o.Result.WorkerSpawned && strings.Contains(o.Result.Context, "worker failed") {
+	if o.Result.Failure.Reason == product.FailureWorker {
 		// A worker that failed under replay means the frozen transcripts do
 		// not match what the product does now: never a silent bypass.
-		return o, fmt.Errorf("the worker failed (%s): the frozen transcripts do not match; re-record them with needlebench record", firstLine(o.Result.Context, "worker failed"))
+		return o, fmt.Errorf("the worker failed (%s): the frozen transcripts do not match; re-record them with needlebench record", o.Result.Failure.Detail)
 	}
 	return o, nil
-}
-
-func firstLine(text, containing string) string {
-	for _, l := range strings.Split(text, "\n") {
-		if strings.Contains(l, containing) {
-			return strings.TrimSpace(l)
-		}
-	}
-	return ""
 }
 
 // request decodes the need as its developer wrote it.

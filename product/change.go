@@ -110,8 +110,6 @@ const (
 // prepareStatuses are the statuses prepare_change answers with.
 var prepareStatuses = []ChangeStatus{ChangePrepared, ChangeRejected, ChangeFailed}
 
-func (s ChangeStatus) String() string { return string(s) }
-
 // Verdict is a verifier's judgement of a patch.
 type Verdict string
 
@@ -123,8 +121,6 @@ const (
 )
 
 var allVerdicts = []Verdict{VerdictVerified, VerdictRejected, VerdictRepairable, VerdictInconclusive}
-
-func (v Verdict) String() string { return string(v) }
 
 // changeStatus is the status a change takes from the verdict.
 func (v Verdict) changeStatus() ChangeStatus {
@@ -150,8 +146,6 @@ const (
 
 var allCriterionStatuses = []CriterionStatus{CriterionMet, CriterionUnmet, CriterionUnknown}
 
-func (s CriterionStatus) String() string { return string(s) }
-
 // CoverageStatus is what the patch worker said of one acceptance criterion.
 type CoverageStatus string
 
@@ -162,8 +156,6 @@ const (
 )
 
 var allCoverageStatuses = []CoverageStatus{CoverageClaimed, CoverageNotAddressed, CoverageUnreported}
-
-func (s CoverageStatus) String() string { return string(s) }
 
 // RepairStatus says what happened to the one repair a change may use.
 type RepairStatus string
@@ -178,8 +170,6 @@ const (
 
 var allRepairStatuses = []RepairStatus{RepairNotNeeded, RepairApplied, RepairRejected, RepairFailed, RepairExhausted}
 
-func (s RepairStatus) String() string { return string(s) }
-
 // PatchStatus is the fate of one patch worker run (patches.status).
 type PatchStatus string
 
@@ -188,8 +178,6 @@ const (
 	PatchRejected PatchStatus = "rejected" // the change broke a rule: no patch
 	PatchFailed   PatchStatus = "failed"   // the worker failed: no patch
 )
-
-func (s PatchStatus) String() string { return string(s) }
 
 // changeStatus is the status a change takes from its first patch run.
 func (s PatchStatus) changeStatus() ChangeStatus {
@@ -223,8 +211,6 @@ const (
 )
 
 var allPatchOps = []PatchOp{PatchAdd, PatchModify, PatchDelete}
-
-func (o PatchOp) String() string { return string(o) }
 
 // PatchOperation is one file operation of a patch. Before and After are
 // content digests ("" for an absent file); the full new content is kept in

@@ -140,7 +140,7 @@ func (e *Engine) Propose(ctx context.Context, raw []byte) (ProposeResult, error)
 		return ProposeResult{}, err
 	}
 	defer e.turn.unlock()
-	v, err := Validate(ctx, e.repo, p)
+	v, err := validate(ctx, e.repo, p)
 	if err != nil {
 		return ProposeResult{}, &Error{Op: "evidence.propose", Kind: KindIO, Err: err}
 	}

@@ -60,8 +60,8 @@ func (e *Engine) NeedContext(ctx context.Context, session string, req NeedReques
 		return NeedResult{}, err
 	}
 	ledger.Entries = append(ledger.Entries, ledgerEntry{NeedID: need.ID, IR: need.IR, Missing: r.Missing})
-	if statusOf(d.Kind, 0, false) == "hit" {
-		_ = e.store.observe(ctx, Observation{Operator: "reuse", LatencyMs: sinceMs(started)})
+	if statusOf(d.Kind, 0, false) == ResultHit {
+		_ = e.store.observe(ctx, Observation{Operator: OpReuse, LatencyMs: sinceMs(started)})
 	}
 	return r, nil
 }
@@ -175,13 +175,13 @@ func (e *Engine) runWorker(ctx context.Context, need CompiledNeed, d decision) (
 	if werr == nil {
 		// Only completed runs price the worker plan: a failure costs little
 		// and answers nothing, and must not make workers look cheap.
-		_ = e.store.observe(ctx, Observation{Operator: "worker", Tokens: usage.TotalTokens, CostUSD: usage.CostUSD, LatencyMs: usage.LatencyMs})
+		_ = e.store.observe(ctx, Observation{Operator: OpWorker, Tokens: usage.TotalTokens, CostUSD: usage.CostUSD, LatencyMs: usage.LatencyMs})
 	}
 	if err := e.store.putWorkerRun(ctx, e.root, need.ID, req.Missing, res, usage, werr); err != nil {
 		return d, err
 	}
 	if werr != nil {
-		return e.workerFailed(d, fmt.Sprintf("worker failed: %v", werr)), nil
+		return e.workerFailed(d, Failure{FailureWorker, werr.Error()}, fmt.Sprintf("worker failed: %v", werr)), nil
 	}
 	var rejected []string
 	for _, raw := range res.Proposals {
@@ -210,18 +210,20 @@ func (e *Engine) runWorker(ctx context.Context, need CompiledNeed, d decision) (
 		return decision{Kind: ResolutionRejected, Missing: required(need.IR),
 			Reason: fmt.Sprintf("the worker's proposal failed trusted validation (%d reasons recorded)", len(rejected))}, nil
 	case d.Kind == ResolutionMiss:
-		return e.workerFailed(d, "the worker proposed nothing for "+kindList(d.Missing)), nil
+		return e.workerFailed(d, Failure{FailureWorkerNothing, kindList(d.Missing)}, "the worker proposed nothing for "+kindList(d.Missing)), nil
 	default:
 		d.Reason = "still missing after the worker: " + kindList(d.Missing)
 	}
 	return d, nil
 }
 
-func (e *Engine) workerFailed(d decision, reason string) decision {
+// workerFailed is the decision after a worker that answered nothing: a
+// miss becomes a bypass; a partial hit keeps what the evidence gave.
+func (e *Engine) workerFailed(d decision, f Failure, reason string) decision {
 	if d.Kind == ResolutionMiss {
-		return decision{Kind: ResolutionBypass, Missing: d.Missing, Reason: reason}
+		return decision{Kind: ResolutionBypass, Missing: d.Missing, Reason: reason, Failure: f}
 	}
-	d.Reason = reason
+	d.Reason, d.Failure = reason, f
 	return d
 }
 
@@ -230,16 +232,16 @@ func (e *Engine) workerFailed(d decision, reason string) decision {
 func (e *Engine) certifyWorkerProposal(ctx context.Context, need CompiledNeed, raw []byte) (candidate, []string, error) {
 	p, err := DecodeProposal(raw)
 	if err != nil {
-		v := &Validation{Reasons: []string{"proposal does not decode: " + err.Error()}}
+		v := &validation{Reasons: []string{"proposal does not decode: " + err.Error()}}
 		_, serr := e.store.recordAttempt(ctx, e.root, need.ID, "worker", raw, v, "")
 		return candidate{}, v.Reasons, serr
 	}
 	if p.Subject != need.IR.Subject {
-		v := &Validation{Reasons: []string{fmt.Sprintf("proposal is about %s %q, not the need's subject", p.Subject.Kind, p.Subject.Name)}}
+		v := &validation{Reasons: []string{fmt.Sprintf("proposal is about %s %q, not the need's subject", p.Subject.Kind, p.Subject.Name)}}
 		_, serr := e.store.recordAttempt(ctx, e.root, need.ID, "worker", raw, v, "")
 		return candidate{}, v.Reasons, serr
 	}
-	v, err := Validate(ctx, e.repo, p)
+	v, err := validate(ctx, e.repo, p)
 	if err != nil {
 		return candidate{}, nil, err
 	}
@@ -264,7 +266,8 @@ func (e *Engine) finish(ctx context.Context, session string, need CompiledNeed, 
 		Route: need.IR.Route, Subject: need.IR.Subject, NeedID: need.ID,
 		Satisfied: []CapabilityKind{}, Missing: []CapabilityKind{}, ClaimIDs: []string{},
 		Resolution:    Resolution{Kind: d.Kind, ArtifactIDs: []string{}, PlanID: plan.ID()},
-		ReuseUnit:     "none",
+		Failure:       d.Failure,
+		ReuseUnit:     ReuseNone,
 		WorkerSpawned: spawned,
 	}
 	if d.Kind.unsafe() || d.Kind == ResolutionBypass {
@@ -275,7 +278,7 @@ func (e *Engine) finish(ctx context.Context, session string, need CompiledNeed, 
 		if !slices.Contains(r.Resolution.ArtifactIDs, c.Evidence.ArtifactID) {
 			r.Resolution.ArtifactIDs = append(r.Resolution.ArtifactIDs, c.Evidence.ArtifactID)
 		}
-		r.ReuseUnit = "artifact"
+		r.ReuseUnit = ReuseArtifact
 		if c.Claim != nil {
 			r.ClaimIDs = append(r.ClaimIDs, c.Claim.ID)
 		} else {
@@ -287,7 +290,7 @@ func (e *Engine) finish(ctx context.Context, session string, need CompiledNeed, 
 		}
 	}
 	if slices.ContainsFunc(d.Chosen, func(c choice) bool { return c.Claim != nil }) {
-		r.ReuseUnit = "claim"
+		r.ReuseUnit = ReuseClaim
 	}
 	for _, ob := range d.Missing {
 		r.Missing = append(r.Missing, ob.Kind)

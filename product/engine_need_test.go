@@ -272,6 +272,21 @@ func TestNeedContext_Worker(t *testing.T) {
 		if !strings.Contains(r.Context, "worker failed: turn deadline exceeded") {
 			t.Errorf("context:\n%s", r.Context)
 		}
+		if r.Failure != (Failure{FailureWorker, "turn deadline exceeded"}) {
+			t.Errorf("failure %+v, want the worker's error", r.Failure)
+		}
+	})
+	t.Run("NothingProposed", func(t *testing.T) {
+		w := &scriptedWorker{} // answers, but proposes nothing
+		te := MustEngine(t, MustFixtureRepo(t, "grepx", false), func(c *Config) { c.Worker = w })
+		r := te.need(needLocateNewSearcher)
+		kindOf(t, r, ResolutionBypass)
+		if r.Failure.Reason != FailureWorkerNothing || !strings.Contains(r.Context, "the worker proposed nothing") {
+			t.Errorf("failure %+v\n%s", r.Failure, r.Context)
+		}
+		if strings.Contains(toJSON(r), "worker_proposed_nothing") {
+			t.Errorf("the failure reason is on the wire: %s", toJSON(r))
+		}
 	})
 	t.Run("WorkerLimit", func(t *testing.T) {
 		w := &scriptedWorker{}

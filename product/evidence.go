@@ -5,12 +5,20 @@ import (
 	"sort"
 )
 
+// DependencyKind is what a dependency's digest is of.
+type DependencyKind string
+
+const (
+	DependencyFile DependencyKind = "file" // a file's content
+	DependencyDir  DependencyKind = "dir"  // a directory's listing (exhaustive or negative evidence)
+)
+
 // Dependency is one thing a certificate depends on: a file's content digest
 // or a directory listing's digest.
 type Dependency struct {
-	Kind   string `json:"kind"` // file | dir
-	Path   string `json:"path"`
-	Digest string `json:"digest"`
+	Kind   DependencyKind `json:"kind"`
+	Path   string         `json:"path"`
+	Digest string         `json:"digest"`
 }
 
 // CertificateBody is the canonical content of an artifact certificate; its
@@ -39,22 +47,22 @@ type Evidence struct {
 	Seq           int64 // insertion order of the certificate: newer is larger
 }
 
-// certify turns a certified Validation into its artifact id and certificate.
-func certify(root string, v *Validation) (artifactID string, body CertificateBody, certID string) {
+// certify turns a certified validation into its artifact id and certificate.
+func certify(root string, v *validation) (artifactID string, body CertificateBody, certID string) {
 	artifactID = mustID(tagArtifact, v.Proposal)
 	body = CertificateBody{
 		Scope: "artifact", Root: root, ArtifactID: artifactID, ValidatorVersion: ValidatorVersion,
 		Level: v.Level, Satisfies: v.Satisfies, Cited: v.Cited, Notes: append([]string{}, v.Notes...),
 	}
 	for p, d := range v.Files {
-		body.Dependencies = append(body.Dependencies, Dependency{"file", p, d})
+		body.Dependencies = append(body.Dependencies, Dependency{DependencyFile, p, d})
 	}
 	for p, d := range v.Dirs {
-		body.Dependencies = append(body.Dependencies, Dependency{"dir", p, d})
+		body.Dependencies = append(body.Dependencies, Dependency{DependencyDir, p, d})
 	}
 	sort.Slice(body.Dependencies, func(i, j int) bool {
 		a, b := body.Dependencies[i], body.Dependencies[j]
-		return a.Kind+"\x00"+a.Path < b.Kind+"\x00"+b.Path
+		return string(a.Kind)+"\x00"+a.Path < string(b.Kind)+"\x00"+b.Path
 	})
 	for _, c := range v.Claims {
 		body.ClaimIDs = append(body.ClaimIDs, c.ID)
@@ -95,14 +103,27 @@ type CitedLocation struct {
 	Excerpt   string `json:"excerpt"`
 }
 
+// ClaimKind is the kind of fact a claim states.
+type ClaimKind string
+
+const (
+	ClaimDeclared     ClaimKind = "declared"      // the subject (a symbol or test) is declared here
+	ClaimLiteral      ClaimKind = "literal"       // the subject (a flag or key) is a literal here
+	ClaimFile         ClaimKind = "file"          // the subject is this file
+	ClaimModule       ClaimKind = "module"        // the subject is the module of this go.mod
+	ClaimCalls        ClaimKind = "calls"         // a flow step calls the next (Detail: the callee)
+	ClaimTestReaches  ClaimKind = "test_reaches"  // a test reaches the subject (Detail: the test)
+	ClaimTestMentions ClaimKind = "test_mentions" // a test names the subject, reach unproven (Detail: the test)
+)
+
 // Claim is an atomic fact drawn from a certified artifact. It carries no line
 // numbers, so the same fact keeps its id when the code moves.
 type Claim struct {
-	Kind          string  `json:"kind"` // declared | literal | calls | test_reaches
-	Subject       Subject `json:"subject"`
-	Path          string  `json:"path"`
-	ExcerptDigest string  `json:"excerpt_digest"`
-	Detail        string  `json:"detail,omitempty"` // callee, test name, …
+	Kind          ClaimKind `json:"kind"`
+	Subject       Subject   `json:"subject"`
+	Path          string    `json:"path"`
+	ExcerptDigest string    `json:"excerpt_digest"`
+	Detail        string    `json:"detail,omitempty"` // callee, test name, …
 }
 
 // ClaimAt is a claim and where the certificate found it.

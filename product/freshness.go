@@ -18,9 +18,9 @@ func isFresh(ctx context.Context, repo *snapshot.Repo, deps []Dependency) (bool,
 		var digest string
 		var err error
 		switch d.Kind {
-		case "file":
+		case DependencyFile:
 			digest, err = repo.FileDigest(d.Path)
-		case "dir":
+		case DependencyDir:
 			digest, err = repo.DirDigest(ctx, d.Path)
 		default:
 			return false, nil
@@ -127,7 +127,7 @@ func (e *Engine) classify(ctx context.Context, ev Evidence) (candidate, error) {
 	if !ok {
 		return candidate{Evidence: ev, State: stateStale}, nil
 	}
-	v, err := Validate(ctx, e.repo, q)
+	v, err := validate(ctx, e.repo, q)
 	if err != nil {
 		return candidate{}, err
 	}

@@ -63,7 +63,7 @@ func needContextOutputSchema() map[string]any {
 	slices.Sort(relations)
 	all := schema.Strict
 	return all(map[string]any{
-		"status":  map[string]any{"type": "string", "enum": []string{"hit", "partial", "worker", "bypass"}},
+		"status":  schema.Enum(allResultStatuses...),
 		"route":   schema.Enum(allRoutes...),
 		"subject": all(map[string]any{"kind": schema.Enum(allSubjectKinds...), "name": str}),
 		"need_id": id,
@@ -77,7 +77,7 @@ func needContextOutputSchema() map[string]any {
 			"certificate_id": optionalID,
 			"plan_id":        id,
 		}),
-		"reuse_unit":     map[string]any{"type": "string", "enum": []string{"artifact", "claim", "none"}},
+		"reuse_unit":     schema.Enum(allReuseUnits...),
 		"claim_ids":      map[string]any{"type": "array", "items": id},
 		"cache_hit":      map[string]any{"type": "boolean"},
 		"worker_spawned": map[string]any{"type": "boolean"},
@@ -85,10 +85,6 @@ func needContextOutputSchema() map[string]any {
 		"context":        str,
 	})
 }
-
-// allResolutionKinds lists every resolution kind.
-var allResolutionKinds = []ResolutionKind{ResolutionExact, ResolutionCoverage, ResolutionComposite, ResolutionClaim,
-	ResolutionPartial, ResolutionMiss, ResolutionStale, ResolutionRejected, ResolutionAmbiguous, ResolutionContradicted, ResolutionBypass}
 
 // The schemas of the supervised-change tools, prepare_change and
 // verify_change.

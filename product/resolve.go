@@ -74,6 +74,7 @@ type decision struct {
 	Missing   []Obligation // required obligations not satisfied
 	WorkerFor []Obligation // obligations to ask a worker for
 	Reason    string
+	Failure   Failure // set by the engine when a worker failed
 }
 
 // resolve decides the outcome for a need from classified candidates. It is
@@ -202,7 +203,7 @@ func chooseClaim(ob Obligation, in resolveInput) (*choice, string) {
 		}
 		for i, cl := range c.Claims {
 			key := fmt.Sprintf("%s:%d-%d", cl.Claim.Path, cl.StartLine, cl.EndLine)
-			if cl.Claim.Kind != "declared" || cl.Claim.Subject != subject || seen[key] {
+			if cl.Claim.Kind != ClaimDeclared || cl.Claim.Subject != subject || seen[key] {
 				continue
 			}
 			seen[key] = true
@@ -292,3 +293,7 @@ func kindList(obs []Obligation) string {
 	}
 	return strings.Join(names, ", ")
 }
+
+// allResolutionKinds lists every resolution kind.
+var allResolutionKinds = []ResolutionKind{ResolutionExact, ResolutionCoverage, ResolutionComposite, ResolutionClaim,
+	ResolutionPartial, ResolutionMiss, ResolutionStale, ResolutionRejected, ResolutionAmbiguous, ResolutionContradicted, ResolutionBypass}

@@ -16,10 +16,26 @@ const MaxPlanNodes = 16
 // estimate reliable; below it, reuse is reported as advisory.
 const MinObservations = 5
 
+// PlanOp is an operator of a plan.
+type PlanOp string
+
+const (
+	OpReuse      PlanOp = "reuse"       // serve a certified artifact
+	OpReplay     PlanOp = "replay"      // re-prove an artifact whose lines moved, then reuse it
+	OpReuseClaim PlanOp = "reuse_claim" // serve a claim another artifact's certificate carries
+	OpWorker     PlanOp = "worker"      // ask a worker for the missing obligations
+	OpValidate   PlanOp = "validate"    // validate what the worker proposed
+	OpAssemble   PlanOp = "assemble"    // assemble the answer
+)
+
+// pricedOps are the operators whose cost is observed and worth comparing;
+// reuse_claim is priced as reuse.
+var pricedOps = map[PlanOp]bool{OpReuse: true, OpReplay: true, OpWorker: true}
+
 // PlanNode is one operator of a plan.
 type PlanNode struct {
 	ID     string   `json:"id"`
-	Op     string   `json:"op"` // reuse | replay | reuse_claim | worker | validate | assemble
+	Op     PlanOp   `json:"op"`
 	Ref    string   `json:"ref,omitempty"`
 	Inputs []string `json:"inputs,omitempty"`
 }
@@ -46,7 +62,7 @@ func (p Plan) ID() string {
 func buildPlan(needID string, d decision) (Plan, error) {
 	p := Plan{NeedID: needID}
 	var inputs []string
-	add := func(op, ref string, in ...string) string {
+	add := func(op PlanOp, ref string, in ...string) string {
 		id := fmt.Sprintf("n%d", len(p.Nodes)+1)
 		p.Nodes = append(p.Nodes, PlanNode{ID: id, Op: op, Ref: ref, Inputs: in})
 		return id
@@ -64,20 +80,20 @@ func buildPlan(needID string, d decision) (Plan, error) {
 		var id string
 		switch {
 		case c.Claim != nil:
-			id = add("reuse_claim", ref)
+			id = add(OpReuseClaim, ref)
 		case c.Evidence.State == stateReplayed:
-			id = add("reuse", ref, add("replay", ref))
+			id = add(OpReuse, ref, add(OpReplay, ref))
 		default:
-			id = add("reuse", ref)
+			id = add(OpReuse, ref)
 		}
 		seen[ref] = id
 		inputs = append(inputs, id)
 	}
 	if len(d.WorkerFor) > 0 {
-		w := add("worker", kindList(d.WorkerFor))
-		inputs = append(inputs, add("validate", kindList(d.WorkerFor), w))
+		w := add(OpWorker, kindList(d.WorkerFor))
+		inputs = append(inputs, add(OpValidate, kindList(d.WorkerFor), w))
 	}
-	add("assemble", "", inputs...)
+	add(OpAssemble, "", inputs...)
 	if len(p.Nodes) > MaxPlanNodes {
 		return Plan{}, &Error{Op: "resolve.plan", Kind: KindOther, Err: fmt.Errorf("plan of %d nodes exceeds %d", len(p.Nodes), MaxPlanNodes)}
 	}
@@ -86,7 +102,7 @@ func buildPlan(needID string, d decision) (Plan, error) {
 
 // Observation is one recorded cost of a plan operator.
 type Observation struct {
-	Operator  string
+	Operator  PlanOp
 	Tokens    int64
 	CostUSD   float64
 	LatencyMs float64
@@ -103,7 +119,7 @@ var defaultPrices = Prices{USDPerSecond: 0.002}
 
 // estimate is the expected cost of one operator from its observations, and
 // whether there were enough of them to trust it.
-func estimate(obs []Observation, op string, p Prices) (cost float64, reliable bool) {
+func estimate(obs []Observation, op PlanOp, p Prices) (cost float64, reliable bool) {
 	var costs []float64
 	for _, o := range obs {
 		if o.Operator == op {
@@ -163,16 +179,13 @@ func less(a, b float64) bool {
 	return a < b
 }
 
-// pricedOps are the operators that cost something worth comparing.
-var pricedOps = map[string]bool{"reuse": true, "replay": true, "worker": true}
-
 // planCost sums the estimates of the plan's priced operators.
 func planCost(plan Plan, obs []Observation, p Prices) (float64, bool) {
 	total, reliable := 0.0, true
 	for _, n := range plan.Nodes {
 		op := n.Op
-		if op == "reuse_claim" {
-			op = "reuse"
+		if op == OpReuseClaim {
+			op = OpReuse
 		}
 		if !pricedOps[op] {
 			continue

@@ -9,7 +9,7 @@ import (
 func TestSelectPlan(t *testing.T) {
 	reuse := Plan{NeedID: "n", Nodes: []PlanNode{{ID: "n1", Op: "reuse"}, {ID: "n2", Op: "assemble", Inputs: []string{"n1"}}}}
 	worker := Plan{NeedID: "n", Nodes: []PlanNode{{ID: "n1", Op: "worker"}, {ID: "n2", Op: "validate"}, {ID: "n3", Op: "assemble"}}}
-	obs := func(op string, n int, cost, ms float64) []Observation {
+	obs := func(op PlanOp, n int, cost, ms float64) []Observation {
 		var out []Observation
 		for range n {
 			out = append(out, Observation{Operator: op, CostUSD: cost, LatencyMs: ms})
@@ -67,7 +67,7 @@ func TestBuildPlan(t *testing.T) {
 	}
 	var ops []string
 	for _, n := range p.Nodes {
-		ops = append(ops, n.Op)
+		ops = append(ops, string(n.Op))
 	}
 	if got := strings.Join(ops, ","); got != "reuse,replay,reuse,worker,validate,assemble" {
 		t.Errorf("ops %s", got)

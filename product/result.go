@@ -3,7 +3,7 @@ package product
 // NeedResult is the structured result of need_context, as the MCP seed
 // specifies it. Context is the FrontierView text.
 type NeedResult struct {
-	Status        string           `json:"status"` // hit | partial | worker | bypass
+	Status        ResultStatus     `json:"status"`
 	Route         Route            `json:"route"`
 	Subject       Subject          `json:"subject"`
 	NeedID        string           `json:"need_id"`
@@ -11,12 +11,56 @@ type NeedResult struct {
 	Satisfied     []CapabilityKind `json:"satisfied"`
 	Missing       []CapabilityKind `json:"missing"`
 	Resolution    Resolution       `json:"resolution"`
-	ReuseUnit     string           `json:"reuse_unit"` // artifact | claim | none
+	ReuseUnit     ReuseUnit        `json:"reuse_unit"`
 	ClaimIDs      []string         `json:"claim_ids"`
 	CacheHit      bool             `json:"cache_hit"`
 	WorkerSpawned bool             `json:"worker_spawned"`
 	ResultDigest  string           `json:"result_digest"`
 	Context       string           `json:"context"`
+	// Failure says what failed when an operational failure, not a
+	// decision, left the result short. It is not part of the wire result
+	// (nor of result_digest): the context says it to the main model.
+	Failure Failure `json:"-"`
+}
+
+// ResultStatus is what the main model acts on.
+type ResultStatus string
+
+const (
+	ResultHit     ResultStatus = "hit"     // answered from certified evidence
+	ResultPartial ResultStatus = "partial" // some obligations answered, some missing
+	ResultWorker  ResultStatus = "worker"  // a worker answered what evidence could not
+	ResultBypass  ResultStatus = "bypass"  // no reusable answer: do the work natively
+)
+
+var allResultStatuses = []ResultStatus{ResultHit, ResultPartial, ResultWorker, ResultBypass}
+
+// ReuseUnit is what a result reuses: whole artifacts, claims drawn from
+// them, or nothing.
+type ReuseUnit string
+
+const (
+	ReuseArtifact ReuseUnit = "artifact"
+	ReuseClaim    ReuseUnit = "claim"
+	ReuseNone     ReuseUnit = "none"
+)
+
+var allReuseUnits = []ReuseUnit{ReuseArtifact, ReuseClaim, ReuseNone}
+
+// FailureReason classifies an operational failure behind a result.
+type FailureReason string
+
+const (
+	FailureNone          FailureReason = ""                        // nothing failed
+	FailureWorker        FailureReason = "worker_failed"           // the worker run returned an error
+	FailureWorkerNothing FailureReason = "worker_proposed_nothing" // the worker ran but proposed nothing for a need without evidence
+)
+
+// Failure is an operational failure behind a result: its reason and, for
+// a log, the error.
+type Failure struct {
+	Reason FailureReason
+	Detail string
 }
 
 // StepInfo places a need in its session ledger.
@@ -34,14 +78,14 @@ type Resolution struct {
 }
 
 // statusOf maps a resolution to the status the main model acts on.
-func statusOf(k ResolutionKind, missing int, worker bool) string {
+func statusOf(k ResolutionKind, missing int, worker bool) ResultStatus {
 	switch {
 	case k == ResolutionExact || k == ResolutionCoverage || k == ResolutionComposite || k == ResolutionClaim:
-		return "hit"
+		return ResultHit
 	case k == ResolutionPartial && missing > 0:
-		return "partial"
+		return ResultPartial
 	case (k == ResolutionPartial || k == ResolutionMiss) && worker:
-		return "worker"
+		return ResultWorker
 	}
-	return "bypass"
+	return ResultBypass
 }

@@ -7,8 +7,8 @@ import (
 	"strings"
 )
 
-// AttemptRecord is what storing a validated proposal produced.
-type AttemptRecord struct {
+// attemptRecord is what storing a validated proposal produced.
+type attemptRecord struct {
 	Certified     bool
 	ArtifactID    string
 	CertificateID string
@@ -18,8 +18,8 @@ type AttemptRecord struct {
 // recordAttempt stores a validation: always an attempt row, and for a
 // certified proposal its artifact, certificate, dependencies and claims, all
 // in one transaction. origin is the artifact a proof replay started from.
-func (s *Store) recordAttempt(ctx context.Context, root, needID, source string, raw []byte, v *Validation, origin string) (AttemptRecord, error) {
-	rec := AttemptRecord{Certified: v.Certified(), Reasons: append([]string{}, v.Reasons...)}
+func (s *Store) recordAttempt(ctx context.Context, root, needID, source string, raw []byte, v *validation, origin string) (attemptRecord, error) {
+	rec := attemptRecord{Certified: v.Certified(), Reasons: append([]string{}, v.Reasons...)}
 	var body CertificateBody
 	if rec.Certified {
 		rec.ArtifactID, body, rec.CertificateID = certify(root, v)
@@ -250,7 +250,7 @@ func (s *Store) putNeedCertificate(ctx context.Context, root, needID string, cho
 		for d := range deps {
 			list = append(list, d)
 		}
-		sort.Slice(list, func(i, j int) bool { return list[i].Kind+list[i].Path < list[j].Kind+list[j].Path })
+		sort.Slice(list, func(i, j int) bool { return string(list[i].Kind)+list[i].Path < string(list[j].Kind)+list[j].Path })
 		return putDependencies(tx, id, list)
 	})
 	return id, err

@@ -24,9 +24,9 @@ const (
 	LevelLexical = "lexical"
 )
 
-// Validation is what the trusted validators concluded about a proposal
+// validation is what the trusted validators concluded about a proposal
 // against one snapshot. Reasons is empty exactly when it is certified.
-type Validation struct {
+type validation struct {
 	Proposal  Proposal
 	Reasons   []string
 	Level     string
@@ -39,9 +39,9 @@ type Validation struct {
 }
 
 // Certified reports whether the proposal passed every check.
-func (v *Validation) Certified() bool { return len(v.Reasons) == 0 }
+func (v *validation) Certified() bool { return len(v.Reasons) == 0 }
 
-func (v *Validation) reject(format string, args ...any) {
+func (v *validation) reject(format string, args ...any) {
 	v.Reasons = append(v.Reasons, fmt.Sprintf(format, args...))
 }
 
@@ -49,15 +49,15 @@ func (v *Validation) reject(format string, args ...any) {
 type validator struct {
 	ctx  context.Context
 	repo *snapshot.Repo
-	v    *Validation
+	v    *validation
 	pkgs map[string]map[string][]byte // Go package directories read for tests
 }
 
-// Validate runs the trusted validators on p against repo. It never consults
+// validate runs the trusted validators on p against repo. It never consults
 // a model; the only inputs are the proposal and the source. An error is an
 // operational failure (the repository cannot be read), not a rejection.
-func Validate(ctx context.Context, repo *snapshot.Repo, p Proposal) (*Validation, error) {
-	val := &validator{ctx: ctx, repo: repo, pkgs: map[string]map[string][]byte{}, v: &Validation{
+func validate(ctx context.Context, repo *snapshot.Repo, p Proposal) (*validation, error) {
+	val := &validator{ctx: ctx, repo: repo, pkgs: map[string]map[string][]byte{}, v: &validation{
 		Proposal: p, Level: LevelAST, Files: map[string]string{}, Dirs: map[string]string{},
 		Satisfies: Satisfies{Kind: p.Kind},
 	}}
@@ -160,24 +160,24 @@ func (val *validator) subjectAt(field string, s Subject, rel string, src []byte,
 	var err error
 	switch s.Kind {
 	case SubjectSymbol, SubjectTest:
-		claim.Kind = "declared"
+		claim.Kind = ClaimDeclared
 		if isGo(rel) {
 			found, err = goevidence.Declared(rel, src, s.Name, span)
 		} else {
 			found = goevidence.LexicalWord(src, lastComponent(s.Name), span)
 		}
 	case SubjectCLIOption, SubjectConfigurationKey:
-		claim.Kind = "literal"
+		claim.Kind = ClaimLiteral
 		if isGo(rel) {
 			found, err = goevidence.StringLiteral(rel, src, literalSpellings(s), span)
 		} else {
 			found = goevidence.LexicalWord(src, s.Name, span)
 		}
 	case SubjectFile:
-		claim.Kind = "file"
+		claim.Kind = ClaimFile
 		found = rel == s.Name
 	case SubjectModule:
-		claim.Kind = "module"
+		claim.Kind = ClaimModule
 		found = path.Base(rel) == "go.mod" && goevidence.LexicalWord(src, s.Name, span)
 	default:
 		val.v.reject("%s: a %s subject cannot be verified by trusted code", field, s.Kind)

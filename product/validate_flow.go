@@ -77,7 +77,7 @@ func (val *validator) link(i int, subject Subject, a, b citedStep) (ok, astProof
 			i, a.path, a.span.Start, a.span.End, i+1, b.path, b.span.Start, b.span.End)
 		return false, false
 	}
-	val.addClaim(Claim{Kind: "calls", Subject: subject, Path: a.path, ExcerptDigest: excerptDigest(a.src, a.span),
+	val.addClaim(Claim{Kind: ClaimCalls, Subject: subject, Path: a.path, ExcerptDigest: excerptDigest(a.src, a.span),
 		Detail: callee + " in " + b.path + " " + excerptDigest(b.src, b.span)}, a.span)
 	return true, true
 }
@@ -96,7 +96,7 @@ func (val *validator) declaredClaim(s citedStep) {
 	if declared, err := goevidence.Declared(s.path, s.src, name, s.span); err != nil || !declared {
 		return
 	}
-	val.addClaim(Claim{Kind: "declared", Subject: Subject{Kind: SubjectSymbol, Name: name}, Path: s.path,
+	val.addClaim(Claim{Kind: ClaimDeclared, Subject: Subject{Kind: SubjectSymbol, Name: name}, Path: s.path,
 		ExcerptDigest: excerptDigest(s.src, s.span)}, s.span)
 }
 
@@ -205,7 +205,7 @@ func (val *validator) goTest(field string, subject Subject, t TestRef, src []byt
 		val.v.reject("%s.command: %q is not the command that runs %s; want %q", field, t.Command, t.Name, want)
 		return false, nil
 	}
-	val.addClaim(Claim{Kind: "test_reaches", Subject: subject, Path: t.Path, ExcerptDigest: excerptDigest(src, span),
+	val.addClaim(Claim{Kind: ClaimTestReaches, Subject: subject, Path: t.Path, ExcerptDigest: excerptDigest(src, span),
 		Detail: strings.Join(chain, " -> ")}, span)
 	return true, nil
 }
@@ -269,7 +269,7 @@ func (val *validator) lexicalTest(field string, subject Subject, t TestRef, src 
 	case t.Command == "" || strings.ContainsAny(t.Command, ";&|$`<>(){}\\\"'!*?~#"):
 		val.v.reject("%s.command: %q is empty or has shell metacharacters", field, t.Command)
 	default:
-		c := Claim{Kind: "test_mentions", Subject: subject, Path: t.Path, ExcerptDigest: excerptDigest(src, whole), Detail: t.Name}
+		c := Claim{Kind: ClaimTestMentions, Subject: subject, Path: t.Path, ExcerptDigest: excerptDigest(src, whole), Detail: t.Name}
 		val.addClaim(c, whole)
 		return true
 	}
