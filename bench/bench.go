@@ -1,7 +1,7 @@
 // Package bench is needlebench, the benchmark-and-replay harness. It drives
 // the product only through its public API and binaries: it points the
 // product's App Server command at a replay server and gives it a fresh data
-// directory, and changes nothing else (DESIGN.md §9).
+// directory, and changes nothing else: the product runs unchanged.
 package bench
 
 import (

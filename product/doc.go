@@ -4,6 +4,7 @@
 // benchmark harness (package bench) drives this package only through its
 // public API and binaries. Domain-free mechanism lives in product/internal
 // leaves (content ids, the SQLite migrator, …), which never import product.
+// The file map at the end says where each concept lives.
 //
 // # Pipeline
 //
@@ -84,7 +85,7 @@
 //	quoted     = DQUOTE *( character / "\" ( DQUOTE / "\" / "n" / "t" ) ) DQUOTE
 //	blanks     = 1*( SP / HTAB )
 //
-// For example, the twin of the MCP seed's need_context example:
+// For example, the twin of fixtures/need-context.json:
 //
 //	@@need trace.state-flow cli_option:--crlf +implementation_location(polarity=positive,selection=primary) +runtime_flow(scenario=default,completeness=contract_complete,granularity=stepwise) ?focused_tests(polarity=positive,selection=representative,completeness=open_world) task="Trace how --crlf changes matching and search line terminators."
 //
@@ -98,7 +99,7 @@
 // proposes: an implementation_location {path, start_line, end_line}, a
 // runtime_flow {scenario, steps of path, lines and summary} or focused_tests
 // {tests of path, name and run command}. It is decoded as strictly as a need
-// and believed only after Validate, which is code, never a model, checks it
+// and believed only after validate, which is code, never a model, checks it
 // against the exact source: the path is clean and stays inside the
 // repository (symlinks included), the file exists, the lines are in range,
 // and the subject really is there. For Go files go/parser and go/ast decide
@@ -192,11 +193,12 @@
 // the proposal's strict JSON Schema as outputSchema. A turn past its deadline
 // is interrupted, then the process group killed. Every server request is
 // answered (approvals declined). The final message goes through
-// DecodeProposal and Validate like any proposal; token usage (deltas of the
+// DecodeProposal and validate like any proposal; token usage (deltas of the
 // thread's total) is recorded in worker_runs and as an economic
 // observation. With CodexConfig.RecordDir set, each session is frozen into a
 // transcript (product/internal/transcript) that the replay server
-// (product/internal/replay, needlebench appserver-replay) can serve in
+// (product/internal/replay; product/codextest and needlebench
+// appserver-replay run it) can serve in
 // place of codex, choosing the session by the worker's invocation identity.
 //
 // # MCP
@@ -283,4 +285,59 @@
 //     never returned; only certificates whose every dependency is unchanged
 //     (or was re-proven by replay) back a context.
 //   - Validators are code. A model's proposal grants nothing until they pass.
+//   - SQL lives only in store_*.go (a test checks it); every content-id
+//     tag is in identity.go (a test checks that too).
+//
+// # Files
+//
+// Each concept has one file, named by the noun the seeds use for it, and the
+// same noun names it in every layer (need.go, store_need.go,
+// main_need.go). Tests mirror their sources (engine_need_test.go tests
+// engine_need.go).
+//
+//	need.go              routes, subject kinds, capabilities, facets; NeedRequest
+//	compile*.go          the compiler (pure): NeedIR and need_id; JSON and @@need markers
+//	definition.go        the semantic definition and its id
+//	bounds.go            bounds on untrusted need input
+//	identity.go          every content-id tag; mustID, mustJSON; random ids
+//	errors.go            Error{Op, Kind, Err}; the Kind → exit status and JSON-RPC code table
+//	text.go              bounded untrusted text; strict decoding
+//	proposal.go          Proposal (typed evidence as proposed), its decoder and schema
+//	validate*.go         the trusted validators: a proposal against the source
+//	evidence.go          Evidence, certificates, dependencies, claims
+//	freshness.go         freshness through the stat cache; proof replay
+//	resolve.go           the resolver (pure): ResolutionKind, decisions
+//	resolve_plan.go      plans (PlanOp) and their economic selection
+//	ledger.go            the session ledger: relations and limits
+//	result.go            NeedResult, ResultStatus, ReuseUnit, Failure
+//	frontier.go          the FrontierView text
+//	engine.go            Engine, Config, sessions, the FIFO turn
+//	engine_need.go       NeedContext: the need pipeline's effects
+//	worker.go            WorkerPort and its request and result types
+//	worker_codex.go      the Codex App Server worker (sessions, checkouts, homes)
+//	worker_change.go     the change workers' prompts, answer schemas and judging
+//	change.go            supervised changes: the request, statuses, verdicts, results
+//	change_json.go       decoding and checking a change request
+//	engine_change.go     PrepareChange: the patch worker and the patch builder
+//	engine_change_verify.go  VerifyChange: the verifier and the one repair
+//	profile.go           role profiles
+//	mcp.go               the MCP server: session, initialize, tools/list and tools/call
+//	mcp_tools.go         the MCP tool table and its typed handlers
+//	mcp_schema.go        the tools' input and output schemas
+//	store.go             the SQLite store: open, check, transactions, queryAll
+//	store_pragma.go      PRAGMAs read back; the application_id guard
+//	store_*.go           the store's methods, one file per noun (need, session,
+//	                     evidence, resolution, worker, stat, profile, change)
+//	main.go              the needle command: dispatch, help, version
+//	main_*.go            its command families: need, evidence, profile (and
+//	                     config), mcp, db
+//
+// Outside the package: product/codextest (a replay App Server and a fake
+// model for tests and the harness, like net/http/httptest), product/migrations
+// (the embedded SQL), and the leaves under product/internal: appserver (the
+// App Server client), checkout (disposable checkouts), contentid, contract
+// (the contract tier's scenarios), fakemodel, goevidence (go/ast proofs),
+// jsonrpc (the JSON-RPC server), migrate, ndjson (line I/O), procdir
+// (process-owned directories), replay, schema (JSON Schema builder),
+// snapshot (repository snapshots and digests) and transcript.
 package product

@@ -161,7 +161,8 @@ const (
 )
 
 // routeMinimums are the obligations each route always carries, merged into
-// the caller's by the compiler (DESIGN.md §3). Only the facets named here
+// the caller's by the compiler (see "Compilation and identity" in doc.go).
+// Only the facets named here
 // are ever added to what the caller wrote.
 var routeMinimums = map[Route][]Obligation{
 	RouteLocateImplementation: {

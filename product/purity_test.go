@@ -80,3 +80,28 @@ func TestSQLOnlyInStore(t *testing.T) {
 		t.Fatal("no source files checked")
 	}
 }
+
+// TestLeavesNeverImportProduct holds the direction of the house: the
+// domain-free leaves under internal/ import no product package (neither
+// product itself nor product/codextest), only the standard library,
+// modules and other leaves.
+func TestLeavesNeverImportProduct(t *testing.T) {
+	const module = "github.com/needle-dev/needle/"
+	files, err := filepath.Glob("internal/*/*.go")
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no leaves found: %v", err)
+	}
+	fset := token.NewFileSet()
+	for _, name := range files {
+		f, err := parser.ParseFile(fset, name, nil, parser.ImportsOnly)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, imp := range f.Imports {
+			path, _ := strconv.Unquote(imp.Path.Value)
+			if strings.HasPrefix(path, module) && !strings.HasPrefix(path, module+"product/internal/") {
+				t.Errorf("%s imports %s: a leaf never imports the product", fset.Position(imp.Pos()), path)
+			}
+		}
+	}
+}

@@ -1,7 +1,7 @@
 package product
 
-// NeedResult is the structured result of need_context, as the MCP seed
-// specifies it. Context is the FrontierView text.
+// NeedResult is the structured result of need_context (its outputSchema is
+// needContextOutputSchema). Context is the FrontierView text.
 type NeedResult struct {
 	Status        ResultStatus     `json:"status"`
 	Route         Route            `json:"route"`

@@ -53,8 +53,9 @@ const workerScenario = "evidence-worker "
 // CodexVersion is the codex-cli version the adapter was verified against.
 const CodexVersion = "0.171.0"
 
-// workerTools prunes the tools a read-only evidence worker is offered
-// (APPSERVER.md §3): no web search, sub-agents, goals, plugins or apps.
+// workerTools prunes the tools a read-only evidence worker is offered, as
+// thread/start config overrides codex 0.171.0 accepts: no web search,
+// sub-agents, goals, plugins or apps.
 var workerTools = map[string]any{
 	"web_search": "disabled",
 	"features": map[string]any{"multi_agent": false, "goals": false, "plugins": false,

@@ -19,7 +19,7 @@ import (
 )
 
 // The test binary doubles as a fake `codex app-server`: a replay peer that
-// plays a transcript in the frozen format (APPSERVER.md §15). s2c lines are
+// plays a transcript in the frozen format (product/internal/transcript). s2c lines are
 // written as soon as every earlier c2s line has been matched, which
 // reproduces the recorded interleavings; each c2s line must match the
 // client's next message (kind, method, params modulo placeholders and the

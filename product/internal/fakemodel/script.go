@@ -150,7 +150,8 @@ func arguments(raw json.RawMessage) (string, error) {
 }
 
 // ConfigTOML returns the CODEX_HOME/config.toml that points codex at a fake
-// model served at baseURL (APPSERVER.md §12): model "mock-model" from the
+// model served at baseURL (codex reads its model provider from there):
+// model "mock-model" from the
 // provider mock_provider over the Responses wire API, with retries off (a
 // scripted failure must fail the turn, not be retried into the next
 // scripted response), no websockets, and no remote model metadata fetch.

@@ -1,8 +1,7 @@
 // Package fakemodel is a loopback fake of the OpenAI Responses API, the
 // model provider codex talks to. Pointing a per-test CODEX_HOME at it
 // (ConfigTOML) lets the real `codex app-server` run complete turns offline
-// and without credentials, with every model decision scripted
-// (APPSERVER.md §12).
+// and without credentials, with every model decision scripted.
 //
 // POST …/responses pops the next scripted Response and streams its events as
 // server-sent events; once the script is exhausted it answers HTTP 500.

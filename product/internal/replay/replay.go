@@ -1,5 +1,5 @@
 // Package replay stands in for `codex app-server` on stdio by replaying
-// frozen transcripts (APPSERVER.md §15), so an App Server client can be
+// frozen transcripts (product/internal/transcript), so an App Server client can be
 // tested hermetically and fast.
 //
 // Replay is gated on the client, never on time:

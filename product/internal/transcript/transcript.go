@@ -1,6 +1,6 @@
 // Package transcript reads, writes, records and freezes Codex App Server
 // transcripts: complete JSON-RPC sessions between a client and
-// `codex app-server`, kept as test fixtures (APPSERVER.md §15).
+// `codex app-server`, kept as test fixtures (frozen/ in the repository).
 //
 // A transcript file is JSONL. The first line is the header:
 //
