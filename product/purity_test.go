@@ -27,58 +27,34 @@ func TestPureCoreImports(t *testing.T) {
 	if len(files) == 0 {
 		t.Fatal("no compile*.go files found: the test would check nothing")
 	}
-	fset := token.NewFileSet()
-	for _, name := range files {
-		f, err := parser.ParseFile(fset, name, nil, parser.ImportsOnly)
-		if err != nil {
-			t.Fatal(err)
+	forEachImport(t, files, func(at token.Position, path string) {
+		if forbidden[path] {
+			t.Errorf("%s imports %s; the pure core must not", at, path)
 		}
-		for _, imp := range f.Imports {
-			path, _ := strconv.Unquote(imp.Path.Value)
-			if forbidden[path] {
-				t.Errorf("%s imports %s; the pure core must not", fset.Position(imp.Pos()), path)
-			}
-		}
-	}
+	})
 }
 
 // TestSQLOnlyInStore keeps SQL in the store: only store_*.go import
 // database/sql, and no other file holds a SQL statement in a string (a
 // query handed to the store as text would be SQL outside it).
 func TestSQLOnlyInStore(t *testing.T) {
-	files, err := filepath.Glob("*.go")
-	if err != nil {
-		t.Fatal(err)
+	var files []string
+	for _, name := range mustSourceFiles(t) {
+		if !strings.HasPrefix(name, "store") {
+			files = append(files, name)
+		}
 	}
+	forEachImport(t, files, func(at token.Position, path string) {
+		if path == "database/sql" {
+			t.Errorf("%s imports database/sql; SQL belongs in store_*.go", at)
+		}
+	})
 	statement := regexp.MustCompile(`(?i)^\s*(SELECT|INSERT|UPDATE|DELETE|PRAGMA|CREATE|WITH)\s`)
-	fset := token.NewFileSet()
-	checked := 0
-	for _, name := range files {
-		if strings.HasSuffix(name, "_test.go") || strings.HasPrefix(name, "store") {
-			continue
+	forEachString(t, files, func(at token.Position, s string) {
+		if statement.MatchString(s) {
+			t.Errorf("%s: a SQL statement outside store_*.go: %.60q", at, s)
 		}
-		checked++
-		f, err := parser.ParseFile(fset, name, nil, 0)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, imp := range f.Imports {
-			if path, _ := strconv.Unquote(imp.Path.Value); path == "database/sql" {
-				t.Errorf("%s imports database/sql; SQL belongs in store_*.go", fset.Position(imp.Pos()))
-			}
-		}
-		ast.Inspect(f, func(n ast.Node) bool {
-			if lit, ok := n.(*ast.BasicLit); ok && lit.Kind == token.STRING {
-				if s, _ := strconv.Unquote(lit.Value); statement.MatchString(s) {
-					t.Errorf("%s: a SQL statement outside store_*.go: %.60q", fset.Position(lit.Pos()), s)
-				}
-			}
-			return true
-		})
-	}
-	if checked == 0 {
-		t.Fatal("no source files checked")
-	}
+	})
 }
 
 // TestLeavesNeverImportProduct holds the direction of the house: the
@@ -91,6 +67,16 @@ func TestLeavesNeverImportProduct(t *testing.T) {
 	if err != nil || len(files) == 0 {
 		t.Fatalf("no leaves found: %v", err)
 	}
+	forEachImport(t, files, func(at token.Position, path string) {
+		if strings.HasPrefix(path, module) && !strings.HasPrefix(path, module+"product/internal/") {
+			t.Errorf("%s imports %s: a leaf never imports the product", at, path)
+		}
+	})
+}
+
+// forEachImport calls fn with every import of the named Go files.
+func forEachImport(t *testing.T, files []string, fn func(at token.Position, path string)) {
+	t.Helper()
 	fset := token.NewFileSet()
 	for _, name := range files {
 		f, err := parser.ParseFile(fset, name, nil, parser.ImportsOnly)
@@ -99,9 +85,45 @@ func TestLeavesNeverImportProduct(t *testing.T) {
 		}
 		for _, imp := range f.Imports {
 			path, _ := strconv.Unquote(imp.Path.Value)
-			if strings.HasPrefix(path, module) && !strings.HasPrefix(path, module+"product/internal/") {
-				t.Errorf("%s imports %s: a leaf never imports the product", fset.Position(imp.Pos()), path)
-			}
+			fn(fset.Position(imp.Pos()), path)
 		}
+	}
+}
+
+// mustSourceFiles returns the package's Go files, tests aside.
+func mustSourceFiles(t *testing.T) []string {
+	t.Helper()
+	all, err := filepath.Glob("*.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var files []string
+	for _, name := range all {
+		if !strings.HasSuffix(name, "_test.go") {
+			files = append(files, name)
+		}
+	}
+	if len(files) == 0 {
+		t.Fatal("no source files: the test would check nothing")
+	}
+	return files
+}
+
+// forEachString calls fn with every string literal of the named Go files.
+func forEachString(t *testing.T, files []string, fn func(at token.Position, s string)) {
+	t.Helper()
+	fset := token.NewFileSet()
+	for _, name := range files {
+		f, err := parser.ParseFile(fset, name, nil, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ast.Inspect(f, func(n ast.Node) bool {
+			if lit, ok := n.(*ast.BasicLit); ok && lit.Kind == token.STRING {
+				s, _ := strconv.Unquote(lit.Value)
+				fn(fset.Position(lit.Pos()), s)
+			}
+			return true
+		})
 	}
 }
