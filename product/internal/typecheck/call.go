@@ -1,0 +1,307 @@
+package typecheck
+
+import (
+	"go/ast"
+	"go/types"
+	"sort"
+)
+
+// CallMode is how a span refers to a callee.
+type CallMode int
+
+// The call modes.
+const (
+	CallDirect    CallMode = iota // f(x), x.M(y) on a concrete type, T.M(x, y)
+	RefFunc                       // f used as a value, not called here: RunE: run, t.Run(name, check)
+	RefMethod                     // a method value x.M, not called here: t.Run(name, tc.test)
+	RefMethodExpr                 // a method expression T.M, not called here
+)
+
+var callModeNames = [...]string{"call", "func_value", "method_value", "method_expr"}
+
+func (m CallMode) String() string {
+	if m >= 0 && int(m) < len(callModeNames) {
+		return callModeNames[m]
+	}
+	return "unknown"
+}
+
+// Callee is a function or method a span calls or refers to, resolved by
+// go/types: the object, not a name. Calls through an interface have the
+// interface's method as Func and Dynamic set: go/types cannot say which
+// concrete method runs, so such a callee never links to a concrete
+// method's declaration.
+type Callee struct {
+	Func    *types.Func // for a generic function or method, its origin
+	Name    string      // Func.FullName()
+	Mode    CallMode
+	Dynamic bool // the receiver is an interface: dispatch happens at run time
+	Line    int  // where the span calls or refers to it
+	// File is where Func is declared: a Source path, or an absolute path in
+	// the Go root or module cache when External.
+	File     string
+	External bool
+	NameLine int
+	// Decl is Func's declaration (with its doc comment excluded) when it is
+	// in a package of the Program; zero otherwise.
+	Decl Span
+}
+
+// Unresolved is a call in the span whose callee go/types cannot name: a
+// call through a function-typed variable or field, or one whose types are
+// missing.
+type Unresolved struct {
+	Line    int
+	Reason  string
+	Missing []string // set when the callee's types are missing
+}
+
+// Calls returns the callees of the code of file within span, in source
+// order, and the calls it could not resolve. Code inside function literals
+// in the span counts: it is in the span, whether or not it runs.
+func (p *Program) Calls(file string, span Span) ([]Callee, []Unresolved, error) {
+	pkg, err := p.PackageOf(file)
+	if err != nil {
+		return nil, nil, err
+	}
+	f := pkg.file(file)
+	info := pkg.Info
+	consumed := map[ast.Node]bool{}
+	var out []Callee
+	var unresolved []Unresolved
+	ast.Inspect(f.Syntax, func(n ast.Node) bool {
+		if n == nil {
+			return false
+		}
+		start, end := pkg.line(n.Pos()), pkg.line(n.End())
+		if end < span.Start || start > span.End {
+			return false // nothing of it is in the span
+		}
+		inSpan := span.Contains(start)
+		switch n := n.(type) {
+		case *ast.CallExpr:
+			fun := funNode(n.Fun)
+			if fun != nil {
+				consumed[fun] = true
+			}
+			tv := info.Types[n.Fun]
+			if tv.IsType() || tv.IsBuiltin() || !inSpan {
+				return true
+			}
+			if _, lit := ast.Unparen(n.Fun).(*ast.FuncLit); lit {
+				return true
+			}
+			fn := calleeFunc(info, n.Fun)
+			if fn == nil {
+				u := Unresolved{Line: start, Reason: "call through a function value"}
+				if tv.Type == nil || !validType(tv.Type) {
+					u.Reason = "callee does not type-check"
+					if len(pkg.Missing) > 0 {
+						u.Reason, u.Missing = "callee's types are missing", pkg.Missing
+					}
+				}
+				unresolved = append(unresolved, u)
+				return true
+			}
+			out = append(out, p.callee(fn, CallDirect, start))
+		case *ast.SelectorExpr:
+			consumed[n.Sel] = true
+			if consumed[n] || !inSpan {
+				return true
+			}
+			sel := info.Selections[n]
+			switch {
+			case sel == nil:
+				if fn, ok := info.Uses[n.Sel].(*types.Func); ok {
+					out = append(out, p.callee(fn.Origin(), RefFunc, start))
+				}
+			case sel.Kind() == types.MethodVal:
+				if fn, ok := sel.Obj().(*types.Func); ok {
+					out = append(out, p.callee(fn.Origin(), RefMethod, start))
+				}
+			case sel.Kind() == types.MethodExpr:
+				if fn, ok := sel.Obj().(*types.Func); ok {
+					out = append(out, p.callee(fn.Origin(), RefMethodExpr, start))
+				}
+			}
+		case *ast.Ident:
+			if consumed[n] || !inSpan {
+				return true
+			}
+			if fn, ok := info.Uses[n].(*types.Func); ok {
+				out = append(out, p.callee(fn.Origin(), RefFunc, start))
+			}
+		}
+		return true
+	})
+	return out, unresolved, nil
+}
+
+// funNode returns the identifier or selector a call's function expression
+// names, looking through parentheses and type arguments.
+func funNode(fun ast.Expr) ast.Node {
+	fun = ast.Unparen(fun)
+	switch f := fun.(type) {
+	case *ast.IndexExpr:
+		fun = ast.Unparen(f.X)
+	case *ast.IndexListExpr:
+		fun = ast.Unparen(f.X)
+	}
+	switch fun.(type) {
+	case *ast.Ident, *ast.SelectorExpr:
+		return fun
+	}
+	return nil
+}
+
+func (p *Program) callee(fn *types.Func, mode CallMode, line int) Callee {
+	c := Callee{Func: fn, Name: fn.FullName(), Mode: mode, Line: line}
+	// A method of an interface type is dispatched at run time, whether it is
+	// called on an interface value or promoted through an embedded one.
+	if recv := fn.Signature().Recv(); recv != nil && types.IsInterface(recv.Type()) {
+		c.Dynamic = true
+	}
+	file, nameLine, inRepo := p.position(fn.Pos())
+	c.File, c.NameLine, c.External = file, nameLine, !inRepo
+	if inRepo {
+		if owner := p.byFile[file]; owner != nil && owner.Info != nil {
+			if d := owner.declOf(fn); d != nil {
+				c.Decl = d.Span
+			}
+		}
+	}
+	return c
+}
+
+// LinkKind is how a callee of one span relates to another span.
+type LinkKind int
+
+// The link kinds.
+const (
+	// LinkDeclared: the callee's declaration (its name) is in the other span.
+	LinkDeclared LinkKind = iota
+	// LinkEnters: the other span lies inside the callee's declaration — the
+	// call enters the function whose body the other span cites.
+	LinkEnters
+)
+
+func (k LinkKind) String() string {
+	if k == LinkDeclared {
+		return "declared"
+	}
+	return "enters"
+}
+
+// Link is a callee of the first span that the second span declares or
+// lies in.
+type Link struct {
+	Callee Callee
+	Kind   LinkKind
+}
+
+// Links returns the callees of (fromFile, from) that connect it to (toFile,
+// to): declared in to, or declaring a function that to lies inside. Only
+// statically resolved callees link: an interface call names no concrete
+// method, and a call through a function value names none at all.
+func (p *Program) Links(fromFile string, from Span, toFile string, to Span) ([]Link, error) {
+	callees, _, err := p.Calls(fromFile, from)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := p.PackageOf(toFile); err != nil {
+		return nil, err
+	}
+	var out []Link
+	for _, c := range callees {
+		if c.Dynamic || c.External || c.File != toFile {
+			continue
+		}
+		switch {
+		case to.Contains(c.NameLine):
+			out = append(out, Link{Callee: c, Kind: LinkDeclared})
+		case c.Decl != (Span{}) && to.Within(c.Decl):
+			out = append(out, Link{Callee: c, Kind: LinkEnters})
+		}
+	}
+	return out, nil
+}
+
+// StaticPath searches for a chain of statically resolved calls and
+// function or method references from the body of the function declared at
+// (fromFile, from) to the function target, through functions declared in
+// the Program's packages, at most maxDepth calls deep. It returns the
+// chain's callees, the last one being target, or nil.
+//
+// This is static reach: a path in the code, not one the program was seen to
+// take. Branches never taken, closures never called and interface calls
+// (not followed) all make it differ from execution.
+func (p *Program) StaticPath(fromFile string, from Span, target *types.Func, maxDepth int) []Callee {
+	tfile, tline, _ := p.position(target.Origin().Pos())
+	type node struct {
+		file string
+		span Span
+	}
+	type step struct {
+		c    Callee
+		prev int
+	}
+	var steps []step
+	frontier := []struct {
+		n    node
+		step int
+	}{{node{fromFile, from}, -1}}
+	seen := map[node]bool{{fromFile, from}: true}
+	for depth := 0; depth < maxDepth && len(frontier) > 0; depth++ {
+		var next []struct {
+			n    node
+			step int
+		}
+		for _, fr := range frontier {
+			callees, _, err := p.Calls(fr.n.file, fr.n.span)
+			if err != nil {
+				continue
+			}
+			for _, c := range callees {
+				if c.Dynamic || c.External {
+					continue
+				}
+				steps = append(steps, step{c, fr.step})
+				if c.File == tfile && c.NameLine == tline {
+					var path []Callee
+					for i := len(steps) - 1; i >= 0; i = steps[i].prev {
+						path = append(path, steps[i].c)
+					}
+					for l, r := 0, len(path)-1; l < r; l, r = l+1, r-1 {
+						path[l], path[r] = path[r], path[l]
+					}
+					return path
+				}
+				n := node{c.File, c.Decl}
+				if c.Decl == (Span{}) || seen[n] {
+					continue
+				}
+				seen[n] = true
+				next = append(next, struct {
+					n    node
+					step int
+				}{n, len(steps) - 1})
+			}
+		}
+		frontier = next
+	}
+	return nil
+}
+
+// Names returns the names of callees, sorted and deduplicated.
+func Names(cs []Callee) []string {
+	set := map[string]bool{}
+	for _, c := range cs {
+		set[c.Name] = true
+	}
+	out := make([]string, 0, len(set))
+	for n := range set {
+		out = append(out, n)
+	}
+	sort.Strings(out)
+	return out
+}

@@ -1,0 +1,88 @@
+// Package typecheck answers questions about the Go code of a snapshot with
+// go/types, never by matching names: where a symbol subject is declared,
+// where a flag, environment variable or configuration key is defined, and
+// which functions a span of code calls. Needle's validators use it to judge
+// what a model worker proposes. The package knows nothing about needs or
+// artifacts.
+//
+// # Loading
+//
+// A Loader type-checks the packages holding the files a question cites,
+// from a Source (the repository snapshot, read file by file so the caller
+// can record every read as a dependency). It resolves imports itself rather
+// than through the go command: the main module from its go.mod (and its
+// vendor directory when vendor/modules.txt exists), dependencies by minimal
+// version selection over the go.mod files in the module cache (a main
+// module at go 1.17 or later lists them all), the standard library from the
+// Go root. Build constraints and file-name suffixes are applied as the go
+// command applies them for the configured GOOS/GOARCH, with cgo disabled.
+// go/packages was measured and rejected: it runs the go command, which
+// refuses to load anything at all when one module of the graph is not in
+// the cache (cobra v1.9.1 with only pflag present: zero packages), and it
+// keeps nothing between loads.
+//
+// Tolerance is gopls-like: an import that cannot be read becomes an empty
+// package (Program.Missing says which and why), every type error is
+// recorded and none stops the check, and a question fails only when its
+// answer depends on an invalid type — then with KindMissingTypes, naming
+// the missing packages. A type error elsewhere never blocks a proof here.
+//
+// The packages asked about are checked with function bodies, together with
+// their in-package tests (the test variant), and their external test
+// package separately. Everything else is a dependency, checked without
+// function bodies. Within one Load every import of an asked-about package
+// resolves to its test variant, so the two never disagree about a type.
+//
+// # Caching
+//
+// Every checked package is cached under a key that covers its identity,
+// the build context, its files (the digest of each repository file's
+// content; the directory, immutable, for the Go root and the module cache)
+// and the keys of its imports, so a change anywhere below a package changes
+// its key. A later Load on an unchanged snapshot re-reads the repository
+// files (to digest them) and checks nothing; after an edit only the edited
+// packages and those above them are checked again. Dependencies stay cached
+// for the Loader's life; asked-about packages (kept with syntax and
+// types.Info) are bounded by Options.MaxRoots.
+//
+// # What counts
+//
+// Lookup: "Name" is the package-level object of that name in the cited
+// file's package; "T.M" is the method M whose receiver's base type is T,
+// declared in that package (value, pointer or generic receiver), or the
+// method M of interface type T. A field M, a method promoted from an
+// embedded type and a type named M are not T.M. A declaration's Span starts
+// at its keyword (at the spec inside a parenthesized group) and Doc at its
+// doc comment.
+//
+// FindOption: a definition is a call of a definition function — chosen by
+// the resolved types.Func's package and its signature's parameter names
+// (flag, pflag and so cobra, getopt), or listed by name (os.Getenv,
+// os.LookupEnv, syscall.Getenv; viper's SetDefault, BindEnv, BindPFlag) —
+// or a urfave/cli flag composite literal, whose name argument evaluates as
+// a Go constant (literal, named constant, constant expression; a rune for a
+// short flag) to the option's name. Any other string equal to the name is
+// a use: a subcommand's name, a look-up such as Lookup("help") or
+// GetBool("help"), a test passing "--help", a rune compared in a switch.
+// Definitions in _test.go files are definitions too; File tells them apart.
+//
+// Calls: the callees of a span are the types.Func objects its calls and
+// references resolve to — direct calls of functions and concrete methods,
+// functions and method values used as values (t.Run(name, tc.test)), method
+// expressions. A call on an interface names the interface's method and is
+// marked Dynamic; a call through a function-typed variable or field is
+// Unresolved. Links relate two spans by a callee declared in (or entered
+// by) the second; StaticPath chains such links and is static reach only:
+// it says nothing about what runs.
+//
+// # Files
+//
+//	source.go    Source, DirSource and file digests
+//	module.go    go.mod reading and minimal version selection
+//	loader.go    Loader, Load, import resolution, checking and the cache
+//	program.go   Program, Package, File, Span, PackageOf
+//	symbol.go    ParseSubject, Lookup and declaration spans
+//	option.go    the definition-function table, Definitions, FindOption, ParseOption
+//	call.go      Calls, Links, StaticPath
+//	errors.go    Error and its Kinds
+package typecheck

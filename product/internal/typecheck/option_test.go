@@ -1,0 +1,197 @@
+package typecheck
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+// def is a Definition reduced to what the tests compare.
+type def struct {
+	Kind                  DefKind
+	Long, Short           string
+	From                  NameFrom
+	Constant, Callee, Loc string
+}
+
+func defsOf(ds []Definition) []def {
+	var out []def
+	for _, d := range ds {
+		out = append(out, def{d.Kind, d.Long, d.Short, d.From, d.Constant, d.Callee, fmt.Sprintf("%s:%d", d.File, d.Line)})
+	}
+	return out
+}
+
+const (
+	pflagSet = "(*github.com/spf13/pflag.FlagSet)."
+	stdSet   = "(*flag.FlagSet)."
+)
+
+func TestPackage_Definitions(t *testing.T) {
+	l := MustLoader(t, false)
+	prog := MustLoad(t, l, "options.txtar", "std.go", "cobra.go", "other.go", "opts_test.go")
+	pkg := MustPackage(t, prog, "std.go")
+	if len(pkg.Errors) != 0 {
+		t.Fatalf("type errors: %v", pkg.Errors)
+	}
+	got, undecided := pkg.Definitions()
+	if len(undecided) != 0 {
+		t.Errorf("undecided sites with every type known: %+v", undecided)
+	}
+	want := []def{
+		{DefFlag, "help", "h", FromConstant, "helpFlagName", pflagSet + "BoolP", "cobra.go:15"},
+		{DefFlag, "output", "o", FromLiteral, "", pflagSet + "StringP", "cobra.go:16"},
+		{DefFlag, "verbose", "v", FromLiteral, "", pflagSet + "CountP", "cobra.go:17"},
+		{DefFlag, "mode", "", FromLiteral, "", pflagSet + "VarP", "cobra.go:18"},
+		{DefFlag, "timeout", "", FromLiteral, "", "github.com/spf13/pflag.Duration", "cobra.go:19"},
+		{DefFlag, "log-filter", "f", FromExpression, "", pflagSet + "StringSliceVarP", "cobra.go:20"},
+		{DefFlag, "quiet", "q", FromLiteral, "", "github.com/pborman/getopt/v2.BoolLong", "other.go:11"},
+		{DefFlag, "", "x", FromLiteral, "", "github.com/pborman/getopt/v2.Bool", "other.go:12"},
+		{DefFlag, "name", "", FromLiteral, "", "github.com/pborman/getopt/v2.FlagLong", "other.go:13"},
+		{DefConfigKey, "Server.Port", "", FromLiteral, "", "github.com/spf13/viper.SetDefault", "other.go:14"},
+		{DefConfigKey, "db.url", "", FromLiteral, "", "github.com/spf13/viper.BindEnv", "other.go:15"},
+		{DefFlag, "config", "", FromLiteral, "", "github.com/urfave/cli/v2.StringFlag", "other.go:18"},
+		{DefFlag, "", "c", FromLiteral, "", "github.com/urfave/cli/v2.StringFlag", "other.go:18"},
+		{DefFlag, "conf", "", FromLiteral, "", "github.com/urfave/cli/v2.StringFlag", "other.go:18"},
+		{DefFlag, "socket", "", FromLiteral, "", "github.com/urfave/cli.StringFlag", "other.go:20"},
+		{DefFlag, "", "s", FromLiteral, "", "github.com/urfave/cli.StringFlag", "other.go:20"},
+		{DefFlag, "verbose", "", FromLiteral, "", "flag.Bool", "std.go:10"},
+		{DefFlag, "log-level", "", FromExpression, "", "flag.Int", "std.go:11"},
+		{DefFlag, "name", "", FromLiteral, "", stdSet + "StringVar", "std.go:16"},
+		{DefFlag, "value", "", FromLiteral, "", stdSet + "Var", "std.go:17"},
+		{DefFlag, "each", "", FromLiteral, "", stdSet + "Func", "std.go:18"},
+		{DefFlag, "", "", FromDynamic, "", "flag.String", "std.go:19"},
+		{DefFlag, "h", "", FromLiteral, "", stdSet + "Bool", "std.go:20"},
+		{DefEnv, "HOME", "", FromLiteral, "", "os.Getenv", "std.go:25"},
+		{DefEnv, "OPTS_HOME", "", FromConstant, "envKey", "os.LookupEnv", "std.go:26"},
+	}
+	gotDefs := defsOf(got)
+	slices.SortStableFunc(gotDefs, func(a, b def) int { return strings.Compare(a.Loc, b.Loc) })
+	if diff := cmp.Diff(want, gotDefs); diff != "" {
+		t.Errorf("Definitions (-want +got)\n%s", diff)
+	}
+}
+
+func TestPackage_FindOption(t *testing.T) {
+	l := MustLoader(t, false)
+	prog := MustLoad(t, l, "options.txtar", "cobra.go", "opts_test.go")
+	pkg := MustPackage(t, prog, "cobra.go")
+	flags := []DefKind{DefFlag}
+	for _, tc := range []struct {
+		name  string
+		kinds []DefKind
+		want  []string
+	}{
+		{"--help", flags, []string{"cobra.go:15"}},
+		{"help", flags, []string{"cobra.go:15"}},
+		{"--help=true", flags, []string{"cobra.go:15"}},
+		{"-h", flags, []string{"cobra.go:15", "std.go:20"}}, // pflag's shorthand, and flag's single-dash long name
+		{"--h", flags, []string{"std.go:20"}},
+		{"-v", flags, []string{"cobra.go:17"}},
+		{"--verbose", flags, []string{"cobra.go:17", "std.go:10"}},
+		{"--log-level", flags, []string{"std.go:11"}},
+		{"-log-level", flags, []string{"std.go:11"}},
+		{"--log-filter", flags, []string{"cobra.go:20"}},
+		{"-f", flags, []string{"cobra.go:20"}},
+		{"-q", flags, []string{"other.go:11"}},
+		{"-x", flags, []string{"other.go:12"}},
+		{"--name", flags, []string{"other.go:13", "std.go:16"}},
+		{"--config", flags, []string{"other.go:18"}},
+		{"-c", flags, []string{"other.go:18"}},
+		{"--conf", flags, []string{"other.go:18"}},
+		{"-s", flags, []string{"other.go:20"}},
+		{"--dyn1", flags, nil},
+		{"--usage", flags, nil},
+		{"HOME", []DefKind{DefEnv}, []string{"std.go:25"}},
+		{"$OPTS_HOME", []DefKind{DefEnv}, []string{"std.go:26"}},
+		{"OPTS_HOME", flags, nil},
+		{"server.port", []DefKind{DefConfigKey}, []string{"other.go:14"}},
+		{"db.url", []DefKind{DefConfigKey, DefEnv}, []string{"other.go:15"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			defs, maybe := pkg.FindOption(tc.name, tc.kinds...)
+			var locs []string
+			for _, d := range defs {
+				locs = append(locs, fmt.Sprintf("%s:%d", d.File, d.Line))
+			}
+			if !slices.Equal(locs, tc.want) || len(maybe) != 0 {
+				t.Errorf("FindOption(%q) = %v (undecided %v), want %v", tc.name, locs, maybe, tc.want)
+			}
+		})
+	}
+}
+
+// TestPackage_FindOption_MissingTypes removes pflag from the build: the
+// cobra-style definitions cannot be decided and say why, while the
+// standard library's are still found.
+func TestPackage_FindOption_MissingTypes(t *testing.T) {
+	dir := MustMaterialize(t, "options.txtar")
+	gomod := filepath.Join(dir, "go.mod")
+	data, err := os.ReadFile(gomod)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data = []byte(strings.Replace(string(data), "\tgithub.com/spf13/pflag => ./third/pflag\n", "", 1))
+	if err := os.WriteFile(gomod, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	l := MustLoader(t, false)
+	prog, err := l.Load(context.Background(), MustSource(t, dir), "cobra.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pkg := MustPackage(t, prog, "cobra.go")
+	if !slices.Contains(pkg.Missing, "github.com/spf13/pflag") {
+		t.Fatalf("Missing = %v", pkg.Missing)
+	}
+	defs, maybe := pkg.FindOption("--help", DefFlag)
+	if len(defs) != 0 {
+		t.Errorf("definitions found through missing types: %v", defsOf(defs))
+	}
+	var lines []int
+	for _, s := range maybe {
+		lines = append(lines, s.Line)
+		if !slices.Contains(s.Missing, "github.com/spf13/pflag") {
+			t.Errorf("site %+v does not name the missing package", s)
+		}
+	}
+	// Line 15 defines it through pflag; line 26 (Changed("help")) might as
+	// well for all the checker knows. Neither is a proof.
+	if !slices.Equal(lines, []int{15, 26, 29}) {
+		t.Errorf("undecided lines %v, want [15 26 29]", lines)
+	}
+	if defs, _ := pkg.FindOption("--verbose", DefFlag); len(defs) != 1 || defs[0].File != "std.go" {
+		t.Errorf("--verbose = %v; the standard library's definition must survive pflag's absence", defsOf(defs))
+	}
+}
+
+func TestParseOption(t *testing.T) {
+	for in, want := range map[string]OptionName{
+		"--help":      {Long: "help"},
+		"-h":          {Long: "h", Short: "h"},
+		"h":           {Long: "h", Short: "h"},
+		"-verbose":    {Long: "verbose"},
+		"--out=x":     {Long: "out"},
+		"--out FILE":  {Long: "out"},
+		" --crlf ":    {Long: "crlf"},
+		"--é":         {Long: "é"},
+		"-é":          {Long: "é", Short: "é"},
+		"--log-level": {Long: "log-level"},
+	} {
+		got, ok := ParseOption(in)
+		if !ok || got != want {
+			t.Errorf("ParseOption(%q) = %+v, %v; want %+v", in, got, ok, want)
+		}
+	}
+	for _, in := range []string{"", "--", "-", "--\"x\"", "--$HOME", "\xff"} {
+		if got, ok := ParseOption(in); ok {
+			t.Errorf("ParseOption(%q) = %+v, want rejected", in, got)
+		}
+	}
+}

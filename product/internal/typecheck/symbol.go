@@ -1,0 +1,348 @@
+package typecheck
+
+import (
+	"errors"
+	"fmt"
+	"go/ast"
+	"go/token"
+	"go/types"
+	"strings"
+)
+
+// Subject is a parsed symbol subject: a package-level Name, or the method
+// Type.Name. Qualifier is the package name a subject was written with
+// ("cobra.Command.Flag"), "" if none.
+type Subject struct {
+	Qualifier string
+	Type      string
+	Name      string
+}
+
+func (s Subject) String() string {
+	if s.Type != "" {
+		return s.Type + "." + s.Name
+	}
+	return s.Name
+}
+
+// ParseSubject parses a symbol subject as models write them: "Name",
+// "T.M", "(*T).M", "(T).M", "*T.M", "T[K].M", an optional leading package
+// name ("pkg.Name", "pkg.T.M", "(*pkg.T).M") and a trailing "()". Anything
+// else is a KindSubject error. A two-part "a.b" is kept as Type "a", Name
+// "b"; Lookup decides whether a is a type or the package's name.
+func ParseSubject(s string) (Subject, error) {
+	bad := func(why string) (Subject, error) {
+		return Subject{}, &Error{Kind: KindSubject, Name: s, Err: errors.New(why)}
+	}
+	t := strings.TrimSpace(s)
+	t = strings.TrimSuffix(t, "()")
+	if t == "" || len(t) > 512 {
+		return bad("empty or too long")
+	}
+	// "(*T).M" and "(T).M": the receiver in parentheses.
+	if strings.HasPrefix(t, "(") {
+		i := strings.Index(t, ")")
+		if i < 0 || i+1 >= len(t) || t[i+1] != '.' {
+			return bad("unbalanced receiver")
+		}
+		recv := strings.TrimPrefix(strings.TrimSpace(t[1:i]), "*")
+		t = strings.TrimSpace(recv) + t[i+1:]
+	}
+	t = strings.TrimPrefix(t, "*")
+	// Type arguments of a generic receiver: T[K].M, T[K, V].M.
+	if i := strings.Index(t, "["); i >= 0 {
+		j := strings.LastIndex(t, "]")
+		if j < i {
+			return bad("unbalanced type arguments")
+		}
+		t = t[:i] + t[j+1:]
+	}
+	parts := strings.Split(t, ".")
+	for _, p := range parts {
+		if !token.IsIdentifier(p) {
+			return bad(fmt.Sprintf("%q is not an identifier", p))
+		}
+	}
+	switch len(parts) {
+	case 1:
+		return Subject{Name: parts[0]}, nil
+	case 2:
+		return Subject{Type: parts[0], Name: parts[1]}, nil
+	case 3:
+		return Subject{Qualifier: parts[0], Type: parts[1], Name: parts[2]}, nil
+	}
+	return bad("too many parts")
+}
+
+// DeclKind is what kind of declaration a Decl is.
+type DeclKind int
+
+// The declaration kinds.
+const (
+	DeclFunc            DeclKind = iota // a package-level function
+	DeclMethod                          // a method declared with receiver base type T
+	DeclInterfaceMethod                 // a method of interface type T, declared in the interface
+	DeclType                            // a type
+	DeclVar                             // a package-level variable
+	DeclConst                           // a package-level constant
+)
+
+var declKindNames = [...]string{"func", "method", "interface_method", "type", "var", "const"}
+
+func (k DeclKind) String() string {
+	if k >= 0 && int(k) < len(declKindNames) {
+		return declKindNames[k]
+	}
+	return "unknown"
+}
+
+// Decl is the declaration of a subject.
+type Decl struct {
+	Kind   DeclKind
+	Object types.Object
+	File   string // Source path
+	// Span is the declaration without its doc comment: from the func, type,
+	// var or const keyword (the spec, inside a parenthesized group) to its
+	// last line. Doc starts at the doc comment instead, and equals Span when
+	// there is none.
+	Span, Doc Span
+	NameLine  int
+	// Body is the lines of a function's braces, zero for everything else.
+	Body Span
+	// Group is the whole parenthesized declaration a spec belongs to, with
+	// its doc comment; zero when the spec stands alone.
+	Group Span
+}
+
+// Lookup resolves a symbol subject in the package: "Name" is the
+// package-level object of that name; "T.M" is the method M whose receiver's
+// base type is T, declared in this package (value, pointer and generic
+// receivers alike) or, for an interface type T, its method M. A field M of
+// T, a method promoted into T from an embedded type, and a type M are other
+// subjects: they give KindFieldNotMethod, KindPromoted and KindNotDeclared.
+func (pkg *Package) Lookup(subject string) (*Decl, error) {
+	sub, err := ParseSubject(subject)
+	if err != nil {
+		return nil, err
+	}
+	if sub.Qualifier != "" {
+		if !pkg.names(sub.Qualifier) {
+			return nil, &Error{Kind: KindNotDeclared, Name: subject, Err: fmt.Errorf("%s is not this package (%s)", sub.Qualifier, pkg.Name())}
+		}
+	}
+	scope := pkg.Types.Scope()
+	if sub.Type == "" {
+		return pkg.lookupName(subject, sub.Name)
+	}
+	if scope.Lookup(sub.Type) == nil && sub.Qualifier == "" && pkg.names(sub.Type) {
+		return pkg.lookupName(subject, sub.Name) // "pkg.Name"
+	}
+	return pkg.lookupMethod(subject, sub.Type, sub.Name)
+}
+
+// names reports whether q is how code refers to this package: its name,
+// or its name without the _test suffix of an external test package.
+func (pkg *Package) names(q string) bool {
+	n := pkg.Name()
+	return q == n || q == strings.TrimSuffix(n, "_test")
+}
+
+func (pkg *Package) lookupName(subject, name string) (*Decl, error) {
+	obj := pkg.Types.Scope().Lookup(name)
+	if obj == nil {
+		return nil, &Error{Kind: KindNotDeclared, Name: subject}
+	}
+	d := pkg.declOf(obj)
+	if d == nil {
+		return nil, &Error{Kind: KindNotDeclared, Name: subject, Err: errors.New("declared outside the package's files")}
+	}
+	return d, nil
+}
+
+func (pkg *Package) lookupMethod(subject, typeName, name string) (*Decl, error) {
+	obj := pkg.Types.Scope().Lookup(typeName)
+	if obj == nil {
+		return nil, &Error{Kind: KindNotDeclared, Name: subject, Err: fmt.Errorf("no type %s", typeName)}
+	}
+	tn, ok := obj.(*types.TypeName)
+	if !ok {
+		return nil, &Error{Kind: KindNotAType, Name: subject, Err: fmt.Errorf("%s is a %s", typeName, objKind(obj))}
+	}
+	named, _ := types.Unalias(tn.Type()).(*types.Named)
+	if named == nil || named.Obj().Pkg() != pkg.Types {
+		return nil, &Error{Kind: KindNotDeclared, Name: subject, Err: fmt.Errorf("%s is not a defined type of this package", typeName)}
+	}
+	named = named.Origin()
+	for m := range named.Methods() {
+		if m.Name() == name {
+			if d := pkg.declOf(m); d != nil {
+				return d, nil
+			}
+		}
+	}
+	switch u := named.Underlying().(type) {
+	case *types.Interface:
+		for m := range u.ExplicitMethods() {
+			if m.Name() == name {
+				if d := pkg.interfaceMethod(named, m); d != nil {
+					return d, nil
+				}
+			}
+		}
+	case *types.Struct:
+		for f := range u.Fields() {
+			if f.Name() == name {
+				return nil, &Error{Kind: KindFieldNotMethod, Name: subject, Err: fmt.Errorf("%s has a field %s at %s", typeName, name, pkg.prog.fset.Position(f.Pos()))}
+			}
+		}
+	}
+	found, index, _ := types.LookupFieldOrMethod(types.NewPointer(named), true, pkg.Types, name)
+	if fn, ok := found.(*types.Func); ok && len(index) > 1 {
+		return nil, &Error{Kind: KindPromoted, Name: subject, Err: fmt.Errorf("promoted from %s", fn.FullName())}
+	}
+	if v, ok := found.(*types.Var); ok && v.IsField() {
+		return nil, &Error{Kind: KindFieldNotMethod, Name: subject, Err: fmt.Errorf("%s has an embedded field %s", typeName, name)}
+	}
+	if found == nil && pkg.embedsInvalid(named) {
+		return nil, &Error{Kind: KindMissingTypes, Name: subject, Missing: pkg.Missing, Err: fmt.Errorf("%s embeds a type that did not type-check; M may be promoted from it", typeName)}
+	}
+	return nil, &Error{Kind: KindNotDeclared, Name: subject, Err: fmt.Errorf("%s has no method %s", typeName, name)}
+}
+
+// embedsInvalid reports whether a struct or interface type embeds a type
+// that did not type-check, whose methods are therefore unknown.
+func (pkg *Package) embedsInvalid(named *types.Named) bool {
+	switch u := named.Underlying().(type) {
+	case *types.Struct:
+		for f := range u.Fields() {
+			if f.Embedded() && !validType(f.Type()) {
+				return true
+			}
+		}
+	case *types.Interface:
+		for t := range u.EmbeddedTypes() {
+			if !validType(t) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func validType(t types.Type) bool {
+	if p, ok := t.(*types.Pointer); ok {
+		t = p.Elem()
+	}
+	b, ok := t.(*types.Basic)
+	return !ok || b.Kind() != types.Invalid
+}
+
+func objKind(obj types.Object) string {
+	switch obj.(type) {
+	case *types.Func:
+		return "function"
+	case *types.Var:
+		return "variable"
+	case *types.Const:
+		return "constant"
+	}
+	return "declaration"
+}
+
+// declOf finds the declaration of a package-level object or method in the
+// package's files.
+func (pkg *Package) declOf(obj types.Object) *Decl {
+	for _, f := range pkg.Files {
+		for _, d := range f.Syntax.Decls {
+			switch d := d.(type) {
+			case *ast.FuncDecl:
+				if pkg.Info.Defs[d.Name] != obj {
+					continue
+				}
+				kind := DeclFunc
+				if d.Recv != nil {
+					kind = DeclMethod
+				}
+				decl := &Decl{Kind: kind, Object: obj, File: f.Path, Span: pkg.prog.span(d.Pos(), d.End()), NameLine: pkg.line(d.Name.Pos())}
+				decl.Doc = pkg.withDoc(decl.Span, d.Doc)
+				if d.Body != nil {
+					decl.Body = pkg.prog.span(d.Body.Lbrace, d.Body.Rbrace)
+				}
+				return decl
+			case *ast.GenDecl:
+				if decl := pkg.specDecl(f, d, obj); decl != nil {
+					return decl
+				}
+			}
+		}
+	}
+	return nil
+}
+
+func (pkg *Package) specDecl(f *File, gd *ast.GenDecl, obj types.Object) *Decl {
+	for _, spec := range gd.Specs {
+		var names []*ast.Ident
+		var doc *ast.CommentGroup
+		kind := DeclVar
+		switch s := spec.(type) {
+		case *ast.TypeSpec:
+			names, doc, kind = []*ast.Ident{s.Name}, s.Doc, DeclType
+		case *ast.ValueSpec:
+			names, doc = s.Names, s.Doc
+			if gd.Tok == token.CONST {
+				kind = DeclConst
+			}
+		default:
+			continue
+		}
+		for _, n := range names {
+			if pkg.Info.Defs[n] != obj {
+				continue
+			}
+			d := &Decl{Kind: kind, Object: obj, File: f.Path, NameLine: pkg.line(n.Pos())}
+			if gd.Lparen.IsValid() {
+				d.Span = pkg.prog.span(spec.Pos(), spec.End())
+				d.Doc = pkg.withDoc(d.Span, doc)
+				d.Group = pkg.withDoc(pkg.prog.span(gd.Pos(), gd.End()), gd.Doc)
+			} else {
+				d.Span = pkg.prog.span(gd.Pos(), gd.End())
+				d.Doc = pkg.withDoc(d.Span, gd.Doc)
+			}
+			return d
+		}
+	}
+	return nil
+}
+
+// interfaceMethod finds method m in the interface type literal of named.
+func (pkg *Package) interfaceMethod(named *types.Named, m *types.Func) *Decl {
+	for _, f := range pkg.Files {
+		var found *Decl
+		ast.Inspect(f.Syntax, func(n ast.Node) bool {
+			field, ok := n.(*ast.Field)
+			if !ok || found != nil {
+				return found == nil
+			}
+			for _, name := range field.Names {
+				if pkg.Info.Defs[name] == m {
+					found = &Decl{Kind: DeclInterfaceMethod, Object: m, File: f.Path, Span: pkg.prog.span(field.Pos(), field.End()), NameLine: pkg.line(name.Pos())}
+					found.Doc = pkg.withDoc(found.Span, field.Doc)
+				}
+			}
+			return true
+		})
+		if found != nil {
+			return found
+		}
+	}
+	return nil
+}
+
+func (pkg *Package) withDoc(s Span, doc *ast.CommentGroup) Span {
+	if doc == nil {
+		return s
+	}
+	return Span{Start: pkg.line(doc.Pos()), End: s.End}
+}
+
+func (pkg *Package) line(pos token.Pos) int { return pkg.prog.fset.Position(pos).Line }
