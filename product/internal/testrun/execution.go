@@ -1,0 +1,315 @@
+package testrun
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+)
+
+// execution is the state of one Run inside its deadline.
+type execution struct {
+	r       *Runner
+	spec    Spec
+	scratch string
+	res     *Result
+
+	moduleDir string
+	checkout  string // Spec.Checkout with symlinks resolved, to relate go list's directories to it
+	writable  []string
+	env       []string
+}
+
+func (x *execution) run(ctx context.Context) {
+	x.moduleDir = filepath.Join(x.spec.Checkout, filepath.FromSlash(x.spec.dir()))
+	checkout, err := filepath.EvalSymlinks(x.spec.Checkout)
+	if err != nil {
+		x.fail(Errored, err.Error())
+		return
+	}
+	x.checkout = checkout
+	x.writable = []string{x.spec.Checkout, filepath.Join(x.r.CacheDir, "go-build"), x.scratch}
+	for _, root := range x.writable {
+		before := present(root)
+		defer cleanup(root, before)
+	}
+	x.env = append(x.r.goEnv(filepath.Join(x.scratch, "tmp")), x.r.Sandbox.env()...)
+	if _, err := os.Stat(filepath.Join(x.moduleDir, "vendor", "modules.txt")); err == nil {
+		x.env = append(x.env, "GOFLAGS=-mod=vendor") // the later setting wins
+	}
+
+	if !x.list(ctx) {
+		return
+	}
+	testProfile := filepath.Join(x.scratch, "test.cover")
+	log, pr := x.goTest(ctx, runPattern(x.spec.Test), testProfile)
+	if pr == nil {
+		return
+	}
+	x.res.Output, x.res.Truncated = log.output.buf.Bytes(), log.output.truncated
+	x.res.OutputDigest, x.res.Tests = log.digest(), log.tests
+	if !x.classify(log, pr) {
+		return
+	}
+	if x.res.Coverage, err = readProfile(testProfile); err != nil {
+		x.fail(Errored, "the test's coverage profile: "+err.Error())
+		return
+	}
+	baseProfile := filepath.Join(x.scratch, "baseline.cover")
+	blog, bpr := x.goTest(ctx, "^$", baseProfile)
+	if bpr == nil || bpr.exitCode != 0 || blog.build {
+		x.res.Reason = "the baseline run (no test) failed; coverage cannot be told apart from initialization"
+		return
+	}
+	if x.res.Baseline, err = readProfile(baseProfile); err != nil {
+		x.res.Reason = "the baseline's coverage profile: " + err.Error()
+	}
+}
+
+func (x *execution) fail(s Status, reason string) {
+	x.res.Status, x.res.Reason = s, reason
+}
+
+// goCmd runs the go command in the sandbox, in the module's directory.
+func (x *execution) goCmd(ctx context.Context, stdout func(io.Reader) error, args ...string) (procResult, error) {
+	argv, err := x.r.Sandbox.wrap(x.moduleDir, x.writable, append([]string{x.r.Go}, args...))
+	if err != nil {
+		return procResult{}, err
+	}
+	return proc{argv: argv, dir: x.moduleDir, env: x.env, stdout: stdout, maxErr: 64 << 10}.run(ctx), nil
+}
+
+// listedPackage is what go list says of one package.
+type listedPackage struct {
+	ImportPath string
+	Dir        string
+	ForTest    string
+	Match      []string
+	Module     *struct {
+		Main bool
+		Dir  string
+	}
+	GoFiles, CgoFiles, CFiles, HFiles, SFiles, EmbedFiles      []string
+	TestGoFiles, XTestGoFiles, TestEmbedFiles, XTestEmbedFiles []string
+	Error                                                      *struct{ Err string }
+	DepsErrors                                                 []*struct{ Err string }
+}
+
+const listFields = "ImportPath,Dir,ForTest,Match,Module,GoFiles,CgoFiles,CFiles,HFiles,SFiles,EmbedFiles,TestGoFiles,XTestGoFiles,TestEmbedFiles,XTestEmbedFiles,Error,DepsErrors"
+
+// maxListBytes bounds go list's output.
+const maxListBytes = 64 << 20
+
+// list resolves the cover packages and records the checkout's packages the
+// test binary compiles.
+func (x *execution) list(ctx context.Context) bool {
+	cover, pr, err := x.goList(ctx, append([]string{"list", "-e", "-json=ImportPath,Dir,Error"}, x.spec.Cover...))
+	if err != nil || pr.exitCode != 0 {
+		x.fail(x.buildOrError(pr), fmt.Sprintf("go list %s: %v %s", strings.Join(x.spec.Cover, " "), err, pr.stderr))
+		return false
+	}
+	for _, p := range cover {
+		if p.Error != nil {
+			x.fail(BuildFailed, fmt.Sprintf("cover package %s: %s", p.ImportPath, p.Error.Err))
+			return false
+		}
+		x.res.CoverPackages = append(x.res.CoverPackages, p.ImportPath)
+	}
+	deps, pr, err := x.goList(ctx, []string{"list", "-e", "-deps", "-test", "-json=" + listFields, x.spec.Package})
+	if err != nil || pr.exitCode != 0 {
+		x.fail(x.buildOrError(pr), fmt.Sprintf("go list %s: %v %s", x.spec.Package, err, pr.stderr))
+		return false
+	}
+	x.res.Packages = x.compiled(deps)
+	return true
+}
+
+func (x *execution) buildOrError(pr procResult) Status {
+	if pr.killed {
+		return TimedOut
+	}
+	if pr.exitCode > 0 && pr.err == nil {
+		return BuildFailed
+	}
+	return Errored
+}
+
+func (x *execution) goList(ctx context.Context, args []string) ([]listedPackage, procResult, error) {
+	var pkgs []listedPackage
+	var decErr error
+	pr, err := x.goCmd(ctx, func(r io.Reader) error {
+		dec := json.NewDecoder(io.LimitReader(r, maxListBytes))
+		for {
+			var p listedPackage
+			if err := dec.Decode(&p); err != nil {
+				if !errors.Is(err, io.EOF) {
+					decErr = err
+				}
+				return nil
+			}
+			pkgs = append(pkgs, p)
+		}
+	}, args...)
+	if err == nil {
+		err = decErr
+	}
+	if err == nil {
+		err = pr.err
+	}
+	return pkgs, pr, err
+}
+
+// compiled merges go list's package variants into the checkout's packages.
+func (x *execution) compiled(list []listedPackage) []CompiledPackage {
+	byPath := map[string]*CompiledPackage{}
+	var order []string
+	for _, p := range list {
+		base, _, _ := strings.Cut(p.ImportPath, " ")
+		if strings.HasSuffix(base, ".test") && p.ForTest == "" && len(p.Match) == 0 {
+			continue // the generated test main
+		}
+		rel, ok := x.relDir(p.Dir)
+		if !ok {
+			continue // the standard library, the module cache: immutable
+		}
+		role := RoleDep
+		switch {
+		case len(p.Match) > 0 || (p.ForTest != "" && strings.TrimSuffix(base, "_test") == p.ForTest):
+			role = RoleTest
+		case slices.Contains(x.res.CoverPackages, base):
+			role = RoleSubject
+		}
+		key := strings.TrimSuffix(base, "_test")
+		if role == RoleTest && base != key {
+			key = base // the external test package is a package of its own
+		}
+		cp := byPath[key]
+		if cp == nil {
+			cp = &CompiledPackage{ImportPath: key, Dir: rel, Role: role}
+			byPath[key] = cp
+			order = append(order, key)
+		}
+		if role < cp.Role {
+			cp.Role = role
+		}
+		for _, set := range [][]string{p.GoFiles, p.CgoFiles, p.CFiles, p.HFiles, p.SFiles, p.EmbedFiles, p.TestGoFiles, p.XTestGoFiles, p.TestEmbedFiles, p.XTestEmbedFiles} {
+			for _, f := range set {
+				fp := f
+				if rel != "." {
+					fp = rel + "/" + f
+				}
+				if !slices.Contains(cp.Files, fp) {
+					cp.Files = append(cp.Files, fp)
+				}
+			}
+		}
+	}
+	out := make([]CompiledPackage, 0, len(order))
+	for _, k := range order {
+		sort.Strings(byPath[k].Files)
+		out = append(out, *byPath[k])
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].ImportPath < out[j].ImportPath })
+	return out
+}
+
+// relDir returns dir relative to the checkout, ok false outside it.
+func (x *execution) relDir(dir string) (string, bool) {
+	if dir == "" {
+		return "", false
+	}
+	if d, err := filepath.EvalSymlinks(dir); err == nil {
+		dir = d
+	}
+	rel, err := filepath.Rel(x.checkout, dir)
+	if err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+		return "", false
+	}
+	return filepath.ToSlash(rel), true
+}
+
+// goTest runs go test with the given -run pattern and coverage profile.
+func (x *execution) goTest(ctx context.Context, pattern, profile string) (*eventLog, *procResult) {
+	maxOut := x.r.MaxOutput
+	if maxOut <= 0 {
+		maxOut = 1 << 20
+	}
+	log := newEventLog(maxOut)
+	coverpkg := strings.Join(x.res.CoverPackages, ",")
+	pr, err := x.goCmd(ctx, log.read, "test", "-json", "-run", pattern, "-count=1", "-vet=off",
+		"-covermode=count", "-coverpkg="+coverpkg, "-coverprofile="+profile,
+		"-timeout="+x.spec.Deadline.String(), x.spec.Package)
+	if err != nil {
+		x.fail(Errored, err.Error())
+		return nil, nil
+	}
+	if pr.err != nil && !pr.killed {
+		x.fail(Errored, "go test: "+pr.err.Error())
+		return nil, nil
+	}
+	return log, &pr
+}
+
+// classify sets the status from the test run; it reports whether the test
+// ran to an outcome.
+func (x *execution) classify(log *eventLog, pr *procResult) bool {
+	if pr.killed {
+		x.fail(TimedOut, "deadline passed")
+		return false
+	}
+	if log.timeout {
+		x.fail(TimedOut, "the test binary's timeout fired")
+		return false
+	}
+	switch log.tests[x.spec.Test] {
+	case "pass":
+		x.res.Status = Passed
+		return true
+	case "fail":
+		x.fail(Failed, "the test failed")
+		return true
+	case "skip":
+		x.fail(Skipped, "the test skipped itself")
+		return true
+	}
+	ranAny := len(log.ran) > 0
+	out := log.output.buf.String()
+	switch {
+	case log.build || (!ranAny && pr.exitCode != 0 && (strings.Contains(out, "[build failed]") || strings.Contains(out, "[setup failed]"))):
+		x.fail(BuildFailed, "the test binary did not build: "+tail(out, 2048))
+	case !ranAny && pr.exitCode != 0 && len(log.tests) == 0 && log.pkgAction == "":
+		x.fail(Errored, fmt.Sprintf("go test exited %d before any test ran: %s%s", pr.exitCode, tail(out, 1024), tail(string(pr.stderr), 1024)))
+	default:
+		reason := "no test named " + x.spec.Test + " ran"
+		if parent, _, ok := strings.Cut(x.spec.Test, "/"); ok && log.tests[parent] == "fail" {
+			reason = parent + " failed before " + x.spec.Test + " ran"
+		}
+		x.fail(NoTest, reason)
+	}
+	return false
+}
+
+func tail(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return "…" + s[len(s)-n:]
+}
+
+// maxProfileBytes bounds a coverage profile read from disk.
+const maxProfileBytes = 256 << 20
+
+func readProfile(name string) (*Profile, error) {
+	f, err := os.Open(name)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return ParseProfile(io.LimitReader(f, maxProfileBytes))
+}

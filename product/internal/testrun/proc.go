@@ -1,0 +1,101 @@
+package testrun
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"os/exec"
+	"syscall"
+	"time"
+)
+
+// proc is one subprocess run: its own process group, killed as a whole when
+// ctx ends, stdout streamed to a consumer, stderr kept up to a bound.
+type proc struct {
+	argv   []string
+	dir    string
+	env    []string
+	stdout func(io.Reader) error // consumes stdout; nil discards it
+	maxErr int                   // stderr bytes kept
+}
+
+// procResult is how a proc ended.
+type procResult struct {
+	exitCode int  // -1 when killed by a signal or never started
+	killed   bool // ctx ended first: the group was killed
+	stderr   []byte
+	errTrunc bool
+	err      error // failure to start or to read, not a non-zero exit
+}
+
+// waitDelay bounds how long Wait waits for output pipes after the process
+// exits or is killed: a grandchild that kept them open is not waited for.
+const waitDelay = 2 * time.Second
+
+func (p proc) run(ctx context.Context) procResult {
+	cmd := exec.Command(p.argv[0], p.argv[1:]...)
+	cmd.Dir = p.dir
+	cmd.Env = p.env
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.WaitDelay = waitDelay
+	stderr := &capped{max: p.maxErr}
+	cmd.Stderr = stderr
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		return procResult{exitCode: -1, err: err}
+	}
+	if err := cmd.Start(); err != nil {
+		return procResult{exitCode: -1, err: err}
+	}
+	// The whole group goes when ctx ends, whatever the process is doing:
+	// the sandbox's helper, the go command and the test binary share it.
+	stop := context.AfterFunc(ctx, func() { _ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) })
+	defer stop()
+	var readErr error
+	if p.stdout != nil {
+		readErr = p.stdout(out)
+	}
+	// Drain whatever the consumer left, so the process never blocks on a
+	// full pipe; EOF means every process holding the pipe is gone.
+	_, _ = io.Copy(io.Discard, out)
+	// Nothing of the group outlives the run. The leader is not reaped yet
+	// (Wait comes after), so its pid, which names the group, cannot have
+	// been reused.
+	_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+	waitErr := cmd.Wait()
+	res := procResult{exitCode: -1, killed: ctx.Err() != nil, stderr: stderr.buf.Bytes(), errTrunc: stderr.truncated, err: readErr}
+	var exit *exec.ExitError
+	switch {
+	case waitErr == nil:
+		res.exitCode = 0
+	case errors.As(waitErr, &exit):
+		res.exitCode = exit.ExitCode()
+	case errors.Is(waitErr, exec.ErrWaitDelay):
+		res.exitCode = cmd.ProcessState.ExitCode()
+	default:
+		if res.err == nil {
+			res.err = waitErr
+		}
+	}
+	return res
+}
+
+// capped keeps the first max bytes written to it.
+type capped struct {
+	max       int
+	buf       bytes.Buffer
+	truncated bool
+}
+
+func (c *capped) Write(p []byte) (int, error) {
+	if room := c.max - c.buf.Len(); room < len(p) {
+		c.truncated = true
+		if room > 0 {
+			c.buf.Write(p[:room])
+		}
+		return len(p), nil
+	}
+	c.buf.Write(p)
+	return len(p), nil
+}

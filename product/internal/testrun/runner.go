@@ -1,0 +1,385 @@
+package testrun
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Status is how a test run ended.
+type Status int
+
+// The statuses. Only Passed, Failed and Skipped mean the test ran.
+const (
+	Unavailable Status = iota // no sandbox that passed its self-test: nothing was run
+	Invalid                   // the Spec is malformed: nothing was run
+	Passed                    // the test ran and passed
+	Failed                    // the test ran and failed
+	Skipped                   // the test ran and skipped itself
+	NoTest                    // the package built, but no test of that name ran
+	BuildFailed               // the test binary did not build (a dependency missing from the module cache, a compile error)
+	TimedOut                  // the deadline passed; the run was killed
+	Errored                   // anything else: the go command or the sandbox failed
+)
+
+var statusNames = [...]string{"unavailable", "invalid", "passed", "failed", "skipped", "no_test", "build_failed", "timed_out", "errored"}
+
+func (s Status) String() string {
+	if s >= 0 && int(s) < len(statusNames) {
+		return statusNames[s]
+	}
+	return "unknown"
+}
+
+// Ran reports whether the test ran to an outcome.
+func (s Status) Ran() bool { return s == Passed || s == Failed || s == Skipped }
+
+// Runner runs Go tests in a sandbox with coverage. It is safe for
+// concurrent use.
+type Runner struct {
+	// Go is the go command (an absolute path).
+	Go string
+	// Sandbox confines every command that builds or runs the checkout's
+	// code. Nil makes every run Unavailable: Needle never runs a test
+	// unsandboxed.
+	Sandbox *Sandbox
+	// CacheDir is Needle-owned: the GOCACHE of the runs (CacheDir/go-build),
+	// their scratch directories (CacheDir/runs) and the sandbox self-test.
+	CacheDir string
+	// ModCache is GOMODCACHE, read-only to the runs: dependencies come
+	// from there or not at all (GOPROXY=off).
+	ModCache string
+	// Home is HOME for the runs; the sandbox keeps it read-only. Empty:
+	// the CacheDir's empty home directory, read-only too.
+	Home string
+	// MaxOutput bounds the output kept per run (default 1 MiB).
+	MaxOutput int
+
+	probeOnce sync.Once
+	probeErr  error
+	verOnce   sync.Once
+	version   string
+	verErr    error
+}
+
+// Spec is one test to run.
+type Spec struct {
+	// Checkout is a disposable checkout of the snapshot (an absolute path);
+	// the run may write anywhere in it.
+	Checkout string
+	// Dir is the module's directory, slash-separated, relative to Checkout
+	// ("" or "." for its root). The go command runs there.
+	Dir string
+	// Package is the test's package: "." or "./sub" relative to Dir, or an
+	// import path.
+	Package string
+	// Test is the test's name, "TestX" or a subtest "TestX/sub" (as go test
+	// -v prints it).
+	Test string
+	// Cover are the packages whose statements the profile counts (same
+	// forms as Package): the subject's package.
+	Cover []string
+	// Deadline bounds the whole run: listing, building, the test, the
+	// baseline. Past it the process group is killed and the run is TimedOut.
+	Deadline time.Duration
+}
+
+// Result is what a run established.
+type Result struct {
+	Status    Status
+	Reason    string        // why, for every status but Passed
+	Duration  time.Duration // wall time of the whole run
+	GoVersion string        // go env GOVERSION
+	// Output is the test's output (go test -json's output text), at most
+	// Runner.MaxOutput bytes; OutputDigest is the hex BLAKE3-256 of the
+	// whole -json stream.
+	Output       []byte
+	Truncated    bool
+	OutputDigest string
+	// Tests maps each test and subtest that reached an outcome to it:
+	// pass, fail or skip.
+	Tests map[string]string
+	// Coverage is the test's profile; Baseline the profile of the same
+	// binary running no test (-run '^$'): what package initialization and
+	// TestMain execute by themselves. Both nil unless the test ran.
+	Coverage, Baseline *Profile
+	// Packages are the checkout's packages the test binary compiled: the
+	// files a replay depends on.
+	Packages []CompiledPackage
+	// CoverPackages are the import paths of Spec.Cover.
+	CoverPackages []string
+}
+
+// Role is why a package is in a test binary.
+type Role int
+
+// The roles.
+const (
+	RoleTest    Role = iota // the tested package with its _test.go files (and its external test package)
+	RoleSubject             // a package of Spec.Cover
+	RoleDep                 // another package of the checkout the binary imports
+)
+
+var roleNames = [...]string{"test", "subject", "dependency"}
+
+func (r Role) String() string {
+	if r >= 0 && int(r) < len(roleNames) {
+		return roleNames[r]
+	}
+	return "unknown"
+}
+
+// CompiledPackage is a package of the checkout compiled into the test
+// binary.
+type CompiledPackage struct {
+	ImportPath string
+	Dir        string   // slash path relative to Checkout
+	Files      []string // slash paths relative to Checkout: Go, cgo and embedded files
+	Role       Role
+}
+
+// Executed reports whether the test executed a statement inside lines
+// [start, end] of file (a slash path relative to Checkout) that package
+// initialization and TestMain did not execute as often by themselves. The
+// file must belong to a package of Spec.Cover: of any other the profile
+// says nothing, and that is an error, not "not executed".
+func (r *Result) Executed(file string, start, end int) (bool, error) {
+	if !r.Status.Ran() || r.Coverage == nil || r.Baseline == nil {
+		return false, fmt.Errorf("testrun: no coverage: the run is %s", r.Status)
+	}
+	name, err := r.profileName(file)
+	if err != nil {
+		return false, err
+	}
+	if !r.Coverage.Covers(name) {
+		// Instrumented files always appear; a file without blocks has no
+		// statements (declarations only).
+		return false, nil
+	}
+	return len(r.Coverage.ExecutedIn(r.Baseline, name, start, end)) > 0, nil
+}
+
+// profileName maps a checkout path to the name the profile gives the file.
+func (r *Result) profileName(file string) (string, error) {
+	dir := path.Dir(file)
+	for _, p := range r.Packages {
+		if p.Dir == dir && containsString(r.CoverPackages, p.ImportPath) {
+			return p.ImportPath + "/" + path.Base(file), nil
+		}
+	}
+	return "", fmt.Errorf("testrun: %s is not in a covered package (%s)", file, strings.Join(r.CoverPackages, ", "))
+}
+
+func containsString(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// testName is a top-level test function name followed by subtest names.
+var testName = regexp.MustCompile(`^Test[\p{L}\p{N}_]*(/[^\x00-\x1f]+)?$`)
+
+// runPattern is the -run pattern selecting exactly the test: each level
+// anchored and quoted, as go test splits -run at slashes.
+func runPattern(test string) string {
+	parts := strings.Split(test, "/")
+	for i, p := range parts {
+		parts[i] = "^" + regexp.QuoteMeta(p) + "$"
+	}
+	return strings.Join(parts, "/")
+}
+
+// validPackage accepts "." and "./rel" patterns and import paths; never a
+// flag, a wildcard or a path leaving the module.
+func validPackage(p string) bool {
+	if p == "" || strings.HasPrefix(p, "-") || strings.Contains(p, "...") || strings.ContainsAny(p, " \t\n\\'\"`$") {
+		return false
+	}
+	if p == "." {
+		return true
+	}
+	if rel, ok := strings.CutPrefix(p, "./"); ok {
+		return rel != "" && path.Clean(rel) == rel && rel != ".." && !strings.HasPrefix(rel, "../")
+	}
+	return !strings.HasPrefix(p, "/") && !strings.HasPrefix(p, ".")
+}
+
+func (s Spec) validate() error {
+	if !filepath.IsAbs(s.Checkout) || filepath.Clean(s.Checkout) != s.Checkout {
+		return errors.New("checkout is not a clean absolute path")
+	}
+	if fi, err := os.Stat(s.Checkout); err != nil || !fi.IsDir() {
+		return errors.New("checkout is not a directory")
+	}
+	if d := s.dir(); d != "." && (path.Clean(d) != d || d == ".." || strings.HasPrefix(d, "../") || path.IsAbs(d)) {
+		return fmt.Errorf("dir %q leaves the checkout", s.Dir)
+	}
+	if !validPackage(s.Package) {
+		return fmt.Errorf("package %q is not a package path", s.Package)
+	}
+	if len(s.Cover) == 0 {
+		return errors.New("no package to cover")
+	}
+	for _, c := range s.Cover {
+		if !validPackage(c) {
+			return fmt.Errorf("cover package %q is not a package path", c)
+		}
+	}
+	if !testName.MatchString(s.Test) {
+		return fmt.Errorf("test %q is not a test name", s.Test)
+	}
+	if s.Deadline <= 0 {
+		return errors.New("no deadline")
+	}
+	return nil
+}
+
+func (s Spec) dir() string {
+	if s.Dir == "" {
+		return "."
+	}
+	return s.Dir
+}
+
+// Run runs the test. It never runs anything outside the sandbox but the go
+// command's `env` and the build of the sandbox's own self-test, and it
+// never returns an error: every failure is a Status with a Reason.
+func (r *Runner) Run(ctx context.Context, spec Spec) *Result {
+	start := time.Now()
+	res := &Result{}
+	defer func() { res.Duration = time.Since(start) }()
+	if err := spec.validate(); err != nil {
+		res.Status, res.Reason = Invalid, err.Error()
+		return res
+	}
+	if err := r.available(ctx); err != nil {
+		res.Status, res.Reason = Unavailable, err.Error()
+		return res
+	}
+	ctx, cancel := context.WithTimeout(ctx, spec.Deadline)
+	defer cancel()
+	if res.GoVersion, res.Reason = r.goVersion(ctx); res.Reason != "" {
+		res.Status = Errored
+		return res
+	}
+	scratch, err := r.scratch()
+	if err != nil {
+		res.Status, res.Reason = Errored, err.Error()
+		return res
+	}
+	defer os.RemoveAll(scratch)
+	x := &execution{r: r, spec: spec, scratch: scratch, res: res}
+	x.run(ctx)
+	if ctx.Err() != nil && res.Status != Passed && res.Status != Failed && res.Status != Skipped {
+		res.Status, res.Reason = TimedOut, fmt.Sprintf("deadline %s passed", spec.Deadline)
+		res.Coverage, res.Baseline = nil, nil
+	}
+	return res
+}
+
+// available runs the sandbox's self-test once per Runner. The self-test
+// runs under its own deadline, detached from the first caller's: its
+// verdict stands for the Runner's life.
+func (r *Runner) available(ctx context.Context) error {
+	if r.Sandbox == nil {
+		return errors.New("no sandbox: Needle does not run tests unsandboxed")
+	}
+	if r.Go == "" || !filepath.IsAbs(r.Go) || r.CacheDir == "" || !filepath.IsAbs(r.CacheDir) {
+		return errors.New("runner: Go and CacheDir must be absolute paths")
+	}
+	r.probeOnce.Do(func() {
+		if fi, err := os.Stat(r.Sandbox.Codex); err != nil || !fi.Mode().IsRegular() || fi.Mode().Perm()&0o111 == 0 {
+			r.probeErr = fmt.Errorf("sandbox: %s is not an executable file", r.Sandbox.Codex)
+			return
+		}
+		dir := filepath.Join(r.CacheDir, "probe")
+		if err := os.MkdirAll(filepath.Join(r.CacheDir, "go-build"), 0o755); err != nil {
+			r.probeErr = err
+			return
+		}
+		pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), probeDeadline)
+		defer cancel()
+		r.probeErr = r.Sandbox.probe(pctx, r.Go, r.goEnv(filepath.Join(r.CacheDir, "tmp-probe")), dir)
+	})
+	return r.probeErr
+}
+
+// probeDeadline bounds the self-test, a cold build of the probe included.
+const probeDeadline = 5 * time.Minute
+
+func (r *Runner) goVersion(ctx context.Context) (string, string) {
+	r.verOnce.Do(func() {
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
+		defer cancel()
+		var out bytes.Buffer
+		res := proc{argv: []string{r.Go, "env", "GOVERSION"}, dir: r.CacheDir, env: r.goEnv(""), maxErr: 4096,
+			stdout: func(rd io.Reader) error { _, err := io.Copy(&out, io.LimitReader(rd, 256)); return err }}.run(ctx)
+		if res.err != nil || res.exitCode != 0 {
+			r.verErr = fmt.Errorf("go env GOVERSION: %v %s", res.err, res.stderr)
+			return
+		}
+		r.version = strings.TrimSpace(out.String())
+	})
+	if r.verErr != nil {
+		return "", r.verErr.Error()
+	}
+	return r.version, ""
+}
+
+func (r *Runner) scratch() (string, error) {
+	runs := filepath.Join(r.CacheDir, "runs")
+	if err := os.MkdirAll(runs, 0o755); err != nil {
+		return "", err
+	}
+	dir, err := os.MkdirTemp(runs, "run-")
+	if err != nil {
+		return "", err
+	}
+	for _, d := range []string{"tmp"} {
+		if err := os.Mkdir(filepath.Join(dir, d), 0o755); err != nil {
+			return "", err
+		}
+	}
+	return dir, nil
+}
+
+// goEnv is the whole environment of a go command: nothing is inherited.
+// tmp is TMPDIR and GOTMPDIR ("" leaves them unset).
+func (r *Runner) goEnv(tmp string) []string {
+	home := r.Home
+	if home == "" {
+		home = filepath.Join(r.CacheDir, "home")
+		_ = os.MkdirAll(home, 0o755)
+	}
+	env := []string{
+		"PATH=" + filepath.Dir(r.Go) + ":/usr/bin:/bin",
+		"HOME=" + home,
+		"GOCACHE=" + filepath.Join(r.CacheDir, "go-build"),
+		"GOMODCACHE=" + r.ModCache,
+		"GOPATH=" + filepath.Join(r.CacheDir, "gopath"),
+		"GOPROXY=off",
+		"GOSUMDB=off",
+		"GOTOOLCHAIN=local",
+		"GOWORK=off",
+		"GOENV=off",
+		"GOTELEMETRY=off",
+		"GOFLAGS=-mod=mod",
+	}
+	if tmp != "" {
+		_ = os.MkdirAll(tmp, 0o755)
+		env = append(env, "TMPDIR="+tmp, "GOTMPDIR="+tmp)
+	}
+	return env
+}

@@ -1,0 +1,362 @@
+package testrun
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"net"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+)
+
+var testHome string
+
+func TestMain(m *testing.M) {
+	var err error
+	testHome, err = os.MkdirTemp("", "testrun-home-")
+	if err != nil {
+		panic(err)
+	}
+	code := m.Run()
+	os.RemoveAll(testHome)
+	os.Exit(code)
+}
+
+// deadline is generous: it bounds a run whose binary is built already, and
+// on a cold cache (a clean CI machine) the first build of the standard
+// library as well.
+const deadline = 5 * time.Minute
+
+func reachSpec(dir, test string) Spec {
+	return Spec{Checkout: dir, Package: ".", Test: test, Cover: []string{"."}, Deadline: deadline}
+}
+
+// TestRunner_Reach runs real tests of a fixture and asks the coverage
+// which functions each executed — including the classes where a static
+// reading says "reaches" and execution says no.
+func TestRunner_Reach(t *testing.T) {
+	r := MustRunner(t)
+	dir := MustMaterialize(t, "reach.txtar")
+	src := filepath.Join(dir, "reach.go")
+	for _, tc := range []struct {
+		test     string
+		status   Status
+		executed []string
+		not      []string
+	}{
+		{"TestParsesArgs", Passed, []string{"NewFlagSet", "Set"}, []string{"Early"}},
+		// Parsing no arguments never calls Set.
+		{"TestNoArgs", Passed, []string{"NewFlagSet", "String"}, []string{"Set"}},
+		// An early return leaves Late unexecuted.
+		{"TestEarly", Passed, []string{"Early"}, []string{"Late"}},
+		// A closure never called.
+		{"TestClosure", Passed, []string{"WithClosure"}, []string{"InClosure"}},
+		// InitValue runs during package initialization, in every run of the
+		// binary: the test itself does not execute it.
+		{"TestInit", Passed, nil, []string{"InitValue", "Late"}},
+		// Subtests run through a method value, one of them named with a blank.
+		{"TestMethodValue/a", Passed, []string{"Late"}, []string{"Early"}},
+		{"TestMethodValue/b_c", Passed, []string{"Late"}, nil},
+		{"TestFails", Failed, []string{"Late"}, nil},
+		{"TestSkips", Skipped, nil, []string{"Late"}},
+	} {
+		t.Run(tc.test, func(t *testing.T) {
+			res := r.Run(context.Background(), reachSpec(dir, tc.test))
+			if res.Status != tc.status {
+				t.Fatalf("status %v (%s), want %v\n%s", res.Status, res.Reason, tc.status, res.Output)
+			}
+			if !strings.HasPrefix(res.GoVersion, "go1.") || res.OutputDigest == "" || res.Duration <= 0 {
+				t.Errorf("result lacks version, digest or duration: %q %q %v", res.GoVersion, res.OutputDigest, res.Duration)
+			}
+			for _, fn := range tc.executed {
+				start, end := funcSpan(t, src, fn)
+				if ok, err := res.Executed("reach.go", start, end); err != nil || !ok {
+					t.Errorf("%s executed = %v, %v; want true", fn, ok, err)
+				}
+			}
+			for _, fn := range tc.not {
+				start, end := funcSpan(t, src, fn)
+				if ok, err := res.Executed("reach.go", start, end); err != nil || ok {
+					t.Errorf("%s executed = %v, %v; want false", fn, ok, err)
+				}
+			}
+		})
+	}
+
+	t.Run("OnlyTheSubtest", func(t *testing.T) {
+		res := r.Run(context.Background(), reachSpec(dir, "TestMethodValue/a"))
+		if res.Tests["TestMethodValue/a"] != "pass" || res.Tests["TestMethodValue/b_c"] != "" {
+			t.Errorf("tests run: %v", res.Tests)
+		}
+	})
+	t.Run("NoTest", func(t *testing.T) {
+		for _, name := range []string{"TestNope", "TestMethodValue/nope", "TestParse"} {
+			if res := r.Run(context.Background(), reachSpec(dir, name)); res.Status != NoTest {
+				t.Errorf("%s: status %v (%s), want no_test", name, res.Status, res.Reason)
+			}
+		}
+	})
+	t.Run("CompiledFiles", func(t *testing.T) {
+		res := r.Run(context.Background(), reachSpec(dir, "TestEarly"))
+		if len(res.Packages) != 1 {
+			t.Fatalf("packages %+v", res.Packages)
+		}
+		p := res.Packages[0]
+		want := []string{"escape_test.go", "reach.go", "reach_test.go"}
+		if p.ImportPath != "example.com/reach" || p.Dir != "." || p.Role != RoleTest || !slices.Equal(p.Files, want) {
+			t.Errorf("package %+v, want files %v", p, want)
+		}
+		if !slices.Equal(res.CoverPackages, []string{"example.com/reach"}) {
+			t.Errorf("cover packages %v", res.CoverPackages)
+		}
+	})
+	t.Run("OutsideTheCoveredPackages", func(t *testing.T) {
+		res := r.Run(context.Background(), reachSpec(dir, "TestEarly"))
+		if _, err := res.Executed("broken/broken.go", 1, 3); err == nil {
+			t.Error("Executed answered for a file no profile covers")
+		}
+	})
+}
+
+// TestRunner_Sandbox runs tests that try to leave the sandbox: none may
+// pass, and none may leave anything behind.
+func TestRunner_Sandbox(t *testing.T) {
+	r := MustRunner(t)
+	dir := MustMaterialize(t, "reach.txtar")
+	outside := t.TempDir()
+
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	accepted := make(chan struct{}, 1)
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			c.Close()
+			accepted <- struct{}{}
+		}
+	}()
+	sock := filepath.Join(outside, "s.sock")
+	uln, err := net.Listen("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer uln.Close()
+	go func() {
+		for {
+			c, err := uln.Accept()
+			if err != nil {
+				return
+			}
+			c.Close()
+			accepted <- struct{}{}
+		}
+	}()
+	target := filepath.Join(outside, "escaped")
+	for name, content := range map[string]string{"tcp.addr": ln.Addr().String(), "unix.path": sock, "outside.path": target} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	for _, test := range []string{"TestTCPListen", "TestTCPConnect", "TestUDP", "TestUnixConnect", "TestWriteHome", "TestWriteOutside"} {
+		t.Run(test, func(t *testing.T) {
+			res := r.Run(context.Background(), reachSpec(dir, test))
+			if res.Status != Failed {
+				t.Fatalf("status %v (%s), want failed\n%s", res.Status, res.Reason, res.Output)
+			}
+		})
+	}
+	select {
+	case <-accepted:
+		t.Error("a sandboxed test connected to a listener outside")
+	default:
+	}
+	for _, p := range []string{target, filepath.Join(testHome, "escaped")} {
+		if _, err := os.Stat(p); err == nil {
+			t.Errorf("%s was written from inside the sandbox", p)
+		}
+	}
+
+	// What the sandbox allows: the run's temporary directory and the checkout.
+	for _, test := range []string{"TestWriteTempDir", "TestWriteCheckout"} {
+		if res := r.Run(context.Background(), reachSpec(dir, test)); res.Status != Passed {
+			t.Errorf("%s: status %v (%s)\n%s", test, res.Status, res.Reason, res.Output)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, "written")); err != nil {
+		t.Errorf("the write into the checkout is missing: %v", err)
+	}
+	assertClean(t, r, dir)
+}
+
+// TestRunner_Deadline runs a test that never ends and starts a child that
+// would outlive it: the run is timed out and no process of it remains.
+func TestRunner_Deadline(t *testing.T) {
+	r := MustRunner(t)
+	dir := MustMaterialize(t, "reach.txtar")
+	// Build (and cache) the binary first, so that the deadline below bounds
+	// the test rather than a cold build.
+	if res := r.Run(context.Background(), reachSpec(dir, "TestEarly")); res.Status != Passed {
+		t.Fatalf("warm-up: %v %s", res.Status, res.Reason)
+	}
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	marker := "needle-marker-" + hex.EncodeToString(b[:])
+	if err := os.WriteFile(filepath.Join(dir, "marker"), []byte(marker), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	spec := reachSpec(dir, "TestSleeps")
+	spec.Deadline = 15 * time.Second
+	res := r.Run(context.Background(), spec)
+	if res.Status != TimedOut || res.Coverage != nil {
+		t.Fatalf("status %v (%s), coverage %v; want timed_out without coverage", res.Status, res.Reason, res.Coverage != nil)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "started")); err != nil {
+		t.Fatalf("the test never started its child before the deadline (%v): nothing was left to clean up", err)
+	}
+	if ok, err := res.Executed("reach.go", 1, 48); err == nil || ok {
+		t.Errorf("Executed on a timed-out run = %v, %v; want an error", ok, err)
+	}
+	if pids := processesWith(t, marker); len(pids) > 0 {
+		t.Errorf("processes of the run remain: %v", pids)
+	}
+	assertClean(t, r, dir)
+}
+
+// TestRunner_BuildFailed: a compile error and a dependency missing from the
+// module cache (GOPROXY=off fetches nothing) both fail the build.
+func TestRunner_BuildFailed(t *testing.T) {
+	r := MustRunner(t)
+	dir := MustMaterialize(t, "reach.txtar")
+	spec := reachSpec(dir, "TestBroken")
+	spec.Package, spec.Cover = "./broken", []string{"./broken"}
+	if res := r.Run(context.Background(), spec); res.Status != BuildFailed {
+		t.Errorf("compile error: status %v (%s)", res.Status, res.Reason)
+	}
+
+	missing := MustMaterialize(t, "reach.txtar")
+	if err := os.WriteFile(filepath.Join(missing, "go.mod"), []byte("module example.com/reach\n\ngo 1.22\n\nrequire example.com/not/downloaded v1.0.0\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(missing, "dep.go"), []byte("package reach\n\nimport _ \"example.com/not/downloaded\"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	res := r.Run(context.Background(), reachSpec(missing, "TestEarly"))
+	// The go command cannot fetch it (GOPROXY=off) nor write the read-only
+	// module cache; it reports the import.
+	if res.Status != BuildFailed || !strings.Contains(res.Reason, "dep.go:3") {
+		t.Errorf("missing module: status %v (%s)", res.Status, res.Reason)
+	}
+}
+
+func TestRunner_Unavailable(t *testing.T) {
+	dir := MustMaterialize(t, "reach.txtar")
+	cache := t.TempDir()
+	// The shared cache keeps the probe's build warm; the probe then runs
+	// under a "sandbox" that is no sandbox at all.
+	shared := MustRunner(t).CacheDir
+	for name, r := range map[string]*Runner{
+		"NoSandbox":     {Go: MustGo(t), CacheDir: cache},
+		"NoCodex":       {Go: MustGo(t), CacheDir: cache, Sandbox: &Sandbox{Codex: filepath.Join(cache, "nosuch"), Home: cache}},
+		"NotASandbox":   {Go: MustGo(t), CacheDir: shared, Sandbox: &Sandbox{Codex: "/bin/true", Home: cache}},
+		"NoIsolation":   {Go: MustGo(t), CacheDir: shared, Sandbox: &Sandbox{Codex: mustEnvExec(t), Home: cache}},
+		"RelativePaths": {Go: "go", CacheDir: "cache", Sandbox: &Sandbox{Codex: MustCodex(t), Home: cache}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			res := r.Run(context.Background(), reachSpec(dir, "TestEarly"))
+			if res.Status != Unavailable || res.Reason == "" {
+				t.Errorf("status %v (%s), want unavailable", res.Status, res.Reason)
+			}
+			if name == "NoIsolation" && !strings.Contains(res.Reason, "escape: tcp_connect, tcp_listen, udp_listen, udp_dial, unix_connect, unix_listen, write_outside") {
+				t.Errorf("reason %q does not name every escape", res.Reason)
+			}
+			if _, err := os.Stat(filepath.Join(dir, "written")); err == nil {
+				t.Error("something ran")
+			}
+		})
+	}
+}
+
+func TestRunner_Invalid(t *testing.T) {
+	r := MustRunner(t)
+	dir := MustMaterialize(t, "reach.txtar")
+	for name, mutate := range map[string]func(*Spec){
+		"TestName":       func(s *Spec) { s.Test = "Early" },
+		"TestFlag":       func(s *Spec) { s.Test = "-test.run=x" },
+		"TestNewline":    func(s *Spec) { s.Test = "TestX/a\nb" },
+		"PackageFlag":    func(s *Spec) { s.Package = "-exec=/bin/sh" },
+		"PackageWild":    func(s *Spec) { s.Package = "./..." },
+		"PackageEscapes": func(s *Spec) { s.Package = "./../x" },
+		"CoverFlag":      func(s *Spec) { s.Cover = []string{"-toolexec=x"} },
+		"NoCover":        func(s *Spec) { s.Cover = nil },
+		"DirEscapes":     func(s *Spec) { s.Dir = "../x" },
+		"Relative":       func(s *Spec) { s.Checkout = "reach" },
+		"NoDeadline":     func(s *Spec) { s.Deadline = 0 },
+	} {
+		t.Run(name, func(t *testing.T) {
+			spec := reachSpec(dir, "TestEarly")
+			mutate(&spec)
+			if res := r.Run(context.Background(), spec); res.Status != Invalid {
+				t.Errorf("status %v (%s), want invalid", res.Status, res.Reason)
+			}
+		})
+	}
+}
+
+// mustEnvExec writes a stand-in for codex that runs the command it is
+// given without any confinement: the probe must catch it.
+func mustEnvExec(t *testing.T) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "fake-codex")
+	script := "#!/bin/sh\nwhile [ \"$1\" != \"--\" ]; do shift; done\nshift\nexec \"$@\"\n"
+	if err := os.WriteFile(p, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// assertClean checks that runs left nothing in the cache's scratch area
+// and no sandbox mount points in the checkout.
+func assertClean(t *testing.T, r *Runner, checkout string) {
+	t.Helper()
+	entries, err := os.ReadDir(filepath.Join(r.CacheDir, "runs"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		t.Errorf("scratch left behind: %s", e.Name())
+	}
+	for _, n := range mountNames {
+		if _, err := os.Lstat(filepath.Join(checkout, n)); err == nil {
+			t.Errorf("sandbox mount point %s left in the checkout", n)
+		}
+	}
+}
+
+// processesWith returns the pids whose command line holds marker.
+func processesWith(t *testing.T, marker string) []string {
+	t.Helper()
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var pids []string
+	for _, e := range entries {
+		cmdline, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		if err == nil && bytes.Contains(cmdline, []byte(marker)) {
+			pids = append(pids, e.Name())
+		}
+	}
+	return pids
+}
