@@ -22,8 +22,10 @@ build:
 ## scenarios (go test ./...), then the contract tier against the real codex
 test: test-unit test-contract
 
-test-unit:
-	$(GO) test ./...
+# The unit tier needs the pinned codex too: product/internal/testrun runs
+# tests inside its sandbox.
+test-unit: codex
+	NEEDLE_CODEX_BIN=$(CODEX_BIN) $(GO) test ./...
 
 ## codex: install the pinned @openai/codex from npm (if absent) and check its version
 codex: $(CODEX_PREFIX)/.installed
@@ -75,8 +77,8 @@ frozen-corpus: build codex
 	$(BIN)/needlebench record --codex $(CODEX_BIN) corpus/tiny
 
 ## bench-smoke: run every benchmark once so none rots (figures: go test -bench)
-bench-smoke:
-	$(GO) test ./... -run '^$$' -bench . -benchtime 1x
+bench-smoke: codex
+	NEEDLE_CODEX_BIN=$(CODEX_BIN) $(GO) test ./... -run '^$$' -bench . -benchtime 1x
 
 ## lint: gofmt, go vet and staticcheck (pinned by the go.mod tool directive)
 lint: fmt vet staticcheck
@@ -111,6 +113,12 @@ fuzz:
 	$(GO) test ./product/internal/goevidence -run '^$$' -fuzz '^FuzzDeclarations$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./product/internal/jsonrpc -run '^$$' -fuzz '^FuzzServe$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./product/internal/ndjson -run '^$$' -fuzz '^FuzzReader$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./product/internal/typecheck -run '^$$' -fuzz '^FuzzParseSubject$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./product/internal/typecheck -run '^$$' -fuzz '^FuzzParseOption$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./product/internal/typecheck -run '^$$' -fuzz '^FuzzLookup$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./product/internal/typecheck -run '^$$' -fuzz '^FuzzBuildList$$' -fuzztime $(FUZZTIME)
+	NEEDLE_CODEX_BIN=$(CODEX_BIN) $(GO) test ./product/internal/testrun -run '^$$' -fuzz '^FuzzParseProfile$$' -fuzztime $(FUZZTIME)
+	NEEDLE_CODEX_BIN=$(CODEX_BIN) $(GO) test ./product/internal/testrun -run '^$$' -fuzz '^FuzzEventLog$$' -fuzztime $(FUZZTIME)
 
 clean:
 	rm -rf $(BIN)
