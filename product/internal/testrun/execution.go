@@ -48,7 +48,7 @@ func (x *execution) run(ctx context.Context) {
 		return
 	}
 	testProfile := filepath.Join(x.scratch, "test.cover")
-	log, pr := x.goTest(ctx, runPattern(x.spec.Test), testProfile)
+	log, pr := x.goTest(ctx, RunPattern(x.spec.Test), testProfile)
 	if pr == nil {
 		return
 	}

@@ -191,9 +191,15 @@ func containsString(list []string, s string) bool {
 // testName is a top-level test function name followed by subtest names.
 var testName = regexp.MustCompile(`^Test[\p{L}\p{N}_]*(/[^\x00-\x1f]+)?$`)
 
-// runPattern is the -run pattern selecting exactly the test: each level
-// anchored and quoted, as go test splits -run at slashes.
-func runPattern(test string) string {
+// ValidTest reports whether test is a test name a Spec accepts: a
+// top-level TestX, optionally followed by /subtest names (as go test -v
+// prints them), without control characters.
+func ValidTest(test string) bool { return testName.MatchString(test) }
+
+// RunPattern is the -run pattern selecting exactly the test: each level
+// anchored and quoted, as go test splits -run at slashes. It is also the
+// pattern of the command Needle serves for the test.
+func RunPattern(test string) string {
 	parts := strings.Split(test, "/")
 	for i, p := range parts {
 		parts[i] = "^" + regexp.QuoteMeta(p) + "$"
@@ -237,7 +243,7 @@ func (s Spec) validate() error {
 			return fmt.Errorf("cover package %q is not a package path", c)
 		}
 	}
-	if !testName.MatchString(s.Test) {
+	if !ValidTest(s.Test) {
 		return fmt.Errorf("test %q is not a test name", s.Test)
 	}
 	if s.Deadline <= 0 {
