@@ -41,9 +41,9 @@
 // and the keys of its imports, so a change anywhere below a package changes
 // its key. A later Load on an unchanged snapshot re-reads the repository
 // files (to digest them) and checks nothing; after an edit only the edited
-// packages and those above them are checked again. Dependencies stay cached
-// for the Loader's life; asked-about packages (kept with syntax and
-// types.Info) are bounded by Options.MaxRoots.
+// packages and those above them are checked again. Asked-about packages
+// (kept with syntax and types.Info) are bounded by Options.MaxRoots; past
+// Options.MaxPackages in all, the next Load starts from an empty cache.
 //
 // # What counts
 //

@@ -35,6 +35,10 @@ type Options struct {
 	BuildTags []string
 	// MaxRoots bounds the checked root packages kept for reuse (default 64).
 	MaxRoots int
+	// MaxPackages bounds every package kept for reuse (default 4096): past
+	// it, a Load starts from an empty cache and a new FileSet, so that a
+	// long-lived Loader over an edited repository does not grow forever.
+	MaxPackages int
 }
 
 // A Loader type-checks packages of snapshots and keeps what it checked for
@@ -93,6 +97,9 @@ func NewLoader(opts Options) (*Loader, error) {
 	if opts.MaxRoots <= 0 {
 		opts.MaxRoots = 64
 	}
+	if opts.MaxPackages <= 0 {
+		opts.MaxPackages = 4096
+	}
 	return &Loader{
 		opts:    opts,
 		ctxt:    ctxt,
@@ -129,6 +136,11 @@ func releaseTags(v string) []string {
 func (l *Loader) Load(ctx context.Context, src Source, files ...string) (*Program, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	if len(l.deps)+len(l.roots) > l.opts.MaxPackages {
+		l.fset = token.NewFileSet()
+		l.deps, l.roots, l.order = map[string]*checked{}, map[string]*checked{}, nil
+		l.listing = map[string]*dirListing{}
+	}
 	s := &session{
 		l: l, ctx: ctx, src: src,
 		lists:   map[string]*buildList{},
