@@ -1,0 +1,295 @@
+package codexhook
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"sort"
+	"strings"
+)
+
+// A hooks file (hooks.json beside a config.toml: ~/.codex/hooks.json for
+// the user, <project>/.codex/hooks.json for a project) is
+//
+//	{"hooks": {"Stop": [{"matcher": …, "hooks": [{"type": "command",
+//	  "command": "…", "timeout": 30, "statusMessage": "…"}]}], …}}
+//
+// Codex runs a command with `$SHELL -lc COMMAND` in the session's working
+// directory, the hook event on stdin, killing it after its timeout.
+// Install and Uninstall edit only the handlers a Spec owns: every other
+// key, event, group and handler is written back as it was, in its order.
+// They validate the whole edited event before writing anything, write
+// atomically, and leave the file untouched on any error.
+
+// Spec is the hook an installer manages.
+type Spec struct {
+	Event   EventName
+	Handler Handler
+	// Owns reports whether a command found in the file is one this
+	// installer manages (for example `needle hook codex …` at any path).
+	Owns func(command string) bool
+}
+
+// FileError reports a hooks or config file that cannot be edited safely;
+// nothing was changed.
+type FileError struct {
+	Path string
+	Msg  string
+}
+
+func (e *FileError) Error() string { return "codexhook: " + e.Path + ": " + e.Msg }
+
+// Result says what Install or Uninstall did.
+type Result struct {
+	Path    string // the file as codex names it (absolute)
+	Changed bool
+	// Key and Hash are the installed handler's trust key and trusted hash
+	// (Install only).
+	Key, Hash string
+	// Moved lists other handlers of the event whose position, and so trust
+	// key, changed: codex will ask the user to trust them again unless
+	// their state entry is moved from From to To.
+	Moved []Moved
+}
+
+// Moved is a handler that changed position.
+type Moved struct{ From, To string }
+
+// Install makes the hooks file at path hold exactly one handler owned by
+// spec, equal to spec.Handler: it appends a new matcher group at the end of
+// the event (so no other hook changes position) or updates the owned
+// handler in place, and removes further owned handlers. Installing twice
+// changes nothing the second time.
+func Install(path string, spec Spec) (Result, error) {
+	return edit(path, spec, true)
+}
+
+// Uninstall removes every handler owned by spec from the hooks file at
+// path, and the matcher groups that only they filled.
+func Uninstall(path string, spec Spec) (Result, error) {
+	return edit(path, spec, false)
+}
+
+func edit(path string, spec Spec, install bool) (Result, error) {
+	if !spec.Event.Known() {
+		return Result{}, fmt.Errorf("codexhook: unknown event %q", spec.Event)
+	}
+	if spec.Owns == nil || (install && !spec.Owns(spec.Handler.Command)) {
+		return Result{}, errors.New("codexhook: the spec does not own its own handler")
+	}
+	if install && (strings.TrimSpace(spec.Handler.Command) == "" || spec.Handler.Timeout < 0) {
+		return Result{}, errors.New("codexhook: a handler needs a command and a timeout of 0 (default) or more")
+	}
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return Result{}, err
+	}
+	res := Result{Path: abs}
+	target, data, mode, exists, err := readTarget(abs)
+	if err != nil {
+		return res, err
+	}
+	if !exists && !install {
+		return res, nil
+	}
+	root := objectNode()
+	if exists && len(bytes.TrimSpace(data)) > 0 {
+		if root, err = parseTree(data); err != nil {
+			return res, &FileError{abs, "not valid JSON: " + err.Error()}
+		}
+	}
+	groups, err := eventGroups(root, spec.Event, install)
+	if err != nil {
+		return res, &FileError{abs, err.Error()}
+	}
+	before := positions(groups)
+	var mine *node
+	if install {
+		mine = handlerNode(spec.Handler)
+		groups = placeHandler(groups, mine, spec.Owns)
+	} else {
+		groups = dropOwned(groups, spec.Owns, nil)
+	}
+	after := positions(groups)
+	for n, from := range before {
+		if to, ok := after[n]; ok && to != from {
+			res.Moved = append(res.Moved, Moved{
+				From: TrustKey(abs, spec.Event, from[0], from[1]),
+				To:   TrustKey(abs, spec.Event, to[0], to[1])})
+		}
+	}
+	sortMoved(res.Moved)
+	hooks := root.get("hooks")
+	if len(groups.items) == 0 {
+		hooks.remove(string(spec.Event))
+	} else {
+		hooks.set(string(spec.Event), groups)
+	}
+	if install {
+		at := after[mine]
+		res.Key = TrustKey(abs, spec.Event, at[0], at[1])
+		res.Hash = TrustHash(spec.Event, nil, spec.Handler)
+	}
+	if exists && sameTree(data, root) {
+		return res, nil // already so: the user's formatting stays
+	}
+	out := root.encode()
+	if !exists {
+		mode = 0o644
+	}
+	if err := writeAtomic(target, out, mode); err != nil {
+		return res, fmt.Errorf("codexhook: writing %s: %w", abs, err)
+	}
+	res.Changed = true
+	return res, nil
+}
+
+// sameTree reports whether data already means tree.
+func sameTree(data []byte, tree *node) bool {
+	old, err := parseTree(data)
+	return err == nil && bytes.Equal(old.encode(), tree.encode())
+}
+
+// eventGroups returns the event's matcher-group array, checking the shape
+// codex requires of everything it will index: an object at the top, an
+// object under "hooks", an array of group objects whose "hooks" are arrays
+// of handler objects with a string "type" (and, for commands, a string
+// "command"). With create it adds the missing containers.
+func eventGroups(root *node, event EventName, create bool) (*node, error) {
+	if root.kind != kindObject {
+		return nil, errors.New("the top level is not a JSON object")
+	}
+	hooks := root.get("hooks")
+	if hooks == nil {
+		hooks = objectNode()
+		root.set("hooks", hooks)
+	}
+	if hooks.kind != kindObject {
+		return nil, errors.New(`"hooks" is not an object`)
+	}
+	groups := hooks.get(string(event))
+	if groups == nil {
+		return arrayNode(), nil
+	}
+	if groups.kind != kindArray {
+		return nil, fmt.Errorf("hooks.%s is not an array", event)
+	}
+	for g, group := range groups.items {
+		at := fmt.Sprintf("hooks.%s[%d]", event, g)
+		if group.kind != kindObject {
+			return nil, fmt.Errorf("%s is not an object", at)
+		}
+		if m := group.get("matcher"); m != nil {
+			if _, ok := m.str(); !ok && !(m.kind == kindScalar && m.scalar == nil) {
+				return nil, fmt.Errorf("%s.matcher is not a string", at)
+			}
+		}
+		handlers := group.get("hooks")
+		if handlers == nil {
+			continue
+		}
+		if handlers.kind != kindArray {
+			return nil, fmt.Errorf("%s.hooks is not an array", at)
+		}
+		for h, handler := range handlers.items {
+			hat := fmt.Sprintf("%s.hooks[%d]", at, h)
+			if handler.kind != kindObject {
+				return nil, fmt.Errorf("%s is not an object", hat)
+			}
+			typ, ok := handler.get("type").str()
+			if !ok {
+				return nil, fmt.Errorf("%s.type is missing or not a string", hat)
+			}
+			if _, ok := handler.get("command").str(); typ == "command" && !ok {
+				return nil, fmt.Errorf("%s.command is missing or not a string", hat)
+			}
+		}
+	}
+	return groups, nil
+}
+
+// owned reports whether handler is a command the spec owns.
+func owned(handler *node, owns func(string) bool) bool {
+	typ, _ := handler.get("type").str()
+	cmd, ok := handler.get("command").str()
+	return typ == "command" && ok && owns(cmd)
+}
+
+// placeHandler puts mine where the first owned handler is (or in a new
+// group at the end) and drops every other owned handler.
+func placeHandler(groups *node, mine *node, owns func(string) bool) *node {
+	for _, group := range groups.items {
+		handlers := group.get("hooks")
+		if handlers == nil {
+			continue
+		}
+		for h, handler := range handlers.items {
+			if owned(handler, owns) {
+				if bytes.Equal(handler.encode(), mine.encode()) {
+					*mine = *handler // keep the very node, so positions match
+					handlers.items[h] = mine
+				} else {
+					handlers.items[h] = mine
+				}
+				return dropOwned(groups, owns, mine)
+			}
+		}
+	}
+	groups.items = append(groups.items, objectNode(member{"hooks", arrayNode(mine)}))
+	return groups
+}
+
+// dropOwned removes owned handlers other than keep, and the groups they
+// leave empty.
+func dropOwned(groups *node, owns func(string) bool, keep *node) *node {
+	var kept []*node
+	for _, group := range groups.items {
+		handlers := group.get("hooks")
+		if handlers == nil || len(handlers.items) == 0 {
+			kept = append(kept, group)
+			continue
+		}
+		var left []*node
+		for _, handler := range handlers.items {
+			if handler == keep || !owned(handler, owns) {
+				left = append(left, handler)
+			}
+		}
+		if len(left) == 0 {
+			continue
+		}
+		handlers.items = left
+		kept = append(kept, group)
+	}
+	groups.items = kept
+	return groups
+}
+
+// positions maps each handler node to its [group, handler] index.
+func positions(groups *node) map[*node][2]int {
+	at := map[*node][2]int{}
+	for g, group := range groups.items {
+		if handlers := group.get("hooks"); handlers != nil {
+			for h, handler := range handlers.items {
+				at[handler] = [2]int{g, h}
+			}
+		}
+	}
+	return at
+}
+
+func handlerNode(h Handler) *node {
+	n := objectNode(member{"type", stringNode("command")}, member{"command", stringNode(h.Command)})
+	if h.Timeout > 0 {
+		n.set("timeout", numberNode(h.Timeout))
+	}
+	if h.StatusMessage != "" {
+		n.set("statusMessage", stringNode(h.StatusMessage))
+	}
+	return n
+}
+
+func sortMoved(ms []Moved) {
+	sort.Slice(ms, func(i, j int) bool { return ms[i].From < ms[j].From })
+}

@@ -1,0 +1,222 @@
+package codexhook
+
+import (
+	"bytes"
+	"fmt"
+	"reflect"
+	"strings"
+
+	"github.com/BurntSushi/toml"
+)
+
+// Trust records in the user's config.toml at configPath that codex may run
+// the hook at key with definition hash (see TrustHash), the way codex's own
+// review would: it appends
+//
+//	[hooks.state."<key>"]
+//	trusted_hash = "<hash>"
+//
+// or updates that line in a block of exactly this form. Every edit is
+// checked by decoding the new file and comparing it with the old one plus
+// the one entry; a file that is not valid TOML, or one whose hooks.state is
+// written in another form (an inline table, say) that the edit would not
+// extend cleanly, is refused with a *FileError and left unchanged. Only a
+// user config counts: codex ignores hook state in project config files.
+func Trust(configPath, key, hash string) (bool, error) {
+	target, data, mode, exists, err := readTarget(configPath)
+	if err != nil {
+		return false, err
+	}
+	old, err := decodeTOML(data)
+	if err != nil {
+		return false, &FileError{configPath, "not valid TOML: " + err.Error()}
+	}
+	entry, hasEntry := stateEntry(old, key)
+	if entry["trusted_hash"] == hash {
+		return false, nil
+	}
+	var text []byte
+	if hasEntry {
+		var ok bool
+		if text, ok = replaceHashLine(data, key, hash); !ok {
+			return false, &FileError{configPath, fmt.Sprintf(
+				"hooks.state.%s is not written as a [hooks.state.%s] table with a trusted_hash line; set trusted_hash = %s there by hand",
+				tomlQuote(key), tomlQuote(key), tomlQuote(hash))}
+		}
+	} else {
+		text = append(bytes.Clone(data), trustBlock(key, hash)...)
+		if len(data) > 0 {
+			sep := "\n"
+			if !bytes.HasSuffix(data, []byte("\n")) {
+				sep = "\n\n"
+			}
+			text = append(append(bytes.Clone(data), sep...), trustBlock(key, hash)...)
+		}
+	}
+	want, _ := decodeTOML(data) // a second, independent copy of old
+	wantEntry, _ := stateEntry(want, key)
+	if !hasEntry {
+		wantEntry = map[string]any{}
+		setStateEntry(want, key, wantEntry)
+	}
+	wantEntry["trusted_hash"] = hash
+	if err := checkEdit(text, want); err != nil {
+		return false, &FileError{configPath, "cannot record hook trust safely: " + err.Error()}
+	}
+	if !exists {
+		mode = 0o600
+	}
+	if err := writeAtomic(target, text, mode); err != nil {
+		return false, fmt.Errorf("codexhook: writing %s: %w", configPath, err)
+	}
+	return true, nil
+}
+
+// Untrust removes the block Trust wrote for key, if it is still exactly
+// that block with hash; any other form of the entry is left for the user.
+// It reports whether the file changed.
+func Untrust(configPath, key, hash string) (bool, error) {
+	target, data, mode, exists, err := readTarget(configPath)
+	if err != nil || !exists {
+		return false, err
+	}
+	old, err := decodeTOML(data)
+	if err != nil {
+		return false, &FileError{configPath, "not valid TOML: " + err.Error()}
+	}
+	entry, ok := stateEntry(old, key)
+	if !ok || len(entry) != 1 || entry["trusted_hash"] != hash {
+		return false, nil
+	}
+	block := []byte(trustBlock(key, hash))
+	i := bytes.Index(data, block)
+	if i < 0 || (i > 0 && data[i-1] != '\n') {
+		return false, nil
+	}
+	text := append(bytes.Clone(data[:i]), data[i+len(block):]...)
+	text = bytes.TrimRight(text, "\n")
+	if len(text) > 0 {
+		text = append(text, '\n')
+	}
+	want, _ := decodeTOML(data)
+	state := want["hooks"].(map[string]any)["state"].(map[string]any)
+	delete(state, key)
+	if err := checkEdit(text, want); err != nil {
+		return false, nil // not the plain block it looked like: leave it
+	}
+	if err := writeAtomic(target, text, mode); err != nil {
+		return false, fmt.Errorf("codexhook: writing %s: %w", configPath, err)
+	}
+	return true, nil
+}
+
+func trustBlock(key, hash string) string {
+	return "[hooks.state." + tomlQuote(key) + "]\ntrusted_hash = " + tomlQuote(hash) + "\n"
+}
+
+// replaceHashLine rewrites the trusted_hash line of a [hooks.state."key"]
+// table written in the form trustBlock writes.
+func replaceHashLine(data []byte, key, hash string) ([]byte, bool) {
+	lines := strings.SplitAfter(string(data), "\n")
+	header := "[hooks.state." + tomlQuote(key) + "]"
+	for i, l := range lines {
+		if strings.TrimSpace(l) != header {
+			continue
+		}
+		for j := i + 1; j < len(lines); j++ {
+			t := strings.TrimSpace(lines[j])
+			if strings.HasPrefix(t, "[") {
+				break
+			}
+			if strings.HasPrefix(t, "trusted_hash") && strings.HasPrefix(strings.TrimSpace(strings.TrimPrefix(t, "trusted_hash")), "=") {
+				nl := ""
+				if strings.HasSuffix(lines[j], "\n") {
+					nl = "\n"
+				}
+				lines[j] = "trusted_hash = " + tomlQuote(hash) + nl
+				return []byte(strings.Join(lines, "")), true
+			}
+		}
+		return nil, false
+	}
+	return nil, false
+}
+
+// checkEdit decodes text and compares it with want, empty tables ignored
+// on both sides.
+func checkEdit(text []byte, want map[string]any) error {
+	got, err := decodeTOML(text)
+	if err != nil {
+		return err
+	}
+	if !reflect.DeepEqual(prune(got), prune(want)) {
+		return fmt.Errorf("the edited file would not mean the old one plus the entry")
+	}
+	return nil
+}
+
+func decodeTOML(data []byte) (map[string]any, error) {
+	doc := map[string]any{}
+	if _, err := toml.Decode(string(data), &doc); err != nil {
+		return nil, err
+	}
+	return doc, nil
+}
+
+// stateEntry returns hooks.state[key] when it is a table.
+func stateEntry(doc map[string]any, key string) (map[string]any, bool) {
+	hooks, _ := doc["hooks"].(map[string]any)
+	state, _ := hooks["state"].(map[string]any)
+	entry, ok := state[key].(map[string]any)
+	return entry, ok
+}
+
+func setStateEntry(doc map[string]any, key string, entry map[string]any) {
+	hooks, ok := doc["hooks"].(map[string]any)
+	if !ok {
+		hooks = map[string]any{}
+		doc["hooks"] = hooks
+	}
+	state, ok := hooks["state"].(map[string]any)
+	if !ok {
+		state = map[string]any{}
+		hooks["state"] = state
+	}
+	state[key] = entry
+}
+
+// prune drops empty tables, recursively.
+func prune(v any) any {
+	m, ok := v.(map[string]any)
+	if !ok {
+		return v
+	}
+	out := map[string]any{}
+	for k, x := range m {
+		x = prune(x)
+		if sub, ok := x.(map[string]any); ok && len(sub) == 0 {
+			continue
+		}
+		out[k] = x
+	}
+	return out
+}
+
+// tomlQuote quotes s as a TOML basic string.
+func tomlQuote(s string) string {
+	var b strings.Builder
+	b.WriteByte('"')
+	for _, r := range s {
+		switch {
+		case r == '"' || r == '\\':
+			b.WriteByte('\\')
+			b.WriteRune(r)
+		case r < 0x20 || r == 0x7f:
+			fmt.Fprintf(&b, `\u%04X`, r)
+		default:
+			b.WriteRune(r)
+		}
+	}
+	b.WriteByte('"')
+	return b.String()
+}
