@@ -41,7 +41,7 @@ test-contract: codex
 	rm -rf $(CODEX_SCHEMA)
 	$(CODEX_BIN) app-server generate-json-schema --out $(CODEX_SCHEMA)
 	NEEDLE_CODEX_BIN=$(CODEX_BIN) NEEDLE_CODEX_SCHEMA=$(CODEX_SCHEMA) \
-		$(GO) test -tags contract -count=1 ./product/internal/contract/... && \
+		$(GO) test -tags contract -count=1 ./product/internal/contract/... ./product/internal/codexhook && \
 	NEEDLE_CODEX_BIN=$(CODEX_BIN) NEEDLE_CODEX_SCHEMA=$(CODEX_SCHEMA) $(GO) test -tags contract -count=1 -run '^TestContract' ./product
 
 ## frozen-worker: re-record the evidence-worker transcripts of fixtures/worker
@@ -119,6 +119,9 @@ fuzz:
 	$(GO) test ./product/internal/typecheck -run '^$$' -fuzz '^FuzzBuildList$$' -fuzztime $(FUZZTIME)
 	NEEDLE_CODEX_BIN=$(CODEX_BIN) $(GO) test ./product/internal/testrun -run '^$$' -fuzz '^FuzzParseProfile$$' -fuzztime $(FUZZTIME)
 	NEEDLE_CODEX_BIN=$(CODEX_BIN) $(GO) test ./product/internal/testrun -run '^$$' -fuzz '^FuzzEventLog$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./product/internal/codexhook -run '^$$' -fuzz '^FuzzDecode$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./product/internal/codexhook -run '^$$' -fuzz '^FuzzInstall$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./product/internal/codexhook -run '^$$' -fuzz '^FuzzTrust$$' -fuzztime $(FUZZTIME)
 
 clean:
 	rm -rf $(BIN)

@@ -5,8 +5,9 @@ import "strings"
 // Command returns argv as one command line for a hooks file. Codex runs
 // it with `$SHELL -lc`, so every word is quoted for a POSIX shell: words
 // made only of safe characters stay as they are, others are put in single
-// quotes (a single quote itself becoming '\''). The line is the handler's
-// identity for trust, so the same argv must always give the same line.
+// quotes (a single quote inside becomes: quote, backslash, quote, quote).
+// The line is the handler's identity for trust, so the same argv always
+// gives the same line.
 func Command(argv ...string) string {
 	words := make([]string, len(argv))
 	for i, a := range argv {

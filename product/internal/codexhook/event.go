@@ -135,8 +135,8 @@ func Decode(data []byte) (Event, error) {
 	}
 	var ev Event
 	name, ok := tree.get("hook_event_name").str()
-	if !ok {
-		return Event{}, &InputError{Field: "hook_event_name", Msg: "missing or not a string"}
+	if !ok || name == "" {
+		return Event{}, &InputError{Field: "hook_event_name", Msg: "missing, empty or not a string"}
 	}
 	ev.Name = EventName(name)
 	isStop := ev.Name == EventStop

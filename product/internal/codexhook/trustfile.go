@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"reflect"
+	"regexp"
 	"strings"
 
 	"github.com/BurntSushi/toml"
@@ -30,6 +31,11 @@ func Trust(configPath, key, hash string) (bool, error) {
 	old, err := decodeTOML(data)
 	if err != nil {
 		return false, &FileError{configPath, "not valid TOML: " + err.Error()}
+	}
+	if inlineHooks(data) {
+		return false, &FileError{configPath, fmt.Sprintf(
+			"hooks or hooks.state is an inline table, which cannot be extended; add [hooks.state.%s] with trusted_hash = %s by hand",
+			tomlQuote(key), tomlQuote(hash))}
 	}
 	entry, hasEntry := stateEntry(old, key)
 	if entry["trusted_hash"] == hash {
@@ -108,6 +114,35 @@ func Untrust(configPath, key, hash string) (bool, error) {
 		return false, fmt.Errorf("codexhook: writing %s: %w", configPath, err)
 	}
 	return true, nil
+}
+
+// These match a line that assigns an inline table to hooks or hooks.state
+// (checked anywhere outside [hooks], which may refuse a file needlessly but
+// never lets one through), or to state inside [hooks].
+var (
+	inlineTop   = regexp.MustCompile(`^\s*["']?hooks["']?\s*(\.\s*["']?state["']?\s*)?=\s*\{`)
+	inlineState = regexp.MustCompile(`^\s*["']?state["']?\s*=\s*\{`)
+	header      = regexp.MustCompile(`^\s*\[`)
+	hooksHeader = regexp.MustCompile(`^\s*\[\s*["']?hooks["']?\s*\]`)
+)
+
+// inlineHooks reports whether the config defines hooks or hooks.state as
+// an inline table. TOML closes inline tables: appending a
+// [hooks.state."…"] table to one makes the file invalid for codex's
+// parser, though not for the Go decoder that checks our edits, so this
+// lexical check stands in front of it. It errs on the side of refusing.
+func inlineHooks(data []byte) bool {
+	inHooks := false
+	for _, line := range strings.Split(string(data), "\n") {
+		if header.MatchString(line) {
+			inHooks = hooksHeader.MatchString(line)
+			continue
+		}
+		if inlineTop.MatchString(line) && !inHooks || inHooks && inlineState.MatchString(line) {
+			return true
+		}
+	}
+	return false
 }
 
 func trustBlock(key, hash string) string {

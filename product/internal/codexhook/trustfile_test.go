@@ -1,0 +1,141 @@
+package codexhook
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/BurntSushi/toml"
+)
+
+const key = "/home/u/.codex/hooks.json:stop:1:0"
+
+const userConfig = `# my settings
+model = "gpt-5" # inline comment
+[features]
+hooks = true
+
+[[hooks.Stop]]
+[[hooks.Stop.hooks]]
+type = "command"
+command = "notify-send done"
+
+[hooks.state."/home/u/.codex/hooks.json:stop:0:0"]
+enabled = false
+`
+
+func trustedHash(t *testing.T, path, key string) any {
+	t.Helper()
+	var doc map[string]any
+	if _, err := toml.DecodeFile(path, &doc); err != nil {
+		t.Fatal(err)
+	}
+	hooks, _ := doc["hooks"].(map[string]any)
+	state, _ := hooks["state"].(map[string]any)
+	entry, _ := state[key].(map[string]any)
+	return entry["trusted_hash"]
+}
+
+func TestTrust(t *testing.T) {
+	t.Run("NewFile", func(t *testing.T) {
+		path := filepath.Join(t.TempDir(), "config.toml")
+		if changed, err := Trust(path, key, "sha256:aa"); err != nil || !changed {
+			t.Fatalf("Trust = %v, %v", changed, err)
+		}
+		if got := trustedHash(t, path, key); got != "sha256:aa" {
+			t.Errorf("trusted_hash = %v", got)
+		}
+		if fi, _ := os.Stat(path); fi.Mode().Perm() != 0o600 {
+			t.Errorf("mode = %v", fi.Mode())
+		}
+	})
+	t.Run("KeepsTheRest", func(t *testing.T) {
+		path := filepath.Join(t.TempDir(), "config.toml")
+		writeFile(t, path, userConfig)
+		if changed, err := Trust(path, key, "sha256:aa"); err != nil || !changed {
+			t.Fatalf("Trust = %v, %v", changed, err)
+		}
+		text := readFile(t, path)
+		if !strings.HasPrefix(text, userConfig) {
+			t.Errorf("the user's text changed:\n%s", text)
+		}
+		if got := trustedHash(t, path, key); got != "sha256:aa" {
+			t.Errorf("trusted_hash = %v", got)
+		}
+		if changed, err := Trust(path, key, "sha256:aa"); err != nil || changed || readFile(t, path) != text {
+			t.Errorf("second Trust = %v, %v", changed, err)
+		}
+		// A new hash (the binary moved) updates the one line.
+		if changed, err := Trust(path, key, "sha256:bb"); err != nil || !changed {
+			t.Fatalf("Trust with a new hash = %v, %v", changed, err)
+		}
+		if got := trustedHash(t, path, key); got != "sha256:bb" || strings.Count(readFile(t, path), key) != 1 {
+			t.Errorf("trusted_hash = %v in\n%s", got, readFile(t, path))
+		}
+		// Untrust removes exactly the block.
+		if changed, err := Untrust(path, key, "sha256:bb"); err != nil || !changed {
+			t.Fatalf("Untrust = %v, %v", changed, err)
+		}
+		if got := readFile(t, path); got != userConfig {
+			t.Errorf("after Untrust:\n%s", got)
+		}
+	})
+	t.Run("NoFinalNewline", func(t *testing.T) {
+		path := filepath.Join(t.TempDir(), "config.toml")
+		writeFile(t, path, `model = "x"`)
+		if _, err := Trust(path, key, "sha256:aa"); err != nil {
+			t.Fatal(err)
+		}
+		if got := trustedHash(t, path, key); got != "sha256:aa" {
+			t.Errorf("trusted_hash = %v", got)
+		}
+	})
+	t.Run("QuotedKey", func(t *testing.T) {
+		path := filepath.Join(t.TempDir(), "config.toml")
+		odd := `/home/a "b" \c/é.codex/hooks.json:stop:0:0`
+		if _, err := Trust(path, odd, "sha256:aa"); err != nil {
+			t.Fatal(err)
+		}
+		if got := trustedHash(t, path, odd); got != "sha256:aa" {
+			t.Errorf("trusted_hash = %v", got)
+		}
+	})
+}
+
+func TestTrust_RefusesAndChangesNothing(t *testing.T) {
+	for _, tc := range []struct{ name, data string }{
+		{"NotTOML", "model = \n"},
+		{"InlineHooks", "hooks = { state = {} }\n"},
+		{"InlineStateDotted", "model = \"m\"\n'hooks' . state = {}\n"},
+		{"InlineStateInTable", "[hooks]\nstate = { }\n[other]\nx = 1\n"},
+		{"InlineEntry", "[hooks.state]\n\"" + key + "\" = { trusted_hash = \"sha256:old\" }\n"},
+		{"DottedEntry", "[hooks]\nstate.\"" + key + "\".trusted_hash = \"sha256:old\"\n"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "config.toml")
+			writeFile(t, path, tc.data)
+			_, err := Trust(path, key, "sha256:aa")
+			var fe *FileError
+			if !errors.As(err, &fe) {
+				t.Errorf("Trust = %v, want a *FileError", err)
+			}
+			if got := readFile(t, path); got != tc.data {
+				t.Errorf("the file changed:\n%s", got)
+			}
+		})
+	}
+}
+
+func TestUntrust_LeavesOtherForms(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "config.toml")
+	data := "[hooks.state.\"" + key + "\"]\ntrusted_hash = \"sha256:aa\"\nenabled = true\n"
+	writeFile(t, path, data)
+	if changed, err := Untrust(path, key, "sha256:aa"); err != nil || changed || readFile(t, path) != data {
+		t.Errorf("Untrust of an entry the user extended = %v, %v", changed, err)
+	}
+	if changed, err := Untrust(path, key, "sha256:other"); err != nil || changed {
+		t.Errorf("Untrust of another hash = %v, %v", changed, err)
+	}
+}
