@@ -13,6 +13,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -39,6 +40,9 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
+// probeEnv is set in codex's environment to see whether hooks inherit it.
+const probeEnv = "NEEDLE_CODEXHOOK_PROBE"
+
 // contextReason is the continuation the stand-in hook answers with; its
 // <, > and & show how codex escapes a reason.
 const contextReason = "NEEDLE-CONTEXT: Greet is at greet.go:3-5 <func Greet> & friends"
@@ -51,12 +55,15 @@ func hookChild(mode, logDir string) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	entries, _ := os.ReadDir(logDir)
+	entries, _ := filepath.Glob(filepath.Join(logDir, "*.json"))
 	os.WriteFile(filepath.Join(logDir, fmt.Sprintf("%03d.json", len(entries))), data.Bytes(), 0o644)
 	ev, err := Decode(data.Bytes())
 	if err != nil || ev.Stop == nil {
 		fmt.Fprintln(os.Stderr, "decode:", err)
 		return 1
+	}
+	if probe, ok := os.LookupEnv(probeEnv); ok {
+		os.WriteFile(filepath.Join(logDir, "probe.txt"), []byte(probe), 0o644)
 	}
 	first := !ev.Stop.Active
 	switch mode {
@@ -193,13 +200,13 @@ func (s *session) run(t *testing.T, bin string) error {
 // payloads returns the raw events the hook received, in order.
 func (s *session) payloads(t *testing.T) [][]byte {
 	t.Helper()
-	entries, err := os.ReadDir(s.logDir)
+	entries, err := filepath.Glob(filepath.Join(s.logDir, "*.json"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	var out [][]byte
 	for _, e := range entries {
-		b, err := os.ReadFile(filepath.Join(s.logDir, e.Name()))
+		b, err := os.ReadFile(e)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -496,6 +503,98 @@ func TestContractStopHook_Payloads(t *testing.T) {
 			}
 			if os.Getenv("NEEDLE_UPDATE") == "1" {
 				record(t, "stop-"+strings.ToLower(tc.name)+".json", raw[0], map[string]string{s.work: "${CWD}", s.home: "${CODEX_HOME}"})
+			}
+		})
+	}
+}
+
+// TestContractAppServerStopHook: Stop hooks also run in App Server turns —
+// the continuation arrives as a hookPrompt item of the same turn, between
+// hook/started and hook/completed notifications, and the hook inherits the
+// server's environment — and thread/start's config features.hooks=false
+// turns them off for that thread. `needle exec` relies on both to keep an
+// installed hook from answering a marker it resolves itself.
+func TestContractAppServerStopHook(t *testing.T) {
+	bin := codexBin(t)
+	for _, hooksOn := range []bool{true, false} {
+		t.Run(fmt.Sprintf("hooks=%v", hooksOn), func(t *testing.T) {
+			s := newSession(t, markerScript())
+			s.installHook(t, s.hooksFile, s.hookSpec(t, "marker", 30), true)
+			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+			defer cancel()
+			var mu sync.Mutex
+			var hookRuns []string
+			c, err := appserver.Start(ctx, appserver.ProcSpec{Command: []string{bin, "app-server"}, Dir: s.work, CodexHome: s.home,
+				Env: []string{"PATH=" + os.Getenv("PATH"), "HOME=" + s.home, probeEnv + "=from-app-server"},
+				OnNotification: func(method string, params json.RawMessage) {
+					if method != "hook/completed" {
+						return
+					}
+					var p struct {
+						Run struct{ EventName, Status string }
+					}
+					json.Unmarshal(params, &p)
+					mu.Lock()
+					hookRuns = append(hookRuns, p.Run.EventName+":"+p.Run.Status)
+					mu.Unlock()
+				}}, appserver.ClientInfo{Name: "needle", Version: "0.0.1"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close(ctx)
+			params := appserver.ThreadStartParams{Cwd: s.work, Sandbox: "read-only", ApprovalPolicy: "never"}
+			if !hooksOn {
+				params.Config = map[string]any{"features": map[string]any{"hooks": false}}
+			}
+			th, err := c.StartThread(ctx, params)
+			if err != nil {
+				t.Fatal(err)
+			}
+			turn, err := c.StartTurn(ctx, appserver.TurnStartParams{ThreadID: th.ID, Input: []appserver.UserInput{appserver.TextInput("find Greet")}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			res, err := turn.Wait(ctx)
+			if err != nil || res.Status != "completed" {
+				t.Fatalf("turn = %+v, %v", res, err)
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			if !hooksOn {
+				if len(s.payloads(t)) != 0 || len(hookRuns) != 0 || len(s.model.Requests()) != 1 || res.FinalMessage != markerMessage {
+					t.Errorf("with hooks off: %d payloads, runs %v, %d model requests, final %q", len(s.payloads(t)), hookRuns, len(s.model.Requests()), res.FinalMessage)
+				}
+				return
+			}
+			if runs := fmt.Sprint(hookRuns); runs != "[stop:blocked stop:completed]" {
+				t.Errorf("hook runs = %s", runs)
+			}
+			var prompts []string
+			for _, it := range res.Items {
+				if it.Type == "hookPrompt" {
+					var p struct{ Fragments []struct{ Text string } }
+					json.Unmarshal(it.Raw, &p)
+					for _, f := range p.Fragments {
+						prompts = append(prompts, f.Text)
+					}
+				}
+			}
+			if len(prompts) != 1 || prompts[0] != contextReason {
+				t.Errorf("hookPrompt fragments = %q, want the reason as sent", prompts)
+			}
+			if res.FinalMessage != "Greet is in greet.go; done." {
+				t.Errorf("final message = %q", res.FinalMessage)
+			}
+			evs := s.payloads(t)
+			if len(evs) != 2 {
+				t.Fatalf("payloads = %d", len(evs))
+			}
+			ev, err := Decode(evs[0])
+			if err != nil || ev.SessionID != th.ID || ev.TurnID != turn.ID() {
+				t.Errorf("payload = %+v, %v; want thread %s turn %s", ev, err, th.ID, turn.ID())
+			}
+			if probe, err := os.ReadFile(filepath.Join(s.logDir, "probe.txt")); err != nil || string(probe) != "from-app-server" {
+				t.Errorf("the hook did not inherit the server's environment: %q, %v", probe, err)
 			}
 		})
 	}
