@@ -104,6 +104,10 @@ type field struct {
 	stop     bool   // the requirement holds for Stop events only
 }
 
+// fieldOrder lists fields in the order their absence is reported.
+var fieldOrder = []string{"hook_event_name", "session_id", "cwd", "turn_id", "transcript_path",
+	"model", "permission_mode", "stop_hook_active", "last_assistant_message"}
+
 // fields are the inputs this package models. The rule (strict where Needle
 // decides, tolerant where codex may grow): every modelled field that is
 // present must have the type the 0.171.0 schema gives it; the fields a
@@ -151,8 +155,8 @@ func Decode(data []byte) (Event, error) {
 		}
 	}
 	sort.Strings(ev.Unknown)
-	for key, f := range fields {
-		if f.required && (!f.stop || isStop) && tree.get(key) == nil {
+	for _, key := range fieldOrder {
+		if f := fields[key]; f.required && (!f.stop || isStop) && tree.get(key) == nil {
 			return Event{}, &InputError{Field: key, Msg: "missing"}
 		}
 	}

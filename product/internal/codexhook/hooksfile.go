@@ -99,7 +99,7 @@ func edit(path string, spec Spec, install bool) (Result, error) {
 			return res, &FileError{abs, "not valid JSON: " + err.Error()}
 		}
 	}
-	groups, err := eventGroups(root, spec.Event, install)
+	groups, err := eventGroups(root, spec.Event)
 	if err != nil {
 		return res, &FileError{abs, err.Error()}
 	}
@@ -121,10 +121,13 @@ func edit(path string, spec Spec, install bool) (Result, error) {
 	}
 	sortMoved(res.Moved)
 	hooks := root.get("hooks")
-	if len(groups.items) == 0 {
-		hooks.remove(string(spec.Event))
-	} else {
+	switch {
+	case len(groups.items) > 0 && hooks == nil:
+		root.set("hooks", objectNode(member{string(spec.Event), groups}))
+	case len(groups.items) > 0:
 		hooks.set(string(spec.Event), groups)
+	case hooks != nil:
+		hooks.remove(string(spec.Event))
 	}
 	if install {
 		at := after[mine]
@@ -155,15 +158,14 @@ func sameTree(data []byte, tree *node) bool {
 // codex requires of everything it will index: an object at the top, an
 // object under "hooks", an array of group objects whose "hooks" are arrays
 // of handler objects with a string "type" (and, for commands, a string
-// "command"). With create it adds the missing containers.
-func eventGroups(root *node, event EventName, create bool) (*node, error) {
+// "command"). A missing container reads as an empty array.
+func eventGroups(root *node, event EventName) (*node, error) {
 	if root.kind != kindObject {
 		return nil, errors.New("the top level is not a JSON object")
 	}
 	hooks := root.get("hooks")
 	if hooks == nil {
-		hooks = objectNode()
-		root.set("hooks", hooks)
+		return arrayNode(), nil
 	}
 	if hooks.kind != kindObject {
 		return nil, errors.New(`"hooks" is not an object`)

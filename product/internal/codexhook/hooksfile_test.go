@@ -205,6 +205,11 @@ func TestUninstall(t *testing.T) {
 		if err != nil || res.Changed || readFile(t, path) != theirs {
 			t.Errorf("Uninstall = %+v, %v; file changed", res, err)
 		}
+		other := filepath.Join(dir, "other.json")
+		writeFile(t, other, `{"x": 1}`)
+		if res, err := Uninstall(other, needleSpec("/opt/needle")); err != nil || res.Changed || readFile(t, other) != `{"x": 1}` {
+			t.Errorf("Uninstall of a file without hooks = %+v, %v: %s", res, err, readFile(t, other))
+		}
 		missing := filepath.Join(dir, "none", "hooks.json")
 		if res, err := Uninstall(missing, needleSpec("/opt/needle")); err != nil || res.Changed {
 			t.Errorf("Uninstall of a missing file = %+v, %v", res, err)
