@@ -50,14 +50,15 @@ func Trust(configPath, key, hash string) (bool, error) {
 				tomlQuote(key), tomlQuote(key), tomlQuote(hash))}
 		}
 	} else {
-		text = append(bytes.Clone(data), trustBlock(key, hash)...)
-		if len(data) > 0 {
-			sep := "\n"
-			if !bytes.HasSuffix(data, []byte("\n")) {
-				sep = "\n\n"
-			}
-			text = append(append(bytes.Clone(data), sep...), trustBlock(key, hash)...)
+		text = bytes.Clone(data)
+		switch {
+		case len(data) == 0:
+		case bytes.HasSuffix(data, []byte("\n")):
+			text = append(text, '\n')
+		default:
+			text = append(text, "\n\n"...)
 		}
+		text = append(text, trustBlock(key, hash)...)
 	}
 	want, _ := decodeTOML(data) // a second, independent copy of old
 	wantEntry, _ := stateEntry(want, key)
