@@ -1,0 +1,335 @@
+package web
+
+import "time"
+
+// This file is the versioned JSON contract between the resident runtime
+// and the UI (and any API client): the DTOs of /api/v1. It is a spec that
+// will move into package product with the runtime's handlers; the UI's
+// src/api.ts mirrors it field for field (api_test.go holds them together).
+//
+// Every DTO is an explicit projection. None may carry a raw store record,
+// a host-local (absolute) path, a transcript, a credential or raw model
+// output: paths are repository-relative, text fields are bounded summaries
+// written by Needle, and ids are content addresses or opaque ids.
+//
+// Routes (all under the guard: bearer token or session cookie; POSTs need
+// the server's Origin and application/json):
+//
+//	GET  /api/v1/status                               Status
+//	GET  /api/v1/needs?limit=&cursor=                 Page[ResolutionSummary]   newest first
+//	GET  /api/v1/evidence/{artifact_id}               EvidenceDetail            freshness checked now
+//	GET  /api/v1/accounting                           Accounting
+//	GET  /api/v1/lifecycles?limit=&cursor=            Page[LifecycleSummary]    most recently updated first
+//	GET  /api/v1/lifecycles/{change_id}               LifecycleDetail           journal replayed first
+//	GET  /api/v1/lifecycles/{change_id}/events?after=&limit=  Page[LifecycleEvent]  ascending seq
+//	POST /api/v1/lifecycles/{change_id}/approvals     ApprovalRequest → 201 Approval | 409 Error(conflict)
+//	POST /api/v1/lifecycles/{change_id}/apply         ApplyRequest → 200 ApplyResult | 409 Error(conflict)
+//	POST /api/v1/logout                               204
+//	GET  /api/v1/events?last_event_id=               text/event-stream (see StreamEvent types)
+//	GET  /login?code=                                 303 to / with the session cookie
+//
+// Errors are Error bodies with the HTTP status of their kind: 400
+// invalid_input, 401 unauthorized, 403 forbidden_origin, 404 not_found,
+// 409 conflict, 415 unsupported_media_type, 421 bad_host, 500 internal
+// (message "internal error"; details only in the log).
+
+// Page bounds of every list route.
+const (
+	DefaultPageSize = 25
+	MaxPageSize     = 100
+	// MaxTextBytes bounds every free-text field (task, summaries).
+	MaxTextBytes = 512
+)
+
+// Page is one bounded page of a list, newest first unless the route says
+// otherwise. NextCursor, opaque, fetches the next page; empty at the end.
+// EventID is the event stream's id as of just before the page was read:
+// a client that opens /api/v1/events?last_event_id=EventID misses nothing
+// (it may see an event for something the page already shows; events are
+// applied idempotently by id).
+type Page[T any] struct {
+	Items      []T    `json:"items"`
+	NextCursor string `json:"next_cursor,omitempty"`
+	EventID    string `json:"event_id"`
+}
+
+// Error is the body of every error response.
+type Error struct {
+	Error ErrorDetail `json:"error"`
+}
+
+// ErrorDetail says what went wrong; Conflict is set with status 409.
+type ErrorDetail struct {
+	Kind     string    `json:"kind"`
+	Message  string    `json:"message"`
+	Conflict *Conflict `json:"conflict,omitempty"`
+}
+
+// Conflict explains a 409: the approval's digests are not the change's
+// current ones (digest_mismatch), the work tree drifted from the patch's
+// base (work_tree_drift), or the lifecycle is not awaiting approval
+// (wrong_phase).
+type Conflict struct {
+	Reason   string          `json:"reason"`
+	Expected ApprovalDigests `json:"expected"`
+	Actual   ApprovalDigests `json:"actual"`
+	// Paths are the repository-relative paths that drifted (bounded).
+	Paths []string `json:"paths"`
+}
+
+// Status describes the runtime.
+type Status struct {
+	Version   string    `json:"version"`
+	Schema    int       `json:"schema"`
+	StartedAt time.Time `json:"started_at"`
+	EventID   string    `json:"event_id"`
+}
+
+// Subject is what a need is about.
+type Subject struct {
+	Kind string `json:"kind"`
+	Name string `json:"name"`
+}
+
+// ResolutionSummary is one entry of the need feed.
+type ResolutionSummary struct {
+	ResolutionID int64     `json:"resolution_id"`
+	At           time.Time `json:"at"`
+	NeedID       string    `json:"need_id"`
+	Route        string    `json:"route"`
+	Subject      Subject   `json:"subject"`
+	// Kind is the resolution kind (exact_hit … bypass); Hit is true for
+	// the kinds answered from certified evidence without a worker.
+	Kind          string   `json:"kind"`
+	Hit           bool     `json:"hit"`
+	WorkerSpawned bool     `json:"worker_spawned"`
+	TokensSpent   int64    `json:"tokens_spent"`
+	TokensSaved   int64    `json:"tokens_saved"`
+	LatencyMS     float64  `json:"latency_ms"`
+	CertificateID string   `json:"certificate_id,omitempty"`
+	ArtifactIDs   []string `json:"artifact_ids"`
+}
+
+// EvidenceDetail is one artifact with its certificate, dependencies and
+// their freshness, checked against the current source when requested.
+type EvidenceDetail struct {
+	Artifact     Artifact     `json:"artifact"`
+	Certificate  *Certificate `json:"certificate,omitempty"`
+	Dependencies []Dependency `json:"dependencies"`
+	Freshness    Freshness    `json:"freshness"`
+	EventID      string       `json:"event_id"`
+}
+
+// Artifact is a typed piece of evidence, projected: locations, flow steps
+// and tests, never the worker's text.
+type Artifact struct {
+	ArtifactID string     `json:"artifact_id"`
+	Kind       string     `json:"kind"`
+	Subject    Subject    `json:"subject"`
+	Status     string     `json:"status"` // certified or rejected
+	Locations  []Location `json:"locations"`
+	Steps      []FlowStep `json:"steps"`
+	Tests      []TestRef  `json:"tests"`
+	// Reasons are the validator's rejection reasons (rejected only).
+	Reasons []string `json:"reasons"`
+}
+
+// Location is a repository-relative span.
+type Location struct {
+	Path      string `json:"path"`
+	StartLine int    `json:"start_line"`
+	EndLine   int    `json:"end_line"`
+	Symbol    string `json:"symbol,omitempty"`
+}
+
+// FlowStep is one step of a runtime flow.
+type FlowStep struct {
+	Ordinal  int      `json:"ordinal"`
+	Location Location `json:"location"`
+	Action   string   `json:"action"`
+}
+
+// TestRef is one focused test; Command is derived by Needle.
+type TestRef struct {
+	Package string `json:"package"`
+	Name    string `json:"name"`
+	Path    string `json:"path"`
+	Command string `json:"command"`
+}
+
+// Certificate binds an artifact to the obligations it satisfies.
+type Certificate struct {
+	CertificateID    string    `json:"certificate_id"`
+	ValidatorVersion string    `json:"validator_version"`
+	Obligations      []string  `json:"obligations"`
+	CreatedAt        time.Time `json:"created_at"`
+}
+
+// Dependency is one file or directory listing the evidence depends on and
+// its state now: fresh, changed (proof replay may still hold) or missing.
+type Dependency struct {
+	Kind   string `json:"kind"` // file or dir
+	Path   string `json:"path"`
+	Digest string `json:"digest"`
+	State  string `json:"state"`
+}
+
+// Freshness is the verdict on the whole artifact now: fresh, replayed
+// (lines moved, proof replay re-certified them) or stale (never served).
+type Freshness struct {
+	State     string    `json:"state"`
+	CheckedAt time.Time `json:"checked_at"`
+	Changed   int       `json:"changed"`
+}
+
+// Accounting are the totals over every resolution, and a series for the
+// charts (hit rate and tokens saved over time).
+type Accounting struct {
+	Resolutions    int64             `json:"resolutions"`
+	Hits           int64             `json:"hits"`
+	HitRate        float64           `json:"hit_rate"`
+	WorkerRuns     int64             `json:"worker_runs"`
+	TokensSpent    int64             `json:"tokens_spent"`
+	TokensSaved    int64             `json:"tokens_saved"`
+	TokensBaseline int64             `json:"tokens_baseline"`
+	ByKind         map[string]int64  `json:"by_kind"`
+	Series         []AccountingPoint `json:"series"`
+	EventID        string            `json:"event_id"`
+}
+
+// AccountingPoint is one bucket of the series (bounded: at most 200).
+type AccountingPoint struct {
+	At          time.Time `json:"at"`
+	Resolutions int64     `json:"resolutions"`
+	Hits        int64     `json:"hits"`
+	TokensSpent int64     `json:"tokens_spent"`
+	TokensSaved int64     `json:"tokens_saved"`
+}
+
+// LifecycleSummary is one change lifecycle in the list.
+type LifecycleSummary struct {
+	ChangeID    string    `json:"change_id"`
+	Task        string    `json:"task"` // bounded to MaxTextBytes
+	Phase       string    `json:"phase"` // explore implement test review verify apply
+	Status      string    `json:"status"` // running awaiting_approval applied failed cancelled
+	UpdatedAt   time.Time `json:"updated_at"`
+	Events      int       `json:"events"`
+	StateDigest string    `json:"state_digest"`
+}
+
+// LifecycleDetail is one lifecycle, replayed from its journal.
+type LifecycleDetail struct {
+	Summary      LifecycleSummary `json:"summary"`
+	Phases       []PhaseState     `json:"phases"`
+	Patch        *Patch           `json:"patch,omitempty"`
+	Verification *Verification    `json:"verification,omitempty"`
+	// Approval is what the user would approve now: the three digests the
+	// approval binds, shown verbatim before the user approves.
+	Approval ApprovalState `json:"approval"`
+	EventID  string        `json:"event_id"`
+}
+
+// PhaseState is one phase of the fixed order and where it stands.
+type PhaseState struct {
+	Phase  string `json:"phase"`
+	Status string `json:"status"` // pending active done failed skipped
+}
+
+// Patch is the change's current patch, projected.
+type Patch struct {
+	PatchID  string      `json:"patch_id"`
+	Revision int         `json:"revision"`
+	Files    []PatchFile `json:"files"`
+}
+
+// PatchFile is one file the patch touches.
+type PatchFile struct {
+	Path    string `json:"path"`
+	Op      string `json:"op"` // add modify delete
+	Added   int    `json:"added"`
+	Removed int    `json:"removed"`
+}
+
+// Verification is the independent verifier's verdict on the patch.
+type Verification struct {
+	VerificationID string      `json:"verification_id"`
+	Verdict        string      `json:"verdict"` // verified rejected repairable inconclusive
+	Criteria       []Criterion `json:"criteria"`
+}
+
+// Criterion is one acceptance criterion by digest (its text stays in the
+// store) and whether the verifier found it met.
+type Criterion struct {
+	Digest    string `json:"digest"`
+	Satisfied bool   `json:"satisfied"`
+}
+
+// ApprovalState says whether an approval is possible now, with what.
+type ApprovalState struct {
+	Awaiting bool            `json:"awaiting"`
+	Digests  ApprovalDigests `json:"digests"`
+	Approval *Approval       `json:"approval,omitempty"`
+}
+
+// ApprovalDigests are the three digests an approval binds.
+type ApprovalDigests struct {
+	Patch        string `json:"patch"`
+	Verification string `json:"verification"`
+	Lifecycle    string `json:"lifecycle"`
+}
+
+// ApprovalRequest is the body of POST …/approvals: the digests the user
+// saw. Any that is not current is a 409 digest_mismatch.
+type ApprovalRequest struct {
+	Digests ApprovalDigests `json:"digests"`
+}
+
+// Approval is a recorded approval.
+type Approval struct {
+	ApprovalID string          `json:"approval_id"`
+	ChangeID   string          `json:"change_id"`
+	Digests    ApprovalDigests `json:"digests"`
+	ApprovedAt time.Time       `json:"approved_at"`
+}
+
+// ApplyRequest is the body of POST …/apply.
+type ApplyRequest struct {
+	ApprovalID string `json:"approval_id"`
+}
+
+// ApplyResult reports an apply that wrote the patch to the work tree.
+type ApplyResult struct {
+	ChangeID  string    `json:"change_id"`
+	PatchID   string    `json:"patch_id"`
+	Files     int       `json:"files"`
+	AppliedAt time.Time `json:"applied_at"`
+}
+
+// LifecycleEvent is one entry of a lifecycle's journal, in seq order.
+type LifecycleEvent struct {
+	Seq           int64     `json:"seq"`
+	At            time.Time `json:"at"`
+	Kind          string    `json:"kind"` // transition worker_result approval apply repair
+	From          string    `json:"from,omitempty"`
+	To            string    `json:"to,omitempty"`
+	Summary       string    `json:"summary"` // bounded, written by Needle
+	PayloadDigest string    `json:"payload_digest"`
+}
+
+// Event stream types (GET /api/v1/events). Data is the JSON of:
+//
+//	resolution  ResolutionSummary   a need was resolved
+//	lifecycle   LifecycleChange     a lifecycle moved
+//	accounting  Accounting          totals changed (series omitted)
+//	reset       {"reason": "…"}     resume impossible: reload state
+const (
+	EventResolution = "resolution"
+	EventLifecycle  = "lifecycle"
+	EventAccounting = "accounting"
+)
+
+// LifecycleChange is the data of a lifecycle event.
+type LifecycleChange struct {
+	Summary LifecycleSummary `json:"summary"`
+	Event   LifecycleEvent   `json:"event"`
+}

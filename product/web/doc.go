@@ -1,0 +1,24 @@
+// Package web holds the resident runtime's embedded UI and the contract of
+// the JSON API it consumes (api.go). It knows nothing of Needle's engine:
+// the runtime serves Assets and implements the routes api.go describes.
+//
+// The UI is TypeScript and React (from npm, pinned by package-lock.json)
+// in src/, bundled by `go generate ./product/web`, which runs
+// internal/build: it installs the npm packages if node_modules is missing
+// (npm ci), type-checks with tsc, and bundles with esbuild's Go API into
+// dist/. dist/ is committed and embedded, so building Needle needs no Node;
+// internal/build's test fails when dist/ is not what the sources build.
+//
+// The page has no inline script or style, loads nothing from another
+// origin, and works under the guard's Content-Security-Policy.
+//
+//	api.go       the /api/v1 DTOs and routes (the contract)
+//	assets.go    the embedded dist/ and its handler
+//	index.html   the page shell (copied to dist/)
+//	src/         the React application (api.ts mirrors api.go)
+//	internal/build     the generator (esbuild Go API)
+//	internal/devserve  a development server: the UI over an in-memory API,
+//	                   and the browser tests (chromedp + chromium)
+package web
+
+//go:generate go run ./internal/build

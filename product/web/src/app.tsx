@@ -1,0 +1,152 @@
+import { useCallback, useEffect, useRef, useState } from "react";
+import { Accounting, ApiError, LifecycleSummary, ResolutionSummary, api, openStream } from "./api";
+import { AccountingView, ErrorNote, EvidenceView, FeedView, LifecycleView, LifecyclesView } from "./views";
+
+// The feed keeps at most this many resolutions in memory.
+const FEED_MAX = 200;
+
+type Route = { view: "feed" } | { view: "accounting" } | { view: "lifecycles" } | { view: "lifecycle"; id: string } | { view: "evidence"; id: string };
+
+function parseRoute(hash: string): Route {
+  const parts = hash.replace(/^#\/?/, "").split("/").map(decodeURIComponent);
+  switch (parts[0]) {
+    case "accounting":
+      return { view: "accounting" };
+    case "lifecycles":
+      return parts[1] ? { view: "lifecycle", id: parts[1] } : { view: "lifecycles" };
+    case "evidence":
+      return parts[1] ? { view: "evidence", id: parts[1] } : { view: "feed" };
+    default:
+      return { view: "feed" };
+  }
+}
+
+function useRoute(): Route {
+  const [route, setRoute] = useState(() => parseRoute(location.hash));
+  useEffect(() => {
+    const f = () => setRoute(parseRoute(location.hash));
+    window.addEventListener("hashchange", f);
+    return () => window.removeEventListener("hashchange", f);
+  }, []);
+  return route;
+}
+
+type Live = "connecting" | "live" | "reconnecting";
+
+export function App() {
+  const route = useRoute();
+  const [authed, setAuthed] = useState<boolean>();
+  const [err, setErr] = useState<unknown>();
+  const [feed, setFeed] = useState<ResolutionSummary[]>([]);
+  const [fresh, setFresh] = useState<Set<number>>(new Set());
+  const [acct, setAcct] = useState<Accounting>();
+  const [lifecycles, setLifecycles] = useState<LifecycleSummary[]>([]);
+  const [lcVersion, setLcVersion] = useState<Record<string, number>>({});
+  const [live, setLive] = useState<Live>("connecting");
+  const [generation, setGeneration] = useState(0); // bumped by a reset
+  const acctTimer = useRef<number>(undefined);
+
+  const refreshAccounting = useCallback(() => {
+    window.clearTimeout(acctTimer.current);
+    acctTimer.current = window.setTimeout(() => api.accounting().then(setAcct, setErr), 250);
+  }, []);
+
+  // Load the snapshot, then follow the stream from the snapshot's event id.
+  useEffect(() => {
+    let close = () => {};
+    let cancelled = false;
+    (async () => {
+      try {
+        const page = await api.needs(); // read first: its event_id is the oldest
+        const [a, lc] = await Promise.all([api.accounting(), api.lifecycles()]);
+        if (cancelled) return;
+        setAuthed(true);
+        setFeed(page.items);
+        setAcct(a);
+        setLifecycles(lc.items);
+        close = openStream(page.event_id, {
+          resolution: (r) => {
+            setFeed((f) => (f.some((x) => x.resolution_id === r.resolution_id) ? f : [r, ...f].slice(0, FEED_MAX)));
+            setFresh((s) => new Set(s).add(r.resolution_id));
+            refreshAccounting();
+          },
+          accounting: () => refreshAccounting(),
+          lifecycle: (c) => {
+            setLifecycles((ls) => [c.summary, ...ls.filter((l) => l.change_id !== c.summary.change_id)]);
+            setLcVersion((v) => ({ ...v, [c.summary.change_id]: (v[c.summary.change_id] ?? 0) + 1 }));
+          },
+          reset: () => setGeneration((g) => g + 1),
+          state: setLive,
+        });
+      } catch (e) {
+        if (cancelled) return;
+        if (e instanceof ApiError && e.status === 401) setAuthed(false);
+        else setErr(e);
+      }
+    })();
+    return () => {
+      cancelled = true;
+      close();
+    };
+  }, [generation, refreshAccounting]);
+
+  if (authed === false) return <Login />;
+  if (authed === undefined && !err) return <p className="boot">Loading Needle…</p>;
+
+  return (
+    <>
+      <a className="skip" href="#main">
+        Skip to content
+      </a>
+      <header className="top">
+        <span className="brand">Needle</span>
+        <nav aria-label="Views">
+          <NavLink href="#/feed" current={route.view === "feed" || route.view === "evidence"}>
+            Need feed
+          </NavLink>
+          <NavLink href="#/accounting" current={route.view === "accounting"}>
+            Accounting
+          </NavLink>
+          <NavLink href="#/lifecycles" current={route.view === "lifecycles" || route.view === "lifecycle"}>
+            Lifecycles
+          </NavLink>
+        </nav>
+        <span className={"live live-" + live} role="status" aria-live="polite" id="live">
+          {live === "live" ? "Live" : live === "reconnecting" ? "Reconnecting…" : "Connecting…"}
+        </span>
+        <button type="button" className="link" onClick={() => api.logout().finally(() => setAuthed(false))}>
+          Log out
+        </button>
+      </header>
+      <main id="main" tabIndex={-1}>
+        {err ? <ErrorNote error={err} /> : null}
+        {route.view === "feed" && <FeedView feed={feed} acct={acct} fresh={fresh} />}
+        {route.view === "accounting" && <AccountingView acct={acct} />}
+        {route.view === "evidence" && <EvidenceView id={route.id} />}
+        {route.view === "lifecycles" && <LifecyclesView items={lifecycles} />}
+        {route.view === "lifecycle" && <LifecycleView id={route.id} version={(lcVersion[route.id] ?? 0) + generation * 1000} />}
+      </main>
+    </>
+  );
+}
+
+function NavLink({ href, current, children }: { href: string; current: boolean; children: React.ReactNode }) {
+  return (
+    <a href={href} aria-current={current ? "page" : undefined}>
+      {children}
+    </a>
+  );
+}
+
+function Login() {
+  return (
+    <main id="main" className="login">
+      <h1>Needle</h1>
+      <p role="alert">You are not logged in.</p>
+      <p>
+        Open the one-time login link that <code>needle serve</code> printed when it started. API clients send{" "}
+        <code>Authorization: Bearer</code> with the token from the data directory instead.
+      </p>
+    </main>
+  );
+}
