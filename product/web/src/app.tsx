@@ -122,9 +122,9 @@ export function App() {
         {err ? <ErrorNote error={err} /> : null}
         {route.view === "feed" && <FeedView feed={feed} acct={acct} fresh={fresh} />}
         {route.view === "accounting" && <AccountingView acct={acct} />}
-        {route.view === "evidence" && <EvidenceView id={route.id} />}
+        {route.view === "evidence" && <EvidenceView key={route.id} id={route.id} />}
         {route.view === "lifecycles" && <LifecyclesView items={lifecycles} />}
-        {route.view === "lifecycle" && <LifecycleView id={route.id} version={(lcVersion[route.id] ?? 0) + generation * 1000} />}
+        {route.view === "lifecycle" && <LifecycleView key={route.id} id={route.id} version={(lcVersion[route.id] ?? 0) + generation * 1000} />}
       </main>
     </>
   );

@@ -394,7 +394,7 @@ export function LifecycleView({ id, version }: { id: string; version: number }) 
           ) : (
             <p className="muted">Not verified yet.</p>
           )}
-          <ApprovePanel detail={d} onDone={() => setReload((n) => n + 1)} />
+          <ApprovePanel key={s.change_id} detail={d} onDone={() => setReload((n) => n + 1)} />
         </div>
         <div>
           <h2>Events</h2>
@@ -461,7 +461,9 @@ function ConflictNote({ c, message }: { c?: Conflict; message: string }) {
               </ul>
             </>
           )}
+          <h4>Approved digests</h4>
           <Digests title="Approved digests" d={c.expected} />
+          <h4>Current digests</h4>
           <Digests title="Current digests" d={c.actual} />
         </>
       )}
