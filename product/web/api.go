@@ -209,8 +209,8 @@ type AccountingPoint struct {
 // LifecycleSummary is one change lifecycle in the list.
 type LifecycleSummary struct {
 	ChangeID    string    `json:"change_id"`
-	Task        string    `json:"task"` // bounded to MaxTextBytes
-	Phase       string    `json:"phase"` // explore implement test review verify apply
+	Task        string    `json:"task"`   // bounded to MaxTextBytes
+	Phase       string    `json:"phase"`  // explore implement test review verify apply
 	Status      string    `json:"status"` // running awaiting_approval applied failed cancelled
 	UpdatedAt   time.Time `json:"updated_at"`
 	Events      int       `json:"events"`

@@ -67,7 +67,9 @@ func start(ctx context.Context, o options) (s *server, err error) {
 	broker := sse.New(sse.Options{Ring: o.ring})
 	guard, err := httpguard.New(httpguard.Config{
 		Token: token, Addr: addr, Public: web.IsAsset,
-		Refused: func(r *http.Request, status int, reason string) { o.log.Printf("refused %s %s: %d %s", r.Method, r.URL.Path, status, reason) },
+		Refused: func(r *http.Request, status int, reason string) {
+			o.log.Printf("refused %s %s: %d %s", r.Method, r.URL.Path, status, reason)
+		},
 	})
 	if err != nil {
 		l.Close()
