@@ -49,7 +49,8 @@ func Listen(path string) (*Listener, error) {
 		return nil, fmt.Errorf("ipc socket: %w", err)
 	}
 	ul.SetUnlinkOnClose(false) // the bound name moves; Close removes path
-	if err := os.Chmod(bind, 0o600); err == nil {
+	err = os.Chmod(bind, 0o600)
+	if err == nil {
 		err = os.Rename(bind, path)
 	}
 	if err != nil {
@@ -137,7 +138,8 @@ func Upgrade(w http.ResponseWriter, r *http.Request, proto string) (net.Conn, er
 	if err != nil {
 		return nil, fmt.Errorf("ipc upgrade: %w", err)
 	}
-	if _, err := fmt.Fprintf(brw, "HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: %s\r\n\r\n", proto); err == nil {
+	_, err = fmt.Fprintf(brw, "HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: %s\r\n\r\n", proto)
+	if err == nil {
 		err = brw.Flush()
 	}
 	if err != nil {
