@@ -87,6 +87,10 @@ func typecheck(dir string) error {
 
 // bundle builds the UI in memory: dist-relative name → content.
 func bundle(dir string) (map[string][]byte, error) {
+	dir, err := filepath.Abs(dir) // esbuild wants an absolute working directory
+	if err != nil {
+		return nil, err
+	}
 	res := api.Build(api.BuildOptions{
 		AbsWorkingDir:     dir,
 		EntryPoints:       []string{"src/main.tsx"},
