@@ -1,0 +1,45 @@
+//go:build harden
+
+package testscripts
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/rogpeppe/go-internal/testscript"
+)
+
+// TestHarden_Scripts runs the hardening scenarios kept as testscripts in
+// testdata/harden (the fix moves each into testdata with its item).
+func TestHarden_Scripts(t *testing.T) {
+	testscript.Run(t, testscript.Params{
+		Dir:                 filepath.Join("testdata", "harden"),
+		RequireExplicitExec: true,
+		RequireUniqueNames:  true,
+		Setup: func(env *testscript.Env) error {
+			frozen, err := filepath.Abs(filepath.Join("..", "frozen"))
+			env.Setenv("NEEDLE_FROZEN", frozen)
+			env.Setenv("NEEDLE_FIXTURES", filepath.Join(filepath.Dir(frozen), "fixtures"))
+			env.Setenv("NEEDLE_CORPUS", filepath.Join(filepath.Dir(frozen), "corpus"))
+			return err
+		},
+	})
+}
+
+// Issue 12 item 22: a file rewritten through a shared mmap can keep its
+// size, mtime, ctime and inode, so the stat cache (like git's index) trusts
+// the old digest. No fix is required, but the limit is documented beside
+// git's racy-clean rule, where a reader of the freshness rules looks.
+func TestHarden_SharedMmapLimitIsDocumented(t *testing.T) {
+	for _, doc := range []string{"../product/internal/snapshot/doc.go"} {
+		b, err := os.ReadFile(doc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(string(b), "mmap") {
+			t.Errorf("%s does not say that a write through a shared mmap can keep a file's stat (git's same limit)", doc)
+		}
+	}
+}
