@@ -5,6 +5,8 @@ import (
 	"strings"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/needle-dev/needle/product/internal/mdblock"
 )
 
 // MarkerPrefix starts a @@need marker line. The grammar is in doc.go.
@@ -21,18 +23,10 @@ func CompileMarker(line string, routes RouteSet) (CompiledNeed, error) {
 	return Compile(req, routes)
 }
 
-// FindMarker returns the one @@need marker line in a message: the line that,
-// after leading blanks, starts with "@@need" followed by a blank or the end of
-// the line. No marker, or more than one, is KindInvalidInput.
+// FindMarker returns the one @@need marker line of a message (MarkerLines).
+// No marker, or more than one, is KindInvalidInput.
 func FindMarker(message string) (string, error) {
-	var found []string
-	for _, line := range strings.Split(message, "\n") {
-		line = strings.TrimRight(strings.TrimLeft(line, " \t"), "\r")
-		rest, ok := strings.CutPrefix(line, MarkerPrefix)
-		if ok && (rest == "" || rest[0] == ' ' || rest[0] == '\t') {
-			found = append(found, line)
-		}
-	}
+	found := MarkerLines(message)
 	switch len(found) {
 	case 0:
 		return "", invalidf(opMarker, "marker", "no %s marker line", MarkerPrefix)
@@ -40,6 +34,30 @@ func FindMarker(message string) (string, error) {
 		return found[0], nil
 	}
 	return "", invalidf(opMarker, "marker", "%d %s marker lines; want exactly one", len(found), MarkerPrefix)
+}
+
+// MarkerLines returns the @@need marker lines of a message, leading spaces
+// removed: the lines of its top-level paragraphs (CommonMark block
+// structure, product/internal/mdblock) that start with "@@need" after at
+// most three spaces, followed by a blank or the end of the line. A marker
+// shown in a fenced or indented code block, an HTML block, a block quote
+// or a list item is not one; doc.go has the rule.
+func MarkerLines(message string) []string {
+	var found []string
+	for _, l := range mdblock.Lines(message) {
+		if !l.TopLevel {
+			continue
+		}
+		line := strings.TrimLeft(l.Text, " ")
+		if len(l.Text)-len(line) > 3 {
+			continue
+		}
+		rest, ok := strings.CutPrefix(line, MarkerPrefix)
+		if ok && (rest == "" || rest[0] == ' ' || rest[0] == '\t') {
+			found = append(found, line)
+		}
+	}
+	return found
 }
 
 // ParseMarker parses one @@need marker line strictly into the same typed

@@ -1,11 +1,19 @@
 package product
 
 import (
+	"encoding/json"
 	"errors"
+	"math/rand/v2"
+	"regexp"
+	"slices"
+	"sort"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/yuin/goldmark"
+	"github.com/yuin/goldmark/ast"
+	"github.com/yuin/goldmark/text"
 )
 
 func TestParseMarker_SeedTwin(t *testing.T) {
@@ -131,6 +139,7 @@ func TestFindMarker(t *testing.T) {
 		"ErrNone":      "no marker here\n@@needle is not one\n",
 		"ErrTwo":       "@@need locate.implementation symbol:A\n@@need locate.implementation symbol:B\n",
 		"ErrEmptyText": "",
+		"ErrFenced":    "Ask like this:\n```\n@@need locate.implementation symbol:A\n```\n",
 	} {
 		t.Run(name, func(t *testing.T) {
 			if _, err := FindMarker(msg); KindOf(err) != KindInvalidInput {
@@ -139,6 +148,125 @@ func TestFindMarker(t *testing.T) {
 		})
 	}
 }
+
+// TestMarkerLines holds the marker rule of doc.go: a marker is a line of a
+// top-level paragraph; shown markers (code, quotes, lists, HTML) are not.
+func TestMarkerLines(t *testing.T) {
+	const m = "@@need locate.implementation symbol:Greet"
+	for _, tc := range []struct {
+		name, msg string
+		want      int
+	}{
+		{"Alone", m, 1},
+		{"AfterProse", "I need the implementation first.\n" + m, 1},
+		{"ThreeSpaces", "   " + m, 1},
+		{"FourSpacesIsCode", "    " + m, 0},
+		{"TabIsCode", "\t" + m, 0},
+		{"IndentedContinuationKept", "text\n  " + m, 1},
+		{"TabContinuationNot", "text\n\t" + m, 0},
+		{"Fenced", "```\n" + m + "\n```", 0},
+		{"TildeFenced", "~~~ text\n" + m + "\n~~~", 0},
+		{"UnclosedFence", "```\n" + m, 0},
+		{"FencedExampleAndReal", "Like this:\n```\n" + m + "\n```\n" + m, 1},
+		{"Quoted", "> " + m, 0},
+		{"LazyQuote", "> as you said\n" + m, 0},
+		{"QuoteThenBlank", "> as you said\n\n" + m, 1},
+		{"ListItem", "- " + m, 0},
+		{"LazyListItem", "- step one\n" + m, 0},
+		{"ListThenBlank", "- step one\n\n" + m, 1},
+		{"InlineCode", "`" + m + "`", 0},
+		{"HTMLBlock", "<details>\n" + m + "\n</details>", 0},
+		{"AfterHTMLBlock", "<details>\n</details>\n\n" + m, 1},
+		{"SetextText", m + "\n---", 1},
+		{"Heading", "# " + m, 0},
+		{"Two", m + "\n\n" + m, 2},
+		{"CRLF", "text\r\n" + m + "\r\n", 1},
+		{"NotAWord", "@@needs locate.implementation symbol:Greet", 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := MarkerLines(tc.msg)
+			if len(got) != tc.want {
+				t.Fatalf("MarkerLines(%q) = %q, want %d", tc.msg, got, tc.want)
+			}
+			for _, l := range got {
+				if l != m {
+					t.Errorf("marker line %q, want %q", l, m)
+				}
+			}
+		})
+	}
+}
+
+// TestMarkerLines_Recorded: the messages the real codex passed to a Stop
+// hook (codexhook/testdata): a fenced example is no request, two markers
+// are two.
+func TestMarkerLines_Recorded(t *testing.T) {
+	for name, want := range map[string]int{"stop-marker": 1, "stop-fenced": 0, "stop-two": 2, "stop-none": 0, "stop-malformed": 1} {
+		var ev struct {
+			Message string `json:"last_assistant_message"`
+		}
+		if err := json.Unmarshal(MustReadFile(t, "internal/codexhook/testdata/"+name+".json"), &ev); err != nil {
+			t.Fatal(err)
+		}
+		if got := MarkerLines(ev.Message); len(got) != want {
+			t.Errorf("%s: %d markers %q, want %d", name, len(got), got, want)
+		}
+	}
+}
+
+// TestMarkerLines_Oracle compares the rule with an independent CommonMark
+// parser (goldmark): a marker is a line of a paragraph or setext heading
+// that is a child of the document, starting with @@need after at most
+// three spaces.
+func TestMarkerLines_Oracle(t *testing.T) {
+	const m = "@@need locate.implementation symbol:Greet"
+	pieces := []string{m, "  " + m, "    " + m, "> " + m, "- " + m, "1. " + m, "```", "~~~", "text", "", "> text",
+		"- text", "  " + m, "<details>", "</details>", "---", "`" + m + "`", "# " + m, "\t" + m}
+	r := rand.New(rand.NewPCG(16, 1))
+	for range 5000 {
+		var lines []string
+		for n := 1 + r.IntN(8); n > 0; n-- {
+			lines = append(lines, pieces[r.IntN(len(pieces))])
+		}
+		msg := strings.Join(lines, "\n")
+		if got, want := MarkerLines(msg), goldmarkMarkers(msg); !slices.Equal(got, want) {
+			t.Fatalf("MarkerLines(%q) = %q; goldmark says %q", msg, got, want)
+		}
+	}
+}
+
+func goldmarkMarkers(msg string) []string {
+	src := []byte(msg)
+	doc := goldmark.New().Parser().Parse(text.NewReader(src))
+	starts := []int{0}
+	for i, c := range src {
+		if c == '\n' {
+			starts = append(starts, i+1)
+		}
+	}
+	var out []string
+	seen := map[int]bool{}
+	for n := doc.FirstChild(); n != nil; n = n.NextSibling() {
+		if n.Kind() != ast.KindParagraph && n.Kind() != ast.KindHeading {
+			continue
+		}
+		for i := range n.Lines().Len() {
+			l := sort.SearchInts(starts, n.Lines().At(i).Start+1) - 1
+			end := len(msg)
+			if l+1 < len(starts) {
+				end = starts[l+1] - 1
+			}
+			raw := msg[starts[l]:end]
+			if mm := markerRE.FindString(raw); mm != "" && !seen[l] {
+				seen[l] = true
+				out = append(out, strings.TrimLeft(raw, " "))
+			}
+		}
+	}
+	return out
+}
+
+var markerRE = regexp.MustCompile(`^ {0,3}@@need(?:[ \t]|$)`)
 
 func TestFormatMarker_RoundTrip(t *testing.T) {
 	for _, src := range []string{

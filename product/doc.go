@@ -68,8 +68,32 @@
 // A marker is one line that a main model writes in its message. It carries
 // exactly what a need_context request carries, and ParseMarker yields the
 // same NeedRequest as the JSON twin, so both compile to the same need_id.
-// FindMarker picks the one marker line out of a message (leading blanks
-// allowed); none, or more than one, is invalid input.
+//
+// A model also shows markers it does not mean: it explains the syntax in a
+// code block or quotes the user. So a marker is a line the message says at
+// its top level, read as CommonMark block structure (messages are rendered
+// as Markdown; product/internal/mdblock): MarkerLines takes the lines
+// of paragraphs (and setext headings) that are direct children of the
+// message and start with "@@need", after at most three spaces, followed
+// by a blank or the end of the line. So these are not markers: a line in a
+// fenced code block (an unclosed fence runs to the end of the message), in
+// an indented code block (four spaces or a tab), in an HTML block, in a
+// block quote or in a list item — including a lazy continuation line
+// right after a quote or an item without a blank line between — and
+// inline code or a heading ("# @@need …"). A paragraph continuation line
+// indented by four or more columns is not one either. Lines that are not
+// markers do not count, so a fenced example next to one real marker is one
+// request. FindMarker wants exactly one; none, or more than one, is
+// invalid input.
+//
+//	I need the implementation first.         prose
+//	@@need locate.implementation symbol:Greet  a marker
+//
+//	```
+//	@@need locate.implementation symbol:Greet  shown in a fence: not one
+//	```
+//	> @@need tests.relevant symbol:Greet       quoted: not one
+//	- @@need tests.relevant symbol:Greet       a list item: not one
 //
 //	marker     = "@@need" blanks route blanks subject *( blanks clause ) [blanks]
 //	route      = word                          ; e.g. trace.state-flow
@@ -335,9 +359,11 @@
 // Outside the package: product/codextest (a replay App Server and a fake
 // model for tests and the harness, like net/http/httptest), product/migrations
 // (the embedded SQL), and the leaves under product/internal: appserver (the
-// App Server client), checkout (disposable checkouts), contentid, contract
+// App Server client), checkout (disposable checkouts), codexhook (codex's
+// lifecycle-hook protocol, hooks files and hook trust), contentid, contract
 // (the contract tier's scenarios), fakemodel, goevidence (go/ast proofs),
-// jsonrpc (the JSON-RPC server), migrate, ndjson (line I/O), procdir
-// (process-owned directories), replay, schema (JSON Schema builder),
-// snapshot (repository snapshots and digests) and transcript.
+// jsonrpc (the JSON-RPC server), mdblock (CommonMark block structure),
+// migrate, ndjson (line I/O), procdir (process-owned directories), replay,
+// schema (JSON Schema builder), snapshot (repository snapshots and
+// digests) and transcript.
 package product
