@@ -100,6 +100,24 @@ func (w World) MarshalJSON() ([]byte, error) {
 	}{w.Source, w.Platform, features})
 }
 
+// UnmarshalJSON reads what MarshalJSON writes (a stored NeedIR): features
+// "default" or a list.
+func (w *World) UnmarshalJSON(data []byte) error {
+	var raw struct {
+		Source   string          `json:"source"`
+		Platform string          `json:"platform"`
+		Features json.RawMessage `json:"features"`
+	}
+	if err := json.Unmarshal(data, &raw); err != nil {
+		return err
+	}
+	*w = World{Source: raw.Source, Platform: raw.Platform}
+	if string(raw.Features) == `"`+FeaturesDefault+`"` {
+		return nil
+	}
+	return json.Unmarshal(raw.Features, &w.Features)
+}
+
 // CompiledNeed is the result of Compile.
 type CompiledNeed struct {
 	ID           string `json:"need_id"`

@@ -1,6 +1,7 @@
 package product
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
 
@@ -162,4 +163,22 @@ func MustCanonicalID(tb testing.TB, tag string, v any) string {
 		tb.Fatal(err)
 	}
 	return id
+}
+
+// TestNeedIR_StoredRoundTrip: a stored NeedIR decodes to the IR it was.
+func TestNeedIR_StoredRoundTrip(t *testing.T) {
+	for _, src := range []string{string(MustReadFile(t, "../fixtures/need-context.json")),
+		`{"route":"tests.relevant","subject":{"kind":"symbol","name":"A"},"world":{"features":["a","b"]}}`} {
+		need, err := CompileJSON([]byte(src), AllRoutes())
+		if err != nil {
+			t.Fatal(err)
+		}
+		var back NeedIR
+		if err := json.Unmarshal([]byte(mustJSON(need.IR)), &back); err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff(need.IR, back); diff != "" {
+			t.Errorf("round trip (-want +got):\n%s", diff)
+		}
+	}
 }

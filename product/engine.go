@@ -155,23 +155,37 @@ func (e *Engine) Propose(ctx context.Context, raw []byte) (ProposeResult, error)
 	return res, nil
 }
 
-// ledger returns the session's ledger, creating the session on first use.
+// ledger returns the session's ledger: the one this engine keeps, or the
+// one its stored steps rebuild (a session an earlier process started), or
+// a new one, creating the session.
 func (e *Engine) ledger(ctx context.Context, session string) (*Ledger, error) {
+	l, _, err := e.loadLedger(ctx, session)
+	return l, err
+}
+
+// loadLedger is ledger, saying whether the session existed before.
+func (e *Engine) loadLedger(ctx context.Context, session string) (*Ledger, bool, error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if l, ok := e.ledgers[session]; ok {
-		return l, nil
+		return l, true, nil
 	}
-	routes := make([]string, len(e.cfg.Routes))
-	for i, r := range e.cfg.Routes {
-		routes[i] = string(r)
+	l, found, err := e.store.sessionLedger(ctx, session)
+	if err != nil {
+		return nil, false, err
 	}
-	if err := e.store.CreateSession(ctx, session, DefinitionID(), e.cfg.Transport, routes, e.cfg.MainModel); err != nil {
-		return nil, err
+	if !found {
+		routes := make([]string, len(e.cfg.Routes))
+		for i, r := range e.cfg.Routes {
+			routes[i] = string(r)
+		}
+		if err := e.store.CreateSession(ctx, session, DefinitionID(), e.cfg.Transport, routes, e.cfg.MainModel); err != nil {
+			return nil, false, err
+		}
+		l = &Ledger{}
 	}
-	l := &Ledger{}
 	e.ledgers[session] = l
-	return l, nil
+	return l, found, nil
 }
 
 // FreezeSession starts a session and records what it froze (f) with the
@@ -181,6 +195,28 @@ func (e *Engine) FreezeSession(ctx context.Context, session string, f SessionFre
 		return err
 	}
 	return e.store.freezeSession(ctx, session, e.root, f, e.cfg.Limits)
+}
+
+// ResumeSession continues a session an earlier process started — its
+// ledger is rebuilt from the store, so its limits hold across processes —
+// or starts and freezes it (FreezeSession) when there is none. A session
+// frozen for another repository is refused.
+func (e *Engine) ResumeSession(ctx context.Context, session string, f SessionFreeze) error {
+	_, existed, err := e.loadLedger(ctx, session)
+	if err != nil {
+		return err
+	}
+	if !existed {
+		return e.store.freezeSession(ctx, session, e.root, f, e.cfg.Limits)
+	}
+	repo, ok, err := e.store.sessionRepository(ctx, session)
+	switch {
+	case err != nil:
+		return err
+	case ok && repo != e.root:
+		return &Error{Op: "session.resume", Kind: KindConflict, Err: fmt.Errorf("session %s belongs to the repository %s, not %s", session, repo, e.root)}
+	}
+	return nil
 }
 
 // sessionProfile is the role-profile revision a session froze; a session

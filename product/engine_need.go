@@ -21,6 +21,12 @@ func (e *Engine) NeedContext(ctx context.Context, session string, req NeedReques
 		return NeedResult{}, err
 	}
 	defer e.turn.unlock()
+	return e.needContext(ctx, session, need)
+}
+
+// needContext resolves a compiled need for a session; the caller holds
+// the turn.
+func (e *Engine) needContext(ctx context.Context, session string, need CompiledNeed) (NeedResult, error) {
 	started := time.Now()
 	ledger, err := e.ledger(ctx, session)
 	if err != nil {

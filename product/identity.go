@@ -31,6 +31,7 @@ const (
 	tagPatch         = "needle.patch.v1"          // a patch's operations → patch_id
 	tagVerdict       = "needle.verdict.v1"        // a verifier's verdict → part of a repair's invocation
 	tagProfile       = "needle.profile.v1"        // Profile → a revision's digest
+	tagReply         = "needle.reply.v1"          // a reply's text → its digest in replies
 )
 
 // mustID returns the content id of a value the product itself built; such a

@@ -116,3 +116,71 @@ func (s *Store) sessionProfile(ctx context.Context, sessionID string) (rev Profi
 	}
 	return rev, true, decodeStored(body, &rev.Profile)
 }
+
+// sessionLedger rebuilds a session's ledger from what it stored: every
+// step is a need (a repeat is free), every resolution that spawned a
+// worker counts against the worker limit, and each resolved need is an
+// entry with what it left missing. ok is false when there is no such
+// session. A process that answers one need of a long-lived session (the
+// Codex hook runs once per stop) so starts from the same ledger the
+// session's earlier processes left.
+func (s *Store) sessionLedger(ctx context.Context, sessionID string) (l *Ledger, ok bool, err error) {
+	const op = "store.session_ledger"
+	var one int
+	switch err := s.db.QueryRowContext(ctx, `SELECT 1 FROM sessions WHERE session_id = ?`, sessionID).Scan(&one); {
+	case errNoRows(err):
+		return nil, false, nil
+	case err != nil:
+		return nil, false, storeError(op, err)
+	}
+	type row struct {
+		needID, relation string
+		ir, result       sql.NullString
+		spawned          sql.NullInt64
+	}
+	rows, err := queryAll(ctx, s.db, op, `SELECT s.need_id, s.relation, n.ir, r.result, r.worker_spawned FROM steps s
+		JOIN needs n ON n.need_id = s.need_id
+		LEFT JOIN resolutions r ON r.session_id = s.session_id AND r.ordinal = s.ordinal
+		WHERE s.session_id = ? ORDER BY s.ordinal`, []any{sessionID},
+		func(rs rowScanner, r *row) error {
+			return rs.Scan(&r.needID, &r.relation, &r.ir, &r.result, &r.spawned)
+		})
+	if err != nil {
+		return nil, false, err
+	}
+	l = &Ledger{}
+	for _, r := range rows {
+		if r.relation != string(RelationRepeat) {
+			l.Needs++
+		}
+		if !r.result.Valid {
+			continue // the step's resolution was never recorded (it failed)
+		}
+		l.Workers += int(r.spawned.Int64)
+		var ir NeedIR
+		var res struct {
+			Missing []CapabilityKind `json:"missing"`
+		}
+		if err := decodeStored(r.ir.String, &ir); err != nil {
+			return nil, false, err
+		}
+		if err := decodeStored(r.result.String, &res); err != nil {
+			return nil, false, err
+		}
+		l.Entries = append(l.Entries, ledgerEntry{NeedID: r.needID, IR: ir, Missing: res.Missing})
+	}
+	return l, true, nil
+}
+
+// sessionRepository returns the repository a session froze; ok is false
+// when it froze none.
+func (s *Store) sessionRepository(ctx context.Context, sessionID string) (repo string, ok bool, err error) {
+	err = s.db.QueryRowContext(ctx, `SELECT repository FROM session_freezes WHERE session_id = ?`, sessionID).Scan(&repo)
+	switch {
+	case errNoRows(err):
+		return "", false, nil
+	case err != nil:
+		return "", false, storeError("store.session_repository", err)
+	}
+	return repo, true, nil
+}

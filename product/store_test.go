@@ -324,6 +324,10 @@ var upgradeSeeds = map[int][]string{
 		`INSERT INTO patches VALUES ('chg_` + strings.Repeat("a", 24) + `', 1, 'accepted', 'b3:` + strings.Repeat("a", 64) + `', '[]', '{}', '[]', '{}', 'b3:` + strings.Repeat("b", 64) + `', '{}', '2024-01-06T00:00:00Z')`,
 		`INSERT INTO verifications VALUES ('chg_` + strings.Repeat("a", 24) + `', 1, 1, 'verified', '{}', '{}', 'b3:` + strings.Repeat("c", 64) + `', '{}', '2024-01-06T00:00:00Z')`,
 	},
+	7: {
+		`INSERT INTO replies VALUES ('s1', 'turn1', 1, 'context', 'b3:` + strings.Repeat("2", 64) + `', 1, 0, 'b3:` + strings.Repeat("d", 64) + `', '2024-01-07T00:00:00Z')`,
+		`INSERT INTO replies VALUES ('s1', 'turn1', 2, 'invalid', NULL, NULL, 1, 'b3:` + strings.Repeat("e", 64) + `', '2024-01-07T00:00:00Z')`,
+	},
 }
 
 func TestOpenStore_Upgrade(t *testing.T) {

@@ -1,0 +1,185 @@
+package product
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+)
+
+const markerNewSearcher = "I need to see where a Searcher is built.\n@@need locate.implementation symbol:NewSearcher"
+
+// reply answers one message of the session's turn; with fresh it does so in
+// a new engine, as the Codex hook does once per stop.
+func (te *testEngine) reply(session, turn, text string) Reply {
+	te.tb.Helper()
+	rev, err := te.Profile(context.Background(), DefaultProfileID)
+	if err != nil {
+		te.tb.Fatal(err)
+	}
+	if err := te.ResumeSession(context.Background(), session, SessionFreeze{Profile: rev, Protocol: "test"}); err != nil {
+		te.tb.Fatal(err)
+	}
+	r, err := te.Reply(context.Background(), MarkerMessage{Session: session, Turn: turn, Text: text})
+	if err != nil {
+		te.tb.Fatalf("Reply(%q): %v", text, err)
+	}
+	if len(r.Text) > MaxReplyBytes || (r.Kind == ReplyNone) != (r.Text == "") {
+		te.tb.Fatalf("reply %+v: text of %d bytes", r, len(r.Text))
+	}
+	return r
+}
+
+func (te *testEngine) replyRows(session string) (n int) {
+	te.tb.Helper()
+	if err := te.store.db.QueryRow(`SELECT count(*) FROM replies WHERE session_id = ?`, session).Scan(&n); err != nil {
+		te.tb.Fatal(err)
+	}
+	return n
+}
+
+func TestReply_Hit(t *testing.T) {
+	te := MustEngine(t, MustFixtureRepo(t, "grepx", true))
+	te.mustCertify(locNewSearcher)
+	s := CodexSession("t1")
+	r := te.reply(s, "turn1", markerNewSearcher)
+	if r.Kind != ReplyContext || r.Final || r.Result == nil || r.Result.Resolution.Kind != ResolutionCoverage {
+		t.Fatalf("reply %+v", r)
+	}
+	if !strings.Contains(r.Text, "search.go:15-17") || !strings.HasPrefix(r.Text, "Needle answered your @@need marker") ||
+		!strings.HasSuffix(r.Text, r.Result.Context) {
+		t.Errorf("reply text:\n%s", r.Text)
+	}
+	// The model repeats the marker in the same turn: it has the answer.
+	if again := te.reply(s, "turn1", "Thanks.\n"+markerNewSearcher); again.Kind != ReplyNone {
+		t.Errorf("a need answered in this turn was answered again: %+v", again)
+	}
+	// A later user turn may ask again: an exact hit, free of the need limit.
+	te.reopen()
+	later := te.reply(s, "turn2", markerNewSearcher)
+	if later.Kind != ReplyContext || later.Result.Resolution.Kind != ResolutionExact || later.Result.Step.Relation != RelationRepeat {
+		t.Errorf("later turn: %+v", later)
+	}
+	if n := te.replyRows(s); n != 2 {
+		t.Errorf("%d replies recorded, want 2", n)
+	}
+}
+
+func TestReply_Nothing(t *testing.T) {
+	te := MustEngine(t, MustFixtureRepo(t, "grepx", false))
+	s := CodexSession("t2")
+	for _, msg := range []string{"", "Done: NewSearcher builds it.", "Ask like this:\n```\n@@need locate.implementation symbol:X\n```",
+		"> @@need locate.implementation symbol:X"} {
+		if r := te.reply(s, "turn", msg); r.Kind != ReplyNone {
+			t.Errorf("Reply(%q) = %+v", msg, r)
+		}
+	}
+	if n := te.replyRows(s); n != 0 {
+		t.Errorf("%d replies recorded", n)
+	}
+}
+
+func TestReply_Invalid(t *testing.T) {
+	te := MustEngine(t, MustFixtureRepo(t, "grepx", false))
+	s := CodexSession("t3")
+	for name, tc := range map[string]struct{ msg, says string }{
+		"Malformed": {"Let me ask.\n@@need locate.implementation symbol:", "subject"},
+		"Two":       {"@@need locate.implementation symbol:A\n\n@@need tests.relevant symbol:A", "2 @@need marker lines; want exactly one"},
+		"Route":     {"@@need locate.everything symbol:A", "route"},
+		"Long":      {"@@need locate.implementation symbol:" + strings.Repeat("é", MaxMarkerBytes), "bytes"},
+	} {
+		r := te.reply(s, "turn-"+name, tc.msg)
+		if r.Kind != ReplyInvalid || r.Result != nil || !strings.Contains(r.Text, tc.says) ||
+			!strings.HasPrefix(r.Text, "Needle could not read your @@need marker") || len(r.Text) > maxInvalidReplyBytes+len(lastReplyNote) {
+			t.Errorf("%s: reply %+v (%d bytes)", name, r, len(r.Text))
+		}
+	}
+}
+
+// TestReply_AsksForever: a model that answers every reply with another
+// marker is answered replyLimit times in one turn, the last reply says so,
+// and then it gets nothing — whether it asks for new needs, repeats
+// itself or writes markers that do not read, and whether the engine lives
+// on or each stop runs in a new process.
+func TestReply_AsksForever(t *testing.T) {
+	limit := replyLimit(Limits{}.clamp())
+	for _, fresh := range []bool{false, true} {
+		for name, next := range map[string]func(i int) string{
+			"NewNeeds":  func(i int) string { return fmt.Sprintf("@@need locate.implementation symbol:F%d", i) },
+			"Malformed": func(int) string { return "@@need locate.implementation" },
+		} {
+			t.Run(fmt.Sprintf("%s/fresh=%v", name, fresh), func(t *testing.T) {
+				te := MustEngine(t, MustFixtureRepo(t, "grepx", false), func(c *Config) { c.CacheOnly = true })
+				s := CodexSession("forever")
+				var got []Reply
+				for i := range 3 * limit {
+					if fresh {
+						te.reopen(func(c *Config) { c.CacheOnly = true })
+					}
+					got = append(got, te.reply(s, "turn", next(i)))
+				}
+				for i, r := range got {
+					if answered := r.Kind != ReplyNone; answered != (i < limit) {
+						t.Fatalf("reply %d of %d: %+v (limit %d)", i, len(got), r, limit)
+					}
+					final := i == limit-1
+					if r.Final != final || strings.HasSuffix(r.Text, lastReplyNote) != final {
+						t.Errorf("reply %d: final %v, text %q", i, r.Final, r.Text)
+					}
+				}
+				if name == "NewNeeds" && !strings.Contains(got[limit-1].Text, "session need limit (3) reached") {
+					t.Errorf("the last reply does not name the limit:\n%s", got[limit-1].Text)
+				}
+				// Another user turn of the session: its needs are used up, so
+				// it gets the typed bypass once, as its last reply.
+				if name == "NewNeeds" {
+					r := te.reply(s, "turn2", next(99))
+					if r.Kind != ReplyBypass || !r.Final {
+						t.Errorf("next turn: %+v", r)
+					}
+					if again := te.reply(s, "turn2", next(100)); again.Kind != ReplyNone {
+						t.Errorf("next turn after its last reply: %+v", again)
+					}
+				}
+			})
+		}
+	}
+}
+
+// TestReply_SharesTheLedger: replies resolve in the session's ledger like
+// MCP calls, rebuilt from the store by a new process.
+func TestReply_SharesTheLedger(t *testing.T) {
+	w := &scriptedWorker{answers: map[CapabilityKind]string{CapImplementationLocation: locNewSearcher}}
+	te := MustEngine(t, MustFixtureRepo(t, "grepx", true), func(c *Config) { c.Worker = w })
+	s := CodexSession("ledger")
+	r := te.reply(s, "turn", markerNewSearcher)
+	if r.Kind != ReplyContext || !r.Result.WorkerSpawned || r.Result.Status != ResultWorker {
+		t.Fatalf("reply %+v", r)
+	}
+	te.reopen(func(c *Config) { c.Worker = w })
+	l, err := te.ledger(context.Background(), s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l.Needs != 1 || l.Workers != 1 || len(l.Entries) != 1 || l.Entries[0].NeedID != r.Result.NeedID {
+		t.Errorf("rebuilt ledger %+v", l)
+	}
+	// The same need through the engine's MCP path is a repeat of it.
+	again := te.needIn(s, needLocateNewSearcher)
+	if again.Step.Relation != RelationRepeat || again.Step.Ordinal != 2 {
+		t.Errorf("step %+v", again.Step)
+	}
+}
+
+func TestResumeSession_OtherRepository(t *testing.T) {
+	te := MustEngine(t, MustFixtureRepo(t, "grepx", false))
+	s := CodexSession("moved")
+	te.reply(s, "turn", "nothing")
+	other := MustFixtureRepo(t, "grepx", false)
+	te.reopen(func(c *Config) { c.Repository = other })
+	rev, _ := te.Profile(context.Background(), DefaultProfileID)
+	err := te.ResumeSession(context.Background(), s, SessionFreeze{Profile: rev})
+	if KindOf(err) != KindConflict {
+		t.Errorf("ResumeSession in another repository: %v", err)
+	}
+}

@@ -1,0 +1,129 @@
+package product
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"unicode/utf8"
+)
+
+// A main model that runs in Codex asks for a need by writing a @@need
+// marker in its message; the Codex Stop hook (hook.go) and needle exec
+// (exec.go) hand that message to Engine.Reply, which decides what Needle
+// says back — the continuation that makes the model go on. Both transports
+// share this decision, the session ledger and its limits; they differ only
+// in how the reply reaches the model.
+
+// MarkerMessage is a message of a main model that may hold a marker.
+type MarkerMessage struct {
+	// Session is the Needle session: "codex:" and the Codex thread id, so
+	// the hook and needle exec share the ledger of one Codex session.
+	Session string
+	// Turn names the user turn the message belongs to: replies are
+	// bounded per user turn, because each one makes the model go on
+	// without the user (the Codex turn of a hook, the first turn of a
+	// needle exec run).
+	Turn string
+	Text string
+}
+
+// CodexSession is the Needle session of a Codex thread.
+func CodexSession(threadID string) string { return "codex:" + threadID }
+
+// ReplyKind says what Needle answered.
+type ReplyKind string
+
+const (
+	ReplyNone    ReplyKind = "none"    // nothing: the model ends its turn
+	ReplyContext ReplyKind = "context" // the FrontierView of a resolved need
+	ReplyBypass  ReplyKind = "bypass"  // a typed bypass: the model works natively
+	ReplyInvalid ReplyKind = "invalid" // the marker does not read; the problem is named
+)
+
+// Reply is Needle's answer to a marker message.
+type Reply struct {
+	Kind ReplyKind
+	// Text is the continuation for the main model (at most MaxReplyBytes);
+	// empty for ReplyNone.
+	Text string
+	// Final: this turn gets no further reply.
+	Final bool
+	// Result is the resolution behind a context or bypass reply.
+	Result *NeedResult
+	// Why says, for ReplyNone, why nothing is said.
+	Why string
+}
+
+// MaxReplyBytes bounds a reply's text: a header and a FrontierView within
+// its default budget fit; it stays below what codex passes on whole to a
+// model as a hook's continuation (codexhook.MaxReason).
+const MaxReplyBytes = 8 << 10
+
+// maxInvalidReplyBytes bounds the reply to a marker that does not read: it
+// names the problem, nothing more.
+const maxInvalidReplyBytes = 1 << 10
+
+// replyLimit is how many replies one user turn gets: one per need the
+// session may resolve, and one more to say that its limit is reached (or
+// that a marker does not read). Past it the model's turn simply ends, so a
+// model that asks for ever is answered a bounded number of times.
+func replyLimit(l Limits) int { return l.Needs + 1 }
+
+// resolvedReply is the reply carrying a resolution: its FrontierView
+// behind a line that tells the model what it is. final adds that the turn
+// gets no more replies.
+func resolvedReply(r NeedResult, final bool) Reply {
+	kind, lead := ReplyContext, "Needle answered your @@need marker with certified evidence, proven fresh for the current source:"
+	switch {
+	case r.Status == ResultBypass:
+		kind, lead = ReplyBypass, "Needle has no answer to your @@need marker; do this work yourself:"
+	case r.Status == ResultPartial:
+		lead = "Needle answered part of your @@need marker with certified evidence, proven fresh for the current source:"
+	}
+	text := lead + "\n" + r.Context
+	if final {
+		text += lastReplyNote
+	}
+	return Reply{Kind: kind, Text: clipReply(text, MaxReplyBytes), Final: final, Result: &r}
+}
+
+// lastReplyNote ends the last reply of a turn.
+const lastReplyNote = "Needle answers no more @@need markers in this turn.\n"
+
+// invalidReply names what is wrong with a marker, so the model can write
+// it again, or go on without it.
+func invalidReply(err error, routes RouteSet) Reply {
+	var e *Error
+	problem := err.Error()
+	if errors.As(err, &e) && e.Err != nil {
+		problem = e.Err.Error()
+		if e.Path != "" && e.Path != "marker" {
+			problem = e.Path + ": " + problem
+		}
+	}
+	text := fmt.Sprintf("Needle could not read your @@need marker: %s. To ask, write exactly one line "+
+		"\"@@need ROUTE KIND:NAME\" (routes: %s) on its own, outside code blocks, quotes and lists; "+
+		"or continue without it.\n", oneLine(problem), strings.Join(routeNames(routes), ", "))
+	return Reply{Kind: ReplyInvalid, Text: clipReply(text, maxInvalidReplyBytes)}
+}
+
+func routeNames(rs RouteSet) []string {
+	out := make([]string, len(rs))
+	for i, r := range rs {
+		out[i] = string(r)
+	}
+	return out
+}
+
+// clipReply cuts text to max bytes on a rune boundary.
+func clipReply(text string, max int) string {
+	if len(text) <= max {
+		return text
+	}
+	const tail = "…\n"
+	cut := max - len(tail)
+	for cut > 0 && !utf8.RuneStart(text[cut]) {
+		cut--
+	}
+	return text[:cut] + tail
+}
