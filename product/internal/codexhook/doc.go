@@ -40,7 +40,7 @@
 //	command.go    Command: an argv as a hooks-file command line
 //	hooksfile.go  Install, Uninstall: merge a handler into hooks.json
 //	trust.go      TrustKey, TrustHash: codex's hook trust identity
-//	trustfile.go  Trust, Untrust: the trust entry in the user's config.toml
+//	trustfile.go  Trust, Untrust, MoveTrust: the trust entry in the user's config.toml
 //	jsontree.go   an order-keeping JSON tree for faithful rewrites
 //	atomic.go     symlink-following reads and atomic writes
 package codexhook

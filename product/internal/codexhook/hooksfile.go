@@ -2,10 +2,12 @@ package codexhook
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 )
 
@@ -49,9 +51,16 @@ type Result struct {
 	Key, Hash string
 	// Moved lists other handlers of the event whose position, and so trust
 	// key, changed: codex will ask the user to trust them again unless
-	// their state entry is moved from From to To.
+	// their state entry is moved from From to To (MoveTrust).
 	Moved []Moved
+	// Removed lists the owned handlers taken out of the file (by
+	// Uninstall, or duplicates collapsed by Install) with the trust key
+	// and hash they had, for Untrust.
+	Removed []Trusted
 }
+
+// Trusted is a handler's trust identity.
+type Trusted struct{ Key, Hash string }
 
 // Moved is a handler that changed position.
 type Moved struct{ From, To string }
@@ -104,6 +113,7 @@ func edit(path string, spec Spec, install bool) (Result, error) {
 		return res, &FileError{abs, err.Error()}
 	}
 	before := positions(groups)
+	owners := ownedHandlers(groups, spec)
 	var mine *node
 	if install {
 		mine = handlerNode(spec.Handler)
@@ -120,6 +130,12 @@ func edit(path string, spec Spec, install bool) (Result, error) {
 		}
 	}
 	sortMoved(res.Moved)
+	for _, o := range owners {
+		if _, kept := after[o.node]; !kept && o.node != mine {
+			from := before[o.node]
+			res.Removed = append(res.Removed, Trusted{Key: TrustKey(abs, spec.Event, from[0], from[1]), Hash: o.hash})
+		}
+	}
 	hooks := root.get("hooks")
 	switch {
 	case len(groups.items) > 0 && hooks == nil:
@@ -294,4 +310,45 @@ func handlerNode(h Handler) *node {
 
 func sortMoved(ms []Moved) {
 	sort.Slice(ms, func(i, j int) bool { return ms[i].From < ms[j].From })
+}
+
+// ownedHandler is a handler the spec owns with the trust hash of what the
+// file says of it ("" when its timeout is not a whole number codex would
+// read).
+type ownedHandler struct {
+	node *node
+	hash string
+}
+
+func ownedHandlers(groups *node, spec Spec) []ownedHandler {
+	var out []ownedHandler
+	for _, group := range groups.items {
+		handlers := group.get("hooks")
+		if handlers == nil {
+			continue
+		}
+		var matcher *string
+		if m, ok := group.get("matcher").str(); ok {
+			matcher = &m
+		}
+		for _, handler := range handlers.items {
+			if !owned(handler, spec.Owns) {
+				continue
+			}
+			h := Handler{}
+			h.Command, _ = handler.get("command").str()
+			h.StatusMessage, _ = handler.get("statusMessage").str()
+			hash := ""
+			if t := handler.get("timeout"); t == nil {
+				hash = TrustHash(spec.Event, matcher, h)
+			} else if n, ok := t.scalar.(json.Number); ok {
+				if v, err := strconv.Atoi(n.String()); err == nil && v >= 0 {
+					h.Timeout = v
+					hash = TrustHash(spec.Event, matcher, h)
+				}
+			}
+			out = append(out, ownedHandler{handler, hash})
+		}
+	}
+	return out
 }

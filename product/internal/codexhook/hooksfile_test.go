@@ -186,12 +186,16 @@ func TestUninstall(t *testing.T) {
 		path := filepath.Join(t.TempDir(), "hooks.json")
 		writeFile(t, path, theirs)
 		before := decoded(t, path)
-		if _, err := Install(path, needleSpec("/opt/needle")); err != nil {
+		in, err := Install(path, needleSpec("/opt/needle"))
+		if err != nil {
 			t.Fatal(err)
 		}
 		res, err := Uninstall(path, needleSpec("/elsewhere/needle"))
 		if err != nil || !res.Changed || res.Moved != nil {
 			t.Fatalf("Uninstall = %+v, %v", res, err)
+		}
+		if want := []Trusted{{in.Key, in.Hash}}; !cmp.Equal(want, res.Removed) {
+			t.Errorf("Removed = %v, want the installed handler's trust %v", res.Removed, want)
 		}
 		if diff := cmp.Diff(before, decoded(t, path)); diff != "" {
 			t.Errorf("file after install+uninstall (-before +after):\n%s", diff)

@@ -117,6 +117,44 @@ func Untrust(configPath, key, hash string) (bool, error) {
 	return true, nil
 }
 
+// MoveTrust re-keys the trust of a hook that changed position in its
+// hooks file (Result.Moved): the entry at from, when it is exactly a block
+// Trust would write and to has none, moves to to with the same hash (the
+// hash does not depend on the position). Any other form is left for the
+// user, who codex will then ask to review the hook again. It reports
+// whether the file changed.
+func MoveTrust(configPath, from, to string) (bool, error) {
+	target, data, mode, exists, err := readTarget(configPath)
+	if err != nil || !exists || from == to {
+		return false, err
+	}
+	old, err := decodeTOML(data)
+	if err != nil {
+		return false, &FileError{configPath, "not valid TOML: " + err.Error()}
+	}
+	entry, ok := stateEntry(old, from)
+	hash, isString := entry["trusted_hash"].(string)
+	if _, taken := stateEntry(old, to); !ok || len(entry) != 1 || !isString || taken {
+		return false, nil
+	}
+	block := []byte(trustBlock(from, hash))
+	i := bytes.Index(data, block)
+	if i < 0 || (i > 0 && data[i-1] != '\n') {
+		return false, nil
+	}
+	text := append(append(bytes.Clone(data[:i]), trustBlock(to, hash)...), data[i+len(block):]...)
+	want, _ := decodeTOML(data)
+	setStateEntry(want, to, map[string]any{"trusted_hash": hash})
+	delete(want["hooks"].(map[string]any)["state"].(map[string]any), from)
+	if err := checkEdit(text, want); err != nil {
+		return false, nil // not the plain block it looked like: leave it
+	}
+	if err := writeAtomic(target, text, mode); err != nil {
+		return false, fmt.Errorf("codexhook: writing %s: %w", configPath, err)
+	}
+	return true, nil
+}
+
 // These match a line that assigns an inline table to hooks or hooks.state
 // (checked anywhere outside [hooks], which may refuse a file needlessly but
 // never lets one through), or to state inside [hooks].

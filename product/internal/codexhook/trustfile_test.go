@@ -139,3 +139,41 @@ func TestUntrust_LeavesOtherForms(t *testing.T) {
 		t.Errorf("Untrust of another hash = %v, %v", changed, err)
 	}
 }
+
+func TestMoveTrust(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "config.toml")
+	const from, to, hash = "/h/hooks.json:stop:2:0", "/h/hooks.json:stop:1:0", "sha256:" + "ab"
+	if _, err := Trust(path, from, hash); err != nil {
+		t.Fatal(err)
+	}
+	changed, err := MoveTrust(path, from, to)
+	if err != nil || !changed {
+		t.Fatalf("MoveTrust = %v, %v", changed, err)
+	}
+	if got := trustedHash(t, path, to); got != hash {
+		t.Errorf("moved entry hash = %v", got)
+	}
+	if got := trustedHash(t, path, from); got != nil {
+		t.Errorf("old entry still there: %v", got)
+	}
+	// Another form, or a taken key: left for the user.
+	hand := "[hooks.state.\"" + from + "\"]\ntrusted_hash = \"" + hash + "\"\nnote = \"mine\"\n"
+	other := filepath.Join(dir, "other.toml")
+	if err := os.WriteFile(other, []byte(hand), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if changed, err := MoveTrust(other, from, to); err != nil || changed {
+		t.Errorf("MoveTrust of a hand-written entry = %v, %v", changed, err)
+	}
+	if _, err := Trust(path, from, hash); err != nil {
+		t.Fatal(err)
+	}
+	before, _ := os.ReadFile(path)
+	if changed, err := MoveTrust(path, from, to); err != nil || changed {
+		t.Errorf("MoveTrust onto a taken key = %v, %v", changed, err)
+	}
+	if after, _ := os.ReadFile(path); string(after) != string(before) {
+		t.Errorf("file changed:\n%s", after)
+	}
+}
