@@ -122,6 +122,9 @@ fuzz:
 	$(GO) test ./product/internal/codexhook -run '^$$' -fuzz '^FuzzDecode$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./product/internal/codexhook -run '^$$' -fuzz '^FuzzInstall$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./product/internal/codexhook -run '^$$' -fuzz '^FuzzTrust$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./product/internal/codexhook -run '^$$' -fuzz '^FuzzWords$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./product/internal/mdblock -run '^$$' -fuzz '^FuzzLines$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./product/internal/mdblock -run '^$$' -fuzz '^FuzzLinesAny$$' -fuzztime $(FUZZTIME)
 
 clean:
 	rm -rf $(BIN)

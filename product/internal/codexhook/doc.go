@@ -37,10 +37,11 @@
 //
 //	event.go      Event, Stop, Decode, Read: the hook input
 //	output.go     StopOutput: the Stop hook's answer; Clip
-//	command.go    Command: an argv as a hooks-file command line
+//	command.go    Command, Words: an argv as a hooks-file command line and back
 //	hooksfile.go  Install, Uninstall: merge a handler into hooks.json
 //	trust.go      TrustKey, TrustHash: codex's hook trust identity
 //	trustfile.go  Trust, Untrust, MoveTrust: the trust entry in the user's config.toml
+//	config.go     InspectConfig: TOML hooks, trusted projects, editability
 //	jsontree.go   an order-keeping JSON tree for faithful rewrites
 //	atomic.go     symlink-following reads and atomic writes
 package codexhook

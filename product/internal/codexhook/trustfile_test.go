@@ -177,3 +177,36 @@ func TestMoveTrust(t *testing.T) {
 		t.Errorf("file changed:\n%s", after)
 	}
 }
+
+func TestInspectConfig(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "config.toml")
+	facts, err := InspectConfig(path)
+	if err != nil || facts.TOMLHooks || len(facts.TrustedProjects) != 0 {
+		t.Fatalf("missing file: %+v, %v", facts, err)
+	}
+	text := ProjectLine("/w/my \"repo\"") + "\n[projects.\"/other\"]\ntrust_level = \"untrusted\"\n" +
+		"[hooks.state.\"k\"]\ntrusted_hash = \"h\"\n"
+	if err := os.WriteFile(path, []byte(text), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	facts, err = InspectConfig(path)
+	if err != nil || facts.TOMLHooks || !facts.TrustedProjects["/w/my \"repo\""] || facts.TrustedProjects["/other"] {
+		t.Errorf("%+v, %v", facts, err)
+	}
+	if err := os.WriteFile(path, []byte(text+"[[hooks.Stop]]\nhooks = []\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if facts, err = InspectConfig(path); err != nil || !facts.TOMLHooks {
+		t.Errorf("TOML hooks not seen: %+v, %v", facts, err)
+	}
+	for _, bad := range []string{"x = ", "hooks = { state = {} }\n"} {
+		if err := os.WriteFile(path, []byte(bad), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		var fe *FileError
+		if _, err := InspectConfig(path); !errors.As(err, &fe) {
+			t.Errorf("InspectConfig(%q) = %v, want a FileError", bad, err)
+		}
+	}
+}
