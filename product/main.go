@@ -42,6 +42,9 @@ var commands = []command{
 	{"evidence schema", usageEvidenceSchema, (*cli).evidenceSchema},
 	{"evidence propose", usageEvidencePropose, (*cli).evidencePropose},
 	{"mcp serve", usageMCPServe, (*cli).mcpServe},
+	{"hook codex", usageHookCodex, (*cli).hookCodex},
+	{"hook install", usageHookInstall, (*cli).hookInstall},
+	{"hook uninstall", usageHookUninstall, (*cli).hookUninstall},
 	{"profile", usageProfile, (*cli).profileCmd},
 	{"config", usageConfig, (*cli).config},
 	{"db check", usageDBCheck, (*cli).dbCheck},
@@ -65,6 +68,12 @@ Commands:
                     validate a proposal with the trusted validators and store it
   mcp serve --data-dir DIR --repository DIR --main-model NAME --role-profile ID [--cache-only] [--codex CMD]
                     serve the MCP tool need_context on stdio
+  hook codex --data-dir DIR [--role-profile ID] [--cache-only] [--codex CMD] [--deadline DUR]
+                    the Codex Stop hook: answer a @@need marker in the model's last message
+  hook install --codex [--user|--project] --data-dir DIR [--no-trust] …
+                    install the Codex Stop hook into codex's hooks file and trust it
+  hook uninstall [--codex] [--user|--project]
+                    remove the Codex Stop hook and its trust
   profile list|show|create --data-dir DIR [ID [FILE]]
                     manage role profiles (immutable revisions; "default" is built in)
   config set|get|list --data-dir DIR [KEY [VALUE]]

@@ -44,6 +44,7 @@ func TestScripts(t *testing.T) {
 			env.Setenv("NEEDLE_FROZEN", frozen)
 			env.Setenv("NEEDLE_FIXTURES", filepath.Join(filepath.Dir(frozen), "fixtures"))
 			env.Setenv("NEEDLE_CORPUS", filepath.Join(filepath.Dir(frozen), "corpus"))
+			env.Setenv("NEEDLE_HOOKDATA", filepath.Join(filepath.Dir(frozen), "product", "internal", "codexhook", "testdata"))
 			return err
 		},
 		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
