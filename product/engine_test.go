@@ -347,9 +347,13 @@ func MustReadFile(tb testing.TB, path string) []byte {
 // is the needle command (cmd/needle: Main, cancelled by SIGINT and SIGTERM).
 func TestMain(m *testing.M) {
 	codextest.ServeIfReplay()
-	if len(os.Args) > 1 && os.Args[1] == needleArg {
+	args, asNeedle := os.Args[1:], os.Getenv(asNeedleEnv) == "1"
+	if len(args) > 0 && args[0] == needleArg {
+		args, asNeedle = args[1:], true
+	}
+	if asNeedle {
 		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-		code := Main(ctx, os.Args[2:], os.Stdin, os.Stdout, os.Stderr)
+		code := Main(ctx, args, os.Stdin, os.Stdout, os.Stderr)
 		stop()
 		os.Exit(code)
 	}
@@ -358,6 +362,11 @@ func TestMain(m *testing.M) {
 
 // needleArg is the first argument of this test binary started as needle.
 const needleArg = "product-test-needle"
+
+// asNeedleEnv=1 in its environment makes this test binary the needle
+// command with its arguments as they are: how a hook command line that
+// needle hook install wrote for this binary runs it.
+const asNeedleEnv = "NEEDLE_PRODUCT_TEST_AS_NEEDLE"
 
 // needleCommand runs the needle command with args: this test binary.
 func needleCommand(tb testing.TB, args ...string) *exec.Cmd {
