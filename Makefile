@@ -10,7 +10,7 @@ CODEX_PREFIX := .cache/codex-$(CODEX_VERSION)
 CODEX_BIN ?= $(CURDIR)/$(CODEX_PREFIX)/node_modules/@openai/codex-linux-x64/vendor/x86_64-unknown-linux-musl/bin/codex
 CODEX_SCHEMA := $(CURDIR)/.cache/codex-schema-$(CODEX_VERSION)
 
-.PHONY: all build test test-unit test-contract codex frozen-worker frozen-changes frozen-corpus bench bench-smoke check lint fmt vet staticcheck demo fuzz clean
+.PHONY: all build test test-unit test-contract codex frozen-worker frozen-changes frozen-hook frozen-exec frozen-corpus bench bench-smoke check lint fmt vet staticcheck demo fuzz clean
 
 all: build
 
@@ -63,6 +63,20 @@ frozen-changes: build codex
 		$(BIN)/needlebench record-change --codex $(CODEX_BIN) --repository fixtures/repos/grepx.txtar \
 			--scenario fixtures/changes/$$n.json --out frozen/changes/$$n || exit 1; \
 	done
+
+## frozen-hook: re-record the evidence-worker session the Codex hook's
+## testscripts and contract tier replay (frozen/hook/worker)
+frozen-hook: build codex
+	rm -rf frozen/hook/worker
+	$(BIN)/needlebench record --codex $(CODEX_BIN) --repository fixtures/repos/greet.txtar \
+		--need fixtures/hook/greet.need.json --answer fixtures/hook/greet.answer.json --out frozen/hook/worker
+
+## frozen-exec: re-record the needle exec scenarios with the real codex as
+## the main thread and the fake model as the main model: each main thread
+## into frozen/exec/NAME/main.jsonl, its real workers into
+## frozen/exec/NAME/workers/ (the replay tier plays them)
+frozen-exec: codex
+	NEEDLE_UPDATE=1 NEEDLE_CODEX_BIN=$(CODEX_BIN) $(GO) test -tags contract -count=1 -run '^TestContractExec$$' ./product
 
 ## bench: the main job — play the bundled default corpus (four real Go
 ## modules, two versions each) through the product with the replay App

@@ -340,6 +340,7 @@
 //	reply.go             Reply: what Needle answers to a marker in a model's message
 //	engine_reply.go      Engine.Reply: per-turn limits, resolution, the record
 //	hook.go              the Codex Stop hook: answering a stop, installing the hook
+//	exec.go              needle exec: the main model's App Server thread and the delivery of replies
 //	worker.go            WorkerPort and its request and result types
 //	worker_codex.go      the Codex App Server worker (sessions, checkouts, homes)
 //	worker_change.go     the change workers' prompts, answer schemas and judging

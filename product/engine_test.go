@@ -347,6 +347,9 @@ func MustReadFile(tb testing.TB, path string) []byte {
 // is the needle command (cmd/needle: Main, cancelled by SIGINT and SIGTERM).
 func TestMain(m *testing.M) {
 	codextest.ServeIfReplay()
+	if len(os.Args) > 2 && os.Args[1] == compactRelayArg {
+		os.Exit(serveCompactRelay(os.Args[2:]))
+	}
 	args, asNeedle := os.Args[1:], os.Getenv(asNeedleEnv) == "1"
 	if len(args) > 0 && args[0] == needleArg {
 		args, asNeedle = args[1:], true

@@ -115,29 +115,9 @@ func (r *hookRun) count(typ string) int {
 	return n
 }
 
-// inputs returns the text of the last input item of each model request.
-func (r *hookRun) inputs(t *testing.T) []string {
-	t.Helper()
-	var out []string
-	for _, req := range r.model.Requests() {
-		var body struct {
-			Input []struct {
-				Type, Role string
-				Content    []struct{ Text string }
-			}
-		}
-		if err := json.Unmarshal(req.Body, &body); err != nil || len(body.Input) == 0 {
-			t.Fatalf("model request: %v", err)
-		}
-		last := body.Input[len(body.Input)-1]
-		var text []string
-		for _, c := range last.Content {
-			text = append(text, c.Text)
-		}
-		out = append(out, last.Role+": "+strings.Join(text, ""))
-	}
-	return out
-}
+// inputs returns the role and text of the last input item of each model
+// request.
+func (r *hookRun) inputs(t *testing.T) []string { return modelInputs(t, r.model) }
 
 // replies returns the kinds of the replies recorded for the run's session.
 func (r *hookRun) replies(t *testing.T) []string {
@@ -161,8 +141,6 @@ func (r *hookRun) replies(t *testing.T) []string {
 func msg(text string) fakemodel.Response {
 	return fakemodel.Message("", "", text, fakemodel.Usage{Input: 100, Output: 20})
 }
-
-const greetMarker = "I need the implementation first.\n@@need locate.implementation symbol:Greet"
 
 // hookPrompt is how codex 0.171.0 hands a block's reason to the model.
 func hookPrompt(hooksFile string) string {
@@ -268,4 +246,29 @@ func TestContractHook_AsksForever(t *testing.T) {
 	if r.count("turn.completed") != 1 || r.count("turn.failed") != 0 {
 		t.Errorf("the turn did not end normally: %v", r.events)
 	}
+}
+
+// modelInputs returns the role and text of the last input item of each
+// request the model received.
+func modelInputs(t *testing.T, m *fakemodel.Server) []string {
+	t.Helper()
+	var out []string
+	for _, req := range m.Requests() {
+		var body struct {
+			Input []struct {
+				Type, Role string
+				Content    []struct{ Text string }
+			}
+		}
+		if err := json.Unmarshal(req.Body, &body); err != nil || len(body.Input) == 0 {
+			t.Fatalf("model request: %v", err)
+		}
+		last := body.Input[len(body.Input)-1]
+		var text []string
+		for _, c := range last.Content {
+			text = append(text, c.Text)
+		}
+		out = append(out, last.Role+": "+strings.Join(text, ""))
+	}
+	return out
 }

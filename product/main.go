@@ -42,6 +42,7 @@ var commands = []command{
 	{"evidence schema", usageEvidenceSchema, (*cli).evidenceSchema},
 	{"evidence propose", usageEvidencePropose, (*cli).evidencePropose},
 	{"mcp serve", usageMCPServe, (*cli).mcpServe},
+	{"exec", usageExec, (*cli).exec},
 	{"hook codex", usageHookCodex, (*cli).hookCodex},
 	{"hook install", usageHookInstall, (*cli).hookInstall},
 	{"hook uninstall", usageHookUninstall, (*cli).hookUninstall},
@@ -68,6 +69,8 @@ Commands:
                     validate a proposal with the trusted validators and store it
   mcp serve --data-dir DIR --repository DIR --main-model NAME --role-profile ID [--cache-only] [--codex CMD]
                     serve the MCP tool need_context on stdio
+  exec [--coordination new-turn|continue-working] --codex CMD --data-dir DIR PROMPT
+                    run the main model as a Codex App Server thread and answer its @@need markers
   hook codex --data-dir DIR [--role-profile ID] [--cache-only] [--codex CMD] [--deadline DUR]
                     the Codex Stop hook: answer a @@need marker in the model's last message
   hook install --codex [--user|--project] --data-dir DIR [--no-trust] …

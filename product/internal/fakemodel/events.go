@@ -88,6 +88,17 @@ func FunctionCall(respID, callID, name, arguments string, u Usage) Response {
 	}}
 }
 
+// MessageThenCall returns a response in which the model says text and then,
+// in the same response, calls a tool: the turn goes on after the message
+// (the commentary a model writes before it acts). Ids are filled in as for
+// Message and FunctionCall.
+func MessageThenCall(respID, msgID, text, callID, name, arguments string, u Usage) Response {
+	msg := Message(respID, msgID, text, u).Events
+	call := FunctionCall(respID, callID, name, arguments, u).Events
+	events := append(msg[:len(msg)-1:len(msg)-1], call[1:]...)
+	return Response{Events: events}
+}
+
 func created(respID string) map[string]any {
 	return map[string]any{"type": "response.created", "response": map[string]any{"id": respID}}
 }

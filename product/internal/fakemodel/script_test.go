@@ -91,3 +91,19 @@ supports_websockets = false
 		t.Errorf("tomlString = %s", got)
 	}
 }
+
+func TestMessageThenCall(t *testing.T) {
+	r := MessageThenCall("", "", "let me look", "", "exec_command", `{"cmd":"ls"}`, Usage{Input: 10, Output: 2})
+	var types []string
+	for _, ev := range r.Events {
+		types = append(types, ev["type"].(string))
+	}
+	want := "response.created response.output_item.added response.output_text.delta response.output_text.delta " +
+		"response.output_text.delta response.output_item.done response.output_item.done response.completed"
+	if got := strings.Join(types, " "); got != want {
+		t.Errorf("events %s", got)
+	}
+	if it := r.Events[len(r.Events)-2]["item"].(map[string]any); it["type"] != "function_call" || it["name"] != "exec_command" {
+		t.Errorf("last item %v", it)
+	}
+}

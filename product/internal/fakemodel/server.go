@@ -101,6 +101,10 @@ func (s *Server) Release() {
 	s.releaseOnce.Do(func() { close(s.released) })
 }
 
+// Holding is signalled each time a response starts to hold (at most 64
+// signals are buffered), so a test can act while the model "thinks".
+func (s *Server) Holding() <-chan struct{} { return s.holding }
+
 // Close stops the server, ends held responses and waits for every handler.
 func (s *Server) Close() error {
 	var err error
