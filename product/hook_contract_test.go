@@ -272,3 +272,47 @@ func modelInputs(t *testing.T, m *fakemodel.Server) []string {
 	}
 	return out
 }
+
+// TestContractHook_Deadline: the hook keeps its own deadline (installed
+// with --deadline 3s; codex's timeout is a minute longer). A worker whose
+// model never answers is interrupted at it and its process group killed;
+// the reply is the typed bypass, codex continues the turn with it, and no
+// worker process, checkout or CODEX_HOME is left behind.
+func TestContractHook_Deadline(t *testing.T) {
+	bin := contractCodex(t)
+	held := msg(greetLocation)
+	held.Hold = true
+	wmodel, err := fakemodel.Start(fakemodel.Script{Responses: []fakemodel.Response{held}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer wmodel.Close()
+	whome := t.TempDir()
+	MustWriteFile(t, filepath.Join(whome, "config.toml"), fakemodel.ConfigTOML(wmodel.URL()))
+	r := newHookRun(t, fakemodel.Script{Responses: []fakemodel.Response{msg(greetMarker), msg("I will read it myself.")}}, "--deadline", "3s")
+	r.needle(t, "config", "set", "--data-dir", r.data, "codex.command", bin)
+	r.needle(t, "config", "set", "--data-dir", r.data, "codex.home", whome)
+	if hooks, err := os.ReadFile(filepath.Join(r.home, "hooks.json")); err != nil || !strings.Contains(string(hooks), `"timeout": 63`) {
+		t.Fatalf("installed hook: %s, %v", hooks, err)
+	}
+	start := time.Now()
+	r.exec(t, bin)
+	took := time.Since(start)
+	in := r.inputs(t)
+	if len(in) != 2 || !strings.Contains(in[1], "Needle has no answer to your @@need marker") || !strings.Contains(in[1], "worker failed") {
+		t.Fatalf("model inputs: %q", in)
+	}
+	if took > 45*time.Second {
+		t.Errorf("codex exec took %v: the hook's deadline did not bound the worker", took)
+	}
+	if n := len(wmodel.Requests()); n == 0 {
+		t.Error("the worker never asked its model: the deadline was not met while it worked")
+	}
+	checkWorkerGone(t, r.data)
+	st := MustOpenStore(t, r.data)
+	defer st.Close()
+	var status, reason string
+	if err := st.db.QueryRow(`SELECT status, error FROM worker_runs`).Scan(&status, &reason); err != nil || status != "failed" || !strings.Contains(reason, "deadline") {
+		t.Errorf("worker run %q %q (%v)", status, reason, err)
+	}
+}
