@@ -9,9 +9,10 @@
 // # Pipeline
 //
 // A main coding model asks for a typed need through MCP (need_context, JSON)
-// or by writing a @@need marker line that a lifecycle hook picks up. Both are
-// untrusted input and decode into the same NeedRequest; MCP never parses
-// markers and markers are never tool arguments.
+// or by writing a @@need marker line that the Codex Stop hook or needle
+// exec picks up. Both are untrusted input and decode into the same
+// NeedRequest; MCP never parses markers and markers are never tool
+// arguments.
 //
 //	transport input (JSON or marker)
 //	-> compile typed need (Compile: pure, closed input, typed errors)
@@ -244,6 +245,49 @@
 // -32602 before anything is resolved; content[0].text is the context, and
 // structuredContent the NeedResult (2025-06-18 only). Unless the server runs
 // --cache-only it also offers prepare_change and verify_change.
+//
+// # Codex: the Stop hook and needle exec
+//
+// A main model running in Codex asks by writing a marker. Two transports
+// hand its messages to Engine.Reply (engine_reply.go), which decides the
+// answer for both: the Stop hook (hook.go, needle hook codex), which codex
+// 0.171.0 runs when a turn stops and whose {"decision":"block","reason":R}
+// makes codex continue the same turn with R as the model's next input, and
+// needle exec (exec.go), which runs the main model as an App Server thread
+// itself and delivers R as the input of a new turn (new-turn, the default)
+// or steered into the running turn (continue-working; a new turn when the
+// turn is not steerable). Both use the session "codex:<thread id>", so a
+// Codex session driven partly by each shares one ledger, rebuilt from the
+// store by every process (the hook runs once per stop).
+//
+// Reply answers nothing when the message has no marker (MarkerLines);
+// names the problem, in at most 1 KiB, when there are several or the one
+// does not parse or compile; answers nothing for a need already answered in
+// the same user turn (the model has it); otherwise resolves the need as
+// need_context does in the session — the same ledger, limits (3 needs, 3
+// workers, hard cap 8) and workers — and replies with its FrontierView or
+// typed bypass, in at most MaxReplyBytes. A user turn (a Codex turn for the
+// hook, whose continuations keep its turn id; the whole run for needle
+// exec) gets at most replyLimit replies, the need limit plus one; a bypass
+// because the session's need limit is reached, and the last reply the
+// limit allows, say that they are the last. So a model that asks for ever
+// is answered a bounded number of times, and then its turn ends: codex
+// itself puts no bound on a blocking Stop hook. Every reply is recorded in
+// replies before it is returned.
+//
+// The hook never exits 2 (codex would feed stderr to the model), exits 1
+// on a failure (codex lets the turn end), reads the workers' settings only
+// for a stop with a marker, and keeps its own deadline below the timeout
+// it is installed with (codex kills only the hook process): at the
+// deadline the worker's turn is interrupted and its process group killed,
+// and the reply is the typed bypass. needle hook install merges the hook
+// into codex's hooks file (product/internal/codexhook) and records its
+// trust, without which codex exec skips it silently. needle exec turns
+// hooks off for its thread and marks its App Server's environment
+// (ExecSessionEnv), so an installed hook stands down there. A resolution
+// still running when needle exec's turn ends is delivered by a new turn;
+// only an interrupt cancels it (worker turn interrupted, process group
+// killed, cleanup recorded) and the running turn.
 //
 // # Supervised changes
 //
