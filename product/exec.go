@@ -163,7 +163,7 @@ func RunExec(ctx context.Context, cfg ExecConfig) (ExecResult, error) {
 		cerr = c.ExitErr() // the server exits by itself, with status 0, when its stdin closes
 	}
 	if runErr == nil && cerr != nil {
-		runErr = &Error{Op: "exec", Kind: KindOther, Err: fmt.Errorf("App Server shutdown: %w", cerr)}
+		runErr = &Error{Op: "exec", Kind: KindOther, Err: fmt.Errorf("shutdown of the App Server: %w", cerr)}
 	}
 	if cfg.RecordDir != "" {
 		if err := d.record(rec); err != nil && runErr == nil {
