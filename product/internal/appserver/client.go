@@ -124,7 +124,7 @@ type capabilities struct {
 func (c *Client) handshake(ctx context.Context, info ClientInfo) error {
 	p := initializeParams{
 		ClientInfo:   clientInfoWire{Name: info.Name, Version: info.Version},
-		Capabilities: capabilities{OptOut: append([]string{}, c.spec.OptOut...)},
+		Capabilities: capabilities{ExperimentalAPI: c.spec.ExperimentalAPI, OptOut: append([]string{}, c.spec.OptOut...)},
 	}
 	if info.Title != "" {
 		p.ClientInfo.Title = &info.Title

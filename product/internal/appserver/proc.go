@@ -42,6 +42,11 @@ type ProcSpec struct {
 
 	OptOut []string // capabilities.optOutNotificationMethods
 
+	// ExperimentalAPI opts into the server's experimental methods and
+	// fields (capabilities.experimentalApi), such as additionalContext on
+	// turn/start and turn/steer; without it the server refuses them.
+	ExperimentalAPI bool
+
 	// Grace is how long Close waits for the server to exit after closing its
 	// stdin before killing the process group; default 2s.
 	Grace time.Duration

@@ -52,7 +52,7 @@ func RunWithStderr(ctx context.Context, sc Scenario, command []string, dir, home
 	var mu sync.Mutex
 	client, err := appserver.Start(ctx, appserver.ProcSpec{
 		Command: command, Dir: dir, Env: env, CodexHome: home, Tee: rec.Record, Stderr: stderr,
-		OnRequest: Approver(sc.Approve, &answers, &mu),
+		OnRequest: Approver(sc.Approve, &answers, &mu), ExperimentalAPI: sc.Experimental,
 	}, appserver.ClientInfo{Name: "needle", Title: "Needle", Version: "0.0.1"})
 	if err != nil {
 		return nil, fmt.Errorf("start: %w", err)

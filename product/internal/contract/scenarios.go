@@ -63,6 +63,8 @@ type Scenario struct {
 	Thread appserver.ThreadStartParams
 	// Approve answers approval requests ("" means no approvals expected).
 	Approve string
+	// Experimental opts the connection into the experimental API.
+	Experimental bool
 	// Drive runs the turns and checks the protocol-level outcome.
 	Drive func(ctx context.Context, env *Env) error
 	// CheckFS checks effects on the working directory; only the contract
@@ -130,6 +132,7 @@ func All() []Scenario {
 		evidence(), readOnlyWrite(), confine(),
 		approval("approve_accept", "accept"), approval("approve_decline", "decline"), approval("approve_cancel", "cancel"),
 		steer(), notSteerable(), interrupt(), httpFailure(),
+		steerContext(false), steerContext(true),
 	}
 }
 
@@ -484,4 +487,87 @@ func present(path string) error {
 		return fmt.Errorf("%s: %v", path, err)
 	}
 	return nil
+}
+
+// contextSteer is a turn/steer with additionalContext (experimental API):
+// an untrusted value the model sees as a named tool output, and an
+// application value it sees as a developer message.
+func contextSteer(threadID, turnID string) map[string]any {
+	return map[string]any{"threadId": threadID, "expectedTurnId": turnID, "input": text("Context arrived."),
+		"additionalContext": map[string]any{
+			"needle_frontier": map[string]any{"kind": "untrusted", "name": "needle_frontier", "value": "greet.go:3-5 declares Greet"},
+			"needle_note":     map[string]any{"kind": "application", "value": "from Needle"},
+		}}
+}
+
+// steerContext pins what needle exec's choice of plain-text delivery rests
+// on: turn/steer's additionalContext is refused without the experimental
+// API (a plain steer still works); with it, an untrusted value reaches the
+// model as a function_call_output named after it (no call id) and an
+// application value as a developer message <KEY>VALUE</KEY>, both ahead of
+// the steered input.
+func steerContext(experimental bool) Scenario {
+	held := message("held", "never sent", usageRead)
+	held.Hold = true
+	name := "steer_context_stable"
+	if experimental {
+		name = "steer_context"
+	}
+	return Scenario{
+		Name: name, Thread: readOnlyThread, Experimental: experimental,
+		Script: fakemodel.Script{Responses: []fakemodel.Response{held, message("steered", "steered answer", usageAnswer)}},
+		Drive: func(ctx context.Context, env *Env) error {
+			id, turn, err := startedTurn(ctx, env, "Start working.")
+			if err != nil {
+				return err
+			}
+			var res struct {
+				TurnID string `json:"turnId"`
+			}
+			cerr := env.Client.Call(ctx, "turn/steer", contextSteer(id, turn.ID()), &res)
+			var steerErr error
+			if !experimental {
+				var rpc *appserver.RPCError
+				steerErr = expect(errors.As(cerr, &rpc) && rpc.Code == appserver.CodeInvalidRequest &&
+					strings.Contains(rpc.Message, "additionalContext requires experimentalApi capability"), "steer with context: %v", cerr)
+				_, cerr = env.Client.Steer(ctx, id, turn.ID(), text("Context arrived."))
+			}
+			r, err := turn.Wait(ctx)
+			if err != nil {
+				return err
+			}
+			return errors.Join(steerErr, expect(cerr == nil, "steer: %v", cerr),
+				expect(r.Status == "completed" && r.FinalMessage == "steered answer", "turn %s %q", r.Status, r.FinalMessage))
+		},
+		CheckModel: func(reqs []fakemodel.Request) error {
+			if len(reqs) != 2 {
+				return fmt.Errorf("%d model requests, want 2", len(reqs))
+			}
+			var body struct {
+				Input []struct {
+					Type, Role, Name, Namespace, Output, CallID string
+					Content                                     []struct{ Text string }
+				} `json:"input"`
+			}
+			if err := json.Unmarshal(reqs[1].Body, &body); err != nil {
+				return err
+			}
+			n := len(body.Input)
+			last := body.Input[n-1]
+			steered := expect(last.Role == "user" && len(last.Content) == 1 && last.Content[0].Text == "Context arrived.",
+				"the steered input is not last: %+v", last)
+			if !experimental {
+				return errors.Join(steered, expect(!strings.Contains(string(reqs[1].Body), "needle_frontier"), "context reached the model"))
+			}
+			if n < 3 {
+				return fmt.Errorf("%d input items", n)
+			}
+			untrusted, app := body.Input[n-3], body.Input[n-2]
+			return errors.Join(steered,
+				expect(untrusted.Type == "function_call_output" && untrusted.Name == "needle_frontier" && untrusted.Namespace == "agent" &&
+					untrusted.CallID == "" && untrusted.Output == "greet.go:3-5 declares Greet", "untrusted context item %+v", untrusted),
+				expect(app.Type == "message" && app.Role == "developer" && len(app.Content) == 1 &&
+					app.Content[0].Text == "<needle_note>from Needle</needle_note>", "application context item %+v", app))
+		},
+	}
 }
