@@ -39,8 +39,17 @@ import (
 //     killed, its checkout removed, and the run and its cleanup recorded.
 //
 // The reply is plain text input (user role), as the Stop hook's
-// continuation is: it needs no experimental API and works alike for steer
-// and new turns. The thread runs with hooks off (features.hooks=false) so
+// continuation is, alike for steer and new turns. turn/steer and
+// turn/start also take additionalContext, but codex 0.171.0 accepts it
+// only from a client that opted into the experimental API (the contract
+// scenarios steer_context_stable and steer_context pin both): then an
+// "untrusted" value reaches the model as a function_call_output item with
+// no call id, an "application" value as a developer-role message. Needle
+// uses neither: the experimental API may change under any release, an
+// application value would give repository excerpts developer authority,
+// and whether the real Responses API accepts a tool output without a call
+// is not known offline (only what codex sends is). The thread runs with
+// hooks off (features.hooks=false) so
 // an installed Needle Stop hook cannot answer the same marker; the App
 // Server's environment carries ExecSessionEnv for a user who forces hooks
 // on. needle exec ends when a turn completes with nothing left to deliver
