@@ -4,6 +4,7 @@ package product
 
 import (
 	"bytes"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/needle-dev/needle/product/codextest"
 	"github.com/needle-dev/needle/product/internal/fakemodel"
+	"github.com/needle-dev/needle/product/internal/transcript"
 )
 
 // TestContractExec plays the needle exec scenarios (exec_scenarios_test.go)
@@ -70,7 +72,9 @@ func TestContractExec(t *testing.T) {
 				defer wmodel.Close()
 				whome := t.TempDir()
 				MustWriteFile(t, filepath.Join(whome, "config.toml"), fakemodel.ConfigTOML(wmodel.URL()))
-				env.workerCodex = &CodexConfig{Command: []string{bin}, Home: whome, Deadline: time.Minute}
+				// The worker session is always recorded: the cancel scenario reads
+				// it to see the worker's turn interrupted.
+				env.workerCodex = &CodexConfig{Command: []string{bin}, Home: whome, Deadline: time.Minute, RecordDir: t.TempDir()}
 				if update {
 					env.workerCodex.RecordDir = filepath.Join(env.recordDir, "workers")
 				}
@@ -85,6 +89,7 @@ func TestContractExec(t *testing.T) {
 				sc.checkModel(t, modelInputs(t, model))
 			}
 			if sc.cancel {
+				checkWorkerInterrupted(t, env.workerCodex.RecordDir)
 				checkWorkerGone(t, r.te.data)
 				if took := time.Since(start); took > time.Minute {
 					t.Errorf("cancellation took %v", took)
@@ -110,5 +115,32 @@ func checkWorkerGone(t *testing.T, data string) {
 		if cwd, err := os.Readlink(p); err == nil && strings.HasPrefix(cwd, checkouts) {
 			t.Errorf("process %s still runs in %s", filepath.Base(filepath.Dir(p)), cwd)
 		}
+	}
+}
+
+// checkWorkerInterrupted checks the recorded worker session: Needle sent
+// turn/interrupt for its turn, and codex ended the turn "interrupted".
+func checkWorkerInterrupted(t *testing.T, dir string) {
+	t.Helper()
+	files, _ := filepath.Glob(filepath.Join(dir, "*.jsonl"))
+	if len(files) != 1 {
+		t.Fatalf("worker transcripts in %s: %v", dir, files)
+	}
+	tr, err := transcript.ReadFile(files[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	interrupt, interrupted := false, false
+	for _, l := range tr.Lines {
+		var m struct {
+			Method string
+			Params struct{ Turn struct{ Status string } }
+		}
+		json.Unmarshal(l.Msg, &m)
+		interrupt = interrupt || l.Dir == transcript.ClientToServer && m.Method == "turn/interrupt"
+		interrupted = interrupted || interrupt && m.Method == "turn/completed" && m.Params.Turn.Status == "interrupted"
+	}
+	if !interrupt || !interrupted {
+		t.Errorf("worker session: turn/interrupt sent %v, turn interrupted %v", interrupt, interrupted)
 	}
 }

@@ -22,6 +22,11 @@ import (
 // the session's ledger and its per-turn bound). Otherwise it prints
 // nothing and the turn ends.
 //
+// stop_hook_active marks the stop of such a continuation. The bound on
+// replies does not rest on it: replies are counted per Codex turn id, which
+// codex keeps across every continuation of a turn (verified), so the count
+// covers continuations Needle asked for and those another Stop hook did.
+//
 // Codex does not bound a blocking hook, kills only the hook process at its
 // timeout, and takes an exit status of 2 as a block with stderr as the
 // reason. So the hook never exits 2 (only 0, or 1 for a failure, which
