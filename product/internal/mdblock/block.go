@@ -70,6 +70,7 @@ type block struct {
 	parent *block
 	last   *block // last child
 	open   bool
+	depth  int // ancestors
 
 	list listData // list and item
 
@@ -135,6 +136,14 @@ type parser struct {
 }
 
 const codeIndent = 4
+
+// maxDepth bounds how deep blocks nest. Every line walks the open blocks
+// from the top, so unbounded nesting (a line of a million "- " followed by
+// blank lines, which continue every open item) would make the work grow
+// with the square of the document; past the bound a container marker is
+// text. The specification sets no bound; no message a model writes comes
+// near it.
+const maxDepth = 32
 
 // line incorporates one line into the tree.
 func (p *parser) line(n int, text string) {
@@ -342,7 +351,7 @@ func (p *parser) addChild(k kind) *block {
 	for !p.tip.canContain(k) {
 		p.finalize(p.tip)
 	}
-	b := &block{kind: k, parent: p.tip, open: true}
+	b := &block{kind: k, parent: p.tip, open: true, depth: p.tip.depth + 1}
 	if p.tip.kind == kindItem {
 		p.tip.list.hasChildren = true
 	}

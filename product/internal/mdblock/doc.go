@@ -19,6 +19,10 @@
 // that container. Tabs count to the next multiple of four columns. Lines
 // end at LF, CR LF or a lone CR.
 //
+// Containers nest at most 32 blocks deep (deeper block quote and list
+// markers are text), which keeps the work linear in the size of the
+// document; the specification sets no bound, and no message comes near it.
+//
 // Inline structure is not parsed (a code span or emphasis does not change
 // which block a line is in), and link reference definitions are not
 // recognised: their lines count as paragraph text. Text lines of a

@@ -249,3 +249,46 @@ func FuzzLinesAny(f *testing.F) {
 		}
 	})
 }
+
+// TestLines_DeepNesting: past the nesting bound container markers are
+// text, so a line that opens a million list items, and the blank lines
+// that would continue every one of them, cost time in proportion to their
+// length (BenchmarkLines_DeepNesting measures it).
+func TestLines_DeepNesting(t *testing.T) {
+	lines := Lines(deepNesting(1 << 12))
+	if n := len(lines); n != 1<<12+2 || lines[0].TopLevel || !lines[n-1].TopLevel {
+		t.Errorf("%d lines; first top-level %v, last %v", n, lines[0].TopLevel, lines[n-1].TopLevel)
+	}
+}
+
+// deepNesting is n nested list items, n blank lines and a paragraph.
+func deepNesting(n int) string {
+	return strings.Repeat("- ", n) + "x\n" + strings.Repeat("\n", n) + "y"
+}
+
+func BenchmarkLines_DeepNesting(b *testing.B) {
+	for _, n := range []int{1 << 10, 1 << 14, 1 << 18} {
+		src := deepNesting(n)
+		b.Run(fmt.Sprint(n), func(b *testing.B) {
+			b.SetBytes(int64(len(src)))
+			for b.Loop() {
+				Lines(src)
+			}
+		})
+	}
+}
+
+// BenchmarkLines measures a long message in the generator's dialect.
+func BenchmarkLines(b *testing.B) {
+	r := rand.New(rand.NewPCG(3, 4))
+	g := generator{pick: r.IntN}
+	var msg strings.Builder
+	for msg.Len() < 64<<10 {
+		msg.WriteString(g.message() + "\n\n")
+	}
+	src := msg.String()
+	b.SetBytes(int64(len(src)))
+	for b.Loop() {
+		Lines(src)
+	}
+}

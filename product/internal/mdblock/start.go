@@ -30,9 +30,10 @@ var (
 // one this line opened).
 func (p *parser) start(container *block) int {
 	rest := p.rest()
+	deep := container.depth >= maxDepth-2 // a list item adds two levels
 	if !p.indented {
 		switch {
-		case rest[0] == '>':
+		case rest[0] == '>' && !deep:
 			p.advanceNextNonspace()
 			p.advanceOffset(1, false)
 			if isSpaceOrTab(p.peek(p.offset)) {
@@ -75,7 +76,7 @@ func (p *parser) start(container *block) int {
 			return startedLeaf
 		}
 	}
-	if (!p.indented || container.kind == kindList) && p.listItem(container) {
+	if !deep && (!p.indented || container.kind == kindList) && p.listItem(container) {
 		return startedContainer
 	}
 	if p.indented && p.tip.kind != kindParagraph && !p.blank {
