@@ -106,7 +106,7 @@ type ExecEvent struct {
 type ExecResult struct {
 	ThreadID string
 	Status   string   // the last turn's status: completed, failed or interrupted
-	Replies  []string // the kind of every reply, in order
+	Replies  []string // the kind of every reply said, in order
 	// Deliveries says how each reply that was said reached the model:
 	// "steer" or "new-turn".
 	Deliveries []string
@@ -284,6 +284,7 @@ func (d *execDriver) continueWorking(ctx context.Context, turn *appserver.Turn) 
 			}
 			turn = nil
 		case got := <-resDone:
+			running.cancel()
 			running = nil
 			if got.err != nil {
 				return d.stop(ctx, nil, got.err)
@@ -324,7 +325,9 @@ func (d *execDriver) resolve(ctx context.Context, m agentMessage) (Reply, error)
 
 // replied notes a reply.
 func (d *execDriver) replied(r Reply) {
-	d.res.Replies = append(d.res.Replies, string(r.Kind))
+	if r.Kind != ReplyNone {
+		d.res.Replies = append(d.res.Replies, string(r.Kind))
+	}
 	d.event(ExecEvent{Kind: "resolution_done", Detail: string(r.Kind)})
 	if r.Result != nil {
 		d.bind("CERT", r.Result.Resolution.CertificateID)
@@ -448,7 +451,7 @@ func (d *execDriver) finished(turn *appserver.Turn) error {
 func (d *execDriver) stop(ctx context.Context, running *resolution, cause error) error {
 	if running != nil {
 		running.cancel()
-		if got := <-running.done; got.err == nil {
+		if got := <-running.done; got.err == nil && got.r.Kind != ReplyNone {
 			d.res.Replies = append(d.res.Replies, string(got.r.Kind)) // decided, never delivered
 		}
 	}
