@@ -1,0 +1,494 @@
+package product
+
+import (
+	"fmt"
+	"slices"
+)
+
+// The lifecycle state, its canonical encoding and its digest. The state is
+// plain data: ids, digests and counters, never free text a worker wrote
+// (that stays in the artifacts the ids name). Its canonical JSON (sorted
+// keys, no insignificant white space, NFC strings: contentid.Canonical) is
+// what change_lifecycles stores, and its content id under
+// "needle.lifecycle_state.v1" is the state digest: the compare-and-swap
+// token of a transition and the lifecycle digest an approval is bound to.
+// Seq counts the events applied, so every transition changes the digest,
+// even one that leaves everything else as it was.
+
+// LifecycleRole is a worker role a lifecycle freezes a profile for.
+type LifecycleRole string
+
+const (
+	LifecycleRoleExplorer    LifecycleRole = "explorer"
+	LifecycleRoleImplementer LifecycleRole = "implementer"
+	LifecycleRoleTestRunner  LifecycleRole = "test_runner"
+	LifecycleRoleReviewer    LifecycleRole = "reviewer"
+	LifecycleRoleVerifier    LifecycleRole = "verifier"
+)
+
+// lifecycleRoles is the order of a freeze's profiles (the phase order).
+var lifecycleRoles = []LifecycleRole{LifecycleRoleExplorer, LifecycleRoleImplementer, LifecycleRoleTestRunner,
+	LifecycleRoleReviewer, LifecycleRoleVerifier}
+
+func (r LifecycleRole) String() string { return string(r) }
+
+// lifecycleRoleSandbox is the one sandbox each role may run in. Only the
+// implementer and the test runner write, and only inside their disposable
+// checkout; the explorer, the reviewer and the verifier are read-only.
+var lifecycleRoleSandbox = map[LifecycleRole]string{
+	LifecycleRoleExplorer:    "read-only",
+	LifecycleRoleImplementer: "workspace-write",
+	LifecycleRoleTestRunner:  "workspace-write",
+	LifecycleRoleReviewer:    "read-only",
+	LifecycleRoleVerifier:    "read-only",
+}
+
+// LifecycleProfileRef is the profile revision a role runs with, frozen at
+// creation. Digest is the content id of the role's settings (role,
+// sandbox, model, effort), so two roles never share one.
+type LifecycleProfileRef struct {
+	Role     LifecycleRole `json:"role"`
+	Profile  string        `json:"profile_id"`
+	Revision int           `json:"revision"`
+	Sandbox  string        `json:"sandbox"`
+	Digest   string        `json:"digest"`
+}
+
+func (r LifecycleProfileRef) validate(p string) error {
+	switch {
+	case !slices.Contains(lifecycleRoles, r.Role):
+		return fmt.Errorf("%s.role: unknown role %q; want one of %s", p, clipString(string(r.Role), 80), enumList(lifecycleRoles))
+	case !profileIDPattern.MatchString(r.Profile):
+		return fmt.Errorf("%s.profile_id: malformed profile id %q", p, clipString(r.Profile, 80))
+	case r.Revision < 1:
+		return fmt.Errorf("%s.revision: want a revision from 1, got %d", p, r.Revision)
+	case r.Sandbox != lifecycleRoleSandbox[r.Role]:
+		return fmt.Errorf("%s.sandbox: the %s runs %s, not %q", p, r.Role, lifecycleRoleSandbox[r.Role], clipString(r.Sandbox, 80))
+	}
+	return checkID(p+".digest", r.Digest)
+}
+
+// LifecycleBudget is a lifecycle's cumulative budget over all its adapter
+// runs. Each dimension must be positive.
+type LifecycleBudget struct {
+	Tokens     int64 `json:"tokens"`
+	WallMs     int64 `json:"wall_ms"`
+	WorkerRuns int   `json:"worker_runs"`
+}
+
+// LifecycleUsage is what a lifecycle spent so far.
+type LifecycleUsage struct {
+	Tokens     int64 `json:"tokens"`
+	WallMs     int64 `json:"wall_ms"`
+	WorkerRuns int   `json:"worker_runs"`
+}
+
+// exhausts reports whether usage leaves no room for another worker run.
+func (u LifecycleUsage) exhausts(b LifecycleBudget) bool {
+	return u.WorkerRuns >= b.WorkerRuns || u.Tokens >= b.Tokens || u.WallMs >= b.WallMs
+}
+
+// LifecycleFreeze is what a lifecycle freezes at creation and never
+// changes: the change, its request and source snapshot, the redacted
+// acceptance-criterion digests, each role's profile revision, the sorted
+// certified test plans, the budget and the concurrency (always one).
+type LifecycleFreeze struct {
+	ChangeID    string                `json:"change_id"`
+	RequestID   string                `json:"request_id"`
+	Snapshot    string                `json:"snapshot"`
+	Criteria    []string              `json:"criteria"`
+	Profiles    []LifecycleProfileRef `json:"profiles"` // one per role, in role order
+	TestPlans   []string              `json:"test_plans"`
+	Budget      LifecycleBudget       `json:"budget"`
+	Concurrency int                   `json:"concurrency"`
+}
+
+func (f LifecycleFreeze) validate() error {
+	const p = "freeze"
+	if !ChangeIDPattern.MatchString(f.ChangeID) {
+		return fmt.Errorf("%s.change_id: malformed change id %q; want chg_<24 hex>", p, clipString(f.ChangeID, 80))
+	}
+	if err := firstErr(checkID(p+".request_id", f.RequestID), checkID(p+".snapshot", f.Snapshot),
+		checkCriteria(p+".criteria", f.Criteria)); err != nil {
+		return err
+	}
+	if len(f.Profiles) != len(lifecycleRoles) {
+		return fmt.Errorf("%s.profiles: want one profile per role (%s), got %d", p, enumList(lifecycleRoles), len(f.Profiles))
+	}
+	for i, r := range f.Profiles {
+		q := fmt.Sprintf("%s.profiles[%d]", p, i)
+		if err := r.validate(q); err != nil {
+			return err
+		}
+		if r.Role != lifecycleRoles[i] {
+			return fmt.Errorf("%s.role: want %s here, got %s", q, lifecycleRoles[i], r.Role)
+		}
+	}
+	if v := f.profile(LifecycleRoleVerifier); v.Digest == f.profile(LifecycleRoleImplementer).Digest ||
+		v.Digest == f.profile(LifecycleRoleReviewer).Digest {
+		return fmt.Errorf("%s.profiles: the verifier must be a distinct profile, not the implementer's or the reviewer's", p)
+	}
+	// Missing test evidence fails closed from the start: a lifecycle
+	// without a certified test plan could never be verified.
+	if len(f.TestPlans) == 0 {
+		return fmt.Errorf("%s.test_plans: no certified test plan; a lifecycle needs tests to run", p)
+	}
+	if err := checkIDList(p+".test_plans", f.TestPlans, 1, LifecycleMaxTestPlans); err != nil {
+		return err
+	}
+	b := f.Budget
+	switch {
+	case b.Tokens < 1 || b.Tokens > LifecycleMaxTokens:
+		return fmt.Errorf("%s.budget.tokens: want 1 to %d, got %d", p, LifecycleMaxTokens, b.Tokens)
+	case b.WallMs < 1 || b.WallMs > LifecycleMaxWallMs:
+		return fmt.Errorf("%s.budget.wall_ms: want 1 to %d, got %d", p, LifecycleMaxWallMs, b.WallMs)
+	case b.WorkerRuns < 1 || b.WorkerRuns > LifecycleMaxWorkerRuns:
+		return fmt.Errorf("%s.budget.worker_runs: want 1 to %d, got %d", p, LifecycleMaxWorkerRuns, b.WorkerRuns)
+	case f.Concurrency != 1:
+		return fmt.Errorf("%s.concurrency: a lifecycle runs one worker at a time, not %d", p, f.Concurrency)
+	}
+	return nil
+}
+
+// profile returns the frozen profile of a role (zero if there is none).
+func (f LifecycleFreeze) profile(role LifecycleRole) LifecycleProfileRef {
+	for _, r := range f.Profiles {
+		if r.Role == role {
+			return r
+		}
+	}
+	return LifecycleProfileRef{}
+}
+
+func (f LifecycleFreeze) clone() LifecycleFreeze {
+	f.Criteria = slices.Clone(f.Criteria)
+	f.Profiles = slices.Clone(f.Profiles)
+	f.TestPlans = slices.Clone(f.TestPlans)
+	return f
+}
+
+// LifecycleAttempts counts the invocations issued per worker phase. The
+// attempt number is part of each invocation id.
+type LifecycleAttempts struct {
+	Explore   int `json:"explore"`
+	Implement int `json:"implement"`
+	Test      int `json:"test"`
+	Review    int `json:"review"`
+	Verify    int `json:"verify"`
+}
+
+// of returns the counter of a worker phase (a scratch counter for apply,
+// which invokes no adapter).
+func (a *LifecycleAttempts) of(p Phase) *int {
+	switch p {
+	case PhaseExplore:
+		return &a.Explore
+	case PhaseImplement:
+		return &a.Implement
+	case PhaseTest:
+		return &a.Test
+	case PhaseReview:
+		return &a.Review
+	case PhaseVerify:
+		return &a.Verify
+	}
+	return new(int)
+}
+
+func (a LifecycleAttempts) total() int { return a.Explore + a.Implement + a.Test + a.Review + a.Verify }
+
+// LifecyclePatchRef is the patch in force.
+type LifecyclePatchRef struct {
+	ID    string `json:"patch_id"`
+	Files int    `json:"files"`
+	Bytes int    `json:"bytes"`
+}
+
+// LifecycleTestSummary is the test evidence of the patch in force.
+type LifecycleTestSummary struct {
+	Evidence string `json:"evidence_id"`
+	Passed   int    `json:"passed"`
+	Failed   int    `json:"failed"`
+	Errors   int    `json:"errors"`
+	Missing  int    `json:"missing"`
+}
+
+// LifecycleVerificationRef is the verification of the patch in force.
+type LifecycleVerificationRef struct {
+	ID      string        `json:"verification_id"`
+	Outcome VerifyOutcome `json:"outcome"`
+}
+
+// LifecyclePrior is what the repair replaced: the first patch and the
+// verification whose repair instructions round 2 follows.
+type LifecyclePrior struct {
+	Patch        string `json:"patch_id"`
+	Verification string `json:"verification_id"`
+}
+
+// LifecycleState is a lifecycle's state: the projection change_lifecycles
+// stores. The zero value is the state before creation; it accepts only
+// LifecycleCreated.
+type LifecycleState struct {
+	Lifecycle      string                   `json:"lifecycle_id"`
+	Seq            int                      `json:"seq"`
+	Freeze         LifecycleFreeze          `json:"freeze"`
+	Phase          Phase                    `json:"phase"`
+	Status         LifecycleStatus          `json:"status"`
+	Reason         LifecycleReason          `json:"reason"`
+	Round          int                      `json:"round"`
+	Attempts       LifecycleAttempts        `json:"attempts"`
+	Retries        int                      `json:"retries"`
+	RepairsUsed    int                      `json:"repairs_used"`
+	Usage          LifecycleUsage           `json:"usage"`
+	Evidence       []string                 `json:"evidence"`
+	Patch          LifecyclePatchRef        `json:"patch"`
+	Tests          LifecycleTestSummary     `json:"tests"`
+	Review         string                   `json:"review_id"`
+	Verification   LifecycleVerificationRef `json:"verification"`
+	Prior          LifecyclePrior           `json:"prior"`
+	Approval       string                   `json:"approval_id"`
+	ApplyIntent    string                   `json:"apply_intent"`
+	ApplyConflicts int                      `json:"apply_conflicts"`
+}
+
+// Canonical is the state's canonical JSON, as change_lifecycles stores it.
+func (s LifecycleState) Canonical() []byte { return []byte(mustJSON(s)) }
+
+// Digest is the state digest: the content id of the canonical state.
+func (s LifecycleState) Digest() string { return mustID(tagLifecycleState, s) }
+
+func (s LifecycleState) clone() LifecycleState {
+	s.Freeze = s.Freeze.clone()
+	s.Evidence = slices.Clone(s.Evidence)
+	return s
+}
+
+// where names the state for messages: "verify/running", or "none" before
+// creation.
+func (s LifecycleState) where() string {
+	if s.Status == "" {
+		return "no lifecycle"
+	}
+	return string(s.Phase) + "/" + string(s.Status)
+}
+
+// DecodeLifecycleState decodes a stored projection. The data must be the
+// state's exact canonical encoding and the state must hold every invariant
+// of the machine; anything else is KindInvalidInput (a corrupt row).
+func DecodeLifecycleState(data []byte) (LifecycleState, error) {
+	s, err := decodeCanonicalValue[LifecycleState](data)
+	if err == nil {
+		err = s.check()
+	}
+	if err != nil {
+		return LifecycleState{}, invalidf("lifecycle.state", "", "%v", err)
+	}
+	return s, nil
+}
+
+// check verifies the invariants every state StepLifecycle can reach holds,
+// stated as facts about the state rather than as the steps that make it.
+func (s LifecycleState) check() error {
+	if s.Status == "" {
+		if mustJSON(s) != mustJSON(LifecycleState{}) {
+			return fmt.Errorf("a state without status must be the zero state")
+		}
+		return nil
+	}
+	if err := (LifecycleCreated{Lifecycle: s.Lifecycle, Freeze: s.Freeze}).validate(); err != nil {
+		return err
+	}
+	if err := firstErr(checkEnum("status", s.Status, lifecycleStatuses), checkEnum("phase", s.Phase, lifecyclePhases)); err != nil {
+		return err
+	}
+	for _, check := range []func() error{s.checkProgress, s.checkCounters, s.checkArtifacts, s.checkOutcome} {
+		if err := check(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// checkProgress: the status fits the phase, and the attempts fit both.
+func (s LifecycleState) checkProgress() error {
+	atApply := s.Phase == PhaseApply
+	switch s.Status {
+	case LifecycleStatusRunning:
+		if atApply {
+			return fmt.Errorf("apply runs no adapter")
+		}
+	case LifecycleStatusAwaitingApproval, LifecycleStatusApproved, LifecycleStatusApplying, LifecycleStatusApplied:
+		if !atApply {
+			return fmt.Errorf("%s belongs to the apply phase, not %s", s.Status, s.Phase)
+		}
+	}
+	cur := slices.Index(lifecyclePhases, s.Phase)
+	a := s.Attempts
+	for i, p := range lifecyclePhases[:len(lifecyclePhases)-1] {
+		n := *a.of(p)
+		switch {
+		case n < 0:
+			return fmt.Errorf("attempts.%s is negative", p)
+		case i < cur && n == 0:
+			return fmt.Errorf("phase %s is past but never ran", p)
+		case i > cur && n != 0 && s.Round == 1:
+			return fmt.Errorf("phase %s ran before %s in round 1", p, s.Phase)
+		}
+	}
+	if s.Status == LifecycleStatusRunning && *a.of(s.Phase) < 1 {
+		return fmt.Errorf("%s is running without an attempt", s.Phase)
+	}
+	// Every issued attempt finished as a worker run, except the one in
+	// flight while running, or the one a cancellation cut off.
+	inFlight := 0
+	if s.Status == LifecycleStatusRunning {
+		inFlight = 1
+	}
+	cutOff := a.total() == s.Usage.WorkerRuns+1 && s.Status == LifecycleStatusCancelled && s.Phase != PhaseApply
+	if a.total() != s.Usage.WorkerRuns+inFlight && !cutOff {
+		return fmt.Errorf("%d attempts issued, %d worker runs finished and %d in flight", a.total(), s.Usage.WorkerRuns, inFlight)
+	}
+	return nil
+}
+
+// checkCounters: rounds, the repair reservation, retries and usage.
+func (s LifecycleState) checkCounters() error {
+	u, b := s.Usage, s.Freeze.Budget
+	switch {
+	case s.Seq < 1:
+		return fmt.Errorf("seq %d; a created lifecycle has applied at least one event", s.Seq)
+	case s.RepairsUsed < 0 || s.RepairsUsed > LifecycleRepairReservations:
+		return fmt.Errorf("repairs_used %d; the reservation is %d", s.RepairsUsed, LifecycleRepairReservations)
+	case s.Round != 1+s.RepairsUsed:
+		return fmt.Errorf("round %d with %d repairs used", s.Round, s.RepairsUsed)
+	case s.Retries < 0 || s.Retries > LifecycleMaxRetries:
+		return fmt.Errorf("retries %d; the limit is %d", s.Retries, LifecycleMaxRetries)
+	case u.Tokens < 0 || u.WallMs < 0 || u.WorkerRuns < 0:
+		return fmt.Errorf("negative usage")
+	case u.WorkerRuns > b.WorkerRuns || u.WorkerRuns > 0 && u.Tokens > b.Tokens+LifecycleMaxTokens ||
+		u.WorkerRuns > 0 && u.WallMs > b.WallMs+LifecycleMaxWallMs:
+		return fmt.Errorf("usage %+v is beyond what budget %+v lets a lifecycle spend", u, b)
+	case s.Status == LifecycleStatusRunning && u.exhausts(b):
+		return fmt.Errorf("an adapter was invoked with the budget spent")
+	case s.ApplyConflicts < 0:
+		return fmt.Errorf("negative apply_conflicts")
+	}
+	if err := checkIDList("evidence", s.Evidence, 0, LifecycleMaxEvidence); err != nil {
+		return err
+	}
+	if s.Round == 2 {
+		return firstErr(checkID("prior.patch_id", s.Prior.Patch), checkID("prior.verification_id", s.Prior.Verification))
+	}
+	if s.Prior != (LifecyclePrior{}) {
+		return fmt.Errorf("round 1 has nothing prior")
+	}
+	return nil
+}
+
+// checkArtifacts: exactly the artifacts the phase has reached are set.
+func (s LifecycleState) checkArtifacts() error {
+	at := func(ps ...Phase) bool { return slices.Contains(ps, s.Phase) }
+	terminal := s.Status.Terminal()
+	testEnded := s.Reason == LifecycleReasonTestEvidenceMissing || s.Reason == LifecycleReasonTestEvidenceUnavailable
+	verdictEnded := at(PhaseVerify) && terminal && s.Verification.ID != ""
+	checks := []struct {
+		name string
+		set  bool
+		want bool
+	}{
+		{"patch", s.Patch.ID != "", at(PhaseTest, PhaseReview, PhaseVerify, PhaseApply)},
+		{"test evidence", s.Tests.Evidence != "", at(PhaseReview, PhaseVerify, PhaseApply) || testEnded},
+		{"review", s.Review != "", at(PhaseVerify, PhaseApply)},
+		{"verification", s.Verification.ID != "", at(PhaseApply) || verdictEnded},
+		{"apply intent", s.ApplyIntent != "", s.Status == LifecycleStatusApplying || s.Status == LifecycleStatusApplied},
+	}
+	for _, c := range checks {
+		if c.set != c.want {
+			return fmt.Errorf("%s is %s in %s", c.name, map[bool]string{true: "set", false: "missing"}[c.set], s.where())
+		}
+	}
+	if s.Patch.ID != "" {
+		if err := checkID("patch.patch_id", s.Patch.ID); err != nil {
+			return err
+		}
+		if s.Patch.Files < 1 || s.Patch.Files > MaxPatchFiles || s.Patch.Bytes < 0 || s.Patch.Bytes > MaxPatchBytes {
+			return fmt.Errorf("patch %+v is out of bounds", s.Patch)
+		}
+	} else if s.Patch != (LifecyclePatchRef{}) {
+		return fmt.Errorf("patch counts without a patch")
+	}
+	if t := s.Tests; t.Evidence != "" {
+		if t.Passed+t.Failed+t.Errors+t.Missing != len(s.Freeze.TestPlans) || min(t.Passed, t.Failed, t.Errors, t.Missing) < 0 {
+			return fmt.Errorf("test summary %+v does not cover the %d frozen plans", t, len(s.Freeze.TestPlans))
+		}
+		if !testEnded && t.Errors+t.Missing > 0 {
+			return fmt.Errorf("unavailable test evidence went past the test phase")
+		}
+	} else if s.Tests != (LifecycleTestSummary{}) {
+		return fmt.Errorf("test counts without test evidence")
+	}
+	if s.Verification.ID == "" && s.Verification.Outcome != "" {
+		return fmt.Errorf("a verification outcome without a verification")
+	}
+	approved := s.Status == LifecycleStatusApproved || s.Status == LifecycleStatusApplying || s.Status == LifecycleStatusApplied
+	switch {
+	case approved && s.Approval == "":
+		return fmt.Errorf("%s without an approval", s.Status)
+	case s.Approval != "" && !approved && !(s.Status == LifecycleStatusCancelled && at(PhaseApply)):
+		return fmt.Errorf("an approval in %s", s.where())
+	case s.ApplyConflicts > 0 && s.Approval == "":
+		return fmt.Errorf("an apply conflict without an approval")
+	}
+	return nil
+}
+
+// checkOutcome: a terminal status has a reason of its own, reached in a
+// phase where it can happen; verdicts agree with what follows them.
+func (s LifecycleState) checkOutcome() error {
+	if !s.Status.Terminal() {
+		if s.Reason != "" {
+			return fmt.Errorf("reason %s while %s", s.Reason, s.Status)
+		}
+	} else if lifecycleReasonStatus[s.Reason] != s.Status {
+		return fmt.Errorf("reason %q does not end a lifecycle as %s", s.Reason, s.Status)
+	}
+	phaseOf := map[LifecycleReason][]Phase{
+		LifecycleReasonApplied:                  {PhaseApply},
+		LifecycleReasonPatchRejected:            {PhaseImplement},
+		LifecycleReasonRepairRejected:           {PhaseImplement},
+		LifecycleReasonVerificationRejected:     {PhaseVerify},
+		LifecycleReasonRepairExhausted:          {PhaseVerify},
+		LifecycleReasonVerificationInconclusive: {PhaseVerify},
+		LifecycleReasonTestEvidenceMissing:      {PhaseTest},
+		LifecycleReasonTestEvidenceUnavailable:  {PhaseTest},
+		LifecycleReasonWorkerFailed:             {PhaseExplore, PhaseImplement, PhaseTest, PhaseReview, PhaseVerify},
+		LifecycleReasonFailClosed:               {PhaseExplore, PhaseImplement, PhaseTest, PhaseReview, PhaseVerify},
+		LifecycleReasonBudgetExhausted:          {PhaseExplore, PhaseImplement, PhaseTest, PhaseReview, PhaseVerify},
+		LifecycleReasonCancelled:                lifecyclePhases,
+	}
+	if s.Reason != "" && !slices.Contains(phaseOf[s.Reason], s.Phase) {
+		return fmt.Errorf("%s cannot happen in %s", s.Reason, s.Phase)
+	}
+	wantRound := map[LifecycleReason]int{LifecycleReasonPatchRejected: 1, LifecycleReasonRepairRejected: 2, LifecycleReasonRepairExhausted: 2}
+	if r, ok := wantRound[s.Reason]; ok && s.Round != r {
+		return fmt.Errorf("%s in round %d", s.Reason, s.Round)
+	}
+	if s.Verification.ID == "" {
+		return nil
+	}
+	want := map[LifecycleReason]VerifyOutcome{
+		LifecycleReasonVerificationRejected:     VerifyOutcomeRejected,
+		LifecycleReasonVerificationInconclusive: VerifyOutcomeInconclusive,
+		LifecycleReasonRepairExhausted:          VerifyOutcomeRepairable,
+		LifecycleReasonBudgetExhausted:          VerifyOutcomeRepairable,
+	}
+	outcome, ok := want[s.Reason]
+	if s.Phase == PhaseApply {
+		outcome, ok = VerifyOutcomeVerified, true
+	}
+	if !ok || s.Verification.Outcome != outcome {
+		return fmt.Errorf("verification %s in %s (%s)", s.Verification.Outcome, s.where(), s.Reason)
+	}
+	return nil
+}
