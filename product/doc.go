@@ -392,6 +392,8 @@
 //	change_json.go       decoding and checking a change request
 //	engine_change.go     PrepareChange: the patch worker and the patch builder
 //	engine_change_verify.go  VerifyChange: the verifier and the one repair
+//	machine*.go          the change lifecycle machine (pure): phases, states,
+//	                     events and their journal form, effects, digests
 //	profile.go           role profiles
 //	mcp.go               the MCP server: session, initialize, tools/list and tools/call
 //	mcp_tools.go         the MCP tool table and its typed handlers

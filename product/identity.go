@@ -32,6 +32,16 @@ const (
 	tagVerdict       = "needle.verdict.v1"        // a verifier's verdict → part of a repair's invocation
 	tagProfile       = "needle.profile.v1"        // Profile → a revision's digest
 	tagReply         = "needle.reply.v1"          // a reply's text → its digest in replies
+
+	// The change lifecycle (machine*.go).
+	tagLifecycleState        = "needle.lifecycle_state.v1"         // LifecycleState → state digest (the CAS token)
+	tagLifecycleEvent        = "needle.lifecycle_event.v1"         // {kind, payload} of an event → payload digest
+	tagLifecycleInvocation   = "needle.lifecycle_invocation.v1"    // {lifecycle, phase, attempt} → invocation id
+	tagLifecycleTestEvidence = "needle.lifecycle_test_evidence.v1" // LifecycleTestEvidence → evidence id
+	tagLifecycleReview       = "needle.lifecycle_review.v1"        // LifecycleReviewArtifact → review id
+	tagVerificationArtifact  = "needle.verification_artifact.v1"   // VerificationArtifact → verification id
+	tagLifecycleApproval     = "needle.lifecycle_approval.v1"      // {lifecycle, binding} → approval id
+	tagLifecycleApplyIntent  = "needle.lifecycle_apply_intent.v1"  // LifecycleApplyIntent → intent id
 )
 
 // mustID returns the content id of a value the product itself built; such a

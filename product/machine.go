@@ -202,18 +202,6 @@ const (
 	LifecycleMaxWallMs     = int64(24 * 60 * 60 * 1000)
 )
 
-// Identity tags of the lifecycle's content ids.
-const (
-	tagLifecycleState        = "needle.lifecycle_state.v1"
-	tagLifecycleEvent        = "needle.lifecycle_event.v1"
-	tagLifecycleInvocation   = "needle.lifecycle_invocation.v1"
-	tagLifecycleTestEvidence = "needle.lifecycle_test_evidence.v1"
-	tagLifecycleReview       = "needle.lifecycle_review.v1"
-	tagVerificationArtifact  = "needle.verification_artifact.v1"
-	tagLifecycleApproval     = "needle.lifecycle_approval.v1"
-	tagLifecycleApplyIntent  = "needle.lifecycle_apply_intent.v1"
-)
-
 // LifecycleInvocationID is the deterministic identity of one adapter
 // invocation: the same lifecycle, phase and attempt always give the same
 // id, so an adapter can find the side effects of an attempt whose
@@ -499,26 +487,26 @@ func (s *LifecycleState) verified(ev LifecycleVerifyCompleted) ([]LifecycleEffec
 		if c.Criterion != i+1 || c.Digest != s.Freeze.Criteria[i] {
 			return nil, stepErr(LifecycleRefusalWrongArtifact, "criterion %d of the verification is not the frozen criterion %d", c.Criterion, i+1)
 		}
-		met = met && c.Status == LifecycleCriterionMet
+		met = met && c.Status == CriterionMet
 	}
 	switch {
-	case v.Outcome == VerifyOutcomeVerified && !met:
+	case v.Outcome == VerdictVerified && !met:
 		return nil, stepErr(LifecycleRefusalInconsistentVerdict, "verified, but not every criterion is met")
-	case v.Outcome == VerifyOutcomeVerified && s.Tests.Failed > 0:
+	case v.Outcome == VerdictVerified && s.Tests.Failed > 0:
 		return nil, stepErr(LifecycleRefusalInconsistentVerdict, "verified, but %d test(s) failed", s.Tests.Failed)
-	case (v.Outcome == VerifyOutcomeRepairable) != (v.Repair != ""):
+	case (v.Outcome == VerdictRepairable) != (v.Repair != ""):
 		return nil, stepErr(LifecycleRefusalInconsistentVerdict, "repair instructions come with a repairable verdict and only with it")
 	}
 	s.charge(ev.Cost)
 	s.Verification = LifecycleVerificationRef{ID: v.ID(), Outcome: v.Outcome}
 	switch v.Outcome {
-	case VerifyOutcomeVerified:
+	case VerdictVerified:
 		s.Phase, s.Status, s.Retries = PhaseApply, LifecycleStatusAwaitingApproval, 0
-	case VerifyOutcomeRejected:
+	case VerdictRejected:
 		s.end(LifecycleReasonVerificationRejected)
-	case VerifyOutcomeInconclusive:
+	case VerdictInconclusive:
 		s.end(LifecycleReasonVerificationInconclusive)
-	case VerifyOutcomeRepairable:
+	case VerdictRepairable:
 		return s.repair(), nil
 	}
 	return nil, nil

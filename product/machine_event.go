@@ -414,36 +414,13 @@ func (r LifecycleReviewArtifact) validate() error {
 	return nil
 }
 
-// VerifyOutcome is a verifier's verdict in the lifecycle.
-type VerifyOutcome string
-
-const (
-	VerifyOutcomeVerified     VerifyOutcome = "verified"
-	VerifyOutcomeRejected     VerifyOutcome = "rejected"
-	VerifyOutcomeRepairable   VerifyOutcome = "repairable"
-	VerifyOutcomeInconclusive VerifyOutcome = "inconclusive"
-)
-
-var verifyOutcomes = []VerifyOutcome{VerifyOutcomeVerified, VerifyOutcomeRejected, VerifyOutcomeRepairable, VerifyOutcomeInconclusive}
-
-// LifecycleCriterionStatus is a verifier's judgement of one criterion.
-type LifecycleCriterionStatus string
-
-const (
-	LifecycleCriterionMet     LifecycleCriterionStatus = "met"
-	LifecycleCriterionUnmet   LifecycleCriterionStatus = "unmet"
-	LifecycleCriterionUnknown LifecycleCriterionStatus = "unknown"
-)
-
-var lifecycleCriterionStatuses = []LifecycleCriterionStatus{LifecycleCriterionMet, LifecycleCriterionUnmet, LifecycleCriterionUnknown}
-
 // LifecycleCriterionJudgement judges the criterion whose redacted digest it
 // names (criteria are numbered from 1).
 type LifecycleCriterionJudgement struct {
-	Criterion int                      `json:"criterion"`
-	Digest    string                   `json:"digest"`
-	Status    LifecycleCriterionStatus `json:"status"`
-	Note      string                   `json:"note"`
+	Criterion int             `json:"criterion"`
+	Digest    string          `json:"digest"`
+	Status    CriterionStatus `json:"status"`
+	Note      string          `json:"note"`
 }
 
 // VerificationArtifact is the canonical verification of a patch, made by
@@ -456,7 +433,7 @@ type VerificationArtifact struct {
 	Verifier     LifecycleProfileRef           `json:"verifier"`
 	TestEvidence string                        `json:"test_evidence"`
 	Criteria     []LifecycleCriterionJudgement `json:"criteria"`
-	Outcome      VerifyOutcome                 `json:"outcome"`
+	Outcome      Verdict                       `json:"outcome"`
 	Repair       string                        `json:"repair_instructions"` // repairable only
 }
 
@@ -466,7 +443,7 @@ func (v VerificationArtifact) ID() string { return mustID(tagVerificationArtifac
 
 func (v VerificationArtifact) validate() error {
 	if err := firstErr(checkID("verification.patch_id", v.Patch), v.Verifier.validate("verification.verifier"),
-		checkID("verification.test_evidence", v.TestEvidence), checkEnum("verification.outcome", v.Outcome, verifyOutcomes),
+		checkID("verification.test_evidence", v.TestEvidence), checkEnum("verification.outcome", v.Outcome, allVerdicts),
 		checkEventText("verification.repair_instructions", v.Repair, 0, LifecycleMaxRepairBytes)); err != nil {
 		return err
 	}
@@ -478,7 +455,7 @@ func (v VerificationArtifact) validate() error {
 		if c.Criterion < 1 || c.Criterion > MaxCriteria {
 			return fmt.Errorf("%s.criterion: want 1 to %d, got %d", p, MaxCriteria, c.Criterion)
 		}
-		if err := firstErr(checkID(p+".digest", c.Digest), checkEnum(p+".status", c.Status, lifecycleCriterionStatuses),
+		if err := firstErr(checkID(p+".digest", c.Digest), checkEnum(p+".status", c.Status, allCriterionStatuses),
 			checkEventText(p+".note", c.Note, 0, LifecycleMaxTextBytes)); err != nil {
 			return err
 		}
@@ -559,7 +536,7 @@ func firstErr(errs ...error) error {
 
 func checkID(p, id string) error {
 	if !contentid.Valid(id) {
-		return fmt.Errorf("%s: malformed id %q; want b3:<64 hex>", p, clipString(id, 80))
+		return fmt.Errorf("%s: malformed id %q; want b3:<64 hex>", p, clip(id, 80))
 	}
 	return nil
 }
@@ -597,7 +574,7 @@ func checkCriteria(p string, digests []string) error {
 
 func checkEnum[T ~string](p string, v T, values []T) error {
 	if !slices.Contains(values, v) {
-		return fmt.Errorf("%s: unknown value %q; want one of %s", p, clipString(string(v), 80), enumList(values))
+		return fmt.Errorf("%s: unknown value %q; want one of %s", p, clip(string(v), 80), enumList(values))
 	}
 	return nil
 }
@@ -672,7 +649,7 @@ func LifecycleEventDigest(ev LifecycleEvent) string {
 func DecodeLifecycleEvent(kind string, payload []byte) (LifecycleEvent, error) {
 	k, ok := ParseLifecycleEventKind(kind)
 	if !ok {
-		return nil, invalidf("lifecycle.event", "kind", "unknown event kind %q", clipString(kind, 80))
+		return nil, invalidf("lifecycle.event", "kind", "unknown event kind %q", clip(kind, 80))
 	}
 	if len(payload) > LifecycleMaxEventBytes {
 		return nil, invalidf("lifecycle.event", "payload", "%d bytes; the limit is %d", len(payload), LifecycleMaxEventBytes)

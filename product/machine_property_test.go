@@ -198,7 +198,7 @@ func genEvent(e *entropy, s LifecycleState, history []LifecycleState) LifecycleE
 		return ev
 	case LifecycleVerifyCompleted:
 		ev.Cost = genCost(e)
-		outcome := verifyOutcomes[e.intn(len(verifyOutcomes))]
+		outcome := allVerdicts[e.intn(len(allVerdicts))]
 		ev.Verification = verification(s, s.Freeze, ev.Verification.Patch, outcome)
 		if e.chance(16) {
 			ev.Verification.Verifier = s.Freeze.profile(LifecycleRoleReviewer)
@@ -346,7 +346,7 @@ func BenchmarkStepLifecycle(b *testing.B) {
 		events = append(events, ev)
 		s = mustStep(b, s, ev)
 	}
-	ev := LifecycleVerifyCompleted{Invocation: currentInvocation(s), Verification: verification(s, s.Freeze, s.Patch.ID, VerifyOutcomeRepairable)}
+	ev := LifecycleVerifyCompleted{Invocation: currentInvocation(s), Verification: verification(s, s.Freeze, s.Patch.ID, VerdictRepairable)}
 	events = append(events, ev)
 	s = mustStep(b, s, ev)
 	for _, kind := range []LifecycleEventKind{LifecycleEventImplementCompleted, LifecycleEventTestCompleted,

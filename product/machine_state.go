@@ -57,13 +57,13 @@ type LifecycleProfileRef struct {
 func (r LifecycleProfileRef) validate(p string) error {
 	switch {
 	case !slices.Contains(lifecycleRoles, r.Role):
-		return fmt.Errorf("%s.role: unknown role %q; want one of %s", p, clipString(string(r.Role), 80), enumList(lifecycleRoles))
+		return fmt.Errorf("%s.role: unknown role %q; want one of %s", p, clip(string(r.Role), 80), enumList(lifecycleRoles))
 	case !profileIDPattern.MatchString(r.Profile):
-		return fmt.Errorf("%s.profile_id: malformed profile id %q", p, clipString(r.Profile, 80))
+		return fmt.Errorf("%s.profile_id: malformed profile id %q", p, clip(r.Profile, 80))
 	case r.Revision < 1:
 		return fmt.Errorf("%s.revision: want a revision from 1, got %d", p, r.Revision)
 	case r.Sandbox != lifecycleRoleSandbox[r.Role]:
-		return fmt.Errorf("%s.sandbox: the %s runs %s, not %q", p, r.Role, lifecycleRoleSandbox[r.Role], clipString(r.Sandbox, 80))
+		return fmt.Errorf("%s.sandbox: the %s runs %s, not %q", p, r.Role, lifecycleRoleSandbox[r.Role], clip(r.Sandbox, 80))
 	}
 	return checkID(p+".digest", r.Digest)
 }
@@ -106,7 +106,7 @@ type LifecycleFreeze struct {
 func (f LifecycleFreeze) validate() error {
 	const p = "freeze"
 	if !ChangeIDPattern.MatchString(f.ChangeID) {
-		return fmt.Errorf("%s.change_id: malformed change id %q; want chg_<24 hex>", p, clipString(f.ChangeID, 80))
+		return fmt.Errorf("%s.change_id: malformed change id %q; want chg_<24 hex>", p, clip(f.ChangeID, 80))
 	}
 	if err := firstErr(checkID(p+".request_id", f.RequestID), checkID(p+".snapshot", f.Snapshot),
 		checkCriteria(p+".criteria", f.Criteria)); err != nil {
@@ -215,8 +215,8 @@ type LifecycleTestSummary struct {
 
 // LifecycleVerificationRef is the verification of the patch in force.
 type LifecycleVerificationRef struct {
-	ID      string        `json:"verification_id"`
-	Outcome VerifyOutcome `json:"outcome"`
+	ID      string  `json:"verification_id"`
+	Outcome Verdict `json:"outcome"`
 }
 
 // LifecyclePrior is what the repair replaced: the first patch and the
@@ -477,15 +477,15 @@ func (s LifecycleState) checkOutcome() error {
 	if s.Verification.ID == "" {
 		return nil
 	}
-	want := map[LifecycleReason]VerifyOutcome{
-		LifecycleReasonVerificationRejected:     VerifyOutcomeRejected,
-		LifecycleReasonVerificationInconclusive: VerifyOutcomeInconclusive,
-		LifecycleReasonRepairExhausted:          VerifyOutcomeRepairable,
-		LifecycleReasonBudgetExhausted:          VerifyOutcomeRepairable,
+	want := map[LifecycleReason]Verdict{
+		LifecycleReasonVerificationRejected:     VerdictRejected,
+		LifecycleReasonVerificationInconclusive: VerdictInconclusive,
+		LifecycleReasonRepairExhausted:          VerdictRepairable,
+		LifecycleReasonBudgetExhausted:          VerdictRepairable,
 	}
 	outcome, ok := want[s.Reason]
 	if s.Phase == PhaseApply {
-		outcome, ok = VerifyOutcomeVerified, true
+		outcome, ok = VerdictVerified, true
 	}
 	if !ok || s.Verification.Outcome != outcome {
 		return fmt.Errorf("verification %s in %s (%s)", s.Verification.Outcome, s.where(), s.Reason)

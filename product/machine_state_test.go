@@ -39,9 +39,9 @@ func TestDecodeLifecycleState(t *testing.T) {
 		{"UnavailableTestsPassed", "review/1", func(s *LifecycleState) { s.Tests.Passed--; s.Tests.Errors++ }},
 		{"TestsMissAPlan", "review/1", func(s *LifecycleState) { s.Tests.Passed-- }},
 		{"VerificationWhileVerifying", "verify/1", func(s *LifecycleState) {
-			s.Verification = LifecycleVerificationRef{ID: testID("v"), Outcome: VerifyOutcomeVerified}
+			s.Verification = LifecycleVerificationRef{ID: testID("v"), Outcome: VerdictVerified}
 		}},
-		{"ApplyWithoutVerifiedOutcome", "awaiting_approval", func(s *LifecycleState) { s.Verification.Outcome = VerifyOutcomeRepairable }},
+		{"ApplyWithoutVerifiedOutcome", "awaiting_approval", func(s *LifecycleState) { s.Verification.Outcome = VerdictRepairable }},
 		{"AwaitingOutsideApply", "awaiting_approval", func(s *LifecycleState) { s.Phase = PhaseVerify }},
 		{"ApprovedWithoutApproval", "approved", func(s *LifecycleState) { s.Approval = "" }},
 		{"ApprovalBeforeApproving", "awaiting_approval", func(s *LifecycleState) { s.Approval = testID("a") }},
@@ -50,7 +50,7 @@ func TestDecodeLifecycleState(t *testing.T) {
 		{"TerminalWithoutReason", "rejected", func(s *LifecycleState) { s.Reason = "" }},
 		{"ReasonOfAnotherStatus", "rejected", func(s *LifecycleState) { s.Reason = LifecycleReasonWorkerFailed }},
 		{"ReasonInWrongPhase", "rejected", func(s *LifecycleState) { s.Reason = LifecycleReasonPatchRejected }},
-		{"VerdictDisagreesWithReason", "rejected", func(s *LifecycleState) { s.Verification.Outcome = VerifyOutcomeInconclusive }},
+		{"VerdictDisagreesWithReason", "rejected", func(s *LifecycleState) { s.Verification.Outcome = VerdictInconclusive }},
 		{"UnknownStatus", "explore", func(s *LifecycleState) { s.Status = "paused" }},
 		{"SeqZero", "explore", func(s *LifecycleState) { s.Seq = 0 }},
 		{"ConcurrencyTwo", "explore", func(s *LifecycleState) { s.Freeze.Concurrency = 2 }},
@@ -76,7 +76,7 @@ func TestDecodeLifecycleState(t *testing.T) {
 	} {
 		t.Run("Err"+name, func(t *testing.T) {
 			if _, err := DecodeLifecycleState([]byte(text)); err == nil || KindOf(err) != KindInvalidInput {
-				t.Fatalf("read %q: %v", clipString(text, 60), err)
+				t.Fatalf("read %q: %v", clip(text, 60), err)
 			}
 		})
 	}

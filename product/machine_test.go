@@ -96,7 +96,7 @@ func wellFormed(s LifecycleState, kind LifecycleEventKind) LifecycleEvent {
 			Findings: []LifecycleReviewFinding{{Severity: LifecycleFindingMinor, Criterion: 1, Summary: "names could be clearer"}}},
 			Cost: LifecycleCost{Tokens: 300, WallMs: 3000}}
 	case LifecycleEventVerifyCompleted:
-		return LifecycleVerifyCompleted{Invocation: inv, Verification: verification(s, freeze, patch, VerifyOutcomeVerified),
+		return LifecycleVerifyCompleted{Invocation: inv, Verification: verification(s, freeze, patch, VerdictVerified),
 			Cost: LifecycleCost{Tokens: 400, WallMs: 4000}}
 	case LifecycleEventPhaseFailed:
 		phase := s.Phase
@@ -139,17 +139,17 @@ func testEvidence(f LifecycleFreeze, patch string, outcomes []LifecycleTestOutco
 // verification is the frozen verifier's artifact for the state's patch
 // and test evidence with the given outcome: every criterion met when
 // verified, the first unmet otherwise.
-func verification(s LifecycleState, f LifecycleFreeze, patch string, outcome VerifyOutcome) VerificationArtifact {
+func verification(s LifecycleState, f LifecycleFreeze, patch string, outcome Verdict) VerificationArtifact {
 	v := VerificationArtifact{Patch: patch, Verifier: f.profile(LifecycleRoleVerifier),
 		TestEvidence: orID(s.Tests.Evidence, "some test evidence"), Outcome: outcome}
 	for i, d := range f.Criteria {
-		st := LifecycleCriterionMet
-		if i == 0 && outcome != VerifyOutcomeVerified {
-			st = LifecycleCriterionUnmet
+		st := CriterionMet
+		if i == 0 && outcome != VerdictVerified {
+			st = CriterionUnmet
 		}
 		v.Criteria = append(v.Criteria, LifecycleCriterionJudgement{Criterion: i + 1, Digest: d, Status: st})
 	}
-	if outcome == VerifyOutcomeRepairable {
+	if outcome == VerdictRepairable {
 		v.Repair = "handle the empty input in parse before splitting"
 	}
 	return v
@@ -203,7 +203,7 @@ func statesByClass(tb testing.TB) map[string]LifecycleState {
 	out := map[string]LifecycleState{"none": {}}
 	s := LifecycleState{}
 	step := func(kind LifecycleEventKind) { s = mustStep(tb, s, wellFormed(s, kind)) }
-	verify := func(o VerifyOutcome) LifecycleState {
+	verify := func(o Verdict) LifecycleState {
 		return mustStep(tb, s, LifecycleVerifyCompleted{Invocation: currentInvocation(s), Verification: verification(s, s.Freeze, s.Patch.ID, o)})
 	}
 	step(LifecycleEventCreated)
@@ -215,10 +215,10 @@ func statesByClass(tb testing.TB) map[string]LifecycleState {
 		step(kind)
 		out[lifecycleClass(s)] = s
 	}
-	out["rejected"] = verify(VerifyOutcomeRejected)
-	out["inconclusive"] = verify(VerifyOutcomeInconclusive)
-	verified := verify(VerifyOutcomeVerified)
-	s = verify(VerifyOutcomeRepairable)
+	out["rejected"] = verify(VerdictRejected)
+	out["inconclusive"] = verify(VerdictInconclusive)
+	verified := verify(VerdictVerified)
+	s = verify(VerdictRepairable)
 	out[lifecycleClass(s)] = s
 	for _, kind := range []LifecycleEventKind{LifecycleEventImplementCompleted, LifecycleEventTestCompleted, LifecycleEventReviewCompleted} {
 		step(kind)
@@ -330,7 +330,7 @@ func TestStepLifecycle_Refusals(t *testing.T) {
 	states := statesByClass(t)
 	verifyIn := func(class string, edit func(*VerificationArtifact)) (LifecycleState, LifecycleEvent) {
 		s := states[class]
-		v := verification(s, s.Freeze, s.Patch.ID, VerifyOutcomeVerified)
+		v := verification(s, s.Freeze, s.Patch.ID, VerdictVerified)
 		edit(&v)
 		return s, LifecycleVerifyCompleted{Invocation: currentInvocation(s), Verification: v}
 	}
@@ -412,18 +412,18 @@ func TestStepLifecycle_Refusals(t *testing.T) {
 			return verifyIn("verify/1", func(v *VerificationArtifact) { v.Criteria[1].Digest = testID("another criterion") })
 		}, LifecycleRefusalWrongArtifact},
 		{"VerifiedWithUnmetCriterion", func() (LifecycleState, LifecycleEvent) {
-			return verifyIn("verify/1", func(v *VerificationArtifact) { v.Criteria[0].Status = LifecycleCriterionUnknown })
+			return verifyIn("verify/1", func(v *VerificationArtifact) { v.Criteria[0].Status = CriterionUnknown })
 		}, LifecycleRefusalInconsistentVerdict},
 		{"VerifiedWithFailingTest", func() (LifecycleState, LifecycleEvent) {
 			s := failedTests()
 			s = mustStep(t, s, wellFormed(s, LifecycleEventReviewCompleted))
-			return s, LifecycleVerifyCompleted{Invocation: currentInvocation(s), Verification: verification(s, s.Freeze, s.Patch.ID, VerifyOutcomeVerified)}
+			return s, LifecycleVerifyCompleted{Invocation: currentInvocation(s), Verification: verification(s, s.Freeze, s.Patch.ID, VerdictVerified)}
 		}, LifecycleRefusalInconsistentVerdict},
 		{"RepairableWithoutInstructions", func() (LifecycleState, LifecycleEvent) {
-			return verifyIn("verify/1", func(v *VerificationArtifact) { v.Outcome = VerifyOutcomeRepairable })
+			return verifyIn("verify/1", func(v *VerificationArtifact) { v.Outcome = VerdictRepairable })
 		}, LifecycleRefusalInconsistentVerdict},
 		{"RejectedWithInstructions", func() (LifecycleState, LifecycleEvent) {
-			return verifyIn("verify/1", func(v *VerificationArtifact) { v.Outcome, v.Repair = VerifyOutcomeRejected, "x" })
+			return verifyIn("verify/1", func(v *VerificationArtifact) { v.Outcome, v.Repair = VerdictRejected, "x" })
 		}, LifecycleRefusalInconsistentVerdict},
 		{"ApprovalOfOtherPatch", func() (LifecycleState, LifecycleEvent) {
 			s := states["awaiting_approval"]
@@ -530,7 +530,7 @@ func TestStepLifecycle_OneRepair(t *testing.T) {
 	s := statesByClass(t)["verify/1"]
 	repair := func(s LifecycleState) (LifecycleState, []LifecycleEffect) {
 		next, fx, err := StepLifecycle(s, LifecycleVerifyCompleted{Invocation: currentInvocation(s),
-			Verification: verification(s, s.Freeze, s.Patch.ID, VerifyOutcomeRepairable)})
+			Verification: verification(s, s.Freeze, s.Patch.ID, VerdictRepairable)})
 		if err != nil {
 			t.Fatal(err)
 		}

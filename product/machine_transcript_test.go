@@ -372,7 +372,7 @@ func (d *transcriptDriver) event(t *testing.T, td *datadriven.TestData, s Lifecy
 }
 
 func (d *transcriptDriver) verifyEvent(a transcriptArgs, s LifecycleState) LifecycleEvent {
-	outcome := VerifyOutcome(a.str("outcome", string(VerifyOutcomeVerified)))
+	outcome := Verdict(a.str("outcome", string(VerdictVerified)))
 	ev := LifecycleVerifyCompleted{Invocation: a.invocation(s), Cost: a.cost(LifecycleCost{Tokens: 400, WallMs: 4000}),
 		Verification: verification(s, s.Freeze, s.Patch.ID, outcome)}
 	v := &ev.Verification
@@ -380,7 +380,7 @@ func (d *transcriptDriver) verifyEvent(a transcriptArgs, s LifecycleState) Lifec
 	if cs := a.list("criteria", nil); cs != nil {
 		v.Criteria = v.Criteria[:min(len(cs), len(v.Criteria))]
 		for i := range v.Criteria {
-			v.Criteria[i].Status = LifecycleCriterionStatus(cs[i])
+			v.Criteria[i].Status = CriterionStatus(cs[i])
 		}
 	}
 	v.TestEvidence = a.pick("tests", map[string]string{"current": v.TestEvidence, "other": testID("other test evidence"), "review": s.Review})
