@@ -394,6 +394,13 @@
 //	engine_change_verify.go  VerifyChange: the verifier and the one repair
 //	machine*.go          the change lifecycle machine (pure): phases, states,
 //	                     events and their journal form, effects, digests
+//	lifecycle.go         starting a lifecycle, test plans, the safe views (DTOs)
+//	kernel.go            the execution kernel: replay, invoke, persist, CAS commit
+//	adapter.go           the adapters' bounded requests and results; Needle's checks
+//	adapter_codex.go     the Codex App Server adapters: explore, implement, review, verify
+//	adapter_testrun.go   the test adapter: Needle runs the frozen test plans, sandboxed
+//	apply.go             approval, the journaled all-or-nothing apply, recovery, diff
+//	engine_lifecycle.go  StartLifecycle, RunLifecycle, Lifecycles, Lifecycle, LifecycleEvents
 //	profile.go           role profiles
 //	mcp.go               the MCP server: session, initialize, tools/list and tools/call
 //	mcp_tools.go         the MCP tool table and its typed handlers

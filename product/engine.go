@@ -31,6 +31,11 @@ type Config struct {
 	FrontierBudget int
 	// Prices weigh operator costs in economic selection (default: defaultPrices).
 	Prices *Prices
+	// Lifecycle, when set, replaces the change lifecycle's adapters (the
+	// defaults: Codex App Server workers and Needle's test runner).
+	Lifecycle *LifecycleAdapters
+	// Tests configures the lifecycle's test runner.
+	Tests TestsConfig
 }
 
 // Engine resolves needs for one repository against one store. It is safe
@@ -48,6 +53,9 @@ type Engine struct {
 
 	mu      sync.Mutex
 	ledgers map[string]*Ledger
+
+	// adapters run the change lifecycle's phases.
+	adapters LifecycleAdapters
 }
 
 // Open opens the store in cfg.DataDir and the repository cfg.Repository.
@@ -103,6 +111,14 @@ func Open(ctx context.Context, cfg Config) (*Engine, error) {
 			return nil, err
 		}
 		e.cfg.Limits = Limits{Needs: e.profile.Profile.Limits.Needs, Workers: e.profile.Profile.Limits.Workers}.clamp()
+	}
+	e.adapters = codexAdapters{e}.adapters(&testAdapter{e: e, cfg: cfg.Tests})
+	if cfg.Lifecycle != nil {
+		e.adapters = *cfg.Lifecycle
+	}
+	if err := e.recoverAtOpen(ctx); err != nil {
+		st.Close()
+		return nil, err
 	}
 	return e, nil
 }

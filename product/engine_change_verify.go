@@ -33,6 +33,15 @@ func (e *Engine) VerifyChange(ctx context.Context, session, changeID string) (Ve
 	if err != nil {
 		return VerifyResult{}, err
 	}
+	// A lifecycle's change is verified by its own verify phase; another
+	// verifier here would race the lifecycle's journal.
+	if lid, err := e.store.lifecycleOfChange(ctx, changeID); err != nil || lid != "" {
+		if err != nil {
+			return VerifyResult{}, err
+		}
+		return VerifyResult{}, &Error{Op: "change.verify", Kind: KindConflict,
+			Err: fmt.Errorf("change %s is run by lifecycle %s: needle change run %s verifies it", changeID, lid, lid)}
+	}
 	if c.Current == 0 {
 		return VerifyResult{}, &Error{Op: "change.verify", Kind: KindConflict,
 			Err: fmt.Errorf("change %s has no patch to verify (status %s)", changeID, c.Status)}

@@ -42,6 +42,14 @@ const (
 	tagVerificationArtifact  = "needle.verification_artifact.v1"   // VerificationArtifact → verification id
 	tagLifecycleApproval     = "needle.lifecycle_approval.v1"      // {lifecycle, binding} → approval id
 	tagLifecycleApplyIntent  = "needle.lifecycle_apply_intent.v1"  // LifecycleApplyIntent → intent id
+	tagLifecycleRequest      = "needle.lifecycle_request.v1"       // {change request, needs} → freeze.request_id
+	tagRoleSettings          = "needle.role_settings.v1"           // {role, sandbox, model, effort} → a frozen role's digest
+	tagTestPlan              = "needle.test_plan.v1"               // {artifact, module, package, test} → plan id
+	tagTestOutput            = "needle.test_output.v1"             // a test run's kept output → its output digest
+	tagChangeVerification    = "needle.change_verification.v1"     // a stored verification body → its verification id
+	tagChangeProjection      = "needle.change_projection.v1"       // a change's projection → the digest its approval binds
+	tagChangeApproval        = "needle.change_approval.v1"         // {change, binding} → a change's approval id
+	tagCriterion             = "needle.criterion.v1"               // {number, text} of an acceptance criterion → its redacted digest
 )
 
 // mustID returns the content id of a value the product itself built; such a

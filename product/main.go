@@ -13,7 +13,8 @@ import (
 )
 
 // Main is the needle command. It returns the process exit status: 0 on
-// success, 1 on failure, 2 on invalid input or a usage error.
+// success, 1 on failure, 2 on invalid input or a usage error, 3 on a
+// conflict.
 func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	c := &cli{ctx: ctx, stdin: stdin, stdout: stdout, stderr: stderr}
 	if len(args) == 0 {
@@ -46,6 +47,15 @@ var commands = []command{
 	{"hook codex", usageHookCodex, (*cli).hookCodex},
 	{"hook install", usageHookInstall, (*cli).hookInstall},
 	{"hook uninstall", usageHookUninstall, (*cli).hookUninstall},
+	{"change list", usageChangeList, (*cli).changeList},
+	{"change show", usageChangeShow, (*cli).changeShow},
+	{"change events", usageChangeEvents, (*cli).changeEvents},
+	{"change diff", usageChangeDiff, (*cli).changeDiff},
+	{"change start", usageChangeStart, (*cli).changeStart},
+	{"change run", usageChangeRun, (*cli).changeRun},
+	{"change approve", usageChangeApprove, (*cli).changeApprove},
+	{"change apply", usageChangeApply, (*cli).changeApply},
+	{"change cancel", usageChangeCancel, (*cli).changeCancel},
 	{"profile", usageProfile, (*cli).profileCmd},
 	{"config", usageConfig, (*cli).config},
 	{"db check", usageDBCheck, (*cli).dbCheck},
@@ -77,16 +87,22 @@ Commands:
                     install the Codex Stop hook into codex's hooks file and trust it
   hook uninstall [--codex] [--user|--project]
                     remove the Codex Stop hook and its trust
+  change list|show|events|diff|start|run|approve|apply|cancel --repository DIR --data-dir DIR ...
+                    a supervised change as a lifecycle: explore, implement, test,
+                    review, verify, then apply after your approval
   profile list|show|create --data-dir DIR [ID [FILE]]
                     manage role profiles (immutable revisions; "default" is built in)
   config set|get|list --data-dir DIR [KEY [VALUE]]
-                    manage profile settings (codex.command, codex.home, worker.deadline)
+                    manage profile settings (codex.command, codex.home, worker.deadline,
+                    tests.codex, tests.cache)
   db check --data-dir DIR
                     open the store in DIR (creating or upgrading it) and verify it
   version           print the version, compiler, schema head and definition id
   help [COMMAND]    print help for a command
 
-Exit status: 0 success, 1 failure, 2 invalid input or usage error.
+Exit status: 0 success, 1 failure, 2 invalid input or usage error, 3 conflict
+(a work tree that drifted under a patch: the 409, nothing written; a stale
+approval; another runner of the same lifecycle).
 Run 'needle help COMMAND' for the flags of a command.
 `
 

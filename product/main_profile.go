@@ -31,6 +31,21 @@ var settingKeys = map[string]struct {
 		}
 		return nil
 	}},
+	"tests.codex": {"the real codex binary whose sandbox confines the lifecycle's test runs", func(v string) error {
+		if !filepath.IsAbs(v) {
+			return fmt.Errorf("%q is not an absolute path", v)
+		}
+		if info, err := os.Stat(v); err != nil || !info.Mode().IsRegular() {
+			return fmt.Errorf("%q is not a file", v)
+		}
+		return nil
+	}},
+	"tests.cache": {"the directory of the lifecycle's test runs (GOCACHE, scratch)", func(v string) error {
+		if !filepath.IsAbs(v) {
+			return fmt.Errorf("%q is not an absolute path", v)
+		}
+		return nil
+	}},
 	"worker.deadline": {"the wall-clock bound of one worker turn (a Go duration, e.g. 2m)", func(v string) error {
 		d, err := time.ParseDuration(v)
 		if err == nil && d <= 0 {
@@ -49,6 +64,10 @@ Manage the settings of the Needle profile in DIR. Keys:
                     blanks), e.g. "codex"; --codex on a command overrides it
   codex.home        a directory whose config.toml and auth.json are copied into
                     every worker's own CODEX_HOME (provider, model, credentials)
+  tests.codex       the real codex binary whose sandbox confines the tests a
+                    change lifecycle runs (default: codex on PATH)
+  tests.cache       the directory of those test runs: GOCACHE and scratch
+                    (default: DIR/testrun)
   worker.deadline   the wall-clock bound of one worker turn (default 2m)
 `
 

@@ -13,6 +13,59 @@ type Profile struct {
 	Effort      string         `json:"effort"`       // "" | low | medium | high
 	Limits      ProfileLimits  `json:"limits"`
 	Sandbox     ProfileSandbox `json:"sandbox"`
+	// Roles sets each lifecycle worker role apart (needle change). Absent,
+	// the roles follow WorkerModel, Effort and Sandbox (effectiveRoles); a
+	// profile written before roles existed keeps its digest.
+	Roles *ProfileRoles `json:"roles,omitempty"`
+}
+
+// ProfileRoles are the settings of the lifecycle's worker roles, each with
+// its own sandbox, model and effort.
+type ProfileRoles struct {
+	Explorer    RoleSettings `json:"explorer"`
+	Implementer RoleSettings `json:"implementer"`
+	TestRunner  RoleSettings `json:"test_runner"`
+	Reviewer    RoleSettings `json:"reviewer"`
+	Verifier    RoleSettings `json:"verifier"`
+}
+
+// RoleSettings say how one role's worker runs.
+type RoleSettings struct {
+	Sandbox string `json:"sandbox"` // the role's one sandbox (lifecycleRoleSandbox)
+	Model   string `json:"model"`   // "" = the App Server's configured model
+	Effort  string `json:"effort"`  // "" | low | medium | high
+}
+
+// effectiveRoles are the profile's role settings: its roles when it sets
+// them, otherwise derived from the single-worker fields.
+func (p Profile) effectiveRoles() ProfileRoles {
+	if p.Roles != nil {
+		return *p.Roles
+	}
+	base := RoleSettings{Model: p.WorkerModel, Effort: p.Effort}
+	with := func(sandbox string) RoleSettings { r := base; r.Sandbox = sandbox; return r }
+	return ProfileRoles{
+		Explorer:    with(p.Sandbox.Evidence),
+		Implementer: with(p.Sandbox.Patch),
+		TestRunner:  with(lifecycleRoleSandbox[LifecycleRoleTestRunner]),
+		Reviewer:    with(p.Sandbox.Verifier),
+		Verifier:    with(p.Sandbox.Verifier),
+	}
+}
+
+// role returns the settings of one lifecycle role.
+func (r ProfileRoles) role(role LifecycleRole) RoleSettings {
+	switch role {
+	case LifecycleRoleExplorer:
+		return r.Explorer
+	case LifecycleRoleImplementer:
+		return r.Implementer
+	case LifecycleRoleTestRunner:
+		return r.TestRunner
+	case LifecycleRoleReviewer:
+		return r.Reviewer
+	}
+	return r.Verifier
 }
 
 // ProfileLimits are the session limits of a profile.
@@ -66,6 +119,22 @@ func checkProfile(p Profile) error {
 		return invalidf(op, "sandbox.patch", "want workspace-write or read-only")
 	case len(p.WorkerModel) > 128:
 		return invalidf(op, "worker_model", "longer than 128 bytes")
+	}
+	if p.Roles == nil {
+		return nil
+	}
+	for _, role := range lifecycleRoles {
+		r, path := p.Roles.role(role), "roles."+string(role)
+		switch {
+		case role == LifecycleRoleImplementer && r.Sandbox != "workspace-write" && r.Sandbox != "read-only":
+			return invalidf(op, path+".sandbox", "want workspace-write or read-only (which prepares no change)")
+		case role != LifecycleRoleImplementer && r.Sandbox != lifecycleRoleSandbox[role]:
+			return invalidf(op, path+".sandbox", "the %s always runs %s", role, lifecycleRoleSandbox[role])
+		case r.Effort != "" && r.Effort != "low" && r.Effort != "medium" && r.Effort != "high":
+			return invalidf(op, path+".effort", "unknown effort %q; want low, medium or high", r.Effort)
+		case len(r.Model) > 128:
+			return invalidf(op, path+".model", "longer than 128 bytes")
+		}
 	}
 	return nil
 }

@@ -18,6 +18,7 @@ type changeRecord struct {
 	Status    ChangeStatus
 	Current   int // accepted patch revision in force; 0 when none
 	Repairs   int
+	CreatedAt string
 }
 
 // putChange stores a new change with its first patch attempt, in one

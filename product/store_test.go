@@ -328,6 +328,14 @@ var upgradeSeeds = map[int][]string{
 		`INSERT INTO replies VALUES ('s1', 'turn1', 1, 'context', 'b3:` + strings.Repeat("2", 64) + `', 1, 0, 'b3:` + strings.Repeat("d", 64) + `', '2024-01-07T00:00:00Z')`,
 		`INSERT INTO replies VALUES ('s1', 'turn1', 2, 'invalid', NULL, NULL, 1, 'b3:` + strings.Repeat("e", 64) + `', '2024-01-07T00:00:00Z')`,
 	},
+	8: {
+		`INSERT INTO change_lifecycles VALUES ('lcy_` + strings.Repeat("d", 24) + `', 'chg_` + strings.Repeat("a", 24) + `', '/r', 's1', '{}', '[]', '[]', 1, 'explore', 'running', '{}', 'b3:` + strings.Repeat("d", 64) + `', '2024-01-08T00:00:00Z', '2024-01-08T00:00:00Z')`,
+		`INSERT INTO change_events VALUES ('lcy_` + strings.Repeat("d", 24) + `', 1, 'created', '{}', 'b3:` + strings.Repeat("e", 64) + `', 'b3:` + strings.Repeat("0", 64) + `', 'b3:` + strings.Repeat("d", 64) + `', '2024-01-07T00:00:00Z')`,
+		`INSERT INTO lifecycle_artifacts VALUES ('b3:` + strings.Repeat("f", 64) + `', 'lcy_` + strings.Repeat("d", 24) + `', 'explore', 1, 'explore_completed', '{}', 'b3:` + strings.Repeat("e", 64) + `', '', '{}', '', '', '{}', '2024-01-07T00:00:00Z')`,
+		`INSERT INTO approvals VALUES ('b3:` + strings.Repeat("1", 64) + `', 'chg_` + strings.Repeat("a", 24) + `', NULL, 'b3:` + strings.Repeat("a", 64) + `', 'b3:` + strings.Repeat("c", 64) + `', 'b3:` + strings.Repeat("2", 64) + `', 'cli:me', '2024-01-07T00:00:00Z')`,
+		`INSERT INTO change_applies VALUES (1, 'b3:` + strings.Repeat("3", 64) + `', 'chg_` + strings.Repeat("a", 24) + `', NULL, 'b3:` + strings.Repeat("1", 64) + `', '/r', '[]', 'done', '', '2024-01-07T00:00:00Z', '2024-01-07T00:00:01Z')`,
+		`INSERT INTO change_apply_files VALUES (1, 0, 'written', 'a.go', '2024-01-07T00:00:00Z')`,
+	},
 }
 
 func TestOpenStore_Upgrade(t *testing.T) {

@@ -147,6 +147,12 @@ type sessionSpec struct {
 	// OnRequest answers the server's requests (approvals) by policy.
 	OnRequest func(ctx context.Context, method string, params json.RawMessage) (any, *appserver.RPCError)
 	Turns     []turnSpec
+	// Snapshot, when set, is the snapshot the checkout must hold (a
+	// lifecycle's frozen one): a work tree that moved is a conflict.
+	Snapshot string
+	// Model and Effort, when set, choose the turns' model and reasoning
+	// effort (a role profile's); empty, the App Server's configuration does.
+	Model, Effort string
 }
 
 // turnSpec is one turn: a bounded prompt and the JSON Schema of its answer.
@@ -178,9 +184,13 @@ func (w *codexWorker) run(ctx context.Context, root string, spec sessionSpec) (o
 	}
 	defer func() {
 		if rerr := co.Remove(context.WithoutCancel(ctx)); rerr != nil && err == nil {
-			out, err = sessionOutput{Invocation: out.Invocation}, fmt.Errorf("checkout cleanup: %w", rerr)
+			out, err = sessionOutput{Invocation: out.Invocation}, fmt.Errorf("%w: checkout cleanup: %w", errFailClosed, rerr)
 		}
 	}()
+	if spec.Snapshot != "" && co.Snapshot != spec.Snapshot {
+		return out, &Error{Op: "worker.checkout", Kind: KindConflict,
+			Err: fmt.Errorf("the work tree moved since the lifecycle froze snapshot %s (it is %s now): restore it, or cancel and start again", spec.Snapshot, co.Snapshot)}
+	}
 	for p, want := range spec.LayBase {
 		if got, _ := co.BaseDigest(p); got != want {
 			return out, &Error{Op: "worker.checkout", Kind: KindConflict,
@@ -214,7 +224,7 @@ func (w *codexWorker) run(ctx context.Context, root string, spec sessionSpec) (o
 	if spec.ReadOnly {
 		// A read-only worker that changed its checkout voids the session.
 		if err := co.Verify(context.WithoutCancel(ctx)); err != nil {
-			return sessionOutput{Invocation: inv, Usage: out.Usage}, fmt.Errorf("checkout after worker: %w", err)
+			return sessionOutput{Invocation: inv, Usage: out.Usage}, fmt.Errorf("%w: checkout after worker: %w", errFailClosed, err)
 		}
 	}
 	if spec.After != nil {
@@ -345,6 +355,8 @@ func (w *codexWorker) turn(ctx context.Context, client *appserver.Client, thread
 		OutputSchema:   t.Schema,
 		SandboxPolicy:  sandboxPolicy(spec.ReadOnly),
 		ApprovalPolicy: "never",
+		Model:          spec.Model,
+		Effort:         spec.Effort,
 	})
 	if err != nil {
 		return "", fmt.Errorf("turn/start: %w", err)

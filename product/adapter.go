@@ -1,0 +1,337 @@
+package product
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/needle-dev/needle/product/internal/checkout"
+	"github.com/needle-dev/needle/product/internal/contentid"
+	"github.com/needle-dev/needle/product/internal/snapshot"
+)
+
+// Lifecycle adapters: what the kernel invokes for each worker phase, with a
+// bounded request built from the frozen lifecycle and a bounded result.
+// Nothing an adapter returns is believed as it is: the kernel checks it and
+// builds the completion event itself (completion), so an adapter can
+// neither steer the machine nor smuggle unvalidated data into the journal.
+
+// LifecycleAdapters are the injected adapters, one per worker phase. The
+// engine's defaults run Codex App Server workers (explore, implement,
+// review, verify) and Needle's own sandboxed test runner (test).
+type LifecycleAdapters struct {
+	Explore   func(context.Context, ExploreRequest) (ExploreResult, error)
+	Implement func(context.Context, ImplementRequest) (ImplementResult, error)
+	Test      func(context.Context, TestRequest) (TestResult, error)
+	Review    func(context.Context, ReviewRequest) (ReviewResult, error)
+	Verify    func(context.Context, VerifyRequest) (VerifierResult, error)
+}
+
+// AdapterCall is what every adapter request carries. Invocation is the
+// deterministic id of this lifecycle, phase and attempt: an adapter may use
+// it to find the side effects of an earlier, uncommitted run of the same
+// attempt and not repeat them.
+type AdapterCall struct {
+	Lifecycle  string
+	Invocation string
+	Phase      Phase
+	Round      int
+	Attempt    int
+	Profile    LifecycleProfileRef
+	Role       RoleSettings
+	Root       string // the repository
+	Snapshot   string // the frozen source snapshot
+}
+
+// ExploreRequest asks the explorer for certified evidence of the change's
+// needs.
+type ExploreRequest struct {
+	AdapterCall
+	Needs       []NeedRequest
+	ArtifactIDs []string
+	ClaimIDs    []string
+}
+
+// ExploreResult is the explorer's evidence: artifact ids, each of which the
+// kernel checks is certified and fresh.
+type ExploreResult struct {
+	Evidence []string
+	Usage    WorkerUsage
+	Thread   string
+}
+
+// PatchFile is one operation of a patch with its new content ("" for a
+// deletion).
+type PatchFile struct {
+	PatchOperation
+	Content string `json:"content"`
+}
+
+// RepairBrief is what a repair is told of the verification it follows: the
+// criteria not met and the repair instructions, never the verifier's
+// transcript.
+type RepairBrief struct {
+	Criteria     []CriterionVerdict
+	Instructions string
+}
+
+// ImplementRequest asks the implementer for a patch. In round 2 Laid is the
+// patch being repaired (laid on the checkout first) and Repair what the
+// verifier asked for.
+type ImplementRequest struct {
+	AdapterCall
+	Request ChangeRequest
+	Context []string // certified citation lines
+	Laid    []PatchFile
+	Repair  *RepairBrief
+}
+
+// ImplementResult is the patch Needle built from the implementer's checkout
+// (cumulative against Base), or why it refused it (Rejected).
+type ImplementResult struct {
+	Base     string
+	Patch    []PatchFile
+	Rejected []string
+	Report   string // the worker's final message
+	Usage    WorkerUsage
+	Thread   string
+}
+
+// TestRequest asks for the frozen test plans to be run on a fresh checkout
+// with the patch laid on it.
+type TestRequest struct {
+	AdapterCall
+	Patch []PatchFile
+	Plans []LifecycleTestPlan
+}
+
+// TestPlanRun is the run of one plan. A plan without a run is missing
+// evidence; an error outcome is unavailable evidence: both fail closed.
+type TestPlanRun struct {
+	Plan      string
+	Outcome   LifecycleTestOutcome
+	Duration  time.Duration
+	Output    []byte
+	Truncated bool
+	Detail    string
+}
+
+// TestResult is the runs of the plans.
+type TestResult struct {
+	Runs   []TestPlanRun
+	Usage  WorkerUsage
+	Thread string
+}
+
+// ReviewRequest asks the reviewer, read-only, for findings on the current
+// patch; it sees the criteria only as redacted digests.
+type ReviewRequest struct {
+	AdapterCall
+	Patch    []PatchFile
+	Diff     string
+	Criteria []string
+}
+
+// ReviewResult is the reviewer's final message (decoded by the kernel).
+type ReviewResult struct {
+	Answer string
+	Usage  WorkerUsage
+	Thread string
+}
+
+// VerifyRequest asks the distinct verifier, read-only, to judge the patched
+// checkout against the criteria with the test evidence. It carries no
+// review and nothing the implementer said.
+type VerifyRequest struct {
+	AdapterCall
+	Request ChangeRequest
+	Patch   []PatchFile
+	Context []string
+	Tests   []TestLine
+}
+
+// TestLine is one test plan's outcome as the verifier is told it.
+type TestLine struct {
+	Test    string
+	Command string
+	Outcome LifecycleTestOutcome
+}
+
+// VerifierResult is the verifier's final message (judged by the kernel).
+type VerifierResult struct {
+	Answer string
+	Usage  WorkerUsage
+	Thread string
+}
+
+// AdapterError classifies an adapter failure for the machine.
+type AdapterError struct {
+	Failure LifecycleFailure
+	Err     error
+}
+
+func (e *AdapterError) Error() string { return string(e.Failure) + ": " + e.Err.Error() }
+func (e *AdapterError) Unwrap() error { return e.Err }
+
+// errFailClosed marks failures that must never be retried: a sandbox
+// escape, a corrupt checkout, a cleanup that could not be verified.
+var errFailClosed = errors.New("fail closed")
+
+// failureOf classifies an adapter error: fail closed, timeout,
+// unavailable, or (anything else) crashed.
+func failureOf(err error) LifecycleFailure {
+	var ae *AdapterError
+	switch {
+	case errors.As(err, &ae):
+		return ae.Failure
+	case errors.Is(err, errFailClosed), errors.Is(err, checkout.ErrVerify):
+		return LifecycleFailureFailClosed
+	case errors.Is(err, context.DeadlineExceeded):
+		return LifecycleFailureTimeout
+	case KindOf(err) == KindUnavailable:
+		return LifecycleFailureUnavailable
+	}
+	return LifecycleFailureCrashed
+}
+
+// checkPatchFiles checks a patch an adapter returned with Needle's own
+// rules, whatever the adapter did: sorted unique safe paths inside the
+// scopes, operations consistent with their digests, contents matching
+// their digests, within the request's limits. It returns the reasons to
+// reject the patch (none when it may stand).
+func checkPatchFiles(req ChangeRequest, files []PatchFile) []string {
+	var reasons []string
+	bytes := 0
+	if len(files) == 0 {
+		return []string{"the patch changes nothing"}
+	}
+	for i, f := range files {
+		p := f.Path
+		switch {
+		case unsafePatchPath(p) != "":
+			reasons = append(reasons, fmt.Sprintf("%s: %s", showPath(p), unsafePatchPath(p)))
+			continue
+		case checkScopePath(p, ScopeExact) != nil:
+			reasons = append(reasons, fmt.Sprintf("%s: not a clean repository path", showPath(p)))
+			continue
+		case !inScope(req.Scopes, p):
+			reasons = append(reasons, fmt.Sprintf("%s: outside the declared scopes", p))
+		case i > 0 && files[i-1].Path >= p:
+			reasons = append(reasons, fmt.Sprintf("%s: paths are not sorted, or one repeats", p))
+		}
+		want := PatchModify
+		switch {
+		case f.Before == "":
+			want = PatchAdd
+		case f.After == "":
+			want = PatchDelete
+		}
+		digestOK := f.Before == "" || contentid.Valid(f.Before)
+		switch {
+		case f.Op != want || !digestOK || f.Before == f.After:
+			reasons = append(reasons, fmt.Sprintf("%s: operation %s does not fit its digests", p, f.Op))
+		case f.Op == PatchDelete && (f.Content != "" || f.Bytes != 0):
+			reasons = append(reasons, fmt.Sprintf("%s: a deletion has no content", p))
+		case f.Op != PatchDelete && (f.After != contentid.OfBytes(snapshot.FileTag, []byte(f.Content)) || f.Bytes != len(f.Content)):
+			reasons = append(reasons, fmt.Sprintf("%s: the content does not match its digest", p))
+		case f.Op != PatchDelete && (!utf8.ValidString(f.Content) || strings.ContainsRune(f.Content, 0)):
+			reasons = append(reasons, fmt.Sprintf("%s: binary content (not UTF-8 text)", p))
+		}
+		bytes += f.Bytes
+	}
+	if len(files) > req.Constraints.MaxFiles {
+		reasons = append(reasons, fmt.Sprintf("the patch touches %d files; the limit is %d", len(files), req.Constraints.MaxFiles))
+	}
+	if bytes > req.Constraints.MaxBytes {
+		reasons = append(reasons, fmt.Sprintf("the patch writes %d bytes; the limit is %d", bytes, req.Constraints.MaxBytes))
+	}
+	return reasons
+}
+
+// patchID is the content id of a patch's operations (as prepare_change
+// names patches).
+func patchID(files []PatchFile) string { return mustID(tagPatch, publicOps(files)) }
+
+func publicOps(files []PatchFile) []PatchOperation {
+	out := make([]PatchOperation, len(files))
+	for i, f := range files {
+		out[i] = f.PatchOperation
+	}
+	return out
+}
+
+func patchBytes(files []PatchFile) int {
+	n := 0
+	for _, f := range files {
+		n += f.Bytes
+	}
+	return n
+}
+
+// storedOps and patchFiles convert between the lifecycle's patch files and
+// the change journal's stored operations (the same fields).
+func storedOps(files []PatchFile) []storedOperation {
+	out := make([]storedOperation, len(files))
+	for i, f := range files {
+		out[i] = storedOperation(f)
+	}
+	return out
+}
+
+func patchFiles(ops []storedOperation) []PatchFile {
+	out := make([]PatchFile, len(ops))
+	for i, op := range ops {
+		out[i] = PatchFile(op)
+	}
+	return out
+}
+
+// boundedReasons bounds reasons as an event may carry them.
+func boundedReasons(reasons []string) []string {
+	out := []string{}
+	for _, r := range reasons {
+		if len(out) == LifecycleMaxReasons {
+			break
+		}
+		r = clip(strings.ToValidUTF8(strings.ReplaceAll(oneLine(r), "\x00", ""), ""), LifecycleMaxTextBytes)
+		if strings.TrimSpace(r) != "" {
+			out = append(out, r)
+		}
+	}
+	if len(out) == 0 {
+		out = []string{"the patch was rejected"}
+	}
+	return out
+}
+
+// reviewAnswer is a reviewer's final message.
+type reviewAnswer struct {
+	Findings []LifecycleReviewFinding `json:"findings"`
+}
+
+// decodeReview decodes a reviewer's answer strictly and bounds it.
+func decodeReview(raw string, criteria int) ([]LifecycleReviewFinding, error) {
+	var a reviewAnswer
+	if err := decodeStrict([]byte(raw), &a); err != nil {
+		return nil, fmt.Errorf("the reviewer's answer is malformed: %v", err)
+	}
+	if len(a.Findings) > LifecycleMaxFindings {
+		return nil, fmt.Errorf("the reviewer gave %d findings; the limit is %d", len(a.Findings), LifecycleMaxFindings)
+	}
+	out := []LifecycleReviewFinding{}
+	for i, f := range a.Findings {
+		if !slices.Contains(lifecycleFindingSeverities, f.Severity) || f.Criterion < 0 || f.Criterion > criteria {
+			return nil, fmt.Errorf("finding %d names an unknown severity or criterion", i+1)
+		}
+		f.Summary = clip(strings.ToValidUTF8(strings.ReplaceAll(oneLine(f.Summary), "\x00", ""), ""), LifecycleMaxTextBytes)
+		if strings.TrimSpace(f.Summary) == "" {
+			return nil, fmt.Errorf("finding %d has no summary", i+1)
+		}
+		out = append(out, f)
+	}
+	return out, nil
+}

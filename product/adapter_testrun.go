@@ -1,0 +1,151 @@
+package product
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+
+	"github.com/needle-dev/needle/product/internal/checkout"
+	"github.com/needle-dev/needle/product/internal/snapshot"
+	"github.com/needle-dev/needle/product/internal/testrun"
+)
+
+// The test phase's adapter: Needle itself runs the frozen certified test
+// plans, one by one, on a fresh checkout of the frozen snapshot with the
+// patch laid on it, in the sandbox of product/internal/testrun (no network,
+// writes confined to the checkout, Needle's GOCACHE and a scratch
+// directory, a deadline, the process group killed past it). The command is
+// Needle's (go test -run '^TestX$' PACKAGE in the plan's module), never a
+// worker's. A plan that cannot run, or whose test did not run to a pass or
+// a failure (no sandbox, a skip, no such test, a timeout), is an error
+// result: unavailable evidence, which fails the lifecycle closed. A build
+// failure of the patched code is a failure of the test.
+
+// TestsConfig configures the test phase's runner.
+type TestsConfig struct {
+	// Codex is the real codex binary whose sandbox confines the tests
+	// (default: the tests.codex setting, then codex on PATH).
+	Codex string
+	// CacheDir holds the runs' GOCACHE and scratch directories (default:
+	// DATA_DIR/testrun). One per repository keeps a test from affecting
+	// another repository's runs.
+	CacheDir string
+}
+
+// testAdapter runs test plans.
+type testAdapter struct {
+	e   *Engine
+	cfg TestsConfig
+
+	once   sync.Once
+	runner *testrun.Runner
+	err    error
+}
+
+// setup makes the runner: the go command, the sandbox, the caches.
+func (t *testAdapter) setup() (*testrun.Runner, error) {
+	t.once.Do(func() {
+		goBin, err := exec.LookPath("go")
+		if err == nil {
+			goBin, err = filepath.Abs(goBin)
+		}
+		if err != nil {
+			t.err = fmt.Errorf("no go command: %w", err)
+			return
+		}
+		codex := t.cfg.Codex
+		if codex == "" {
+			if codex, err = exec.LookPath("codex"); err != nil {
+				t.err = fmt.Errorf("no codex binary for the test sandbox (tests.codex setting or codex on PATH): %w", err)
+				return
+			}
+		}
+		if codex, err = filepath.Abs(codex); err != nil {
+			t.err = err
+			return
+		}
+		cache := t.cfg.CacheDir
+		if cache == "" {
+			cache = filepath.Join(t.e.cfg.DataDir, "testrun")
+		}
+		home := filepath.Join(cache, "codex-home")
+		if err := os.MkdirAll(home, 0o755); err != nil {
+			t.err = err
+			return
+		}
+		out, err := exec.Command(goBin, "env", "GOMODCACHE").Output()
+		if err != nil {
+			t.err = fmt.Errorf("go env GOMODCACHE: %w", err)
+			return
+		}
+		t.runner = &testrun.Runner{Go: goBin, Sandbox: &testrun.Sandbox{Codex: codex, Home: home}, CacheDir: cache,
+			ModCache: strings.TrimSpace(string(out)), MaxOutput: maxTestOutput}
+	})
+	return t.runner, t.err
+}
+
+func (t *testAdapter) run(ctx context.Context, req TestRequest) (res TestResult, err error) {
+	runner, rerr := t.setup()
+	if rerr != nil {
+		for _, p := range req.Plans {
+			res.Runs = append(res.Runs, TestPlanRun{Plan: p.ID, Outcome: LifecycleTestError, Detail: "unavailable: " + rerr.Error()})
+		}
+		return res, nil
+	}
+	repo, err := snapshot.Open(ctx, t.e.root, nil)
+	if err != nil {
+		return res, fmt.Errorf("open repository: %w", err)
+	}
+	co, err := checkout.Create(ctx, repo, filepath.Join(t.e.cfg.DataDir, "checkouts"))
+	if err != nil {
+		return res, fmt.Errorf("checkout: %w", err)
+	}
+	defer func() {
+		if rerr := co.Remove(context.WithoutCancel(ctx)); rerr != nil && err == nil {
+			err = fmt.Errorf("%w: checkout cleanup: %w", errFailClosed, rerr)
+		}
+	}()
+	if co.Snapshot != req.Snapshot {
+		return res, &Error{Op: "lifecycle.test", Kind: KindConflict,
+			Err: fmt.Errorf("the work tree moved since the lifecycle froze snapshot %s: restore it, or cancel and start again", req.Snapshot)}
+	}
+	laid := storedOps(req.Patch)
+	for p, want := range baseOf(laid) {
+		if got, _ := co.BaseDigest(p); got != want {
+			return res, &Error{Op: "lifecycle.test", Kind: KindConflict, Err: fmt.Errorf("%s is not the base the patch was made against", p)}
+		}
+	}
+	if err := co.Apply(ctx, writes(laid)); err != nil {
+		return res, fmt.Errorf("lay the patch on the checkout: %w", err)
+	}
+	for _, p := range req.Plans {
+		r := runner.Run(ctx, testrun.Spec{Checkout: co.Dir, Dir: p.Module, Package: p.Package, Test: p.Test,
+			Cover: []string{p.Package}, Deadline: testPlanDeadline})
+		if ctx.Err() != nil {
+			return res, ctx.Err()
+		}
+		run := TestPlanRun{Plan: p.ID, Outcome: testOutcome(r.Status), Duration: r.Duration, Output: r.Output,
+			Truncated: r.Truncated, Detail: r.Status.String()}
+		if r.Reason != "" {
+			run.Detail += ": " + r.Reason
+		}
+		res.Runs = append(res.Runs, run)
+	}
+	return res, nil
+}
+
+// testOutcome maps a run's status to the lifecycle's outcome: only a test
+// that ran is evidence; a build failure of the patched code fails it.
+func testOutcome(s testrun.Status) LifecycleTestOutcome {
+	switch s {
+	case testrun.Passed:
+		return LifecycleTestPassed
+	case testrun.Failed, testrun.BuildFailed:
+		return LifecycleTestFailed
+	}
+	return LifecycleTestError
+}

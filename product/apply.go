@@ -1,0 +1,808 @@
+package product
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"os/exec"
+	"os/user"
+	"path"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	udiff "github.com/aymanbagabas/go-udiff"
+
+	"github.com/needle-dev/needle/product/internal/contentid"
+	"github.com/needle-dev/needle/product/internal/failpoint"
+	"github.com/needle-dev/needle/product/internal/runlock"
+	"github.com/needle-dev/needle/product/internal/snapshot"
+)
+
+// Approval and apply. A verified patch reaches the work tree only through
+// an explicit approval bound to the patch, the verification and the
+// subject digest the user was shown (the lifecycle's state digest awaiting
+// approval, or for a change without a lifecycle its projection digest);
+// an approval for anything older is refused. Apply then checks every file
+// the patch touches against the base it was made from: any drift is a
+// conflict (the 409 of the seed: exit 3, HTTP 409) and nothing is written,
+// so the work tree, the index and HEAD stay byte-identical. Otherwise the
+// apply is journaled — the intent with every file's digests and prior
+// content, each file as written, then done — so that a crash mid-apply is
+// finished (every file written) or undone (anything less) on the next
+// open, and the journal says which. Apply never touches the index or HEAD:
+// the user stages the result as after git apply.
+
+const opApply = "change.apply"
+
+// ApprovalRequest is the user's approval: the three digests the user was
+// shown (needle change show prints them), and who approves.
+type ApprovalRequest struct {
+	Patch        string `json:"patch_id"`
+	Verification string `json:"verification_id"`
+	Lifecycle    string `json:"lifecycle_digest"` // for a change without a lifecycle: its change digest
+	By           string `json:"approved_by"`      // "cli" or "http"; the OS user is added
+}
+
+// ApprovalResult is a recorded approval.
+type ApprovalResult struct {
+	ApprovalID  string `json:"approval_id"`
+	ChangeID    string `json:"change_id"`
+	LifecycleID string `json:"lifecycle_id"` // "" for a change without a lifecycle
+	PatchID     string `json:"patch_id"`
+}
+
+// ApplyResult is a finished apply.
+type ApplyResult struct {
+	ChangeID    string   `json:"change_id"`
+	LifecycleID string   `json:"lifecycle_id"`
+	IntentID    string   `json:"intent_id"`
+	PatchID     string   `json:"patch_id"`
+	Paths       []string `json:"paths"`
+	Status      string   `json:"status"` // applied
+}
+
+// conflictf is the 409-class error of apply and approval.
+func conflictf(format string, args ...any) error {
+	return &Error{Op: opApply, Kind: KindConflict, Err: fmt.Errorf(format, args...)}
+}
+
+// Approve records an approval of the patch of a lifecycle awaiting it (id
+// lcy_… or its chg_…) or of a verified change without a lifecycle (chg_…).
+// Every digest must be the current one; otherwise it is refused (a
+// KindConflict) and nothing is recorded.
+func (e *Engine) Approve(ctx context.Context, id string, req ApprovalRequest) (ApprovalResult, error) {
+	for name, d := range map[string]string{"patch": req.Patch, "verification": req.Verification, "lifecycle": req.Lifecycle} {
+		if !contentid.Valid(d) {
+			return ApprovalResult{}, invalidf("change.approve", name, "malformed digest %q; want b3:<64 hex>", clip(d, 80))
+		}
+	}
+	by := approver(req.By)
+	lid, err := e.lifecycleIDOf(ctx, id)
+	if err != nil {
+		return ApprovalResult{}, err
+	}
+	if lid == "" {
+		return e.approveChange(ctx, id, req, by)
+	}
+	release, err := e.lease(lid)
+	if err != nil {
+		return ApprovalResult{}, err
+	}
+	defer release()
+	v, err := e.readLifecycle(ctx, lid)
+	if err != nil {
+		return ApprovalResult{}, err
+	}
+	s := v.State
+	b := LifecycleApprovalBinding{Patch: req.Patch, Verification: req.Verification, Lifecycle: req.Lifecycle}
+	ev := LifecycleApprovalGranted{Binding: b}
+	next, _, err := StepLifecycle(s, ev)
+	if err != nil {
+		return ApprovalResult{}, err
+	}
+	row := approvalRow{ID: next.Approval, ChangeID: v.ChangeID, Lifecycle: v.ID, Patch: b.Patch, Verification: b.Verification,
+		Subject: b.Lifecycle, By: by}
+	if err := e.store.commitTransition(ctx, v.ID, s, ev, next, transitionRows{approval: &row}, nil); err != nil {
+		return ApprovalResult{}, movedErr(err, v.ID)
+	}
+	return ApprovalResult{ApprovalID: next.Approval, ChangeID: v.ChangeID, LifecycleID: v.ID, PatchID: b.Patch}, nil
+}
+
+func movedErr(err error, id string) error {
+	if errors.Is(err, errLifecycleMoved) {
+		return &Error{Op: opApply, Kind: KindConflict, Err: fmt.Errorf("lifecycle %s moved on meanwhile; nothing was recorded: look again (needle change show)", id)}
+	}
+	return err
+}
+
+func approver(by string) string {
+	if by == "" {
+		by = "cli"
+	}
+	if u, err := user.Current(); err == nil {
+		by += ":" + u.Username
+	}
+	return clip(by, 128)
+}
+
+// lifecycleIDOf resolves an id to its lifecycle ("" for a change without
+// one).
+func (e *Engine) lifecycleIDOf(ctx context.Context, id string) (string, error) {
+	if !lifecycleOrChange.MatchString(id) {
+		return "", invalidf("change", "id", "malformed id %q; want lcy_<24 hex> or chg_<24 hex>", clip(id, 80))
+	}
+	if strings.HasPrefix(id, "lcy_") {
+		return id, nil
+	}
+	return e.store.lifecycleOfChange(ctx, id)
+}
+
+// changeBinding is what an approval of a change without a lifecycle binds:
+// its current patch, its newest verification (which must say verified) and
+// its projection digest.
+type changeBinding struct {
+	change       changeRecord
+	patch        string
+	verification string
+	subject      string
+}
+
+func (e *Engine) changeBinding(ctx context.Context, id string) (changeBinding, error) {
+	c, err := e.store.change(ctx, e.root, id)
+	if err != nil {
+		return changeBinding{}, err
+	}
+	b := changeBinding{change: c}
+	if c.Status != ChangeVerified || c.Current == 0 {
+		return b, conflictf("change %s is %s, not verified: only a verified patch can be approved", id, c.Status)
+	}
+	_, b.patch, err = e.store.patchBlobs(ctx, id, c.Current)
+	if err != nil {
+		return b, err
+	}
+	bodies, err := e.store.verificationBodies(ctx, id)
+	if err != nil {
+		return b, err
+	}
+	var ids []string
+	for _, body := range bodies {
+		var v verificationRecord
+		if err := decodeStored(body, &v); err != nil {
+			return b, err
+		}
+		ids = append(ids, mustID(tagChangeVerification, v))
+		if v.PatchRevision == c.Current && v.Verdict == VerdictVerified {
+			b.verification = ids[len(ids)-1]
+		}
+	}
+	if b.verification == "" {
+		return b, conflictf("change %s has no verification of its current patch that says verified", id)
+	}
+	b.subject = mustID(tagChangeProjection, struct {
+		Change        string       `json:"change_id"`
+		Status        ChangeStatus `json:"status"`
+		Revision      int          `json:"current_revision"`
+		Repairs       int          `json:"repairs_used"`
+		Verifications []string     `json:"verifications"`
+	}{c.ID, c.Status, c.Current, c.Repairs, ids})
+	return b, nil
+}
+
+func (b changeBinding) approvalID() string {
+	return mustID(tagChangeApproval, struct {
+		Change  string                   `json:"change_id"`
+		Binding LifecycleApprovalBinding `json:"binding"`
+	}{b.change.ID, LifecycleApprovalBinding{Patch: b.patch, Verification: b.verification, Lifecycle: b.subject}})
+}
+
+func (e *Engine) approveChange(ctx context.Context, id string, req ApprovalRequest, by string) (ApprovalResult, error) {
+	b, err := e.changeBinding(ctx, id)
+	if err != nil {
+		return ApprovalResult{}, err
+	}
+	switch {
+	case req.Patch != b.patch:
+		return ApprovalResult{}, conflictf("the approval is for patch %s; the current patch is %s", req.Patch, b.patch)
+	case req.Verification != b.verification:
+		return ApprovalResult{}, conflictf("the approval is for verification %s; the current verification is %s", req.Verification, b.verification)
+	case req.Lifecycle != b.subject:
+		return ApprovalResult{}, conflictf("the approval is for change digest %s; the current digest is %s", req.Lifecycle, b.subject)
+	}
+	row := approvalRow{ID: b.approvalID(), ChangeID: id, Patch: b.patch, Verification: b.verification, Subject: b.subject, By: by}
+	if err := e.store.putApproval(ctx, row); err != nil {
+		return ApprovalResult{}, err
+	}
+	return ApprovalResult{ApprovalID: row.ID, ChangeID: id, PatchID: b.patch}, nil
+}
+
+// Apply writes an approved patch to the work tree, journaled and all or
+// nothing. A file that changed since the patch was made is a conflict (a
+// KindConflict, the 409) and nothing is written.
+func (e *Engine) Apply(ctx context.Context, id string) (ApplyResult, error) {
+	lid, err := e.lifecycleIDOf(ctx, id)
+	if err != nil {
+		return ApplyResult{}, err
+	}
+	if err := e.guardDataDir(); err != nil {
+		return ApplyResult{}, err
+	}
+	unlock, err := e.applyLock()
+	if err != nil {
+		return ApplyResult{}, err
+	}
+	defer unlock()
+	if err := e.recoverApplies(ctx); err != nil {
+		return ApplyResult{}, err
+	}
+	if lid == "" {
+		return e.applyChange(ctx, id)
+	}
+	release, err := e.lease(lid)
+	if err != nil {
+		return ApplyResult{}, err
+	}
+	defer release()
+	v, err := e.readLifecycle(ctx, lid)
+	if err != nil {
+		return ApplyResult{}, err
+	}
+	s := v.State
+	if s.Status != LifecycleStatusApproved {
+		return ApplyResult{}, conflictf("lifecycle %s is %s: only an approved patch is applied (needle change show %s)", v.ID, s.where(), v.ID)
+	}
+	k := &lifecycleKernel{e: e}
+	files, err := k.currentPatch(ctx, v)
+	if err != nil {
+		return ApplyResult{}, err
+	}
+	res := ApplyResult{ChangeID: v.ChangeID, LifecycleID: v.ID, PatchID: s.Patch.ID}
+	j := applyJournal{e: e, view: &v}
+	intent, err := j.apply(ctx, files, s.Patch.ID, s.Approval, v.ChangeID)
+	if err != nil {
+		return res, err
+	}
+	res.IntentID, res.Paths, res.Status = intent, pathsOf(files), "applied"
+	return res, nil
+}
+
+func (e *Engine) applyChange(ctx context.Context, id string) (ApplyResult, error) {
+	b, err := e.changeBinding(ctx, id)
+	if err != nil {
+		return ApplyResult{}, err
+	}
+	a, ok, err := e.store.latestApproval(ctx, id)
+	if err != nil {
+		return ApplyResult{}, err
+	}
+	if !ok {
+		return ApplyResult{}, conflictf("change %s is not approved: needle change approve %s first", id, id)
+	}
+	if a.ID != b.approvalID() {
+		return ApplyResult{}, conflictf("the approval of change %s is for an older patch, verification or change digest: approve it again", id)
+	}
+	files, _, err := e.store.patchBlobs(ctx, id, b.change.Current)
+	if err != nil {
+		return ApplyResult{}, err
+	}
+	j := applyJournal{e: e}
+	intent, err := j.apply(ctx, files, b.patch, a.ID, id)
+	if err != nil {
+		return ApplyResult{}, err
+	}
+	return ApplyResult{ChangeID: id, IntentID: intent, PatchID: b.patch, Paths: pathsOf(files), Status: "applied"}, nil
+}
+
+func pathsOf(files []PatchFile) []string {
+	out := make([]string, len(files))
+	for i, f := range files {
+		out[i] = f.Path
+	}
+	return out
+}
+
+// applyJournal runs one apply; view is set for a lifecycle, whose every
+// apply step is also a transition.
+type applyJournal struct {
+	e    *Engine
+	view *lifecycleView
+}
+
+// transition commits a lifecycle's apply event with its journal rows.
+func (j *applyJournal) transition(ctx context.Context, ev LifecycleEvent, rows transitionRows) error {
+	if j.view == nil {
+		return nil
+	}
+	next, _, err := StepLifecycle(j.view.State, ev)
+	if err != nil {
+		return err
+	}
+	if err := j.e.store.commitTransition(ctx, j.view.ID, j.view.State, ev, next, rows, nil); err != nil {
+		return movedErr(err, j.view.ID)
+	}
+	j.view.State = next
+	return nil
+}
+
+func (j *applyJournal) apply(ctx context.Context, files []PatchFile, patch, approval, changeID string) (string, error) {
+	e := j.e
+	var drifted []string
+	row := applyRow{ChangeID: changeID, Approval: approval, Root: e.root, Status: "intent"}
+	intent := LifecycleApplyIntent{Patch: patch, Approval: approval}
+	for _, f := range files {
+		af := applyFile{Path: f.Path, Op: f.Op, Before: f.Before, After: f.After, Executable: f.Executable}
+		data, exec, ok, err := e.baseContent(f.Path, f.Before)
+		if err != nil {
+			return "", err
+		}
+		if !ok {
+			drifted = append(drifted, f.Path)
+			continue
+		}
+		af.BeforeContent, af.BeforeExec = string(data), exec
+		row.Files = append(row.Files, af)
+		intent.Files = append(intent.Files, LifecycleApplyFile{Path: f.Path, Before: f.Before, After: f.After})
+	}
+	if len(drifted) > 0 {
+		if err := j.transition(ctx, LifecycleApplyConflicted{Paths: drifted}, transitionRows{}); err != nil {
+			return "", err
+		}
+		return "", conflictf("409 conflict: %s changed in the work tree since the patch was made; nothing was written",
+			strings.Join(drifted, ", "))
+	}
+	row.IntentID = intent.ID()
+	if j.view != nil {
+		row.Lifecycle = j.view.ID
+		if err := j.transition(ctx, LifecycleApplyStarted{Intent: intent}, transitionRows{applyStart: &row}); err != nil {
+			return "", err
+		}
+		open, err := e.store.applies(ctx, e.root, changeID, true)
+		if err != nil || len(open) != 1 {
+			return "", orMissing(err, "the journaled apply intent")
+		}
+		row.ApplyID = open[0].ApplyID
+	} else {
+		var err error
+		if row.ApplyID, err = e.store.startApply(ctx, row); err != nil {
+			return "", err
+		}
+	}
+	failpoint.Hit("apply.after_intent")
+	for _, i := range writeOrder(row.Files) {
+		f := row.Files[i]
+		if _, _, ok, err := e.baseContent(f.Path, f.Before); err != nil || !ok {
+			// The user changed a file while the apply ran: undo what was
+			// written and report the conflict.
+			if rerr := j.rollback(ctx, row, LifecycleRollbackDrift); rerr != nil {
+				return "", rerr
+			}
+			return "", conflictf("409 conflict: %s changed in the work tree during the apply; the apply was rolled back", f.Path)
+		}
+		if err := writeTreeFile(e.root, f.Path, f.Op == PatchDelete, []byte(contentOf(files, f.Path)), f.Executable); err != nil {
+			if rerr := j.rollback(ctx, row, LifecycleRollbackIO); rerr != nil {
+				return "", fmt.Errorf("%v; rolling back: %w", err, rerr)
+			}
+			return "", &Error{Op: opApply, Kind: KindIO, Err: fmt.Errorf("write %s: %w; the apply was rolled back", f.Path, err)}
+		}
+		if err := e.store.journalApplyFile(ctx, row.ApplyID, i, "written", f.Path); err != nil {
+			return "", err
+		}
+		failpoint.Hit("apply.after_file")
+	}
+	failpoint.Hit("apply.before_done")
+	end := applyEnd{ApplyID: row.ApplyID, Status: "done"}
+	if j.view != nil {
+		if err := j.transition(ctx, LifecycleApplyCompleted{Intent: row.IntentID, Files: len(row.Files)}, transitionRows{applyEnd: &end}); err != nil {
+			return "", err
+		}
+	} else if err := e.store.finishApply(ctx, end); err != nil {
+		return "", err
+	}
+	return row.IntentID, nil
+}
+
+func contentOf(files []PatchFile, p string) string {
+	for _, f := range files {
+		if f.Path == p {
+			return f.Content
+		}
+	}
+	return ""
+}
+
+// writeOrder is the order files are written: deletions first (a directory
+// deleted to make room for a file goes before the file), then by path.
+func writeOrder(files []applyFile) []int {
+	idx := make([]int, len(files))
+	for i := range idx {
+		idx[i] = i
+	}
+	slices.SortStableFunc(idx, func(a, b int) int {
+		da, db := files[a].Op == PatchDelete, files[b].Op == PatchDelete
+		switch {
+		case da && !db:
+			return -1
+		case db && !da:
+			return 1
+		}
+		return 0
+	})
+	return idx
+}
+
+// rollback restores every file of an apply to its content before, and
+// ends the apply as rolled back.
+func (j *applyJournal) rollback(ctx context.Context, row applyRow, cause LifecycleRollbackCause) error {
+	if err := j.e.restore(ctx, row); err != nil {
+		return err
+	}
+	end := applyEnd{ApplyID: row.ApplyID, Status: "rolled_back", Cause: string(cause)}
+	if j.view != nil {
+		return j.transition(ctx, LifecycleApplyRolledBack{Intent: row.IntentID, Cause: cause}, transitionRows{applyEnd: &end})
+	}
+	return j.e.store.finishApply(ctx, end)
+}
+
+// restore puts back the content before of every file of row that does not
+// have it, journaling each. A file with neither its content before nor
+// after (the user edited it) is left alone and reported: nothing decides
+// for the user which content is right.
+func (e *Engine) restore(ctx context.Context, row applyRow) error {
+	var foreign []string
+	for i, f := range row.Files {
+		got, err := e.treeDigest(f.Path)
+		if err != nil {
+			return err
+		}
+		switch got {
+		case f.Before:
+			continue
+		case f.After:
+		default:
+			foreign = append(foreign, f.Path)
+			continue
+		}
+		if err := writeTreeFile(e.root, f.Path, f.Before == "", []byte(f.BeforeContent), f.BeforeExec); err != nil {
+			return &Error{Op: opApply, Kind: KindIO, Err: fmt.Errorf("restore %s: %w", f.Path, err)}
+		}
+		if err := e.store.journalApplyFile(ctx, row.ApplyID, i, "restored", f.Path); err != nil {
+			return err
+		}
+		failpoint.Hit("recovery.after_restore")
+	}
+	if len(foreign) > 0 {
+		return conflictf("the interrupted apply %s cannot be finished or undone: %s changed since (neither its content before nor after the patch); resolve it by hand",
+			row.IntentID, strings.Join(foreign, ", "))
+	}
+	return nil
+}
+
+// recoverApplies finishes or undoes every apply of the repository a crash
+// interrupted: all of its files written → done (apply_completed, recovered);
+// anything less → every written file restored → rolled back
+// (crash_recovered). The caller holds the apply lock, so no live apply is
+// touched.
+func (e *Engine) recoverApplies(ctx context.Context) error {
+	open, err := e.store.applies(ctx, e.root, "", true)
+	if err != nil {
+		return err
+	}
+	for _, row := range open {
+		j := applyJournal{e: e}
+		if row.Lifecycle != "" {
+			v, err := e.readLifecycle(ctx, row.Lifecycle)
+			if err != nil {
+				return err
+			}
+			j.view = &v
+		}
+		all := true
+		for _, f := range row.Files {
+			got, err := e.treeDigest(f.Path)
+			if err != nil {
+				return err
+			}
+			all = all && got == f.After
+		}
+		if all {
+			end := applyEnd{ApplyID: row.ApplyID, Status: "done"}
+			if j.view != nil {
+				err = j.transition(ctx, LifecycleApplyCompleted{Intent: row.IntentID, Files: len(row.Files), Recovered: true}, transitionRows{applyEnd: &end})
+			} else {
+				err = e.store.finishApply(ctx, end)
+			}
+		} else {
+			err = j.rollback(ctx, row, LifecycleRollbackRecovered)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// recoverAtOpen finishes or undoes the repository's interrupted applies
+// when an engine opens: unless another live process holds the apply lock
+// (its apply is not interrupted, it is running). A recovery that cannot
+// decide (a file changed by hand since) is left for apply to report.
+func (e *Engine) recoverAtOpen(ctx context.Context) error {
+	open, err := e.store.applies(ctx, e.root, "", true)
+	if err != nil || len(open) == 0 {
+		return err
+	}
+	unlock, err := e.applyLock()
+	if err != nil {
+		return nil // a live apply holds it
+	}
+	defer unlock()
+	if err := e.recoverApplies(ctx); err != nil && KindOf(err) != KindConflict {
+		return err
+	}
+	return nil
+}
+
+// applyLock serializes applies (and their recovery) of one repository
+// across processes. Its flock dies with its holder, so holding it proves
+// that no other apply of the repository is live.
+func (e *Engine) applyLock() (func(), error) {
+	sum := sha256.Sum256([]byte(e.root))
+	return e.lock("apply-"+hex.EncodeToString(sum[:8]), "an apply of this repository")
+}
+
+// lease is the lock a runner, an approval or an apply of one lifecycle
+// holds: a second one stops at once with the holder's pid rather than pay
+// for a worker the compare-and-swap would throw away. The lease is an
+// optimisation; the compare-and-swap alone decides what commits.
+func (e *Engine) lease(lifecycle string) (func(), error) {
+	return e.lock(lifecycle, "lifecycle "+lifecycle)
+}
+
+func (e *Engine) lock(name, what string) (func(), error) {
+	dir := filepath.Join(e.cfg.DataDir, "locks")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, &Error{Op: "lifecycle.lock", Kind: KindIO, Err: err}
+	}
+	l, err := runlock.Acquire(filepath.Join(dir, name+".lock"), time.Now())
+	var held *runlock.HeldError
+	if errors.As(err, &held) {
+		who := "another process"
+		if held.Holder.PID > 0 {
+			who = held.Holder.String()
+		}
+		return nil, &Error{Op: "lifecycle.lock", Kind: KindConflict, Err: fmt.Errorf("%s is being run by %s; wait for it to finish", what, who)}
+	}
+	if err != nil {
+		return nil, &Error{Op: "lifecycle.lock", Kind: KindIO, Err: err}
+	}
+	return func() { _ = l.Release() }, nil
+}
+
+// guardDataDir refuses a data directory inside the repository: the
+// journal's own writes would change the tree apply promises to leave as it
+// was.
+func (e *Engine) guardDataDir() error {
+	if inside(e.root, e.cfg.DataDir) {
+		return invalidf("change", "data-dir", "the data directory %s is inside the repository %s; keep it outside", e.cfg.DataDir, e.root)
+	}
+	return nil
+}
+
+// treeDigest is the content digest of a work-tree file, "" when it is
+// absent. A path through a symbolic link, or to anything but a regular
+// file, is refused: apply never writes through a link.
+func (e *Engine) treeDigest(rel string) (string, error) {
+	abs, err := treePath(e.root, rel)
+	if err != nil {
+		return "", err
+	}
+	fi, err := os.Lstat(abs)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return "", nil
+	case err != nil:
+		return "", &Error{Op: opApply, Kind: KindIO, Err: err}
+	case !fi.Mode().IsRegular():
+		return "", conflictf("409 conflict: %s is not a regular file in the work tree; nothing was written", rel)
+	}
+	data, err := os.ReadFile(abs)
+	if err != nil {
+		return "", &Error{Op: opApply, Kind: KindIO, Err: err}
+	}
+	return contentid.OfBytes(snapshot.FileTag, data), nil
+}
+
+// baseContent reads a work-tree file when it still has the digest want
+// ("" = absent): its content, whether it is executable, and ok false when
+// it drifted.
+func (e *Engine) baseContent(rel, want string) ([]byte, bool, bool, error) {
+	got, err := e.treeDigest(rel)
+	if KindOf(err) == KindConflict {
+		return nil, false, false, nil
+	}
+	if err != nil || got != want {
+		return nil, false, false, err
+	}
+	if want == "" {
+		return nil, false, true, nil
+	}
+	abs, _ := treePath(e.root, rel)
+	data, err := os.ReadFile(abs)
+	if err != nil {
+		return nil, false, false, &Error{Op: opApply, Kind: KindIO, Err: err}
+	}
+	fi, err := os.Lstat(abs)
+	if err != nil || contentid.OfBytes(snapshot.FileTag, data) != want {
+		return nil, false, false, err
+	}
+	return data, fi.Mode()&0o100 != 0, true, nil
+}
+
+// treePath is the absolute path of a repository path, refusing any parent
+// directory that is a symbolic link.
+func treePath(root, rel string) (string, error) {
+	if checkScopePath(rel, ScopeExact) != nil || gitPath(rel) {
+		return "", conflictf("409 conflict: %s is not a path a patch may write", showPath(rel))
+	}
+	dir := root
+	parts := strings.Split(rel, "/")
+	for _, p := range parts[:len(parts)-1] {
+		dir = filepath.Join(dir, p)
+		fi, err := os.Lstat(dir)
+		if errors.Is(err, fs.ErrNotExist) {
+			break
+		}
+		if err != nil {
+			return "", &Error{Op: opApply, Kind: KindIO, Err: err}
+		}
+		if !fi.IsDir() {
+			return "", conflictf("409 conflict: %s is not a directory in the work tree (a link or a file); nothing was written", path.Join(parts[:len(parts)-1]...))
+		}
+	}
+	return filepath.Join(root, filepath.FromSlash(rel)), nil
+}
+
+// writeTreeFile writes (or deletes) one work-tree file durably: a temporary
+// file in the same directory, fsync, rename over, fsync of the directory.
+func writeTreeFile(root, rel string, del bool, data []byte, exec bool) error {
+	abs, err := treePath(root, rel)
+	if err != nil {
+		return err
+	}
+	dir := filepath.Dir(abs)
+	if del {
+		if err := os.Remove(abs); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return err
+		}
+		return syncDir(dir)
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	f, err := os.CreateTemp(dir, "."+filepath.Base(abs)+".needle-*")
+	if err != nil {
+		return err
+	}
+	tmp := f.Name()
+	defer os.Remove(tmp) // a no-op after the rename
+	mode := os.FileMode(0o644)
+	if exec {
+		mode = 0o755
+	}
+	_, err = f.Write(data)
+	if err == nil {
+		err = f.Chmod(mode)
+	}
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp, abs)
+	}
+	if err != nil {
+		return err
+	}
+	return syncDir(dir)
+}
+
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	return d.Sync()
+}
+
+// ChangeDiff is the unified diff of a change's current patch (by lcy_… or
+// chg_…), in the form git apply accepts, against the base the patch was
+// made from.
+func (e *Engine) ChangeDiff(ctx context.Context, id string) (string, error) {
+	lid, err := e.lifecycleIDOf(ctx, id)
+	if err != nil {
+		return "", err
+	}
+	var files []PatchFile
+	if lid != "" {
+		v, err := e.readLifecycle(ctx, lid)
+		if err != nil {
+			return "", err
+		}
+		if v.State.Patch.ID == "" {
+			return "", conflictf("lifecycle %s has no patch (%s)", v.ID, v.State.where())
+		}
+		k := &lifecycleKernel{e: e}
+		if files, err = k.currentPatch(ctx, v); err != nil {
+			return "", err
+		}
+	} else {
+		c, err := e.store.change(ctx, e.root, id)
+		if err != nil {
+			return "", err
+		}
+		if c.Current == 0 {
+			return "", conflictf("change %s has no patch (%s)", id, c.Status)
+		}
+		if files, _, err = e.store.patchBlobs(ctx, id, c.Current); err != nil {
+			return "", err
+		}
+	}
+	return unifiedDiff(e.root, files)
+}
+
+// unifiedDiff writes a git-style unified diff of a patch. The content
+// before of each file comes from the work tree when it still has the
+// patch's base digest, else from HEAD; a base that cannot be found with
+// exactly that digest is an error, never a diff against something else.
+func unifiedDiff(root string, files []PatchFile) (string, error) {
+	var b strings.Builder
+	for _, f := range files {
+		before, err := baseText(root, f)
+		if err != nil {
+			return "", err
+		}
+		fmt.Fprintf(&b, "diff --git a/%s b/%s\n", f.Path, f.Path)
+		mode := "100644"
+		if f.Executable {
+			mode = "100755"
+		}
+		from, to := "a/"+f.Path, "b/"+f.Path
+		switch f.Op {
+		case PatchAdd:
+			fmt.Fprintf(&b, "new file mode %s\n", mode)
+			from = "/dev/null"
+		case PatchDelete:
+			fmt.Fprintf(&b, "deleted file mode 100644\n")
+			to = "/dev/null"
+		}
+		b.WriteString(udiff.Unified(from, to, before, f.Content))
+	}
+	return b.String(), nil
+}
+
+func baseText(root string, f PatchFile) (string, error) {
+	if f.Before == "" {
+		return "", nil
+	}
+	if abs, err := treePath(root, f.Path); err == nil {
+		if data, err := os.ReadFile(abs); err == nil && contentid.OfBytes(snapshot.FileTag, data) == f.Before {
+			return string(data), nil
+		}
+	}
+	cmd := exec.Command("git", "-C", root, "show", "HEAD:"+f.Path)
+	cmd.Env = append(os.Environ(), "GIT_CONFIG_NOSYSTEM=1")
+	var out bytes.Buffer
+	cmd.Stdout = &out
+	if cmd.Run() == nil && contentid.OfBytes(snapshot.FileTag, out.Bytes()) == f.Before {
+		return out.String(), nil
+	}
+	return "", conflictf("the base of %s (%s) is neither in the work tree nor at HEAD: no diff against anything else", f.Path, f.Before)
+}

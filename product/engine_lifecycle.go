@@ -1,0 +1,358 @@
+package product
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+)
+
+// The lifecycle's engine methods: start, run, cancel, and the verified
+// reads (summaries, detail, ordered events) the CLI and the HTTP routes
+// serve. Every read replays the journal first (verifyLifecycle): a
+// lifecycle whose projection, payloads or digests do not check is an
+// error, never a view.
+
+const opLifecycle = "lifecycle"
+
+// StartLifecycle freezes a new lifecycle: the change id, the source
+// snapshot, the role profile's five role revisions, the sorted certified
+// test plans, the budget and concurrency one. Invalid input (a malformed
+// request, a need that does not compile, an id that is not fresh certified
+// evidence, no test plan) is KindInvalidInput and stores nothing.
+func (e *Engine) StartLifecycle(ctx context.Context, st LifecycleStart) (LifecycleDetail, error) {
+	req := st.Request
+	if err := checkChangeRequest(&req); err != nil {
+		return LifecycleDetail{}, err
+	}
+	if err := e.guardDataDir(); err != nil {
+		return LifecycleDetail{}, err
+	}
+	if len(st.Needs) > MaxLifecycleNeeds {
+		return LifecycleDetail{}, invalidf(opLifecycle, "needs", "%d needs; the limit is %d", len(st.Needs), MaxLifecycleNeeds)
+	}
+	for i, n := range st.Needs {
+		if _, err := Compile(n, e.cfg.Routes); err != nil {
+			return LifecycleDetail{}, invalidf(opLifecycle, fmt.Sprintf("needs[%d]", i), "%v", err)
+		}
+	}
+	if _, err := e.certifiedRefs(ctx, req); err != nil {
+		return LifecycleDetail{}, err
+	}
+	plans, err := e.testPlans(ctx, st.TestPlans)
+	if err != nil {
+		return LifecycleDetail{}, err
+	}
+	profileID := st.Profile
+	if profileID == "" {
+		profileID = DefaultProfileID
+	}
+	rev, err := e.Profile(ctx, profileID)
+	if err != nil {
+		return LifecycleDetail{}, err
+	}
+	snap, err := e.repo.Snapshot(ctx)
+	if err != nil {
+		return LifecycleDetail{}, &Error{Op: opLifecycle, Kind: KindIO, Err: err}
+	}
+	budget := st.Budget
+	if budget.Tokens == 0 {
+		budget.Tokens = DefaultLifecycleTokens
+	}
+	if budget.WallMs == 0 {
+		budget.WallMs = DefaultLifecycleWall.Milliseconds()
+	}
+	if budget.WorkerRuns == 0 {
+		budget.WorkerRuns = DefaultLifecycleRuns
+	}
+	needs := nonNilNeeds(st.Needs)
+	f := LifecycleFreeze{ChangeID: newChangeID(), RequestID: lifecycleRequestID(req, needs), Snapshot: snap.ID,
+		TestPlans: planIDs(plans), Budget: budget, Concurrency: 1}
+	for i, c := range req.Criteria {
+		f.Criteria = append(f.Criteria, criterionDigest(i, c))
+	}
+	for _, role := range lifecycleRoles {
+		f.Profiles = append(f.Profiles, roleRef(rev, role))
+	}
+	if impl := f.profile(LifecycleRoleImplementer); impl.Sandbox != "workspace-write" {
+		return LifecycleDetail{}, &Error{Op: opLifecycle, Kind: KindUnavailable,
+			Err: fmt.Errorf("role profile %s revision %d runs the implementer %s: no change can be made", rev.ID, rev.Revision, impl.Sandbox)}
+	}
+	ev := LifecycleCreated{Lifecycle: newLifecycleID(), Freeze: f}
+	s, _, err := StepLifecycle(LifecycleState{}, ev)
+	if err != nil {
+		var se *LifecycleStepError
+		if errors.As(err, &se) {
+			return LifecycleDetail{}, invalidf(opLifecycle, "", "%s", se.Detail)
+		}
+		return LifecycleDetail{}, err
+	}
+	rec := lifecycleRecord{ID: ev.Lifecycle, ChangeID: f.ChangeID, Root: e.root, Session: "lcy-" + strings.TrimPrefix(ev.Lifecycle, "lcy_"),
+		Request: req, Needs: needs, Plans: plans}
+	if err := e.store.createLifecycle(ctx, rec, ev, s); err != nil {
+		return LifecycleDetail{}, err
+	}
+	return e.Lifecycle(ctx, ev.Lifecycle)
+}
+
+// testPlans expands certified focused_tests artifacts into test plans, one
+// per test, sorted by plan id. Each artifact must be certified and fresh.
+func (e *Engine) testPlans(ctx context.Context, ids []string) ([]LifecycleTestPlan, error) {
+	if len(ids) == 0 {
+		return nil, invalidf(opLifecycle, "test_plans", "no certified test plan: name a certified focused_tests artifact (needle evidence propose)")
+	}
+	files, err := e.repo.Files(ctx)
+	if err != nil {
+		return nil, &Error{Op: opLifecycle, Kind: KindIO, Err: err}
+	}
+	modules := map[string]bool{}
+	for _, f := range files {
+		if f == "go.mod" || strings.HasSuffix(f, "/go.mod") {
+			modules[strings.TrimSuffix(strings.TrimSuffix(f, "go.mod"), "/")] = true
+		}
+	}
+	if modules[""] {
+		modules["."] = true
+	}
+	var plans []LifecycleTestPlan
+	for i, id := range ids {
+		p := fmt.Sprintf("test_plans[%d]", i)
+		c, err := e.freshArtifact(ctx, id)
+		if err != nil {
+			return nil, err
+		}
+		if c == nil || c.Proposal.Kind != CapFocusedTests {
+			return nil, invalidf(opLifecycle, p, "%s is not certified focused_tests evidence fresh for the current source", clip(id, 80))
+		}
+		for _, t := range c.Proposal.Tests {
+			module, pkg, ok := testPackage(t.Path, modules)
+			if !ok {
+				return nil, invalidf(opLifecycle, p, "%s is in no Go module of the repository", t.Path)
+			}
+			plans = append(plans, newTestPlan(id, module, pkg, t.Name))
+		}
+	}
+	slices.SortFunc(plans, func(a, b LifecycleTestPlan) int { return strings.Compare(a.ID, b.ID) })
+	plans = slices.CompactFunc(plans, func(a, b LifecycleTestPlan) bool { return a.ID == b.ID })
+	if len(plans) > LifecycleMaxTestPlans {
+		return nil, invalidf(opLifecycle, "test_plans", "%d test plans; the limit is %d", len(plans), LifecycleMaxTestPlans)
+	}
+	return plans, nil
+}
+
+// RunLifecycle runs a lifecycle's kernel until it waits for the user's
+// approval or ends, reporting each committed transition to progress. A
+// second runner of the same lifecycle stops at once (KindConflict); a
+// runner that loses the compare-and-swap stops without committing.
+func (e *Engine) RunLifecycle(ctx context.Context, id string, progress func(LifecycleProgress)) (LifecycleDetail, error) {
+	lid, err := e.lifecycleIDOf(ctx, id)
+	if err != nil {
+		return LifecycleDetail{}, err
+	}
+	if lid == "" {
+		return LifecycleDetail{}, &Error{Op: opLifecycle, Kind: KindNotFound, Err: fmt.Errorf("change %s has no lifecycle", id)}
+	}
+	if err := e.guardDataDir(); err != nil {
+		return LifecycleDetail{}, err
+	}
+	k := &lifecycleKernel{e: e, adapters: e.adapters, clock: time.Now}
+	if _, err := k.run(ctx, lid, progress); err != nil {
+		return LifecycleDetail{}, err
+	}
+	return e.Lifecycle(context.WithoutCancel(ctx), lid)
+}
+
+// CancelLifecycle ends a lifecycle that is not applying. A runner in
+// flight loses its compare-and-swap and stops.
+func (e *Engine) CancelLifecycle(ctx context.Context, id, note string) (LifecycleDetail, error) {
+	lid, err := e.lifecycleIDOf(ctx, id)
+	if err != nil || lid == "" {
+		return LifecycleDetail{}, orNoLifecycle(err, id)
+	}
+	v, err := e.readLifecycle(ctx, lid)
+	if err != nil {
+		return LifecycleDetail{}, err
+	}
+	ev := LifecycleCancelRequested{Note: clip(note, LifecycleMaxTextBytes)}
+	next, _, err := StepLifecycle(v.State, ev)
+	if err != nil {
+		return LifecycleDetail{}, err
+	}
+	if err := e.store.commitTransition(ctx, lid, v.State, ev, next, transitionRows{}, nil); err != nil {
+		return LifecycleDetail{}, movedErr(err, lid)
+	}
+	return e.Lifecycle(ctx, lid)
+}
+
+func orNoLifecycle(err error, id string) error {
+	if err != nil {
+		return err
+	}
+	return &Error{Op: opLifecycle, Kind: KindNotFound, Err: fmt.Errorf("change %s has no lifecycle", id)}
+}
+
+// Lifecycles lists the repository's lifecycles, newest first, each replayed
+// and verified.
+func (e *Engine) Lifecycles(ctx context.Context) ([]LifecycleSummary, error) {
+	ids, err := e.store.lifecycleIDs(ctx, e.root, 200)
+	if err != nil {
+		return nil, err
+	}
+	out := []LifecycleSummary{}
+	for _, id := range ids {
+		v, err := e.readLifecycle(ctx, id)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, summaryOf(v))
+	}
+	return out, nil
+}
+
+// ChangeSummary is a change that no lifecycle runs (prepare_change).
+type ChangeSummary struct {
+	ChangeID  string       `json:"change_id"`
+	Task      string       `json:"task"`
+	Status    ChangeStatus `json:"status"`
+	Revision  int          `json:"revision"`
+	Repairs   int          `json:"repairs_used"`
+	CreatedAt string       `json:"created_at"`
+}
+
+// Changes lists the repository's changes without a lifecycle, newest first.
+func (e *Engine) Changes(ctx context.Context) ([]ChangeSummary, error) {
+	cs, err := e.store.plainChanges(ctx, e.root, 200)
+	if err != nil {
+		return nil, err
+	}
+	out := []ChangeSummary{}
+	for _, c := range cs {
+		out = append(out, ChangeSummary{ChangeID: c.ID, Task: clip(oneLine(c.Request.Task), 200), Status: c.Status,
+			Revision: c.Current, Repairs: c.Repairs, CreatedAt: c.CreatedAt})
+	}
+	return out, nil
+}
+
+func summaryOf(v lifecycleView) LifecycleSummary {
+	s := v.State
+	return LifecycleSummary{ID: v.ID, ChangeID: v.ChangeID, Task: clip(oneLine(v.Request.Task), 200), Phase: s.Phase,
+		Status: s.Status, Reason: s.Reason, Round: s.Round, RepairsUsed: s.RepairsUsed, Seq: s.Seq, StateDigest: s.Digest(),
+		Usage: s.Usage, Budget: s.Freeze.Budget, CreatedAt: v.Stored.CreatedAt, UpdatedAt: v.Stored.UpdatedAt}
+}
+
+// LifecycleEvents is a lifecycle's journal in order, replayed and verified.
+func (e *Engine) LifecycleEvents(ctx context.Context, id string) ([]LifecycleEventView, error) {
+	lid, err := e.lifecycleIDOf(ctx, id)
+	if err != nil || lid == "" {
+		return nil, orNoLifecycle(err, id)
+	}
+	v, err := e.readLifecycle(ctx, lid)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]LifecycleEventView, len(v.Events))
+	for i, ev := range v.Events {
+		st := v.States[i]
+		out[i] = LifecycleEventView{Seq: i + 1, Kind: ev.Kind(), At: v.At[i], PayloadDigest: LifecycleEventDigest(ev),
+			StateDigest: st.Digest(), Phase: st.Phase, Status: st.Status, Summary: eventSummary(ev)}
+	}
+	return out, nil
+}
+
+// Lifecycle is one lifecycle in full (by lcy_… or its chg_…), replayed and
+// verified.
+func (e *Engine) Lifecycle(ctx context.Context, id string) (LifecycleDetail, error) {
+	lid, err := e.lifecycleIDOf(ctx, id)
+	if err != nil || lid == "" {
+		return LifecycleDetail{}, orNoLifecycle(err, id)
+	}
+	v, err := e.readLifecycle(ctx, lid)
+	if err != nil {
+		return LifecycleDetail{}, err
+	}
+	s := v.State
+	d := LifecycleDetail{LifecycleSummary: summaryOf(v), Scopes: v.Request.Scopes, Profiles: s.Freeze.Profiles,
+		Evidence: slices.Clone(s.Evidence), ApprovalID: s.Approval}
+	for i, c := range v.Request.Criteria {
+		d.Criteria = append(d.Criteria, LifecycleCriterionView{Criterion: i + 1, Text: c, Digest: s.Freeze.Criteria[i]})
+	}
+	results := map[string]LifecycleTestResult{}
+	if s.Tests.Evidence != "" {
+		a, ok, err := e.store.artifactByID(ctx, v.ID, s.Tests.Evidence)
+		if err != nil {
+			return d, err
+		}
+		if tc, isTest := a.Event.(LifecycleTestCompleted); ok && isTest {
+			for _, r := range tc.Evidence.Results {
+				results[r.Plan] = r
+			}
+		}
+	}
+	for _, p := range v.Plans {
+		r := results[p.ID]
+		d.TestPlans = append(d.TestPlans, LifecycleTestPlanView{PlanID: p.ID, Test: p.Test, Module: p.Module, Command: p.Command(),
+			Outcome: r.Outcome, DurationMs: r.DurationMs, OutputDigest: r.Output})
+	}
+	if s.Patch.ID != "" {
+		a, ok, err := e.store.artifactByID(ctx, v.ID, s.Patch.ID)
+		if err != nil || !ok {
+			return d, orMissing(err, "the current patch")
+		}
+		d.Patch = &LifecyclePatchView{PatchID: s.Patch.ID, Round: s.Round, Files: s.Patch.Files, Bytes: s.Patch.Bytes,
+			Operations: publicOps(a.Blobs.Patch)}
+	}
+	if s.Review != "" {
+		a, ok, err := e.store.artifactByID(ctx, v.ID, s.Review)
+		if err != nil || !ok {
+			return d, orMissing(err, "the review")
+		}
+		if rc, isReview := a.Event.(LifecycleReviewCompleted); isReview {
+			d.Review = &LifecycleReviewView{ReviewID: s.Review, Findings: rc.Review.Findings}
+		}
+	}
+	if s.Verification.ID != "" {
+		a, ok, err := e.store.artifactByID(ctx, v.ID, s.Verification.ID)
+		if err != nil || !ok || a.Blobs.Verdict == nil {
+			return d, orMissing(err, "the verification")
+		}
+		vr := a.Blobs.Verdict
+		d.Verification = &LifecycleVerificationView{VerificationID: s.Verification.ID, Verdict: vr.Verdict, Criteria: vr.Criteria,
+			RepairInstructions: vr.Repair, Reasons: nonNil(vr.Reasons)}
+	}
+	if s.Status == LifecycleStatusAwaitingApproval {
+		b := s.binding()
+		d.AwaitingApproval = &b
+	}
+	applies, err := e.store.applies(ctx, e.root, v.ChangeID, false)
+	if err != nil {
+		return d, err
+	}
+	if n := len(applies); n > 0 {
+		a := applies[n-1]
+		d.Apply = &ApplyView{IntentID: a.IntentID, Status: a.Status, Cause: a.Cause, Paths: []string{}}
+		for _, f := range a.Files {
+			d.Apply.Paths = append(d.Apply.Paths, f.Path)
+		}
+	}
+	d.Next = nextCommand(v.ID, s)
+	if d.Criteria == nil {
+		d.Criteria = []LifecycleCriterionView{}
+	}
+	return d, nil
+}
+
+// nextCommand is what the user runs next.
+func nextCommand(id string, s LifecycleState) string {
+	switch s.Status {
+	case LifecycleStatusRunning:
+		return "needle change run " + id
+	case LifecycleStatusAwaitingApproval:
+		b := s.binding()
+		return fmt.Sprintf("needle change approve --patch %s --verification %s --lifecycle %s %s", b.Patch, b.Verification, b.Lifecycle, id)
+	case LifecycleStatusApproved, LifecycleStatusApplying:
+		return "needle change apply " + id
+	}
+	return ""
+}

@@ -1,0 +1,629 @@
+package product
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/needle-dev/needle/product/internal/contentid"
+	"github.com/needle-dev/needle/product/internal/failpoint"
+)
+
+// The execution kernel: the parent that drives a lifecycle. Each step
+// replays the journal (and refuses a lifecycle whose projection or digests
+// do not check), takes the one pending invocation the machine names,
+// invokes the one adapter of its phase with a bounded request, checks what
+// came back and persists it as an artifact (transaction 1), and then alone
+// commits the typed transition through the state-digest compare-and-swap
+// (transaction 2). A crash between the two leaves the lifecycle in its
+// prior phase with the artifact stored: the next run finds the artifact by
+// the invocation's deterministic id and commits the same event without
+// invoking anything. A committed phase never runs again: after replay its
+// invocation is no longer the pending one. The kernel stops at
+// apply/awaiting_approval (and at every terminal state).
+//
+// Crash points (product/internal/failpoint) mark every boundary: before
+// the adapter, after its side effect, after the artifact is persisted,
+// inside the transition's transaction before COMMIT, and after it.
+
+// lifecycleKernel runs lifecycles of one engine with its adapters.
+type lifecycleKernel struct {
+	e        *Engine
+	adapters LifecycleAdapters
+	clock    func() time.Time
+	// noLease skips the lease: tests of two runners meeting at the
+	// compare-and-swap alone.
+	noLease bool
+}
+
+// LifecycleProgress is one committed transition of a run, for a progress
+// display.
+type LifecycleProgress struct {
+	Phase   Phase              `json:"phase"` // the phase whose adapter ran
+	Round   int                `json:"round"`
+	Attempt int                `json:"attempt"`
+	Event   LifecycleEventKind `json:"event"`
+	Summary string             `json:"summary"`
+	Now     string             `json:"now"` // where the lifecycle is now: phase/status
+	WallMs  int64              `json:"wall_ms"`
+	Tokens  int64              `json:"tokens"`
+}
+
+// lifecycleView is a lifecycle read back and verified: its record, the
+// replayed state and the journal with every event decoded.
+type lifecycleView struct {
+	lifecycleRecord
+	State  LifecycleState
+	Events []LifecycleEvent
+	States []LifecycleState // after each event
+	At     []string
+	Stored storedLifecycle
+}
+
+// verifyLifecycle replays a stored lifecycle's journal from the zero state
+// and checks every digest: each event is in its exact canonical form with
+// its payload digest, each was accepted by the machine from the state its
+// prev_digest names and led to the state its state_digest names, and the
+// last state is byte for byte the stored projection (and its columns
+// agree). Anything else is a corrupt lifecycle (KindStore), never served.
+func verifyLifecycle(l storedLifecycle) (lifecycleView, error) {
+	v := lifecycleView{lifecycleRecord: l.lifecycleRecord, Stored: l}
+	corrupt := func(format string, args ...any) (lifecycleView, error) {
+		return lifecycleView{}, &Error{Op: "lifecycle.read", Kind: KindStore,
+			Err: fmt.Errorf("lifecycle %s is corrupt: %s", l.ID, fmt.Sprintf(format, args...))}
+	}
+	s := LifecycleState{}
+	for i, e := range l.Journal {
+		if e.Seq != i+1 {
+			return corrupt("event %d has seq %d", i+1, e.Seq)
+		}
+		ev, err := DecodeLifecycleEvent(e.Kind, []byte(e.Payload))
+		if err != nil {
+			return corrupt("event %d: %v", e.Seq, err)
+		}
+		if LifecycleEventDigest(ev) != e.PayloadDigest {
+			return corrupt("event %d: payload digest %s does not match its payload", e.Seq, e.PayloadDigest)
+		}
+		if e.PrevDigest != s.Digest() {
+			return corrupt("event %d: prev digest %s is not the replayed state's %s", e.Seq, e.PrevDigest, s.Digest())
+		}
+		next, _, err := StepLifecycle(s, ev)
+		if err != nil {
+			return corrupt("event %d does not replay: %v", e.Seq, err)
+		}
+		if next.Digest() != e.StateDigest {
+			return corrupt("event %d: state digest %s is not the replayed state's %s", e.Seq, e.StateDigest, next.Digest())
+		}
+		s = next
+		v.Events, v.States, v.At = append(v.Events, ev), append(v.States, s), append(v.At, e.At)
+	}
+	if len(l.Journal) == 0 {
+		return corrupt("no events")
+	}
+	if _, ok := v.Events[0].(LifecycleCreated); !ok || s.Lifecycle != l.ID || s.Freeze.ChangeID != l.ChangeID {
+		return corrupt("the journal does not create this lifecycle")
+	}
+	stored, err := DecodeLifecycleState([]byte(l.State))
+	if err != nil {
+		return corrupt("projection: %v", err)
+	}
+	switch {
+	case string(s.Canonical()) != l.State:
+		return corrupt("the projection is not the replayed state (seq %d vs %d)", stored.Seq, s.Seq)
+	case l.StateDigest != s.Digest():
+		return corrupt("the projection's digest %s is not the replayed state's %s", l.StateDigest, s.Digest())
+	case l.Seq != s.Seq || l.Phase != string(s.Phase) || l.Status != string(s.Status):
+		return corrupt("the projection's columns (%d %s/%s) disagree with its state", l.Seq, l.Phase, l.Status)
+	case s.Freeze.RequestID != lifecycleRequestID(l.Request, l.Needs):
+		return corrupt("the stored request is not the frozen one")
+	case !slices.Equal(planIDs(l.Plans), s.Freeze.TestPlans):
+		return corrupt("the stored test plans are not the frozen ones")
+	}
+	for i, c := range l.Request.Criteria {
+		if i >= len(s.Freeze.Criteria) || criterionDigest(i, c) != s.Freeze.Criteria[i] {
+			return corrupt("criterion %d is not the frozen one", i+1)
+		}
+	}
+	v.State = s
+	return v, nil
+}
+
+func planIDs(plans []LifecycleTestPlan) []string {
+	ids := make([]string, len(plans))
+	for i, p := range plans {
+		ids[i] = p.ID
+	}
+	return ids
+}
+
+// readLifecycle loads and verifies a lifecycle of the engine's repository.
+func (e *Engine) readLifecycle(ctx context.Context, id string) (lifecycleView, error) {
+	if !lifecycleOrChange.MatchString(id) {
+		return lifecycleView{}, invalidf("lifecycle", "id", "malformed id %q; want lcy_<24 hex> or chg_<24 hex>", clip(id, 80))
+	}
+	l, err := e.store.loadLifecycle(ctx, e.root, id)
+	if err != nil {
+		return lifecycleView{}, err
+	}
+	return verifyLifecycle(l)
+}
+
+// run drives the lifecycle until it waits for the user or ends.
+func (k *lifecycleKernel) run(ctx context.Context, id string, progress func(LifecycleProgress)) (LifecycleState, error) {
+	v, err := k.e.readLifecycle(ctx, id)
+	if err != nil {
+		return LifecycleState{}, err
+	}
+	if !k.noLease {
+		release, err := k.e.lease(v.ID)
+		if err != nil {
+			return v.State, err
+		}
+		defer release()
+	}
+	for {
+		if v, err = k.e.readLifecycle(ctx, v.ID); err != nil {
+			return LifecycleState{}, err
+		}
+		switch fx := LifecyclePending(v.State)[0].(type) {
+		case LifecycleInvoke:
+			if err := k.step(ctx, v, fx, progress); err != nil {
+				return v.State, err
+			}
+		case LifecycleWriteFiles:
+			return v.State, &Error{Op: "lifecycle.run", Kind: KindConflict,
+				Err: fmt.Errorf("lifecycle %s has an interrupted apply; needle change apply finishes or undoes it", v.ID)}
+		default:
+			return v.State, nil
+		}
+	}
+}
+
+// step runs the pending invocation (or finds its artifact) and commits.
+func (k *lifecycleKernel) step(ctx context.Context, v lifecycleView, inv LifecycleInvoke, progress func(LifecycleProgress)) error {
+	s := v.State
+	a, ok, err := k.e.store.artifact(ctx, inv.Invocation)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		failpoint.Hit("kernel.before_invoke")
+		if a, err = k.invoke(ctx, v, inv); err != nil {
+			return err
+		}
+		failpoint.Hit("adapter.after_side_effect")
+		if a, err = k.e.store.putArtifact(ctx, a); err != nil {
+			return err
+		}
+		failpoint.Hit("artifact.after_persist")
+	}
+	next, fx, err := StepLifecycle(s, a.Event)
+	if err != nil {
+		// invoke only persists events the machine accepts in s, and s
+		// cannot move without committing one of them.
+		return &Error{Op: "lifecycle.run", Kind: KindStore, Err: fmt.Errorf("the artifact of %s is not accepted: %w", inv.Invocation, err)}
+	}
+	rows := k.rows(v, a, next, fx)
+	err = k.e.store.commitTransition(ctx, v.ID, s, a.Event, next, rows, func() { failpoint.Hit("transition.before_commit") })
+	if errors.Is(err, errLifecycleMoved) {
+		now := "elsewhere"
+		if w, rerr := k.e.readLifecycle(ctx, v.ID); rerr == nil {
+			now = w.State.where()
+		}
+		return &Error{Op: "lifecycle.run", Kind: KindConflict,
+			Err: fmt.Errorf("lifecycle %s moved on to %s while this run was at %s (another runner?); nothing was committed", v.ID, now, s.where())}
+	}
+	if err != nil {
+		return err
+	}
+	failpoint.Hit("transition.after_commit")
+	if progress != nil {
+		p := LifecycleProgress{Phase: inv.Phase, Round: inv.Round, Attempt: inv.Attempt, Event: a.Event.Kind(),
+			Summary: eventSummary(a.Event), Now: next.where()}
+		p.Tokens, p.WallMs = costOf(a.Event)
+		progress(p)
+	}
+	return nil
+}
+
+func costOf(ev LifecycleEvent) (tokens, wallMs int64) {
+	var c LifecycleCost
+	switch ev := ev.(type) {
+	case LifecycleExploreCompleted:
+		c = ev.Cost
+	case LifecycleImplementCompleted:
+		c = ev.Cost
+	case LifecycleTestCompleted:
+		c = ev.Cost
+	case LifecycleReviewCompleted:
+		c = ev.Cost
+	case LifecycleVerifyCompleted:
+		c = ev.Cost
+	case LifecyclePhaseFailed:
+		c = ev.Cost
+	}
+	return c.Tokens, c.WallMs
+}
+
+// invoke runs the pending invocation's adapter and turns what it returned
+// into an artifact whose event the machine accepts in v's state: a result
+// that fails Needle's checks, or that the machine refuses, becomes a
+// phase_failed (invalid_result) of the same invocation. An adapter that
+// was cancelled, or that found the work tree moved under the patch,
+// produces nothing: the run stops and commits nothing.
+func (k *lifecycleKernel) invoke(ctx context.Context, v lifecycleView, inv LifecycleInvoke) (lifecycleArtifact, error) {
+	s := v.State
+	call, err := k.call(ctx, v, inv)
+	if err != nil {
+		return lifecycleArtifact{}, err
+	}
+	a := lifecycleArtifact{Invocation: inv.Invocation, Lifecycle: v.ID, Phase: inv.Phase, Attempt: inv.Attempt}
+	start := k.clock()
+	var out phaseOutput
+	switch inv.Phase {
+	case PhaseExplore:
+		out, err = k.explore(ctx, v, call)
+	case PhaseImplement:
+		out, err = k.implement(ctx, v, call)
+	case PhaseTest:
+		out, err = k.test(ctx, v, call)
+	case PhaseReview:
+		out, err = k.review(ctx, v, call)
+	case PhaseVerify:
+		out, err = k.verify(ctx, v, call)
+	default:
+		err = fmt.Errorf("no adapter runs %s", inv.Phase)
+	}
+	cost := LifecycleCost{Tokens: min(max(out.usage.TotalTokens, 0), LifecycleMaxTokens),
+		WallMs: min(max(k.clock().Sub(start).Milliseconds(), 0), LifecycleMaxWallMs)}
+	if err != nil && (ctx.Err() != nil || KindOf(err) == KindConflict) {
+		return a, err
+	}
+	a.Blobs, a.Raw, a.Thread, a.Usage, a.ArtifactID = out.blobs, out.raw, out.thread, out.usage, out.id
+	if err == nil && out.invalid != "" {
+		err = &AdapterError{Failure: LifecycleFailureInvalidResult, Err: errors.New(out.invalid)}
+	}
+	if err == nil {
+		a.Event = out.event(cost)
+		if _, _, serr := StepLifecycle(s, a.Event); serr != nil {
+			err = &AdapterError{Failure: LifecycleFailureInvalidResult, Err: serr}
+		}
+	}
+	if err != nil {
+		a.ArtifactID = ""
+		a.Event = LifecyclePhaseFailed{Phase: inv.Phase, Invocation: inv.Invocation, Failure: failureOf(err),
+			Detail: clip(strings.ToValidUTF8(strings.ReplaceAll(oneLine(err.Error()), "\x00", ""), ""), LifecycleMaxTextBytes), Cost: cost}
+	}
+	return a, nil
+}
+
+// phaseOutput is what a phase's adapter produced, checked: the event to
+// commit (given the cost the kernel measured), its artifact id and blobs,
+// or why it is an invalid result.
+type phaseOutput struct {
+	event   func(LifecycleCost) LifecycleEvent
+	id      string
+	blobs   artifactBlobs
+	raw     string
+	thread  string
+	usage   WorkerUsage
+	invalid string
+}
+
+// call is the common part of the invocation's request.
+func (k *lifecycleKernel) call(ctx context.Context, v lifecycleView, inv LifecycleInvoke) (AdapterCall, error) {
+	rev, err := k.e.store.profileRevision(ctx, inv.Profile.Profile, inv.Profile.Revision)
+	if err != nil {
+		return AdapterCall{}, err
+	}
+	role := rev.Profile.effectiveRoles().role(inv.Profile.Role)
+	if roleRef(rev, inv.Profile.Role) != inv.Profile {
+		return AdapterCall{}, &Error{Op: "lifecycle.run", Kind: KindStore,
+			Err: fmt.Errorf("profile %s revision %d no longer has the %s settings the lifecycle froze", rev.ID, rev.Revision, inv.Profile.Role)}
+	}
+	return AdapterCall{Lifecycle: v.ID, Invocation: inv.Invocation, Phase: inv.Phase, Round: inv.Round, Attempt: inv.Attempt,
+		Profile: inv.Profile, Role: role, Root: k.e.root, Snapshot: v.State.Freeze.Snapshot}, nil
+}
+
+func (k *lifecycleKernel) explore(ctx context.Context, v lifecycleView, call AdapterCall) (phaseOutput, error) {
+	if k.adapters.Explore == nil {
+		return phaseOutput{}, &AdapterError{Failure: LifecycleFailureUnavailable, Err: errors.New("no explore adapter")}
+	}
+	res, err := k.adapters.Explore(ctx, ExploreRequest{AdapterCall: call, Needs: v.Needs,
+		ArtifactIDs: v.Request.ArtifactIDs, ClaimIDs: v.Request.ClaimIDs})
+	out := phaseOutput{usage: res.Usage, thread: res.Thread}
+	if err != nil {
+		return out, err
+	}
+	ev := slices.Clone(res.Evidence)
+	slices.Sort(ev)
+	ev = slices.Compact(ev)
+	if len(ev) > LifecycleMaxEvidence {
+		ev = ev[:LifecycleMaxEvidence]
+	}
+	for _, id := range ev {
+		c, err := k.e.freshArtifact(ctx, id)
+		if err != nil {
+			return out, err
+		}
+		if c == nil {
+			out.invalid = fmt.Sprintf("explore returned %s, which is not certified evidence fresh for the current source", clip(id, 80))
+			return out, nil
+		}
+	}
+	if ev == nil {
+		ev = []string{}
+	}
+	out.event = func(c LifecycleCost) LifecycleEvent {
+		return LifecycleExploreCompleted{Invocation: call.Invocation, Evidence: ev, Cost: c}
+	}
+	return out, nil
+}
+
+func (k *lifecycleKernel) implement(ctx context.Context, v lifecycleView, call AdapterCall) (phaseOutput, error) {
+	s := v.State
+	if k.adapters.Implement == nil {
+		return phaseOutput{}, &AdapterError{Failure: LifecycleFailureUnavailable, Err: errors.New("no implement adapter")}
+	}
+	req := ImplementRequest{AdapterCall: call, Request: v.Request}
+	var err error
+	if req.Context, err = k.context(ctx, v); err != nil {
+		return phaseOutput{}, err
+	}
+	if s.Round == 2 {
+		prior, ok, err := k.e.store.artifactByID(ctx, v.ID, s.Prior.Patch)
+		if err != nil || !ok {
+			return phaseOutput{}, orMissing(err, "the patch being repaired")
+		}
+		verdict, ok, err := k.e.store.artifactByID(ctx, v.ID, s.Prior.Verification)
+		if err != nil || !ok || verdict.Blobs.Verdict == nil {
+			return phaseOutput{}, orMissing(err, "the verification being followed")
+		}
+		req.Laid = prior.Blobs.Patch
+		brief := RepairBrief{Instructions: verdict.Blobs.Verdict.Repair}
+		for _, c := range verdict.Blobs.Verdict.Criteria {
+			if c.Status != CriterionMet {
+				brief.Criteria = append(brief.Criteria, c)
+			}
+		}
+		req.Repair = &brief
+	}
+	res, err := k.adapters.Implement(ctx, req)
+	out := phaseOutput{usage: res.Usage, thread: res.Thread, raw: res.Report}
+	if err != nil {
+		return out, err
+	}
+	if !contentid.Valid(res.Base) {
+		out.invalid = "the implementer named no base snapshot"
+		return out, nil
+	}
+	reasons := res.Rejected
+	if len(reasons) == 0 {
+		reasons = checkPatchFiles(v.Request, res.Patch)
+	}
+	if len(reasons) == 0 && s.Round == 2 && patchID(res.Patch) == s.Prior.Patch {
+		reasons = []string{"the repair changed nothing"}
+	}
+	out.blobs.Report = decodePatchReport(res.Report, len(v.Request.Criteria))
+	ev := LifecycleImplementCompleted{Invocation: call.Invocation, Base: res.Base}
+	if len(reasons) > 0 {
+		ev.Outcome, ev.Reasons = LifecyclePatchRejected, boundedReasons(reasons)
+		out.blobs.Reasons = ev.Reasons
+	} else {
+		ev.Outcome, ev.Patch, ev.Files, ev.Bytes = LifecyclePatchAccepted, patchID(res.Patch), len(res.Patch), patchBytes(res.Patch)
+		ev.Reasons = []string{}
+		out.blobs.Patch, out.id = res.Patch, ev.Patch
+	}
+	out.event = func(c LifecycleCost) LifecycleEvent { ev.Cost = c; return ev }
+	return out, nil
+}
+
+func orMissing(err error, what string) error {
+	if err != nil {
+		return err
+	}
+	return &Error{Op: "lifecycle.run", Kind: KindStore, Err: fmt.Errorf("%s has no stored artifact", what)}
+}
+
+// currentPatch reads the blobs of the patch in force.
+func (k *lifecycleKernel) currentPatch(ctx context.Context, v lifecycleView) ([]PatchFile, error) {
+	a, ok, err := k.e.store.artifactByID(ctx, v.ID, v.State.Patch.ID)
+	if err != nil || !ok {
+		return nil, orMissing(err, "the current patch")
+	}
+	return a.Blobs.Patch, nil
+}
+
+func (k *lifecycleKernel) test(ctx context.Context, v lifecycleView, call AdapterCall) (phaseOutput, error) {
+	if k.adapters.Test == nil {
+		return phaseOutput{}, &AdapterError{Failure: LifecycleFailureUnavailable, Err: errors.New("no test adapter")}
+	}
+	files, err := k.currentPatch(ctx, v)
+	if err != nil {
+		return phaseOutput{}, err
+	}
+	res, err := k.adapters.Test(ctx, TestRequest{AdapterCall: call, Patch: files, Plans: slices.Clone(v.Plans)})
+	out := phaseOutput{usage: res.Usage, thread: res.Thread}
+	if err != nil {
+		return out, err
+	}
+	evidence := LifecycleTestEvidence{Patch: v.State.Patch.ID, Results: []LifecycleTestResult{}}
+	seen := map[string]bool{}
+	for _, r := range res.Runs {
+		if !slices.Contains(v.State.Freeze.TestPlans, r.Plan) || seen[r.Plan] {
+			out.invalid = fmt.Sprintf("a test run names plan %s, which is not a frozen plan or ran twice", clip(r.Plan, 80))
+			return out, nil
+		}
+		seen[r.Plan] = true
+		outcome := r.Outcome
+		if !slices.Contains(lifecycleTestOutcomes, outcome) {
+			outcome = LifecycleTestError
+		}
+		kept := r.Output
+		truncated := r.Truncated || len(kept) > maxTestOutput
+		if len(kept) > maxTestOutput {
+			kept = kept[len(kept)-maxTestOutput:] // the end says why a test failed
+		}
+		evidence.Results = append(evidence.Results, LifecycleTestResult{Plan: r.Plan, Outcome: outcome,
+			DurationMs: min(max(r.Duration.Milliseconds(), 0), LifecycleMaxWallMs), Output: contentid.OfBytes(tagTestOutput, kept)})
+		out.blobs.Outputs = append(out.blobs.Outputs, testOutput{Plan: r.Plan, Output: strings.ToValidUTF8(string(kept), "\uFFFD"),
+			Truncated: truncated, Detail: clip(oneLine(r.Detail), LifecycleMaxTextBytes)})
+	}
+	slices.SortFunc(evidence.Results, func(a, b LifecycleTestResult) int { return strings.Compare(a.Plan, b.Plan) })
+	out.id = evidence.ID()
+	out.event = func(c LifecycleCost) LifecycleEvent {
+		return LifecycleTestCompleted{Invocation: call.Invocation, Evidence: evidence, Cost: c}
+	}
+	return out, nil
+}
+
+func (k *lifecycleKernel) review(ctx context.Context, v lifecycleView, call AdapterCall) (phaseOutput, error) {
+	if k.adapters.Review == nil {
+		return phaseOutput{}, &AdapterError{Failure: LifecycleFailureUnavailable, Err: errors.New("no review adapter")}
+	}
+	files, err := k.currentPatch(ctx, v)
+	if err != nil {
+		return phaseOutput{}, err
+	}
+	diff, _ := unifiedDiff(k.e.root, files) // best effort: the reviewer also has the checkout
+	s := v.State
+	res, err := k.adapters.Review(ctx, ReviewRequest{AdapterCall: call, Patch: files, Diff: diff, Criteria: slices.Clone(s.Freeze.Criteria)})
+	out := phaseOutput{usage: res.Usage, thread: res.Thread, raw: res.Answer}
+	if err != nil {
+		return out, err
+	}
+	findings, err := decodeReview(res.Answer, len(s.Freeze.Criteria))
+	if err != nil {
+		out.invalid = err.Error()
+		return out, nil
+	}
+	review := LifecycleReviewArtifact{Patch: s.Patch.ID, Reviewer: s.Freeze.profile(LifecycleRoleReviewer),
+		Criteria: slices.Clone(s.Freeze.Criteria), Findings: findings}
+	out.id = review.ID()
+	out.event = func(c LifecycleCost) LifecycleEvent {
+		return LifecycleReviewCompleted{Invocation: call.Invocation, Review: review, Cost: c}
+	}
+	return out, nil
+}
+
+func (k *lifecycleKernel) verify(ctx context.Context, v lifecycleView, call AdapterCall) (phaseOutput, error) {
+	s := v.State
+	if k.adapters.Verify == nil {
+		return phaseOutput{}, &AdapterError{Failure: LifecycleFailureUnavailable, Err: errors.New("no verify adapter")}
+	}
+	files, err := k.currentPatch(ctx, v)
+	if err != nil {
+		return phaseOutput{}, err
+	}
+	req := VerifyRequest{AdapterCall: call, Request: v.Request, Patch: files}
+	if req.Context, err = k.context(ctx, v); err != nil {
+		return phaseOutput{}, err
+	}
+	ta, ok, err := k.e.store.artifactByID(ctx, v.ID, s.Tests.Evidence)
+	if err != nil || !ok {
+		return phaseOutput{}, orMissing(err, "the test evidence")
+	}
+	if tc, ok := ta.Event.(LifecycleTestCompleted); ok {
+		for _, r := range tc.Evidence.Results {
+			for _, p := range v.Plans {
+				if p.ID == r.Plan {
+					req.Tests = append(req.Tests, TestLine{Test: p.Test, Command: p.Command(), Outcome: r.Outcome})
+				}
+			}
+		}
+	}
+	res, err := k.adapters.Verify(ctx, req)
+	out := phaseOutput{usage: res.Usage, thread: res.Thread, raw: res.Answer}
+	if err != nil {
+		return out, err
+	}
+	n := len(v.Request.Criteria)
+	verdict, criteria, repair, reasons := judge(res.Answer, n)
+	va := VerificationArtifact{Patch: s.Patch.ID, Verifier: s.Freeze.profile(LifecycleRoleVerifier), TestEvidence: s.Tests.Evidence,
+		Outcome: verdict, Repair: clip(repair, LifecycleMaxRepairBytes)}
+	for i, c := range criteria {
+		va.Criteria = append(va.Criteria, LifecycleCriterionJudgement{Criterion: i + 1, Digest: s.Freeze.Criteria[i], Status: c.Status,
+			Note: clip(strings.ToValidUTF8(strings.ReplaceAll(c.Reason, "\x00", ""), ""), LifecycleMaxTextBytes)})
+	}
+	out.id = va.ID()
+	out.blobs.Verdict = &verificationRecord{Ordinal: s.Round, PatchRevision: s.Round, Verdict: verdict, Criteria: criteria,
+		Repair: repair, Reasons: nonNil(reasons)}
+	out.event = func(c LifecycleCost) LifecycleEvent {
+		return LifecycleVerifyCompleted{Invocation: call.Invocation, Verification: va, Cost: c}
+	}
+	return out, nil
+}
+
+// context is the certified context the implementer and the verifier get:
+// citation lines of the request's artifacts and claims and of the explored
+// evidence, each still fresh (stale evidence is dropped, never passed on).
+func (k *lifecycleKernel) context(ctx context.Context, v lifecycleView) ([]string, error) {
+	req := v.Request
+	req.ArtifactIDs = append(slices.Clone(req.ArtifactIDs), v.State.Evidence...)
+	slices.Sort(req.ArtifactIDs)
+	req.ArtifactIDs = slices.Compact(req.ArtifactIDs)
+	var lines []string
+	for _, id := range req.ArtifactIDs {
+		c, err := k.e.freshArtifact(ctx, id)
+		if err != nil {
+			return nil, err
+		}
+		if c != nil {
+			lines = append(lines, citeChoice(choice{Obligation: Obligation{Kind: c.Proposal.Kind}, Evidence: *c})...)
+		}
+	}
+	for _, id := range req.ClaimIDs {
+		c, claim, err := k.e.freshClaim(ctx, id)
+		if err != nil {
+			return nil, err
+		}
+		if c != nil {
+			lines = append(lines, citeChoice(choice{Obligation: Obligation{Kind: CapImplementationLocation}, Evidence: *c, Claim: claim})...)
+		}
+	}
+	return lines, nil
+}
+
+// rows are the change-journal rows a transition writes with it: the
+// change and its first patch, a repair's patch, a verification and the
+// change's projection (the consumed repair included).
+func (k *lifecycleKernel) rows(v lifecycleView, a lifecycleArtifact, next LifecycleState, fx []LifecycleEffect) transitionRows {
+	s := v.State
+	switch ev := a.Event.(type) {
+	case LifecycleImplementCompleted:
+		att := patchAttempt{revision: s.Round, status: PatchRejected, ops: []storedOperation{}, reasons: ev.Reasons,
+			report: a.Blobs.Report, raw: a.Raw, inv: a.Thread, usage: a.Usage}
+		if ev.Outcome == LifecyclePatchAccepted {
+			att.status, att.patchID, att.ops, att.reasons = PatchAccepted, ev.Patch, storedOps(a.Blobs.Patch), []string{}
+		}
+		if s.Round == 1 {
+			c := k.changeRecord(v, ev.Base)
+			c.Status = att.status.changeStatus()
+			if att.status == PatchAccepted {
+				c.Current = 1
+			}
+			return transitionRows{change: &c, patch: &att}
+		}
+		c := changeRecord{ID: s.Freeze.ChangeID, Status: ChangeRepairable, Current: 1, Repairs: next.RepairsUsed}
+		if att.status == PatchAccepted {
+			c.Current = 2
+		}
+		return transitionRows{projection: &c, patch: &att}
+	case LifecycleVerifyCompleted:
+		vr := *a.Blobs.Verdict
+		vr.raw, vr.inv, vr.usage = a.Raw, a.Thread, a.Usage
+		c := changeRecord{ID: s.Freeze.ChangeID, Status: vr.Verdict.changeStatus(), Current: s.Round, Repairs: next.RepairsUsed}
+		return transitionRows{verification: &vr, projection: &c}
+	}
+	return transitionRows{}
+}
+
+// changeRecord is the change row a lifecycle's first patch creates.
+func (k *lifecycleKernel) changeRecord(v lifecycleView, base string) changeRecord {
+	impl := v.State.Freeze.profile(LifecycleRoleImplementer)
+	return changeRecord{ID: v.ChangeID, Session: v.Session, Root: v.Root, RequestID: mustID(tagChangeRequest, v.Request),
+		Request: v.Request, Base: base, Profile: ProfileRevision{ID: impl.Profile, Revision: impl.Revision}}
+}

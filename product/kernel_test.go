@@ -1,0 +1,549 @@
+package product
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// The kernel, the durable contract and apply, driven end to end through
+// the engine with the working fakes of lifecycle_fake_test.go on a real git
+// repository (the grepx fixture) and a real store.
+
+const focusedSplit = `{"kind":"focused_tests","subject":{"kind":"symbol","name":"splitCRLF"},"tests":[{"path":"search_test.go","name":"TestSplitCRLF","command":"go test . -run '^TestSplitCRLF$'"}]}`
+
+// splitCommented is search.go with a comment changed: round 1's patch.
+func splitCommented(t *testing.T, repo, comment string) string {
+	t.Helper()
+	data := string(MustReadFile(t, filepath.Join(repo, "search.go")))
+	out := strings.Replace(data, "// splitCRLF cuts data at CRLF or LF line ends.", comment, 1)
+	if out == data {
+		t.Fatal("search.go has no splitCRLF comment")
+	}
+	return out
+}
+
+type lifecycleFixture struct {
+	t      *testing.T
+	te     *testEngine
+	script *fakeScript
+	plan   string
+	head   string // .git/HEAD and .git/index at the start
+	index  []byte
+}
+
+func newLifecycleFixture(t *testing.T, script *fakeScript) *lifecycleFixture {
+	t.Helper()
+	repo := MustFixtureRepo(t, "grepx", true)
+	if script.Patches == nil {
+		script.Patches = []map[string]string{{"search.go": splitCommented(t, repo, "// splitCRLF cuts data at CRLF (\\r\\n) or LF line ends.")}}
+	}
+	if script.Review == "" {
+		script.Review = fakeReview
+	}
+	if script.Tokens == 0 {
+		script.Tokens = 1000
+	}
+	f := &lifecycleFixture{t: t, script: script}
+	f.te = &testEngine{tb: t, repo: repo, data: t.TempDir()}
+	f.te.reopen(f.config)
+	f.plan = f.te.mustCertify(focusedSplit).ArtifactID
+	f.head = string(MustReadFile(t, filepath.Join(repo, ".git", "HEAD")))
+	f.index = MustReadFile(t, filepath.Join(repo, ".git", "index"))
+	return f
+}
+
+func (f *lifecycleFixture) config(c *Config) {
+	a := f.script.adapters(f.te.repo)
+	c.Lifecycle = &a
+}
+
+func (f *lifecycleFixture) request() ChangeRequest {
+	return ChangeRequest{Task: "Say in the comment of splitCRLF which line ends it cuts at.",
+		Criteria: []string{"The comment of splitCRLF names both CRLF and LF."},
+		Scopes:   []PathScope{{Path: "search.go", Kind: ScopeExact}}}
+}
+
+func (f *lifecycleFixture) start() LifecycleDetail {
+	f.t.Helper()
+	d, err := f.te.StartLifecycle(context.Background(), LifecycleStart{Request: f.request(), TestPlans: []string{f.plan}})
+	if err != nil {
+		f.t.Fatalf("StartLifecycle: %v", err)
+	}
+	return d
+}
+
+func (f *lifecycleFixture) run(id string) LifecycleDetail {
+	f.t.Helper()
+	d, err := f.te.RunLifecycle(context.Background(), id, nil)
+	if err != nil {
+		f.t.Fatalf("RunLifecycle: %v", err)
+	}
+	return d
+}
+
+func (f *lifecycleFixture) approve(d LifecycleDetail) ApprovalResult {
+	f.t.Helper()
+	b := d.AwaitingApproval
+	if b == nil {
+		f.t.Fatalf("lifecycle %s is %s/%s, not awaiting approval", d.ID, d.Phase, d.Status)
+	}
+	a, err := f.te.Approve(context.Background(), d.ID, ApprovalRequest{Patch: b.Patch, Verification: b.Verification, Lifecycle: b.Lifecycle})
+	if err != nil {
+		f.t.Fatalf("Approve: %v", err)
+	}
+	return a
+}
+
+// checkGitUntouched: apply never touches the index or HEAD.
+func (f *lifecycleFixture) checkGitUntouched() {
+	f.t.Helper()
+	if head := string(MustReadFile(f.t, filepath.Join(f.te.repo, ".git", "HEAD"))); head != f.head {
+		f.t.Errorf(".git/HEAD changed: %q", head)
+	}
+	if index := MustReadFile(f.t, filepath.Join(f.te.repo, ".git", "index")); !slices.Equal(index, f.index) {
+		f.t.Error(".git/index changed")
+	}
+}
+
+// checkJournal replays the journal with the machine alone (not the
+// kernel's reader) and compares it with the stored projection.
+func checkJournal(t *testing.T, te *testEngine, id string) LifecycleState {
+	t.Helper()
+	l, err := te.store.loadLifecycle(context.Background(), te.root, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := LifecycleState{}
+	for _, e := range l.Journal {
+		ev, err := DecodeLifecycleEvent(e.Kind, []byte(e.Payload))
+		if err != nil {
+			t.Fatalf("event %d: %v", e.Seq, err)
+		}
+		if s, _, err = StepLifecycle(s, ev); err != nil {
+			t.Fatalf("event %d does not replay: %v", e.Seq, err)
+		}
+	}
+	if string(s.Canonical()) != l.State || s.Digest() != l.StateDigest {
+		t.Fatalf("replay of %d events is not the projection", len(l.Journal))
+	}
+	return s
+}
+
+func TestLifecycle_ExploreToApplied(t *testing.T) {
+	f := newLifecycleFixture(t, &fakeScript{Tests: []LifecycleTestOutcome{LifecycleTestPassed}, Verdicts: []string{fakeVerified}})
+	d := f.start()
+	if d.Phase != PhaseExplore || d.Status != LifecycleStatusRunning || len(d.TestPlans) != 1 || d.TestPlans[0].Test != "TestSplitCRLF" {
+		t.Fatalf("started: %+v", d)
+	}
+	if d.TestPlans[0].Command != "go test -count=1 -run '^TestSplitCRLF$' ." {
+		t.Errorf("plan command %q", d.TestPlans[0].Command)
+	}
+	var seen []string
+	d, err := f.te.RunLifecycle(context.Background(), d.ID, func(p LifecycleProgress) { seen = append(seen, string(p.Phase)+":"+string(p.Event)) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"explore:explore_completed", "implement:implement_completed", "test:test_completed", "review:review_completed", "verify:verify_completed"}
+	if !slices.Equal(seen, want) {
+		t.Errorf("progress %v, want %v", seen, want)
+	}
+	if d.Phase != PhaseApply || d.Status != LifecycleStatusAwaitingApproval || d.Verification == nil || d.Verification.Verdict != VerdictVerified {
+		t.Fatalf("after run: %s/%s %+v", d.Phase, d.Status, d.Verification)
+	}
+	if d.TestPlans[0].Outcome != LifecycleTestPassed || d.Review == nil || len(d.Review.Findings) != 1 || d.Patch == nil || d.Patch.Files != 1 {
+		t.Errorf("detail: %+v", d)
+	}
+	if !strings.HasPrefix(d.Next, "needle change approve --patch "+d.Patch.PatchID) {
+		t.Errorf("next %q", d.Next)
+	}
+	// The run stops at awaiting approval: running again does nothing.
+	if again := f.run(d.ID); again.Seq != d.Seq {
+		t.Errorf("a second run moved the lifecycle from seq %d to %d", d.Seq, again.Seq)
+	}
+	f.approve(d)
+	res, err := f.te.Apply(context.Background(), d.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Status != "applied" || !slices.Equal(res.Paths, []string{"search.go"}) {
+		t.Errorf("apply: %+v", res)
+	}
+	got := string(MustReadFile(t, filepath.Join(f.te.repo, "search.go")))
+	if got != f.script.Patches[0]["search.go"] {
+		t.Errorf("search.go after apply is not the patch's content")
+	}
+	f.checkGitUntouched()
+	s := checkJournal(t, f.te, d.ID)
+	if s.Status != LifecycleStatusApplied {
+		t.Errorf("final state %s", s.where())
+	}
+	events, err := f.te.LifecycleEvents(context.Background(), d.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var kinds []string
+	for _, e := range events {
+		kinds = append(kinds, string(e.Kind))
+	}
+	wantKinds := []string{"created", "explore_completed", "implement_completed", "test_completed", "review_completed",
+		"verify_completed", "approval_granted", "apply_started", "apply_completed"}
+	if !slices.Equal(kinds, wantKinds) {
+		t.Errorf("events %v, want %v", kinds, wantKinds)
+	}
+	// The change journal agrees: the change is verified, its patch stored.
+	c, err := f.te.store.change(context.Background(), f.te.root, d.ChangeID)
+	if err != nil || c.Status != ChangeVerified || c.Current != 1 || c.Repairs != 0 {
+		t.Errorf("change row %+v, %v", c, err)
+	}
+	// Applying again is refused: the lifecycle has ended.
+	if _, err := f.te.Apply(context.Background(), d.ID); KindOf(err) != KindConflict {
+		t.Errorf("second apply: %v, want a conflict", err)
+	}
+}
+
+func TestLifecycle_RepairOnceThenVerified(t *testing.T) {
+	f := newLifecycleFixture(t, &fakeScript{
+		Tests:    []LifecycleTestOutcome{LifecycleTestFailed, LifecycleTestPassed},
+		Verdicts: []string{fakeRepairable, fakeVerified},
+	})
+	repo := f.te.repo
+	f.script.Patches = []map[string]string{
+		{"search.go": splitCommented(t, repo, "// splitCRLF cuts data.")},
+		{"search.go": splitCommented(t, repo, "// splitCRLF cuts data at CRLF or LF line ends, both.")},
+	}
+	d := f.run(f.start().ID)
+	if d.Status != LifecycleStatusAwaitingApproval || d.Round != 2 || d.RepairsUsed != 1 {
+		t.Fatalf("after run: %s/%s round %d repairs %d", d.Phase, d.Status, d.Round, d.RepairsUsed)
+	}
+	c, err := f.te.store.change(context.Background(), f.te.root, d.ChangeID)
+	if err != nil || c.Repairs != 1 || c.Current != 2 || c.Status != ChangeVerified {
+		t.Errorf("change row %+v, %v: the repair reservation and revision 2 belong to the journal", c, err)
+	}
+	f.approve(d)
+	if _, err := f.te.Apply(context.Background(), d.ID); err != nil {
+		t.Fatal(err)
+	}
+	if got := string(MustReadFile(t, filepath.Join(repo, "search.go"))); got != f.script.Patches[1]["search.go"] {
+		t.Error("the applied content is not the repaired patch")
+	}
+	checkJournal(t, f.te, d.ID)
+}
+
+func TestLifecycle_RepairableTwiceIsExhausted(t *testing.T) {
+	f := newLifecycleFixture(t, &fakeScript{Tests: []LifecycleTestOutcome{LifecycleTestFailed}, Verdicts: []string{fakeRepairable}})
+	f.script.Patches = []map[string]string{
+		{"search.go": splitCommented(t, f.te.repo, "// one")}, {"search.go": splitCommented(t, f.te.repo, "// two")},
+	}
+	d := f.run(f.start().ID)
+	if d.Status != LifecycleStatusRejected || d.Reason != LifecycleReasonRepairExhausted || d.RepairsUsed != 1 {
+		t.Fatalf("after run: %s/%s %s", d.Phase, d.Status, d.Reason)
+	}
+}
+
+func TestLifecycle_Inconclusive(t *testing.T) {
+	f := newLifecycleFixture(t, &fakeScript{Tests: []LifecycleTestOutcome{LifecycleTestPassed}, Verdicts: []string{fakeInconclusive}})
+	before := treeDigest(t, f.te.repo)
+	d := f.run(f.start().ID)
+	if d.Status != LifecycleStatusInconclusive || d.Reason != LifecycleReasonVerificationInconclusive || d.Next != "" {
+		t.Fatalf("after run: %s/%s %s next %q", d.Phase, d.Status, d.Reason, d.Next)
+	}
+	if _, err := f.te.Apply(context.Background(), d.ID); KindOf(err) != KindConflict {
+		t.Errorf("apply of an inconclusive lifecycle: %v", err)
+	}
+	if treeDigest(t, f.te.repo) != before {
+		t.Error("the work tree changed")
+	}
+}
+
+func TestLifecycle_TestEvidenceUnavailableFailsClosed(t *testing.T) {
+	f := newLifecycleFixture(t, &fakeScript{Tests: []LifecycleTestOutcome{LifecycleTestError}, Verdicts: []string{fakeVerified}})
+	d := f.run(f.start().ID)
+	if d.Status != LifecycleStatusFailed || d.Reason != LifecycleReasonTestEvidenceUnavailable {
+		t.Fatalf("after run: %s/%s %s", d.Phase, d.Status, d.Reason)
+	}
+}
+
+func TestLifecycle_RetryAfterCrashedWorker(t *testing.T) {
+	f := newLifecycleFixture(t, &fakeScript{Tests: []LifecycleTestOutcome{LifecycleTestPassed}, Verdicts: []string{fakeVerified},
+		Crash: map[Phase]int{PhaseReview: 1}})
+	f.script.Effects = t.TempDir()
+	f.te.reopen(f.config)
+	d := f.run(f.start().ID)
+	if d.Status != LifecycleStatusAwaitingApproval || d.Usage.WorkerRuns != 6 {
+		t.Fatalf("after run: %s/%s, %d runs", d.Phase, d.Status, d.Usage.WorkerRuns)
+	}
+	arts, err := f.te.store.lifecycleArtifacts(context.Background(), d.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var review []string
+	for _, a := range arts {
+		if a.Phase == PhaseReview {
+			review = append(review, string(a.Event.Kind())+"@"+strconv.Itoa(a.Attempt))
+		}
+	}
+	if !slices.Equal(review, []string{"phase_failed@1", "review_completed@2"}) {
+		t.Errorf("review artifacts %v: the crashed attempt and its retry, each under its own invocation", review)
+	}
+}
+
+func TestLifecycle_ApprovalBoundToCurrentDigests(t *testing.T) {
+	f := newLifecycleFixture(t, &fakeScript{Tests: []LifecycleTestOutcome{LifecycleTestPassed}, Verdicts: []string{fakeVerified}})
+	d := f.run(f.start().ID)
+	b := *d.AwaitingApproval
+	older := "b3:" + strings.Repeat("0", 64)
+	for name, req := range map[string]ApprovalRequest{
+		"patch":        {Patch: older, Verification: b.Verification, Lifecycle: b.Lifecycle},
+		"verification": {Patch: b.Patch, Verification: older, Lifecycle: b.Lifecycle},
+		"lifecycle":    {Patch: b.Patch, Verification: b.Verification, Lifecycle: d.StateDigest[:3] + strings.Repeat("1", 64)},
+		// The digest of the state before the verification: older.
+		"earlier state": {Patch: b.Patch, Verification: b.Verification, Lifecycle: mustEvents(t, f.te, d.ID)[4].StateDigest},
+	} {
+		_, err := f.te.Approve(context.Background(), d.ID, req)
+		var se *LifecycleStepError
+		if KindOf(err) != KindConflict || !errors.As(err, &se) || se.Code != LifecycleRefusalApprovalMismatch {
+			t.Errorf("%s: Approve = %v, want an approval_mismatch conflict", name, err)
+		}
+	}
+	if after, _ := f.te.Lifecycle(context.Background(), d.ID); after.Seq != d.Seq {
+		t.Errorf("refused approvals moved the lifecycle to seq %d", after.Seq)
+	}
+	// The binding shown is the current one; approving it moves the
+	// lifecycle, and the same approval again is refused (it is no longer
+	// awaiting one).
+	f.approve(d)
+	if _, err := f.te.Approve(context.Background(), d.ID, ApprovalRequest{Patch: b.Patch, Verification: b.Verification, Lifecycle: b.Lifecycle}); KindOf(err) != KindConflict {
+		t.Errorf("second approval: %v", err)
+	}
+}
+
+func mustEvents(t *testing.T, te *testEngine, id string) []LifecycleEventView {
+	t.Helper()
+	ev, err := te.LifecycleEvents(context.Background(), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ev
+}
+
+func TestLifecycle_DriftAtApplyIs409(t *testing.T) {
+	f := newLifecycleFixture(t, &fakeScript{Tests: []LifecycleTestOutcome{LifecycleTestPassed}, Verdicts: []string{fakeVerified}})
+	d := f.run(f.start().ID)
+	f.approve(d)
+	// The user edits the patched file after the approval.
+	edited := string(MustReadFile(t, filepath.Join(f.te.repo, "search.go"))) + "\n// edited by hand\n"
+	MustWriteFile(t, filepath.Join(f.te.repo, "search.go"), edited)
+	before := treeDigest(t, f.te.repo)
+	index := MustReadFile(t, filepath.Join(f.te.repo, ".git", "index"))
+	_, err := f.te.Apply(context.Background(), d.ID)
+	if KindOf(err) != KindConflict || exitCodeOf(err) != 3 || !strings.Contains(err.Error(), "409 conflict: search.go changed") {
+		t.Fatalf("Apply after drift = %v (exit %d), want the 409 conflict", err, exitCodeOf(err))
+	}
+	if treeDigest(t, f.te.repo) != before || !slices.Equal(MustReadFile(t, filepath.Join(f.te.repo, ".git", "index")), index) {
+		t.Fatal("a conflicting apply wrote to the work tree or the index")
+	}
+	f.checkGitUntouched()
+	after, err := f.te.Lifecycle(context.Background(), d.ID)
+	if err != nil || after.Status != LifecycleStatusApproved {
+		t.Fatalf("after the conflict: %+v, %v", after, err)
+	}
+	if ev := mustEvents(t, f.te, d.ID); ev[len(ev)-1].Kind != LifecycleEventApplyConflicted {
+		t.Errorf("last event %s, want apply_conflicted", ev[len(ev)-1].Kind)
+	}
+}
+
+func TestLifecycle_CorruptProjectionIsRefused(t *testing.T) {
+	f := newLifecycleFixture(t, &fakeScript{Tests: []LifecycleTestOutcome{LifecycleTestPassed}, Verdicts: []string{fakeVerified}})
+	d := f.start()
+	for name, stmt := range map[string]string{
+		"state":  `UPDATE change_lifecycles SET state = replace(state, '"round":1', '"round":2')`,
+		"digest": `UPDATE change_lifecycles SET state_digest = 'b3:` + strings.Repeat("5", 64) + `'`,
+		"status": `UPDATE change_lifecycles SET status = 'failed'`,
+	} {
+		t.Run(name, func(t *testing.T) {
+			l, _ := f.te.store.loadLifecycle(context.Background(), f.te.root, d.ID)
+			if _, err := f.te.store.db.Exec(stmt); err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() {
+				f.te.store.db.Exec(`UPDATE change_lifecycles SET state = ?, state_digest = ?, status = ?`, l.State, l.StateDigest, l.Status)
+			})
+			if _, err := f.te.Lifecycle(context.Background(), d.ID); KindOf(err) != KindStore || !strings.Contains(err.Error(), "corrupt") {
+				t.Errorf("Lifecycle after tampering the %s: %v", name, err)
+			}
+			if _, err := f.te.RunLifecycle(context.Background(), d.ID, nil); KindOf(err) != KindStore {
+				t.Errorf("RunLifecycle after tampering the %s: %v", name, err)
+			}
+		})
+	}
+	// The journal is append-only: the triggers refuse edits.
+	if _, err := f.te.store.db.Exec(`UPDATE change_events SET payload = payload`); err == nil {
+		t.Error("an event could be updated")
+	}
+	if _, err := f.te.store.db.Exec(`DELETE FROM change_events`); err == nil {
+		t.Error("an event could be deleted")
+	}
+}
+
+// TestLifecycle_ArtifactWithoutTransition is the crash between the two
+// transactions: the artifact is stored, the transition is not. The next
+// run commits the stored artifact's event and invokes nothing.
+func TestLifecycle_ArtifactWithoutTransition(t *testing.T) {
+	f := newLifecycleFixture(t, &fakeScript{Tests: []LifecycleTestOutcome{LifecycleTestPassed}, Verdicts: []string{fakeVerified}})
+	d := f.start()
+	ctx := context.Background()
+	v, err := f.te.readLifecycle(ctx, d.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	k := &lifecycleKernel{e: f.te.Engine, adapters: f.te.adapters, clock: time.Now}
+	inv := LifecyclePending(v.State)[0].(LifecycleInvoke)
+	a, err := k.invoke(ctx, v, inv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.te.store.putArtifact(ctx, a); err != nil {
+		t.Fatal(err)
+	}
+	if after, _ := f.te.Lifecycle(ctx, d.ID); after.Seq != 1 || after.Phase != PhaseExplore {
+		t.Fatalf("an artifact moved the lifecycle: %s seq %d", after.Phase, after.Seq)
+	}
+	explored := 0
+	adapters := f.te.adapters
+	explore := adapters.Explore
+	adapters.Explore = func(ctx context.Context, r ExploreRequest) (ExploreResult, error) { explored++; return explore(ctx, r) }
+	k.adapters = adapters
+	if _, err := k.run(ctx, d.ID, nil); err != nil {
+		t.Fatal(err)
+	}
+	if explored != 0 {
+		t.Errorf("explore ran %d more times; its artifact was stored", explored)
+	}
+	ev := mustEvents(t, f.te, d.ID)
+	if ev[1].PayloadDigest != LifecycleEventDigest(a.Event) {
+		t.Error("the committed event is not the stored artifact's")
+	}
+}
+
+// TestLifecycle_TwoRunnersMeetAtTheCAS runs two kernels on one lifecycle
+// without the lease, held together in the explore adapter: both invoke,
+// both persist (the second gets the first's artifact back), and exactly
+// one transition commits; the other runner stops with a clear message.
+func TestLifecycle_TwoRunnersMeetAtTheCAS(t *testing.T) {
+	f := newLifecycleFixture(t, &fakeScript{Tests: []LifecycleTestOutcome{LifecycleTestPassed}, Verdicts: []string{fakeVerified}})
+	d := f.start()
+	var arrived sync.WaitGroup
+	arrived.Add(2)
+	release := make(chan struct{})
+	adapters := f.te.adapters
+	explore := adapters.Explore
+	adapters.Explore = func(ctx context.Context, r ExploreRequest) (ExploreResult, error) {
+		arrived.Done()
+		<-release
+		return explore(ctx, r)
+	}
+	errs := make(chan error, 2)
+	for range 2 {
+		k := &lifecycleKernel{e: f.te.Engine, adapters: adapters, clock: time.Now, noLease: true}
+		go func() { _, err := k.run(context.Background(), d.ID, nil); errs <- err }()
+	}
+	arrived.Wait()
+	close(release)
+	var moved, ok int
+	for range 2 {
+		err := <-errs
+		switch {
+		case err == nil:
+			ok++
+		case KindOf(err) == KindConflict && strings.Contains(err.Error(), "moved on to") && strings.Contains(err.Error(), "nothing was committed"):
+			moved++
+		default:
+			t.Errorf("runner: %v", err)
+		}
+	}
+	if ok != 1 || moved != 1 {
+		t.Fatalf("%d runners finished, %d stopped at the CAS; want 1 and 1", ok, moved)
+	}
+	ev := mustEvents(t, f.te, d.ID)
+	for i, e := range ev {
+		if e.Seq != i+1 {
+			t.Fatalf("journal seq %d at %d", e.Seq, i)
+		}
+	}
+	if ev[1].Kind != LifecycleEventExploreCompleted || ev[2].Kind != LifecycleEventImplementCompleted {
+		t.Errorf("journal %v", ev)
+	}
+	checkJournal(t, f.te, d.ID)
+}
+
+func TestLifecycle_LeaseStopsASecondRunner(t *testing.T) {
+	f := newLifecycleFixture(t, &fakeScript{Tests: []LifecycleTestOutcome{LifecycleTestPassed}, Verdicts: []string{fakeVerified}})
+	d := f.start()
+	release, err := f.te.lease(d.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = f.te.RunLifecycle(context.Background(), d.ID, nil)
+	if KindOf(err) != KindConflict || !strings.Contains(err.Error(), "is being run by pid") {
+		t.Errorf("second runner: %v", err)
+	}
+	release()
+	if d := f.run(d.ID); d.Status != LifecycleStatusAwaitingApproval {
+		t.Errorf("after the lease: %s/%s", d.Phase, d.Status)
+	}
+}
+
+func TestLifecycle_CancelStopsTheRunner(t *testing.T) {
+	f := newLifecycleFixture(t, &fakeScript{Tests: []LifecycleTestOutcome{LifecycleTestPassed}, Verdicts: []string{fakeVerified}})
+	d := f.start()
+	adapters := f.te.adapters
+	implement := adapters.Implement
+	adapters.Implement = func(ctx context.Context, r ImplementRequest) (ImplementResult, error) {
+		if _, err := f.te.CancelLifecycle(ctx, d.ID, "changed my mind"); err != nil {
+			t.Errorf("cancel: %v", err)
+		}
+		return implement(ctx, r)
+	}
+	k := &lifecycleKernel{e: f.te.Engine, adapters: adapters, clock: time.Now}
+	if _, err := k.run(context.Background(), d.ID, nil); KindOf(err) != KindConflict || !strings.Contains(err.Error(), "cancelled") {
+		t.Errorf("run cancelled under it: %v", err)
+	}
+	after, _ := f.te.Lifecycle(context.Background(), d.ID)
+	if after.Status != LifecycleStatusCancelled {
+		t.Errorf("after cancel: %s", after.Status)
+	}
+}
+
+func TestStartLifecycle_InvalidInput(t *testing.T) {
+	f := newLifecycleFixture(t, &fakeScript{})
+	ctx := context.Background()
+	for name, st := range map[string]LifecycleStart{
+		"no test plan":      {Request: f.request()},
+		"not focused tests": {Request: f.request(), TestPlans: []string{"b3:" + strings.Repeat("7", 64)}},
+		"no criterion":      {Request: ChangeRequest{Task: "t", Scopes: []PathScope{{Path: "a.go", Kind: ScopeExact}}}, TestPlans: []string{f.plan}},
+		"bad need":          {Request: f.request(), TestPlans: []string{f.plan}, Needs: []NeedRequest{{}}},
+	} {
+		if _, err := f.te.StartLifecycle(ctx, st); KindOf(err) != KindInvalidInput {
+			t.Errorf("%s: %v, want invalid input", name, err)
+		}
+	}
+	if ls, err := f.te.Lifecycles(ctx); err != nil || len(ls) != 0 {
+		t.Errorf("invalid starts stored %d lifecycles (%v)", len(ls), err)
+	}
+	// A data directory inside the repository is refused: the journal's
+	// writes would change the tree apply promises to keep.
+	inside := MustEngine(t, f.te.repo)
+	inside.reopen(func(c *Config) { c.DataDir = filepath.Join(f.te.repo, ".needle") })
+	if _, err := inside.StartLifecycle(ctx, LifecycleStart{Request: f.request(), TestPlans: []string{f.plan}}); KindOf(err) != KindInvalidInput {
+		t.Errorf("data dir inside the repository: %v", err)
+	}
+	os.RemoveAll(filepath.Join(f.te.repo, ".needle"))
+}

@@ -1,0 +1,277 @@
+package product
+
+import (
+	"fmt"
+	"path"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/needle-dev/needle/product/internal/testrun"
+)
+
+// The change lifecycle as the runtime sees it: what starting one asks for,
+// the certified test plans it freezes, and the safe views the CLI and the
+// HTTP routes show. The machine (machine*.go) decides; the kernel
+// (kernel.go) runs adapters and commits; the store (store_lifecycle.go)
+// keeps the projection, the journal and the artifacts.
+
+// Bounds and defaults of starting a lifecycle.
+const (
+	// MaxLifecycleNeeds bounds the needs explore resolves.
+	MaxLifecycleNeeds = 4
+	// DefaultLifecycleTokens, DefaultLifecycleWall and
+	// DefaultLifecycleRuns are the budget when the start names none.
+	DefaultLifecycleTokens = int64(2_000_000)
+	DefaultLifecycleWall   = 30 * time.Minute
+	DefaultLifecycleRuns   = 16
+	// maxTestOutput bounds the output kept of one test run.
+	maxTestOutput = 64 << 10
+	// testPlanDeadline bounds one test plan's run.
+	testPlanDeadline = 5 * time.Minute
+)
+
+// LifecycleStart asks for a new lifecycle: the change, the needs explore
+// resolves for it, the certified focused_tests artifacts whose tests are
+// its test plans, a budget and the role profile.
+type LifecycleStart struct {
+	Request   ChangeRequest   `json:"request"`
+	Needs     []NeedRequest   `json:"needs"`
+	TestPlans []string        `json:"test_plans"` // focused_tests artifact ids
+	Budget    LifecycleBudget `json:"budget"`     // zero fields take the defaults
+	Profile   string          `json:"profile"`    // "" = default
+}
+
+// LifecycleTestPlan is one frozen certified test plan: a test that
+// certified focused_tests evidence names, and where Needle runs it. The
+// command is derived by Needle from these fields, never copied from a
+// worker.
+type LifecycleTestPlan struct {
+	ID       string `json:"plan_id"`
+	Artifact string `json:"artifact_id"`
+	Module   string `json:"module"`  // the module's directory, relative to the root ("." for the root)
+	Package  string `json:"package"` // "." or "./rel", relative to Module
+	Test     string `json:"test"`
+}
+
+func newTestPlan(artifact, module, pkg, test string) LifecycleTestPlan {
+	p := LifecycleTestPlan{Artifact: artifact, Module: module, Package: pkg, Test: test}
+	p.ID = mustID(tagTestPlan, struct {
+		Artifact string `json:"artifact_id"`
+		Module   string `json:"module"`
+		Package  string `json:"package"`
+		Test     string `json:"test"`
+	}{artifact, module, pkg, test})
+	return p
+}
+
+// Command is the command the plan runs, in its module's directory.
+func (p LifecycleTestPlan) Command() string {
+	return fmt.Sprintf("go test -count=1 -run '%s' %s", testrun.RunPattern(p.Test), p.Package)
+}
+
+// testPackage maps a test file to its plan's module and package, given the
+// directories of the repository holding a go.mod.
+func testPackage(testFile string, modules map[string]bool) (module, pkg string, ok bool) {
+	dir := path.Dir(testFile)
+	for d := dir; ; d = path.Dir(d) {
+		if modules[d] {
+			rel := strings.TrimPrefix(strings.TrimPrefix(dir, d), "/")
+			if d == "." {
+				rel = dir
+			}
+			if rel == "." || rel == "" {
+				return d, ".", true
+			}
+			return d, "./" + rel, true
+		}
+		if d == "." || d == "/" {
+			return "", "", false
+		}
+	}
+}
+
+// lifecycleRequestID is the freeze's request id: the change request and the
+// needs explore resolves, together.
+func lifecycleRequestID(req ChangeRequest, needs []NeedRequest) string {
+	return mustID(tagLifecycleRequest, struct {
+		Request ChangeRequest `json:"request"`
+		Needs   []NeedRequest `json:"needs"`
+	}{req, needs})
+}
+
+// criterionDigest is a redacted acceptance criterion: what the reviewer
+// and the machine see of it.
+func criterionDigest(i int, text string) string {
+	return mustID(tagCriterion, struct {
+		Criterion int    `json:"criterion"`
+		Text      string `json:"text"`
+	}{i + 1, text})
+}
+
+// roleRef is the frozen reference of a role's settings in a profile
+// revision.
+func roleRef(rev ProfileRevision, role LifecycleRole) LifecycleProfileRef {
+	r := rev.Profile.effectiveRoles().role(role)
+	return LifecycleProfileRef{Role: role, Profile: rev.ID, Revision: rev.Revision, Sandbox: r.Sandbox,
+		Digest: mustID(tagRoleSettings, struct {
+			Role LifecycleRole `json:"role"`
+			RoleSettings
+		}{role, r})}
+}
+
+// LifecycleIDs are the ids a command may name a lifecycle by: its own
+// (lcy_…) or its change's (chg_…).
+var lifecycleOrChange = regexp.MustCompile(`^(lcy|chg)_[0-9a-f]{24}$`)
+
+func newLifecycleID() string { return "lcy_" + randomHex() }
+
+// The safe views of a lifecycle. They are built from the replayed journal
+// and the artifacts it cites, never by serializing stored records: no raw
+// worker output, no host-local path, no blob.
+
+// LifecycleSummary is one lifecycle in a list.
+type LifecycleSummary struct {
+	ID          string          `json:"lifecycle_id"`
+	ChangeID    string          `json:"change_id"`
+	Task        string          `json:"task"`
+	Phase       Phase           `json:"phase"`
+	Status      LifecycleStatus `json:"status"`
+	Reason      LifecycleReason `json:"reason"`
+	Round       int             `json:"round"`
+	RepairsUsed int             `json:"repairs_used"`
+	Seq         int             `json:"seq"`
+	StateDigest string          `json:"state_digest"`
+	Usage       LifecycleUsage  `json:"usage"`
+	Budget      LifecycleBudget `json:"budget"`
+	CreatedAt   string          `json:"created_at"`
+	UpdatedAt   string          `json:"updated_at"`
+}
+
+// LifecycleDetail is one lifecycle in full.
+type LifecycleDetail struct {
+	LifecycleSummary
+	Criteria     []LifecycleCriterionView   `json:"criteria"`
+	Scopes       []PathScope                `json:"scopes"`
+	Profiles     []LifecycleProfileRef      `json:"profiles"`
+	Evidence     []string                   `json:"evidence"`
+	TestPlans    []LifecycleTestPlanView    `json:"test_plans"`
+	Patch        *LifecyclePatchView        `json:"patch"`
+	Review       *LifecycleReviewView       `json:"review"`
+	Verification *LifecycleVerificationView `json:"verification"`
+	// AwaitingApproval is the binding the user approves, while the
+	// lifecycle waits for it; ApprovalID the approval once granted.
+	AwaitingApproval *LifecycleApprovalBinding `json:"awaiting_approval"`
+	ApprovalID       string                    `json:"approval_id"`
+	Apply            *ApplyView                `json:"apply"`
+	// Next says what the user can do next, as a command.
+	Next string `json:"next"`
+}
+
+// LifecycleCriterionView is one acceptance criterion.
+type LifecycleCriterionView struct {
+	Criterion int    `json:"criterion"`
+	Text      string `json:"text"`
+	Digest    string `json:"digest"`
+}
+
+// LifecycleTestPlanView is one frozen test plan with the current patch's
+// result, when there is one.
+type LifecycleTestPlanView struct {
+	PlanID       string               `json:"plan_id"`
+	Test         string               `json:"test"`
+	Module       string               `json:"module"`
+	Command      string               `json:"command"`
+	Outcome      LifecycleTestOutcome `json:"outcome"` // "" before the test phase ran
+	DurationMs   int64                `json:"duration_ms"`
+	OutputDigest string               `json:"output_digest"`
+}
+
+// LifecyclePatchView is the patch in force.
+type LifecyclePatchView struct {
+	PatchID    string           `json:"patch_id"`
+	Round      int              `json:"round"`
+	Files      int              `json:"files"`
+	Bytes      int              `json:"bytes"`
+	Operations []PatchOperation `json:"operations"`
+}
+
+// LifecycleReviewView is the review of the patch in force.
+type LifecycleReviewView struct {
+	ReviewID string                   `json:"review_id"`
+	Findings []LifecycleReviewFinding `json:"findings"`
+}
+
+// LifecycleVerificationView is the verification of the patch in force (or
+// the one that ended the lifecycle).
+type LifecycleVerificationView struct {
+	VerificationID     string             `json:"verification_id"`
+	Verdict            Verdict            `json:"verdict"`
+	Criteria           []CriterionVerdict `json:"criteria"`
+	RepairInstructions string             `json:"repair_instructions"`
+	Reasons            []string           `json:"reasons"`
+}
+
+// ApplyView is the newest apply of a change, from its journal.
+type ApplyView struct {
+	IntentID string   `json:"intent_id"`
+	Status   string   `json:"status"` // intent | done | rolled_back
+	Cause    string   `json:"cause"`  // drift | crash_recovered | io, when rolled back
+	Paths    []string `json:"paths"`
+}
+
+// LifecycleEventView is one event of the journal, as it may be shown.
+type LifecycleEventView struct {
+	Seq           int                `json:"seq"`
+	Kind          LifecycleEventKind `json:"kind"`
+	At            string             `json:"at"`
+	PayloadDigest string             `json:"payload_digest"`
+	StateDigest   string             `json:"state_digest"`
+	Phase         Phase              `json:"phase"`  // after the event
+	Status        LifecycleStatus    `json:"status"` // after the event
+	Summary       string             `json:"summary"`
+}
+
+// eventSummary is a one-line description of an event: ids, counts and
+// outcomes, never worker prose.
+func eventSummary(ev LifecycleEvent) string {
+	switch ev := ev.(type) {
+	case LifecycleCreated:
+		return fmt.Sprintf("created change %s with %d test plan(s)", ev.Freeze.ChangeID, len(ev.Freeze.TestPlans))
+	case LifecycleExploreCompleted:
+		return fmt.Sprintf("explored: %d certified artifact(s)", len(ev.Evidence))
+	case LifecycleImplementCompleted:
+		if ev.Outcome == LifecyclePatchRejected {
+			return fmt.Sprintf("patch rejected: %d reason(s)", len(ev.Reasons))
+		}
+		return fmt.Sprintf("patch %s: %d file(s), %d bytes", ev.Patch, ev.Files, ev.Bytes)
+	case LifecycleTestCompleted:
+		n := map[LifecycleTestOutcome]int{}
+		for _, r := range ev.Evidence.Results {
+			n[r.Outcome]++
+		}
+		return fmt.Sprintf("tests: %d passed, %d failed, %d error", n[LifecycleTestPassed], n[LifecycleTestFailed], n[LifecycleTestError])
+	case LifecycleReviewCompleted:
+		return fmt.Sprintf("review %s: %d finding(s)", ev.Review.ID(), len(ev.Review.Findings))
+	case LifecycleVerifyCompleted:
+		return fmt.Sprintf("verification %s: %s", ev.Verification.ID(), ev.Verification.Outcome)
+	case LifecyclePhaseFailed:
+		return fmt.Sprintf("%s failed (%s): %s", ev.Phase, ev.Failure, oneLine(clip(ev.Detail, 200)))
+	case LifecycleApprovalGranted:
+		return fmt.Sprintf("approved patch %s", ev.Binding.Patch)
+	case LifecycleApplyStarted:
+		return fmt.Sprintf("apply started: intent %s, %d file(s)", ev.Intent.ID(), len(ev.Intent.Files))
+	case LifecycleApplyConflicted:
+		return fmt.Sprintf("apply refused (409): %s changed since the patch was made", strings.Join(ev.Paths, ", "))
+	case LifecycleApplyCompleted:
+		if ev.Recovered {
+			return fmt.Sprintf("applied %d file(s) (finished by recovery)", ev.Files)
+		}
+		return fmt.Sprintf("applied %d file(s)", ev.Files)
+	case LifecycleApplyRolledBack:
+		return fmt.Sprintf("apply rolled back (%s)", ev.Cause)
+	case LifecycleCancelRequested:
+		return "cancelled"
+	}
+	return string(ev.Kind())
+}
