@@ -10,7 +10,7 @@ CODEX_PREFIX := .cache/codex-$(CODEX_VERSION)
 CODEX_BIN ?= $(CURDIR)/$(CODEX_PREFIX)/node_modules/@openai/codex-linux-x64/vendor/x86_64-unknown-linux-musl/bin/codex
 CODEX_SCHEMA := $(CURDIR)/.cache/codex-schema-$(CODEX_VERSION)
 
-.PHONY: all build test test-unit test-contract codex frozen-worker frozen-changes frozen-hook frozen-exec frozen-corpus bench bench-smoke check lint fmt vet staticcheck demo fuzz clean
+.PHONY: all build test test-unit test-contract codex frozen-worker frozen-changes frozen-hook frozen-exec frozen-lifecycle frozen-corpus crash bench bench-smoke check lint fmt vet staticcheck demo fuzz clean
 
 all: build
 
@@ -77,6 +77,13 @@ frozen-hook: build codex
 ## frozen/exec/NAME/workers/ (the replay tier plays them)
 frozen-exec: codex
 	NEEDLE_UPDATE=1 NEEDLE_CODEX_BIN=$(CODEX_BIN) $(GO) test -tags contract -count=1 -run '^TestContractExec$$' ./product
+
+## crash: the crash-injection harness at full strength: at least 1,000
+## SIGKILLs of child `needle change run|apply` processes at every boundary
+## of the lifecycle kernel and the apply (make test runs 40)
+CRASH_KILLS ?= 1000
+crash: codex
+	NEEDLE_CODEX_BIN=$(CODEX_BIN) NEEDLE_CRASH_KILLS=$(CRASH_KILLS) $(GO) test ./product -run '^TestLifecycleCrashes$$' -count=1 -v -timeout 90m
 
 ## bench: the main job — play the bundled default corpus (four real Go
 ## modules, two versions each) through the product with the replay App

@@ -254,6 +254,15 @@ func (e *Engine) Apply(ctx context.Context, id string) (ApplyResult, error) {
 		return ApplyResult{}, err
 	}
 	s := v.State
+	if s.Status == LifecycleStatusApplied {
+		// Already applied (perhaps finished by recovery as this command
+		// opened the repository): the apply's postcondition holds.
+		res := ApplyResult{ChangeID: v.ChangeID, LifecycleID: v.ID, PatchID: s.Patch.ID, IntentID: s.ApplyIntent, Status: "applied"}
+		if files, err := (&lifecycleKernel{e: e}).currentPatch(ctx, v); err == nil {
+			res.Paths = pathsOf(files)
+		}
+		return res, nil
+	}
 	if s.Status != LifecycleStatusApproved {
 		return ApplyResult{}, conflictf("lifecycle %s is %s: only an approved patch is applied (needle change show %s)", v.ID, s.where(), v.ID)
 	}

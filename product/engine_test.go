@@ -355,6 +355,7 @@ func TestMain(m *testing.M) {
 		args, asNeedle = args[1:], true
 	}
 	if asNeedle {
+		armCrashChild()
 		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 		code := Main(ctx, args, os.Stdin, os.Stdout, os.Stderr)
 		stop()

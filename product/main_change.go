@@ -56,8 +56,17 @@ func (c *cli) changeEngine(f changeFlags, codexFlag string, workers bool) (*Engi
 			return nil, err
 		}
 	}
+	if changeConfigHook != nil {
+		changeConfigHook(&cfg)
+	}
 	return Open(c.ctx, cfg)
 }
+
+// changeConfigHook, when set, edits the configuration of the change
+// commands. Only the package's tests set it: the crash harness's child
+// (this package's test binary run as needle) runs the lifecycle with
+// working fake adapters.
+var changeConfigHook func(*Config)
 
 func settingsOf(ctx context.Context, dataDir string) (map[string]string, error) {
 	st, err := OpenStore(ctx, dataDir)
