@@ -109,7 +109,7 @@ func (e *Engine) Approve(ctx context.Context, id string, req ApprovalRequest) (A
 	}
 	row := approvalRow{ID: next.Approval, ChangeID: v.ChangeID, Lifecycle: v.ID, Patch: b.Patch, Verification: b.Verification,
 		Subject: b.Lifecycle, By: by}
-	if err := e.store.commitTransition(ctx, v.ID, s, ev, next, transitionRows{approval: &row}, nil); err != nil {
+	if _, err := e.store.commitTransition(ctx, v.ID, v.Stored.StateDigest, ev, next, transitionRows{approval: &row}, nil); err != nil {
 		return ApprovalResult{}, movedErr(err, v.ID)
 	}
 	return ApprovalResult{ApprovalID: next.Approval, ChangeID: v.ChangeID, LifecycleID: v.ID, PatchID: b.Patch}, nil
@@ -332,10 +332,11 @@ func (j *applyJournal) transition(ctx context.Context, ev LifecycleEvent, rows t
 	if err != nil {
 		return err
 	}
-	if err := j.e.store.commitTransition(ctx, j.view.ID, j.view.State, ev, next, rows, nil); err != nil {
+	digest, err := j.e.store.commitTransition(ctx, j.view.ID, j.view.Stored.StateDigest, ev, next, rows, nil)
+	if err != nil {
 		return movedErr(err, j.view.ID)
 	}
-	j.view.State = next
+	j.view.State, j.view.Stored.StateDigest = next, digest
 	return nil
 }
 

@@ -161,6 +161,14 @@ func TestLifecycleCrashes(t *testing.T) {
 // the failpoints each step passes and recording the final state and tree.
 func (sc *crashScenario) prepare(t *testing.T, dir string) {
 	t.Helper()
+	sc.prepareOnly(t, dir)
+	sc.count(t, dir)
+}
+
+// prepareOnly builds the template and leaves a copy at the trial
+// directory.
+func (sc *crashScenario) prepareOnly(t *testing.T, dir string) {
+	t.Helper()
 	sc.base = filepath.Join(dir, "trial")
 	sc.template = filepath.Join(dir, "template")
 	repo := filepath.Join(sc.base, "repo")
@@ -189,7 +197,12 @@ func (sc *crashScenario) prepare(t *testing.T, dir string) {
 	te.Close()
 	sc.id = d.ID
 	MustRun(t, "", "cp", "-a", sc.base, sc.template)
-	// The uncrashed run, counting the failpoints.
+}
+
+// count runs the scenario uncrashed, counting the failpoints each step
+// passes, and records the final state and tree.
+func (sc *crashScenario) count(t *testing.T, dir string) {
+	t.Helper()
 	for _, step := range sc.steps() {
 		count := filepath.Join(dir, "count-"+step)
 		if code, killed := sc.child(t, step, "", count); killed || code != 0 && !(step == "run" && !sc.apply && code == 1) {
@@ -549,4 +562,71 @@ func invocationOf(ev LifecycleEvent) string {
 		return ev.Invocation
 	}
 	return ""
+}
+
+// TestLifecycle_TwoChildRunners starts two `needle change run` processes
+// on one lifecycle. The first holds the lifecycle (its lease) while its
+// explore adapter waits at a FIFO; the second stops at once with exit 3,
+// naming the first's pid, and commits nothing. Released, the first runs
+// to the approval; the journal has exactly one event per seq.
+func TestLifecycle_TwoChildRunners(t *testing.T) {
+	probe := MustFixtureRepo(t, "grepx", false)
+	sc := crashScenarios(t, probe)[0]
+	sc.prepareOnly(t, t.TempDir())
+	gate := filepath.Join(sc.base, "gate")
+	if err := syscall.Mkfifo(gate, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var script fakeScript
+	if err := json.Unmarshal(MustReadFile(t, filepath.Join(sc.base, "script.json")), &script); err != nil {
+		t.Fatal(err)
+	}
+	script.Gate = gate
+	data, _ := json.Marshal(script)
+	MustWriteFile(t, filepath.Join(sc.base, "script.json"), string(data))
+
+	args := []string{"change", "run", "--repository", filepath.Join(sc.base, "repo"), "--data-dir", filepath.Join(sc.base, "data"), sc.id}
+	first := needleCommand(t, args...)
+	first.Env = append(os.Environ(), "NEEDLE_FAKE_SCRIPT="+filepath.Join(sc.base, "script.json"))
+	var out strings.Builder
+	first.Stdout, first.Stderr = &out, &out
+	if err := first.Start(); err != nil {
+		t.Fatal(err)
+	}
+	// Opening the FIFO for writing returns once the first runner opened it
+	// for reading: it is inside its explore adapter, holding the lifecycle.
+	w, err := os.OpenFile(gate, os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	second := needleCommand(t, args...)
+	second.Env = first.Env
+	got, err := second.CombinedOutput()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 3 || !strings.Contains(string(got), fmt.Sprintf("is being run by pid %d", first.Process.Pid)) {
+		t.Errorf("second runner: %v\n%s\nwant exit 3 naming pid %d", err, got, first.Process.Pid)
+	}
+	if _, err := w.Write([]byte{1}); err != nil {
+		t.Fatal(err)
+	}
+	w.Close()
+	if err := first.Wait(); err != nil {
+		t.Fatalf("first runner: %v\n%s", err, out.String())
+	}
+	st, err := OpenStore(context.Background(), filepath.Join(sc.base, "data"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	l, err := st.loadLifecycle(context.Background(), sc.repoRoot(t), sc.id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, err := verifyLifecycle(l)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v.State.Status != LifecycleStatusAwaitingApproval || len(l.Journal) != 6 {
+		t.Errorf("after the runs: %s with %d events", v.State.where(), len(l.Journal))
+	}
 }

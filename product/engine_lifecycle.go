@@ -180,7 +180,7 @@ func (e *Engine) CancelLifecycle(ctx context.Context, id, note string) (Lifecycl
 	if err != nil {
 		return LifecycleDetail{}, err
 	}
-	if err := e.store.commitTransition(ctx, lid, v.State, ev, next, transitionRows{}, nil); err != nil {
+	if _, err := e.store.commitTransition(ctx, lid, v.Stored.StateDigest, ev, next, transitionRows{}, nil); err != nil {
 		return LifecycleDetail{}, movedErr(err, lid)
 	}
 	return e.Lifecycle(ctx, lid)

@@ -207,7 +207,7 @@ func (k *lifecycleKernel) step(ctx context.Context, v lifecycleView, inv Lifecyc
 		return &Error{Op: "lifecycle.run", Kind: KindStore, Err: fmt.Errorf("the artifact of %s is not accepted: %w", inv.Invocation, err)}
 	}
 	rows := k.rows(v, a, next, fx)
-	err = k.e.store.commitTransition(ctx, v.ID, s, a.Event, next, rows, func() { failpoint.Hit("transition.before_commit") })
+	_, err = k.e.store.commitTransition(ctx, v.ID, v.Stored.StateDigest, a.Event, next, rows, func() { failpoint.Hit("transition.before_commit") })
 	if errors.Is(err, errLifecycleMoved) {
 		now := "elsewhere"
 		if w, rerr := k.e.readLifecycle(ctx, v.ID); rerr == nil {

@@ -80,6 +80,20 @@ func TestLifecycleEventDigest(t *testing.T) {
 	if LifecycleEventDigest(LifecycleCancelRequested{}) == LifecycleEventDigest(LifecycleApplyConflicted{}) {
 		t.Fatal("two kinds of event share a digest")
 	}
+	// The digest is the content id of {kind, payload}, computed without
+	// encoding the payload twice.
+	for class, st := range statesByClass(t) {
+		for _, kind := range lifecycleEventKinds {
+			ev := wellFormed(st, kind)
+			slow := mustID(tagLifecycleEvent, struct {
+				Kind    LifecycleEventKind `json:"kind"`
+				Payload LifecycleEvent     `json:"payload"`
+			}{ev.Kind(), ev})
+			if got := LifecycleEventDigest(ev); got != slow {
+				t.Fatalf("%s %s: digest %s, the content id of {kind, payload} is %s", class, kind, got, slow)
+			}
+		}
+	}
 }
 
 // TestLifecycleCompletions_CannotSteer: a worker completion is plain data.

@@ -3,6 +3,8 @@ package product
 import (
 	"fmt"
 	"slices"
+
+	"github.com/needle-dev/needle/product/internal/contentid"
 )
 
 // The lifecycle state, its canonical encoding and its digest. The state is
@@ -257,6 +259,12 @@ func (s LifecycleState) Canonical() []byte { return []byte(mustJSON(s)) }
 
 // Digest is the state digest: the content id of the canonical state.
 func (s LifecycleState) Digest() string { return mustID(tagLifecycleState, s) }
+
+// encoded is the canonical state and its digest, encoding it once.
+func (s LifecycleState) encoded() ([]byte, string) {
+	c := s.Canonical()
+	return c, contentid.OfBytes(tagLifecycleState, c)
+}
 
 func (s LifecycleState) clone() LifecycleState {
 	s.Freeze = s.Freeze.clone()

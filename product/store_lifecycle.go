@@ -145,46 +145,46 @@ func insertEvent(ctx context.Context, tx *sql.Tx, now, id string, seq int, kind 
 }
 
 // commitTransition is the compare-and-swap: in one transaction it moves the
-// projection from prev to next (only if the stored state digest is still
-// prev's), appends the event and writes the change-journal rows. A lost
+// projection to next, only if the stored state digest is still prevDigest
+// (the digest of the state the event was stepped from), appends the event and writes the change-journal rows. A lost
 // race is a KindConflict wrapping errLifecycleMoved, and nothing is
-// written. before, when set, runs inside the transaction before COMMIT
+// written. It returns the new state digest. before, when set, runs inside the transaction before COMMIT
 // (the crash injection's last point).
-func (s *Store) commitTransition(ctx context.Context, id string, prev LifecycleState, ev LifecycleEvent, next LifecycleState,
-	rows transitionRows, before func()) error {
+func (s *Store) commitTransition(ctx context.Context, id, prevDigest string, ev LifecycleEvent, next LifecycleState,
+	rows transitionRows, before func()) (string, error) {
 	kind, payload, digest := EncodeLifecycleEvent(ev)
-	prevDigest, nextDigest := prev.Digest(), next.Digest()
+	nextState, nextDigest := next.encoded()
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
-		return storeError("store.lifecycle_transition", err)
+		return "", storeError("store.lifecycle_transition", err)
 	}
 	defer tx.Rollback()
 	now := s.stamp()
 	res, err := tx.ExecContext(ctx, `UPDATE change_lifecycles SET seq = ?, phase = ?, status = ?, state = ?, state_digest = ?,
 		updated_at = ? WHERE lifecycle_id = ? AND state_digest = ?`,
-		next.Seq, next.Phase, next.Status, string(next.Canonical()), nextDigest, now, id, prevDigest)
+		next.Seq, next.Phase, next.Status, string(nextState), nextDigest, now, id, prevDigest)
 	if err != nil {
-		return storeError("store.lifecycle_transition", err)
+		return "", storeError("store.lifecycle_transition", err)
 	}
 	if n, err := res.RowsAffected(); err != nil || n != 1 {
 		if err != nil {
-			return storeError("store.lifecycle_transition", err)
+			return "", storeError("store.lifecycle_transition", err)
 		}
-		return &Error{Op: "lifecycle.transition", Kind: KindConflict, Err: errLifecycleMoved}
+		return "", &Error{Op: "lifecycle.transition", Kind: KindConflict, Err: errLifecycleMoved}
 	}
 	if err := insertEvent(ctx, tx, now, id, next.Seq, kind, payload, digest, prevDigest, nextDigest); err != nil {
-		return storeError("store.lifecycle_transition", err)
+		return "", storeError("store.lifecycle_transition", err)
 	}
 	if err := rows.write(ctx, tx, now); err != nil {
-		return storeError("store.lifecycle_transition", err)
+		return "", storeError("store.lifecycle_transition", err)
 	}
 	if before != nil {
 		before()
 	}
 	if err := tx.Commit(); err != nil {
-		return storeError("store.lifecycle_transition", err)
+		return "", storeError("store.lifecycle_transition", err)
 	}
-	return nil
+	return nextDigest, nil
 }
 
 func (r transitionRows) write(ctx context.Context, tx *sql.Tx, now string) error {

@@ -221,6 +221,9 @@ func storeState(tb testing.TB, path string) string {
 func tableRows(tb testing.TB, db *sql.DB, table string) string {
 	tb.Helper()
 	rows, err := db.Query("SELECT * FROM " + table + " ORDER BY rowid")
+	if err != nil && strings.Contains(err.Error(), "no such column: rowid") {
+		rows, err = db.Query("SELECT * FROM " + table + " ORDER BY 1, 2") // a WITHOUT ROWID table
+	}
 	if err != nil {
 		tb.Fatal(err)
 	}

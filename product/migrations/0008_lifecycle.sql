@@ -29,7 +29,9 @@ CREATE TABLE change_lifecycles (
 	updated_at TEXT NOT NULL
 ) STRICT;
 
-CREATE INDEX change_lifecycles_root ON change_lifecycles (root, updated_at);
+-- Listing by repository; created_at never changes, so a transition does
+-- not rewrite the index.
+CREATE INDEX change_lifecycles_root ON change_lifecycles (root, created_at);
 
 CREATE TRIGGER change_lifecycles_immutable BEFORE UPDATE OF lifecycle_id, change_id, root, session_id,
 	request, needs, test_plans, created_at ON change_lifecycles
@@ -65,7 +67,7 @@ CREATE TABLE change_events (
 	state_digest TEXT NOT NULL CHECK (length(state_digest) = 67 AND substr(state_digest, 1, 3) = 'b3:'),
 	created_at TEXT NOT NULL,
 	PRIMARY KEY (lifecycle_id, seq)
-) STRICT;
+) STRICT, WITHOUT ROWID; -- one b-tree: an append writes one page, not a table's and an index's
 
 CREATE TRIGGER change_events_append BEFORE INSERT ON change_events
 	WHEN NEW.seq != (SELECT coalesce(max(seq), 0) + 1 FROM change_events WHERE lifecycle_id = NEW.lifecycle_id)
