@@ -85,6 +85,17 @@ CRASH_KILLS ?= 1000
 crash: codex
 	NEEDLE_CODEX_BIN=$(CODEX_BIN) NEEDLE_CRASH_KILLS=$(CRASH_KILLS) $(GO) test ./product -run '^TestLifecycleCrashes$$' -count=1 -v -timeout 90m
 
+## frozen-lifecycle: re-record the change-lifecycle transcripts of
+## fixtures/lifecycle (explore, implement, review and verify workers; the
+## tests run for real in the codex sandbox) with the real codex and the fake
+## model (the update switch for frozen/lifecycle)
+frozen-lifecycle: build codex
+	rm -rf frozen/lifecycle
+	for n in verified repair inconclusive; do \
+		$(BIN)/needlebench record-lifecycle --codex $(CODEX_BIN) --repository fixtures/repos/grepx.txtar \
+			--scenario fixtures/lifecycle/$$n.json --out frozen/lifecycle/$$n --tests-cache $(CURDIR)/.cache/testrun || exit 1; \
+	done
+
 ## bench: the main job — play the bundled default corpus (four real Go
 ## modules, two versions each) through the product with the replay App
 ## Server; prints a summary and writes reports/default.{json,md} and charts

@@ -44,6 +44,11 @@ Commands:
                     record the worker sessions of a supervised change
                     (prepare_change, then verify_change when the scenario
                     says so) with the real codex binary and a fake model
+  record-lifecycle --codex BIN --repository DIR|FILE.txtar --scenario FILE --out DIR [--tests-cache DIR]
+                    record the worker sessions of a change lifecycle (explore,
+                    implement, review, verify; Needle runs the tests itself in
+                    the codex sandbox) with the real codex binary and a fake
+                    model, then approve and apply when the scenario says so
   experiment mcp-contract-microbench --mcp-request-file FILE [--repository DIR] [--calls N] [--reports DIR]
                     time need_context calls and a no-op ping on one MCP stdio
                     loop; print latency quantiles and write them to
@@ -84,6 +89,8 @@ func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io
 		return h.corpus(args[1:])
 	case "record-change":
 		return h.recordChange(args[1:])
+	case "record-lifecycle":
+		return h.recordLifecycle(args[1:])
 	case "experiment":
 		return h.experiment(args[1:])
 	}

@@ -55,12 +55,10 @@ func (c codexAdapters) implement(ctx context.Context, req ImplementRequest) (Imp
 	if req.Repair != nil {
 		repair = &verificationRecord{Criteria: req.Repair.Criteria, Repair: req.Repair.Instructions}
 	}
-	var base string
 	requestID := mustID(tagChangeRequest, req.Request)
 	spec := sessionSpec{
 		Scenario: "lifecycle-implement ",
 		Invocation: func(snap string) string {
-			base = snap
 			return mustID(tagInvocation, map[string]any{"role": "lifecycle-implement", "request": requestID,
 				"laid": patchIDOrNone(req.Laid), "repair": repair, "context": req.Context, "snapshot": snap})
 		},
@@ -71,7 +69,9 @@ func (c codexAdapters) implement(ctx context.Context, req ImplementRequest) (Imp
 		After:        func(ctx context.Context, co *checkout.Checkout) error { return att.build(ctx, co, req.Request, laid) },
 	}
 	out, err := c.e.codex.run(ctx, c.e.root, spec)
-	res := ImplementResult{Base: base, Usage: out.Usage, Thread: out.Invocation}
+	// run made the checkout of exactly the frozen snapshot (spec.Snapshot)
+	// before it laid anything: that is the patch's base.
+	res := ImplementResult{Base: req.Snapshot, Usage: out.Usage, Thread: out.Invocation}
 	if err != nil {
 		return res, err
 	}

@@ -1,0 +1,152 @@
+package bench
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/needle-dev/needle/product"
+	"github.com/needle-dev/needle/product/codextest"
+)
+
+// lifecycleScenario is a recorded change lifecycle (fixtures/lifecycle):
+// the change, the needs explore resolves, the focused_tests proposals
+// whose tests become the frozen test plans, whether to approve and apply
+// a verified patch, the outcome it must reach, and the fake model's script
+// for every worker session in order.
+type lifecycleScenario struct {
+	Request   json.RawMessage   `json:"request"`
+	Needs     []json.RawMessage `json:"needs"`
+	TestPlans []json.RawMessage `json:"test_plans"`
+	Approve   bool              `json:"approve"`
+	Want      string            `json:"want"`
+	Script    json.RawMessage   `json:"script"`
+}
+
+// recordLifecycle records the worker sessions of one lifecycle with the
+// real codex binary (which also sandboxes the test runs) and a fake model.
+func (h *harness) recordLifecycle(args []string) int {
+	fs := h.flags("record-lifecycle")
+	codex := fs.String("codex", "", "")
+	repo := fs.String("repository", "", "")
+	scenario := fs.String("scenario", "", "")
+	out := fs.String("out", "", "")
+	cache := fs.String("tests-cache", "", "")
+	if !h.parse(fs, args) {
+		return 2
+	}
+	if *codex == "" || *repo == "" || *scenario == "" || *out == "" || fs.NArg() != 0 {
+		fmt.Fprintf(h.stderr, "needlebench record-lifecycle: --codex, --repository, --scenario and --out are required\n\n%s", usage)
+		return 2
+	}
+	summary, err := recordLifecycle(h.ctx, *codex, *repo, *scenario, *out, *cache)
+	if err != nil {
+		fmt.Fprintf(h.stderr, "needlebench record-lifecycle: %v\n", err)
+		return 1
+	}
+	fmt.Fprintln(h.stdout, summary)
+	return 0
+}
+
+func recordLifecycle(ctx context.Context, codex, repo, scenarioFile, out, cache string) (string, error) {
+	data, err := os.ReadFile(scenarioFile)
+	if err != nil {
+		return "", err
+	}
+	var sc lifecycleScenario
+	if err := decodeStrict(data, &sc); err != nil {
+		return "", fmt.Errorf("%s: %w", scenarioFile, err)
+	}
+	m, err := codextest.StartFakeModel(sc.Script)
+	if err != nil {
+		return "", err
+	}
+	defer m.Close()
+	tmp, err := os.MkdirTemp("", "needlebench-record-")
+	if err != nil {
+		return "", err
+	}
+	defer os.RemoveAll(tmp)
+	if strings.HasSuffix(repo, ".txtar") {
+		if repo, err = extractTxtar(repo, filepath.Join(tmp, "repo")); err != nil {
+			return "", err
+		}
+	}
+	home := filepath.Join(tmp, "codex-home")
+	if err := os.MkdirAll(home, 0o700); err != nil {
+		return "", err
+	}
+	if err := os.WriteFile(filepath.Join(home, "config.toml"), []byte(m.ConfigTOML()), 0o600); err != nil {
+		return "", err
+	}
+	eng, err := product.Open(ctx, product.Config{
+		DataDir: filepath.Join(tmp, "data"), Repository: repo, Transport: "bench",
+		Codex: &product.CodexConfig{Command: []string{codex}, Home: home, RecordDir: out},
+		Tests: product.TestsConfig{Codex: codex, CacheDir: cache},
+	})
+	if err != nil {
+		return "", err
+	}
+	defer eng.Close()
+	d, err := runLifecycleScenario(ctx, eng, sc)
+	if err != nil {
+		return "", err
+	}
+	if string(d.Status) != sc.Want {
+		var journal []string
+		if evs, err := eng.LifecycleEvents(ctx, d.ID); err == nil {
+			for _, e := range evs {
+				journal = append(journal, fmt.Sprintf("%d %s: %s", e.Seq, e.Kind, e.Summary))
+			}
+		}
+		return "", fmt.Errorf("%s: the lifecycle ended %s/%s (%s), want %s; journal:\n%s", scenarioFile, d.Phase, d.Status, d.Reason,
+			sc.Want, strings.Join(journal, "\n"))
+	}
+	return fmt.Sprintf("lifecycle %s: %s/%s round %d, %d worker runs, %d tokens", d.ID, d.Phase, d.Status, d.Round,
+		d.Usage.WorkerRuns, d.Usage.Tokens), nil
+}
+
+// runLifecycleScenario starts, runs and (when the scenario says so)
+// approves and applies a lifecycle.
+func runLifecycleScenario(ctx context.Context, eng *product.Engine, sc lifecycleScenario) (product.LifecycleDetail, error) {
+	req, err := product.DecodeChangeRequest(sc.Request)
+	if err != nil {
+		return product.LifecycleDetail{}, fmt.Errorf("request: %w", err)
+	}
+	st := product.LifecycleStart{Request: req}
+	for _, raw := range sc.Needs {
+		n, err := product.DecodeNeedRequest(raw)
+		if err != nil {
+			return product.LifecycleDetail{}, fmt.Errorf("need: %w", err)
+		}
+		st.Needs = append(st.Needs, n)
+	}
+	for _, raw := range sc.TestPlans {
+		p, err := eng.Propose(ctx, raw)
+		if err != nil {
+			return product.LifecycleDetail{}, err
+		}
+		if p.Status != "certified" {
+			return product.LifecycleDetail{}, fmt.Errorf("test plan not certified: %v", p.Reasons)
+		}
+		st.TestPlans = append(st.TestPlans, p.ArtifactID)
+	}
+	d, err := eng.StartLifecycle(ctx, st)
+	if err != nil {
+		return d, err
+	}
+	if d, err = eng.RunLifecycle(ctx, d.ID, nil); err != nil || !sc.Approve || d.AwaitingApproval == nil {
+		return d, err
+	}
+	b := d.AwaitingApproval
+	if _, err := eng.Approve(ctx, d.ID, product.ApprovalRequest{Patch: b.Patch, Verification: b.Verification, Lifecycle: b.Lifecycle, By: "bench"}); err != nil {
+		return d, err
+	}
+	if _, err := eng.Apply(ctx, d.ID); err != nil {
+		return d, err
+	}
+	return eng.Lifecycle(ctx, d.ID)
+}
