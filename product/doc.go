@@ -329,6 +329,30 @@
 // component may be git metadata on any file system (.git in any case,
 // GIT~1).
 //
+// # The change lifecycle
+//
+// An opt-in, depth-one state machine (machine*.go, pure) takes a change
+// through explore -> implement -> test -> review -> verify -> apply;
+// StepLifecycle(state, event) returns the next state and the effects, or a
+// typed refusal. A lifecycle freezes its change id, source snapshot, five
+// role settings, sorted certified test plans, cumulative budget and
+// concurrency one. The kernel (kernel.go) is the only transition
+// authority: it replays the journal, runs the one pending invocation's
+// adapter (adapter*.go: Codex workers; for test, Needle's own sandboxed go
+// test), checks and persists the artifact (lifecycle_artifacts), then
+// commits the transition by compare-and-swap on the state digest, writing
+// the change rows it describes (changes, patches, verifications; the one
+// repair reservation) in the same transaction. Every read replays the
+// append-only change_events journal and checks the projection
+// (change_lifecycles) and every payload digest. Invocation ids are
+// content ids of (lifecycle, phase, attempt): an artifact persisted before
+// a crash is committed by the next run without invoking anything.
+// Approval binds the patch, verification and awaiting-approval state
+// digests; apply (apply.go) refuses any drift of the patch's base (a
+// KindConflict, exit 3, HTTP 409) and writes nothing, journals intent,
+// files and done, and a crashed apply is finished or undone at the next
+// open.
+//
 // # Store
 //
 // SQLite (modernc.org/sqlite, no cgo) in DATA_DIR/needle.db is the source of
@@ -408,17 +432,19 @@
 //	store.go             the SQLite store: open, check, transactions, queryAll
 //	store_pragma.go      PRAGMAs read back; the application_id guard
 //	store_*.go           the store's methods, one file per noun (need, session,
-//	                     evidence, resolution, worker, stat, profile, change)
+//	                     evidence, resolution, worker, stat, profile, change,
+//	                     lifecycle)
 //	main.go              the needle command: dispatch, help, version
 //	main_*.go            its command families: need, evidence, profile (and
-//	                     config), mcp, db
+//	                     config), mcp, db, change
 //
 // Outside the package: product/codextest (a replay App Server and a fake
 // model for tests and the harness, like net/http/httptest), product/migrations
 // (the embedded SQL), and the leaves under product/internal: appserver (the
 // App Server client), checkout (disposable checkouts), codexhook (codex's
 // lifecycle-hook protocol, hooks files and hook trust), contentid, contract
-// (the contract tier's scenarios), fakemodel, goevidence (go/ast proofs),
+// (the contract tier's scenarios), failpoint (crash injection for the
+// tests), fakemodel, goevidence (go/ast proofs),
 // jsonrpc (the JSON-RPC server), mdblock (CommonMark block structure),
 // migrate, ndjson (line I/O), procdir (process-owned directories), replay,
 // schema (JSON Schema builder), snapshot (repository snapshots and

@@ -356,3 +356,74 @@ func nextCommand(id string, s LifecycleState) string {
 	}
 	return ""
 }
+
+// ChangeDetail is a change without a lifecycle (prepare_change and
+// verify_change), as needle change show prints it: what approving and
+// applying it needs.
+type ChangeDetail struct {
+	ChangeID   string           `json:"change_id"`
+	Task       string           `json:"task"`
+	Status     ChangeStatus     `json:"status"`
+	Revision   int              `json:"revision"`
+	Repairs    int              `json:"repairs_used"`
+	PatchID    string           `json:"patch_id"`
+	Operations []PatchOperation `json:"operations"`
+	// AwaitingApproval is the binding an approval must name while the
+	// change is verified and not yet approved.
+	AwaitingApproval *LifecycleApprovalBinding `json:"awaiting_approval"`
+	ApprovalID       string                    `json:"approval_id"`
+	Apply            *ApplyView                `json:"apply"`
+	Next             string                    `json:"next"`
+}
+
+// Change is a change without a lifecycle in full.
+func (e *Engine) Change(ctx context.Context, id string) (ChangeDetail, error) {
+	if lid, err := e.lifecycleIDOf(ctx, id); err != nil || lid != "" {
+		if err == nil {
+			err = &Error{Op: "change", Kind: KindConflict, Err: fmt.Errorf("change %s is run by lifecycle %s", id, lid)}
+		}
+		return ChangeDetail{}, err
+	}
+	c, err := e.store.change(ctx, e.root, id)
+	if err != nil {
+		return ChangeDetail{}, err
+	}
+	d := ChangeDetail{ChangeID: id, Task: clip(oneLine(c.Request.Task), 200), Status: c.Status, Revision: c.Current,
+		Repairs: c.Repairs, Operations: []PatchOperation{}}
+	if c.Current > 0 {
+		files, pid, err := e.store.patchBlobs(ctx, id, c.Current)
+		if err != nil {
+			return d, err
+		}
+		d.PatchID, d.Operations = pid, publicOps(files)
+	}
+	applies, err := e.store.applies(ctx, e.root, id, false)
+	if err != nil {
+		return d, err
+	}
+	done := false
+	if n := len(applies); n > 0 {
+		a := applies[n-1]
+		d.Apply = &ApplyView{IntentID: a.IntentID, Status: a.Status, Cause: a.Cause, Paths: []string{}}
+		for _, f := range a.Files {
+			d.Apply.Paths = append(d.Apply.Paths, f.Path)
+		}
+		done = a.Status == "done"
+	}
+	if c.Status != ChangeVerified || done {
+		return d, nil
+	}
+	b, err := e.changeBinding(ctx, id)
+	if err != nil {
+		return d, err
+	}
+	if a, ok, err := e.store.latestApproval(ctx, id); err != nil {
+		return d, err
+	} else if ok && a.ID == b.approvalID() {
+		d.ApprovalID, d.Next = a.ID, "needle change apply "+id
+		return d, nil
+	}
+	d.AwaitingApproval = &LifecycleApprovalBinding{Patch: b.patch, Verification: b.verification, Lifecycle: b.subject}
+	d.Next = fmt.Sprintf("needle change approve --patch %s --verification %s --lifecycle %s %s", b.patch, b.verification, b.subject, id)
+	return d, nil
+}

@@ -125,7 +125,9 @@ func (c *cli) changeList(args []string) int {
 
 const usageChangeShow = `Usage: needle change show --repository DIR --data-dir DIR [--json] ID
 
-Show a lifecycle (ID is its lcy_… or its change's chg_…): the task, the
+Show a lifecycle (ID is its lcy_… or its change's chg_…), or a change
+from prepare_change without one (its status, patch, apply journal and the
+approve line once verified). For a lifecycle: the task, the
 criteria, phase and status, rounds and the repair, budget and usage, the
 patch's operations, each frozen test plan with its result, the review's
 findings, the verification's judgement of each criterion, the apply
@@ -144,7 +146,30 @@ func (c *cli) changeShow(args []string) int {
 		return c.fail("change show", err)
 	}
 	defer eng.Close()
-	d, err := eng.Lifecycle(c.ctx, f.fs.Arg(0))
+	id := f.fs.Arg(0)
+	if lid, err := eng.lifecycleIDOf(c.ctx, id); err != nil {
+		return c.fail("change show", err)
+	} else if lid == "" {
+		cd, err := eng.Change(c.ctx, id)
+		if err != nil {
+			return c.fail("change show", err)
+		}
+		if *f.json {
+			return c.writeJSON(cd)
+		}
+		fmt.Fprintf(c.stdout, "change %s (no lifecycle): %s, revision %d, patch %s\n  task: %s\n", cd.ChangeID, cd.Status, cd.Revision, cd.PatchID, cd.Task)
+		for _, op := range cd.Operations {
+			fmt.Fprintf(c.stdout, "    %s %s\n", op.Op, op.Path)
+		}
+		if a := cd.Apply; a != nil {
+			fmt.Fprintf(c.stdout, "  apply %s: %s %s %s\n", a.IntentID, a.Status, a.Cause, strings.Join(a.Paths, ", "))
+		}
+		if cd.Next != "" {
+			fmt.Fprintf(c.stdout, "next: %s\n", cd.Next)
+		}
+		return 0
+	}
+	d, err := eng.Lifecycle(c.ctx, id)
 	if err != nil {
 		return c.fail("change show", err)
 	}

@@ -45,6 +45,10 @@ func TestScripts(t *testing.T) {
 			env.Setenv("NEEDLE_FIXTURES", filepath.Join(filepath.Dir(frozen), "fixtures"))
 			env.Setenv("NEEDLE_CORPUS", filepath.Join(filepath.Dir(frozen), "corpus"))
 			env.Setenv("NEEDLE_HOOKDATA", filepath.Join(filepath.Dir(frozen), "product", "internal", "codexhook", "testdata"))
+			// The change lifecycle runs its tests in the pinned codex's
+			// sandbox, with the repository's shared test cache.
+			env.Setenv("NEEDLE_CODEX_BIN", os.Getenv("NEEDLE_CODEX_BIN"))
+			env.Setenv("NEEDLE_TESTRUN_CACHE", filepath.Join(filepath.Dir(frozen), ".cache", "testrun"))
 			return err
 		},
 		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
@@ -133,7 +137,8 @@ func cmdSQLExec(ts *testscript.TestScript, neg bool, args []string) {
 }
 
 // cmdGrepEnv sets an environment variable to the first match of a regular
-// expression in a file (an id a command printed):
+// expression in a file (an id a command printed), or to the match's first
+// group when the expression has one:
 //
 //	grepenv NAME REGEXP FILE
 func cmdGrepEnv(ts *testscript.TestScript, neg bool, args []string) {
@@ -142,11 +147,11 @@ func cmdGrepEnv(ts *testscript.TestScript, neg bool, args []string) {
 	}
 	re, err := regexp.Compile(args[1])
 	ts.Check(err)
-	m := re.FindString(ts.ReadFile(args[2]))
-	if m == "" {
+	m := re.FindStringSubmatch(ts.ReadFile(args[2]))
+	if m == nil {
 		ts.Fatalf("grepenv: no match for %s in %s", args[1], args[2])
 	}
-	ts.Setenv(args[0], m)
+	ts.Setenv(args[0], m[len(m)-1])
 }
 
 // cmdExpand writes a copy of a file with $NAME and ${NAME} replaced by the
