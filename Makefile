@@ -144,6 +144,7 @@ fuzz:
 	$(GO) test ./product -run '^$$' -fuzz '^FuzzDecodeLifecycleEvent$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./product -run '^$$' -fuzz '^FuzzDecodeLifecycleState$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./product -run '^$$' -fuzz '^FuzzStepLifecycle$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./product -run '^$$' -fuzz '^FuzzDecodeReview$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./product/internal/replay -run '^$$' -fuzz '^FuzzApplyHunks$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./product/internal/goevidence -run '^$$' -fuzz '^FuzzDeclarations$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./product/internal/jsonrpc -run '^$$' -fuzz '^FuzzServe$$' -fuzztime $(FUZZTIME)

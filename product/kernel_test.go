@@ -550,3 +550,59 @@ func TestStartLifecycle_InvalidInput(t *testing.T) {
 	}
 	os.RemoveAll(filepath.Join(f.te.repo, ".needle"))
 }
+
+// A role profile sets each lifecycle role apart: the lifecycle freezes the
+// revision's five role settings, and each adapter runs under its role's
+// model and effort.
+func TestLifecycle_RoleProfiles(t *testing.T) {
+	f := newLifecycleFixture(t, &fakeScript{Tests: []LifecycleTestOutcome{LifecycleTestPassed}, Verdicts: []string{fakeVerified}})
+	ctx := context.Background()
+	p := defaultProfile
+	p.Roles = &ProfileRoles{
+		Explorer:    RoleSettings{Sandbox: "read-only", Model: "small"},
+		Implementer: RoleSettings{Sandbox: "workspace-write", Model: "coder", Effort: "medium"},
+		TestRunner:  RoleSettings{Sandbox: "workspace-write"},
+		Reviewer:    RoleSettings{Sandbox: "read-only", Model: "small", Effort: "low"},
+		Verifier:    RoleSettings{Sandbox: "read-only", Model: "judge", Effort: "high"},
+	}
+	if _, err := f.te.store.putProfileRevision(ctx, "split", p, false); err != nil {
+		t.Fatal(err)
+	}
+	bad := p
+	bad.Roles = &ProfileRoles{Explorer: RoleSettings{Sandbox: "workspace-write"}}
+	if _, err := f.te.store.putProfileRevision(ctx, "bad", bad, false); KindOf(err) != KindInvalidInput {
+		t.Errorf("a writing explorer: %v", err)
+	}
+	var seen []string
+	adapters := f.te.adapters
+	verify, implement := adapters.Verify, adapters.Implement
+	adapters.Verify = func(ctx context.Context, r VerifyRequest) (VerifierResult, error) {
+		seen = append(seen, "verify:"+r.Role.Model+"/"+r.Role.Effort+"/"+string(r.Profile.Role))
+		return verify(ctx, r)
+	}
+	adapters.Implement = func(ctx context.Context, r ImplementRequest) (ImplementResult, error) {
+		seen = append(seen, "implement:"+r.Role.Model+"/"+r.Role.Effort+"/"+string(r.Profile.Role))
+		return implement(ctx, r)
+	}
+	f.te.adapters = adapters
+	d, err := f.te.StartLifecycle(ctx, LifecycleStart{Request: f.request(), TestPlans: []string{f.plan}, Profile: "split"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(d.Profiles) != 5 || d.Profiles[4].Role != LifecycleRoleVerifier || d.Profiles[4].Profile != "split" {
+		t.Fatalf("frozen profiles %+v", d.Profiles)
+	}
+	digests := map[string]bool{}
+	for _, r := range d.Profiles {
+		digests[r.Digest] = true
+	}
+	if len(digests) != 5 {
+		t.Errorf("role digests are not distinct: %+v", d.Profiles)
+	}
+	if d = f.run(d.ID); d.Status != LifecycleStatusAwaitingApproval {
+		t.Fatalf("after run: %s", d.Status)
+	}
+	if !slices.Equal(seen, []string{"implement:coder/medium/implementer", "verify:judge/high/verifier"}) {
+		t.Errorf("adapters ran with %v", seen)
+	}
+}
