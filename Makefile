@@ -93,7 +93,7 @@ frozen-lifecycle: build codex
 	rm -rf frozen/lifecycle
 	for n in verified repair inconclusive; do \
 		$(BIN)/needlebench record-lifecycle --codex $(CODEX_BIN) --repository fixtures/repos/grepx.txtar \
-			--scenario fixtures/lifecycle/$$n.json --out frozen/lifecycle/$$n --tests-cache $(CURDIR)/.cache/testrun || exit 1; \
+			--scenario fixtures/lifecycle/$$n.json --out frozen/lifecycle/$$n --tests-cache $(CURDIR)/.cache/testrun-lifecycle || exit 1; \
 	done
 
 ## bench: the main job — play the bundled default corpus (four real Go

@@ -36,15 +36,16 @@ func mustLifecycleScenario(t *testing.T, name string) lifecycleScenario {
 }
 
 // realTests runs the lifecycle's tests in the pinned codex's sandbox
-// (NEEDLE_CODEX_BIN; make test sets it), with the repository's shared test
-// cache so the standard library is compiled once per machine.
+// (NEEDLE_CODEX_BIN; make test sets it), with a test cache of the
+// repository's .cache so the standard library is compiled once per machine
+// (not testrun's own: its tests check that no scratch is left in theirs).
 func realTests(t *testing.T) func(*Config) {
 	t.Helper()
 	bin := os.Getenv("NEEDLE_CODEX_BIN")
 	if bin == "" {
 		t.Fatal("NEEDLE_CODEX_BIN is not set: the lifecycle's tests run in the pinned codex's sandbox (make test sets it)")
 	}
-	cache, err := filepath.Abs(filepath.Join("..", ".cache", "testrun"))
+	cache, err := filepath.Abs(filepath.Join("..", ".cache", "testrun-lifecycle"))
 	if err != nil {
 		t.Fatal(err)
 	}

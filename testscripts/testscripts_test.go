@@ -48,7 +48,7 @@ func TestScripts(t *testing.T) {
 			// The change lifecycle runs its tests in the pinned codex's
 			// sandbox, with the repository's shared test cache.
 			env.Setenv("NEEDLE_CODEX_BIN", os.Getenv("NEEDLE_CODEX_BIN"))
-			env.Setenv("NEEDLE_TESTRUN_CACHE", filepath.Join(filepath.Dir(frozen), ".cache", "testrun"))
+			env.Setenv("NEEDLE_TESTRUN_CACHE", filepath.Join(filepath.Dir(frozen), ".cache", "testrun-lifecycle"))
 			return err
 		},
 		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
