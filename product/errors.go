@@ -27,8 +27,8 @@ const (
 type kindInfo struct {
 	name string
 	// exit is the needle command's exit status: invalid input is 2, like a
-	// usage error; a conflict (the 409 of apply, a stale approval, a lost
-	// compare-and-swap) is 3; everything else is 1.
+	// usage error; everything else is 1 (needle change gives a conflict a
+	// code of its own: changeExitCode).
 	exit int
 	// rpc is the JSON-RPC error code an MCP tool call answers with; 0 means
 	// the call answers a tool result with isError instead.
@@ -46,7 +46,7 @@ var kinds = [...]kindInfo{
 	KindStore:        {"store", 1, 0, false},
 	KindMigration:    {"migration", 1, 0, false},
 	KindIO:           {"io", 1, 0, false},
-	KindConflict:     {"conflict", 3, 0, true},
+	KindConflict:     {"conflict", 1, 0, true},
 	KindUnavailable:  {"unavailable", 1, 0, true},
 }
 

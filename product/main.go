@@ -13,8 +13,8 @@ import (
 )
 
 // Main is the needle command. It returns the process exit status: 0 on
-// success, 1 on failure, 2 on invalid input or a usage error, 3 on a
-// conflict.
+// success, 1 on failure, 2 on invalid input or a usage error (and 3 for
+// needle change's conflicts).
 func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	c := &cli{ctx: ctx, stdin: stdin, stdout: stdout, stderr: stderr}
 	if len(args) == 0 {
@@ -100,9 +100,9 @@ Commands:
   version           print the version, compiler, schema head and definition id
   help [COMMAND]    print help for a command
 
-Exit status: 0 success, 1 failure, 2 invalid input or usage error, 3 conflict
-(a work tree that drifted under a patch: the 409, nothing written; a stale
-approval; another runner of the same lifecycle).
+Exit status: 0 success, 1 failure, 2 invalid input or usage error; needle change
+exits 3 on a conflict (a work tree that drifted under a patch: the 409, nothing
+written; a stale approval; another runner of the same lifecycle).
 Run 'needle help COMMAND' for the flags of a command.
 `
 

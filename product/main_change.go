@@ -13,6 +13,26 @@ import (
 // tools; a lifecycle is started, run, approved and applied from here (or
 // from the HTTP routes of needle serve, over the same engine methods).
 
+// exitConflict is needle change's exit status for a conflict: the 409 of
+// an apply whose base drifted (nothing written), an approval for older
+// digests, another runner of the same lifecycle.
+const exitConflict = 3
+
+// changeExitCode is needle change's exit status for err: a conflict has
+// its own code; everything else is as elsewhere.
+func changeExitCode(err error) int {
+	if KindOf(err) == KindConflict {
+		return exitConflict
+	}
+	return exitCodeOf(err)
+}
+
+// failChange reports err like fail, with needle change's exit status.
+func (c *cli) failChange(cmd string, err error) int {
+	c.fail(cmd, err)
+	return changeExitCode(err)
+}
+
 // changeFlags are the flags every change subcommand takes.
 type changeFlags struct {
 	fs      *flag.FlagSet
@@ -97,16 +117,16 @@ func (c *cli) changeList(args []string) int {
 	}
 	eng, err := c.changeEngine(f, "", false)
 	if err != nil {
-		return c.fail("change list", err)
+		return c.failChange("change list", err)
 	}
 	defer eng.Close()
 	ls, err := eng.Lifecycles(c.ctx)
 	if err != nil {
-		return c.fail("change list", err)
+		return c.failChange("change list", err)
 	}
 	cs, err := eng.Changes(c.ctx)
 	if err != nil {
-		return c.fail("change list", err)
+		return c.failChange("change list", err)
 	}
 	if *f.json {
 		return c.writeJSON(struct {
@@ -143,16 +163,16 @@ func (c *cli) changeShow(args []string) int {
 	}
 	eng, err := c.changeEngine(f, "", false)
 	if err != nil {
-		return c.fail("change show", err)
+		return c.failChange("change show", err)
 	}
 	defer eng.Close()
 	id := f.fs.Arg(0)
 	if lid, err := eng.lifecycleIDOf(c.ctx, id); err != nil {
-		return c.fail("change show", err)
+		return c.failChange("change show", err)
 	} else if lid == "" {
 		cd, err := eng.Change(c.ctx, id)
 		if err != nil {
-			return c.fail("change show", err)
+			return c.failChange("change show", err)
 		}
 		if *f.json {
 			return c.writeJSON(cd)
@@ -171,7 +191,7 @@ func (c *cli) changeShow(args []string) int {
 	}
 	d, err := eng.Lifecycle(c.ctx, id)
 	if err != nil {
-		return c.fail("change show", err)
+		return c.failChange("change show", err)
 	}
 	if *f.json {
 		return c.writeJSON(d)
@@ -245,12 +265,12 @@ func (c *cli) changeEvents(args []string) int {
 	}
 	eng, err := c.changeEngine(f, "", false)
 	if err != nil {
-		return c.fail("change events", err)
+		return c.failChange("change events", err)
 	}
 	defer eng.Close()
 	evs, err := eng.LifecycleEvents(c.ctx, f.fs.Arg(0))
 	if err != nil {
-		return c.fail("change events", err)
+		return c.failChange("change events", err)
 	}
 	if *f.json {
 		return c.writeJSON(evs)
@@ -278,12 +298,12 @@ func (c *cli) changeDiff(args []string) int {
 	}
 	eng, err := c.changeEngine(f, "", false)
 	if err != nil {
-		return c.fail("change diff", err)
+		return c.failChange("change diff", err)
 	}
 	defer eng.Close()
 	diff, err := eng.ChangeDiff(c.ctx, fs.Arg(0))
 	if err != nil {
-		return c.fail("change diff", err)
+		return c.failChange("change diff", err)
 	}
 	fmt.Fprint(c.stdout, diff)
 	return 0
@@ -341,7 +361,7 @@ func (c *cli) changeStart(args []string) int {
 		TestPlans: plans, Profile: *profile,
 		Budget: LifecycleBudget{Tokens: *tokens, WallMs: wall.Milliseconds(), WorkerRuns: *runs}}
 	if *tokens < 0 || *runs < 0 || *wall < 0 {
-		return c.fail("change start", invalidf(opLifecycle, "budget", "a budget is positive"))
+		return c.failChange("change start", invalidf(opLifecycle, "budget", "a budget is positive"))
 	}
 	for _, s := range scopes {
 		scope := PathScope{Path: s, Kind: ScopeExact}
@@ -356,22 +376,22 @@ func (c *cli) changeStart(args []string) int {
 	for i, name := range needs {
 		data, err := c.readInput(name, MaxRequestBytes)
 		if err != nil {
-			return c.fail("change start", err)
+			return c.failChange("change start", err)
 		}
 		req, err := DecodeNeedRequest(data)
 		if err != nil {
-			return c.fail("change start", invalidf(opLifecycle, fmt.Sprintf("needs[%d]", i), "%s: %v", name, err))
+			return c.failChange("change start", invalidf(opLifecycle, fmt.Sprintf("needs[%d]", i), "%s: %v", name, err))
 		}
 		st.Needs = append(st.Needs, req)
 	}
 	eng, err := c.changeEngine(f, "", false)
 	if err != nil {
-		return c.fail("change start", err)
+		return c.failChange("change start", err)
 	}
 	defer eng.Close()
 	d, err := eng.StartLifecycle(c.ctx, st)
 	if err != nil {
-		return c.fail("change start", err)
+		return c.failChange("change start", err)
 	}
 	if *f.json {
 		return c.writeJSON(d)
@@ -407,7 +427,7 @@ func (c *cli) changeRun(args []string) int {
 	}
 	eng, err := c.changeEngine(f, *codex, true)
 	if err != nil {
-		return c.fail("change run", err)
+		return c.failChange("change run", err)
 	}
 	defer eng.Close()
 	var progress func(LifecycleProgress)
@@ -419,7 +439,7 @@ func (c *cli) changeRun(args []string) int {
 	}
 	d, err := eng.RunLifecycle(c.ctx, f.fs.Arg(0), progress)
 	if err != nil {
-		return c.fail("change run", err)
+		return c.failChange("change run", err)
 	}
 	code := 0
 	if d.Status != LifecycleStatusAwaitingApproval && d.Status != LifecycleStatusApplied && d.Status != LifecycleStatusApproved {
@@ -463,12 +483,12 @@ func (c *cli) changeApprove(args []string) int {
 	}
 	eng, err := c.changeEngine(f, "", false)
 	if err != nil {
-		return c.fail("change approve", err)
+		return c.failChange("change approve", err)
 	}
 	defer eng.Close()
 	a, err := eng.Approve(c.ctx, f.fs.Arg(0), ApprovalRequest{Patch: *patch, Verification: *verification, Lifecycle: *lifecycle, By: "cli"})
 	if err != nil {
-		return c.fail("change approve", err)
+		return c.failChange("change approve", err)
 	}
 	if *f.json {
 		return c.writeJSON(a)
@@ -495,12 +515,12 @@ func (c *cli) changeApply(args []string) int {
 	}
 	eng, err := c.changeEngine(f, "", false)
 	if err != nil {
-		return c.fail("change apply", err)
+		return c.failChange("change apply", err)
 	}
 	defer eng.Close()
 	res, err := eng.Apply(c.ctx, f.fs.Arg(0))
 	if err != nil {
-		return c.fail("change apply", err)
+		return c.failChange("change apply", err)
 	}
 	if *f.json {
 		return c.writeJSON(res)
@@ -523,12 +543,12 @@ func (c *cli) changeCancel(args []string) int {
 	}
 	eng, err := c.changeEngine(f, "", false)
 	if err != nil {
-		return c.fail("change cancel", err)
+		return c.failChange("change cancel", err)
 	}
 	defer eng.Close()
 	d, err := eng.CancelLifecycle(c.ctx, f.fs.Arg(0), *note)
 	if err != nil {
-		return c.fail("change cancel", err)
+		return c.failChange("change cancel", err)
 	}
 	if *f.json {
 		return c.writeJSON(d)
