@@ -14,13 +14,13 @@ import (
 
 // self is this process's pid and start time, read once.
 var self = sync.OnceValues(func() (string, error) {
-	start, err := Start(os.Getpid())
+	id, err := Self()
 	if err != nil {
-		return "", fmt.Errorf("own start time: %w", err)
+		return "", err
 	}
-	owner := strconv.Itoa(os.Getpid())
-	if start != "" {
-		owner += "." + start
+	owner := strconv.Itoa(id.PID)
+	if id.Start != "" {
+		owner += "." + id.Start
 	}
 	return owner, nil
 })

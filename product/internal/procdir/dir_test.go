@@ -91,3 +91,26 @@ func TestAlive(t *testing.T) {
 		t.Error("pid 0 or -1 is not alive: a sweep could act on it")
 	}
 }
+
+func TestID(t *testing.T) {
+	self, err := Self()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if self.PID != os.Getpid() || self.Start == "" {
+		t.Fatalf("Self() = %+v, want pid %d with a start time", self, os.Getpid())
+	}
+	if !self.Alive() {
+		t.Errorf("%v is not alive", self)
+	}
+	if reused := (ID{PID: self.PID, Start: self.Start + "0"}); reused.Alive() {
+		t.Errorf("%v is alive although the pid names a process started at %s", reused, self.Start)
+	}
+	pid, start := deadProcess(t)
+	if dead := (ID{PID: pid, Start: start}); dead.Alive() {
+		t.Errorf("%v is alive after it was reaped", dead)
+	}
+	if got := (ID{PID: 42, Start: "7"}).String(); got != "pid 42 (start 7)" {
+		t.Errorf("String() = %q", got)
+	}
+}

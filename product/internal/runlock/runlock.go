@@ -40,7 +40,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/needle-dev/needle/product/internal/procid"
+	"github.com/needle-dev/needle/product/internal/procdir"
 )
 
 // ErrHeld is the class of errors Acquire returns when another holder has
@@ -52,7 +52,7 @@ const maxRecord = 16 << 10
 
 // Holder is the record a lock holder publishes in the lock file.
 type Holder struct {
-	procid.ID
+	procdir.ID
 	// Since is when the holder acquired the lock.
 	Since time.Time `json:"since"`
 	// Endpoints are where the holder can be reached (URLs, socket names),
@@ -111,7 +111,7 @@ type Lock struct {
 // Acquire takes the lock file at path for the calling process, or fails
 // with a *HeldError when another holder has it. now stamps Holder.Since.
 func Acquire(path string, now time.Time) (*Lock, error) {
-	self, err := procid.Self()
+	self, err := procdir.Self()
 	if err != nil {
 		return nil, fmt.Errorf("profile lock %s: %w", path, err)
 	}
@@ -129,7 +129,7 @@ func Acquire(path string, now time.Time) (*Lock, error) {
 		f.Close()
 		return nil, &HeldError{Path: path, Holder: prev}
 	}
-	if prev.PID > 0 && prev.ID != self && procid.Alive(prev.ID) {
+	if prev.PID > 0 && prev.ID != self && prev.ID.Alive() {
 		f.Close()
 		return nil, &HeldError{Path: path, Holder: prev, Unlocked: true}
 	}

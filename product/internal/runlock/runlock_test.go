@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/needle-dev/needle/product/internal/procid"
+	"github.com/needle-dev/needle/product/internal/procdir"
 )
 
 // The test binary doubles as a lock holder in another process: with
@@ -76,12 +76,12 @@ func startHelper(t *testing.T, mode string) *helper {
 	return h
 }
 
-func (h *helper) id(t *testing.T) procid.ID {
-	start, err := procid.Start(h.cmd.Process.Pid)
+func (h *helper) id(t *testing.T) procdir.ID {
+	start, err := procdir.Start(h.cmd.Process.Pid)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return procid.ID{PID: h.cmd.Process.Pid, Start: start}
+	return procdir.ID{PID: h.cmd.Process.Pid, Start: start}
 }
 
 func mustAcquire(t *testing.T, path string) *Lock {
