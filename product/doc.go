@@ -434,9 +434,14 @@
 //	store_*.go           the store's methods, one file per noun (need, session,
 //	                     evidence, resolution, worker, stat, profile, change,
 //	                     lifecycle)
+//	cache.go             hot caches of decoded immutable records
+//	runtime.go           the resident runtime (needle serve): lock, store, servers, shutdown
+//	runtime_exec.go      commands run in the runtime for IPC clients, and the client side
+//	runtime_api.go       the /api/v1 handlers: explicit DTOs of product/web
+//	runtime_events.go    the event stream: committed rows published as server-sent events
 //	main.go              the needle command: dispatch, help, version
 //	main_*.go            its command families: need, evidence, profile (and
-//	                     config), mcp, db, change
+//	                     config), mcp, db, change, serve (and ui)
 //
 // Outside the package: product/codextest (a replay App Server and a fake
 // model for tests and the harness, like net/http/httptest), product/migrations

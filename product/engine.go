@@ -47,7 +47,10 @@ type Engine struct {
 	repo  *snapshot.Repo
 	root  string
 	turn  fifo
-	codex *codexWorker // runs change workers; nil without an App Server
+	// ownStore: Close closes the store (Open); false for an engine over the
+	// resident runtime's shared store.
+	ownStore bool
+	codex    *codexWorker // runs change workers; nil without an App Server
 	// profile is the revision of Config.RoleProfile; zero without one.
 	profile ProfileRevision
 
@@ -59,7 +62,24 @@ type Engine struct {
 }
 
 // Open opens the store in cfg.DataDir and the repository cfg.Repository.
+// The engine owns that store: Close closes it.
 func Open(ctx context.Context, cfg Config) (*Engine, error) {
+	st, err := OpenStore(ctx, cfg.DataDir)
+	if err != nil {
+		return nil, err
+	}
+	e, err := openEngine(ctx, cfg, st)
+	if err != nil {
+		st.Close()
+		return nil, err
+	}
+	e.ownStore = true
+	return e, nil
+}
+
+// openEngine opens the repository cfg.Repository over an open store of
+// cfg.DataDir: the resident runtime's engines share its one store.
+func openEngine(ctx context.Context, cfg Config, st *Store) (*Engine, error) {
 	if cfg.Routes == nil {
 		cfg.Routes = AllRoutes()
 	}
@@ -73,41 +93,31 @@ func Open(ctx context.Context, cfg Config) (*Engine, error) {
 		cfg.Prices = &defaultPrices
 	}
 	cfg.Limits = cfg.Limits.clamp()
-	st, err := OpenStore(ctx, cfg.DataDir)
-	if err != nil {
-		return nil, err
-	}
 	e := &Engine{cfg: cfg, store: st, ledgers: map[string]*Ledger{}}
+	var err error
 	if e.repo, err = snapshot.Open(ctx, cfg.Repository, nil); err != nil {
-		st.Close()
 		return nil, &Error{Op: "engine.open", Kind: KindIO, Err: err}
 	}
 	e.root = e.repo.Root()
 	if e.repo, err = snapshot.Open(ctx, e.root, statCache{st, e.root}); err != nil {
-		st.Close()
 		return nil, &Error{Op: "engine.open", Kind: KindIO, Err: err}
 	}
 	if cfg.Worker == nil && cfg.Codex != nil && !cfg.CacheOnly {
 		if inside(e.root, cfg.DataDir) {
-			st.Close()
 			return nil, invalidf("engine.open", "data-dir", "the data directory %s is inside the repository %s: workers' checkouts must live outside it", cfg.DataDir, e.root)
 		}
 		w, err := newCodexWorker(ctx, *cfg.Codex, cfg.DataDir)
 		if err != nil {
-			st.Close()
 			return nil, err
 		}
 		e.cfg.Worker = w
 		e.codex = w
 	}
-	def := Definition()
-	if err := st.PutDefinition(ctx, DefinitionID(), CompilerVersion, []byte(mustJSON(def))); err != nil {
-		st.Close()
+	if err := st.putDefinitionOnce(ctx); err != nil {
 		return nil, err
 	}
 	if cfg.RoleProfile != "" {
 		if e.profile, err = e.Profile(ctx, cfg.RoleProfile); err != nil {
-			st.Close()
 			return nil, err
 		}
 		e.cfg.Limits = Limits{Needs: e.profile.Profile.Limits.Needs, Workers: e.profile.Profile.Limits.Workers}.clamp()
@@ -123,8 +133,14 @@ func Open(ctx context.Context, cfg Config) (*Engine, error) {
 	return e, nil
 }
 
-// Close closes the store.
-func (e *Engine) Close() error { return e.store.Close() }
+// Close closes the store if the engine owns it (Open); an engine of the
+// resident runtime leaves the shared store open.
+func (e *Engine) Close() error {
+	if !e.ownStore {
+		return nil
+	}
+	return e.store.Close()
+}
 
 // Root returns the repository root the engine resolves against.
 func (e *Engine) Root() string { return e.root }

@@ -49,9 +49,10 @@ func (e *Engine) needContext(ctx context.Context, session string, need CompiledN
 		return NeedResult{}, err
 	}
 	spawned := len(d.WorkerFor) > 0
+	var cost resolutionCost
 	if spawned {
 		ledger.Workers++
-		if d, err = e.runWorker(ctx, need, d); err != nil {
+		if d, cost.TokensSpent, err = e.runWorker(ctx, need, d); err != nil {
 			return NeedResult{}, err
 		}
 	}
@@ -61,7 +62,7 @@ func (e *Engine) needContext(ctx context.Context, session string, need CompiledN
 	if spawned {
 		ctx = context.WithoutCancel(ctx) // the worker ran: its outcome is recorded even if the caller gave up
 	}
-	r, err := e.finish(ctx, session, need, relation, d, plan, spawned)
+	r, err := e.finish(ctx, session, need, relation, d, plan, spawned, started, cost)
 	if err != nil {
 		return NeedResult{}, err
 	}
@@ -159,13 +160,13 @@ func (e *Engine) choosePlan(ctx context.Context, need CompiledNeed, in resolveIn
 // every proposal through the validators. A rejected proposal makes a miss
 // "rejected"; a failed worker makes it a bypass. Partial hits keep what the
 // evidence gave and list what is still missing.
-func (e *Engine) runWorker(ctx context.Context, need CompiledNeed, d decision) (decision, error) {
+func (e *Engine) runWorker(ctx context.Context, need CompiledNeed, d decision) (_ decision, tokens int64, err error) {
 	req := WorkerRequest{NeedID: need.ID, IR: need.IR, Task: need.Task, Missing: slices.Clone(d.WorkerFor),
 		Repository: e.root, Schemas: map[CapabilityKind]json.RawMessage{}}
 	for _, ob := range d.WorkerFor {
 		schema, err := ProposalSchema(ob.Kind)
 		if err != nil {
-			return d, err
+			return d, 0, err
 		}
 		req.Schemas[ob.Kind] = schema
 	}
@@ -183,17 +184,18 @@ func (e *Engine) runWorker(ctx context.Context, need CompiledNeed, d decision) (
 		// and answers nothing, and must not make workers look cheap.
 		_ = e.store.observe(ctx, Observation{Operator: OpWorker, Tokens: usage.TotalTokens, CostUSD: usage.CostUSD, LatencyMs: usage.LatencyMs})
 	}
+	tokens = usage.TotalTokens
 	if err := e.store.putWorkerRun(ctx, e.root, need.ID, req.Missing, res, usage, werr); err != nil {
-		return d, err
+		return d, tokens, err
 	}
 	if werr != nil {
-		return e.workerFailed(d, Failure{FailureWorker, werr.Error()}, fmt.Sprintf("worker failed: %v", werr)), nil
+		return e.workerFailed(d, Failure{FailureWorker, werr.Error()}, fmt.Sprintf("worker failed: %v", werr)), tokens, nil
 	}
 	var rejected []string
 	for _, raw := range res.Proposals {
 		c, reasons, err := e.certifyWorkerProposal(ctx, need, raw)
 		if err != nil {
-			return d, err
+			return d, tokens, err
 		}
 		if len(reasons) > 0 {
 			rejected = append(rejected, reasons...)
@@ -214,13 +216,13 @@ func (e *Engine) runWorker(ctx context.Context, need CompiledNeed, d decision) (
 		// The reasons cite the rejected locations: they stay in the attempt
 		// record, never in a context.
 		return decision{Kind: ResolutionRejected, Missing: required(need.IR),
-			Reason: fmt.Sprintf("the worker's proposal failed trusted validation (%d reasons recorded)", len(rejected))}, nil
+			Reason: fmt.Sprintf("the worker's proposal failed trusted validation (%d reasons recorded)", len(rejected))}, tokens, nil
 	case d.Kind == ResolutionMiss:
-		return e.workerFailed(d, Failure{FailureWorkerNothing, kindList(d.Missing)}, "the worker proposed nothing for "+kindList(d.Missing)), nil
+		return e.workerFailed(d, Failure{FailureWorkerNothing, kindList(d.Missing)}, "the worker proposed nothing for "+kindList(d.Missing)), tokens, nil
 	default:
 		d.Reason = "still missing after the worker: " + kindList(d.Missing)
 	}
-	return d, nil
+	return d, tokens, nil
 }
 
 // workerFailed is the decision after a worker that answered nothing: a
@@ -266,8 +268,9 @@ func sortChosen(ir NeedIR, chosen []choice) {
 	})
 }
 
-// finish builds, certifies and records the result.
-func (e *Engine) finish(ctx context.Context, session string, need CompiledNeed, rel Relation, d decision, plan Plan, spawned bool) (NeedResult, error) {
+// finish builds, certifies and records the result with what it cost
+// (latency since asked, worker tokens) and what reuse saved.
+func (e *Engine) finish(ctx context.Context, session string, need CompiledNeed, rel Relation, d decision, plan Plan, spawned bool, asked time.Time, cost resolutionCost) (NeedResult, error) {
 	r := NeedResult{
 		Route: need.IR.Route, Subject: need.IR.Subject, NeedID: need.ID,
 		Satisfied: []CapabilityKind{}, Missing: []CapabilityKind{}, ClaimIDs: []string{},
@@ -317,8 +320,28 @@ func (e *Engine) finish(ctx context.Context, session string, need CompiledNeed, 
 	r.Step = StepInfo{Ordinal: ordinal, Relation: rel}
 	r.Context = frontierView(r, d, plan, e.cfg.FrontierBudget)
 	r.ResultDigest = mustID(tagResult, r)
-	if err := e.store.putResolution(ctx, e.root, session, r, plan); err != nil {
+	if reused := countReused(d.Chosen); reused > 0 {
+		perObligation, err := e.store.workerTokensPerObligation(ctx)
+		if err != nil {
+			return NeedResult{}, err
+		}
+		cost.TokensSaved = int64(reused) * perObligation
+	}
+	cost.LatencyMs = sinceMs(asked)
+	if err := e.store.putResolution(ctx, e.root, session, r, plan, cost); err != nil {
 		return NeedResult{}, err
 	}
 	return r, nil
+}
+
+// countReused counts the obligations answered from stored evidence rather
+// than by this resolution's worker: each is a worker run's share avoided.
+func countReused(chosen []choice) int {
+	n := 0
+	for _, c := range chosen {
+		if !c.FromWorker {
+			n++
+		}
+	}
+	return n
 }

@@ -33,28 +33,33 @@ type kindInfo struct {
 	// rpc is the JSON-RPC error code an MCP tool call answers with; 0 means
 	// the call answers a tool result with isError instead.
 	rpc int
-	// public: the tool result shows the error's message; otherwise it says
-	// only "internal error" and the details go to the log.
+	// public: the tool result (or HTTP error body) shows the error's
+	// message; otherwise it says only "internal error" and the details go
+	// to the log.
 	public bool
+	// http is the status of an /api/v1 error answer, api the error kind
+	// its body names (web.ErrorDetail.Kind).
+	http int
+	api  string
 }
 
 // kinds is the one table of what each Kind means to a client.
 var kinds = [...]kindInfo{
-	KindOther:        {"other", 1, 0, false},
-	KindInvalidInput: {"invalid input", 2, jsonrpc.CodeInvalidParams, true},
-	KindNotFound:     {"not found", 1, jsonrpc.CodeInvalidParams, true},
-	KindStore:        {"store", 1, 0, false},
-	KindMigration:    {"migration", 1, 0, false},
-	KindIO:           {"io", 1, 0, false},
-	KindConflict:     {"conflict", 1, 0, true},
-	KindUnavailable:  {"unavailable", 1, 0, true},
+	KindOther:        {"other", 1, 0, false, 500, "internal"},
+	KindInvalidInput: {"invalid input", 2, jsonrpc.CodeInvalidParams, true, 400, "invalid_input"},
+	KindNotFound:     {"not found", 1, jsonrpc.CodeInvalidParams, true, 404, "not_found"},
+	KindStore:        {"store", 1, 0, false, 500, "internal"},
+	KindMigration:    {"migration", 1, 0, false, 500, "internal"},
+	KindIO:           {"io", 1, 0, false, 500, "internal"},
+	KindConflict:     {"conflict", 1, 0, true, 409, "conflict"},
+	KindUnavailable:  {"unavailable", 1, 0, true, 503, "unavailable"},
 }
 
 func (k Kind) info() kindInfo {
 	if k >= 0 && int(k) < len(kinds) {
 		return kinds[k]
 	}
-	return kindInfo{name: fmt.Sprintf("kind(%d)", int(k)), exit: 1}
+	return kindInfo{name: fmt.Sprintf("kind(%d)", int(k)), exit: 1, http: 500, api: "internal"}
 }
 
 func (k Kind) String() string { return k.info().name }

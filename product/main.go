@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"runtime/debug"
 	"strings"
 )
@@ -28,6 +29,14 @@ type cli struct {
 	ctx            context.Context
 	stdin          io.Reader
 	stdout, stderr io.Writer
+	// dir is the directory relative paths name files in, and pathEnv the
+	// PATH commands are looked up in: the caller's, when the resident
+	// runtime runs a command for a client (ipc.go); "" means this
+	// process's own.
+	dir, pathEnv string
+	// rt is set when the command runs inside the resident runtime: it opens
+	// no store of its own but uses the runtime's.
+	rt *Runtime
 }
 
 // command is one leaf of the command tree.
@@ -35,31 +44,44 @@ type command struct {
 	path  string // "need compile"
 	usage string // full help text
 	run   func(c *cli, args []string) int
+	// resident: the command runs in the resident runtime of its
+	// --data-dir when one runs (runtime_exec.go).
+	resident residency
 }
 
-var commands = []command{
-	{"need compile", usageNeedCompile, (*cli).needCompile},
-	{"need resolve", usageNeedResolve, (*cli).needResolve},
-	{"evidence schema", usageEvidenceSchema, (*cli).evidenceSchema},
-	{"evidence propose", usageEvidencePropose, (*cli).evidencePropose},
-	{"mcp serve", usageMCPServe, (*cli).mcpServe},
-	{"exec", usageExec, (*cli).exec},
-	{"hook codex", usageHookCodex, (*cli).hookCodex},
-	{"hook install", usageHookInstall, (*cli).hookInstall},
-	{"hook uninstall", usageHookUninstall, (*cli).hookUninstall},
-	{"change list", usageChangeList, (*cli).changeList},
-	{"change show", usageChangeShow, (*cli).changeShow},
-	{"change events", usageChangeEvents, (*cli).changeEvents},
-	{"change diff", usageChangeDiff, (*cli).changeDiff},
-	{"change start", usageChangeStart, (*cli).changeStart},
-	{"change run", usageChangeRun, (*cli).changeRun},
-	{"change approve", usageChangeApprove, (*cli).changeApprove},
-	{"change apply", usageChangeApply, (*cli).changeApply},
-	{"change cancel", usageChangeCancel, (*cli).changeCancel},
-	{"profile", usageProfile, (*cli).profileCmd},
-	{"config", usageConfig, (*cli).config},
-	{"db check", usageDBCheck, (*cli).dbCheck},
-	{"version", usageVersion, (*cli).version},
+// commands is the command table; set in init, because the runtime's
+// commands run commands.
+var commands []command
+
+func init() {
+	commands = []command{
+		{"need compile", usageNeedCompile, (*cli).needCompile, local},
+		{"need resolve", usageNeedResolve, (*cli).needResolve, residentCall},
+		{"evidence schema", usageEvidenceSchema, (*cli).evidenceSchema, local},
+		{"evidence propose", usageEvidencePropose, (*cli).evidencePropose, residentCall},
+		{"mcp serve", usageMCPServe, (*cli).mcpServe, residentStream},
+		// exec and the hooks depend on the caller's environment (the
+		// exec session, the user's codex configuration): they run here.
+		{"exec", usageExec, (*cli).exec, local},
+		{"hook codex", usageHookCodex, (*cli).hookCodex, local},
+		{"hook install", usageHookInstall, (*cli).hookInstall, local},
+		{"hook uninstall", usageHookUninstall, (*cli).hookUninstall, local},
+		{"change list", usageChangeList, (*cli).changeList, local},
+		{"change show", usageChangeShow, (*cli).changeShow, local},
+		{"change events", usageChangeEvents, (*cli).changeEvents, local},
+		{"change diff", usageChangeDiff, (*cli).changeDiff, local},
+		{"change start", usageChangeStart, (*cli).changeStart, local},
+		{"change run", usageChangeRun, (*cli).changeRun, local},
+		{"change approve", usageChangeApprove, (*cli).changeApprove, local},
+		{"change apply", usageChangeApply, (*cli).changeApply, local},
+		{"change cancel", usageChangeCancel, (*cli).changeCancel, local},
+		{"profile", usageProfile, (*cli).profileCmd, residentCall},
+		{"config", usageConfig, (*cli).config, residentCall},
+		{"db check", usageDBCheck, (*cli).dbCheck, residentCall},
+		{"serve", usageServe, (*cli).serve, local},
+		{"ui", usageUI, (*cli).ui, local},
+		{"version", usageVersion, (*cli).version, local},
+	}
 }
 
 const usage = `Needle answers a coding model's typed needs from certified, provably fresh
@@ -97,6 +119,10 @@ Commands:
                     tests.codex, tests.cache)
   db check --data-dir DIR
                     open the store in DIR (creating or upgrading it) and verify it
+  serve --data-dir DIR [--addr 127.0.0.1:0]
+                    run the resident runtime of DIR: IPC for the commands above,
+                    the web UI and API on loopback HTTP
+  ui --data-dir DIR print a one-time login URL of the running runtime's web UI
   version           print the version, compiler, schema head and definition id
   help [COMMAND]    print help for a command
 
@@ -111,15 +137,17 @@ func (c *cli) dispatch(args []string) int {
 	case "help", "-h", "-help", "--help":
 		return c.help(args[1:])
 	}
-	for _, cmd := range commands {
-		words := strings.Fields(cmd.path)
-		if len(args) >= len(words) && strings.Join(args[:len(words)], " ") == cmd.path {
-			if len(words) == 1 && len(args) == 2 && isHelpFlag(args[1]) {
-				fmt.Fprint(c.stdout, cmd.usage)
-				return 0
-			}
-			return cmd.run(c, args[len(words):])
+	if cmd, rest, ok := lookupCommand(args); ok {
+		if len(rest) == 1 && isHelpFlag(rest[0]) && !strings.Contains(cmd.path, " ") {
+			fmt.Fprint(c.stdout, cmd.usage)
+			return 0
 		}
+		if cmd.resident != local && c.rt == nil {
+			if code, ok := c.viaRuntime(cmd, rest); ok {
+				return code
+			}
+		}
+		return cmd.run(c, rest)
 	}
 	if group := groupUsage(args[0]); group != "" {
 		if len(args) == 2 && isHelpFlag(args[1]) {
@@ -131,6 +159,17 @@ func (c *cli) dispatch(args []string) int {
 	}
 	fmt.Fprintf(c.stderr, "needle: unknown command %q\n\n%s", strings.Join(args, " "), usage)
 	return 2
+}
+
+// lookupCommand finds the command args name and returns its arguments.
+func lookupCommand(args []string) (command, []string, bool) {
+	for _, cmd := range commands {
+		words := strings.Fields(cmd.path)
+		if len(args) >= len(words) && strings.Join(args[:len(words)], " ") == cmd.path {
+			return cmd, args[len(words):], true
+		}
+	}
+	return command{}, nil, false
 }
 
 func isHelpFlag(s string) bool { return s == "-h" || s == "-help" || s == "--help" }
@@ -224,7 +263,7 @@ func (c *cli) writeJSON(v any) int {
 func (c *cli) readInput(name string, limit int) ([]byte, error) {
 	r := c.stdin
 	if name != "-" {
-		f, err := os.Open(name)
+		f, err := os.Open(c.path(name))
 		if err != nil {
 			return nil, &Error{Op: "read input", Kind: KindIO, Err: err}
 		}
@@ -259,6 +298,43 @@ func (c *cli) version(args []string) int {
 	fmt.Fprintf(c.stdout, "needle %s\ncompiler %s\nschema head %d\ndefinition %s\n",
 		Version(), CompilerVersion, schemaHead(), DefinitionID())
 	return 0
+}
+
+// path resolves a path the user gave against the caller's directory.
+func (c *cli) path(p string) string {
+	if c.dir == "" || p == "" || p == "-" || filepath.IsAbs(p) {
+		return p
+	}
+	return filepath.Join(c.dir, p)
+}
+
+// openStore opens the store in dataDir, or inside the resident runtime
+// lends the runtime's store. The caller calls release when done.
+func (c *cli) openStore(dataDir string) (st *Store, release func(), err error) {
+	if c.rt != nil {
+		if err := c.rt.serves(c.path(dataDir)); err != nil {
+			return nil, nil, err
+		}
+		return c.rt.store, func() {}, nil
+	}
+	if st, err = OpenStore(c.ctx, dataDir); err != nil {
+		return nil, nil, err
+	}
+	return st, func() { st.Close() }, nil
+}
+
+// openEngine opens an engine for cfg: over its own store, or inside the
+// resident runtime over the runtime's store.
+func (c *cli) openEngine(cfg Config) (*Engine, error) {
+	cfg.Repository = c.path(cfg.Repository)
+	if c.rt == nil {
+		return Open(c.ctx, cfg)
+	}
+	cfg.DataDir = c.path(cfg.DataDir)
+	if err := c.rt.serves(cfg.DataDir); err != nil {
+		return nil, err
+	}
+	return c.rt.engine(c.ctx, cfg)
 }
 
 // Version returns the module version of the running binary, or "(devel)".

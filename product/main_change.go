@@ -72,7 +72,7 @@ func (c *cli) changeEngine(f changeFlags, codexFlag string, workers bool) (*Engi
 	}
 	cfg.Tests = TestsConfig{Codex: settings["tests.codex"], CacheDir: settings["tests.cache"]}
 	if workers {
-		if cfg.Codex, err = codexConfig(c.ctx, *f.dataDir, codexFlag); err != nil {
+		if cfg.Codex, err = c.codexConfig(*f.dataDir, codexFlag); err != nil {
 			return nil, err
 		}
 	}

@@ -23,11 +23,11 @@ func (c *cli) dbCheck(args []string) int {
 		fmt.Fprintf(c.stderr, "needle db check: --data-dir DIR is required and takes no arguments\n\n%s", usageDBCheck)
 		return 2
 	}
-	st, err := OpenStore(c.ctx, *dataDir)
+	st, release, err := c.openStore(*dataDir)
 	if err != nil {
 		return c.fail("db check", err)
 	}
-	defer st.Close()
+	defer release()
 	rep, err := st.Check(c.ctx)
 	if err != nil {
 		return c.fail("db check", err)

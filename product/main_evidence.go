@@ -68,7 +68,7 @@ func (c *cli) evidencePropose(args []string) int {
 	if _, err := DecodeProposal(data); err != nil {
 		return c.fail("evidence propose", err)
 	}
-	eng, err := Open(c.ctx, Config{DataDir: *dataDir, Repository: *repo, Transport: "cli"})
+	eng, err := c.openEngine(Config{DataDir: *dataDir, Repository: *repo, Transport: "cli"})
 	if err != nil {
 		return c.fail("evidence propose", err)
 	}

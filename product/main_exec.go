@@ -84,9 +84,9 @@ func (c *cli) exec(args []string) int {
 	if !*cacheOnly {
 		// The workers' command: the flag, else the codex.command setting,
 		// else the main thread's.
-		cfg.Codex, err = codexConfig(c.ctx, *dataDir, *workerCodex)
+		cfg.Codex, err = c.codexConfig(*dataDir, *workerCodex)
 		if err == nil && cfg.Codex == nil {
-			cfg.Codex, err = codexConfig(c.ctx, *dataDir, *codex)
+			cfg.Codex, err = c.codexConfig(*dataDir, *codex)
 		}
 		if err != nil {
 			return c.fail("exec", err)

@@ -46,16 +46,16 @@ func (c *cli) mcpServe(args []string) int {
 		RoleProfile: *profileID}
 	var err error
 	if !*cacheOnly {
-		if cfg.Codex, err = codexConfig(c.ctx, *dataDir, *codex); err != nil {
+		if cfg.Codex, err = c.codexConfig(*dataDir, *codex); err != nil {
 			return c.fail("mcp serve", err)
 		}
 	}
-	eng, err := Open(c.ctx, cfg)
+	eng, err := c.openEngine(cfg)
 	if err != nil {
 		return c.fail("mcp serve", err)
 	}
 	defer eng.Close()
-	err = ServeMCP(c.ctx, MCPConfig{Engine: eng, Repository: *repo, MainModel: *mainModel, Profile: eng.RoleProfile(),
+	err = ServeMCP(c.ctx, MCPConfig{Engine: eng, Repository: c.path(*repo), MainModel: *mainModel, Profile: eng.RoleProfile(),
 		CacheOnly: *cacheOnly, WorkerReady: cfg.Codex != nil, Log: c.stderr}, c.stdin, c.stdout)
 	if err != nil {
 		return c.fail("mcp serve", err)

@@ -127,11 +127,11 @@ func (c *cli) needResolve(args []string) int {
 	}
 	cfg := Config{DataDir: *dataDir, Repository: *repo, Routes: routes, CacheOnly: *cacheOnly, Transport: "cli"}
 	if !*cacheOnly {
-		if cfg.Codex, err = codexConfig(c.ctx, *dataDir, *codex); err != nil {
+		if cfg.Codex, err = c.codexConfig(*dataDir, *codex); err != nil {
 			return c.fail("need resolve", err)
 		}
 	}
-	eng, err := Open(c.ctx, cfg)
+	eng, err := c.openEngine(cfg)
 	if err != nil {
 		return c.fail("need resolve", err)
 	}

@@ -108,11 +108,11 @@ func (c *cli) config(args []string) int {
 			return c.fail("config "+verb, err)
 		}
 	}
-	st, err := OpenStore(c.ctx, dataDir)
+	st, release, err := c.openStore(dataDir)
 	if err != nil {
 		return c.fail("config "+verb, err)
 	}
-	defer st.Close()
+	defer release()
 	return c.runConfig(st, verb, rest)
 }
 
@@ -158,12 +158,18 @@ func (c *cli) runConfig(st *Store, verb string, args []string) int {
 // codexConfig builds the worker configuration from a --codex flag, falling
 // back to the profile settings; nil means no worker backend.
 func codexConfig(ctx context.Context, dataDir, flagCommand string) (*CodexConfig, error) {
-	st, err := OpenStore(ctx, dataDir)
+	return (&cli{ctx: ctx}).codexConfig(dataDir, flagCommand)
+}
+
+// codexConfig is codexConfig for the command's caller: its store (the
+// runtime's, inside it), directory and PATH.
+func (c *cli) codexConfig(dataDir, flagCommand string) (*CodexConfig, error) {
+	st, release, err := c.openStore(dataDir)
 	if err != nil {
 		return nil, err
 	}
-	defer st.Close()
-	settings, err := st.Settings(ctx)
+	defer release()
+	settings, err := st.Settings(c.ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -177,15 +183,12 @@ func codexConfig(ctx context.Context, dataDir, flagCommand string) (*CodexConfig
 	argv := strings.Fields(command)
 	// The App Server runs in a disposable checkout: resolve the command
 	// now, against the caller's directory and PATH.
-	path, err := exec.LookPath(argv[0])
-	if err == nil {
-		path, err = filepath.Abs(path)
-	}
+	path, err := c.lookPath(argv[0])
 	if err != nil {
 		return nil, invalidf("config", "codex.command", "App Server command %q: %v", argv[0], err)
 	}
 	argv[0] = path
-	cfg := &CodexConfig{Command: argv, Home: settings["codex.home"]}
+	cfg := &CodexConfig{Command: argv, Home: settings["codex.home"], Path: c.pathEnv}
 	if d := settings["worker.deadline"]; d != "" {
 		if cfg.Deadline, err = time.ParseDuration(d); err != nil {
 			return nil, invalidf("config", "worker.deadline", "%v", err)
@@ -207,6 +210,32 @@ first start. A profile body is JSON:
    "sandbox":{"evidence":"read-only","patch":"workspace-write","verifier":"read-only"}}
 `
 
+// lookPath finds an executable the way the caller's shell would: in the
+// caller's directory and PATH (exec.LookPath's rules, which in the resident
+// runtime are the client's, not the runtime's), as an absolute path.
+func (c *cli) lookPath(name string) (string, error) {
+	if c.dir == "" && c.pathEnv == "" {
+		path, err := exec.LookPath(name)
+		if err != nil {
+			return "", err
+		}
+		return filepath.Abs(path)
+	}
+	var dirs []string
+	if strings.Contains(name, "/") {
+		dirs = []string{""}
+	} else {
+		dirs = filepath.SplitList(c.pathEnv)
+	}
+	for _, d := range dirs {
+		p := c.path(filepath.Join(d, name))
+		if info, err := os.Stat(p); err == nil && info.Mode().IsRegular() && info.Mode().Perm()&0o111 != 0 {
+			return filepath.Abs(p)
+		}
+	}
+	return "", exec.ErrNotFound
+}
+
 func (c *cli) profileCmd(args []string) int {
 	verb, dataDir, rest, code, ok := c.verbArgs("profile", usageProfile, map[string]int{"list": 0, "show": 1, "create": 2}, args)
 	if !ok {
@@ -222,11 +251,11 @@ func (c *cli) profileCmd(args []string) int {
 			return c.fail("profile create", err)
 		}
 	}
-	st, err := OpenStore(c.ctx, dataDir)
+	st, release, err := c.openStore(dataDir)
 	if err != nil {
 		return c.fail("profile "+verb, err)
 	}
-	defer st.Close()
+	defer release()
 	if err := st.ensureDefaultProfile(c.ctx); err != nil {
 		return c.fail("profile "+verb, err)
 	}

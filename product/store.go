@@ -51,6 +51,10 @@ type Store struct {
 	path       string
 	migrations []migrate.Migration
 	now        func() time.Time // injectable clock; one reading per transaction
+	cache      *storeCache      // decoded immutable records (cache.go)
+	// onCommit, when set (by the resident runtime, before the store is
+	// shared), is told after each commit of a row watchers follow.
+	onCommit func()
 }
 
 // StoreReport describes an open store, as Check verified it.
@@ -97,7 +101,7 @@ func openStore(ctx context.Context, dataDir string, ms []migrate.Migration, now 
 	if err != nil {
 		return nil, &Error{Op: op, Kind: KindStore, Err: err}
 	}
-	s := &Store{db: db, path: path, migrations: ms, now: now}
+	s := &Store{db: db, path: path, migrations: ms, now: now, cache: newStoreCache()}
 	if err := s.open(ctx); err != nil {
 		db.Close()
 		return nil, err
@@ -175,6 +179,13 @@ func (s *Store) Check(ctx context.Context) (StoreReport, error) {
 		r.Migrations = append(r.Migrations, AppliedMigration{Version: rec.Version, Name: rec.Name, Digest: rec.Digest})
 	}
 	return r, nil
+}
+
+// committed tells the watcher, if any, that a followed row was committed.
+func (s *Store) committed() {
+	if s.onCommit != nil {
+		s.onCommit()
+	}
 }
 
 // stamp returns the current time as stored: RFC 3339 UTC with nanoseconds.

@@ -3,8 +3,10 @@ package product
 import (
 	"context"
 	"database/sql"
+	"fmt"
 	"sort"
 	"strings"
+	"time"
 )
 
 // attemptRecord is what storing a validated proposal produced.
@@ -108,20 +110,25 @@ func (s *Store) evidenceFor(ctx context.Context, root string, subject Subject, k
 	for _, k := range kinds {
 		args = append(args, string(k))
 	}
-	out, err := queryAll(ctx, s.db, "store.evidence", `
-		SELECT a.artifact_id, a.body, c.certificate_id, c.body, c.rowid
+	// Which certificates answer is read from SQLite every time; only their
+	// decoding is cached (cache.go).
+	ids, err := queryAll(ctx, s.db, "store.evidence", `
+		SELECT c.certificate_id
 		FROM artifacts a JOIN certificates c ON c.artifact_id = a.artifact_id
 		WHERE a.root = ? AND a.subject_kind = ? AND a.subject_name = ? AND a.kind IN (`+marks+`)
 		  AND NOT EXISTS (SELECT 1 FROM artifacts d WHERE d.origin_artifact_id = a.artifact_id)
 		  AND c.rowid = (SELECT max(c2.rowid) FROM certificates c2 WHERE c2.artifact_id = a.artifact_id)
-		ORDER BY c.rowid`, args, scanEvidence)
+		ORDER BY c.rowid`, args, func(rows rowScanner, id *string) error { return rows.Scan(id) })
 	if err != nil {
 		return nil, err
 	}
-	for i := range out {
-		if out[i].Claims, err = s.certificateClaims(ctx, out[i].CertificateID); err != nil {
+	out := make([]Evidence, 0, len(ids))
+	for _, id := range ids {
+		ev, err := s.evidenceByCertificate(ctx, id)
+		if err != nil {
 			return nil, err
 		}
+		out = append(out, ev)
 	}
 	return out, nil
 }
@@ -172,8 +179,11 @@ func (s *Store) claimSources(ctx context.Context, root string, subject Subject) 
 }
 
 // evidenceByCertificate loads the artifact evidence one artifact
-// certificate certifies.
+// certificate certifies, decoded once per process (cache.go).
 func (s *Store) evidenceByCertificate(ctx context.Context, certID string) (Evidence, error) {
+	if ev, ok := s.cache.getEvidence(certID); ok {
+		return ev, nil
+	}
 	var e Evidence
 	if err := scanEvidence(s.db.QueryRowContext(ctx, `SELECT a.artifact_id, a.body, c.certificate_id, c.body, c.rowid
 		FROM certificates c JOIN artifacts a ON a.artifact_id = c.artifact_id
@@ -184,8 +194,11 @@ func (s *Store) evidenceByCertificate(ctx context.Context, certID string) (Evide
 		return Evidence{}, storeError("store.evidence", err)
 	}
 	var err error
-	e.Claims, err = s.certificateClaims(ctx, certID)
-	return e, err
+	if e.Claims, err = s.certificateClaims(ctx, certID); err != nil {
+		return Evidence{}, err
+	}
+	s.cache.putEvidence(e)
+	return e, nil
 }
 
 // needCertificate returns the newest need certificate of needID in root and
@@ -299,4 +312,38 @@ func (s *Store) claimCertificates(ctx context.Context, root, claimID string, lim
 		JOIN certificates c ON c.certificate_id = cc.certificate_id
 		WHERE cc.claim_id = ? AND c.root = ? ORDER BY c.rowid DESC LIMIT ?`, []any{claimID, root, limit},
 		func(rows rowScanner, id *string) error { return rows.Scan(id) })
+}
+
+// artifactRecord is one artifact with its newest certificate, for the
+// evidence view.
+type artifactRecord struct {
+	Evidence    Evidence
+	Root        string
+	Superseded  bool // a proof replay moved it: a newer artifact speaks for it
+	CertifiedAt time.Time
+}
+
+// artifactRecord loads an artifact by id with its newest certificate;
+// KindNotFound when the store has no such artifact.
+func (s *Store) artifactRecord(ctx context.Context, artifactID string) (artifactRecord, error) {
+	const op = "store.artifact"
+	var rec artifactRecord
+	var certID, at string
+	var superseded int
+	err := s.db.QueryRowContext(ctx, `SELECT a.root, c.certificate_id, c.created_at,
+		EXISTS (SELECT 1 FROM artifacts d WHERE d.origin_artifact_id = a.artifact_id)
+		FROM artifacts a JOIN certificates c ON c.artifact_id = a.artifact_id AND c.scope = 'artifact'
+		WHERE a.artifact_id = ? ORDER BY c.rowid DESC LIMIT 1`, artifactID).Scan(&rec.Root, &certID, &at, &superseded)
+	if errNoRows(err) {
+		return rec, &Error{Op: op, Kind: KindNotFound, Err: fmt.Errorf("no artifact %s", artifactID)}
+	}
+	if err != nil {
+		return rec, storeError(op, err)
+	}
+	rec.Superseded = superseded == 1
+	if rec.CertifiedAt, err = time.Parse(time.RFC3339Nano, at); err != nil {
+		return rec, &Error{Op: op, Kind: KindStore, Err: err}
+	}
+	rec.Evidence, err = s.evidenceByCertificate(ctx, certID)
+	return rec, err
 }

@@ -3,23 +3,61 @@ package product
 import (
 	"context"
 	"database/sql"
+	"errors"
+	"fmt"
+	"math"
+	"strings"
+	"time"
 
 	"github.com/needle-dev/needle/product/internal/snapshot"
 )
 
-// putResolution records the answer to a need, exactly as returned.
-func (s *Store) putResolution(ctx context.Context, root, sessionID string, r NeedResult, plan Plan) error {
-	return s.inTx(ctx, "store.resolution", func(tx *sql.Tx, now string) error {
+// resolutionCost is what a resolution cost and what reusing evidence
+// saved (see migration 0009).
+type resolutionCost struct {
+	LatencyMs   float64
+	TokensSpent int64
+	TokensSaved int64
+}
+
+// putResolution records the answer to a need, exactly as returned, with
+// its cost. Watchers (the resident runtime's event stream) hear of it once
+// it is committed.
+func (s *Store) putResolution(ctx context.Context, root, sessionID string, r NeedResult, plan Plan, cost resolutionCost) error {
+	err := s.inTx(ctx, "store.resolution", func(tx *sql.Tx, now string) error {
 		var cert any
 		if r.Resolution.CertificateID != "" {
 			cert = r.Resolution.CertificateID
 		}
-		_, err := tx.Exec(`INSERT INTO resolutions (root, session_id, ordinal, need_id, kind, certificate_id, plan_id, plan, result, result_digest, worker_spawned, created_at)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		_, err := tx.Exec(`INSERT INTO resolutions (root, session_id, ordinal, need_id, kind, certificate_id, plan_id, plan, result, result_digest, worker_spawned,
+			latency_ms, tokens_spent, tokens_saved, created_at)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 			root, sessionID, r.Step.Ordinal, r.NeedID, string(r.Resolution.Kind), cert, r.Resolution.PlanID,
-			mustJSON(plan), mustJSON(r), r.ResultDigest, boolInt(r.WorkerSpawned), now)
+			mustJSON(plan), mustJSON(r), r.ResultDigest, boolInt(r.WorkerSpawned),
+			max(cost.LatencyMs, 0), max(cost.TokensSpent, 0), max(cost.TokensSaved, 0), now)
 		return err
 	})
+	if err == nil {
+		s.committed()
+	}
+	return err
+}
+
+// workerTokensPerObligation is the mean worker tokens per obligation of the
+// newest completed worker runs (at most 200), 0 while there is none: what
+// answering one obligation from evidence instead of a worker saves.
+func (s *Store) workerTokensPerObligation(ctx context.Context) (int64, error) {
+	var tokens, obligations int64
+	err := s.db.QueryRowContext(ctx, `SELECT coalesce(sum(total_tokens), 0), coalesce(sum(json_array_length(obligations)), 0)
+		FROM (SELECT total_tokens, obligations FROM worker_runs WHERE status = 'completed' ORDER BY run_id DESC LIMIT 200)`).
+		Scan(&tokens, &obligations)
+	if err != nil {
+		return 0, storeError("store.worker_tokens", err)
+	}
+	if obligations == 0 {
+		return 0, nil
+	}
+	return tokens / obligations, nil
 }
 
 // observe records the cost of one plan operator.
@@ -42,3 +80,162 @@ func (s *Store) observations(ctx context.Context) ([]Observation, error) {
 }
 
 var _ snapshot.StatCache = statCache{}
+
+// feedRow is one resolution as the need feed shows it.
+type feedRow struct {
+	ID            int64
+	At            time.Time
+	NeedID        string
+	Route         Route
+	Subject       Subject
+	Kind          ResolutionKind
+	WorkerSpawned bool
+	Cost          resolutionCost
+	CertificateID string
+	ArtifactIDs   []string
+}
+
+const feedQuery = `SELECT r.resolution_id, r.created_at, r.need_id, n.route, n.subject_kind, n.subject_name, r.kind,
+	r.worker_spawned, r.latency_ms, r.tokens_spent, r.tokens_saved, coalesce(r.certificate_id, ''),
+	coalesce(json_extract(r.result, '$.resolution.artifact_ids'), '[]')
+	FROM resolutions r JOIN needs n ON n.need_id = r.need_id `
+
+func scanFeedRow(rows rowScanner, f *feedRow) error {
+	var at, ids string
+	var spawned int
+	if err := rows.Scan(&f.ID, &at, &f.NeedID, &f.Route, &f.Subject.Kind, &f.Subject.Name, &f.Kind, &spawned,
+		&f.Cost.LatencyMs, &f.Cost.TokensSpent, &f.Cost.TokensSaved, &f.CertificateID, &ids); err != nil {
+		return err
+	}
+	f.WorkerSpawned = spawned == 1
+	var err error
+	if f.At, err = time.Parse(time.RFC3339Nano, at); err != nil {
+		return &Error{Op: "store.decode", Kind: KindStore, Err: fmt.Errorf("resolution %d: created_at %q: %w", f.ID, at, err)}
+	}
+	return decodeStored(ids, &f.ArtifactIDs)
+}
+
+// resolutionFeed returns at most limit resolutions, newest first, older
+// than the resolution before (0: from the newest).
+func (s *Store) resolutionFeed(ctx context.Context, before int64, limit int) ([]feedRow, error) {
+	if before <= 0 {
+		before = math.MaxInt64
+	}
+	return queryAll(ctx, s.db, "store.feed", feedQuery+`WHERE r.resolution_id < ? ORDER BY r.resolution_id DESC LIMIT ?`,
+		[]any{before, limit}, scanFeedRow)
+}
+
+// resolutionsAfter returns at most limit resolutions newer than after, in
+// the order they were committed (writers are serialized, so resolution
+// ids grow in commit order).
+func (s *Store) resolutionsAfter(ctx context.Context, after int64, limit int) ([]feedRow, error) {
+	return queryAll(ctx, s.db, "store.feed", feedQuery+`WHERE r.resolution_id > ? ORDER BY r.resolution_id LIMIT ?`,
+		[]any{after, limit}, scanFeedRow)
+}
+
+// lastResolutionID is the id of the newest resolution, 0 when none.
+func (s *Store) lastResolutionID(ctx context.Context) (int64, error) {
+	var id int64
+	if err := s.db.QueryRowContext(ctx, `SELECT coalesce(max(resolution_id), 0) FROM resolutions`).Scan(&id); err != nil {
+		return 0, storeError("store.feed", err)
+	}
+	return id, nil
+}
+
+// accountingTotals are the sums over every resolution of the store.
+type accountingTotals struct {
+	Resolutions, Hits, WorkerRuns int64
+	TokensSpent, TokensSaved      int64
+	ByKind                        map[ResolutionKind]int64
+}
+
+// accountingPoint is one time bucket of the accounting series: counts and
+// sums of the resolutions recorded in it.
+type accountingPoint struct {
+	At                       time.Time
+	Resolutions, Hits        int64
+	TokensSpent, TokensSaved int64
+}
+
+// hitKinds are the resolution kinds answered from certified evidence alone.
+var hitKinds = []ResolutionKind{ResolutionExact, ResolutionCoverage, ResolutionComposite, ResolutionClaim}
+
+// hitKindsSQL is "?, ?, …" for hitKinds and its arguments.
+func hitKindsSQL() (string, []any) {
+	args := make([]any, len(hitKinds))
+	for i, k := range hitKinds {
+		args[i] = string(k)
+	}
+	return strings.TrimSuffix(strings.Repeat("?, ", len(hitKinds)), ", "), args
+}
+
+// accounting sums every resolution and worker run of the store.
+func (s *Store) accounting(ctx context.Context) (accountingTotals, error) {
+	const op = "store.accounting"
+	t := accountingTotals{ByKind: map[ResolutionKind]int64{}}
+	marks, args := hitKindsSQL()
+	err := s.db.QueryRowContext(ctx, `SELECT count(*), coalesce(sum(kind IN (`+marks+`)), 0), coalesce(sum(tokens_spent), 0),
+		coalesce(sum(tokens_saved), 0) FROM resolutions`, args...).Scan(&t.Resolutions, &t.Hits, &t.TokensSpent, &t.TokensSaved)
+	if err == nil {
+		err = s.db.QueryRowContext(ctx, `SELECT count(*) FROM worker_runs`).Scan(&t.WorkerRuns)
+	}
+	if err != nil {
+		return t, storeError(op, err)
+	}
+	type kindCount struct {
+		kind ResolutionKind
+		n    int64
+	}
+	counts, err := queryAll(ctx, s.db, op, `SELECT kind, count(*) FROM resolutions GROUP BY kind`, nil,
+		func(rows rowScanner, k *kindCount) error { return rows.Scan(&k.kind, &k.n) })
+	for _, k := range counts {
+		t.ByKind[k.kind] = k.n
+	}
+	return t, err
+}
+
+// accountingSeries splits the time from the first resolution to the last
+// into at most points equal buckets and sums each.
+func (s *Store) accountingSeries(ctx context.Context, points int) ([]accountingPoint, error) {
+	const op = "store.accounting"
+	var first, last sql.NullString
+	if err := s.db.QueryRowContext(ctx, `SELECT min(created_at), max(created_at) FROM resolutions`).Scan(&first, &last); err != nil {
+		return nil, storeError(op, err)
+	}
+	if !first.Valid {
+		return []accountingPoint{}, nil
+	}
+	t0, err0 := time.Parse(time.RFC3339Nano, first.String)
+	t1, err1 := time.Parse(time.RFC3339Nano, last.String)
+	if err := errors.Join(err0, err1); err != nil {
+		return nil, &Error{Op: op, Kind: KindStore, Err: err}
+	}
+	width := max(t1.Sub(t0)/time.Duration(points)+time.Millisecond, time.Millisecond)
+	marks, args := hitKindsSQL()
+	type bucket struct {
+		n int
+		p accountingPoint
+	}
+	rows, err := queryAll(ctx, s.db, op, `SELECT CAST((julianday(created_at) - julianday(?)) * 86400000 / ? AS INTEGER) AS b,
+		count(*), coalesce(sum(kind IN (`+marks+`)), 0), coalesce(sum(tokens_spent), 0), coalesce(sum(tokens_saved), 0)
+		FROM resolutions GROUP BY b ORDER BY b`, append([]any{first.String, width.Milliseconds()}, args...),
+		func(rows rowScanner, b *bucket) error {
+			return rows.Scan(&b.n, &b.p.Resolutions, &b.p.Hits, &b.p.TokensSpent, &b.p.TokensSaved)
+		})
+	if err != nil {
+		return nil, err
+	}
+	out := make([]accountingPoint, 0, len(rows))
+	for _, b := range rows {
+		b.p.At = t0.Add(time.Duration(min(max(b.n, 0), points-1)) * width)
+		if n := len(out); n > 0 && out[n-1].At.Equal(b.p.At) {
+			out[n-1].Resolutions += b.p.Resolutions
+			out[n-1].Hits += b.p.Hits
+			out[n-1].TokensSpent += b.p.TokensSpent
+			out[n-1].TokensSaved += b.p.TokensSaved
+			continue
+		}
+		out = append(out, b.p)
+	}
+	return out, nil
+}

@@ -339,6 +339,9 @@ var upgradeSeeds = map[int][]string{
 		`INSERT INTO change_applies VALUES (1, 'b3:` + strings.Repeat("3", 64) + `', 'chg_` + strings.Repeat("a", 24) + `', NULL, 'b3:` + strings.Repeat("1", 64) + `', '/r', '[]', 'done', '', '2024-01-07T00:00:00Z', '2024-01-07T00:00:01Z')`,
 		`INSERT INTO change_apply_files VALUES (1, 0, 'written', 'a.go', '2024-01-07T00:00:00Z')`,
 	},
+	9: {
+		`INSERT INTO resolutions VALUES (1, '/r', 's1', 1, 'b3:` + strings.Repeat("2", 64) + `', 'coverage_hit', NULL, 'b3:` + strings.Repeat("d", 64) + `', '{}', '{}', 'b3:` + strings.Repeat("e", 64) + `', 0, '2024-01-07T00:00:00Z', 3.5, 0, 1200)`,
+	},
 }
 
 func TestOpenStore_Upgrade(t *testing.T) {

@@ -30,6 +30,10 @@ type CodexConfig struct {
 	// Deadline bounds each worker turn (default DefaultWorkerDeadline);
 	// turns never end by themselves without network.
 	Deadline time.Duration
+	// Path, when set, is the PATH of the App Server's environment (the
+	// caller's, for a command the resident runtime runs); "" means this
+	// process's.
+	Path string
 	// RecordDir, when set, receives the frozen transcript of every worker
 	// session, named by its invocation id.
 	RecordDir string
@@ -276,8 +280,11 @@ func (w *codexWorker) codexHome(inv string) (string, error) {
 
 // workerEnv is the scrubbed environment of the App Server process: no
 // credentials or proxies leak in from the caller beyond PATH.
-func workerEnv(home string) []string {
-	return []string{"PATH=" + os.Getenv("PATH"), "HOME=" + home, "LC_ALL=C.UTF-8", "TMPDIR=" + home}
+func workerEnv(path, home string) []string {
+	if path == "" {
+		path = os.Getenv("PATH")
+	}
+	return []string{"PATH=" + path, "HOME=" + home, "LC_ALL=C.UTF-8", "TMPDIR=" + home}
 }
 
 // session drives the App Server through one thread and the spec's turns.
@@ -289,7 +296,7 @@ func (w *codexWorker) session(ctx context.Context, spec sessionSpec, inv, dir, h
 	defer cancel()
 	client, err := appserver.Start(hctx, appserver.ProcSpec{
 		Command: append(append([]string{}, w.cfg.Command...), "app-server"), Dir: dir,
-		Env: workerEnv(home), CodexHome: home, Stderr: stderr,
+		Env: workerEnv(w.cfg.Path, home), CodexHome: home, Stderr: stderr,
 		Tee: rec.Record, OnRequest: spec.OnRequest,
 		OptOut: []string{"item/agentMessage/delta", "item/commandExecution/outputDelta", "account/rateLimits/updated"},
 	}, appserver.ClientInfo{Name: "needle", Title: "Needle", Version: CodexVersion})

@@ -83,6 +83,9 @@ type Status struct {
 	Schema    int       `json:"schema"`
 	StartedAt time.Time `json:"started_at"`
 	EventID   string    `json:"event_id"`
+	// CommandsServed counts the commands (need resolve, mcp serve, …) the
+	// runtime ran for local clients over its IPC socket.
+	CommandsServed int64 `json:"commands_served"`
 }
 
 // Subject is what a need is about.
@@ -120,17 +123,19 @@ type EvidenceDetail struct {
 	EventID      string       `json:"event_id"`
 }
 
-// Artifact is a typed piece of evidence, projected: locations, flow steps
-// and tests, never the worker's text.
+// Artifact is a typed piece of evidence, projected: its locations, flow
+// steps and tests as the validators certified them, never the worker's
+// raw output.
 type Artifact struct {
 	ArtifactID string     `json:"artifact_id"`
 	Kind       string     `json:"kind"`
 	Subject    Subject    `json:"subject"`
-	Status     string     `json:"status"` // certified or rejected
+	Status     string     `json:"status"` // certified, or superseded (a proof replay moved it to a newer artifact)
 	Locations  []Location `json:"locations"`
 	Steps      []FlowStep `json:"steps"`
 	Tests      []TestRef  `json:"tests"`
-	// Reasons are the validator's rejection reasons (rejected only).
+	// Reasons are the validator's rejection reasons (rejected only; a
+	// stored artifact is always certified, so empty).
 	Reasons []string `json:"reasons"`
 }
 
@@ -146,7 +151,9 @@ type Location struct {
 type FlowStep struct {
 	Ordinal  int      `json:"ordinal"`
 	Location Location `json:"location"`
-	Action   string   `json:"action"`
+	// Action is the step's certified one-line summary, bounded to
+	// MaxTextBytes without control characters.
+	Action string `json:"action"`
 }
 
 // TestRef is one focused test; Command is derived by Needle.
@@ -174,8 +181,10 @@ type Dependency struct {
 	State  string `json:"state"`
 }
 
-// Freshness is the verdict on the whole artifact now: fresh, replayed
-// (lines moved, proof replay re-certified them) or stale (never served).
+// Freshness is the verdict on the whole artifact now: fresh (every
+// dependency unchanged), replayable (a dependency changed but the cited
+// text is intact and re-validates, so the next use re-certifies it at its
+// new lines) or stale (never served).
 type Freshness struct {
 	State     string    `json:"state"`
 	CheckedAt time.Time `json:"checked_at"`
@@ -197,7 +206,9 @@ type Accounting struct {
 	EventID        string            `json:"event_id"`
 }
 
-// AccountingPoint is one bucket of the series (bounded: at most 200).
+// AccountingPoint is one bucket of the series (bounded: at most 200
+// equal buckets from the first resolution to the last): the resolutions,
+// hits and tokens of that bucket alone, not running totals.
 type AccountingPoint struct {
 	At          time.Time `json:"at"`
 	Resolutions int64     `json:"resolutions"`

@@ -29,6 +29,7 @@ export interface Status {
   schema: number;
   started_at: string;
   event_id: string;
+  commands_served: number;
 }
 
 export interface Subject {

@@ -34,8 +34,15 @@ function KindBadge({ r }: { r: ResolutionSummary }) {
 
 // Charts over the accounting series: hit rate and tokens saved over time.
 export function Charts({ acct }: { acct: Accounting }) {
+  // Each point counts its own bucket; the charts read cumulatively.
+  let res = 0;
+  let hits = 0;
   let cum = 0;
-  const rate: Point[] = acct.series.map((p) => ({ x: Date.parse(p.at), y: p.resolutions ? p.hits / p.resolutions : 0 }));
+  const rate: Point[] = acct.series.map((p) => {
+    res += p.resolutions;
+    hits += p.hits;
+    return { x: Date.parse(p.at), y: res ? hits / res : 0 };
+  });
   const saved: Point[] = acct.series.map((p) => ({ x: Date.parse(p.at), y: (cum += p.tokens_saved) }));
   return (
     <div className="charts">
