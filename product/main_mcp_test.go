@@ -15,10 +15,33 @@ import (
 
 // The official Go SDK client is the peer here: a real MCP client driving
 // the needle command (this test binary as needle, see TestMain) over stdio.
+// Each test runs twice: standalone (the command opens the store) and
+// resident (a runtime serves the data directory and the command runs
+// there over IPC).
 
-func sdkSession(t *testing.T, te *testEngine, version string) *mcp.ClientSession {
+// mcpModes are the two ways needle mcp serve runs.
+var mcpModes = []string{"Standalone", "Resident"}
+
+// mcpMode starts the resident runtime of data in mode Resident; it returns
+// a check, run at the end, that the session really ran in it.
+func mcpMode(t *testing.T, mode, data string) (check func()) {
+	t.Helper()
+	if mode != "Resident" {
+		return func() {}
+	}
+	rt := mustRuntime(t, data)
+	return func() {
+		t.Helper()
+		if rt.mustStatus(t).CommandsServed == 0 {
+			t.Error("the MCP session did not run in the resident runtime")
+		}
+	}
+}
+
+func sdkSession(t *testing.T, te *testEngine, version, mode string) *mcp.ClientSession {
 	t.Helper()
 	te.Close() // the command opens the same data directory
+	t.Cleanup(mcpMode(t, mode, te.data))
 	cmd := needleCommand(t, "mcp", "serve", "--data-dir", te.data, "--repository", te.repo,
 		"--main-model", "sdk-test", "--role-profile", "default", "--cache-only")
 	client := mcp.NewClient(&mcp.Implementation{Name: "needle-test", Version: "0.0.1"}, nil)
@@ -33,6 +56,12 @@ func sdkSession(t *testing.T, te *testEngine, version string) *mcp.ClientSession
 }
 
 func TestMCP_GoSDKClient(t *testing.T) {
+	for _, mode := range mcpModes {
+		t.Run(mode, func(t *testing.T) { testMCPGoSDKClient(t, mode) })
+	}
+}
+
+func testMCPGoSDKClient(t *testing.T, mode string) {
 	for _, version := range []string{"", "2025-06-18", "2024-11-05"} {
 		name := version
 		if name == "" {
@@ -41,7 +70,7 @@ func TestMCP_GoSDKClient(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			te := MustEngine(t, MustFixtureRepo(t, "grepx", false))
 			te.mustCertify(locNewSearcher)
-			s := sdkSession(t, te, version)
+			s := sdkSession(t, te, version, mode)
 			ctx := context.Background()
 			want := version
 			if want == "" {
@@ -107,12 +136,19 @@ func roundTrip(t *testing.T, v any) any {
 // replay server serving a worker session cut right after its turn started,
 // so the turn never ends by itself.
 func TestMCP_GoSDKCancel(t *testing.T) {
+	for _, mode := range mcpModes {
+		t.Run(mode, func(t *testing.T) { testMCPGoSDKCancel(t, mode) })
+	}
+}
+
+func testMCPGoSDKCancel(t *testing.T, mode string) {
 	held := filepath.Join(t.TempDir(), "held")
 	src := string(MustReadFile(t, filepath.Join("..", "frozen", "worker", "grepx", "86e95f3d8225eb2c06a5c0f3bb71cb94.jsonl")))
 	MustWriteFile(t, filepath.Join(held, "session.jsonl"), heldSession(t, src))
 
 	repo := MustFixtureRepo(t, "grepx", false)
 	data := t.TempDir()
+	t.Cleanup(mcpMode(t, mode, data))
 	cmd := needleCommand(t, "mcp", "serve", "--data-dir", data, "--repository", repo, "--main-model", "sdk-test",
 		"--role-profile", "default", "--codex", strings.Join(MustReplayCommand(t, held), " "))
 	var stderr strings.Builder
@@ -196,6 +232,12 @@ func changeArgs(t *testing.T, scenario string) map[string]any {
 // three tools, results validate against the advertised outputSchemas and
 // content[0].text is the context.
 func TestMCP_GoSDKChange(t *testing.T) {
+	for _, mode := range mcpModes {
+		t.Run(mode, func(t *testing.T) { testMCPGoSDKChange(t, mode) })
+	}
+}
+
+func testMCPGoSDKChange(t *testing.T, mode string) {
 	frozen, err := filepath.Abs(filepath.Join("..", "frozen", "changes", "repair"))
 	if err != nil {
 		t.Fatal(err)
@@ -204,7 +246,9 @@ func TestMCP_GoSDKChange(t *testing.T) {
 		t.Run(version, func(t *testing.T) {
 			repo := MustFixtureRepo(t, "grepx", true)
 			before := treeDigest(t, repo)
-			cmd := needleCommand(t, "mcp", "serve", "--data-dir", t.TempDir(), "--repository", repo, "--main-model", "sdk-test",
+			data := t.TempDir()
+			t.Cleanup(mcpMode(t, mode, data))
+			cmd := needleCommand(t, "mcp", "serve", "--data-dir", data, "--repository", repo, "--main-model", "sdk-test",
 				"--role-profile", "default", "--codex", strings.Join(MustReplayCommand(t, frozen), " "))
 			var stderr strings.Builder
 			cmd.Stderr = &stderr

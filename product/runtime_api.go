@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"net/http"
 	"slices"
 	"strconv"
@@ -53,7 +52,7 @@ func (rt *Runtime) apiHandler() http.Handler {
 	}
 	mux.Handle("GET /api/v1/events", rt.broker)
 	mux.HandleFunc("/api/", func(w http.ResponseWriter, r *http.Request) {
-		rt.writeError(w, r, &Error{Op: "api", Kind: KindNotFound, Err: fmt.Errorf("no route %s %s", r.Method, r.URL.Path)})
+		rt.writeError(w, r, &Error{Op: "api", Kind: KindNotFound, Err: errors.New("no such route")})
 	})
 	return mux
 }
