@@ -4,15 +4,23 @@
 package testscripts
 
 import (
+	"bufio"
 	"context"
 	"database/sql"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
 	"os"
 	"os/exec"
+	"os/signal"
 	"path/filepath"
 	"regexp"
 	"strconv"
+	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/needle-dev/needle/bench"
@@ -25,7 +33,11 @@ import (
 func TestMain(m *testing.M) {
 	testscript.Main(m, map[string]func(){
 		"needle": func() {
-			os.Exit(product.Main(context.Background(), os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
+			// As cmd/needle: interrupt and terminate cancel the context.
+			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+			code := product.Main(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
+			stop()
+			os.Exit(code)
 		},
 		"needlebench": func() {
 			os.Exit(bench.Main(context.Background(), os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
@@ -34,23 +46,39 @@ func TestMain(m *testing.M) {
 }
 
 func TestScripts(t *testing.T) {
-	testscript.Run(t, testscript.Params{
+	testscript.Run(t, scriptParams(nil, setupEnv))
+}
+
+// residentScripts are the scripts that also run against a resident
+// runtime (TestScripts_Resident): the commands that use one.
+var residentScripts = []string{"need_resolve", "evidence_propose", "worker_evidence", "mcp_need_context",
+	"mcp_change", "mcp_change_rejected", "profile_manage"}
+
+// TestScripts_Resident runs the resolve, propose, MCP and profile scripts
+// again with `needle serve` running on the script's data directory
+// ($WORK/data) from the start: every command then runs in the runtime over
+// IPC, and the scripts' expectations must hold unchanged.
+func TestScripts_Resident(t *testing.T) {
+	var files []string
+	for _, name := range residentScripts {
+		files = append(files, filepath.Join("testdata", name+".txtar"))
+	}
+	testscript.Run(t, scriptParams(files, func(env *testscript.Env) error {
+		if err := setupEnv(env); err != nil {
+			return err
+		}
+		return startRuntime(env, filepath.Join(env.WorkDir, "data"))
+	}))
+}
+
+func scriptParams(files []string, setup func(*testscript.Env) error) testscript.Params {
+	p := testscript.Params{
 		Dir:                 "testdata",
+		Files:               files,
 		RequireExplicitExec: true,
 		RequireUniqueNames:  true,
-		UpdateScripts:       os.Getenv("NEEDLE_UPDATE") == "1",
-		Setup: func(env *testscript.Env) error {
-			frozen, err := filepath.Abs(filepath.Join("..", "frozen"))
-			env.Setenv("NEEDLE_FROZEN", frozen)
-			env.Setenv("NEEDLE_FIXTURES", filepath.Join(filepath.Dir(frozen), "fixtures"))
-			env.Setenv("NEEDLE_CORPUS", filepath.Join(filepath.Dir(frozen), "corpus"))
-			env.Setenv("NEEDLE_HOOKDATA", filepath.Join(filepath.Dir(frozen), "product", "internal", "codexhook", "testdata"))
-			// The change lifecycle runs its tests in the pinned codex's
-			// sandbox, with the repository's shared test cache.
-			env.Setenv("NEEDLE_CODEX_BIN", os.Getenv("NEEDLE_CODEX_BIN"))
-			env.Setenv("NEEDLE_TESTRUN_CACHE", filepath.Join(filepath.Dir(frozen), ".cache", "testrun-lifecycle"))
-			return err
-		},
+		UpdateScripts:       os.Getenv("NEEDLE_UPDATE") == "1" && files == nil,
+		Setup:               setup,
 		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
 			"fixture":   cmdFixture,
 			"exitcode":  cmdExitCode,
@@ -60,7 +88,84 @@ func TestScripts(t *testing.T) {
 			"expand":    cmdExpand,
 			"jsonstrip": cmdJSONStrip,
 		},
+	}
+	if files != nil {
+		p.Dir = ""
+	}
+	return p
+}
+
+func setupEnv(env *testscript.Env) error {
+	frozen, err := filepath.Abs(filepath.Join("..", "frozen"))
+	env.Setenv("NEEDLE_FROZEN", frozen)
+	env.Setenv("NEEDLE_FIXTURES", filepath.Join(filepath.Dir(frozen), "fixtures"))
+	env.Setenv("NEEDLE_CORPUS", filepath.Join(filepath.Dir(frozen), "corpus"))
+	env.Setenv("NEEDLE_HOOKDATA", filepath.Join(filepath.Dir(frozen), "product", "internal", "codexhook", "testdata"))
+	// The change lifecycle runs its tests in the pinned codex's
+	// sandbox, with the repository's shared test cache.
+	env.Setenv("NEEDLE_CODEX_BIN", os.Getenv("NEEDLE_CODEX_BIN"))
+	env.Setenv("NEEDLE_TESTRUN_CACHE", filepath.Join(filepath.Dir(frozen), ".cache", "testrun-lifecycle"))
+	return err
+}
+
+// startRuntime starts `needle serve --data-dir dataDir` in the script's
+// environment, waits until it listens (it prints its socket last), and at
+// the end of the script checks that it served the script's commands, stops
+// it with SIGTERM and requires a clean exit.
+func startRuntime(env *testscript.Env, dataDir string) error {
+	needle, err := exec.LookPath("needle")
+	if err != nil {
+		return err
+	}
+	cmd := exec.Command(needle, "serve", "--data-dir", dataDir)
+	cmd.Env = env.Vars
+	cmd.Dir = env.WorkDir
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		return err
+	}
+	if err := cmd.Start(); err != nil {
+		return err
+	}
+	var sock string
+	lines := bufio.NewScanner(out)
+	for sock == "" && lines.Scan() {
+		if s, ok := strings.CutPrefix(lines.Text(), "ipc: "); ok {
+			sock = s
+		}
+	}
+	if sock == "" {
+		cmd.Process.Kill()
+		cmd.Wait()
+		return fmt.Errorf("needle serve did not start: %s", stderr.String())
+	}
+	go io.Copy(io.Discard, out)
+	env.Defer(func() {
+		var st struct {
+			CommandsServed int `json:"commands_served"`
+		}
+		client := &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+			return (&net.Dialer{}).DialContext(ctx, "unix", sock)
+		}}}
+		resp, err := client.Get("http://needle/api/v1/status")
+		if err == nil {
+			err = json.NewDecoder(resp.Body).Decode(&st)
+			resp.Body.Close()
+		}
+		cmd.Process.Signal(syscall.SIGTERM)
+		werr := cmd.Wait()
+		switch {
+		case err != nil:
+			env.T().Fatal("runtime status: ", err)
+		case st.CommandsServed == 0:
+			env.T().Fatal("no command of the script ran in the resident runtime")
+		case werr != nil:
+			env.T().Fatal("needle serve after SIGTERM: ", werr, "\n", stderr.String())
+		}
 	})
+	return nil
 }
 
 // cmdExitCode runs a command like exec and checks its exact exit status:
