@@ -1,0 +1,204 @@
+package product
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+)
+
+// The browser tests drive the embedded UI of a real `needle serve` process
+// in Debian's chromium (headless, through chromedp), while real needle
+// commands change what it shows. They save screenshots of the main views
+// in reports/ui/ (ignored by git).
+
+// uiShots is where the screenshots go.
+const uiShots = "../reports/ui"
+
+// chromiumPath finds chromium (NEEDLE_CHROMIUM overrides). Missing in CI
+// (CI=true) is a failure: .ci/run installs it.
+func chromiumPath(t *testing.T) string {
+	t.Helper()
+	if p := os.Getenv("NEEDLE_CHROMIUM"); p != "" {
+		return p
+	}
+	for _, name := range []string{"chromium", "chromium-browser"} {
+		if p, err := exec.LookPath(name); err == nil {
+			return p
+		}
+	}
+	if os.Getenv("CI") == "true" {
+		t.Fatal("chromium is not installed (apt-get install chromium); .ci/run installs it")
+	}
+	t.Skip("chromium is not installed; the browser tests run in CI")
+	return ""
+}
+
+// browserTab starts a fresh headless chromium and returns a tab.
+func browserTab(t *testing.T) context.Context {
+	t.Helper()
+	opts := []chromedp.ExecAllocatorOption{
+		chromedp.ExecPath(chromiumPath(t)),
+		chromedp.Headless,
+		chromedp.NoSandbox,
+		chromedp.DisableGPU,
+		chromedp.NoFirstRun,
+		chromedp.NoDefaultBrowserCheck,
+		chromedp.Flag("disable-quic", true),
+		chromedp.Flag("disable-background-networking", true),
+		chromedp.Flag("disable-component-update", true),
+		chromedp.Flag("disable-sync", true),
+		chromedp.Flag("disable-extensions", true),
+		chromedp.UserDataDir(t.TempDir()),
+		chromedp.WindowSize(1280, 900),
+	}
+	actx, cancel := chromedp.NewExecAllocator(context.Background(), opts...)
+	t.Cleanup(cancel)
+	ctx, cancel2 := chromedp.NewContext(actx)
+	t.Cleanup(cancel2)
+	if err := chromedp.Do(ctx); err != nil { // starts the browser for the tab's life
+		t.Fatalf("start chromium: %v", err)
+	}
+	ctx, cancel3 := context.WithTimeout(ctx, 3*time.Minute)
+	t.Cleanup(cancel3)
+	return ctx
+}
+
+// page drives one tab: steps with a bound each, text reads, screenshots.
+type page struct {
+	t   *testing.T
+	ctx context.Context
+}
+
+func (p page) do(step string, actions ...chromedp.Action[chromedp.Void]) {
+	p.t.Helper()
+	ctx, cancel := context.WithTimeout(p.ctx, 30*time.Second)
+	defer cancel()
+	if err := chromedp.Do(ctx, actions...); err != nil {
+		p.shot("failure")
+		p.t.Fatalf("%s: %v (screen in %s/failure.png)", step, err, uiShots)
+	}
+}
+
+func (p page) text(sel string) string {
+	p.t.Helper()
+	v, err := chromedp.Run(p.ctx, chromedp.Text(chromedp.CSS(sel)))
+	if err != nil {
+		p.t.Fatalf("text of %s: %v", sel, err)
+	}
+	return v
+}
+
+func (p page) shot(name string) {
+	p.t.Helper()
+	buf, err := chromedp.Run(p.ctx, chromedp.FullScreenshot(100)) // 100: PNG
+	if err == nil {
+		err = os.MkdirAll(uiShots, 0o755)
+	}
+	if err == nil {
+		err = os.WriteFile(filepath.Join(uiShots, name+".png"), buf, 0o644)
+	}
+	if err != nil {
+		p.t.Fatalf("screenshot %s: %v", name, err)
+	}
+}
+
+func visible(sel string) chromedp.Action[chromedp.Void] { return chromedp.WaitVisible(chromedp.CSS(sel)) }
+func click(sel string) chromedp.Action[chromedp.Void]   { return chromedp.Click(chromedp.CSS(sel)) }
+
+// needleRun runs a needle command (this test binary) and fails on a
+// non-zero exit.
+func needleRun(t *testing.T, stdin string, args ...string) string {
+	t.Helper()
+	cmd := needleCommand(t, args...)
+	cmd.Stdin = strings.NewReader(stdin)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("needle %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	return string(out)
+}
+
+// TestBrowser_Feed logs in through the printed one-time URL, watches a
+// resolution made by a real `needle need resolve` arrive through the
+// event stream without a reload, and reads the evidence and accounting
+// views.
+func TestBrowser_Feed(t *testing.T) {
+	ctx := browserTab(t)
+	p := page{t, ctx}
+	data, repo := shortDir(t), MustFixtureRepo(t, "grepx", false)
+	srv := startServe(t, data)
+	r := []string{"--repository", repo, "--data-dir", data}
+	frozen, err := filepath.Abs("../frozen/worker/grepx")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A worker answers the first need (a miss that spends tokens); its
+	// evidence then answers the same need again (a hit that saves them).
+	needleRun(t, string(MustReadFile(t, "../fixtures/worker/newsearcher.need.json")),
+		append([]string{"need", "resolve", "--codex", strings.Join(MustReplayCommand(t, frozen), " ")}, append(r, "-")...)...)
+	for _, ev := range []string{locCRLF, flowCRLF, testsCRLF} {
+		needleRun(t, ev, append([]string{"evidence", "propose"}, append(r, "-")...)...)
+	}
+	for _, need := range []string{needTraceCRLF, needLocateNewSearcher, `{"route":"locate.implementation","subject":{"kind":"symbol","name":"Nowhere"}}`} {
+		needleRun(t, need, append([]string{"need", "resolve", "--cache-only"}, append(r, "-")...)...)
+	}
+
+	p.do("log in", chromedp.Navigate(srv.login), visible(`tr[data-resolution="4"]`), visible(`#live.live-live`))
+	loc, err := chromedp.Run(ctx, chromedp.Location())
+	if err != nil || loc != srv.url+"/" {
+		t.Fatalf("after login the browser is at %q (%v), want %s/ (the code must leave the address bar)", loc, err, srv.url)
+	}
+	if _, err := chromedp.Run(ctx, chromedp.Evaluate[int](`window.__noReload = 42`)); err != nil {
+		t.Fatal(err)
+	}
+	p.shot("feed")
+
+	needleRun(t, needTestsCRLF, append([]string{"need", "resolve", "--cache-only"}, append(r, "-")...)...)
+	p.do("the new resolution arrives live", visible(`tr[data-resolution="5"]`))
+	if row := p.text(`tr[data-resolution="5"]`); !strings.Contains(row, "coverage_hit") || !strings.Contains(row, "--crlf") {
+		t.Fatalf("the new row %q lacks its kind or subject", row)
+	}
+	if marker, err := chromedp.Run(ctx, chromedp.Evaluate[int](`window.__noReload`)); err != nil || marker != 42 {
+		t.Fatalf("the page reloaded to show the new resolution (%d, %v)", marker, err)
+	}
+	p.do("the totals follow", chromedp.WaitVisible(`//dd[@data-total="Resolutions"][text()="5"]`))
+	if row := p.text(`tr[data-resolution="3"]`); !strings.Contains(row, "exact_hit") || strings.Contains(row, "\t0\t0\t") {
+		t.Errorf("the hit that reused the worker's evidence: %q", row)
+	}
+	p.shot("feed-live")
+
+	p.do("evidence", click(`tr[data-resolution="2"] a:last-of-type`), visible(`[data-freshness="fresh"]`))
+	if view := p.text("main"); !strings.Contains(view, "flags.go") || !strings.Contains(view, "the --crlf flag is parsed") {
+		t.Errorf("the evidence view lacks the flow's steps:\n%s", view)
+	}
+	p.shot("evidence")
+	// Edit the cited code: the same view, reloaded, says stale.
+	flags := filepath.Join(repo, "flags.go")
+	MustWriteFile(t, flags, strings.Replace(string(MustReadFile(t, flags)), "treat CRLF", "handle CRLF", 1))
+	p.do("stale evidence", chromedp.Reload(), visible(`[data-freshness="stale"]`))
+	p.shot("evidence-stale")
+
+	p.do("accounting", click(`a[href="#/accounting"]`), visible(`#acct-h`), visible(`svg[aria-label^="Hit rate"]`))
+	p.shot("accounting")
+	t.Logf("screenshots in %s", filepath.Clean(uiShots))
+}
+
+// TestBrowser_LoggedOut: a browser without the session sees the login
+// note, not data; the API refuses it.
+func TestBrowser_LoggedOut(t *testing.T) {
+	ctx := browserTab(t)
+	srv := startServe(t, shortDir(t))
+	if err := chromedp.Do(ctx, chromedp.Navigate(srv.url+"/"), visible(`.login`)); err != nil {
+		t.Fatal(err)
+	}
+	text, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS(`.login`)))
+	if err != nil || !strings.Contains(text, "not logged in") {
+		t.Fatalf("logged-out page says %q (%v)", text, err)
+	}
+}
