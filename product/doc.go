@@ -353,6 +353,35 @@
 // files and done, and a crashed apply is finished or undone at the next
 // open.
 //
+// # Resident runtime
+//
+// StartRuntime (needle serve) owns one data directory. It takes the
+// profile lock (product/internal/runlock: a flock on DATA_DIR/serve.lock
+// with a holder record; a second runtime refuses naming the first, and a
+// crashed holder's record is taken over), opens the one Store every
+// command then shares, and serves two listeners. The IPC socket
+// DATA_DIR/needle.sock (product/internal/ipc: 0600, same uid only) runs
+// the resident commands of the command table (need resolve, evidence
+// propose, mcp serve, profile, config, db check): a client dials it
+// before opening a store and, when a runtime answers, its arguments,
+// working directory and PATH travel over a framed upgrade and the same
+// cli.dispatch runs them in the runtime over its store (runtime_exec.go);
+// with no runtime (or a stale socket) the command opens the store itself.
+// An MCP session is such a command reading its stdin for its life, so
+// each keeps its own engine and ledger. The loopback HTTP server
+// (product/internal/httpguard: 127.0.0.1 or ::1 only, bearer token or a
+// session cookie from a one-time login URL, Host and Origin checks)
+// serves the embedded UI (product/web) and the /api/v1 routes
+// (runtime_api.go), which project stored rows into the explicit DTOs of
+// package web; the socket serves the same routes. Events
+// (product/internal/sse, with Last-Event-ID resume) are read back from
+// committed rows (runtime_events.go): a commit wakes the tail, a timer
+// catches other processes' commits, and nothing is published before it is
+// durable. Store caches (cache.go) keep decoded immutable rows by content
+// id; they never decide what answers a need or whether it is fresh.
+// Shutdown ends input to MCP sessions and the event streams, drains, and
+// releases the lock.
+//
 // # Store
 //
 // SQLite (modernc.org/sqlite, no cgo) in DATA_DIR/needle.db is the source of
@@ -445,13 +474,16 @@
 //
 // Outside the package: product/codextest (a replay App Server and a fake
 // model for tests and the harness, like net/http/httptest), product/migrations
-// (the embedded SQL), and the leaves under product/internal: appserver (the
-// App Server client), checkout (disposable checkouts), codexhook (codex's
-// lifecycle-hook protocol, hooks files and hook trust), contentid, contract
-// (the contract tier's scenarios), failpoint (crash injection for the
-// tests), fakemodel, goevidence (go/ast proofs),
-// jsonrpc (the JSON-RPC server), mdblock (CommonMark block structure),
-// migrate, ndjson (line I/O), procdir (process-owned directories), replay,
-// schema (JSON Schema builder), snapshot (repository snapshots and
-// digests) and transcript.
+// (the embedded SQL), product/web (the embedded UI and the /api/v1 DTOs),
+// and the leaves under product/internal: appserver (the App Server client),
+// checkout (disposable checkouts), codexhook (codex's lifecycle-hook
+// protocol, hooks files and hook trust), contentid, contract (the contract
+// tier's scenarios), failpoint (crash injection for the tests), fakemodel,
+// goevidence (go/ast proofs), httpguard (the loopback server's
+// authentication and request rules), ipc (the unix socket and framed
+// streams), jsonrpc (the JSON-RPC server), mdblock (CommonMark block
+// structure), migrate, ndjson (line I/O), procdir (process identity and
+// process-owned directories), replay, runlock (the profile lock), schema
+// (JSON Schema builder), snapshot (repository snapshots and digests), sse
+// (the event broker), testrun, transcript and typecheck.
 package product

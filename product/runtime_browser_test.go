@@ -108,8 +108,10 @@ func (p page) shot(name string) {
 	}
 }
 
-func visible(sel string) chromedp.Action[chromedp.Void] { return chromedp.WaitVisible(chromedp.CSS(sel)) }
-func click(sel string) chromedp.Action[chromedp.Void]   { return chromedp.Click(chromedp.CSS(sel)) }
+func visible(sel string) chromedp.Action[chromedp.Void] {
+	return chromedp.WaitVisible(chromedp.CSS(sel))
+}
+func click(sel string) chromedp.Action[chromedp.Void] { return chromedp.Click(chromedp.CSS(sel)) }
 
 // needleRun runs a needle command (this test binary) and fails on a
 // non-zero exit.

@@ -223,3 +223,20 @@ func TestRuntime_MCPConnections(t *testing.T) {
 		t.Errorf("the runtime served %d commands, want 5 (profile, two proposals, two MCP sessions)", got)
 	}
 }
+
+// FuzzDecodeExecSpec: any first frame a client sends decodes to a spec
+// with arguments and an absolute directory, or is refused; never a panic.
+func FuzzDecodeExecSpec(f *testing.F) {
+	f.Add([]byte(`{"args":["need","resolve"],"dir":"/w","path":"/bin","definition":"b3:x","schema":7}`))
+	f.Add([]byte(`{"args":[],"dir":"rel"}`))
+	f.Add([]byte(`{"args":["a"],"dir":"/","extra":1}`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		s, err := decodeExecSpec(data)
+		if err != nil {
+			return
+		}
+		if len(s.Args) == 0 || len(s.Args) > 256 || !filepath.IsAbs(s.Dir) {
+			t.Fatalf("accepted %+v", s)
+		}
+	})
+}

@@ -1,6 +1,9 @@
 // Package web holds the resident runtime's embedded UI and the contract of
 // the JSON API it consumes (api.go). It knows nothing of Needle's engine:
-// the runtime serves Assets and implements the routes api.go describes.
+// the runtime (product/runtime_api.go) serves Assets and implements the
+// routes api.go describes. The DTOs live here, not in package product, on
+// purpose: this package cannot import product, so no response type can
+// embed a domain record by accident — every field is projected by hand.
 //
 // The UI is TypeScript and React (from npm, pinned by package-lock.json)
 // in src/, bundled by `go generate ./product/web`, which runs

@@ -144,8 +144,9 @@ function Login() {
       <h1>Needle</h1>
       <p role="alert">You are not logged in.</p>
       <p>
-        Open the one-time login link that <code>needle serve</code> printed when it started. API clients send{" "}
-        <code>Authorization: Bearer</code> with the token from the data directory instead.
+        Open the one-time login link that <code>needle serve</code> printed when it started, or get a fresh one with{" "}
+        <code>needle ui --data-dir DIR</code>. API clients send <code>Authorization: Bearer</code> with the token from
+        the data directory instead.
       </p>
     </main>
   );
