@@ -392,6 +392,12 @@ func TestAPI_Events(t *testing.T) {
 				if err := json.Unmarshal(ev.Data, &rs); err != nil {
 					t.Fatal(err)
 				}
+				// The fixture's own resolutions may still be on their way
+				// (published after the status was read): at least once,
+				// applied by id.
+				if rs.ResolutionID <= 5 {
+					continue
+				}
 			}
 			return ev, rs
 		}
