@@ -265,6 +265,10 @@ func (c *cli) readInput(name string, limit int) ([]byte, error) {
 	if name != "-" {
 		f, err := os.Open(c.path(name))
 		if err != nil {
+			var pe *os.PathError
+			if errors.As(err, &pe) {
+				pe.Path = name // as the user wrote it, wherever the command runs
+			}
 			return nil, &Error{Op: "read input", Kind: KindIO, Err: err}
 		}
 		defer f.Close()

@@ -1,6 +1,9 @@
 package product
 
-import "fmt"
+import (
+	"fmt"
+	"path/filepath"
+)
 
 const usageDBCheck = `Usage: needle db check --data-dir DIR
 
@@ -33,7 +36,7 @@ func (c *cli) dbCheck(args []string) int {
 		return c.fail("db check", err)
 	}
 	fmt.Fprintf(c.stdout, "store %s\nschema version %d (head %d)\njournal_mode %s, foreign_keys %v\n",
-		rep.Path, rep.SchemaVersion, rep.HeadVersion, rep.JournalMode, rep.ForeignKeys)
+		filepath.Join(*dataDir, storeFileName), rep.SchemaVersion, rep.HeadVersion, rep.JournalMode, rep.ForeignKeys)
 	for _, m := range rep.Migrations {
 		fmt.Fprintf(c.stdout, "migration %04d %s %s verified\n", m.Version, m.Name, m.Digest)
 	}

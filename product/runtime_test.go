@@ -138,6 +138,7 @@ func TestRuntime_CommandParity(t *testing.T) {
 			{"", []string{"config", "set", "--data-dir", data, "worker.deadline", "3m"}},
 			{"", []string{"config", "get", "--data-dir", data, "worker.deadline"}},
 			{"", []string{"db", "check", "--data-dir", data}},
+			{"", append([]string{"need", "resolve"}, append(r, "missing.json")...)},
 		}
 	}
 	run := func(data string) []string {
