@@ -200,7 +200,34 @@ func TestAPI_Walk(t *testing.T) {
 			t.Errorf("GET %s over IPC: %d %s\nover HTTP: %d %s", r, resp.StatusCode, ipcBody, status, body)
 		}
 	}
-	t.Logf("walked %d route answers, %d JSON values", len(routes), values)
+	// The event stream's data are DTOs too: replay it from the start.
+	st := f.rt.mustStatus(t)
+	epoch, _, _ := strings.Cut(st.EventID, "-")
+	req, _ := http.NewRequest(http.MethodGet, f.rt.URL()+"/api/v1/events", nil)
+	req.Header.Set("Authorization", "Bearer "+f.token)
+	req.Header.Set("Last-Event-ID", epoch+"-0")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	r := sse.NewReader(resp.Body)
+	events := 0
+	for resolutions := 0; resolutions < 5; events++ {
+		ev, err := r.Next()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var doc any
+		if err := json.Unmarshal(ev.Data, &doc); err != nil {
+			t.Fatalf("event %s: %v", ev.ID, err)
+		}
+		values += walkJSON(t, "event "+ev.Type, doc, "$", secrets)
+		if ev.Type == web.EventResolution {
+			resolutions++
+		}
+	}
+	t.Logf("walked %d route answers and %d events, %d JSON values", len(routes), events, values)
 }
 
 // TestAPI_Needs checks the feed: newest first, paginated and bounded,
