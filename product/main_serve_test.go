@@ -106,15 +106,16 @@ func (p *serveProc) stop(tb testing.TB, sig syscall.Signal) int {
 }
 
 // TestServe_SecondRefuses: a second `needle serve` on a data directory
-// refuses with exit 1 and a message naming the running one.
+// refuses with the exit status of a conflict and a message naming the
+// running one.
 func TestServe_SecondRefuses(t *testing.T) {
 	dir := shortDir(t)
 	first := startServe(t, dir)
 	second := needleCommand(t, "serve", "--data-dir", dir)
 	out, err := second.CombinedOutput()
 	var exit *exec.ExitError
-	if !errors.As(err, &exit) || exit.ExitCode() != 1 {
-		t.Fatalf("the second needle serve: %v\n%s", err, out)
+	if want := KindConflict.info().exit; !errors.As(err, &exit) || exit.ExitCode() != want {
+		t.Fatalf("the second needle serve: %v, want exit %d (a conflict)\n%s", err, want, out)
 	}
 	for _, want := range []string{"held by another runtime", "pid " + strconv.Itoa(first.cmd.Process.Pid), first.url, "unix:" + first.sock} {
 		if !strings.Contains(string(out), want) {

@@ -75,7 +75,7 @@ type Runtime struct {
 // StartRuntime takes the profile lock of cfg.DataDir, opens its store and
 // starts serving. A second runtime on the same data directory fails with
 // an error that names the first (errors.Is runlock.ErrHeld).
-func StartRuntime(ctx context.Context, cfg RuntimeConfig) (rt *Runtime, err error) {
+func StartRuntime(ctx context.Context, cfg RuntimeConfig) (*Runtime, error) {
 	if cfg.Addr == "" {
 		cfg.Addr = "127.0.0.1:0"
 	}
@@ -97,11 +97,13 @@ func StartRuntime(ctx context.Context, cfg RuntimeConfig) (rt *Runtime, err erro
 	if err != nil {
 		return nil, invalidf("serve", "addr", "%v", err)
 	}
-	rt = &Runtime{cfg: cfg, dataDir: dir, log: log.New(cfg.Log, "needle serve: ", log.LstdFlags), started: time.Now().UTC(),
+	rt := &Runtime{cfg: cfg, dataDir: dir, log: log.New(cfg.Log, "needle serve: ", log.LstdFlags), started: time.Now().UTC(),
 		served: make(chan error, 2)}
+	// Until the servers run, a failure undoes what was set up, in reverse.
 	var cleanup []func()
+	started := false
 	defer func() {
-		if err != nil {
+		if !started {
 			for i := len(cleanup) - 1; i >= 0; i-- {
 				cleanup[i]()
 			}
@@ -163,6 +165,7 @@ func StartRuntime(ctx context.Context, cfg RuntimeConfig) (rt *Runtime, err erro
 	rt.ipcSrv = &http.Server{Handler: ipcMux, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute, ErrorLog: errLog}
 	// Streams end when the servers shut down, so that Shutdown can drain.
 	rt.httpSrv.RegisterOnShutdown(rt.broker.Close)
+	started = true // from here on, Shutdown undoes it all
 	go func() { rt.served <- rt.httpSrv.Serve(httpL) }()
 	go func() { rt.served <- rt.ipcSrv.Serve(rt.ipcL) }()
 	if err := rt.lock.Publish(rt.url, "unix:"+rt.ipcL.Path()); err != nil {

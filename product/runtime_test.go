@@ -241,3 +241,18 @@ func FuzzDecodeExecSpec(f *testing.F) {
 		}
 	})
 }
+
+// TestStartRuntime_FailureUndoes: a runtime that cannot start (its socket
+// path is taken by a directory) leaves the lock free and nothing
+// listening.
+func TestStartRuntime_FailureUndoes(t *testing.T) {
+	dir := shortDir(t)
+	if err := os.Mkdir(filepath.Join(dir, socketFileName), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := StartRuntime(context.Background(), RuntimeConfig{DataDir: dir}); err == nil {
+		t.Fatal("the runtime started over a directory where its socket goes")
+	}
+	os.Remove(filepath.Join(dir, socketFileName))
+	mustRuntime(t, dir) // the lock was released
+}
