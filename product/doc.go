@@ -362,7 +362,7 @@
 // command then shares, and serves two listeners. The IPC socket
 // DATA_DIR/needle.sock (product/internal/ipc: 0600, same uid only) runs
 // the resident commands of the command table (need resolve, evidence
-// propose, mcp serve, profile, config, db check): a client dials it
+// propose, mcp serve, change, profile, config, db check): a client dials it
 // before opening a store and, when a runtime answers, its arguments,
 // working directory and PATH travel over a framed upgrade and the same
 // cli.dispatch runs them in the runtime over its store (runtime_exec.go);
@@ -372,8 +372,11 @@
 // (product/internal/httpguard: 127.0.0.1 or ::1 only, bearer token or a
 // session cookie from a one-time login URL, Host and Origin checks)
 // serves the embedded UI (product/web) and the /api/v1 routes
-// (runtime_api.go), which project stored rows into the explicit DTOs of
-// package web; the socket serves the same routes. Events
+// (runtime_api*.go), which project stored rows into the explicit DTOs of
+// package web; the socket serves the same routes. The lifecycle routes run
+// the engine methods of needle change (reads replay the journal;
+// approvals and applies follow the same rules) on an engine of the
+// lifecycle's repository over the runtime's store. Events
 // (product/internal/sse, with Last-Event-ID resume) are read back from
 // committed rows (runtime_events.go): a commit wakes the tail, a timer
 // catches other processes' commits, and nothing is published before it is
@@ -467,6 +470,7 @@
 //	runtime.go           the resident runtime (needle serve): lock, store, servers, shutdown
 //	runtime_exec.go      commands run in the runtime for IPC clients, and the client side
 //	runtime_api.go       the /api/v1 handlers: explicit DTOs of product/web
+//	runtime_api_lifecycle.go  the lifecycle routes: reads, approval and apply
 //	runtime_events.go    the event stream: committed rows published as server-sent events
 //	main.go              the needle command: dispatch, help, version
 //	main_*.go            its command families: need, evidence, profile (and

@@ -1,7 +1,6 @@
 package product
 
 import (
-	"context"
 	"flag"
 	"fmt"
 	"io"
@@ -66,7 +65,7 @@ func (c *cli) parseChange(f changeFlags, name, usage string, args []string, narg
 // changeEngine opens the engine a change command runs on.
 func (c *cli) changeEngine(f changeFlags, codexFlag string, workers bool) (*Engine, error) {
 	cfg := Config{DataDir: *f.dataDir, Repository: *f.repo, Transport: "cli"}
-	settings, err := settingsOf(c.ctx, *f.dataDir)
+	settings, err := c.settings(*f.dataDir)
 	if err != nil {
 		return nil, err
 	}
@@ -79,7 +78,7 @@ func (c *cli) changeEngine(f changeFlags, codexFlag string, workers bool) (*Engi
 	if changeConfigHook != nil {
 		changeConfigHook(&cfg)
 	}
-	return Open(c.ctx, cfg)
+	return c.openEngine(cfg)
 }
 
 // changeConfigHook, when set, edits the configuration of the change
@@ -88,13 +87,15 @@ func (c *cli) changeEngine(f changeFlags, codexFlag string, workers bool) (*Engi
 // working fake adapters.
 var changeConfigHook func(*Config)
 
-func settingsOf(ctx context.Context, dataDir string) (map[string]string, error) {
-	st, err := OpenStore(ctx, dataDir)
+// settings reads the profile settings of dataDir (the runtime's store,
+// inside it).
+func (c *cli) settings(dataDir string) (map[string]string, error) {
+	st, release, err := c.openStore(dataDir)
 	if err != nil {
 		return nil, err
 	}
-	defer st.Close()
-	return st.Settings(ctx)
+	defer release()
+	return st.Settings(c.ctx)
 }
 
 // stringList is a repeatable string flag.

@@ -23,8 +23,9 @@ owns the only connection pool of DIR/needle.db with caches of its decoded
 immutable records, and serves:
 
   - on the IPC socket DIR/needle.sock (mode 0600, this user only): the
-    commands need resolve, evidence propose, mcp serve, profile, config and
-    db check of any client naming --data-dir DIR run here, over this store,
+    commands need resolve, evidence propose, mcp serve, change, profile,
+    config and db check of any client naming --data-dir DIR run here, over
+    this store,
     with the same results as without a runtime (which they fall back to
     when none runs);
   - on loopback HTTP (--addr, 127.0.0.1 or ::1 only; port 0 picks one): the

@@ -70,6 +70,7 @@ type Runtime struct {
 
 	execs    execTracker
 	commands atomic.Int64 // commands run for IPC clients
+	roots    engines      // engines of the repositories, for the lifecycle routes
 }
 
 // StartRuntime takes the profile lock of cfg.DataDir, opens its store and

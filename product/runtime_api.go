@@ -37,7 +37,11 @@ var apiRoutes = []apiRoute{
 	{"GET /api/v1/needs", (*Runtime).getNeeds},
 	{"GET /api/v1/evidence/{artifact_id}", (*Runtime).getEvidence},
 	{"GET /api/v1/accounting", (*Runtime).getAccounting},
-	{"GET /api/v1/lifecycles", (*Runtime).getLifecycles},
+	{"GET /api/v1/lifecycles", (*Runtime).getLifecycles}, // runtime_api_lifecycle.go
+	{"GET /api/v1/lifecycles/{id}", (*Runtime).getLifecycle},
+	{"GET /api/v1/lifecycles/{id}/events", (*Runtime).getLifecycleEvents},
+	{"POST /api/v1/lifecycles/{id}/approvals", (*Runtime).postApproval},
+	{"POST /api/v1/lifecycles/{id}/apply", (*Runtime).postApply},
 }
 
 // apiHandler serves the API routes, the event stream and JSON 404s.
@@ -129,24 +133,30 @@ func safeText(s string, n int) string {
 	}, s), n)
 }
 
-// pageArgs reads ?limit= (1..web.MaxPageSize, default web.DefaultPageSize)
-// and an opaque ?cursor=, which for every list is "c" + a decimal id.
-func pageArgs(r *http.Request) (limit int, cursor int64, err error) {
-	const op = "api.page"
-	q := r.URL.Query()
-	limit = web.DefaultPageSize
-	if s := q.Get("limit"); s != "" {
-		n, err := strconv.Atoi(s)
-		if err != nil || n < 1 || n > web.MaxPageSize {
-			return 0, 0, invalidf(op, "limit", "want an integer from 1 to %d", web.MaxPageSize)
-		}
-		limit = n
+// limitArg reads ?limit= (1..web.MaxPageSize, default web.DefaultPageSize).
+func limitArg(r *http.Request) (int, error) {
+	s := r.URL.Query().Get("limit")
+	if s == "" {
+		return web.DefaultPageSize, nil
 	}
-	if s := q.Get("cursor"); s != "" {
+	n, err := strconv.Atoi(s)
+	if err != nil || n < 1 || n > web.MaxPageSize {
+		return 0, invalidf("api.page", "limit", "want an integer from 1 to %d", web.MaxPageSize)
+	}
+	return n, nil
+}
+
+// pageArgs reads ?limit= and the feed's opaque ?cursor=, "c" + a decimal
+// resolution id.
+func pageArgs(r *http.Request) (limit int, cursor int64, err error) {
+	if limit, err = limitArg(r); err != nil {
+		return 0, 0, err
+	}
+	if s := r.URL.Query().Get("cursor"); s != "" {
 		digits, ok := strings.CutPrefix(s, "c")
 		n, err := strconv.ParseInt(digits, 10, 64)
 		if !ok || err != nil || n < 1 || strconv.FormatInt(n, 10) != digits {
-			return 0, 0, invalidf(op, "cursor", "not a cursor this server gave")
+			return 0, 0, invalidf("api.page", "cursor", "not a cursor this server gave")
 		}
 		cursor = n
 	}
@@ -375,15 +385,4 @@ func obligationNames(s Satisfies) []string {
 		name += "(" + strings.Join(facets, ",") + ")"
 	}
 	return []string{name}
-}
-
-// getLifecycles lists change lifecycles, most recently updated first.
-// The change lifecycle store (issue 14) is not part of this build yet:
-// the list is empty.
-func (rt *Runtime) getLifecycles(w http.ResponseWriter, r *http.Request) error {
-	if _, _, err := pageArgs(r); err != nil {
-		return err
-	}
-	writeJSON(w, http.StatusOK, web.Page[web.LifecycleSummary]{Items: []web.LifecycleSummary{}, EventID: rt.broker.LastID()})
-	return nil
 }

@@ -5,6 +5,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -203,4 +205,82 @@ func TestBrowser_LoggedOut(t *testing.T) {
 	if err != nil || !strings.Contains(text, "not logged in") {
 		t.Fatalf("logged-out page says %q (%v)", text, err)
 	}
+}
+
+// TestBrowser_Lifecycle follows change lifecycles made by the real needle
+// change commands in the UI of a real `needle serve`: the list fills in
+// live as a lifecycle starts and runs; its detail shows the journal and
+// exactly the digests `needle change show` prints; approving and applying
+// writes the patch; and with the work tree drifted the apply is a 409 that
+// names the path and writes nothing.
+func TestBrowser_Lifecycle(t *testing.T) {
+	ctx := browserTab(t)
+	p := page{t, ctx}
+	data := shortDir(t)
+	srv := startServe(t, data)
+	p.do("log in", chromedp.Navigate(srv.login), visible(`#live.live-live`), click(`a[href="#/lifecycles"]`), visible(`#lc-h`))
+	if _, err := chromedp.Run(ctx, chromedp.Evaluate[int](`window.__noReload = 7`)); err != nil {
+		t.Fatal(err)
+	}
+
+	repo := MustFixtureRepo(t, "grepx", true)
+	lc := startLifecycle(t, repo, data)
+	row := `tr[data-lifecycle="` + lc.id + `"]`
+	p.do("the lifecycle appears live, awaiting approval", visible(row+` [data-status="awaiting_approval"]`))
+	if marker, err := chromedp.Run(ctx, chromedp.Evaluate[int](`window.__noReload`)); err != nil || marker != 7 {
+		t.Fatalf("the page reloaded to show the lifecycle (%d, %v)", marker, err)
+	}
+	p.shot("lifecycles")
+
+	// The journal as needle change events prints it: one line per event.
+	events := len(regexp.MustCompile(`(?m)^ *\d+  `).FindAllString(needleRun(t, "", "change", "events", "--repository", repo, "--data-dir", data, lc.id), -1))
+	p.do("the detail with its journal", click(row+` a`), visible(`.timeline li[data-seq="`+strconv.Itoa(events)+`"]`), visible(`.approve button`))
+	if n, err := chromedp.Run(ctx, chromedp.Evaluate[int](`document.querySelectorAll(".timeline li").length`)); err != nil || n != events || events < 6 {
+		t.Fatalf("the timeline shows %d events (%v); needle change events prints %d", n, err, events)
+	}
+	for kind, want := range map[string]string{"patch": lc.digests.Patch, "verification": lc.digests.Verification, "lifecycle": lc.digests.Lifecycle} {
+		if got := strings.TrimSpace(p.text(`.approve [data-digest="` + kind + `"]`)); got != want {
+			t.Fatalf("the UI asks to approve %s digest %q; needle change show says %s", kind, got, want)
+		}
+	}
+	p.shot("lifecycle")
+
+	search := filepath.Join(repo, "search.go")
+	p.do("approve and apply", click(`.approve button`), visible(`#applied`), visible(`.timeline li[data-kind="apply_completed"]`))
+	if !strings.Contains(string(MustReadFile(t, search)), splitComment) {
+		t.Fatal("the apply did not write the patch")
+	}
+	if st := MustRun(t, repo, "git", "status", "--porcelain"); st != " M search.go\n" {
+		t.Errorf("git status after the apply: %q", st)
+	}
+	p.shot("applied")
+
+	// A second repository of the same data directory; its work tree drifts
+	// after the lifecycle ran.
+	repo2 := MustFixtureRepo(t, "grepx", true)
+	lc2 := startLifecycle(t, repo2, data)
+	edited := "package main\n\n// edited by hand while the change awaited approval\n"
+	MustWriteFile(t, filepath.Join(repo2, "search.go"), edited)
+	p.do("drift conflict, by keyboard",
+		chromedp.Navigate(srv.url+"/#/lifecycles/"+lc2.id),
+		visible(`.approve button`),
+		chromedp.Focus(chromedp.CSS(`.approve button`)),
+		chromedp.KeyEvent("\r"),
+		visible(`#conflict`),
+	)
+	p.shot("conflict")
+	reason, err := chromedp.Run(ctx, chromedp.AttributeValue(chromedp.CSS(`[data-conflict-reason]`), "data-conflict-reason"))
+	if err != nil || reason.Value != "work_tree_drift" {
+		t.Fatalf("conflict reason %+v (%v), want work_tree_drift", reason, err)
+	}
+	if note := p.text(`#conflict`); !strings.Contains(note, "search.go") || !strings.Contains(note, "409") {
+		t.Fatalf("the conflict note %q does not name the drifted path and 409", note)
+	}
+	if got := string(MustReadFile(t, filepath.Join(repo2, "search.go"))); got != edited {
+		t.Fatalf("a refused apply wrote the work tree:\n%s", got)
+	}
+	if show := needleRun(t, "", "change", "show", "--repository", repo2, "--data-dir", data, lc2.id); !strings.Contains(show, "apply/approved") {
+		t.Errorf("after the refused apply the lifecycle is not approved and waiting:\n%s", show)
+	}
+	t.Logf("screenshots in %s", filepath.Clean(uiShots))
 }

@@ -11,7 +11,10 @@ import (
 
 // eventTail turns committed rows into the runtime's event stream: it
 // follows the resolutions table past the last row it published and
-// publishes each new one (then the new accounting totals). Events are read
+// publishes each new one (then the new accounting totals), and the
+// lifecycle journal (change_events) likewise, through the lifecycles
+// updated since the last pass, each entry with its lifecycle's summary,
+// replayed and checked. Events are read
 // back from SQLite after commit, so none is published for a write that
 // rolled back, and none is lost when the row was written by another
 // process (a command that ran before the runtime started, a client of
@@ -25,6 +28,10 @@ type eventTail struct {
 	once   sync.Once
 	mu     sync.Mutex
 	lastID int64 // the newest resolution published (or present at start)
+	// since is the newest lifecycle update seen, and seqs how far each
+	// lifecycle's journal was published (or present at start).
+	since string
+	seqs  map[string]int
 }
 
 // tailBatch bounds the rows published per pass.
@@ -35,7 +42,15 @@ func startEventTail(ctx context.Context, rt *Runtime) (*eventTail, error) {
 	if err != nil {
 		return nil, err
 	}
-	t := &eventTail{rt: rt, wake: make(chan struct{}, 1), quit: make(chan struct{}), done: make(chan struct{}), lastID: last}
+	t := &eventTail{rt: rt, wake: make(chan struct{}, 1), quit: make(chan struct{}), done: make(chan struct{}), lastID: last,
+		seqs: map[string]int{}}
+	present, err := rt.store.lifecyclesUpdatedSince(ctx, "")
+	if err != nil {
+		return nil, err
+	}
+	for _, p := range present {
+		t.seqs[p.ID], t.since = p.Seq, max(t.since, p.UpdatedAt)
+	}
 	rt.store.onCommit = t.nudge
 	go t.run()
 	return t, nil
@@ -66,10 +81,14 @@ func (t *eventTail) run() {
 	}
 }
 
-// publishNew publishes every resolution committed since the last pass.
+// publishNew publishes every resolution and lifecycle journal entry
+// committed since the last pass.
 func (t *eventTail) publishNew(ctx context.Context) error {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	if err := t.publishJournal(ctx); err != nil {
+		t.rt.log.Printf("event stream: lifecycles: %v", err)
+	}
 	published := 0
 	for {
 		rows, err := t.rt.store.resolutionsAfter(ctx, t.lastID, tailBatch)
@@ -112,4 +131,62 @@ func (t *eventTail) stop() {
 		close(t.quit)
 		<-t.done
 	})
+}
+
+// publishJournal publishes the lifecycle journal entries committed since
+// the last pass, each with its lifecycle's summary as it is now: each
+// lifecycle's entries in journal order.
+func (t *eventTail) publishJournal(ctx context.Context) error {
+	moved, err := t.rt.store.lifecyclesUpdatedSince(ctx, t.since)
+	if err != nil {
+		return err
+	}
+	for _, p := range moved {
+		t.since = max(t.since, p.UpdatedAt)
+		if p.Seq <= t.seqs[p.ID] {
+			continue
+		}
+		changes, err := t.lifecycleChanges(ctx, p, t.seqs[p.ID])
+		if err != nil {
+			// A lifecycle that does not replay is never shown; its reads
+			// fail too. Skip it rather than stall the stream.
+			t.rt.log.Printf("event stream: lifecycle %s: %v", p.ID, err)
+		}
+		for _, data := range changes {
+			if _, err := t.rt.broker.Publish(web.EventLifecycle, data); err != nil {
+				return nil // the stream is closed: shutting down
+			}
+		}
+		t.seqs[p.ID] = p.Seq
+	}
+	return nil
+}
+
+// lifecycleChanges is the event data of a lifecycle's journal entries
+// after seq: each entry with the lifecycle's summary as it is now.
+func (t *eventTail) lifecycleChanges(ctx context.Context, p lifecycleProgress, after int) ([][]byte, error) {
+	e, err := t.rt.rootEngine(ctx, p.Root)
+	if err != nil {
+		return nil, err
+	}
+	evs, err := e.LifecycleEvents(ctx, p.ID)
+	if err != nil {
+		return nil, err
+	}
+	summary, err := t.rt.lifecycleSummary(ctx, p.lifecycleRef)
+	if err != nil {
+		return nil, err
+	}
+	var out [][]byte
+	for _, ev := range evs {
+		if ev.Seq <= after {
+			continue
+		}
+		data, err := json.Marshal(web.LifecycleChange{Summary: summary, Event: lifecycleEventDTO(ev)})
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, data)
+	}
+	return out, nil
 }

@@ -115,6 +115,7 @@ type applyEnd struct {
 // seq 1 and the created event, in one transaction.
 func (s *Store) createLifecycle(ctx context.Context, rec lifecycleRecord, ev LifecycleCreated, st LifecycleState) error {
 	kind, payload, digest := EncodeLifecycleEvent(ev)
+	defer s.committed() // after a failure, a spurious wake costs one query
 	return s.inTx(ctx, "store.lifecycle_create", func(tx *sql.Tx, now string) error {
 		if err := createSession(ctx, tx, now, rec.Session, DefinitionID(), "cli", "[]", ""); err != nil {
 			return err
@@ -184,6 +185,7 @@ func (s *Store) commitTransition(ctx context.Context, id, prevDigest string, ev 
 	if err := tx.Commit(); err != nil {
 		return "", storeError("store.lifecycle_transition", err)
 	}
+	s.committed()
 	return nextDigest, nil
 }
 
@@ -584,4 +586,56 @@ func (s *Store) patchBlobs(ctx context.Context, changeID string, revision int) (
 	}
 	var files []PatchFile
 	return files, id, decodeStored(ops, &files)
+}
+
+// lifecycleRef names a lifecycle with its repository root, for the
+// resident runtime, which serves the lifecycles of every repository of its
+// data directory.
+type lifecycleRef struct {
+	ID, Root, UpdatedAt string
+}
+
+// lifecyclePage lists lifecycles of every root, most recently updated
+// first, after the (updated_at, lifecycle_id) cursor when it is set.
+func (s *Store) lifecyclePage(ctx context.Context, afterUpdated, afterID string, limit int) ([]lifecycleRef, error) {
+	where, args := "", []any{}
+	if afterID != "" {
+		where, args = `WHERE (updated_at, lifecycle_id) < (?, ?)`, []any{afterUpdated, afterID}
+	}
+	return queryAll(ctx, s.db, "store.lifecycles", `SELECT lifecycle_id, root, updated_at FROM change_lifecycles `+where+`
+		ORDER BY updated_at DESC, lifecycle_id DESC LIMIT ?`, append(args, limit),
+		func(rows rowScanner, r *lifecycleRef) error { return rows.Scan(&r.ID, &r.Root, &r.UpdatedAt) })
+}
+
+// lifecycleRef finds a lifecycle by its id or its change's id, in any
+// root; KindNotFound when there is none.
+func (s *Store) lifecycleRef(ctx context.Context, id string) (lifecycleRef, error) {
+	var r lifecycleRef
+	err := s.db.QueryRowContext(ctx, `SELECT lifecycle_id, root, updated_at FROM change_lifecycles
+		WHERE lifecycle_id = ? OR change_id = ?`, id, id).Scan(&r.ID, &r.Root, &r.UpdatedAt)
+	if errNoRows(err) {
+		return r, &Error{Op: "lifecycle", Kind: KindNotFound, Err: fmt.Errorf("no lifecycle %s", id)}
+	}
+	if err != nil {
+		return r, storeError("store.lifecycle", err)
+	}
+	return r, nil
+}
+
+// lifecycleProgress is where a lifecycle's journal stands.
+type lifecycleProgress struct {
+	lifecycleRef
+	Seq int
+}
+
+// lifecyclesUpdatedSince lists the lifecycles updated at or after since
+// ("" for all), oldest update first: the resident runtime's event stream
+// follows the journal through them (it is one b-tree per lifecycle, with
+// no global order of its own).
+func (s *Store) lifecyclesUpdatedSince(ctx context.Context, since string) ([]lifecycleProgress, error) {
+	return queryAll(ctx, s.db, "store.lifecycles", `SELECT lifecycle_id, root, updated_at, seq FROM change_lifecycles
+		WHERE updated_at >= ? ORDER BY updated_at, lifecycle_id`, []any{since},
+		func(rows rowScanner, p *lifecycleProgress) error {
+			return rows.Scan(&p.ID, &p.Root, &p.UpdatedAt, &p.Seq)
+		})
 }

@@ -3,9 +3,9 @@ package web
 import "time"
 
 // This file is the versioned JSON contract between the resident runtime
-// and the UI (and any API client): the DTOs of /api/v1. It is a spec that
-// will move into package product with the runtime's handlers; the UI's
-// src/api.ts mirrors it field for field (api_test.go holds them together).
+// and the UI (and any API client): the DTOs of /api/v1, which the runtime's
+// handlers (product/runtime_api*.go) fill in by hand; the UI's src/api.ts
+// mirrors it field for field (api_test.go holds them together).
 //
 // Every DTO is an explicit projection. None may carry a raw store record,
 // a host-local (absolute) path, a transcript, a credential or raw model
@@ -20,10 +20,11 @@ import "time"
 //	GET  /api/v1/evidence/{artifact_id}               EvidenceDetail            freshness checked now
 //	GET  /api/v1/accounting                           Accounting
 //	GET  /api/v1/lifecycles?limit=&cursor=            Page[LifecycleSummary]    most recently updated first
-//	GET  /api/v1/lifecycles/{change_id}               LifecycleDetail           journal replayed first
-//	GET  /api/v1/lifecycles/{change_id}/events?after=&limit=  Page[LifecycleEvent]  ascending seq
-//	POST /api/v1/lifecycles/{change_id}/approvals     ApprovalRequest → 201 Approval | 409 Error(conflict)
-//	POST /api/v1/lifecycles/{change_id}/apply         ApplyRequest → 200 ApplyResult | 409 Error(conflict)
+//	GET  /api/v1/lifecycles/{id}                      LifecycleDetail           journal replayed first
+//	                                                  ({id}: lcy_… or its change's chg_…)
+//	GET  /api/v1/lifecycles/{id}/events?after=&limit= Page[LifecycleEvent]      ascending seq
+//	POST /api/v1/lifecycles/{id}/approvals            ApprovalRequest → 201 Approval | 409 Error(conflict)
+//	POST /api/v1/lifecycles/{id}/apply                ApplyRequest → 200 ApplyResult | 409 Error(conflict)
 //	POST /api/v1/logout                               204
 //	GET  /api/v1/events?last_event_id=               text/event-stream (see StreamEvent types)
 //	GET  /login?code=                                 303 to / with the session cookie
@@ -31,7 +32,7 @@ import "time"
 // Errors are Error bodies with the HTTP status of their kind: 400
 // invalid_input, 401 unauthorized, 403 forbidden_origin, 404 not_found,
 // 409 conflict, 415 unsupported_media_type, 421 bad_host, 500 internal
-// (message "internal error"; details only in the log).
+// (message "internal error"; details only in the log), 503 unavailable.
 
 // Page bounds of every list route.
 const (
@@ -67,8 +68,9 @@ type ErrorDetail struct {
 
 // Conflict explains a 409: the approval's digests are not the change's
 // current ones (digest_mismatch), the work tree drifted from the patch's
-// base (work_tree_drift), or the lifecycle is not awaiting approval
-// (wrong_phase).
+// base (work_tree_drift), the lifecycle is not awaiting approval, or not
+// approved with this approval (wrong_phase), or it moved on meanwhile
+// (moved).
 type Conflict struct {
 	Reason   string          `json:"reason"`
 	Expected ApprovalDigests `json:"expected"`
@@ -219,24 +221,37 @@ type AccountingPoint struct {
 
 // LifecycleSummary is one change lifecycle in the list.
 type LifecycleSummary struct {
-	ChangeID    string    `json:"change_id"`
-	Task        string    `json:"task"`   // bounded to MaxTextBytes
-	Phase       string    `json:"phase"`  // explore implement test review verify apply
-	Status      string    `json:"status"` // running awaiting_approval applied failed cancelled
+	LifecycleID string `json:"lifecycle_id"` // lcy_…
+	ChangeID    string `json:"change_id"`    // chg_…
+	Task        string `json:"task"`         // bounded to MaxTextBytes
+	Phase       string `json:"phase"`        // explore implement test review verify apply
+	// Status is running, awaiting_approval, approved or applying, or
+	// terminal: applied, rejected, inconclusive, failed, cancelled (with
+	// Reason).
+	Status      string    `json:"status"`
+	Reason      string    `json:"reason,omitempty"`
+	Round       int       `json:"round"` // 2 after the one repair
 	UpdatedAt   time.Time `json:"updated_at"`
-	Events      int       `json:"events"`
+	Events      int       `json:"events"` // journal length (the state's seq)
 	StateDigest string    `json:"state_digest"`
 }
 
-// LifecycleDetail is one lifecycle, replayed from its journal.
+// LifecycleDetail is one lifecycle, replayed and checked from its journal
+// when requested.
 type LifecycleDetail struct {
-	Summary      LifecycleSummary `json:"summary"`
-	Phases       []PhaseState     `json:"phases"`
-	Patch        *Patch           `json:"patch,omitempty"`
-	Verification *Verification    `json:"verification,omitempty"`
+	Summary LifecycleSummary `json:"summary"`
+	Phases  []PhaseState     `json:"phases"`
+	// Criteria are the acceptance criteria by digest, in order (their text
+	// stays in the store).
+	Criteria     []string      `json:"criteria"`
+	Tests        []TestOutcome `json:"tests"`
+	Patch        *Patch        `json:"patch,omitempty"`
+	Verification *Verification `json:"verification,omitempty"`
 	// Approval is what the user would approve now: the three digests the
-	// approval binds, shown verbatim before the user approves.
+	// approval binds, shown verbatim before the user approves; and the
+	// approval once given.
 	Approval ApprovalState `json:"approval"`
+	Apply    *ApplyState   `json:"apply,omitempty"`
 	EventID  string        `json:"event_id"`
 }
 
@@ -244,6 +259,14 @@ type LifecycleDetail struct {
 type PhaseState struct {
 	Phase  string `json:"phase"`
 	Status string `json:"status"` // pending active done failed skipped
+}
+
+// TestOutcome is one frozen test plan and how the current patch fared.
+type TestOutcome struct {
+	Test       string `json:"test"`
+	Command    string `json:"command"`
+	Outcome    string `json:"outcome"` // passed failed error, or "" before the test phase
+	DurationMS int64  `json:"duration_ms"`
 }
 
 // Patch is the change's current patch, projected.
@@ -255,10 +278,9 @@ type Patch struct {
 
 // PatchFile is one file the patch touches.
 type PatchFile struct {
-	Path    string `json:"path"`
-	Op      string `json:"op"` // add modify delete
-	Added   int    `json:"added"`
-	Removed int    `json:"removed"`
+	Path  string `json:"path"`
+	Op    string `json:"op"`    // add modify delete
+	Bytes int    `json:"bytes"` // size of the new content
 }
 
 // Verification is the independent verifier's verdict on the patch.
@@ -269,13 +291,15 @@ type Verification struct {
 }
 
 // Criterion is one acceptance criterion by digest (its text stays in the
-// store) and whether the verifier found it met.
+// store) and the verifier's judgement of it (met, not_met, unknown); the
+// verifier's prose is not shown.
 type Criterion struct {
-	Digest    string `json:"digest"`
-	Satisfied bool   `json:"satisfied"`
+	Digest string `json:"digest"`
+	Status string `json:"status"`
 }
 
-// ApprovalState says whether an approval is possible now, with what.
+// ApprovalState says whether an approval is possible now, with what, and
+// the approval once given.
 type ApprovalState struct {
 	Awaiting bool            `json:"awaiting"`
 	Digests  ApprovalDigests `json:"digests"`
@@ -303,7 +327,7 @@ type Approval struct {
 	ApprovedAt time.Time       `json:"approved_at"`
 }
 
-// ApplyRequest is the body of POST …/apply.
+// ApplyRequest is the body of POST …/apply: the approval to apply.
 type ApplyRequest struct {
 	ApprovalID string `json:"approval_id"`
 }
@@ -316,15 +340,26 @@ type ApplyResult struct {
 	AppliedAt time.Time `json:"applied_at"`
 }
 
-// LifecycleEvent is one entry of a lifecycle's journal, in seq order.
+// ApplyState is the newest apply of the change, from its journal: done,
+// rolled_back (with the cause: drift, crash_recovered, io) or intent (one
+// in flight, or a crashed one awaiting recovery), and its paths.
+type ApplyState struct {
+	Status string   `json:"status"`
+	Cause  string   `json:"cause,omitempty"`
+	Paths  []string `json:"paths"`
+}
+
+// LifecycleEvent is one entry of a lifecycle's journal, in seq order,
+// with the phase and status it left the lifecycle in.
 type LifecycleEvent struct {
 	Seq           int64     `json:"seq"`
 	At            time.Time `json:"at"`
-	Kind          string    `json:"kind"` // transition worker_result approval apply repair
-	From          string    `json:"from,omitempty"`
-	To            string    `json:"to,omitempty"`
-	Summary       string    `json:"summary"` // bounded, written by Needle
+	Kind          string    `json:"kind"` // created explore_completed … apply_completed
+	Phase         string    `json:"phase"`
+	Status        string    `json:"status"`
+	Summary       string    `json:"summary"` // bounded, written by Needle: ids, counts, outcomes
 	PayloadDigest string    `json:"payload_digest"`
+	StateDigest   string    `json:"state_digest"`
 }
 
 // Event stream types (GET /api/v1/events). Data is the JSON of:

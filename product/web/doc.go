@@ -20,8 +20,11 @@
 //	index.html   the page shell (copied to dist/)
 //	src/         the React application (api.ts mirrors api.go)
 //	internal/build     the generator (esbuild Go API)
-//	internal/devserve  a development server: the UI over an in-memory API,
-//	                   and the browser tests (chromedp + chromium)
+//
+// The browser tests (chromedp driving chromium) run against a real
+// `needle serve` in package product (runtime_browser_test.go). To work on
+// the UI, run needle serve on a scratch data directory, make it some
+// history with the needle commands, and rebuild with go generate.
 package web
 
 //go:generate go run ./internal/build

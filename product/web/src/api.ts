@@ -134,10 +134,13 @@ export interface AccountingPoint {
 }
 
 export interface LifecycleSummary {
+  lifecycle_id: string;
   change_id: string;
   task: string;
   phase: string;
   status: string;
+  reason?: string;
+  round: number;
   updated_at: string;
   events: number;
   state_digest: string;
@@ -146,15 +149,25 @@ export interface LifecycleSummary {
 export interface LifecycleDetail {
   summary: LifecycleSummary;
   phases: PhaseState[];
+  criteria: string[];
+  tests: TestOutcome[];
   patch?: Patch;
   verification?: Verification;
   approval: ApprovalState;
+  apply?: ApplyState;
   event_id: string;
 }
 
 export interface PhaseState {
   phase: string;
   status: string;
+}
+
+export interface TestOutcome {
+  test: string;
+  command: string;
+  outcome: string;
+  duration_ms: number;
 }
 
 export interface Patch {
@@ -166,8 +179,7 @@ export interface Patch {
 export interface PatchFile {
   path: string;
   op: string;
-  added: number;
-  removed: number;
+  bytes: number;
 }
 
 export interface Verification {
@@ -178,7 +190,7 @@ export interface Verification {
 
 export interface Criterion {
   digest: string;
-  satisfied: boolean;
+  status: string;
 }
 
 export interface ApprovalState {
@@ -215,14 +227,21 @@ export interface ApplyResult {
   applied_at: string;
 }
 
+export interface ApplyState {
+  status: string;
+  cause?: string;
+  paths: string[];
+}
+
 export interface LifecycleEvent {
   seq: number;
   at: string;
   kind: string;
-  from?: string;
-  to?: string;
+  phase: string;
+  status: string;
   summary: string;
   payload_digest: string;
+  state_digest: string;
 }
 
 export interface LifecycleChange {

@@ -72,8 +72,8 @@ export function App() {
           },
           accounting: () => refreshAccounting(),
           lifecycle: (c) => {
-            setLifecycles((ls) => [c.summary, ...ls.filter((l) => l.change_id !== c.summary.change_id)]);
-            setLcVersion((v) => ({ ...v, [c.summary.change_id]: (v[c.summary.change_id] ?? 0) + 1 }));
+            setLifecycles((ls) => [c.summary, ...ls.filter((l) => l.lifecycle_id !== c.summary.lifecycle_id)]);
+            setLcVersion((v) => ({ ...v, [c.summary.lifecycle_id]: (v[c.summary.lifecycle_id] ?? 0) + 1 }));
           },
           reset: () => setGeneration((g) => g + 1),
           state: setLive,

@@ -288,7 +288,7 @@ export function LifecyclesView({ items }: { items: LifecycleSummary[] }) {
         <caption>Supervised changes, most recently updated first.</caption>
         <thead>
           <tr>
-            <th scope="col">Change</th>
+            <th scope="col">Lifecycle</th>
             <th scope="col">Task</th>
             <th scope="col">Phase</th>
             <th scope="col">Status</th>
@@ -300,21 +300,22 @@ export function LifecyclesView({ items }: { items: LifecycleSummary[] }) {
           {items.length === 0 && (
             <tr>
               <td colSpan={6} className="muted">
-                No lifecycles yet.
+                No lifecycles yet. Start one with <code>needle change start</code>.
               </td>
             </tr>
           )}
           {items.map((l) => (
-            <tr key={l.change_id} data-change={l.change_id}>
+            <tr key={l.lifecycle_id} data-lifecycle={l.lifecycle_id}>
               <td>
-                <a href={`#/lifecycles/${l.change_id}`} className="mono">
-                  {l.change_id}
+                <a href={`#/lifecycles/${l.lifecycle_id}`} className="mono">
+                  {l.lifecycle_id}
                 </a>
+                <div className="muted mono">{l.change_id}</div>
               </td>
               <td>{l.task}</td>
               <td>{l.phase}</td>
               <td>
-                <span className={"badge status-" + l.status}>{l.status.replace("_", " ")}</span>
+                <StatusBadge s={l} />
               </td>
               <td>{fmtTime(l.updated_at)}</td>
               <td className="num">{l.events}</td>
@@ -323,6 +324,15 @@ export function LifecyclesView({ items }: { items: LifecycleSummary[] }) {
         </tbody>
       </table>
     </section>
+  );
+}
+
+function StatusBadge({ s }: { s: LifecycleSummary }) {
+  return (
+    <span className={"badge status-" + s.status} data-status={s.status}>
+      {s.status.replace(/_/g, " ")}
+      {s.reason && s.reason !== s.status ? ` (${s.reason.replace(/_/g, " ")})` : ""}
+    </span>
   );
 }
 
@@ -353,9 +363,11 @@ export function LifecycleView({ id, version }: { id: string; version: number }) 
   return (
     <section aria-labelledby="lcd-h">
       <h1 id="lcd-h">
-        Change <code>{s.change_id}</code>
+        Lifecycle <code>{s.lifecycle_id}</code>
       </h1>
-      <p>{s.task}</p>
+      <p>
+        {s.task} <StatusBadge s={s} /> <span className="muted">change {s.change_id}, round {s.round}</span>
+      </p>
       <ol className="phases" aria-label="Phases">
         {d.phases.map((p) => (
           <li key={p.phase} className={"phase phase-" + p.status} aria-current={p.status === "active" ? "step" : undefined}>
@@ -375,7 +387,7 @@ export function LifecycleView({ id, version }: { id: string; version: number }) 
               <ul>
                 {d.patch.files.map((f) => (
                   <li key={f.path}>
-                    <code>{f.path}</code> {f.op} <span className="added">+{f.added}</span> <span className="removed">−{f.removed}</span>
+                    <code>{f.path}</code> {f.op}, {fmtInt(f.bytes)} bytes
                   </li>
                 ))}
               </ul>
@@ -383,6 +395,15 @@ export function LifecycleView({ id, version }: { id: string; version: number }) 
           ) : (
             <p className="muted">No patch yet.</p>
           )}
+          <h2>Tests</h2>
+          <ul>
+            {d.tests.map((t) => (
+              <li key={t.test} data-test={t.test}>
+                <code>{t.test}</code> <span className={"badge " + (t.outcome === "passed" ? "hit" : "miss")}>{t.outcome || "not run"}</span>
+                {t.outcome && <span className="muted"> {fmtMs(t.duration_ms)}</span>}
+              </li>
+            ))}
+          </ul>
           <h2>Verification</h2>
           {d.verification ? (
             <>
@@ -390,32 +411,28 @@ export function LifecycleView({ id, version }: { id: string; version: number }) 
                 <span className={"badge " + (d.verification.verdict === "verified" ? "hit" : "miss")}>{d.verification.verdict}</span>{" "}
                 <span className="mono">{shortId(d.verification.verification_id)}</span>
               </p>
-              <ul>
+              <ol aria-label="Acceptance criteria">
                 {d.verification.criteria.map((c) => (
                   <li key={c.digest}>
-                    {c.satisfied ? "met" : "not met"} <span className="mono">{shortId(c.digest)}</span>
+                    {c.status.replace(/_/g, " ")} <span className="mono">{shortId(c.digest)}</span>
                   </li>
                 ))}
-              </ul>
+              </ol>
             </>
           ) : (
             <p className="muted">Not verified yet.</p>
           )}
-          <ApprovePanel key={s.change_id} detail={d} onDone={() => setReload((n) => n + 1)} />
+          <ApprovePanel key={s.lifecycle_id} detail={d} onDone={() => setReload((n) => n + 1)} />
         </div>
         <div>
           <h2>Events</h2>
           <ol className="timeline" aria-label="Lifecycle events in order">
             {events.map((e) => (
-              <li key={e.seq} data-seq={e.seq}>
-                <span className="seq">#{e.seq}</span> <time dateTime={e.at}>{fmtTime(e.at)}</time>{" "}
-                <strong>{e.kind}</strong>
-                {e.from && e.to && (
-                  <>
-                    {" "}
-                    {e.from} → {e.to}
-                  </>
-                )}
+              <li key={e.seq} data-seq={e.seq} data-kind={e.kind}>
+                <span className="seq">#{e.seq}</span> <time dateTime={e.at}>{fmtTime(e.at)}</time> <strong>{e.kind}</strong>{" "}
+                <span className="muted">
+                  → {e.phase}/{e.status.replace(/_/g, " ")}
+                </span>
                 <div>{e.summary}</div>
                 <div className="muted mono">payload {shortId(e.payload_digest)}</div>
               </li>
@@ -449,7 +466,7 @@ function Digests({ title, d }: { title: string; d: { patch: string; verification
 function ConflictNote({ c, message }: { c?: Conflict; message: string }) {
   return (
     <div className="conflict" role="alert" id="conflict">
-      <h3>Not applied: conflict (409)</h3>
+      <h3>Refused: conflict (409)</h3>
       <p>{message}</p>
       {c && (
         <>
@@ -468,32 +485,44 @@ function ConflictNote({ c, message }: { c?: Conflict; message: string }) {
               </ul>
             </>
           )}
-          <h4>Approved digests</h4>
-          <Digests title="Approved digests" d={c.expected} />
-          <h4>Current digests</h4>
-          <Digests title="Current digests" d={c.actual} />
+          {c.reason === "digest_mismatch" && (
+            <>
+              <h4>Approved digests</h4>
+              <Digests title="Approved digests" d={c.expected} />
+              <h4>Current digests</h4>
+              <Digests title="Current digests" d={c.actual} />
+            </>
+          )}
         </>
       )}
-      <p>Nothing was written. Re-run the change on the current source, then approve again.</p>
+      <p>
+        {c?.reason === "work_tree_drift"
+          ? "Nothing was written. Put these files back as the patch found them, or start a new change on the current source; the approval stands and the apply can be retried."
+          : "Nothing was recorded or written. Reload to see the lifecycle as it is now."}
+      </p>
     </div>
   );
 }
 
 // ApprovePanel shows the three digests an approval binds and, on request,
-// approves exactly those and applies.
+// approves exactly those and applies; an approved lifecycle (an apply
+// refused earlier, say) can be applied again.
 function ApprovePanel({ detail, onDone }: { detail: LifecycleDetail; onDone: () => void }) {
   const [busy, setBusy] = useState(false);
   const [result, setResult] = useState<ApplyResult>();
-  const [approval, setApproval] = useState<Approval>();
+  const [approval, setApproval] = useState<Approval | undefined>(detail.approval.approval);
   const [err, setErr] = useState<unknown>();
   const a = detail.approval;
-  if (!a.awaiting && !result && !err) {
+  const st = detail.summary.status;
+  const canApply = st === "approved" && approval !== undefined;
+  if (!a.awaiting && !canApply && !result && !err) {
     return (
       <>
         <h2>Approval</h2>
         <p className="muted">
-          {detail.summary.status === "applied" ? "Applied." : "Not awaiting approval (the lifecycle is " + detail.summary.status.replace("_", " ") + ")."}
+          {st === "applied" ? "Applied." : "Not awaiting approval (the lifecycle is " + st.replace(/_/g, " ") + ")."}
         </p>
+        {approval && <Digests title="Approved digests" d={approval.digests} />}
       </>
     );
   }
@@ -501,9 +530,9 @@ function ApprovePanel({ detail, onDone }: { detail: LifecycleDetail; onDone: () 
     setBusy(true);
     setErr(undefined);
     try {
-      const ap = approval ?? (await api.approve(detail.summary.change_id, { digests: a.digests }));
+      const ap = approval ?? (await api.approve(detail.summary.lifecycle_id, { digests: a.digests }));
       setApproval(ap);
-      setResult(await api.apply(detail.summary.change_id, { approval_id: ap.approval_id }));
+      setResult(await api.apply(detail.summary.lifecycle_id, { approval_id: ap.approval_id }));
       onDone();
     } catch (e) {
       setErr(e);
@@ -513,12 +542,12 @@ function ApprovePanel({ detail, onDone }: { detail: LifecycleDetail; onDone: () 
   };
   return (
     <section className="approve" aria-labelledby="ap-h">
-      <h2 id="ap-h">Approve and apply</h2>
+      <h2 id="ap-h">{approval ? "Apply the approved patch" : "Approve and apply"}</h2>
       <p>Approving binds exactly these digests. If any of them, or the work tree under the patch, changes before the apply, nothing is written.</p>
-      <Digests title="Digests to approve" d={a.digests} />
+      <Digests title={approval ? "Approved digests" : "Digests to approve"} d={approval ? approval.digests : a.digests} />
       {!result && (
         <button type="button" onClick={go} disabled={busy} aria-describedby="ap-h">
-          {busy ? "Applying…" : approval ? "Retry apply" : "Approve these digests and apply"}
+          {busy ? "Applying…" : approval ? "Apply the approved patch" : "Approve these digests and apply"}
         </button>
       )}
       <div aria-live="polite">

@@ -1,0 +1,207 @@
+package product
+
+import (
+	"bytes"
+	"encoding/json"
+	"net/http"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/needle-dev/needle/product/web"
+)
+
+// awaitingLifecycle is a change lifecycle made by the real needle commands
+// (this test binary as needle, through the runtime of data when one runs):
+// the verified scenario of frozen/lifecycle, run until it awaits approval.
+type awaitingLifecycle struct {
+	id, repo, data string
+	// digests are the ones `needle change show` prints in its approve
+	// line: what the API must show, read independently of it.
+	digests web.ApprovalDigests
+}
+
+var approveLine = regexp.MustCompile(`needle change approve --patch (b3:[0-9a-f]{64}) --verification (b3:[0-9a-f]{64}) --lifecycle (b3:[0-9a-f]{64}) (lcy_[0-9a-f]{24})`)
+
+// startLifecycle starts and runs a lifecycle in repo (a git repository of
+// the grepx fixture) on data.
+func startLifecycle(t *testing.T, repo, data string) awaitingLifecycle {
+	t.Helper()
+	bin := os.Getenv("NEEDLE_CODEX_BIN")
+	if bin == "" {
+		t.Fatal("NEEDLE_CODEX_BIN is not set: the lifecycle's tests run in the pinned codex's sandbox (make test sets it)")
+	}
+	cache, err := filepath.Abs(filepath.Join("..", ".cache", "testrun-lifecycle"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	frozen, err := filepath.Abs(filepath.Join("..", "frozen", "lifecycle", "verified"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	needleRun(t, "", "config", "set", "--data-dir", data, "tests.codex", bin)
+	needleRun(t, "", "config", "set", "--data-dir", data, "tests.cache", cache)
+	r := []string{"--repository", repo, "--data-dir", data}
+	plan := needleRun(t, `{"kind": "focused_tests", "subject": {"kind": "symbol", "name": "splitCRLF"}, "tests": [{"path": "search_test.go", "name": "TestSplitCRLF", "command": "go test . -run '^TestSplitCRLF$'"}]}`,
+		append([]string{"evidence", "propose"}, append(r, "-")...)...)
+	var res ProposeResult
+	if err := json.Unmarshal([]byte(plan), &res); err != nil || res.Status != "certified" {
+		t.Fatalf("the test plan: %s", plan)
+	}
+	need := filepath.Join(t.TempDir(), "need.json")
+	MustWriteFile(t, need, `{"route": "locate.implementation", "subject": {"kind": "symbol", "name": "splitCRLF"}, "task": "Where is splitCRLF, which the change comments?"}`)
+	out := needleRun(t, "", append([]string{"change", "start"}, append(r,
+		"--task", "Say in the comment of splitCRLF that it trims the carriage return of every line, without changing its behaviour.",
+		"--criterion", "The comment of splitCRLF says it trims the carriage return of every line.",
+		"--criterion", `TestSplitCRLF passes: splitCRLF still cuts a\r\nb\n into a, b and an empty last line.`,
+		"--scope", "search.go", "--max-files", "1", "--note", "keep the change to the comment",
+		"--test-plan", res.ArtifactID, "--need", need)...)...)
+	id := regexp.MustCompile(`lcy_[0-9a-f]{24}`).FindString(out)
+	if id == "" {
+		t.Fatalf("change start printed no lifecycle id:\n%s", out)
+	}
+	needleRun(t, "", append([]string{"change", "run", "--codex", strings.Join(MustReplayCommand(t, frozen), " ")}, append(r, id)...)...)
+	m := approveLine.FindStringSubmatch(needleRun(t, "", append([]string{"change", "show"}, append(r, id)...)...))
+	if m == nil || m[4] != id {
+		t.Fatalf("change show has no approve line for %s", id)
+	}
+	return awaitingLifecycle{id: id, repo: repo, data: data, digests: web.ApprovalDigests{Patch: m[1], Verification: m[2], Lifecycle: m[3]}}
+}
+
+// post sends a JSON body to the loopback server with the bearer token.
+func (f *apiFixture) post(t *testing.T, path string, body any, hdr map[string]string) (int, []byte) {
+	t.Helper()
+	data, err := json.Marshal(body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := map[string]string{"Content-Type": "application/json"}
+	for k, v := range hdr {
+		h[k] = v
+	}
+	return f.do(t, http.MethodPost, path, bytes.NewReader(data), h)
+}
+
+// TestAPI_Lifecycle drives a lifecycle through the API of a runtime:
+// list, detail and events replayed from the journal; hostile and stale
+// approvals refused with nothing recorded; the approval of the digests
+// shown; an apply refused with 409 while the work tree drifted, then
+// applied once it is restored.
+func TestAPI_Lifecycle(t *testing.T) {
+	f := mustAPIFixture(t)
+	repo := MustFixtureRepo(t, "grepx", true)
+	lc := startLifecycle(t, repo, f.data)
+	base := "/api/v1/lifecycles/" + lc.id
+
+	var list web.Page[web.LifecycleSummary]
+	mustGetJSON(t, http.DefaultClient, f.rt.URL()+"/api/v1/lifecycles", f.token, &list)
+	if len(list.Items) != 1 || list.Items[0].LifecycleID != lc.id || list.Items[0].Status != "awaiting_approval" {
+		t.Fatalf("lifecycles: %+v", list.Items)
+	}
+	var d web.LifecycleDetail
+	mustGetJSON(t, http.DefaultClient, f.rt.URL()+base, f.token, &d)
+	if !d.Approval.Awaiting || d.Approval.Digests != lc.digests {
+		t.Fatalf("the API shows %+v to approve; needle change show says %+v", d.Approval, lc.digests)
+	}
+	if d.Patch == nil || len(d.Patch.Files) != 1 || d.Patch.Files[0].Path != "search.go" || d.Verification == nil ||
+		d.Verification.Verdict != "verified" || len(d.Tests) != 1 || d.Tests[0].Outcome != "passed" || len(d.Criteria) != 2 {
+		t.Fatalf("detail: %+v", d)
+	}
+	var events web.Page[web.LifecycleEvent]
+	mustGetJSON(t, http.DefaultClient, f.rt.URL()+base+"/events?limit=3", f.token, &events)
+	if len(events.Items) != 3 || events.Items[0].Seq != 1 || events.Items[0].Kind != "created" || events.NextCursor != "3" {
+		t.Fatalf("events page: %+v", events)
+	}
+	mustGetJSON(t, http.DefaultClient, f.rt.URL()+base+"/events?after=3", f.token, &events)
+	if events.Items[0].Seq != 4 || events.Items[len(events.Items)-1].Seq != int64(d.Summary.Events) {
+		t.Fatalf("events after 3: %+v", events.Items)
+	}
+
+	// Refused approvals record nothing.
+	stale := lc.digests
+	stale.Lifecycle = "b3:" + strings.Repeat("0", 64)
+	approvals := base + "/approvals"
+	refused := []struct {
+		name string
+		body any
+		hdr  map[string]string
+		want int
+	}{
+		{"NoToken", web.ApprovalRequest{Digests: lc.digests}, map[string]string{"Authorization": ""}, 401},
+		{"ForeignOrigin", web.ApprovalRequest{Digests: lc.digests}, map[string]string{"Origin": "http://evil.example"}, 403},
+		{"BadHost", web.ApprovalRequest{Digests: lc.digests}, map[string]string{"Host": "evil.example"}, 421},
+		{"CrossSiteForm", web.ApprovalRequest{Digests: lc.digests}, map[string]string{"Authorization": "", "Origin": "http://evil.example",
+			"Content-Type": "application/x-www-form-urlencoded", "Sec-Fetch-Site": "cross-site"}, 401},
+		{"StaleDigest", web.ApprovalRequest{Digests: stale}, nil, 409},
+		{"UnknownField", map[string]any{"digests": lc.digests, "approve": true}, nil, 400},
+		{"MalformedID", web.ApprovalRequest{Digests: lc.digests}, nil, 400},
+	}
+	for _, c := range refused {
+		path := approvals
+		if c.name == "MalformedID" {
+			path = "/api/v1/lifecycles/lcy_nope/approvals"
+		}
+		status, body := f.post(t, path, c.body, c.hdr)
+		if status != c.want {
+			t.Errorf("%s: %d %s, want %d", c.name, status, body, c.want)
+		}
+		if c.name == "StaleDigest" && !strings.Contains(string(body), `"reason":"digest_mismatch"`) {
+			t.Errorf("stale digest: %s", body)
+		}
+	}
+	if mustGetJSON(t, http.DefaultClient, f.rt.URL()+base, f.token, &d); !d.Approval.Awaiting || d.Approval.Approval != nil {
+		t.Fatalf("a refused approval changed the lifecycle: %+v", d.Approval)
+	}
+
+	status, body := f.post(t, approvals, web.ApprovalRequest{Digests: lc.digests}, nil)
+	var a web.Approval
+	if status != http.StatusCreated || json.Unmarshal(body, &a) != nil || a.Digests != lc.digests {
+		t.Fatalf("approve: %d %s", status, body)
+	}
+	if status, body := f.post(t, approvals, web.ApprovalRequest{Digests: lc.digests}, nil); status != 409 || !strings.Contains(string(body), `"reason":"wrong_phase"`) {
+		t.Errorf("a second approval: %d %s", status, body)
+	}
+
+	// The user edits search.go: apply is refused and writes nothing.
+	search := filepath.Join(repo, "search.go")
+	orig := MustReadFile(t, search)
+	MustWriteFile(t, search, "package main\n\n// edited by hand\n")
+	status, body = f.post(t, base+"/apply", web.ApplyRequest{ApprovalID: a.ApprovalID}, nil)
+	var e web.Error
+	if status != 409 || json.Unmarshal(body, &e) != nil || e.Error.Conflict == nil || e.Error.Conflict.Reason != "work_tree_drift" ||
+		strings.Join(e.Error.Conflict.Paths, ",") != "search.go" {
+		t.Fatalf("apply over a drifted tree: %d %s", status, body)
+	}
+	if got := string(MustReadFile(t, search)); got != "package main\n\n// edited by hand\n" {
+		t.Fatalf("a refused apply wrote search.go:\n%s", got)
+	}
+	if status, body := f.post(t, base+"/apply", web.ApplyRequest{ApprovalID: "b3:" + strings.Repeat("1", 64)}, nil); status != 409 {
+		t.Errorf("apply with another approval: %d %s", status, body)
+	}
+	// Restored, the approval still holds: the apply goes through.
+	MustWriteFile(t, search, string(orig))
+	status, body = f.post(t, base+"/apply", web.ApplyRequest{ApprovalID: a.ApprovalID}, nil)
+	var res web.ApplyResult
+	if status != 200 || json.Unmarshal(body, &res) != nil || res.Files != 1 || res.PatchID != lc.digests.Patch {
+		t.Fatalf("apply: %d %s", status, body)
+	}
+	if !strings.Contains(string(MustReadFile(t, search)), splitComment) {
+		t.Fatal("the applied search.go lacks the patch")
+	}
+	mustGetJSON(t, http.DefaultClient, f.rt.URL()+base, f.token, &d)
+	if d.Summary.Status != "applied" || d.Apply == nil || d.Apply.Status != "done" {
+		t.Errorf("after apply: %+v %+v", d.Summary, d.Apply)
+	}
+	// Every answer of the lifecycle routes is a safe projection.
+	secrets := []string{f.token, f.data, repo, os.TempDir() + "/"}
+	for _, route := range []string{"/api/v1/lifecycles", base, base + "/events", "/api/v1/lifecycles/" + strings.Replace(lc.id, "lcy_", "chg_", 1)} {
+		_, body := f.do(t, http.MethodGet, route, nil, nil)
+		var doc any
+		if err := json.Unmarshal(body, &doc); err != nil {
+			t.Fatalf("%s: %v", route, err)
+		}
+		walkJSON(t, route, doc, "$", secrets)
+	}
+}
