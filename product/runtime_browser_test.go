@@ -2,15 +2,19 @@ package product
 
 import (
 	"context"
+	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/chromedp/cdproto/accessibility"
+	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/chromedp"
 )
 
@@ -22,8 +26,8 @@ import (
 // uiShots is where the screenshots go.
 const uiShots = "../reports/ui"
 
-// chromiumPath finds chromium (NEEDLE_CHROMIUM overrides). Missing in CI
-// (CI=true) is a failure: .ci/run installs it.
+// chromiumPath finds chromium (NEEDLE_CHROMIUM overrides). A missing
+// chromium fails the test, never skips it: .ci/run installs it.
 func chromiumPath(t *testing.T) string {
 	t.Helper()
 	if p := os.Getenv("NEEDLE_CHROMIUM"); p != "" {
@@ -34,10 +38,7 @@ func chromiumPath(t *testing.T) string {
 			return p
 		}
 	}
-	if os.Getenv("CI") == "true" {
-		t.Fatal("chromium is not installed (apt-get install chromium); .ci/run installs it")
-	}
-	t.Skip("chromium is not installed; the browser tests run in CI")
+	t.Fatal("chromium is not installed (apt-get install chromium; .ci/run installs it): the browser tests need it")
 	return ""
 }
 
@@ -69,6 +70,38 @@ func browserTab(t *testing.T) context.Context {
 	ctx, cancel3 := context.WithTimeout(ctx, 3*time.Minute)
 	t.Cleanup(cancel3)
 	return ctx
+}
+
+// onlyFrom fails the test, at its end, if the tab requested anything
+// but origin and data: URLs: the UI must work without external network
+// (no CDN, no fonts, no telemetry).
+func onlyFrom(t *testing.T, ctx context.Context, origin string) {
+	t.Helper()
+	var mu sync.Mutex
+	var requests, offsite []string
+	err := chromedp.Listen(ctx, func(ev any) {
+		if e, ok := ev.(*network.EventRequestWillBeSent); ok {
+			mu.Lock()
+			defer mu.Unlock()
+			requests = append(requests, e.Request.URL)
+			if !strings.HasPrefix(e.Request.URL, origin+"/") && !strings.HasPrefix(e.Request.URL, "data:") {
+				offsite = append(offsite, e.Request.URL)
+			}
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		mu.Lock()
+		defer mu.Unlock()
+		if len(requests) == 0 {
+			t.Error("the network log saw no request at all: it does not watch the tab")
+		}
+		if len(offsite) > 0 {
+			t.Errorf("the UI requested %d URLs outside %s: %q", len(offsite), origin, offsite)
+		}
+	})
 }
 
 // page drives one tab: steps with a bound each, text reads, screenshots.
@@ -108,6 +141,73 @@ func (p page) shot(name string) {
 	if err != nil {
 		p.t.Fatalf("screenshot %s: %v", name, err)
 	}
+}
+
+// a11y checks the view shown against the browser's own accessibility
+// tree (an oracle independent of the UI's code): every link, button,
+// image, heading, form control and landmark region has a name. Then it
+// walks the page with the Tab key and checks that every visible link,
+// button and control is reached. It returns how many nodes it checked.
+func (p page) a11y(view string) int {
+	p.t.Helper()
+	ctx, cancel := context.WithTimeout(p.ctx, 30*time.Second)
+	defer cancel()
+	tree, err := chromedp.Call(ctx, accessibility.GetFullAXTree, accessibility.GetFullAXTreeParams{})
+	if err != nil {
+		p.t.Fatalf("%s: accessibility tree: %v", view, err)
+	}
+	named := map[string]bool{"link": true, "button": true, "image": true, "img": true, "heading": true, "textbox": true,
+		"checkbox": true, "combobox": true, "radio": true, "searchbox": true, "navigation": true, "region": true, "figure": true}
+	str := func(v *accessibility.Value) string {
+		var s string
+		if v != nil {
+			json.Unmarshal(v.Value, &s)
+		}
+		return s
+	}
+	checked, roles := 0, map[string]int{}
+	for _, n := range tree.Nodes {
+		if n.Ignored {
+			continue
+		}
+		role := str(n.Role)
+		if !named[role] {
+			continue
+		}
+		checked++
+		roles[role]++
+		if strings.TrimSpace(str(n.Name)) == "" {
+			p.t.Errorf("%s: a %s without an accessible name (DOM node %d)", view, role, n.BackendDOMNodeID)
+		}
+	}
+	if roles["link"] == 0 || roles["heading"] == 0 {
+		p.t.Fatalf("%s: the accessibility tree has no link or heading (%v): the audit saw no page", view, roles)
+	}
+	// The keyboard: Tab from the top of the page reaches every control.
+	const controls = `[...document.querySelectorAll('a[href], button, input, select, textarea, [tabindex]:not([tabindex="-1"])')]
+		.filter(e => !e.disabled && e.getClientRects().length > 0)`
+	want, err := chromedp.Run(ctx, chromedp.Evaluate[int](`document.activeElement && document.activeElement.blur(); window.scrollTo(0, 0);
+		document.querySelectorAll("[data-kbd]").forEach(e => e.removeAttribute("data-kbd")); `+controls+`.length`))
+	if err != nil || want == 0 {
+		p.t.Fatalf("%s: %d controls (%v)", view, want, err)
+	}
+	for range want + 2 {
+		if err := chromedp.Do(ctx, chromedp.KeyEvent("\t")); err != nil {
+			p.t.Fatalf("%s: Tab: %v", view, err)
+		}
+		if _, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`!!(document.activeElement && document.activeElement.setAttribute("data-kbd", "1") === undefined)`)); err != nil {
+			p.t.Fatal(err)
+		}
+	}
+	missed, err := chromedp.Run(ctx, chromedp.Evaluate[[]string](controls+`.filter(e => !e.hasAttribute("data-kbd")).map(e => e.outerHTML.slice(0, 120))`))
+	if err != nil {
+		p.t.Fatal(err)
+	}
+	if len(missed) > 0 {
+		p.t.Errorf("%s: Tab never reaches %d of %d controls: %q", view, len(missed), want, missed)
+	}
+	p.t.Logf("%s: %d named nodes %v; Tab reached all %d controls", view, checked, roles, want)
+	return checked
 }
 
 func visible(sel string) chromedp.Action[chromedp.Void] {
@@ -153,6 +253,7 @@ func TestBrowser_Feed(t *testing.T) {
 		needleRun(t, need, append([]string{"need", "resolve", "--cache-only"}, append(r, "-")...)...)
 	}
 
+	onlyFrom(t, ctx, srv.url)
 	p.do("log in", chromedp.Navigate(srv.login), visible(`tr[data-resolution="4"]`), visible(`#live.live-live`))
 	loc, err := chromedp.Run(ctx, chromedp.Location())
 	if err != nil || loc != srv.url+"/" {
@@ -176,21 +277,26 @@ func TestBrowser_Feed(t *testing.T) {
 		t.Errorf("the hit that reused the worker's evidence: %q", row)
 	}
 	p.shot("feed-live")
+	audited := p.a11y("feed")
 
 	p.do("evidence", click(`tr[data-resolution="2"] a:last-of-type`), visible(`[data-freshness="fresh"]`))
 	if view := p.text("main"); !strings.Contains(view, "flags.go") || !strings.Contains(view, "the --crlf flag is parsed") {
 		t.Errorf("the evidence view lacks the flow's steps:\n%s", view)
 	}
 	p.shot("evidence")
+	audited += p.a11y("evidence")
 	// Edit the cited code: the same view, reloaded, says stale.
 	flags := filepath.Join(repo, "flags.go")
 	MustWriteFile(t, flags, strings.Replace(string(MustReadFile(t, flags)), "treat CRLF", "handle CRLF", 1))
 	p.do("stale evidence", chromedp.Reload(), visible(`[data-freshness="stale"]`))
 	p.shot("evidence-stale")
 
-	p.do("accounting", click(`a[href="#/accounting"]`), visible(`#acct-h`), visible(`svg[aria-label^="Hit rate"]`))
+	// By keyboard: the nav link, then Enter.
+	p.do("accounting", chromedp.Focus(chromedp.CSS(`a[href="#/accounting"]`)), chromedp.KeyEvent("\r"), visible(`#acct-h`),
+		visible(`svg[aria-label^="Hit rate"]`), visible(`svg[aria-label^="Tokens saved"]`))
 	p.shot("accounting")
-	t.Logf("screenshots in %s", filepath.Clean(uiShots))
+	audited += p.a11y("accounting")
+	t.Logf("screenshots in %s; %d accessibility nodes checked", filepath.Clean(uiShots), audited)
 }
 
 // TestBrowser_LoggedOut: a browser without the session sees the login
@@ -218,6 +324,7 @@ func TestBrowser_Lifecycle(t *testing.T) {
 	p := page{t, ctx}
 	data := shortDir(t)
 	srv := startServe(t, data)
+	onlyFrom(t, ctx, srv.url)
 	p.do("log in", chromedp.Navigate(srv.login), visible(`#live.live-live`), click(`a[href="#/lifecycles"]`), visible(`#lc-h`))
 	if _, err := chromedp.Run(ctx, chromedp.Evaluate[int](`window.__noReload = 7`)); err != nil {
 		t.Fatal(err)
@@ -231,6 +338,7 @@ func TestBrowser_Lifecycle(t *testing.T) {
 		t.Fatalf("the page reloaded to show the lifecycle (%d, %v)", marker, err)
 	}
 	p.shot("lifecycles")
+	audited := p.a11y("lifecycles")
 
 	// The journal as needle change events prints it: one line per event.
 	events := len(regexp.MustCompile(`(?m)^ *\d+  `).FindAllString(needleRun(t, "", "change", "events", "--repository", repo, "--data-dir", data, lc.id), -1))
@@ -244,6 +352,7 @@ func TestBrowser_Lifecycle(t *testing.T) {
 		}
 	}
 	p.shot("lifecycle")
+	audited += p.a11y("lifecycle")
 
 	search := filepath.Join(repo, "search.go")
 	p.do("approve and apply", click(`.approve button`), visible(`#applied`), visible(`.timeline li[data-kind="apply_completed"]`))
@@ -269,6 +378,7 @@ func TestBrowser_Lifecycle(t *testing.T) {
 		visible(`#conflict`),
 	)
 	p.shot("conflict")
+	audited += p.a11y("conflict")
 	reason, err := chromedp.Run(ctx, chromedp.AttributeValue(chromedp.CSS(`[data-conflict-reason]`), "data-conflict-reason"))
 	if err != nil || reason.Value != "work_tree_drift" {
 		t.Fatalf("conflict reason %+v (%v), want work_tree_drift", reason, err)
@@ -282,5 +392,5 @@ func TestBrowser_Lifecycle(t *testing.T) {
 	if show := needleRun(t, "", "change", "show", "--repository", repo2, "--data-dir", data, lc2.id); !strings.Contains(show, "apply/approved") {
 		t.Errorf("after the refused apply the lifecycle is not approved and waiting:\n%s", show)
 	}
-	t.Logf("screenshots in %s", filepath.Clean(uiShots))
+	t.Logf("screenshots in %s; %d accessibility nodes checked", filepath.Clean(uiShots), audited)
 }

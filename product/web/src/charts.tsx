@@ -18,8 +18,13 @@ const W = 420;
 const H = 140;
 const PAD = { l: 44, r: 8, t: 8, b: 20 };
 
+// chartID is the id of a chart's caption, which names its figure.
+function chartID(title: string): string {
+  return "chart-" + title.toLowerCase().replace(/[^a-z0-9]+/g, "-");
+}
+
 export function LineChart({ title, points, yMax, format, summary }: LineChartProps) {
-  const id = "chart-" + title.toLowerCase().replace(/[^a-z0-9]+/g, "-");
+  const id = chartID(title);
   if (points.length === 0) {
     return (
       <figure className="chart" aria-labelledby={id}>
@@ -66,9 +71,10 @@ export function LineChart({ title, points, yMax, format, summary }: LineChartPro
 // BarList is a horizontal bar per label, as an accessible list.
 export function BarList({ title, rows }: { title: string; rows: [string, number][] }) {
   const max = Math.max(1, ...rows.map(([, v]) => v));
+  const id = chartID(title);
   return (
-    <figure className="chart">
-      <figcaption>{title}</figcaption>
+    <figure className="chart" aria-labelledby={id}>
+      <figcaption id={id}>{title}</figcaption>
       <ul className="bars">
         {rows.map(([label, v]) => (
           <li key={label}>
