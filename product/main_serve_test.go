@@ -14,6 +14,7 @@ import (
 	"sync"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/needle-dev/needle/product/internal/ipc"
 	"github.com/needle-dev/needle/product/internal/sse"
@@ -33,14 +34,43 @@ type serveProc struct {
 // syncBuffer is a bytes buffer safe for a process's writes and a test's
 // reads.
 type syncBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
+	mu      sync.Mutex
+	b       strings.Builder
+	written chan struct{} // signalled after each write
 }
 
 func (s *syncBuffer) Write(p []byte) (int, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.written == nil {
+		s.written = make(chan struct{}, 1)
+	}
+	select {
+	case s.written <- struct{}{}:
+	default:
+	}
 	return s.b.Write(p)
+}
+
+// waitCount waits until the buffer holds sub n times; false after d.
+func (s *syncBuffer) waitCount(sub string, n int, d time.Duration) bool {
+	deadline := time.After(d)
+	for {
+		s.mu.Lock()
+		if s.written == nil {
+			s.written = make(chan struct{}, 1)
+		}
+		got, written := strings.Count(s.b.String(), sub), s.written
+		s.mu.Unlock()
+		if got >= n {
+			return got == n
+		}
+		select {
+		case <-written:
+		case <-deadline:
+			return false
+		}
+	}
 }
 
 func (s *syncBuffer) String() string {

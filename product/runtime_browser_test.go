@@ -3,10 +3,15 @@ package product
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"html"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -16,6 +21,8 @@ import (
 	"github.com/chromedp/cdproto/accessibility"
 	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/chromedp"
+
+	"github.com/needle-dev/needle/product/web"
 )
 
 // The browser tests drive the embedded UI of a real `needle serve` process
@@ -73,10 +80,14 @@ func browserTab(t *testing.T) context.Context {
 }
 
 // onlyFrom fails the test, at its end, if the tab requested anything
-// but origin and data: URLs: the UI must work without external network
-// (no CDN, no fonts, no telemetry).
-func onlyFrom(t *testing.T, ctx context.Context, origin string) {
+// but the origins' and data: URLs: the UI must work without external
+// network (no CDN, no fonts, no telemetry).
+func onlyFrom(t *testing.T, ctx context.Context, origins ...string) {
 	t.Helper()
+	allowed := []string{"data:"}
+	for _, o := range origins {
+		allowed = append(allowed, o+"/")
+	}
 	var mu sync.Mutex
 	var requests, offsite []string
 	err := chromedp.Listen(ctx, func(ev any) {
@@ -84,9 +95,12 @@ func onlyFrom(t *testing.T, ctx context.Context, origin string) {
 			mu.Lock()
 			defer mu.Unlock()
 			requests = append(requests, e.Request.URL)
-			if !strings.HasPrefix(e.Request.URL, origin+"/") && !strings.HasPrefix(e.Request.URL, "data:") {
-				offsite = append(offsite, e.Request.URL)
+			for _, a := range allowed {
+				if strings.HasPrefix(e.Request.URL, a) {
+					return
+				}
 			}
+			offsite = append(offsite, e.Request.URL)
 		}
 	})
 	if err != nil {
@@ -99,7 +113,7 @@ func onlyFrom(t *testing.T, ctx context.Context, origin string) {
 			t.Error("the network log saw no request at all: it does not watch the tab")
 		}
 		if len(offsite) > 0 {
-			t.Errorf("the UI requested %d URLs outside %s: %q", len(offsite), origin, offsite)
+			t.Errorf("the UI requested %d URLs outside %q: %q", len(offsite), origins, offsite)
 		}
 	})
 }
@@ -141,6 +155,40 @@ func (p page) shot(name string) {
 	if err != nil {
 		p.t.Fatalf("screenshot %s: %v", name, err)
 	}
+}
+
+// crossSite is a page of another site on loopback: once set, it posts
+// body to target from a credentialed fetch, then from a form (text/plain,
+// the closest to JSON a form can send), as a hostile page would.
+type crossSite struct {
+	*httptest.Server
+	mu           sync.Mutex
+	target, body string
+}
+
+func crossSitePage(t *testing.T) *crossSite {
+	t.Helper()
+	c := &crossSite{}
+	c.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		c.mu.Lock()
+		target, body := c.target, c.body
+		c.mu.Unlock()
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		fmt.Fprintf(w, `<!doctype html><title>another site</title>
+<form id="f" method="POST" action="%s" enctype="text/plain"><input type="hidden" name="%s" value=""></form>
+<script>
+fetch(%s, {method: "POST", mode: "no-cors", credentials: "include", headers: {"Content-Type": "text/plain"}, body: %s})
+	.finally(() => document.getElementById("f").submit());
+</script>`, html.EscapeString(target), html.EscapeString(strings.TrimSuffix(body, "}")+`,"pad":"`), strconv.Quote(target), strconv.Quote(body))
+	}))
+	t.Cleanup(c.Close)
+	return c
+}
+
+func (c *crossSite) set(target, body string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.target, c.body = target, body
 }
 
 // a11y checks the view shown against the browser's own accessibility
@@ -324,7 +372,8 @@ func TestBrowser_Lifecycle(t *testing.T) {
 	p := page{t, ctx}
 	data := shortDir(t)
 	srv := startServe(t, data)
-	onlyFrom(t, ctx, srv.url)
+	evil := crossSitePage(t)
+	onlyFrom(t, ctx, srv.url, evil.URL)
 	p.do("log in", chromedp.Navigate(srv.login), visible(`#live.live-live`), click(`a[href="#/lifecycles"]`), visible(`#lc-h`))
 	if _, err := chromedp.Run(ctx, chromedp.Evaluate[int](`window.__noReload = 7`)); err != nil {
 		t.Fatal(err)
@@ -368,6 +417,71 @@ func TestBrowser_Lifecycle(t *testing.T) {
 	// after the lifecycle ran.
 	repo2 := MustFixtureRepo(t, "grepx", true)
 	lc2 := startLifecycle(t, repo2, data)
+
+	// Another site in the same browser, which holds the session cookie,
+	// posts the approval of lc2's very digests: a form, and a fetch with
+	// credentials. The runtime refuses both, and nothing is approved.
+	approvals := srv.url + "/api/v1/lifecycles/" + lc2.id + "/approvals"
+	body, err := json.Marshal(web.ApprovalRequest{Digests: lc2.digests})
+	if err != nil {
+		t.Fatal(err)
+	}
+	evil.set(approvals, string(body))
+	before := needleRun(t, "", "change", "show", "--repository", repo2, "--data-dir", data, lc2.id)
+	// What the browser saw of each post: the answer's status, or why it
+	// withheld the answer from the page.
+	outcomes := make(chan string, 8)
+	posts := map[network.RequestID]bool{} // touched by the listener only
+	if err := chromedp.Listen(ctx, func(ev any) {
+		var out string
+		switch e := ev.(type) {
+		case *network.EventRequestWillBeSent:
+			if e.Request.URL == approvals {
+				posts[e.RequestID] = true
+			}
+		case *network.EventResponseReceived:
+			if posts[e.RequestID] {
+				out = fmt.Sprintf("%s %d", e.Type, e.Response.Status)
+			}
+		case *network.EventLoadingFailed:
+			if posts[e.RequestID] {
+				out = fmt.Sprintf("%s blocked %s", e.Type, e.BlockedReason)
+			}
+		}
+		if out != "" {
+			select {
+			case outcomes <- out:
+			default:
+			}
+		}
+	}); err != nil {
+		t.Fatal(err)
+	}
+	p.do("a cross-site form post and fetch", chromedp.Navigate(evil.URL))
+	var seen []string
+	for range 2 {
+		select {
+		case out := <-outcomes:
+			seen = append(seen, out)
+		case <-time.After(30 * time.Second):
+			p.shot("failure")
+			t.Fatalf("the cross-site page did not post both approvals within 30s (saw %q):\n%s", seen, srv.stderr.String())
+		}
+	}
+	// The fetch's answer is withheld from the other site (the runtime's
+	// Cross-Origin-Resource-Policy); the form lands on the refusal.
+	slices.Sort(seen)
+	if want := []string{"Document 403", "Fetch blocked corp-not-same-origin"}; !slices.Equal(seen, want) {
+		t.Errorf("the browser saw the cross-site posts answered %q, want %q", seen, want)
+	}
+	refusal := "refused POST /api/v1/lifecycles/" + lc2.id + "/approvals: 403 forbidden_origin"
+	if !srv.stderr.waitCount(refusal, 2, 30*time.Second) {
+		t.Errorf("the runtime did not log 2 refusals %q:\n%s", refusal, srv.stderr.String())
+	}
+	if show := needleRun(t, "", "change", "show", "--repository", repo2, "--data-dir", data, lc2.id); show != before {
+		t.Fatalf("the cross-site posts changed the lifecycle:\n%s\nbefore them:\n%s", show, before)
+	}
+
 	edited := "package main\n\n// edited by hand while the change awaited approval\n"
 	MustWriteFile(t, filepath.Join(repo2, "search.go"), edited)
 	p.do("drift conflict, by keyboard",
