@@ -152,6 +152,16 @@ func TestServe_SecondRefuses(t *testing.T) {
 			t.Errorf("the refusal does not say %q:\n%s", want, out)
 		}
 	}
+	// What only this user may reach: the socket and the token, 0600.
+	for _, p := range []string{first.sock, filepath.Join(dir, tokenFileName)} {
+		fi, err := os.Lstat(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if fi.Mode().Perm() != 0o600 {
+			t.Errorf("%s: mode %v, want 0600", filepath.Base(p), fi.Mode())
+		}
+	}
 	if code := first.stop(t, syscall.SIGTERM); code != 0 {
 		t.Errorf("the first runtime exited %d after SIGTERM", code)
 	}
