@@ -25,12 +25,12 @@ immutable records, and serves:
   - on the IPC socket DIR/needle.sock (mode 0600, this user only): the
     commands need resolve, evidence propose, mcp serve, change, profile,
     config and db check of any client naming --data-dir DIR run here, over
-    this store,
-    with the same results as without a runtime (which they fall back to
-    when none runs);
+    this store, with the same results as without a runtime (which they
+    fall back to when none runs);
   - on loopback HTTP (--addr, 127.0.0.1 or ::1 only; port 0 picks one): the
-    web UI and the read API /api/v1 (need feed, evidence, accounting,
-    change lifecycles, server-sent events at /api/v1/events). API clients
+    web UI and the API /api/v1 (need feed, evidence, accounting, change
+    lifecycles with their approval and apply, server-sent events at
+    /api/v1/events). API clients
     send 'Authorization: Bearer TOKEN' with the token in DIR/token (0600);
     a browser logs in once through the one-time URL printed at start (or
     minted by 'needle ui'), which sets a session cookie.
