@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -94,6 +95,15 @@ func TestAPI_Lifecycle(t *testing.T) {
 	repo := MustFixtureRepo(t, "grepx", true)
 	lc := startLifecycle(t, repo, f.data)
 	base := "/api/v1/lifecycles/" + lc.id
+	// post sends a POST and keeps its answer for the walk at the end.
+	type answer struct{ route, body string }
+	var posted []answer
+	post := func(path string, v any, hdr map[string]string) (int, []byte) {
+		t.Helper()
+		status, body := f.post(t, path, v, hdr)
+		posted = append(posted, answer{"POST " + path, string(body)})
+		return status, body
+	}
 
 	var list web.Page[web.LifecycleSummary]
 	mustGetJSON(t, http.DefaultClient, f.rt.URL()+"/api/v1/lifecycles", f.token, &list)
@@ -143,7 +153,7 @@ func TestAPI_Lifecycle(t *testing.T) {
 		if c.name == "MalformedID" {
 			path = "/api/v1/lifecycles/lcy_nope/approvals"
 		}
-		status, body := f.post(t, path, c.body, c.hdr)
+		status, body := post(path, c.body, c.hdr)
 		if status != c.want {
 			t.Errorf("%s: %d %s, want %d", c.name, status, body, c.want)
 		}
@@ -155,12 +165,12 @@ func TestAPI_Lifecycle(t *testing.T) {
 		t.Fatalf("a refused approval changed the lifecycle: %+v", d.Approval)
 	}
 
-	status, body := f.post(t, approvals, web.ApprovalRequest{Digests: lc.digests}, nil)
+	status, body := post(approvals, web.ApprovalRequest{Digests: lc.digests}, nil)
 	var a web.Approval
 	if status != http.StatusCreated || json.Unmarshal(body, &a) != nil || a.Digests != lc.digests {
 		t.Fatalf("approve: %d %s", status, body)
 	}
-	if status, body := f.post(t, approvals, web.ApprovalRequest{Digests: lc.digests}, nil); status != 409 || !strings.Contains(string(body), `"reason":"wrong_phase"`) {
+	if status, body := post(approvals, web.ApprovalRequest{Digests: lc.digests}, nil); status != 409 || !strings.Contains(string(body), `"reason":"wrong_phase"`) {
 		t.Errorf("a second approval: %d %s", status, body)
 	}
 
@@ -168,7 +178,7 @@ func TestAPI_Lifecycle(t *testing.T) {
 	search := filepath.Join(repo, "search.go")
 	orig := MustReadFile(t, search)
 	MustWriteFile(t, search, "package main\n\n// edited by hand\n")
-	status, body = f.post(t, base+"/apply", web.ApplyRequest{ApprovalID: a.ApprovalID}, nil)
+	status, body = post(base+"/apply", web.ApplyRequest{ApprovalID: a.ApprovalID}, nil)
 	var e web.Error
 	if status != 409 || json.Unmarshal(body, &e) != nil || e.Error.Conflict == nil || e.Error.Conflict.Reason != "work_tree_drift" ||
 		strings.Join(e.Error.Conflict.Paths, ",") != "search.go" {
@@ -177,12 +187,12 @@ func TestAPI_Lifecycle(t *testing.T) {
 	if got := string(MustReadFile(t, search)); got != "package main\n\n// edited by hand\n" {
 		t.Fatalf("a refused apply wrote search.go:\n%s", got)
 	}
-	if status, body := f.post(t, base+"/apply", web.ApplyRequest{ApprovalID: "b3:" + strings.Repeat("1", 64)}, nil); status != 409 {
+	if status, body := post(base+"/apply", web.ApplyRequest{ApprovalID: "b3:" + strings.Repeat("1", 64)}, nil); status != 409 {
 		t.Errorf("apply with another approval: %d %s", status, body)
 	}
 	// Restored, the approval still holds: the apply goes through.
 	MustWriteFile(t, search, string(orig))
-	status, body = f.post(t, base+"/apply", web.ApplyRequest{ApprovalID: a.ApprovalID}, nil)
+	status, body = post(base+"/apply", web.ApplyRequest{ApprovalID: a.ApprovalID}, nil)
 	var res web.ApplyResult
 	if status != 200 || json.Unmarshal(body, &res) != nil || res.Files != 1 || res.PatchID != lc.digests.Patch {
 		t.Fatalf("apply: %d %s", status, body)
@@ -194,14 +204,35 @@ func TestAPI_Lifecycle(t *testing.T) {
 	if d.Summary.Status != "applied" || d.Apply == nil || d.Apply.Status != "done" {
 		t.Errorf("after apply: %+v %+v", d.Summary, d.Apply)
 	}
-	// Every answer of the lifecycle routes is a safe projection.
-	secrets := []string{f.token, f.data, repo, os.TempDir() + "/"}
-	for _, route := range []string{"/api/v1/lifecycles", base, base + "/events", "/api/v1/lifecycles/" + strings.Replace(lc.id, "lcy_", "chg_", 1)} {
+	// Every answer of every route, the POSTs' above included, is a safe
+	// projection; and the walk covers every route of the API's table.
+	secrets := []string{f.token, f.data, repo, f.repo, os.TempDir() + "/"}
+	gets := append(f.apiGetRoutes(t), base, base+"/events", base+"/events?after=2&limit=2", "/api/v1/lifecycles/"+strings.Replace(lc.id, "lcy_", "chg_", 1))
+	for _, route := range gets {
 		_, body := f.do(t, http.MethodGet, route, nil, nil)
-		var doc any
-		if err := json.Unmarshal(body, &doc); err != nil {
-			t.Fatalf("%s: %v", route, err)
-		}
-		walkJSON(t, route, doc, "$", secrets)
+		posted = append(posted, answer{"GET " + route, string(body)})
 	}
+	covered := map[string]bool{}
+	table := http.NewServeMux()
+	for _, r := range apiRoutes {
+		table.HandleFunc(r.pattern, func(http.ResponseWriter, *http.Request) {})
+	}
+	values := 0
+	for _, a := range posted {
+		method, route, _ := strings.Cut(a.route, " ")
+		if _, pattern := table.Handler(httptest.NewRequest(method, route, nil)); pattern != "" {
+			covered[pattern] = true
+		}
+		var doc any
+		if err := json.Unmarshal([]byte(a.body), &doc); err != nil {
+			t.Fatalf("%s: not JSON: %v\n%s", a.route, err, a.body)
+		}
+		values += walkJSON(t, a.route, doc, "$", secrets)
+	}
+	for _, r := range apiRoutes {
+		if !covered[r.pattern] {
+			t.Errorf("the walk never reached %s", r.pattern)
+		}
+	}
+	t.Logf("walked %d answers of %d routes, %d JSON values", len(posted), len(covered), values)
 }
