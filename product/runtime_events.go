@@ -30,8 +30,31 @@ type eventTail struct {
 	lastID int64 // the newest resolution published (or present at start)
 	// since is the newest lifecycle update seen, and seqs how far each
 	// lifecycle's journal was published (or present at start).
-	since string
+	since time.Time
 	seqs  map[string]int
+}
+
+// journalSlack is how far before the newest update seen the tail looks
+// again. Two reasons: the stamps are RFC3339Nano, whose trimmed fractions
+// do not sort as strings within a second (".12Z" > ".1234Z"), and a writer
+// may stamp its transaction before another one commits a newer stamp. The
+// lifecycles read again are skipped by their seq.
+const journalSlack = time.Minute
+
+// journalFloor is the updated_at bound of the tail's query: a prefix that
+// sorts at or below every stamp of the second journalSlack before since.
+func journalFloor(since time.Time) string {
+	if since.IsZero() {
+		return ""
+	}
+	return since.Add(-journalSlack).UTC().Format("2006-01-02T15:04:05")
+}
+
+// seen moves since to the update at, a stored stamp.
+func (t *eventTail) seen(at string) {
+	if u, err := time.Parse(time.RFC3339Nano, at); err == nil && u.After(t.since) {
+		t.since = u
+	}
 }
 
 // tailBatch bounds the rows published per pass.
@@ -49,7 +72,8 @@ func startEventTail(ctx context.Context, rt *Runtime) (*eventTail, error) {
 		return nil, err
 	}
 	for _, p := range present {
-		t.seqs[p.ID], t.since = p.Seq, max(t.since, p.UpdatedAt)
+		t.seqs[p.ID] = p.Seq
+		t.seen(p.UpdatedAt)
 	}
 	rt.store.onCommit = t.nudge
 	go t.run()
@@ -137,12 +161,12 @@ func (t *eventTail) stop() {
 // the last pass, each with its lifecycle's summary as it is now: each
 // lifecycle's entries in journal order.
 func (t *eventTail) publishJournal(ctx context.Context) error {
-	moved, err := t.rt.store.lifecyclesUpdatedSince(ctx, t.since)
+	moved, err := t.rt.store.lifecyclesUpdatedSince(ctx, journalFloor(t.since))
 	if err != nil {
 		return err
 	}
 	for _, p := range moved {
-		t.since = max(t.since, p.UpdatedAt)
+		t.seen(p.UpdatedAt)
 		if p.Seq <= t.seqs[p.ID] {
 			continue
 		}

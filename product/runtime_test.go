@@ -256,3 +256,41 @@ func TestStartRuntime_FailureUndoes(t *testing.T) {
 	os.Remove(filepath.Join(dir, socketFileName))
 	mustRuntime(t, dir) // the lock was released
 }
+
+// TestJournalFloor: the event tail's bound, compared as a string the way
+// SQLite compares updated_at, lets through every stamp not older than
+// journalSlack before the newest update seen, whatever their fractions
+// (time order is the oracle); the plain string comparison it replaces
+// loses some of them.
+func TestJournalFloor(t *testing.T) {
+	base := time.Date(2026, 12, 1, 11, 19, 8, 0, time.UTC)
+	fracs := []int{0, 1, 10, 100_000_000, 120_000_000, 123_400_000, 123_456_789, 500_000_000, 999_999_999}
+	plainMissed := 0
+	for _, a := range fracs {
+		since := base.Add(time.Duration(a))
+		for _, b := range fracs {
+			for _, ds := range []int{-60, -59, -1, 0, 1, 3600} {
+				later := base.Add(time.Duration(ds)*time.Second + time.Duration(b))
+				if later.Before(since.Add(-journalSlack)) {
+					continue
+				}
+				stamp := later.Format(time.RFC3339Nano)
+				if stamp < journalFloor(since) {
+					t.Errorf("update %s is below the floor %q of %s", stamp, journalFloor(since), since.Format(time.RFC3339Nano))
+				}
+				if !later.Before(since) && stamp < since.Format(time.RFC3339Nano) {
+					plainMissed++
+				}
+			}
+		}
+	}
+	if plainMissed == 0 {
+		t.Error("no stamp defeats the plain string comparison: the test does not test the floor")
+	}
+	if old := base.Add(-journalSlack - 2*time.Second).Format(time.RFC3339Nano); old >= journalFloor(base) {
+		t.Errorf("%s, older than the slack, is above the floor %q", old, journalFloor(base))
+	}
+	if journalFloor(time.Time{}) != "" {
+		t.Error("no update seen yet: the floor is not empty")
+	}
+}
