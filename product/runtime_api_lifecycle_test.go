@@ -2,6 +2,7 @@ package product
 
 import (
 	"bytes"
+	"encoding/base64"
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
@@ -19,6 +20,7 @@ import (
 // the verified scenario of frozen/lifecycle, run until it awaits approval.
 type awaitingLifecycle struct {
 	id, repo, data string
+	plan           string // the certified test plan it runs
 	// digests are the ones `needle change show` prints in its approve
 	// line: what the API must show, read independently of it.
 	digests web.ApprovalDigests
@@ -68,7 +70,7 @@ func startLifecycle(t *testing.T, repo, data string) awaitingLifecycle {
 	if m == nil || m[4] != id {
 		t.Fatalf("change show has no approve line for %s", id)
 	}
-	return awaitingLifecycle{id: id, repo: repo, data: data, digests: web.ApprovalDigests{Patch: m[1], Verification: m[2], Lifecycle: m[3]}}
+	return awaitingLifecycle{id: id, repo: repo, data: data, plan: res.ArtifactID, digests: web.ApprovalDigests{Patch: m[1], Verification: m[2], Lifecycle: m[3]}}
 }
 
 // post sends a JSON body to the loopback server with the bearer token.
@@ -204,6 +206,32 @@ func TestAPI_Lifecycle(t *testing.T) {
 	if d.Summary.Status != "applied" || d.Apply == nil || d.Apply.Status != "done" {
 		t.Errorf("after apply: %+v %+v", d.Summary, d.Apply)
 	}
+	// A second lifecycle, only started: the list, newest update first,
+	// pages by one through both.
+	out := needleRun(t, "", "change", "start", "--repository", repo, "--data-dir", f.data, "--task", "Comment splitCRLF again.",
+		"--criterion", "The comment says so.", "--scope", "search.go", "--test-plan", lc.plan)
+	second := regexp.MustCompile(`lcy_[0-9a-f]{24}`).FindString(out)
+	var paged []string
+	cursor := ""
+	for range 4 {
+		var p web.Page[web.LifecycleSummary]
+		mustGetJSON(t, http.DefaultClient, f.rt.URL()+"/api/v1/lifecycles?limit=1&cursor="+cursor, f.token, &p)
+		for _, l := range p.Items {
+			paged = append(paged, l.LifecycleID)
+		}
+		if cursor = p.NextCursor; cursor == "" {
+			break
+		}
+	}
+	if strings.Join(paged, " ") != second+" "+lc.id {
+		t.Errorf("paging the lifecycles by one: %v, want [%s %s]", paged, second, lc.id)
+	}
+	for _, bad := range []string{"limit=0", "limit=101", "cursor=bogus", "cursor=l" + base64.RawURLEncoding.EncodeToString([]byte("yesterday "+lc.id))} {
+		if status, body := f.do(t, http.MethodGet, "/api/v1/lifecycles?"+bad, nil, nil); status != http.StatusBadRequest {
+			t.Errorf("lifecycles?%s: %d %s, want 400", bad, status, body)
+		}
+	}
+
 	// Every answer of every route, the POSTs' above included, is a safe
 	// projection; and the walk covers every route of the API's table.
 	secrets := []string{f.token, f.data, repo, f.repo, os.TempDir() + "/"}
