@@ -200,6 +200,9 @@ const (
 	LifecycleMaxWorkerRuns = 64
 	LifecycleMaxTokens     = int64(1) << 36
 	LifecycleMaxWallMs     = int64(24 * 60 * 60 * 1000)
+	// LifecycleMaxRunsPerPhase bounds the worker runs one adapter run may
+	// count for (explore: one evidence worker per need).
+	LifecycleMaxRunsPerPhase = 8
 )
 
 // LifecycleInvocationID is the deterministic identity of one adapter
@@ -340,9 +343,11 @@ func (s *LifecycleState) end(reason LifecycleReason) {
 	s.Status, s.Reason = lifecycleReasonStatus[reason], reason
 }
 
-// charge counts one finished worker run and what it reported.
+// charge counts one finished adapter run: its worker runs and what it
+// reported.
 func (s *LifecycleState) charge(c LifecycleCost) {
-	s.Usage.WorkerRuns++
+	s.Usage.WorkerRuns += c.runs()
+	s.Usage.ExtraRuns += c.runs() - 1
 	s.Usage.Tokens += c.Tokens
 	s.Usage.WallMs += c.WallMs
 }

@@ -217,12 +217,12 @@ func (ev LifecycleCreated) validate() error {
 }
 
 func (ev LifecycleExploreCompleted) validate() error {
-	return firstErr(checkID("invocation", ev.Invocation), checkIDList("evidence", ev.Evidence, 0, LifecycleMaxEvidence), ev.Cost.validate())
+	return firstErr(checkID("invocation", ev.Invocation), checkIDList("evidence", ev.Evidence, 0, LifecycleMaxEvidence), ev.Cost.validate(PhaseExplore))
 }
 
 func (ev LifecycleImplementCompleted) validate() error {
 	if err := firstErr(checkID("invocation", ev.Invocation), checkID("base_snapshot", ev.Base),
-		checkEnum("outcome", ev.Outcome, lifecyclePatchOutcomes), ev.Cost.validate()); err != nil {
+		checkEnum("outcome", ev.Outcome, lifecyclePatchOutcomes), ev.Cost.validate(PhaseImplement)); err != nil {
 		return err
 	}
 	if ev.Outcome == LifecyclePatchRejected {
@@ -243,15 +243,15 @@ func (ev LifecycleImplementCompleted) validate() error {
 }
 
 func (ev LifecycleTestCompleted) validate() error {
-	return firstErr(checkID("invocation", ev.Invocation), ev.Evidence.validate(), ev.Cost.validate())
+	return firstErr(checkID("invocation", ev.Invocation), ev.Evidence.validate(), ev.Cost.validate(PhaseTest))
 }
 
 func (ev LifecycleReviewCompleted) validate() error {
-	return firstErr(checkID("invocation", ev.Invocation), ev.Review.validate(), ev.Cost.validate())
+	return firstErr(checkID("invocation", ev.Invocation), ev.Review.validate(), ev.Cost.validate(PhaseReview))
 }
 
 func (ev LifecycleVerifyCompleted) validate() error {
-	return firstErr(checkID("invocation", ev.Invocation), ev.Verification.validate(), ev.Cost.validate())
+	return firstErr(checkID("invocation", ev.Invocation), ev.Verification.validate(), ev.Cost.validate(PhaseVerify))
 }
 
 func (ev LifecyclePhaseFailed) validate() error {
@@ -259,7 +259,7 @@ func (ev LifecyclePhaseFailed) validate() error {
 		return fmt.Errorf("phase: %q is not a worker phase", ev.Phase)
 	}
 	return firstErr(checkID("invocation", ev.Invocation), checkEnum("failure", ev.Failure, lifecycleFailures),
-		checkEventText("detail", ev.Detail, 0, LifecycleMaxTextBytes), ev.Cost.validate())
+		checkEventText("detail", ev.Detail, 0, LifecycleMaxTextBytes), ev.Cost.validate(ev.Phase))
 }
 
 func (ev LifecycleApprovalGranted) validate() error {
@@ -289,22 +289,37 @@ func (ev LifecycleCancelRequested) validate() error {
 	return checkEventText("note", ev.Note, 0, LifecycleMaxTextBytes)
 }
 
-// LifecycleCost is what one adapter run reported: tokens, and the wall
-// time the kernel measured around it.
+// LifecycleCost is what one adapter run cost: the tokens its workers
+// reported, the wall time the kernel measured around it, and how many
+// worker runs it counts for. A phase run counts for one, except explore,
+// which runs one evidence worker per need evidence could not answer and
+// counts for each when it started more than one (Runs; omitted, as in
+// every other phase, it is one — and one is never spelled out, so a cost
+// has exactly one encoding).
 type LifecycleCost struct {
 	Tokens int64 `json:"tokens"`
 	WallMs int64 `json:"wall_ms"`
+	Runs   int   `json:"runs,omitempty"`
 }
 
-func (c LifecycleCost) validate() error {
+// validate checks a cost of a run of phase p: only explore runs more than
+// one worker.
+func (c LifecycleCost) validate(p Phase) error {
 	switch {
 	case c.Tokens < 0 || c.Tokens > LifecycleMaxTokens:
 		return fmt.Errorf("cost.tokens: want 0 to %d, got %d", LifecycleMaxTokens, c.Tokens)
 	case c.WallMs < 0 || c.WallMs > LifecycleMaxWallMs:
 		return fmt.Errorf("cost.wall_ms: want 0 to %d, got %d", LifecycleMaxWallMs, c.WallMs)
+	case c.Runs != 0 && (c.Runs < 2 || c.Runs > LifecycleMaxRunsPerPhase):
+		return fmt.Errorf("cost.runs: want it omitted (one run) or 2 to %d, got %d", LifecycleMaxRunsPerPhase, c.Runs)
+	case c.Runs != 0 && p != PhaseExplore:
+		return fmt.Errorf("cost.runs: only explore counts for more than one worker run, not %s", p)
 	}
 	return nil
 }
+
+// runs is how many worker runs the cost counts for.
+func (c LifecycleCost) runs() int { return max(c.Runs, 1) }
 
 // LifecycleTestOutcome is the result of one test plan. error means the
 // test could not be run or judged: unavailable evidence, never a pass.

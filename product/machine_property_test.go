@@ -162,6 +162,9 @@ func genEvent(e *entropy, s LifecycleState, history []LifecycleState) LifecycleE
 	case LifecycleExploreCompleted:
 		ev.Evidence = ev.Evidence[:e.intn(2)]
 		ev.Cost = genCost(e)
+		if e.chance(48) {
+			ev.Cost.Runs = 2 + e.intn(LifecycleMaxRunsPerPhase-1) // evidence workers
+		}
 		ev.Invocation = maybeStale(e, s, ev.Invocation)
 		return ev
 	case LifecycleImplementCompleted:
@@ -208,6 +211,9 @@ func genEvent(e *entropy, s LifecycleState, history []LifecycleState) LifecycleE
 	case LifecyclePhaseFailed:
 		ev.Failure = lifecycleFailures[e.intn(len(lifecycleFailures))]
 		ev.Cost = genCost(e)
+		if ev.Phase == PhaseExplore && e.chance(48) {
+			ev.Cost.Runs = 2 + e.intn(LifecycleMaxRunsPerPhase-1)
+		}
 		ev.Invocation = maybeStale(e, s, ev.Invocation)
 		return ev
 	case LifecycleApprovalGranted:

@@ -83,6 +83,10 @@ type LifecycleUsage struct {
 	Tokens     int64 `json:"tokens"`
 	WallMs     int64 `json:"wall_ms"`
 	WorkerRuns int   `json:"worker_runs"`
+	// ExtraRuns are the worker runs beyond one per adapter run (explore's
+	// further evidence workers), already in WorkerRuns: attempts and runs
+	// stay accountable to each other. Omitted when none.
+	ExtraRuns int `json:"extra_runs,omitempty"`
 }
 
 // exhausts reports whether usage leaves no room for another worker run.
@@ -347,15 +351,20 @@ func (s LifecycleState) checkProgress() error {
 	if s.Status == LifecycleStatusRunning && *a.of(s.Phase) < 1 {
 		return fmt.Errorf("%s is running without an attempt", s.Phase)
 	}
-	// Every issued attempt finished as a worker run, except the one in
-	// flight while running, or the one a cancellation cut off.
+	// Every issued attempt finished as a worker run (explore's perhaps as
+	// several: ExtraRuns), except the one in flight while running, or the
+	// one a cancellation cut off.
 	inFlight := 0
 	if s.Status == LifecycleStatusRunning {
 		inFlight = 1
 	}
-	cutOff := a.total() == s.Usage.WorkerRuns+1 && s.Status == LifecycleStatusCancelled && s.Phase != PhaseApply
-	if a.total() != s.Usage.WorkerRuns+inFlight && !cutOff {
-		return fmt.Errorf("%d attempts issued, %d worker runs finished and %d in flight", a.total(), s.Usage.WorkerRuns, inFlight)
+	runs := s.Usage.WorkerRuns - s.Usage.ExtraRuns
+	cutOff := a.total() == runs+1 && s.Status == LifecycleStatusCancelled && s.Phase != PhaseApply
+	if a.total() != runs+inFlight && !cutOff {
+		return fmt.Errorf("%d attempts issued, %d worker runs finished and %d in flight", a.total(), runs, inFlight)
+	}
+	if s.Usage.ExtraRuns > a.Explore*(LifecycleMaxRunsPerPhase-1) {
+		return fmt.Errorf("%d extra worker runs from %d explore attempts", s.Usage.ExtraRuns, a.Explore)
 	}
 	return nil
 }
@@ -372,9 +381,12 @@ func (s LifecycleState) checkCounters() error {
 		return fmt.Errorf("round %d with %d repairs used", s.Round, s.RepairsUsed)
 	case s.Retries < 0 || s.Retries > LifecycleMaxRetries:
 		return fmt.Errorf("retries %d; the limit is %d", s.Retries, LifecycleMaxRetries)
-	case u.Tokens < 0 || u.WallMs < 0 || u.WorkerRuns < 0:
+	case u.Tokens < 0 || u.WallMs < 0 || u.WorkerRuns < 0 || u.ExtraRuns < 0 || u.ExtraRuns > u.WorkerRuns:
 		return fmt.Errorf("negative usage")
-	case u.WorkerRuns > b.WorkerRuns || u.WorkerRuns > 0 && u.Tokens > b.Tokens+LifecycleMaxTokens ||
+	// The run that spends the budget still counts: before it there was
+	// room (exhausts), and one run counts for at most
+	// LifecycleMaxRunsPerPhase, LifecycleMaxTokens and LifecycleMaxWallMs.
+	case u.WorkerRuns >= b.WorkerRuns+LifecycleMaxRunsPerPhase || u.WorkerRuns > 0 && u.Tokens > b.Tokens+LifecycleMaxTokens ||
 		u.WorkerRuns > 0 && u.WallMs > b.WallMs+LifecycleMaxWallMs:
 		return fmt.Errorf("usage %+v is beyond what budget %+v lets a lifecycle spend", u, b)
 	case s.Status == LifecycleStatusRunning && u.exhausts(b):

@@ -42,7 +42,8 @@ import (
 //	replay                    the journal replayed from nothing, digests compared
 //
 // COMPLETION is [invocation=current|previous|other-lifecycle|PHASE]
-// [tokens=N] [wall=N]. Content ids print as their first 12 hex digits.
+// [tokens=N] [wall=N] [workers=N] (workers: the worker runs the run counts
+// for, cost.runs). Content ids print as their first 12 hex digits.
 // NEEDLE_UPDATE=1 rewrites the expected output.
 
 // transcriptCoverage is every pair of state class and event kind the
@@ -435,7 +436,8 @@ func (a transcriptArgs) pick(key string, choices map[string]string) string {
 }
 
 func (a transcriptArgs) cost(c LifecycleCost) LifecycleCost {
-	return LifecycleCost{Tokens: int64(a.int("tokens", int(c.Tokens))), WallMs: int64(a.int("wall", int(c.WallMs)))}
+	return LifecycleCost{Tokens: int64(a.int("tokens", int(c.Tokens))), WallMs: int64(a.int("wall", int(c.WallMs))),
+		Runs: a.int("workers", c.Runs)}
 }
 
 // invocation is the completion's invocation id: the current one, the
