@@ -57,10 +57,12 @@ type ExploreRequest struct {
 }
 
 // ExploreResult is the explorer's evidence: artifact ids, each of which the
-// kernel checks is certified and fresh.
+// kernel checks is certified and fresh, and what its evidence workers cost
+// (Workers: how many it started; Usage: their tokens, summed).
 type ExploreResult struct {
 	Evidence []string
 	Usage    WorkerUsage
+	Workers  int
 	Thread   string
 }
 
@@ -185,9 +187,12 @@ var errFailClosed = errors.New("fail closed")
 // unavailable, or (anything else) crashed.
 func failureOf(err error) LifecycleFailure {
 	var ae *AdapterError
+	var rf *recordedFailure
 	switch {
 	case errors.As(err, &ae):
 		return ae.Failure
+	case errors.As(err, &rf):
+		return rf.Failure
 	case errors.Is(err, errFailClosed), errors.Is(err, checkout.ErrVerify):
 		return LifecycleFailureFailClosed
 	case errors.Is(err, context.DeadlineExceeded):

@@ -33,22 +33,52 @@ func (c codexAdapters) adapters(tests *testAdapter) LifecycleAdapters {
 // explore resolves the lifecycle's needs through the need pipeline (which
 // runs the evidence worker for what evidence cannot answer and validates
 // what it proposes) and returns the artifacts the answers cite, with the
-// request's own artifacts.
+// request's own artifacts, and what the evidence workers cost: their
+// tokens, their number and their time. Each need is recorded apart
+// (invocation.go), so a need resolved before a kill is not resolved again.
 func (c codexAdapters) explore(ctx context.Context, req ExploreRequest) (ExploreResult, error) {
 	res := ExploreResult{Evidence: append([]string{}, req.ArtifactIDs...)}
-	for _, n := range req.Needs {
-		r, err := c.e.NeedContext(ctx, newSessionID("lcy"), n)
+	var threads []string
+	for i, n := range req.Needs {
+		r, err := recorded(ctx, c.e, req.AdapterCall, i+1, func(ctx context.Context) (ExploreResult, error) {
+			return c.exploreNeed(ctx, n)
+		})
+		res.Usage = res.Usage.add(r.Usage)
+		res.Workers += r.Workers
+		if r.Thread != "" {
+			threads = append(threads, r.Thread)
+		}
 		if err != nil {
 			return res, err
 		}
-		if r.Status != ResultBypass {
-			res.Evidence = append(res.Evidence, r.Resolution.ArtifactIDs...)
-		}
+		res.Evidence = append(res.Evidence, r.Evidence...)
+	}
+	res.Thread = strings.Join(threads, " ")
+	return res, nil
+}
+
+// exploreNeed resolves one need: the artifacts its answer cites (none for
+// a bypass), and the evidence worker it ran, if any.
+func (c codexAdapters) exploreNeed(ctx context.Context, n NeedRequest) (ExploreResult, error) {
+	r, run, err := c.e.needContextRun(ctx, newSessionID("lcy"), n)
+	res := ExploreResult{Evidence: []string{}, Usage: run.Usage}
+	if run.Spawned {
+		res.Workers = 1
+	}
+	if err != nil {
+		return res, err
+	}
+	if r.Status != ResultBypass {
+		res.Evidence = r.Resolution.ArtifactIDs
 	}
 	return res, nil
 }
 
 func (c codexAdapters) implement(ctx context.Context, req ImplementRequest) (ImplementResult, error) {
+	return recorded(ctx, c.e, req.AdapterCall, 0, func(ctx context.Context) (ImplementResult, error) { return c.runImplement(ctx, req) })
+}
+
+func (c codexAdapters) runImplement(ctx context.Context, req ImplementRequest) (ImplementResult, error) {
 	laid := storedOps(req.Laid)
 	att := patchAttempt{revision: req.Round}
 	var repair *verificationRecord
@@ -108,6 +138,10 @@ var reviewSchema = json.RawMessage(mustJSON(schema.Strict(map[string]any{
 })))
 
 func (c codexAdapters) review(ctx context.Context, req ReviewRequest) (ReviewResult, error) {
+	return recorded(ctx, c.e, req.AdapterCall, 0, func(ctx context.Context) (ReviewResult, error) { return c.runReview(ctx, req) })
+}
+
+func (c codexAdapters) runReview(ctx context.Context, req ReviewRequest) (ReviewResult, error) {
 	laid := storedOps(req.Patch)
 	spec := sessionSpec{
 		Scenario: "lifecycle-review ",
@@ -147,6 +181,10 @@ func reviewPrompt(req ReviewRequest) string {
 }
 
 func (c codexAdapters) verify(ctx context.Context, req VerifyRequest) (VerifierResult, error) {
+	return recorded(ctx, c.e, req.AdapterCall, 0, func(ctx context.Context) (VerifierResult, error) { return c.runVerify(ctx, req) })
+}
+
+func (c codexAdapters) runVerify(ctx context.Context, req VerifyRequest) (VerifierResult, error) {
 	laid := storedOps(req.Patch)
 	requestID := mustID(tagChangeRequest, req.Request)
 	spec := sessionSpec{

@@ -13,47 +13,69 @@ import (
 // and changes nothing; every resolution kind, bypass included, is a normal
 // result.
 func (e *Engine) NeedContext(ctx context.Context, session string, req NeedRequest) (NeedResult, error) {
+	r, _, err := e.needContextRun(ctx, session, req)
+	return r, err
+}
+
+// workerRun is what the worker of one resolution cost: nothing when none
+// was spawned.
+type workerRun struct {
+	Spawned bool
+	Usage   WorkerUsage
+}
+
+// needContextRun is NeedContext that also says what its worker cost (the
+// lifecycle's explore charges it to the lifecycle's budget).
+func (e *Engine) needContextRun(ctx context.Context, session string, req NeedRequest) (NeedResult, workerRun, error) {
 	need, err := Compile(req, e.cfg.Routes)
 	if err != nil {
-		return NeedResult{}, err
+		return NeedResult{}, workerRun{}, err
 	}
 	if err := e.turn.lock(ctx); err != nil {
-		return NeedResult{}, err
+		return NeedResult{}, workerRun{}, err
 	}
 	defer e.turn.unlock()
-	return e.needContext(ctx, session, need)
+	return e.resolveNeed(ctx, session, need)
 }
 
 // needContext resolves a compiled need for a session; the caller holds
 // the turn.
 func (e *Engine) needContext(ctx context.Context, session string, need CompiledNeed) (NeedResult, error) {
+	r, _, err := e.resolveNeed(ctx, session, need)
+	return r, err
+}
+
+func (e *Engine) resolveNeed(ctx context.Context, session string, need CompiledNeed) (NeedResult, workerRun, error) {
 	started := time.Now()
+	var run workerRun
 	ledger, err := e.ledger(ctx, session)
 	if err != nil {
-		return NeedResult{}, err
+		return NeedResult{}, run, err
 	}
 	if err := e.store.PutNeed(ctx, need.ID, need.DefinitionID, string(need.IR.Route), string(need.IR.Subject.Kind),
 		need.IR.Subject.Name, []byte(mustJSON(need.IR))); err != nil {
-		return NeedResult{}, err
+		return NeedResult{}, run, err
 	}
 	relation := ledger.classify(need.ID, need.IR)
 	in := resolveInput{Need: need, Worker: e.cfg.Worker != nil && !e.cfg.CacheOnly && ledger.Workers < e.cfg.Limits.Workers}
 	if relation != RelationRepeat && ledger.Needs >= e.cfg.Limits.Needs {
 		in.Bypass = fmt.Sprintf("session need limit (%d) reached", e.cfg.Limits.Needs)
 	} else if err := e.gather(ctx, &in); err != nil {
-		return NeedResult{}, opError("need.resolve", err)
+		return NeedResult{}, run, opError("need.resolve", err)
 	}
 	d := resolve(in)
 	plan, d, err := e.choosePlan(ctx, need, in, d)
 	if err != nil {
-		return NeedResult{}, err
+		return NeedResult{}, run, err
 	}
 	spawned := len(d.WorkerFor) > 0
 	var cost resolutionCost
 	if spawned {
 		ledger.Workers++
-		if d, cost.TokensSpent, err = e.runWorker(ctx, need, d); err != nil {
-			return NeedResult{}, err
+		d, cost.TokensSpent, err = e.runWorker(ctx, need, d)
+		run = workerRun{Spawned: true, Usage: WorkerUsage{TotalTokens: cost.TokensSpent}}
+		if err != nil {
+			return NeedResult{}, run, err
 		}
 	}
 	if relation != RelationRepeat {
@@ -64,13 +86,13 @@ func (e *Engine) needContext(ctx context.Context, session string, need CompiledN
 	}
 	r, err := e.finish(ctx, session, need, relation, d, plan, spawned, started, cost)
 	if err != nil {
-		return NeedResult{}, err
+		return NeedResult{}, run, err
 	}
 	ledger.Entries = append(ledger.Entries, ledgerEntry{NeedID: need.ID, IR: need.IR, Missing: r.Missing})
 	if statusOf(d.Kind, 0, false) == ResultHit {
 		_ = e.store.observe(ctx, Observation{Operator: OpReuse, LatencyMs: sinceMs(started)})
 	}
-	return r, nil
+	return r, run, nil
 }
 
 // gather loads and classifies the candidate evidence for a need.

@@ -277,10 +277,21 @@ func (k *lifecycleKernel) invoke(ctx context.Context, v lifecycleView, inv Lifec
 	default:
 		err = fmt.Errorf("no adapter runs %s", inv.Phase)
 	}
-	cost := LifecycleCost{Tokens: min(max(out.usage.TotalTokens, 0), LifecycleMaxTokens),
-		WallMs: min(max(k.clock().Sub(start).Milliseconds(), 0), LifecycleMaxWallMs)}
-	if err != nil && (ctx.Err() != nil || KindOf(err) == KindConflict) {
+	wall := k.clock().Sub(start).Milliseconds()
+	if producedNothing(ctx, err) {
 		return a, err
+	}
+	// A result an adapter recorded before a kill is returned at once, but
+	// its run took time all the same: the budget counts the longer of the
+	// kernel's measure and the recorded one.
+	recordedMs, rerr := k.e.store.invocationWallMs(ctx, inv.Invocation)
+	if rerr != nil {
+		return a, rerr
+	}
+	cost := LifecycleCost{Tokens: min(max(out.usage.TotalTokens, 0), LifecycleMaxTokens),
+		WallMs: min(max(wall, recordedMs, 0), LifecycleMaxWallMs)}
+	if out.workers > 1 {
+		cost.Runs = min(out.workers, LifecycleMaxRunsPerPhase)
 	}
 	a.Blobs, a.Raw, a.Thread, a.Usage, a.ArtifactID = out.blobs, out.raw, out.thread, out.usage, out.id
 	if err == nil && out.invalid != "" {
@@ -310,6 +321,7 @@ type phaseOutput struct {
 	raw     string
 	thread  string
 	usage   WorkerUsage
+	workers int // the worker runs it counts for, when more than one (explore's evidence workers)
 	invalid string
 }
 
@@ -334,7 +346,7 @@ func (k *lifecycleKernel) explore(ctx context.Context, v lifecycleView, call Ada
 	}
 	res, err := k.adapters.Explore(ctx, ExploreRequest{AdapterCall: call, Needs: v.Needs,
 		ArtifactIDs: v.Request.ArtifactIDs, ClaimIDs: v.Request.ClaimIDs})
-	out := phaseOutput{usage: res.Usage, thread: res.Thread}
+	out := phaseOutput{usage: res.Usage, thread: res.Thread, workers: res.Workers}
 	if err != nil {
 		return out, err
 	}

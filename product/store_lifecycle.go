@@ -639,3 +639,55 @@ func (s *Store) lifecyclesUpdatedSince(ctx context.Context, since string) ([]lif
 			return rows.Scan(&p.ID, &p.Root, &p.UpdatedAt, &p.Seq)
 		})
 }
+
+// invocationResult reads the record of one part of an invocation
+// (invocation.go).
+func (s *Store) invocationResult(ctx context.Context, invocation string, part int) (invocationRecord, bool, error) {
+	r := invocationRecord{Invocation: invocation, Part: part}
+	var outcome string
+	err := s.db.QueryRowContext(ctx, `SELECT lifecycle_id, phase, attempt, outcome, failure, detail, result, wall_ms
+		FROM invocation_results WHERE invocation = ? AND part = ?`, invocation, part).
+		Scan(&r.Lifecycle, &r.Phase, &r.Attempt, &outcome, &r.Failure, &r.Detail, &r.Result, &r.WallMs)
+	if errNoRows(err) {
+		return r, false, nil
+	}
+	if err != nil {
+		return r, false, storeError("store.invocation_result", err)
+	}
+	return r, true, nil
+}
+
+// putInvocationResult records one part of an invocation unless it has a
+// record already, and returns the record as stored: the first one wins.
+func (s *Store) putInvocationResult(ctx context.Context, r invocationRecord) (invocationRecord, error) {
+	outcome := "completed"
+	if r.Failure != "" {
+		outcome = "failed"
+	}
+	err := s.inTx(ctx, "store.invocation_result", func(tx *sql.Tx, now string) error {
+		_, err := tx.ExecContext(ctx, `INSERT INTO invocation_results (invocation, part, lifecycle_id, phase, attempt, outcome,
+			failure, detail, result, wall_ms, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+			ON CONFLICT (invocation, part) DO NOTHING`,
+			r.Invocation, r.Part, r.Lifecycle, r.Phase, r.Attempt, outcome, r.Failure, r.Detail, r.Result, r.WallMs, now)
+		return err
+	})
+	if err != nil {
+		return r, err
+	}
+	stored, ok, err := s.invocationResult(ctx, r.Invocation, r.Part)
+	if err == nil && !ok {
+		err = storeError("store.invocation_result", fmt.Errorf("the record of %s vanished", r.Invocation))
+	}
+	return stored, err
+}
+
+// invocationWallMs is the wall time recorded for an invocation's worker
+// runs, all parts together.
+func (s *Store) invocationWallMs(ctx context.Context, invocation string) (int64, error) {
+	var ms int64
+	err := s.db.QueryRowContext(ctx, `SELECT coalesce(sum(wall_ms), 0) FROM invocation_results WHERE invocation = ?`, invocation).Scan(&ms)
+	if err != nil {
+		return 0, storeError("store.invocation_result", err)
+	}
+	return ms, nil
+}

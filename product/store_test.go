@@ -342,6 +342,11 @@ var upgradeSeeds = map[int][]string{
 	9: {
 		`INSERT INTO resolutions VALUES (1, '/r', 's1', 1, 'b3:` + strings.Repeat("2", 64) + `', 'coverage_hit', NULL, 'b3:` + strings.Repeat("d", 64) + `', '{}', '{}', 'b3:` + strings.Repeat("e", 64) + `', 0, '2024-01-07T00:00:00Z', 3.5, 0, 1200)`,
 	},
+	10: {
+		`INSERT INTO invocation_results VALUES ('b3:` + strings.Repeat("f", 64) + `', 0, 'lcy_` + strings.Repeat("d", 24) + `', 'explore', 1, 'completed', '', '', '{}', 12, '2024-01-09T00:00:00Z')`,
+		`INSERT INTO change_applies VALUES (2, 'b3:` + strings.Repeat("3", 64) + `', 'chg_` + strings.Repeat("a", 24) + `', NULL, 'b3:` + strings.Repeat("1", 64) + `', '/r', '[]', 'rolled_back', '', '2024-01-09T00:00:00Z', '2024-01-09T00:00:01Z')`,
+		`INSERT INTO change_apply_abandons VALUES (2, 'cli:me', '[]', '2024-01-09T00:00:01Z')`,
+	},
 }
 
 func TestOpenStore_Upgrade(t *testing.T) {

@@ -39,6 +39,12 @@ type WorkerUsage struct {
 	LatencyMs    float64
 }
 
+// add sums two runs' accounting.
+func (u WorkerUsage) add(v WorkerUsage) WorkerUsage {
+	return WorkerUsage{InputTokens: u.InputTokens + v.InputTokens, OutputTokens: u.OutputTokens + v.OutputTokens,
+		TotalTokens: u.TotalTokens + v.TotalTokens, CostUSD: u.CostUSD + v.CostUSD, LatencyMs: u.LatencyMs + v.LatencyMs}
+}
+
 // WorkerTotals sums the worker runs recorded for the engine's repository.
 func (e *Engine) WorkerTotals(ctx context.Context) (WorkerTotals, error) {
 	return e.store.workerTotals(ctx, e.root)

@@ -1,0 +1,65 @@
+-- 0010_lifecycle_records: what a lifecycle adapter's worker produced,
+-- recorded the moment it completed, and the abandonment of an interrupted
+-- apply that recovery cannot decide.
+--
+-- Shipped migrations are immutable; see 0001_foundation.sql.
+
+-- One row per completed worker run of a lifecycle invocation (the
+-- deterministic id of a lifecycle, phase and attempt), written by the
+-- adapter before it returns to the kernel: an adapter invoked again with
+-- the same invocation id, because the kernel was killed before it
+-- persisted the artifact, returns this row and runs nothing. part numbers
+-- the units of one invocation that are recorded apart (explore records
+-- each need it resolved; every other phase one part, 0). outcome failed
+-- keeps a worker that ran and failed (its failure class and message), so
+-- a failure is not paid for twice either. result is the adapter's result
+-- as JSON; wall_ms the time the run took, which the lifecycle's budget
+-- still counts when the result is returned again.
+CREATE TABLE invocation_results (
+	invocation TEXT NOT NULL CHECK (length(invocation) = 67 AND substr(invocation, 1, 3) = 'b3:'),
+	part INTEGER NOT NULL CHECK (part >= 0),
+	lifecycle_id TEXT NOT NULL REFERENCES change_lifecycles (lifecycle_id),
+	phase TEXT NOT NULL CHECK (phase IN ('explore', 'implement', 'test', 'review', 'verify')),
+	attempt INTEGER NOT NULL CHECK (attempt >= 1),
+	outcome TEXT NOT NULL CHECK (outcome IN ('completed', 'failed')),
+	failure TEXT NOT NULL CHECK (failure IN ('', 'crashed', 'timeout', 'unavailable', 'invalid_result', 'fail_closed')),
+	detail TEXT NOT NULL,
+	result TEXT NOT NULL CHECK (json_valid(result)),
+	wall_ms INTEGER NOT NULL CHECK (wall_ms >= 0),
+	created_at TEXT NOT NULL,
+	PRIMARY KEY (invocation, part),
+	CHECK ((outcome = 'failed') = (failure != ''))
+) STRICT;
+
+CREATE TRIGGER invocation_results_immutable BEFORE UPDATE ON invocation_results
+BEGIN
+	SELECT RAISE(ABORT, 'invocation_results: rows are immutable');
+END;
+
+CREATE TRIGGER invocation_results_no_delete BEFORE DELETE ON invocation_results
+BEGIN
+	SELECT RAISE(ABORT, 'invocation_results: rows are never deleted');
+END;
+
+-- An interrupted apply the user abandoned (needle change apply --abandon):
+-- recovery could not finish or undo it because a file holds neither its
+-- content before nor after the patch. Written in the transaction that ends
+-- the apply as rolled_back (its cause left ''): files says, per file of the
+-- intent, what was found (before, after or changed) and whether it was
+-- restored (only a file holding exactly what the apply wrote is).
+CREATE TABLE change_apply_abandons (
+	apply_id INTEGER PRIMARY KEY REFERENCES change_applies (apply_id),
+	abandoned_by TEXT NOT NULL,
+	files TEXT NOT NULL CHECK (json_type(files) = 'array'),
+	created_at TEXT NOT NULL
+) STRICT;
+
+CREATE TRIGGER change_apply_abandons_immutable BEFORE UPDATE ON change_apply_abandons
+BEGIN
+	SELECT RAISE(ABORT, 'change_apply_abandons: rows are immutable');
+END;
+
+CREATE TRIGGER change_apply_abandons_no_delete BEFORE DELETE ON change_apply_abandons
+BEGIN
+	SELECT RAISE(ABORT, 'change_apply_abandons: rows are never deleted');
+END;
