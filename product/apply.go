@@ -389,7 +389,7 @@ func (j *applyJournal) apply(ctx context.Context, files []PatchFile, patch, appr
 		if _, _, ok, err := e.baseContent(f.Path, f.Before); err != nil || !ok {
 			// The user changed a file while the apply ran: undo what was
 			// written and report the conflict.
-			if rerr := j.rollback(ctx, row, LifecycleRollbackDrift); rerr != nil {
+			if rerr := j.rollback(ctx, row, LifecycleRollbackDrift, f.Path); rerr != nil {
 				return "", rerr
 			}
 			return "", conflictf("409 conflict: %s changed in the work tree during the apply; the apply was rolled back", f.Path)
@@ -448,8 +448,10 @@ func writeOrder(files []applyFile) []int {
 
 // rollback restores every file of an apply to its content before, and
 // ends the apply as rolled back.
-func (j *applyJournal) rollback(ctx context.Context, row applyRow, cause LifecycleRollbackCause) error {
-	if err := j.e.restore(ctx, row); err != nil {
+// unwritten names a file the apply is known not to have written (the one
+// whose drift stopped it): what it holds is the user's, not the patch's.
+func (j *applyJournal) rollback(ctx context.Context, row applyRow, cause LifecycleRollbackCause, unwritten ...string) error {
+	if err := j.e.restore(ctx, row, unwritten...); err != nil {
 		return err
 	}
 	end := applyEnd{ApplyID: row.ApplyID, Status: "rolled_back", Cause: string(cause)}
@@ -461,21 +463,69 @@ func (j *applyJournal) rollback(ctx context.Context, row applyRow, cause Lifecyc
 
 // restore puts back the content before of every file of row that does not
 // have it, journaling each. A file with neither its content before nor
-// after (the user edited it) is left alone and reported: nothing decides
-// for the user which content is right.
-func (e *Engine) restore(ctx context.Context, row applyRow) error {
+// after (the user edited it) makes it refuse before anything is written:
+// nothing decides for the user which content is right, and a restore that
+// stopped half way would leave the tree neither before nor after. needle
+// change apply --abandon is the way out (Abandon).
+func (e *Engine) restore(ctx context.Context, row applyRow, unwritten ...string) error {
+	found, err := e.classifyApply(row)
+	if err != nil {
+		return err
+	}
 	var foreign []string
+	for i, f := range row.Files {
+		if found[i] == abandonChanged && !slices.Contains(unwritten, f.Path) {
+			foreign = append(foreign, f.Path)
+		}
+	}
+	if len(foreign) > 0 {
+		return conflictf("the interrupted apply %s cannot be finished or undone: %s changed since (neither its content before nor after the patch); "+
+			"nothing was written. Resolve it by hand, or abandon the apply with needle change apply --abandon %s (the patch is taken out of every file that still holds it; changed files are left as they are)",
+			row.IntentID, strings.Join(foreign, ", "), abandonTarget(row))
+	}
+	return e.restoreAfter(ctx, row, found)
+}
+
+// abandonTarget is the id needle change apply --abandon takes for row.
+func abandonTarget(row applyRow) string {
+	if row.Lifecycle != "" {
+		return row.Lifecycle
+	}
+	return row.ChangeID
+}
+
+// What a file of an interrupted apply holds.
+const (
+	abandonBefore  = "before"  // its content before the patch
+	abandonAfter   = "after"   // what the apply wrote
+	abandonChanged = "changed" // neither: the user's
+)
+
+// classifyApply says, per file of row, what the work tree holds.
+func (e *Engine) classifyApply(row applyRow) ([]string, error) {
+	found := make([]string, len(row.Files))
 	for i, f := range row.Files {
 		got, err := e.treeDigest(f.Path)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		switch got {
 		case f.Before:
-			continue
+			found[i] = abandonBefore
 		case f.After:
+			found[i] = abandonAfter
 		default:
-			foreign = append(foreign, f.Path)
+			found[i] = abandonChanged
+		}
+	}
+	return found, nil
+}
+
+// restoreAfter puts back the content before of every file found holding
+// what the apply wrote, journaling each.
+func (e *Engine) restoreAfter(ctx context.Context, row applyRow, found []string) error {
+	for i, f := range row.Files {
+		if found[i] != abandonAfter {
 			continue
 		}
 		if err := writeTreeFile(e.root, f.Path, f.Before == "", []byte(f.BeforeContent), f.BeforeExec); err != nil {
@@ -486,11 +536,96 @@ func (e *Engine) restore(ctx context.Context, row applyRow) error {
 		}
 		failpoint.Hit("recovery.after_restore")
 	}
-	if len(foreign) > 0 {
-		return conflictf("the interrupted apply %s cannot be finished or undone: %s changed since (neither its content before nor after the patch); resolve it by hand",
-			row.IntentID, strings.Join(foreign, ", "))
-	}
 	return nil
+}
+
+// AbandonedFile is one file of an abandoned apply: what it held (before,
+// after or changed) and whether the patch was taken out of it.
+type AbandonedFile struct {
+	Path     string `json:"path"`
+	Found    string `json:"found"`
+	Restored bool   `json:"restored"`
+}
+
+// AbandonResult is an abandoned apply.
+type AbandonResult struct {
+	ChangeID    string          `json:"change_id"`
+	LifecycleID string          `json:"lifecycle_id,omitempty"`
+	IntentID    string          `json:"intent_id"`
+	Files       []AbandonedFile `json:"files"`
+	Status      string          `json:"status"` // the lifecycle's (approved again), or rolled_back
+}
+
+// AbandonApply ends the interrupted apply of a lifecycle or change that
+// recovery could not decide — a file holds neither its content before nor
+// after the patch, because the user edited it since the crash. It takes
+// the patch out of every file that still holds exactly what the apply
+// wrote (restoring its content before), leaves every other file as it is,
+// and ends the apply as rolled back (crash_recovered) with a record of
+// what it found per file, in one transaction; a lifecycle returns to
+// approved. A crash during it loses nothing: the restores are journaled,
+// and running it again finishes it. Without an interrupted apply it is
+// refused (a KindConflict) and changes nothing.
+func (e *Engine) AbandonApply(ctx context.Context, id, by string) (AbandonResult, error) {
+	lid, err := e.lifecycleIDOf(ctx, id)
+	if err != nil {
+		return AbandonResult{}, err
+	}
+	if err := e.guardDataDir(); err != nil {
+		return AbandonResult{}, err
+	}
+	unlock, err := e.applyLock()
+	if err != nil {
+		return AbandonResult{}, err
+	}
+	defer unlock()
+	changeID := id
+	var j applyJournal
+	j.e = e
+	if lid != "" {
+		release, err := e.lease(lid)
+		if err != nil {
+			return AbandonResult{}, err
+		}
+		defer release()
+		v, err := e.readLifecycle(ctx, lid)
+		if err != nil {
+			return AbandonResult{}, err
+		}
+		j.view, changeID = &v, v.ChangeID
+	}
+	open, err := e.store.applies(ctx, e.root, changeID, true)
+	if err != nil {
+		return AbandonResult{}, err
+	}
+	if len(open) != 1 {
+		return AbandonResult{}, conflictf("%s has no interrupted apply to abandon (needle change show %s)", id, id)
+	}
+	row := open[0]
+	found, err := e.classifyApply(row)
+	if err != nil {
+		return AbandonResult{}, err
+	}
+	if err := e.restoreAfter(ctx, row, found); err != nil {
+		return AbandonResult{}, err
+	}
+	res := AbandonResult{ChangeID: changeID, LifecycleID: lid, IntentID: row.IntentID, Status: "rolled_back"}
+	for i, f := range row.Files {
+		res.Files = append(res.Files, AbandonedFile{Path: f.Path, Found: found[i], Restored: found[i] == abandonAfter})
+	}
+	end := applyEnd{ApplyID: row.ApplyID, Status: "rolled_back", Cause: string(LifecycleRollbackRecovered)}
+	ab := applyAbandon{ApplyID: row.ApplyID, By: approver(by), Files: res.Files}
+	if j.view != nil {
+		err = j.transition(ctx, LifecycleApplyRolledBack{Intent: row.IntentID, Cause: LifecycleRollbackRecovered},
+			transitionRows{applyEnd: &end, abandon: &ab})
+		res.Status = string(j.view.State.Status)
+	} else {
+		err = e.store.abandonApply(ctx, end, ab)
+	}
+	if err != nil {
+		return AbandonResult{}, err
+	}
+	return res, nil
 }
 
 // recoverApplies finishes or undoes every apply of the repository a crash

@@ -498,7 +498,7 @@ func (c *cli) changeApprove(args []string) int {
 	return 0
 }
 
-const usageChangeApply = `Usage: needle change apply --repository DIR --data-dir DIR [--json] ID
+const usageChangeApply = `Usage: needle change apply --repository DIR --data-dir DIR [--abandon] [--json] ID
 
 Write an approved patch to the work tree. Every file it touches must still
 have the content the patch was made from: any drift is a conflict (exit 3,
@@ -507,10 +507,23 @@ they were. The apply is journaled (intent, each file, done): an apply a crash
 interrupted is finished (every file written) or undone (anything less) when
 Needle next opens the repository, and 'needle change show' says which. The
 index and HEAD are never touched: stage the result as after git apply.
+
+An interrupted apply cannot be finished or undone when a file it touches was
+edited since (it holds neither its content before nor after the patch):
+apply then refuses (exit 3) and writes nothing. --abandon ends such an apply:
+every file that still holds exactly what the apply wrote gets its content
+before back, every other file is left as it is, and the apply is recorded as
+rolled back with what was found per file (a lifecycle is approved again; a
+later apply checks the tree afresh). Killed half way, --abandon is run again.
+
+Flags:
+  --abandon   end the interrupted apply of ID instead (see above)
+  --json      print the result as JSON
 `
 
 func (c *cli) changeApply(args []string) int {
 	f := c.changeFlags("apply")
+	abandon := f.fs.Bool("abandon", false, "")
 	if code, ok := c.parseChange(f, "apply", usageChangeApply, args, 1); !ok {
 		return code
 	}
@@ -519,6 +532,24 @@ func (c *cli) changeApply(args []string) int {
 		return c.failChange("change apply", err)
 	}
 	defer eng.Close()
+	if *abandon {
+		res, err := eng.AbandonApply(c.ctx, f.fs.Arg(0), "cli")
+		if err != nil {
+			return c.failChange("change apply", err)
+		}
+		if *f.json {
+			return c.writeJSON(res)
+		}
+		fmt.Fprintf(c.stdout, "abandoned the interrupted apply %s of %s; now %s\n", res.IntentID, f.fs.Arg(0), res.Status)
+		for _, a := range res.Files {
+			what := "left as it is"
+			if a.Restored {
+				what = "restored to its content before the patch"
+			}
+			fmt.Fprintf(c.stdout, "  %s: held %s; %s\n", a.Path, a.Found, what)
+		}
+		return 0
+	}
 	res, err := eng.Apply(c.ctx, f.fs.Arg(0))
 	if err != nil {
 		return c.failChange("change apply", err)

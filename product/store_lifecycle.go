@@ -66,6 +66,15 @@ type transitionRows struct {
 	approval     *approvalRow        // INSERT approvals
 	applyStart   *applyRow           // INSERT change_applies (intent)
 	applyEnd     *applyEnd           // UPDATE change_applies: done or rolled back
+	abandon      *applyAbandon       // INSERT change_apply_abandons (with applyEnd)
+}
+
+// applyAbandon is the record of an interrupted apply the user abandoned:
+// per file of the intent, what was found and whether it was restored.
+type applyAbandon struct {
+	ApplyID int64
+	By      string
+	Files   []AbandonedFile
 }
 
 // approvalRow is a stored approval.
@@ -233,6 +242,12 @@ func (r transitionRows) write(ctx context.Context, tx *sql.Tx, now string) error
 	}
 	if a := r.applyEnd; a != nil {
 		if err := endApply(ctx, tx, now, *a); err != nil {
+			return err
+		}
+	}
+	if a := r.abandon; a != nil {
+		if _, err := tx.ExecContext(ctx, `INSERT INTO change_apply_abandons (apply_id, abandoned_by, files, created_at)
+			VALUES (?, ?, ?, ?)`, a.ApplyID, a.By, mustJSON(a.Files), now); err != nil {
 			return err
 		}
 	}
@@ -512,6 +527,14 @@ func (s *Store) startApply(ctx context.Context, a applyRow) (int64, error) {
 // finishApply ends an apply of a change without a lifecycle.
 func (s *Store) finishApply(ctx context.Context, a applyEnd) error {
 	return s.inTx(ctx, "store.apply", func(tx *sql.Tx, now string) error { return endApply(ctx, tx, now, a) })
+}
+
+// abandonApply ends an apply without a lifecycle as rolled back and
+// records its abandonment, in one transaction.
+func (s *Store) abandonApply(ctx context.Context, end applyEnd, ab applyAbandon) error {
+	return s.inTx(ctx, "store.apply", func(tx *sql.Tx, now string) error {
+		return transitionRows{applyEnd: &end, abandon: &ab}.write(ctx, tx, now)
+	})
 }
 
 // journalApplyFile records one file of an apply as written or restored.

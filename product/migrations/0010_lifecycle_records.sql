@@ -44,8 +44,8 @@ END;
 -- An interrupted apply the user abandoned (needle change apply --abandon):
 -- recovery could not finish or undo it because a file holds neither its
 -- content before nor after the patch. Written in the transaction that ends
--- the apply as rolled_back (its cause left ''): files says, per file of the
--- intent, what was found (before, after or changed) and whether it was
+-- the apply as rolled_back (cause crash_recovered): files says, per file of
+-- the intent, what was found (before, after or changed) and whether it was
 -- restored (only a file holding exactly what the apply wrote is).
 CREATE TABLE change_apply_abandons (
 	apply_id INTEGER PRIMARY KEY REFERENCES change_applies (apply_id),
