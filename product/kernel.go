@@ -45,7 +45,7 @@ type LifecycleProgress struct {
 	Phase   Phase              `json:"phase"` // the phase whose adapter ran
 	Round   int                `json:"round"`
 	Attempt int                `json:"attempt"`
-	Event   LifecycleEventKind `json:"event"`
+	Event   LifecycleEventKind `json:"event"` // "" when the phase's adapter starts
 	Summary string             `json:"summary"`
 	Now     string             `json:"now"` // where the lifecycle is now: phase/status
 	WallMs  int64              `json:"wall_ms"`
@@ -190,6 +190,9 @@ func (k *lifecycleKernel) step(ctx context.Context, v lifecycleView, inv Lifecyc
 		return err
 	}
 	if !ok {
+		if progress != nil {
+			progress(LifecycleProgress{Phase: inv.Phase, Round: inv.Round, Attempt: inv.Attempt, Now: s.where()})
+		}
 		failpoint.Hit("kernel.before_invoke")
 		if a, err = k.invoke(ctx, v, inv); err != nil {
 			return err

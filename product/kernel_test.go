@@ -151,7 +151,8 @@ func TestLifecycle_ExploreToApplied(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []string{"explore:explore_completed", "implement:implement_completed", "test:test_completed", "review:review_completed", "verify:verify_completed"}
+	want := []string{"explore:", "explore:explore_completed", "implement:", "implement:implement_completed", "test:", "test:test_completed",
+		"review:", "review:review_completed", "verify:", "verify:verify_completed"}
 	if !slices.Equal(seen, want) {
 		t.Errorf("progress %v, want %v", seen, want)
 	}

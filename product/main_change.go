@@ -6,6 +6,8 @@ import (
 	"io"
 	"os"
 	"strings"
+
+	"golang.org/x/sys/unix"
 )
 
 // needle change: the user's side of the change lifecycle. MCP stays three
@@ -433,10 +435,7 @@ func (c *cli) changeRun(args []string) int {
 	defer eng.Close()
 	var progress func(LifecycleProgress)
 	if isTerminal(c.stderr) {
-		progress = func(p LifecycleProgress) {
-			fmt.Fprintf(c.stderr, "%-9s round %d attempt %d  %-48s %6.1fs %8d tokens  → %s\n", p.Phase, p.Round, p.Attempt,
-				clip(p.Summary, 48), float64(p.WallMs)/1000, p.Tokens, p.Now)
-		}
+		progress = func(p LifecycleProgress) { writeProgress(c.stderr, p) }
 	}
 	d, err := eng.RunLifecycle(c.ctx, f.fs.Arg(0), progress)
 	if err != nil {
@@ -456,14 +455,26 @@ func (c *cli) changeRun(args []string) int {
 	return code
 }
 
-// isTerminal reports whether w is a character device (a terminal).
+// writeProgress prints one progress line: a phase's worker starting, or
+// its transition committed with what it took.
+func writeProgress(w io.Writer, p LifecycleProgress) {
+	if p.Event == "" {
+		fmt.Fprintf(w, "%-9s round %d attempt %d  running…\n", p.Phase, p.Round, p.Attempt)
+		return
+	}
+	fmt.Fprintf(w, "%-9s round %d attempt %d  %-48s %6.1fs %8d tokens  → %s\n", p.Phase, p.Round, p.Attempt,
+		clip(p.Summary, 48), float64(p.WallMs)/1000, p.Tokens, p.Now)
+}
+
+// isTerminal reports whether w is a terminal: a file the terminal ioctl
+// answers for (a character device such as /dev/null is not one).
 func isTerminal(w io.Writer) bool {
 	f, ok := w.(*os.File)
 	if !ok {
 		return false
 	}
-	fi, err := f.Stat()
-	return err == nil && fi.Mode()&os.ModeCharDevice != 0
+	_, err := unix.IoctlGetTermios(int(f.Fd()), unix.TCGETS)
+	return err == nil
 }
 
 const usageChangeApprove = `Usage: needle change approve --repository DIR --data-dir DIR --patch b3:... --verification b3:... --lifecycle b3:... [--json] ID
