@@ -55,6 +55,7 @@ type Store struct {
 	// onCommit, when set (by the resident runtime, before the store is
 	// shared), is told after each commit of a row watchers follow.
 	onCommit func()
+	stmts    stmtCache // the hot statements, prepared once
 }
 
 // StoreReport describes an open store, as Check verified it.
@@ -150,6 +151,7 @@ func sqliteDSN(path string, q url.Values) string {
 
 // Close closes the store's connections.
 func (s *Store) Close() error {
+	s.stmts.close()
 	if err := s.db.Close(); err != nil {
 		return &Error{Op: "store.close", Kind: KindStore, Err: err}
 	}
@@ -273,4 +275,38 @@ func boolInt(b bool) int {
 		return 1
 	}
 	return 0
+}
+
+// stmtCache holds statements prepared once on the store's pool; a
+// transaction uses one through Tx.StmtContext, which reuses its
+// preparation on the transaction's connection.
+type stmtCache struct {
+	mu sync.Mutex
+	m  map[string]*sql.Stmt
+}
+
+func (c *stmtCache) get(ctx context.Context, db *sql.DB, query string) (*sql.Stmt, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if st, ok := c.m[query]; ok {
+		return st, nil
+	}
+	st, err := db.PrepareContext(ctx, query)
+	if err != nil {
+		return nil, err
+	}
+	if c.m == nil {
+		c.m = map[string]*sql.Stmt{}
+	}
+	c.m[query] = st
+	return st, nil
+}
+
+func (c *stmtCache) close() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, st := range c.m {
+		st.Close()
+	}
+	c.m = nil
 }

@@ -148,11 +148,17 @@ func nonNilNeeds(n []NeedRequest) []NeedRequest {
 	return n
 }
 
+const sqlInsertEvent = `INSERT INTO change_events (lifecycle_id, seq, kind, payload, payload_digest, prev_digest,
+	state_digest, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`
+
 func insertEvent(ctx context.Context, tx *sql.Tx, now, id string, seq int, kind LifecycleEventKind, payload []byte, digest, prev, next string) error {
-	_, err := tx.ExecContext(ctx, `INSERT INTO change_events (lifecycle_id, seq, kind, payload, payload_digest, prev_digest,
-		state_digest, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`, id, seq, kind, string(payload), digest, prev, next, now)
+	_, err := tx.ExecContext(ctx, sqlInsertEvent, id, seq, kind, string(payload), digest, prev, next, now)
 	return err
 }
+
+// sqlMoveProjection is the compare-and-swap of a transition.
+const sqlMoveProjection = `UPDATE change_lifecycles SET seq = ?, phase = ?, status = ?, state = ?, state_digest = ?,
+	updated_at = ? WHERE lifecycle_id = ? AND state_digest = ?`
 
 // commitTransition is the compare-and-swap: in one transaction it moves the
 // projection to next, only if the stored state digest is still prevDigest
@@ -170,8 +176,18 @@ func (s *Store) commitTransition(ctx context.Context, id, prevDigest string, ev 
 	}
 	defer tx.Rollback()
 	now := s.stamp()
-	res, err := tx.ExecContext(ctx, `UPDATE change_lifecycles SET seq = ?, phase = ?, status = ?, state = ?, state_digest = ?,
-		updated_at = ? WHERE lifecycle_id = ? AND state_digest = ?`,
+	// The two statements every transition runs are prepared once: parsing
+	// them (and compiling the tables' triggers into them) was a fifth of a
+	// transition's CPU time. The transaction is the same either way.
+	move, err := s.stmts.get(ctx, s.db, sqlMoveProjection)
+	if err != nil {
+		return "", storeError("store.lifecycle_transition", err)
+	}
+	event, err := s.stmts.get(ctx, s.db, sqlInsertEvent)
+	if err != nil {
+		return "", storeError("store.lifecycle_transition", err)
+	}
+	res, err := tx.StmtContext(ctx, move).ExecContext(ctx,
 		next.Seq, next.Phase, next.Status, string(nextState), nextDigest, now, id, prevDigest)
 	if err != nil {
 		return "", storeError("store.lifecycle_transition", err)
@@ -182,7 +198,7 @@ func (s *Store) commitTransition(ctx context.Context, id, prevDigest string, ev 
 		}
 		return "", &Error{Op: "lifecycle.transition", Kind: KindConflict, Err: errLifecycleMoved}
 	}
-	if err := insertEvent(ctx, tx, now, id, next.Seq, kind, payload, digest, prevDigest, nextDigest); err != nil {
+	if _, err := tx.StmtContext(ctx, event).ExecContext(ctx, id, next.Seq, kind, string(payload), digest, prevDigest, nextDigest, now); err != nil {
 		return "", storeError("store.lifecycle_transition", err)
 	}
 	if err := rows.write(ctx, tx, now); err != nil {

@@ -26,6 +26,12 @@ func BenchmarkLifecycleTransition(b *testing.B) {
 	if err := st.PutDefinition(ctx, DefinitionID(), CompilerVersion, []byte(mustJSON(Definition()))); err != nil {
 		b.Fatal(err)
 	}
+	// Durable means fsync'd at every COMMIT: in WAL mode that is
+	// synchronous=FULL (2) or EXTRA (3); NORMAL would let both sides skip it.
+	var sync int
+	if err := st.db.QueryRow(`PRAGMA synchronous`).Scan(&sync); err != nil || sync < 2 {
+		b.Fatalf("PRAGMA synchronous = %d (%v): commits would not be fsync'd", sync, err)
+	}
 	if _, err := st.db.Exec(`CREATE TABLE bench_counter (id INTEGER PRIMARY KEY, n INTEGER NOT NULL) STRICT`); err != nil {
 		b.Fatal(err)
 	}
