@@ -35,7 +35,8 @@ func (c codexAdapters) adapters(tests *testAdapter) LifecycleAdapters {
 // what it proposes) and returns the artifacts the answers cite, with the
 // request's own artifacts, and what the evidence workers cost: their
 // tokens, their number and their time. Each need is recorded apart
-// (invocation.go), so a need resolved before a kill is not resolved again.
+// (invocation.go, parts 1…n), so a need resolved before a kill is not
+// resolved again.
 func (c codexAdapters) explore(ctx context.Context, req ExploreRequest) (ExploreResult, error) {
 	res := ExploreResult{Evidence: append([]string{}, req.ArtifactIDs...)}
 	var threads []string
@@ -75,10 +76,6 @@ func (c codexAdapters) exploreNeed(ctx context.Context, n NeedRequest) (ExploreR
 }
 
 func (c codexAdapters) implement(ctx context.Context, req ImplementRequest) (ImplementResult, error) {
-	return recorded(ctx, c.e, req.AdapterCall, 0, func(ctx context.Context) (ImplementResult, error) { return c.runImplement(ctx, req) })
-}
-
-func (c codexAdapters) runImplement(ctx context.Context, req ImplementRequest) (ImplementResult, error) {
 	laid := storedOps(req.Laid)
 	att := patchAttempt{revision: req.Round}
 	var repair *verificationRecord
@@ -138,10 +135,6 @@ var reviewSchema = json.RawMessage(mustJSON(schema.Strict(map[string]any{
 })))
 
 func (c codexAdapters) review(ctx context.Context, req ReviewRequest) (ReviewResult, error) {
-	return recorded(ctx, c.e, req.AdapterCall, 0, func(ctx context.Context) (ReviewResult, error) { return c.runReview(ctx, req) })
-}
-
-func (c codexAdapters) runReview(ctx context.Context, req ReviewRequest) (ReviewResult, error) {
 	laid := storedOps(req.Patch)
 	spec := sessionSpec{
 		Scenario: "lifecycle-review ",
@@ -181,10 +174,6 @@ func reviewPrompt(req ReviewRequest) string {
 }
 
 func (c codexAdapters) verify(ctx context.Context, req VerifyRequest) (VerifierResult, error) {
-	return recorded(ctx, c.e, req.AdapterCall, 0, func(ctx context.Context) (VerifierResult, error) { return c.runVerify(ctx, req) })
-}
-
-func (c codexAdapters) runVerify(ctx context.Context, req VerifyRequest) (VerifierResult, error) {
 	laid := storedOps(req.Patch)
 	requestID := mustID(tagChangeRequest, req.Request)
 	spec := sessionSpec{

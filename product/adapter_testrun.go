@@ -88,15 +88,9 @@ func (t *testAdapter) setup() (*testrun.Runner, error) {
 	return t.runner, t.err
 }
 
-// run runs the plans once per invocation: the results are recorded the
-// moment the last plan ran (invocation.go), so a run killed before the
-// kernel persisted them returns them again instead of running the tests
-// twice.
-func (t *testAdapter) run(ctx context.Context, req TestRequest) (TestResult, error) {
-	return recorded(ctx, t.e, req.AdapterCall, 0, func(ctx context.Context) (TestResult, error) { return t.runPlans(ctx, req) })
-}
-
-func (t *testAdapter) runPlans(ctx context.Context, req TestRequest) (res TestResult, err error) {
+// run runs the plans (once per invocation: the kernel records the results
+// the moment the last plan ran, invocation.go).
+func (t *testAdapter) run(ctx context.Context, req TestRequest) (res TestResult, err error) {
 	runner, rerr := t.setup()
 	if rerr != nil {
 		for _, p := range req.Plans {

@@ -29,12 +29,17 @@ import (
 // kernel's checks holds that the journal replays to the projection, that
 // no committed event lacks its persisted artifact and no artifact is
 // loose but the pending invocation's, that no side effect happened twice
-// and none for an invocation that is neither committed nor pending, that
+// under one invocation id (the fakes do not deduplicate: the product's
+// invocation records do), none without its committed start record and
+// none for an invocation that is neither committed nor pending, that
 // the change's repair reservation matches the lifecycle's, and that the
 // work tree is, once the repository is opened again, exactly the base or
 // exactly the applied patch with the apply journal saying which (HEAD and
 // the index untouched). Each trial then runs on to the end, with more
-// kills on the way, and must end in the uncrashed run's final state.
+// kills on the way, and must end in the uncrashed run's final state —
+// unless a kill interrupted a worker before its result was recorded: then
+// that run is committed as an interrupted failure and retried under a new
+// id (checkInterrupted).
 //
 // NEEDLE_CRASH_KILLS sets how many kills (default 40; make crash runs
 // 1000); NEEDLE_CRASH_SEED the seed of the chains.
@@ -321,8 +326,11 @@ func (sc *crashScenario) trial(t *testing.T, rng *rand.Rand, first crashPoint, b
 		}
 		queue = append(queue, crashPoint{step: p.step, name: p.name, n: 1 + rng.IntN(p.n)})
 	}
-	kills := 0
+	kills, interrupted := 0, 0
 	for _, step := range sc.steps() {
+		if interrupted > 0 && sc.ended(t) {
+			break // the interrupted runs used up a phase's retry: nothing to approve
+		}
 		for attempt := 0; !sc.reached(t, step); attempt++ {
 			if attempt > 8 {
 				t.Fatalf("%s: %s never finished", sc.name, step)
@@ -334,6 +342,9 @@ func (sc *crashScenario) trial(t *testing.T, rng *rand.Rand, first crashPoint, b
 			code, killed := sc.child(t, step, spec, "")
 			if spec != "" {
 				byPoint[queue[0].name] += boolInt(killed)
+				if killed && queue[0].name == "adapter.before_record" {
+					interrupted++
+				}
 				queue = queue[1:]
 			}
 			if killed {
@@ -347,13 +358,17 @@ func (sc *crashScenario) trial(t *testing.T, rng *rand.Rand, first crashPoint, b
 				}
 				continue
 			}
-			if code != 0 && !(step == "run" && !sc.apply && code == 1) {
+			if code != 0 && !(step == "run" && (!sc.apply || interrupted > 0) && code == 1) {
 				t.Fatalf("%s: %s exited %d after %d kills", sc.name, step, code, kills)
 			}
 			break
 		}
 	}
 	final, tree := sc.outcome(t)
+	if interrupted > 0 {
+		sc.checkInterrupted(t, interrupted, tree)
+		return kills
+	}
 	if final != sc.final {
 		t.Errorf("%s: after %d kills the final state differs from the uncrashed run's:\n%s\nwant\n%s", sc.name, kills, final, sc.final)
 	}
@@ -361,6 +376,64 @@ func (sc *crashScenario) trial(t *testing.T, rng *rand.Rand, first crashPoint, b
 		t.Errorf("%s: after %d kills the work tree differs from the uncrashed run's", sc.name, kills)
 	}
 	return kills
+}
+
+// ended reports whether the lifecycle reached a terminal state.
+func (sc *crashScenario) ended(t *testing.T) bool {
+	t.Helper()
+	_, ok := LifecyclePending(sc.state(t))[0].(LifecycleDone)
+	return ok
+}
+
+// checkInterrupted holds the end of a trial in which n kills interrupted
+// an adapter after its worker's side effect and before its result was
+// recorded. Such a worker is never run again under its invocation id: the
+// next run commits a phase_failed (crashed, interrupted) for it, and the
+// phase's retry runs under a new id. So the journal holds exactly n such
+// events, and the lifecycle ends as the uncrashed run did — or, when the
+// interruptions used up a phase's one retry, failed (retries exhausted)
+// with the work tree untouched.
+func (sc *crashScenario) checkInterrupted(t *testing.T, n int, tree string) {
+	t.Helper()
+	st, err := OpenStore(context.Background(), filepath.Join(sc.base, "data"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := st.loadLifecycle(context.Background(), sc.repoRoot(t), sc.id)
+	st.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := 0
+	for _, e := range l.Journal {
+		ev, err := DecodeLifecycleEvent(e.Kind, []byte(e.Payload))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if pf, ok := ev.(LifecyclePhaseFailed); ok && pf.Failure == LifecycleFailureCrashed && strings.HasPrefix(pf.Detail, "interrupted:") {
+			seen++
+		}
+	}
+	if seen != n {
+		t.Errorf("%s: %d interrupted adapter runs, %d phase_failed (interrupted) in the journal", sc.name, n, seen)
+	}
+	s := sc.state(t)
+	var want LifecycleState
+	if err := json.Unmarshal([]byte(sc.final), &want); err != nil {
+		t.Fatal(err)
+	}
+	switch {
+	case s.Status == want.Status && s.Phase == want.Phase && s.Reason == want.Reason:
+		if tree != sc.tree {
+			t.Errorf("%s: after %d interrupted runs the work tree differs from the uncrashed run's", sc.name, n)
+		}
+	case s.Status == LifecycleStatusFailed && s.Reason == LifecycleReasonWorkerFailed:
+		if tree != sc.templateTree(t) {
+			t.Errorf("%s: a lifecycle that failed changed the work tree", sc.name)
+		}
+	default:
+		t.Errorf("%s: after %d interrupted runs the lifecycle is %s, want %s/%s or failed (retries exhausted)", sc.name, n, s.where(), want.Phase, want.Status)
+	}
 }
 
 // outcome is the final state and the touched files of the tree. Masked:
@@ -475,6 +548,13 @@ func (sc *crashScenario) checkInvariants(t *testing.T, at string, open bool) {
 	effects, _ := filepath.Glob(filepath.Join(sc.base, "effects", "*.*"))
 	for _, e := range effects {
 		prefix, _, _ := strings.Cut(filepath.Base(e), ".")
+		// Every side effect was preceded by the committed record of its
+		// start: none can happen unseen.
+		var starts int
+		if err := st.db.QueryRowContext(ctx, `SELECT count(*) FROM invocation_runs WHERE substr(invocation, 4, 24) = ? AND part = 0 AND event = 'started'`,
+			prefix).Scan(&starts); err != nil || starts != 1 {
+			t.Errorf("after a kill at %s: side effect %s has %d recorded starts (%v), want 1", at, filepath.Base(e), starts, err)
+		}
 		known := strings.HasPrefix(strings.TrimPrefix(pending, "b3:"), prefix)
 		for inv := range committed {
 			known = known || strings.HasPrefix(strings.TrimPrefix(inv, "b3:"), prefix)

@@ -455,7 +455,7 @@
 //	adapter.go           the adapters' bounded requests and results; Needle's checks
 //	adapter_codex.go     the Codex App Server adapters: explore, implement, review, verify
 //	adapter_testrun.go   the test adapter: Needle runs the frozen test plans, sandboxed
-//	invocation.go        the adapters' invocation records: a completed worker never runs twice
+//	invocation.go        invocation records around every adapter: no worker runs twice under one id
 //	apply.go             approval, the journaled all-or-nothing apply, recovery, diff
 //	engine_lifecycle.go  StartLifecycle, RunLifecycle, Lifecycles, Lifecycle, LifecycleEvents
 //	profile.go           role profiles

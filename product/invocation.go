@@ -9,38 +9,73 @@ import (
 	"github.com/needle-dev/needle/product/internal/failpoint"
 )
 
-// Invocation records: how the lifecycle's real adapters deduplicate their
-// side effects. The kernel persists a phase's artifact only after its
-// adapter returned, so a kill between a worker's completion and that
-// persist would run the worker again on the next run — tokens paid twice
-// for one invocation. The seed's remedy is the deterministic invocation
-// id (lifecycle, phase, attempt): the moment a worker run completes, the
-// adapter records its result in invocation_results under that id, before
-// it hands the result to the kernel; invoked again with the same id it
-// returns the recorded result and runs nothing.
+// Invocation records: how the lifecycle's adapters deduplicate their side
+// effects by invocation id. The kernel persists a phase's artifact only
+// after its adapter returned, so without more a kill between a worker's
+// completion and that persist would run the worker again on the next run —
+// its side effects (a model's tokens, a checkout, tests run) twice for one
+// invocation. The seed's remedy is the deterministic invocation id
+// (lifecycle, phase, attempt), and the kernel wraps every adapter in
+// recorded (part 0); the Codex explore adapter also records each need it
+// resolves (parts 1…n), so a kill between two needs re-runs neither.
 //
 // The rule, precisely:
 //
-//   - A worker run whose result was recorded never runs again for that
-//     invocation id, whether it succeeded or failed (a failure is recorded
-//     with its class and message, and returned again as that failure).
-//   - A worker run killed before its record committed — in flight, or
-//     after its session ended and before the record's transaction
-//     (building the patch, verifying and removing the checkout) —
-//     produced no result: the next run runs it again, in full. That is
-//     the one window in which a worker can run twice, and it is as short
-//     as recording allows: the record is written the moment the adapter
-//     holds a result it can stand behind (a patch built and a checkout
-//     verified and removed, never a half-inspected one).
+//   - Before a worker runs, its start is committed (invocation_runs). The
+//     moment it returns, its result is committed (invocation_results) —
+//     a success, or a failure with its class and message — and then handed
+//     to the kernel. Invoked again with the same id, the adapter returns
+//     the recorded result and runs nothing.
+//   - A run that was started and has neither a result nor a clean stop was
+//     interrupted by a crash: its side effects happened (some of them) and
+//     its result is lost. It is never run again under its id: it is
+//     recorded as failed (crashed, "interrupted"), so the kernel commits a
+//     phase_failed and the machine's one retry runs the phase under a new
+//     invocation id — in the journal, never silently.
 //   - A run that was cancelled, or that stopped because the work tree
-//     moved (a conflict), ran nothing that counts and is not recorded:
-//     the kernel commits nothing for it either.
+//     moved (a conflict), produced nothing and is recorded as stopped: the
+//     next run starts it again under the same id (the kernel commits
+//     nothing for it either).
 //
-// Explore resolves each of its needs apart, so each need is recorded as
-// its own part: a kill between two needs re-runs neither the first need's
-// evidence worker nor anything it recorded. The budget still counts a
-// recorded run's wall time when its result is returned again (the kernel
-// charges the longer of its own measure and the recorded time).
+// The budget counts a recorded run's wall time when its result is returned
+// again (the kernel charges the longer of its own measure and the recorded
+// time).
+
+// recordAll wraps every adapter of a so that it runs at most once per
+// invocation id (part 0), and not at all again after an interrupted run.
+func recordAll(e *Engine, a LifecycleAdapters) LifecycleAdapters {
+	out := LifecycleAdapters{}
+	if f := a.Explore; f != nil {
+		out.Explore = func(ctx context.Context, req ExploreRequest) (ExploreResult, error) {
+			return recorded(ctx, e, req.AdapterCall, 0, func(ctx context.Context) (ExploreResult, error) { return f(ctx, req) })
+		}
+	}
+	if f := a.Implement; f != nil {
+		out.Implement = func(ctx context.Context, req ImplementRequest) (ImplementResult, error) {
+			return recorded(ctx, e, req.AdapterCall, 0, func(ctx context.Context) (ImplementResult, error) { return f(ctx, req) })
+		}
+	}
+	if f := a.Test; f != nil {
+		out.Test = func(ctx context.Context, req TestRequest) (TestResult, error) {
+			return recorded(ctx, e, req.AdapterCall, 0, func(ctx context.Context) (TestResult, error) { return f(ctx, req) })
+		}
+	}
+	if f := a.Review; f != nil {
+		out.Review = func(ctx context.Context, req ReviewRequest) (ReviewResult, error) {
+			return recorded(ctx, e, req.AdapterCall, 0, func(ctx context.Context) (ReviewResult, error) { return f(ctx, req) })
+		}
+	}
+	if f := a.Verify; f != nil {
+		out.Verify = func(ctx context.Context, req VerifyRequest) (VerifierResult, error) {
+			return recorded(ctx, e, req.AdapterCall, 0, func(ctx context.Context) (VerifierResult, error) { return f(ctx, req) })
+		}
+	}
+	return out
+}
+
+// errInterrupted is the detail of an invocation whose worker a crash
+// interrupted.
+const errInterrupted = "interrupted: its worker was started and its runner died before it recorded a result; it is not run again under this invocation id"
 
 // invocationRecord is one row of invocation_results.
 type invocationRecord struct {
@@ -78,28 +113,44 @@ func producedNothing(ctx context.Context, err error) bool {
 // the record as stored, so a first run and a repeat hand the kernel the
 // same value.
 func recorded[R any](ctx context.Context, e *Engine, call AdapterCall, part int, run func(context.Context) (R, error)) (R, error) {
+	var zero R
 	rec, ok, err := e.store.invocationResult(ctx, call.Invocation, part)
+	if err != nil || ok {
+		if err != nil {
+			return zero, err
+		}
+		return replayRecord[R](rec)
+	}
+	seq, started, err := e.store.invocationRun(ctx, call.Invocation, part)
 	if err != nil {
-		var zero R
 		return zero, err
 	}
-	if !ok {
+	rec = invocationRecord{Invocation: call.Invocation, Part: part, Lifecycle: call.Lifecycle, Phase: call.Phase,
+		Attempt: call.Attempt, Result: mustJSON(zero)}
+	if started {
+		rec.Failure, rec.Detail = LifecycleFailureCrashed, errInterrupted
+	} else {
+		if err := e.store.putInvocationRun(ctx, call, part, seq+1, "started"); err != nil {
+			return zero, err
+		}
 		start := time.Now()
 		res, err := run(ctx)
 		if producedNothing(ctx, err) {
+			if serr := e.store.putInvocationRun(context.WithoutCancel(ctx), call, part, seq+2, "stopped"); serr != nil {
+				return res, fmt.Errorf("%w (and recording the stop: %v)", err, serr)
+			}
 			return res, err
 		}
 		failpoint.Hit("adapter.before_record")
-		rec = invocationRecord{Invocation: call.Invocation, Part: part, Lifecycle: call.Lifecycle, Phase: call.Phase,
-			Attempt: call.Attempt, Result: mustJSON(res), WallMs: max(time.Since(start).Milliseconds(), 0)}
+		rec.Result, rec.WallMs = mustJSON(res), max(time.Since(start).Milliseconds(), 0)
 		if err != nil {
 			rec.Failure, rec.Detail = failureOf(err), clip(err.Error(), 4<<10)
 		}
-		if rec, err = e.store.putInvocationResult(context.WithoutCancel(ctx), rec); err != nil {
-			return res, err
-		}
-		failpoint.Hit("adapter.after_record")
 	}
+	if rec, err = e.store.putInvocationResult(context.WithoutCancel(ctx), rec); err != nil {
+		return zero, err
+	}
+	failpoint.Hit("adapter.after_record")
 	return replayRecord[R](rec)
 }
 

@@ -264,19 +264,22 @@ func (k *lifecycleKernel) invoke(ctx context.Context, v lifecycleView, inv Lifec
 		return lifecycleArtifact{}, err
 	}
 	a := lifecycleArtifact{Invocation: inv.Invocation, Lifecycle: v.ID, Phase: inv.Phase, Attempt: inv.Attempt}
+	// Every adapter runs at most once per invocation id (invocation.go).
+	r := *k
+	r.adapters = recordAll(k.e, k.adapters)
 	start := k.clock()
 	var out phaseOutput
 	switch inv.Phase {
 	case PhaseExplore:
-		out, err = k.explore(ctx, v, call)
+		out, err = r.explore(ctx, v, call)
 	case PhaseImplement:
-		out, err = k.implement(ctx, v, call)
+		out, err = r.implement(ctx, v, call)
 	case PhaseTest:
-		out, err = k.test(ctx, v, call)
+		out, err = r.test(ctx, v, call)
 	case PhaseReview:
-		out, err = k.review(ctx, v, call)
+		out, err = r.review(ctx, v, call)
 	case PhaseVerify:
-		out, err = k.verify(ctx, v, call)
+		out, err = r.verify(ctx, v, call)
 	default:
 		err = fmt.Errorf("no adapter runs %s", inv.Phase)
 	}

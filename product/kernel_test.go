@@ -2,6 +2,7 @@ package product
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
@@ -438,29 +439,50 @@ func TestLifecycle_ArtifactWithoutTransition(t *testing.T) {
 }
 
 // TestLifecycle_TwoRunnersMeetAtTheCAS runs two kernels on one lifecycle
-// without the lease, held together in the explore adapter: both invoke,
-// both persist (the second gets the first's artifact back), and exactly
-// one transition commits; the other runner stops with a clear message.
+// without the lease. Both replay it at explore/running; the first runs
+// explore and commits while the second waits (in its clock, as its
+// invoke starts); then the second invokes the same invocation, gets the
+// first's recorded result back without running the worker again, and
+// loses the compare-and-swap: exactly one transition commits, the other
+// runner stops with a clear message, and explore ran once.
 func TestLifecycle_TwoRunnersMeetAtTheCAS(t *testing.T) {
 	f := newLifecycleFixture(t, &fakeScript{Tests: []LifecycleTestOutcome{LifecycleTestPassed}, Verdicts: []string{fakeVerified}})
 	d := f.start()
-	var arrived sync.WaitGroup
-	arrived.Add(2)
-	release := make(chan struct{})
+	var explores sync.WaitGroup
 	adapters := f.te.adapters
 	explore := adapters.Explore
+	explored := 0
 	adapters.Explore = func(ctx context.Context, r ExploreRequest) (ExploreResult, error) {
-		arrived.Done()
-		<-release
+		explored++ // only ever one runner here at a time, or the test fails anyway
 		return explore(ctx, r)
 	}
-	errs := make(chan error, 2)
-	for range 2 {
-		k := &lifecycleKernel{e: f.te.Engine, adapters: adapters, clock: time.Now, noLease: true}
-		go func() { _, err := k.run(context.Background(), d.ID, nil); errs <- err }()
+	bArrived, aCommitted := make(chan struct{}), make(chan struct{})
+	calls := 0
+	clockA := func() time.Time { // invoke reads it at the start and the end of each adapter run
+		calls++
+		switch calls {
+		case 1:
+			<-bArrived
+		case 3: // implement starts: explore is committed
+			close(aCommitted)
+		}
+		return time.Now()
 	}
-	arrived.Wait()
-	close(release)
+	var once sync.Once
+	clockB := func() time.Time {
+		once.Do(func() { close(bArrived); <-aCommitted })
+		return time.Now()
+	}
+	errs := make(chan error, 2)
+	for _, clock := range []func() time.Time{clockA, clockB} {
+		k := &lifecycleKernel{e: f.te.Engine, adapters: adapters, clock: clock, noLease: true}
+		explores.Add(1)
+		go func() { defer explores.Done(); _, err := k.run(context.Background(), d.ID, nil); errs <- err }()
+	}
+	explores.Wait()
+	if explored != 1 {
+		t.Errorf("the explore worker ran %d times for one invocation", explored)
+	}
 	var moved, ok int
 	for range 2 {
 		err := <-errs
@@ -605,5 +627,84 @@ func TestLifecycle_RoleProfiles(t *testing.T) {
 	}
 	if !slices.Equal(seen, []string{"implement:coder/medium/implementer", "verify:judge/high/verifier"}) {
 		t.Errorf("adapters ran with %v", seen)
+	}
+}
+
+// TestLifecycle_InvocationRecords holds the adapters' deduplication by
+// invocation id (invocation.go) in the two cases the crash harness does
+// not reach. A run that was started and never recorded a result (what a
+// kill leaves behind) is not run again under its id: the kernel commits a
+// phase_failed (crashed, interrupted) and the retry runs under a new id.
+// A run that was cancelled is recorded as stopped and runs again under
+// the same id.
+func TestLifecycle_InvocationRecords(t *testing.T) {
+	f := newLifecycleFixture(t, &fakeScript{Tests: []LifecycleTestOutcome{LifecycleTestPassed}, Verdicts: []string{fakeVerified}})
+	d := f.start()
+	ctx := context.Background()
+	v, err := f.te.readLifecycle(ctx, d.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	first := LifecyclePending(v.State)[0].(LifecycleInvoke)
+	call := AdapterCall{Lifecycle: d.ID, Invocation: first.Invocation, Phase: first.Phase, Attempt: first.Attempt}
+	if err := f.te.store.putInvocationRun(ctx, call, 0, 1, "started"); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.te.store.putInvocationRun(ctx, call, 0, 1, "started"); KindOf(err) != KindConflict {
+		t.Errorf("a second start of the same run: %v, want a conflict", err)
+	}
+	explored := map[string]int{}
+	adapters := f.te.adapters
+	explore := adapters.Explore
+	adapters.Explore = func(ctx context.Context, r ExploreRequest) (ExploreResult, error) {
+		explored[r.Invocation]++
+		return explore(ctx, r)
+	}
+	// Cancel the retry's implement once: it stops and commits nothing.
+	implement := adapters.Implement
+	cancelled := 0
+	adapters.Implement = func(ctx context.Context, r ImplementRequest) (ImplementResult, error) {
+		if cancelled == 0 {
+			cancelled++
+			return ImplementResult{}, &Error{Op: "test", Kind: KindConflict, Err: errors.New("the work tree moved")}
+		}
+		return implement(ctx, r)
+	}
+	k := &lifecycleKernel{e: f.te.Engine, adapters: adapters, clock: time.Now}
+	if _, err := k.run(ctx, d.ID, nil); KindOf(err) != KindConflict {
+		t.Fatalf("run with a stopped implement: %v, want its conflict", err)
+	}
+	ev := mustEvents(t, f.te, d.ID)
+	var failed LifecyclePhaseFailed
+	if len(ev) != 3 || ev[1].Kind != LifecycleEventPhaseFailed || ev[2].Kind != LifecycleEventExploreCompleted {
+		t.Fatalf("journal %v, want created, phase_failed, explore_completed", ev)
+	}
+	l, err := f.te.store.loadLifecycle(ctx, f.te.root, d.ID)
+	if err == nil {
+		err = json.Unmarshal([]byte(l.Journal[1].Payload), &failed)
+	}
+	if err != nil || failed.Invocation != first.Invocation ||
+		failed.Failure != LifecycleFailureCrashed || !strings.HasPrefix(failed.Detail, "interrupted:") {
+		t.Errorf("the interrupted run's event: %+v (%v)", failed, err)
+	}
+	if explored[first.Invocation] != 0 || len(explored) != 1 {
+		t.Errorf("explore runs per invocation %v: the interrupted one must not run again, its retry once", explored)
+	}
+	s := checkJournal(t, f.te, d.ID)
+	impl := LifecyclePending(s)[0].(LifecycleInvoke)
+	if seq, started, err := f.te.store.invocationRun(ctx, impl.Invocation, 0); err != nil || seq != 2 || started {
+		t.Errorf("the stopped implement run: seq %d started %v (%v), want recorded as stopped", seq, started, err)
+	}
+	d2, err := k.run(ctx, d.ID, nil)
+	if err != nil || d2.Status != LifecycleStatusAwaitingApproval {
+		t.Fatalf("run again: %v, %s", err, d2.Status)
+	}
+	if seq, started, err := f.te.store.invocationRun(ctx, impl.Invocation, 0); err != nil || seq != 3 || !started {
+		t.Errorf("implement ran again under its id: seq %d started %v (%v)", seq, started, err)
+	}
+	for _, e := range mustEvents(t, f.te, d.ID)[3:] {
+		if e.Kind == LifecycleEventPhaseFailed {
+			t.Errorf("a stopped run became a failure: %s", e.Summary)
+		}
 	}
 }

@@ -22,11 +22,11 @@ import (
 // per round, review and verify answer scripted JSON that the kernel decodes
 // and judges like any worker's. Each one's external side effect is the
 // creation of a file named by its invocation id in an effects directory,
-// made once with an exclusive link: an adapter invoked again with the same
-// invocation id finds the file and returns what it recorded rather than
-// acting twice (the deduplication deterministic invocation ids allow), and
-// a second creation attempt is itself recorded as a duplicate, which the
-// crash harness asserts never happens.
+// with an exclusive link. The fakes do not deduplicate themselves: that is
+// the product's work (invocation.go, which the kernel wraps around every
+// adapter). A fake invoked a second time with the same invocation id acts
+// again, and its second link fails and is written to a DUPLICATES file,
+// which the crash harness asserts never appears.
 
 // fakeScript scripts the fakes, round by round (index 0 is round 1).
 type fakeScript struct {
@@ -106,9 +106,9 @@ func (f *fakeScript) usage() WorkerUsage {
 	return WorkerUsage{InputTokens: f.Tokens, TotalTokens: f.Tokens}
 }
 
-// effect performs an invocation's side effect once: it returns what an
-// earlier run of the same invocation recorded, or acts (act) and records
-// it. A scripted crash is a side effect too (the worker ran and died).
+// effect performs an invocation's side effect (act) and records it; a
+// second one for the same invocation is recorded as a duplicate. A
+// scripted crash is a side effect too (the worker ran and died).
 func (f *fakeScript) effect(call AdapterCall, act func() (fakeEffect, error)) (fakeEffect, error) {
 	if f.Effects == "" { // no deduplication: act every time
 		if err := f.gate(); err != nil {
@@ -117,16 +117,6 @@ func (f *fakeScript) effect(call AdapterCall, act func() (fakeEffect, error)) (f
 		return act()
 	}
 	name := filepath.Join(f.Effects, strings.TrimPrefix(call.Invocation, "b3:")[:24]+"."+string(call.Phase))
-	if data, err := os.ReadFile(name); err == nil {
-		var e fakeEffect
-		if err := json.Unmarshal(data, &e); err != nil {
-			return e, err
-		}
-		if e.Crashed {
-			return e, errors.New("fake worker crashed")
-		}
-		return e, nil
-	}
 	if err := f.gate(); err != nil {
 		return fakeEffect{}, err
 	}

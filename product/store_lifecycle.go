@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"os"
 	"strings"
 )
 
@@ -720,13 +721,55 @@ func (s *Store) putInvocationResult(ctx context.Context, r invocationRecord) (in
 	return stored, err
 }
 
-// invocationWallMs is the wall time recorded for an invocation's worker
-// runs, all parts together.
+// invocationWallMs is the wall time recorded for an invocation's adapter
+// run (part 0, which the kernel records around the whole adapter).
 func (s *Store) invocationWallMs(ctx context.Context, invocation string) (int64, error) {
 	var ms int64
-	err := s.db.QueryRowContext(ctx, `SELECT coalesce(sum(wall_ms), 0) FROM invocation_results WHERE invocation = ?`, invocation).Scan(&ms)
+	err := s.db.QueryRowContext(ctx, `SELECT coalesce(sum(wall_ms), 0) FROM invocation_results WHERE invocation = ? AND part = 0`, invocation).Scan(&ms)
 	if err != nil {
 		return 0, storeError("store.invocation_result", err)
 	}
 	return ms, nil
 }
+
+// invocationRun is the last run event of one part of an invocation: its
+// seq (0: never started) and whether it is started (the run is live or
+// was interrupted).
+func (s *Store) invocationRun(ctx context.Context, invocation string, part int) (seq int, started bool, err error) {
+	var event string
+	err = s.db.QueryRowContext(ctx, `SELECT seq, event FROM invocation_runs WHERE invocation = ? AND part = ?
+		ORDER BY seq DESC LIMIT 1`, invocation, part).Scan(&seq, &event)
+	if errNoRows(err) {
+		return 0, false, nil
+	}
+	if err != nil {
+		return 0, false, storeError("store.invocation_run", err)
+	}
+	return seq, event == "started", nil
+}
+
+// putInvocationRun appends a run event of one part of an invocation at
+// seq; a seq already taken means another runner got there first (a
+// KindConflict) and nothing is written.
+func (s *Store) putInvocationRun(ctx context.Context, call AdapterCall, part, seq int, event string) error {
+	err := s.inTx(ctx, "store.invocation_run", func(tx *sql.Tx, now string) error {
+		var last int
+		if err := tx.QueryRowContext(ctx, `SELECT coalesce(max(seq), 0) FROM invocation_runs WHERE invocation = ? AND part = ?`,
+			call.Invocation, part).Scan(&last); err != nil {
+			return err
+		}
+		if last != seq-1 {
+			return errInvocationRaced
+		}
+		_, err := tx.ExecContext(ctx, `INSERT INTO invocation_runs (invocation, part, seq, event, lifecycle_id, phase, attempt, pid, created_at)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`, call.Invocation, part, seq, event, call.Lifecycle, call.Phase, call.Attempt, os.Getpid(), now)
+		return err
+	})
+	if errors.Is(err, errInvocationRaced) {
+		return &Error{Op: "lifecycle.invocation", Kind: KindConflict,
+			Err: fmt.Errorf("invocation %s part %d was started or stopped by another runner meanwhile", call.Invocation, part)}
+	}
+	return err
+}
+
+var errInvocationRaced = errors.New("invocation run raced")

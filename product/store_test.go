@@ -346,6 +346,7 @@ var upgradeSeeds = map[int][]string{
 		`INSERT INTO invocation_results VALUES ('b3:` + strings.Repeat("f", 64) + `', 0, 'lcy_` + strings.Repeat("d", 24) + `', 'explore', 1, 'completed', '', '', '{}', 12, '2024-01-09T00:00:00Z')`,
 		`INSERT INTO change_applies VALUES (2, 'b3:` + strings.Repeat("3", 64) + `', 'chg_` + strings.Repeat("a", 24) + `', NULL, 'b3:` + strings.Repeat("1", 64) + `', '/r', '[]', 'rolled_back', '', '2024-01-09T00:00:00Z', '2024-01-09T00:00:01Z')`,
 		`INSERT INTO change_apply_abandons VALUES (2, 'cli:me', '[]', '2024-01-09T00:00:01Z')`,
+		`INSERT INTO invocation_runs VALUES ('b3:` + strings.Repeat("f", 64) + `', 0, 1, 'started', 'lcy_` + strings.Repeat("d", 24) + `', 'explore', 1, 42, '2024-01-09T00:00:00Z')`,
 	},
 }
 

@@ -41,6 +41,39 @@ BEGIN
 	SELECT RAISE(ABORT, 'invocation_results: rows are never deleted');
 END;
 
+-- The runs of a lifecycle invocation's worker, as events: started before
+-- the worker runs (committed, so a kill cannot hide it), stopped when the
+-- run ended cleanly without a result (cancelled, or the work tree moved
+-- under it; it may start again). An invocation whose last event is started
+-- and that has no invocation_results row was interrupted by a crash: its
+-- side effects happened, or some of them, and its result is lost. It is
+-- never run again under its id: it is recorded as failed (crashed), and the
+-- lifecycle's retry runs the phase under a new invocation id, in its
+-- journal.
+CREATE TABLE invocation_runs (
+	invocation TEXT NOT NULL CHECK (length(invocation) = 67 AND substr(invocation, 1, 3) = 'b3:'),
+	part INTEGER NOT NULL CHECK (part >= 0),
+	seq INTEGER NOT NULL CHECK (seq >= 1),
+	event TEXT NOT NULL CHECK (event IN ('started', 'stopped')),
+	lifecycle_id TEXT NOT NULL REFERENCES change_lifecycles (lifecycle_id),
+	phase TEXT NOT NULL CHECK (phase IN ('explore', 'implement', 'test', 'review', 'verify')),
+	attempt INTEGER NOT NULL CHECK (attempt >= 1),
+	pid INTEGER NOT NULL,
+	created_at TEXT NOT NULL,
+	PRIMARY KEY (invocation, part, seq),
+	CHECK ((event = 'started') = (seq % 2 = 1))
+) STRICT;
+
+CREATE TRIGGER invocation_runs_immutable BEFORE UPDATE ON invocation_runs
+BEGIN
+	SELECT RAISE(ABORT, 'invocation_runs: rows are immutable');
+END;
+
+CREATE TRIGGER invocation_runs_no_delete BEFORE DELETE ON invocation_runs
+BEGIN
+	SELECT RAISE(ABORT, 'invocation_runs: rows are never deleted');
+END;
+
 -- An interrupted apply the user abandoned (needle change apply --abandon):
 -- recovery could not finish or undo it because a file holds neither its
 -- content before nor after the patch. Written in the transaction that ends
