@@ -132,6 +132,19 @@ func TestLifecycle_Frozen(t *testing.T) {
 				if len(d.Evidence) != 1 {
 					t.Errorf("explore evidence %v: the evidence worker's certified location of splitCRLF", d.Evidence)
 				}
+				// The evidence worker's tokens, as the need pipeline's own
+				// accounting recorded them, are what explore charged the
+				// lifecycle's budget.
+				totals, err := te.WorkerTotals(context.Background())
+				l, lerr := te.store.loadLifecycle(context.Background(), te.root, d.ID)
+				if err != nil || lerr != nil {
+					t.Fatal(err, lerr)
+				}
+				ev, err := DecodeLifecycleEvent(l.Journal[1].Kind, []byte(l.Journal[1].Payload))
+				explored, ok := ev.(LifecycleExploreCompleted)
+				if err != nil || !ok || totals.Runs != 1 || totals.TotalTokens == 0 || explored.Cost.Tokens != totals.TotalTokens {
+					t.Errorf("explore charged %+v; the evidence worker ran %d times for %d tokens (%v)", explored.Cost, totals.Runs, totals.TotalTokens, err)
+				}
 				if d.Round != 1 || d.TestPlans[0].Outcome != LifecycleTestPassed || len(outputs) != 1 || !strings.Contains(outputs[0], "--- PASS: TestSplitCRLF") {
 					t.Errorf("round %d, test %s, outputs %q", d.Round, d.TestPlans[0].Outcome, outputs)
 				}

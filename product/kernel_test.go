@@ -708,3 +708,26 @@ func TestLifecycle_InvocationRecords(t *testing.T) {
 		}
 	}
 }
+
+// TestLifecycle_ExploreWorkersCountInTheBudget: an explore that started
+// three evidence workers charges the lifecycle three worker runs and their
+// tokens, so a budget of four runs leaves room for implement alone.
+func TestLifecycle_ExploreWorkersCountInTheBudget(t *testing.T) {
+	f := newLifecycleFixture(t, &fakeScript{Tests: []LifecycleTestOutcome{LifecycleTestPassed}, Verdicts: []string{fakeVerified}})
+	f.te.adapters.Explore = func(ctx context.Context, r ExploreRequest) (ExploreResult, error) {
+		return ExploreResult{Evidence: r.ArtifactIDs, Usage: WorkerUsage{TotalTokens: 3 * 1234}, Workers: 3}, nil
+	}
+	d, err := f.te.StartLifecycle(context.Background(), LifecycleStart{Request: f.request(), TestPlans: []string{f.plan},
+		Budget: LifecycleBudget{Tokens: 1 << 20, WallMs: 3600_000, WorkerRuns: 4}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	k := &lifecycleKernel{e: f.te.Engine, adapters: f.te.adapters, clock: time.Now}
+	if _, err := k.run(context.Background(), d.ID, nil); err != nil {
+		t.Fatal(err)
+	}
+	s := checkJournal(t, f.te, d.ID)
+	if s.Usage.WorkerRuns != 4 || s.Usage.ExtraRuns != 2 || s.Usage.Tokens != 3*1234+1000 || s.Reason != LifecycleReasonBudgetExhausted {
+		t.Errorf("after explore (3 workers) and implement: %s usage %+v", s.where(), s.Usage)
+	}
+}
