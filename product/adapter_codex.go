@@ -35,8 +35,8 @@ func (c codexAdapters) adapters(tests *testAdapter) LifecycleAdapters {
 // what it proposes) and returns the artifacts the answers cite, with the
 // request's own artifacts, and what the evidence workers cost: their
 // tokens, their number and their time. Each need is recorded apart
-// (invocation.go, parts 1…n), so a need resolved before a kill is not
-// resolved again.
+// (invocation.go, parts 1…n): every evidence worker's start and result
+// are on record under the explore invocation.
 func (c codexAdapters) explore(ctx context.Context, req ExploreRequest) (ExploreResult, error) {
 	res := ExploreResult{Evidence: append([]string{}, req.ArtifactIDs...)}
 	var threads []string

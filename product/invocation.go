@@ -16,8 +16,10 @@ import (
 // its side effects (a model's tokens, a checkout, tests run) twice for one
 // invocation. The seed's remedy is the deterministic invocation id
 // (lifecycle, phase, attempt), and the kernel wraps every adapter in
-// recorded (part 0); the Codex explore adapter also records each need it
-// resolves (parts 1…n), so a kill between two needs re-runs neither.
+// recorded (part 0). The Codex explore adapter also records each need it
+// resolves (parts 1…n): the start and result of each evidence worker
+// inside the one explore invocation (a kill anywhere inside it still fails
+// the whole invocation as interrupted, by part 0).
 //
 // The rule, precisely:
 //
