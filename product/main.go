@@ -37,6 +37,9 @@ type cli struct {
 	// rt is set when the command runs inside the resident runtime: it opens
 	// no store of its own but uses the runtime's.
 	rt *Runtime
+	// terminal: the client's stderr is a terminal (stderr is then the
+	// runtime's relay of it).
+	terminal bool
 }
 
 // command is one leaf of the command tree.

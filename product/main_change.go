@@ -434,7 +434,7 @@ func (c *cli) changeRun(args []string) int {
 	}
 	defer eng.Close()
 	var progress func(LifecycleProgress)
-	if isTerminal(c.stderr) {
+	if c.terminal || isTerminal(c.stderr) {
 		progress = func(p LifecycleProgress) { writeProgress(c.stderr, p) }
 	}
 	d, err := eng.RunLifecycle(c.ctx, f.fs.Arg(0), progress)

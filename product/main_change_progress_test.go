@@ -1,6 +1,7 @@
 package product
 
 import (
+	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -39,22 +40,7 @@ func TestChangeRun_ProgressOnATerminal(t *testing.T) {
 	if err := cmd.Wait(); err != nil {
 		t.Fatalf("change run: %v\n%s%s", err, stdout.String(), data)
 	}
-	got := strings.ReplaceAll(string(data), "\r\n", "\n")
-	line := regexp.MustCompile(`(?m)^(\w+) +round 1 attempt 1  (running…|.*\s(\d+\.\d)s\s+(\d+) tokens  → (\S+))$`)
-	var seen []string
-	for _, m := range line.FindAllStringSubmatch(got, -1) {
-		if m[2] == "running…" {
-			seen = append(seen, m[1]+" started")
-			continue
-		}
-		seen = append(seen, m[1]+" → "+m[5]+" "+m[4])
-	}
-	want := []string{"explore started", "explore → implement/running 700", "implement started", "implement → test/running 700",
-		"test started", "test → review/running 700", "review started", "review → verify/running 700",
-		"verify started", "verify → apply/awaiting_approval 700"}
-	if strings.Join(seen, "\n") != strings.Join(want, "\n") {
-		t.Errorf("progress on the terminal:\n%s\nparsed %q\nwant %q", got, seen, want)
-	}
+	checkProgressLines(t, data)
 	if !strings.Contains(stdout.String(), "awaiting_approval") || strings.Contains(stdout.String(), "running…") {
 		t.Errorf("stdout (not a terminal) holds progress or lacks the final state:\n%s", stdout.String())
 	}
@@ -119,4 +105,64 @@ func isCharDevice(t *testing.T, f *os.File) bool {
 		t.Fatal(err)
 	}
 	return fi.Mode()&os.ModeCharDevice != 0
+}
+
+// checkProgressLines holds what a terminal showed of a run of the crash
+// harness's verified scenario: each phase starting and committed, in order.
+func checkProgressLines(t *testing.T, data []byte) {
+	t.Helper()
+	got := strings.ReplaceAll(string(data), "\r\n", "\n")
+	line := regexp.MustCompile(`(?m)^(\w+) +round 1 attempt 1  (running…|.*\s(\d+\.\d)s\s+(\d+) tokens  → (\S+))$`)
+	var seen []string
+	for _, m := range line.FindAllStringSubmatch(got, -1) {
+		if m[2] == "running…" {
+			seen = append(seen, m[1]+" started")
+			continue
+		}
+		seen = append(seen, m[1]+" → "+m[5]+" "+m[4])
+	}
+	want := []string{"explore started", "explore → implement/running 700", "implement started", "implement → test/running 700",
+		"test started", "test → review/running 700", "review started", "review → verify/running 700",
+		"verify started", "verify → apply/awaiting_approval 700"}
+	if strings.Join(seen, "\n") != strings.Join(want, "\n") {
+		t.Errorf("progress on the terminal:\n%s\nparsed %q\nwant %q", got, seen, want)
+	}
+}
+
+// TestChangeRun_ProgressOnATerminalThroughTheRuntime: with a resident
+// runtime on the data directory, needle change run runs in the runtime,
+// which relays its stderr; the client's terminal shows the same progress.
+func TestChangeRun_ProgressOnATerminalThroughTheRuntime(t *testing.T) {
+	probe := MustFixtureRepo(t, "grepx", false)
+	sc := crashScenarios(t, probe)[0]
+	sc.prepareOnly(t, shortDir(t))
+	var script fakeScript
+	if err := json.Unmarshal(MustReadFile(t, filepath.Join(sc.base, "script.json")), &script); err != nil {
+		t.Fatal(err)
+	}
+	// The runtime runs in this process: it gets the working fakes here.
+	changeConfigHook = func(c *Config) {
+		a := script.adapters(c.Repository)
+		c.Lifecycle = &a
+	}
+	t.Cleanup(func() { changeConfigHook = nil })
+	rt := mustRuntime(t, filepath.Join(sc.base, "data"))
+
+	ptm, pts := openPTY(t)
+	cmd := needleCommand(t, "change", "run", "--repository", filepath.Join(sc.base, "repo"), "--data-dir", filepath.Join(sc.base, "data"), sc.id)
+	var stdout strings.Builder
+	cmd.Stdout, cmd.Stderr = &stdout, pts
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	pts.Close()
+	data, _ := io.ReadAll(ptm)
+	ptm.Close()
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("change run: %v\n%s%s", err, stdout.String(), data)
+	}
+	if n := rt.commands.Load(); n != 1 {
+		t.Fatalf("the runtime ran %d commands, want the change run", n)
+	}
+	checkProgressLines(t, data)
 }

@@ -63,6 +63,10 @@ type execSpec struct {
 	// another build refuses rather than answer differently.
 	Definition string `json:"definition"`
 	Schema     int    `json:"schema"`
+	// Terminal says the client's stderr is a terminal: a command that
+	// shows progress there (needle change run) shows it through the
+	// runtime too.
+	Terminal bool `json:"terminal,omitempty"`
 }
 
 // decodeExecSpec decodes a spec strictly.
@@ -143,7 +147,7 @@ func (c *cli) execRemote(conn net.Conn, cmd command, args []string) int {
 		return 1
 	}
 	spec := execSpec{Args: append(strings.Fields(cmd.path), args...), Dir: dir, Path: os.Getenv("PATH"),
-		Definition: DefinitionID(), Schema: schemaHead()}
+		Definition: DefinitionID(), Schema: schemaHead(), Terminal: isTerminal(c.stderr)}
 	f := ipc.NewFramer(conn)
 	if err := f.Send(frameSpec, []byte(mustJSON(spec))); err != nil {
 		fmt.Fprintf(c.stderr, "needle %s: the resident runtime: %v\n", cmd.path, err)
@@ -251,7 +255,8 @@ func (rt *Runtime) serveExec(w http.ResponseWriter, r *http.Request) {
 	rt.commands.Add(1)
 	go readClientFrames(conn, pw, cancel)
 	c := &cli{ctx: ctx, stdin: &askingReader{r: pr, ask: func() { f.Send(frameWant, nil) }},
-		stdout: f.Writer(frameStdout), stderr: f.Writer(frameStderr), dir: spec.Dir, pathEnv: spec.Path, rt: rt}
+		stdout: f.Writer(frameStdout), stderr: f.Writer(frameStderr), dir: spec.Dir, pathEnv: spec.Path, rt: rt,
+		terminal: spec.Terminal}
 	code := c.dispatch(spec.Args)
 	f.Send(frameExit, []byte(strconv.Itoa(code)))
 }
