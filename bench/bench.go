@@ -53,6 +53,16 @@ Commands:
                     time need_context calls and a no-op ping on one MCP stdio
                     loop; print latency quantiles and write them to
                     reports/mcp-contract-microbench.{json,md}
+  experiment mcp-hit-latency [--needle CMD] [--calls N] [--warmup N] [--cold N]
+        [--grow] [--grow-hits LIST] [--grow-artifacts LIST] [--grow-files LIST]
+        [--window N] [--baseline-server CMD] [--settle DURATION] [--work DIR]
+        [--reports DIR] [--server-cpuprofile FILE] [--server-trace FILE]
+                    spawn needle mcp serve and time exact hits (each answer
+                    verified) against a no-op tools/call and ping on the same
+                    connection; --cold N: N spawns of needle and of a minimal
+                    go-sdk server to the initialize answer; --grow: hits after
+                    more earlier hits, artifacts and files. Writes
+                    reports/mcp-hit-latency.{json,md}
   version           print the harness version and the product it drives
   help              print this help
 

@@ -17,8 +17,11 @@ import (
 
 // experiment runs a named experiment.
 func (h *harness) experiment(args []string) int {
+	if len(args) > 0 && args[0] == "mcp-hit-latency" {
+		return h.hitLatency(args[1:])
+	}
 	if len(args) == 0 || args[0] != "mcp-contract-microbench" {
-		fmt.Fprintf(h.stderr, "needlebench experiment: want mcp-contract-microbench\n\n%s", usage)
+		fmt.Fprintf(h.stderr, "needlebench experiment: want mcp-contract-microbench or mcp-hit-latency\n\n%s", usage)
 		return 2
 	}
 	fs := h.flags("experiment mcp-contract-microbench")

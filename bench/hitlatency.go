@@ -1,0 +1,664 @@
+package bench
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/needle-dev/needle/product"
+)
+
+const usageHitLatency = `Usage: needlebench experiment mcp-hit-latency [--needle CMD] [--calls N] [--warmup N] [--cold N]
+       [--grow] [--grow-hits LIST] [--grow-artifacts LIST] [--grow-files LIST] [--window N]
+       [--baseline-server CMD] [--settle DURATION] [--work DIR] [--reports DIR]
+       [--server-cpuprofile FILE] [--server-trace FILE]
+`
+
+// hitLatency is needlebench experiment mcp-hit-latency.
+func (h *harness) hitLatency(args []string) int {
+	fs := h.flags("experiment mcp-hit-latency")
+	needle := fs.String("needle", "", "")
+	baseline := fs.String("baseline-server", "", "")
+	opt := HitLatencyOptions{}
+	fs.IntVar(&opt.Calls, "calls", 500, "")
+	fs.IntVar(&opt.Warmup, "warmup", 50, "")
+	fs.IntVar(&opt.Cold, "cold", 0, "")
+	fs.BoolVar(&opt.Grow, "grow", false, "")
+	growHits := fs.String("grow-hits", "0,1000,10000", "")
+	growArtifacts := fs.String("grow-artifacts", "10,100,1000", "")
+	growFiles := fs.String("grow-files", "1000,50000", "")
+	fs.IntVar(&opt.Window, "window", 100, "")
+	fs.DurationVar(&opt.Settle, "settle", 2500*time.Millisecond, "")
+	fs.StringVar(&opt.Work, "work", "", "")
+	reports := fs.String("reports", "reports", "")
+	fs.StringVar(&opt.ServerCPUProfile, "server-cpuprofile", "", "")
+	fs.StringVar(&opt.ServerTrace, "server-trace", "", "")
+	if !h.parse(fs, args) {
+		return 2
+	}
+	var err error
+	for _, l := range []struct {
+		dst  *[]int
+		flag string
+		val  string
+	}{{&opt.GrowHits, "grow-hits", *growHits}, {&opt.GrowArtifacts, "grow-artifacts", *growArtifacts}, {&opt.GrowFiles, "grow-files", *growFiles}} {
+		if *l.dst, err = parseCounts(l.val); err != nil {
+			err = fmt.Errorf("--%s: %w", l.flag, err)
+			break
+		}
+	}
+	if err == nil && (opt.Calls < 1 || opt.Warmup < 0 || opt.Cold < 0 || opt.Window < 1 || fs.NArg() != 0) {
+		err = errors.New("--calls and --window must be at least 1, --warmup and --cold at least 0, and no arguments")
+	}
+	if err == nil {
+		opt.Needle, err = needleCommand(*needle)
+	}
+	if err != nil {
+		fmt.Fprintf(h.stderr, "needlebench experiment mcp-hit-latency: %v\n\n%s", err, usageHitLatency)
+		return 2
+	}
+	if *baseline != "" {
+		opt.Baseline = strings.Fields(*baseline)
+	}
+	for _, f := range []*string{&opt.Work, &opt.ServerCPUProfile, &opt.ServerTrace} {
+		if *f != "" {
+			*f, _ = filepath.Abs(*f)
+		}
+	}
+	prog := newProgress(h.stderr)
+	opt.Status = prog.status
+	rep, err := HitLatency(h.ctx, opt)
+	prog.done()
+	if err != nil {
+		fmt.Fprintf(h.stderr, "needlebench experiment mcp-hit-latency: %v\n", err)
+		return 1
+	}
+	fmt.Fprint(h.stdout, rep.summaryText())
+	files, err := writeHitLatency(*reports, rep)
+	if err != nil {
+		fmt.Fprintf(h.stderr, "needlebench experiment mcp-hit-latency: %v\n", err)
+		return 1
+	}
+	fmt.Fprintf(h.stdout, "wrote %s\n", strings.Join(files, ", "))
+	return 0
+}
+
+// parseCounts parses a comma-separated list of counts ("" is none).
+func parseCounts(s string) ([]int, error) {
+	var out []int
+	for _, f := range strings.Split(s, ",") {
+		if f = strings.TrimSpace(f); f == "" {
+			continue
+		}
+		n, err := strconv.Atoi(f)
+		if err != nil || n < 0 {
+			return nil, fmt.Errorf("%q is not a count", f)
+		}
+		out = append(out, n)
+	}
+	return out, nil
+}
+
+// needleCommand is --needle split at blanks, or the needle next to this
+// needlebench, or needle on PATH.
+func needleCommand(flag string) ([]string, error) {
+	if flag != "" {
+		return strings.Fields(flag), nil
+	}
+	if exe, err := os.Executable(); err == nil {
+		if p := filepath.Join(filepath.Dir(exe), "needle"); isExecutable(p) {
+			return []string{p}, nil
+		}
+	}
+	p, err := exec.LookPath("needle")
+	if err != nil {
+		return nil, errors.New("cannot find the needle binary: pass --needle or put it on PATH (make build puts it in bin/)")
+	}
+	return []string{p}, nil
+}
+
+func isExecutable(p string) bool {
+	fi, err := os.Stat(p)
+	return err == nil && fi.Mode().IsRegular() && fi.Mode()&0o111 != 0
+}
+
+// HitLatencyOptions configures needlebench experiment mcp-hit-latency.
+type HitLatencyOptions struct {
+	Needle   []string // the needle command (argv before "mcp serve")
+	Baseline []string // the minimal go-sdk server; nil: built from bench/internal/mcpminimal
+	Calls    int      // measured calls of each method in the main run
+	Warmup   int      // unmeasured rounds before the main run and each grow window
+	Cold     int      // spawn pairs of --cold (0: none)
+	Grow     bool
+	// The grow points: earlier hits, certified artifacts, data files.
+	GrowHits, GrowArtifacts, GrowFiles []int
+	Window                             int // measured calls per method at each grow point
+	// Settle is how long after the last write to a repository the
+	// measurements wait, so that the server's stat cache may trust its
+	// entries (product RacyWindow: 2s) as it does for files at rest.
+	Settle time.Duration
+	Work   string // keep repositories and data directories here ("" = a temporary directory, removed)
+	// ServerCPUProfile and ServerTrace, when set, run the main run's server
+	// under bench/internal/needleprof, which writes a CPU profile and an
+	// execution trace of it.
+	ServerCPUProfile, ServerTrace string
+	Status                        func(string)
+}
+
+// coreEvidence is how many artifacts coreProposals certifies.
+const coreEvidence = 5
+
+// HitLatency runs the experiment and returns its report.
+func HitLatency(ctx context.Context, opt HitLatencyOptions) (HitLatencyReport, error) {
+	x, err := newHitLatency(ctx, opt)
+	if err != nil {
+		return HitLatencyReport{}, err
+	}
+	defer x.cleanup()
+	for _, phase := range []struct {
+		run  func(context.Context) error
+		skip bool
+	}{
+		{x.mainRun, false},
+		{x.coldRun, opt.Cold == 0},
+		{x.growHits, !opt.Grow || len(opt.GrowHits) == 0},
+		{x.growArtifacts, !opt.Grow || len(opt.GrowArtifacts) == 0},
+		{x.growFiles, !opt.Grow || len(opt.GrowFiles) == 0},
+	} {
+		if phase.skip {
+			continue
+		}
+		if err := phase.run(ctx); err != nil {
+			return x.rep, err
+		}
+	}
+	x.rep.finish(x.samples, x.verified, x.extra)
+	return x.rep, nil
+}
+
+// hitLatency is one run of the experiment.
+type hitLatency struct {
+	opt       HitLatencyOptions
+	work      string
+	temp      bool
+	repo      string    // the main repository (command + fill functions)
+	lastWrite time.Time // of a repository or of certified evidence
+	rep       HitLatencyReport
+	samples   map[string][]float64
+	verified  int // timed answers verified
+	extra     int // answers verified but not timed (first asks, warm-up, filler)
+}
+
+func newHitLatency(ctx context.Context, opt HitLatencyOptions) (*hitLatency, error) {
+	if opt.Status == nil {
+		opt.Status = func(string) {}
+	}
+	for _, n := range opt.GrowArtifacts {
+		if n < coreEvidence {
+			return nil, fmt.Errorf("--grow-artifacts: %d is fewer than the %d artifacts every series certifies", n, coreEvidence)
+		}
+	}
+	slices.Sort(opt.GrowHits)
+	slices.Sort(opt.GrowArtifacts)
+	slices.Sort(opt.GrowFiles)
+	x := &hitLatency{opt: opt, work: opt.Work, samples: map[string][]float64{}}
+	if x.work == "" {
+		dir, err := tempDir()
+		if err != nil {
+			return nil, err
+		}
+		x.work, x.temp = dir, true
+	}
+	x.rep = newHitLatencyReport(opt)
+	x.rep.Needle = x.needleVersion(ctx)
+	return x, nil
+}
+
+func (x *hitLatency) cleanup() {
+	if x.temp {
+		removeAll(x.work)
+	}
+}
+
+// status reports progress.
+func (x *hitLatency) status(format string, args ...any) {
+	x.opt.Status(fmt.Sprintf(format, args...))
+}
+
+// needleVersion is the first line of `needle version`.
+func (x *hitLatency) needleVersion(ctx context.Context) string {
+	out, err := exec.CommandContext(ctx, x.opt.Needle[0], append(x.opt.Needle[1:], "version")...).Output()
+	if err != nil {
+		return "unknown: " + err.Error()
+	}
+	line, _, _ := strings.Cut(string(out), "\n")
+	return line
+}
+
+// settle waits until the last write is Settle old.
+func (x *hitLatency) settle(ctx context.Context) error {
+	wait := time.Until(x.lastWrite.Add(x.opt.Settle))
+	if wait <= 0 {
+		return nil
+	}
+	x.status("waiting %s for the files to settle past the stat cache's racy window", wait.Round(time.Millisecond))
+	select {
+	case <-time.After(wait):
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// certifyCore certifies the core evidence with `needle evidence propose`.
+func (x *hitLatency) certifyCore(ctx context.Context, repo, data string) error {
+	proposals, err := coreProposals()
+	if err != nil {
+		return err
+	}
+	for _, p := range proposals {
+		cmd := exec.CommandContext(ctx, x.opt.Needle[0], append(x.opt.Needle[1:], "evidence", "propose",
+			"--repository", repo, "--data-dir", data, "-")...)
+		cmd.Env = scrubbedEnv()
+		cmd.Stdin = strings.NewReader(string(p))
+		out, err := cmd.Output()
+		var res product.ProposeResult
+		if jerr := json.Unmarshal(out, &res); err != nil || jerr != nil || res.Status != "certified" {
+			return fmt.Errorf("needle evidence propose %s: %v %s %v", p, err, out, stderrOf(err))
+		}
+	}
+	x.lastWrite = time.Now()
+	return nil
+}
+
+func stderrOf(err error) string {
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		return string(ee.Stderr)
+	}
+	return ""
+}
+
+// certifyFills certifies the generated functions from .. to-1 through the
+// engine (one process, which is much faster than a command per artifact).
+func (x *hitLatency) certifyFills(ctx context.Context, repo, data string, from, to int) error {
+	if from >= to {
+		return nil
+	}
+	eng, err := product.Open(ctx, product.Config{DataDir: data, Repository: repo, CacheOnly: true})
+	if err != nil {
+		return err
+	}
+	defer eng.Close()
+	for i := from; i < to; i++ {
+		p, err := fillProposal(i)
+		if err != nil {
+			return err
+		}
+		res, err := eng.Propose(ctx, p)
+		if err != nil {
+			return err
+		}
+		if res.Status != "certified" {
+			return fmt.Errorf("generated proposal %s rejected: %v", p, res.Reasons)
+		}
+		if (i-from)%50 == 0 {
+			x.status("certifying artifacts: %d of %d", i+coreEvidence, to+coreEvidence)
+		}
+	}
+	x.lastWrite = time.Now()
+	return nil
+}
+
+// serve starts needle mcp serve (cache-only) on repo and data and opens
+// the session.
+func (x *hitLatency) serve(ctx context.Context, repo, data string, env ...string) (*mcpPeer, error) {
+	argv := append(slices.Clone(x.opt.Needle), "mcp", "serve", "--data-dir", data, "--repository", repo,
+		"--main-model", "needlebench", "--role-profile", "default", "--cache-only")
+	p, err := startPeer(ctx, argv, scrubbedEnv(env...))
+	if err != nil {
+		return nil, err
+	}
+	if _, err := p.initialize(); err != nil {
+		p.close()
+		return nil, err
+	}
+	return p, nil
+}
+
+// op is one kind of call the experiment times.
+type op struct {
+	series string
+	method string
+	params []byte
+	check  func(rpcReply) error
+}
+
+// hitOp asks a probe and accepts only an exact hit of the need the probe
+// was first answered as.
+func hitOp(series string, pr probe, needID string) op {
+	return op{series: series, method: "tools/call", params: pr.params(), check: func(r rpcReply) error {
+		id, err := checkHit(r, true)
+		if err == nil && id != needID {
+			err = fmt.Errorf("need_id %s, want %s", id, needID)
+		}
+		if err != nil {
+			return fmt.Errorf("%s: %w", pr.name, err)
+		}
+		return nil
+	}}
+}
+
+func noopOp(series string) op {
+	return op{series: series, method: "tools/call", params: noopParams, check: checkNoop}
+}
+
+func pingOp(series string) op {
+	return op{series: series, method: "ping", params: []byte(`{}`), check: checkPing}
+}
+
+// prime asks each probe once, which must be a hit of any kind (the first
+// answer of a need stores the need certificate that later answers are
+// exact hits of), and returns each probe's need_id.
+func (x *hitLatency) prime(p *mcpPeer, probes ...probe) ([]string, error) {
+	var ids []string
+	for _, pr := range probes {
+		_, r, err := p.call("tools/call", pr.params())
+		if err != nil {
+			return nil, err
+		}
+		id, err := checkHit(r, false)
+		if err != nil {
+			return nil, fmt.Errorf("first ask of %s: %w", pr.name, err)
+		}
+		x.extra++
+		ids = append(ids, id)
+	}
+	return ids, nil
+}
+
+// rounds runs n rounds of ops, each round every op once, starting one op
+// later each round so no op always follows the same one; rounds from
+// measureFrom on are recorded.
+func (x *hitLatency) rounds(p *mcpPeer, ops []op, n, measureFrom int, label string) error {
+	for i := range n {
+		for j := range ops {
+			o := ops[(i+j)%len(ops)]
+			took, r, err := p.call(o.method, o.params)
+			if err == nil {
+				err = o.check(r)
+			}
+			if err != nil {
+				return err
+			}
+			if i >= measureFrom {
+				x.samples[o.series] = append(x.samples[o.series], float64(took.Nanoseconds())/1e6)
+				x.verified++
+			} else {
+				x.extra++
+			}
+		}
+		if i%10 == 0 {
+			x.status("%s: round %d of %d", label, i+1, n)
+		}
+	}
+	return nil
+}
+
+// mainRun certifies the core evidence and times the three probes, the
+// no-op tools/call and ping, interleaved on one connection.
+func (x *hitLatency) mainRun(ctx context.Context) error {
+	x.rep.sampleLoad("start")
+	x.repo = filepath.Join(x.work, "repo")
+	fills := 0
+	if x.opt.Grow && len(x.opt.GrowArtifacts) > 0 {
+		fills = x.opt.GrowArtifacts[len(x.opt.GrowArtifacts)-1] - coreEvidence
+	}
+	x.status("writing the repository (%d generated functions)", fills)
+	if err := writeLatencyRepo(ctx, x.repo, fills); err != nil {
+		return err
+	}
+	data := filepath.Join(x.work, "data-main")
+	x.status("certifying the evidence")
+	if err := x.certifyCore(ctx, x.repo, data); err != nil {
+		return err
+	}
+	if err := x.settle(ctx); err != nil {
+		return err
+	}
+	var env []string
+	if x.opt.ServerCPUProfile != "" || x.opt.ServerTrace != "" {
+		prof, err := buildTool(ctx, "needleprof", x.work)
+		if err != nil {
+			return err
+		}
+		x.opt.Needle = []string{prof} // the same product.Main, with profiling around it
+		env = []string{"NEEDLEPROF_CPU=" + x.opt.ServerCPUProfile, "NEEDLEPROF_TRACE=" + x.opt.ServerTrace}
+	}
+	p, err := x.serve(ctx, x.repo, data, env...)
+	if err != nil {
+		return err
+	}
+	ids, err := x.prime(p, probeTrace, probeLocate, probeTests)
+	if err != nil {
+		p.close()
+		return err
+	}
+	ops := []op{hitOp("main/trace", probeTrace, ids[0]), hitOp("main/locate", probeLocate, ids[1]),
+		hitOp("main/tests", probeTests, ids[2]), noopOp("main/noop"), pingOp("main/ping")}
+	err = x.rounds(p, ops, x.opt.Warmup+x.opt.Calls, x.opt.Warmup, "main run")
+	if cerr := p.close(); err == nil {
+		err = cerr
+	}
+	x.rep.sampleLoad("main run")
+	return err
+}
+
+// coldRun alternates spawns of needle mcp serve and the minimal go-sdk
+// server and times each from the spawn to the initialize answer. The first
+// pair warms the page cache and is not recorded; the order alternates.
+func (x *hitLatency) coldRun(ctx context.Context) error {
+	baseline := x.opt.Baseline
+	if baseline == nil {
+		bin, err := buildTool(ctx, "mcpminimal", x.work)
+		if err != nil {
+			return err
+		}
+		baseline = []string{bin}
+	}
+	needle := append(slices.Clone(x.opt.Needle), "mcp", "serve", "--data-dir", filepath.Join(x.work, "data-main"),
+		"--repository", x.repo, "--main-model", "needlebench", "--role-profile", "default", "--cache-only")
+	type server struct {
+		series string
+		argv   []string
+	}
+	for i := -1; i < x.opt.Cold; i++ {
+		order := []server{{"cold/needle", needle}, {"cold/go-sdk-minimal", baseline}}
+		if i%2 != 0 {
+			order[0], order[1] = order[1], order[0]
+		}
+		for _, s := range order {
+			took, err := coldInitialize(ctx, s.argv)
+			if err != nil {
+				return fmt.Errorf("%s: %w", s.series, err)
+			}
+			if i >= 0 {
+				x.samples[s.series] = append(x.samples[s.series], float64(took.Nanoseconds())/1e6)
+				x.verified++
+			}
+		}
+		x.status("cold starts: pair %d of %d", i+2, x.opt.Cold+1)
+	}
+	x.rep.sampleLoad("cold starts")
+	return nil
+}
+
+// coldInitialize spawns argv, sends initialize at once and times the
+// answer; the server must then exit cleanly when its stdin closes.
+func coldInitialize(ctx context.Context, argv []string) (time.Duration, error) {
+	start := time.Now()
+	p, err := startPeer(ctx, argv, scrubbedEnv())
+	if err != nil {
+		return 0, err
+	}
+	_, r, err := p.call("initialize", []byte(`{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"needlebench","version":"1"}}`))
+	took := time.Since(start)
+	if err == nil {
+		err = checkInitialize(r)
+	}
+	if cerr := p.close(); err == nil {
+		err = cerr
+	}
+	return took, err
+}
+
+// growHits times the trace probe after growing numbers of earlier hits on
+// one connection and one store: each window interleaves the hit with the
+// no-op tools/call, which shows whether the transport or the hit grows.
+func (x *hitLatency) growHits(ctx context.Context) error {
+	data := filepath.Join(x.work, "data-hits")
+	if err := x.certifyCore(ctx, x.repo, data); err != nil {
+		return err
+	}
+	if err := x.settle(ctx); err != nil {
+		return err
+	}
+	p, err := x.serve(ctx, x.repo, data)
+	if err != nil {
+		return err
+	}
+	defer p.close()
+	ids, err := x.prime(p, probeTrace)
+	if err != nil {
+		return err
+	}
+	hits := 1
+	for _, point := range x.opt.GrowHits {
+		if point > hits {
+			filler := []op{hitOp("", probeTrace, ids[0])}
+			if err := x.rounds(p, filler, point-hits, point-hits, fmt.Sprintf("hits before the window at %d", point)); err != nil {
+				return err
+			}
+			hits = point
+		}
+		key := fmt.Sprintf("grow-hits/%06d", hits)
+		ops := []op{hitOp(key+"/trace", probeTrace, ids[0]), noopOp(key + "/noop")}
+		if err := x.rounds(p, ops, x.opt.Window, 0, fmt.Sprintf("window after %d hits", hits)); err != nil {
+			return err
+		}
+		x.rep.addPoint("hits", "earlier hits", hits, key)
+		hits += x.opt.Window
+	}
+	x.rep.sampleLoad("grow hits")
+	return p.close()
+}
+
+// growArtifacts times trace and locate with growing numbers of certified
+// artifacts in the store, a fresh server process at each point.
+func (x *hitLatency) growArtifacts(ctx context.Context) error {
+	data := filepath.Join(x.work, "data-artifacts")
+	if err := x.certifyCore(ctx, x.repo, data); err != nil {
+		return err
+	}
+	have := coreEvidence
+	for _, n := range x.opt.GrowArtifacts {
+		if err := x.certifyFills(ctx, x.repo, data, have-coreEvidence, n-coreEvidence); err != nil {
+			return err
+		}
+		have = max(have, n)
+		key := fmt.Sprintf("grow-artifacts/%06d", n)
+		if err := x.window(ctx, x.repo, data, key, probeTrace, probeLocate); err != nil {
+			return err
+		}
+		x.rep.addPoint("artifacts", "certified artifacts", n, key)
+	}
+	x.rep.sampleLoad("grow artifacts")
+	return nil
+}
+
+// growFiles times the exhaustive tests probe, whose evidence depends on the
+// root directory's listing, in a repository with growing numbers of files
+// (locate, which has no directory dependency, is the control).
+func (x *hitLatency) growFiles(ctx context.Context) error {
+	repo := filepath.Join(x.work, "repo-files")
+	if err := writeLatencyRepo(ctx, repo, 0); err != nil {
+		return err
+	}
+	data := filepath.Join(x.work, "data-files")
+	have := 0
+	for i, n := range x.opt.GrowFiles {
+		x.status("writing %d data files", n)
+		if err := growDataFiles(ctx, repo, have, n); err != nil {
+			return err
+		}
+		have, x.lastWrite = max(have, n), time.Now()
+		if i == 0 {
+			if err := x.certifyCore(ctx, repo, data); err != nil {
+				return err
+			}
+		}
+		key := fmt.Sprintf("grow-files/%06d", n)
+		if err := x.window(ctx, repo, data, key, probeTests, probeLocate); err != nil {
+			return err
+		}
+		x.rep.addPoint("files", "data files in the repository", n, key)
+	}
+	x.rep.sampleLoad("grow files")
+	return nil
+}
+
+// window starts a server, primes the probes, warms up and times one window
+// of the probes and the no-op.
+func (x *hitLatency) window(ctx context.Context, repo, data, key string, probes ...probe) error {
+	if err := x.settle(ctx); err != nil {
+		return err
+	}
+	p, err := x.serve(ctx, repo, data)
+	if err != nil {
+		return err
+	}
+	defer p.close()
+	ids, err := x.prime(p, probes...)
+	if err != nil {
+		return err
+	}
+	var ops []op
+	for i, pr := range probes {
+		ops = append(ops, hitOp(key+"/"+pr.name, pr, ids[i]))
+	}
+	ops = append(ops, noopOp(key+"/noop"))
+	if err := x.rounds(p, ops, x.opt.Warmup+x.opt.Window, x.opt.Warmup, key); err != nil {
+		return err
+	}
+	return p.close()
+}
+
+// buildTool builds bench/internal/NAME of the needle module the current
+// directory is in, into work/bin.
+func buildTool(ctx context.Context, name, work string) (string, error) {
+	hint := fmt.Errorf("building bench/internal/%s needs the Go toolchain and the needle source: run from the needle repository", name)
+	out, err := exec.CommandContext(ctx, "go", "env", "GOMOD").Output()
+	if err != nil {
+		return "", fmt.Errorf("%w: go env GOMOD: %v", hint, err)
+	}
+	gomod := strings.TrimSpace(string(out))
+	src, err := os.ReadFile(gomod)
+	if err != nil || !strings.HasPrefix(string(src), "module github.com/needle-dev/needle\n") {
+		return "", hint
+	}
+	bin := filepath.Join(work, "bin", name)
+	cmd := exec.CommandContext(ctx, "go", "build", "-o", bin, "./bench/internal/"+name)
+	cmd.Dir = filepath.Dir(gomod)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("go build ./bench/internal/%s: %v\n%s", name, err, out)
+	}
+	return bin, nil
+}

@@ -1,0 +1,211 @@
+package bench
+
+import (
+	"bytes"
+	"context"
+	"database/sql"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	_ "modernc.org/sqlite"
+)
+
+var (
+	needleOnce sync.Once
+	needlePath string
+	needleErr  error
+)
+
+// mustNeedle builds cmd/needle once: the server the experiment spawns.
+func mustNeedle(t *testing.T) string {
+	t.Helper()
+	needleOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "needle-test-")
+		if err != nil {
+			needleErr = err
+			return
+		}
+		needlePath = filepath.Join(dir, "needle")
+		if out, err := exec.Command("go", "build", "-o", needlePath, "../cmd/needle").CombinedOutput(); err != nil {
+			needleErr = err
+			t.Logf("%s", out)
+		}
+	})
+	if needleErr != nil {
+		t.Fatal(needleErr)
+	}
+	return needlePath
+}
+
+// TestHitLatency_Tiny runs the experiment at tiny sizes with every mode on
+// and checks the report's structure and that every timed call was checked,
+// then counts, in the stores the servers wrote, that every answer the
+// servers gave was a hit and no worker ran. Timings are not asserted.
+func TestHitLatency_Tiny(t *testing.T) {
+	needle := mustNeedle(t)
+	work, reports := t.TempDir(), t.TempDir()
+	var stdout, stderr bytes.Buffer
+	args := []string{"experiment", "mcp-hit-latency", "--needle", needle, "--calls", "4", "--warmup", "1", "--cold", "2",
+		"--grow", "--grow-hits", "0,12", "--grow-artifacts", "5,9", "--grow-files", "3,20", "--window", "3",
+		"--settle", "0s", "--work", work, "--reports", reports}
+	if code := Main(context.Background(), args, nil, &stdout, &stderr); code != 0 {
+		t.Fatalf("exit %d\n%s\n%s", code, stdout.String(), stderr.String())
+	}
+	var r HitLatencyReport
+	data, err := os.ReadFile(filepath.Join(reports, "mcp-hit-latency.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(data, &r); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]int{"main/trace": 4, "main/locate": 4, "main/tests": 4, "main/noop": 4, "main/ping": 4,
+		"cold/needle": 2, "cold/go-sdk-minimal": 2,
+		"grow-hits/000001/trace": 3, "grow-hits/000001/noop": 3, "grow-hits/000012/trace": 3, "grow-hits/000012/noop": 3,
+		"grow-artifacts/000005/trace": 3, "grow-artifacts/000005/locate": 3, "grow-artifacts/000005/noop": 3,
+		"grow-artifacts/000009/trace": 3, "grow-artifacts/000009/locate": 3, "grow-artifacts/000009/noop": 3,
+		"grow-files/000003/tests": 3, "grow-files/000003/locate": 3, "grow-files/000003/noop": 3,
+		"grow-files/000020/tests": 3, "grow-files/000020/locate": 3, "grow-files/000020/noop": 3}
+	total, hits := 0, 0
+	for series, n := range want {
+		q, ok := r.Methods[series]
+		if !ok || q.N != n || !(q.P50 > 0 && q.P50 <= q.P95 && q.P95 <= q.P99 && q.P99 <= q.Max) {
+			t.Errorf("series %s: %+v (present %v), want n=%d and ordered quantiles", series, q, ok, n)
+		}
+		total += n
+		if !strings.HasSuffix(series, "noop") && !strings.HasSuffix(series, "ping") && !strings.HasPrefix(series, "cold/") {
+			hits += n
+		}
+	}
+	if len(r.Methods) != len(want) {
+		t.Errorf("%d series, want %d: %v", len(r.Methods), len(want), mapKeysOf(r.Methods))
+	}
+	if r.Verified.Measured != total || r.Verified.Verified != total || r.Verified.ExactHits != hits {
+		t.Errorf("verified %+v, want %d measured and verified, %d exact hits", r.Verified, total, hits)
+	}
+	if len(r.Goals) != 12 || len(r.Grow) != 6 || len(r.Load) != 6 || r.Machine.CPUs < 1 {
+		t.Errorf("goals %d (want 12), grow points %d (want 6), load samples %d (want 6), machine %+v", len(r.Goals), len(r.Grow), len(r.Load), r.Machine)
+	}
+	md, err := os.ReadFile(filepath.Join(reports, "mcp-hit-latency.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range []string{"| main/trace |", "## Goals (issue 13)", "### Grow: hits", "### Grow: artifacts", "### Grow: files", "## Verification"} {
+		if !bytes.Contains(md, []byte(s)) {
+			t.Errorf("report Markdown lacks %q", s)
+		}
+	}
+	checkStoresServedHits(t, work, hits)
+}
+
+// checkStoresServedHits reads every store the servers wrote, without the
+// product: each resolution is a hit, none spawned a worker, and the exact
+// hits number at least the timed ones.
+func checkStoresServedHits(t *testing.T, work string, timedHits int) {
+	t.Helper()
+	stores, _ := filepath.Glob(filepath.Join(work, "data-*", "needle.db"))
+	if len(stores) != 4 {
+		t.Fatalf("stores %v, want main, hits, artifacts and files", stores)
+	}
+	exact := 0
+	for _, s := range stores {
+		db, err := sql.Open("sqlite", s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rows, err := db.Query(`SELECT kind, worker_spawned, count(*) FROM resolutions GROUP BY kind, worker_spawned`)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for rows.Next() {
+			var kind string
+			var spawned, n int
+			if err := rows.Scan(&kind, &spawned, &n); err != nil {
+				t.Fatal(err)
+			}
+			if spawned != 0 || !strings.HasSuffix(kind, "_hit") || kind == "partial_hit" {
+				t.Errorf("%s: %d resolutions %s (worker spawned %d): every answer must be a hit", s, n, kind, spawned)
+			}
+			if kind == "exact_hit" {
+				exact += n
+			}
+		}
+		rows.Close()
+		db.Close()
+	}
+	if exact < timedHits {
+		t.Errorf("the stores record %d exact hits, fewer than the %d timed", exact, timedHits)
+	}
+}
+
+func mapKeysOf[V any](m map[string]V) []string {
+	var out []string
+	for k := range m {
+		out = append(out, k)
+	}
+	return out
+}
+
+// TestHitLatency_Checks: the checks the experiment applies to each answer
+// accept what a real needle server answers and refuse the rest — a bypass
+// before the evidence is certified, a first answer that is a hit but not an
+// exact one, a need_context answer where a no-op or a ping was expected.
+func TestHitLatency_Checks(t *testing.T) {
+	needle := mustNeedle(t)
+	repo, data := filepath.Join(t.TempDir(), "repo"), t.TempDir()
+	ctx := context.Background()
+	if err := writeLatencyRepo(ctx, repo, 0); err != nil {
+		t.Fatal(err)
+	}
+	x := &hitLatency{opt: HitLatencyOptions{Needle: []string{needle}, Status: func(string) {}}}
+	p, err := x.serve(ctx, repo, data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.close()
+	ask := func() rpcReply {
+		t.Helper()
+		_, r, err := p.call("tools/call", probeLocate.params())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	if _, err := checkHit(ask(), false); err == nil || !strings.Contains(err.Error(), "bypass") {
+		t.Errorf("checkHit accepted the answer to a need with no evidence: %v", err)
+	}
+	if err := x.certifyCore(ctx, repo, data); err != nil {
+		t.Fatal(err)
+	}
+	first := ask()
+	if _, err := checkHit(first, true); err == nil || !strings.Contains(err.Error(), "want exact_hit") {
+		t.Errorf("checkHit(exact) accepted the first answer from evidence: %v", err)
+	}
+	id, err := checkHit(first, false)
+	if err != nil || !strings.HasPrefix(id, "b3:") {
+		t.Errorf("checkHit refused the first hit: %q, %v", id, err)
+	}
+	again := ask()
+	if got, err := checkHit(again, true); err != nil || got != id {
+		t.Errorf("checkHit(exact) on the repeat: %q, %v; want %q", got, err, id)
+	}
+	if checkNoop(again) == nil || checkPing(again) == nil {
+		t.Error("a need_context answer passed for a no-op or a ping")
+	}
+	_, noop, err := p.call("tools/call", noopParams)
+	if err != nil || checkNoop(noop) != nil {
+		t.Errorf("no-op tools/call: %v, %v", err, checkNoop(noop))
+	}
+	if _, err := checkHit(noop, false); err == nil {
+		t.Error("checkHit accepted the no-op's error")
+	}
+	_, ping, err := p.call("ping", []byte(`{}`))
+	if err != nil || checkPing(ping) != nil {
+		t.Errorf("ping: %v, %v", err, checkPing(ping))
+	}
+}
