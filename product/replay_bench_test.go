@@ -1,0 +1,238 @@
+//go:build linux
+
+package product
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/needle-dev/needle/product/internal/goevidence"
+)
+
+// The benchmarks of this file isolate the costs of a proof replay (issue 13
+// cause 5): the first ask after a version bump re-validates evidence whose
+// files changed. Today Validate parses the whole package again for every
+// test it checks (goevidence.Reaches), asks git whether each file it reads
+// is ignored in a subprocess of its own, and writes each file's stat-cache
+// entry in a transaction of its own. The fixes — parse once per file digest
+// for the replay, one long-lived `git check-ignore --stdin` per snapshot
+// (or a matcher tested against git), stat-cache writes batched — each show
+// in its own benchmark and in BenchmarkReplay.
+
+// replayPackage is a git repository holding a package lib with tests tests,
+// five to a file, each reaching a function through a helper of its own:
+// the first ones (at most maxReaching, the most a proposal may list) reach
+// Target, the others Other — the shape of a real package whose test suite
+// is larger than the tests that matter for one function.
+type replayPackage struct {
+	te       *testEngine
+	proposal string // exhaustive focused_tests of Target
+	files    []string
+	reaching int
+}
+
+const maxReaching = 10
+
+func mustReplayPackage(tb testing.TB, tests int) *replayPackage {
+	tb.Helper()
+	dir := MustFixtureRepo(tb, "grepx", false)
+	rp := &replayPackage{}
+	write := func(name, src string) {
+		MustWriteFile(tb, filepath.Join(dir, filepath.FromSlash(name)), src)
+		rp.files = append(rp.files, name)
+	}
+	write("lib/lib.go", "package lib\n\n// Target is what the tests reach.\nfunc Target(x int) int {\n\treturn x + 1\n}\n"+
+		"\n// Other is what the other tests reach.\nfunc Other(x int) int {\n\treturn x + 1\n}\n")
+	rp.reaching = min(tests, maxReaching)
+	var refs []string
+	for f := 0; f*5 < tests; f++ {
+		var src strings.Builder
+		src.WriteString("package lib\n\nimport \"testing\"\n")
+		for i := f * 5; i < min(tests, f*5+5); i++ {
+			callee := "Target"
+			if i >= rp.reaching {
+				callee = "Other"
+			}
+			fmt.Fprintf(&src, "\nfunc helper%03d(x int) int {\n\treturn %s(x) * %d\n}\n", i, callee, i+1)
+			fmt.Fprintf(&src, "\nfunc TestTarget%03d(t *testing.T) {\n\tif helper%03d(1) != %d {\n\t\tt.Fatal(\"wrong\")\n\t}\n}\n", i, i, 2*(i+1))
+			if i < rp.reaching {
+				name := fmt.Sprintf("lib/t%02d_test.go", f)
+				test := fmt.Sprintf("TestTarget%03d", i)
+				refs = append(refs, fmt.Sprintf(`{"path":%q,"name":%q,"command":%q}`, name, test, TestCommand(name, test)))
+			}
+		}
+		write(fmt.Sprintf("lib/t%02d_test.go", f), src.String())
+	}
+	MustRun(tb, dir, "git", "init", "-q")
+	MustRun(tb, dir, "git", "add", "-A")
+	MustRun(tb, dir, "git", "-c", "user.name=t", "-c", "user.email=t@example.com", "commit", "-qm", "lib")
+	rp.te = MustEngine(tb, dir)
+	rp.proposal = `{"kind":"focused_tests","subject":{"kind":"symbol","name":"Target"},"tests":[` + strings.Join(refs, ",") + `]}`
+	return rp
+}
+
+// shift moves every line of every file of lib down by one, as an edit above
+// the code does: the evidence's file dependencies change, its proof holds.
+func (rp *replayPackage) shift(tb testing.TB) {
+	tb.Helper()
+	for _, f := range rp.files {
+		p := filepath.Join(rp.te.Root(), filepath.FromSlash(f))
+		src, err := os.ReadFile(p)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		if err := os.WriteFile(p, append([]byte("// Edited above the code.\n"), src...), 0o644); err != nil {
+			tb.Fatal(err)
+		}
+	}
+}
+
+// pkg reads lib as Validate does.
+func (rp *replayPackage) pkg(tb testing.TB) map[string][]byte {
+	tb.Helper()
+	pkg := map[string][]byte{}
+	for _, f := range rp.files {
+		src, err := os.ReadFile(filepath.Join(rp.te.Root(), filepath.FromSlash(f)))
+		if err != nil {
+			tb.Fatal(err)
+		}
+		pkg[f] = src
+	}
+	return pkg
+}
+
+var replaySizes = []int{5, 20, 50}
+
+// BenchmarkReplay replays the proof of exhaustive focused_tests evidence
+// over a package of 5, 20 and 50 tests after every line of it moved: one op
+// is one classify of the old evidence, which re-validates it and stores
+// the replayed certificate (the same one each time after the first).
+func BenchmarkReplay(b *testing.B) {
+	for _, n := range replaySizes {
+		b.Run(fmt.Sprintf("tests=%d", n), func(b *testing.B) {
+			rp := mustReplayPackage(b, n)
+			res := rp.te.mustCertify(rp.proposal)
+			ctx := context.Background()
+			ev, err := rp.te.store.evidenceByCertificate(ctx, res.CertificateID)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if !ev.Certificate.Satisfies.satisfies(Obligation{Kind: CapFocusedTests, Facets: Facets{Selection: "exhaustive"}}) {
+				b.Fatalf("the evidence is not exhaustive: %+v", ev.Certificate.Satisfies)
+			}
+			rp.shift(b)
+			b.ReportAllocs()
+			for b.Loop() {
+				c, err := rp.te.classify(ctx, ev)
+				if err != nil || c.State != stateReplayed {
+					b.Fatalf("classify: %s, %v; want %s", c.State, err, stateReplayed)
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkReaches asks, for every test of the package, whether it reaches
+// Target, the way Validate does to prove a test list exhaustive (it asks
+// again for each listed test): each call parses the whole package, so a
+// package of n tests is parsed n + listed times per validation. Parsing
+// once per file digest makes it linear.
+func BenchmarkReaches(b *testing.B) {
+	for _, n := range replaySizes {
+		b.Run(fmt.Sprintf("tests=%d", n), func(b *testing.B) {
+			rp := mustReplayPackage(b, n)
+			pkg := rp.pkg(b)
+			target := goevidence.Target{Idents: []string{"Target"}}
+			b.ReportAllocs()
+			for b.Loop() {
+				for i := range n {
+					_, ok, err := goevidence.Reaches(pkg, fmt.Sprintf("TestTarget%03d", i), target)
+					if err != nil || ok != (i < rp.reaching) {
+						b.Fatalf("TestTarget%03d reaches Target: %v, %v; want %v", i, ok, err, i < rp.reaching)
+					}
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkIgnored asks, for every file a validation of the package reads,
+// whether git ignores it: today one `git check-ignore` process per file.
+func BenchmarkIgnored(b *testing.B) {
+	for _, n := range replaySizes {
+		b.Run(fmt.Sprintf("tests=%d", n), func(b *testing.B) {
+			rp := mustReplayPackage(b, n)
+			ctx := context.Background()
+			b.ReportMetric(float64(len(rp.files)), "files/op")
+			for b.Loop() {
+				for _, f := range rp.files {
+					if ignored, err := rp.te.Engine.repo.Ignored(ctx, f); err != nil || ignored {
+						b.Fatalf("Ignored(%s) = %v, %v", f, ignored, err)
+					}
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkStatCachePut records the stat-cache entry of every file a
+// validation of the package reads: today one write transaction (and WAL
+// fsync) per file; batched, one per validation.
+func BenchmarkStatCachePut(b *testing.B) {
+	for _, n := range replaySizes {
+		b.Run(fmt.Sprintf("tests=%d", n), func(b *testing.B) {
+			rp := mustReplayPackage(b, n)
+			var entries []struct {
+				path   string
+				digest string
+			}
+			for _, f := range rp.files {
+				_, digest, err := rp.te.Engine.repo.ReadFile(f)
+				if err != nil {
+					b.Fatal(err)
+				}
+				entries = append(entries, struct{ path, digest string }{f, digest})
+			}
+			cache := statCache{rp.te.store, rp.te.root}
+			b.ReportMetric(float64(len(entries)), "files/op")
+			for b.Loop() {
+				for _, en := range entries {
+					e, ok := cache.Get(en.path)
+					if !ok || e.Digest != en.digest {
+						b.Fatalf("no stat cache entry for %s", en.path)
+					}
+					e.RecordedNs++
+					cache.Put(en.path, e)
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkValidateTests validates the exhaustive test list of the package
+// from scratch: the parse, ignore and stat-cache costs together, without
+// storing anything.
+func BenchmarkValidateTests(b *testing.B) {
+	for _, n := range replaySizes {
+		b.Run(fmt.Sprintf("tests=%d", n), func(b *testing.B) {
+			rp := mustReplayPackage(b, n)
+			p, err := DecodeProposal([]byte(rp.proposal))
+			if err != nil {
+				b.Fatal(err)
+			}
+			ctx := context.Background()
+			b.ReportAllocs()
+			for b.Loop() {
+				v, err := validate(ctx, rp.te.Engine.repo, p)
+				if err != nil || !v.Certified() || len(v.Dirs) != 1 || v.Dirs[path.Dir(rp.files[0])] == "" {
+					b.Fatalf("validate: %v, %+v", err, v)
+				}
+			}
+		})
+	}
+}
