@@ -154,6 +154,7 @@ fuzz:
 	$(GO) test ./product/internal/goevidence -run '^$$' -fuzz '^FuzzDeclarations$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./product/internal/jsonrpc -run '^$$' -fuzz '^FuzzServe$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./product/internal/ndjson -run '^$$' -fuzz '^FuzzReader$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./product/internal/contentid -run '^$$' -fuzz '^FuzzCanonicalize$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./product/internal/typecheck -run '^$$' -fuzz '^FuzzParseSubject$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./product/internal/typecheck -run '^$$' -fuzz '^FuzzParseOption$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./product/internal/typecheck -run '^$$' -fuzz '^FuzzLookup$$' -fuzztime $(FUZZTIME)

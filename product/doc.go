@@ -184,8 +184,13 @@
 // Each answer has a plan: an acyclic DAG of at most MaxPlanNodes operators
 // (reuse, replay, reuse_claim, worker, validate, assemble). Among valid plans
 // (the evidence plan and, with a worker, the all-worker plan) the cheapest by
-// expected cost from recorded observations (gonum/stat) is chosen; with
-// fewer than MinObservations observations reuse is reported as advisory.
+// expected cost is chosen. Costs are running aggregates (count, mean and
+// M2 by Welford's recurrence) per operator, pooled and per capability served
+// (operator_costs), folded in O(1) per observation: pricing costs the same
+// after any number of answers. A node is priced from its capability's
+// aggregate once that has MinObservations observations, else from the
+// operator's pooled one; with fewer than MinObservations observations of an
+// operator reuse is reported as advisory.
 // Evidence whose reuse cost is not yet observed is reused: a worker replaces
 // usable evidence only when it is reliably cheaper than a known reuse cost.
 // Price orders valid plans; it never makes a plan valid.
@@ -195,7 +200,19 @@
 // extension, overlap, independent or incompatible (same subject, conflicting
 // world or facets). Limits default to 3 needs (repeats are free) and 3
 // workers, with a hard cap of 8; past a limit a need is a normal bypass.
-// One resolution runs at a time; the others wait in arrival order.
+// One resolution runs at a time; the others wait in arrival order. A repeat
+// adds nothing to the ledger (one entry per distinct need and outcome).
+//
+// An exact hit reads no evidence and writes nothing while the client waits.
+// The engine remembers, per need, the classified candidates its last
+// resolution decided from when all of them were fresh (needMemo). While no
+// certificate was stored since (the newest certificate's rowid, one read:
+// evidence is never deleted) and each of their dependencies has the same
+// digest through the stat cache, gather would find the same candidates in
+// the same states, so resolve runs on the remembered ones and decides the
+// same (a contradicting certificate is a new certificate). An exact hit's
+// need certificate is not written again; its accounting is written after
+// the answer (Durability below).
 //
 // The FrontierView is the context text: deterministic, bounded by a byte
 // budget (default 6 KiB) by dropping whole lines, citing every location as
@@ -398,6 +415,24 @@
 // or a database newer than the binary, refuses to open. Migrations are
 // additive and shipped text never changes.
 //
+// # Durability
+//
+// Certifications (validation attempts, artifacts, artifact and need
+// certificates, their dependencies and claims), sessions and needs are
+// committed, and the WAL fsync'd, before any answer that uses them is
+// given. The accounting of an answer (its ledger step, its resolution
+// record and its economic observation) and stat-cache entries are written
+// after it, off the request path: the accountant (accounting.go) commits
+// whatever is queued in one transaction. Over MCP the accounting of an
+// answer is queued only once the transport wrote the answer in full
+// (jsonrpc.OnAnswered); through the API it is queued when NeedContext
+// returns. A worker's answer is recorded before it is given, like the run.
+// So a crash may lose the accounting of the answers given in its last
+// moments (at most maxAccountQueue of them) and unwritten stat-cache
+// entries (a rehash later), never a certification, and never records an
+// answer that was not given; ordinals of answers not recorded are gaps in
+// the session's steps. Close writes everything queued.
+//
 // # Invariants
 //
 //   - Compile and resolve are pure: compile*.go and resolve*.go import no
@@ -436,7 +471,8 @@
 //	result.go            NeedResult, ResultStatus, ReuseUnit, Failure
 //	frontier.go          the FrontierView text
 //	engine.go            Engine, Config, sessions, the FIFO turn
-//	engine_need.go       NeedContext: the need pipeline's effects
+//	engine_need.go       NeedContext: the need pipeline's effects; the memo of candidates
+//	accounting.go        the accountant: answers' accounting, written after the answer
 //	reply.go             Reply: what Needle answers to a marker in a model's message
 //	engine_reply.go      Engine.Reply: per-turn limits, resolution, the record
 //	hook.go              the Codex Stop hook: answering a stop, installing the hook

@@ -54,11 +54,21 @@ type Engine struct {
 	// profile is the revision of Config.RoleProfile; zero without one.
 	profile ProfileRevision
 
+	stats *statCache  // the repository's stat cache (e.repo reads through it)
+	acct  *accountant // writes answers' accounting off the request path
+
 	mu      sync.Mutex
 	ledgers map[string]*Ledger
 
 	// adapters run the change lifecycle's phases.
 	adapters LifecycleAdapters
+
+	// Guarded by turn: one resolution at a time reads and writes them.
+	costs costBook             // the cost aggregates; nil until first needed
+	memo  map[string]*needMemo // per need_id, the candidates of its last resolution
+	needs map[string]bool      // need ids this engine has stored
+	// perObligation is the remembered worker-tokens estimate (finish).
+	perObligation tokenEstimate
 }
 
 // Open opens the store in cfg.DataDir and the repository cfg.Repository.
@@ -93,32 +103,36 @@ func openEngine(ctx context.Context, cfg Config, st *Store) (*Engine, error) {
 		cfg.Prices = &defaultPrices
 	}
 	cfg.Limits = cfg.Limits.clamp()
-	e := &Engine{cfg: cfg, store: st, ledgers: map[string]*Ledger{}}
-	var err error
-	if e.repo, err = snapshot.Open(ctx, cfg.Repository, nil); err != nil {
+	repo, err := snapshot.Open(ctx, cfg.Repository, nil)
+	if err != nil {
 		return nil, &Error{Op: "engine.open", Kind: KindIO, Err: err}
 	}
-	e.root = e.repo.Root()
-	if e.repo, err = snapshot.Open(ctx, e.root, statCache{st, e.root}); err != nil {
-		return nil, &Error{Op: "engine.open", Kind: KindIO, Err: err}
+	e := &Engine{cfg: cfg, store: st, ledgers: map[string]*Ledger{}, memo: map[string]*needMemo{}, needs: map[string]bool{}}
+	e.root = repo.Root()
+	e.stats = newStatCache(st, e.root)
+	e.repo = repo.WithCache(e.stats)
+	e.acct = newAccountant(st)
+	fail := func(err error) (*Engine, error) { // the store is the caller's to close
+		e.acct.close()
+		return nil, err
 	}
 	if cfg.Worker == nil && cfg.Codex != nil && !cfg.CacheOnly {
 		if inside(e.root, cfg.DataDir) {
-			return nil, invalidf("engine.open", "data-dir", "the data directory %s is inside the repository %s: workers' checkouts must live outside it", cfg.DataDir, e.root)
+			return fail(invalidf("engine.open", "data-dir", "the data directory %s is inside the repository %s: workers' checkouts must live outside it", cfg.DataDir, e.root))
 		}
 		w, err := newCodexWorker(ctx, *cfg.Codex, cfg.DataDir)
 		if err != nil {
-			return nil, err
+			return fail(err)
 		}
 		e.cfg.Worker = w
 		e.codex = w
 	}
 	if err := st.putDefinitionOnce(ctx); err != nil {
-		return nil, err
+		return fail(err)
 	}
 	if cfg.RoleProfile != "" {
 		if e.profile, err = e.Profile(ctx, cfg.RoleProfile); err != nil {
-			return nil, err
+			return fail(err)
 		}
 		e.cfg.Limits = Limits{Needs: e.profile.Profile.Limits.Needs, Workers: e.profile.Profile.Limits.Workers}.clamp()
 	}
@@ -127,19 +141,26 @@ func openEngine(ctx context.Context, cfg Config, st *Store) (*Engine, error) {
 		e.adapters = *cfg.Lifecycle
 	}
 	if err := e.recoverAtOpen(ctx); err != nil {
-		st.Close()
-		return nil, err
+		return fail(err)
 	}
 	return e, nil
 }
 
-// Close closes the store if the engine owns it (Open); an engine of the
-// resident runtime leaves the shared store open.
+// Close writes the accounting still queued (doc.go, "Durability") and
+// closes the store if the engine owns it (Open); an engine of the resident
+// runtime leaves the shared store open.
 func (e *Engine) Close() error {
-	if !e.ownStore {
-		return nil
+	e.flushStats()
+	aerr := e.acct.close()
+	if e.ownStore {
+		if err := e.store.Close(); err != nil {
+			return err
+		}
 	}
-	return e.store.Close()
+	if aerr != nil {
+		return &Error{Op: "engine.close", Kind: KindStore, Err: fmt.Errorf("accounting: %w", aerr)}
+	}
+	return nil
 }
 
 // Root returns the repository root the engine resolves against.
@@ -172,6 +193,7 @@ func (e *Engine) Propose(ctx context.Context, raw []byte) (ProposeResult, error)
 		return ProposeResult{}, err
 	}
 	defer e.turn.unlock()
+	defer e.flushStats()
 	v, err := validate(ctx, e.repo, p)
 	if err != nil {
 		return ProposeResult{}, &Error{Op: "evidence.propose", Kind: KindIO, Err: err}
@@ -191,42 +213,16 @@ func (e *Engine) Propose(ctx context.Context, raw []byte) (ProposeResult, error)
 // one its stored steps rebuild (a session an earlier process started), or
 // a new one, creating the session.
 func (e *Engine) ledger(ctx context.Context, session string) (*Ledger, error) {
-	l, _, err := e.loadLedger(ctx, session)
+	l, _, err := e.session(ctx, session, nil, false)
 	return l, err
 }
 
-// loadLedger is ledger, saying whether the session existed before.
-func (e *Engine) loadLedger(ctx context.Context, session string) (*Ledger, bool, error) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	if l, ok := e.ledgers[session]; ok {
-		return l, true, nil
-	}
-	l, found, err := e.store.sessionLedger(ctx, session)
-	if err != nil {
-		return nil, false, err
-	}
-	if !found {
-		routes := make([]string, len(e.cfg.Routes))
-		for i, r := range e.cfg.Routes {
-			routes[i] = string(r)
-		}
-		if err := e.store.CreateSession(ctx, session, DefinitionID(), e.cfg.Transport, routes, e.cfg.MainModel); err != nil {
-			return nil, false, err
-		}
-		l = &Ledger{}
-	}
-	e.ledgers[session] = l
-	return l, found, nil
-}
-
 // FreezeSession starts a session and records what it froze (f) with the
-// repository and the session limits in force.
+// repository and the session limits in force; a new session's row and its
+// freeze are written in one transaction.
 func (e *Engine) FreezeSession(ctx context.Context, session string, f SessionFreeze) error {
-	if _, err := e.ledger(ctx, session); err != nil {
-		return err
-	}
-	return e.store.freezeSession(ctx, session, e.root, f, e.cfg.Limits)
+	_, _, err := e.session(ctx, session, &f, true)
+	return err
 }
 
 // ResumeSession continues a session an earlier process started — its
@@ -234,12 +230,9 @@ func (e *Engine) FreezeSession(ctx context.Context, session string, f SessionFre
 // or starts and freezes it (FreezeSession) when there is none. A session
 // frozen for another repository is refused.
 func (e *Engine) ResumeSession(ctx context.Context, session string, f SessionFreeze) error {
-	_, existed, err := e.loadLedger(ctx, session)
-	if err != nil {
+	_, existed, err := e.session(ctx, session, &f, false)
+	if err != nil || !existed {
 		return err
-	}
-	if !existed {
-		return e.store.freezeSession(ctx, session, e.root, f, e.cfg.Limits)
 	}
 	repo, ok, err := e.store.sessionRepository(ctx, session)
 	switch {
@@ -249,6 +242,45 @@ func (e *Engine) ResumeSession(ctx context.Context, session string, f SessionFre
 		return &Error{Op: "session.resume", Kind: KindConflict, Err: fmt.Errorf("session %s belongs to the repository %s, not %s", session, repo, e.root)}
 	}
 	return nil
+}
+
+// session returns the session's ledger and whether the session existed:
+// the ledger this engine keeps, or the one its stored steps rebuild, or a
+// new one, creating the session with what it froze when f is not nil. An
+// existing session records f only with freezeExisting.
+func (e *Engine) session(ctx context.Context, session string, f *SessionFreeze, freezeExisting bool) (*Ledger, bool, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	var freeze *sessionFreezeRow
+	if f != nil {
+		freeze = &sessionFreezeRow{root: e.root, freeze: *f, limits: e.cfg.Limits}
+	}
+	l, found := e.ledgers[session]
+	if !found {
+		var err error
+		if l, found, err = e.store.sessionLedger(ctx, session); err != nil {
+			return nil, false, err
+		}
+		if found {
+			e.ledgers[session] = l
+		}
+	}
+	if found {
+		if freeze != nil && freezeExisting {
+			return l, true, e.store.freezeSession(ctx, session, *freeze)
+		}
+		return l, true, nil
+	}
+	routes := make([]string, len(e.cfg.Routes))
+	for i, r := range e.cfg.Routes {
+		routes[i] = string(r)
+	}
+	if err := e.store.startSession(ctx, session, DefinitionID(), e.cfg.Transport, routes, e.cfg.MainModel, freeze); err != nil {
+		return nil, false, err
+	}
+	l = &Ledger{}
+	e.ledgers[session] = l
+	return l, false, nil
 }
 
 // sessionProfile is the role-profile revision a session froze; a session

@@ -46,21 +46,21 @@ func (e *Engine) needContext(ctx context.Context, session string, need CompiledN
 }
 
 func (e *Engine) resolveNeed(ctx context.Context, session string, need CompiledNeed) (NeedResult, workerRun, error) {
+	defer e.flushStats()
 	started := time.Now()
 	var run workerRun
 	ledger, err := e.ledger(ctx, session)
 	if err != nil {
 		return NeedResult{}, run, err
 	}
-	if err := e.store.PutNeed(ctx, need.ID, need.DefinitionID, string(need.IR.Route), string(need.IR.Subject.Kind),
-		need.IR.Subject.Name, []byte(mustJSON(need.IR))); err != nil {
+	if err := e.putNeed(ctx, need); err != nil {
 		return NeedResult{}, run, err
 	}
 	relation := ledger.classify(need.ID, need.IR)
 	in := resolveInput{Need: need, Worker: e.cfg.Worker != nil && !e.cfg.CacheOnly && ledger.Workers < e.cfg.Limits.Workers}
 	if relation != RelationRepeat && ledger.Needs >= e.cfg.Limits.Needs {
 		in.Bypass = fmt.Sprintf("session need limit (%d) reached", e.cfg.Limits.Needs)
-	} else if err := e.gather(ctx, &in); err != nil {
+	} else if err := e.candidates(ctx, &in); err != nil {
 		return NeedResult{}, run, opError("need.resolve", err)
 	}
 	d := resolve(in)
@@ -84,15 +84,113 @@ func (e *Engine) resolveNeed(ctx context.Context, session string, need CompiledN
 	if spawned {
 		ctx = context.WithoutCancel(ctx) // the worker ran: its outcome is recorded even if the caller gave up
 	}
-	r, err := e.finish(ctx, session, need, relation, d, plan, spawned, started, cost)
+	r, acct, err := e.finish(ctx, session, ledger, need, relation, in, d, plan, spawned, started, cost)
 	if err != nil {
 		return NeedResult{}, run, err
 	}
-	ledger.Entries = append(ledger.Entries, ledgerEntry{NeedID: need.ID, IR: need.IR, Missing: r.Missing})
+	ledger.add(ledgerEntry{NeedID: need.ID, IR: need.IR, Missing: r.Missing})
 	if statusOf(d.Kind, 0, false) == ResultHit {
-		_ = e.store.observe(ctx, Observation{Operator: OpReuse, LatencyMs: sinceMs(started)})
+		acct.Observation = &Observation{Operator: OpReuse, Capabilities: r.Satisfied, LatencyMs: sinceMs(started)}
+		e.costs.observe(*acct.Observation) // the next need is priced with it, written or not
 	}
+	if spawned {
+		// A worker's answer is recorded before it is given, like the run.
+		if err := e.store.putAccounting(ctx, []answerAccount{acct}, nil); err != nil {
+			return NeedResult{}, run, err
+		}
+		return r, run, nil
+	}
+	e.account(ctx, acct)
 	return r, run, nil
+}
+
+// putNeed stores the compiled need unless this engine already did.
+func (e *Engine) putNeed(ctx context.Context, need CompiledNeed) error {
+	if e.needs[need.ID] {
+		return nil
+	}
+	if err := e.store.PutNeed(ctx, need.ID, need.DefinitionID, string(need.IR.Route), string(need.IR.Subject.Kind),
+		need.IR.Subject.Name, []byte(mustJSON(need.IR))); err != nil {
+		return err
+	}
+	if len(e.needs) >= maxMemo {
+		clear(e.needs)
+	}
+	e.needs[need.ID] = true
+	return nil
+}
+
+// maxMemo bounds the needs an engine remembers (needMemo, stored needs);
+// past it the memory starts over, which costs a gather, never an answer.
+const maxMemo = 1024
+
+// needMemo is what resolve last decided a need from: its classified
+// candidates, all of them fresh, as of an evidence generation, and the
+// union of their dependencies. resolve is pure, so while no certificate
+// was added (the generation is unchanged: evidence is never deleted) and
+// every dependency has the same digest (each candidate is still fresh),
+// gather would load exactly these candidates in exactly these states and
+// resolve decide exactly the same. Precedence is preserved by construction:
+// a contradiction certified since is a new certificate. Anything gather
+// adds to resolveInput must be covered by that check.
+type needMemo struct {
+	gen          int64
+	exactCertID  string
+	exact        []candidate
+	artifacts    []candidate
+	claimSources []candidate
+	deps         []Dependency
+}
+
+// candidates fills in the classified candidates of a need: from its memo
+// when the memo still holds (a read of the evidence generation and a stat
+// of each dependency through the stat cache, no write), else by gather.
+func (e *Engine) candidates(ctx context.Context, in *resolveInput) error {
+	gen, err := e.store.evidenceGeneration(ctx)
+	if err != nil {
+		return err
+	}
+	if m := e.memo[in.Need.ID]; m != nil && m.gen == gen {
+		fresh, err := isFresh(ctx, e.repo, m.deps)
+		if err != nil {
+			return err
+		}
+		if fresh {
+			in.ExactCertID, in.Exact, in.Artifacts, in.ClaimSources = m.exactCertID, m.exact, m.artifacts, m.claimSources
+			return nil
+		}
+	}
+	delete(e.memo, in.Need.ID)
+	if err := e.gather(ctx, in); err != nil {
+		return err
+	}
+	e.remember(gen, in)
+	return nil
+}
+
+// remember keeps the candidates gather found as of gen when every one of
+// them is fresh: a stale candidate is replayed again next time, and a
+// replayed one added a certificate (a new generation) anyway.
+func (e *Engine) remember(gen int64, in *resolveInput) {
+	m := &needMemo{gen: gen, exactCertID: in.ExactCertID, exact: in.Exact, artifacts: in.Artifacts, claimSources: in.ClaimSources}
+	seen := map[Dependency]bool{}
+	for _, cs := range [][]candidate{in.Exact, in.Artifacts, in.ClaimSources} {
+		for _, c := range cs {
+			if c.State != stateFresh {
+				return
+			}
+			for _, d := range c.Certificate.Dependencies {
+				if !seen[d] {
+					seen[d] = true
+					m.deps = append(m.deps, d)
+				}
+			}
+		}
+	}
+	if len(e.memo) >= maxMemo {
+		clear(e.memo)
+	}
+	e.memo[in.Need.ID] = m
 }
 
 // gather loads and classifies the candidate evidence for a need.
@@ -158,12 +256,13 @@ func (e *Engine) choosePlan(ctx context.Context, need CompiledNeed, in resolveIn
 	if err != nil {
 		return Plan{}, d, err
 	}
-	obs, err := e.store.observations(ctx)
-	if err != nil {
-		return Plan{}, d, err
+	if e.costs == nil {
+		if e.costs, err = e.store.operatorCosts(ctx); err != nil {
+			return Plan{}, d, err
+		}
 	}
 	if statusOf(d.Kind, 0, false) != "hit" || !in.Worker {
-		chosen := selectPlan(&plan, nil, obs, *e.cfg.Prices)
+		chosen := selectPlan(&plan, nil, e.costs, *e.cfg.Prices)
 		return chosen, d, nil
 	}
 	alt := decision{Kind: ResolutionMiss, Missing: required(need.IR), WorkerFor: required(need.IR)}
@@ -171,7 +270,7 @@ func (e *Engine) choosePlan(ctx context.Context, need CompiledNeed, in resolveIn
 	if err != nil {
 		return Plan{}, d, err
 	}
-	chosen := selectPlan(&plan, &workerPlan, obs, *e.cfg.Prices)
+	chosen := selectPlan(&plan, &workerPlan, e.costs, *e.cfg.Prices)
 	if chosen.ID() == workerPlan.ID() && !chosen.Advisory {
 		return chosen, alt, nil
 	}
@@ -201,13 +300,17 @@ func (e *Engine) runWorker(ctx context.Context, need CompiledNeed, d decision) (
 	if usage.LatencyMs == 0 {
 		usage.LatencyMs = sinceMs(started)
 	}
+	var obs *Observation
 	if werr == nil {
 		// Only completed runs price the worker plan: a failure costs little
 		// and answers nothing, and must not make workers look cheap.
-		_ = e.store.observe(ctx, Observation{Operator: OpWorker, Tokens: usage.TotalTokens, CostUSD: usage.CostUSD, LatencyMs: usage.LatencyMs})
+		obs = &Observation{Operator: OpWorker, Capabilities: obligationKinds(NeedIR{Obligations: req.Missing}),
+			Tokens: usage.TotalTokens, CostUSD: usage.CostUSD, LatencyMs: usage.LatencyMs}
+		e.costs.observe(*obs)
 	}
 	tokens = usage.TotalTokens
-	if err := e.store.putWorkerRun(ctx, e.root, need.ID, req.Missing, res, usage, werr); err != nil {
+	e.perObligation.known = false // a completed run changes the estimate
+	if err := e.store.putWorkerRun(ctx, e.root, need.ID, req.Missing, res, usage, werr, obs); err != nil {
 		return d, tokens, err
 	}
 	if werr != nil {
@@ -290,9 +393,11 @@ func sortChosen(ir NeedIR, chosen []choice) {
 	})
 }
 
-// finish builds, certifies and records the result with what it cost
-// (latency since asked, worker tokens) and what reuse saved.
-func (e *Engine) finish(ctx context.Context, session string, need CompiledNeed, rel Relation, d decision, plan Plan, spawned bool, asked time.Time, cost resolutionCost) (NeedResult, error) {
+// finish builds and certifies the result and returns it with its
+// accounting — what it cost (latency since asked, worker tokens) and what
+// reuse saved — which the caller records once the answer is given. A new
+// need certificate is a certification: it is stored before the answer.
+func (e *Engine) finish(ctx context.Context, session string, ledger *Ledger, need CompiledNeed, rel Relation, in resolveInput, d decision, plan Plan, spawned bool, asked time.Time, cost resolutionCost) (NeedResult, answerAccount, error) {
 	r := NeedResult{
 		Route: need.IR.Route, Subject: need.IR.Subject, NeedID: need.ID,
 		Satisfied: []CapabilityKind{}, Missing: []CapabilityKind{}, ClaimIDs: []string{},
@@ -329,31 +434,54 @@ func (e *Engine) finish(ctx context.Context, session string, need CompiledNeed, 
 	r.Status = statusOf(d.Kind, len(r.Missing), spawned)
 	r.CacheHit = slices.ContainsFunc(d.Chosen, func(c choice) bool { return !c.FromWorker })
 	if len(d.Chosen) > 0 && len(r.Missing) == 0 {
-		cert, err := e.store.putNeedCertificate(ctx, e.root, need.ID, d.Chosen, r.Satisfied)
-		if err != nil {
-			return NeedResult{}, err
+		nc := newNeedCertificate(e.root, need.ID, d.Chosen, r.Satisfied)
+		if nc.ID != in.ExactCertID { // an exact hit's certificate is stored already
+			if err := e.store.putNeedCertificate(ctx, nc); err != nil {
+				return NeedResult{}, answerAccount{}, err
+			}
 		}
-		r.Resolution.CertificateID = cert
+		r.Resolution.CertificateID = nc.ID
 	}
-	ordinal, err := e.store.AppendStep(ctx, session, need.ID, string(rel), need.Task)
-	if err != nil {
-		return NeedResult{}, err
-	}
-	r.Step = StepInfo{Ordinal: ordinal, Relation: rel}
+	r.Step = StepInfo{Ordinal: ledger.nextOrdinal(), Relation: rel}
 	r.Context = frontierView(r, d, plan, e.cfg.FrontierBudget)
 	r.ResultDigest = mustID(tagResult, r)
 	if reused := countReused(d.Chosen); reused > 0 {
-		perObligation, err := e.store.workerTokensPerObligation(ctx)
+		perObligation, err := e.workerTokensPerObligation(ctx)
 		if err != nil {
-			return NeedResult{}, err
+			return NeedResult{}, answerAccount{}, err
 		}
 		cost.TokensSaved = int64(reused) * perObligation
 	}
 	cost.LatencyMs = sinceMs(asked)
-	if err := e.store.putResolution(ctx, e.root, session, r, plan, cost); err != nil {
-		return NeedResult{}, err
+	return r, answerAccount{Root: e.root, Session: session, Task: need.Task, Result: r, Plan: plan, Cost: cost}, nil
+}
+
+// workerTokensPerObligation is the store's estimate of the worker tokens
+// one obligation costs, read again only when a certificate or a worker run
+// of this engine was added since it was read: a hit reads only the
+// evidence generation (a max over the rowid).
+func (e *Engine) workerTokensPerObligation(ctx context.Context) (int64, error) {
+	gen, err := e.store.evidenceGeneration(ctx)
+	if err != nil {
+		return 0, err
 	}
-	return r, nil
+	if e.perObligation.known && e.perObligation.gen == gen {
+		return e.perObligation.tokens, nil
+	}
+	tokens, err := e.store.workerTokensPerObligation(ctx)
+	if err != nil {
+		return 0, err
+	}
+	e.perObligation = tokenEstimate{known: true, gen: gen, tokens: tokens}
+	return tokens, nil
+}
+
+// tokenEstimate is a remembered workerTokensPerObligation as of an
+// evidence generation.
+type tokenEstimate struct {
+	known  bool
+	gen    int64
+	tokens int64
 }
 
 // countReused counts the obligations answered from stored evidence rather

@@ -64,6 +64,11 @@ func (e *Engine) Reply(ctx context.Context, m MarkerMessage) (Reply, error) {
 		if err != nil {
 			return Reply{}, err
 		}
+		// The reply names its step: the answer's accounting, queued when
+		// needContext returned, is written first.
+		if err := e.acct.sync(context.WithoutCancel(ctx)); err != nil {
+			return Reply{}, err
+		}
 		limited := res.Status == ResultBypass && ledger.Needs > e.cfg.Limits.Needs
 		r = resolvedReply(res, last || limited)
 	}

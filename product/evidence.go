@@ -133,3 +133,45 @@ type ClaimAt struct {
 	StartLine int
 	EndLine   int
 }
+
+// needCertificateBody is the canonical content of a need certificate.
+type needCertificateBody struct {
+	Scope     string           `json:"scope"`
+	Root      string           `json:"root"`
+	NeedID    string           `json:"need_id"`
+	Members   []string         `json:"members"`
+	Satisfied []CapabilityKind `json:"satisfied"`
+}
+
+// needCertificate binds the artifact certificates that answered a need
+// into one certificate, with the union of their dependencies.
+type needCertificate struct {
+	ID           string
+	Body         needCertificateBody
+	Dependencies []Dependency // sorted by kind and path
+}
+
+// newNeedCertificate is the need certificate of the choices that answered
+// needID in root.
+func newNeedCertificate(root, needID string, chosen []choice, satisfied []CapabilityKind) needCertificate {
+	body := needCertificateBody{Scope: "need", Root: root, NeedID: needID, Satisfied: satisfied}
+	deps := map[Dependency]bool{}
+	for _, c := range chosen {
+		if !slices.Contains(body.Members, c.Evidence.CertificateID) {
+			body.Members = append(body.Members, c.Evidence.CertificateID)
+		}
+		for _, d := range c.Evidence.Certificate.Dependencies {
+			deps[d] = true
+		}
+	}
+	sort.Strings(body.Members)
+	nc := needCertificate{ID: mustID(tagCertificate, body), Body: body}
+	for d := range deps {
+		nc.Dependencies = append(nc.Dependencies, d)
+	}
+	sort.Slice(nc.Dependencies, func(i, j int) bool {
+		a, b := nc.Dependencies[i], nc.Dependencies[j]
+		return string(a.Kind)+a.Path < string(b.Kind)+b.Path
+	})
+	return nc
+}

@@ -140,11 +140,12 @@ func depPaths(deps []Dependency) []string {
 	return out
 }
 
-// mustTrustStatCache writes the engine's stat cache rows for paths as if each
-// file had been hashed 2*RacyWindow after its last change: the current lstat,
-// the current digest, and a recording time past the racy window. Lookups then
-// trust the rows without waiting for the window to pass. It returns the
-// recording time written.
+// mustTrustStatCache records the engine's stat cache entries for paths as
+// if each file had been hashed 2*RacyWindow after its last change: the
+// current lstat, the current digest, and a recording time past the racy
+// window, in the cache's memory and (written at once) in the store.
+// Lookups then trust them without waiting for the window to pass. It
+// returns the recording time written.
 func mustTrustStatCache(tb testing.TB, e *Engine, paths []string) int64 {
 	tb.Helper()
 	recorded := time.Now().Add(2 * snapshot.RacyWindow).UnixNano()
@@ -158,28 +159,34 @@ func mustTrustStatCache(tb testing.TB, e *Engine, paths []string) int64 {
 			tb.Fatal(err)
 		}
 		st := fi.Sys().(*syscall.Stat_t)
-		_, err = e.store.db.Exec(`INSERT INTO file_stats (root, path, size, mtime_ns, ctime_ns, inode, digest, recorded_ns)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (root, path) DO UPDATE SET size = excluded.size,
-			mtime_ns = excluded.mtime_ns, ctime_ns = excluded.ctime_ns, inode = excluded.inode,
-			digest = excluded.digest, recorded_ns = excluded.recorded_ns`,
-			e.root, p, fi.Size(), st.Mtim.Nano(), st.Ctim.Nano(), int64(st.Ino), digest, recorded)
-		if err != nil {
-			tb.Fatal(err)
-		}
+		e.stats.Put(p, snapshot.Entry{Size: fi.Size(), MtimeNs: st.Mtim.Nano(), CtimeNs: st.Ctim.Nano(), Inode: st.Ino,
+			Digest: digest, RecordedNs: recorded})
+	}
+	e.flushStats()
+	if err := e.acct.sync(context.Background()); err != nil {
+		tb.Fatal(err)
 	}
 	return recorded
 }
 
-// checkStatCacheKept fails unless every row mustTrustStatCache wrote is still
-// there unchanged: a lookup that did not trust a row would have rehashed the
-// file and replaced it, and the benchmark would have timed the wrong path.
+// checkStatCacheKept fails unless every entry mustTrustStatCache recorded
+// is still there unchanged, in memory and in the store: a lookup that did
+// not trust an entry would have rehashed the file and replaced it, and the
+// benchmark would have timed the wrong path.
 func checkStatCacheKept(tb testing.TB, e *Engine, paths []string, recorded int64) {
 	tb.Helper()
+	e.flushStats()
+	if err := e.acct.sync(context.Background()); err != nil {
+		tb.Fatal(err)
+	}
 	for _, p := range paths {
 		var got int64
 		err := e.store.db.QueryRow(`SELECT recorded_ns FROM file_stats WHERE root = ? AND path = ?`, e.root, p).Scan(&got)
 		if err != nil || got != recorded {
 			tb.Fatalf("stat cache row of %s: recorded_ns %d (%v), want %d: the cache was not trusted", p, got, err, recorded)
+		}
+		if m, ok := e.stats.Get(p); !ok || m.RecordedNs != recorded {
+			tb.Fatalf("stat cache entry of %s in memory: recorded_ns %d, want %d: the cache was not trusted", p, m.RecordedNs, recorded)
 		}
 	}
 }

@@ -50,15 +50,58 @@ type ledgerEntry struct {
 	Missing []CapabilityKind
 }
 
-// Ledger is the bounded record of one session's needs.
+// Ledger is the bounded record of one session's needs. A need asked again
+// with the same outcome adds nothing: the ledger holds one entry per
+// distinct need and missing set (at most 2^3 per need), so repeats never
+// grow it and classifying a repeat costs one map lookup.
 type Ledger struct {
-	Entries []ledgerEntry
-	Needs   int // non-repeat needs counted against Limits.Needs
+	Entries []ledgerEntry // distinct entries, in the order first seen
+	Needs   int           // non-repeat needs counted against Limits.Needs
 	Workers int
+
+	asked   map[string]bool // need ids with an entry
+	entries map[string]bool // entryKey of each entry
+	ordinal int             // the ordinal of the session's last step
+}
+
+// add records an answered need unless an equal entry is already there.
+func (l *Ledger) add(e ledgerEntry) {
+	if l.asked == nil {
+		l.asked, l.entries = map[string]bool{}, map[string]bool{}
+		for _, x := range l.Entries {
+			l.asked[x.NeedID], l.entries[x.key()] = true, true
+		}
+	}
+	if k := e.key(); !l.entries[k] {
+		l.entries[k] = true
+		l.asked[e.NeedID] = true
+		l.Entries = append(l.Entries, e)
+	}
+}
+
+// key identifies an entry: relate reads only the need and its missing
+// kinds (the IR is the need's).
+func (e ledgerEntry) key() string {
+	k := e.NeedID
+	for _, m := range e.Missing {
+		k += "," + string(m)
+	}
+	return k
+}
+
+// nextOrdinal assigns the ordinal of the session's next step. The engine
+// that created the session is the only one that appends to it, one
+// resolution at a time, so the count is kept here rather than read back.
+func (l *Ledger) nextOrdinal() int {
+	l.ordinal++
+	return l.ordinal
 }
 
 // classify relates ir to the session's earlier needs. It is pure.
 func (l *Ledger) classify(needID string, ir NeedIR) Relation {
+	if l.asked[needID] {
+		return RelationRepeat // the first rank: no other relation can win
+	}
 	best := len(relationRank) - 1
 	for _, e := range l.Entries {
 		best = min(best, slices.Index(relationRank, relate(e, needID, ir)))

@@ -2,6 +2,8 @@ package product
 
 import (
 	"context"
+
+	"github.com/needle-dev/needle/product/internal/jsonrpc"
 )
 
 // mcpTool is one MCP tool: what tools/list says of it and how tools/call
@@ -70,7 +72,14 @@ func typedCall[Req, Res any](tool string, decode func(s *mcpSession, args []byte
 		if err != nil {
 			return nil, invalidParams(err)
 		}
-		res, err := run(s.cfg.Engine, ctx, s.id, req)
+		// What the engine records about an answer (its accounting) waits
+		// until the transport has written it: an answer that never reached
+		// the client is never recorded.
+		actx := ctx
+		if hctx, hook := withAnswerHook(ctx); jsonrpc.OnAnswered(ctx, func(written bool) { hook.answered(s.cfg.Engine, written) }) {
+			actx = hctx
+		}
+		res, err := run(s.cfg.Engine, actx, s.id, req)
 		if err != nil {
 			return s.callFailed(ctx, tool, err)
 		}

@@ -3,9 +3,8 @@ package product
 import (
 	"fmt"
 	"math"
+	"slices"
 	"sort"
-
-	"gonum.org/v1/gonum/stat"
 )
 
 // MaxPlanNodes bounds a plan: plans are acyclic, parent-orchestrated DAGs
@@ -38,6 +37,9 @@ type PlanNode struct {
 	Op     PlanOp   `json:"op"`
 	Ref    string   `json:"ref,omitempty"`
 	Inputs []string `json:"inputs,omitempty"`
+	// caps are the capabilities the node serves, which price it; they
+	// are not part of the plan's identity.
+	caps []CapabilityKind
 }
 
 // Plan is a valid plan for a need, with its estimated cost.
@@ -62,9 +64,10 @@ func (p Plan) ID() string {
 func buildPlan(needID string, d decision) (Plan, error) {
 	p := Plan{NeedID: needID}
 	var inputs []string
+	var caps []CapabilityKind // of the node being added
 	add := func(op PlanOp, ref string, in ...string) string {
 		id := fmt.Sprintf("n%d", len(p.Nodes)+1)
-		p.Nodes = append(p.Nodes, PlanNode{ID: id, Op: op, Ref: ref, Inputs: in})
+		p.Nodes = append(p.Nodes, PlanNode{ID: id, Op: op, Ref: ref, Inputs: in, caps: caps})
 		return id
 	}
 	seen := map[string]string{}
@@ -78,6 +81,7 @@ func buildPlan(needID string, d decision) (Plan, error) {
 			continue
 		}
 		var id string
+		caps = []CapabilityKind{c.Obligation.Kind}
 		switch {
 		case c.Claim != nil:
 			id = add(OpReuseClaim, ref)
@@ -90,9 +94,11 @@ func buildPlan(needID string, d decision) (Plan, error) {
 		inputs = append(inputs, id)
 	}
 	if len(d.WorkerFor) > 0 {
+		caps = obligationKinds(NeedIR{Obligations: d.WorkerFor})
 		w := add(OpWorker, kindList(d.WorkerFor))
 		inputs = append(inputs, add(OpValidate, kindList(d.WorkerFor), w))
 	}
+	caps = nil
 	add(OpAssemble, "", inputs...)
 	if len(p.Nodes) > MaxPlanNodes {
 		return Plan{}, &Error{Op: "resolve.plan", Kind: KindOther, Err: fmt.Errorf("plan of %d nodes exceeds %d", len(p.Nodes), MaxPlanNodes)}
@@ -100,12 +106,14 @@ func buildPlan(needID string, d decision) (Plan, error) {
 	return p, nil
 }
 
-// Observation is one recorded cost of a plan operator.
+// Observation is one recorded cost of a plan operator: what serving
+// Capabilities (the obligations the operation answered) cost.
 type Observation struct {
-	Operator  PlanOp
-	Tokens    int64
-	CostUSD   float64
-	LatencyMs float64
+	Operator     PlanOp
+	Capabilities []CapabilityKind
+	Tokens       int64
+	CostUSD      float64
+	LatencyMs    float64
 }
 
 // Prices turn an observation into one comparable cost.
@@ -117,19 +125,92 @@ type Prices struct {
 // costs; the value only orders plans, never validates them.
 var defaultPrices = Prices{USDPerSecond: 0.002}
 
-// estimate is the expected cost of one operator from its observations, and
-// whether there were enough of them to trust it.
-func estimate(obs []Observation, op PlanOp, p Prices) (cost float64, reliable bool) {
-	var costs []float64
-	for _, o := range obs {
-		if o.Operator == op {
-			costs = append(costs, o.CostUSD+o.LatencyMs/1000*p.USDPerSecond)
+// welford is the running mean and M2 (sum of squared deviations from the
+// mean) of one quantity, updated by Welford's recurrence: numerically
+// stable, O(1) per value, and mergeable across processes in SQL
+// (store_resolution.go does the same step in an upsert).
+type welford struct {
+	Mean, M2 float64
+}
+
+// add folds x in as the n-th value.
+func (w *welford) add(x float64, n int64) {
+	d := x - w.Mean
+	w.Mean += d / float64(n)
+	w.M2 += d * (x - w.Mean)
+}
+
+// operatorCost is the running aggregate of one operator's observations
+// (for one capability, or pooled).
+type operatorCost struct {
+	Count                 int64
+	Latency, Cost, Tokens welford // latency in ms, cost in USD, tokens
+}
+
+func (c *operatorCost) add(o Observation) {
+	c.Count++
+	c.Latency.add(o.LatencyMs, c.Count)
+	c.Cost.add(o.CostUSD, c.Count)
+	c.Tokens.add(float64(o.Tokens), c.Count)
+}
+
+// priced is the mean cost of one operation at prices p.
+func (c operatorCost) priced(p Prices) float64 {
+	return c.Cost.Mean + c.Latency.Mean/1000*p.USDPerSecond
+}
+
+// costKey names an aggregate: an operator and the capability it served,
+// "" for the operator's pooled aggregate.
+type costKey struct {
+	Operator   PlanOp
+	Capability CapabilityKind
+}
+
+// costBook holds the cost aggregates economic selection prices plans from.
+// Its size is bounded by operators × capabilities, however many answers
+// were observed.
+type costBook map[costKey]operatorCost
+
+// observe folds o into the operator's pooled aggregate and into the
+// aggregate of each capability it served.
+func (b costBook) observe(o Observation) {
+	for _, k := range costKeys(o) {
+		c := b[k]
+		c.add(o)
+		b[k] = c
+	}
+}
+
+// costKeys are the aggregates an observation updates: pooled first, then
+// one per distinct capability.
+func costKeys(o Observation) []costKey {
+	keys := []costKey{{Operator: o.Operator}}
+	for _, k := range o.Capabilities {
+		if key := (costKey{o.Operator, k}); k != "" && !slices.Contains(keys, key) {
+			keys = append(keys, key)
 		}
 	}
-	if len(costs) == 0 {
+	return keys
+}
+
+// estimate is the expected cost of one operation of op serving caps, and
+// whether the operator was observed often enough to trust it. A single
+// capability with enough observations of its own is priced from them;
+// otherwise the operator's pooled aggregate prices it. Reliability is the
+// pooled count, so a capability seen rarely never makes a plan look
+// trustworthy.
+func (b costBook) estimate(op PlanOp, caps []CapabilityKind, p Prices) (cost float64, reliable bool) {
+	pooled := b[costKey{Operator: op}]
+	if pooled.Count == 0 {
 		return math.Inf(1), false
 	}
-	return stat.Mean(costs, nil), len(costs) >= MinObservations
+	c := pooled
+	if len(caps) == 1 {
+		if own := b[costKey{op, caps[0]}]; own.Count >= MinObservations {
+			c = own
+		}
+	}
+	return c.priced(p), pooled.Count >= MinObservations
 }
 
 // selectPlan prices the valid plans and returns the cheapest. Only plans
@@ -137,7 +218,7 @@ func estimate(obs []Observation, op PlanOp, p Prices) (cost float64, reliable bo
 // invalid plan valid. reuse is the evidence plan (nil when the need cannot
 // be answered from evidence) and worker the all-worker plan (nil without a
 // worker).
-func selectPlan(reuse, worker *Plan, obs []Observation, p Prices) Plan {
+func selectPlan(reuse, worker *Plan, costs costBook, p Prices) Plan {
 	type priced struct {
 		plan     *Plan
 		cost     float64
@@ -145,11 +226,11 @@ func selectPlan(reuse, worker *Plan, obs []Observation, p Prices) Plan {
 	}
 	var options []priced
 	if reuse != nil {
-		c, ok := planCost(*reuse, obs, p)
+		c, ok := planCost(*reuse, costs, p)
 		options = append(options, priced{reuse, c, ok})
 	}
 	if worker != nil {
-		c, ok := planCost(*worker, obs, p)
+		c, ok := planCost(*worker, costs, p)
 		options = append(options, priced{worker, c, ok})
 	}
 	// Unknown costs sort last; ties keep the evidence plan first. Evidence
@@ -180,7 +261,7 @@ func less(a, b float64) bool {
 }
 
 // planCost sums the estimates of the plan's priced operators.
-func planCost(plan Plan, obs []Observation, p Prices) (float64, bool) {
+func planCost(plan Plan, costs costBook, p Prices) (float64, bool) {
 	total, reliable := 0.0, true
 	for _, n := range plan.Nodes {
 		op := n.Op
@@ -190,7 +271,7 @@ func planCost(plan Plan, obs []Observation, p Prices) (float64, bool) {
 		if !pricedOps[op] {
 			continue
 		}
-		c, ok := estimate(obs, op, p)
+		c, ok := costs.estimate(op, n.caps, p)
 		if math.IsInf(c, 1) {
 			return math.Inf(1), false
 		}

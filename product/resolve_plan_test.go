@@ -16,6 +16,15 @@ func TestSelectPlan(t *testing.T) {
 		}
 		return out
 	}
+	book := func(obs ...[]Observation) costBook {
+		b := costBook{}
+		for _, list := range obs {
+			for _, o := range list {
+				b.observe(o)
+			}
+		}
+		return b
+	}
 	t.Run("NoObservationsAdvisoryReuse", func(t *testing.T) {
 		p := selectPlan(&reuse, &worker, nil, defaultPrices)
 		if p.ID() != reuse.ID() || !p.Advisory || p.Cost != -1 {
@@ -23,18 +32,18 @@ func TestSelectPlan(t *testing.T) {
 		}
 	})
 	t.Run("FewObservationsAdvisory", func(t *testing.T) {
-		p := selectPlan(&reuse, &worker, append(obs("reuse", 2, 0, 5), obs("worker", 2, 0.02, 9000)...), defaultPrices)
+		p := selectPlan(&reuse, &worker, book(obs("reuse", 2, 0, 5), obs("worker", 2, 0.02, 9000)), defaultPrices)
 		if p.ID() != reuse.ID() || !p.Advisory {
 			t.Errorf("plan %+v", p)
 		}
 	})
 	t.Run("ReliableCheapestWins", func(t *testing.T) {
-		p := selectPlan(&reuse, &worker, append(obs("reuse", 6, 0, 5), obs("worker", 6, 0.02, 9000)...), defaultPrices)
+		p := selectPlan(&reuse, &worker, book(obs("reuse", 6, 0, 5), obs("worker", 6, 0.02, 9000)), defaultPrices)
 		wantCost := 0.005 / 1000 * defaultPrices.USDPerSecond * 1000
 		if p.ID() != reuse.ID() || p.Advisory || math.Abs(p.Cost-wantCost) > 1e-12 {
 			t.Errorf("plan %+v, want cost %g", p, wantCost)
 		}
-		p = selectPlan(&reuse, &worker, append(obs("reuse", 6, 1, 5), obs("worker", 6, 0.02, 10)...), defaultPrices)
+		p = selectPlan(&reuse, &worker, book(obs("reuse", 6, 1, 5), obs("worker", 6, 0.02, 10)), defaultPrices)
 		if p.ID() != worker.ID() {
 			t.Errorf("the cheaper valid plan was not chosen: %+v", p)
 		}
@@ -42,13 +51,13 @@ func TestSelectPlan(t *testing.T) {
 	t.Run("UnknownReuseCostKeepsEvidence", func(t *testing.T) {
 		// Reliable, cheap worker observations and no reuse observation yet:
 		// the evidence is reused (advisory), or reuse would never be observed.
-		p := selectPlan(&reuse, &worker, obs("worker", 9, 0, 1), defaultPrices)
+		p := selectPlan(&reuse, &worker, book(obs("worker", 9, 0, 1)), defaultPrices)
 		if p.ID() != reuse.ID() || !p.Advisory || p.Cost != -1 {
 			t.Errorf("plan %+v, want the evidence plan with unknown cost", p)
 		}
 	})
 	t.Run("OnlyValidPlans", func(t *testing.T) {
-		p := selectPlan(&reuse, nil, obs("worker", 9, 0, 1), defaultPrices)
+		p := selectPlan(&reuse, nil, book(obs("worker", 9, 0, 1)), defaultPrices)
 		if p.ID() != reuse.ID() {
 			t.Errorf("a plan that was not offered was chosen")
 		}

@@ -25,6 +25,10 @@ const storeFileName = "needle.db"
 // instead of migrating it.
 const applicationID = 0x4E45444C
 
+// storeDriver is the database/sql driver stores open with: modernc's, or in
+// tests a wrapper of it that records the statements a path runs.
+var storeDriver = "sqlite"
+
 // busyTimeoutMillis bounds how long a statement waits for another
 // connection's lock before failing with SQLITE_BUSY.
 const busyTimeoutMillis = 5000
@@ -98,7 +102,7 @@ func openStore(ctx context.Context, dataDir string, ms []migrate.Migration, now 
 	if err := guardApplicationID(ctx, path); err != nil {
 		return nil, &Error{Op: op, Kind: KindStore, Err: err}
 	}
-	db, err := sql.Open("sqlite", storeDSN(path))
+	db, err := sql.Open(storeDriver, storeDSN(path))
 	if err != nil {
 		return nil, &Error{Op: op, Kind: KindStore, Err: err}
 	}
@@ -211,6 +215,24 @@ func (s *Store) inTx(ctx context.Context, op string, fn func(tx *sql.Tx, now str
 		return storeError(op, err)
 	}
 	return nil
+}
+
+// stmt returns query prepared once per store (see txStmt), for the reads
+// every answer makes.
+func (s *Store) stmt(ctx context.Context, query string) (*sql.Stmt, error) {
+	return s.stmts.get(ctx, s.db, query)
+}
+
+// txStmt returns query prepared for tx. The statement is prepared once per
+// store and reused by every transaction (database/sql keeps it prepared
+// per connection), which spares SQLite's parser on the statements the
+// accountant runs for every answer.
+func (s *Store) txStmt(ctx context.Context, tx *sql.Tx, query string) (*sql.Stmt, error) {
+	st, err := s.stmt(ctx, query)
+	if err != nil {
+		return nil, err
+	}
+	return tx.StmtContext(ctx, st), nil
 }
 
 func storeError(op string, err error) error {

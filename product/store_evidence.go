@@ -4,7 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
-	"sort"
 	"strings"
 	"time"
 )
@@ -136,7 +135,7 @@ func (s *Store) evidenceFor(ctx context.Context, root string, subject Subject, k
 func (s *Store) certificateClaims(ctx context.Context, certID string) ([]ClaimAt, error) {
 	return queryAll(ctx, s.db, "store.claims", `SELECT cl.claim_id, cl.body, cc.start_line, cc.end_line
 		FROM certificate_claims cc JOIN claims cl ON cl.claim_id = cc.claim_id
-		WHERE cc.certificate_id = ? ORDER BY cl.claim_id`, []any{certID},
+		WHERE cc.certificate_id = ? ORDER BY cc.claim_id`, []any{certID},
 		func(rows rowScanner, c *ClaimAt) error {
 			var body string
 			if err := rows.Scan(&c.ID, &body, &c.StartLine, &c.EndLine); err != nil {
@@ -220,34 +219,14 @@ func (s *Store) needCertificate(ctx context.Context, root, needID string) (certI
 	return certID, members, nil
 }
 
-// needCertificateBody is the canonical content of a need certificate.
-type needCertificateBody struct {
-	Scope     string           `json:"scope"`
-	Root      string           `json:"root"`
-	NeedID    string           `json:"need_id"`
-	Members   []string         `json:"members"`
-	Satisfied []CapabilityKind `json:"satisfied"`
-}
-
-// putNeedCertificate binds the artifact certificates that answered a need
-// into one certificate, with the union of their dependencies.
-func (s *Store) putNeedCertificate(ctx context.Context, root, needID string, chosen []choice, satisfied []CapabilityKind) (string, error) {
-	body := needCertificateBody{Scope: "need", Root: root, NeedID: needID, Satisfied: satisfied}
-	deps := map[Dependency]bool{}
-	for _, c := range chosen {
-		if !containsString(body.Members, c.Evidence.CertificateID) {
-			body.Members = append(body.Members, c.Evidence.CertificateID)
-		}
-		for _, d := range c.Evidence.Certificate.Dependencies {
-			deps[d] = true
-		}
-	}
-	sort.Strings(body.Members)
-	id := mustID(tagCertificate, body)
-	err := s.inTx(ctx, "store.need_certificate", func(tx *sql.Tx, now string) error {
+// putNeedCertificate stores a need certificate (newNeedCertificate) unless
+// it is stored already.
+func (s *Store) putNeedCertificate(ctx context.Context, nc needCertificate) error {
+	body := nc.Body
+	return s.inTx(ctx, "store.need_certificate", func(tx *sql.Tx, now string) error {
 		res, err := tx.Exec(`INSERT INTO certificates (certificate_id, root, scope, need_id, validator_version, level, body, created_at)
 			VALUES (?, ?, 'need', ?, ?, 'bundle', ?, ?) ON CONFLICT (certificate_id) DO NOTHING`,
-			id, root, needID, ValidatorVersion, mustJSON(body), now)
+			nc.ID, body.Root, body.NeedID, ValidatorVersion, mustJSON(body), now)
 		if err != nil {
 			return err
 		}
@@ -255,27 +234,28 @@ func (s *Store) putNeedCertificate(ctx context.Context, root, needID string, cho
 			return nil
 		}
 		for _, m := range body.Members {
-			if _, err := tx.Exec(`INSERT INTO certificate_members (certificate_id, member_id) VALUES (?, ?)`, id, m); err != nil {
+			if _, err := tx.Exec(`INSERT INTO certificate_members (certificate_id, member_id) VALUES (?, ?)`, nc.ID, m); err != nil {
 				return err
 			}
 		}
-		var list []Dependency
-		for d := range deps {
-			list = append(list, d)
-		}
-		sort.Slice(list, func(i, j int) bool { return string(list[i].Kind)+list[i].Path < string(list[j].Kind)+list[j].Path })
-		return putDependencies(tx, id, list)
+		return putDependencies(tx, nc.ID, nc.Dependencies)
 	})
-	return id, err
 }
 
-func containsString(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
+// evidenceGeneration is the rowid of the newest certificate: it grows with
+// every certificate any process stores (nothing is ever deleted), so an
+// unchanged value means the candidates of every need are unchanged. One
+// read of the end of the table's b-tree.
+func (s *Store) evidenceGeneration(ctx context.Context) (int64, error) {
+	var gen int64
+	st, err := s.stmt(ctx, `SELECT coalesce(max(rowid), 0) FROM certificates`)
+	if err == nil {
+		err = st.QueryRowContext(ctx).Scan(&gen)
 	}
-	return false
+	if err != nil {
+		return 0, storeError("store.evidence_generation", err)
+	}
+	return gen, nil
 }
 
 // scanEvidence scans an artifact row (artifact_id, body, certificate_id,

@@ -18,6 +18,10 @@ var errStoreNotFound = errors.New("not found")
 // under a stored id is refused, because an id names exactly one content and a
 // mismatch means a bug or a corrupted store, not a newer version.
 func (s *Store) PutDefinition(ctx context.Context, id, compilerVersion string, body []byte) error {
+	const lookup = "SELECT body FROM definitions WHERE definition_id = ?"
+	if done, err := s.storedAlready(ctx, "store.put_definition", id, string(body), lookup, id); done || err != nil {
+		return err
+	}
 	return s.inTx(ctx, "store.put_definition", func(tx *sql.Tx, now string) error {
 		return putDefinition(ctx, tx, now, id, compilerVersion, body)
 	})
@@ -27,6 +31,11 @@ func (s *Store) PutDefinition(ctx context.Context, id, compilerVersion string, b
 // need_id. The definition must be stored. Like PutDefinition it is a no-op
 // for the same IR and refuses a different IR under a stored id.
 func (s *Store) PutNeed(ctx context.Context, needID, definitionID, route, subjectKind, subjectName string, ir []byte) error {
+	// The definition must exist, as the write checks.
+	const lookup = "SELECT ir FROM needs WHERE need_id = ?1 AND EXISTS (SELECT 1 FROM definitions WHERE definition_id = ?2)"
+	if done, err := s.storedAlready(ctx, "store.put_need", needID, string(ir), lookup, needID, definitionID); done || err != nil {
+		return err
+	}
 	return s.inTx(ctx, "store.put_need", func(tx *sql.Tx, now string) error {
 		if err := mustExist(ctx, tx, "definition", "definitions", "definition_id", definitionID); err != nil {
 			return err
@@ -36,6 +45,25 @@ func (s *Store) PutNeed(ctx context.Context, needID, definitionID, route, subjec
 			VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (need_id) DO NOTHING`,
 			needID, definitionID, route, subjectKind, subjectName, string(ir), now)
 	})
+}
+
+// storedAlready reports whether the row with id is stored with exactly
+// content (read by lookup with args). It is a read: storing what is already
+// there takes no write lock and no fsync. Anything else (absent, other
+// content, a malformed id) is left to the write, which reports it.
+func (s *Store) storedAlready(ctx context.Context, op, id, content, lookup string, args ...any) (bool, error) {
+	if !contentid.Valid(id) {
+		return false, nil
+	}
+	var stored string
+	err := s.db.QueryRowContext(ctx, lookup, args...).Scan(&stored)
+	switch {
+	case errNoRows(err):
+		return false, nil
+	case err != nil:
+		return false, storeError(op, err)
+	}
+	return stored == content, nil
 }
 
 func putDefinition(ctx context.Context, tx *sql.Tx, now, id, compilerVersion string, body []byte) error {

@@ -3,41 +3,62 @@ package product
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
 	"strings"
 	"time"
-
-	"github.com/needle-dev/needle/product/internal/snapshot"
 )
 
 // resolutionCost is what a resolution cost and what reusing evidence
-// saved (see migration 0009).
+// saved (see migration 0009_resolution_accounting).
 type resolutionCost struct {
 	LatencyMs   float64
 	TokensSpent int64
 	TokensSaved int64
 }
 
-// putResolution records the answer to a need, exactly as returned, with
-// its cost. Watchers (the resident runtime's event stream) hear of it once
-// it is committed.
-func (s *Store) putResolution(ctx context.Context, root, sessionID string, r NeedResult, plan Plan, cost resolutionCost) error {
-	err := s.inTx(ctx, "store.resolution", func(tx *sql.Tx, now string) error {
-		var cert any
-		if r.Resolution.CertificateID != "" {
-			cert = r.Resolution.CertificateID
+// putAccounting records the accounting of answers and stat-cache entries,
+// all in one transaction (a group commit): per answer its ledger step and
+// its resolution record with its cost, the batch's economic observations
+// folded into the cost aggregates (one upsert per aggregate), and the
+// stat-cache entries. Every row an answer refers to (session, need,
+// certificates) was committed before the answer was given. Watchers (the
+// resident runtime's event stream) hear of the resolutions once they are
+// committed.
+func (s *Store) putAccounting(ctx context.Context, answers []answerAccount, stats []*statRows) error {
+	err := s.inTx(ctx, "store.accounting", func(tx *sql.Tx, now string) error {
+		if len(answers) > 0 {
+			step, err := s.txStmt(ctx, tx, insertStep)
+			if err != nil {
+				return err
+			}
+			resolution, err := s.txStmt(ctx, tx, insertResolution)
+			if err != nil {
+				return err
+			}
+			delta := costBook{}
+			for _, a := range answers {
+				if err := putAnswer(ctx, step, resolution, now, a); err != nil {
+					return err
+				}
+				if a.Observation != nil {
+					delta.observe(*a.Observation)
+				}
+			}
+			if err := s.foldCosts(ctx, tx, now, delta); err != nil {
+				return err
+			}
 		}
-		_, err := tx.Exec(`INSERT INTO resolutions (root, session_id, ordinal, need_id, kind, certificate_id, plan_id, plan, result, result_digest, worker_spawned,
-			latency_ms, tokens_spent, tokens_saved, created_at)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-			root, sessionID, r.Step.Ordinal, r.NeedID, string(r.Resolution.Kind), cert, r.Resolution.PlanID,
-			mustJSON(plan), mustJSON(r), r.ResultDigest, boolInt(r.WorkerSpawned),
-			max(cost.LatencyMs, 0), max(cost.TokensSpent, 0), max(cost.TokensSaved, 0), now)
-		return err
+		for _, rows := range stats {
+			if err := s.putStats(ctx, tx, rows); err != nil {
+				return err
+			}
+		}
+		return nil
 	})
-	if err == nil {
+	if err == nil && len(answers) > 0 {
 		s.committed()
 	}
 	return err
@@ -60,26 +81,102 @@ func (s *Store) workerTokensPerObligation(ctx context.Context) (int64, error) {
 	return tokens / obligations, nil
 }
 
-// observe records the cost of one plan operator.
-func (s *Store) observe(ctx context.Context, o Observation) error {
-	return s.inTx(ctx, "store.observe", func(tx *sql.Tx, now string) error {
-		_, err := tx.Exec(`INSERT INTO observations (operator, tokens, cost_usd, latency_ms, created_at) VALUES (?, ?, ?, ?, ?)`,
-			o.Operator, o.Tokens, o.CostUSD, o.LatencyMs, now)
+const (
+	insertStep       = `INSERT INTO steps (session_id, ordinal, need_id, relation, task, created_at) VALUES (?, ?, ?, ?, ?, ?)`
+	insertResolution = `INSERT INTO resolutions (root, session_id, ordinal, need_id, kind, certificate_id, plan_id, plan, result,
+		result_digest, worker_spawned, latency_ms, tokens_spent, tokens_saved, created_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+)
+
+// putAnswer records one answer's step and resolution. The plan and the
+// result are stored as the JSON they are on the wire (not re-canonicalized:
+// nothing addresses them by content).
+func putAnswer(ctx context.Context, step, resolution *sql.Stmt, now string, a answerAccount) error {
+	r := a.Result
+	if _, err := step.ExecContext(ctx, a.Session, r.Step.Ordinal, r.NeedID, string(r.Step.Relation), a.Task, now); err != nil {
+		return fmt.Errorf("append step %d to session %s: %w", r.Step.Ordinal, a.Session, err)
+	}
+	var cert any
+	if r.Resolution.CertificateID != "" {
+		cert = r.Resolution.CertificateID
+	}
+	plan, err := json.Marshal(a.Plan)
+	if err != nil {
 		return err
-	})
+	}
+	result, err := json.Marshal(r)
+	if err != nil {
+		return err
+	}
+	if _, err := resolution.ExecContext(ctx, a.Root, a.Session, r.Step.Ordinal, r.NeedID, string(r.Resolution.Kind), cert,
+		r.Resolution.PlanID, string(plan), string(result), r.ResultDigest, boolInt(r.WorkerSpawned),
+		max(a.Cost.LatencyMs, 0), max(a.Cost.TokensSpent, 0), max(a.Cost.TokensSaved, 0), now); err != nil {
+		return fmt.Errorf("record the resolution of step %d of session %s: %w", r.Step.Ordinal, a.Session, err)
+	}
+	return nil
 }
 
-// observations returns the newest observations (at most 200 per operator).
-func (s *Store) observations(ctx context.Context) ([]Observation, error) {
-	return queryAll(ctx, s.db, "store.observations", `SELECT operator, tokens, cost_usd, latency_ms FROM (
-		SELECT *, row_number() OVER (PARTITION BY operator ORDER BY observation_id DESC) AS n FROM observations)
-		WHERE n <= 200 ORDER BY observation_id`, nil,
-		func(rows rowScanner, o *Observation) error {
-			return rows.Scan(&o.Operator, &o.Tokens, &o.CostUSD, &o.LatencyMs)
+// foldCostsSQL merges an aggregate of n observations (the excluded row)
+// into a stored one: Chan et al.'s parallel form of Welford's recurrence,
+// done in the upsert so that processes sharing the store merge their
+// observations. With n, m the counts and d the difference of the means:
+// mean' = mean + d·m/(n+m) and M2' = M2 + M2ₘ + d²·n·m/(n+m). In an UPDATE
+// every right-hand side reads the row as it was.
+const foldCostsSQL = `INSERT INTO operator_costs (operator, capability, count, latency_mean, latency_m2,
+	cost_mean, cost_m2, tokens_mean, tokens_m2, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+	ON CONFLICT (operator, capability) DO UPDATE SET
+		count = count + excluded.count,
+		latency_mean = latency_mean + (excluded.latency_mean - latency_mean) * excluded.count / (count + excluded.count),
+		latency_m2 = latency_m2 + excluded.latency_m2
+			+ (excluded.latency_mean - latency_mean) * (excluded.latency_mean - latency_mean) * count * excluded.count / (count + excluded.count),
+		cost_mean = cost_mean + (excluded.cost_mean - cost_mean) * excluded.count / (count + excluded.count),
+		cost_m2 = cost_m2 + excluded.cost_m2
+			+ (excluded.cost_mean - cost_mean) * (excluded.cost_mean - cost_mean) * count * excluded.count / (count + excluded.count),
+		tokens_mean = tokens_mean + (excluded.tokens_mean - tokens_mean) * excluded.count / (count + excluded.count),
+		tokens_m2 = tokens_m2 + excluded.tokens_m2
+			+ (excluded.tokens_mean - tokens_mean) * (excluded.tokens_mean - tokens_mean) * count * excluded.count / (count + excluded.count),
+		updated_at = excluded.updated_at`
+
+// foldCosts merges the aggregates of delta into the stored ones.
+func (s *Store) foldCosts(ctx context.Context, tx *sql.Tx, now string, delta costBook) error {
+	if len(delta) == 0 {
+		return nil
+	}
+	stmt, err := s.txStmt(ctx, tx, foldCostsSQL)
+	if err != nil {
+		return err
+	}
+	for k, c := range delta {
+		if _, err := stmt.ExecContext(ctx, string(k.Operator), string(k.Capability), c.Count, c.Latency.Mean, c.Latency.M2,
+			c.Cost.Mean, c.Cost.M2, c.Tokens.Mean, c.Tokens.M2, now); err != nil {
+			return fmt.Errorf("fold %s costs: %w", k.Operator, err)
+		}
+	}
+	return nil
+}
+
+// operatorCosts reads the running cost aggregates: a handful of rows,
+// however many observations they fold.
+func (s *Store) operatorCosts(ctx context.Context) (costBook, error) {
+	type row struct {
+		key costKey
+		c   operatorCost
+	}
+	rows, err := queryAll(ctx, s.db, "store.operator_costs", `SELECT operator, capability, count, latency_mean, latency_m2,
+		cost_mean, cost_m2, tokens_mean, tokens_m2 FROM operator_costs`, nil,
+		func(rows rowScanner, r *row) error {
+			return rows.Scan(&r.key.Operator, &r.key.Capability, &r.c.Count, &r.c.Latency.Mean, &r.c.Latency.M2,
+				&r.c.Cost.Mean, &r.c.Cost.M2, &r.c.Tokens.Mean, &r.c.Tokens.M2)
 		})
+	if err != nil {
+		return nil, err
+	}
+	book := costBook{}
+	for _, r := range rows {
+		book[r.key] = r.c
+	}
+	return book, nil
 }
-
-var _ snapshot.StatCache = statCache{}
 
 // feedRow is one resolution as the need feed shows it.
 type feedRow struct {

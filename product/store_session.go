@@ -11,6 +11,13 @@ import (
 // enabled routes and main model. The definition must be stored and the
 // session id unused.
 func (s *Store) CreateSession(ctx context.Context, sessionID, definitionID, transport string, routes []string, mainModel string) error {
+	return s.startSession(ctx, sessionID, definitionID, transport, routes, mainModel, nil)
+}
+
+// startSession is CreateSession that also records, when freeze is not nil,
+// what the session froze: the session row is written once, in one
+// transaction with its freeze.
+func (s *Store) startSession(ctx context.Context, sessionID, definitionID, transport string, routes []string, mainModel string, freeze *sessionFreezeRow) error {
 	if routes == nil {
 		routes = []string{} // the column holds a JSON array, never null
 	}
@@ -22,7 +29,13 @@ func (s *Store) CreateSession(ctx context.Context, sessionID, definitionID, tran
 		if err := mustExist(ctx, tx, "definition", "definitions", "definition_id", definitionID); err != nil {
 			return err
 		}
-		return createSession(ctx, tx, now, sessionID, definitionID, transport, string(routesJSON), mainModel)
+		if err := createSession(ctx, tx, now, sessionID, definitionID, transport, string(routesJSON), mainModel); err != nil {
+			return err
+		}
+		if freeze == nil {
+			return nil
+		}
+		return putSessionFreeze(tx, sessionID, *freeze)
 	})
 }
 
@@ -90,15 +103,26 @@ type workerPolicy struct {
 	ProfileDigest string `json:"profile_digest"`
 }
 
-// freezeSession records what a session of root froze, with the limits in
-// force. The session must exist.
-func (s *Store) freezeSession(ctx context.Context, sessionID, root string, f SessionFreeze, limits Limits) error {
-	policy := workerPolicy{CacheOnly: f.CacheOnly, Worker: f.Worker, Limits: limits, ProfileDigest: f.Profile.Digest}
+// sessionFreezeRow is what a session of root froze, with the limits in
+// force.
+type sessionFreezeRow struct {
+	root   string
+	freeze SessionFreeze
+	limits Limits
+}
+
+// freezeSession records what a session froze. The session must exist.
+func (s *Store) freezeSession(ctx context.Context, sessionID string, f sessionFreezeRow) error {
 	return s.inTx(ctx, "store.session_freeze", func(tx *sql.Tx, _ string) error {
-		_, err := tx.Exec(`INSERT INTO session_freezes (session_id, repository, profile_id, profile_revision, worker_policy, protocol_version)
-			VALUES (?, ?, ?, ?, ?, ?)`, sessionID, root, f.Profile.ID, f.Profile.Revision, mustJSON(policy), f.Protocol)
-		return err
+		return putSessionFreeze(tx, sessionID, f)
 	})
+}
+
+func putSessionFreeze(tx *sql.Tx, sessionID string, f sessionFreezeRow) error {
+	policy := workerPolicy{CacheOnly: f.freeze.CacheOnly, Worker: f.freeze.Worker, Limits: f.limits, ProfileDigest: f.freeze.Profile.Digest}
+	_, err := tx.Exec(`INSERT INTO session_freezes (session_id, repository, profile_id, profile_revision, worker_policy, protocol_version)
+		VALUES (?, ?, ?, ?, ?, ?)`, sessionID, f.root, f.freeze.Profile.ID, f.freeze.Profile.Revision, mustJSON(policy), f.freeze.Protocol)
+	return err
 }
 
 // sessionProfile returns the role-profile revision a session froze; ok is
@@ -134,22 +158,24 @@ func (s *Store) sessionLedger(ctx context.Context, sessionID string) (l *Ledger,
 		return nil, false, storeError(op, err)
 	}
 	type row struct {
+		ordinal          int
 		needID, relation string
 		ir, result       sql.NullString
 		spawned          sql.NullInt64
 	}
-	rows, err := queryAll(ctx, s.db, op, `SELECT s.need_id, s.relation, n.ir, r.result, r.worker_spawned FROM steps s
+	rows, err := queryAll(ctx, s.db, op, `SELECT s.ordinal, s.need_id, s.relation, n.ir, r.result, r.worker_spawned FROM steps s
 		JOIN needs n ON n.need_id = s.need_id
 		LEFT JOIN resolutions r ON r.session_id = s.session_id AND r.ordinal = s.ordinal
 		WHERE s.session_id = ? ORDER BY s.ordinal`, []any{sessionID},
 		func(rs rowScanner, r *row) error {
-			return rs.Scan(&r.needID, &r.relation, &r.ir, &r.result, &r.spawned)
+			return rs.Scan(&r.ordinal, &r.needID, &r.relation, &r.ir, &r.result, &r.spawned)
 		})
 	if err != nil {
 		return nil, false, err
 	}
 	l = &Ledger{}
 	for _, r := range rows {
+		l.ordinal = r.ordinal // the next step continues after the last stored one
 		if r.relation != string(RelationRepeat) {
 			l.Needs++
 		}
@@ -167,7 +193,7 @@ func (s *Store) sessionLedger(ctx context.Context, sessionID string) (l *Ledger,
 		if err := decodeStored(r.result.String, &res); err != nil {
 			return nil, false, err
 		}
-		l.Entries = append(l.Entries, ledgerEntry{NeedID: r.needID, IR: ir, Missing: res.Missing})
+		l.add(ledgerEntry{NeedID: r.needID, IR: ir, Missing: res.Missing})
 	}
 	return l, true, nil
 }

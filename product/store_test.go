@@ -348,6 +348,9 @@ var upgradeSeeds = map[int][]string{
 		`INSERT INTO change_apply_abandons VALUES (2, 'cli:me', '[]', '2024-01-09T00:00:01Z')`,
 		`INSERT INTO invocation_runs VALUES ('b3:` + strings.Repeat("f", 64) + `', 0, 1, 'started', 'lcy_` + strings.Repeat("d", 24) + `', 'explore', 1, 42, '2024-01-09T00:00:00Z')`,
 	},
+	11: {
+		`INSERT INTO operator_costs VALUES ('reuse', 'focused_tests', 3, 2.5, 0.5, 0, 0, 0, 0, '2024-01-09T00:00:00Z')`,
+	},
 }
 
 func TestOpenStore_Upgrade(t *testing.T) {

@@ -5,8 +5,10 @@ import (
 	"database/sql"
 )
 
-// putWorkerRun records one worker run in the accounting ledger.
-func (s *Store) putWorkerRun(ctx context.Context, root, needID string, missing []Obligation, res WorkerResult, u WorkerUsage, runErr error) error {
+// putWorkerRun records one worker run in the accounting ledger and, when
+// obs is not nil, folds its economic observation into the cost aggregates
+// in the same transaction.
+func (s *Store) putWorkerRun(ctx context.Context, root, needID string, missing []Obligation, res WorkerResult, u WorkerUsage, runErr error, obs *Observation) error {
 	status, msg := "completed", ""
 	if runErr != nil {
 		status, msg = "failed", runErr.Error()
@@ -17,7 +19,12 @@ func (s *Store) putWorkerRun(ctx context.Context, root, needID string, missing [
 			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 			root, needID, res.Invocation, mustJSON(missing), status, msg, len(res.Proposals),
 			u.InputTokens, u.OutputTokens, u.TotalTokens, u.CostUSD, u.LatencyMs, now)
-		return err
+		if err != nil || obs == nil {
+			return err
+		}
+		delta := costBook{}
+		delta.observe(*obs)
+		return s.foldCosts(ctx, tx, now, delta)
 	})
 }
 

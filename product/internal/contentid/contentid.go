@@ -16,7 +16,6 @@ import (
 	"fmt"
 	"strings"
 
-	"golang.org/x/text/unicode/norm"
 	"lukechampine.com/blake3"
 )
 
@@ -37,13 +36,7 @@ func Canonical(v any) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.UseNumber()
-	var tree any
-	if err := dec.Decode(&tree); err != nil {
-		return nil, fmt.Errorf("canonicalize: %w", err)
-	}
-	return marshal(normalize(tree))
+	return canonicalize(raw)
 }
 
 // Of returns the id of v under tag.
@@ -87,28 +80,4 @@ func marshal(v any) ([]byte, error) {
 		return nil, fmt.Errorf("canonicalize: %w", err)
 	}
 	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), nil
-}
-
-// normalize puts every string of a decoded JSON tree in NFC. Two keys that
-// differ only in normalization would collide; encoding/json's map encoding
-// then keeps one, so callers must not rely on such keys (the product never
-// uses user text as a key).
-func normalize(v any) any {
-	switch v := v.(type) {
-	case string:
-		return norm.NFC.String(v)
-	case []any:
-		for i := range v {
-			v[i] = normalize(v[i])
-		}
-		return v
-	case map[string]any:
-		out := make(map[string]any, len(v))
-		for k, x := range v {
-			out[norm.NFC.String(k)] = normalize(x)
-		}
-		return out
-	default:
-		return v
-	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"runtime/debug"
+	"sync"
 )
 
 // call is one accepted request or notification on its way to a handler.
@@ -16,6 +17,43 @@ type call struct {
 	isInit  bool          // the InitMethod request: its outcome sets the session state
 	started bool          // guarded by Server.mu; false only while queued
 	done    chan struct{} // closed when the call has been answered
+
+	afterMu sync.Mutex
+	after   []func(written bool) // OnAnswered callbacks
+}
+
+// callKey is the context key of the call a handler runs for.
+type callKey struct{}
+
+// OnAnswered registers fn to run once the request whose handler was given
+// ctx has been answered: with written true when the handler's result went
+// out to the client in full, false when it did not (the handler failed or
+// panicked, its result could not be encoded, the write failed, or the
+// request was a notification, which is never answered). fn runs on the
+// goroutine that answered, after the write and before the next serialized
+// request starts and before Serve returns. OnAnswered reports false, and
+// fn never runs, when ctx is not a handler's context. A handler uses it to
+// record what it answered only once it really was answered.
+func OnAnswered(ctx context.Context, fn func(written bool)) bool {
+	c, _ := ctx.Value(callKey{}).(*call)
+	if c == nil {
+		return false
+	}
+	c.afterMu.Lock()
+	defer c.afterMu.Unlock()
+	c.after = append(c.after, fn)
+	return true
+}
+
+// answered runs the OnAnswered callbacks.
+func (c *call) answered(written bool) {
+	c.afterMu.Lock()
+	after := c.after
+	c.after = nil
+	c.afterMu.Unlock()
+	for _, fn := range after {
+		fn(written)
+	}
 }
 
 // handleLine dispatches one non-blank input line. It runs on the reader
@@ -110,7 +148,9 @@ func (s *Server) notification(m message) {
 func (s *Server) newCall(m message, meth Method) *call {
 	ctx, cancel := context.WithCancel(s.base)
 	req := Request{ID: m.id, Method: m.method, Params: m.params, IsNotification: m.kind == kindNotification}
-	return &call{req: req, handle: meth.Handle, ctx: ctx, cancel: cancel, done: make(chan struct{})}
+	c := &call{req: req, handle: meth.Handle, cancel: cancel, done: make(chan struct{})}
+	c.ctx = context.WithValue(ctx, callKey{}, c)
+	return c
 }
 
 // schedule queues a serialized call or starts any other; s.mu is held and
@@ -180,14 +220,16 @@ func (s *Server) run(c *call) {
 	s.mu.Unlock()
 	defer s.pending.Done()
 	defer close(c.done)
+	written := false
 	switch {
 	case !c.req.IsNotification && err != nil:
 		s.respond(c.req.ID, nil, s.replyError(c.req.Method, err, ctxErr))
 	case !c.req.IsNotification:
-		s.respond(c.req.ID, result, nil)
+		written = s.respond(c.req.ID, result, nil)
 	case err != nil:
 		s.log.Printf("notification %s: %v", c.req.Method, err)
 	}
+	c.answered(written)
 }
 
 // invoke calls the handler, turning a panic into an internal error so that

@@ -47,6 +47,11 @@
 // responsive while a long serialized request runs. A handler that panics
 // is answered with -32603 and the panic is logged; the server stays up.
 //
+// A handler that must know whether its answer reached the client (to
+// record only what was really answered) registers a callback with
+// OnAnswered; it runs right after the response was written, or failed to
+// be, before the next serialized request starts and before Serve returns.
+//
 // # Cancellation and shutdown
 //
 // Each request's context is cancelled by the Options.CancelMethod

@@ -257,8 +257,9 @@ func (s *Server) Notify(method string, params any) error {
 }
 
 // respond writes the response to id (null if nil): e if set, else result,
-// where a nil result is sent as {} because MCP results are objects.
-func (s *Server) respond(id ID, result any, e *Error) {
+// where a nil result is sent as {} because MCP results are objects. It
+// reports whether result was written in full (not an error in its place).
+func (s *Server) respond(id ID, result any, e *Error) bool {
 	msg := response{JSONRPC: "2.0", ID: id, Error: e}
 	if id == nil {
 		msg.ID = nullID
@@ -275,7 +276,8 @@ func (s *Server) respond(id ID, result any, e *Error) {
 		msg.Error = &Error{Code: msg.Error.Code, Message: msg.Error.Message}
 		line, _ = marshal(msg)
 	}
-	_ = s.write(line) // a failed write is logged there; the peer is gone
+	werr := s.write(line) // a failed write is logged there; the peer is gone
+	return werr == nil && msg.Error == nil
 }
 
 // encodeResult returns nil if result cannot be encoded.

@@ -53,6 +53,15 @@ func Open(ctx context.Context, root string, cache StatCache) (*Repo, error) {
 	return &Repo{root: abs, git: isGit, cache: cache, now: time.Now, readFile: readFile}, nil
 }
 
+// WithCache returns r answering digests through cache (nil: no caching).
+// Opening once and attaching the cache afterwards spares a second git
+// rev-parse when the cache is keyed by the resolved root.
+func (r *Repo) WithCache(cache StatCache) *Repo {
+	c := *r
+	c.cache = cache
+	return &c
+}
+
 // isTopLevel reports whether dir (absolute, symlink-free) is the top level
 // of a git work tree.
 func isTopLevel(ctx context.Context, dir string) (bool, error) {
