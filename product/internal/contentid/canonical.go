@@ -21,7 +21,7 @@ import (
 //
 // Duplicate keys keep the last value, as decoding into a map does. Two
 // distinct keys with the same NFC form are not canonical in either
-// implementation (doc of normalize); the product never builds them.
+// implementation; the product never builds them.
 func canonicalize(raw []byte) ([]byte, error) {
 	c := canonicalizer{in: raw}
 	out, err := c.value(make([]byte, 0, len(raw)))
