@@ -114,6 +114,7 @@ func openEngine(ctx context.Context, cfg Config, st *Store) (*Engine, error) {
 	e.acct = newAccountant(st)
 	fail := func(err error) (*Engine, error) { // the store is the caller's to close
 		e.acct.close()
+		e.repo.Close()
 		return nil, err
 	}
 	if cfg.Worker == nil && cfg.Codex != nil && !cfg.CacheOnly {
@@ -152,6 +153,7 @@ func openEngine(ctx context.Context, cfg Config, st *Store) (*Engine, error) {
 func (e *Engine) Close() error {
 	e.flushStats()
 	aerr := e.acct.close()
+	e.repo.Close() // stops its long-lived git process
 	if e.ownStore {
 		if err := e.store.Close(); err != nil {
 			return err
@@ -194,6 +196,7 @@ func (e *Engine) Propose(ctx context.Context, raw []byte) (ProposeResult, error)
 	}
 	defer e.turn.unlock()
 	defer e.flushStats()
+	defer e.repo.Release()
 	v, err := validate(ctx, e.repo, p)
 	if err != nil {
 		return ProposeResult{}, &Error{Op: "evidence.propose", Kind: KindIO, Err: err}

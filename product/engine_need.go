@@ -47,6 +47,7 @@ func (e *Engine) needContext(ctx context.Context, session string, need CompiledN
 
 func (e *Engine) resolveNeed(ctx context.Context, session string, need CompiledNeed) (NeedResult, workerRun, error) {
 	defer e.flushStats()
+	defer e.repo.Release() // the next resolution reads ignore rules afresh
 	started := time.Now()
 	var run workerRun
 	ledger, err := e.ledger(ctx, session)

@@ -47,17 +47,18 @@ func (v *validation) reject(format string, args ...any) {
 
 // validator checks proposals against one repository snapshot.
 type validator struct {
-	ctx  context.Context
-	repo *snapshot.Repo
-	v    *validation
-	pkgs map[string]map[string][]byte // Go package directories read for tests
+	ctx    context.Context
+	repo   *snapshot.Repo
+	v      *validation
+	pkgs   map[string]map[string][]byte   // Go package directories read for tests
+	parsed map[string]*goevidence.Package // pkgs parsed, by directory
 }
 
 // validate runs the trusted validators on p against repo. It never consults
 // a model; the only inputs are the proposal and the source. An error is an
 // operational failure (the repository cannot be read), not a rejection.
 func validate(ctx context.Context, repo *snapshot.Repo, p Proposal) (*validation, error) {
-	val := &validator{ctx: ctx, repo: repo, pkgs: map[string]map[string][]byte{}, v: &validation{
+	val := &validator{ctx: ctx, repo: repo, pkgs: map[string]map[string][]byte{}, parsed: map[string]*goevidence.Package{}, v: &validation{
 		Proposal: p, Level: LevelAST, Files: map[string]string{}, Dirs: map[string]string{},
 		Satisfies: Satisfies{Kind: p.Kind},
 	}}

@@ -142,13 +142,17 @@ func (val *validator) exhaustive() error {
 	target, _ := testTarget(p.Subject)
 	var dirs []string
 	for dir, pkg := range val.pkgs {
+		parsed, err := val.parse(dir)
+		if err != nil {
+			return nil // a package that does not parse cannot be exhausted
+		}
 		for file, src := range pkg {
 			names, err := goevidence.TestFuncs(file, src)
 			if err != nil {
 				return nil // a file that does not parse cannot be exhausted
 			}
 			for _, name := range names {
-				if _, reached, _ := goevidence.Reaches(pkg, name, target); reached && !listed[dir+" "+name] {
+				if _, reached := parsed.Reaches(name, target); reached && !listed[dir+" "+name] {
 					return nil
 				}
 			}
@@ -187,12 +191,20 @@ func (val *validator) goTest(field string, subject Subject, t TestRef, src []byt
 		val.v.reject("%s: a test cannot be shown to reach a %s subject", field, subject.Kind)
 		return false, nil
 	}
-	pkg, err := val.goPackage(field, path.Dir(t.Path))
-	if pkg == nil || err != nil {
-		return false, err
+	dir := path.Dir(t.Path)
+	if val.pkgs[dir] == nil { // read once per validation, whatever the number of its tests
+		pkg, err := val.goPackage(field, dir)
+		if pkg == nil || err != nil {
+			return false, err
+		}
+		val.pkgs[dir] = pkg
 	}
-	val.pkgs[path.Dir(t.Path)] = pkg
-	chain, reached, err := goevidence.Reaches(pkg, t.Name, target)
+	parsed, err := val.parse(dir)
+	var chain []string
+	reached := false
+	if err == nil {
+		chain, reached = parsed.Reaches(t.Name, target)
+	}
 	if err != nil {
 		val.v.reject("%s: package %s does not parse as Go: %v", field, path.Dir(t.Path), err)
 		return false, nil
@@ -208,6 +220,19 @@ func (val *validator) goTest(field string, subject Subject, t TestRef, src []byt
 	val.addClaim(Claim{Kind: ClaimTestReaches, Subject: subject, Path: t.Path, ExcerptDigest: excerptDigest(src, span),
 		Detail: strings.Join(chain, " -> ")}, span)
 	return true, nil
+}
+
+// parse returns the package read from dir, parsed once per validation.
+func (val *validator) parse(dir string) (*goevidence.Package, error) {
+	if p, ok := val.parsed[dir]; ok {
+		return p, nil
+	}
+	p, err := goevidence.ParsePackage(val.pkgs[dir])
+	if err != nil {
+		return nil, err
+	}
+	val.parsed[dir] = p
+	return p, nil
 }
 
 // goPackage reads every .go file of the package directory dir, recording

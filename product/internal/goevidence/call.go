@@ -29,12 +29,35 @@ const MaxDepth = 8
 // the functions from fn to the one whose body holds the reference, so the
 // shortest chain is found. An fn that is not declared reaches nothing.
 func Reaches(pkg map[string][]byte, fn string, target Target) (chain []string, ok bool, err error) {
-	idx, err := indexPackage(pkg)
+	p, err := ParsePackage(pkg)
 	if err != nil {
 		return nil, false, err
 	}
+	chain, ok = p.Reaches(fn, target)
+	return chain, ok, nil
+}
+
+// Package is a package parsed once, for many Reaches questions: a test
+// list is checked test by test, and each question would otherwise parse
+// every file of the package again.
+type Package struct {
+	idx *funcIndex
+}
+
+// ParsePackage parses pkg as Reaches does.
+func ParsePackage(pkg map[string][]byte) (*Package, error) {
+	idx, err := indexPackage(pkg)
+	if err != nil {
+		return nil, err
+	}
+	return &Package{idx: idx}, nil
+}
+
+// Reaches is Reaches on the parsed package.
+func (p *Package) Reaches(fn string, target Target) (chain []string, ok bool) {
+	idx := p.idx
 	if len(idx.decls[fn]) == 0 {
-		return nil, false, nil
+		return nil, false
 	}
 	type step struct {
 		key   string
@@ -46,7 +69,7 @@ func Reaches(pkg map[string][]byte, fn string, target Target) (chain []string, o
 		s := queue[0]
 		queue = queue[1:]
 		if references(idx.decls[s.key], target) {
-			return s.chain, true, nil
+			return s.chain, true
 		}
 		if len(s.chain) > MaxDepth {
 			continue // s is MaxDepth calls from fn
@@ -58,7 +81,7 @@ func Reaches(pkg map[string][]byte, fn string, target Target) (chain []string, o
 			}
 		}
 	}
-	return nil, false, nil
+	return nil, false
 }
 
 // funcIndex holds the top-level functions and methods of a package.

@@ -104,25 +104,21 @@ func readFile(root, name string) ([]byte, fs.FileInfo, error) {
 // DirDigest returns the digest of the sorted names of the regular files and
 // subdirectories directly in relDir ("" or "." is the root), subdirectory
 // names ending in "/". For git only what git sees counts — ignored entries
-// and directories holding nothing but ignored files are left out — and the
-// listing asks git about relDir alone, so the cost follows the directory's
-// size, not the repository's.
+// and directories holding nothing but ignored files are left out. The
+// digest is answered from a cache while the inputs of its listing are
+// unchanged (dirCache: a few lstats per direct subdirectory); otherwise
+// git lists relDir alone, so the cost follows the directory's size, not
+// the repository's.
 func (r *Repo) DirDigest(ctx context.Context, relDir string) (string, error) {
 	dir, err := r.resolveDir(relDir)
 	if err != nil {
 		return "", err
 	}
-	var names []string
-	if r.git {
-		names, err = r.gitDirNames(ctx, dir)
-	} else {
-		names, err = r.plainDirNames(dir)
-	}
+	digest, err := r.dirDigest(ctx, dir)
 	if err != nil {
 		return "", fmt.Errorf("list directory %q: %w", relDir, err)
 	}
-	slices.Sort(names)
-	return contentid.Of(DirTag, slices.Compact(names))
+	return digest, nil
 }
 
 // resolveDir returns the symlink-free root-relative slash path of the
@@ -151,13 +147,22 @@ func (r *Repo) resolveDir(relDir string) (string, error) {
 // gitDirNames lists the entries git sees directly in dir: each listed path's
 // first component below dir, kept when it is a regular file or a directory.
 func (r *Repo) gitDirNames(ctx context.Context, dir string) ([]string, error) {
-	prefix, spec := "", []string(nil)
+	var spec []string
 	if dir != "" {
-		prefix, spec = dir+"/", []string{dir + "/"}
+		spec = []string{dir + "/"}
 	}
 	listed, err := r.lsFiles(ctx, spec)
 	if err != nil {
 		return nil, err
+	}
+	return r.dirNames(dir, listed)
+}
+
+// dirNames is gitDirNames of the paths git listed under dir.
+func (r *Repo) dirNames(dir string, listed []string) ([]string, error) {
+	prefix := ""
+	if dir != "" {
+		prefix = dir + "/"
 	}
 	names, seen := []string{}, make(map[string]bool)
 	for _, p := range listed {

@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"os/exec"
 	"strings"
 	"time"
@@ -57,12 +56,7 @@ func RunGit(ctx context.Context, dir string, args ...string) ([]byte, error) {
 func SplitNUL(out []byte) []string { return splitNUL(out) }
 
 func runGit(ctx context.Context, dir string, args ...string) ([]byte, error) {
-	full := append([]string{"-c", "core.quotepath=off", "-c", "core.fsmonitor=false", "-c", "core.hooksPath=" + os.DevNull}, args...)
-	cmd := exec.CommandContext(ctx, "git", full...)
-	cmd.Dir = dir
-	cmd.Env = gitEnv(os.Environ())
-	cmd.WaitDelay = gitWaitDelay
-	setProcessGroup(cmd)
+	cmd := gitCommand(ctx, dir, args...)
 	stdout := ndjson.NewBuffer(maxStdout)
 	stderr := ndjson.NewBuffer(maxStderr)
 	cmd.Stdout, cmd.Stderr = stdout, stderr

@@ -20,6 +20,11 @@ type Repo struct {
 	git   bool
 	cache StatCache // nil: no caching
 
+	// Shared by the copies WithCache makes.
+	inputs *gitInputs     // what git reads besides the work tree
+	ign    *ignoreChecker // the long-lived check-ignore
+	dirs   *dirCache      // directory digests
+
 	// Seams for tests: the clock that stamps Entry.RecordedNs, and the read
 	// of one file's content and stat (see readFile).
 	now      func() time.Time
@@ -50,7 +55,8 @@ func Open(ctx context.Context, root string, cache StatCache) (*Repo, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open %s: %w", root, err)
 	}
-	return &Repo{root: abs, git: isGit, cache: cache, now: time.Now, readFile: readFile}, nil
+	return &Repo{root: abs, git: isGit, cache: cache, now: time.Now, readFile: readFile,
+		inputs: &gitInputs{}, ign: &ignoreChecker{}, dirs: newDirCache()}, nil
 }
 
 // WithCache returns r answering digests through cache (nil: no caching).
@@ -59,6 +65,16 @@ func Open(ctx context.Context, root string, cache StatCache) (*Repo, error) {
 func (r *Repo) WithCache(cache StatCache) *Repo {
 	c := *r
 	c.cache = cache
+	return &c
+}
+
+// WithClock returns r stamping what it records (stat-cache entries,
+// directory listings) with now instead of the wall clock. Benchmarks use a
+// clock ahead of the wall clock to have recordings count as older than
+// RacyWindow without waiting it out.
+func (r *Repo) WithClock(now func() time.Time) *Repo {
+	c := *r
+	c.now = now
 	return &c
 }
 
@@ -159,9 +175,19 @@ func (r *Repo) Ignored(ctx context.Context, rel string) (bool, error) {
 // tracked goes to ls-files with a literal pathspec, and check-ignore
 // --no-index, which consults only the ignore rules, gets "./"+rel, which
 // no magic can start.
+//
+// Any other name is asked of the repository's long-lived check-ignore
+// (ignoreChecker) while what that process read is unchanged, and of a
+// one-shot check-ignore otherwise.
 func (r *Repo) checkIgnore(ctx context.Context, rel string) (bool, error) {
+	magic := strings.HasPrefix(rel, ":") || strings.ContainsAny(rel, "*?[")
+	if !magic {
+		if ignored, ok := r.ign.query(ctx, r, rel); ok {
+			return ignored, nil
+		}
+	}
 	args := []string{"check-ignore", "-q", "--", rel}
-	if strings.HasPrefix(rel, ":") || strings.ContainsAny(rel, "*?[") {
+	if magic {
 		tracked, err := runGit(ctx, r.root, "--literal-pathspecs", "ls-files", "-z", "--cached", "--", rel)
 		if err != nil || len(tracked) > 0 {
 			return false, err
