@@ -156,7 +156,9 @@
 // check reads only the dependencies, through a persistent stat cache
 // (size, mtime, ctime, inode -> digest, in the store) that, like git's index,
 // never trusts an entry recorded within RacyWindow of the file's last change;
-// its cost does not grow with the repository. When a dependency changed, the
+// its cost does not grow with the repository. A directory listing's digest
+// is validated the same way, by the lstat of what git's listing of it
+// depends on (product/internal/snapshot). When a dependency changed, the
 // proof is replayed: each cited span is looked up in the current file,
 // unchanged at the same place or intact at exactly one other place; the
 // proposal is moved there and validated again from scratch. Success is a new

@@ -41,6 +41,14 @@
 // least the recording time minus one tick, which fails the window test as
 // long as the file system's timestamp granularity is below RacyWindow.
 //
+// A directory's digest is cached the same way: an entry watches what git's
+// listing of the directory depends on (its own lstat, the index and the
+// ignore inputs, a witness below each subdirectory git counts, the
+// subtree of each one it does not) and is trusted while all of them are
+// unchanged and older than RacyWindow; otherwise git lists it again
+// (dircache.go). Ignored asks one long-lived git check-ignore, which lives
+// until Release ends the unit of work (ignore.go).
+//
 // # Paths
 //
 // Paths are root-relative, slash-separated and clean. Resolve rejects
