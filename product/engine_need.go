@@ -38,6 +38,17 @@ func (e *Engine) needContextRun(ctx context.Context, session string, req NeedReq
 	return e.resolveNeed(ctx, session, need)
 }
 
+// needCompiled is NeedContext of a need compiled against the engine's
+// routes (the MCP server compiles it while decoding the call).
+func (e *Engine) needCompiled(ctx context.Context, session string, need CompiledNeed) (NeedResult, error) {
+	if err := e.turn.lock(ctx); err != nil {
+		return NeedResult{}, err
+	}
+	defer e.turn.unlock()
+	r, _, err := e.resolveNeed(ctx, session, need)
+	return r, err
+}
+
 // needContext resolves a compiled need for a session; the caller holds
 // the turn.
 func (e *Engine) needContext(ctx context.Context, session string, need CompiledNeed) (NeedResult, error) {

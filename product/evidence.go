@@ -165,7 +165,7 @@ func newNeedCertificate(root, needID string, chosen []choice, satisfied []Capabi
 		}
 	}
 	sort.Strings(body.Members)
-	nc := needCertificate{ID: mustID(tagCertificate, body), Body: body}
+	nc := needCertificate{ID: memoID(tagCertificate, body), Body: body}
 	for d := range deps {
 		nc.Dependencies = append(nc.Dependencies, d)
 	}

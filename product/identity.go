@@ -62,6 +62,19 @@ func mustID(tag string, v any) string {
 	return id
 }
 
+// idMemo remembers the ids computed by memoID.
+var idMemo = contentid.NewMemo(4096)
+
+// memoID is mustID for values asked for on every answer and mostly the
+// same (a plan, a need certificate): remembered by their encoding.
+func memoID(tag string, v any) string {
+	id, err := idMemo.Of(tag, v)
+	if err != nil {
+		panic(fmt.Sprintf("product: %s does not encode: %v", tag, err))
+	}
+	return id
+}
+
 // mustJSON returns the canonical JSON of a value the product itself built,
 // as it is stored.
 func mustJSON(v any) string {

@@ -27,13 +27,13 @@ var mcpTools = []mcpTool{
 			"evidence proven fresh for the current source, or a bounded read-only worker, or a typed bypass.",
 		input:  func(e *Engine) any { return needContextInputSchema(e.Routes()) },
 		output: func() any { return needContextOutputSchema() },
-		call: typedCall("need_context", func(s *mcpSession, args []byte) (NeedRequest, error) {
+		call: typedCall("need_context", func(s *mcpSession, args []byte) (CompiledNeed, error) {
 			req, err := DecodeNeedRequest(args)
-			if err == nil {
-				_, err = Compile(req, s.cfg.Engine.Routes()) // invalid input changes nothing, not even the store
+			if err != nil {
+				return CompiledNeed{}, err
 			}
-			return req, err
-		}, (*Engine).NeedContext, func(r NeedResult) string { return r.Context }),
+			return Compile(req, s.cfg.Engine.Routes()) // invalid input changes nothing, not even the store
+		}, (*Engine).needCompiled, func(r NeedResult) string { return r.Context }),
 	},
 	{
 		name:  "prepare_change",

@@ -52,7 +52,7 @@ type Plan struct {
 
 // ID returns the plan's content id (its cost estimate is not part of it).
 func (p Plan) ID() string {
-	return mustID(tagPlan, struct {
+	return memoID(tagPlan, struct {
 		NeedID string     `json:"need_id"`
 		Nodes  []PlanNode `json:"nodes"`
 	}{p.NeedID, p.Nodes})

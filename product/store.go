@@ -99,9 +99,6 @@ func openStore(ctx context.Context, dataDir string, ms []migrate.Migration, now 
 		return nil, &Error{Op: op, Kind: KindIO, Err: err}
 	}
 	path := filepath.Join(dataDir, storeFileName)
-	if err := guardApplicationID(ctx, path); err != nil {
-		return nil, &Error{Op: op, Kind: KindStore, Err: err}
-	}
 	db, err := sql.Open(storeDriver, storeDSN(path))
 	if err != nil {
 		return nil, &Error{Op: op, Kind: KindStore, Err: err}
@@ -114,15 +111,31 @@ func openStore(ctx context.Context, dataDir string, ms []migrate.Migration, now 
 	return s, nil
 }
 
+// open guards, sets up and checks the store on its first connection (one
+// connection serves a cold start), then migrates.
 func (s *Store) open(ctx context.Context) error {
 	const op = "store.open"
-	p, err := readPragmas(ctx, s.db)
+	conn, err := s.db.Conn(ctx)
+	if err != nil {
+		return &Error{Op: op, Kind: KindStore, Err: fmt.Errorf("%s: %w", s.path, err)}
+	}
+	defer conn.Close()
+	if err := guardApplicationID(ctx, conn, s.path); err != nil {
+		return &Error{Op: op, Kind: KindStore, Err: err}
+	}
+	// Only now, on a Needle store: journal_mode is a property of the file,
+	// so setting it once here holds for every later connection.
+	if _, err := conn.ExecContext(ctx, "PRAGMA journal_mode = WAL"); err != nil {
+		return &Error{Op: op, Kind: KindStore, Err: fmt.Errorf("%s: set journal_mode: %w", s.path, err)}
+	}
+	p, err := readPragmas(ctx, conn)
 	if err == nil {
 		err = p.verify()
 	}
 	if err != nil {
 		return &Error{Op: op, Kind: KindStore, Err: fmt.Errorf("%s: %w", s.path, err)}
 	}
+	conn.Close() // back to the pool, for the migrations
 	if err := migrate.Apply(ctx, s.db, s.migrations, s.now); err != nil {
 		return &Error{Op: op, Kind: KindMigration, Err: fmt.Errorf("%s: %w", s.path, err)}
 	}
@@ -133,11 +146,12 @@ func (s *Store) open(ctx context.Context) error {
 // run on every new pooled connection, not just the first; _txlock makes every
 // write transaction BEGIN IMMEDIATE, so it takes the write lock up front and
 // waits under busy_timeout instead of failing when a read upgrades to a write.
+// journal_mode is not among them: WAL would rewrite the header of a foreign
+// database before the guard could refuse it, so open sets it after guarding.
 func storeDSN(path string) string {
 	q := url.Values{}
 	q.Add("_pragma", fmt.Sprintf("busy_timeout(%d)", busyTimeoutMillis))
 	q.Add("_pragma", "foreign_keys(1)")
-	q.Add("_pragma", "journal_mode(WAL)")
 	q.Set("_txlock", "immediate")
 	return sqliteDSN(path, q)
 }
@@ -168,7 +182,12 @@ func (s *Store) Close() error {
 func (s *Store) Check(ctx context.Context) (StoreReport, error) {
 	const op = "store.check"
 	r := StoreReport{Path: s.path, HeadVersion: len(s.migrations)}
-	p, err := readPragmas(ctx, s.db)
+	conn, err := s.db.Conn(ctx)
+	if err != nil {
+		return r, &Error{Op: op, Kind: KindStore, Err: err}
+	}
+	p, err := readPragmas(ctx, conn)
+	conn.Close()
 	if err != nil {
 		return r, &Error{Op: op, Kind: KindStore, Err: err}
 	}

@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"net/url"
 
 	"modernc.org/sqlite"
 	sqlite3 "modernc.org/sqlite/lib"
@@ -24,13 +23,8 @@ type storePragmas struct {
 
 // readPragmas reads the pragmas on one connection, so that they describe
 // the same connection.
-func readPragmas(ctx context.Context, db *sql.DB) (storePragmas, error) {
+func readPragmas(ctx context.Context, conn *sql.Conn) (storePragmas, error) {
 	var p storePragmas
-	conn, err := db.Conn(ctx)
-	if err != nil {
-		return p, err
-	}
-	defer conn.Close()
 	for _, q := range []struct {
 		pragma string
 		dst    any
@@ -61,26 +55,19 @@ func (p storePragmas) verify() error {
 	return nil
 }
 
-// guardApplicationID refuses a database at path that is not a Needle store,
-// and marks a brand-new one as a Needle store. It runs on a connection of its
-// own, without the store's PRAGMAs, because journal_mode=WAL would rewrite
-// the header of a foreign database before it could be refused.
-func guardApplicationID(ctx context.Context, path string) error {
-	q := url.Values{"_pragma": {fmt.Sprintf("busy_timeout(%d)", busyTimeoutMillis)}}
-	db, err := sql.Open("sqlite", sqliteDSN(path, q))
-	if err != nil {
-		return err
-	}
-	defer db.Close()
-	db.SetMaxOpenConns(1)
+// guardApplicationID refuses a database that is not a Needle store, and
+// marks a brand-new one as a Needle store. It runs on conn, the store's
+// first connection, before journal_mode is set: WAL would rewrite the
+// header of a foreign database before it could be refused.
+func guardApplicationID(ctx context.Context, conn *sql.Conn, path string) error {
 	var id int64
 	var userVersion, objects int
-	err = db.QueryRowContext(ctx, "PRAGMA application_id").Scan(&id)
+	err := conn.QueryRowContext(ctx, "PRAGMA application_id").Scan(&id)
 	if err == nil {
-		err = db.QueryRowContext(ctx, "PRAGMA user_version").Scan(&userVersion)
+		err = conn.QueryRowContext(ctx, "PRAGMA user_version").Scan(&userVersion)
 	}
 	if err == nil {
-		err = db.QueryRowContext(ctx, "SELECT count(*) FROM sqlite_master").Scan(&objects)
+		err = conn.QueryRowContext(ctx, "SELECT count(*) FROM sqlite_master").Scan(&objects)
 	}
 	switch {
 	case isNotADatabase(err):
@@ -92,7 +79,7 @@ func guardApplicationID(ctx context.Context, path string) error {
 	case id != 0 || userVersion != 0 || objects != 0:
 		return fmt.Errorf("%s is not a Needle database (application_id 0x%08x)", path, id)
 	}
-	_, err = db.ExecContext(ctx, fmt.Sprintf("PRAGMA application_id = %d", applicationID))
+	_, err = conn.ExecContext(ctx, fmt.Sprintf("PRAGMA application_id = %d", applicationID))
 	return err
 }
 

@@ -8,7 +8,17 @@ import (
 
 // ensureDefaultProfile creates the built-in profile's first revision once.
 func (s *Store) ensureDefaultProfile(ctx context.Context) error {
-	_, err := s.putProfileRevision(ctx, DefaultProfileID, defaultProfile, true)
+	// A read first: once the profile exists (every open after the first)
+	// this takes no write lock.
+	var one int
+	err := s.db.QueryRowContext(ctx, `SELECT 1 FROM profile_revisions WHERE profile_id = ? LIMIT 1`, DefaultProfileID).Scan(&one)
+	if err == nil {
+		return nil
+	}
+	if !errNoRows(err) {
+		return storeError("store.profile", err)
+	}
+	_, err = s.putProfileRevision(ctx, DefaultProfileID, defaultProfile, true)
 	return err
 }
 

@@ -171,3 +171,22 @@ func BenchmarkCanonical(b *testing.B) {
 		}
 	})
 }
+
+// TestMemo checks that remembered ids are Of's, for equal and different
+// values, past the memo's size.
+func TestMemo(t *testing.T) {
+	m := NewMemo(3)
+	for i := range 20 {
+		v := map[string]any{"n": i % 5, "s": "cafe\u0301"}
+		got, err := m.Of("needle.test.v1", v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want, _ := Of("needle.test.v1", v); got != want {
+			t.Fatalf("Memo.Of = %s, Of = %s", got, want)
+		}
+		if other, _ := m.Of("needle.other.v1", v); other == got {
+			t.Fatal("the memo ignores the tag")
+		}
+	}
+}

@@ -15,6 +15,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+	"sync"
 
 	"lukechampine.com/blake3"
 )
@@ -80,4 +81,45 @@ func marshal(v any) ([]byte, error) {
 		return nil, fmt.Errorf("canonicalize: %w", err)
 	}
 	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), nil
+}
+
+// Memo remembers ids of values that are asked for again and again. A
+// value's id is a function of its encoding (Canonical rewrites what
+// encoding/json wrote), so equal encodings have equal ids and the memo
+// skips the canonical form and the hash; it still encodes the value. It is
+// safe for concurrent use and bounded: past its size it starts over.
+type Memo struct {
+	mu   sync.Mutex
+	max  int
+	byID map[string]string
+}
+
+// NewMemo returns a memo of at most size ids.
+func NewMemo(size int) *Memo { return &Memo{max: size, byID: map[string]string{}} }
+
+// Of returns the id of v under tag, as Of does.
+func (m *Memo) Of(tag string, v any) (string, error) {
+	raw, err := marshal(v)
+	if err != nil {
+		return "", err
+	}
+	key := tag + "\x00" + string(raw)
+	m.mu.Lock()
+	id, ok := m.byID[key]
+	m.mu.Unlock()
+	if ok {
+		return id, nil
+	}
+	c, err := canonicalize(raw)
+	if err != nil {
+		return "", err
+	}
+	id = OfBytes(tag, c)
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if len(m.byID) >= m.max {
+		clear(m.byID)
+	}
+	m.byID[key] = id
+	return id, nil
 }
