@@ -25,7 +25,8 @@ const maxAccountQueue = 256
 
 // accountItem is one hand-over to the accountant.
 type accountItem struct {
-	answers []answerAccount
+	sessions []sessionStart // written before the answers
+	answers  []answerAccount
 	stats   *statRows
 	synced  chan struct{} // closed once everything queued before it was written
 }
@@ -129,23 +130,30 @@ func (a *accountant) run() {
 // commit writes a batch in one transaction. When that fails, each answer
 // is tried on its own so that one bad record loses only itself.
 func (a *accountant) commit(batch []accountItem) {
+	var sessions []sessionStart
 	var answers []answerAccount
 	var stats []*statRows
 	for _, it := range batch {
+		sessions = append(sessions, it.sessions...)
 		answers = append(answers, it.answers...)
 		if it.stats != nil {
 			stats = append(stats, it.stats)
 		}
 	}
-	if len(answers) > 0 || len(stats) > 0 {
+	if len(sessions) > 0 || len(answers) > 0 || len(stats) > 0 {
 		ctx := context.Background() // the writer outlives the requests it writes for
-		if err := a.store.putAccounting(ctx, answers, stats); err != nil {
-			for _, ans := range answers {
-				if err := a.store.putAccounting(ctx, []answerAccount{ans}, nil); err != nil {
+		if err := a.store.putAccounting(ctx, sessions, answers, stats); err != nil {
+			for _, s := range sessions {
+				if err := a.store.putAccounting(ctx, []sessionStart{s}, nil, nil); err != nil {
 					a.fail(err)
 				}
 			}
-			_ = a.store.putAccounting(ctx, nil, stats) // a lost stat entry costs a rehash, never correctness
+			for _, ans := range answers {
+				if err := a.store.putAccounting(ctx, nil, []answerAccount{ans}, nil); err != nil {
+					a.fail(err)
+				}
+			}
+			_ = a.store.putAccounting(ctx, nil, nil, stats) // a lost stat entry costs a rehash, never correctness
 		}
 	}
 	for _, it := range batch {

@@ -420,12 +420,15 @@
 // # Durability
 //
 // Certifications (validation attempts, artifacts, artifact and need
-// certificates, their dependencies and claims), sessions and needs are
-// committed, and the WAL fsync'd, before any answer that uses them is
-// given. The accounting of an answer (its ledger step, its resolution
-// record and its economic observation) and stat-cache entries are written
-// after it, off the request path: the accountant (accounting.go) commits
-// whatever is queued in one transaction. Over MCP the accounting of an
+// certificates, their dependencies and claims) and needs are committed,
+// and the WAL fsync'd, before any answer that uses them is given. The
+// accounting of an answer (its ledger step, its resolution record and its
+// economic observation) and stat-cache entries are written after it, off
+// the request path: the accountant (accounting.go) commits whatever is
+// queued in one transaction. An MCP session's row and what it froze are
+// the accounting of initialize: queued too, and written before the
+// accounting of the session's answers (a change, which refers to its
+// session, waits for the row). Over MCP the accounting of an
 // answer is queued only once the transport wrote the answer in full
 // (jsonrpc.OnAnswered); through the API it is queued when NeedContext
 // returns. A worker's answer is recorded before it is given, like the run.

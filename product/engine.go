@@ -103,12 +103,15 @@ func openEngine(ctx context.Context, cfg Config, st *Store) (*Engine, error) {
 		cfg.Prices = &defaultPrices
 	}
 	cfg.Limits = cfg.Limits.clamp()
-	repo, err := snapshot.Open(ctx, cfg.Repository, nil)
+	// Whether the root is a git work tree takes a git rev-parse, which
+	// nothing before the first need waits for (initialize does not): the
+	// repository decides it in the background, and its methods wait for
+	// it and fail, as opening would have, when git refuses the repository.
+	repo, err := snapshot.OpenAsync(ctx, cfg.Repository, nil)
 	if err != nil {
 		return nil, &Error{Op: "engine.open", Kind: KindIO, Err: err}
 	}
-	e := &Engine{cfg: cfg, store: st, ledgers: map[string]*Ledger{}, memo: map[string]*needMemo{}, needs: map[string]bool{}}
-	e.root = repo.Root()
+	e := &Engine{cfg: cfg, store: st, root: repo.Root(), ledgers: map[string]*Ledger{}, memo: map[string]*needMemo{}, needs: map[string]bool{}}
 	e.stats = newStatCache(st, e.root)
 	e.repo = repo.WithCache(e.stats)
 	e.acct = newAccountant(st)
@@ -153,7 +156,7 @@ func openEngine(ctx context.Context, cfg Config, st *Store) (*Engine, error) {
 func (e *Engine) Close() error {
 	e.flushStats()
 	aerr := e.acct.close()
-	e.repo.Close() // stops its long-lived git process
+	e.repo.Close() // stops its long-lived git processes
 	if e.ownStore {
 		if err := e.store.Close(); err != nil {
 			return err
@@ -220,9 +223,20 @@ func (e *Engine) ledger(ctx context.Context, session string) (*Ledger, error) {
 	return l, err
 }
 
+// storedLedger is ledger once the session's row is stored.
+func (e *Engine) storedLedger(ctx context.Context, session string) (*Ledger, error) {
+	l, err := e.ledger(ctx, session)
+	if err != nil {
+		return nil, err
+	}
+	return l, e.storedSession(ctx, l)
+}
+
 // FreezeSession starts a session and records what it froze (f) with the
-// repository and the session limits in force; a new session's row and its
-// freeze are written in one transaction.
+// repository and the session limits in force. A new session's row and its
+// freeze are written once, in one transaction, by the accountant (doc.go,
+// "Durability"): an MCP initialize answer waits for no write. Whatever
+// must find the row stored first waits for it (storedSession).
 func (e *Engine) FreezeSession(ctx context.Context, session string, f SessionFreeze) error {
 	_, _, err := e.session(ctx, session, &f, true)
 	return err
@@ -249,9 +263,10 @@ func (e *Engine) ResumeSession(ctx context.Context, session string, f SessionFre
 
 // session returns the session's ledger and whether the session existed:
 // the ledger this engine keeps, or the one its stored steps rebuild, or a
-// new one, creating the session with what it froze when f is not nil. An
-// existing session records f only with freezeExisting.
-func (e *Engine) session(ctx context.Context, session string, f *SessionFreeze, freezeExisting bool) (*Ledger, bool, error) {
+// new one, creating the session with what it froze when f is not nil.
+// With fresh (FreezeSession), an existing session records f, and a new
+// one's row is queued to the accountant instead of written now.
+func (e *Engine) session(ctx context.Context, session string, f *SessionFreeze, fresh bool) (*Ledger, bool, error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	var freeze *sessionFreezeRow
@@ -269,7 +284,10 @@ func (e *Engine) session(ctx context.Context, session string, f *SessionFreeze, 
 		}
 	}
 	if found {
-		if freeze != nil && freezeExisting {
+		if freeze != nil && fresh {
+			if err := e.storedSession(ctx, l); err != nil {
+				return nil, false, err
+			}
 			return l, true, e.store.freezeSession(ctx, session, *freeze)
 		}
 		return l, true, nil
@@ -278,12 +296,37 @@ func (e *Engine) session(ctx context.Context, session string, f *SessionFreeze, 
 	for i, r := range e.cfg.Routes {
 		routes[i] = string(r)
 	}
-	if err := e.store.startSession(ctx, session, DefinitionID(), e.cfg.Transport, routes, e.cfg.MainModel, freeze); err != nil {
+	start := sessionStart{id: session, definitionID: DefinitionID(), transport: e.cfg.Transport, routes: routes,
+		mainModel: e.cfg.MainModel, freeze: freeze}
+	l = &Ledger{}
+	if freeze != nil && fresh && e.acct.enqueue(accountItem{sessions: []sessionStart{start}}) {
+		l.queued = session
+	} else if err := e.store.startSession(ctx, start); err != nil {
 		return nil, false, err
 	}
-	l = &Ledger{}
 	e.ledgers[session] = l
 	return l, false, nil
+}
+
+// storedSession waits until a session whose row was queued is written;
+// what writes a row that refers to the session (a change, a worker's
+// answer) or reads what it froze calls it first.
+func (e *Engine) storedSession(ctx context.Context, l *Ledger) error {
+	if l.queued == "" {
+		return nil
+	}
+	if err := e.acct.sync(ctx); err != nil && ctx.Err() != nil {
+		return err
+	}
+	ok, err := e.store.hasSession(ctx, l.queued)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return &Error{Op: "engine.session", Kind: KindStore, Err: fmt.Errorf("session %s could not be stored", l.queued)}
+	}
+	l.queued = ""
+	return nil
 }
 
 // sessionProfile is the role-profile revision a session froze; a session

@@ -45,7 +45,7 @@ func (e *Engine) PrepareChange(ctx context.Context, session string, req ChangeRe
 		return ChangeResult{}, err
 	}
 	defer e.turn.unlock()
-	if _, err := e.ledger(ctx, session); err != nil {
+	if _, err := e.storedLedger(ctx, session); err != nil {
 		return ChangeResult{}, err
 	}
 	refs, err := e.certifiedRefs(ctx, req)

@@ -26,7 +26,7 @@ func (e *Engine) VerifyChange(ctx context.Context, session, changeID string) (Ve
 		return VerifyResult{}, err
 	}
 	defer e.turn.unlock()
-	if _, err := e.ledger(ctx, session); err != nil {
+	if _, err := e.storedLedger(ctx, session); err != nil {
 		return VerifyResult{}, err
 	}
 	c, err := e.store.change(ctx, e.root, changeID)

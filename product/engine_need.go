@@ -107,7 +107,10 @@ func (e *Engine) resolveNeed(ctx context.Context, session string, need CompiledN
 	}
 	if spawned {
 		// A worker's answer is recorded before it is given, like the run.
-		if err := e.store.putAccounting(ctx, []answerAccount{acct}, nil); err != nil {
+		if err := e.storedSession(ctx, ledger); err != nil {
+			return NeedResult{}, run, err
+		}
+		if err := e.store.putAccounting(ctx, nil, []answerAccount{acct}, nil); err != nil {
 			return NeedResult{}, run, err
 		}
 		return r, run, nil

@@ -129,7 +129,7 @@ func BenchmarkHitWrites(b *testing.B) {
 					batch[i] = answerAccount{Root: e.root, Session: session, Result: r, Plan: plan,
 						Observation: &Observation{Operator: OpReuse, Capabilities: r.Satisfied, LatencyMs: 1}}
 				}
-				if err := e.store.putAccounting(ctx, batch, nil); err != nil {
+				if err := e.store.putAccounting(ctx, nil, batch, nil); err != nil {
 					b.Fatal(err)
 				}
 			}

@@ -62,6 +62,7 @@ type Ledger struct {
 	asked   map[string]bool // need ids with an entry
 	entries map[string]bool // entryKey of each entry
 	ordinal int             // the ordinal of the session's last step
+	queued  string          // the session's id while its row is queued, not known written
 }
 
 // add records an answered need unless an equal entry is already there.

@@ -216,7 +216,7 @@ func BenchmarkStatCachePut(b *testing.B) {
 					e.RecordedNs++
 					cache.Put(en.path, e)
 				}
-				if err := rp.te.store.putAccounting(ctx, nil, []*statRows{cache.takePending()}); err != nil {
+				if err := rp.te.store.putAccounting(ctx, nil, nil, []*statRows{cache.takePending()}); err != nil {
 					b.Fatal(err)
 				}
 			}

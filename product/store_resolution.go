@@ -20,15 +20,21 @@ type resolutionCost struct {
 }
 
 // putAccounting records the accounting of answers and stat-cache entries,
-// all in one transaction (a group commit): per answer its ledger step and
-// its resolution record with its cost, the batch's economic observations
+// all in one transaction (a group commit): sessions started (before the
+// answers that refer to them), per answer its ledger step and its
+// resolution record with its cost, the batch's economic observations
 // folded into the cost aggregates (one upsert per aggregate), and the
 // stat-cache entries. Every row an answer refers to (session, need,
 // certificates) was committed before the answer was given. Watchers (the
 // resident runtime's event stream) hear of the resolutions once they are
 // committed.
-func (s *Store) putAccounting(ctx context.Context, answers []answerAccount, stats []*statRows) error {
+func (s *Store) putAccounting(ctx context.Context, sessions []sessionStart, answers []answerAccount, stats []*statRows) error {
 	err := s.inTx(ctx, "store.accounting", func(tx *sql.Tx, now string) error {
+		for _, start := range sessions {
+			if err := putSessionStart(ctx, tx, now, start); err != nil {
+				return err
+			}
+		}
 		if len(answers) > 0 {
 			step, err := s.txStmt(ctx, tx, insertStep)
 			if err != nil {

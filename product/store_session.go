@@ -3,7 +3,6 @@ package product
 import (
 	"context"
 	"database/sql"
-	"encoding/json"
 	"fmt"
 )
 
@@ -11,32 +10,52 @@ import (
 // enabled routes and main model. The definition must be stored and the
 // session id unused.
 func (s *Store) CreateSession(ctx context.Context, sessionID, definitionID, transport string, routes []string, mainModel string) error {
-	return s.startSession(ctx, sessionID, definitionID, transport, routes, mainModel, nil)
+	return s.startSession(ctx, sessionStart{id: sessionID, definitionID: definitionID, transport: transport, routes: routes, mainModel: mainModel})
 }
 
-// startSession is CreateSession that also records, when freeze is not nil,
-// what the session froze: the session row is written once, in one
-// transaction with its freeze.
-func (s *Store) startSession(ctx context.Context, sessionID, definitionID, transport string, routes []string, mainModel string, freeze *sessionFreezeRow) error {
+// hasSession reports whether the session's row is stored.
+func (s *Store) hasSession(ctx context.Context, sessionID string) (bool, error) {
+	var one int
+	err := s.db.QueryRowContext(ctx, `SELECT 1 FROM sessions WHERE session_id = ?`, sessionID).Scan(&one)
+	if errNoRows(err) {
+		return false, nil
+	}
+	if err != nil {
+		return false, storeError("store.session", err)
+	}
+	return true, nil
+}
+
+// sessionStart is a session row and, when freeze is not nil, what the
+// session froze: written once, in one transaction.
+type sessionStart struct {
+	id, definitionID, transport, mainModel string
+	routes                                 []string
+	freeze                                 *sessionFreezeRow
+}
+
+// startSession is CreateSession that also records what the session froze.
+func (s *Store) startSession(ctx context.Context, start sessionStart) error {
+	return s.inTx(ctx, "store.create_session", func(tx *sql.Tx, now string) error {
+		return putSessionStart(ctx, tx, now, start)
+	})
+}
+
+func putSessionStart(ctx context.Context, tx *sql.Tx, now string, start sessionStart) error {
+	routes := start.routes
 	if routes == nil {
 		routes = []string{} // the column holds a JSON array, never null
 	}
-	routesJSON, err := json.Marshal(routes)
-	if err != nil {
-		return storeError("store.create_session", err)
+	if err := mustExist(ctx, tx, "definition", "definitions", "definition_id", start.definitionID); err != nil {
+		return err
 	}
-	return s.inTx(ctx, "store.create_session", func(tx *sql.Tx, now string) error {
-		if err := mustExist(ctx, tx, "definition", "definitions", "definition_id", definitionID); err != nil {
-			return err
-		}
-		if err := createSession(ctx, tx, now, sessionID, definitionID, transport, string(routesJSON), mainModel); err != nil {
-			return err
-		}
-		if freeze == nil {
-			return nil
-		}
-		return putSessionFreeze(tx, sessionID, *freeze)
-	})
+	if err := createSession(ctx, tx, now, start.id, start.definitionID, start.transport, mustJSON(routes), start.mainModel); err != nil {
+		return err
+	}
+	if start.freeze == nil {
+		return nil
+	}
+	return putSessionFreeze(tx, start.id, *start.freeze)
 }
 
 // AppendStep appends a need to a session's ledger and returns its ordinal:

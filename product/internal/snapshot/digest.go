@@ -26,6 +26,9 @@ const (
 // holds a trusted entry (doc.go) it costs one path resolution and no read;
 // otherwise the file is hashed and a fresh entry stored.
 func (r *Repo) FileDigest(rel string) (string, error) {
+	if _, err := r.gitRepo(); err != nil {
+		return "", err
+	}
 	_, fi, err := r.resolve(rel)
 	if err != nil {
 		return "", err
@@ -44,6 +47,9 @@ func (r *Repo) FileDigest(rel string) (string, error) {
 // than FileDigest plus a separate read when the content is needed, so the
 // content and the digest cannot disagree.
 func (r *Repo) ReadFile(rel string) (data []byte, digest string, err error) {
+	if _, err := r.gitRepo(); err != nil {
+		return nil, "", err
+	}
 	abs, _, err := r.resolve(rel)
 	if err != nil {
 		return nil, "", err

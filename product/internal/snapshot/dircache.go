@@ -86,9 +86,12 @@ func (r *Repo) dirDigest(ctx context.Context, dir string) (string, error) {
 	// the racy-window test of the entry's inputs.
 	set := watchSet{recordedNs: r.now().UnixNano()}
 	var names []string
-	var err error
 	cacheable := true
-	if r.git {
+	git, err := r.gitRepo()
+	if err != nil {
+		return "", err
+	}
+	if git {
 		names, set.watches, cacheable, err = r.gitDirListing(ctx, dir)
 	} else {
 		set.watches = []watched{watch(r.abs(dir))}

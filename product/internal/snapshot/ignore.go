@@ -154,8 +154,10 @@ func (r *Repo) Release() {
 	r.inputs.mu.Unlock()
 }
 
-// Close releases the repository's long-lived git process.
+// Close releases the repository's long-lived git process, once the
+// detection of OpenAsync (its own git process) has finished.
 func (r *Repo) Close() error {
+	<-r.det.done
 	r.Release()
 	return nil
 }

@@ -16,11 +16,11 @@ import (
 // of the files: every method looks at the disk as it is now. A Repo is safe
 // for concurrent use.
 type Repo struct {
-	root  string // absolute, symlinks evaluated
-	git   bool
+	root  string    // absolute, symlinks evaluated
 	cache StatCache // nil: no caching
 
 	// Shared by the copies WithCache makes.
+	det    *detection     // whether root is a git work tree
 	inputs *gitInputs     // what git reads besides the work tree
 	ign    *ignoreChecker // the long-lived check-ignore
 	dirs   *dirCache      // directory digests
@@ -38,25 +38,61 @@ type Repo struct {
 // ownership check, a corrupt .git) is an error, not a plain directory, so
 // that ignore rules are never silently dropped. cache may be nil.
 func Open(ctx context.Context, root string, cache StatCache) (*Repo, error) {
-	abs, err := filepath.Abs(root)
+	abs, err := RootOf(root)
 	if err != nil {
-		return nil, fmt.Errorf("open %s: %w", root, err)
+		return nil, err
 	}
-	abs, err = filepath.EvalSymlinks(abs)
+	r := newRepo(abs, cache)
+	r.det.decide(ctx, abs)
+	if _, err := r.gitRepo(); err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+// OpenAsync is Open that returns as soon as root is known to be a
+// directory: whether it is a git work tree (a git rev-parse) is decided in
+// the background, and every method that reads the repository waits for
+// the decision first and fails, as Open would have, when git refuses the
+// repository. A server opens its repository this way and answers its
+// first request while git starts.
+func OpenAsync(ctx context.Context, root string, cache StatCache) (*Repo, error) {
+	abs, err := RootOf(root)
 	if err != nil {
-		return nil, fmt.Errorf("open %s: %w", root, err)
+		return nil, err
 	}
-	if fi, err := os.Stat(abs); err != nil {
-		return nil, fmt.Errorf("open %s: %w", root, err)
-	} else if !fi.IsDir() {
-		return nil, fmt.Errorf("open %s: not a directory", root)
+	r := newRepo(abs, cache)
+	// The decision outlives the call that opened the repository.
+	go r.det.decide(context.WithoutCancel(ctx), abs)
+	return r, nil
+}
+
+func newRepo(abs string, cache StatCache) *Repo {
+	return &Repo{root: abs, cache: cache, now: time.Now, readFile: readFile,
+		det: &detection{done: make(chan struct{})}, inputs: &gitInputs{}, ign: &ignoreChecker{}, dirs: newDirCache()}
+}
+
+// detection is whether a repository's root is the top level of a git
+// work tree, decided once.
+type detection struct {
+	done chan struct{} // closed once git and err are set
+	git  bool
+	err  error
+}
+
+func (d *detection) decide(ctx context.Context, abs string) {
+	defer close(d.done)
+	d.git, d.err = isTopLevel(ctx, abs)
+	if d.err != nil {
+		d.err = fmt.Errorf("open %s: %w", abs, d.err)
 	}
-	isGit, err := isTopLevel(ctx, abs)
-	if err != nil {
-		return nil, fmt.Errorf("open %s: %w", root, err)
-	}
-	return &Repo{root: abs, git: isGit, cache: cache, now: time.Now, readFile: readFile,
-		inputs: &gitInputs{}, ign: &ignoreChecker{}, dirs: newDirCache()}, nil
+}
+
+// gitRepo waits for the detection and returns it: whether the root is a
+// git work tree, or why git refused it.
+func (r *Repo) gitRepo() (bool, error) {
+	<-r.det.done
+	return r.det.git, r.det.err
 }
 
 // WithCache returns r answering digests through cache (nil: no caching).
@@ -76,6 +112,27 @@ func (r *Repo) WithClock(now func() time.Time) *Repo {
 	c := *r
 	c.now = now
 	return &c
+}
+
+// RootOf returns the root a Repo opened at root has: its absolute path with
+// symlinks evaluated. It fails as Open does when root is not a directory,
+// and runs no git: a caller can know the root before the repository is
+// opened.
+func RootOf(root string) (string, error) {
+	abs, err := filepath.Abs(root)
+	if err != nil {
+		return "", fmt.Errorf("open %s: %w", root, err)
+	}
+	abs, err = filepath.EvalSymlinks(abs)
+	if err != nil {
+		return "", fmt.Errorf("open %s: %w", root, err)
+	}
+	if fi, err := os.Stat(abs); err != nil {
+		return "", fmt.Errorf("open %s: %w", root, err)
+	} else if !fi.IsDir() {
+		return "", fmt.Errorf("open %s: not a directory", root)
+	}
+	return abs, nil
 }
 
 // isTopLevel reports whether dir (absolute, symlink-free) is the top level
@@ -102,14 +159,18 @@ func isTopLevel(ctx context.Context, dir string) (bool, error) {
 // Root returns the repository's absolute root with symlinks evaluated.
 func (r *Repo) Root() string { return r.root }
 
-// IsGit reports whether the root is the top level of a git work tree.
-func (r *Repo) IsGit() bool { return r.git }
+// IsGit reports whether the root is the top level of a git work tree
+// (false when git refused it: every other method reports that).
+func (r *Repo) IsGit() bool {
+	git, err := r.gitRepo()
+	return git && err == nil
+}
 
 // Head returns the hex id of the HEAD commit, or "" for a plain directory
 // or a git repository with no commit yet.
 func (r *Repo) Head(ctx context.Context) (string, error) {
-	if !r.git {
-		return "", nil
+	if git, err := r.gitRepo(); err != nil || !git {
+		return "", err
 	}
 	out, err := runGit(ctx, r.root, "rev-parse", "--verify", "--quiet", "HEAD^{commit}")
 	var ge *GitError
@@ -129,9 +190,12 @@ func (r *Repo) Head(ctx context.Context) (string, error) {
 // that skips .git. Paths Resolve would refuse (a backslash in a name) are
 // left out, since no caller could name them.
 func (r *Repo) Files(ctx context.Context) ([]string, error) {
+	git, err := r.gitRepo()
+	if err != nil {
+		return nil, err
+	}
 	var paths []string
-	var err error
-	if r.git {
+	if git {
 		paths, err = r.gitFiles(ctx, nil)
 	} else {
 		paths, err = r.walkFiles(ctx)
@@ -158,8 +222,8 @@ func (r *Repo) Ignored(ctx context.Context, rel string) (bool, error) {
 	if slices.Contains(strings.Split(rel, "/"), ".git") {
 		return true, nil
 	}
-	if !r.git {
-		return false, nil
+	if git, err := r.gitRepo(); err != nil || !git {
+		return false, err
 	}
 	ignored, err := r.checkIgnore(ctx, rel)
 	if err != nil {

@@ -32,6 +32,9 @@ const maxSymlinks = 40
 // Resolve never even looks outside it. An absolute symlink target counts as
 // inside only when it is lexically under Root.
 func (r *Repo) Resolve(rel string) (abs string, err error) {
+	if _, err := r.gitRepo(); err != nil {
+		return "", err
+	}
 	abs, _, err = r.resolve(rel)
 	return abs, err
 }

@@ -76,8 +76,8 @@ func (r *Repo) digestAll(ctx context.Context, paths []string) ([]FileDigest, err
 // unstaged changes to tracked files, or untracked files git does not ignore.
 // A plain directory has no HEAD to differ from and is never dirty.
 func (r *Repo) dirty(ctx context.Context) (bool, error) {
-	if !r.git {
-		return false, nil
+	if git, err := r.gitRepo(); err != nil || !git {
+		return false, err
 	}
 	out, err := runGit(ctx, r.root, "status", "--porcelain=v1", "-z", "--untracked-files=normal")
 	if err != nil {

@@ -325,3 +325,43 @@ func TestForEach(t *testing.T) {
 		}
 	})
 }
+
+// OpenAsync answers what Open answers: the same root and IsGit, and, for a
+// repository git refuses, Open's error from every method that reads it.
+func TestOpenAsync_SameAsOpen(t *testing.T) {
+	ctx := context.Background()
+	broken := MustInit(t)
+	MustWrite(t, broken, map[string]string{"a.txt": "a", ".git/config": "[[[\n"})
+	for name, dir := range map[string]string{"PlainDir": t.TempDir(), "Git": MustInit(t), "Refused": broken} {
+		t.Run(name, func(t *testing.T) {
+			MustWrite(t, dir, map[string]string{"a.txt": "a"})
+			want, openErr := Open(ctx, dir, nil)
+			got, err := OpenAsync(ctx, dir, nil)
+			if err != nil {
+				t.Fatalf("OpenAsync: %v", err)
+			}
+			defer got.Close()
+			if openErr == nil {
+				if got.Root() != want.Root() || got.IsGit() != want.IsGit() {
+					t.Errorf("OpenAsync Root, IsGit = %s, %v; Open %s, %v", got.Root(), got.IsGit(), want.Root(), want.IsGit())
+				}
+				if _, err := got.FileDigest("a.txt"); err != nil {
+					t.Errorf("FileDigest: %v", err)
+				}
+				return
+			}
+			if got.IsGit() {
+				t.Error("IsGit() = true for a repository git refused")
+			}
+			_, ferr := got.Files(ctx)
+			_, derr := got.FileDigest("a.txt")
+			_, herr := got.Head(ctx)
+			_, ierr := got.Ignored(ctx, "a.txt")
+			for what, err := range map[string]error{"Files": ferr, "FileDigest": derr, "Head": herr, "Ignored": ierr} {
+				if err == nil || err.Error() != openErr.Error() {
+					t.Errorf("%s error = %v; want Open's %v", what, err, openErr)
+				}
+			}
+		})
+	}
+}
