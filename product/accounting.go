@@ -27,8 +27,8 @@ const maxAccountQueue = 256
 type accountItem struct {
 	sessions []sessionStart // written before the answers
 	answers  []answerAccount
-	stats   *statRows
-	synced  chan struct{} // closed once everything queued before it was written
+	stats    *statRows
+	synced   chan struct{} // closed once everything queued before it was written
 }
 
 // accountant writes the accounting of answers and the stat-cache entries
