@@ -49,10 +49,12 @@ Commands:
                     implement, review, verify; Needle runs the tests itself in
                     the codex sandbox) with the real codex binary and a fake
                     model, then approve and apply when the scenario says so
-  experiment mcp-contract-microbench --mcp-request-file FILE [--repository DIR] [--calls N] [--reports DIR]
-                    time need_context calls and a no-op ping on one MCP stdio
-                    loop; print latency quantiles and write them to
-                    reports/mcp-contract-microbench.{json,md}
+  experiment mcp-contract-microbench --mcp-request-file FILE [--repository DIR [--evidence FILE]] [--calls N] [--reports DIR]
+                    time need_context answered as an exact hit, a no-op
+                    tools/call and ping on one MCP stdio loop (in process;
+                    without --repository, a generated repository whose
+                    evidence answers the seed's request); print latency
+                    quantiles and write reports/mcp-contract-microbench.{json,md}
   experiment mcp-hit-latency [--needle CMD] [--calls N] [--warmup N] [--cold N]
         [--grow] [--grow-hits LIST] [--grow-artifacts LIST] [--grow-files LIST]
         [--window N] [--baseline-server CMD] [--settle DURATION] [--work DIR]
