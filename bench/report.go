@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/needle-dev/needle/product"
 	"gonum.org/v1/gonum/stat"
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
@@ -47,34 +48,44 @@ type PatternStat struct {
 	Hits  int `json:"hits"`
 }
 
-// Report is reports/<corpus>.json. Everything but latency_ms and
-// validation_ms is deterministic: two runs give the same numbers.
+// Report is reports/<corpus>.json. Everything but the latencies
+// (latency_ms, validation_ms, exact_hit_ms, replay_hit_ms and their ratio)
+// is deterministic: two runs give the same numbers.
 type Report struct {
-	Corpus               string                 `json:"corpus"`
-	Needs                int                    `json:"needs"`
-	Sessions             int                    `json:"sessions"`
-	Hits                 int                    `json:"hits"`
-	OracleHits           int                    `json:"oracle_hits"`
-	HitsInOracle         int                    `json:"hits_in_oracle"`
-	HitsBeyondOracle     int                    `json:"hits_beyond_oracle"`
-	HitRate              float64                `json:"hit_rate"`
-	StaleReturned        int                    `json:"stale_returned"`
-	StaleNeeds           []string               `json:"stale_needs"`
-	NaiveHits            int                    `json:"naive_hits"`
-	NaiveStaleReturned   int                    `json:"naive_stale_returned"`
-	WorkerRuns           int                    `json:"worker_runs"`
-	WorkerRunsFailed     int                    `json:"worker_runs_failed"`
-	WorkerTokens         int64                  `json:"worker_tokens"`
-	BaselineWorkerTokens int64                  `json:"baseline_worker_tokens"`
-	NaiveWorkerTokens    int64                  `json:"naive_worker_tokens"`
-	TokensSavedPct       float64                `json:"tokens_saved_pct"`
-	LatencyMs            Quantiles              `json:"latency_ms"`
-	ValidationMs         Quantiles              `json:"validation_ms"`
-	ResolutionKinds      map[string]int         `json:"resolution_kinds"`
-	LedgerClasses        map[string]int         `json:"ledger_classes"`
-	Patterns             map[string]PatternStat `json:"patterns"`
-	Wrong                WrongMix               `json:"wrong_answers"`
-	Subjects             []Subject              `json:"subjects"`
+	Corpus               string    `json:"corpus"`
+	Needs                int       `json:"needs"`
+	Sessions             int       `json:"sessions"`
+	Hits                 int       `json:"hits"`
+	OracleHits           int       `json:"oracle_hits"`
+	HitsInOracle         int       `json:"hits_in_oracle"`
+	HitsBeyondOracle     int       `json:"hits_beyond_oracle"`
+	HitRate              float64   `json:"hit_rate"`
+	StaleReturned        int       `json:"stale_returned"`
+	StaleNeeds           []string  `json:"stale_needs"`
+	NaiveHits            int       `json:"naive_hits"`
+	NaiveStaleReturned   int       `json:"naive_stale_returned"`
+	WorkerRuns           int       `json:"worker_runs"`
+	WorkerRunsFailed     int       `json:"worker_runs_failed"`
+	WorkerTokens         int64     `json:"worker_tokens"`
+	BaselineWorkerTokens int64     `json:"baseline_worker_tokens"`
+	NaiveWorkerTokens    int64     `json:"naive_worker_tokens"`
+	TokensSavedPct       float64   `json:"tokens_saved_pct"`
+	LatencyMs            Quantiles `json:"latency_ms"`
+	ValidationMs         Quantiles `json:"validation_ms"` // hits
+	// ExactHits are the exact hits that re-proved nothing, ReplayHits the
+	// hits that re-proved evidence by proof replay (deterministic counts);
+	// the goal of the hit path is a replay hit p95 within 5× the exact
+	// hit p50 (latencies).
+	ExactHits             int                    `json:"exact_hits"`
+	ReplayHits            int                    `json:"replay_hits"`
+	ExactHitMs            Quantiles              `json:"exact_hit_ms"`
+	ReplayHitMs           Quantiles              `json:"replay_hit_ms"`
+	ReplayP95OverExactP50 float64                `json:"replay_hit_p95_over_exact_hit_p50"`
+	ResolutionKinds       map[string]int         `json:"resolution_kinds"`
+	LedgerClasses         map[string]int         `json:"ledger_classes"`
+	Patterns              map[string]PatternStat `json:"patterns"`
+	Wrong                 WrongMix               `json:"wrong_answers"`
+	Subjects              []Subject              `json:"subjects"`
 }
 
 // buildReport assembles the report of a run.
@@ -97,14 +108,25 @@ func buildReport(c *Corpus, outs []outcome, ev evaluation, runs, failed int, tok
 	for p, n := range ev.PatternNeeds {
 		r.Patterns[p] = PatternStat{Needs: n, Hits: ev.PatternHits[p]}
 	}
-	var all, validation []float64
+	var all, validation, exact, replay []float64
 	for _, o := range outs {
 		all = append(all, o.LatencyMs)
 		if !o.Result.WorkerSpawned && o.Result.Status == "hit" {
 			validation = append(validation, o.LatencyMs)
+			switch {
+			case o.Result.Replays > 0:
+				replay = append(replay, o.LatencyMs)
+			case o.Result.Resolution.Kind == product.ResolutionExact:
+				exact = append(exact, o.LatencyMs)
+			}
 		}
 	}
 	r.LatencyMs, r.ValidationMs = quantiles(all), quantiles(validation)
+	r.ExactHitMs, r.ReplayHitMs = quantiles(exact), quantiles(replay)
+	r.ExactHits, r.ReplayHits = len(exact), len(replay)
+	if r.ExactHitMs.P50 > 0 {
+		r.ReplayP95OverExactP50 = round4(r.ReplayHitMs.P95 / r.ExactHitMs.P50)
+	}
 	return r
 }
 
@@ -208,7 +230,10 @@ func markdown(r Report, charts []string) string {
 	fmt.Fprintf(&b, "| worker tokens saved against no reuse | %.1f%% |\n", r.TokensSavedPct)
 	fmt.Fprintf(&b, "| worker runs (failed) | %d (%d) |\n", r.WorkerRuns, r.WorkerRunsFailed)
 	fmt.Fprintf(&b, "| latency of all needs, ms (p50 / p95 / p99) | %.1f / %.1f / %.1f |\n", r.LatencyMs.P50, r.LatencyMs.P95, r.LatencyMs.P99)
-	fmt.Fprintf(&b, "| latency of hits, ms (p50 / p95 / p99) | %.1f / %.1f / %.1f |\n\n", r.ValidationMs.P50, r.ValidationMs.P95, r.ValidationMs.P99)
+	fmt.Fprintf(&b, "| latency of hits, ms (p50 / p95 / p99) | %.1f / %.1f / %.1f |\n", r.ValidationMs.P50, r.ValidationMs.P95, r.ValidationMs.P99)
+	fmt.Fprintf(&b, "| latency of exact hits (%d), ms (p50 / p95 / p99) | %.3f / %.3f / %.3f |\n", r.ExactHitMs.N, r.ExactHitMs.P50, r.ExactHitMs.P95, r.ExactHitMs.P99)
+	fmt.Fprintf(&b, "| latency of hits by proof replay (%d), ms (p50 / p95 / p99) | %.3f / %.3f / %.3f |\n", r.ReplayHitMs.N, r.ReplayHitMs.P50, r.ReplayHitMs.P95, r.ReplayHitMs.P99)
+	fmt.Fprintf(&b, "| replay hit p95 ÷ exact hit p50 (goal ≤ 5) | %.2f |\n\n", r.ReplayP95OverExactP50)
 	b.WriteString("## What the numbers mean\n\n")
 	b.WriteString("- **needs**: every need of every session, played in order through the unchanged product (`product.Open`, a fresh\n" +
 		"  data directory, the replay App Server serving `frozen/" + r.Corpus + "/`). Each module is a throwaway git repository in\n" +
@@ -231,7 +256,9 @@ func markdown(r Report, charts []string) string {
 		"  the product's worker-run accounting. *No reuse* runs one worker turn per obligation of every need; the *naive\n" +
 		"  cache* runs them for every need it does not hit. A scripted worker turn costs 4560 tokens (a file read and an\n" +
 		"  answer).\n")
-	b.WriteString("- **latency**: wall time of each `NeedContext` call (hits: only needs answered from evidence). Not deterministic.\n\n")
+	b.WriteString("- **latency**: wall time of each `NeedContext` call (hits: only needs answered from evidence; exact hits: those\n" +
+		"  that re-proved nothing; hits by proof replay: those that re-proved evidence whose files changed, the first\n" +
+		"  asks after a version bump). Not deterministic; the counts are.\n\n")
 	b.WriteString("## Charts\n\n")
 	for _, c := range charts {
 		fmt.Fprintf(&b, "![%s](%s)\n\n", filepath.Base(c), filepath.Base(c))

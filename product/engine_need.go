@@ -457,6 +457,15 @@ func (e *Engine) finish(ctx context.Context, session string, ledger *Ledger, nee
 		}
 		r.Resolution.CertificateID = nc.ID
 	}
+	seen := map[string]bool{}
+	for _, cs := range [][]candidate{in.Exact, in.Artifacts, in.ClaimSources} {
+		for _, c := range cs {
+			if c.State == stateReplayed && !seen[c.CertificateID] {
+				seen[c.CertificateID] = true
+				r.Replays++
+			}
+		}
+	}
 	r.Step = StepInfo{Ordinal: ledger.nextOrdinal(), Relation: rel}
 	r.Context = frontierView(r, d, plan, e.cfg.FrontierBudget)
 	r.ResultDigest = mustID(tagResult, r)

@@ -21,6 +21,11 @@ type NeedResult struct {
 	// decision, left the result short. It is not part of the wire result
 	// (nor of result_digest): the context says it to the main model.
 	Failure Failure `json:"-"`
+	// Replays counts the pieces of evidence this resolution re-proved by
+	// proof replay (a dependency had changed). Like Failure it is not part
+	// of the wire result nor of result_digest; benchmarks tell replayed
+	// hits from exact ones by it.
+	Replays int `json:"-"`
 }
 
 // ResultStatus is what the main model acts on.
