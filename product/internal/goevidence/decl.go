@@ -6,6 +6,7 @@ import (
 	"go/parser"
 	"go/token"
 	"strings"
+	"sync"
 )
 
 // Span is a 1-based inclusive range of lines.
@@ -23,16 +24,53 @@ type parsed struct {
 
 // parse parses src. src is always used, even when empty: the checks are
 // about the snapshot the caller read, never about a file on this disk.
+// A validation asks many questions of the same files (each listed test,
+// the package's test functions, its call index), so parses are remembered
+// by file name and content: the same bytes are parsed once. Every caller
+// only reads the syntax tree.
 func parse(filename string, src []byte) (*parsed, error) {
 	if src == nil {
 		src = []byte{}
+	}
+	key := filename + "\x00" + string(src)
+	if p, ok := parses.get(key); ok {
+		return p, nil
 	}
 	fset := token.NewFileSet()
 	f, err := parser.ParseFile(fset, filename, src, parser.SkipObjectResolution)
 	if err != nil {
 		return nil, fmt.Errorf("parse %s: %w", filename, err)
 	}
-	return &parsed{fset: fset, file: f}, nil
+	p := &parsed{fset: fset, file: f}
+	parses.put(key, p)
+	return p, nil
+}
+
+// maxParses bounds the remembered parses; past it the memory starts over.
+const maxParses = 256
+
+// parses remembers parsed files by name and content.
+var parses = parseMemo{m: map[string]*parsed{}}
+
+type parseMemo struct {
+	mu sync.Mutex
+	m  map[string]*parsed
+}
+
+func (c *parseMemo) get(key string) (*parsed, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	p, ok := c.m[key]
+	return p, ok
+}
+
+func (c *parseMemo) put(key string, p *parsed) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.m) >= maxParses {
+		clear(c.m)
+	}
+	c.m[key] = p
 }
 
 func (p *parsed) line(pos token.Pos) int { return p.fset.Position(pos).Line }
