@@ -67,7 +67,10 @@ type Engine struct {
 	costs costBook             // the cost aggregates; nil until first needed
 	memo  map[string]*needMemo // per need_id, the candidates of its last resolution
 	needs map[string]bool      // need ids this engine has stored
-	// perObligation is the remembered worker-tokens estimate (finish).
+	// gen is the evidence generation the current resolution started from
+	// (candidates); perObligation the remembered worker-tokens estimate
+	// (finish).
+	gen           int64
 	perObligation tokenEstimate
 }
 

@@ -165,6 +165,7 @@ func (e *Engine) candidates(ctx context.Context, in *resolveInput) error {
 	if err != nil {
 		return err
 	}
+	e.gen = gen
 	if m := e.memo[in.Need.ID]; m != nil && m.gen == gen {
 		fresh, err := isFresh(ctx, e.repo, m.deps)
 		if err != nil {
@@ -481,14 +482,12 @@ func (e *Engine) finish(ctx context.Context, session string, ledger *Ledger, nee
 }
 
 // workerTokensPerObligation is the store's estimate of the worker tokens
-// one obligation costs, read again only when a certificate or a worker run
-// of this engine was added since it was read: a hit reads only the
-// evidence generation (a max over the rowid).
+// one obligation costs, read again only when the evidence generation the
+// resolution started from moved (another process's worker certified
+// something) or a worker of this engine ran since it was read: a hit reads
+// nothing for it.
 func (e *Engine) workerTokensPerObligation(ctx context.Context) (int64, error) {
-	gen, err := e.store.evidenceGeneration(ctx)
-	if err != nil {
-		return 0, err
-	}
+	gen := e.gen
 	if e.perObligation.known && e.perObligation.gen == gen {
 		return e.perObligation.tokens, nil
 	}
