@@ -51,6 +51,13 @@ func mustAPIFixture(t *testing.T) *apiFixture {
 	f.resolve(t, needTraceCRLF, "--cache-only")
 	f.resolve(t, needTestsCRLF, "--cache-only")
 	f.resolve(t, `{"route":"locate.implementation","subject":{"kind":"symbol","name":"Nowhere"}}`, "--cache-only")
+	// A resolution's accounting is committed after its answer (doc.go,
+	// "Durability"), by the time its command ends; the event tail hears of
+	// the commit asynchronously. Publish now, so that the routes walked
+	// next all answer the same newest event id.
+	if err := f.rt.tail.publishNew(context.Background()); err != nil {
+		t.Fatal(err)
+	}
 	return f
 }
 
