@@ -3,8 +3,11 @@ package jsonrpc
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"runtime/debug"
 	"sync"
+
+	"github.com/go-json-experiment/json/jsontext"
 )
 
 // call is one accepted request or notification on its way to a handler.
@@ -13,10 +16,13 @@ type call struct {
 	key     string // idKey of req.ID; "" for a notification
 	handle  Handler
 	ctx     context.Context
-	cancel  context.CancelFunc
-	isInit  bool          // the InitMethod request: its outcome sets the session state
-	started bool          // guarded by Server.mu; false only while queued
-	done    chan struct{} // closed when the call has been answered
+	cancel  context.CancelCauseFunc
+	isInit  bool // the InitMethod request: its outcome sets the session state
+	started bool // guarded by Server.mu; false only while queued
+	// abandoned is set (under Server.mu) when the client cancelled the
+	// running request: it is never answered.
+	abandoned bool
+	done      chan struct{} // closed when the call has been answered
 
 	afterMu sync.Mutex
 	after   []func(written bool) // OnAnswered callbacks
@@ -95,7 +101,10 @@ func (s *Server) admit(m message) (*call, *Error) {
 	}
 	s.used[m.key] = true
 	meth, ok := s.methods[m.method]
-	if !ok {
+	switch {
+	case m.method == s.opts.CancelMethod && s.opts.CancelMethod != "", ok && meth.Notification:
+		return nil, errNotificationWithID(m.method)
+	case !ok:
 		return nil, errMethodNotFound(m.method)
 	}
 	isInit := s.opts.InitMethod != "" && m.method == s.opts.InitMethod
@@ -122,15 +131,22 @@ func (s *Server) gate(meth Method, isInit bool) *Error {
 	return nil
 }
 
-// notification runs a client notification; nothing is ever sent back.
+// notification runs a client notification; nothing is ever sent back. A
+// request method sent without an id is dropped: a request expects an
+// answer, a notification can get none, so running it would do work (spawn a
+// worker, store a change, freeze a session) whose outcome nobody can learn.
 func (s *Server) notification(m message) {
 	if s.opts.CancelMethod != "" && m.method == s.opts.CancelMethod {
 		s.cancelRequest(m.params)
 		return
 	}
 	meth, ok := s.methods[m.method]
-	if !ok {
+	switch {
+	case !ok:
 		s.log.Printf("ignoring unknown notification %q", m.method)
+		return
+	case !meth.Notification:
+		s.log.Printf("dropping %q sent without an id: it is a request; nothing runs", m.method)
 		return
 	}
 	s.mu.Lock()
@@ -146,7 +162,7 @@ func (s *Server) notification(m message) {
 
 // newCall builds a call whose context ends with the server; s.mu is held.
 func (s *Server) newCall(m message, meth Method) *call {
-	ctx, cancel := context.WithCancel(s.base)
+	ctx, cancel := context.WithCancelCause(s.base)
 	req := Request{ID: m.id, Method: m.method, Params: m.params, IsNotification: m.kind == kindNotification}
 	c := &call{req: req, handle: meth.Handle, cancel: cancel, done: make(chan struct{})}
 	c.ctx = context.WithValue(ctx, callKey{}, c)
@@ -202,12 +218,18 @@ func (s *Server) popSerial() *call {
 	return c
 }
 
-// run calls the handler and answers a request.
+// run calls the handler and answers a request, unless the client
+// cancelled it while it ran: MCP says the receiver of a cancellation should
+// not answer the request, so whatever the handler made of its cancelled
+// context (a partial result, a bypass, an error) is logged, never sent.
+// Deciding under s.mu makes "cancelled" and "answered" exclusive: a
+// cancellation that arrives after this point finds nothing in flight.
 func (s *Server) run(c *call) {
 	result, err := s.invoke(c)
 	ctxErr := c.ctx.Err()
-	c.cancel()
+	c.cancel(nil)
 	s.mu.Lock()
+	abandoned := c.abandoned
 	if !c.req.IsNotification {
 		delete(s.inflight, c.key)
 	}
@@ -222,6 +244,8 @@ func (s *Server) run(c *call) {
 	defer close(c.done)
 	written := false
 	switch {
+	case abandoned:
+		s.log.Printf("request %s was cancelled by the client; not answered (handler error: %v)", c.req.ID, err)
 	case !c.req.IsNotification && err != nil:
 		s.respond(c.req.ID, nil, s.replyError(c.req.Method, err, ctxErr))
 	case !c.req.IsNotification:
@@ -247,22 +271,31 @@ func (s *Server) invoke(c *call) (result any, err error) {
 // cancelParams is the payload of the cancel notification; MCP also sends
 // an optional "reason", which only matters to the log.
 type cancelParams struct {
-	RequestID json.RawMessage `json:"requestId"`
-	Reason    string          `json:"reason"`
+	RequestID jsontext.Value `json:"requestId"`
+	Reason    string         `json:"reason"`
+}
+
+// decodeCancelParams decodes the cancel notification's params by the
+// envelope's rule (DecodeParams) and the id rule.
+func decodeCancelParams(params json.RawMessage) (cancelParams, string, error) {
+	var p cancelParams
+	if err := DecodeParams(params, &p); err != nil {
+		return p, "", err
+	}
+	key, ok := idKey(json.RawMessage(p.RequestID))
+	if !ok {
+		return p, "", errors.New("no valid requestId")
+	}
+	return p, key, nil
 }
 
 // cancelRequest cancels the named in-flight request. A queued one is
-// answered here and never runs; a running one learns through its context
-// and answers for itself.
+// dropped and never runs; a running one learns through its context (whose
+// cause is ErrCancelledByClient) and is not answered. Neither gets a reply.
 func (s *Server) cancelRequest(params json.RawMessage) {
-	var p cancelParams
-	if err := json.Unmarshal(params, &p); err != nil {
+	p, key, err := decodeCancelParams(params)
+	if err != nil {
 		s.log.Printf("ignoring malformed cancellation: %v", err)
-		return
-	}
-	key, ok := idKey(p.RequestID)
-	if !ok {
-		s.log.Printf("ignoring cancellation without a usable requestId")
 		return
 	}
 	c, queued := s.takeForCancel(key)
@@ -270,10 +303,9 @@ func (s *Server) cancelRequest(params json.RawMessage) {
 		s.log.Printf("ignoring cancellation of request %s: not in flight or not cancellable", p.RequestID)
 		return
 	}
-	s.log.Printf("cancelling request %s (reason %q)", p.RequestID, p.Reason)
-	c.cancel()
+	s.log.Printf("cancelling request %s (reason %q); it will not be answered", p.RequestID, p.Reason)
+	c.cancel(ErrCancelledByClient)
 	if queued {
-		s.respond(c.req.ID, nil, errCancelled())
 		close(c.done) // it will never run
 		s.pending.Done()
 	}
@@ -289,6 +321,7 @@ func (s *Server) takeForCancel(key string) (c *call, queued bool) {
 		return nil, false
 	}
 	if c.started {
+		c.abandoned = true
 		return c, false
 	}
 	delete(s.inflight, key)

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -35,7 +36,7 @@ func TestServe_Init(t *testing.T) {
 		p := startPeer(t, map[string]Method{mcpInit: initMethod, "ping": ping, "tools/list": tool}, mcpOpts)
 		p.send(req("1", "tools/list"))
 		p.expect(errLine("1", CodeInvalidRequest, "not initialized"))
-		p.send(`{"jsonrpc":"2.0","method":"tools/list"}`) // dropped, not run
+		p.send(`{"jsonrpc":"2.0","method":"tools/list"}`) // a request without an id: dropped, not run
 		p.barrier()                                       // ping is allowed
 		p.send(`{"jsonrpc":"2.0","id":2,"method":"initialize","params":{"fail":true}}`)
 		p.expect(errLine("2", CodeInvalidParams, "unsupported"))
@@ -50,7 +51,7 @@ func TestServe_Init(t *testing.T) {
 		if len(calls) != 1 {
 			t.Fatalf("tool ran %d times, want 1", len(calls))
 		}
-		if want := `dropping notification "tools/list" before initialization`; !strings.Contains(p.log.String(), want) {
+		if want := `dropping "tools/list" sent without an id`; !strings.Contains(p.log.String(), want) {
 			t.Fatalf("log lacks %q:\n%s", want, p.log)
 		}
 	})
@@ -95,7 +96,11 @@ func TestServe_DuplicateID(t *testing.T) {
 			{`"a"`, `{"jsonrpc":"2.0","id":"a","result":{}}`},
 			{`"\u0061"`, errLine(`"\u0061"`, CodeInvalidRequest, "duplicate request id")},
 			{`10`, `{"jsonrpc":"2.0","id":10,"result":{}}`},
-			{`10.0`, `{"jsonrpc":"2.0","id":10.0,"result":{}}`}, // numbers by exact text
+			{`10.0`, errLine("10.0", CodeInvalidRequest, "duplicate request id")}, // numbers by value
+			{`1e1`, errLine("1e1", CodeInvalidRequest, "duplicate request id")},
+			{`-0`, `{"jsonrpc":"2.0","id":-0,"result":{}}`},
+			{`0`, errLine("0", CodeInvalidRequest, "duplicate request id")},
+			{`0.0e7`, errLine("0.0e7", CodeInvalidRequest, "duplicate request id")},
 		} {
 			p.send(req(tc.id, "ping"))
 			p.expect(tc.want)
@@ -138,6 +143,9 @@ func choosy(ctx context.Context, _ Request) (any, error) {
 	return map[string]bool{"partial": true}, nil
 }
 
+// TestServe_Cancel: a request the client cancelled is never answered (MCP:
+// "receivers of a cancellation notification SHOULD NOT send a response"),
+// whether it was running or still queued, and whatever its handler returns.
 func TestServe_Cancel(t *testing.T) {
 	t.Run("Running", func(t *testing.T) {
 		g := newGate()
@@ -145,12 +153,25 @@ func TestServe_Cancel(t *testing.T) {
 		p.send(req(`"r1"`, "slow"))
 		g.next(t)
 		p.send(cancelLine(`"r1"`))
-		p.expect(errLine(`"r1"`, CodeRequestCancelled, "request cancelled"))
+		p.barrier()
+		noReplyFor(t, p.rest(), `"r1"`)
+		if !strings.Contains(p.log.String(), `request "r1" was cancelled by the client; not answered`) {
+			t.Errorf("the handler did not end, or its end was not logged:\n%s", p.log)
+		}
 	})
-	t.Run("HandlerChoosesResponse", func(t *testing.T) {
-		p := startPeer(t, map[string]Method{"ping": ping, "slow": {Handle: choosy}}, mcpOpts.without(mcpInit))
+	t.Run("HandlerResultNotSent", func(t *testing.T) {
+		causes := make(chan error, 1)
+		partial := func(ctx context.Context, _ Request) (any, error) {
+			<-ctx.Done()
+			causes <- context.Cause(ctx)
+			return map[string]bool{"partial": true}, nil
+		}
+		p := startPeer(t, map[string]Method{"ping": ping, "slow": {Handle: partial}}, mcpOpts.without(mcpInit))
 		p.send(req("1", "slow"), cancelLine("1"))
-		p.expect(`{"jsonrpc":"2.0","id":1,"result":{"partial":true}}`)
+		if cause := <-causes; !errors.Is(cause, ErrCancelledByClient) {
+			t.Errorf("the handler's context ended with cause %v; want ErrCancelledByClient", cause)
+		}
+		noReplyFor(t, p.rest(), "1")
 	})
 	t.Run("Queued", func(t *testing.T) {
 		g := newGate()
@@ -158,13 +179,36 @@ func TestServe_Cancel(t *testing.T) {
 		p.send(req("1", "slow"), req("2", "slow"))
 		g.next(t)
 		p.send(cancelLine("2"))
-		p.expect(errLine("2", CodeRequestCancelled, "request cancelled")) // while 1 still runs
+		p.barrier() // while 1 still runs
 		close(g.release)
 		p.expect(`{"jsonrpc":"2.0","id":1,"result":{"released":true}}`)
 		p.barrier()
 		if len(g.started) != 0 {
 			t.Fatal("the cancelled queued request ran")
 		}
+		noReplyFor(t, p.rest(), "2")
+	})
+	t.Run("ByValueOfTheID", func(t *testing.T) {
+		g := newGate()
+		p := startPeer(t, map[string]Method{"ping": ping, "slow": {Serialized: true, Handle: g.handle}}, mcpOpts.without(mcpInit))
+		p.send(req("7", "slow"))
+		g.next(t)
+		p.send(cancelLine("7.0")) // the same id by the id rule
+		p.barrier()
+		noReplyFor(t, p.rest(), "7")
+	})
+	t.Run("StrictParams", func(t *testing.T) {
+		// A cancellation whose params fold keys or repeat them names no
+		// request: the request runs on and is answered.
+		g := newGate()
+		p := startPeer(t, map[string]Method{"ping": ping, "slow": {Serialized: true, Handle: g.handle}}, mcpOpts.without(mcpInit))
+		p.send(req("1", "slow"))
+		g.next(t)
+		p.send(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"RequestId":1}}`,
+			`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":1,"requestId":2}}`)
+		p.barrier()
+		close(g.release)
+		p.expect(`{"jsonrpc":"2.0","id":1,"result":{"released":true}}`)
 	})
 	t.Run("Ignored", func(t *testing.T) {
 		p := startPeer(t, pingOnly(), mcpOpts.without(mcpInit))
@@ -277,5 +321,45 @@ func TestServe_Twice(t *testing.T) {
 	p.barrier()
 	if err := p.srv.Serve(context.Background(), nil, nil); err == nil {
 		t.Fatal("second Serve succeeded")
+	}
+}
+
+// TestServe_RequestsAndNotifications: the method table says which methods
+// are requests and which notifications. A request sent without an id does
+// nothing at all (initialize included: it would freeze a session nobody
+// learns of), and a notification sent with an id is refused.
+func TestServe_RequestsAndNotifications(t *testing.T) {
+	calls := make(chan string, 8)
+	record := func(name string) Handler {
+		return func(context.Context, Request) (any, error) { calls <- name; return nil, nil }
+	}
+	methods := map[string]Method{
+		mcpInit:                     {Handle: record(mcpInit)},
+		"ping":                      ping,
+		"tools/call":                {Handle: record("tools/call"), Serialized: true},
+		"notifications/initialized": {Handle: record("initialized"), BeforeInit: true, Notification: true},
+	}
+	p := startPeer(t, methods, mcpOpts)
+	p.send(`{"jsonrpc":"2.0","method":"initialize","params":{}}`)
+	p.barrier()
+	p.send(req("1", mcpInit)) // the real one is not "already initialized"
+	p.expect(`{"jsonrpc":"2.0","id":1,"result":{}}`)
+	p.send(`{"jsonrpc":"2.0","method":"tools/call","params":{"name":"x"}}`)
+	p.send(req("2", "notifications/initialized"))
+	p.expect(errLine("2", CodeInvalidRequest, "invalid request: notifications/initialized is a notification and takes no id"))
+	p.send(req("3", mcpCancel))
+	p.expect(errLine("3", CodeInvalidRequest, "invalid request: notifications/cancelled is a notification and takes no id"))
+	p.send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	p.send(req("4", "tools/call")) // served after anything queued before it
+	p.expect(`{"jsonrpc":"2.0","id":4,"result":{}}`)
+	p.rest()
+	close(calls)
+	var got []string
+	for c := range calls {
+		got = append(got, c)
+	}
+	slices.Sort(got) // the notification runs concurrently with the rest
+	if diff := cmp.Diff([]string{mcpInit, "initialized", "tools/call"}, got); diff != "" {
+		t.Fatalf("handlers run (-want +got):\n%s", diff)
 	}
 }

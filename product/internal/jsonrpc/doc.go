@@ -15,14 +15,34 @@
 //
 // # Validation
 //
-// A line that is not JSON gets -32700 (id null). JSON that is not a request
-// object gets -32600 with the request's id if it is a string or number,
-// otherwise null: a batch (MCP 2025-06-18 removed batching), a scalar, a
-// wrong "jsonrpc", a missing or non-string method, an id of another type
-// (null included: MCP forbids it), params that are neither object nor array.
-// Objects with an id and result or error but no method are responses from
-// the client; the server sends no requests, so they are logged and dropped.
-// Keys are matched exactly (the decoder's case folding is not used).
+// A line must be JSON text (RFC 8259): valid UTF-8, no lone surrogate
+// escapes, one value and nothing after it; otherwise -32700 (id null). One
+// strict reader decides that (jsontext, of the json/v2 experiment) for the
+// envelope and, through DecodeParams, for the params handlers decode. JSON
+// that is not a request object gets -32600 with the request's id if it is a
+// valid id, otherwise null: a batch (MCP 2025-06-18 removed batching), a
+// scalar, a wrong "jsonrpc", a missing method or one that is not a JSON
+// string ("method": null included), an invalid id, params that are neither
+// object nor array, and a member named twice ("method":"ping","method":
+// "tools/list" is refused, not read as either). Member names are matched
+// exactly: no case or Unicode folding ("METHOD", "argumentſ" are other
+// members). Objects with an id and result or error but no method are
+// responses from the client; the server sends no requests, so they are
+// logged and dropped.
+//
+// DecodeParams holds params to the same rule (exact names, no member twice
+// at any level, types as declared; unknown members ignored) and answers
+// -32602 otherwise.
+//
+// # Requests and notifications
+//
+// The method table says which methods are notifications (Method.
+// Notification); all others are requests. A request method sent without an
+// id does nothing: it is logged and dropped, because its outcome could
+// never be answered (an "initialize" notification must not freeze a
+// session, a "tools/call" notification must not spawn a worker). A
+// notification method sent with an id gets -32600. The cancel notification
+// is a notification whether or not the table lists it.
 //
 // # Sessions and ids
 //
@@ -33,11 +53,16 @@
 // is marked initialized before the init response is written, so a client
 // that pipelines its next request behind the response is never refused.
 //
-// Request ids may not repeat within a session, in flight or not: every
-// accepted id is remembered by a canonical key (a string by its decoded
-// value, a number by its exact text, so 1 and 1.0 differ) and a repeat gets
-// -32600 "duplicate request id" without running anything. The id is echoed
-// back exactly as sent.
+// The id rule: an id is a JSON string (valid Unicode, which the reader
+// guarantees; identity is its value, so "a" and "\u0061" are one id) or a
+// JSON number whose value is an integer within ±(2^53-1), the integers every
+// JSON peer holds exactly (identity is the value, so 7, 7.0 and 70e-1 are
+// one id, and so are 0 and -0). Anything else (null, a fraction, 1e400,
+// 9007199254740993) is -32600 with id null. Request ids may not repeat
+// within a session, in flight or not: every accepted id is remembered by
+// its identity and a repeat gets -32600 "duplicate request id" without
+// running anything. The id is echoed back exactly as sent (it is valid JSON
+// and valid UTF-8 by then).
 //
 // # Scheduling
 //
@@ -55,16 +80,22 @@
 // # Cancellation and shutdown
 //
 // Each request's context is cancelled by the Options.CancelMethod
-// notification naming its id, and by the end of Serve. A running handler
-// still decides its own response; a context.Canceled error from a cancelled
-// handler is sent as -32800 "request cancelled". A queued serialized request
-// that is cancelled is answered -32800 at once and never runs. Cancelling an
-// unknown or finished id, or the init request (MCP forbids it), is ignored.
+// notification naming its id (its params decoded by DecodeParams, the id by
+// the id rule), with cause ErrCancelledByClient, and by the end of Serve. A
+// request the client cancelled is never answered: MCP says the receiver of
+// a cancellation should not respond, so a queued one is dropped and never
+// runs, and whatever a running one's handler returns (an error, or a result
+// it made of what it had) is logged, not sent. A cancellation that arrives
+// after the handler returned finds nothing in flight and changes nothing:
+// that request is answered. Cancelling an unknown or finished id, or the
+// init request (MCP forbids it), is ignored.
 //
 // At EOF on in (or when Serve's context ends) the server stops accepting
 // lines, answers queued requests -32800, cancels running handlers and waits
-// for them; their responses are still written. Only then does Serve return,
-// and nothing is written to out afterwards. When ctx ends, a reader blocked
+// for them; their responses are still written (a context.Canceled error as
+// -32800 "request cancelled": the server, not the client, gave up on
+// them). Only then does Serve return, and nothing is written to out
+// afterwards. When ctx ends, a reader blocked
 // in in.Read cannot be interrupted: it exits when the caller closes in, and
 // whatever it reads meanwhile is discarded.
 package jsonrpc

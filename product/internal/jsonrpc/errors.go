@@ -32,6 +32,11 @@ func (e *Error) Error() string {
 // ErrClosed is returned by Notify before Serve starts and after it returns.
 var ErrClosed = errors.New("jsonrpc: server not serving")
 
+// ErrCancelledByClient is the cause (context.Cause) of a handler's context
+// that the client cancelled through Options.CancelMethod. Such a request is
+// never answered, whatever its handler returns.
+var ErrCancelledByClient = errors.New("jsonrpc: request cancelled by the client")
+
 // The replies the transport itself makes. They are values, not shared
 // pointers, so no reply can alias another.
 func errParse() *Error { return &Error{Code: CodeParse, Message: "parse error"} }
@@ -62,6 +67,10 @@ func errAlreadyInitialized() *Error {
 
 func errCancelled() *Error {
 	return &Error{Code: CodeRequestCancelled, Message: "request cancelled"}
+}
+
+func errNotificationWithID(method string) *Error {
+	return &Error{Code: CodeInvalidRequest, Message: "invalid request: " + method + " is a notification and takes no id"}
 }
 
 // errInternal is all a client learns about a failure that is not an *Error:

@@ -25,6 +25,7 @@ type peer struct {
 	tb     testing.TB
 	srv    *Server
 	in     *io.PipeWriter
+	srvOut net.Conn
 	lines  chan string // output lines without their newline
 	log    *lockedBuffer
 	served chan error // Serve's result, once
@@ -47,7 +48,7 @@ func startPeerContext(tb testing.TB, ctx context.Context, methods map[string]Met
 	p.srv = NewServer(methods, opts)
 	inR, inW := io.Pipe()
 	srvOut, cliOut := net.Pipe()
-	p.in = inW
+	p.in, p.srvOut = inW, srvOut
 	go func() { p.served <- p.srv.Serve(ctx, inR, srvOut) }()
 	readDone := make(chan struct{})
 	go p.readReplies(cliOut, readDone)
@@ -119,6 +120,32 @@ func (p *peer) expect(want string) {
 	p.tb.Helper()
 	if got := p.recvLine(); got != want {
 		p.tb.Fatalf("reply:\n got %s\nwant %s", got, want)
+	}
+}
+
+// rest closes the input, waits for Serve to return and returns every line
+// written after those already received: the whole rest of the session.
+func (p *peer) rest() []string {
+	p.tb.Helper()
+	p.in.Close()
+	if err := p.wait(); err != nil {
+		p.tb.Fatalf("Serve: %v", err)
+	}
+	p.srvOut.Close()
+	var out []string
+	for l := range p.lines {
+		out = append(out, l)
+	}
+	return out
+}
+
+// noReplyFor fails if any of lines answers id (its JSON text).
+func noReplyFor(tb testing.TB, lines []string, id string) {
+	tb.Helper()
+	for _, l := range lines {
+		if r, err := checkLine([]byte(l + "\n")); err == nil && string(r.ID) == id {
+			tb.Errorf("request %s was answered: %s", id, l)
+		}
 	}
 }
 

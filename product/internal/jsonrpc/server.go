@@ -27,6 +27,11 @@ type Method struct {
 	// BeforeInit allows the method before the session is initialized
 	// (e.g. "ping"). Options.InitMethod is always allowed.
 	BeforeInit bool
+	// Notification marks a method the client only ever notifies (it has
+	// no answer, e.g. "notifications/initialized"). Every other method is a
+	// request: sent without an id it is dropped and nothing runs, and a
+	// notification method sent with an id is refused with -32600.
+	Notification bool
 }
 
 // Options configures a Server. The zero value is usable: 1 MiB lines, no
@@ -105,8 +110,8 @@ func NewServer(methods map[string]Method, opts Options) *Server {
 		}
 		s.methods[name] = m
 	}
-	if _, ok := s.methods[opts.InitMethod]; opts.InitMethod != "" && !ok {
-		panic(fmt.Sprintf("jsonrpc: init method %q is not in the method table", opts.InitMethod))
+	if m, ok := s.methods[opts.InitMethod]; opts.InitMethod != "" && (!ok || m.Notification) {
+		panic(fmt.Sprintf("jsonrpc: init method %q is not a request method of the table", opts.InitMethod))
 	}
 	if s.opts.MaxLine <= 0 {
 		s.opts.MaxLine = DefaultMaxLine
@@ -189,7 +194,7 @@ func (s *Server) shutdown(stop context.CancelFunc) {
 	s.mu.Unlock()
 	stop()
 	for _, c := range queued {
-		c.cancel()
+		c.cancel(nil)
 		if !c.req.IsNotification {
 			s.respond(c.req.ID, nil, errCancelled())
 		}

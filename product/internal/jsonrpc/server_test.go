@@ -123,14 +123,14 @@ func TestServe_ClientResponseIgnored(t *testing.T) {
 func TestServe_Request(t *testing.T) {
 	got := make(chan Request, 2)
 	echo := func(_ context.Context, r Request) (any, error) { got <- r; return r.Params, nil }
-	p := startPeer(t, map[string]Method{"ping": ping, "echo": {Handle: echo}}, Options{})
+	p := startPeer(t, map[string]Method{"ping": ping, "echo": {Handle: echo}, "note": {Handle: echo, Notification: true}}, Options{})
 	p.send(`{"jsonrpc":"2.0","id":"a-1","method":"echo","params":{"k":[1,2]}}`)
 	p.expect(`{"jsonrpc":"2.0","id":"a-1","result":{"k":[1,2]}}`)
-	p.send(`{"jsonrpc":"2.0","method":"echo","params":[true]}`)
+	p.send(`{"jsonrpc":"2.0","method":"note","params":[true]}`)
 	p.barrier()
 	want := []Request{
 		{ID: ID(`"a-1"`), Method: "echo", Params: []byte(`{"k":[1,2]}`)},
-		{Method: "echo", Params: []byte(`[true]`), IsNotification: true},
+		{Method: "note", Params: []byte(`[true]`), IsNotification: true},
 	}
 	if diff := cmp.Diff(want, []Request{<-got, <-got}); diff != "" {
 		t.Fatalf("requests (-want +got):\n%s", diff)
@@ -139,7 +139,7 @@ func TestServe_Request(t *testing.T) {
 
 func TestServe_IDEchoedAsSent(t *testing.T) {
 	p := startPeer(t, pingOnly(), Options{})
-	for _, id := range []string{`"abc"`, `1.50`, `-0`, `1e3`, `"\u00e9<>"`, `18446744073709551617`} {
+	for _, id := range []string{`"abc"`, `1.50e2`, `-0`, `1e3`, `"\u00e9<>"`, `-9007199254740991`, `9007199254740991`} {
 		p.send(req(id, "ping"))
 		p.expect(`{"jsonrpc":"2.0","id":` + id + `,"result":{}}`)
 	}

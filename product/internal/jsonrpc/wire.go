@@ -3,12 +3,15 @@ package jsonrpc
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
+	"strconv"
+	"strings"
 
+	"github.com/go-json-experiment/json/jsontext"
 	"github.com/needle-dev/needle/product/internal/ndjson"
 )
 
-// ID is a request id exactly as the client sent it: a JSON string or number.
+// ID is a request id exactly as the client sent it: a JSON string or number
+// that satisfies the id rule (see idKey).
 type ID = json.RawMessage
 
 // Request is one incoming request or notification.
@@ -33,38 +36,76 @@ const (
 // message is one validated incoming line.
 type message struct {
 	kind   msgKind
-	id     ID     // nil when absent or not a string or number
+	id     ID     // nil when absent or not a valid id
 	key    string // canonical form of id, see idKey
 	method string
 	params json.RawMessage
 }
 
-// decode parses one non-blank line. A non-nil *Error is the reply the line
-// deserves; message.id is then set if the line carried a usable id.
-func decode(line []byte) (message, *Error) {
-	var fields map[string]json.RawMessage
-	err := json.Unmarshal(line, &fields)
-	var syntax *json.SyntaxError
-	switch {
-	case errors.As(err, &syntax):
-		return message{}, errParse()
-	case err != nil && bytes.TrimSpace(line)[0] == '[':
-		return message{}, errInvalid("batches are not supported")
-	case err != nil || fields == nil: // a scalar or null
-		return message{}, errInvalid("not an object")
-	}
-	return classify(fields)
+// member is one top-level member of a message object, in order.
+type member struct {
+	name  string
+	value json.RawMessage
 }
 
-// classify validates a message object. Raw values never alias the line
-// buffer: json.RawMessage copies what it is given.
-func classify(f map[string]json.RawMessage) (message, *Error) {
+// decode parses one non-blank line. A non-nil *Error is the reply the line
+// deserves; message.id is then set if the line carried a valid id.
+//
+// The line must be JSON text as RFC 8259 defines it, checked by one strict
+// reader (jsontext): valid UTF-8, no lone surrogate escapes, one value and
+// nothing after it; anything else is -32700. The message's own members are
+// matched exactly (no case or Unicode folding) and a member named twice is
+// -32600: what a gateway reads in the envelope is what is run. Duplicates
+// inside params are the method's to refuse (DecodeParams), as -32602.
+func decode(line []byte) (message, *Error) {
+	if !jsontext.Value(line).IsValid(jsontext.AllowDuplicateNames(true)) {
+		return message{}, errParse()
+	}
+	dec := jsontext.NewDecoder(bytes.NewReader(line), jsontext.AllowDuplicateNames(true))
+	tok, err := dec.ReadToken()
+	switch {
+	case err != nil:
+		return message{}, errParse()
+	case tok.Kind() == '[':
+		return message{}, errInvalid("batches are not supported")
+	case tok.Kind() != '{':
+		return message{}, errInvalid("not an object")
+	}
+	var members []member
+	for dec.PeekKind() != '}' {
+		tok, err := dec.ReadToken()
+		if err != nil {
+			return message{}, errParse()
+		}
+		name := tok.String() // before the next read voids tok
+		val, err := dec.ReadValue()
+		if err != nil {
+			return message{}, errParse()
+		}
+		members = append(members, member{name, bytes.Clone(val)})
+	}
+	return classify(members)
+}
+
+// classify validates a message object.
+func classify(members []member) (message, *Error) {
+	f := make(map[string]json.RawMessage, len(members))
+	dup, hasDup := "", false
+	for _, mb := range members {
+		if _, seen := f[mb.name]; seen && !hasDup {
+			dup, hasDup = mb.name, true
+		}
+		f[mb.name] = mb.value
+	}
 	var m message
 	rawID, hasID := f["id"]
-	if hasID {
+	if hasID && !(hasDup && dup == "id") {
 		if key, ok := idKey(rawID); ok {
 			m.id, m.key = rawID, key
 		}
+	}
+	if hasDup {
+		return m, errInvalid("member " + strconv.Quote(dup) + " appears more than once")
 	}
 	rawMethod, hasMethod := f["method"]
 	if !hasMethod {
@@ -76,14 +117,13 @@ func classify(f map[string]json.RawMessage) (message, *Error) {
 		}
 		return m, errInvalid("missing method")
 	}
-	var version string
-	if json.Unmarshal(f["jsonrpc"], &version) != nil || version != "2.0" {
+	if string(f["jsonrpc"]) != `"2.0"` {
 		return m, errInvalid(`jsonrpc must be "2.0"`)
 	}
 	if hasID && m.id == nil {
-		return m, errInvalid("id must be a string or a number")
+		return m, errInvalid("id must be a string or an integer of at most 2^53-1 in magnitude")
 	}
-	if json.Unmarshal(rawMethod, &m.method) != nil {
+	if rawMethod[0] != '"' || json.Unmarshal(rawMethod, &m.method) != nil {
 		return m, errInvalid("method must be a string")
 	}
 	if p, ok := f["params"]; ok {
@@ -99,10 +139,16 @@ func classify(f map[string]json.RawMessage) (message, *Error) {
 	return m, nil
 }
 
-// idKey is the identity of an id for duplicate detection: a string by its
-// decoded value (so "a" and "\u0061" collide), a number by its exact text
-// (so 1 and 1.0 do not: numbers are not normalised). Other JSON values are
-// not ids.
+// maxSafeInteger is the largest integer every JSON peer can hold exactly
+// (an IEEE double's 2^53-1, JavaScript's Number.MAX_SAFE_INTEGER).
+const maxSafeInteger = 1<<53 - 1
+
+// idKey is the rule for ids and their identity. An id is a string (valid
+// Unicode, which decode already guaranteed; identity: its value, so "a"
+// and "\u0061" are one id) or a number whose value is an integer within
+// ±(2^53-1) (identity: that value, so 7, 7.0 and 70e-1 are one id and so
+// are 0 and -0). Anything else — a fraction, a number past the bound,
+// null, a boolean, an object — is not an id. The id is echoed back as sent.
 func idKey(raw json.RawMessage) (string, bool) {
 	if len(raw) == 0 {
 		return "", false
@@ -110,14 +156,57 @@ func idKey(raw json.RawMessage) (string, bool) {
 	switch c := raw[0]; {
 	case c == '"':
 		var s string
-		if json.Unmarshal(raw, &s) != nil {
+		if !jsontext.Value(raw).IsValid() || json.Unmarshal(raw, &s) != nil {
 			return "", false
 		}
 		return "s" + s, true
 	case c == '-' || (c >= '0' && c <= '9'):
-		return "n" + string(raw), true
+		n, ok := integerValue(string(raw))
+		if !ok {
+			return "", false
+		}
+		return "n" + strconv.FormatInt(n, 10), true
 	}
 	return "", false
+}
+
+// integerValue returns the value of a JSON number when it is an integer
+// within ±maxSafeInteger. It works on the digits, never through a float
+// (9007199254740993 must not round to an acceptable neighbour) and never
+// materializes a huge exponent.
+func integerValue(text string) (int64, bool) {
+	neg := strings.HasPrefix(text, "-")
+	text = strings.TrimPrefix(text, "-")
+	mant, exp, hasExp := strings.Cut(strings.ToLower(text), "e")
+	intPart, frac, _ := strings.Cut(mant, ".")
+	digits := strings.TrimLeft(intPart+frac, "0")
+	e := 0
+	if hasExp {
+		v, err := strconv.Atoi(exp) // accepts a sign; fails past int range
+		if err != nil || v > 1000 || v < -1000 {
+			return 0, false
+		}
+		e = v
+	}
+	if digits == "" {
+		return 0, true // zero, however it is written
+	}
+	e -= len(frac)
+	for e < 0 && strings.HasSuffix(digits, "0") {
+		digits, e = digits[:len(digits)-1], e+1
+	}
+	if e < 0 || len(digits)+e > 16 {
+		return 0, false // a fraction, or more than 16 digits: past 2^53-1
+	}
+	digits += strings.Repeat("0", e)
+	n, err := strconv.ParseInt(digits, 10, 64)
+	if err != nil || n > maxSafeInteger {
+		return 0, false
+	}
+	if neg {
+		n = -n
+	}
+	return n, true
 }
 
 // response is an outgoing response; exactly one of Result and Error is set.

@@ -17,9 +17,27 @@ func TestIDKey(t *testing.T) {
 		{`"a"`, "sa", true},
 		{`"\u0061"`, "sa", true},
 		{`""`, "s", true},
+		{`"\ud83d\ude00"`, "s\U0001F600", true},
+		{`"\ud800"`, "", false}, // a lone surrogate is not Unicode
+		{"\"a\xff\"", "", false},
 		{`1`, "n1", true},
-		{`1.0`, "n1.0", true},
+		{`1.0`, "n1", true},
+		{`1e0`, "n1", true},
+		{`10E-1`, "n1", true},
 		{`-3`, "n-3", true},
+		{`0`, "n0", true},
+		{`-0`, "n0", true},
+		{`-0.0e-5`, "n0", true},
+		{`1e2`, "n100", true},
+		{`9007199254740991`, "n9007199254740991", true},
+		{`-9007199254740991`, "n-9007199254740991", true},
+		{`9007199254740992`, "", false},
+		{`9007199254740993`, "", false},
+		{`90071992547409910e-1`, "n9007199254740991", true},
+		{`7.5`, "", false},
+		{`1e-1`, "", false},
+		{`1e400`, "", false},
+		{`1e99999999999999999999`, "", false},
 		{`null`, "", false},
 		{`true`, "", false},
 		{`{}`, "", false},
@@ -38,15 +56,28 @@ func TestDecode(t *testing.T) {
 		name, line string
 		kind       msgKind
 		code       int
+		id         string // the id the reply carries; "" for none
 	}{
-		{"Request", `{"jsonrpc":"2.0","id":1,"method":"m","params":{}}`, kindRequest, 0},
-		{"Notification", `{"jsonrpc":"2.0","method":"m","params":[]}`, kindNotification, 0},
-		{"Response", `{"jsonrpc":"2.0","id":1,"result":null}`, kindResponse, 0},
-		{"ErrorResponse", `{"id":"x","error":{}}`, kindResponse, 0},
-		{"ResponseNullID", `{"jsonrpc":"2.0","id":null,"result":1}`, 0, CodeInvalidRequest},
-		{"Whitespace", "  {\"jsonrpc\" : \"2.0\", \"method\" : \"m\"}  ", kindNotification, 0},
-		{"Parse", `{`, 0, CodeParse},
-		{"Batch", ` [1]`, 0, CodeInvalidRequest},
+		{"Request", `{"jsonrpc":"2.0","id":1,"method":"m","params":{}}`, kindRequest, 0, "1"},
+		{"Notification", `{"jsonrpc":"2.0","method":"m","params":[]}`, kindNotification, 0, ""},
+		{"Response", `{"jsonrpc":"2.0","id":1,"result":null}`, kindResponse, 0, "1"},
+		{"ErrorResponse", `{"id":"x","error":{}}`, kindResponse, 0, `"x"`},
+		{"ResponseNullID", `{"jsonrpc":"2.0","id":null,"result":1}`, 0, CodeInvalidRequest, ""},
+		{"Whitespace", "  {\"jsonrpc\" : \"2.0\", \"method\" : \"m\"}  ", kindNotification, 0, ""},
+		{"Parse", `{`, 0, CodeParse, ""},
+		{"Batch", ` [1]`, 0, CodeInvalidRequest, ""},
+		{"MethodNull", `{"jsonrpc":"2.0","id":"m","method":null}`, 0, CodeInvalidRequest, `"m"`},
+		{"MethodEscaped", `{"jsonrpc":"2.0","id":2,"method":"\u0070ing"}`, kindRequest, 0, "2"},
+		{"DuplicateMethod", `{"jsonrpc":"2.0","id":4,"method":"ping","method":"tools/list"}`, 0, CodeInvalidRequest, "4"},
+		{"DuplicateID", `{"jsonrpc":"2.0","id":5,"id":6,"method":"ping"}`, 0, CodeInvalidRequest, ""},
+		{"DuplicateJSONRPC", `{"jsonrpc":"2.0","jsonrpc":"2.0","id":3,"method":"ping"}`, 0, CodeInvalidRequest, "3"},
+		{"DuplicateParams", `{"jsonrpc":"2.0","method":"m","params":{},"params":[]}`, 0, CodeInvalidRequest, ""},
+		{"DuplicateNestedIsTheMethods", `{"jsonrpc":"2.0","id":1,"method":"m","params":{"a":1,"a":2}}`, kindRequest, 0, "1"},
+		{"FoldedKeysAreOtherKeys", `{"jsonrpc":"2.0","id":1,"method":"m","METHOD":"x","Id":2}`, kindRequest, 0, "1"},
+		{"InvalidUTF8", "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"m\xff\"}", 0, CodeParse, ""},
+		{"LoneSurrogate", `{"jsonrpc":"2.0","id":1,"method":"m","params":["\udc00"]}`, 0, CodeParse, ""},
+		{"InvalidIDString", `{"jsonrpc":"2.0","id":7.5,"method":"m"}`, 0, CodeInvalidRequest, ""},
+		{"HugeID", `{"jsonrpc":"2.0","id":1e400,"method":"m"}`, 0, CodeInvalidRequest, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			m, e := decode([]byte(tc.line))
@@ -54,16 +85,17 @@ func TestDecode(t *testing.T) {
 			if e != nil {
 				code = e.Code
 			}
-			if m.kind != tc.kind || code != tc.code {
-				t.Fatalf("decode = kind %d code %d, want kind %d code %d", m.kind, code, tc.kind, tc.code)
+			if m.kind != tc.kind || code != tc.code || string(m.id) != tc.id {
+				t.Fatalf("decode = kind %d code %d id %s, want kind %d code %d id %s", m.kind, code, m.id, tc.kind, tc.code, tc.id)
 			}
 		})
 	}
 }
 
 // TestLeafImports holds the leaf rule: the package itself uses only the
-// standard library and other leaves, so it can never depend on product
-// (tests may use go-cmp).
+// standard library, other leaves and the strict JSON text reader of the
+// json/v2 experiment (the one decoder of the envelope and params), so it can
+// never depend on product (tests may use go-cmp).
 func TestLeafImports(t *testing.T) {
 	files, err := filepath.Glob("*.go")
 	if err != nil {
@@ -79,7 +111,8 @@ func TestLeafImports(t *testing.T) {
 		}
 		for _, imp := range f.Imports {
 			path, _ := strconv.Unquote(imp.Path.Value)
-			leaf := strings.HasPrefix(path, "github.com/needle-dev/needle/product/internal/")
+			leaf := strings.HasPrefix(path, "github.com/needle-dev/needle/product/internal/") ||
+				strings.HasPrefix(path, "github.com/go-json-experiment/json")
 			if first, _, _ := strings.Cut(path, "/"); strings.Contains(first, ".") && !leaf {
 				t.Errorf("%s imports %s: a leaf uses the standard library and other leaves only", name, path)
 			}
