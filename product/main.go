@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/signal"
 	"path/filepath"
 	"runtime/debug"
 	"strings"
@@ -102,8 +103,8 @@ Commands:
                     print the strict JSON Schema of a proposal of KIND
   evidence propose --repository DIR --data-dir DIR FILE|-
                     validate a proposal with the trusted validators and store it
-  mcp serve --data-dir DIR --repository DIR --main-model NAME --role-profile ID [--cache-only] [--codex CMD]
-                    serve the MCP tool need_context on stdio
+  mcp serve --data-dir DIR --repository DIR --main-model NAME --role-profile ID [--cache-only] [--codex CMD] [--routes LIST]
+                    serve the MCP tools (need_context, and with a worker the change tools) on stdio
   exec [--coordination new-turn|continue-working] --codex CMD --data-dir DIR PROMPT
                     run the main model as a Codex App Server thread and answer its @@need markers
   hook codex --data-dir DIR [--role-profile ID] [--cache-only] [--codex CMD] [--deadline DUR]
@@ -235,10 +236,46 @@ func (c *cli) parse(fs *flag.FlagSet, usage string, args []string) (int, bool) {
 	return 0, true
 }
 
-// fail reports err on one line and returns the exit status for its kind.
+// ErrShutdown is the cause (context.Cause) of a Main context that the
+// user or the host ended on purpose (SIGINT, SIGTERM): a requested stop,
+// not a failure.
+var ErrShutdown = errors.New("shutdown requested")
+
+// ShutdownContext returns a context that ends when one of signals arrives,
+// with cause ErrShutdown (naming the signal): what cmd/needle gives Main.
+// stop releases the signals.
+func ShutdownContext(parent context.Context, signals ...os.Signal) (ctx context.Context, stop func()) {
+	ctx, cancel := context.WithCancelCause(parent)
+	ch := make(chan os.Signal, 1)
+	signal.Notify(ch, signals...)
+	done := make(chan struct{})
+	go func() {
+		select {
+		case sig := <-ch:
+			cancel(fmt.Errorf("%w (%v)", ErrShutdown, sig))
+		case <-done:
+		}
+	}()
+	return ctx, func() {
+		signal.Stop(ch)
+		close(done)
+		cancel(nil)
+	}
+}
+
+// stopping reports whether the command's context ended because a stop was
+// requested (see ShutdownContext).
+func (c *cli) stopping() bool { return errors.Is(context.Cause(c.ctx), ErrShutdown) }
+
+// fail reports err on one line and returns the exit status for its kind. A
+// command cut short by a requested stop says so instead of "context
+// canceled".
 func (c *cli) fail(cmd string, err error) int {
 	var e *Error
 	switch {
+	case c.stopping() && errors.Is(err, context.Canceled):
+		fmt.Fprintf(c.stderr, "needle %s: stopped before it finished: %v\n", cmd, context.Cause(c.ctx))
+		return 1
 	case errors.As(err, &e) && e.Kind == KindInvalidInput:
 		msg := e.Err.Error()
 		if e.Path != "" {
@@ -350,4 +387,13 @@ func Version() string {
 		return info.Main.Version
 	}
 	return "(devel)"
+}
+
+// routesFlag is the value of a --routes flag: every route when it is empty,
+// else the comma-separated list ParseRouteSet reads.
+func routesFlag(list string) (RouteSet, error) {
+	if list == "" {
+		return AllRoutes(), nil
+	}
+	return ParseRouteSet(list)
 }

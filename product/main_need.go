@@ -32,12 +32,9 @@ func (c *cli) needCompile(args []string) int {
 		fmt.Fprintf(c.stderr, "needle need compile: want one FILE or -, got %d arguments\n\n%s", fs.NArg(), usageNeedCompile)
 		return 2
 	}
-	routes := AllRoutes()
-	if *routeList != "" {
-		var err error
-		if routes, err = ParseRouteSet(*routeList); err != nil {
-			return c.fail("need compile", err)
-		}
+	routes, err := routesFlag(*routeList)
+	if err != nil {
+		return c.fail("need compile", err)
 	}
 	limit := MaxRequestBytes
 	if *marker {
@@ -107,12 +104,9 @@ func (c *cli) needResolve(args []string) int {
 		fmt.Fprintf(c.stderr, "needle need resolve: --repository, --data-dir and one FILE are required\n\n%s", usageNeedResolve)
 		return 2
 	}
-	routes := AllRoutes()
-	if *routeList != "" {
-		var err error
-		if routes, err = ParseRouteSet(*routeList); err != nil {
-			return c.fail("need resolve", err)
-		}
+	routes, err := routesFlag(*routeList)
+	if err != nil {
+		return c.fail("need resolve", err)
 	}
 	data, err := c.readInput(fs.Arg(0), MaxRequestBytes)
 	if err != nil {

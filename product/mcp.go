@@ -9,6 +9,7 @@ import (
 	"slices"
 	"sync"
 
+	"github.com/go-json-experiment/json/jsontext"
 	"github.com/needle-dev/needle/product/internal/jsonrpc"
 )
 
@@ -47,7 +48,8 @@ func ServeMCP(ctx context.Context, cfg MCPConfig, in io.Reader, out io.Writer) e
 		"tools/list": {Handle: s.toolsList},
 		"tools/call": {Handle: s.toolsCall, Serialized: true},
 		// The client's acknowledgement of initialize: nothing to do.
-		"notifications/initialized": {Handle: func(context.Context, jsonrpc.Request) (any, error) { return nil, nil }, BeforeInit: true},
+		"notifications/initialized": {Handle: func(context.Context, jsonrpc.Request) (any, error) { return nil, nil },
+			BeforeInit: true, Notification: true},
 	}, jsonrpc.Options{Log: cfg.Log, CancelMethod: "notifications/cancelled", InitMethod: "initialize", DrainOnEOF: true})
 	return srv.Serve(ctx, in, out)
 }
@@ -60,13 +62,27 @@ type initializeParams struct {
 	} `json:"clientInfo"`
 }
 
+// decodeInitializeParams decodes initialize's params by the envelope's
+// rule (jsonrpc.DecodeParams: exact member names, none twice): a gateway
+// that reads protocolVersion sees the version Needle negotiates.
+func decodeInitializeParams(raw json.RawMessage) (initializeParams, error) {
+	var p initializeParams
+	if err := jsonrpc.DecodeParams(raw, &p); err != nil {
+		return p, err
+	}
+	if p.ProtocolVersion == "" {
+		return p, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "initialize: params.protocolVersion is required"}
+	}
+	return p, nil
+}
+
 // initialize negotiates the protocol version and freezes the session:
 // repository, profile revision, enabled routes, semantic definition, main
 // model and worker policy, recorded in the session row.
 func (s *mcpSession) initialize(ctx context.Context, req jsonrpc.Request) (any, error) {
-	var p initializeParams
-	if err := json.Unmarshal(req.Params, &p); err != nil || p.ProtocolVersion == "" {
-		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "initialize: params.protocolVersion is required"}
+	p, err := decodeInitializeParams(req.Params)
+	if err != nil {
+		return nil, err
 	}
 	version := mcpVersions[0]
 	if slices.Contains(mcpVersions, p.ProtocolVersion) {
@@ -98,16 +114,21 @@ func (s *mcpSession) protocol() string {
 // modern reports whether the session speaks 2025-06-18 (structured output).
 func (s *mcpSession) modern() bool { return s.protocol() == "2025-06-18" }
 
-// toolsList lists the session's tools (mcpTools): need_context, and unless
-// the server runs --cache-only prepare_change and verify_change. The
-// outputSchemas are offered on 2025-06-18 only.
+// toolsList lists the tools the session can run (mcpTools, each offered
+// when its available predicate holds): need_context always; verify_change
+// with a worker backend (an App Server configured, not --cache-only); and
+// prepare_change when also the frozen role profile lets patch workers
+// write. Every tool carries its annotations; the outputSchemas are offered
+// on 2025-06-18 only.
 func (s *mcpSession) toolsList(context.Context, jsonrpc.Request) (any, error) {
 	res := toolsListResult{Tools: []toolInfo{}}
 	for _, t := range mcpTools {
-		if !s.offers(t) {
+		if !t.available(s) {
 			continue
 		}
-		info := toolInfo{Name: t.name, Title: t.title, Description: t.description, InputSchema: t.input(s.cfg.Engine)}
+		ann := t.annotations
+		info := toolInfo{Name: t.name, Title: t.title, Description: t.description, InputSchema: t.input(s.cfg.Engine),
+			Annotations: &ann}
 		if s.modern() {
 			info.OutputSchema = t.output()
 		}
@@ -116,31 +137,44 @@ func (s *mcpSession) toolsList(context.Context, jsonrpc.Request) (any, error) {
 	return res, nil
 }
 
-// offers reports whether the session offers tool t.
-func (s *mcpSession) offers(t mcpTool) bool { return !t.changes || !s.cfg.CacheOnly }
+// workers reports whether the session may run change workers: the engine
+// has an App Server and the server does not run --cache-only.
+func (s *mcpSession) workers() bool { return s.cfg.Engine.codex != nil && !s.cfg.CacheOnly }
 
 type toolCallParams struct {
-	Name      string          `json:"name"`
-	Arguments json.RawMessage `json:"arguments"`
+	Name      string         `json:"name"`
+	Arguments jsontext.Value `json:"arguments"`
 }
 
-// toolsCall runs a tool. Invalid arguments are a JSON-RPC -32602 before
-// anything is resolved; a failure while resolving is a tool result with
-// isError and a typed body.
-func (s *mcpSession) toolsCall(ctx context.Context, req jsonrpc.Request) (any, error) {
+// decodeToolCallParams decodes tools/call's params by the envelope's rule
+// (jsonrpc.DecodeParams): exactly "name" and "arguments", none twice, so
+// the tool a gateway reads is the tool Needle runs. The arguments are the
+// tool's to decode (strictly, with their own paths); absent arguments are
+// an empty object.
+func decodeToolCallParams(raw json.RawMessage) (toolCallParams, error) {
 	var p toolCallParams
-	if err := json.Unmarshal(req.Params, &p); err != nil {
-		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "tools/call: params must be {name, arguments}"}
+	if err := jsonrpc.DecodeParams(raw, &p, "arguments"); err != nil {
+		return p, err
 	}
-	args := []byte(p.Arguments)
-	if len(args) == 0 {
-		args = []byte("{}")
+	if len(p.Arguments) == 0 {
+		p.Arguments = jsontext.Value("{}")
+	}
+	return p, nil
+}
+
+// toolsCall runs a tool. A tool the session does not list is unknown.
+// Invalid arguments are a JSON-RPC -32602 before anything is resolved; a
+// failure while resolving is a tool result with isError and a typed body.
+func (s *mcpSession) toolsCall(ctx context.Context, req jsonrpc.Request) (any, error) {
+	p, err := decodeToolCallParams(req.Params)
+	if err != nil {
+		return nil, err
 	}
 	i := slices.IndexFunc(mcpTools, func(t mcpTool) bool { return t.name == p.Name })
-	if i < 0 || !s.offers(mcpTools[i]) {
+	if i < 0 || !mcpTools[i].available(s) {
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("unknown tool %q", p.Name)}
 	}
-	return mcpTools[i].call(ctx, s, args)
+	return mcpTools[i].call(ctx, s, []byte(p.Arguments))
 }
 
 // callFailed maps a tool's error: invalid input and unknown names are
@@ -231,11 +265,24 @@ type toolsListResult struct {
 
 // toolInfo is one tool as tools/list describes it.
 type toolInfo struct {
-	Description  string `json:"description"`
-	InputSchema  any    `json:"inputSchema"`
-	Name         string `json:"name"`
-	OutputSchema any    `json:"outputSchema,omitempty"`
-	Title        string `json:"title"`
+	Annotations  *toolAnnotations `json:"annotations,omitempty"`
+	Description  string           `json:"description"`
+	InputSchema  any              `json:"inputSchema"`
+	Name         string           `json:"name"`
+	OutputSchema any              `json:"outputSchema,omitempty"`
+	Title        string           `json:"title"`
+}
+
+// toolAnnotations are MCP's hints about what a tool does to its
+// environment (the user's work tree and the world beyond it). Hosts decide
+// approvals by them: Codex asks for none when a tool is read-only, or is
+// neither destructive nor open-world. Every hint is stated, since a
+// missing one counts as its most dangerous value.
+type toolAnnotations struct {
+	DestructiveHint bool `json:"destructiveHint"`
+	IdempotentHint  bool `json:"idempotentHint"`
+	OpenWorldHint   bool `json:"openWorldHint"`
+	ReadOnlyHint    bool `json:"readOnlyHint"`
 }
 
 // callResult is the result of tools/call.

@@ -6,16 +6,17 @@ import (
 	"github.com/needle-dev/needle/product/internal/jsonrpc"
 )
 
-// mcpTool is one MCP tool: what tools/list says of it and how tools/call
-// runs it.
+// mcpTool is one MCP tool: what tools/list says of it, when the session
+// offers it and how tools/call runs it.
 type mcpTool struct {
 	name, title, description string
-	// changes marks a supervised-change tool: offered only when the server
-	// may run workers (not --cache-only).
-	changes bool
-	input   func(e *Engine) any // the closed inputSchema
-	output  func() any          // the outputSchema, offered on 2025-06-18
-	call    func(ctx context.Context, s *mcpSession, args []byte) (any, error)
+	annotations              toolAnnotations
+	// available says whether the session can run the tool; a tool it
+	// cannot run is neither listed nor callable (an unknown tool).
+	available func(s *mcpSession) bool
+	input     func(e *Engine) any // the closed inputSchema
+	output    func() any          // the outputSchema, offered on 2025-06-18
+	call      func(ctx context.Context, s *mcpSession, args []byte) (any, error)
 }
 
 // mcpTools is the server's tool table, in the order tools/list gives it.
@@ -25,8 +26,14 @@ var mcpTools = []mcpTool{
 		title: "Need context",
 		description: "Resolve a typed need (implementation location, runtime flow, focused tests) from certified " +
 			"evidence proven fresh for the current source, or a bounded read-only worker, or a typed bypass.",
-		input:  func(e *Engine) any { return needContextInputSchema(e.Routes()) },
-		output: func() any { return needContextOutputSchema() },
+		// It reads the repository (a worker reads a disposable checkout of
+		// it) and never writes the work tree; what it stores is Needle's
+		// own bookkeeping. The same need gets the same answer while the
+		// source is unchanged.
+		annotations: toolAnnotations{ReadOnlyHint: true, IdempotentHint: true},
+		available:   func(*mcpSession) bool { return true },
+		input:       func(e *Engine) any { return needContextInputSchema(e.Routes()) },
+		output:      func() any { return needContextOutputSchema() },
 		call: typedCall("need_context", func(s *mcpSession, args []byte) (CompiledNeed, error) {
 			req, err := DecodeNeedRequest(args)
 			if err != nil {
@@ -41,9 +48,16 @@ var mcpTools = []mcpTool{
 		description: "Have a bounded patch worker make a change in a disposable checkout, writing only the declared paths. " +
 			"Needle builds the patch itself by comparing trees and rejects any write outside the scopes. Nothing is applied; " +
 			"call verify_change with the change_id for an independent verdict.",
-		changes: true,
-		input:   func(*Engine) any { return prepareChangeInputSchema() },
-		output:  func() any { return prepareChangeOutputSchema() },
+		// Each call makes a new change (a patch in Needle's store), so it is
+		// neither read-only nor idempotent; it never writes the work tree
+		// or anything outside its disposable checkout, so it destroys
+		// nothing, and its workers have no network.
+		annotations: toolAnnotations{},
+		available: func(s *mcpSession) bool {
+			return s.workers() && s.cfg.Profile.Profile.Sandbox.Patch == "workspace-write"
+		},
+		input:  func(*Engine) any { return prepareChangeInputSchema() },
+		output: func() any { return prepareChangeOutputSchema() },
 		call: typedCall("prepare_change", func(_ *mcpSession, args []byte) (ChangeRequest, error) { return DecodeChangeRequest(args) },
 			(*Engine).PrepareChange, func(r ChangeResult) string { return r.Context }),
 	},
@@ -52,9 +66,13 @@ var mcpTools = []mcpTool{
 		title: "Verify change",
 		description: "Verify a prepared change with an independent read-only verifier on a fresh checkout holding the patch. " +
 			"A first repairable verdict consumes the one repair and one new verification; there is no second repair and no apply.",
-		changes: true,
-		input:   func(*Engine) any { return verifyChangeInputSchema() },
-		output:  func() any { return verifyChangeOutputSchema() },
+		// It records a verdict (and may spend the change's one repair), so
+		// it is not read-only; asking again returns the recorded verdict;
+		// like prepare_change it never writes the work tree.
+		annotations: toolAnnotations{IdempotentHint: true},
+		available:   func(s *mcpSession) bool { return s.workers() },
+		input:       func(*Engine) any { return verifyChangeInputSchema() },
+		output:      func() any { return verifyChangeOutputSchema() },
 		call: typedCall("verify_change", func(_ *mcpSession, args []byte) (string, error) { return DecodeChangeID(args) },
 			(*Engine).VerifyChange, func(r VerifyResult) string { return r.Context }),
 	},

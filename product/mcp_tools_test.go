@@ -5,9 +5,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
+	"github.com/google/go-cmp/cmp"
 	"github.com/santhosh-tekuri/jsonschema/v6"
 )
 
@@ -83,8 +86,9 @@ func TestMCP_ChangeInvalidParams(t *testing.T) {
 }
 
 // TestMCP_ChangeProfileReadOnly: a session whose frozen role profile runs
-// patch workers read-only cannot prepare a change; the call is a tool error
-// and nothing runs or is stored.
+// patch workers read-only cannot prepare a change, so prepare_change is not
+// listed and calling it is an unknown tool (-32602); nothing runs or is
+// stored. verify_change, whose verifier is read-only, stays.
 func TestMCP_ChangeProfileReadOnly(t *testing.T) {
 	te := MustEngine(t, MustFixtureRepo(t, "grepx", false), replayCodex(t, "verified"))
 	p := defaultProfile
@@ -95,14 +99,52 @@ func TestMCP_ChangeProfileReadOnly(t *testing.T) {
 	}
 	peer := MustMCP(t, te, false, func(c *MCPConfig) { c.Profile = rev })
 	peer.initialize("2025-06-18")
+	var names []string
+	for _, tool := range peer.call(1, "tools/list", `{}`)["result"].(map[string]any)["tools"].([]any) {
+		names = append(names, tool.(map[string]any)["name"].(string))
+	}
+	if want := []string{"need_context", "verify_change"}; !slices.Equal(names, want) {
+		t.Errorf("tools under a read-only patch profile: %v; want %v", names, want)
+	}
 	args, _ := json.Marshal(changeArgs(t, "verified"))
-	r := peer.call(1, "tools/call", `{"name":"prepare_change","arguments":`+string(args)+`}`)
-	res, _ := r["result"].(map[string]any)
-	if res["isError"] != true || !strings.Contains(fmt.Sprint(res["content"]), "cautious revision 1 runs patch workers read-only") {
+	r := peer.call(2, "tools/call", `{"name":"prepare_change","arguments":`+string(args)+`}`)
+	if errCode(r) != -32602 || !strings.Contains(fmt.Sprint(r["error"]), `unknown tool "prepare_change"`) {
 		t.Errorf("prepare_change under a read-only patch profile: %v", r)
 	}
 	if n := count(t, te, `SELECT count(*) FROM changes`); n != 0 || hasEntries(filepath.Join(te.data, "checkouts")) {
 		t.Errorf("%d changes stored", n)
+	}
+}
+
+// TestMCP_ToolAnnotations: every tool states every hint, honestly: none
+// writes the user's work tree or reaches an open world; need_context only
+// reads and answers the same need the same way; prepare_change makes a new
+// change each call; verify_change returns the recorded verdict when asked
+// again. Under Codex's approval rule (a tool that is read-only, or neither
+// destructive nor open-world, needs no approval) all three run unprompted.
+func TestMCP_ToolAnnotations(t *testing.T) {
+	te := MustEngine(t, MustFixtureRepo(t, "grepx", false), replayCodex(t, "verified"))
+	p := MustMCP(t, te, false)
+	p.initialize("2025-06-18")
+	want := map[string]map[string]any{
+		"need_context":   {"readOnlyHint": true, "destructiveHint": false, "idempotentHint": true, "openWorldHint": false},
+		"prepare_change": {"readOnlyHint": false, "destructiveHint": false, "idempotentHint": false, "openWorldHint": false},
+		"verify_change":  {"readOnlyHint": false, "destructiveHint": false, "idempotentHint": true, "openWorldHint": false},
+	}
+	tools := p.call(1, "tools/list", `{}`)["result"].(map[string]any)["tools"].([]any)
+	if len(tools) != len(want) {
+		t.Fatalf("%d tools listed, want %d", len(tools), len(want))
+	}
+	for _, tool := range tools {
+		m := tool.(map[string]any)
+		got, _ := m["annotations"].(map[string]any)
+		if diff := cmp.Diff(want[m["name"].(string)], got); diff != "" {
+			t.Errorf("%s annotations (-want +got):\n%s", m["name"], diff)
+		}
+		codexAsks := got["destructiveHint"] == true || got["readOnlyHint"] != true && got["openWorldHint"] != false
+		if codexAsks {
+			t.Errorf("%s would need an approval in Codex", m["name"])
+		}
 	}
 }
 
@@ -152,8 +194,8 @@ func TestMCP_InvalidParams(t *testing.T) {
 	p.initialize("2025-06-18")
 	id := 10
 	for _, tt := range invalidCases {
-		if !json.Valid([]byte(tt.src)) || !strings.HasPrefix(strings.TrimSpace(tt.src), "{") || len(tt.src) > 32<<10 {
-			continue // not an arguments object: the JSON-RPC layer rejects it first
+		if !json.Valid([]byte(tt.src)) || !utf8.ValidString(tt.src) || !strings.HasPrefix(strings.TrimSpace(tt.src), "{") || len(tt.src) > 32<<10 {
+			continue // not an arguments object in JSON text: the JSON-RPC layer rejects it first
 		}
 		id++
 		r := p.call(id, "tools/call", `{"name":"need_context","arguments":`+tt.src+`}`)

@@ -43,7 +43,7 @@ func TestOnAnswered(t *testing.T) {
 				"ok":   {Handle: handler("ok", map[string]int{"n": 1}, nil), Serialized: true},
 				"fail": {Handle: handler("fail", nil, &Error{Code: CodeInvalidParams, Message: "no"}), Serialized: true},
 				"bad":  {Handle: handler("bad", map[string]any{"c": make(chan int)}, nil), Serialized: true},
-				"note": {Handle: handler("note", nil, nil), Serialized: true},
+				"note": {Handle: handler("note", nil, nil), Serialized: true, Notification: true},
 				"next": {Handle: handler("next", "x", nil), Serialized: true},
 			}, Options{DrainOnEOF: true})
 			in := strings.NewReader(strings.Join([]string{
