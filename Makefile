@@ -48,9 +48,10 @@ test-contract: codex
 ## with the real codex and the fake model (the update switch for frozen/worker)
 frozen-worker: build codex
 	rm -rf frozen/worker/grepx
-	for n in newsearcher linesplitter; do \
+	for n in newsearcher linesplitter splitcrlf; do \
+		profile=; if [ -f fixtures/worker/$$n.profile.json ]; then profile="--profile fixtures/worker/$$n.profile.json"; fi; \
 		$(BIN)/needlebench record --codex $(CODEX_BIN) --repository fixtures/repos/grepx.txtar \
-			--need fixtures/worker/$$n.need.json --answer fixtures/worker/$$n.answer.json \
+			--need fixtures/worker/$$n.need.json --answer fixtures/worker/$$n.answer.json $$profile \
 			--out frozen/worker/grepx || exit 1; \
 	done
 

@@ -3,6 +3,7 @@ package bench
 import (
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -84,11 +85,12 @@ func (h *harness) record(args []string) int {
 	repo := fs.String("repository", "", "")
 	needFile := fs.String("need", "", "")
 	answer := fs.String("answer", "", "")
+	profile := fs.String("profile", "", "")
 	out := fs.String("out", "", "")
 	if !h.parse(fs, args) {
 		return 2
 	}
-	if fs.NArg() == 1 && *repo == "" && *needFile == "" && *answer == "" {
+	if fs.NArg() == 1 && *repo == "" && *needFile == "" && *answer == "" && *profile == "" {
 		if *codex == "" {
 			p, err := exec.LookPath("codex")
 			if err != nil {
@@ -109,7 +111,7 @@ func (h *harness) record(args []string) int {
 		fmt.Fprintf(h.stderr, "needlebench record: want [--codex BIN] [--out DIR] CORPUS, or --codex, --repository, --need, --answer and --out\n\n%s", usage)
 		return 2
 	}
-	res, err := recordWorker(h.ctx, *codex, *repo, *needFile, *answer, *out)
+	res, err := recordWorker(h.ctx, *codex, *repo, *needFile, *answer, *profile, *out)
 	if err != nil {
 		fmt.Fprintf(h.stderr, "needlebench record: %v\n", err)
 		return 1
@@ -120,8 +122,9 @@ func (h *harness) record(args []string) int {
 
 // recordWorker runs one need through a fresh engine whose evidence worker is
 // the real codex binary, talking to a fake model scripted to read the cited
-// file and then answer.
-func recordWorker(ctx context.Context, codex, repo, needFile, answerFile, out string) (product.NeedResult, error) {
+// file and then answer. With profileFile the engine runs under that role
+// profile (its worker model and effort reach the worker).
+func recordWorker(ctx context.Context, codex, repo, needFile, answerFile, profileFile, out string) (product.NeedResult, error) {
 	var res product.NeedResult
 	needData, err := os.ReadFile(needFile)
 	if err != nil {
@@ -158,10 +161,19 @@ func recordWorker(ctx context.Context, codex, repo, needFile, answerFile, out st
 	if err != nil {
 		return res, err
 	}
-	eng, err := product.Open(ctx, product.Config{
+	cfg := product.Config{
 		DataDir: filepath.Join(tmp, "data"), Repository: repo, Transport: "bench",
 		Codex: &product.CodexConfig{Command: []string{codex}, Home: home, RecordDir: out},
-	})
+	}
+	if profileFile != "" {
+		var stderr strings.Builder
+		args := []string{"profile", "create", "--data-dir", cfg.DataDir, "recorded", profileFile}
+		if code := product.Main(ctx, args, strings.NewReader(""), io.Discard, &stderr); code != 0 {
+			return res, fmt.Errorf("role profile %s: %s", profileFile, strings.TrimSpace(stderr.String()))
+		}
+		cfg.RoleProfile = "recorded"
+	}
+	eng, err := product.Open(ctx, cfg)
 	if err != nil {
 		return res, err
 	}

@@ -37,9 +37,10 @@ Commands:
                     re-record a corpus's frozen transcripts (frozen/NAME)
                     with the real codex binary (default: codex on PATH)
                     and the scripted fake model
-  record --codex BIN --repository DIR|FILE.txtar --need FILE --answer FILE --out DIR
+  record --codex BIN --repository DIR|FILE.txtar --need FILE --answer FILE [--profile FILE] --out DIR
                     record a frozen evidence-worker transcript with the real
-                    codex binary and a fake model that gives ANSWER
+                    codex binary and a fake model that gives ANSWER, under the
+                    role profile FILE if given (its worker model and effort)
   record-change --codex BIN --repository DIR|FILE.txtar --scenario FILE --out DIR
                     record the worker sessions of a supervised change
                     (prepare_change, then verify_change when the scenario

@@ -72,6 +72,8 @@ func (e *Engine) PrepareChange(ctx context.Context, session string, req ChangeRe
 		},
 		Instructions: patchInstructions,
 		OnRequest:    answerWorkerRequest,
+		Model:        profile.Profile.WorkerModel,
+		Effort:       profile.Profile.Effort,
 		Turns:        []turnSpec{{Label: "patch", Prompt: patchPrompt(req, refs, nil), Schema: patchReportSchema}},
 		After:        func(ctx context.Context, co *checkout.Checkout) error { return att.build(ctx, co, req, nil) },
 	}

@@ -140,6 +140,8 @@ func (e *Engine) verifyOnce(ctx context.Context, c changeRecord, p patchAttempt,
 		ReadOnly:     true,
 		Instructions: verifyInstructions,
 		OnRequest:    answerWorkerRequest,
+		Model:        c.Profile.Profile.WorkerModel,
+		Effort:       c.Profile.Profile.Effort,
 		Turns:        []turnSpec{{Label: "verify", Prompt: verifyPrompt(c.Request, refs, p.publicOps()), Schema: verdictSchema}},
 	}
 	out, err := e.codex.run(ctx, e.root, spec)
@@ -175,6 +177,8 @@ func (e *Engine) repairOnce(ctx context.Context, c changeRecord, cur patchAttemp
 		LayBase:      baseOf(cur.ops),
 		Instructions: patchInstructions,
 		OnRequest:    answerWorkerRequest,
+		Model:        c.Profile.Profile.WorkerModel,
+		Effort:       c.Profile.Profile.Effort,
 		Turns:        []turnSpec{{Label: "repair", Prompt: patchPrompt(c.Request, refs, &v), Schema: patchReportSchema}},
 		After:        func(ctx context.Context, co *checkout.Checkout) error { return att.build(ctx, co, c.Request, cur.ops) },
 	}

@@ -299,7 +299,8 @@ func (e *Engine) choosePlan(ctx context.Context, need CompiledNeed, in resolveIn
 // evidence gave and list what is still missing.
 func (e *Engine) runWorker(ctx context.Context, need CompiledNeed, d decision) (_ decision, tokens int64, err error) {
 	req := WorkerRequest{NeedID: need.ID, IR: need.IR, Task: need.Task, Missing: slices.Clone(d.WorkerFor),
-		Repository: e.root, Schemas: map[CapabilityKind]json.RawMessage{}}
+		Repository: e.root, Schemas: map[CapabilityKind]json.RawMessage{},
+		Model: e.profile.Profile.WorkerModel, Effort: e.profile.Profile.Effort}
 	for _, ob := range d.WorkerFor {
 		schema, err := ProposalSchema(ob.Kind)
 		if err != nil {

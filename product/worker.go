@@ -21,6 +21,9 @@ type WorkerRequest struct {
 	Repository string
 	// Schemas holds the strict proposal JSON Schema of each missing kind.
 	Schemas map[CapabilityKind]json.RawMessage
+	// Model and Effort are the role profile's worker model and reasoning
+	// effort; "" leaves the worker's own default.
+	Model, Effort string
 }
 
 // WorkerResult is what a worker proposed and what it cost.

@@ -109,6 +109,8 @@ func (w *codexWorker) Propose(ctx context.Context, req WorkerRequest) (WorkerRes
 		Invocation: func(snapshot string) string { return invocationID(req, snapshot) },
 		ReadOnly:   true,
 		OnRequest:  answerWorkerRequest,
+		Model:      req.Model,
+		Effort:     req.Effort,
 	}
 	for _, ob := range req.Missing {
 		spec.Turns = append(spec.Turns, turnSpec{Label: string(ob.Kind), Prompt: workerPrompt(req, ob), Schema: req.Schemas[ob.Kind]})
@@ -154,9 +156,22 @@ type sessionSpec struct {
 	// Snapshot, when set, is the snapshot the checkout must hold (a
 	// lifecycle's frozen one): a work tree that moved is a conflict.
 	Snapshot string
-	// Model and Effort, when set, choose the turns' model and reasoning
-	// effort (a role profile's); empty, the App Server's configuration does.
+	// Model and Effort are the role profile's worker model (sent in
+	// thread/start and every turn/start) and reasoning effort (every
+	// turn/start); "" sends nothing and leaves the App Server's default.
 	Model, Effort string
+}
+
+// invocation names the session: the spec's Invocation of the snapshot,
+// bound to the model and effort when the profile sets them (a session with
+// neither keeps the id it always had, so its recorded transcripts stay
+// valid).
+func (spec sessionSpec) invocation(snapshot string) string {
+	inv := spec.Invocation(snapshot)
+	if spec.Model == "" && spec.Effort == "" {
+		return inv
+	}
+	return mustID(tagInvocation, map[string]string{"session": inv, "model": spec.Model, "effort": spec.Effort})
 }
 
 // turnSpec is one turn: a bounded prompt and the JSON Schema of its answer.
@@ -206,7 +221,7 @@ func (w *codexWorker) run(ctx context.Context, root string, spec sessionSpec) (o
 			return out, fmt.Errorf("lay the patch on the checkout: %w", err)
 		}
 	}
-	inv := spec.Invocation(co.Snapshot)
+	inv := spec.invocation(co.Snapshot)
 	out.Invocation = inv
 	home, err := w.codexHome(inv)
 	if err != nil {
@@ -332,7 +347,7 @@ func threadParams(spec sessionSpec, dir, inv string) appserver.ThreadStartParams
 		instr += " (invocation " + inv + ")"
 	}
 	p := appserver.ThreadStartParams{Cwd: dir, Sandbox: "read-only", ApprovalPolicy: "never", Ephemeral: true,
-		Config: workerTools, DeveloperInstructions: instr}
+		Config: workerTools, DeveloperInstructions: instr, Model: spec.Model}
 	if !spec.ReadOnly {
 		p.Sandbox = "workspace-write"
 		cfg := maps.Clone(workerTools)
