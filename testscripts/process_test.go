@@ -1,11 +1,7 @@
-//go:build harden
-
-// The hardening regression tests of issue 12 (build tag "harden"). Each
-// drives the real needle command as a separate process — over stdio
-// JSON-RPC, on the command line, or on a file system built to fail — and
-// each fails on the code it was written against: the tag keeps them out of
-// `make test` until their item is fixed, and the fix drops the tag from the
-// file. Run them with
+// The process harness of the hardening tests (issue 12): each drives the
+// real needle command as a separate process — over stdio JSON-RPC, on the
+// command line, or on a file system built to fail. The tests of items not
+// fixed yet carry the build tag "harden" and run with
 //
 //	go test -tags harden ./testscripts -run Harden
 //

@@ -1,14 +1,11 @@
-//go:build contract && harden
+//go:build contract
 
 package contract
 
 // The real-host contract of issue 12: the real `codex exec` (the pinned
 // NEEDLE_CODEX_BIN) is the MCP host of `needle mcp serve`, configured the
 // way the README tells a user to, with the loopback fake model playing the
-// main model. The "harden" tag keeps these out of `make test-contract`
-// until the fixes land (items 1 and 6 fail today); the fix drops it:
-//
-//	NEEDLE_CODEX_BIN=… go test -tags 'contract harden' ./product/internal/contract -run 'TestContract_Codex'
+// main model (items 1 and 6; `make test-contract` runs them).
 
 import (
 	"bufio"
@@ -109,8 +106,8 @@ func namespacedCall(callID, namespace, name, arguments string) fakemodel.Respons
 // README's Codex configuration and approval_policy "never" (what codex exec
 // runs under), the model's need_context call reaches Needle without an
 // approval, and the model's next request carries Needle's certified
-// context. Today codex refuses the call: "MCP tool call requires approval,
-// but approval policy is never" (need_context has no readOnlyHint).
+// context. Before need_context carried its annotations codex refused the
+// call: "MCP tool call requires approval, but approval policy is never".
 func TestContract_CodexExecHostCallsNeedContext(t *testing.T) {
 	codex := codexBin(t)
 	needle := needleBin(t)
@@ -182,9 +179,9 @@ func TestContract_CodexExecHostCallsNeedContext(t *testing.T) {
 
 // TestContract_WorkerUsesProfileModelAndEffort is issue 12 item 6: a role
 // profile's worker_model and effort reach the evidence worker — the model
-// codex asks is the profile's, at the profile's reasoning effort. Today
-// thread/start and turn/start carry neither, so the worker runs the App
-// Server's configured model at its default effort.
+// codex asks is the profile's, at the profile's reasoning effort (before
+// the fix thread/start and turn/start carried neither, and the worker ran
+// the App Server's configured model at its default effort).
 func TestContract_WorkerUsesProfileModelAndEffort(t *testing.T) {
 	codex := codexBin(t)
 	needle := needleBin(t)
