@@ -7,18 +7,27 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"net/url"
 	"os"
 	"path/filepath"
 	"sync"
+	"syscall"
 	"time"
 
+	"github.com/needle-dev/needle/product/internal/filelock"
+	"github.com/needle-dev/needle/product/internal/fsinfo"
 	"github.com/needle-dev/needle/product/internal/migrate"
-	_ "modernc.org/sqlite" // registers the "sqlite" database/sql driver
+	"modernc.org/sqlite" // also registers the "sqlite" database/sql driver
 )
 
 // storeFileName is the SQLite database inside a data directory.
 const storeFileName = "needle.db"
+
+// openLockName is the lock file, beside the database, that every open of a
+// store holds from the application_id guard through the WAL switch to the
+// last migration (see openStore).
+const openLockName = "needle.db.open-lock"
 
 // applicationID marks a SQLite file as a Needle store: "NEDL" in the header's
 // application_id field. It lets Open refuse another program's database
@@ -52,6 +61,7 @@ func schemaHead() int {
 // definitions, sessions and needs. It is safe for concurrent use.
 type Store struct {
 	db         *sql.DB
+	dir        string // the data directory
 	path       string
 	migrations []migrate.Migration
 	now        func() time.Time // injectable clock; one reading per transaction
@@ -94,16 +104,40 @@ func OpenStore(ctx context.Context, dataDir string) (*Store, error) {
 // openStore is OpenStore with the migration set and clock as parameters, so
 // tests can open a store with an edited or truncated set.
 func openStore(ctx context.Context, dataDir string, ms []migrate.Migration, now func() time.Time) (*Store, error) {
+	s, err := openStoreIn(ctx, dataDir, ms, now)
+	if err != nil {
+		var e *Error
+		if errors.As(err, &e) && (e.Kind == KindStore || e.Kind == KindIO) {
+			e.Err = fileSystemFault(dataDir, e.Err)
+		}
+		return nil, err
+	}
+	return s, nil
+}
+
+// openStoreIn is openStore before its failures are explained.
+func openStoreIn(ctx context.Context, dataDir string, ms []migrate.Migration, now func() time.Time) (*Store, error) {
 	const op = "store.open"
 	if err := os.MkdirAll(dataDir, 0o700); err != nil {
 		return nil, &Error{Op: op, Kind: KindIO, Err: err}
 	}
 	path := filepath.Join(dataDir, storeFileName)
+	// Opening is one critical section across processes: the guard's reads
+	// and its marking of a new file, the switch to WAL (which SQLite
+	// refuses with SQLITE_BUSY, without waiting, while another connection
+	// makes the same switch) and the migrations. Several processes that
+	// open a new data directory at once then see either nothing or a
+	// finished store, never one half made.
+	unlock, err := filelock.Lock(ctx, filepath.Join(dataDir, openLockName))
+	if err != nil {
+		return nil, &Error{Op: op, Kind: KindIO, Err: err}
+	}
+	defer unlock()
 	db, err := sql.Open(storeDriver, storeDSN(path))
 	if err != nil {
 		return nil, &Error{Op: op, Kind: KindStore, Err: err}
 	}
-	s := &Store{db: db, path: path, migrations: ms, now: now, cache: newStoreCache()}
+	s := &Store{db: db, dir: dataDir, path: path, migrations: ms, now: now, cache: newStoreCache()}
 	if err := s.open(ctx); err != nil {
 		db.Close()
 		return nil, err
@@ -224,14 +258,14 @@ func (s *Store) stamp() string {
 func (s *Store) inTx(ctx context.Context, op string, fn func(tx *sql.Tx, now string) error) error {
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
-		return storeError(op, err)
+		return s.txError(op, err)
 	}
 	defer tx.Rollback() // no-op after Commit
 	if err := fn(tx, s.stamp()); err != nil {
-		return storeError(op, err)
+		return s.txError(op, err)
 	}
 	if err := tx.Commit(); err != nil {
-		return storeError(op, err)
+		return s.txError(op, err)
 	}
 	return nil
 }
@@ -252,6 +286,39 @@ func (s *Store) txStmt(ctx context.Context, tx *sql.Tx, query string) (*sql.Stmt
 		return nil, err
 	}
 	return tx.StmtContext(ctx, st), nil
+}
+
+// txError is storeError for a write transaction, which is where a full or
+// read-only file system shows: such a failure is told as that.
+func (s *Store) txError(op string, err error) error {
+	if errors.Is(err, errStoreNotFound) {
+		return storeError(op, err)
+	}
+	return &Error{Op: op, Kind: KindStore, Err: fileSystemFault(s.dir, err)}
+}
+
+// fileSystemFault tells a failure to read or write the store that the data
+// directory's file system explains (full, read-only, not writable) as that,
+// naming the directory, instead of as SQLite's or the OS's error code; any
+// other failure is returned as it is. It is asked only after a failure.
+func fileSystemFault(dir string, err error) error {
+	var se *sqlite.Error
+	if dir == "" || !errors.As(err, &se) && !errors.Is(err, syscall.ENOSPC) && !errors.Is(err, syscall.EROFS) && !errors.Is(err, fs.ErrPermission) {
+		return err
+	}
+	abs, aerr := filepath.Abs(dir)
+	if aerr != nil {
+		abs = dir
+	}
+	switch st := fsinfo.Of(abs); {
+	case st.ReadOnly:
+		return fmt.Errorf("the data directory %s is on a read-only file system; Needle writes its store there, so give it a writable --data-dir", abs)
+	case st.Full:
+		return fmt.Errorf("the file system of the data directory %s is full (no space left on it); free some space or use another --data-dir", abs)
+	case st.Denied:
+		return fmt.Errorf("the data directory %s is not writable by this user; Needle writes its store there", abs)
+	}
+	return err
 }
 
 func storeError(op string, err error) error {

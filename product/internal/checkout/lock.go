@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+
+	"github.com/needle-dev/needle/product/internal/filelock"
 )
 
 // lockName is the lock file, in a repository's git common dir, that every
@@ -50,7 +52,7 @@ func lockWorktrees(ctx context.Context, source string) (unlock func(), err error
 	}
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
 	if err == nil {
-		err = lockFile(ctx, f) // closes f on failure
+		err = filelock.LockFile(ctx, f) // closes f on failure
 	}
 	if err != nil {
 		release()

@@ -192,30 +192,3 @@ func TestCreate_WaitsForWorktreeLock(t *testing.T) {
 	}
 	MustCreate(t, repo, parent) // the lock is free again
 }
-
-func TestLockFile_Cancel(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "x.lock")
-	open := func() *os.File {
-		f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return f
-	}
-	holder := open()
-	if err := lockFile(context.Background(), holder); err != nil {
-		t.Fatal(err)
-	}
-	canceled, cancel := context.WithCancel(context.Background())
-	cancel()
-	if err := lockFile(canceled, open()); !errors.Is(err, context.Canceled) {
-		t.Fatalf("lockFile while held = %v, want context.Canceled", err)
-	}
-	holder.Close()
-	// The abandoned wait gets the lock and must let go of it at once.
-	f := open()
-	defer f.Close()
-	if err := lockFile(context.Background(), f); err != nil {
-		t.Fatalf("lockFile after release = %v", err)
-	}
-}

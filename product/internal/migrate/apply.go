@@ -33,7 +33,7 @@ func Apply(ctx context.Context, db *sql.DB, ms []Migration, now func() time.Time
 	}
 	conn, err := db.Conn(ctx)
 	if err != nil {
-		return fmt.Errorf("apply migrations: %w", err)
+		return fmt.Errorf("apply migrations: connect: %w", err)
 	}
 	defer conn.Close()
 	records, err := verify(ctx, conn, ms)

@@ -73,7 +73,12 @@ type state struct {
 func mustState(tb testing.TB, db *sql.DB) state {
 	tb.Helper()
 	ctx := context.Background()
-	records, userVersion, err := readHistory(ctx, db)
+	conn, err := db.Conn(ctx)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	records, userVersion, err := readHistory(ctx, conn)
+	conn.Close()
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -180,7 +185,18 @@ func TestApply(t *testing.T) {
 		}
 	})
 	t.Run("Concurrent", func(t *testing.T) {
+		// Four connections apply the set at once; each must see a
+		// consistent history (one read snapshot) and every migration is
+		// applied exactly once. The file is made a WAL database first, by
+		// one connection: switching a new file's journal mode is the
+		// opener's business (the product's first open is serialized), and
+		// concurrent switches fail SQLITE_BUSY without waiting.
 		path := filepath.Join(t.TempDir(), "test.db")
+		first := mustOpenFile(t, path)
+		if err := first.Ping(); err != nil {
+			t.Fatal(err)
+		}
+		first.Close()
 		ms := MustLoad(t, fixture())
 		var wg sync.WaitGroup
 		errs := make([]error, 4)

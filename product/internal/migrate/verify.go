@@ -55,12 +55,6 @@ func (e *HistoryError) Error() string {
 	return "inconsistent migration history: " + e.Reason
 }
 
-// querier is what verification reads through: a *sql.DB, *sql.Conn or *sql.Tx.
-type querier interface {
-	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
-	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
-}
-
 // Verify checks the database's applied migrations against ms, as Apply does
 // before applying anything, and returns them in version order. It does not
 // write.
@@ -68,11 +62,16 @@ func Verify(ctx context.Context, db *sql.DB, ms []Migration) ([]Record, error) {
 	if err := checkSequence(ms); err != nil {
 		return nil, fmt.Errorf("verify migrations: %w", err)
 	}
-	return verify(ctx, db, ms)
+	conn, err := db.Conn(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("verify migrations: %w", err)
+	}
+	defer conn.Close()
+	return verify(ctx, conn, ms)
 }
 
-func verify(ctx context.Context, q querier, ms []Migration) ([]Record, error) {
-	records, userVersion, err := readHistory(ctx, q)
+func verify(ctx context.Context, conn *sql.Conn, ms []Migration) ([]Record, error) {
+	records, userVersion, err := readHistory(ctx, conn)
 	if err != nil {
 		return nil, err
 	}
@@ -83,8 +82,27 @@ func verify(ctx context.Context, q querier, ms []Migration) ([]Record, error) {
 }
 
 // readHistory returns the rows of schema_migrations (none when the table does
-// not exist yet) and PRAGMA user_version.
-func readHistory(ctx context.Context, q querier) ([]Record, int, error) {
+// not exist yet) and PRAGMA user_version, read in one read transaction on
+// conn. A migration commits its row and user_version together, so one
+// snapshot always sees both or neither; read in separate statements, a
+// migration another process commits between them would look like an
+// inconsistent history.
+func readHistory(ctx context.Context, conn *sql.Conn) (records []Record, userVersion int, err error) {
+	if _, err := conn.ExecContext(ctx, "BEGIN DEFERRED"); err != nil {
+		return nil, 0, fmt.Errorf("read migration history: begin: %w", err)
+	}
+	defer func() {
+		// The transaction only read: ending it cannot lose anything, and
+		// must happen even when ctx is done.
+		if _, cerr := conn.ExecContext(context.WithoutCancel(ctx), "COMMIT"); cerr != nil && err == nil {
+			records, userVersion, err = nil, 0, fmt.Errorf("read migration history: end: %w", cerr)
+		}
+	}()
+	return readHistoryTx(ctx, conn)
+}
+
+// readHistoryTx is readHistory's reads, inside its transaction.
+func readHistoryTx(ctx context.Context, q *sql.Conn) ([]Record, int, error) {
 	var userVersion, tables int
 	if err := q.QueryRowContext(ctx, "PRAGMA user_version").Scan(&userVersion); err != nil {
 		return nil, 0, fmt.Errorf("read user_version: %w", err)

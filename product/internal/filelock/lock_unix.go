@@ -1,6 +1,6 @@
 //go:build unix
 
-package checkout
+package filelock
 
 import (
 	"context"
@@ -9,11 +9,11 @@ import (
 	"syscall"
 )
 
-// lockFile takes an exclusive flock of f, giving up when ctx ends, and
+// LockFile takes an exclusive flock of f, giving up when ctx ends, and
 // owns f on failure: it is closed, now or (see below) later. A blocking
 // flock cannot be interrupted, so a wait runs in a goroutine, which an
 // abandoned wait leaves to close f once it finally gets the lock.
-func lockFile(ctx context.Context, f *os.File) error {
+func LockFile(ctx context.Context, f *os.File) error {
 	err := flock(f, syscall.LOCK_EX|syscall.LOCK_NB)
 	if !errors.Is(err, syscall.EWOULDBLOCK) {
 		if err != nil {
