@@ -3,7 +3,10 @@ package product
 // Bounds on untrusted need input, in one place. A request that exceeds any
 // of them is rejected with KindInvalidInput before anything is stored. They
 // are part of the transport contract (the MCP inputSchema advertises the same
-// numbers), so changing one is a visible interface change.
+// numbers), so changing one is a visible interface change. A bound on a
+// string that a schema advertises as maxLength counts what JSON Schema
+// counts, Unicode code points ("characters" in messages), in the text as
+// sent; in bytes that is at most 4 times as much.
 const (
 	// MaxRequestBytes bounds a need_context request as JSON text.
 	MaxRequestBytes = 64 << 10
@@ -12,13 +15,13 @@ const (
 	// MaxJSONDepth bounds nesting of JSON arrays and objects; the request
 	// itself needs 3 levels.
 	MaxJSONDepth = 8
-	// MaxSubjectNameBytes bounds subject.name (UTF-8 bytes).
-	MaxSubjectNameBytes = 256
+	// MaxSubjectNameChars bounds subject.name (code points).
+	MaxSubjectNameChars = 256
 	// MaxObligations bounds required[] and preferred[] each, and together.
 	// There are only three capability kinds, each at most once.
 	MaxObligations = 3
-	// MaxTaskBytes bounds the free-text task (UTF-8 bytes).
-	MaxTaskBytes = 4096
+	// MaxTaskChars bounds the free-text task (code points).
+	MaxTaskChars = 4096
 	// MaxNameBytes bounds a bounded name: a scenario, a platform or a feature.
 	MaxNameBytes = 64
 	// MaxFeatures bounds world.features when it is a list.

@@ -14,17 +14,18 @@ const (
 	MaxChangeRequestBytes = 64 << 10
 	// MaxCriteria bounds the acceptance criteria (at least one).
 	MaxCriteria = 8
-	// MaxCriterionBytes bounds one acceptance criterion (UTF-8 bytes).
-	MaxCriterionBytes = 512
+	// MaxCriterionChars bounds one acceptance criterion (code points).
+	MaxCriterionChars = 512
 	// MaxScopes bounds the path scopes (at least one).
 	MaxScopes = 16
-	// MaxScopePathBytes bounds one scope path.
-	MaxScopePathBytes = 512
+	// MaxScopePathChars bounds one scope path (code points).
+	MaxScopePathChars = 512
 	// MaxChangeRefs bounds artifact_ids and claim_ids each.
 	MaxChangeRefs = 16
-	// MaxConstraintNotes bounds constraints.notes; MaxNoteBytes one note.
+	// MaxConstraintNotes bounds constraints.notes; MaxNoteChars one note
+	// (code points).
 	MaxConstraintNotes = 4
-	MaxNoteBytes       = 256
+	MaxNoteChars       = 256
 	// MaxPatchFiles bounds the files one patch may touch (constraints.max_files
 	// may lower it); MaxPatchBytes bounds the new content of one patch
 	// (constraints.max_bytes may lower it).

@@ -117,14 +117,14 @@ const opChange = "change.decode"
 // checkChangeRequest validates the values of a decoded request and
 // normalizes it: scopes and ids sorted and unique, limits filled in.
 func checkChangeRequest(r *ChangeRequest) error {
-	if err := checkText(r.Task, "task", 1, MaxTaskBytes); err != nil {
+	if err := checkText(r.Task, "task", 1, MaxTaskChars); err != nil {
 		return err
 	}
 	if len(r.Criteria) < 1 || len(r.Criteria) > MaxCriteria {
 		return invalidf(opChange, "acceptance_criteria", "want 1 to %d acceptance criteria, got %d", MaxCriteria, len(r.Criteria))
 	}
 	for i, c := range r.Criteria {
-		if err := checkText(c, fmt.Sprintf("acceptance_criteria[%d]", i), 1, MaxCriterionBytes); err != nil {
+		if err := checkText(c, fmt.Sprintf("acceptance_criteria[%d]", i), 1, MaxCriterionChars); err != nil {
 			return err
 		}
 	}
@@ -174,7 +174,7 @@ func checkChangeRequest(r *ChangeRequest) error {
 		return invalidf(opChange, "constraints.notes", "too many notes (%d); the limit is %d", len(c.Notes), MaxConstraintNotes)
 	}
 	for i, n := range c.Notes {
-		if err := checkText(n, fmt.Sprintf("constraints.notes[%d]", i), 1, MaxNoteBytes); err != nil {
+		if err := checkText(n, fmt.Sprintf("constraints.notes[%d]", i), 1, MaxNoteChars); err != nil {
 			return err
 		}
 	}
@@ -186,14 +186,14 @@ func checkChangeRequest(r *ChangeRequest) error {
 
 // checkText checks a free-text field: valid UTF-8 (the decoder already
 // proved that), not blank, within its byte bound.
-func checkText(s, p string, minLen, maxBytes int) error {
+func checkText(s, p string, minLen, maxChars int) error {
 	switch {
 	case minLen > 0 && strings.TrimSpace(s) == "":
 		return invalidf(opChange, p, "empty text")
-	case len(s) > maxBytes:
-		return invalidf(opChange, p, "too long (%d bytes); the limit is %d", len(s), maxBytes)
 	case !utf8.ValidString(s):
 		return invalidf(opChange, p, "invalid UTF-8")
+	case utf8.RuneCountInString(s) > maxChars:
+		return invalidf(opChange, p, "too long (%d characters); the limit is %d characters (Unicode code points)", utf8.RuneCountInString(s), maxChars)
 	}
 	return nil
 }
@@ -204,8 +204,8 @@ func checkScopePath(p, kind string) error {
 	switch {
 	case p == "":
 		return fmt.Errorf("empty path")
-	case len(p) > MaxScopePathBytes:
-		return fmt.Errorf("path too long (%d bytes); the limit is %d", len(p), MaxScopePathBytes)
+	case utf8.RuneCountInString(p) > MaxScopePathChars:
+		return fmt.Errorf("path too long (%d characters); the limit is %d", utf8.RuneCountInString(p), MaxScopePathChars)
 	case p == ".":
 		if kind != ScopeSubtree {
 			return fmt.Errorf(`"." can only be a subtree scope`)

@@ -176,16 +176,17 @@ func compileSubject(s SubjectRequest) (Subject, error) {
 		return Subject{}, invalidf(opCompile, "subject.kind", "unknown subject kind %q; want %s", s.Kind, enumList(allSubjectKinds))
 	}
 	name := s.Name
-	if utf8.ValidString(name) {
-		name = norm.NFC.String(name)
-	}
 	switch {
 	case !utf8.ValidString(name):
 		return Subject{}, invalidf(opCompile, "subject.name", "subject name is not valid UTF-8")
+	case utf8.RuneCountInString(name) > MaxSubjectNameChars: // as sent, like the schema's maxLength
+		return Subject{}, invalidf(opCompile, "subject.name", "subject name is %d characters; the limit is %d characters (Unicode code points)",
+			utf8.RuneCountInString(name), MaxSubjectNameChars)
+	}
+	name = norm.NFC.String(name)
+	switch {
 	case strings.TrimSpace(name) == "":
 		return Subject{}, invalidf(opCompile, "subject.name", "empty subject name")
-	case len(name) > MaxSubjectNameBytes:
-		return Subject{}, invalidf(opCompile, "subject.name", "subject name is %d bytes; the limit is %d", len(name), MaxSubjectNameBytes)
 	case strings.TrimSpace(name) != name:
 		return Subject{}, invalidf(opCompile, "subject.name", "subject name has leading or trailing white space")
 	case strings.IndexFunc(name, unicode.IsControl) >= 0:
@@ -365,11 +366,11 @@ func checkBoundedName(path, what, s string) error {
 }
 
 func checkTask(task string) error {
-	if len(task) > MaxTaskBytes {
-		return invalidf(opCompile, "task", "task is %d bytes; the limit is %d", len(task), MaxTaskBytes)
-	}
 	if !utf8.ValidString(task) {
 		return invalidf(opCompile, "task", "task is not valid UTF-8")
+	}
+	if n := utf8.RuneCountInString(task); n > MaxTaskChars {
+		return invalidf(opCompile, "task", "task is %d characters; the limit is %d characters (Unicode code points)", n, MaxTaskChars)
 	}
 	if i := strings.IndexFunc(task, func(r rune) bool { return unicode.IsControl(r) && r != '\n' && r != '\t' }); i >= 0 {
 		return invalidf(opCompile, "task", "task contains the control character %q at byte %d", task[i], i)

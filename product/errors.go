@@ -1,10 +1,12 @@
 package product
 
 import (
+	"context"
 	"errors"
 	"fmt"
 
 	"github.com/needle-dev/needle/product/internal/jsonrpc"
+	"github.com/needle-dev/needle/product/internal/snapshot"
 )
 
 // Kind classifies an Error. The enum is append-only: values are never
@@ -99,6 +101,18 @@ func KindOf(err error) Kind {
 		return e.Kind
 	}
 	return KindOther
+}
+
+// userMessage is how a failure reads to a person at the product's edge (the
+// command's stderr): a git failure as what git said about the repository,
+// since the command line and exit status Needle ran it with mean nothing to
+// the user (they stay in err for logs); anything else as its own message.
+func userMessage(err error) string {
+	var ge *snapshot.GitError
+	if errors.As(err, &ge) && !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded) {
+		return fmt.Sprintf("git failed on the repository %s: %s", ge.Dir, ge.Reason())
+	}
+	return err.Error()
 }
 
 // exitCodeOf is the needle command's exit status for err.

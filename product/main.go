@@ -283,7 +283,7 @@ func (c *cli) fail(cmd string, err error) int {
 		}
 		fmt.Fprintf(c.stderr, "needle %s: invalid input: %s\n", cmd, oneLine(msg))
 	default:
-		fmt.Fprintf(c.stderr, "needle %s: %s\n", cmd, oneLine(err.Error()))
+		fmt.Fprintf(c.stderr, "needle %s: %s\n", cmd, oneLine(userMessage(err)))
 	}
 	return exitCodeOf(err)
 }

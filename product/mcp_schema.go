@@ -19,7 +19,7 @@ func needContextInputSchema(routes RouteSet) map[string]any {
 	name := map[string]any{"type": "string", "pattern": "^[a-z0-9][a-z0-9._+/-]{0,63}$"}
 	return schema.Object(map[string]any{
 		"route":     schema.Enum(routes...),
-		"subject":   schema.Object(map[string]any{"kind": schema.Enum(allSubjectKinds...), "name": map[string]any{"type": "string", "minLength": 1, "maxLength": MaxSubjectNameBytes}}, "kind", "name"),
+		"subject":   schema.Object(map[string]any{"kind": schema.Enum(allSubjectKinds...), "name": map[string]any{"type": "string", "minLength": 1, "maxLength": MaxSubjectNameChars}}, "kind", "name"),
 		"required":  obligations,
 		"preferred": obligations,
 		"world": schema.Object(map[string]any{
@@ -30,7 +30,7 @@ func needContextInputSchema(routes RouteSet) map[string]any {
 				map[string]any{"type": "array", "items": name, "minItems": 1, "maxItems": MaxFeatures, "uniqueItems": true},
 			}},
 		}),
-		"task": map[string]any{"type": "string", "maxLength": MaxTaskBytes},
+		"task": map[string]any{"type": "string", "maxLength": MaxTaskChars},
 	}, "route", "subject")
 }
 
@@ -96,10 +96,10 @@ func prepareChangeInputSchema() map[string]any {
 	}
 	ids := map[string]any{"type": "array", "maxItems": MaxChangeRefs, "items": map[string]any{"type": "string", "pattern": "^" + contentid.Regexp + "$"}}
 	return schema.Object(map[string]any{
-		"task":                text(MaxTaskBytes),
-		"acceptance_criteria": map[string]any{"type": "array", "minItems": 1, "maxItems": MaxCriteria, "items": text(MaxCriterionBytes)},
+		"task":                text(MaxTaskChars),
+		"acceptance_criteria": map[string]any{"type": "array", "minItems": 1, "maxItems": MaxCriteria, "items": text(MaxCriterionChars)},
 		"scopes": map[string]any{"type": "array", "minItems": 1, "maxItems": MaxScopes, "items": schema.Object(map[string]any{
-			"path": text(MaxScopePathBytes),
+			"path": text(MaxScopePathChars),
 			"kind": schema.Enum(ScopeExact, ScopeSubtree),
 		}, "kind", "path")},
 		"artifact_ids": ids,
@@ -107,7 +107,7 @@ func prepareChangeInputSchema() map[string]any {
 		"constraints": schema.Object(map[string]any{
 			"max_files": map[string]any{"type": "integer", "minimum": 1, "maximum": MaxPatchFiles},
 			"max_bytes": map[string]any{"type": "integer", "minimum": 1, "maximum": MaxPatchBytes},
-			"notes":     map[string]any{"type": "array", "maxItems": MaxConstraintNotes, "items": text(MaxNoteBytes)},
+			"notes":     map[string]any{"type": "array", "maxItems": MaxConstraintNotes, "items": text(MaxNoteChars)},
 		}),
 	}, "acceptance_criteria", "scopes", "task")
 }

@@ -72,7 +72,9 @@ func genArguments(rng *rand.Rand) map[string]any {
 	args := map[string]any{
 		"route": damaged([]any{"locate.implementation", "trace.state-flow"}, "tests.relevant", "nope", 7),
 		"subject": map[string]any{"kind": damaged([]any{"symbol", "cli_option", "test"}, "class", 1),
-			"name": damaged([]any{"Run", "--crlf", "a b"}, "", 3)},
+			// Wide characters at the bound: the schema's maxLength and the
+			// compiler must count the same unit (issue 12 item 18).
+			"name": damaged([]any{"Run", "--crlf", "a b", wide(MaxSubjectNameChars)}, "", 3, wide(MaxSubjectNameChars+1))},
 	}
 	obligation := func() any {
 		kind := damaged([]any{"implementation_location", "runtime_flow", "focused_tests"}, "call_graph").(string)
@@ -103,7 +105,7 @@ func genArguments(rng *rand.Rand) map[string]any {
 			"features": pick("default", []any{"a", "b"}, []any{"b", "a"}, []any{}, "all")}
 	}
 	if rng.IntN(4) == 0 {
-		args["task"] = pick("trace it", 5)
+		args["task"] = pick("trace it", 5, wide(MaxTaskChars), wide(MaxTaskChars+1))
 	}
 	if rng.IntN(15) == 0 {
 		args["colour"] = "red"
@@ -171,11 +173,13 @@ func genChangeArguments(rng *rand.Rand) map[string]any {
 		return out
 	}
 	args := map[string]any{
-		"task":                damaged([]any{"fix it", "Add a flag"}, "", "   ", 4, strings.Repeat("x", MaxTaskBytes+1)),
-		"acceptance_criteria": list(damaged([]any{1, 2, 8}, 0, 9).(int), func() any { return damaged([]any{"works", "tests pass"}, "", 3) }),
+		"task": damaged([]any{"fix it", "Add a flag", wide(MaxTaskChars)}, "", "   ", 4, strings.Repeat("x", MaxTaskChars+1), wide(MaxTaskChars+1)),
+		"acceptance_criteria": list(damaged([]any{1, 2, 8}, 0, 9).(int), func() any {
+			return damaged([]any{"works", "tests pass", wide(MaxCriterionChars)}, "", 3, wide(MaxCriterionChars+1))
+		}),
 		"scopes": list(damaged([]any{1, 3, 16}, 0, 17).(int), func() any {
 			s := map[string]any{
-				"path": damaged([]any{"a.go", "internal", "cmd/x/main.go"}, "", "/abs", "../up", "a/./b", "a/.git/x", ".", 5),
+				"path": damaged([]any{"a.go", "internal", "cmd/x/main.go", wide(MaxScopePathChars)}, "", "/abs", "../up", "a/./b", "a/.git/x", ".", 5, wide(MaxScopePathChars+1)),
 				"kind": damaged([]any{"exact", "subtree"}, "glob", 1),
 			}
 			if rng.IntN(20) == 0 {
@@ -201,7 +205,9 @@ func genChangeArguments(rng *rand.Rand) map[string]any {
 			c["max_bytes"] = damaged([]any{1, MaxPatchBytes}, 0, MaxPatchBytes+1)
 		}
 		if rng.IntN(2) == 0 {
-			c["notes"] = list(damaged([]any{0, 4}, 5).(int), func() any { return damaged([]any{"no API change"}, "", 2) })
+			c["notes"] = list(damaged([]any{0, 4}, 5).(int), func() any {
+				return damaged([]any{"no API change", wide(MaxNoteChars)}, "", 2, wide(MaxNoteChars+1))
+			})
 		}
 		if rng.IntN(15) == 0 {
 			c["apply"] = true
@@ -216,3 +222,6 @@ func genChangeArguments(rng *rand.Rand) map[string]any {
 	}
 	return args
 }
+
+// wide is n wide characters: n code points, 3n bytes of UTF-8.
+func wide(n int) string { return strings.Repeat("界", n) }

@@ -267,7 +267,7 @@ func ProposalSchema(k CapabilityKind) ([]byte, error) {
 	line := map[string]any{"type": "integer", "minimum": 1}
 	props := map[string]any{
 		"kind":    schema.Enum(k),
-		"subject": obj(map[string]any{"kind": schema.Enum(allSubjectKinds...), "name": str(MaxSubjectNameBytes)}),
+		"subject": obj(map[string]any{"kind": schema.Enum(allSubjectKinds...), "name": str(MaxSubjectNameChars)}),
 	}
 	switch k {
 	case CapImplementationLocation:

@@ -24,8 +24,11 @@ const (
 	gitWaitDelay = 5 * time.Second
 )
 
-// GitError is a failed git invocation.
+// GitError is a failed git invocation. Error is the whole record (command
+// line, exit, git's error output), for logs; Reason is what git said, for a
+// person.
 type GitError struct {
+	Dir      string   // the directory git ran in
 	Args     []string // arguments after "git"
 	ExitCode int      // -1 when git did not exit normally (not found, killed)
 	Stderr   string   // at most maxStderr bytes of git's stderr
@@ -38,6 +41,22 @@ func (e *GitError) Error() string {
 		msg += ": " + e.Stderr
 	}
 	return msg
+}
+
+// Reason is git's own explanation of the failure: the first line of its
+// error output without the "fatal: " or "error: " git puts before it, or,
+// when git said nothing (it could not run, it was killed), why it failed.
+func (e *GitError) Reason() string {
+	for _, line := range strings.Split(e.Stderr, "\n") {
+		line = strings.TrimSpace(line)
+		for _, p := range []string{"fatal: ", "error: "} {
+			line = strings.TrimPrefix(line, p)
+		}
+		if line != "" {
+			return line
+		}
+	}
+	return e.Err.Error()
 }
 
 func (e *GitError) Unwrap() error { return e.Err }
@@ -69,7 +88,7 @@ func runGit(ctx context.Context, dir string, args ...string) ([]byte, error) {
 		if ctxErr := ctx.Err(); ctxErr != nil {
 			err = ctxErr
 		}
-		return nil, &GitError{Args: args, ExitCode: cmd.ProcessState.ExitCode(), Stderr: strings.TrimSpace(stderr.String()), Err: err}
+		return nil, &GitError{Dir: dir, Args: args, ExitCode: cmd.ProcessState.ExitCode(), Stderr: strings.TrimSpace(stderr.String()), Err: err}
 	}
 	return stdout.Bytes(), nil
 }

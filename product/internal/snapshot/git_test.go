@@ -22,6 +22,12 @@ func TestRunGit(t *testing.T) {
 		if !strings.Contains(err.Error(), "rev-parse") {
 			t.Errorf("Error() = %q; want the arguments", err)
 		}
+		if r := ge.Reason(); strings.HasPrefix(r, "fatal: ") || strings.Contains(r, "rev-parse") || strings.Contains(r, "\n") || r == "" {
+			t.Errorf("Reason() = %q; want git's first line, without \"fatal: \" and the command", r)
+		}
+		if ge.Dir != root {
+			t.Errorf("Dir = %q; want %q", ge.Dir, root)
+		}
 	})
 	t.Run("ErrCanceled", func(t *testing.T) {
 		canceled, cancel := context.WithCancel(ctx)
