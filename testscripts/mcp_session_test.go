@@ -16,6 +16,8 @@ import (
 	"testing"
 	"time"
 	"unicode/utf8"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
 )
 
 // Issue 12 item 2: a request the client cancelled is never answered with
@@ -306,5 +308,59 @@ func TestHarden_CanonicalRequestIDs(t *testing.T) {
 	slices.Sort(successes)
 	if !slices.Equal(successes, want) {
 		t.Errorf("requests answered with success, by id: %v; want %v", successes, want)
+	}
+}
+
+// Issue 12 item 18 (the unit of a bound): the arguments schema Needle
+// advertises and the bounds it enforces agree. Whatever the advertised
+// inputSchema accepts (JSON Schema counts string length in code points) is
+// not refused for its length, and what Needle refuses the schema refuses.
+func TestHarden_AdvertisedBoundsAreEnforcedInTheSameUnit(t *testing.T) {
+	repo, data := storeRepo(t)
+	p := startMCP(t, needlePath(t), serveArgs(repo, data, "--cache-only")...)
+	p.initialize()
+	p.sendLine(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`)
+	var list struct {
+		Tools []struct {
+			Name        string          `json:"name"`
+			InputSchema json.RawMessage `json:"inputSchema"`
+		} `json:"tools"`
+	}
+	if err := json.Unmarshal(p.await("1").Result, &list); err != nil || len(list.Tools) == 0 {
+		t.Fatalf("tools/list: %v", err)
+	}
+	schemaDoc, err := jsonschema.UnmarshalJSON(bytes.NewReader(list.Tools[0].InputSchema))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := jsonschema.NewCompiler()
+	if err := c.AddResource("need_context.json", schemaDoc); err != nil {
+		t.Fatal(err)
+	}
+	schema, err := c.Compile("need_context.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	wide := func(n int) string { return strings.Repeat("界", n) } // 3 bytes, 1 code point
+	cases := []struct{ name, args string }{
+		{"SubjectName200CodePoints", `{"route":"locate.implementation","subject":{"kind":"symbol","name":"` + wide(200) + `"}}`},
+		{"Task2000CodePoints", `{"route":"locate.implementation","subject":{"kind":"symbol","name":"Open"},"task":"` + wide(2000) + `"}`},
+		{"SubjectName300CodePoints", `{"route":"locate.implementation","subject":{"kind":"symbol","name":"` + wide(300) + `"}}`},
+	}
+	for i, tc := range cases {
+		inst, err := jsonschema.UnmarshalJSON(strings.NewReader(tc.args))
+		if err != nil {
+			t.Fatal(err)
+		}
+		schemaOK := schema.Validate(inst) == nil
+		r := p.call(10+i, "need_context", tc.args)
+		needleOK := r.Error == nil
+		if schemaOK != needleOK {
+			msg := "accepted"
+			if r.Error != nil {
+				msg = r.Error.Message
+			}
+			t.Errorf("%s: the advertised schema says valid=%v, Needle says %s", tc.name, schemaOK, msg)
+		}
 	}
 }
