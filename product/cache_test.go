@@ -51,7 +51,7 @@ func TestStoreCache_Copies(t *testing.T) {
 	te := MustEngine(t, MustFixtureRepo(t, "grepx", false))
 	res := te.mustCertify(flowCRLF)
 	ctx := context.Background()
-	certID, _, err := te.store.artifactCertificate(ctx, te.root, res.ArtifactID)
+	certID, _, err := te.store.artifactCertificate(ctx, res.ArtifactID)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -361,7 +361,7 @@ func (e *Engine) certifiedRefs(ctx context.Context, req ChangeRequest) ([]string
 }
 
 func (e *Engine) freshArtifact(ctx context.Context, id string) (*candidate, error) {
-	cert, ok, err := e.store.artifactCertificate(ctx, e.root, id)
+	cert, ok, err := e.store.artifactCertificate(ctx, id)
 	if !ok || err != nil {
 		return nil, err
 	}
@@ -371,7 +371,7 @@ func (e *Engine) freshArtifact(ctx context.Context, id string) (*candidate, erro
 func (e *Engine) freshClaim(ctx context.Context, id string) (*candidate, *ClaimAt, error) {
 	// A claim is carried by every certificate that re-certified its
 	// artifact; the newest few are enough to find a fresh one.
-	certs, err := e.store.claimCertificates(ctx, e.root, id, 4)
+	certs, err := e.store.claimCertificates(ctx, id, 4)
 	if err != nil {
 		return nil, nil, err
 	}

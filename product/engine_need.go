@@ -221,7 +221,7 @@ func (e *Engine) gather(ctx context.Context, in *resolveInput) error {
 		seen[ev.CertificateID] = c
 		return c, err
 	}
-	certID, members, err := e.store.needCertificate(ctx, e.root, in.Need.ID)
+	certID, members, err := e.store.needCertificate(ctx, in.Need.ID)
 	if err != nil {
 		return err
 	}
@@ -237,7 +237,7 @@ func (e *Engine) gather(ctx context.Context, in *resolveInput) error {
 		}
 		in.Exact = append(in.Exact, c)
 	}
-	evs, err := e.store.evidenceFor(ctx, e.root, ir.Subject, obligationKinds(ir))
+	evs, err := e.store.evidenceFor(ctx, ir.Subject, obligationKinds(ir))
 	if err != nil {
 		return err
 	}
@@ -251,7 +251,7 @@ func (e *Engine) gather(ctx context.Context, in *resolveInput) error {
 	if !slices.Contains(obligationKinds(ir), CapImplementationLocation) || ir.Subject.Kind != SubjectSymbol {
 		return nil
 	}
-	srcs, err := e.store.claimSources(ctx, e.root, ir.Subject)
+	srcs, err := e.store.claimSources(ctx, ir.Subject)
 	if err != nil {
 		return err
 	}

@@ -22,10 +22,12 @@ type Dependency struct {
 }
 
 // CertificateBody is the canonical content of an artifact certificate; its
-// content id is the certificate_id.
+// content id is the certificate_id. Nothing in it depends on where the
+// repository lives: dependencies are repository-relative paths with content
+// digests, so two clones that certify the same evidence at the same source
+// make the same certificate.
 type CertificateBody struct {
 	Scope            string          `json:"scope"`
-	Root             string          `json:"root"`
 	ArtifactID       string          `json:"artifact_id"`
 	ValidatorVersion string          `json:"validator_version"`
 	Level            string          `json:"level"`
@@ -48,10 +50,10 @@ type Evidence struct {
 }
 
 // certify turns a certified validation into its artifact id and certificate.
-func certify(root string, v *validation) (artifactID string, body CertificateBody, certID string) {
+func certify(v *validation) (artifactID string, body CertificateBody, certID string) {
 	artifactID = mustID(tagArtifact, v.Proposal)
 	body = CertificateBody{
-		Scope: "artifact", Root: root, ArtifactID: artifactID, ValidatorVersion: ValidatorVersion,
+		Scope: "artifact", ArtifactID: artifactID, ValidatorVersion: ValidatorVersion,
 		Level: v.Level, Satisfies: v.Satisfies, Cited: v.Cited, Notes: append([]string{}, v.Notes...),
 	}
 	for p, d := range v.Files {
@@ -134,10 +136,11 @@ type ClaimAt struct {
 	EndLine   int
 }
 
-// needCertificateBody is the canonical content of a need certificate.
+// needCertificateBody is the canonical content of a need certificate; like
+// an artifact certificate's, it does not depend on where the repository
+// lives.
 type needCertificateBody struct {
 	Scope     string           `json:"scope"`
-	Root      string           `json:"root"`
 	NeedID    string           `json:"need_id"`
 	Members   []string         `json:"members"`
 	Satisfied []CapabilityKind `json:"satisfied"`
@@ -147,6 +150,7 @@ type needCertificateBody struct {
 // into one certificate, with the union of their dependencies.
 type needCertificate struct {
 	ID           string
+	Root         string // the checkout that stores it first; not part of the id
 	Body         needCertificateBody
 	Dependencies []Dependency // sorted by kind and path
 }
@@ -154,7 +158,7 @@ type needCertificate struct {
 // newNeedCertificate is the need certificate of the choices that answered
 // needID in root.
 func newNeedCertificate(root, needID string, chosen []choice, satisfied []CapabilityKind) needCertificate {
-	body := needCertificateBody{Scope: "need", Root: root, NeedID: needID, Satisfied: satisfied}
+	body := needCertificateBody{Scope: "need", NeedID: needID, Satisfied: satisfied}
 	deps := map[Dependency]bool{}
 	for _, c := range chosen {
 		if !slices.Contains(body.Members, c.Evidence.CertificateID) {
@@ -165,7 +169,7 @@ func newNeedCertificate(root, needID string, chosen []choice, satisfied []Capabi
 		}
 	}
 	sort.Strings(body.Members)
-	nc := needCertificate{ID: memoID(tagCertificate, body), Body: body}
+	nc := needCertificate{ID: memoID(tagCertificate, body), Root: root, Body: body}
 	for d := range deps {
 		nc.Dependencies = append(nc.Dependencies, d)
 	}

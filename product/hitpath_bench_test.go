@@ -95,7 +95,7 @@ func BenchmarkHitWrites(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	certID, members, err := e.store.needCertificate(ctx, e.root, h.need.ID)
+	certID, members, err := e.store.needCertificate(ctx, h.need.ID)
 	if err != nil || certID == "" || len(members) != 1 {
 		b.Fatalf("need certificate %q %v: %v", certID, members, err)
 	}
@@ -359,7 +359,7 @@ func BenchmarkArtifacts(b *testing.B) {
 		b.Run(fmt.Sprintf("artifacts=%d/claimSources", n), func(b *testing.B) {
 			a.grow(b, n)
 			for b.Loop() {
-				if _, err := e.store.claimSources(ctx, e.root, subject); err != nil {
+				if _, err := e.store.claimSources(ctx, subject); err != nil {
 					b.Fatal(err)
 				}
 			}
@@ -367,7 +367,7 @@ func BenchmarkArtifacts(b *testing.B) {
 		b.Run(fmt.Sprintf("artifacts=%d/evidenceFor", n), func(b *testing.B) {
 			a.grow(b, n)
 			for b.Loop() {
-				evs, err := e.store.evidenceFor(ctx, e.root, subject, []CapabilityKind{CapImplementationLocation})
+				evs, err := e.store.evidenceFor(ctx, subject, []CapabilityKind{CapImplementationLocation})
 				if err != nil || len(evs) != 1 {
 					b.Fatalf("evidenceFor: %d, %v", len(evs), err)
 				}

@@ -16,21 +16,23 @@ type attemptRecord struct {
 	Reasons       []string
 }
 
-// recordAttempt stores a validation: always an attempt row, and for a
-// certified proposal its artifact, certificate, dependencies and claims, all
-// in one transaction. origin is the artifact a proof replay started from.
+// recordAttempt stores a validation made in the checkout at root: always an
+// attempt row, and for a certified proposal its artifact, certificate,
+// dependencies and claims, all in one transaction (rows another checkout
+// stored first are shared, not copied). origin is the artifact a proof
+// replay started from.
 func (s *Store) recordAttempt(ctx context.Context, root, needID, source string, raw []byte, v *validation, origin string) (attemptRecord, error) {
 	rec := attemptRecord{Certified: v.Certified(), Reasons: append([]string{}, v.Reasons...)}
 	var body CertificateBody
 	if rec.Certified {
-		rec.ArtifactID, body, rec.CertificateID = certify(root, v)
+		rec.ArtifactID, body, rec.CertificateID = certify(v)
 	}
 	err := s.inTx(ctx, "store.attempt", func(tx *sql.Tx, now string) error {
 		if rec.Certified {
 			if err := putArtifact(tx, now, root, rec.ArtifactID, v.Proposal, origin); err != nil {
 				return err
 			}
-			if err := putArtifactCertificate(tx, now, rec.CertificateID, body, v.Claims); err != nil {
+			if err := putArtifactCertificate(tx, now, root, rec.CertificateID, body, v.Claims); err != nil {
 				return err
 			}
 		}
@@ -60,10 +62,12 @@ func putArtifact(tx *sql.Tx, now, root, id string, p Proposal, origin string) er
 	return err
 }
 
-func putArtifactCertificate(tx *sql.Tx, now, id string, body CertificateBody, claims []ClaimAt) error {
+// putArtifactCertificate stores an artifact certificate; root records the
+// checkout that stored it first.
+func putArtifactCertificate(tx *sql.Tx, now, root, id string, body CertificateBody, claims []ClaimAt) error {
 	res, err := tx.Exec(`INSERT INTO certificates (certificate_id, root, scope, artifact_id, validator_version, level, body, created_at)
 		VALUES (?, ?, 'artifact', ?, ?, ?, ?, ?) ON CONFLICT (certificate_id) DO NOTHING`,
-		id, body.Root, body.ArtifactID, body.ValidatorVersion, body.Level, mustJSON(body), now)
+		id, root, body.ArtifactID, body.ValidatorVersion, body.Level, mustJSON(body), now)
 	if err != nil {
 		return err
 	}
@@ -97,15 +101,17 @@ func putDependencies(tx *sql.Tx, certID string, deps []Dependency) error {
 	return nil
 }
 
-// evidenceFor loads the certified artifacts of root about subject of the
-// given kinds, each with its newest certificate. Artifacts that a proof
-// replay has superseded are left out: their successor speaks for them.
-func (s *Store) evidenceFor(ctx context.Context, root string, subject Subject, kinds []CapabilityKind) ([]Evidence, error) {
+// evidenceFor loads the certified artifacts about subject of the given
+// kinds, each with its newest certificate, whichever checkout certified
+// them: the caller checks their freshness against its own. Artifacts that a
+// proof replay has superseded are left out: their successor speaks for them
+// (and is replayed back where the older text still stands).
+func (s *Store) evidenceFor(ctx context.Context, subject Subject, kinds []CapabilityKind) ([]Evidence, error) {
 	if len(kinds) == 0 {
 		return nil, nil
 	}
 	marks := strings.TrimSuffix(strings.Repeat("?,", len(kinds)), ",")
-	args := []any{root, string(subject.Kind), subject.Name}
+	args := []any{string(subject.Kind), subject.Name}
 	for _, k := range kinds {
 		args = append(args, string(k))
 	}
@@ -114,7 +120,7 @@ func (s *Store) evidenceFor(ctx context.Context, root string, subject Subject, k
 	ids, err := queryAll(ctx, s.db, "store.evidence", `
 		SELECT c.certificate_id
 		FROM artifacts a JOIN certificates c ON c.artifact_id = a.artifact_id
-		WHERE a.root = ? AND a.subject_kind = ? AND a.subject_name = ? AND a.kind IN (`+marks+`)
+		WHERE a.subject_kind = ? AND a.subject_name = ? AND a.kind IN (`+marks+`)
 		  AND NOT EXISTS (SELECT 1 FROM artifacts d WHERE d.origin_artifact_id = a.artifact_id)
 		  AND c.rowid = (SELECT max(c2.rowid) FROM certificates c2 WHERE c2.artifact_id = a.artifact_id)
 		ORDER BY c.rowid`, args, func(rows rowScanner, id *string) error { return rows.Scan(id) })
@@ -148,7 +154,7 @@ func (s *Store) certificateClaims(ctx context.Context, certID string) ([]ClaimAt
 // claimSources returns the evidence whose certificates carry a claim about
 // subject, newest certificate per artifact, excluding evidence already in
 // have.
-func (s *Store) claimSources(ctx context.Context, root string, subject Subject) ([]Evidence, error) {
+func (s *Store) claimSources(ctx context.Context, subject Subject) ([]Evidence, error) {
 	type key struct {
 		subject Subject
 		kind    CapabilityKind
@@ -158,7 +164,7 @@ func (s *Store) claimSources(ctx context.Context, root string, subject Subject) 
 		FROM claims cl JOIN certificate_claims cc ON cc.claim_id = cl.claim_id
 		JOIN certificates c ON c.certificate_id = cc.certificate_id
 		JOIN artifacts a ON a.artifact_id = c.artifact_id
-		WHERE cl.subject_kind = ? AND cl.subject_name = ? AND a.root = ?`, []any{string(subject.Kind), subject.Name, root},
+		WHERE cl.subject_kind = ? AND cl.subject_name = ?`, []any{string(subject.Kind), subject.Name},
 		func(rows rowScanner, k *key) error { return rows.Scan(&k.subject.Kind, &k.subject.Name, &k.kind) })
 	if err != nil {
 		return nil, err
@@ -168,7 +174,7 @@ func (s *Store) claimSources(ctx context.Context, root string, subject Subject) 
 		if k.subject == subject {
 			continue // the subject's own artifacts are loaded as artifacts
 		}
-		ev, err := s.evidenceFor(ctx, root, k.subject, []CapabilityKind{k.kind})
+		ev, err := s.evidenceFor(ctx, k.subject, []CapabilityKind{k.kind})
 		if err != nil {
 			return nil, err
 		}
@@ -200,11 +206,12 @@ func (s *Store) evidenceByCertificate(ctx context.Context, certID string) (Evide
 	return e, nil
 }
 
-// needCertificate returns the newest need certificate of needID in root and
-// the artifact certificates it binds; ok is false when there is none.
-func (s *Store) needCertificate(ctx context.Context, root, needID string) (certID string, members []string, err error) {
+// needCertificate returns the newest need certificate of needID, made in
+// any checkout, and the artifact certificates it binds; certID is "" when
+// there is none.
+func (s *Store) needCertificate(ctx context.Context, needID string) (certID string, members []string, err error) {
 	err = s.db.QueryRowContext(ctx, `SELECT certificate_id FROM certificates
-		WHERE root = ? AND need_id = ? AND scope = 'need' ORDER BY rowid DESC LIMIT 1`, root, needID).Scan(&certID)
+		WHERE need_id = ? AND scope = 'need' ORDER BY rowid DESC LIMIT 1`, needID).Scan(&certID)
 	if errNoRows(err) {
 		return "", nil, nil
 	}
@@ -226,7 +233,7 @@ func (s *Store) putNeedCertificate(ctx context.Context, nc needCertificate) erro
 	return s.inTx(ctx, "store.need_certificate", func(tx *sql.Tx, now string) error {
 		res, err := tx.Exec(`INSERT INTO certificates (certificate_id, root, scope, need_id, validator_version, level, body, created_at)
 			VALUES (?, ?, 'need', ?, ?, 'bundle', ?, ?) ON CONFLICT (certificate_id) DO NOTHING`,
-			nc.ID, body.Root, body.NeedID, ValidatorVersion, mustJSON(body), now)
+			nc.ID, nc.Root, body.NeedID, ValidatorVersion, mustJSON(body), now)
 		if err != nil {
 			return err
 		}
@@ -272,10 +279,10 @@ func scanEvidence(row rowScanner, e *Evidence) error {
 }
 
 // artifactCertificate returns the newest artifact certificate of an
-// artifact of root; ok is false when there is none.
-func (s *Store) artifactCertificate(ctx context.Context, root, artifactID string) (certID string, ok bool, err error) {
+// artifact; ok is false when there is none.
+func (s *Store) artifactCertificate(ctx context.Context, artifactID string) (certID string, ok bool, err error) {
 	err = s.db.QueryRowContext(ctx, `SELECT certificate_id FROM certificates
-		WHERE artifact_id = ? AND scope = 'artifact' AND root = ? ORDER BY rowid DESC LIMIT 1`, artifactID, root).Scan(&certID)
+		WHERE artifact_id = ? AND scope = 'artifact' ORDER BY rowid DESC LIMIT 1`, artifactID).Scan(&certID)
 	switch {
 	case errNoRows(err):
 		return "", false, nil
@@ -285,12 +292,12 @@ func (s *Store) artifactCertificate(ctx context.Context, root, artifactID string
 	return certID, true, nil
 }
 
-// claimCertificates returns the newest certificates of root that carry a
-// claim, at most limit of them, newest first.
-func (s *Store) claimCertificates(ctx context.Context, root, claimID string, limit int) ([]string, error) {
+// claimCertificates returns the newest certificates that carry a claim, at
+// most limit of them, newest first.
+func (s *Store) claimCertificates(ctx context.Context, claimID string, limit int) ([]string, error) {
 	return queryAll(ctx, s.db, "store.certificates", `SELECT cc.certificate_id FROM certificate_claims cc
 		JOIN certificates c ON c.certificate_id = cc.certificate_id
-		WHERE cc.claim_id = ? AND c.root = ? ORDER BY c.rowid DESC LIMIT ?`, []any{claimID, root, limit},
+		WHERE cc.claim_id = ? ORDER BY c.rowid DESC LIMIT ?`, []any{claimID, limit},
 		func(rows rowScanner, id *string) error { return rows.Scan(id) })
 }
 

@@ -351,6 +351,10 @@ var upgradeSeeds = map[int][]string{
 	11: {
 		`INSERT INTO operator_costs VALUES ('reuse', 'focused_tests', 3, 2.5, 0.5, 0, 0, 0, 0, '2024-01-09T00:00:00Z')`,
 	},
+	12: { // evidence first stored by another checkout of the same repository
+		`INSERT INTO artifacts VALUES ('b3:` + strings.Repeat("f", 64) + `', '/r2', 'implementation_location', 'symbol', 'crlf', '{}', NULL, '2024-01-12T00:00:00Z')`,
+		`INSERT INTO certificates VALUES ('b3:` + strings.Repeat("9", 64) + `', '/r2', 'need', NULL, 'b3:` + strings.Repeat("2", 64) + `', 'v1', 'bundle', '{}', '2024-01-12T00:00:00Z')`,
+	},
 }
 
 func TestOpenStore_Upgrade(t *testing.T) {

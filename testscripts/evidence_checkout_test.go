@@ -1,0 +1,48 @@
+package testscripts
+
+// Issue 12's regression tests of evidence and resolution, against the real
+// needle command (see process_test.go): what a checkout is served, and when
+// it is served nothing.
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// Issue 12 item 4: evidence identity does not depend on where the
+// repository lives, and freshness is checked against the asking checkout.
+// Two clones share one data directory (the README suggests ~/.needle).
+func TestHarden_SecondCheckoutReusesEvidence(t *testing.T) {
+	dir := t.TempDir()
+	a, b, data := filepath.Join(dir, "a"), filepath.Join(dir, "b"), filepath.Join(dir, "data")
+	writeTree(t, a, map[string]string{"store.go": storeGo})
+	gitRepo(t, a)
+	git(t, dir, "clone", "-q", a, b)
+
+	if out, r := propose(t, a, data, openLocation); out.Status != "certified" {
+		t.Fatalf("propose in a: %+v %s", out, r.stderr)
+	}
+	if res := resolve(t, b, data, needOpen); !res.hit() {
+		t.Errorf("clone b, same source, evidence certified in a: %s %s; want a hit", res.Status, res.Resolution.Kind)
+	}
+	// Proposing the same evidence in b must make it usable there too.
+	if out, r := propose(t, b, data, openLocation); out.Status != "certified" {
+		t.Fatalf("propose in b: %+v %s", out, r.stderr)
+	}
+	if res := resolve(t, b, data, needOpen); !res.hit() {
+		t.Errorf("clone b after certifying there too: %s %s; want a hit", res.Status, res.Resolution.Kind)
+	}
+	// Changing Open in b makes b's answer unusable, never a's.
+	edited := strings.Replace(storeGo, "return s, nil", "return s, s.check()", 1)
+	if err := os.WriteFile(filepath.Join(b, "store.go"), []byte(edited), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if res := resolve(t, b, data, needOpen); res.hit() {
+		t.Errorf("clone b after Open changed there: served %s\n%s", res.Resolution.Kind, res.Context)
+	}
+	if res := resolve(t, a, data, needOpen); !res.hit() {
+		t.Errorf("clone a, unchanged, after b changed: %s %s; want a hit", res.Status, res.Resolution.Kind)
+	}
+}
