@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"runtime"
 	"slices"
 	"time"
 )
@@ -70,10 +71,19 @@ func (e *Engine) resolveNeed(ctx context.Context, session string, need CompiledN
 	}
 	relation := ledger.classify(need.ID, need.IR)
 	in := resolveInput{Need: need, Worker: e.cfg.Worker != nil && !e.cfg.CacheOnly && ledger.Workers < e.cfg.Limits.Workers}
-	if relation != RelationRepeat && ledger.Needs >= e.cfg.Limits.Needs {
-		in.Bypass = fmt.Sprintf("session need limit (%d) reached", e.cfg.Limits.Needs)
-	} else if err := e.candidates(ctx, &in); err != nil {
+	world, err := e.foreignWorld(ctx, need.IR.World)
+	if err != nil {
 		return NeedResult{}, run, opError("need.resolve", err)
+	}
+	switch {
+	case world != "":
+		in.Bypass = world
+	case relation != RelationRepeat && ledger.Needs >= e.cfg.Limits.Needs:
+		in.Bypass = fmt.Sprintf("session need limit (%d) reached", e.cfg.Limits.Needs)
+	default:
+		if err := e.candidates(ctx, &in); err != nil {
+			return NeedResult{}, run, opError("need.resolve", err)
+		}
 	}
 	d := resolve(in)
 	plan, d, err := e.choosePlan(ctx, need, in, d)
@@ -207,6 +217,21 @@ func (e *Engine) remember(gen int64, in *resolveInput) {
 		clear(e.memo)
 	}
 	e.memo[in.Need.ID] = m
+}
+
+// foreignWorld applies the world rule (resolve.go) to a need's world: ""
+// when it is the current one, else why not. Only a need that names a source
+// digest costs a snapshot of the checkout (through the stat cache).
+func (e *Engine) foreignWorld(ctx context.Context, w World) (string, error) {
+	cur := currentWorld{Platform: runtime.GOOS + "-" + runtime.GOARCH}
+	if w.Source != SourceCurrent {
+		snap, err := e.repo.Snapshot(ctx)
+		if err != nil {
+			return "", err
+		}
+		cur.Source = snap.ID
+	}
+	return foreignWorld(w, cur), nil
 }
 
 // gather loads and classifies the candidate evidence for a need.

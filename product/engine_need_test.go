@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 )
@@ -310,4 +311,39 @@ func TestNeedContext_FocusedTests(t *testing.T) {
 		t.Errorf("context:\n%s", r.Context)
 	}
 	kindOf(t, te.need(`{"route":"tests.relevant","subject":{"kind":"symbol","name":"NewSearcher"}}`), ResolutionCoverage)
+}
+
+// TestNeedContext_World holds the world rule: a need is answered from
+// evidence in the current world however it names it (omitted, "current",
+// the running platform, the current snapshot's digest), and in any other
+// world it is a bypass that names the world, never a hit.
+func TestNeedContext_World(t *testing.T) {
+	te := MustEngine(t, MustFixtureRepo(t, "grepx", true))
+	te.mustCertify(locNewSearcher)
+	snap, err := te.Engine.repo.Snapshot(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	here := runtime.GOOS + "-" + runtime.GOARCH
+	need := func(world string) string {
+		return `{"route":"locate.implementation","subject":{"kind":"symbol","name":"NewSearcher"},"world":` + world + `}`
+	}
+	for _, world := range []string{`{}`, `{"source":"current","platform":"current","features":"default"}`,
+		`{"platform":"` + here + `"}`, `{"platform":"` + strings.Replace(here, "-", "/", 1) + `"}`, `{"source":"` + snap.ID + `"}`} {
+		if r := te.need(need(world)); r.Status != "hit" {
+			t.Errorf("world %s: %s %s; want a hit\n%s", world, r.Status, r.Resolution.Kind, r.Context)
+		}
+	}
+	other := "b3:" + strings.Repeat("1", 64)
+	for world, says := range map[string]string{
+		`{"source":"` + other + `"}`:   "world.source " + other + " is not the current source",
+		`{"platform":"plan9-mips"}`:    "world.platform plan9-mips is not the platform",
+		`{"features":["cgo","netgo"]}`: "world.features cgo,netgo are not the default features",
+	} {
+		r := te.need(need(world))
+		kindOf(t, r, ResolutionBypass)
+		if !strings.Contains(r.Context, says) || len(r.Resolution.ArtifactIDs) != 0 {
+			t.Errorf("world %s: context\n%s\nwant it to say %q and cite nothing", world, r.Context, says)
+		}
+	}
 }

@@ -77,6 +77,43 @@ type decision struct {
 	Failure   Failure // set by the engine when a worker failed
 }
 
+// The world rule. Evidence is certified against the current source of the
+// checkout, on the platform Needle runs on, with the default build
+// features (the validators read files as they are, and their Go proof
+// takes no build constraints into account). A need is answered from
+// evidence only in that world; a need for another world would be answered
+// in that world — on a recorded snapshot Needle can materialize — and Needle
+// keeps none, so such a need is a bypass that says why. Never is another
+// world answered with current-source evidence: its validity there is
+// unknown.
+
+// currentWorld is what the engine knows of the world it answers in.
+type currentWorld struct {
+	Source   string // the digest of the current snapshot; "" when not computed
+	Platform string // GOOS-GOARCH of the running binary, e.g. linux-amd64
+}
+
+// platformNames are the spellings of a platform a need may use for the
+// current one.
+func (c currentWorld) platformNames() []string {
+	return []string{PlatformCurrent, c.Platform, strings.Replace(c.Platform, "-", "/", 1)}
+}
+
+// foreignWorld says why a need's world is not the current one, or "" when
+// it is. It is pure; the engine computes the snapshot digest only for a
+// need that names one.
+func foreignWorld(w World, cur currentWorld) string {
+	switch {
+	case w.Source != SourceCurrent && w.Source != cur.Source:
+		return fmt.Sprintf("world.source %s is not the current source, and Needle keeps no recorded snapshot it could answer on", w.Source)
+	case !slices.Contains(cur.platformNames(), w.Platform):
+		return fmt.Sprintf("world.platform %s is not the platform evidence is certified on (%s); its validity there is unknown", w.Platform, cur.Platform)
+	case len(w.Features) > 0:
+		return fmt.Sprintf("world.features %s are not the default features evidence is certified with; its validity with them is unknown", strings.Join(w.Features, ","))
+	}
+	return ""
+}
+
 // resolve decides the outcome for a need from classified candidates. It is
 // pure: effects (freshness checks, replay, workers, storage) happen before
 // and after it, in the engine.

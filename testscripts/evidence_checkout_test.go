@@ -46,3 +46,26 @@ func TestHarden_SecondCheckoutReusesEvidence(t *testing.T) {
 		t.Errorf("clone a, unchanged, after b changed: %s %s; want a hit", res.Status, res.Resolution.Kind)
 	}
 }
+
+// Issue 12 item 13: a need whose world is not the current one is answered
+// for that world or is a typed bypass that says why — never with evidence
+// certified against the current source.
+func TestHarden_WorldIsHonoured(t *testing.T) {
+	repo, data := storeRepo(t)
+	if out, r := propose(t, repo, data, openLocation); out.Status != "certified" {
+		t.Fatalf("propose: %+v %s", out, r.stderr)
+	}
+	if res := resolve(t, repo, data, needOpen); !res.hit() {
+		t.Fatalf("the current world: %s; want a hit", res.Status)
+	}
+	for _, world := range []string{
+		`{"source":"b3:1111111111111111111111111111111111111111111111111111111111111111"}`,
+		`{"platform":"plan9-mips"}`,
+		`{"features":["cgo","netgo"]}`,
+	} {
+		res := resolve(t, repo, data, `{"route":"locate.implementation","subject":{"kind":"symbol","name":"Open"},"world":`+world+`}`)
+		if res.hit() || res.Status != "bypass" || !strings.Contains(res.Context, "world") {
+			t.Errorf("world %s: %s %s\n%s\nwant a bypass that names the world", world, res.Status, res.Resolution.Kind, res.Context)
+		}
+	}
+}

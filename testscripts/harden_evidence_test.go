@@ -199,29 +199,6 @@ func TestHarden_UnresolvablePathsAreRejectedAndRecorded(t *testing.T) {
 	}
 }
 
-// Issue 12 item 13: a need whose world is not the current one is answered
-// for that world or is a typed bypass that says why — never with evidence
-// certified against the current source.
-func TestHarden_WorldIsHonoured(t *testing.T) {
-	repo, data := storeRepo(t)
-	if out, r := propose(t, repo, data, openLocation); out.Status != "certified" {
-		t.Fatalf("propose: %+v %s", out, r.stderr)
-	}
-	if res := resolve(t, repo, data, needOpen); !res.hit() {
-		t.Fatalf("the current world: %s; want a hit", res.Status)
-	}
-	for _, world := range []string{
-		`{"source":"b3:1111111111111111111111111111111111111111111111111111111111111111"}`,
-		`{"platform":"plan9-mips"}`,
-		`{"features":["cgo","netgo"]}`,
-	} {
-		res := resolve(t, repo, data, `{"route":"locate.implementation","subject":{"kind":"symbol","name":"Open"},"world":`+world+`}`)
-		if res.hit() || res.Status != "bypass" || !strings.Contains(res.Context, "world") {
-			t.Errorf("world %s: %s %s\n%s\nwant a bypass that names the world", world, res.Status, res.Resolution.Kind, res.Context)
-		}
-	}
-}
-
 // Issue 12 item 20 (ledger, what spends a worker and what the text says):
 // obligations no proposal can ever certify (negative polarity, a behavior
 // subject) never spend a worker, and a partial hit's text names no empty
