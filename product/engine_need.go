@@ -70,14 +70,21 @@ func (e *Engine) resolveNeed(ctx context.Context, session string, need CompiledN
 		return NeedResult{}, run, err
 	}
 	relation := ledger.classify(need.ID, need.IR)
+	ledger.Steps++
 	in := resolveInput{Need: need, Worker: e.cfg.Worker != nil && !e.cfg.CacheOnly && ledger.Workers < e.cfg.Limits.Workers}
 	world, err := e.foreignWorld(ctx, need.IR.World)
 	if err != nil {
 		return NeedResult{}, run, opError("need.resolve", err)
 	}
+	earlier, incompatible := ledger.conflict(need.ID, need.IR)
 	switch {
+	case ledger.Steps > HardSessionSteps:
+		in.Bypass = fmt.Sprintf("session step limit (%d calls, repeats included) reached", HardSessionSteps)
 	case world != "":
 		in.Bypass = world
+	case relation == RelationIncompatible && incompatible:
+		in.Bypass = fmt.Sprintf("incompatible with step %d (need %s): the same %s %q in another world or with a facet set otherwise; "+
+			"both cannot hold in one session", earlier.Ordinal, earlier.NeedID, need.IR.Subject.Kind, need.IR.Subject.Name)
 	case relation != RelationRepeat && ledger.Needs >= e.cfg.Limits.Needs:
 		in.Bypass = fmt.Sprintf("session need limit (%d) reached", e.cfg.Limits.Needs)
 	default:
@@ -110,7 +117,11 @@ func (e *Engine) resolveNeed(ctx context.Context, session string, need CompiledN
 	if err != nil {
 		return NeedResult{}, run, err
 	}
-	ledger.add(ledgerEntry{NeedID: need.ID, IR: need.IR, Missing: r.Missing})
+	// A need refused as incompatible stays unrecorded: asked again, it is
+	// refused again rather than resolved as a repeat.
+	if ledger.Steps <= HardSessionSteps && !(relation == RelationIncompatible && incompatible) {
+		ledger.add(ledgerEntry{NeedID: need.ID, IR: need.IR, Missing: r.Missing, Ordinal: r.Step.Ordinal})
+	}
 	if statusOf(d.Kind, 0, false) == ResultHit {
 		acct.Observation = &Observation{Operator: OpReuse, Capabilities: r.Satisfied, LatencyMs: sinceMs(started)}
 		e.costs.observe(*acct.Observation) // the next need is priced with it, written or not

@@ -3,6 +3,7 @@ package product
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -66,6 +67,10 @@ func TestNeedContext_PartialWithoutWorker(t *testing.T) {
 	kindOf(t, r, ResolutionPartial)
 	if r.Status != "partial" || strings.Join(capabilityNames(r.Missing), ",") != "runtime_flow" || !cites(r, "flags.go", 6, 14) {
 		t.Errorf("result %s\n%s", toJSON(r), r.Context)
+	}
+	// A partial answer has no need certificate, and its text names none.
+	if r.Resolution.CertificateID != "" || strings.Contains(r.Context, "certificate ,") || !strings.Contains(r.Context, "\nplan "+r.Resolution.PlanID) {
+		t.Errorf("partial answer's certificate %q, context\n%s", r.Resolution.CertificateID, r.Context)
 	}
 }
 
@@ -345,5 +350,72 @@ func TestNeedContext_World(t *testing.T) {
 		if !strings.Contains(r.Context, says) || len(r.Resolution.ArtifactIDs) != 0 {
 			t.Errorf("world %s: context\n%s\nwant it to say %q and cite nothing", world, r.Context, says)
 		}
+	}
+}
+
+// TestNeedContext_Ledger holds the ledger's caps and classes (issue 12
+// item 20): a need incompatible with an earlier step is a bypass naming
+// that step (and stays one when asked again); every call counts toward
+// HardSessionSteps, repeats included, and the ledger keeps each distinct
+// need once.
+func TestNeedContext_Ledger(t *testing.T) {
+	t.Run("Incompatible", func(t *testing.T) {
+		te := MustEngine(t, MustFixtureRepo(t, "grepx", false))
+		te.mustCertify(locCRLF)
+		te.mustCertify(flowCRLF)
+		session := newSessionID("ledger")
+		first := te.needIn(session, needTraceCRLF)
+		other := `{"route":"locate.implementation","subject":{"kind":"cli_option","name":"--crlf"},"preferred":[{"kind":"runtime_flow","scenario":"on-error"}]}`
+		for range 2 {
+			r := te.needIn(session, other)
+			kindOf(t, r, ResolutionBypass)
+			if r.Step.Relation != RelationIncompatible || !strings.Contains(r.Context, fmt.Sprintf("incompatible with step %d (need %s)", first.Step.Ordinal, first.NeedID)) {
+				t.Errorf("step %+v, context\n%s", r.Step, r.Context)
+			}
+		}
+	})
+	t.Run("StepCap", func(t *testing.T) {
+		te := MustEngine(t, MustFixtureRepo(t, "grepx", false))
+		te.mustCertify(locNewSearcher)
+		session := newSessionID("steps")
+		for i := 1; i <= HardSessionSteps; i++ {
+			if r := te.needIn(session, needLocateNewSearcher); r.Status != "hit" {
+				t.Fatalf("call %d: %s\n%s", i, r.Status, r.Context)
+			}
+		}
+		r := te.needIn(session, needLocateNewSearcher)
+		kindOf(t, r, ResolutionBypass)
+		if !strings.Contains(r.Context, fmt.Sprintf("session step limit (%d calls, repeats included) reached", HardSessionSteps)) {
+			t.Errorf("past the cap:\n%s", r.Context)
+		}
+		if l := te.ledgers[session]; len(l.Entries) != 1 || l.Steps != HardSessionSteps+1 {
+			t.Errorf("ledger of %d repeats: %d entries, %d steps", HardSessionSteps+1, len(l.Entries), l.Steps)
+		}
+	})
+}
+
+// TestNeedContext_Uncertifiable: an obligation no proposal can ever
+// certify (a behavior subject, negative polarity) never reaches a worker:
+// it is missing with its reason, and alone it is a bypass that gives it.
+func TestNeedContext_Uncertifiable(t *testing.T) {
+	w := &scriptedWorker{answers: map[CapabilityKind]string{}}
+	te := MustEngine(t, MustFixtureRepo(t, "grepx", false), func(c *Config) { c.Worker = w })
+	for need, says := range map[string]string{
+		`{"route":"locate.implementation","subject":{"kind":"behavior","name":"retries after a timeout"}}`:                                                         "a behavior subject cannot be verified",
+		`{"route":"locate.implementation","subject":{"kind":"symbol","name":"NewSearcher"},"required":[{"kind":"implementation_location","polarity":"negative"}]}`: "no proposal can certify an absence",
+	} {
+		r := te.need(need)
+		kindOf(t, r, ResolutionBypass)
+		if r.WorkerSpawned || !strings.Contains(r.Context, says) {
+			t.Errorf("%s: worker %v, context\n%s", need, r.WorkerSpawned, r.Context)
+		}
+	}
+	if len(w.calls) != 0 {
+		t.Errorf("the worker was asked %d times: %+v", len(w.calls), w.calls)
+	}
+	// The validators refuse the same by the same table, before reading.
+	p := te.propose(`{"kind":"implementation_location","subject":{"kind":"behavior","name":"retries"},"path":"search.go","start_line":1,"end_line":1}`)
+	if p.Status != "rejected" || len(p.Reasons) != 1 || !strings.Contains(p.Reasons[0], "a behavior subject cannot be verified") {
+		t.Errorf("a behavior proposal: %+v", p)
 	}
 }

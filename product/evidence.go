@@ -49,6 +49,21 @@ type Evidence struct {
 	Seq           int64 // insertion order of the certificate: newer is larger
 }
 
+// uncertifiable says why no proposal can ever be certified for obligation
+// ob about a subject of kind k ("" when one can). It is the one table the
+// validators and the resolver share: the validators refuse such a proposal
+// before reading anything, and the resolver never spends a worker on such
+// an obligation (it stays missing, with this reason).
+func uncertifiable(k SubjectKind, ob Obligation) string {
+	switch {
+	case k == SubjectBehavior:
+		return "a behavior subject cannot be verified by trusted code"
+	case ob.Facets.Polarity == "negative":
+		return "no proposal can certify an absence (negative polarity) yet"
+	}
+	return ""
+}
+
 // certify turns a certified validation into its artifact id and certificate.
 func certify(v *validation) (artifactID string, body CertificateBody, certID string) {
 	artifactID = mustID(tagArtifact, v.Proposal)

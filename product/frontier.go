@@ -31,7 +31,11 @@ func frontierView(r NeedResult, d decision, plan Plan, budget int) string {
 		head = append(head, "no reusable context: "+reason+"; do this work natively")
 		return strings.Join(head, "\n") + "\n"
 	}
-	head = append(head, fmt.Sprintf("certificate %s, plan %s", r.Resolution.CertificateID, r.Resolution.PlanID))
+	if r.Resolution.CertificateID != "" { // a partial answer has no need certificate
+		head = append(head, fmt.Sprintf("certificate %s, plan %s", r.Resolution.CertificateID, r.Resolution.PlanID))
+	} else {
+		head = append(head, "plan "+r.Resolution.PlanID)
+	}
 	var body []string
 	for _, c := range d.Chosen {
 		body = append(body, citeChoice(c)...)

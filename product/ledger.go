@@ -20,10 +20,14 @@ var relationRank = []Relation{RelationRepeat, RelationIncompatible, RelationResi
 	RelationExtension, RelationOverlap, RelationIndependent}
 
 // Session limits: defaults, and the hard cap no configuration can exceed.
+// HardSessionSteps caps every need_context call of a session, repeats
+// included: repeats are free of the need limit, but a session that asks
+// without end is not a session the ledger should keep growing for.
 const (
 	DefaultNeedLimit   = 3
 	DefaultWorkerLimit = 3
 	HardSessionLimit   = 8
+	HardSessionSteps   = 64
 )
 
 // Limits bound one session.
@@ -48,16 +52,19 @@ type ledgerEntry struct {
 	NeedID  string
 	IR      NeedIR
 	Missing []CapabilityKind
+	Ordinal int // the step that first asked it
 }
 
-// Ledger is the bounded record of one session's needs. A need asked again
-// with the same outcome adds nothing: the ledger holds one entry per
-// distinct need and missing set (at most 2^3 per need), so repeats never
-// grow it and classifying a repeat costs one map lookup.
+// Ledger is the bounded record of one session's needs, at most
+// HardSessionSteps calls. A need asked again with the same outcome adds
+// nothing: the ledger holds one entry per distinct need and missing set (at
+// most 2^3 per need), so repeats never grow it and classifying a repeat
+// costs one map lookup.
 type Ledger struct {
 	Entries []ledgerEntry // distinct entries, in the order first seen
 	Needs   int           // non-repeat needs counted against Limits.Needs
 	Workers int
+	Steps   int // every call, repeats included, counted against HardSessionSteps
 
 	asked   map[string]bool // need ids with an entry
 	entries map[string]bool // entryKey of each entry
@@ -96,6 +103,19 @@ func (e ledgerEntry) key() string {
 func (l *Ledger) nextOrdinal() int {
 	l.ordinal++
 	return l.ordinal
+}
+
+// conflict returns the earliest need of the session that ir is
+// incompatible with (same subject, another world or a facet both set
+// differently): the two cannot both hold, so the later one is not
+// answered as if it were independent.
+func (l *Ledger) conflict(needID string, ir NeedIR) (ledgerEntry, bool) {
+	for _, e := range l.Entries {
+		if relate(e, needID, ir) == RelationIncompatible {
+			return e, true
+		}
+	}
+	return ledgerEntry{}, false
 }
 
 // classify relates ir to the session's earlier needs. It is pure.

@@ -149,6 +149,16 @@ func resolve(in resolveInput) decision {
 	if exact, ok := resolveExact(in); ok {
 		return exact
 	}
+	// A worker is asked only for what a proposal could ever certify.
+	var workable []Obligation
+	var never []string
+	for _, ob := range d.Missing {
+		if why := uncertifiable(in.Need.IR.Subject.Kind, ob); why != "" {
+			never = append(never, string(ob.Kind)+": "+why)
+			continue
+		}
+		workable = append(workable, ob)
+	}
 	switch {
 	case len(ambiguous) > 0:
 		return decision{Kind: ResolutionAmbiguous, Missing: required(in.Need.IR),
@@ -156,19 +166,27 @@ func resolve(in resolveInput) decision {
 	case len(d.Missing) == 0:
 		d.Kind = hitKind(d.Chosen)
 		return d
-	case in.Worker:
-		d.WorkerFor = slices.Clone(d.Missing)
+	case in.Worker && len(workable) > 0:
+		d.WorkerFor = workable
 		d.Kind = ResolutionPartial
 		if !satisfiesAnyRequired(d.Chosen) {
 			d.Kind = ResolutionMiss
 		}
+		if len(never) > 0 {
+			d.Reason = "not asked of the worker: " + strings.Join(never, "; ")
+		}
 		return d
 	case satisfiesAnyRequired(d.Chosen):
 		d.Kind, d.Reason = ResolutionPartial, "no worker: "+kindList(d.Missing)+" missing"
+		if len(never) > 0 {
+			d.Reason = kindList(d.Missing) + " missing: " + strings.Join(never, "; ")
+		}
 		return d
 	case len(stale) > 0:
 		return decision{Kind: ResolutionStale, Missing: required(in.Need.IR),
 			Reason: "the certified evidence for " + strings.Join(stale, ", ") + " no longer matches the source"}
+	case len(never) > 0:
+		return decision{Kind: ResolutionBypass, Missing: d.Missing, Reason: "no certified evidence, and none can be: " + strings.Join(never, "; ")}
 	}
 	return decision{Kind: ResolutionBypass, Missing: d.Missing, Reason: "no certified evidence and no worker"}
 }

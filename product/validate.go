@@ -62,6 +62,10 @@ func validate(ctx context.Context, repo *snapshot.Repo, p Proposal) (*validation
 		Proposal: p, Level: LevelAST, Files: map[string]string{}, Dirs: map[string]string{},
 		Satisfies: Satisfies{Kind: p.Kind},
 	}}
+	if why := uncertifiable(p.Subject.Kind, Obligation{Kind: p.Kind}); why != "" {
+		val.v.reject("%s", why)
+		return val.v, nil
+	}
 	var err error
 	switch p.Kind {
 	case CapImplementationLocation:

@@ -198,36 +198,3 @@ func TestHarden_UnresolvablePathsAreRejectedAndRecorded(t *testing.T) {
 		t.Errorf("%d rejected attempts recorded; want %d", n, len(paths))
 	}
 }
-
-// Issue 12 item 20 (ledger, what spends a worker and what the text says):
-// obligations no proposal can ever certify (negative polarity, a behavior
-// subject) never spend a worker, and a partial hit's text names no empty
-// certificate.
-func TestHarden_LedgerSpendsNoWorkerOnTheUncertifiable(t *testing.T) {
-	repo, data := storeRepo(t)
-	log := filepath.Join(t.TempDir(), "worker.log")
-	codex := workerScript(t, log, "exit 1")
-	for _, need := range []string{
-		`{"route":"locate.implementation","subject":{"kind":"behavior","name":"retries after a timeout"}}`,
-		`{"route":"locate.implementation","subject":{"kind":"symbol","name":"Open"},"required":[{"kind":"implementation_location","polarity":"negative"}]}`,
-	} {
-		res := resolve(t, repo, data, need, "--codex", codex)
-		if res.WorkerSpawned {
-			t.Errorf("%s spent a worker: %s\n%s", need, res.Status, res.Context)
-		}
-	}
-	if _, err := os.Stat(log); err == nil {
-		t.Errorf("the App Server command ran for obligations that cannot be certified")
-	}
-
-	if out, r := propose(t, repo, data, openLocation); out.Status != "certified" {
-		t.Fatalf("propose: %+v %s", out, r.stderr)
-	}
-	res := resolve(t, repo, data, `{"route":"trace.state-flow","subject":{"kind":"symbol","name":"Open"}}`)
-	if res.Status != "partial" {
-		t.Fatalf("trace.state-flow with only a location certified: %s; the fixture expects partial", res.Status)
-	}
-	if regexp.MustCompile(`certificate\s*,`).MatchString(res.Context) {
-		t.Errorf("the partial hit's text cites an empty certificate:\n%s", res.Context)
-	}
-}

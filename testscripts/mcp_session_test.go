@@ -364,3 +364,44 @@ func TestHarden_AdvertisedBoundsAreEnforcedInTheSameUnit(t *testing.T) {
 		}
 	}
 }
+
+// Issue 12 item 20 (ledger, over MCP): a need the ledger classifies as
+// incompatible with an earlier one of the connection is not resolved as if
+// it were independent, and repeats are bounded too: one connection's ledger
+// cannot grow without limit.
+func TestHarden_LedgerOverMCP(t *testing.T) {
+	t.Run("IncompatibleIsNotResolved", func(t *testing.T) {
+		repo, data := storeRepo(t)
+		if out, r := propose(t, repo, data, openLocation); out.Status != "certified" {
+			t.Fatalf("propose: %+v %s", out, r.stderr)
+		}
+		p := startMCP(t, needlePath(t), serveArgs(repo, data, "--cache-only")...)
+		p.initialize()
+		structured(t, p.call(1, "need_context", `{"route":"trace.state-flow","subject":{"kind":"symbol","name":"Open"}}`))
+		// Same subject, a runtime_flow of another scenario: the two needs
+		// cannot both hold.
+		res := structured(t, p.call(2, "need_context", `{"route":"locate.implementation","subject":{"kind":"symbol","name":"Open"},"preferred":[{"kind":"runtime_flow","scenario":"on-error"}]}`))
+		if res.Step.Relation != "incompatible" {
+			t.Fatalf("relation %q; the fixture expects incompatible", res.Step.Relation)
+		}
+		if res.Status != "bypass" {
+			t.Errorf("an incompatible need was resolved normally: %s %s\n%s", res.Status, res.Resolution.Kind, res.Context)
+		}
+	})
+	t.Run("RepeatsAreBounded", func(t *testing.T) {
+		repo, data := storeRepo(t)
+		if out, r := propose(t, repo, data, openLocation); out.Status != "certified" {
+			t.Fatalf("propose: %+v %s", out, r.stderr)
+		}
+		p := startMCP(t, needlePath(t), serveArgs(repo, data, "--cache-only")...)
+		p.initialize()
+		const calls = 200
+		for i := 1; i <= calls; i++ {
+			res := structured(t, p.call(i, "need_context", needOpen))
+			if res.Status == "bypass" && strings.Contains(res.Context, "limit") {
+				return // the connection's ledger is bounded
+			}
+		}
+		t.Errorf("%d repeats of one need on one connection were all resolved: the ledger has no bound", calls)
+	})
+}
