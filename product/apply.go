@@ -791,7 +791,7 @@ func (e *Engine) baseContent(rel, want string) ([]byte, bool, bool, error) {
 // treePath is the absolute path of a repository path, refusing any parent
 // directory that is a symbolic link.
 func treePath(root, rel string) (string, error) {
-	if checkScopePath(rel, ScopeExact) != nil || gitPath(rel) {
+	if checkScopePath(rel, ScopeExact) != nil {
 		return "", conflictf("409 conflict: %s is not a path a patch may write", showPath(rel))
 	}
 	dir := root

@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/needle-dev/needle/product/internal/checkout"
+	"golang.org/x/text/unicode/norm"
 )
 
 // Bounds of a prepare_change request. Like the need bounds they are part of
@@ -66,21 +67,10 @@ type ChangeConstraints struct {
 // ChangeIDPattern is the syntax of an opaque change id.
 var ChangeIDPattern = regexp.MustCompile(`^chg_[0-9a-f]{24}$`)
 
-// gitPath reports whether a slash path has a component that is git
-// metadata on some file system: ".git" in any case, its 8.3 short name, or
-// either with the trailing dots and spaces Windows drops.
-func gitPath(p string) bool {
-	for _, part := range strings.Split(p, "/") {
-		name := strings.ToLower(strings.TrimRight(part, ". "))
-		if name == ".git" || name == "git~1" {
-			return true
-		}
-	}
-	return false
-}
-
-// inScope reports whether a repository path is one the scopes declare.
+// inScope reports whether a repository path is one the scopes declare,
+// comparing in NFC (the scopes are NFC already).
 func inScope(scopes []PathScope, p string) bool {
+	p = norm.NFC.String(p)
 	for _, s := range scopes {
 		switch {
 		case s.Kind == ScopeExact && s.Path == p:

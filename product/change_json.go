@@ -2,13 +2,14 @@ package product
 
 import (
 	"fmt"
-	"path"
 	"slices"
 	"strconv"
 	"strings"
 	"unicode/utf8"
 
 	"github.com/needle-dev/needle/product/internal/contentid"
+	"github.com/needle-dev/needle/product/internal/safetext"
+	"golang.org/x/text/unicode/norm"
 )
 
 // DecodeChangeRequest decodes and checks a prepare_change request with the
@@ -139,6 +140,9 @@ func checkChangeRequest(r *ChangeRequest) error {
 		if err := checkScopePath(s.Path, s.Kind); err != nil {
 			return invalidf(opChange, p+".path", "%v", err)
 		}
+		// Scopes are compared in NFC (inScope): "café" is one name however
+		// its é is composed.
+		r.Scopes[i].Path = norm.NFC.String(s.Path)
 	}
 	slices.SortFunc(r.Scopes, func(a, b PathScope) int { return strings.Compare(a.Kind+" "+a.Path, b.Kind+" "+b.Path) })
 	r.Scopes = slices.Compact(r.Scopes)
@@ -184,39 +188,32 @@ func checkChangeRequest(r *ChangeRequest) error {
 	return nil
 }
 
-// checkText checks a free-text field: valid UTF-8 (the decoder already
-// proved that), not blank, within its byte bound.
+// checkText checks a free-text field by the text rule (safetext): valid
+// UTF-8 with no control, format (bidi) or separator character but "\n"
+// and "\t", not blank, within its bound.
 func checkText(s, p string, minLen, maxChars int) error {
+	if err := safetext.CheckText(s, true); err != nil {
+		return invalidf(opChange, p, "%v", err)
+	}
 	switch {
 	case minLen > 0 && strings.TrimSpace(s) == "":
 		return invalidf(opChange, p, "empty text")
-	case !utf8.ValidString(s):
-		return invalidf(opChange, p, "invalid UTF-8")
 	case utf8.RuneCountInString(s) > maxChars:
 		return invalidf(opChange, p, "too long (%d characters); the limit is %d characters (Unicode code points)", utf8.RuneCountInString(s), maxChars)
 	}
 	return nil
 }
 
-// checkScopePath accepts a clean, relative, slash-separated path that does
-// not name git's metadata. "." is allowed for a subtree only.
+// checkScopePath accepts a path by the repository-path rule (safetext: clean,
+// relative, slash-separated, no control, format or separator character, no
+// component that is .git on any file system). "." is allowed for a subtree
+// only.
 func checkScopePath(p, kind string) error {
 	switch {
-	case p == "":
-		return fmt.Errorf("empty path")
 	case utf8.RuneCountInString(p) > MaxScopePathChars:
 		return fmt.Errorf("path too long (%d characters); the limit is %d", utf8.RuneCountInString(p), MaxScopePathChars)
-	case p == ".":
-		if kind != ScopeSubtree {
-			return fmt.Errorf(`"." can only be a subtree scope`)
-		}
-		return nil
-	case strings.HasPrefix(p, "/") || strings.Contains(p, `\`) || strings.ContainsRune(p, 0):
-		return fmt.Errorf("path %q is not a relative slash path", p)
-	case path.Clean(p) != p || p == ".." || strings.HasPrefix(p, "../"):
-		return fmt.Errorf("path %q is not clean and inside the repository", p)
-	case gitPath(p):
-		return fmt.Errorf("path %q names git metadata", p)
+	case p == "." && kind != ScopeSubtree:
+		return fmt.Errorf(`"." can only be a subtree scope`)
 	}
-	return nil
+	return safetext.CheckRepoPath(p)
 }

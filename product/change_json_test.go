@@ -3,6 +3,9 @@ package product
 import (
 	"encoding/json"
 	"testing"
+
+	"github.com/needle-dev/needle/product/internal/safetext"
+	"golang.org/x/text/unicode/norm"
 )
 
 // FuzzDecodeChangeRequest feeds arbitrary bytes to the prepare_change
@@ -36,7 +39,7 @@ func FuzzDecodeChangeRequest(f *testing.F) {
 			t.Fatalf("accepted a request out of bounds: %+v", req)
 		}
 		for _, s := range req.Scopes {
-			if checkScopePath(s.Path, s.Kind) != nil || gitPath(s.Path) {
+			if checkScopePath(s.Path, s.Kind) != nil || safetext.CheckRepoPath(s.Path) != nil || s.Path != norm.NFC.String(s.Path) {
 				t.Fatalf("accepted scope %+v", s)
 			}
 		}

@@ -9,6 +9,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/needle-dev/needle/product/internal/contentid"
+	"github.com/needle-dev/needle/product/internal/safetext"
 	"golang.org/x/text/unicode/norm"
 )
 
@@ -372,8 +373,8 @@ func checkTask(task string) error {
 	if n := utf8.RuneCountInString(task); n > MaxTaskChars {
 		return invalidf(opCompile, "task", "task is %d characters; the limit is %d characters (Unicode code points)", n, MaxTaskChars)
 	}
-	if i := strings.IndexFunc(task, func(r rune) bool { return unicode.IsControl(r) && r != '\n' && r != '\t' }); i >= 0 {
-		return invalidf(opCompile, "task", "task contains the control character %q at byte %d", task[i], i)
+	if err := safetext.CheckText(task, true); err != nil {
+		return invalidf(opCompile, "task", "task %v", err)
 	}
 	return nil
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/needle-dev/needle/product/internal/checkout"
 	"github.com/needle-dev/needle/product/internal/contentid"
+	"github.com/needle-dev/needle/product/internal/safetext"
 	"github.com/needle-dev/needle/product/internal/snapshot"
 )
 
@@ -410,21 +411,15 @@ func (e *Engine) freshEvidence(ctx context.Context, certID string) (*candidate, 
 }
 
 // unsafePatchPath says why a path a patch worker created may not be part of
-// a patch ("" when it may): it must be valid UTF-8 without control
-// characters or backslashes, and no component may be git metadata on any
-// file system (".git" in any case, its 8.3 short name, or with the trailing
-// dots and spaces Windows drops).
+// a patch ("" when it may): the repository-path rule (safetext) every path
+// Needle accepts obeys — no control, format (bidi, zero-width) or separator
+// character, no backslash, and no component that is git metadata on any
+// file system (".git" in any case, with HFS+'s ignorable code points or
+// NTFS's trailing dots, spaces and streams, its 8.3 short names GIT~N).
 func unsafePatchPath(p string) string {
-	if !utf8.ValidString(p) {
-		return "not a UTF-8 path"
-	}
-	for _, r := range p {
-		if unicode.IsControl(r) || r == '\\' {
-			return "a path with control characters or backslashes"
-		}
-	}
-	if gitPath(p) {
-		return "git metadata may not change"
+	var pe *safetext.PathError
+	if err := safetext.CheckRepoPath(p); errors.As(err, &pe) {
+		return pe.Reason
 	}
 	return ""
 }

@@ -200,7 +200,8 @@ func TestPatchBuild(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	req := ChangeRequest{Task: "t", Criteria: []string{"c"}, Scopes: []PathScope{{Path: "options.go", Kind: ScopeExact}, {Path: "internal", Kind: ScopeSubtree}}}
+	req := ChangeRequest{Task: "t", Criteria: []string{"c"}, Scopes: []PathScope{{Path: "options.go", Kind: ScopeExact},
+		{Path: "internal", Kind: ScopeSubtree}, {Path: "cafe\u0301.txt", Kind: ScopeExact}}} // NFD: decoded as NFC
 	if err := checkChangeRequest(&req); err != nil {
 		t.Fatal(err)
 	}
@@ -240,13 +241,34 @@ func TestPatchBuild(t *testing.T) {
 		}, "internal/GIT~1/config: git metadata"},
 		{"backslash", func(d string) error {
 			return os.WriteFile(filepath.Join(d, "internal", `a\b.go`), []byte("package x\n"), 0o644)
-		}, "backslashes"},
+		}, "contains a backslash"},
 		{"newlineName", func(d string) error {
 			return os.WriteFile(filepath.Join(d, "internal", "a\nb.go"), []byte("package x\n"), 0o644)
-		}, "control characters"},
+		}, "contains the control character U+000A"},
 		{"notUTF8Name", func(d string) error {
 			return os.WriteFile(filepath.Join(d, "internal", "a\xffb.go"), []byte("package x\n"), 0o644)
-		}, "not a UTF-8 path"},
+		}, "is not valid UTF-8"},
+		// Issue 12 item 21: the repository-path rule, and scopes compared in
+		// NFC however the worker's file system spells the name.
+		{"nfdFileInNFCScope", func(d string) error {
+			return os.WriteFile(filepath.Join(d, "cafe\u0301.txt"), []byte("au lait\n"), 0o644)
+		}, ""},
+		{"nfcFileInNFCScope", func(d string) error {
+			return os.WriteFile(filepath.Join(d, "caf\u00e9.txt"), []byte("au lait\n"), 0o644)
+		}, ""},
+		{"hfsZeroWidthGit", func(d string) error {
+			return errors.Join(os.MkdirAll(filepath.Join(d, "internal", ".g\u200cit"), 0o755), os.WriteFile(filepath.Join(d, "internal", ".g\u200cit", "config"), []byte("x"), 0o644))
+		}, "format (bidi or zero-width) character U+200C"},
+		{"ntfsStreamGit", func(d string) error {
+			dir := filepath.Join(d, "internal", ".git::$INDEX_ALLOCATION")
+			return errors.Join(os.MkdirAll(dir, 0o755), os.WriteFile(filepath.Join(dir, "config"), []byte("x"), 0o644))
+		}, "git metadata"},
+		{"shortGit2", func(d string) error {
+			return errors.Join(os.MkdirAll(filepath.Join(d, "internal", "GIT~2"), 0o755), os.WriteFile(filepath.Join(d, "internal", "GIT~2", "config"), []byte("x"), 0o644))
+		}, "internal/GIT~2/config: git metadata"},
+		{"bidiName", func(d string) error {
+			return os.WriteFile(filepath.Join(d, "internal", "a\u202eog.txt"), []byte("x\n"), 0o644)
+		}, "format (bidi or zero-width) character U+202E"},
 		{"nothing", func(string) error { return nil }, "the patch worker changed nothing"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -149,7 +149,7 @@ func changeSchemaCannotState(err error) bool {
 		return false
 	}
 	msg := e.Err.Error()
-	for _, s := range []string{"empty text", "not a relative slash path", "not clean", "names git metadata", `"." can only be`} {
+	for _, s := range []string{"empty text", "is empty", "is not relative", "contains a backslash", "not clean", "git metadata", `"." can only be`} {
 		if strings.Contains(msg, s) {
 			return true
 		}
