@@ -53,6 +53,7 @@ type PatternStat struct {
 // is deterministic: two runs give the same numbers.
 type Report struct {
 	Corpus               string    `json:"corpus"`
+	Reproduce            string    `json:"-"` // the command that plays the corpus again, as markdown
 	Needs                int       `json:"needs"`
 	Sessions             int       `json:"sessions"`
 	Hits                 int       `json:"hits"`
@@ -217,7 +218,7 @@ func markdown(r Report, charts []string) string {
 		return fmt.Sprintf("%.1f%%", 100*float64(a)/float64(n))
 	}
 	fmt.Fprintf(&b, "# needlebench report: corpus `%s`\n\n", r.Corpus)
-	fmt.Fprintf(&b, "Reproduce with `make bench` (= `needlebench run corpus/%s`). Every number except the latencies is\n", r.Corpus)
+	fmt.Fprintf(&b, "Reproduce with %s. Every number except the latencies is\n", r.Reproduce)
 	b.WriteString("deterministic: a second run gives the same figures.\n\n")
 	b.WriteString("## Headline\n\n| measure | value |\n|---|---|\n")
 	fmt.Fprintf(&b, "| needs played (sessions) | %d (%d) |\n", r.Needs, r.Sessions)

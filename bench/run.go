@@ -50,6 +50,19 @@ func Run(ctx context.Context, opts RunOptions) (Report, []string, error) {
 		}
 		opts.Replay = self
 	}
+	// The outputs are prepared before the work, so a report directory or
+	// trace file that cannot be written fails the run at once, not after
+	// every need was played.
+	if err := os.MkdirAll(opts.Reports, 0o755); err != nil {
+		return Report{}, nil, fmt.Errorf("reports: %w", err)
+	}
+	var trace *os.File
+	if opts.Trace != "" {
+		if trace, err = createFile(opts.Trace); err != nil {
+			return Report{}, nil, fmt.Errorf("trace: %w", err)
+		}
+		defer trace.Close()
+	}
 	work, err := tempDir()
 	if err != nil {
 		return Report{}, nil, err
@@ -67,9 +80,9 @@ func Run(ctx context.Context, opts RunOptions) (Report, []string, error) {
 		return Report{}, nil, err
 	}
 	ev := evaluate(outs, repos, c)
-	if opts.Trace != "" {
-		if err := writeTrace(opts.Trace, outs, ev); err != nil {
-			return Report{}, nil, err
+	if trace != nil {
+		if err := writeTrace(trace, outs, ev); err != nil {
+			return Report{}, nil, fmt.Errorf("trace: %w", err)
 		}
 	}
 	runs, failed := 0, 0
@@ -83,6 +96,7 @@ func Run(ctx context.Context, opts RunOptions) (Report, []string, error) {
 		return Report{}, nil, fmt.Errorf("%d worker runs failed: the frozen transcripts do not match; re-record them with needlebench record", failed)
 	}
 	r := buildReport(c, outs, ev, runs, failed, tokens)
+	r.Reproduce = reproduceCommand(opts.Corpus)
 	files, err := writeReport(opts.Reports, r)
 	return r, files, err
 }
@@ -220,9 +234,28 @@ func defaultFrozen(dir, name string) string {
 	return filepath.Join(filepath.Dir(filepath.Dir(filepath.Clean(dir))), "frozen", name)
 }
 
+// createFile creates (truncating) file and the directories it needs.
+func createFile(file string) (*os.File, error) {
+	if err := os.MkdirAll(filepath.Dir(file), 0o755); err != nil {
+		return nil, err
+	}
+	return os.Create(file)
+}
+
+// reproduceCommand is how to run the same benchmark again: the command with
+// the corpus argument as given, and `make bench` for the default corpus
+// the Makefile runs.
+func reproduceCommand(corpus string) string {
+	cmd := "`needlebench run " + corpus + "`"
+	if filepath.Clean(corpus) == filepath.Join("corpus", "default") {
+		return "`make bench` (= " + cmd + ")"
+	}
+	return cmd
+}
+
 // writeTrace writes one JSON line per need: where it came from and how it
 // resolved, with its context.
-func writeTrace(file string, outs []outcome, ev evaluation) error {
+func writeTrace(f *os.File, outs []outcome, ev evaluation) error {
 	var b strings.Builder
 	for _, o := range outs {
 		line, err := json.Marshal(map[string]any{"session": o.Session, "need": o.Need, "pattern": o.Pattern, "module": o.Module,
@@ -235,5 +268,8 @@ func writeTrace(file string, outs []outcome, ev evaluation) error {
 		b.Write(line)
 		b.WriteByte('\n')
 	}
-	return os.WriteFile(file, []byte(b.String()), 0o644)
+	if _, err := f.WriteString(b.String()); err != nil {
+		return err
+	}
+	return f.Close()
 }

@@ -41,6 +41,19 @@
 // least the recording time minus one tick, which fails the window test as
 // long as the file system's timestamp granularity is below RacyWindow.
 //
+// One change the stat cannot see, here as in git's index: a write through
+// a shared memory mapping (mmap with MAP_SHARED) after its page was first
+// dirtied need not update mtime or ctime (the kernel stamps the file when a
+// clean page is first written to, not on every store to a page already
+// dirty), so a file rewritten in place that way can keep its size, inode
+// and timestamps after its digest was taken, and the cache keeps trusting
+// that digest.
+// Programs that edit source files through writable shared mappings are
+// rare; after one has, touch the file (or change it any other way), which
+// makes the stat differ and the next lookup rehash it — the same remedy as
+// `git update-index --really-refresh` for git's index. Not trusting the
+// stat at all would cost O(repository) on every freshness check.
+//
 // A directory's digest is cached the same way: an entry watches what git's
 // listing of the directory depends on (its own lstat, the index and the
 // ignore inputs, a witness below each subdirectory git counts, the
