@@ -201,6 +201,9 @@ func TestHarden_RequestsSentAsNotificationsDoNothing(t *testing.T) {
 		if strings.Contains(p.stderr.String(), "constraint failed") {
 			t.Errorf("the initialize notification ran and wrote the session:\n%s", p.stderr.String())
 		}
+		if n := queryInt(t, data, `SELECT count(*) FROM session_freezes`); n != 1 {
+			t.Errorf("%d sessions frozen; only the initialize request may freeze one", n)
+		}
 	})
 	t.Run("ToolsCall", func(t *testing.T) {
 		repo, data := storeRepo(t)
@@ -215,6 +218,10 @@ func TestHarden_RequestsSentAsNotificationsDoNothing(t *testing.T) {
 		res := structured(t, p.call(2, "need_context", needOpen))
 		if res.Step.Ordinal != 1 || res.Step.Relation == "repeat" {
 			t.Errorf("the first answered call is step %d (%s): the tools/call notification ran", res.Step.Ordinal, res.Step.Relation)
+		}
+		p.finish()
+		if n := queryInt(t, data, `SELECT count(*) FROM resolutions`); n != 1 {
+			t.Errorf("%d resolutions recorded; only the request's may be", n)
 		}
 	})
 }
@@ -444,6 +451,20 @@ func TestHarden_HostileScopesAndChangeText(t *testing.T) {
 		r := p.call(100+i, "prepare_change", change(h.task, h.criterion, h.scope))
 		if r.Error == nil || r.Error.Code != -32602 {
 			t.Errorf("%s: %q / %q / %q was answered %s; want -32602", h.name, h.task, h.criterion, h.scope, short(r.raw))
+		}
+	}
+	p.finish()
+	// Refused before anything runs: one change (the valid request's) and
+	// none of the hostile text is stored.
+	if n := queryInt(t, data, `SELECT count(*) FROM changes`); n != 1 {
+		t.Errorf("%d changes stored; only the valid request's may be", n)
+	}
+	text := storeText(t, data)
+	for _, h := range hostile {
+		for _, s := range []string{h.task, h.criterion, h.scope} {
+			if s != "t" && s != "c" && s != "store.go" && strings.Contains(text, s) {
+				t.Errorf("%s: the store holds %q", h.name, s)
+			}
 		}
 	}
 }
