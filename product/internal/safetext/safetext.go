@@ -73,7 +73,9 @@ func (e *PathError) Error() string { return fmt.Sprintf("path %q: %s", e.Path, e
 // character or a backslash, or that has a component naming git metadata on
 // some file system (see GitAlias). "." (the repository itself) is accepted.
 func CheckRepoPath(p string) error {
-	refuse := func(format string, args ...any) error { return &PathError{Path: p, Reason: fmt.Sprintf(format, args...)} }
+	refuse := func(format string, args ...any) error {
+		return &PathError{Path: p, Reason: fmt.Sprintf(format, args...)}
+	}
 	if err := CheckText(p, false); err != nil {
 		return refuse("%v", err)
 	}
