@@ -140,15 +140,26 @@
 // of its packages reaching the subject is exhaustive (and contract_complete)
 // and then also depends on each package directory's listing, so a test file
 // added later makes it stale. No proposal can certify negative polarity (an
-// absence) yet: such obligations are always missing. A failed proposal is stored as a
-// rejected attempt with its reasons and never served.
+// absence) yet: such obligations are always missing, and no worker is asked
+// for them. A failed proposal is stored as a rejected attempt with its
+// reasons and never served.
 //
 // A certified proposal becomes an artifact (content id of the proposal) with
 // a certificate that binds it to the facets it satisfies, the validator
 // version and level, the exact text of every cited span, its claims and its
 // dependencies: the content digest of every file the validator read. Claims
 // are atomic facts ("NewSearcher is declared in search.go", "step 1 calls
-// newOptions") whose ids carry no line numbers.
+// newOptions") whose ids carry no line numbers. None of these ids depends on
+// where the repository lives (dependencies are repository-relative): two
+// clones sharing a data directory certify the same evidence as the same
+// rows, find evidence by subject and need whichever clone stored it, and
+// check its freshness against their own files. Only attempts, resolutions,
+// sessions, changes and the stat cache belong to one checkout.
+//
+// uncertifiable (evidence.go) is the one table of what no proposal can
+// certify — a behavior subject, negative polarity — shared by the
+// validators (which refuse such a proposal before reading) and the
+// resolver (which never asks a worker for it).
 //
 // # Freshness and proof replay
 //
@@ -197,13 +208,23 @@
 // usable evidence only when it is reliably cheaper than a known reuse cost.
 // Price orders valid plans; it never makes a plan valid.
 //
+// The world rule: evidence is certified against the checkout's current
+// source, on the running platform, with the default build features, and a
+// need is answered from it only in that world. A need whose world.source is
+// another snapshot, whose platform is another one or whose features are
+// not the default is a bypass that names the world (Needle keeps no
+// recorded snapshot to answer on), never current-source evidence.
+//
 // A session ledger classifies each need against the earlier ones of its
 // session: repeat, residual (only what an earlier need left missing),
 // extension, overlap, independent or incompatible (same subject, conflicting
-// world or facets). Limits default to 3 needs (repeats are free) and 3
-// workers, with a hard cap of 8; past a limit a need is a normal bypass.
-// One resolution runs at a time; the others wait in arrival order. A repeat
-// adds nothing to the ledger (one entry per distinct need and outcome).
+// world or facets). An incompatible need is a bypass naming the earlier
+// step (and stays one when asked again). Limits default to 3 needs (repeats
+// are free) and 3 workers, with a hard cap of 8, and every call counts
+// toward HardSessionSteps (64), repeats included; past a limit a need is a
+// normal bypass. One resolution runs at a time; the others wait in arrival
+// order. A repeat adds nothing to the ledger (one entry per distinct need
+// and outcome).
 //
 // An exact hit reads no evidence and writes nothing while the client waits.
 // The engine remembers, per need, the classified candidates its last
@@ -234,8 +255,11 @@
 // thread (approvalPolicy never, web search, sub-agents and plugins pruned)
 // carries the invocation identity, the content id of everything the prompt
 // depends on; one turn per missing obligation carries a bounded prompt and
-// the proposal's strict JSON Schema as outputSchema. A turn past its deadline
-// is interrupted, then the process group killed. Every server request is
+// the proposal's strict JSON Schema as outputSchema. The role profile's
+// worker model rides on thread/start and every turn/start, its effort on
+// every turn/start (neither when unset, and then the invocation identity is
+// what it always was). A turn past its deadline is interrupted, then the
+// process group killed. Every server request is
 // answered (approvals declined). The final message goes through
 // DecodeProposal and validate like any proposal; token usage (deltas of the
 // thread's total) is recorded in worker_runs and as an economic
@@ -256,14 +280,26 @@
 // time in arrival order, notifications/cancelled bound to the request id
 // (the worker's turn is interrupted and its process group killed; the run
 // and its cleanup are recorded), and at stdin EOF every accepted request is
-// answered before the server exits. initialize freezes the session:
-// repository, role-profile revision, routes, semantic definition, main
-// model, worker policy and protocol (session_freezes). tools/list offers
-// need_context with a closed inputSchema (the session's routes as an enum)
-// and, on 2025-06-18, the outputSchema of NeedResult; invalid arguments are
-// -32602 before anything is resolved; content[0].text is the context, and
-// structuredContent the NeedResult (2025-06-18 only). Unless the server runs
-// --cache-only it also offers prepare_change and verify_change.
+// answered before the server exits; SIGTERM and SIGINT stop it with status
+// 0 once running requests are cancelled and cleaned up. A request the
+// client cancels is never answered. The envelope and the params of
+// initialize, tools/call and the cancellation are read by one strict
+// reader (exact member names, none twice, valid Unicode), a request sent
+// without an id does nothing, and ids follow one rule (a string, or an
+// integer within ±(2^53-1), identified by value); see the jsonrpc package
+// doc. initialize freezes the session: repository, role-profile revision
+// (its limits, worker model and effort), routes (mcp serve --routes),
+// semantic definition, main model, worker policy and protocol
+// (session_freezes). tools/list offers the tools the session can run, each
+// an entry of the tool table (mcp_tools.go) with its available predicate
+// and its annotations: need_context always (read-only, idempotent, closed
+// world), with a closed inputSchema (the session's routes as an enum) and,
+// on 2025-06-18, the outputSchema of NeedResult; verify_change with a
+// worker backend and not --cache-only; prepare_change when the frozen
+// profile also lets patch workers write. A tool not listed is an unknown
+// tool. Invalid arguments are -32602 before anything is resolved;
+// content[0].text is the context, and structuredContent the NeedResult
+// (2025-06-18 only).
 //
 // # Codex: the Stop hook and needle exec
 //
@@ -343,10 +379,15 @@
 // recorded verdict. A patch is only ever laid on the base it was made
 // against: a patched file that changed in the work tree is a conflict.
 // Patches and verifications are immutable rows and the projection only
-// moves forward (triggers refuse anything else). Paths a worker creates
-// must be UTF-8 without control characters or backslashes, and no
-// component may be git metadata on any file system (.git in any case,
-// GIT~1).
+// moves forward (triggers refuse anything else). Scope paths and the paths
+// a worker creates obey one repository-path rule (product/internal/
+// safetext): valid UTF-8 without control, format (bidi, zero-width) or
+// separator characters or backslashes, and no component that is git
+// metadata on any file system, as git itself checks (.git in any case,
+// with HFS+'s ignorable code points, NTFS's trailing dots and spaces and
+// :streams, 8.3 names GIT~N). Scopes are compared in NFC. Change text
+// (task, criteria, notes) obeys the one text rule: no control, format or
+// separator character but newline and tab.
 //
 // # The change lifecycle
 //
@@ -415,7 +456,12 @@
 // schema_migrations in the same transaction. At every open the digest of
 // every applied migration is compared with the binary's text: a mismatch,
 // or a database newer than the binary, refuses to open. Migrations are
-// additive and shipped text never changes.
+// additive and shipped text never changes. An open holds an exclusive lock
+// (DATA_DIR/needle.db.open-lock, product/internal/filelock) from the guard
+// through the WAL switch to the last migration, so processes opening a new
+// data directory at once take turns, and the migration history is read in
+// one snapshot. A failure the data directory's file system explains (full,
+// read-only, not writable; product/internal/fsinfo) is told as that.
 //
 // # Durability
 //
@@ -525,11 +571,13 @@
 // checkout (disposable checkouts), codexhook (codex's lifecycle-hook
 // protocol, hooks files and hook trust), contentid, contract (the contract
 // tier's scenarios), failpoint (crash injection for the tests), fakemodel,
-// goevidence (go/ast proofs), httpguard (the loopback server's
+// filelock (a cancellable file lock), fsinfo (why a file system refuses
+// writes), goevidence (go/ast proofs), httpguard (the loopback server's
 // authentication and request rules), ipc (the unix socket and framed
 // streams), jsonrpc (the JSON-RPC server), mdblock (CommonMark block
 // structure), migrate, ndjson (line I/O), procdir (process identity and
-// process-owned directories), replay, runlock (the profile lock), schema
-// (JSON Schema builder), snapshot (repository snapshots and digests), sse
-// (the event broker), testrun, transcript and typecheck.
+// process-owned directories), replay, runlock (the profile lock), safetext
+// (the rules for untrusted text and repository paths), schema (JSON Schema
+// builder), snapshot (repository snapshots and digests), sse (the event
+// broker), testrun, transcript and typecheck.
 package product
