@@ -15,14 +15,8 @@ import (
 // cannot be read is not fresh: unknown validity is never served.
 func isFresh(ctx context.Context, repo *snapshot.Repo, deps []Dependency) (bool, error) {
 	for _, d := range deps {
-		var digest string
-		var err error
-		switch d.Kind {
-		case DependencyFile:
-			digest, err = repo.FileDigest(d.Path)
-		case DependencyDir:
-			digest, err = repo.DirDigest(ctx, d.Path)
-		default:
+		digest, known, err := dependencyDigest(ctx, repo, d)
+		if !known {
 			return false, nil
 		}
 		if errors.Is(err, snapshot.ErrNotExist) || errors.Is(err, snapshot.ErrNotRegular) || errors.Is(err, snapshot.ErrUnsafePath) {
@@ -36,6 +30,21 @@ func isFresh(ctx context.Context, repo *snapshot.Repo, deps []Dependency) (bool,
 		}
 	}
 	return true, nil
+}
+
+// dependencyDigest digests one dependency in the current source; known is
+// false for a dependency kind this build does not know, which is never
+// fresh.
+func dependencyDigest(ctx context.Context, repo *snapshot.Repo, d Dependency) (digest string, known bool, err error) {
+	switch d.Kind {
+	case DependencyFile:
+		digest, err = repo.FileDigest(d.Path)
+	case DependencyDir:
+		digest, err = repo.DirDigest(ctx, d.Path)
+	default:
+		return "", false, nil
+	}
+	return digest, true, err
 }
 
 // relocate finds the cited text in the current file: unchanged at the same

@@ -329,18 +329,9 @@ func evidenceDTO(ctx context.Context, rec artifactRecord, now time.Time) (web.Ev
 
 // dependencyState is fresh, changed or missing for one dependency now.
 func dependencyState(ctx context.Context, repo *snapshot.Repo, d Dependency) string {
-	var digest string
-	var err error
-	switch d.Kind {
-	case DependencyFile:
-		digest, err = repo.FileDigest(d.Path)
-	case DependencyDir:
-		digest, err = repo.DirDigest(ctx, d.Path)
-	default:
-		return "missing"
-	}
+	digest, known, err := dependencyDigest(ctx, repo, d)
 	switch {
-	case err != nil:
+	case !known, err != nil:
 		return "missing"
 	case digest != d.Digest:
 		return "changed"
