@@ -138,33 +138,12 @@ func recordWorker(ctx context.Context, codex, repo, needFile, answerFile, profil
 	if err != nil {
 		return res, err
 	}
-	m, err := codextest.StartFakeModel(codextest.WorkerScript(answer))
+	rec, err := startRecording(codex, repo, out, codextest.WorkerScript(answer))
 	if err != nil {
 		return res, err
 	}
-	defer m.Close()
-	tmp, err := os.MkdirTemp("", "needlebench-record-")
-	if err != nil {
-		return res, err
-	}
-	defer os.RemoveAll(tmp)
-	if strings.HasSuffix(repo, ".txtar") {
-		if repo, err = extractTxtar(repo, filepath.Join(tmp, "repo")); err != nil {
-			return res, err
-		}
-	}
-	home := filepath.Join(tmp, "codex-home")
-	err = os.MkdirAll(home, 0o700)
-	if err == nil {
-		err = os.WriteFile(filepath.Join(home, "config.toml"), []byte(m.ConfigTOML()), 0o600)
-	}
-	if err != nil {
-		return res, err
-	}
-	cfg := product.Config{
-		DataDir: filepath.Join(tmp, "data"), Repository: repo, Transport: "bench",
-		Codex: &product.CodexConfig{Command: []string{codex}, Home: home, RecordDir: out},
-	}
+	defer rec.Close()
+	cfg := rec.cfg
 	if profileFile != "" {
 		var stderr strings.Builder
 		args := []string{"profile", "create", "--data-dir", cfg.DataDir, "recorded", profileFile}
@@ -179,6 +158,54 @@ func recordWorker(ctx context.Context, codex, repo, needFile, answerFile, profil
 	}
 	defer eng.Close()
 	return eng.NeedContext(ctx, "record", req)
+}
+
+// recording is what each needlebench record-* command sets up around the
+// sessions it records: a loopback fake model playing the script, a
+// throwaway directory holding the repository (a txtar archive is extracted
+// there), a CODEX_HOME that points the real codex at the fake model, and
+// the engine configuration that records the worker sessions into out.
+type recording struct {
+	model *codextest.FakeModel
+	tmp   string
+	cfg   product.Config
+}
+
+func startRecording(codex, repo, out string, script []byte) (*recording, error) {
+	m, err := codextest.StartFakeModel(script)
+	if err != nil {
+		return nil, err
+	}
+	rec := &recording{model: m}
+	if rec.tmp, err = os.MkdirTemp("", "needlebench-record-"); err != nil {
+		m.Close()
+		return nil, err
+	}
+	if strings.HasSuffix(repo, ".txtar") {
+		repo, err = extractTxtar(repo, filepath.Join(rec.tmp, "repo"))
+	}
+	home := filepath.Join(rec.tmp, "codex-home")
+	if err == nil {
+		err = os.MkdirAll(home, 0o700)
+	}
+	if err == nil {
+		err = os.WriteFile(filepath.Join(home, "config.toml"), []byte(m.ConfigTOML()), 0o600)
+	}
+	if err != nil {
+		rec.Close()
+		return nil, err
+	}
+	rec.cfg = product.Config{
+		DataDir: filepath.Join(rec.tmp, "data"), Repository: repo, Transport: "bench",
+		Codex: &product.CodexConfig{Command: []string{codex}, Home: home, RecordDir: out},
+	}
+	return rec, nil
+}
+
+// Close stops the fake model and removes the throwaway directory.
+func (r *recording) Close() {
+	r.model.Close()
+	_ = os.RemoveAll(r.tmp)
 }
 
 // extractTxtar writes the files of a txtar archive under dir.

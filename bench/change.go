@@ -5,11 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"path/filepath"
-	"strings"
 
 	"github.com/needle-dev/needle/product"
-	"github.com/needle-dev/needle/product/codextest"
 )
 
 // changeScenario is a recorded supervised change: the prepare_change
@@ -58,32 +55,12 @@ func recordChange(ctx context.Context, codex, repo, scenarioFile, out string) (s
 	if err != nil {
 		return "", fmt.Errorf("%s: request: %w", scenarioFile, err)
 	}
-	m, err := codextest.StartFakeModel(sc.Script)
+	rec, err := startRecording(codex, repo, out, sc.Script)
 	if err != nil {
 		return "", err
 	}
-	defer m.Close()
-	tmp, err := os.MkdirTemp("", "needlebench-record-")
-	if err != nil {
-		return "", err
-	}
-	defer os.RemoveAll(tmp)
-	if strings.HasSuffix(repo, ".txtar") {
-		if repo, err = extractTxtar(repo, filepath.Join(tmp, "repo")); err != nil {
-			return "", err
-		}
-	}
-	home := filepath.Join(tmp, "codex-home")
-	if err := os.MkdirAll(home, 0o700); err != nil {
-		return "", err
-	}
-	if err := os.WriteFile(filepath.Join(home, "config.toml"), []byte(m.ConfigTOML()), 0o600); err != nil {
-		return "", err
-	}
-	eng, err := product.Open(ctx, product.Config{
-		DataDir: filepath.Join(tmp, "data"), Repository: repo, Transport: "bench",
-		Codex: &product.CodexConfig{Command: []string{codex}, Home: home, RecordDir: out},
-	})
+	defer rec.Close()
+	eng, err := product.Open(ctx, rec.cfg)
 	if err != nil {
 		return "", err
 	}

@@ -5,11 +5,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"path/filepath"
 	"strings"
 
 	"github.com/needle-dev/needle/product"
-	"github.com/needle-dev/needle/product/codextest"
 )
 
 // lifecycleScenario is a recorded change lifecycle (fixtures/lifecycle):
@@ -60,33 +58,14 @@ func recordLifecycle(ctx context.Context, codex, repo, scenarioFile, out, cache 
 	if err := decodeStrict(data, &sc); err != nil {
 		return "", fmt.Errorf("%s: %w", scenarioFile, err)
 	}
-	m, err := codextest.StartFakeModel(sc.Script)
+	rec, err := startRecording(codex, repo, out, sc.Script)
 	if err != nil {
 		return "", err
 	}
-	defer m.Close()
-	tmp, err := os.MkdirTemp("", "needlebench-record-")
-	if err != nil {
-		return "", err
-	}
-	defer os.RemoveAll(tmp)
-	if strings.HasSuffix(repo, ".txtar") {
-		if repo, err = extractTxtar(repo, filepath.Join(tmp, "repo")); err != nil {
-			return "", err
-		}
-	}
-	home := filepath.Join(tmp, "codex-home")
-	if err := os.MkdirAll(home, 0o700); err != nil {
-		return "", err
-	}
-	if err := os.WriteFile(filepath.Join(home, "config.toml"), []byte(m.ConfigTOML()), 0o600); err != nil {
-		return "", err
-	}
-	eng, err := product.Open(ctx, product.Config{
-		DataDir: filepath.Join(tmp, "data"), Repository: repo, Transport: "bench",
-		Codex: &product.CodexConfig{Command: []string{codex}, Home: home, RecordDir: out},
-		Tests: product.TestsConfig{Codex: codex, CacheDir: cache},
-	})
+	defer rec.Close()
+	cfg := rec.cfg
+	cfg.Tests = product.TestsConfig{Codex: codex, CacheDir: cache}
+	eng, err := product.Open(ctx, cfg)
 	if err != nil {
 		return "", err
 	}
