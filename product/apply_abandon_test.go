@@ -166,19 +166,7 @@ func abandonChild(t *testing.T, sc *crashScenario, spec string, args ...string) 
 // state is sc's lifecycle state as stored.
 func (sc *crashScenario) state(t *testing.T) LifecycleState {
 	t.Helper()
-	st, err := OpenStore(context.Background(), filepath.Join(sc.base, "data"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	l, err := st.loadLifecycle(context.Background(), sc.repoRoot(t), sc.id)
-	if err != nil {
-		t.Fatal(err)
-	}
-	v, err := verifyLifecycle(l)
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, v := sc.stored(t)
 	return v.State
 }
 

@@ -285,6 +285,13 @@ func (sc *crashScenario) reached(t *testing.T, step string) bool {
 
 func (sc *crashScenario) binding(t *testing.T) LifecycleApprovalBinding {
 	t.Helper()
+	_, v := sc.stored(t)
+	return v.State.binding()
+}
+
+// stored is sc's lifecycle as stored, and its journal replayed and checked.
+func (sc *crashScenario) stored(t *testing.T) (storedLifecycle, lifecycleView) {
+	t.Helper()
 	st, err := OpenStore(context.Background(), filepath.Join(sc.base, "data"))
 	if err != nil {
 		t.Fatal(err)
@@ -298,7 +305,7 @@ func (sc *crashScenario) binding(t *testing.T) LifecycleApprovalBinding {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return v.State.binding()
+	return l, v
 }
 
 func (sc *crashScenario) repoRoot(t *testing.T) string {
@@ -693,19 +700,7 @@ func TestLifecycle_TwoChildRunners(t *testing.T) {
 	if err := first.Wait(); err != nil {
 		t.Fatalf("first runner: %v\n%s", err, out.String())
 	}
-	st, err := OpenStore(context.Background(), filepath.Join(sc.base, "data"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	l, err := st.loadLifecycle(context.Background(), sc.repoRoot(t), sc.id)
-	if err != nil {
-		t.Fatal(err)
-	}
-	v, err := verifyLifecycle(l)
-	if err != nil {
-		t.Fatal(err)
-	}
+	l, v := sc.stored(t)
 	if v.State.Status != LifecycleStatusAwaitingApproval || len(l.Journal) != 6 {
 		t.Errorf("after the runs: %s with %d events", v.State.where(), len(l.Journal))
 	}
