@@ -79,7 +79,7 @@ func create(ctx context.Context, repo *snapshot.Repo, src snapshot.Snapshot, par
 		source:   repo.Root(),
 		marker:   filepath.Join(parent, name+markerExt),
 	}
-	if repo.IsGit() && src.Head != "" {
+	if repo.IsGit() && repo.Sub() == "" && src.Head != "" {
 		c.kind = kindWorktree
 	}
 	m, err := newMarker(c)

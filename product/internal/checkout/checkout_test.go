@@ -182,7 +182,7 @@ func TestCreate(t *testing.T) {
 		src := t.TempDir()
 		files := map[string]string{"a.txt": "a", "sub/b.txt": "b", "run.sh*": "#!/bin/sh\n"}
 		MustWrite(t, src, files)
-		MustWrite(t, src, map[string]string{".git/config": "not content"})
+		MustWrite(t, src, map[string]string{"sub/.git/config": "not content"})
 		if err := os.Symlink("a.txt", filepath.Join(src, "link")); err != nil {
 			t.Fatal(err)
 		}

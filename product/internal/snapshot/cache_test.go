@@ -33,9 +33,9 @@ func newCacheFixture(t *testing.T, content string) *cacheFixture {
 	f := &cacheFixture{cache: NewMemCache(), path: filepath.Join(root, "a.txt")}
 	f.r = MustOpen(t, root, f.cache)
 	f.r.now = func() time.Time { return time.Unix(0, f.clock.Load()) }
-	f.r.readFile = func(root, name string) ([]byte, fs.FileInfo, error) {
+	f.r.readFile = func(root, name string, max int64) ([]byte, fs.FileInfo, error) {
 		f.reads.Add(1)
-		return readFile(root, name)
+		return readFile(root, name, max)
 	}
 	return f
 }

@@ -42,11 +42,59 @@ func (r *Repo) FileDigest(rel string) (string, error) {
 	return digest, err
 }
 
+// FileDigestMax is FileDigest for a file of at most max bytes: a larger one
+// is ErrTooLarge, found from its stat without reading it.
+func (r *Repo) FileDigestMax(rel string, max int64) (string, error) {
+	if _, err := r.gitRepo(); err != nil {
+		return "", err
+	}
+	_, fi, err := r.resolve(rel)
+	if err != nil {
+		return "", err
+	}
+	if fi.Size() > max {
+		return "", tooLarge(rel, fi.Size(), max)
+	}
+	if r.cache != nil {
+		if e, ok := r.cache.Get(rel); ok && trusted(e, statOf(fi)) {
+			return e.Digest, nil
+		}
+	}
+	_, digest, err := r.ReadFileMax(rel, max)
+	return digest, err
+}
+
+// ReadFileMax is ReadFile for a file of at most max bytes: a larger one is
+// ErrTooLarge, found from the opened file's stat before anything is read,
+// and the read itself stops past max bytes (a file growing under the read).
+func (r *Repo) ReadFileMax(rel string, max int64) (data []byte, digest string, err error) {
+	return r.readBounded(rel, max)
+}
+
+// FileTooLarge is the error ErrTooLarge wraps: the file's size and the bound.
+type FileTooLarge struct {
+	Path      string
+	Size, Max int64
+}
+
+func (e *FileTooLarge) Error() string {
+	return fmt.Sprintf("%s is %d bytes; the limit is %d", e.Path, e.Size, e.Max)
+}
+
+func (e *FileTooLarge) Unwrap() error { return ErrTooLarge }
+
+func tooLarge(rel string, size, max int64) error { return &FileTooLarge{Path: rel, Size: size, Max: max} }
+
 // ReadFile reads the file at rel once and returns its content with the
 // digest of exactly those bytes, refreshing the cache entry. Use it rather
 // than FileDigest plus a separate read when the content is needed, so the
 // content and the digest cannot disagree.
 func (r *Repo) ReadFile(rel string) (data []byte, digest string, err error) {
+	return r.readBounded(rel, -1)
+}
+
+// readBounded reads rel; max < 0 means no bound.
+func (r *Repo) readBounded(rel string, max int64) (data []byte, digest string, err error) {
 	if _, err := r.gitRepo(); err != nil {
 		return nil, "", err
 	}
@@ -61,7 +109,10 @@ func (r *Repo) ReadFile(rel string) (data []byte, digest string, err error) {
 	if err != nil {
 		return nil, "", err
 	}
-	data, fi, err := r.readFile(r.root, name)
+	data, fi, err := r.readFile(r.root, name, max)
+	if fi != nil && max >= 0 && (fi.Size() > max || int64(len(data)) > max) {
+		return nil, "", tooLarge(rel, max64(fi.Size(), int64(len(data))), max)
+	}
 	if err != nil {
 		return nil, "", statError(rel, err)
 	}
@@ -81,7 +132,10 @@ func (r *Repo) ReadFile(rel string) (data []byte, digest string, err error) {
 // through os.Root keeps a directory swapped for a symlink after Resolve from
 // leading the read outside the root; a FIFO swapped in is refused before it
 // can block the read.
-func readFile(root, name string) ([]byte, fs.FileInfo, error) {
+//
+// With max >= 0, a file whose stat says it is larger is not read at all,
+// and the read stops once it holds more than max bytes.
+func readFile(root, name string, max int64) ([]byte, fs.FileInfo, error) {
 	f, err := os.OpenInRoot(root, name)
 	if err != nil {
 		return nil, nil, err
@@ -91,8 +145,14 @@ func readFile(root, name string) ([]byte, fs.FileInfo, error) {
 	if err != nil || !fi.Mode().IsRegular() {
 		return nil, fi, err
 	}
+	if max >= 0 && fi.Size() > max {
+		return nil, fi, nil
+	}
 	data := make([]byte, 0, fi.Size()+1)
 	for {
+		if max >= 0 && int64(len(data)) > max {
+			return data, fi, nil
+		}
 		n, err := f.Read(data[len(data):cap(data)])
 		data = data[:len(data)+n]
 		if err == io.EOF {
@@ -105,6 +165,13 @@ func readFile(root, name string) ([]byte, fs.FileInfo, error) {
 			data = slices.Grow(data, len(data))
 		}
 	}
+}
+
+func max64(a, b int64) int64 {
+	if a > b {
+		return a
+	}
+	return b
 }
 
 // DirDigest returns the digest of the sorted names of the regular files and

@@ -3,9 +3,13 @@
 // freshness checks compare against.
 //
 // A Repo is opened at a root directory. It is a git repository exactly when
-// the root is the top level of a git work tree; then its file set is what git
-// sees (tracked files plus untracked files that are not ignored). Otherwise
-// it is a plain directory whose file set is a walk that skips .git. Either
+// the root lies in a git work tree, at its top level or below it; then its
+// file set is what git sees under the root (tracked files plus untracked
+// files that are not ignored), under the whole work tree's ignore rules.
+// Otherwise it is a plain directory whose file set is a walk that skips
+// .git. A .git entry at or above the root that git does not accept (a
+// garbage HEAD, a directory that is not a repository, no git installed) is
+// an error: ignore rules are never dropped silently. Either
 // way only regular files count: symlinks, submodules and devices are not
 // content. Ignored tells whether a path is left out because it is ignored:
 // by git's ignore rules (tracked files never are), or, in either kind of
@@ -66,6 +70,14 @@
 //
 // Paths are root-relative, slash-separated and clean. Resolve rejects
 // anything else, follows symlinks one component at a time without ever
-// leaving the root, and reports failures as ErrUnsafePath, ErrNotExist or
-// ErrNotRegular. Git failures are *GitError.
+// leaving the root, and reports failures as ErrUnsafePath, ErrNotExist,
+// ErrNotRegular or ErrUnreadable (a name the file system refuses, a symlink
+// loop, a component that may not be read: facts about the path, not
+// failures of the repository). ResolvePath also says which symlinks it
+// followed, so a caller can hold every hop to its own rules. Git failures
+// are *GitError.
+//
+// ReadFileMax and FileDigestMax bound the work one file can cost: a file
+// larger than the bound is ErrTooLarge (*FileTooLarge), decided from its
+// stat before anything is read.
 package snapshot

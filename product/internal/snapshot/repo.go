@@ -28,15 +28,18 @@ type Repo struct {
 	// Seams for tests: the clock that stamps Entry.RecordedNs, and the read
 	// of one file's content and stat (see readFile).
 	now      func() time.Time
-	readFile func(root, name string) ([]byte, fs.FileInfo, error)
+	readFile func(root, name string, max int64) ([]byte, fs.FileInfo, error)
 }
 
 // Open opens the repository at root, which must be a directory. It is a git
-// repository iff root is the top level of a git work tree; a subdirectory of
-// a work tree, or any directory when git is not installed, is a plain
-// directory. A repository git refuses to work in (a safe.directory
-// ownership check, a corrupt .git) is an error, not a plain directory, so
-// that ignore rules are never silently dropped. cache may be nil.
+// repository iff root lies in a git work tree — its top level or a
+// subdirectory, whose file set is then what git sees below it, under the
+// whole work tree's ignore rules. A directory with no .git entry at or above
+// it is a plain directory. A repository git refuses to work in (a
+// safe.directory ownership check, a corrupt .git, a .git git does not
+// recognize, no git installed while a .git exists) is an error, not a plain
+// directory, so that ignore rules are never silently dropped. cache may be
+// nil.
 func Open(ctx context.Context, root string, cache StatCache) (*Repo, error) {
 	abs, err := RootOf(root)
 	if err != nil {
@@ -72,17 +75,18 @@ func newRepo(abs string, cache StatCache) *Repo {
 		det: &detection{done: make(chan struct{})}, inputs: &gitInputs{}, ign: &ignoreChecker{}, dirs: newDirCache()}
 }
 
-// detection is whether a repository's root is the top level of a git
-// work tree, decided once.
+// detection is whether a repository's root lies in a git work tree, and
+// where below its top level, decided once.
 type detection struct {
-	done chan struct{} // closed once git and err are set
+	done chan struct{} // closed once git, sub and err are set
 	git  bool
+	sub  string // git: root relative to the work tree's top level, "" at the top
 	err  error
 }
 
 func (d *detection) decide(ctx context.Context, abs string) {
 	defer close(d.done)
-	d.git, d.err = isTopLevel(ctx, abs)
+	d.git, d.sub, d.err = workTree(ctx, abs)
 	if d.err != nil {
 		d.err = fmt.Errorf("open %s: %w", abs, d.err)
 	}
@@ -135,35 +139,68 @@ func RootOf(root string) (string, error) {
 	return abs, nil
 }
 
-// isTopLevel reports whether dir (absolute, symlink-free) is the top level
-// of a git work tree.
-func isTopLevel(ctx context.Context, dir string) (bool, error) {
+// workTree reports whether dir (absolute, symlink-free) lies in a git work
+// tree, and where relative to its top level ("" at the top). When git says
+// "not a repository" but a .git entry exists at or above dir, git does not
+// accept what is there: that is an error, never a plain directory.
+func workTree(ctx context.Context, dir string) (bool, string, error) {
 	out, err := runGit(ctx, dir, "rev-parse", "--show-toplevel")
 	if isNotRepo(err) {
-		return false, nil
+		if at := dotGitAbove(dir); at != "" {
+			return false, "", fmt.Errorf("%s exists, but git does not read it as a repository: %w", at, err)
+		}
+		return false, "", nil
 	}
 	if err != nil {
-		return false, err
+		return false, "", err
 	}
 	top := strings.TrimRight(string(out), "\n")
 	if top == "" { // a bare repository has no work tree
-		return false, nil
+		return false, "", nil
 	}
 	top, err = filepath.EvalSymlinks(top)
 	if err != nil {
-		return false, fmt.Errorf("git top level: %w", err)
+		return false, "", fmt.Errorf("git top level: %w", err)
 	}
-	return top == dir, nil
+	rel, err := filepath.Rel(top, dir)
+	if err != nil || (rel != "." && !filepath.IsLocal(rel)) {
+		return false, "", fmt.Errorf("git places %s in the work tree %s, which does not hold it", dir, top)
+	}
+	if rel == "." {
+		return true, "", nil
+	}
+	return true, filepath.ToSlash(rel), nil
+}
+
+// dotGitAbove returns the first .git entry at or above dir, "" if none.
+func dotGitAbove(dir string) string {
+	for d := dir; ; d = filepath.Dir(d) {
+		if _, err := os.Lstat(filepath.Join(d, ".git")); err == nil {
+			return filepath.Join(d, ".git")
+		}
+		if filepath.Dir(d) == d {
+			return ""
+		}
+	}
 }
 
 // Root returns the repository's absolute root with symlinks evaluated.
 func (r *Repo) Root() string { return r.root }
 
-// IsGit reports whether the root is the top level of a git work tree
-// (false when git refused it: every other method reports that).
+// IsGit reports whether the root lies in a git work tree, at its top level
+// or below it (false when git refused it: every other method reports that).
 func (r *Repo) IsGit() bool {
 	git, err := r.gitRepo()
 	return git && err == nil
+}
+
+// Sub returns the root's path relative to the top level of its git work
+// tree: "" at the top level and for a plain directory.
+func (r *Repo) Sub() string {
+	if git, err := r.gitRepo(); err != nil || !git {
+		return ""
+	}
+	return r.det.sub
 }
 
 // Head returns the hex id of the HEAD commit, or "" for a plain directory

@@ -20,6 +20,12 @@ var (
 	ErrNotExist = errors.New("file does not exist")
 	// ErrNotRegular: the path names a directory, device, socket or the like.
 	ErrNotRegular = errors.New("not a regular file")
+	// ErrUnreadable: the path cannot be followed or read for a reason of its
+	// own — a name longer than the file system allows, a symlink cycle, a
+	// component Needle may not search or read.
+	ErrUnreadable = errors.New("path cannot be read")
+	// ErrTooLarge: the file is larger than the bound its reader set.
+	ErrTooLarge = errors.New("file too large")
 )
 
 // maxSymlinks bounds how many symlinks one resolution follows, as the
@@ -37,6 +43,42 @@ func (r *Repo) Resolve(rel string) (abs string, err error) {
 	}
 	abs, _, err = r.resolve(rel)
 	return abs, err
+}
+
+// Resolution is where a path leads.
+type Resolution struct {
+	// Target is the root-relative path of the regular file the path names,
+	// symlinks resolved.
+	Target string
+	// Links are the root-relative paths of the symlinks followed on the way,
+	// in order: the path's own components and those of each link's target.
+	Links []string
+}
+
+// ResolvePath resolves rel like Resolve and says how: the file it leads to
+// and every symlink followed. Callers that must hold every hop to a rule
+// (containment, ignore rules) check Links and Target.
+func (r *Repo) ResolvePath(rel string) (Resolution, error) {
+	if _, err := r.gitRepo(); err != nil {
+		return Resolution{}, err
+	}
+	if err := checkRel(rel); err != nil {
+		return Resolution{}, err
+	}
+	var res Resolution
+	abs, fi, err := r.walkLinks(rel, &res.Links)
+	if err != nil {
+		return Resolution{}, err
+	}
+	if !fi.Mode().IsRegular() {
+		return Resolution{}, fmt.Errorf("%w: %s", ErrNotRegular, rel)
+	}
+	target, err := filepath.Rel(r.root, abs)
+	if err != nil || !filepath.IsLocal(target) {
+		return Resolution{}, fmt.Errorf("%w: %s leads outside the root", ErrUnsafePath, rel)
+	}
+	res.Target = filepath.ToSlash(target)
+	return res, nil
 }
 
 // resolve is Resolve that also returns the file's lstat, which FileDigest
@@ -77,8 +119,14 @@ func checkRel(rel string) error {
 // physical parent and stepping above the root is detectable. It returns the
 // final path and its lstat (never a symlink).
 func (r *Repo) walk(rel string) (string, fs.FileInfo, error) {
+	return r.walkLinks(rel, nil)
+}
+
+// walkLinks is walk that appends the root-relative path of every symlink it
+// follows to links, when links is not nil.
+func (r *Repo) walkLinks(rel string, links *[]string) (string, fs.FileInfo, error) {
 	cur, fi := r.root, fs.FileInfo(nil)
-	todo, links := strings.Split(rel, "/"), 0
+	todo, nlinks := strings.Split(rel, "/"), 0
 	for len(todo) > 0 {
 		name := todo[0]
 		todo = todo[1:]
@@ -101,8 +149,13 @@ func (r *Repo) walk(rel string) (string, fs.FileInfo, error) {
 			cur, fi = next, info
 			continue
 		}
-		if links++; links > maxSymlinks {
-			return "", nil, fmt.Errorf("resolve %s: too many symlinks", rel)
+		if nlinks++; nlinks > maxSymlinks {
+			return "", nil, fmt.Errorf("%w: %s: too many symlinks", ErrUnreadable, rel)
+		}
+		if links != nil {
+			if at, err := filepath.Rel(r.root, next); err == nil {
+				*links = append(*links, filepath.ToSlash(at))
+			}
 		}
 		rest, restart, err := r.linkTarget(rel, next)
 		if err != nil {
@@ -143,10 +196,16 @@ func (r *Repo) linkTarget(rel, link string) (parts []string, fromRoot bool, err 
 }
 
 // statError maps a failed lstat to ErrNotExist when the path simply is not
-// there (including "a component is a file", ENOTDIR).
+// there (including "a component is a file", ENOTDIR), and to ErrUnreadable
+// when the path itself is the problem (too long a name, a loop, a component
+// that may not be searched or read): either way a fact about the path, not
+// a failure of the repository.
 func statError(rel string, err error) error {
-	if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
+	switch {
+	case errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR):
 		return fmt.Errorf("%w: %s", ErrNotExist, rel)
+	case errors.Is(err, syscall.ENAMETOOLONG) || errors.Is(err, syscall.ELOOP) || errors.Is(err, fs.ErrPermission):
+		return fmt.Errorf("%w: %s: %w", ErrUnreadable, rel, err)
 	}
 	return fmt.Errorf("resolve %s: %w", rel, err)
 }

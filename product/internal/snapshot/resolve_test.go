@@ -4,6 +4,8 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"testing"
 )
 
@@ -85,11 +87,56 @@ func TestRepo_Resolve(t *testing.T) {
 			}
 		})
 	}
-	t.Run("ErrLoop", func(t *testing.T) {
-		if got, err := r.Resolve("loop"); err == nil {
-			t.Errorf("Resolve(loop) = %q, nil; want an error", got)
+	// A loop or a name the file system refuses is a fact about the path,
+	// not a failure of the repository.
+	for _, rel := range []string{"loop", strings.Repeat("n", 300) + ".txt", "dir/" + strings.Repeat("n", 300)} {
+		if got, err := r.Resolve(rel); !errors.Is(err, ErrUnreadable) {
+			t.Errorf("Resolve(%.20q…) = %q, %v; want ErrUnreadable", rel, got, err)
 		}
-	})
+	}
+}
+
+func TestRepo_ResolvePath(t *testing.T) {
+	r := mustResolveTree(t)
+	for rel, want := range map[string]Resolution{
+		"a.txt":          {Target: "a.txt"},
+		"in-rel":         {Target: "dir/b.txt", Links: []string{"in-rel"}},
+		"dir/up":         {Target: "a.txt", Links: []string{"dir/up"}},
+		"dir-link/b.txt": {Target: "dir/b.txt", Links: []string{"dir-link"}},
+	} {
+		got, err := r.ResolvePath(rel)
+		if err != nil || got.Target != want.Target || !slices.Equal(got.Links, want.Links) {
+			t.Errorf("ResolvePath(%q) = %+v, %v; want %+v", rel, got, err, want)
+		}
+	}
+	if _, err := r.ResolvePath("out-rel"); !errors.Is(err, ErrUnsafePath) {
+		t.Errorf("ResolvePath(out-rel) = %v; want ErrUnsafePath", err)
+	}
+}
+
+func TestRepo_ReadFileMax(t *testing.T) {
+	root := t.TempDir()
+	MustWrite(t, root, map[string]string{"small.txt": "12345", "big.txt": "x"})
+	if err := os.Truncate(filepath.Join(root, "big.txt"), 64<<20); err != nil { // sparse: nothing on disk
+		t.Fatal(err)
+	}
+	r := MustOpen(t, root, NewMemCache())
+	if data, _, err := r.ReadFileMax("small.txt", 5); err != nil || string(data) != "12345" {
+		t.Errorf("ReadFileMax(small.txt, 5) = %q, %v", data, err)
+	}
+	for _, read := range []func() error{
+		func() error { _, _, err := r.ReadFileMax("small.txt", 4); return err },
+		func() error { _, _, err := r.ReadFileMax("big.txt", 1<<20); return err },
+		func() error { _, err := r.FileDigestMax("big.txt", 1<<20); return err },
+	} {
+		var tl *FileTooLarge
+		if err := read(); !errors.Is(err, ErrTooLarge) || !errors.As(err, &tl) || tl.Size <= tl.Max {
+			t.Errorf("over the bound: %v; want ErrTooLarge with the size", err)
+		}
+	}
+	if d, err := r.FileDigestMax("small.txt", 5); err != nil || d == "" {
+		t.Errorf("FileDigestMax(small.txt, 5) = %q, %v", d, err)
+	}
 }
 
 func TestCheckRel_Accepts(t *testing.T) {

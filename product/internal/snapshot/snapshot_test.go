@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -76,19 +77,41 @@ func TestOpen(t *testing.T) {
 			t.Error("IsGit() = false for a git top level")
 		}
 	})
-	t.Run("GitSubdirIsPlain", func(t *testing.T) {
+	t.Run("GitSubdirKeepsTheWorkTreesRules", func(t *testing.T) {
 		root := MustInit(t)
-		MustWrite(t, root, map[string]string{"sub/a.txt": "a"})
-		if r := MustOpen(t, filepath.Join(root, "sub"), nil); r.IsGit() {
-			t.Error("IsGit() = true for a subdirectory of a work tree")
+		MustWrite(t, root, map[string]string{".gitignore": "*.env\n", "sub/a.txt": "a", "sub/local.env": "TOKEN=x"})
+		r := MustOpen(t, filepath.Join(root, "sub"), nil)
+		if !r.IsGit() || r.Sub() != "sub" {
+			t.Fatalf("IsGit, Sub = %v, %q; want true, sub", r.IsGit(), r.Sub())
+		}
+		files, err := r.Files(ctx)
+		if err != nil || !slices.Equal(files, []string{"a.txt"}) {
+			t.Errorf("Files() = %v, %v; want [a.txt]: the top level's *.env applies below it", files, err)
+		}
+		if ignored, err := r.Ignored(ctx, "local.env"); err != nil || !ignored {
+			t.Errorf("Ignored(local.env) = %v, %v; want true", ignored, err)
 		}
 	})
-	t.Run("BareAndDotGitArePlain", func(t *testing.T) {
+	t.Run("BareIsPlain", func(t *testing.T) {
 		bare := t.TempDir()
 		MustGit(t, bare, "init", "-q", "--bare")
-		for _, dir := range []string{bare, filepath.Join(MustInit(t), ".git")} {
-			if r := MustOpen(t, dir, nil); r.IsGit() {
-				t.Errorf("IsGit() = true for %s", dir)
+		if r := MustOpen(t, bare, nil); r.IsGit() {
+			t.Errorf("IsGit() = true for %s", bare)
+		}
+	})
+	// A .git that git does not accept is never taken for a plain directory:
+	// its ignore rules would silently be dropped.
+	t.Run("UnreadableGitIsAnError", func(t *testing.T) {
+		garbage := MustInit(t)
+		MustWrite(t, garbage, map[string]string{"sub/a.txt": "a"})
+		if err := os.WriteFile(filepath.Join(garbage, ".git", "HEAD"), []byte("garbage\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		fake := t.TempDir()
+		MustWrite(t, fake, map[string]string{".git/config": "not a repository"})
+		for _, dir := range []string{garbage, filepath.Join(garbage, "sub"), fake, filepath.Join(MustInit(t), ".git")} {
+			if r, err := Open(ctx, dir, nil); err == nil {
+				t.Errorf("Open(%s) = git %v, nil; want an error", dir, r.IsGit())
 			}
 		}
 	})
@@ -159,7 +182,7 @@ func TestRepo_Files(t *testing.T) {
 	})
 	t.Run("Plain", func(t *testing.T) {
 		root := t.TempDir()
-		MustWrite(t, root, map[string]string{"a.txt": "a", "sub/b.txt": "b", "x.log": "kept", ".git/config": "skipped"})
+		MustWrite(t, root, map[string]string{"a.txt": "a", "sub/b.txt": "b", "x.log": "kept", "sub/.git/config": "skipped"})
 		got, err := MustOpen(t, root, nil).Files(ctx)
 		want := []string{"a.txt", "sub/b.txt", "x.log"}
 		if diff := cmp.Diff(want, got); err != nil || diff != "" {

@@ -162,10 +162,26 @@ func (g *gitInputs) resolve(ctx context.Context, r *Repo) ([]string, error) {
 }
 
 // ignoreFiles are the .gitignore files that rule on paths directly in the
-// root-relative directory dir ("" for the root): the root's and each
-// directory's down to dir.
+// root-relative directory dir ("" for the root): those of the top level
+// and each directory down to the root when the root lies below the top
+// level, then the root's and each directory's down to dir.
 func (r *Repo) ignoreFiles(dir string) []string {
-	files := []string{filepath.Join(r.root, ".gitignore")}
+	var files []string
+	if sub := r.Sub(); sub != "" {
+		// A root below the top level is under the .gitignore of every
+		// directory from the top level down to it.
+		up := strings.Count(sub, "/") + 1
+		top := r.root
+		for range up {
+			top = filepath.Dir(top)
+		}
+		files = append(files, filepath.Join(top, ".gitignore"))
+		parts := strings.Split(sub, "/")
+		for i := range parts[:len(parts)-1] {
+			files = append(files, filepath.Join(top, filepath.FromSlash(strings.Join(parts[:i+1], "/")), ".gitignore"))
+		}
+	}
+	files = append(files, filepath.Join(r.root, ".gitignore"))
 	if dir == "" {
 		return files
 	}
