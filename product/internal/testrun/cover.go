@@ -159,6 +159,35 @@ func (p *Profile) ExecutedIn(base *Profile, file string, start, end int) []Block
 	return out
 }
 
+// ExecutedAt returns the blocks of file that hold the position line:col
+// (1-based, byte columns as go/token counts them) and ran more often in p
+// than in base.
+func (p *Profile) ExecutedAt(base *Profile, file string, line, col int) []Block {
+	before := map[blockKey]int64{}
+	if base != nil {
+		for _, b := range base.Blocks {
+			if b.File == file {
+				before[b.key()] = b.Count
+			}
+		}
+	}
+	var out []Block
+	for _, b := range p.Blocks {
+		if b.File == file && b.holds(line, col) && b.Count > before[b.key()] {
+			out = append(out, b)
+		}
+	}
+	return out
+}
+
+// holds reports whether the block's range holds the position: from its
+// start up to, not including, its end.
+func (b Block) holds(line, col int) bool {
+	after := line > b.StartLine || line == b.StartLine && col >= b.StartCol
+	before := line < b.EndLine || line == b.EndLine && col < b.EndCol
+	return after && before
+}
+
 // Covers reports whether the profile has any block of file: whether file
 // was instrumented at all.
 func (p *Profile) Covers(file string) bool {

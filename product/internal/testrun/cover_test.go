@@ -116,3 +116,33 @@ func FuzzParseProfile(f *testing.F) {
 		}
 	})
 }
+
+func TestProfile_ExecutedAt(t *testing.T) {
+	p, err := ParseProfile(strings.NewReader(sampleProfile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	base, err := ParseProfile(strings.NewReader(sampleBaseline))
+	if err != nil {
+		t.Fatal(err)
+	}
+	const f = "example.com/reach/reach.go"
+	for _, tc := range []struct {
+		line, col int
+		want      bool
+	}{
+		{8, 37, true},  // the first byte of Set's block
+		{10, 1, true},  // inside it
+		{11, 2, false}, // its end is exclusive (the closing brace)
+		{8, 36, false}, // before it
+		{13, 40, true}, // String: more often than the baseline
+		{22, 11, true}, // the start of the second block of Early
+		{25, 5, false}, // the block that did not run
+		{47, 3, false}, // as often as initialization alone
+		{30, 1, false}, // no block at all
+	} {
+		if got := len(p.ExecutedAt(base, f, tc.line, tc.col)) > 0; got != tc.want {
+			t.Errorf("ExecutedAt(%d:%d) = %v, want %v", tc.line, tc.col, got, tc.want)
+		}
+	}
+}

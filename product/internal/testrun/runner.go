@@ -168,6 +168,21 @@ func (r *Result) Executed(file string, start, end int) (bool, error) {
 	return len(r.Coverage.ExecutedIn(r.Baseline, name, start, end)) > 0, nil
 }
 
+// ExecutedAt reports whether the test executed, beyond the baseline, the
+// statement at line:col of file (a slash path relative to Checkout): a
+// block holding that position ran more often than package initialization
+// and TestMain ran it by themselves. The same rules as Executed apply.
+func (r *Result) ExecutedAt(file string, line, col int) (bool, error) {
+	if !r.Status.Ran() || r.Coverage == nil || r.Baseline == nil {
+		return false, fmt.Errorf("testrun: no coverage: the run is %s", r.Status)
+	}
+	name, err := r.profileName(file)
+	if err != nil {
+		return false, err
+	}
+	return len(r.Coverage.ExecutedAt(r.Baseline, name, line, col)) > 0, nil
+}
+
 // profileName maps a checkout path to the name the profile gives the file.
 func (r *Result) profileName(file string) (string, error) {
 	dir := path.Dir(file)

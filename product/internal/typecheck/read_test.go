@@ -1,0 +1,67 @@
+package typecheck
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+// TestPackage_Reads finds where an option's value is read: the variable a
+// definition binds, a look-up by name, the function a definition registers,
+// the environment read itself. Writes, the definition's own &v, a bare
+// Lookup guard and a test passing the flag are not reads.
+func TestPackage_Reads(t *testing.T) {
+	l := MustLoader(t, false)
+	prog := MustLoad(t, l, "options.txtar", "std.go", "cobra.go", "other.go", "opts_test.go")
+	pkg := MustPackage(t, prog, "std.go")
+	for _, tc := range []struct {
+		name string
+		want []string
+	}{
+		{"--verbose", []string{"variable:std.go:29"}},                      // *verbose; fs.Lookup("verbose") then f.Value.Set is a guard and a write
+		{"--help", []string{"by_name:cobra.go:26", "by_name:cobra.go:29"}}, // Changed("help"), GetBool("help"); not the test's "--help"
+		{"--name", nil},                                  // bound by &name, only written (fs.Set)
+		{"HOME", []string{"env:std.go:25"}},              // os.Getenv is the read
+		{"server.port", []string{"by_name:other.go:16"}}, // viper.GetInt, case-insensitively
+		{"--each", []string{"setter:std.go:18"}},         // the function flag.Func registers
+		{"--log-level", []string{"variable:std.go:29"}},  // a name built from constants
+	} {
+		defs, _ := pkg.FindOption(tc.name, DefFlag, DefEnv, DefConfigKey)
+		var got []string
+		for _, r := range pkg.Reads(tc.name, defs) {
+			got = append(got, fmt.Sprintf("%s:%s:%d", r.Kind, r.File, r.Line))
+		}
+		if diff := cmp.Diff(tc.want, got); diff != "" {
+			t.Errorf("Reads(%s) (-want +got)\n%s", tc.name, diff)
+		}
+	}
+}
+
+// TestPackage_ReadsFields: a field a definition binds through &o.f or by
+// assignment is read where the field is read (a write is not); a flag.Value
+// declared in the package is read by its Set method.
+func TestPackage_ReadsFields(t *testing.T) {
+	l := MustLoader(t, false)
+	pkg := MustPackage(t, MustLoad(t, l, "reads.txtar", "cmd.go"), "cmd.go")
+	for _, tc := range []struct {
+		name string
+		want []string
+	}{
+		{"--verbose", []string{"variable:cmd.go:37"}},
+		{"--level", []string{"variable:cmd.go:40"}},
+		{"--tag", []string{"setter:cmd.go:18"}},
+	} {
+		defs, _ := pkg.FindOption(tc.name, DefFlag)
+		if len(defs) != 1 {
+			t.Fatalf("%s: definitions %+v", tc.name, defs)
+		}
+		var got []string
+		for _, r := range pkg.Reads(tc.name, defs) {
+			got = append(got, fmt.Sprintf("%s:%s:%d", r.Kind, r.File, r.Line))
+		}
+		if diff := cmp.Diff(tc.want, got); diff != "" {
+			t.Errorf("Reads(%s) (-want +got)\n%s", tc.name, diff)
+		}
+	}
+}
