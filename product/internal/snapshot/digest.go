@@ -83,7 +83,9 @@ func (e *FileTooLarge) Error() string {
 
 func (e *FileTooLarge) Unwrap() error { return ErrTooLarge }
 
-func tooLarge(rel string, size, max int64) error { return &FileTooLarge{Path: rel, Size: size, Max: max} }
+func tooLarge(rel string, size, max int64) error {
+	return &FileTooLarge{Path: rel, Size: size, Max: max}
+}
 
 // ReadFile reads the file at rel once and returns its content with the
 // digest of exactly those bytes, refreshing the cache entry. Use it rather
