@@ -25,17 +25,6 @@ import (
 // result: unavailable evidence, which fails the lifecycle closed. A build
 // failure of the patched code is a failure of the test.
 
-// TestsConfig configures the test phase's runner.
-type TestsConfig struct {
-	// Codex is the real codex binary whose sandbox confines the tests
-	// (default: the tests.codex setting, then codex on PATH).
-	Codex string
-	// CacheDir holds the runs' GOCACHE and scratch directories (default:
-	// DATA_DIR/testrun). One per repository keeps a test from affecting
-	// another repository's runs.
-	CacheDir string
-}
-
 // testAdapter runs test plans.
 type testAdapter struct {
 	e   *Engine

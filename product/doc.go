@@ -513,7 +513,12 @@
 //	errors.go            Error{Op, Kind, Err}; the Kind → exit status and JSON-RPC code table
 //	text.go              bounded untrusted text; strict decoding
 //	proposal.go          Proposal (typed evidence as proposed), its decoder and schema
-//	validate*.go         the trusted validators: a proposal against the source
+//	validate.go          the trusted validators: dispatch, reading cited files, type-checking the snapshot
+//	validate_go.go       Go locations by go/types: symbols, natural spans, flag and key definitions
+//	validate_flow.go     runtime_flow: the first step holds the subject; steps linked by resolved callees
+//	validate_tests.go    focused_tests: reach by running the test (or static reach); Needle's commands
+//	validate_lexical.go  lexical evidence for other languages: definition-shaped lines
+//	runner.go            TestsConfig; the type checker, the sandboxed test runner and its cache
 //	evidence.go          Evidence, certificates, dependencies, claims
 //	freshness.go         freshness through the stat cache; proof replay
 //	resolve.go           the resolver (pure): ResolutionKind, decisions

@@ -34,7 +34,8 @@ type Config struct {
 	// Lifecycle, when set, replaces the change lifecycle's adapters (the
 	// defaults: Codex App Server workers and Needle's test runner).
 	Lifecycle *LifecycleAdapters
-	// Tests configures the lifecycle's test runner.
+	// Tests says how Needle runs tests: the focused_tests it certifies and
+	// the change lifecycle's test plans, in a sandbox (see TestsConfig).
 	Tests TestsConfig
 }
 
@@ -51,6 +52,7 @@ type Engine struct {
 	// resident runtime's shared store.
 	ownStore bool
 	codex    *codexWorker // runs change workers; nil without an App Server
+	val      *validators
 	// profile is the revision of Config.RoleProfile; zero without one.
 	profile ProfileRevision
 
@@ -123,6 +125,7 @@ func openEngine(ctx context.Context, cfg Config, st *Store) (*Engine, error) {
 		e.repo.Close()
 		return nil, err
 	}
+	e.val = newValidators(e.repo, cfg.DataDir, cfg.Tests)
 	if cfg.Worker == nil && cfg.Codex != nil && !cfg.CacheOnly {
 		if inside(e.root, cfg.DataDir) {
 			return fail(invalidf("engine.open", "data-dir", "the data directory %s is inside the repository %s: workers' checkouts must live outside it", cfg.DataDir, e.root))
@@ -203,7 +206,7 @@ func (e *Engine) Propose(ctx context.Context, raw []byte) (ProposeResult, error)
 	defer e.turn.unlock()
 	defer e.flushStats()
 	defer e.repo.Release()
-	v, err := validate(ctx, e.repo, p)
+	v, err := e.val.validate(ctx, p)
 	if err != nil {
 		return ProposeResult{}, &Error{Op: "evidence.propose", Kind: KindIO, Err: err}
 	}

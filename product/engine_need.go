@@ -427,7 +427,7 @@ func (e *Engine) certifyWorkerProposal(ctx context.Context, need CompiledNeed, r
 		_, serr := e.store.recordAttempt(ctx, e.root, need.ID, "worker", raw, v, "")
 		return candidate{}, v.Reasons, serr
 	}
-	v, err := validate(ctx, e.repo, p)
+	v, err := e.val.validate(ctx, p)
 	if err != nil {
 		return candidate{}, nil, err
 	}

@@ -43,7 +43,7 @@ func TestNeedContext_Composite(t *testing.T) {
 	if len(r.Resolution.ArtifactIDs) != 2 || strings.Join(capabilityNames(r.Satisfied), ",") != "implementation_location,runtime_flow" {
 		t.Errorf("result %s", toJSON(r))
 	}
-	for _, want := range []string{"flags.go:6-14", "1. flags.go:6-14 the --crlf flag is parsed", "2. options.go:11-18"} {
+	for _, want := range []string{"flags.go:6-14", `1. flags.go:6-14; calls example.com/grepx.newOptions; worker's description (unverified): "the --crlf flag is parsed"`, "2. options.go:11-18"} {
 		if !strings.Contains(r.Context, want) {
 			t.Errorf("context lacks %q:\n%s", want, r.Context)
 		}
@@ -136,14 +136,26 @@ func TestNeedContext_Contradicted(t *testing.T) {
 }
 
 func TestNeedContext_Ambiguous(t *testing.T) {
-	te := MustEngine(t, MustFixtureRepo(t, "grepx", false))
-	// Two flows whose first steps cite newOptions at different spans.
-	te.mustCertify(flowCRLF)
-	te.mustCertify(`{"kind":"runtime_flow","subject":{"kind":"symbol","name":"parseFlags"},"scenario":"default","steps":[
-		{"path":"flags.go","start_line":5,"end_line":14,"summary":"parse"},
-		{"path":"options.go","start_line":11,"end_line":17,"summary":"build options"}]}`)
-	r := te.need(`{"route":"locate.implementation","subject":{"kind":"symbol","name":"newOptions"}}`)
+	repo := MustFixtureRepo(t, "grepx", false)
+	MustWriteFile(t, filepath.Join(repo, "legacy", "search.go"), "package legacy\n\n// NewSearcher is the old constructor.\nfunc NewSearcher() {}\n\n// Use calls it.\nfunc Use() { NewSearcher() }\n")
+	te := MustEngine(t, repo)
+	// Two flows through declarations of a NewSearcher in different
+	// packages: two distinct places claimed for one name.
+	te.mustCertify(`{"kind":"runtime_flow","subject":{"kind":"symbol","name":"run"},"scenario":"default","steps":[
+		{"path":"main.go","start_line":14,"end_line":26,"summary":"run"},
+		{"path":"search.go","start_line":14,"end_line":17,"summary":"build"}]}`)
+	te.mustCertify(`{"kind":"runtime_flow","subject":{"kind":"symbol","name":"Use"},"scenario":"default","steps":[
+		{"path":"legacy/search.go","start_line":7,"end_line":7,"summary":"use"},
+		{"path":"legacy/search.go","start_line":3,"end_line":4,"summary":"old"}]}`)
+	r := te.need(`{"route":"locate.implementation","subject":{"kind":"symbol","name":"NewSearcher"}}`)
 	kindOf(t, r, ResolutionAmbiguous)
+	// Spans of one declaration with and without its doc comment agree.
+	te2 := MustEngine(t, MustFixtureRepo(t, "grepx", false))
+	te2.mustCertify(flowCRLF)
+	te2.mustCertify(`{"kind":"runtime_flow","subject":{"kind":"symbol","name":"parseFlags"},"scenario":"default","steps":[
+		{"path":"flags.go","start_line":5,"end_line":14,"summary":"parse"},
+		{"path":"options.go","start_line":10,"end_line":18,"summary":"build options"}]}`)
+	kindOf(t, te2.need(`{"route":"locate.implementation","subject":{"kind":"symbol","name":"newOptions"}}`), ResolutionClaim)
 }
 
 func TestNeedContext_SessionLimits(t *testing.T) {
@@ -312,7 +324,8 @@ func TestNeedContext_FocusedTests(t *testing.T) {
 	te.mustCertify(`{"kind":"focused_tests","subject":{"kind":"symbol","name":"NewSearcher"},"tests":[{"path":"search_test.go","name":"TestSearchMatches","command":"go test . -run '^TestSearchMatches$'"}]}`)
 	r := te.need(needTestsCRLF)
 	kindOf(t, r, ResolutionCoverage)
-	if !strings.Contains(r.Context, "TestCRLF in search_test.go: go test . -run '^TestCRLF$'") {
+	if !strings.Contains(r.Context, "TestCRLF in search_test.go: executed by Needle in its sandbox, passed in ") ||
+		!strings.Contains(r.Context, "; run: go test . -run '^TestCRLF$'") {
 		t.Errorf("context:\n%s", r.Context)
 	}
 	kindOf(t, te.need(`{"route":"tests.relevant","subject":{"kind":"symbol","name":"NewSearcher"}}`), ResolutionCoverage)

@@ -72,6 +72,44 @@ type testEngine struct {
 	data string
 }
 
+// codexRel is where `make codex` installs the pinned codex, relative to the
+// repository root (the Makefile's CODEX_BIN).
+const codexRel = ".cache/codex-0.171.0/node_modules/@openai/codex-linux-x64/vendor/x86_64-unknown-linux-musl/bin/codex"
+
+// MustSandbox returns the pinned codex whose sandbox runs the tests Needle
+// certifies: $NEEDLE_CODEX_BIN, or the one `make codex` installs. The tests
+// need it and fail, never skip, without it.
+func MustSandbox(tb testing.TB) string {
+	tb.Helper()
+	if bin := os.Getenv("NEEDLE_CODEX_BIN"); bin != "" {
+		return bin
+	}
+	bin, err := filepath.Abs(filepath.Join("..", codexRel))
+	if err == nil {
+		_, err = os.Stat(bin)
+	}
+	if err != nil {
+		tb.Fatalf("the pinned codex is not installed (%v): run make codex", err)
+	}
+	return bin
+}
+
+// MustTestsConfig is how the tests run focused_tests: in the pinned codex's
+// sandbox, with a build cache shared by every test process (the repository's
+// ignored .cache/testrun, as product/internal/testrun's tests use it), so
+// that only the first run on a machine compiles the standard library.
+func MustTestsConfig(tb testing.TB) TestsConfig {
+	tb.Helper()
+	cache, err := filepath.Abs(filepath.Join("..", ".cache", "testrun"))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return TestsConfig{Codex: MustSandbox(tb), CacheDir: cache}
+}
+
+// withoutSandbox configures an engine that can run no test.
+func withoutSandbox(c *Config) { c.Tests = TestsConfig{} }
+
 func MustEngine(tb testing.TB, repo string, mutate ...func(*Config)) *testEngine {
 	tb.Helper()
 	te := &testEngine{tb: tb, repo: repo, data: tb.TempDir()}
@@ -86,7 +124,7 @@ func (te *testEngine) reopen(mutate ...func(*Config)) {
 	if te.Engine != nil {
 		te.Close()
 	}
-	cfg := Config{DataDir: te.data, Repository: te.repo}
+	cfg := Config{DataDir: te.data, Repository: te.repo, Tests: MustTestsConfig(te.tb)}
 	for _, m := range mutate {
 		m(&cfg)
 	}

@@ -36,6 +36,14 @@ type CertificateBody struct {
 	Cited            []CitedLocation `json:"cited"`
 	ClaimIDs         []string        `json:"claim_ids"`
 	Notes            []string        `json:"notes"`
+	// Reach is how focused_tests evidence reaches its subject: executed,
+	// static or lexical (the weakest of its tests); Tests says, per test,
+	// how Needle knows it and the command Needle derived to run it.
+	Reach string      `json:"reach,omitempty"`
+	Tests []TestProof `json:"tests,omitempty"`
+	// Links are, for runtime_flow evidence, the callees (go/types full
+	// names) that link each step to the next; nil for a lexical link.
+	Links [][]string `json:"links,omitempty"`
 }
 
 // Evidence is a certified artifact with its newest certificate, as the
@@ -70,6 +78,7 @@ func certify(v *validation) (artifactID string, body CertificateBody, certID str
 	body = CertificateBody{
 		Scope: "artifact", ArtifactID: artifactID, ValidatorVersion: ValidatorVersion,
 		Level: v.Level, Satisfies: v.Satisfies, Cited: v.Cited, Notes: append([]string{}, v.Notes...),
+		Reach: v.Reach, Tests: v.Tests, Links: v.Links,
 	}
 	for p, d := range v.Files {
 		body.Dependencies = append(body.Dependencies, Dependency{DependencyFile, p, d})
@@ -125,7 +134,9 @@ type ClaimKind string
 
 const (
 	ClaimDeclared     ClaimKind = "declared"      // the subject (a symbol or test) is declared here
-	ClaimLiteral      ClaimKind = "literal"       // the subject (a flag or key) is a literal here
+	ClaimDefined      ClaimKind = "defined"       // the subject (a flag or key) is defined here (Detail: by what, how spelled)
+	ClaimReads        ClaimKind = "reads"         // the subject's value (a flag or key) is read here (Detail: how)
+	ClaimLiteral      ClaimKind = "literal"       // the subject (a flag or key) is named here, lexically
 	ClaimFile         ClaimKind = "file"          // the subject is this file
 	ClaimModule       ClaimKind = "module"        // the subject is the module of this go.mod
 	ClaimCalls        ClaimKind = "calls"         // a flow step calls the next (Detail: the callee)

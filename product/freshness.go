@@ -19,7 +19,8 @@ func isFresh(ctx context.Context, repo *snapshot.Repo, deps []Dependency) (bool,
 		if !known {
 			return false, nil
 		}
-		if errors.Is(err, snapshot.ErrNotExist) || errors.Is(err, snapshot.ErrNotRegular) || errors.Is(err, snapshot.ErrUnsafePath) {
+		if errors.Is(err, snapshot.ErrNotExist) || errors.Is(err, snapshot.ErrNotRegular) || errors.Is(err, snapshot.ErrUnsafePath) ||
+			errors.Is(err, snapshot.ErrUnreadable) || errors.Is(err, snapshot.ErrTooLarge) {
 			return false, nil
 		}
 		if err != nil {
@@ -38,7 +39,7 @@ func isFresh(ctx context.Context, repo *snapshot.Repo, deps []Dependency) (bool,
 func dependencyDigest(ctx context.Context, repo *snapshot.Repo, d Dependency) (digest string, known bool, err error) {
 	switch d.Kind {
 	case DependencyFile:
-		digest, err = repo.FileDigest(d.Path)
+		digest, err = repo.FileDigestMax(d.Path, MaxCitedFileBytes)
 	case DependencyDir:
 		digest, err = repo.DirDigest(ctx, d.Path)
 	default:
@@ -51,7 +52,7 @@ func dependencyDigest(ctx context.Context, repo *snapshot.Repo, d Dependency) (d
 // lines, or intact at exactly one other place (the lines shifted). Anything
 // else (gone, edited, or now present more than once) fails.
 func relocate(repo *snapshot.Repo, c CitedLocation) (start, end int, ok bool) {
-	data, _, err := repo.ReadFile(c.Path)
+	data, _, err := repo.ReadFileMax(c.Path, MaxCitedFileBytes)
 	if err != nil {
 		return 0, 0, false
 	}
@@ -123,11 +124,16 @@ func relocated(p Proposal, cited []CitedLocation, repo *snapshot.Repo) (Proposal
 // proof when a dependency changed: the proposal is moved to where its cited
 // text now is and validated again from scratch on the current source. A
 // successful replay is stored as a new certificate (and, when lines moved, a
-// new artifact whose origin is the old one) with the same claims.
+// new artifact whose origin is the old one) with the same claims. Evidence
+// certified by another validator version is replayed too, however fresh:
+// what an older validator accepted is proven again before it is served.
 func (e *Engine) classify(ctx context.Context, ev Evidence) (candidate, error) {
-	fresh, err := isFresh(ctx, e.repo, ev.Certificate.Dependencies)
-	if err != nil {
-		return candidate{}, err
+	fresh := false
+	if ev.Certificate.ValidatorVersion == ValidatorVersion {
+		var err error
+		if fresh, err = isFresh(ctx, e.repo, ev.Certificate.Dependencies); err != nil {
+			return candidate{}, err
+		}
 	}
 	if fresh {
 		return candidate{Evidence: ev, State: stateFresh}, nil
@@ -136,7 +142,7 @@ func (e *Engine) classify(ctx context.Context, ev Evidence) (candidate, error) {
 	if !ok {
 		return candidate{Evidence: ev, State: stateStale}, nil
 	}
-	v, err := validate(ctx, e.repo, q)
+	v, err := e.val.validate(ctx, q)
 	if err != nil {
 		return candidate{}, err
 	}

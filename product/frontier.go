@@ -2,7 +2,10 @@ package product
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
+	"time"
+	"unicode"
 )
 
 // DefaultFrontierBudget bounds a FrontierView in bytes.
@@ -12,15 +15,23 @@ const DefaultFrontierBudget = 6 << 10
 const minFrontierBudget = 512
 
 // frontierView renders the bounded, deterministic context text. Every
-// location is cited as path:start-end; flow steps are in order; tests carry
-// their run command; ids name the artifacts and claims. Unsafe and bypass
-// results carry a reason and nothing reusable.
+// location is cited as path:start-end; flow steps are in order with the
+// callees Needle resolved between them; tests say how Needle knows they
+// reach the subject (executed, static, lexical) and carry the command
+// Needle derived for them; ids name the artifacts and claims. Unsafe and
+// bypass results carry a reason and nothing reusable.
+//
+// Only what Needle verified is presented as such. Free text a worker (or an
+// operator) wrote — a flow step's summary — is shown only quoted (Go string
+// syntax, so no control, bidi or line-break character survives) and labelled
+// as the worker's unverified description; a proposed command is never
+// shown.
 func frontierView(r NeedResult, d decision, plan Plan, budget int) string {
 	if budget < minFrontierBudget {
 		budget = minFrontierBudget
 	}
 	head := []string{
-		fmt.Sprintf("Needle %s: %s %s", r.Route, r.Subject.Kind, r.Subject.Name),
+		fmt.Sprintf("Needle %s: %s %s", r.Route, r.Subject.Kind, printableText(r.Subject.Name)),
 		fmt.Sprintf("resolution %s (%s), need %s", r.Resolution.Kind, r.Status, r.NeedID),
 	}
 	if r.Resolution.Kind.unsafe() || r.Resolution.Kind == ResolutionBypass || len(d.Chosen) == 0 {
@@ -63,18 +74,61 @@ func citeChoice(c choice) []string {
 		return []string{fmt.Sprintf("implementation_location: %s:%d-%d%s [artifact %s]", p.Path, p.StartLine, p.EndLine, level, e.ArtifactID)}
 	case p.Kind == CapRuntimeFlow:
 		lines := []string{fmt.Sprintf("runtime_flow (scenario %s)%s [artifact %s]:", p.Scenario, level, e.ArtifactID)}
+		links := e.Certificate.Links
 		for i, s := range p.Steps {
-			lines = append(lines, fmt.Sprintf("  %d. %s:%d-%d %s", i+1, s.Path, s.StartLine, s.EndLine, s.Summary))
+			line := fmt.Sprintf("  %d. %s:%d-%d", i+1, printableText(s.Path), s.StartLine, s.EndLine)
+			switch {
+			case i+1 == len(p.Steps):
+			case i < len(links) && len(links[i]) > 0:
+				line += "; calls " + strings.Join(links[i], ", ")
+			default:
+				line += "; call into the next step not verified (lexical)"
+			}
+			if s.Summary != "" {
+				line += "; worker's description (unverified): " + strconv.Quote(s.Summary)
+			}
+			lines = append(lines, line)
 		}
 		return lines
 	case p.Kind == CapFocusedTests:
-		lines := []string{fmt.Sprintf("focused_tests%s [artifact %s]:", level, e.ArtifactID)}
-		for _, t := range p.Tests {
-			lines = append(lines, fmt.Sprintf("  - %s in %s: %s", t.Name, t.Path, t.Command))
+		reach := e.Certificate.Reach
+		if reach == "" {
+			reach = ReachLexical
+		}
+		lines := []string{fmt.Sprintf("focused_tests (reach: %s)%s [artifact %s]:", reach, level, e.ArtifactID)}
+		for _, t := range e.Certificate.Tests {
+			lines = append(lines, "  - "+citeTest(t))
 		}
 		return lines
 	}
 	return nil
+}
+
+// citeTest says how Needle knows a test reaches the subject and how to run
+// it: Needle's own command, never the proposer's.
+func citeTest(t TestProof) string {
+	head := fmt.Sprintf("%s in %s: ", printableText(t.Name), printableText(t.Path))
+	switch t.Reach {
+	case ReachExecuted:
+		d := time.Duration(t.DurationMs) * time.Millisecond
+		return head + fmt.Sprintf("executed by Needle in its sandbox, %s in %s (%s), ran %s; run: %s", t.Status, d, t.GoVersion, t.Executed, t.Command)
+	case ReachStatic:
+		return head + fmt.Sprintf("static reach, not executed (%s); run: %s", strings.Join(t.CallPath, " -> "), t.Command)
+	}
+	return head + "lexical: the file names the subject, reach unproven; no trusted runner, so no command"
+}
+
+// printableText is text Needle prints that it did not write itself but checked
+// against the source (a path, a test name, a subject): as is when every
+// character is printable, else quoted in Go syntax so that nothing in it can
+// start a line or reorder one.
+func printableText(s string) string {
+	for _, r := range s {
+		if !unicode.IsPrint(r) || unsafeRune(r) {
+			return strconv.Quote(s)
+		}
+	}
+	return s
 }
 
 // fitBudget joins head and body lines, dropping whole body lines from the

@@ -22,7 +22,7 @@ func TestFrontierView_Budget(t *testing.T) {
 		t.Error("the truncated view is not a prefix of whole lines")
 	}
 	for _, line := range strings.Split(small, "\n") {
-		if strings.HasPrefix(line, "  ") && !strings.HasSuffix(line, strings.Repeat("x", 200)) {
+		if strings.HasPrefix(line, "  ") && !strings.HasSuffix(line, strings.Repeat("x", 200)+`"`) {
 			t.Errorf("a citation line was cut: %q", line)
 		}
 	}

@@ -32,6 +32,7 @@ const (
 	tagVerdict       = "needle.verdict.v1"        // a verifier's verdict → part of a repair's invocation
 	tagProfile       = "needle.profile.v1"        // Profile → a revision's digest
 	tagReply         = "needle.reply.v1"          // a reply's text → its digest in replies
+	tagRunCache      = "needle.run_cache.v1"      // a repository root, a test run's inputs → its cache directory, its cache key
 
 	// The change lifecycle (machine*.go).
 	tagLifecycleState        = "needle.lifecycle_state.v1"         // LifecycleState → state digest (the CAS token)

@@ -67,15 +67,14 @@ func (c *cli) parseChange(f changeFlags, name, usage string, args []string, narg
 // changeEngine opens the engine a change command runs on.
 func (c *cli) changeEngine(f changeFlags, codexFlag string, workers bool) (*Engine, error) {
 	cfg := Config{DataDir: *f.dataDir, Repository: *f.repo, Transport: "cli"}
-	settings, err := c.settings(*f.dataDir)
-	if err != nil {
-		return nil, err
-	}
-	cfg.Tests = TestsConfig{Codex: settings["tests.codex"], CacheDir: settings["tests.cache"]}
+	var err error
 	if workers {
 		if cfg.Codex, err = c.codexConfig(*f.dataDir, codexFlag); err != nil {
 			return nil, err
 		}
+	}
+	if cfg.Tests, err = c.testsConfig(*f.dataDir, cfg.Codex); err != nil {
+		return nil, err
 	}
 	if changeConfigHook != nil {
 		changeConfigHook(&cfg)

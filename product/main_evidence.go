@@ -68,7 +68,14 @@ func (c *cli) evidencePropose(args []string) int {
 	if _, err := DecodeProposal(data); err != nil {
 		return c.fail("evidence propose", err)
 	}
-	eng, err := c.openEngine(Config{DataDir: *dataDir, Repository: *repo, Transport: "cli"})
+	cfg := Config{DataDir: *dataDir, Repository: *repo, Transport: "cli"}
+	// The worker command only says where codex is (its sandbox runs the
+	// tests); one that does not resolve just leaves that to PATH.
+	codex, _ := c.codexConfig(*dataDir, "")
+	if cfg.Tests, err = c.testsConfig(*dataDir, codex); err != nil {
+		return c.fail("evidence propose", err)
+	}
+	eng, err := c.openEngine(cfg)
 	if err != nil {
 		return c.fail("evidence propose", err)
 	}

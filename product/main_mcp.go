@@ -58,6 +58,9 @@ func (c *cli) mcpServe(args []string) int {
 			return c.fail("mcp serve", err)
 		}
 	}
+	if cfg.Tests, err = c.testsConfig(*dataDir, cfg.Codex); err != nil {
+		return c.fail("mcp serve", err)
+	}
 	eng, err := c.openEngine(cfg)
 	if err != nil {
 		return c.fail("mcp serve", err)

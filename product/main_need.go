@@ -125,6 +125,9 @@ func (c *cli) needResolve(args []string) int {
 			return c.fail("need resolve", err)
 		}
 	}
+	if cfg.Tests, err = c.testsConfig(*dataDir, cfg.Codex); err != nil {
+		return c.fail("need resolve", err)
+	}
 	eng, err := c.openEngine(cfg)
 	if err != nil {
 		return c.fail("need resolve", err)

@@ -31,7 +31,8 @@ var settingKeys = map[string]struct {
 		}
 		return nil
 	}},
-	"tests.codex": {"the real codex binary whose sandbox confines the lifecycle's test runs", func(v string) error {
+	"worker.deadline": {"the wall-clock bound of one worker turn (a Go duration, e.g. 2m)", checkDuration},
+	"tests.codex": {"the real codex binary whose sandbox confines the tests Needle runs", func(v string) error {
 		if !filepath.IsAbs(v) {
 			return fmt.Errorf("%q is not an absolute path", v)
 		}
@@ -40,19 +41,21 @@ var settingKeys = map[string]struct {
 		}
 		return nil
 	}},
-	"tests.cache": {"the directory of the lifecycle's test runs (GOCACHE, scratch)", func(v string) error {
+	"tests.cache": {"the directory of the test runs (GOCACHE, scratch)", func(v string) error {
 		if !filepath.IsAbs(v) {
 			return fmt.Errorf("%q is not an absolute path", v)
 		}
 		return nil
 	}},
-	"worker.deadline": {"the wall-clock bound of one worker turn (a Go duration, e.g. 2m)", func(v string) error {
-		d, err := time.ParseDuration(v)
-		if err == nil && d <= 0 {
-			err = fmt.Errorf("must be positive")
-		}
-		return err
-	}},
+	"tests.deadline": {"the wall-clock bound of one test run, build included (a Go duration)", checkDuration},
+}
+
+func checkDuration(v string) error {
+	d, err := time.ParseDuration(v)
+	if err == nil && d <= 0 {
+		err = fmt.Errorf("must be positive")
+	}
+	return err
 }
 
 const usageConfig = `Usage: needle config set --data-dir DIR KEY VALUE
@@ -64,11 +67,16 @@ Manage the settings of the Needle profile in DIR. Keys:
                     blanks), e.g. "codex"; --codex on a command overrides it
   codex.home        a directory whose config.toml and auth.json are copied into
                     every worker's own CODEX_HOME (provider, model, credentials)
-  tests.codex       the real codex binary whose sandbox confines the tests a
-                    change lifecycle runs (default: codex on PATH)
-  tests.cache       the directory of those test runs: GOCACHE and scratch
-                    (default: DIR/testrun)
   worker.deadline   the wall-clock bound of one worker turn (default 2m)
+  tests.codex       the real codex binary whose "codex sandbox" confines the
+                    tests Needle runs, to certify focused_tests and in a change
+                    lifecycle (no network, writes confined); default: the codex
+                    of codex.command, else codex on PATH; with none, no test
+                    runs (focused_tests: static reach only)
+  tests.cache       the directory of those test runs: GOCACHE and scratch
+                    (default: DIR/testrun, one per repository for focused_tests)
+  tests.deadline    the wall-clock bound of one test run, build included
+                    (default 2m)
 `
 
 // verbArgs parses `needle NAME VERB --data-dir DIR ARGS…` for commands made
@@ -192,6 +200,38 @@ func (c *cli) codexConfig(dataDir, flagCommand string) (*CodexConfig, error) {
 	if d := settings["worker.deadline"]; d != "" {
 		if cfg.Deadline, err = time.ParseDuration(d); err != nil {
 			return nil, invalidf("config", "worker.deadline", "%v", err)
+		}
+	}
+	return cfg, nil
+}
+
+// testsConfig says how tests are run: the tests.codex, tests.cache and
+// tests.deadline settings, the sandbox defaulting to the codex binary of the
+// worker command, else to codex on PATH. Without one Needle runs no test.
+func testsConfig(ctx context.Context, dataDir string, codex *CodexConfig) (TestsConfig, error) {
+	return (&cli{ctx: ctx}).testsConfig(dataDir, codex)
+}
+
+// testsConfig is testsConfig for the command's caller: its store (the
+// runtime's, inside it), directory and PATH.
+func (c *cli) testsConfig(dataDir string, codex *CodexConfig) (TestsConfig, error) {
+	settings, err := c.settings(dataDir)
+	if err != nil {
+		return TestsConfig{}, err
+	}
+	var cfg TestsConfig
+	if d := settings["tests.deadline"]; d != "" {
+		if cfg.Deadline, err = time.ParseDuration(d); err != nil {
+			return TestsConfig{}, invalidf("config", "tests.deadline", "%v", err)
+		}
+	}
+	cfg.Codex, cfg.CacheDir = settings["tests.codex"], settings["tests.cache"]
+	if cfg.Codex == "" && codex != nil && len(codex.Command) > 0 && filepath.Base(codex.Command[0]) == "codex" {
+		cfg.Codex = codex.Command[0]
+	}
+	if cfg.Codex == "" {
+		if p, err := c.lookPath("codex"); err == nil {
+			cfg.Codex = p
 		}
 	}
 	return cfg, nil

@@ -6,6 +6,8 @@ import (
 	"path"
 	"strconv"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/needle-dev/needle/product/internal/schema"
 )
@@ -20,6 +22,7 @@ const (
 	MaxFocusedTests  = 16
 	MaxSummaryBytes  = 240
 	MaxCommandBytes  = 512
+	MaxTestNameBytes = 256
 )
 
 // Proposal is typed evidence a worker or an operator proposes for a subject.
@@ -50,11 +53,15 @@ type FlowStep struct {
 	Summary   string `json:"summary"`
 }
 
-// TestRef is one focused test: where it is, its name and how to run it.
+// TestRef is one focused test: where it is and its name ("TestX", or a
+// subtest "TestX/case" as go test -v prints it). Command is how the
+// proposer would run it: a hint at most. It never decides a validation and
+// is never served; the command in a context is Needle's own, derived from
+// the package and the test name, and certified evidence does not keep it.
 type TestRef struct {
 	Path    string `json:"path"`
 	Name    string `json:"name"`
-	Command string `json:"command"`
+	Command string `json:"command,omitempty"`
 }
 
 const opProposal = "evidence.proposal"
@@ -109,7 +116,7 @@ func DecodeProposal(data []byte) (Proposal, error) {
 	if err := bindObject(root, "$", binders, required...); err != nil {
 		return Proposal{}, err
 	}
-	return p, checkProposal(p)
+	return checkProposal(p)
 }
 
 func bindSubject(v jsonValue, path string, s *Subject) error {
@@ -160,7 +167,7 @@ func bindTests(v jsonValue, path string, dst *[]TestRef) error {
 			"path":    func(v jsonValue, p string) error { return bindString(v, p, &t.Path) },
 			"name":    func(v jsonValue, p string) error { return bindString(v, p, &t.Name) },
 			"command": func(v jsonValue, p string) error { return bindString(v, p, &t.Command) },
-		}, "path", "name", "command")
+		}, "path", "name")
 		*dst = append(*dst, t)
 		return err
 	})
@@ -181,79 +188,92 @@ func bindArray(v jsonValue, path string, max int, bind func(jsonValue, string) e
 	return nil
 }
 
-// checkProposal checks the shape rules that need no source: bounded, clean
-// relative paths and sane spans. Whether the cited code is really there is
-// the validators' business.
-func checkProposal(p Proposal) error {
+// checkProposal checks the shape rules that need no source and returns the
+// proposal with its paths cleaned: bounded relative paths that stay inside
+// the repository ("./x.go" is x.go), sane spans, one-line bounded text.
+// Whether the cited code is really there is the validators' business.
+func checkProposal(p Proposal) (Proposal, error) {
+	var err error
 	switch p.Kind {
 	case CapImplementationLocation:
-		return checkLocation("", p.Path, p.StartLine, p.EndLine)
+		p.Path, err = checkLocation("", p.Path, p.StartLine, p.EndLine)
 	case CapRuntimeFlow:
 		if p.Scenario != ScenarioDefault {
 			if err := checkBoundedName("scenario", "scenario", p.Scenario); err != nil {
-				return err
+				return Proposal{}, err
 			}
 		}
-		for i, s := range p.Steps {
+		p.Steps = append([]FlowStep(nil), p.Steps...)
+		for i := range p.Steps {
+			s := &p.Steps[i]
 			prefix := fmt.Sprintf("steps[%d].", i)
-			if err := checkLocation(prefix, s.Path, s.StartLine, s.EndLine); err != nil {
-				return err
+			if s.Path, err = checkLocation(prefix, s.Path, s.StartLine, s.EndLine); err != nil {
+				return Proposal{}, err
 			}
-			if len(s.Summary) > MaxSummaryBytes || strings.ContainsAny(s.Summary, "\n\r") {
-				return invalidf(opProposal, prefix+"summary", "summary must be one line of at most %d bytes", MaxSummaryBytes)
+			if len(s.Summary) > MaxSummaryBytes || !utf8.ValidString(s.Summary) || strings.ContainsAny(s.Summary, "\n\r") {
+				return Proposal{}, invalidf(opProposal, prefix+"summary", "summary must be one line of valid UTF-8, at most %d bytes", MaxSummaryBytes)
 			}
 		}
 	case CapFocusedTests:
-		for i, t := range p.Tests {
+		p.Tests = append([]TestRef(nil), p.Tests...)
+		for i := range p.Tests {
+			t := &p.Tests[i]
 			prefix := fmt.Sprintf("tests[%d].", i)
-			if err := checkRelPath(prefix+"path", t.Path); err != nil {
-				return err
+			if t.Path, err = checkRelPath(prefix+"path", t.Path); err != nil {
+				return Proposal{}, err
 			}
-			if !isGoIdent(t.Name) {
-				return invalidf(opProposal, prefix+"name", "test name %q is not an identifier", t.Name)
+			if t.Name == "" || len(t.Name) > MaxTestNameBytes || !utf8.ValidString(t.Name) || strings.TrimSpace(t.Name) != t.Name || strings.IndexFunc(t.Name, unsafeRune) >= 0 {
+				return Proposal{}, invalidf(opProposal, prefix+"name", "test name %q must be 1 to %d bytes of printable text without surrounding blanks", t.Name, MaxTestNameBytes)
 			}
-			if len(t.Command) > MaxCommandBytes || strings.ContainsAny(t.Command, "\n\r") {
-				return invalidf(opProposal, prefix+"command", "command must be one line of at most %d bytes", MaxCommandBytes)
+			if len(t.Command) > MaxCommandBytes || !utf8.ValidString(t.Command) || strings.ContainsAny(t.Command, "\n\r") {
+				return Proposal{}, invalidf(opProposal, prefix+"command", "command must be one line of valid UTF-8, at most %d bytes", MaxCommandBytes)
 			}
 		}
 	}
-	return nil
+	return p, err
 }
 
-func checkLocation(prefix, p string, start, end int) error {
-	if err := checkRelPath(prefix+"path", p); err != nil {
-		return err
+func checkLocation(prefix, p string, start, end int) (string, error) {
+	clean, err := checkRelPath(prefix+"path", p)
+	if err != nil {
+		return "", err
 	}
 	if end < start {
-		return invalidf(opProposal, prefix+"end_line", "end_line %d is before start_line %d", end, start)
+		return "", invalidf(opProposal, prefix+"end_line", "end_line %d is before start_line %d", end, start)
 	}
 	if end-start+1 > MaxSpanLines {
-		return invalidf(opProposal, prefix+"end_line", "span of %d lines; the limit is %d", end-start+1, MaxSpanLines)
+		return "", invalidf(opProposal, prefix+"end_line", "span of %d lines; the limit is %d", end-start+1, MaxSpanLines)
 	}
-	return nil
+	return clean, nil
 }
 
-// checkRelPath accepts a clean, relative, slash-separated path that stays
-// inside the repository.
-func checkRelPath(field, p string) error {
+// checkRelPath accepts a relative, slash-separated path that stays inside
+// the repository, and returns it cleaned: "./x.go", "a//b.go" and
+// "a/./b.go" are written the way people write paths and mean x.go, a/b.go;
+// a path that leaves the repository ("../x", "a/../../x", "/etc") is
+// refused, never cleaned into something else. Control, format (bidi) and
+// line-separator characters are refused: a path is printed in contexts.
+func checkRelPath(field, p string) (string, error) {
 	switch {
 	case p == "" || len(p) > MaxPathBytes:
-		return invalidf(opProposal, field, "path must be 1 to %d bytes", MaxPathBytes)
+		return "", invalidf(opProposal, field, "path must be 1 to %d bytes", MaxPathBytes)
+	case !utf8.ValidString(p) || strings.IndexFunc(p, unsafeRune) >= 0:
+		return "", invalidf(opProposal, field, "path %q has a control, format or line-separator character", p)
 	case strings.ContainsAny(p, "\\\x00") || strings.HasPrefix(p, "/"):
-		return invalidf(opProposal, field, "path %q must be relative and slash-separated", p)
-	case path.Clean(p) != p || p == "." || p == ".." || strings.HasPrefix(p, "../"):
-		return invalidf(opProposal, field, "path %q must be clean and inside the repository", p)
+		return "", invalidf(opProposal, field, "path %q must be relative and slash-separated", p)
 	}
-	return nil
+	clean := path.Clean(p)
+	if clean == "." || clean == ".." || strings.HasPrefix(clean, "../") || strings.HasSuffix(p, "/") {
+		return "", invalidf(opProposal, field, "path %q must name a file inside the repository", p)
+	}
+	return clean, nil
 }
 
-func isGoIdent(s string) bool {
-	for i, r := range s {
-		if !(r == '_' || 'a' <= r && r <= 'z' || 'A' <= r && r <= 'Z' || i > 0 && '0' <= r && r <= '9') {
-			return false
-		}
-	}
-	return s != ""
+// unsafeRune reports a character that could change how a line of text
+// reads: C0 and C1 controls, format characters (bidi controls, zero-width
+// joiners) and line or paragraph separators.
+func unsafeRune(r rune) bool {
+	return unicode.IsControl(r) || unicode.Is(unicode.Cf, r) || r == '\u2028' || r == '\u2029'
 }
 
 // ProposalSchema returns the strict JSON Schema of a proposal of kind k:

@@ -29,7 +29,7 @@ func TestDecodeProposal(t *testing.T) {
 		{"ErrEscapingPath", `{"kind":"implementation_location","subject":{"kind":"symbol","name":"A"},"path":"../a.go","start_line":1,"end_line":2}`, "path"},
 		{"ErrNoSteps", `{"kind":"runtime_flow","subject":{"kind":"symbol","name":"A"},"scenario":"default","steps":[]}`, "steps"},
 		{"ErrMultilineSummary", `{"kind":"runtime_flow","subject":{"kind":"symbol","name":"A"},"scenario":"default","steps":[{"path":"a.go","start_line":1,"end_line":2,"summary":"a\nb"}]}`, "steps[0].summary"},
-		{"ErrTestName", `{"kind":"focused_tests","subject":{"kind":"symbol","name":"A"},"tests":[{"path":"a_test.go","name":"Test X","command":"go test"}]}`, "tests[0].name"},
+		{"ErrTestName", `{"kind":"focused_tests","subject":{"kind":"symbol","name":"A"},"tests":[{"path":"a_test.go","name":"Test\u202eX","command":"go test"}]}`, "tests[0].name"},
 		{"ErrBadSubject", `{"kind":"focused_tests","subject":{"kind":"class","name":"A"},"tests":[]}`, "subject.kind"},
 	}
 	for _, tt := range bad {

@@ -251,29 +251,30 @@ func chooseClaim(ob Obligation, in resolveInput) (*choice, string) {
 		return nil, ""
 	}
 	var found []choice
-	seen := map[string]bool{}
 	for _, c := range in.ClaimSources {
 		if !c.usable() {
 			continue
 		}
 		for i, cl := range c.Claims {
-			key := fmt.Sprintf("%s:%d-%d", cl.Claim.Path, cl.StartLine, cl.EndLine)
-			if cl.Claim.Kind != ClaimDeclared || cl.Claim.Subject != subject || seen[key] {
-				continue
+			if cl.Claim.Kind == ClaimDeclared && cl.Claim.Subject == subject {
+				found = append(found, choice{Obligation: ob, Evidence: c, Claim: &c.Claims[i]})
 			}
-			seen[key] = true
-			found = append(found, choice{Obligation: ob, Evidence: c, Claim: &c.Claims[i]})
 		}
 	}
-	switch {
-	case len(found) == 1:
-		return &found[0], ""
-	case len(found) > 1 && ob.Facets.Selection != "representative":
-		return nil, "ambiguous"
-	case len(found) > 1:
-		return &found[0], ""
+	if len(found) == 0 {
+		return nil, ""
 	}
-	return nil, ""
+	// Claims of overlapping spans in one file cite the same declaration (with
+	// or without its doc comment); others are distinct candidates.
+	for i := range found {
+		for j := i + 1; j < len(found); j++ {
+			a, b := found[i].Claim, found[j].Claim
+			if (a.Claim.Path != b.Claim.Path || a.EndLine < b.StartLine || b.EndLine < a.StartLine) && ob.Facets.Selection != "representative" {
+				return nil, "ambiguous"
+			}
+		}
+	}
+	return &found[0], ""
 }
 
 // disagree reports whether same-kind evidence gives different answers. Two

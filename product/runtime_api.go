@@ -289,8 +289,15 @@ func evidenceDTO(ctx context.Context, rec artifactRecord, now time.Time) (web.Ev
 				Action: safeText(s.Summary, web.MaxTextBytes)})
 		}
 	case CapFocusedTests:
+		// The command is Needle's, from the certificate: a proposal's
+		// command is worker text and never kept.
+		commands := map[[2]string]string{}
+		for _, t := range ev.Certificate.Tests {
+			commands[[2]string{t.Path, t.Name}] = t.Command
+		}
 		for _, t := range p.Tests {
-			a.Tests = append(a.Tests, web.TestRef{Package: testDir(t.Path), Name: t.Name, Path: t.Path, Command: safeText(t.Command, web.MaxTextBytes)})
+			a.Tests = append(a.Tests, web.TestRef{Package: testDir(t.Path), Name: t.Name, Path: t.Path,
+				Command: safeText(commands[[2]string{t.Path, t.Name}], web.MaxTextBytes)})
 		}
 	}
 	c := ev.Certificate
@@ -314,7 +321,9 @@ func evidenceDTO(ctx context.Context, rec artifactRecord, now time.Time) (web.Ev
 		d.Freshness.State = "stale"
 		if err == nil {
 			if q, ok := relocated(p, c.Cited, repo); ok {
-				v, verr := validate(ctx, repo, q)
+				// A read runs no test: without a runner or static reach a
+				// focused test is never called replayable here.
+				v, verr := newValidators(repo, "", TestsConfig{NoStatic: true}).validate(ctx, q)
 				if verr != nil {
 					return web.EvidenceDetail{}, &Error{Op: "api.evidence", Kind: KindIO, Err: verr}
 				}

@@ -5,36 +5,60 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
+	"os"
 	"path"
 	"strings"
 
 	"github.com/needle-dev/needle/product/internal/contentid"
 	"github.com/needle-dev/needle/product/internal/goevidence"
 	"github.com/needle-dev/needle/product/internal/snapshot"
+	"github.com/needle-dev/needle/product/internal/typecheck"
 )
 
 // ValidatorVersion changes whenever a validator could decide differently.
-// Certificates record it.
-const ValidatorVersion = "needle-validators/1"
+// Certificates record it; evidence certified by another version is proven
+// again before it is served.
+const ValidatorVersion = "needle-validators/2"
 
-// Evidence levels a certificate records: go/ast proofs, or lexical matching
-// for sources the product cannot parse.
+// Evidence levels a certificate records: LevelAST for proofs from code that
+// reads the source's syntax and types (go/types for Go; for focused_tests,
+// running the tests; the stored name predates go/types), LevelLexical for
+// matching lines of sources the product cannot type-check.
 const (
 	LevelAST     = "ast"
 	LevelLexical = "lexical"
 )
 
+// How a focused test was shown to reach its subject.
+const (
+	ReachExecuted = "executed" // Needle ran it in a sandbox; coverage shows the subject's code ran
+	ReachStatic   = "static"   // a chain of type-resolved calls leads there; nothing was run
+	ReachLexical  = "lexical"  // a non-Go test that names the subject; reach unproven
+)
+
+// MaxCitedFileBytes bounds every repository file the validators read or
+// hash: a cited file past it is rejected, a package holding one cannot be
+// type-checked, and a dependency that grows past it is stale without being
+// hashed.
+const MaxCitedFileBytes = 8 << 20
+
 // validation is what the trusted validators concluded about a proposal
 // against one snapshot. Reasons is empty exactly when it is certified.
 type validation struct {
+	// Proposal is the proposal as certified: paths cleaned, spans brought
+	// to the declaration they cite, commands dropped.
 	Proposal  Proposal
 	Reasons   []string
 	Level     string
+	Reach     string
 	Satisfies Satisfies
 	Files     map[string]string // path → content digest read
-	Dirs      map[string]string // dir → listing digest (exhaustive or negative evidence)
+	Dirs      map[string]string // dir → listing digest
 	Cited     []CitedLocation
 	Claims    []ClaimAt
+	Tests     []TestProof
+	Links     [][]string
 	Notes     []string
 }
 
@@ -45,20 +69,24 @@ func (v *validation) reject(format string, args ...any) {
 	v.Reasons = append(v.Reasons, fmt.Sprintf(format, args...))
 }
 
-// validator checks proposals against one repository snapshot.
-type validator struct {
-	ctx    context.Context
-	repo   *snapshot.Repo
-	v      *validation
-	pkgs   map[string]map[string][]byte   // Go package directories read for tests
-	parsed map[string]*goevidence.Package // pkgs parsed, by directory
+func (v *validation) note(format string, args ...any) {
+	v.Notes = append(v.Notes, fmt.Sprintf(format, args...))
 }
 
-// validate runs the trusted validators on p against repo. It never consults
-// a model; the only inputs are the proposal and the source. An error is an
+// validator checks one proposal against the repository snapshot.
+type validator struct {
+	ctx  context.Context
+	vs   *validators
+	repo *snapshot.Repo
+	v    *validation
+}
+
+// validate runs the trusted validators on p against the current source. It
+// never consults a model; the only inputs are the proposal and the source
+// (and, for focused_tests, what running the tests shows). An error is an
 // operational failure (the repository cannot be read), not a rejection.
-func validate(ctx context.Context, repo *snapshot.Repo, p Proposal) (*validation, error) {
-	val := &validator{ctx: ctx, repo: repo, pkgs: map[string]map[string][]byte{}, parsed: map[string]*goevidence.Package{}, v: &validation{
+func (vs *validators) validate(ctx context.Context, p Proposal) (*validation, error) {
+	val := &validator{ctx: ctx, vs: vs, repo: vs.repo, v: &validation{
 		Proposal: p, Level: LevelAST, Files: map[string]string{}, Dirs: map[string]string{},
 		Satisfies: Satisfies{Kind: p.Kind},
 	}}
@@ -81,38 +109,82 @@ func validate(ctx context.Context, repo *snapshot.Repo, p Proposal) (*validation
 		return nil, err
 	}
 	if !val.v.Certified() {
-		val.v.Claims, val.v.Cited = nil, nil
+		val.v.Claims, val.v.Cited, val.v.Tests, val.v.Links = nil, nil, nil, nil
 	}
 	return val.v, nil
 }
 
-// read reads a cited file, recording it as a dependency. A path that is
-// unsafe, missing or not a regular file is a rejection, not an error.
+// read reads a cited file, recording it as a dependency. Evidence may only
+// cite the snapshot, by the file's own path: a path through a symbolic
+// link (wherever it leads: an ignored file, .git, outside), a path git
+// ignores or inside .git, a file past MaxCitedFileBytes and a path the file
+// system cannot follow are each a rejection with a reason, never an error,
+// and nothing of such a file is read.
 func (val *validator) read(field, rel string) ([]byte, bool, error) {
-	// Evidence may only cite the snapshot: never .git, never what git ignores.
+	res, err := val.repo.ResolvePath(rel)
+	if ok, err := val.pathRejected(field, rel, err); !ok || err != nil {
+		return nil, false, err
+	}
+	if len(res.Links) > 0 {
+		val.v.reject("%s: %q goes through the symbolic link %q; evidence cites files by their own path", field, rel, res.Links[0])
+		return nil, false, nil
+	}
 	ignored, err := val.repo.Ignored(val.ctx, rel)
-	if err != nil && !errors.Is(err, snapshot.ErrUnsafePath) {
+	if errors.Is(err, snapshot.ErrUnsafePath) {
+		val.v.reject("%s: path %q is not a clean path inside the repository", field, rel)
+		return nil, false, nil
+	}
+	if err != nil {
 		return nil, false, fmt.Errorf("validate: %s: %w", rel, err)
 	}
 	if ignored {
 		val.v.reject("%s: %q is not in the snapshot (ignored by git, or inside .git)", field, rel)
 		return nil, false, nil
 	}
-	data, digest, err := val.repo.ReadFile(rel)
+	data, digest, err := val.repo.ReadFileMax(rel, MaxCitedFileBytes)
+	if ok, err := val.pathRejected(field, rel, err); !ok || err != nil {
+		return nil, false, err
+	}
+	if prev, seen := val.v.Files[rel]; seen && prev != digest {
+		val.v.reject("%s: %s changed while it was being validated", field, rel)
+		return nil, false, nil
+	}
+	val.v.Files[rel] = digest
+	return data, true, nil
+}
+
+// pathRejected turns what reading a cited path found into a rejection
+// (ok false) or an operational error; ok is true when err is nil.
+func (val *validator) pathRejected(field, rel string, err error) (ok bool, _ error) {
+	var tl *snapshot.FileTooLarge
 	switch {
+	case err == nil:
+		return true, nil
+	case errors.As(err, &tl):
+		val.v.reject("%s: %s is %d bytes; cited files are limited to %d bytes", field, rel, tl.Size, MaxCitedFileBytes)
 	case errors.Is(err, snapshot.ErrUnsafePath):
 		val.v.reject("%s: path %q escapes the repository", field, rel)
 	case errors.Is(err, snapshot.ErrNotExist):
 		val.v.reject("%s: file %q does not exist", field, rel)
 	case errors.Is(err, snapshot.ErrNotRegular):
 		val.v.reject("%s: %q is not a regular file", field, rel)
-	case err != nil:
-		return nil, false, fmt.Errorf("validate: read %s: %w", rel, err)
+	case errors.Is(err, snapshot.ErrUnreadable):
+		val.v.reject("%s: %q cannot be read: %s", field, rel, unwrapMessage(err))
 	default:
-		val.v.Files[rel] = digest
-		return data, true, nil
+		return false, fmt.Errorf("validate: read %s: %w", rel, err)
 	}
-	return nil, false, nil
+	return false, nil
+}
+
+// unwrapMessage is the innermost error's text: the system's own words.
+func unwrapMessage(err error) string {
+	for {
+		next := errors.Unwrap(err)
+		if next == nil {
+			return err.Error()
+		}
+		err = next
+	}
 }
 
 // span reads rel and checks that the span is inside it, citing it.
@@ -126,115 +198,43 @@ func (val *validator) span(field, rel string, start, end int) ([]byte, goevidenc
 		val.v.reject("%s: lines %d-%d are outside %s (%d lines)", field, start, end, rel, n)
 		return nil, goevidence.Span{}, false, nil
 	}
-	val.v.Cited = append(val.v.Cited, CitedLocation{Path: rel, StartLine: start, EndLine: end, Excerpt: excerpt(src, start, end)})
 	return src, goevidence.Span{Start: start, End: end}, true, nil
+}
+
+// cite records a cited span with its exact text.
+func (val *validator) cite(rel string, src []byte, span goevidence.Span) {
+	val.v.Cited = append(val.v.Cited, CitedLocation{Path: rel, StartLine: span.Start, EndLine: span.End, Excerpt: excerpt(src, span.Start, span.End)})
 }
 
 // excerpt returns lines start..end of src, each with its newline.
 func excerpt(src []byte, start, end int) string {
 	lines := bytes.SplitAfter(src, []byte("\n"))
+	if end > len(lines) {
+		end = len(lines)
+	}
 	return string(bytes.Join(lines[start-1:end], nil))
 }
 
 func isGo(rel string) bool { return strings.HasSuffix(rel, ".go") }
 
-func (val *validator) location() error {
-	p := val.v.Proposal
-	src, span, ok, err := val.span("path", p.Path, p.StartLine, p.EndLine)
-	if !ok || err != nil {
-		return err
-	}
-	claim, ok, err := val.subjectAt("path", p.Subject, p.Path, src, span)
-	if !ok || err != nil {
-		return err
-	}
-	val.addClaim(claim, span)
-	val.v.Satisfies.Polarity = []string{"positive"}
-	val.v.Satisfies.Selection = []string{"primary", "representative"}
-	return nil
-}
-
-// subjectAt checks that the subject is really at span in the file and
-// returns the claim that says so.
-func (val *validator) subjectAt(field string, s Subject, rel string, src []byte, span goevidence.Span) (Claim, bool, error) {
-	claim := Claim{Subject: s, Path: rel, ExcerptDigest: excerptDigest(src, span)}
-	if !isGo(rel) {
-		val.lexical()
-	}
-	var found bool
-	var err error
-	switch s.Kind {
-	case SubjectSymbol, SubjectTest:
-		claim.Kind = ClaimDeclared
-		if isGo(rel) {
-			found, err = goevidence.Declared(rel, src, s.Name, span)
-		} else {
-			found = goevidence.LexicalWord(src, lastComponent(s.Name), span)
-		}
-	case SubjectCLIOption, SubjectConfigurationKey:
-		claim.Kind = ClaimLiteral
-		if isGo(rel) {
-			found, err = goevidence.StringLiteral(rel, src, literalSpellings(s), span)
-		} else {
-			found = goevidence.LexicalWord(src, s.Name, span)
-		}
-	case SubjectFile:
-		claim.Kind = ClaimFile
-		found = rel == s.Name
-	case SubjectModule:
-		claim.Kind = ClaimModule
-		found = path.Base(rel) == "go.mod" && goevidence.LexicalWord(src, s.Name, span)
-	default:
-		val.v.reject("%s: a %s subject cannot be verified by trusted code", field, s.Kind)
-		return Claim{}, false, nil
-	}
-	if err != nil {
-		val.v.reject("%s: %s does not parse as Go: %v", field, rel, err)
-		return Claim{}, false, nil
-	}
-	if !found {
-		val.v.reject("%s: %s %q is not %s in %s:%d-%d", field, s.Kind, s.Name, subjectVerb(s.Kind), rel, span.Start, span.End)
-		return Claim{}, false, nil
-	}
-	return claim, true, nil
-}
-
-func subjectVerb(k SubjectKind) string {
-	switch k {
-	case SubjectSymbol, SubjectTest:
-		return "declared"
-	case SubjectCLIOption, SubjectConfigurationKey:
-		return "a literal"
-	}
-	return "there"
-}
-
-// literalSpellings are the string literals that define a flag or key: the
-// name as written and, for a flag, without its dashes ("--crlf" is defined
-// by flag.Bool("crlf", …)).
-func literalSpellings(s Subject) []string {
-	spellings := []string{s.Name}
-	if trimmed := strings.TrimLeft(s.Name, "-"); trimmed != s.Name && trimmed != "" {
-		spellings = append(spellings, trimmed)
-	}
-	return spellings
-}
-
-func lastComponent(name string) string {
-	if i := strings.LastIndexByte(name, '.'); i >= 0 {
-		return name[i+1:]
-	}
-	return name
-}
-
 func excerptDigest(src []byte, span goevidence.Span) string {
 	return contentid.OfBytes(tagExcerpt, []byte(excerpt(src, span.Start, span.End)))
+}
+
+func fileDigest(data []byte) string { return contentid.OfBytes(snapshot.FileTag, data) }
+
+// pathJoin joins slash paths, "" and "." being the root.
+func pathJoin(dir, name string) string {
+	if dir == "" || dir == "." {
+		return name
+	}
+	return path.Join(dir, name)
 }
 
 func (val *validator) lexical() {
 	if val.v.Level != LevelLexical {
 		val.v.Level = LevelLexical
-		val.v.Notes = append(val.v.Notes, "lexical evidence only: a cited file is not Go source")
+		val.v.note("lexical evidence only: a cited file is not Go source")
 	}
 }
 
@@ -246,4 +246,186 @@ func (val *validator) addClaim(c Claim, span goevidence.Span) {
 		}
 	}
 	val.v.Claims = append(val.v.Claims, ClaimAt{Claim: c, ID: id, StartLine: span.Start, EndLine: span.End})
+}
+
+// location validates an implementation_location: the subject is declared
+// or defined at the cited lines.
+func (val *validator) location() error {
+	p := &val.v.Proposal
+	src, span, ok, err := val.span("path", p.Path, p.StartLine, p.EndLine)
+	if !ok || err != nil {
+		return err
+	}
+	claim, at, ok, err := val.subjectAt("path", p.Subject, p.Path, src, span)
+	if !ok || err != nil {
+		return err
+	}
+	if at != span {
+		val.v.note("cited %s:%d-%d as the whole declaration, %d-%d", p.Path, span.Start, span.End, at.Start, at.End)
+		p.StartLine, p.EndLine = at.Start, at.End
+	}
+	val.cite(p.Path, src, at)
+	claim.ExcerptDigest = excerptDigest(src, at)
+	val.addClaim(claim, at)
+	val.v.Satisfies.Polarity = []string{"positive"}
+	val.v.Satisfies.Selection = []string{"primary", "representative"}
+	return nil
+}
+
+// subjectAt checks that the subject really is at span in the file and
+// returns the claim that says so and the span to cite (a Go declaration's
+// span, as cited or completed; see natural).
+func (val *validator) subjectAt(field string, s Subject, rel string, src []byte, span goevidence.Span) (Claim, goevidence.Span, bool, error) {
+	claim := Claim{Subject: s, Path: rel}
+	switch s.Kind {
+	case SubjectSymbol, SubjectTest:
+		claim.Kind = ClaimDeclared
+		if !isGo(rel) {
+			return val.lexicalDefinition(field, s, rel, src, span, claim)
+		}
+		at, ok, err := val.goSymbolAt(field, s, rel, span)
+		return claim, at, ok, err
+	case SubjectCLIOption, SubjectConfigurationKey:
+		if !isGo(rel) {
+			claim.Kind = ClaimLiteral
+			return val.lexicalOption(field, s, rel, src, span, claim)
+		}
+		claim.Kind = ClaimDefined
+		detail, ok, err := val.goOptionAt(field, s, rel, span)
+		claim.Detail = detail
+		return claim, span, ok, err
+	case SubjectFile:
+		claim.Kind = ClaimFile
+		if rel != s.Name {
+			val.v.reject("%s: the file subject %q is not %s", field, s.Name, rel)
+			return Claim{}, span, false, nil
+		}
+		if !isGo(rel) {
+			val.lexical()
+		}
+		return claim, span, true, nil
+	case SubjectModule:
+		claim.Kind = ClaimModule
+		if path.Base(rel) != "go.mod" || !goevidence.LexicalWord(src, s.Name, span) {
+			val.v.reject("%s: module %q is not named in %s:%d-%d", field, s.Name, rel, span.Start, span.End)
+			return Claim{}, span, false, nil
+		}
+		val.lexical()
+		return claim, span, true, nil
+	}
+	val.v.reject("%s: a %s subject cannot be verified by trusted code", field, s.Kind)
+	return Claim{}, span, false, nil
+}
+
+// repoSource is the snapshot as the type checker reads it: every file read
+// with its digest (the proof's dependencies), bounded in size, directories
+// listed through an os.Root so that no listing leaves the repository.
+type repoSource struct {
+	repo    *snapshot.Repo
+	root    *os.Root
+	refused []string // files past MaxCitedFileBytes or unreadable: the check is incomplete
+}
+
+func (s *repoSource) ReadFile(rel string) ([]byte, string, error) {
+	data, digest, err := s.repo.ReadFileMax(rel, MaxCitedFileBytes)
+	switch {
+	case errors.Is(err, snapshot.ErrTooLarge) || errors.Is(err, snapshot.ErrUnreadable):
+		s.refused = append(s.refused, rel)
+	case errors.Is(err, snapshot.ErrNotExist):
+		err = fmt.Errorf("%w: %w", fs.ErrNotExist, err) // the Source contract's "not there"
+	}
+	return data, digest, err
+}
+
+func (s *repoSource) ReadDir(rel string) ([]fs.DirEntry, error) {
+	f, err := s.root.Open(rel)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return f.ReadDir(-1)
+}
+
+// goProgram type-checks the packages holding files (and their tests) from
+// the snapshot and records every file the check read as a dependency. A
+// check that cannot be complete — no Go toolchain, a package file past the
+// size bound — is a rejection.
+func (val *validator) goProgram(field string, files ...string) (*typecheck.Program, bool, error) {
+	loader, _, err := val.vs.toolchain(val.ctx)
+	if err != nil {
+		val.v.reject("%s: Go source cannot be type-checked here: %v", field, err)
+		return nil, false, nil
+	}
+	root, err := os.OpenRoot(val.repo.Root())
+	if err != nil {
+		return nil, false, fmt.Errorf("validate: open %s: %w", val.repo.Root(), err)
+	}
+	defer root.Close()
+	src := &repoSource{repo: val.repo, root: root}
+	prog, err := loader.Load(val.ctx, src, files...)
+	if err != nil {
+		return nil, false, fmt.Errorf("validate: type-check: %w", err)
+	}
+	if len(src.refused) > 0 {
+		val.v.reject("%s: %s cannot be read (larger than %d bytes, or unreadable): its package cannot be type-checked", field, strings.Join(src.refused, ", "), MaxCitedFileBytes)
+		return nil, false, nil
+	}
+	for _, d := range prog.Deps {
+		if prev, seen := val.v.Files[d.Path]; seen && prev != d.Digest {
+			val.v.reject("%s: %s changed while it was being validated", field, d.Path)
+			return nil, false, nil
+		}
+		val.v.Files[d.Path] = d.Digest
+	}
+	return prog, true, nil
+}
+
+// goPackage returns the package holding file, or rejects with why not.
+func (val *validator) goPackage(field string, prog *typecheck.Program, file string) (*typecheck.Package, bool) {
+	pkg, err := prog.PackageOf(file)
+	if err != nil {
+		val.v.reject("%s: %s", field, typeError(file, err))
+		return nil, false
+	}
+	return pkg, true
+}
+
+// typeError says in a sentence why typecheck could not answer.
+func typeError(file string, err error) string {
+	var te *typecheck.Error
+	if !errors.As(err, &te) {
+		return err.Error()
+	}
+	switch te.Kind {
+	case typecheck.KindNotGo:
+		return file + " is not a Go file"
+	case typecheck.KindNoModule:
+		return file + " is not in a Go module of the repository"
+	case typecheck.KindGoMod:
+		return "the go.mod of " + file + " cannot be read: " + te.Err.Error()
+	case typecheck.KindNotInBuild:
+		return file + " is in no package of this build (build constraints exclude it)"
+	case typecheck.KindParse:
+		return file + " does not parse as Go: " + te.Err.Error()
+	case typecheck.KindSubject:
+		return fmt.Sprintf("%q is not a Go symbol name", te.Name)
+	case typecheck.KindNotDeclared:
+		return fmt.Sprintf("%s is not declared in that package%s", te.Name, because(te.Err))
+	case typecheck.KindFieldNotMethod:
+		return fmt.Sprintf("%s names a struct field, not a method%s", te.Name, because(te.Err))
+	case typecheck.KindPromoted:
+		return fmt.Sprintf("%s is promoted from an embedded type, not declared on it%s", te.Name, because(te.Err))
+	case typecheck.KindNotAType:
+		return fmt.Sprintf("in %s, the part before the method is not a type%s", te.Name, because(te.Err))
+	case typecheck.KindMissingTypes:
+		return fmt.Sprintf("cannot decide %s: the types of %s are missing (not in the module cache)", te.Name, strings.Join(te.Missing, ", "))
+	}
+	return te.Error()
+}
+
+func because(err error) string {
+	if err == nil {
+		return ""
+	}
+	return " (" + err.Error() + ")"
 }

@@ -1,148 +1,278 @@
 package product
 
 import (
+	"bufio"
+	"context"
+	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/rogpeppe/go-internal/txtar"
 )
 
-func TestValidate_Rejects(t *testing.T) {
-	te := MustEngine(t, MustFixtureRepo(t, "grepx", false))
-	tests := []struct{ name, proposal, reason string }{
-		{"LocationWrongLines", `{"kind":"implementation_location","subject":{"kind":"symbol","name":"NewSearcher"},"path":"search.go","start_line":29,"end_line":35}`,
-			`symbol "NewSearcher" is not declared in search.go:29-35`},
-		{"LocationNeighbouringFunction", `{"kind":"implementation_location","subject":{"kind":"symbol","name":"splitCRLF"},"path":"search.go","start_line":20,"end_line":26}`,
-			"is not declared"},
-		{"LocationMissingFile", `{"kind":"implementation_location","subject":{"kind":"symbol","name":"Run"},"path":"cmd/run.go","start_line":1,"end_line":3}`,
-			`file "cmd/run.go" does not exist`},
-		{"LocationOutOfRange", `{"kind":"implementation_location","subject":{"kind":"symbol","name":"run"},"path":"main.go","start_line":20,"end_line":90}`,
-			"are outside main.go"},
-		{"LocationLiteralAbsent", `{"kind":"implementation_location","subject":{"kind":"cli_option","name":"--crlf"},"path":"options.go","start_line":11,"end_line":18}`,
-			"is not a literal in options.go:11-18"},
-		{"FlowUnconnected", `{"kind":"runtime_flow","subject":{"kind":"cli_option","name":"--crlf"},"scenario":"default","steps":[
-			{"path":"flags.go","start_line":6,"end_line":14,"summary":"parse"},{"path":"search.go","start_line":29,"end_line":35,"summary":"split"}]}`,
-			"does not call a function declared in steps[1]"},
-		{"FlowFirstStepLacksSubject", `{"kind":"runtime_flow","subject":{"kind":"cli_option","name":"--crlf"},"scenario":"default","steps":[
-			{"path":"options.go","start_line":11,"end_line":18,"summary":"options"}]}`, "steps[0]"},
-		{"TestsNotReaching", `{"kind":"focused_tests","subject":{"kind":"cli_option","name":"--crlf"},"tests":[
-			{"path":"search_test.go","name":"TestSplitCRLF","command":"go test . -run '^TestSplitCRLF$'"}]}`, "does not reach cli_option"},
-		{"TestsWrongCommand", `{"kind":"focused_tests","subject":{"kind":"cli_option","name":"--crlf"},"tests":[
-			{"path":"search_test.go","name":"TestCRLF","command":"go test ./... ; rm -rf /"}]}`, "is not the command that runs TestCRLF"},
-		{"TestsNoSuchTest", `{"kind":"focused_tests","subject":{"kind":"cli_option","name":"--crlf"},"tests":[
-			{"path":"search_test.go","name":"TestMissing","command":"go test . -run '^TestMissing$'"}]}`, "declares no func TestMissing"},
-		{"BehaviorUnverifiable", `{"kind":"implementation_location","subject":{"kind":"behavior","name":"line endings"},"path":"search.go","start_line":29,"end_line":35}`,
-			"cannot be verified by trusted code"},
+// The validator tests judge proposals about the module in
+// testdata/evidence/cli.txtar, one case of every class of true and false
+// evidence. Their oracle is the fixture's text, read here with plain
+// string search (lineOf, declLines), never the validators' own code.
+
+// MustEvidenceRepo writes testdata/evidence/cli.txtar into a new directory,
+// replacing each key of subst in every file, and commits it when git is
+// set.
+func MustEvidenceRepo(tb testing.TB, git bool, subst map[string]string) string {
+	tb.Helper()
+	ar, err := txtar.ParseFile(filepath.Join("testdata", "evidence", "cli.txtar"))
+	if err != nil {
+		tb.Fatal(err)
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			res := te.propose(tt.proposal)
-			if res.Status != "rejected" || res.ArtifactID != "" || res.CertificateID != "" {
-				t.Fatalf("result %+v, want rejected", res)
-			}
-			if !strings.Contains(strings.Join(res.Reasons, "\n"), tt.reason) {
-				t.Errorf("reasons %q lack %q", res.Reasons, tt.reason)
-			}
-		})
+	dir := filepath.Join(tb.TempDir(), "cli")
+	for _, f := range ar.Files {
+		data := string(f.Data)
+		for k, v := range subst {
+			data = strings.ReplaceAll(data, k, v)
+		}
+		MustWriteFile(tb, filepath.Join(dir, f.Name), data)
 	}
-	var artifacts, rejected int
-	if err := te.store.db.QueryRow(`SELECT (SELECT count(*) FROM artifacts), (SELECT count(*) FROM attempts WHERE status = 'rejected')`).Scan(&artifacts, &rejected); err != nil {
-		t.Fatal(err)
+	if git {
+		MustRun(tb, dir, "git", "init", "-q")
+		MustRun(tb, dir, "git", "add", "-A")
+		MustRun(tb, dir, "git", "-c", "user.name=t", "-c", "user.email=t@example.com", "commit", "-qm", "fixture")
 	}
-	if artifacts != 0 || rejected != len(tests) {
-		t.Errorf("%d artifacts and %d rejected attempts stored; want 0 and %d", artifacts, rejected, len(tests))
-	}
+	return dir
 }
 
-func TestValidate_PathEscapes(t *testing.T) {
+// lineOf returns the 1-based line of the first line of file holding text.
+func lineOf(tb testing.TB, repo, file, text string) int {
+	tb.Helper()
+	f, err := os.Open(filepath.Join(repo, filepath.FromSlash(file)))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for n := 1; sc.Scan(); n++ {
+		if strings.Contains(sc.Text(), text) {
+			return n
+		}
+	}
+	tb.Fatalf("%s holds no line with %q", file, text)
+	return 0
+}
+
+// declLines returns the lines of the declaration whose first line holds
+// header: its doc comment's first line (the header's own line without
+// one), the header's line, and its last line (the first line after it that
+// is exactly "}" or ")", or the header's line when it ends the
+// declaration itself).
+func declLines(tb testing.TB, repo, file, header string) (doc, start, end int) {
+	tb.Helper()
+	data, err := os.ReadFile(filepath.Join(repo, filepath.FromSlash(file)))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	lines := strings.Split(string(data), "\n")
+	start = lineOf(tb, repo, file, header)
+	doc = start
+	for doc > 1 && strings.HasPrefix(strings.TrimSpace(lines[doc-2]), "//") {
+		doc--
+	}
+	end = start
+	if t := strings.TrimSpace(lines[start-1]); !strings.HasSuffix(t, "}") && !strings.HasSuffix(t, ")") || strings.HasSuffix(t, "{") {
+		for end = start + 1; end <= len(lines) && lines[end-1] != "}" && lines[end-1] != ")"; end++ {
+		}
+	}
+	return doc, start, end
+}
+
+func locProposal(kind, name, path string, start, end int) string {
+	return fmt.Sprintf(`{"kind":"implementation_location","subject":{"kind":%q,"name":%q},"path":%q,"start_line":%d,"end_line":%d}`, kind, name, path, start, end)
+}
+
+// checkVerdict proposes p and checks the status and, for a rejection, that
+// a reason holds want.
+func (te *testEngine) checkVerdict(t *testing.T, p, status, want string) ProposeResult {
+	t.Helper()
+	res := te.propose(p)
+	if res.Status != status {
+		t.Errorf("%s: %s %v; want %s\n%s", want, res.Status, res.Reasons, status, p)
+		return res
+	}
+	if status == "rejected" && !strings.Contains(strings.Join(res.Reasons, "\n"), want) {
+		t.Errorf("reasons %q lack %q", res.Reasons, want)
+	}
+	t.Logf("%s: %s %q", want, res.Status, res.Reasons)
+	return res
+}
+
+// proposedPath returns the path of the artifact a result certified.
+func (te *testEngine) artifactBody(t *testing.T, id string) string {
+	t.Helper()
+	var body string
+	if err := te.store.db.QueryRow(`SELECT body FROM artifacts WHERE artifact_id = ?`, id).Scan(&body); err != nil {
+		t.Fatal(err)
+	}
+	return body
+}
+
+// TestValidate_Paths: evidence cites the snapshot by the file's own path.
+// "./x.go" is cleaned; a path leaving the repository is invalid input; a
+// symlink (to an ignored file, into .git, out of the repository, to a
+// directory or even to a tracked file), an ignored file, .git, a file past
+// MaxCitedFileBytes and a name the file system refuses are each rejected
+// with a reason and recorded, and nothing of such a file is stored.
+func TestValidate_Paths(t *testing.T) {
 	repo := MustFixtureRepo(t, "grepx", false)
+	MustWriteFile(t, filepath.Join(repo, ".gitignore"), "secret.env\n*.log\n")
+	MustWriteFile(t, filepath.Join(repo, "secret.env"), "API_KEY=sk-live-4f9c2\n")
+	MustWriteFile(t, filepath.Join(repo, "run.log"), "API_KEY=sk-log-77\n")
+	MustWriteFile(t, filepath.Join(filepath.Dir(repo), "outside.go"), "package outside\n\nfunc Secret() {}\n")
+	MustWriteFile(t, filepath.Join(repo, "nested", "a.go"), "package nested\n\nfunc Open() {}\n")
+	for link, target := range map[string]string{
+		"config.env": "secret.env", "gitcfg": ".git/config", "nested/key.env": "../secret.env",
+		"escape.go": "../outside.go", "alias.go": "search.go", "linkdir": "nested",
+	} {
+		if err := os.Symlink(target, filepath.Join(repo, filepath.FromSlash(link))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	MustRun(t, repo, "git", "init", "-q")
+	MustRun(t, repo, "git", "add", "-A")
+	MustRun(t, repo, "git", "-c", "user.name=t", "-c", "user.email=t@example.com", "commit", "-qm", "fixture")
+	big := filepath.Join(repo, "big.go")
+	MustWriteFile(t, big, "package main\n\nfunc Big() {}\n")
+	if err := os.Truncate(big, 64<<20); err != nil { // sparse: nothing on disk
+		t.Fatal(err)
+	}
 	te := MustEngine(t, repo)
-	for _, p := range []string{"../outside.go", "/etc/passwd", "a/../../x.go"} {
-		_, err := DecodeProposal([]byte(`{"kind":"implementation_location","subject":{"kind":"symbol","name":"X"},"path":"` + p + `","start_line":1,"end_line":1}`))
+	key := func(path string) string { return locProposal("configuration_key", "API_KEY", path, 1, 1) }
+	long := strings.Repeat("n", 300) + ".go"
+	for _, c := range []struct{ p, why string }{
+		{key("config.env"), `goes through the symbolic link "config.env"`},
+		{key("nested/key.env"), `goes through the symbolic link "nested/key.env"`},
+		{locProposal("configuration_key", "repositoryformatversion", "gitcfg", 2, 2), `goes through the symbolic link "gitcfg"`},
+		{locProposal("symbol", "Secret", "escape.go", 3, 3), "escapes the repository"},
+		{locProposal("symbol", "NewSearcher", "alias.go", 15, 17), `goes through the symbolic link "alias.go"`},
+		{locProposal("symbol", "Open", "linkdir/a.go", 3, 3), `goes through the symbolic link "linkdir"`},
+		{key("secret.env"), "is not in the snapshot"},
+		{key("run.log"), "is not in the snapshot"},
+		{locProposal("configuration_key", "repositoryformatversion", ".git/config", 2, 2), "is not in the snapshot"},
+		{locProposal("symbol", "Big", "big.go", 3, 3), "big.go is 67108864 bytes; cited files are limited to 8388608 bytes"},
+		{locProposal("symbol", "Open", long, 3, 3), "cannot be read"},
+		{locProposal("symbol", "Open", "missing.go", 3, 3), `file "missing.go" does not exist`},
+		{locProposal("symbol", "NewSearcher", "nested", 1, 1), "is not a regular file"},
+	} {
+		te.checkVerdict(t, c.p, "rejected", c.why)
+	}
+	if n := te.count(t, `SELECT count(*) FROM attempts WHERE status = 'rejected'`); n != 13 {
+		t.Errorf("%d rejected attempts recorded; want 13", n)
+	}
+	if text := te.storeText(t); strings.Contains(text, "sk-live") || strings.Contains(text, "sk-log") || strings.Contains(text, "repositoryformatversion = ") {
+		t.Error("the store holds text of an ignored file or of .git")
+	}
+	for _, p := range []string{"../outside.go", "/etc/passwd", "a/../../x.go", "..", "dir/"} {
+		_, err := DecodeProposal([]byte(locProposal("symbol", "X", p, 1, 1)))
 		if KindOf(err) != KindInvalidInput {
 			t.Errorf("path %q: error %v, want invalid input", p, err)
 		}
 	}
-	MustWriteFile(t, repo+"/../secret.go", "package secret\n\nfunc Secret() {}\n")
-	MustRun(t, repo, "ln", "-s", "../secret.go", "link.go")
-	res := te.propose(`{"kind":"implementation_location","subject":{"kind":"symbol","name":"Secret"},"path":"link.go","start_line":3,"end_line":3}`)
-	if res.Status != "rejected" || !strings.Contains(strings.Join(res.Reasons, ""), "escapes the repository") {
-		t.Errorf("symlink escape: %+v", res)
+	for in, want := range map[string]string{"./search.go": "search.go", "a//b.go": "a/b.go", "a/./b.go": "a/b.go", "a/x/../b.go": "a/b.go"} {
+		p, err := DecodeProposal([]byte(locProposal("symbol", "X", in, 1, 1)))
+		if err != nil || p.Path != want {
+			t.Errorf("path %q decodes to %q, %v; want %q", in, p.Path, err, want)
+		}
 	}
 }
 
-func TestValidate_OutsideSnapshot(t *testing.T) {
-	repo := MustFixtureRepo(t, "grepx", true)
-	MustWriteFile(t, filepath.Join(repo, ".gitignore"), "ignored.conf\n")
-	MustWriteFile(t, filepath.Join(repo, "ignored.conf"), "verbose = true\n")
+// TestValidate_SubdirectoryRepository: a repository opened at a
+// subdirectory of a work tree keeps the whole work tree's ignore rules, and
+// one whose .git git cannot read does not open at all.
+func TestValidate_SubdirectoryRepository(t *testing.T) {
+	repo := MustEvidenceRepo(t, false, nil)
+	top := filepath.Dir(repo)
+	MustWriteFile(t, filepath.Join(top, ".gitignore"), "*.env\n")
+	MustRun(t, top, "git", "init", "-q")
+	MustRun(t, top, "git", "add", "-A")
+	MustRun(t, top, "git", "-c", "user.name=t", "-c", "user.email=t@example.com", "commit", "-qm", "fixture")
+	MustWriteFile(t, filepath.Join(repo, "local.env"), "TOKEN=tok-77\n")
 	te := MustEngine(t, repo)
-	for name, p := range map[string]string{
-		"GitDir":  `{"kind":"implementation_location","subject":{"kind":"configuration_key","name":"repositoryformatversion"},"path":".git/config","start_line":2,"end_line":2}`,
-		"Ignored": `{"kind":"implementation_location","subject":{"kind":"configuration_key","name":"verbose"},"path":"ignored.conf","start_line":1,"end_line":1}`,
-	} {
-		t.Run(name, func(t *testing.T) {
-			res := te.propose(p)
-			if res.Status != "rejected" || !strings.Contains(strings.Join(res.Reasons, ""), "not in the snapshot") {
-				t.Errorf("evidence outside the snapshot: %+v", res)
+	te.checkVerdict(t, locProposal("configuration_key", "TOKEN", "local.env", 1, 1), "rejected", "is not in the snapshot")
+	_, s, e := declLines(t, repo, "command.go", "func (c *Command) Run(")
+	te.checkVerdict(t, locProposal("symbol", "Command.Run", "command.go", s, e), "certified", "Go below the top level")
+	if strings.Contains(te.storeText(t), "tok-77") {
+		t.Error("the store holds text of an ignored file")
+	}
+	MustWriteFile(t, filepath.Join(top, ".git", "HEAD"), "garbage\n")
+	if _, err := Open(context.Background(), Config{DataDir: t.TempDir(), Repository: repo}); err == nil {
+		t.Error("a work tree whose .git git cannot read was opened (its ignore rules would be dropped)")
+	}
+}
+
+// TestValidate_OversizedDependency: a dependency that grows past the bound
+// is stale, never hashed whole and never served.
+func TestValidate_OversizedDependency(t *testing.T) {
+	repo := MustFixtureRepo(t, "grepx", true)
+	te := MustEngine(t, repo)
+	te.mustCertify(locNewSearcher)
+	kindOf(t, te.need(needLocateNewSearcher), ResolutionCoverage)
+	if err := os.Truncate(filepath.Join(repo, "search.go"), 64<<20); err != nil {
+		t.Fatal(err)
+	}
+	if r := te.need(needLocateNewSearcher); r.Status == "hit" {
+		t.Errorf("evidence served from a file past the bound:\n%s", r.Context)
+	}
+}
+
+// count runs a counting query on the engine's store.
+func (te *testEngine) count(t *testing.T, query string) int {
+	t.Helper()
+	var n int
+	if err := te.store.db.QueryRow(query).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// storeText is every text value of the engine's store, joined.
+func (te *testEngine) storeText(t *testing.T) string {
+	t.Helper()
+	var b strings.Builder
+	tables, err := te.store.db.Query(`SELECT name FROM sqlite_master WHERE type = 'table'`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for tables.Next() {
+		var n string
+		if err := tables.Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		names = append(names, n)
+	}
+	tables.Close()
+	for _, n := range names {
+		rows, err := te.store.db.Query(`SELECT * FROM "` + n + `"`)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cols, _ := rows.Columns()
+		for rows.Next() {
+			vals := make([]any, len(cols))
+			ptrs := make([]any, len(cols))
+			for i := range vals {
+				ptrs[i] = &vals[i]
 			}
-		})
+			if err := rows.Scan(ptrs...); err != nil {
+				t.Fatal(err)
+			}
+			for _, v := range vals {
+				fmt.Fprintf(&b, "%v\n", v)
+				if raw, ok := v.([]byte); ok {
+					b.Write(raw)
+				}
+			}
+		}
+		rows.Close()
 	}
-}
-
-func TestValidate_LexicalEvidence(t *testing.T) {
-	te := MustEngine(t, MustFixtureRepo(t, "notes", false))
-	loc := te.mustCertify(`{"kind":"implementation_location","subject":{"kind":"cli_option","name":"--archive-dir"},"path":"tool.py","start_line":4,"end_line":8}`)
-	te.mustCertify(`{"kind":"focused_tests","subject":{"kind":"cli_option","name":"--verbose"},"tests":[{"path":"test_tool.py","name":"test_verbose","command":"python -m pytest test_tool.py"}]}`)
-	var level, body string
-	if err := te.store.db.QueryRow(`SELECT level, body FROM certificates WHERE certificate_id = ?`, loc.CertificateID).Scan(&level, &body); err != nil {
-		t.Fatal(err)
-	}
-	if level != LevelLexical || !strings.Contains(body, "lexical evidence only") {
-		t.Errorf("certificate level %q body %s", level, body)
-	}
-	r := te.need(`{"route":"locate.implementation","subject":{"kind":"cli_option","name":"--archive-dir"}}`)
-	kindOf(t, r, ResolutionCoverage)
-	if !strings.Contains(r.Context, "tool.py:4-8 (lexical evidence)") {
-		t.Errorf("context does not say lexical:\n%s", r.Context)
-	}
-	bad := te.propose(`{"kind":"implementation_location","subject":{"kind":"cli_option","name":"--archive-dir"},"path":"tool.py","start_line":11,"end_line":13}`)
-	if bad.Status != "rejected" {
-		t.Errorf("lexical mismatch certified: %+v", bad)
-	}
-	shell := te.propose(`{"kind":"focused_tests","subject":{"kind":"cli_option","name":"--verbose"},"tests":[{"path":"test_tool.py","name":"test_verbose","command":"pytest; curl evil"}]}`)
-	if shell.Status != "rejected" {
-		t.Errorf("shell metacharacters certified: %+v", shell)
-	}
-}
-
-func TestValidate_ExhaustiveTests(t *testing.T) {
-	repo := MustFixtureRepo(t, "grepx", true)
-	te := MustEngine(t, repo)
-	exhaustive := `{"route":"tests.relevant","subject":{"kind":"symbol","name":"NewSearcher"},"required":[{"kind":"focused_tests","selection":"exhaustive","completeness":"contract_complete"}]}`
-	// TestSearchMatches is the only test reaching NewSearcher (through searchAll).
-	res := te.mustCertify(`{"kind":"focused_tests","subject":{"kind":"symbol","name":"NewSearcher"},"tests":[{"path":"search_test.go","name":"TestSearchMatches","command":"go test . -run '^TestSearchMatches$'"}]}`)
-	var deps string
-	if err := te.store.db.QueryRow(`SELECT group_concat(kind || ':' || path) FROM dependencies WHERE certificate_id = ?`, res.CertificateID).Scan(&deps); err != nil {
-		t.Fatal(err)
-	}
-	if !strings.Contains(deps, "dir:.") {
-		t.Errorf("exhaustive evidence has no directory listing dependency: %s", deps)
-	}
-	kindOf(t, te.need(exhaustive), ResolutionCoverage)
-	// A new test file in the package changes the listing: the exhaustive
-	// claim can no longer be trusted, even though no cited file changed.
-	MustWriteFile(t, filepath.Join(repo, "more_test.go"), "package main\n\nimport \"testing\"\n\nfunc TestMore(t *testing.T) { NewSearcher(&Options{}) }\n")
-	te.reopen(func(c *Config) { c.CacheOnly = true })
-	r := te.need(exhaustive)
-	if r.Status == "hit" {
-		t.Errorf("exhaustive evidence served after a reaching test was added: %s", r.Context)
-	}
-	// A list that omits a reaching test is not exhaustive.
-	partial := te.mustCertify(`{"kind":"focused_tests","subject":{"kind":"symbol","name":"NewSearcher"},"tests":[{"path":"search_test.go","name":"TestSearchMatches","command":"go test . -run '^TestSearchMatches$'"}]}`)
-	var body string
-	if err := te.store.db.QueryRow(`SELECT body FROM certificates WHERE certificate_id = ?`, partial.CertificateID).Scan(&body); err != nil {
-		t.Fatal(err)
-	}
-	if strings.Contains(body, "exhaustive") {
-		t.Errorf("a list missing TestMore was certified exhaustive: %s", body)
-	}
+	return b.String()
 }

@@ -44,7 +44,9 @@ func (x *execution) run(ctx context.Context) {
 		x.env = append(x.env, "GOFLAGS=-mod=vendor") // the later setting wins
 	}
 
-	if !x.list(ctx) {
+	if pre := x.spec.Prepared; pre != nil {
+		x.res.CoverPackages, x.res.Packages = pre.coverPackages, pre.packages
+	} else if !x.list(ctx) {
 		return
 	}
 	testProfile := filepath.Join(x.scratch, "test.cover")
@@ -59,6 +61,10 @@ func (x *execution) run(ctx context.Context) {
 	}
 	if x.res.Coverage, err = readProfile(testProfile); err != nil {
 		x.fail(Errored, "the test's coverage profile: "+err.Error())
+		return
+	}
+	if pre := x.spec.Prepared; pre != nil {
+		x.res.Baseline = pre.baseline
 		return
 	}
 	baseProfile := filepath.Join(x.scratch, "baseline.cover")

@@ -91,6 +91,31 @@ type Spec struct {
 	// Deadline bounds the whole run: listing, building, the test, the
 	// baseline. Past it the process group is killed and the run is TimedOut.
 	Deadline time.Duration
+	// Prepared, when set, is what an earlier run of another test of the
+	// same package, with the same cover packages, on the same snapshot
+	// established (Result.Prepared): the run then skips both listings and
+	// the baseline and runs only the test. The caller vouches that the
+	// snapshot is the same; a different checkout directory does not matter.
+	Prepared *Prepared
+}
+
+// Prepared is what a run learns besides its test's outcome, the same for
+// every test of a package on one snapshot: the cover packages' import
+// paths, the checkout's packages the binary compiles, and the baseline
+// profile.
+type Prepared struct {
+	coverPackages []string
+	packages      []CompiledPackage
+	baseline      *Profile
+}
+
+// Prepared returns what a later run of the same package, cover packages and
+// snapshot may reuse, nil unless this run established all of it.
+func (r *Result) Prepared() *Prepared {
+	if !r.Status.Ran() || r.Baseline == nil || r.CoverPackages == nil {
+		return nil
+	}
+	return &Prepared{coverPackages: r.CoverPackages, packages: r.Packages, baseline: r.Baseline}
 }
 
 // Result is what a run established.
@@ -325,11 +350,18 @@ func (r *Runner) available(ctx context.Context) error {
 			r.probeErr = fmt.Errorf("sandbox: %s is not an executable file", r.Sandbox.Codex)
 			return
 		}
-		dir := filepath.Join(r.CacheDir, "probe")
 		if err := os.MkdirAll(filepath.Join(r.CacheDir, "go-build"), 0o755); err != nil {
 			r.probeErr = err
 			return
 		}
+		// A directory of its own: Runners of several processes may share
+		// a CacheDir (its build cache is safe for that; fixed paths are not).
+		dir, err := os.MkdirTemp(r.CacheDir, "probe-")
+		if err != nil {
+			r.probeErr = err
+			return
+		}
+		defer os.RemoveAll(dir)
 		pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), probeDeadline)
 		defer cancel()
 		r.probeErr = r.Sandbox.probe(pctx, r.Go, r.goEnv(filepath.Join(r.CacheDir, "tmp-probe")), dir)

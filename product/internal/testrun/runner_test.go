@@ -360,3 +360,36 @@ func processesWith(t *testing.T, marker string) []string {
 	}
 	return pids
 }
+
+// TestRunner_Prepared: a run that reuses an earlier run's Prepared (same
+// package, cover and snapshot, another checkout) runs only the test and
+// answers Executed exactly as a full run does.
+func TestRunner_Prepared(t *testing.T) {
+	r := MustRunner(t)
+	dir := MustMaterialize(t, "reach.txtar")
+	first := r.Run(context.Background(), reachSpec(dir, "TestParsesArgs"))
+	pre := first.Prepared()
+	if first.Status != Passed || pre == nil {
+		t.Fatalf("first run: %v (%s), prepared %v", first.Status, first.Reason, pre)
+	}
+	other := MustMaterialize(t, "reach.txtar")
+	spec := reachSpec(other, "TestEarly")
+	spec.Prepared = pre
+	reused := r.Run(context.Background(), spec)
+	full := r.Run(context.Background(), reachSpec(other, "TestEarly"))
+	if reused.Status != Passed || full.Status != Passed {
+		t.Fatalf("statuses %v (%s), %v (%s)", reused.Status, reused.Reason, full.Status, full.Reason)
+	}
+	src := filepath.Join(other, "reach.go")
+	for _, fn := range []string{"Early", "Late", "Set", "NewFlagSet"} {
+		start, end := funcSpan(t, src, fn)
+		a, aerr := reused.Executed("reach.go", start, end)
+		b, berr := full.Executed("reach.go", start, end)
+		if a != b || aerr != nil || berr != nil {
+			t.Errorf("%s: executed %v (%v) with Prepared, %v (%v) without", fn, a, aerr, b, berr)
+		}
+	}
+	if failed := (&Result{Status: Failed}).Prepared(); failed != nil {
+		t.Error("a run without a baseline offers a Prepared")
+	}
+}

@@ -586,7 +586,7 @@ func (s *session) check(bl *buildList, loc location, mainFiles, testFiles []srcF
 	if c, ok := cache[key]; ok {
 		r := &resolved{id: loc.id, chk: c}
 		if root {
-			s.register(loc, c)
+			s.register(bl, loc, c)
 		}
 		return r, nil
 	}
@@ -633,7 +633,7 @@ func (s *session) check(bl *buildList, loc location, mainFiles, testFiles []srcF
 	c.types, _ = conf.Check(name, s.l.fset, syntax, c.info)
 	if root {
 		s.l.putRoot(c)
-		s.register(loc, c)
+		s.register(bl, loc, c)
 	} else {
 		s.l.deps[key] = c
 	}
@@ -644,8 +644,9 @@ func (s *session) check(bl *buildList, loc location, mainFiles, testFiles []srcF
 const maxErrors = 100
 
 // register makes a checked root package answerable by file.
-func (s *session) register(loc location, c *checked) {
-	p := &Package{Path: loc.id, Dir: loc.rel, Types: c.types, Info: c.info, Files: c.files, Errors: c.errs, prog: s.prog}
+func (s *session) register(bl *buildList, loc location, c *checked) {
+	p := &Package{Path: loc.id, Dir: loc.rel, Types: c.types, Info: c.info, Files: c.files, Errors: c.errs, prog: s.prog,
+		ModulePath: bl.main.path, ModuleDir: bl.main.rel}
 	for m := range c.missing {
 		p.Missing = append(p.Missing, m)
 	}

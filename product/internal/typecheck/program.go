@@ -39,11 +39,14 @@ type FileDep struct {
 // Package is a package asked about: its declarations, syntax and types.
 type Package struct {
 	// Path is the import path; an external test package's ends in "_test".
-	Path  string
-	Dir   string // Source directory
-	Types *types.Package
-	Info  *types.Info
-	Files []*File
+	Path string
+	Dir  string // Source directory
+	// ModulePath and ModuleDir are the main module the package belongs to:
+	// its path and the Source directory of its go.mod ("." at the root).
+	ModulePath, ModuleDir string
+	Types                 *types.Package
+	Info                  *types.Info
+	Files                 []*File
 	// Errors are the type errors of the package (at most 100). They never
 	// make a question fail by themselves: only an answer that depends on
 	// an invalid type does.

@@ -346,3 +346,95 @@ func (pkg *Package) withDoc(s Span, doc *ast.CommentGroup) Span {
 }
 
 func (pkg *Package) line(pos token.Pos) int { return pkg.prog.fset.Position(pos).Line }
+
+// DeclAt returns the package-level declaration of file that holds line: a
+// function or method, or the spec of a type, var or const declaration
+// (Group set when the spec stands in a parenthesized group). For a spec
+// declaring several names the first one's object is returned. ok is false
+// when no declaration holds the line (an import, a blank line between
+// declarations, a comment outside any doc).
+func (pkg *Package) DeclAt(file string, line int) (*Decl, bool) {
+	f := pkg.file(file)
+	if f == nil {
+		return nil, false
+	}
+	for _, d := range f.Syntax.Decls {
+		switch d := d.(type) {
+		case *ast.FuncDecl:
+			if obj := pkg.Info.Defs[d.Name]; obj != nil {
+				if decl := pkg.declOf(obj); decl != nil && decl.Doc.Start <= line && line <= decl.Span.End {
+					return decl, true
+				}
+			}
+		case *ast.GenDecl:
+			if d.Tok == token.IMPORT {
+				continue
+			}
+			for _, spec := range d.Specs {
+				var name *ast.Ident
+				switch s := spec.(type) {
+				case *ast.TypeSpec:
+					name = s.Name
+				case *ast.ValueSpec:
+					if len(s.Names) > 0 {
+						name = s.Names[0]
+					}
+				}
+				if name == nil || pkg.Info.Defs[name] == nil {
+					continue
+				}
+				decl := pkg.declOf(pkg.Info.Defs[name])
+				if decl == nil {
+					continue
+				}
+				if decl.Doc.Start <= line && line <= decl.Span.End {
+					return decl, true
+				}
+			}
+		}
+	}
+	return nil, false
+}
+
+// Name returns how a subject names the declaration: "Name", or "T.M" for a
+// method (or interface method) of T.
+func (d *Decl) Name() string {
+	fn, ok := d.Object.(*types.Func)
+	if !ok {
+		return d.Object.Name()
+	}
+	recv := fn.Signature().Recv()
+	if recv == nil {
+		return fn.Name()
+	}
+	t := recv.Type()
+	if p, ok := t.(*types.Pointer); ok {
+		t = p.Elem()
+	}
+	if n, ok := types.Unalias(t).(*types.Named); ok {
+		return n.Origin().Obj().Name() + "." + fn.Name()
+	}
+	return fn.Name()
+}
+
+// MethodsNamed returns the methods called name declared in the package on
+// its defined types, in source order: how a bare "Name" that is no
+// package-level declaration may still name exactly one method. Interface
+// methods are not included.
+func (pkg *Package) MethodsNamed(name string) []*Decl {
+	var out []*Decl
+	for _, f := range pkg.Files {
+		for _, d := range f.Syntax.Decls {
+			fd, ok := d.(*ast.FuncDecl)
+			if !ok || fd.Recv == nil || fd.Name.Name != name {
+				continue
+			}
+			if obj := pkg.Info.Defs[fd.Name]; obj != nil {
+				if decl := pkg.declOf(obj); decl != nil {
+					out = append(out, decl)
+				}
+			}
+		}
+	}
+	return out
+}

@@ -175,3 +175,34 @@ func TestProgram_PackageOf(t *testing.T) {
 		t.Errorf("Dirs = %v", prog.Dirs)
 	}
 }
+
+// TestPackage_DeclAt finds the declaration holding a line, doc comment
+// included, and names it as a subject would. Lines are those of
+// symbols.txtar's files.
+func TestPackage_DeclAt(t *testing.T) {
+	l := MustLoader(t, false)
+	prog := MustLoad(t, l, "symbols.txtar", "command.go", "generic.go")
+	for _, tc := range []struct {
+		file string
+		line int
+		want string // "" for none
+	}{
+		{"command.go", 8, "Command"},  // its doc comment
+		{"command.go", 11, "Command"}, // a field line belongs to the type
+		{"command.go", 19, "Command.Flag"},
+		{"command.go", 16, "Command.Flag"},
+		{"command.go", 23, "Command.Flags"},
+		{"command.go", 4, ""},          // an import
+		{"command.go", 15, ""},         // between declarations
+		{"generic.go", 7, "List.Push"}, // a generic receiver
+	} {
+		d, ok := MustPackage(t, prog, tc.file).DeclAt(tc.file, tc.line)
+		got := ""
+		if ok {
+			got = d.Name()
+		}
+		if got != tc.want {
+			t.Errorf("DeclAt(%s:%d) = %q, want %q", tc.file, tc.line, got, tc.want)
+		}
+	}
+}

@@ -1,0 +1,265 @@
+package product
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/needle-dev/needle/product/internal/checkout"
+	"github.com/needle-dev/needle/product/internal/snapshot"
+	"github.com/needle-dev/needle/product/internal/testrun"
+	"github.com/needle-dev/needle/product/internal/typecheck"
+)
+
+// TestsConfig says how Needle runs tests: each focused_tests answer it is
+// asked to certify, in a disposable checkout of the exact snapshot, and the
+// change lifecycle's frozen test plans (adapter_testrun.go) — always in a
+// sandbox.
+type TestsConfig struct {
+	// Codex is the real codex binary whose `codex sandbox` confines every
+	// test run: no network, writes only to the checkout, Needle's build
+	// cache and the run's scratch directory. Empty: the validators run no
+	// test, so focused_tests can be certified only as static reach (or not
+	// at all with NoStatic); the lifecycle looks for codex on PATH and,
+	// without one, reports its tests unavailable.
+	Codex string
+	// Go is the go command (default: go on PATH). It also locates the
+	// standard library and the module cache the type checker reads.
+	Go string
+	// Deadline bounds one focused_tests run, its build included (default
+	// DefaultTestDeadline). A run past it is killed and not certified.
+	Deadline time.Duration
+	// CacheDir is the Needle-owned build cache and scratch directory of the
+	// runs (default DATA_DIR/testrun, and DATA_DIR/testrun/<repository>
+	// for focused_tests: one per repository, so a test can only ever
+	// affect runs of its own repository).
+	CacheDir string
+	// NoStatic never certifies static reach: a test Needle cannot run is
+	// rejected.
+	NoStatic bool
+}
+
+// DefaultTestDeadline bounds one test run.
+const DefaultTestDeadline = 2 * time.Minute
+
+// maxStaticDepth bounds the call chains static reach follows.
+const maxStaticDepth = 8
+
+// goToolchain is what `go env` says of the toolchain the repository is
+// built with.
+type goToolchain struct {
+	Go         string `json:"-"`
+	GOROOT     string `json:"GOROOT"`
+	GOMODCACHE string `json:"GOMODCACHE"`
+	GOVERSION  string `json:"GOVERSION"`
+}
+
+// validators holds what the trusted validators share across proposals for
+// one repository: the type checker (whose cache makes a second proof in the
+// same packages cheap), the test runner and the results of tests already
+// run on a snapshot.
+type validators struct {
+	repo    *snapshot.Repo
+	dataDir string
+	tests   TestsConfig
+
+	goOnce sync.Once
+	goEnv  goToolchain
+	goErr  error
+	loader *typecheck.Loader
+
+	runOnce sync.Once
+	runner  *testrun.Runner
+
+	mu       sync.Mutex
+	runs     map[string]*testRun          // by runKey
+	prepared map[string]*testrun.Prepared // by prepKey: listings and baselines
+}
+
+func newValidators(repo *snapshot.Repo, dataDir string, tests TestsConfig) *validators {
+	if tests.Deadline <= 0 {
+		tests.Deadline = DefaultTestDeadline
+	}
+	if tests.CacheDir == "" && dataDir != "" {
+		tests.CacheDir = filepath.Join(dataDir, "testrun", mustID(tagRunCache, repo.Root())[3:19])
+	}
+	return &validators{repo: repo, dataDir: dataDir, tests: tests, runs: map[string]*testRun{}, prepared: map[string]*testrun.Prepared{}}
+}
+
+// toolchain finds the go command and asks it once where the standard
+// library and the module cache are; the type checker reads both.
+func (vs *validators) toolchain(ctx context.Context) (*typecheck.Loader, goToolchain, error) {
+	vs.goOnce.Do(func() {
+		gobin := vs.tests.Go
+		if gobin == "" {
+			gobin = "go"
+		}
+		path, err := exec.LookPath(gobin)
+		if err == nil {
+			path, err = filepath.Abs(path)
+		}
+		if err != nil {
+			vs.goErr = fmt.Errorf("no Go toolchain: %w", err)
+			return
+		}
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
+		defer cancel()
+		cmd := exec.CommandContext(cctx, path, "env", "-json", "GOROOT", "GOMODCACHE", "GOVERSION")
+		var stderr bytes.Buffer
+		cmd.Stderr = &stderr
+		out, err := cmd.Output()
+		if err == nil {
+			err = json.Unmarshal(out, &vs.goEnv)
+		}
+		if err != nil {
+			vs.goErr = fmt.Errorf("go env: %w %s", err, bytes.TrimSpace(stderr.Bytes()))
+			return
+		}
+		vs.goEnv.Go = path
+		vs.loader, vs.goErr = typecheck.NewLoader(typecheck.Options{GOROOT: vs.goEnv.GOROOT, ModCache: vs.goEnv.GOMODCACHE})
+	})
+	return vs.loader, vs.goEnv, vs.goErr
+}
+
+// testRunner returns the runner, nil when no sandbox is configured: Needle
+// never runs a test unsandboxed. The runner checks its sandbox with a probe
+// before its first run and refuses every run until the probe passes.
+func (vs *validators) testRunner(ctx context.Context) *testrun.Runner {
+	vs.runOnce.Do(func() {
+		_, env, err := vs.toolchain(ctx)
+		if err != nil || vs.tests.Codex == "" || vs.tests.CacheDir == "" {
+			return
+		}
+		home := filepath.Join(vs.tests.CacheDir, "codex-home")
+		if err := os.MkdirAll(home, 0o700); err != nil {
+			return
+		}
+		vs.runner = &testrun.Runner{Go: env.Go, Sandbox: &testrun.Sandbox{Codex: vs.tests.Codex, Home: home},
+			CacheDir: vs.tests.CacheDir, ModCache: env.GOMODCACHE}
+	})
+	return vs.runner
+}
+
+// testRun is one test run's outcome with the digests of the files it
+// compiled, as they were in the checkout that ran it.
+type testRun struct {
+	res   *testrun.Result
+	files map[string]string // checkout (= repository) path → content digest
+}
+
+// runKey identifies a run by everything it depends on: the snapshot, the
+// module, the package, the test, the covered packages and the deadline.
+func runKey(snapshotID string, spec testrun.Spec) string {
+	return mustID(tagRunCache, struct {
+		Snapshot, Dir, Package, Test string
+		Cover                        []string
+		Deadline                     time.Duration
+	}{snapshotID, spec.Dir, spec.Package, spec.Test, spec.Cover, spec.Deadline})
+}
+
+// prepKey identifies what every test of one package shares on a snapshot:
+// the listings and the baseline (testrun.Prepared).
+func prepKey(snapshotID string, spec testrun.Spec) string {
+	return mustID(tagRunCache, struct {
+		Snapshot, Dir, Package string
+		Cover                  []string
+	}{snapshotID, spec.Dir, spec.Package, spec.Cover})
+}
+
+// runSession runs the tests of one proposal: at most one disposable
+// checkout of the snapshot, made on the first run the cache cannot answer
+// and removed when the session closes.
+type runSession struct {
+	vs       *validators
+	runner   *testrun.Runner
+	snapshot string // the snapshot id the cache is keyed on
+	co       *checkout.Checkout
+}
+
+// newRunSession starts a session on the current snapshot.
+func (vs *validators) newRunSession(ctx context.Context, runner *testrun.Runner) (*runSession, error) {
+	snap, err := vs.repo.Snapshot(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return &runSession{vs: vs, runner: runner, snapshot: snap.ID}, nil
+}
+
+// run runs one test (spec without its Checkout), from the cache when the
+// same test already ran on the same snapshot.
+func (rs *runSession) run(ctx context.Context, spec testrun.Spec) (*testRun, error) {
+	key := runKey(rs.snapshot, spec)
+	rs.vs.mu.Lock()
+	cached := rs.vs.runs[key]
+	rs.vs.mu.Unlock()
+	if cached != nil {
+		return cached, nil
+	}
+	if rs.co == nil {
+		co, err := checkout.Create(ctx, rs.vs.repo, filepath.Join(rs.vs.dataDir, "checkouts"))
+		if err != nil {
+			return nil, fmt.Errorf("checkout for a test run: %w", err)
+		}
+		rs.co = co
+		if co.Snapshot != rs.snapshot {
+			rs.snapshot = co.Snapshot // the source changed since: key on what runs
+			key = runKey(rs.snapshot, spec)
+		}
+	}
+	spec.Checkout = rs.co.Dir
+	pkey := prepKey(rs.snapshot, spec)
+	rs.vs.mu.Lock()
+	spec.Prepared = rs.vs.prepared[pkey]
+	rs.vs.mu.Unlock()
+	res := rs.runner.Run(ctx, spec)
+	if pre := res.Prepared(); pre != nil && spec.Prepared == nil {
+		rs.vs.mu.Lock()
+		rs.vs.prepared[pkey] = pre
+		rs.vs.mu.Unlock()
+	}
+	tr := &testRun{res: res, files: map[string]string{}}
+	for _, p := range res.Packages {
+		for _, f := range p.Files {
+			data, err := os.ReadFile(filepath.Join(rs.co.Dir, filepath.FromSlash(f)))
+			if err != nil {
+				return nil, fmt.Errorf("read %s in the test checkout: %w", f, err)
+			}
+			tr.files[f] = fileDigest(data)
+		}
+	}
+	for _, f := range []string{"go.mod", "go.sum"} {
+		rel := pathJoin(spec.Dir, f)
+		if data, err := os.ReadFile(filepath.Join(rs.co.Dir, filepath.FromSlash(rel))); err == nil {
+			tr.files[rel] = fileDigest(data)
+		}
+	}
+	// Only outcomes that do not depend on the moment are kept: a deadline
+	// or a runner failure may go otherwise next time.
+	if res.Status != testrun.TimedOut && res.Status != testrun.Errored && res.Status != testrun.Unavailable && ctx.Err() == nil {
+		rs.vs.mu.Lock()
+		rs.vs.runs[key] = tr
+		rs.vs.mu.Unlock()
+	}
+	return tr, nil
+}
+
+// close removes the session's checkout; a checkout that cannot be shown to
+// be gone is an error (fail closed).
+func (rs *runSession) close(ctx context.Context) error {
+	if rs.co == nil {
+		return nil
+	}
+	err := rs.co.Remove(context.WithoutCancel(ctx))
+	rs.co = nil
+	if err != nil && !errors.Is(err, context.Canceled) {
+		return fmt.Errorf("remove the test checkout: %w", err)
+	}
+	return err
+}

@@ -1,0 +1,123 @@
+package product
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+)
+
+// TestValidate_Symbols: a symbol is what go/types says it is. T.M is the
+// method M of T, never a field, a type or another package's name of the
+// same spelling; spans are natural (with or without the doc comment, end
+// inclusive or one past, or the signature only, which Needle completes).
+func TestValidate_Symbols(t *testing.T) {
+	repo := MustEvidenceRepo(t, true, nil)
+	te := MustEngine(t, repo)
+	runDoc, runStart, runEnd := declLines(t, repo, "command.go", "func (c *Command) Run(")
+	flagDoc, flagStart, flagEnd := declLines(t, repo, "command.go", "func (c *Command) Flag(")
+	_, verboseStart, verboseEnd := declLines(t, repo, "command.go", "func (o *Options) Verbose(")
+	ipDoc, ipStart, ipEnd := declLines(t, repo, "ip.go", "func IP(")
+	_, loopStart, _ := declLines(t, repo, "ip.go", "func Loopback(")
+	fieldLine := lineOf(t, repo, "command.go", "\tVerbose bool")
+	lookupLine := lineOf(t, repo, "command.go", "func Lookup(")
+	_, execStart, execEnd := declLines(t, repo, "command.go", "func (c *Command) execute(")
+	_, cmdStart, cmdEnd := declLines(t, repo, "command.go", "type Command struct")
+	_, helpStart, helpEnd := declLines(t, repo, "names.go", "const (")
+	certified := []struct {
+		name, path string
+		start, end int
+		want       [2]int // the span certified
+	}{
+		{"Command.Run", "command.go", runStart, runEnd, [2]int{runStart, runEnd}},
+		{"Command.Run", "command.go", runDoc, runEnd, [2]int{runDoc, runEnd}},           // with its doc comment
+		{"Command.Run", "command.go", runStart, runEnd + 1, [2]int{runStart, runEnd}},   // end one past
+		{"(*Command).Run", "command.go", runStart, runEnd, [2]int{runStart, runEnd}},    // receiver spelled as Go prints it
+		{"cli.Command.Run()", "command.go", runStart, runEnd, [2]int{runStart, runEnd}}, // package-qualified, with ()
+		{"Command.Run", "command.go", runStart, runStart, [2]int{runStart, runEnd}},     // the signature only: Needle cites the whole
+		{"Command.Run", "./command.go", runStart, runEnd, [2]int{runStart, runEnd}},     // ./ cleaned
+		{"Command.Flag", "command.go", flagDoc, flagEnd, [2]int{flagDoc, flagEnd}},
+		{"Options.Verbose", "command.go", verboseStart, verboseEnd, [2]int{verboseStart, verboseEnd}},
+		{"execute", "command.go", execStart, execEnd, [2]int{execStart, execEnd}}, // a bare name: the one method of that name
+		{"Flag", "command.go", flagStart, flagEnd, [2]int{flagStart, flagEnd}},
+		{"IP", "ip.go", ipDoc, ipEnd, [2]int{ipDoc, ipEnd}},
+		{"Command", "command.go", cmdStart, cmdEnd, [2]int{cmdStart, cmdEnd}},
+		{"helpFlagName", "names.go", helpStart, helpEnd, [2]int{helpStart, helpEnd}}, // a spec cited with its group
+	}
+	for _, c := range certified {
+		res := te.checkVerdict(t, locProposal("symbol", c.name, c.path, c.start, c.end), "certified", c.name)
+		if res.Status != "certified" {
+			continue
+		}
+		body := te.artifactBody(t, res.ArtifactID)
+		if want := fmt.Sprintf(`"path":"%s","start_line":%d`, strings.TrimPrefix(c.path, "./"), c.want[0]); !strings.Contains(body, want) ||
+			!strings.Contains(body, fmt.Sprintf(`"end_line":%d`, c.want[1])) {
+			t.Errorf("%s %s:%d-%d certified as %s; want %s lines %d-%d", c.name, c.path, c.start, c.end, body, c.path, c.want[0], c.want[1])
+		}
+	}
+	rejected := []struct {
+		name, path string
+		start, end int
+		why        string
+	}{
+		{"Command.Verbose", "command.go", fieldLine, fieldLine, "names a struct field, not a method"}, // a field, not Options.Verbose
+		{"Command.Flag", "command.go", lookupLine, lookupLine, "declared in command.go"},              // a line holding *flag.Flag
+		{"IP", "ip.go", loopStart, loopStart, "declared in ip.go"},                                    // Loopback uses net.IP
+		{"Command.Run", "command.go", runStart + 1, runEnd, "is not declared in"},                     // starts inside the body
+		{"Command.Run", "command.go", runStart, runEnd + 3, "is not declared in"},                     // runs into the next declaration
+		{"Command.Run", "command.go", runStart + 3, runEnd + 3, "is not declared in"},                 // shifted
+		{"Command.Run", "ip.go", ipStart, ipEnd, "declared in command.go"},                            // another file
+		{"Nope.Run", "command.go", runStart, runEnd, "is not declared"},
+	}
+	for _, c := range rejected {
+		te.checkVerdict(t, locProposal("symbol", c.name, c.path, c.start, c.end), "rejected", c.why)
+	}
+}
+
+// TestValidate_Options: a flag or key is defined where a definition call's
+// name argument evaluates, as a Go constant, to its name — a literal, a
+// named constant, a constant expression, a rune for a short flag. A string
+// that only equals the name is a use.
+func TestValidate_Options(t *testing.T) {
+	repo := MustEvidenceRepo(t, true, nil)
+	te := MustEngine(t, repo)
+	_, newStart, newEnd := declLines(t, repo, "command.go", "func NewCommand(")
+	verbose := lineOf(t, repo, "command.go", `fs.BoolVar(&o.verbose, "verbose"`)
+	help := lineOf(t, repo, "command.go", "fs.BoolVar(&o.help, helpFlagName")
+	level := lineOf(t, repo, "command.go", `prefix+"-level"`)
+	quiet := lineOf(t, repo, "command.go", `getopt.BoolLong("quiet"`)
+	subcommand := lineOf(t, repo, "command.go", `Name: "help"`)
+	helpConst := lineOf(t, repo, "names.go", `helpFlagName = "help"`)
+	testArg := lineOf(t, repo, "cli_test.go", `[]string{"--help"}`)
+	getenv := lineOf(t, repo, "env.go", "os.Getenv(homeKey)")
+	homeConst := lineOf(t, repo, "env.go", `homeKey = "CLI_HOME"`)
+	for _, c := range []struct {
+		kind, name, path string
+		start, end       int
+	}{
+		{"cli_option", "--verbose", "command.go", verbose, verbose},  // a literal
+		{"cli_option", "--help", "command.go", help, help},           // a named constant
+		{"cli_option", "--help", "command.go", newStart, newEnd},     // the function that defines it
+		{"cli_option", "--log-level", "command.go", level, level},    // a constant expression
+		{"cli_option", "-log-level", "command.go", level, level},     // as the flag package spells it
+		{"cli_option", "-q", "command.go", quiet, quiet},             // a short flag given as a rune constant
+		{"cli_option", "--quiet", "./command.go", quiet, quiet},      // its long name
+		{"configuration_key", "CLI_HOME", "env.go", getenv, getenv},  // an environment read through a constant
+		{"configuration_key", "$CLI_HOME", "env.go", getenv, getenv}, // written as in a shell
+	} {
+		te.checkVerdict(t, locProposal(c.kind, c.name, c.path, c.start, c.end), "certified", c.name)
+	}
+	for _, c := range []struct {
+		kind, name, path string
+		start, end       int
+		why              string
+	}{
+		{"cli_option", "--help", "command.go", subcommand, subcommand, "is not defined in"}, // the help subcommand's name
+		{"cli_option", "--help", "names.go", helpConst, helpConst, "is not defined in"},     // the constant is not the definition
+		{"cli_option", "--help", "cli_test.go", testArg, testArg, "is not defined in"},      // a test passing --help
+		{"cli_option", "--verbose", "command.go", help, help, "is not defined in"},          // a neighbouring flag
+		{"cli_option", "--help", "command.go", newStart, newEnd + 6, "runs beyond the declaration"},
+		{"configuration_key", "CLI_HOME", "env.go", homeConst, homeConst, "is not defined in"},
+	} {
+		te.checkVerdict(t, locProposal(c.kind, c.name, c.path, c.start, c.end), "rejected", c.why)
+	}
+}

@@ -1,0 +1,586 @@
+package product
+
+import (
+	"fmt"
+	"go/types"
+	"os"
+	"path"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/needle-dev/needle/product/internal/goevidence"
+	"github.com/needle-dev/needle/product/internal/testrun"
+	"github.com/needle-dev/needle/product/internal/typecheck"
+)
+
+// TestProof is how Needle established that one focused test reaches the
+// subject: by running it (executed), by a chain of type-resolved calls
+// (static, nothing run), or, for a language Needle cannot run, by the test
+// naming the subject (lexical). Command is the command Needle derives for
+// the test; the proposer's own command is never kept or served.
+type TestProof struct {
+	Path    string `json:"path"`
+	Name    string `json:"name"`
+	Reach   string `json:"reach"`
+	Command string `json:"command,omitempty"`
+	// Executed: what the run showed and how it went.
+	Executed     string `json:"executed,omitempty"`
+	Status       string `json:"status,omitempty"`
+	DurationMs   int64  `json:"duration_ms,omitempty"`
+	GoVersion    string `json:"go_version,omitempty"`
+	OutputDigest string `json:"output_digest,omitempty"`
+	// CallPath: static reach, the resolved callees from the test to the
+	// subject.
+	CallPath []string `json:"call_path,omitempty"`
+}
+
+// reachTarget is what a test must execute to reach the subject: a statement
+// of one of bodies, or one of the reads of an option's value (ReadSetter
+// reads have a Body), all in the subject's package, which the run covers.
+type reachTarget struct {
+	subject Subject
+	what    string
+	pkg     *typecheck.Package
+	bodies  []targetBody
+	reads   []typecheck.Read
+	funcs   []*types.Func // static reach: any of these
+}
+
+type targetBody struct {
+	name string // "the body of T.M", "file x.go"
+	file string
+	span typecheck.Span
+}
+
+// tests validates focused_tests. A Go test is a func TestX(*testing.T) (or
+// a subtest "TestX/case") declared in the cited _test.go file, and it
+// reaches the subject only if Needle, running it itself in a sandbox on a
+// disposable checkout of the exact snapshot, sees through coverage that it
+// executed code of the subject beyond what package initialization runs:
+//
+//   - a function or method: a statement of its body;
+//   - a type: a statement of the body of one of its methods;
+//   - a cli_option or configuration_key: code of the defining package that
+//     reads the option's value — the variable its definition binds, a
+//     look-up of the value by name (GetBool("x"), Changed("x"),
+//     viper.GetString("k")), the Set method of the flag.Value it registers,
+//     or, for an environment variable, the read itself. Executing the
+//     definition alone (a test that builds a command defines every flag) is
+//     not reach;
+//   - a file: a statement of the file.
+//
+// Only a test that passes is certified: a failure may be the sandbox's
+// doing (a refused socket or write), and the test is served to be run. When
+// Needle cannot run tests at all (no sandbox, no toolchain), a chain of
+// type-resolved calls from the test to the subject certifies static reach,
+// labelled so; a build failure, a deadline or a failing test never does. A
+// non-Go test is lexical: its name is defined in its file and the file names
+// the subject. The proposer's command is a hint, never kept.
+func (val *validator) tests() error {
+	p := &val.v.Proposal
+	var goIdx []int
+	for i := range p.Tests {
+		p.Tests[i].Command = ""
+		field := fmt.Sprintf("tests[%d]", i)
+		src, ok, err := val.read(field+".path", p.Tests[i].Path)
+		if !ok || err != nil {
+			return err
+		}
+		if isGo(p.Tests[i].Path) {
+			goIdx = append(goIdx, i)
+			continue
+		}
+		if !val.lexicalTest(field, p.Subject, p.Tests[i], src) {
+			return nil
+		}
+	}
+	if len(goIdx) > 0 {
+		if err := val.goTests(goIdx); err != nil || !val.v.Certified() {
+			return err
+		}
+	}
+	reach := ReachExecuted
+	for _, t := range val.v.Tests {
+		if reachRank(t.Reach) < reachRank(reach) {
+			reach = t.Reach
+		}
+	}
+	val.v.Reach = reach
+	val.v.Satisfies.Polarity = []string{"positive"}
+	val.v.Satisfies.Selection = []string{"primary", "representative"}
+	val.v.Satisfies.Completeness = []string{"open_world"}
+	return nil
+}
+
+func reachRank(r string) int {
+	return map[string]int{ReachLexical: 0, ReachStatic: 1, ReachExecuted: 2}[r]
+}
+
+// goTests validates the Go tests of the proposal at idx.
+func (val *validator) goTests(idx []int) (err error) {
+	p := &val.v.Proposal
+	var files []string
+	for _, i := range idx {
+		t := p.Tests[i]
+		field := fmt.Sprintf("tests[%d]", i)
+		switch {
+		case !strings.HasSuffix(t.Path, "_test.go"):
+			val.v.reject("%s.path: %s is not a _test.go file", field, t.Path)
+			return nil
+		case !testrun.ValidTest(t.Name):
+			val.v.reject("%s.name: %q is not a Go test name (TestX, or TestX/subtest as go test -v prints it)", field, t.Name)
+			return nil
+		}
+		if !slices.Contains(files, t.Path) {
+			files = append(files, t.Path)
+		}
+	}
+	prog, ok, err := val.goProgram("tests", files...)
+	if !ok || err != nil {
+		return err
+	}
+	return val.runGoTests(idx, files, prog)
+}
+
+// runGoTests proves each Go test's reach, running it when Needle can.
+func (val *validator) runGoTests(idx []int, files []string, prog *typecheck.Program) (err error) {
+	p := &val.v.Proposal
+	targets := map[string]*reachTarget{} // by the test package's import path
+	var rs *runSession
+	defer func() {
+		if rs != nil {
+			if cerr := rs.close(val.ctx); cerr != nil && err == nil {
+				err = cerr
+			}
+		}
+	}()
+	for _, i := range idx {
+		t := p.Tests[i]
+		field := fmt.Sprintf("tests[%d]", i)
+		pkg, ok := val.goPackage(field+".path", prog, t.Path)
+		if !ok {
+			return nil
+		}
+		top, _, _ := strings.Cut(t.Name, "/")
+		d, lerr := pkg.Lookup(top)
+		if lerr != nil || d.File != t.Path || !isTestFunc(d) {
+			val.v.reject("%s.name: %s declares no func %s(*testing.T)", field, t.Path, top)
+			return nil
+		}
+		target := targets[pkg.Path]
+		if target == nil {
+			var found bool
+			if target, prog, found, err = val.reachTarget(field, prog, files, pkg); !found || err != nil {
+				return err
+			}
+			targets[pkg.Path] = target
+		}
+		if target.pkg.ModuleDir != pkg.ModuleDir {
+			val.v.reject("%s: %s is in module %s, the subject in module %s: a test reaches only its own module here", field, t.Path, pkg.ModuleDir, target.pkg.ModuleDir)
+			return nil
+		}
+		proof := TestProof{Path: t.Path, Name: t.Name, Command: testCommand(pkg.ModuleDir, pkg.Dir, t.Name)}
+		if runner := val.vs.testRunner(val.ctx); runner != nil {
+			if rs == nil {
+				if rs, err = val.vs.newRunSession(val.ctx, runner); err != nil {
+					return err
+				}
+			}
+			done, passed, xerr := val.executeTest(field, rs, pkg, target, t, &proof)
+			if xerr != nil || !passed {
+				return xerr
+			}
+			if done {
+				val.addTestProof(proof, d, prog)
+				continue
+			}
+		} else {
+			proof.Executed = "no sandbox is configured: Needle never runs a test unsandboxed"
+		}
+		// Execution is impossible here: static reach, when allowed.
+		if !val.staticReach(field, prog, d, target, t, &proof) {
+			return nil
+		}
+		val.addTestProof(proof, d, prog)
+	}
+	return nil
+}
+
+// addTestProof records a test as reaching the subject.
+func (val *validator) addTestProof(proof TestProof, d *typecheck.Decl, prog *typecheck.Program) {
+	val.v.Tests = append(val.v.Tests, proof)
+	src, _, _ := val.repo.ReadFileMax(proof.Path, MaxCitedFileBytes)
+	span := goevidence.Span{Start: d.Span.Start, End: d.Span.End}
+	detail := proof.Name + " " + proof.Reach
+	if proof.Reach == ReachStatic {
+		detail += ": " + strings.Join(proof.CallPath, " -> ")
+	}
+	val.addClaim(Claim{Kind: ClaimTestReaches, Subject: val.v.Proposal.Subject, Path: proof.Path,
+		ExcerptDigest: excerptDigest(src, span), Detail: detail}, span)
+}
+
+// executeTest runs one test and judges its coverage. done is false when the
+// run was impossible (the caller may fall back to static reach); ok false
+// when the test is rejected.
+func (val *validator) executeTest(field string, rs *runSession, pkg *typecheck.Package, target *reachTarget, t TestRef, proof *TestProof) (done, ok bool, err error) {
+	spec := testrun.Spec{Dir: pkg.ModuleDir, Package: relPackage(pkg.ModuleDir, pkg.Dir), Test: t.Name,
+		Cover: []string{relPackage(target.pkg.ModuleDir, target.pkg.Dir)}, Deadline: val.vs.tests.Deadline}
+	tr, err := rs.run(val.ctx, spec)
+	if err != nil {
+		return false, false, err
+	}
+	res := tr.res
+	switch res.Status {
+	case testrun.Passed:
+	case testrun.Unavailable:
+		proof.Executed = "Needle cannot run tests here: " + oneLine(clip(res.Reason, 300))
+		return false, true, nil
+	default:
+		val.v.reject("%s: %s did not pass when Needle ran it in its sandbox (%s: %s%s); only a passing run is certified",
+			field, t.Name, res.Status, oneLine(clip(res.Reason, 400)), outputTail(res.Output))
+		return false, false, nil
+	}
+	reached, what, err := target.executed(res)
+	if err != nil {
+		val.v.reject("%s: the coverage of %s cannot tell: %v", field, t.Name, err)
+		return false, false, nil
+	}
+	if !reached {
+		val.v.reject("%s: %s ran (passed in %s) but executed no %s beyond what package initialization runs",
+			field, t.Name, res.Duration.Round(time.Millisecond), target.what)
+		return false, false, nil
+	}
+	for f, digest := range tr.files {
+		if prev, seen := val.v.Files[f]; seen && prev != digest {
+			val.v.reject("%s: %s changed while the test ran", field, f)
+			return false, false, nil
+		}
+		val.v.Files[f] = digest
+	}
+	for _, cp := range res.Packages {
+		digest, err := val.repo.DirDigest(val.ctx, cp.Dir)
+		if err != nil {
+			return false, false, fmt.Errorf("validate: list %s: %w", cp.Dir, err)
+		}
+		val.v.Dirs[cp.Dir] = digest
+	}
+	proof.Reach, proof.Executed, proof.Status = ReachExecuted, what, res.Status.String()
+	proof.DurationMs, proof.GoVersion, proof.OutputDigest = res.Duration.Milliseconds(), res.GoVersion, res.OutputDigest
+	return true, true, nil
+}
+
+// outputTail is the end of a test's output for a rejection reason: what
+// the test said last (a refused socket, a refused write).
+func outputTail(out []byte) string {
+	s := strings.TrimSpace(string(out))
+	if s == "" {
+		return ""
+	}
+	if len(s) > 300 {
+		s = "…" + strings.ToValidUTF8(s[len(s)-300:], "")
+	}
+	return "; output: " + strings.Join(strings.Fields(s), " ")
+}
+
+// executed reports whether a run executed the target, and what it executed.
+func (tg *reachTarget) executed(res *testrun.Result) (bool, string, error) {
+	for _, b := range tg.bodies {
+		ok, err := res.Executed(b.file, b.span.Start, b.span.End)
+		if err != nil {
+			return false, "", err
+		}
+		if ok {
+			return true, "a statement of " + b.name, nil
+		}
+	}
+	for _, r := range tg.reads {
+		var ok bool
+		var err error
+		if r.Body != (typecheck.Span{}) {
+			ok, err = res.Executed(r.File, r.Body.Start, r.Body.End)
+		} else {
+			ok, err = res.ExecutedAt(r.File, r.Line, r.Col)
+		}
+		if err != nil {
+			return false, "", err
+		}
+		if ok {
+			return true, fmt.Sprintf("the read of %s %q's value at %s line %d (%s %s)", tg.subject.Kind, tg.subject.Name, r.File, r.Line, r.Kind, r.How), nil
+		}
+	}
+	return false, "", nil
+}
+
+// staticReach certifies static reach when it is allowed and a chain of
+// resolved calls leads from the test to the subject.
+func (val *validator) staticReach(field string, prog *typecheck.Program, d *typecheck.Decl, target *reachTarget, t TestRef, proof *TestProof) bool {
+	why := proof.Executed
+	switch {
+	case val.vs.tests.NoStatic:
+		val.v.reject("%s: %s; static reach is not accepted", field, why)
+		return false
+	case strings.Contains(t.Name, "/"):
+		val.v.reject("%s: %s; a subtest cannot be shown without running it", field, why)
+		return false
+	}
+	from := typecheck.Span{Start: d.Span.Start, End: d.Span.End}
+	for _, fn := range target.funcs {
+		if chain := prog.StaticPath(t.Path, from, fn, maxStaticDepth); chain != nil {
+			proof.Reach, proof.Executed = ReachStatic, ""
+			for _, c := range chain {
+				proof.CallPath = append(proof.CallPath, c.Name)
+			}
+			return true
+		}
+	}
+	val.v.reject("%s: %s, and no chain of resolved calls from %s reaches %s (static reach)", field, why, t.Name, target.what)
+	return false
+}
+
+// reachTarget finds what tests of pkg must execute to reach the subject:
+// its declaration (or definitions and reads) in the test's own package, the
+// package an external test package tests, or else in exactly one package of
+// the module the test package imports. It may load more packages and
+// returns the program that holds them.
+func (val *validator) reachTarget(field string, prog *typecheck.Program, files []string, testPkg *typecheck.Package) (*reachTarget, *typecheck.Program, bool, error) {
+	s := val.v.Proposal.Subject
+	switch s.Kind {
+	case SubjectSymbol, SubjectCLIOption, SubjectConfigurationKey, SubjectFile:
+	default:
+		val.v.reject("%s: a test cannot be shown to reach a %s subject", field, s.Kind)
+		return nil, prog, false, nil
+	}
+	if s.Kind == SubjectFile {
+		if !isGo(s.Name) || strings.HasSuffix(s.Name, "_test.go") {
+			val.v.reject("%s: a test reaches a file only by executing its code: %s is not a non-test Go file", field, s.Name)
+			return nil, prog, false, nil
+		}
+		all := append(slices.Clone(files), s.Name)
+		prog, ok, err := val.goProgram(field, all...)
+		if !ok || err != nil {
+			return nil, prog, ok, err
+		}
+		pkg, ok := val.goPackage(field, prog, s.Name)
+		if !ok {
+			return nil, prog, false, nil
+		}
+		src, ok, err := val.read(field, s.Name)
+		if !ok || err != nil {
+			return nil, prog, ok, err
+		}
+		return &reachTarget{subject: s, what: "statement of " + s.Name, pkg: pkg,
+			bodies: []targetBody{{"file " + s.Name, s.Name, typecheck.Span{Start: 1, End: goevidence.LineCount(src)}}}}, prog, true, nil
+	}
+	var candidates []*typecheck.Package
+	for _, pkg := range prog.Packages() {
+		if pkg == testPkg || pkg.Dir == testPkg.Dir && pkg.Path == strings.TrimSuffix(testPkg.Path, "_test") {
+			candidates = append(candidates, pkg)
+		}
+	}
+	slices.SortStableFunc(candidates, func(a, b *typecheck.Package) int { return boolInt(a != testPkg) - boolInt(b != testPkg) })
+	if tg, ok := val.targetIn(candidates); ok {
+		return tg, prog, true, nil
+	}
+	// The module's packages the test imports, each loaded with bodies.
+	more, dirs := slices.Clone(files), map[string]bool{}
+	for _, pkg := range candidates {
+		for _, imp := range pkg.Types.Imports() {
+			dir, ok := moduleDir(pkg, imp.Path())
+			if !ok || dirs[dir] {
+				continue
+			}
+			if f := val.aGoFile(dir); f != "" {
+				dirs[dir] = true
+				more = append(more, f)
+			}
+		}
+	}
+	if len(dirs) > 0 {
+		var ok bool
+		var err error
+		if prog, ok, err = val.goProgram(field, more...); !ok || err != nil {
+			return nil, prog, ok, err
+		}
+		var found []*reachTarget
+		for _, pkg := range prog.Packages() {
+			if dirs[pkg.Dir] && !strings.HasSuffix(pkg.Path, "_test") {
+				if tg, ok := val.targetIn([]*typecheck.Package{pkg}); ok {
+					found = append(found, tg)
+				}
+			}
+		}
+		switch len(found) {
+		case 1:
+			return found[0], prog, true, nil
+		case 0:
+		default:
+			var where []string
+			for _, f := range found {
+				where = append(where, f.pkg.Path)
+			}
+			val.v.reject("%s: %s %q is declared in several packages the test imports (%s): qualify it", field, s.Kind, s.Name, strings.Join(where, ", "))
+			return nil, prog, false, nil
+		}
+	}
+	val.v.reject("%s: %s %q is declared neither in the test's package %s nor in a package of its module it imports", field, s.Kind, s.Name, testPkg.Path)
+	return nil, prog, false, nil
+}
+
+// targetIn looks the subject up in the first of pkgs that has it.
+func (val *validator) targetIn(pkgs []*typecheck.Package) (*reachTarget, bool) {
+	s := val.v.Proposal.Subject
+	for _, pkg := range pkgs {
+		switch s.Kind {
+		case SubjectSymbol:
+			d, err := lookup(pkg, s.Name)
+			if err != nil || strings.HasSuffix(d.File, "_test.go") {
+				continue
+			}
+			tg := symbolTarget(pkg, d)
+			tg.subject = s
+			return tg, true
+		case SubjectCLIOption, SubjectConfigurationKey:
+			defs, _ := pkg.FindOption(s.Name, optionKinds(s.Kind)...)
+			var program []typecheck.Definition
+			for _, d := range defs {
+				if !strings.HasSuffix(d.File, "_test.go") {
+					program = append(program, d)
+				}
+			}
+			if len(program) == 0 {
+				continue
+			}
+			tg := &reachTarget{subject: s, what: fmt.Sprintf("read of %s %q's value", s.Kind, s.Name), pkg: pkg, reads: pkg.Reads(s.Name, program)}
+			for _, r := range tg.reads {
+				if decl, ok := pkg.DeclAt(r.File, r.Line); ok {
+					if fn, ok := decl.Object.(*types.Func); ok && !slices.Contains(tg.funcs, fn) {
+						tg.funcs = append(tg.funcs, fn)
+					}
+				}
+			}
+			return tg, true
+		}
+	}
+	return nil, false
+}
+
+// symbolTarget is what reaching a declaration means: a statement of a
+// function's or method's body, or of one of a type's methods'. Variables,
+// constants and interface methods have no statements of their own.
+func symbolTarget(pkg *typecheck.Package, d *typecheck.Decl) *reachTarget {
+	tg := &reachTarget{pkg: pkg, what: "statement of the body of " + d.Name()}
+	switch d.Kind {
+	case typecheck.DeclFunc, typecheck.DeclMethod:
+		if fn, ok := d.Object.(*types.Func); ok && d.Body != (typecheck.Span{}) {
+			tg.bodies = []targetBody{{"the body of " + d.Name(), d.File, d.Body}}
+			tg.funcs = []*types.Func{fn}
+		}
+	case typecheck.DeclType:
+		tg.what = "statement of a method of " + d.Name()
+		if named, ok := types.Unalias(d.Object.Type()).(*types.Named); ok {
+			for m := range named.Methods() {
+				if md, err := pkg.Lookup(d.Name() + "." + m.Name()); err == nil && md.Body != (typecheck.Span{}) {
+					tg.bodies = append(tg.bodies, targetBody{"the body of " + md.Name(), md.File, md.Body})
+					tg.funcs = append(tg.funcs, m)
+				}
+			}
+		}
+	default:
+		tg.what = "statement of " + d.Name() + ", a " + d.Kind.String() + " (it has none)"
+	}
+	return tg
+}
+
+// moduleDir is the repository directory of an import path of pkg's module.
+func moduleDir(pkg *typecheck.Package, importPath string) (string, bool) {
+	rest, ok := strings.CutPrefix(importPath, pkg.ModulePath)
+	if !ok || (rest != "" && !strings.HasPrefix(rest, "/")) {
+		return "", false
+	}
+	if rest == "" {
+		return pkg.ModuleDir, true
+	}
+	return pathJoin(pkg.ModuleDir, strings.TrimPrefix(rest, "/")), true
+}
+
+// aGoFile returns a non-test Go file of dir, "" if there is none.
+func (val *validator) aGoFile(dir string) string {
+	entries, err := os.ReadDir(filepath.Join(val.repo.Root(), filepath.FromSlash(dir)))
+	if err != nil {
+		return ""
+	}
+	for _, e := range entries {
+		if e.Type().IsRegular() && strings.HasSuffix(e.Name(), ".go") && !strings.HasSuffix(e.Name(), "_test.go") {
+			return pathJoin(dir, e.Name())
+		}
+	}
+	return ""
+}
+
+// relPackage is a package directory as go test takes it from the module's
+// directory: "." or "./sub".
+func relPackage(moduleDir, dir string) string {
+	if moduleDir == "." || moduleDir == "" {
+		if dir == "." || dir == "" {
+			return "."
+		}
+		return "./" + dir
+	}
+	rel := strings.TrimPrefix(strings.TrimPrefix(dir, moduleDir), "/")
+	if rel == "" {
+		return "."
+	}
+	return "./" + rel
+}
+
+// testCommand is the command Needle serves for a Go test: go test on the
+// test's package, from its module's directory (go -C), selecting exactly
+// the test with testrun's anchored pattern, quoted for a POSIX shell.
+func testCommand(moduleDir, dir, name string) string {
+	cmd := "go test "
+	if moduleDir != "." && moduleDir != "" {
+		cmd = "go -C " + shellQuote(moduleDir) + " test "
+	}
+	return cmd + relPackage(moduleDir, dir) + " -run " + shellQuote(testrun.RunPattern(name))
+}
+
+// TestCommand is the command Needle derives for the Go test name in the
+// file testPath of the repository's root module: go test on its package
+// directory, selecting exactly that test ("go test ./dir -run '^TestX$'").
+func TestCommand(testPath, name string) string {
+	return testCommand(".", path.Dir(testPath), name)
+}
+
+// shellQuote quotes s for a POSIX shell: in single quotes, a single quote
+// written as '\”.
+func shellQuote(s string) string {
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+// lexicalTest accepts a non-Go test on lexical evidence: its name is
+// defined in its file (a definition-shaped line, or a test-framework call
+// naming it) and the file names the subject. Reach is unproven, and no
+// command is served: Needle has no trusted runner for the language.
+func (val *validator) lexicalTest(field string, subject Subject, t TestRef, src []byte) bool {
+	val.lexical()
+	whole := goevidence.Span{Start: 1, End: goevidence.LineCount(src)}
+	name := subject.Name
+	if subject.Kind == SubjectSymbol {
+		parts := strings.Split(strings.TrimSuffix(name, "()"), ".")
+		name = parts[len(parts)-1]
+	}
+	switch {
+	case !lexicalTestDefined(t.Path, src, t.Name):
+		val.v.reject("%s.name: %s defines no test %q (lexical evidence: a definition-shaped line, or it(…)/test(…) naming it)", field, t.Path, t.Name)
+	case !goevidence.LexicalWord(src, name, whole):
+		val.v.reject("%s: %s does not mention %q", field, t.Path, subject.Name)
+	default:
+		val.v.Tests = append(val.v.Tests, TestProof{Path: t.Path, Name: t.Name, Reach: ReachLexical})
+		c := Claim{Kind: ClaimTestMentions, Subject: subject, Path: t.Path, ExcerptDigest: excerptDigest(src, whole), Detail: t.Name}
+		val.addClaim(c, whole)
+		return true
+	}
+	return false
+}

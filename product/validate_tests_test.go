@@ -1,0 +1,167 @@
+package product
+
+import (
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestValidate_TestsByExecution: Needle runs each proposed test in its
+// sandbox and certifies reach only when coverage shows the subject's code
+// ran beyond package initialization. True classes (a method value in a
+// subtest table, an external test package, a flag read after parsing, a
+// rune short flag's Set, an environment read) certify; false ones (an early
+// return, a closure never called, a command built but never run, a flag
+// defined but never parsed, a failing test) do not. The proposed command is
+// a hint: never a reason, never served.
+func TestValidate_TestsByExecution(t *testing.T) {
+	repo := MustEvidenceRepo(t, true, nil)
+	te := MustEngine(t, repo)
+	tests := func(kind, name string, list ...string) string {
+		return fmt.Sprintf(`{"kind":"focused_tests","subject":{"kind":%q,"name":%q},"tests":[%s]}`, kind, name, strings.Join(list, ","))
+	}
+	test := func(path, name, command string) string {
+		return fmt.Sprintf(`{"path":%q,"name":%q,"command":%q}`, path, name, command)
+	}
+	// Commands as people write them: none decides anything.
+	commands := []string{
+		"go test -run TestVerbose .", "go test ./... -run TestVerbose", `go test -run '^TestVerbose$' ./`, "go test -v -run=TestVerbose -count=1 .",
+		`go test -run "TestVerbose" example.com/cli`, "go test -timeout 30s -run ^TestVerbose$ example.com/cli", "rm -rf ~", "",
+	}
+	var list []string
+	for _, c := range commands {
+		list = append(list, test("cli_test.go", "TestVerbose", c))
+	}
+	res := te.checkVerdict(t, tests("symbol", "execute", append(list, test("./cli_test.go", "TestTable/verbose", "go test ./... -run TestTable"))...), "certified", "true tests with any command")
+	if res.Status == "certified" {
+		body := te.artifactBody(t, res.ArtifactID)
+		if strings.Contains(body, "rm -rf") || strings.Contains(body, "-count=1") || strings.Contains(body, "./cli_test.go") {
+			t.Errorf("the certified artifact keeps the proposer's commands or paths: %s", body)
+		}
+	}
+	for _, c := range []struct {
+		kind, name, path, test string
+	}{
+		{"cli_option", "--verbose", "cli_test.go", "TestVerbose"}, // the flag's field read after parsing
+		{"cli_option", "--help", "cli_test.go", "TestHelpArg"},    // a constant-named flag read
+		{"cli_option", "--depth", "cli_test.go", "TestDepth"},     // a flag.Value's Set ran
+		{"configuration_key", "CLI_HOME", "cli_test.go", "TestHome"},
+		{"symbol", "Options.Verbose", "cli_test.go", "TestVerbose"},
+		{"symbol", "depth.Set", "cli_test.go", "TestDepth"},
+		{"symbol", "Command", "cli_test.go", "TestNoArgs"},  // a type: one of its methods ran
+		{"symbol", "IP", "ext/ext_test.go", "TestExternal"}, // an external test package, another directory
+		{"file", "env.go", "cli_test.go", "TestHome"},
+	} {
+		te.checkVerdict(t, tests(c.kind, c.name, test(c.path, c.test, "")), "certified", c.name+" by "+c.test)
+	}
+	for _, c := range []struct {
+		kind, name, test, why string
+	}{
+		{"symbol", "execute", "TestNoArgs", "executed no statement of the body of Command.execute"}, // an early return
+		{"symbol", "NewCommand", "TestLater", "executed no statement of the body of NewCommand"},    // a closure never called
+		{"symbol", "execute", "TestTable/empty", "executed no statement"},                           // the subtest that returns early
+		{"cli_option", "--help", "TestBuild", `executed no read of cli_option "--help"'s value`},    // defined, never read
+		{"cli_option", "--verbose", "TestNoArgs", "executed no read"},                               // parsed nothing
+		{"cli_option", "--depth", "TestDepthNoArgs", "executed no read"},                            // Set never called
+		{"symbol", "depth.Set", "TestDepthNoArgs", "executed no statement"},                         // the same, as a symbol
+		{"symbol", "Home", "TestFails", "did not pass"},                                             // reaches, but fails
+		{"symbol", "Home", "TestNope", "declares no func TestNope"},
+		{"symbol", "Home", "TestTable/nope", "did not pass"}, // no such subtest
+		{"symbol", "homeKey", "TestHome", "has none"},        // a constant runs no statement
+	} {
+		te.checkVerdict(t, tests(c.kind, c.name, test("cli_test.go", c.test, "")), "rejected", c.why)
+	}
+	// One wrong test rejects the proposal; the reason names it.
+	te.checkVerdict(t, tests("symbol", "execute", test("cli_test.go", "TestVerbose", ""), test("cli_test.go", "TestNoArgs", "")), "rejected", "tests[1]")
+
+	r := te.need(`{"route":"tests.relevant","subject":{"kind":"symbol","name":"execute"}}`)
+	for _, want := range []string{"focused_tests (reach: executed)", "TestVerbose in cli_test.go: executed by Needle in its sandbox, passed in ",
+		"ran a statement of the body of Command.execute; run: go test . -run '^TestVerbose$'",
+		"TestTable/verbose in cli_test.go: executed", "run: go test . -run '^TestTable$/^verbose$'"} {
+		if !strings.Contains(r.Context, want) {
+			t.Errorf("context lacks %q:\n%s", want, r.Context)
+		}
+	}
+	if strings.Contains(r.Context, "rm -rf") || strings.Contains(r.Context, "-count=1") {
+		t.Errorf("a proposed command reached the context:\n%s", r.Context)
+	}
+	r = te.need(`{"route":"tests.relevant","subject":{"kind":"symbol","name":"IP"}}`)
+	if !strings.Contains(r.Context, "run: go test ./ext -run '^TestExternal$'") {
+		t.Errorf("the external test's command:\n%s", r.Context)
+	}
+}
+
+// TestValidate_TestsStatic: without a sandbox Needle runs nothing; a chain
+// of resolved calls certifies static reach, labelled so, and never a
+// subtest; with static reach refused, nothing is certified.
+func TestValidate_TestsStatic(t *testing.T) {
+	repo := MustEvidenceRepo(t, true, nil)
+	te := MustEngine(t, repo, withoutSandbox)
+	p := `{"kind":"focused_tests","subject":{"kind":"symbol","name":"execute"},"tests":[{"path":"cli_test.go","name":"TestVerbose","command":"go test ./..."}]}`
+	te.checkVerdict(t, p, "certified", "static reach")
+	r := te.need(`{"route":"tests.relevant","subject":{"kind":"symbol","name":"execute"}}`)
+	for _, want := range []string{"focused_tests (reach: static)", "TestVerbose in cli_test.go: static reach, not executed (",
+		"(*example.com/cli.Command).Run -> (*example.com/cli.Command).execute", "run: go test . -run '^TestVerbose$'"} {
+		if !strings.Contains(r.Context, want) {
+			t.Errorf("context lacks %q:\n%s", want, r.Context)
+		}
+	}
+	if strings.Contains(r.Context, "executed by Needle") {
+		t.Errorf("static reach presented as executed:\n%s", r.Context)
+	}
+	te.checkVerdict(t, `{"kind":"focused_tests","subject":{"kind":"symbol","name":"execute"},"tests":[{"path":"cli_test.go","name":"TestTable/verbose"}]}`,
+		"rejected", "a subtest cannot be shown without running it")
+	te.checkVerdict(t, `{"kind":"focused_tests","subject":{"kind":"symbol","name":"Home"},"tests":[{"path":"cli_test.go","name":"TestVerbose"}]}`,
+		"rejected", "no chain of resolved calls")
+	strict := MustEngine(t, repo, func(c *Config) { c.Tests = TestsConfig{NoStatic: true} })
+	strict.checkVerdict(t, p, "rejected", "static reach is not accepted")
+}
+
+// TestValidate_TestSandbox: a test that opens a socket, writes outside its
+// checkout or runs past the deadline is not certified, and nothing of it
+// is left: no connection reached the listener, no file was written, no
+// checkout or process remains.
+func TestValidate_TestSandbox(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	accepted := make(chan struct{}, 1)
+	go func() {
+		if c, err := ln.Accept(); err == nil {
+			accepted <- struct{}{}
+			c.Close()
+		}
+	}()
+	outside := filepath.Join(t.TempDir(), "escaped")
+	repo := MustEvidenceRepo(t, true, map[string]string{"ADDR": ln.Addr().String(), "OUTSIDE": outside})
+	te := MustEngine(t, repo, func(c *Config) { c.Tests.Deadline = 15e9 })
+	p := func(name string) string {
+		return `{"kind":"focused_tests","subject":{"kind":"symbol","name":"Touch"},"tests":[{"path":"hostile/hostile_test.go","name":"` + name + `"}]}`
+	}
+	te.checkVerdict(t, p("TestTouch"), "certified", "the package builds and runs") // and warms the build cache for the deadline
+	te.checkVerdict(t, p("TestSocket"), "rejected", "did not pass")
+	te.checkVerdict(t, p("TestWriteOutside"), "rejected", "did not pass")
+	te.checkVerdict(t, p("TestForever"), "rejected", "timed_out")
+	select {
+	case <-accepted:
+		t.Error("a sandboxed test connected to a listener outside")
+	default:
+	}
+	if _, err := os.Stat(outside); !os.IsNotExist(err) {
+		t.Errorf("a sandboxed test wrote %s: %v", outside, err)
+	}
+	if entries, _ := os.ReadDir(filepath.Join(te.data, "checkouts")); len(entries) != 0 {
+		t.Errorf("checkouts left behind: %v", entries)
+	}
+	procs, _ := filepath.Glob("/proc/[0-9]*/cmdline")
+	for _, p := range procs {
+		if data, err := os.ReadFile(p); err == nil && strings.Contains(string(data), "hostile.test") {
+			t.Errorf("a test process is still running: %s %q", p, data)
+		}
+	}
+}
