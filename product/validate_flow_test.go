@@ -1,6 +1,7 @@
 package product
 
 import (
+	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
@@ -10,8 +11,17 @@ func flowProposal(kind, name string, steps ...string) string {
 	return fmt.Sprintf(`{"kind":"runtime_flow","subject":{"kind":%q,"name":%q},"scenario":"default","steps":[%s]}`, kind, name, strings.Join(steps, ","))
 }
 
+// jsonText is s as a JSON string.
+func jsonText(s string) string {
+	b, err := json.Marshal(s)
+	if err != nil {
+		panic(err)
+	}
+	return string(b)
+}
+
 func step(path string, start, end int, summary string) string {
-	return fmt.Sprintf(`{"path":%q,"start_line":%d,"end_line":%d,"summary":%q}`, path, start, end, summary)
+	return fmt.Sprintf(`{"path":%q,"start_line":%d,"end_line":%d,"summary":%s}`, path, start, end, jsonText(summary))
 }
 
 // TestValidate_Flows: steps are linked by a callee go/types resolves — a

@@ -1,5 +1,7 @@
-//go:build harden
-
+// Regression tests of issue 12 for what the trusted validators accept
+// (items 7-12), through the needle command: worker text is marked in every
+// context, evidence cites only the snapshot by the file's own path, and an
+// unresolvable path is a recorded rejection.
 package testscripts
 
 import (
