@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"sync"
 	"time"
 
@@ -193,9 +194,13 @@ func (vs *validators) newRunSession(ctx context.Context, runner *testrun.Runner)
 }
 
 // run runs one test (spec without its Checkout), from the cache when the
-// same test already ran on the same snapshot.
-func (rs *runSession) run(ctx context.Context, spec testrun.Spec) (*testRun, error) {
-	key := runKey(rs.snapshot, spec)
+// same test already ran on the same snapshot. moduleless, when set, is the
+// module path of a repository without go.mod: the checkout gets a go.mod
+// naming it and requiring nothing, so that the go command builds the code
+// as GOPATH mode would (third-party imports cannot resolve: the build then
+// fails, and nothing is certified).
+func (rs *runSession) run(ctx context.Context, spec testrun.Spec, moduleless string) (*testRun, error) {
+	key := runKey(rs.snapshot+" "+moduleless, spec)
 	rs.vs.mu.Lock()
 	cached := rs.vs.runs[key]
 	rs.vs.mu.Unlock()
@@ -210,11 +215,23 @@ func (rs *runSession) run(ctx context.Context, spec testrun.Spec) (*testRun, err
 		rs.co = co
 		if co.Snapshot != rs.snapshot {
 			rs.snapshot = co.Snapshot // the source changed since: key on what runs
-			key = runKey(rs.snapshot, spec)
+			key = runKey(rs.snapshot+" "+moduleless, spec)
 		}
 	}
+	synthetic := false
+	if moduleless != "" {
+		gomod := filepath.Join(rs.co.Dir, "go.mod")
+		if _, err := os.Lstat(gomod); errors.Is(err, os.ErrNotExist) {
+			_, env, _ := rs.vs.toolchain(ctx)
+			content := "module " + moduleless + "\n\ngo " + goLanguage(env.GOVERSION) + "\n"
+			if err := os.WriteFile(gomod, []byte(content), 0o644); err != nil {
+				return nil, fmt.Errorf("write a go.mod for a module-less repository: %w", err)
+			}
+		}
+		synthetic = true
+	}
 	spec.Checkout = rs.co.Dir
-	pkey := prepKey(rs.snapshot, spec)
+	pkey := prepKey(rs.snapshot+" "+moduleless, spec)
 	rs.vs.mu.Lock()
 	spec.Prepared = rs.vs.prepared[pkey]
 	rs.vs.mu.Unlock()
@@ -235,6 +252,9 @@ func (rs *runSession) run(ctx context.Context, spec testrun.Spec) (*testRun, err
 		}
 	}
 	for _, f := range []string{"go.mod", "go.sum"} {
+		if synthetic {
+			break // Needle's go.mod is not the repository's
+		}
 		rel := pathJoin(spec.Dir, f)
 		if data, err := os.ReadFile(filepath.Join(rs.co.Dir, filepath.FromSlash(rel))); err == nil {
 			tr.files[rel] = fileDigest(data)
@@ -248,6 +268,17 @@ func (rs *runSession) run(ctx context.Context, spec testrun.Spec) (*testRun, err
 		rs.vs.mu.Unlock()
 	}
 	return tr, nil
+}
+
+// goLanguage is the language version of a toolchain ("go1.26.8" → "1.26"),
+// what GOPATH mode compiled module-less code at.
+func goLanguage(goVersion string) string {
+	v := strings.TrimPrefix(goVersion, "go")
+	parts := strings.SplitN(v, ".", 3)
+	if len(parts) < 2 {
+		return "1.21"
+	}
+	return parts[0] + "." + strings.TrimRightFunc(parts[1], func(r rune) bool { return r < '0' || r > '9' })
 }
 
 // close removes the session's checkout; a checkout that cannot be shown to

@@ -370,6 +370,18 @@ func (val *validator) goProgram(field string, files ...string) (*typecheck.Progr
 		val.v.reject("%s: %s cannot be read (larger than %d bytes, or unreadable): its package cannot be type-checked", field, strings.Join(src.refused, ", "), MaxCitedFileBytes)
 		return nil, false, nil
 	}
+	for _, pkg := range prog.Packages() {
+		if pkg.Moduleless {
+			// Without a go.mod the root stands in for the module: one
+			// appearing there changes every import path.
+			digest, err := val.repo.DirDigest(val.ctx, ".")
+			if err != nil {
+				return nil, false, fmt.Errorf("validate: list the root: %w", err)
+			}
+			val.v.Dirs["."] = digest
+			break
+		}
+	}
 	for _, d := range prog.Deps {
 		if prev, seen := val.v.Files[d.Path]; seen && prev != d.Digest {
 			val.v.reject("%s: %s changed while it was being validated", field, d.Path)

@@ -227,7 +227,11 @@ func (val *validator) addTestProof(proof TestProof, d *typecheck.Decl, prog *typ
 func (val *validator) executeTest(field string, rs *runSession, pkg *typecheck.Package, target *reachTarget, t TestRef, proof *TestProof) (done, ok bool, err error) {
 	spec := testrun.Spec{Dir: pkg.ModuleDir, Package: relPackage(pkg.ModuleDir, pkg.Dir), Test: t.Name,
 		Cover: []string{relPackage(target.pkg.ModuleDir, target.pkg.Dir)}, Deadline: val.vs.tests.Deadline}
-	tr, err := rs.run(val.ctx, spec)
+	moduleless := ""
+	if pkg.Moduleless {
+		moduleless = pkg.ModulePath
+	}
+	tr, err := rs.run(val.ctx, spec, moduleless)
 	if err != nil {
 		return false, false, err
 	}

@@ -13,6 +13,7 @@ import (
 	"go/types"
 	"go/version"
 	"io"
+	"io/fs"
 	"os"
 	"path"
 	"path/filepath"
@@ -151,6 +152,7 @@ func (l *Loader) Load(ctx context.Context, src Source, files ...string) (*Progra
 		deps:    map[string]string{},
 		dirs:    map[string]bool{},
 		prog:    &Program{fset: l.fset, byFile: map[string]*Package{}, fileErr: map[string]error{}},
+		files:   files,
 	}
 	type rootDir struct{ mod, dir string }
 	var roots []rootDir
@@ -211,6 +213,7 @@ type session struct {
 	src     Source
 	lists   map[string]*buildList // by module root
 	modRoot map[string]string     // directory → module root ("" if none)
+	files   []string              // the files asked about: evidence of a module-less repository's import path
 	rootIDs map[string]bool       // import paths of the directories asked about
 	pkgs    map[string]*resolved  // by package id, this load
 	loading map[string]bool
@@ -239,8 +242,10 @@ func (s *session) moduleRoot(dir string) (string, error) {
 			return d, nil
 		}
 		if d == "." {
-			s.modRoot[dir] = ""
-			return "", &Error{Kind: KindNoModule, Path: dir, Err: errors.New("no go.mod at or above it")}
+			// No go.mod anywhere above: the repository is module-less
+			// (GOPATH-era code); its root stands in for the module.
+			s.modRoot[dir] = "."
+			return ".", nil
 		}
 	}
 }
@@ -250,6 +255,13 @@ func (s *session) buildList(root string) (*buildList, error) {
 		return bl, nil
 	}
 	bl, err := readBuildList(s.src, root, s.l.opts.ModCache)
+	if root == "." && errors.Is(err, fs.ErrNotExist) {
+		// A module-less repository: a main module without requirements at
+		// the root, whose path its own files tell (moduleless.go). Whether
+		// a go.mod appears is in the root's listing.
+		bl, err = modulelessBuildList(s.src, s.files), nil
+		s.dirs["."] = true
+	}
 	if err != nil {
 		var e *Error
 		if !errors.As(err, &e) {
@@ -646,7 +658,7 @@ const maxErrors = 100
 // register makes a checked root package answerable by file.
 func (s *session) register(bl *buildList, loc location, c *checked) {
 	p := &Package{Path: loc.id, Dir: loc.rel, Types: c.types, Info: c.info, Files: c.files, Errors: c.errs, prog: s.prog,
-		ModulePath: bl.main.path, ModuleDir: bl.main.rel}
+		ModulePath: bl.main.path, ModuleDir: bl.main.rel, Moduleless: bl.moduleless}
 	for m := range c.missing {
 		p.Missing = append(p.Missing, m)
 	}

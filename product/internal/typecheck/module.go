@@ -39,6 +39,8 @@ type buildList struct {
 	vendor bool
 	// deps are the go.mod and vendor/modules.txt files read from the Source.
 	deps []FileDep
+	// moduleless: the repository has no go.mod; main stands in for one.
+	moduleless bool
 }
 
 // readBuildList reads the main module rooted at rel (a directory of src

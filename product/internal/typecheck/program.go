@@ -44,6 +44,9 @@ type Package struct {
 	// ModulePath and ModuleDir are the main module the package belongs to:
 	// its path and the Source directory of its go.mod ("." at the root).
 	ModulePath, ModuleDir string
+	// Moduleless: the repository has no go.mod at all (code from before
+	// modules); ModulePath is inferred (ModulePathOf) and ModuleDir is ".".
+	Moduleless bool
 	Types                 *types.Package
 	Info                  *types.Info
 	Files                 []*File
