@@ -165,3 +165,42 @@ func TestValidate_TestSandbox(t *testing.T) {
 		}
 	}
 }
+
+// TestValidate_TestsReplay: focused_tests evidence depends on the files its
+// run compiled, so a hit re-runs nothing, an edit elsewhere leaves it
+// fresh, and only an edit of a compiled file replays it — running the test
+// again — or, when the test no longer reaches the subject, makes it stale.
+func TestValidate_TestsReplay(t *testing.T) {
+	repo := MustEvidenceRepo(t, true, nil)
+	te := MustEngine(t, repo)
+	need := `{"route":"tests.relevant","subject":{"kind":"symbol","name":"execute"}}`
+	first := te.checkVerdict(t, `{"kind":"focused_tests","subject":{"kind":"symbol","name":"execute"},"tests":[{"path":"cli_test.go","name":"TestVerbose"}]}`, "certified", "TestVerbose")
+	runs := func() int {
+		te.val.mu.Lock()
+		defer te.val.mu.Unlock()
+		return len(te.val.runs)
+	}
+	te.reopen()
+	kindOf(t, te.need(need), ResolutionCoverage)
+	if n := runs(); n != 0 {
+		t.Errorf("a hit ran %d tests", n)
+	}
+	// flow/ is not compiled into the test: the evidence stays fresh.
+	editFile(t, filepath.Join(repo, "flow", "flow.go"), "// Start parses", "// Start, the entry point, parses")
+	r := te.need(need)
+	kindOf(t, r, ResolutionExact)
+	if n := runs(); n != 0 || r.Resolution.ArtifactIDs[0] != first.ArtifactID {
+		t.Errorf("an edit outside the test binary: %d runs, artifact %v", n, r.Resolution.ArtifactIDs)
+	}
+	// A compiled file changes: the proof is replayed, the test run again.
+	editFile(t, filepath.Join(repo, "env.go"), "// Home reads", "// Home, from the environment, reads")
+	kindOf(t, te.need(need), ResolutionExact)
+	if n := runs(); n != 1 {
+		t.Errorf("a compiled file changed: %d runs; want the test run again", n)
+	}
+	// The test stops reaching the subject: stale, nothing served.
+	editFile(t, filepath.Join(repo, "command.go"), "\tif len(args) == 0 {", "\tif len(args) < 100 {")
+	if r := te.need(need); r.Status == "hit" {
+		t.Errorf("served after the test stopped reaching the subject:\n%s", r.Context)
+	}
+}

@@ -1,0 +1,245 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/needle-dev/needle/product"
+)
+
+// Real third-party source for the validators' classes of true and false
+// evidence (issue 11): fetched through the module proxy, checked against
+// the pinned go.sum hashes, never committed. cobra v1.9.1 replaced the
+// "help" literal of v1.8.1 with the constant helpFlagName.
+var validateModules = map[string]string{
+	"github.com/spf13/cobra@v1.8.1": "h1:e5/vxKd/rZsfSJMUX1agtjeTDf+qv1/JdBF8gg5k9ZM=",
+	"github.com/spf13/cobra@v1.9.1": "h1:CXSaggrXdbHK9CF+8ywj8Amf7PBRmPCOJugH954Nnlo=",
+	"github.com/spf13/pflag@v1.0.5": "h1:iy+VFUOCP1a+8yFto/drg2CJ5u0yRoB7fZw3DKv/JXA=",
+}
+
+// mustRealRepo downloads module@version (pinned in validateModules), copies
+// the whole module into a new git repository with one commit, and, when
+// deps is set, downloads everything its build needs into the module cache
+// (the sandboxed test runs fetch nothing).
+func mustRealRepo(tb testing.TB, modVersion string, deps bool) string {
+	tb.Helper()
+	mod, version, _ := strings.Cut(modVersion, "@")
+	d, err := moduleDownload(context.Background(), mod, version)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	if d.Sum != validateModules[modVersion] {
+		tb.Fatalf("%s: the proxy served %s, pinned %s", modVersion, d.Sum, validateModules[modVersion])
+	}
+	repo := filepath.Join(tb.TempDir(), strings.NewReplacer("/", "_", "@", "_").Replace(modVersion))
+	err = filepath.WalkDir(d.Dir, func(p string, e fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(d.Dir, p)
+		if e.IsDir() {
+			return os.MkdirAll(filepath.Join(repo, rel), 0o755)
+		}
+		in, err := os.Open(p)
+		if err != nil {
+			return err
+		}
+		defer in.Close()
+		out, err := os.Create(filepath.Join(repo, rel))
+		if err != nil {
+			return err
+		}
+		if _, err := io.Copy(out, in); err != nil {
+			out.Close()
+			return err
+		}
+		return out.Close()
+	})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	mustGit(tb, repo, "init", "-q")
+	mustGit(tb, repo, "add", "-A")
+	mustGit(tb, repo, "-c", "user.name=n", "-c", "user.email=n@example.com", "commit", "-qm", modVersion)
+	if deps {
+		cmd := exec.Command("go", "mod", "download", "all")
+		cmd.Dir = repo
+		cmd.Env = append(os.Environ(), "GOFLAGS=-mod=mod")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			tb.Fatalf("go mod download all in %s: %v\n%s", modVersion, err, out)
+		}
+	}
+	return repo
+}
+
+// lineIn is the 1-based line of the first line of file in repo holding
+// text, found by plain search: the oracle here is the source text.
+func lineIn(tb testing.TB, repo, file, text string) int {
+	tb.Helper()
+	data, err := os.ReadFile(filepath.Join(repo, file))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	for i, l := range strings.Split(string(data), "\n") {
+		if strings.Contains(l, text) {
+			return i + 1
+		}
+	}
+	tb.Fatalf("%s holds no line with %q", file, text)
+	return 0
+}
+
+// funcEnd is the line of the "}" that closes the function starting at
+// line start (the first line after it that is exactly "}").
+func funcEnd(tb testing.TB, repo, file string, start int) int {
+	tb.Helper()
+	data, err := os.ReadFile(filepath.Join(repo, file))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	lines := strings.Split(string(data), "\n")
+	for n := start + 1; n <= len(lines); n++ {
+		if lines[n-1] == "}" {
+			return n
+		}
+	}
+	tb.Fatalf("%s:%d: no closing brace", file, start)
+	return 0
+}
+
+type verdictCase struct {
+	proposal string
+	want     string // certified, or a fragment of the rejection reason
+}
+
+func checkVerdicts(t *testing.T, eng *product.Engine, cases []verdictCase) {
+	t.Helper()
+	for _, c := range cases {
+		res, err := eng.Propose(context.Background(), []byte(c.proposal))
+		if err != nil {
+			t.Fatalf("propose %s: %v", c.proposal, err)
+		}
+		got := res.Status
+		if c.want == "certified" {
+			if got != "certified" {
+				t.Errorf("rejected %v; want certified:\n%s", res.Reasons, c.proposal)
+			}
+			continue
+		}
+		if got != "rejected" || !strings.Contains(strings.Join(res.Reasons, "\n"), c.want) {
+			t.Errorf("%s %v; want rejected for %q:\n%s", got, res.Reasons, c.want, c.proposal)
+		}
+	}
+}
+
+func location(kind, name, path string, start, end int) string {
+	return fmt.Sprintf(`{"kind":"implementation_location","subject":{"kind":%q,"name":%q},"path":%q,"start_line":%d,"end_line":%d}`, kind, name, path, start, end)
+}
+
+// TestValidate_RealCobraAndPflag judges locations and flows in real cobra
+// and pflag: a flag defined by a literal or by a named constant and a rune
+// short name (certified) against the help subcommand's name and a test
+// passing "--help" (uses, rejected); T.M against a field of the same name,
+// a line holding *flag.Flag or net.IP; natural and shifted spans; a flow
+// step linked to pflag's own parseArgs against one "linked" to the
+// package-level Parse only by goFlagSet.Parse(nil)'s name.
+func TestValidate_RealCobraAndPflag(t *testing.T) {
+	for _, v := range []string{"v1.8.1", "v1.9.1"} {
+		t.Run("cobra@"+v, func(t *testing.T) {
+			repo := mustRealRepo(t, "github.com/spf13/cobra@"+v, false)
+			eng := mustOpen(t, product.Config{DataDir: t.TempDir(), Repository: repo, Tests: product.TestsConfig{NoStatic: true}})
+			defer eng.Close()
+			def := lineIn(t, repo, "command.go", `c.Flags().BoolP(`)
+			help := lineIn(t, repo, "command.go", `Use:   "help [command]"`)
+			passes := lineIn(t, repo, "command_test.go", `executeCommand(rootCmd, "--help")`)
+			flagStart := lineIn(t, repo, "command.go", "func (c *Command) Flag(name string)")
+			visit := lineIn(t, repo, "command.go", "VisitAll(func(f *flag.Flag)")
+			checkVerdicts(t, eng, []verdictCase{
+				{location("cli_option", "--help", "command.go", def, def), "certified"},
+				{location("cli_option", "-h", "./command.go", def, def), "certified"},
+				{location("cli_option", "--help", "command.go", help, help), "is not defined in"},
+				{location("cli_option", "--help", "command_test.go", passes, passes), "is not defined in"},
+				{location("symbol", "Command.Flag", "command.go", flagStart, funcEnd(t, repo, "command.go", flagStart)), "certified"},
+				{location("symbol", "Command.Flag", "command.go", visit, visit), "declared in command.go"},
+			})
+		})
+	}
+	t.Run("pflag@v1.0.5", func(t *testing.T) {
+		repo := mustRealRepo(t, "github.com/spf13/pflag@v1.0.5", false)
+		eng := mustOpen(t, product.Config{DataDir: t.TempDir(), Repository: repo, Tests: product.TestsConfig{NoStatic: true}})
+		defer eng.Close()
+		changed := lineIn(t, repo, "flag.go", "func (f *FlagSet) Changed(name string) bool")
+		field := lineIn(t, repo, "flag.go", "	Changed             bool")
+		ip := lineIn(t, repo, "ip.go", "func IP(name string")
+		ipValue := lineIn(t, repo, "ip.go", "type ipValue net.IP")
+		parse := lineIn(t, repo, "flag.go", "func (f *FlagSet) Parse(arguments []string) error")
+		parseEnd := funcEnd(t, repo, "flag.go", parse)
+		parseArgs := lineIn(t, repo, "flag.go", "func (f *FlagSet) parseArgs(")
+		pkgParse := lineIn(t, repo, "flag.go", "func Parse() {")
+		step := func(start, end int) string {
+			return fmt.Sprintf(`{"path":"flag.go","start_line":%d,"end_line":%d,"summary":"s"}`, start, end)
+		}
+		flow := func(steps ...string) string {
+			return `{"kind":"runtime_flow","subject":{"kind":"symbol","name":"FlagSet.Parse"},"scenario":"default","steps":[` + strings.Join(steps, ",") + `]}`
+		}
+		checkVerdicts(t, eng, []verdictCase{
+			{location("symbol", "FlagSet.Changed", "flag.go", changed-2, funcEnd(t, repo, "flag.go", changed)), "certified"}, // with its doc comment
+			{location("symbol", "Flag.Changed", "flag.go", field, field), "names a struct field, not a method"},
+			{location("symbol", "IP", "ip.go", ip, ip+2), "certified"},
+			{location("symbol", "IP", "ip.go", ipValue, ipValue), "declared in ip.go"},
+			{location("symbol", "FlagSet.Parse", "flag.go", parse, parseEnd+1), "certified"}, // end one past
+			{location("symbol", "FlagSet.Parse", "flag.go", parse, parse), "certified"},      // the signature only
+			{location("symbol", "FlagSet.Parse", "flag.go", parse+3, parseEnd+3), "is not declared in"},
+			{flow(step(parse, parseEnd), step(parseArgs, funcEnd(t, repo, "flag.go", parseArgs))), "certified"},
+			{flow(step(parse, parseEnd), step(pkgParse, pkgParse+3)), "does not call a function declared in steps[1]"},
+		})
+	})
+}
+
+// TestValidate_RealModuleTests runs real tests of cobra and pflag in the
+// sandbox: a test that executes --help's read (TestHelpFlagExecuted) or
+// parses a flag (TestExplicitTrue reaches FlagSet.Set) is certified; one
+// that only builds a command and defines its help flag
+// (TestInitHelpFlagMergesFlags) or parses no arguments and so never calls
+// Set (TestImplicitFalse) is not.
+func TestValidate_RealModuleTests(t *testing.T) {
+	codex := os.Getenv("NEEDLE_CODEX_BIN")
+	if codex == "" {
+		t.Fatal("NEEDLE_CODEX_BIN is not set: the sandbox's codex is required (make test-unit sets it)")
+	}
+	cache, err := filepath.Abs(filepath.Join("..", ".cache", "testrun"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := func(kind, name, path, test string) string {
+		return fmt.Sprintf(`{"kind":"focused_tests","subject":{"kind":%q,"name":%q},"tests":[{"path":%q,"name":%q,"command":"go test ./..."}]}`, kind, name, path, test)
+	}
+	for _, c := range []struct {
+		module string
+		cases  []verdictCase
+	}{
+		{"github.com/spf13/cobra@v1.9.1", []verdictCase{
+			{tests("cli_option", "--help", "command_test.go", "TestHelpFlagExecuted"), "certified"},
+			{tests("cli_option", "--help", "command_test.go", "TestInitHelpFlagMergesFlags"), `executed no read of cli_option "--help"'s value`},
+		}},
+		{"github.com/spf13/pflag@v1.0.5", []verdictCase{
+			{tests("symbol", "FlagSet.Set", "bool_test.go", "TestExplicitTrue"), "certified"},
+			{tests("symbol", "FlagSet.Set", "bool_test.go", "TestImplicitFalse"), "executed no statement of the body of FlagSet.Set"},
+		}},
+	} {
+		t.Run(c.module, func(t *testing.T) {
+			repo := mustRealRepo(t, c.module, true)
+			eng := mustOpen(t, product.Config{DataDir: t.TempDir(), Repository: repo,
+				Tests: product.TestsConfig{Sandbox: codex, CacheDir: cache, NoStatic: true}})
+			defer eng.Close()
+			checkVerdicts(t, eng, c.cases)
+		})
+	}
+}
