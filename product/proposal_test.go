@@ -2,8 +2,10 @@ package product
 
 import (
 	"encoding/json"
+	"path"
 	"strings"
 	"testing"
+	"unicode/utf8"
 )
 
 func TestDecodeProposal(t *testing.T) {
@@ -81,7 +83,9 @@ func checkStrict(t *testing.T, path string, s map[string]any) {
 // with typed invalid input; what it accepts must re-encode and decode to the
 // same proposal.
 func FuzzDecodeProposal(f *testing.F) {
-	for _, s := range []string{locNewSearcher, locCRLF, flowCRLF, testsCRLF, `{"kind":"runtime_flow"}`, `[]`} {
+	for _, s := range []string{locNewSearcher, locCRLF, flowCRLF, testsCRLF, `{"kind":"runtime_flow"}`, `[]`,
+		`{"kind":"focused_tests","subject":{"kind":"symbol","name":"A"},"tests":[{"path":"./a_test.go","name":"TestA/sub case"}]}`,
+		`{"kind":"implementation_location","subject":{"kind":"symbol","name":"A"},"path":"a//./b/../c.go","start_line":1,"end_line":2}`} {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
@@ -98,8 +102,29 @@ func FuzzDecodeProposal(f *testing.F) {
 		if err != nil || mustID("t", q) != mustID("t", p) {
 			t.Fatalf("round trip of %q via %s: %v", data, again, err)
 		}
-		if strings.Contains(p.Path, "..") && strings.HasPrefix(p.Path, "../") {
-			t.Fatalf("escaping path accepted: %q", p.Path)
+		var paths []string
+		switch p.Kind {
+		case CapImplementationLocation:
+			paths = append(paths, p.Path)
+		case CapRuntimeFlow:
+			for _, s := range p.Steps {
+				paths = append(paths, s.Path)
+			}
+		case CapFocusedTests:
+			for _, tr := range p.Tests {
+				paths = append(paths, tr.Path)
+				if strings.IndexFunc(tr.Name, unsafeRune) >= 0 || !utf8.ValidString(tr.Name) {
+					t.Fatalf("test name %q accepted from %q", tr.Name, data)
+				}
+			}
+		}
+		for _, q := range paths {
+			// Accepted paths are clean, relative and inside the repository,
+			// and carry nothing that could change how a line reads.
+			if path.Clean(q) != q || q == "." || q == ".." || strings.HasPrefix(q, "../") || strings.HasPrefix(q, "/") ||
+				strings.ContainsAny(q, "\\\x00") || strings.IndexFunc(q, unsafeRune) >= 0 {
+				t.Fatalf("path %q accepted from %q", q, data)
+			}
 		}
 	})
 }

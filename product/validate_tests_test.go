@@ -1,6 +1,7 @@
 package product
 
 import (
+	"context"
 	"fmt"
 	"net"
 	"os"
@@ -203,4 +204,59 @@ func TestValidate_TestsReplay(t *testing.T) {
 	if r := te.need(need); r.Status == "hit" {
 		t.Errorf("served after the test stopped reaching the subject:\n%s", r.Context)
 	}
+}
+
+// BenchmarkValidate_FocusedTests measures what certifying focused_tests
+// costs: Cold is a new engine on a snapshot (the type check, a checkout,
+// the test's listings, run and baseline; the sandbox's build cache warm),
+// Replayed is the proof replay after a compiled file changed (the test run
+// again), Cached a second proposal of the same test on the same snapshot
+// (no run).
+func BenchmarkValidate_FocusedTests(b *testing.B) {
+	const proposal = `{"kind":"focused_tests","subject":{"kind":"symbol","name":"execute"},"tests":[{"path":"cli_test.go","name":"TestVerbose"}]}`
+	const need = `{"route":"tests.relevant","subject":{"kind":"symbol","name":"execute"}}`
+	repo := MustEvidenceRepo(b, true, nil)
+	ctx := context.Background()
+	b.Run("Cold", func(b *testing.B) {
+		for b.Loop() {
+			b.StopTimer()
+			te := MustEngine(b, repo)
+			b.StartTimer()
+			if res, err := te.Propose(ctx, []byte(proposal)); err != nil || res.Status != "certified" {
+				b.Fatalf("%+v %v", res, err)
+			}
+			b.StopTimer()
+			te.Close()
+			b.StartTimer()
+		}
+	})
+	b.Run("Cached", func(b *testing.B) {
+		te := MustEngine(b, repo)
+		te.mustCertify(proposal)
+		for b.Loop() {
+			if res, err := te.Propose(ctx, []byte(proposal)); err != nil || res.Status != "certified" {
+				b.Fatalf("%+v %v", res, err)
+			}
+		}
+	})
+	b.Run("Replayed", func(b *testing.B) {
+		te := MustEngine(b, repo)
+		te.mustCertify(proposal)
+		env := filepath.Join(repo, "env.go")
+		orig, err := os.ReadFile(env)
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer os.WriteFile(env, orig, 0o644)
+		i := 0
+		for b.Loop() {
+			b.StopTimer()
+			i++
+			MustWriteFile(b, env, fmt.Sprintf("%s// edit %d\n", orig, i)) // a compiled file changes
+			b.StartTimer()
+			if r := te.need(need); r.Status != "hit" {
+				b.Fatalf("replay: %s\n%s", r.Resolution.Kind, r.Context)
+			}
+		}
+	})
 }

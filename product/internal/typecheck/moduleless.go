@@ -18,8 +18,8 @@ const ModulelessPath = "moduleless.invalid"
 // is the toolchain's, as in GOPATH mode.
 func modulelessBuildList(src Source, files []string) *buildList {
 	return &buildList{
-		main:     &gomod{path: ModulePathOf(src, files), rel: "."},
-		mods:     map[string]*gomod{},
+		main:       &gomod{path: ModulePathOf(src, files), rel: "."},
+		mods:       map[string]*gomod{},
 		moduleless: true,
 	}
 }

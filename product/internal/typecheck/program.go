@@ -47,9 +47,9 @@ type Package struct {
 	// Moduleless: the repository has no go.mod at all (code from before
 	// modules); ModulePath is inferred (ModulePathOf) and ModuleDir is ".".
 	Moduleless bool
-	Types                 *types.Package
-	Info                  *types.Info
-	Files                 []*File
+	Types      *types.Package
+	Info       *types.Info
+	Files      []*File
 	// Errors are the type errors of the package (at most 100). They never
 	// make a question fail by themselves: only an answer that depends on
 	// an invalid type does.
