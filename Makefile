@@ -152,7 +152,6 @@ fuzz:
 	$(GO) test ./product/internal/sse -run '^$$' -fuzz '^FuzzReader$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./product/internal/sse -run '^$$' -fuzz '^FuzzEncode$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./product/internal/replay -run '^$$' -fuzz '^FuzzApplyHunks$$' -fuzztime $(FUZZTIME)
-	$(GO) test ./product/internal/goevidence -run '^$$' -fuzz '^FuzzDeclarations$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./product -run '^$$' -fuzz '^FuzzMCPParams$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./product -run '^$$' -fuzz '^FuzzMCPSession$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./product/internal/jsonrpc -run '^$$' -fuzz '^FuzzServe$$' -fuzztime $(FUZZTIME)

@@ -123,26 +123,74 @@
 // A Proposal is typed evidence that a worker (a model) or an operator
 // proposes: an implementation_location {path, start_line, end_line}, a
 // runtime_flow {scenario, steps of path, lines and summary} or focused_tests
-// {tests of path, name and run command}. It is decoded as strictly as a need
-// and believed only after validate, which is code, never a model, checks it
-// against the exact source: the path is clean and stays inside the
-// repository (symlinks included), the file exists, the lines are in range,
-// and the subject really is there. For Go files go/parser and go/ast decide
-// (product/internal/goevidence): a symbol ("Name" or "Type.Method") is
-// declared in the span; a cli_option or configuration_key is a string
-// literal in the span ("--crlf" also as "crlf"); a focused test is a
-// func TestX(*testing.T) in a _test.go file that reaches the subject directly
-// or through helpers of its package, and its command is exactly
-// "go test ./dir -run '^TestX$'"; the first flow step holds the subject and
-// each step calls a function declared in the next. Other languages get
-// lexical evidence only, and the certificate says so. Behavior subjects
-// cannot be verified and are rejected. A Go test list that names every test
-// of its packages reaching the subject is exhaustive (and contract_complete)
-// and then also depends on each package directory's listing, so a test file
-// added later makes it stale. No proposal can certify negative polarity (an
-// absence) yet: such obligations are always missing, and no worker is asked
-// for them. A failed proposal is stored as a rejected attempt with its
-// reasons and never served.
+// {tests of path, name and, as a hint only, a command}. It is decoded as
+// strictly as a need ("./x.go" is cleaned to x.go; a path leaving the
+// repository is invalid input) and believed only after the validators,
+// which are code, never a model, check it against the exact source
+// (validate*.go).
+//
+// Reading: a cited file must be a regular file of the snapshot named by its
+// own path: a path through a symbolic link (wherever it leads), an ignored
+// file, anything in .git, a file larger than MaxCitedFileBytes (8 MiB) and a
+// path the file system refuses (a 300-byte name, a loop) are rejections with
+// a reason, recorded like any other, and nothing of such a file is stored.
+//
+// Go is proven with go/types over the snapshot (product/internal/typecheck;
+// dependencies from the module cache, a module-less repository under the
+// import path its own tests use). A symbol "T.M" is the method M whose
+// receiver's base type is T in the cited file's package — never a field, a
+// type or another package's name of that spelling; a bare "M" that no
+// package-level declaration has is the package's one method of that name.
+// A location is certified when its span is natural for the declaration:
+// starting at the declaration or its doc comment, ending on its last line or
+// one past; a span that starts so but ends inside the declaration (the
+// signature only) locates it, and Needle records the whole declaration
+// instead. A cli_option or configuration_key is defined where a definition
+// call's name argument evaluates, as a Go constant, to the name (a literal,
+// a named constant, a constant expression, a rune for a short flag); any
+// other string equal to the name is a use. A proof that needs types the
+// module cache lacks fails closed, naming them. A flow's first step holds
+// the subject (its declaration, a definition of the option or a read of its
+// value) and each step is linked to the next by a callee go/types resolves,
+// declared in (or entered by) the next step; calls through interfaces or
+// function values link nothing, and a name alone never does.
+//
+// A focused test reaches the subject only if Needle, running it itself,
+// sees it execute the subject's code: each Go test runs with `go test
+// -run '^TestX$'` (subtests as TestX/case) in a disposable checkout of the
+// exact snapshot, inside the sandbox of the pinned codex (no network, writes
+// confined to the checkout and Needle's build cache, a deadline, -vet=off,
+// GOPROXY=off; product/internal/testrun), with coverage of the subject's
+// package, and passes; coverage must show, beyond what package
+// initialization runs, a statement of the subject's body (a function or
+// method; for a type, one of its methods; for a file, any of its code) or,
+// for a cli_option or configuration_key, of the code that reads its value:
+// the variable its definition binds, a look-up by name (GetBool("x"),
+// Changed("x"), viper's Get…), the Set method of its flag.Value, or the
+// environment read itself. Executing a flag's definition alone (building a
+// command) is not reach. The certificate records, per test, the status,
+// duration, toolchain, output digest and the label executed; its
+// dependencies are the files the test binary compiled (so a replay re-runs
+// the test only when one of them changed). Runs are cached per snapshot.
+// Where Needle cannot run tests (no sandbox configured or usable, no Go
+// toolchain), a chain of type-resolved calls from the test to the subject
+// may certify static reach, labelled static in the certificate and the
+// context and never presented as executed (TestsConfig.NoStatic refuses
+// it); a build failure, a deadline or a failing test certifies nothing. The
+// command Needle serves is its own (package and test name through
+// testrun.RunPattern); the proposed one is never kept or served. Focused
+// tests are never exhaustive.
+//
+// Other languages get lexical evidence only, labelled so: a location needs
+// a line shaped like a definition in the file's language (def, fn,
+// function, class, impl, …) of the whole qualified name, its qualifiers
+// being enclosing containers (or the file's module); prose never defines
+// anything; a non-Go test needs its name defined in its file and the
+// subject named there, and is served without any command. Behavior
+// subjects cannot be verified and are rejected. No proposal can certify
+// negative polarity (an absence) yet: such obligations are always missing,
+// and no worker is asked for them. A failed proposal is stored as a rejected
+// attempt with its reasons and never served.
 //
 // A certified proposal becomes an artifact (content id of the proposal) with
 // a certificate that binds it to the facets it satisfies, the validator
@@ -163,7 +211,9 @@
 //
 // # Freshness and proof replay
 //
-// Evidence is fresh exactly when every dependency digest is unchanged. The
+// Evidence is fresh exactly when every dependency digest is unchanged and
+// it was certified by the current ValidatorVersion (older evidence is
+// replayed before it is served). The
 // check reads only the dependencies, through a persistent stat cache
 // (size, mtime, ctime, inode -> digest, in the store) that, like git's index,
 // never trusts an entry recorded within RacyWindow of the file's last change;
@@ -239,9 +289,12 @@
 //
 // The FrontierView is the context text: deterministic, bounded by a byte
 // budget (default 6 KiB) by dropping whole lines, citing every location as
-// path:start-end, flow steps in order, tests with their run commands and the
-// artifact and claim ids. result_digest is the content id of the structured
-// result.
+// path:start-end, flow steps in order with the callees Needle resolved
+// between them, tests with how their reach is known (executed, static,
+// lexical) and Needle's own run command, and the artifact and claim ids.
+// What a worker wrote freely (a step's summary) appears only quoted and
+// labelled as the worker's unverified description. result_digest is the
+// content id of the structured result.
 //
 // # Workers
 //
@@ -577,12 +630,13 @@
 // protocol, hooks files and hook trust), contentid, contract (the contract
 // tier's scenarios), failpoint (crash injection for the tests), fakemodel,
 // filelock (a cancellable file lock), fsinfo (why a file system refuses
-// writes), goevidence (go/ast proofs), httpguard (the loopback server's
-// authentication and request rules), ipc (the unix socket and framed
-// streams), jsonrpc (the JSON-RPC server), mdblock (CommonMark block
-// structure), migrate, ndjson (line I/O), procdir (process identity and
-// process-owned directories), replay, runlock (the profile lock), safetext
-// (the rules for untrusted text and repository paths), schema (JSON Schema
-// builder), snapshot (repository snapshots and digests), sse (the event
-// broker), testrun, transcript and typecheck.
+// writes), httpguard (the loopback server's authentication and request
+// rules), ipc (the unix socket and framed streams), jsonrpc (the JSON-RPC
+// server), mdblock (CommonMark block structure), migrate, ndjson (line
+// I/O), procdir (process identity and process-owned directories), replay,
+// runlock (the profile lock), safetext (the rules for untrusted text and
+// repository paths), schema (JSON Schema builder), snapshot (repository
+// snapshots and digests), sse (the event broker), testrun (one Go test run
+// in a sandbox, with coverage), transcript and typecheck (go/types answers:
+// declarations, definitions, reads, resolved calls).
 package product

@@ -5,22 +5,23 @@ package product
 import (
 	"context"
 	"fmt"
+	"go/types"
 	"os"
 	"path"
 	"path/filepath"
 	"strings"
 	"testing"
 
-	"github.com/needle-dev/needle/product/internal/goevidence"
+	"github.com/needle-dev/needle/product/internal/typecheck"
 )
 
 // The benchmarks of this file isolate the costs of a proof replay (issue 13
 // cause 5): the first ask after a version bump re-validates evidence whose
 // files changed. validate parsed the whole package again for every test it
-// checked (goevidence.Reaches), asked git whether each file it read was
-// ignored in a subprocess of its own, and wrote each file's stat-cache
-// entry in a transaction of its own. The fixes — parse once per
-// validation, one long-lived `git check-ignore --stdin` per unit of work,
+// checked, asked git whether each file it read was ignored in a
+// subprocess of its own, and wrote each file's stat-cache entry in a
+// transaction of its own. The fixes — type-check once per validation
+// (typecheck.Loader keeps the checked package), one long-lived `git check-ignore --stdin` per unit of work,
 // stat-cache writes batched — each show in its own benchmark and in
 // BenchmarkReplay.
 
@@ -92,20 +93,6 @@ func (rp *replayPackage) shift(tb testing.TB) {
 	}
 }
 
-// pkg reads lib as Validate does.
-func (rp *replayPackage) pkg(tb testing.TB) map[string][]byte {
-	tb.Helper()
-	pkg := map[string][]byte{}
-	for _, f := range rp.files {
-		src, err := os.ReadFile(filepath.Join(rp.te.Root(), filepath.FromSlash(f)))
-		if err != nil {
-			tb.Fatal(err)
-		}
-		pkg[f] = src
-	}
-	return pkg
-}
-
 var replaySizes = []int{5, 20, 50}
 
 // BenchmarkReplay replays the proof of exhaustive focused_tests evidence
@@ -137,25 +124,52 @@ func BenchmarkReplay(b *testing.B) {
 	}
 }
 
-// BenchmarkReaches asks, for every test of the package, whether it reaches
-// Target, the way validate does to prove a test list exhaustive (issue 13
-// cause 5): each question parsed the whole package, so a package of n
-// tests was parsed n + listed times per validation; validate now parses it
-// once (goevidence.ParsePackage), which makes the questions linear.
+// BenchmarkReaches asks, for every test of the package, whether a chain of
+// resolved calls leads from it to Target, the way validate's static reach
+// does (issue 13 cause 5): a question per test once parsed the whole
+// package again. validate now type-checks a package once per validation,
+// and the typecheck.Loader keeps the checked package under its files'
+// digests, so one op is one Load answered from that cache plus the
+// questions, linear in the tests.
 func BenchmarkReaches(b *testing.B) {
 	for _, n := range replaySizes {
 		b.Run(fmt.Sprintf("tests=%d", n), func(b *testing.B) {
 			rp := mustReplayPackage(b, n)
-			pkg := rp.pkg(b)
-			target := goevidence.Target{Idents: []string{"Target"}}
+			ctx := context.Background()
+			e := rp.te.Engine
+			loader, _, err := e.val.toolchain(ctx)
+			if err != nil {
+				b.Fatal(err)
+			}
+			root, err := os.OpenRoot(e.repo.Root())
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer root.Close()
+			src := &repoSource{repo: e.repo, root: root}
+			test := rp.files[len(rp.files)-1]
 			b.ReportAllocs()
 			for b.Loop() {
-				parsed, err := goevidence.ParsePackage(pkg)
+				prog, err := loader.Load(ctx, src, rp.files...)
 				if err != nil {
 					b.Fatal(err)
 				}
+				pkg, err := prog.PackageOf(test)
+				if err != nil {
+					b.Fatal(err)
+				}
+				target, err := pkg.Lookup("Target")
+				if err != nil {
+					b.Fatal(err)
+				}
+				fn, _ := target.Object.(*types.Func)
 				for i := range n {
-					if _, ok := parsed.Reaches(fmt.Sprintf("TestTarget%03d", i), target); ok != (i < rp.reaching) {
+					d, err := pkg.Lookup(fmt.Sprintf("TestTarget%03d", i))
+					if err != nil {
+						b.Fatal(err)
+					}
+					chain := prog.StaticPath(d.File, typecheck.Span{Start: d.Span.Start, End: d.Span.End}, fn, maxStaticDepth)
+					if ok := chain != nil; ok != (i < rp.reaching) {
 						b.Fatalf("TestTarget%03d reaches Target: %v; want %v", i, ok, i < rp.reaching)
 					}
 				}
@@ -238,7 +252,7 @@ func BenchmarkValidateTests(b *testing.B) {
 			ctx := context.Background()
 			b.ReportAllocs()
 			for b.Loop() {
-				v, err := validate(ctx, rp.te.Engine.repo, p)
+				v, err := rp.te.Engine.val.validate(ctx, p)
 				if err != nil || !v.Certified() || len(v.Dirs) != 1 || v.Dirs[path.Dir(rp.files[0])] == "" {
 					b.Fatalf("validate: %v, %+v", err, v)
 				}

@@ -11,7 +11,6 @@ import (
 	"strings"
 
 	"github.com/needle-dev/needle/product/internal/contentid"
-	"github.com/needle-dev/needle/product/internal/goevidence"
 	"github.com/needle-dev/needle/product/internal/snapshot"
 	"github.com/needle-dev/needle/product/internal/typecheck"
 )
@@ -188,21 +187,21 @@ func unwrapMessage(err error) string {
 }
 
 // span reads rel and checks that the span is inside it, citing it.
-func (val *validator) span(field, rel string, start, end int) ([]byte, goevidence.Span, bool, error) {
+func (val *validator) span(field, rel string, start, end int) ([]byte, typecheck.Span, bool, error) {
 	src, ok, err := val.read(field, rel)
 	if !ok || err != nil {
-		return nil, goevidence.Span{}, false, err
+		return nil, typecheck.Span{}, false, err
 	}
-	n := goevidence.LineCount(src)
+	n := lineCount(src)
 	if start < 1 || end < start || end > n {
 		val.v.reject("%s: lines %d-%d are outside %s (%d lines)", field, start, end, rel, n)
-		return nil, goevidence.Span{}, false, nil
+		return nil, typecheck.Span{}, false, nil
 	}
-	return src, goevidence.Span{Start: start, End: end}, true, nil
+	return src, typecheck.Span{Start: start, End: end}, true, nil
 }
 
 // cite records a cited span with its exact text.
-func (val *validator) cite(rel string, src []byte, span goevidence.Span) {
+func (val *validator) cite(rel string, src []byte, span typecheck.Span) {
 	val.v.Cited = append(val.v.Cited, CitedLocation{Path: rel, StartLine: span.Start, EndLine: span.End, Excerpt: excerpt(src, span.Start, span.End)})
 }
 
@@ -217,7 +216,7 @@ func excerpt(src []byte, start, end int) string {
 
 func isGo(rel string) bool { return strings.HasSuffix(rel, ".go") }
 
-func excerptDigest(src []byte, span goevidence.Span) string {
+func excerptDigest(src []byte, span typecheck.Span) string {
 	return contentid.OfBytes(tagExcerpt, []byte(excerpt(src, span.Start, span.End)))
 }
 
@@ -238,7 +237,7 @@ func (val *validator) lexical() {
 	}
 }
 
-func (val *validator) addClaim(c Claim, span goevidence.Span) {
+func (val *validator) addClaim(c Claim, span typecheck.Span) {
 	id := mustID(tagClaim, c)
 	for _, have := range val.v.Claims {
 		if have.ID == id {
@@ -275,7 +274,7 @@ func (val *validator) location() error {
 // subjectAt checks that the subject really is at span in the file and
 // returns the claim that says so and the span to cite (a Go declaration's
 // span, as cited or completed; see natural).
-func (val *validator) subjectAt(field string, s Subject, rel string, src []byte, span goevidence.Span) (Claim, goevidence.Span, bool, error) {
+func (val *validator) subjectAt(field string, s Subject, rel string, src []byte, span typecheck.Span) (Claim, typecheck.Span, bool, error) {
 	claim := Claim{Subject: s, Path: rel}
 	switch s.Kind {
 	case SubjectSymbol, SubjectTest:
@@ -306,7 +305,7 @@ func (val *validator) subjectAt(field string, s Subject, rel string, src []byte,
 		return claim, span, true, nil
 	case SubjectModule:
 		claim.Kind = ClaimModule
-		if path.Base(rel) != "go.mod" || !goevidence.LexicalWord(src, s.Name, span) {
+		if path.Base(rel) != "go.mod" || !lexicalWord(src, s.Name, span) {
 			val.v.reject("%s: module %q is not named in %s:%d-%d", field, s.Name, rel, span.Start, span.End)
 			return Claim{}, span, false, nil
 		}

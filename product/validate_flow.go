@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/needle-dev/needle/product/internal/goevidence"
 	"github.com/needle-dev/needle/product/internal/typecheck"
 )
 
@@ -12,7 +11,7 @@ import (
 type citedStep struct {
 	path string
 	src  []byte
-	span goevidence.Span
+	span typecheck.Span
 }
 
 // flow validates a runtime_flow: every step is a valid location, the first

@@ -6,7 +6,6 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/needle-dev/needle/product/internal/goevidence"
 	"github.com/needle-dev/needle/product/internal/typecheck"
 )
 
@@ -16,7 +15,7 @@ import (
 // returns the span to cite: span itself when it is a natural span of the
 // declaration, or the whole declaration when span covers only its
 // beginning (see natural).
-func (val *validator) goSymbolAt(field string, s Subject, rel string, span goevidence.Span) (goevidence.Span, bool, error) {
+func (val *validator) goSymbolAt(field string, s Subject, rel string, span typecheck.Span) (typecheck.Span, bool, error) {
 	prog, ok, err := val.goProgram(field, rel)
 	if !ok || err != nil {
 		return span, false, err
@@ -87,7 +86,7 @@ func lookup(pkg *typecheck.Package, name string) (*typecheck.Decl, error) {
 //
 // Anything else — a span starting inside the body or before the doc
 // comment, or running into the next declaration — is not a citation of d.
-func natural(d *typecheck.Decl, span goevidence.Span) (goevidence.Span, bool) {
+func natural(d *typecheck.Decl, span typecheck.Span) (typecheck.Span, bool) {
 	start, end := span.Start, span.End
 	grouped := d.Group != (typecheck.Span{})
 	switch {
@@ -108,7 +107,7 @@ func natural(d *typecheck.Decl, span goevidence.Span) (goevidence.Span, bool) {
 	default:
 		return span, false
 	}
-	return goevidence.Span{Start: start, End: end}, true
+	return typecheck.Span{Start: start, End: end}, true
 }
 
 // isTestFunc reports whether d is a test go test runs: func TestX(t
@@ -164,7 +163,7 @@ func optionKinds(k SubjectKind) []typecheck.DefKind {
 // option nowhere else, and the span must stay within the declaration that
 // holds the definition. It returns the claim's detail: how the name is
 // written and what defines it.
-func (val *validator) goOptionAt(field string, s Subject, rel string, span goevidence.Span) (string, bool, error) {
+func (val *validator) goOptionAt(field string, s Subject, rel string, span typecheck.Span) (string, bool, error) {
 	prog, ok, err := val.goProgram(field, rel)
 	if !ok || err != nil {
 		return "", false, err

@@ -1,11 +1,11 @@
 package product
 
 import (
+	"bytes"
+	"github.com/needle-dev/needle/product/internal/typecheck"
 	"path"
 	"regexp"
 	"strings"
-
-	"github.com/needle-dev/needle/product/internal/goevidence"
 )
 
 // Lexical evidence: for languages Needle has no syntax-grade validator for,
@@ -109,7 +109,7 @@ func lexLine(patterns []string, name, line string) bool {
 // container definition enclosing it (or, for the first part, the file's
 // module: its base name or a directory of its path). A call site, prose,
 // or a qualifier that is not there is no definition.
-func (val *validator) lexicalDefinition(field string, s Subject, rel string, src []byte, span goevidence.Span, claim Claim) (Claim, goevidence.Span, bool, error) {
+func (val *validator) lexicalDefinition(field string, s Subject, rel string, src []byte, span typecheck.Span, claim Claim) (Claim, typecheck.Span, bool, error) {
 	val.lexical()
 	lang, ok := langOf(rel)
 	if !ok || proseExts[path.Ext(rel)] {
@@ -250,7 +250,7 @@ var quoted = regexp.MustCompile(`"([^"\\]|\\.)*"|'([^'\\]|\\.)*'|` + "`[^`]*`")
 // (long, flag, option, argument, Arg); for a key, a line assigns it
 // (KEY=…, key: …, key = … in configuration files) or a string literal is
 // exactly the key. Prose never defines anything.
-func (val *validator) lexicalOption(field string, s Subject, rel string, src []byte, span goevidence.Span, claim Claim) (Claim, goevidence.Span, bool, error) {
+func (val *validator) lexicalOption(field string, s Subject, rel string, src []byte, span typecheck.Span, claim Claim) (Claim, typecheck.Span, bool, error) {
 	val.lexical()
 	if proseExts[path.Ext(rel)] {
 		val.v.reject("%s: %s is prose: it cannot hold a definition of %s %q", field, rel, s.Kind, s.Name)
@@ -270,7 +270,7 @@ func (val *validator) lexicalOption(field string, s Subject, rel string, src []b
 			switch {
 			case s.Kind == SubjectConfigurationKey && text == s.Name:
 				return claim, span, true, nil
-			case s.Kind == SubjectCLIOption && strings.HasPrefix(s.Name, "-") && goevidence.LexicalWord([]byte(text), s.Name, goevidence.Span{Start: 1, End: 1}):
+			case s.Kind == SubjectCLIOption && strings.HasPrefix(s.Name, "-") && lexicalWord([]byte(text), s.Name, typecheck.Span{Start: 1, End: 1}):
 				return claim, span, true, nil
 			case s.Kind == SubjectCLIOption && text == bare && flagWords.MatchString(line):
 				return claim, span, true, nil
@@ -296,4 +296,66 @@ func lexicalTestDefined(rel string, src []byte, name string) bool {
 		}
 	}
 	return false
+}
+
+// lexicalWord reports whether word occurs as a whole word on a line inside
+// span: not preceded or followed by a letter, digit or underscore. It is the
+// evidence for files Needle cannot parse, so callers label it "lexical".
+//
+// A word starting with '-' is a command-line flag: there '-' also counts as
+// part of a word on both sides, so --crlf is found in "use --crlf." but not in
+// "x--crlf" or "--crlf-mode".
+func lexicalWord(src []byte, word string, span typecheck.Span) bool {
+	if word == "" {
+		return false
+	}
+	flag := word[0] == '-'
+	n := 0
+	for line := range bytes.Lines(src) {
+		n++
+		if n > span.End {
+			break
+		}
+		if span.Contains(n) && containsWord(line, []byte(word), flag) {
+			return true
+		}
+	}
+	return false
+}
+
+// containsWord reports whether word occurs in line with a word boundary on
+// both sides.
+func containsWord(line, word []byte, flag bool) bool {
+	for off := 0; off < len(line); {
+		i := bytes.Index(line[off:], word)
+		if i < 0 {
+			return false
+		}
+		start, end := off+i, off+i+len(word)
+		leftOK := start == 0 || !isWordByte(line[start-1], flag)
+		rightOK := end == len(line) || !isWordByte(line[end], flag)
+		if leftOK && rightOK {
+			return true
+		}
+		off = start + 1
+	}
+	return false
+}
+
+func isWordByte(c byte, flag bool) bool {
+	switch {
+	case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9', c == '_':
+		return true
+	}
+	return flag && c == '-'
+}
+
+// lineCount returns the number of lines in src: a final line without a
+// trailing newline counts, and an empty file has none.
+func lineCount(src []byte) int {
+	n := bytes.Count(src, []byte("\n"))
+	if len(src) > 0 && src[len(src)-1] != '\n' {
+		n++
+	}
+	return n
 }

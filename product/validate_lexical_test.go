@@ -1,6 +1,7 @@
 package product
 
 import (
+	"github.com/needle-dev/needle/product/internal/typecheck"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -98,5 +99,68 @@ func TestValidate_Lexical(t *testing.T) {
 	if !strings.Contains(r.Context, "focused_tests (reach: lexical) (lexical evidence)") || !strings.Contains(r.Context, "no trusted runner, so no command") ||
 		strings.Contains(r.Context, "IGNORE") {
 		t.Errorf("a lexical test's context:\n%s", r.Context)
+	}
+}
+
+const lexSrc = `flags:
+  --crlf        use CRLF endings.
+  --crlf-mode   x
+  x--crlf
+set crlf_mode=1
+`
+
+func TestLexicalWord(t *testing.T) {
+	tests := []struct {
+		name, src, word string
+		span            typecheck.Span
+		want            bool
+	}{
+		{"Flag", lexSrc, "--crlf", typecheck.Span{Start: 2, End: 2}, true},
+		{"FlagPrefixOfLongerFlag", lexSrc, "--crlf-mode", typecheck.Span{Start: 3, End: 3}, true},
+		{"FlagNotInLongerFlag", lexSrc, "--crlf", typecheck.Span{Start: 3, End: 3}, false},
+		{"FlagPrecededByWord", lexSrc, "--crlf", typecheck.Span{Start: 4, End: 4}, false},
+		{"WordAfterDashes", lexSrc, "crlf", typecheck.Span{Start: 2, End: 2}, true},
+		{"WordBeforeUnderscore", lexSrc, "crlf", typecheck.Span{Start: 5, End: 5}, false},
+		{"WordBeforePunctuation", lexSrc, "endings", typecheck.Span{Start: 2, End: 2}, true},
+		{"WordAtLineEnd", lexSrc, "x", typecheck.Span{Start: 3, End: 3}, true},
+		{"CaseSensitive", lexSrc, "Crlf", typecheck.Span{Start: 1, End: 5}, false},
+		{"PartOfWord", lexSrc, "flag", typecheck.Span{Start: 1, End: 1}, false},
+		{"WholeLineWord", lexSrc, "flags", typecheck.Span{Start: 1, End: 1}, true},
+		{"OutsideSpan", lexSrc, "--crlf", typecheck.Span{Start: 3, End: 5}, false},
+		{"PastEnd", lexSrc, "set", typecheck.Span{Start: 6, End: 9}, false},
+		{"CRLFLineEndings", "a\r\nword\r\n", "word", typecheck.Span{Start: 2, End: 2}, true},
+		{"NoTrailingNewline", "a\nword", "word", typecheck.Span{Start: 2, End: 2}, true},
+		{"SecondOccurrence", "crlfx crlf", "crlf", typecheck.Span{Start: 1, End: 1}, true},
+		{"EmptyWord", lexSrc, "", typecheck.Span{Start: 1, End: 5}, false},
+		{"EmptySource", "", "x", typecheck.Span{Start: 1, End: 1}, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := lexicalWord([]byte(tt.src), tt.word, tt.span); got != tt.want {
+				t.Errorf("LexicalWord(%q, %v) = %v, want %v", tt.word, tt.span, got, tt.want)
+			}
+		})
+	}
+}
+
+func TestLineCount(t *testing.T) {
+	tests := []struct {
+		name, src string
+		want      int
+	}{
+		{"Empty", "", 0},
+		{"OneLineNoNewline", "a", 1},
+		{"OneLine", "a\n", 1},
+		{"LastLineNoNewline", "a\nb", 2},
+		{"OnlyNewline", "\n", 1},
+		{"BlankLines", "\n\n", 2},
+		{"CRLF", "a\r\nb\r\n", 2},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := lineCount([]byte(tt.src)); got != tt.want {
+				t.Errorf("LineCount(%q) = %d, want %d", tt.src, got, tt.want)
+			}
+		})
 	}
 }

@@ -10,7 +10,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/needle-dev/needle/product/internal/goevidence"
 	"github.com/needle-dev/needle/product/internal/testrun"
 	"github.com/needle-dev/needle/product/internal/typecheck"
 )
@@ -212,7 +211,7 @@ func (val *validator) runGoTests(idx []int, files []string, prog *typecheck.Prog
 func (val *validator) addTestProof(proof TestProof, d *typecheck.Decl, prog *typecheck.Program) {
 	val.v.Tests = append(val.v.Tests, proof)
 	src, _, _ := val.repo.ReadFileMax(proof.Path, MaxCitedFileBytes)
-	span := goevidence.Span{Start: d.Span.Start, End: d.Span.End}
+	span := typecheck.Span{Start: d.Span.Start, End: d.Span.End}
 	detail := proof.Name + " " + proof.Reach
 	if proof.Reach == ReachStatic {
 		detail += ": " + strings.Join(proof.CallPath, " -> ")
@@ -375,7 +374,7 @@ func (val *validator) reachTarget(field string, prog *typecheck.Program, files [
 			return nil, prog, ok, err
 		}
 		return &reachTarget{subject: s, what: "statement of " + s.Name, pkg: pkg,
-			bodies: []targetBody{{"file " + s.Name, s.Name, typecheck.Span{Start: 1, End: goevidence.LineCount(src)}}}}, prog, true, nil
+			bodies: []targetBody{{"file " + s.Name, s.Name, typecheck.Span{Start: 1, End: lineCount(src)}}}}, prog, true, nil
 	}
 	var candidates []*typecheck.Package
 	for _, pkg := range prog.Packages() {
@@ -569,7 +568,7 @@ func shellQuote(s string) string {
 // command is served: Needle has no trusted runner for the language.
 func (val *validator) lexicalTest(field string, subject Subject, t TestRef, src []byte) bool {
 	val.lexical()
-	whole := goevidence.Span{Start: 1, End: goevidence.LineCount(src)}
+	whole := typecheck.Span{Start: 1, End: lineCount(src)}
 	name := subject.Name
 	if subject.Kind == SubjectSymbol {
 		parts := strings.Split(strings.TrimSuffix(name, "()"), ".")
@@ -578,7 +577,7 @@ func (val *validator) lexicalTest(field string, subject Subject, t TestRef, src 
 	switch {
 	case !lexicalTestDefined(t.Path, src, t.Name):
 		val.v.reject("%s.name: %s defines no test %q (lexical evidence: a definition-shaped line, or it(…)/test(…) naming it)", field, t.Path, t.Name)
-	case !goevidence.LexicalWord(src, name, whole):
+	case !lexicalWord(src, name, whole):
 		val.v.reject("%s: %s does not mention %q", field, t.Path, subject.Name)
 	default:
 		val.v.Tests = append(val.v.Tests, TestProof{Path: t.Path, Name: t.Name, Reach: ReachLexical})
