@@ -45,6 +45,14 @@
 // execution, with its limits: a run shows what one run did (a test whose
 // path depends on timing or the environment may differ from run to run).
 //
+// ExecutedAt asks the same of one position (a statement that reads a
+// value): a block holding it ran more often than in the baseline.
+//
+// What a run learns besides its test — the cover packages, the compiled
+// packages and the baseline — is the same for every test of a package on
+// one snapshot: Result.Prepared hands it to the next run (Spec.Prepared),
+// which then runs only its test.
+//
 // # The sandbox
 //
 // Sandbox is the pinned codex's `codex sandbox` (bubblewrap with a read-only

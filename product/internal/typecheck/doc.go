@@ -21,6 +21,12 @@
 // the cache (cobra v1.9.1 with only pflag present: zero packages), and it
 // keeps nothing between loads.
 //
+// A repository with no go.mod at all (code from before modules) is checked
+// with its root as the main module, requiring nothing, under the import path
+// its own files tell (an import comment, or an external test package
+// importing the package it tests; ModulePathOf); its proofs depend on the
+// root's listing, where a go.mod would appear.
+//
 // Tolerance is gopls-like: an import that cannot be read becomes an empty
 // package (Program.Missing says which and why), every type error is
 // recorded and none stops the check, and a question fails only when its
@@ -66,6 +72,18 @@
 // GetBool("help"), a test passing "--help", a rune compared in a switch.
 // Definitions in _test.go files are definitions too; File tells them apart.
 //
+// Reads: where an option's value is read, in the defining package's
+// non-test files — a use of the variable or field a definition binds
+// (BoolVar(&v, …), v := Bool(…), a urfave/cli Destination), a look-up of the
+// value by a constant name (a flag library's Get… and Changed, Lookup(name)
+// followed by .Value or .Changed, viper's Get… and IsSet, urfave/cli's
+// accessors), the body of the Set method of a flag.Value or of the function
+// a definition registers, and an environment read itself. A write, the
+// definition's own &v and a bare Lookup guard are not reads.
+//
+// DeclAt finds the declaration holding a line; MethodsNamed the methods of
+// one name, for a bare name that is no package-level declaration.
+//
 // Calls: the callees of a span are the types.Func objects its calls and
 // references resolve to — direct calls of functions and concrete methods,
 // functions and method values used as values (t.Run(name, tc.test)), method
@@ -77,12 +95,14 @@
 //
 // # Files
 //
-//	source.go    Source, DirSource and file digests
-//	module.go    go.mod reading and minimal version selection
-//	loader.go    Loader, Load, import resolution, checking and the cache
-//	program.go   Program, Package, File, Span, PackageOf
-//	symbol.go    ParseSubject, Lookup and declaration spans
-//	option.go    the definition-function table, Definitions, FindOption, ParseOption
-//	call.go      Calls, Links, StaticPath
-//	errors.go    Error and its Kinds
+//	source.go      Source, DirSource and file digests
+//	module.go      go.mod reading and minimal version selection
+//	moduleless.go  repositories without go.mod: their build and import path
+//	loader.go      Loader, Load, import resolution, checking and the cache
+//	program.go     Program, Package, File, Span, PackageOf
+//	symbol.go      ParseSubject, Lookup, DeclAt, MethodsNamed and declaration spans
+//	option.go      the definition-function table, Definitions, FindOption, ParseOption
+//	read.go        Reads: where an option's value is read
+//	call.go        Calls, Links, StaticPath
+//	errors.go      Error and its Kinds
 package typecheck
