@@ -45,7 +45,12 @@ stays fresh. A rejected one is stored with its reasons and never served.
 Proposal shapes (see 'needle evidence schema KIND'):
   {"kind":"implementation_location","subject":{...},"path":"cmd.go","start_line":10,"end_line":20}
   {"kind":"runtime_flow","subject":{...},"scenario":"default","steps":[{"path","start_line","end_line","summary"}]}
-  {"kind":"focused_tests","subject":{...},"tests":[{"path","name","command"}]}
+  {"kind":"focused_tests","subject":{...},"tests":[{"path","name"}]}
+
+Go locations and flows are proven with go/types; a Go focused test only by
+Needle running it in a sandbox (see tests.sandbox in 'needle config'), or
+as static reach where it cannot; a test's "command" is a hint, never kept.
+Paths may be written ./x.go; files must be regular files of the snapshot.
 
 Exit status: 0 certified, 1 rejected or failure, 2 invalid input.
 `
