@@ -131,11 +131,13 @@ func (vs *validators) toolchain(ctx context.Context) (*typecheck.Loader, goToolc
 
 // testRunner returns the runner, nil when no sandbox is configured: Needle
 // never runs a test unsandboxed. The runner checks its sandbox with a probe
-// before its first run and refuses every run until the probe passes.
+// before its first run and refuses every run until the probe passes. A data
+// directory inside the repository gets none either: the test checkouts live
+// there, and a checkout inside its source is refused.
 func (vs *validators) testRunner(ctx context.Context) *testrun.Runner {
 	vs.runOnce.Do(func() {
 		_, env, err := vs.toolchain(ctx)
-		if err != nil || vs.tests.Codex == "" || vs.tests.CacheDir == "" {
+		if err != nil || vs.tests.Codex == "" || vs.tests.CacheDir == "" || inside(vs.repo.Root(), vs.dataDir) {
 			return
 		}
 		home := filepath.Join(vs.tests.CacheDir, "codex-home")

@@ -201,8 +201,12 @@ func (val *validator) goOptionAt(field string, s Subject, rel string, span typec
 		}
 	}
 	if decl, ok := pkg.DeclAt(rel, d.Line); ok {
-		if span.Start < decl.Doc.Start || span.End > decl.Span.End+1 {
-			val.v.reject("%s: %s:%d-%d runs beyond the declaration that defines %s %q (%s:%d-%d)", field, rel, span.Start, span.End, s.Kind, s.Name, rel, decl.Doc.Start, decl.Span.End)
+		outer := typecheck.Span{Start: decl.Doc.Start, End: decl.Span.End}
+		if decl.Group != (typecheck.Span{}) {
+			outer = decl.Group // var ( v = flag.Bool(…) ): the group may be cited whole
+		}
+		if span.Start < outer.Start || span.End > outer.End+1 {
+			val.v.reject("%s: %s:%d-%d runs beyond the declaration that defines %s %q (%s:%d-%d)", field, rel, span.Start, span.End, s.Kind, s.Name, rel, outer.Start, outer.End)
 			return "", false, nil
 		}
 	}

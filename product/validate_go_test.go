@@ -2,6 +2,7 @@ package product
 
 import (
 	"fmt"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -120,4 +121,37 @@ func TestValidate_Options(t *testing.T) {
 	} {
 		te.checkVerdict(t, locProposal(c.kind, c.name, c.path, c.start, c.end), "rejected", c.why)
 	}
+}
+
+// TestValidate_MissingTypes: a proof that needs types the module cache does
+// not have fails closed and says which; one that does not need them stands.
+func TestValidate_MissingTypes(t *testing.T) {
+	repo := filepath.Join(t.TempDir(), "gone")
+	files := map[string]string{
+		"go.mod": "module example.com/uses\n\ngo 1.22\n\nrequire example.com/gone v1.0.0\n",
+		"a.go": `package uses
+
+import "example.com/gone"
+
+// T embeds a type whose methods are unknown.
+type T struct{ gone.Base }
+
+// Own is declared on T itself.
+func (t *T) Own() int { return 1 }
+
+// Define may or may not define --x: Flags' type is unknown.
+func Define(c *gone.Command) {
+	c.Flags().BoolP("x", "", false, "maybe a flag")
+}
+`,
+	}
+	for name, content := range files {
+		MustWriteFile(t, filepath.Join(repo, name), content)
+	}
+	te := MustEngine(t, repo)
+	own := lineOf(t, repo, "a.go", "func (t *T) Own()")
+	define := lineOf(t, repo, "a.go", "c.Flags().BoolP")
+	te.checkVerdict(t, locProposal("symbol", "T.Own", "a.go", own, own), "certified", "a method declared on T")
+	te.checkVerdict(t, locProposal("symbol", "T.Run", "a.go", own, own), "rejected", "the types of example.com/gone are missing")
+	te.checkVerdict(t, locProposal("cli_option", "--x", "a.go", define, define), "rejected", "cannot decide whether the call at a.go")
 }

@@ -196,7 +196,7 @@ func (val *validator) runGoTests(idx []int, files []string, prog *typecheck.Prog
 				continue
 			}
 		} else {
-			proof.Executed = "no sandbox is configured: Needle never runs a test unsandboxed"
+			proof.Executed = "Needle runs no test here (no sandbox is configured, or the data directory lies inside the repository): it never runs one unsandboxed"
 		}
 		// Execution is impossible here: static reach, when allowed.
 		if !val.staticReach(field, prog, d, target, t, &proof) {
