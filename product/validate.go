@@ -282,7 +282,7 @@ func (val *validator) subjectAt(field string, s Subject, rel string, src []byte,
 		if !isGo(rel) {
 			return val.lexicalDefinition(field, s, rel, src, span, claim)
 		}
-		at, ok, err := val.goSymbolAt(field, s, rel, span)
+		at, ok, err := val.goSymbolAt(field, s, rel, src, span)
 		return claim, at, ok, err
 	case SubjectCLIOption, SubjectConfigurationKey:
 		if !isGo(rel) {

@@ -2,6 +2,9 @@ package product
 
 import (
 	"fmt"
+	"go/ast"
+	"go/parser"
+	"go/token"
 	"go/types"
 	"sort"
 	"strings"
@@ -15,13 +18,17 @@ import (
 // returns the span to cite: span itself when it is a natural span of the
 // declaration, or the whole declaration when span covers only its
 // beginning (see natural).
-func (val *validator) goSymbolAt(field string, s Subject, rel string, span typecheck.Span) (typecheck.Span, bool, error) {
+func (val *validator) goSymbolAt(field string, s Subject, rel string, src []byte, span typecheck.Span) (typecheck.Span, bool, error) {
 	prog, ok, err := val.goProgram(field, rel)
 	if !ok || err != nil {
 		return span, false, err
 	}
-	pkg, ok := val.goPackage(field, prog, rel)
-	if !ok {
+	pkg, err := prog.PackageOf(rel)
+	if typecheck.KindOf(err) == typecheck.KindNotInBuild {
+		return val.syntaxSymbolAt(field, s, rel, src, span)
+	}
+	if err != nil {
+		val.v.reject("%s: %s", field, typeError(rel, err))
 		return span, false, nil
 	}
 	d, err := lookup(pkg, s.Name)
@@ -44,6 +51,138 @@ func (val *validator) goSymbolAt(field string, s Subject, rel string, span typec
 		return span, false, nil
 	}
 	return at, true, nil
+}
+
+// syntaxSymbolAt proves a symbol's location in a Go file this build leaves
+// out (a _windows.go file, a file behind a build tag): go/types checks one
+// build, but the declaration is in the source all the same. Without types
+// it is judged by syntax alone, which cannot confuse kinds: "T.M" is a
+// func declared with receiver base type T (or a method of interface type
+// T), "Name" a package-level declaration; the natural-span rules apply.
+func (val *validator) syntaxSymbolAt(field string, s Subject, rel string, src []byte, span typecheck.Span) (typecheck.Span, bool, error) {
+	fset := token.NewFileSet()
+	f, err := parser.ParseFile(fset, rel, src, parser.ParseComments|parser.SkipObjectResolution)
+	if err != nil {
+		val.v.reject("%s: %s does not parse as Go: %v", field, rel, err)
+		return span, false, nil
+	}
+	sub, err := typecheck.ParseSubject(s.Name)
+	if err != nil || sub.Qualifier != "" && sub.Qualifier != f.Name.Name {
+		val.v.reject("%s: %q is not a symbol of package %s", field, s.Name, f.Name.Name)
+		return span, false, nil
+	}
+	var found []*typecheck.Decl
+	for _, d := range syntaxDecls(fset, f) {
+		if d.name == sub.Name && (d.recv == sub.Type || sub.Type == "" && d.recv == "") {
+			found = append(found, d.decl)
+		}
+	}
+	if len(found) == 0 && sub.Type == "" {
+		for _, d := range syntaxDecls(fset, f) {
+			if d.name == sub.Name && d.recv != "" && d.decl.Kind == typecheck.DeclMethod {
+				found = append(found, d.decl)
+			}
+		}
+	}
+	if len(found) != 1 {
+		val.v.reject("%s: %s %q is not declared (exactly once) in %s, a file this build excludes (checked by syntax only)", field, s.Kind, s.Name, rel)
+		return span, false, nil
+	}
+	d := found[0]
+	at, ok := natural(d, span)
+	if !ok {
+		val.v.reject("%s: %s %q is not declared in %s:%d-%d; its declaration is %s:%d-%d (%d-%d with its doc comment)",
+			field, s.Kind, s.Name, rel, span.Start, span.End, rel, d.Span.Start, d.Span.End, d.Doc.Start, d.Span.End)
+		return span, false, nil
+	}
+	val.v.note("%s is excluded from this build by its build constraints: %s was checked by syntax, without types", rel, s.Name)
+	return at, true, nil
+}
+
+// syntaxDecl is a declaration as the syntax alone shows it: its name, its
+// receiver's (or interface's) base type name, its lines.
+type syntaxDecl struct {
+	name, recv string
+	decl       *typecheck.Decl
+}
+
+func syntaxDecls(fset *token.FileSet, f *ast.File) []syntaxDecl {
+	line := func(p token.Pos) int { return fset.Position(p).Line }
+	span := func(a, b token.Pos) typecheck.Span { return typecheck.Span{Start: line(a), End: line(b)} }
+	withDoc := func(s typecheck.Span, doc *ast.CommentGroup) typecheck.Span {
+		if doc != nil {
+			s.Start = line(doc.Pos())
+		}
+		return s
+	}
+	var out []syntaxDecl
+	for _, d := range f.Decls {
+		switch d := d.(type) {
+		case *ast.FuncDecl:
+			sd := syntaxDecl{name: d.Name.Name, decl: &typecheck.Decl{Kind: typecheck.DeclFunc, Span: span(d.Pos(), d.End()), NameLine: line(d.Name.Pos())}}
+			if d.Recv != nil && len(d.Recv.List) == 1 {
+				sd.recv, sd.decl.Kind = receiverBase(d.Recv.List[0].Type), typecheck.DeclMethod
+			}
+			sd.decl.Doc = withDoc(sd.decl.Span, d.Doc)
+			if d.Body != nil {
+				sd.decl.Body = span(d.Body.Lbrace, d.Body.Rbrace)
+			}
+			out = append(out, sd)
+		case *ast.GenDecl:
+			for _, spec := range d.Specs {
+				var names []*ast.Ident
+				var doc *ast.CommentGroup
+				switch sp := spec.(type) {
+				case *ast.TypeSpec:
+					names, doc = []*ast.Ident{sp.Name}, sp.Doc
+					if it, ok := sp.Type.(*ast.InterfaceType); ok {
+						for _, m := range it.Methods.List {
+							for _, n := range m.Names {
+								ms := span(m.Pos(), m.End())
+								out = append(out, syntaxDecl{name: n.Name, recv: sp.Name.Name, decl: &typecheck.Decl{Kind: typecheck.DeclInterfaceMethod,
+									Span: ms, Doc: withDoc(ms, m.Doc), NameLine: line(n.Pos())}})
+							}
+						}
+					}
+				case *ast.ValueSpec:
+					names, doc = sp.Names, sp.Doc
+				}
+				for _, n := range names {
+					sd := syntaxDecl{name: n.Name, decl: &typecheck.Decl{Kind: typecheck.DeclVar, NameLine: line(n.Pos())}}
+					if d.Lparen.IsValid() {
+						sd.decl.Span = span(spec.Pos(), spec.End())
+						sd.decl.Doc = withDoc(sd.decl.Span, doc)
+						sd.decl.Group = withDoc(span(d.Pos(), d.End()), d.Doc)
+					} else {
+						sd.decl.Span = span(d.Pos(), d.End())
+						sd.decl.Doc = withDoc(sd.decl.Span, d.Doc)
+					}
+					out = append(out, sd)
+				}
+			}
+		}
+	}
+	return out
+}
+
+// receiverBase is the base type name of a receiver: T of T, *T, T[K], *T[K].
+func receiverBase(x ast.Expr) string {
+	for {
+		switch e := x.(type) {
+		case *ast.StarExpr:
+			x = e.X
+		case *ast.ParenExpr:
+			x = e.X
+		case *ast.IndexExpr:
+			x = e.X
+		case *ast.IndexListExpr:
+			x = e.X
+		case *ast.Ident:
+			return e.Name
+		default:
+			return ""
+		}
+	}
 }
 
 // lookup resolves a symbol subject in pkg (typecheck's Lookup), and a bare

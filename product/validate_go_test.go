@@ -55,6 +55,17 @@ func TestValidate_Symbols(t *testing.T) {
 			t.Errorf("%s %s:%d-%d certified as %s; want %s lines %d-%d", c.name, c.path, c.start, c.end, body, c.path, c.want[0], c.want[1])
 		}
 	}
+	// A file this build excludes: its declarations, by syntax.
+	consoleDoc, consoleStart, _ := declLines(t, repo, "console_windows.go", "func Console(")
+	_, hideStart, hideEnd := declLines(t, repo, "console_windows.go", "func (c *Command) Hide(")
+	for _, c := range []struct {
+		name       string
+		start, end int
+	}{{"Console", consoleDoc, consoleStart}, {"Command.Hide", hideStart, hideEnd}, {"Hide", hideStart, hideStart}} {
+		te.checkVerdict(t, locProposal("symbol", c.name, "console_windows.go", c.start, c.end), "certified", c.name+", excluded from this build")
+	}
+	te.checkVerdict(t, locProposal("symbol", "Options.Hide", "console_windows.go", hideStart, hideEnd), "rejected", "is not declared (exactly once)")
+	te.checkVerdict(t, locProposal("symbol", "Command.Hide", "console_windows.go", hideStart+1, hideEnd), "rejected", "is not declared in")
 	rejected := []struct {
 		name, path string
 		start, end int

@@ -223,6 +223,16 @@ func TestValidate_OversizedDependency(t *testing.T) {
 	}
 }
 
+// certificateBody returns the body of a certificate.
+func (te *testEngine) certificateBody(t *testing.T, id string) string {
+	t.Helper()
+	var body string
+	if err := te.store.db.QueryRow(`SELECT body FROM certificates WHERE certificate_id = ?`, id).Scan(&body); err != nil {
+		t.Fatal(err)
+	}
+	return body
+}
+
 // count runs a counting query on the engine's store.
 func (te *testEngine) count(t *testing.T, query string) int {
 	t.Helper()

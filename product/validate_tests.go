@@ -40,11 +40,14 @@ type TestProof struct {
 // reads have a Body), all in the subject's package, which the run covers.
 type reachTarget struct {
 	subject Subject
-	what    string
-	pkg     *typecheck.Package
-	bodies  []targetBody
-	reads   []typecheck.Read
-	funcs   []*types.Func // static reach: any of these
+	// testOnly: the subject is declared in a _test.go file, which coverage
+	// does not instrument: its reach can only be static.
+	testOnly bool
+	what     string
+	pkg      *typecheck.Package
+	bodies   []targetBody
+	reads    []typecheck.Read
+	funcs    []*types.Func // static reach: any of these
 }
 
 type targetBody struct {
@@ -181,7 +184,11 @@ func (val *validator) runGoTests(idx []int, files []string, prog *typecheck.Prog
 			return nil
 		}
 		proof := TestProof{Path: t.Path, Name: t.Name, Command: testCommand(pkg.ModuleDir, pkg.Dir, t.Name)}
-		if runner := val.vs.testRunner(val.ctx); runner != nil {
+		runner := val.vs.testRunner(val.ctx)
+		switch {
+		case target.testOnly:
+			proof.Executed = fmt.Sprintf("%s %q is declared in a _test.go file, which coverage does not instrument", target.subject.Kind, target.subject.Name)
+		case runner != nil:
 			if rs == nil {
 				if rs, err = val.vs.newRunSession(val.ctx, runner); err != nil {
 					return err
@@ -195,7 +202,7 @@ func (val *validator) runGoTests(idx []int, files []string, prog *typecheck.Prog
 				val.addTestProof(proof, d, prog)
 				continue
 			}
-		} else {
+		default:
 			proof.Executed = "Needle runs no test here (no sandbox is configured, or the data directory lies inside the repository): it never runs one unsandboxed"
 		}
 		// Execution is impossible here: static reach, when allowed.
@@ -438,11 +445,12 @@ func (val *validator) targetIn(pkgs []*typecheck.Package) (*reachTarget, bool) {
 		switch s.Kind {
 		case SubjectSymbol:
 			d, err := lookup(pkg, s.Name)
-			if err != nil || strings.HasSuffix(d.File, "_test.go") {
+			if err != nil {
 				continue
 			}
 			tg := symbolTarget(pkg, d)
 			tg.subject = s
+			tg.testOnly = strings.HasSuffix(d.File, "_test.go")
 			return tg, true
 		case SubjectCLIOption, SubjectConfigurationKey:
 			defs, _ := pkg.FindOption(s.Name, optionKinds(s.Kind)...)

@@ -75,6 +75,12 @@ func TestValidate_TestsByExecution(t *testing.T) {
 	} {
 		te.checkVerdict(t, tests(c.kind, c.name, test("cli_test.go", c.test, "")), "rejected", c.why)
 	}
+	// A subject declared in a test file: coverage cannot see it, so its
+	// reach is static, and says so.
+	res = te.checkVerdict(t, tests("symbol", "tableCase.run", test("cli_test.go", "TestTable", "")), "certified", "a test helper, statically")
+	if res.Status == "certified" && !strings.Contains(te.certificateBody(t, res.CertificateID), `"reach":"static"`) {
+		t.Errorf("a test helper's reach is not labelled static: %s", te.certificateBody(t, res.CertificateID))
+	}
 	// One wrong test rejects the proposal; the reason names it.
 	te.checkVerdict(t, tests("symbol", "execute", test("cli_test.go", "TestVerbose", ""), test("cli_test.go", "TestNoArgs", "")), "rejected", "tests[1]")
 

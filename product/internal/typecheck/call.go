@@ -232,9 +232,13 @@ func (p *Program) Links(fromFile string, from Span, toFile string, to Span) ([]L
 // the Program's packages, at most maxDepth calls deep. It returns the
 // chain's callees, the last one being target, or nil.
 //
+// An interface call is followed to every method of a type declared in the
+// Program's packages that implements the interface (class hierarchy
+// analysis): what the call could dispatch to, not what it does.
+//
 // This is static reach: a path in the code, not one the program was seen to
 // take. Branches never taken, closures never called and interface calls
-// (not followed) all make it differ from execution.
+// dispatched elsewhere all make it differ from execution.
 func (p *Program) StaticPath(fromFile string, from Span, target *types.Func, maxDepth int) []Callee {
 	tfile, tline, _ := p.position(target.Origin().Pos())
 	type node struct {
@@ -261,8 +265,16 @@ func (p *Program) StaticPath(fromFile string, from Span, target *types.Func, max
 			if err != nil {
 				continue
 			}
+			var expanded []Callee
 			for _, c := range callees {
-				if c.Dynamic || c.External {
+				if c.Dynamic {
+					expanded = append(expanded, p.implementations(c)...)
+					continue
+				}
+				expanded = append(expanded, c)
+			}
+			for _, c := range expanded {
+				if c.External {
 					continue
 				}
 				steps = append(steps, step{c, fr.step})
@@ -290,6 +302,42 @@ func (p *Program) StaticPath(fromFile string, from Span, target *types.Func, max
 		frontier = next
 	}
 	return nil
+}
+
+// implementations are the methods an interface call c may dispatch to:
+// the method of c's name on every type of the Program's packages (those
+// checked with bodies) that implements c's interface.
+func (p *Program) implementations(c Callee) []Callee {
+	recv := c.Func.Signature().Recv()
+	if recv == nil {
+		return nil
+	}
+	iface, ok := recv.Type().Underlying().(*types.Interface)
+	if !ok {
+		return nil
+	}
+	var out []Callee
+	for _, pkg := range p.pkgs {
+		scope := pkg.Types.Scope()
+		for _, name := range scope.Names() {
+			tn, ok := scope.Lookup(name).(*types.TypeName)
+			if !ok || tn.IsAlias() || types.IsInterface(tn.Type()) {
+				continue
+			}
+			for _, t := range []types.Type{tn.Type(), types.NewPointer(tn.Type())} {
+				if !types.Implements(t, iface) {
+					continue
+				}
+				obj, _, _ := types.LookupFieldOrMethod(t, true, pkg.Types, c.Func.Name())
+				if fn, ok := obj.(*types.Func); ok {
+					impl := p.callee(fn.Origin(), c.Mode, c.Line)
+					out = append(out, impl)
+				}
+				break
+			}
+		}
+	}
+	return out
 }
 
 // Names returns the names of callees, sorted and deduplicated.

@@ -144,8 +144,9 @@ func TestProgram_StaticPath(t *testing.T) {
 			"(example.com/flow/cli.tcase).test", "(*example.com/flow/cli.Runner).Run", "example.com/flow/config.Parse", "(*example.com/flow/config.Config).set"}},
 		{"through a function value", Span{14, 18}, fn(config, "Apply"), []string{
 			"(example.com/flow/cli.tcase).test", "(*example.com/flow/cli.Runner).Run", "(*example.com/flow/cli.Runner).apply", "example.com/flow/config.Apply"}},
-		// Interface calls are not followed.
-		{"only through an interface", Span{14, 18}, fn(config, "Config.Load"), nil},
+		// An interface call is followed to the types that implement it.
+		{"only through an interface", Span{14, 18}, fn(config, "Config.Load"), []string{
+			"(example.com/flow/cli.tcase).test", "(*example.com/flow/cli.Runner).Run", "(*example.com/flow/cli.Runner).apply", "(*example.com/flow/config.Config).Load"}},
 		// Static reach is not execution: the closure is never called, yet
 		// the path exists in the code.
 		{"closure never called", Span{20, 23}, fn(cli, "Runner.handler"), []string{"(*example.com/flow/cli.Runner).handler"}},

@@ -90,8 +90,10 @@
 // expressions. A call on an interface names the interface's method and is
 // marked Dynamic; a call through a function-typed variable or field is
 // Unresolved. Links relate two spans by a callee declared in (or entered
-// by) the second; StaticPath chains such links and is static reach only:
-// it says nothing about what runs.
+// by) the second; an interface call never links. StaticPath chains resolved
+// callees, following an interface call to every implementation among the
+// checked packages (class hierarchy analysis), and is static reach only: it
+// says nothing about what runs.
 //
 // # Files
 //
