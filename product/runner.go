@@ -76,8 +76,9 @@ type validators struct {
 	goErr  error
 	loader *typecheck.Loader
 
-	runOnce sync.Once
-	runner  *testrun.Runner
+	runOnce   sync.Once
+	runner    *testrun.Runner
+	sweepOnce sync.Once
 
 	mu       sync.Mutex
 	runs     map[string]*testRun          // by runKey
@@ -188,6 +189,8 @@ type runSession struct {
 
 // newRunSession starts a session on the current snapshot.
 func (vs *validators) newRunSession(ctx context.Context, runner *testrun.Runner) (*runSession, error) {
+	// Checkouts a crashed process left behind go first.
+	vs.sweepOnce.Do(func() { _, _ = checkout.Sweep(ctx, filepath.Join(vs.dataDir, "checkouts")) })
 	snap, err := vs.repo.Snapshot(ctx)
 	if err != nil {
 		return nil, err
