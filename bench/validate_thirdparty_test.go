@@ -237,7 +237,7 @@ func TestValidate_RealModuleTests(t *testing.T) {
 		t.Run(c.module, func(t *testing.T) {
 			repo := mustRealRepo(t, c.module, true)
 			eng := mustOpen(t, product.Config{DataDir: t.TempDir(), Repository: repo,
-				Tests: product.TestsConfig{Sandbox: codex, CacheDir: cache, NoStatic: true}})
+				Tests: product.TestsConfig{Codex: codex, CacheDir: cache, NoStatic: true}})
 			defer eng.Close()
 			checkVerdicts(t, eng, c.cases)
 		})

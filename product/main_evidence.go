@@ -48,7 +48,7 @@ Proposal shapes (see 'needle evidence schema KIND'):
   {"kind":"focused_tests","subject":{...},"tests":[{"path","name"}]}
 
 Go locations and flows are proven with go/types; a Go focused test only by
-Needle running it in a sandbox (see tests.sandbox in 'needle config'), or
+Needle running it in a sandbox (see tests.codex in 'needle config'), or
 as static reach where it cannot; a test's "command" is a hint, never kept.
 Paths may be written ./x.go; files must be regular files of the snapshot.
 

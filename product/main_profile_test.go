@@ -8,9 +8,9 @@ import (
 	"time"
 )
 
-// TestTestsConfig: the sandbox Needle runs tests in is the tests.sandbox
+// TestTestsConfig: the sandbox Needle runs tests in is the tests.codex
 // setting, else the worker command's codex, else codex on PATH, else none;
-// tests.deadline bounds each run.
+// tests.deadline bounds each run, tests.cache holds them.
 func TestTestsConfig(t *testing.T) {
 	ctx := context.Background()
 	bin := t.TempDir()
@@ -21,34 +21,34 @@ func TestTestsConfig(t *testing.T) {
 	}
 	t.Setenv("PATH", bin)
 	data := t.TempDir()
-	if cfg, err := testsConfig(ctx, data, nil); err != nil || cfg.Sandbox != onPath || cfg.Deadline != 0 {
+	if cfg, err := testsConfig(ctx, data, nil); err != nil || cfg.Codex != onPath || cfg.Deadline != 0 {
 		t.Errorf("from PATH: %+v, %v; want %s", cfg, err, onPath)
 	}
 	worker := &CodexConfig{Command: []string{"/opt/codex/bin/codex"}}
-	if cfg, _ := testsConfig(ctx, data, worker); cfg.Sandbox != "/opt/codex/bin/codex" {
+	if cfg, _ := testsConfig(ctx, data, worker); cfg.Codex != "/opt/codex/bin/codex" {
 		t.Errorf("from the worker command: %+v", cfg)
 	}
-	if cfg, _ := testsConfig(ctx, data, &CodexConfig{Command: []string{"/opt/replay/needlebench"}}); cfg.Sandbox != onPath {
+	if cfg, _ := testsConfig(ctx, data, &CodexConfig{Command: []string{"/opt/replay/needlebench"}}); cfg.Codex != onPath {
 		t.Errorf("a worker command that is not codex: %+v", cfg)
 	}
 	st := MustOpenStore(t, data)
-	for k, v := range map[string]string{"tests.sandbox": onPath + "-pinned", "tests.deadline": "45s"} {
+	for k, v := range map[string]string{"tests.codex": onPath + "-pinned", "tests.deadline": "45s", "tests.cache": "/var/cache/needle-tests"} {
 		if err := st.SetSetting(ctx, k, v); err != nil {
 			t.Fatal(err)
 		}
 	}
 	st.Close()
-	if cfg, err := testsConfig(ctx, data, worker); err != nil || cfg.Sandbox != onPath+"-pinned" || cfg.Deadline != 45*time.Second {
+	if cfg, err := testsConfig(ctx, data, worker); err != nil || cfg.Codex != onPath+"-pinned" || cfg.Deadline != 45*time.Second || cfg.CacheDir != "/var/cache/needle-tests" {
 		t.Errorf("from the settings: %+v, %v", cfg, err)
 	}
 	t.Setenv("PATH", t.TempDir())
-	if cfg, _ := testsConfig(ctx, t.TempDir(), nil); cfg.Sandbox != "" {
+	if cfg, _ := testsConfig(ctx, t.TempDir(), nil); cfg.Codex != "" {
 		t.Errorf("no codex anywhere: %+v", cfg)
 	}
 	if err := checkSetting("tests.deadline", "-1s", true); KindOf(err) != KindInvalidInput {
 		t.Errorf("a negative deadline: %v", err)
 	}
-	if err := checkSetting("tests.sandbox", "codex", true); KindOf(err) != KindInvalidInput {
+	if err := checkSetting("tests.codex", "codex", true); KindOf(err) != KindInvalidInput {
 		t.Errorf("a relative sandbox path: %v", err)
 	}
 }
