@@ -2,12 +2,14 @@ package bench
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -119,19 +121,54 @@ type verdictCase struct {
 	want     string // certified, or a fragment of the rejection reason
 }
 
-func checkVerdicts(t *testing.T, eng *product.Engine, cases []verdictCase) {
+// verdictTally counts, per kind of evidence, the true answers certified and
+// the false ones rejected (for any reason) among the cases judged.
+type verdictTally map[string]*[4]int // kind → true certified, true, false rejected, false
+
+// log prints the tally: `go test ./bench -run TestValidate_Real -v` shows
+// the validators' rates on real modules.
+func (v verdictTally) log(t *testing.T) {
+	t.Helper()
+	kinds := make([]string, 0, len(v))
+	for k := range v {
+		kinds = append(kinds, k)
+	}
+	slices.Sort(kinds)
+	for _, k := range kinds {
+		n := v[k]
+		t.Logf("%-24s true certified %d/%d, false rejected %d/%d", k, n[0], n[1], n[2], n[3])
+	}
+}
+
+func checkVerdicts(t *testing.T, eng *product.Engine, tally verdictTally, cases []verdictCase) {
 	t.Helper()
 	for _, c := range cases {
 		res, err := eng.Propose(context.Background(), []byte(c.proposal))
 		if err != nil {
 			t.Fatalf("propose %s: %v", c.proposal, err)
 		}
+		var head struct{ Kind string }
+		if err := json.Unmarshal([]byte(c.proposal), &head); err != nil {
+			t.Fatal(err)
+		}
+		n := tally[head.Kind]
+		if n == nil {
+			n = new([4]int)
+			tally[head.Kind] = n
+		}
 		got := res.Status
 		if c.want == "certified" {
+			n[1]++
 			if got != "certified" {
 				t.Errorf("rejected %v; want certified:\n%s", res.Reasons, c.proposal)
+				continue
 			}
+			n[0]++
 			continue
+		}
+		n[3]++
+		if got == "rejected" {
+			n[2]++
 		}
 		if got != "rejected" || !strings.Contains(strings.Join(res.Reasons, "\n"), c.want) {
 			t.Errorf("%s %v; want rejected for %q:\n%s", got, res.Reasons, c.want, c.proposal)
@@ -149,8 +186,15 @@ func location(kind, name, path string, start, end int) string {
 // passing "--help" (uses, rejected); T.M against a field of the same name,
 // a line holding *flag.Flag or net.IP; natural and shifted spans; a flow
 // step linked to pflag's own parseArgs against one "linked" to the
-// package-level Parse only by goFlagSet.Parse(nil)'s name.
+// package-level Parse only by goFlagSet.Parse(nil)'s name. In cobra also:
+// an environment variable read by os.Getenv with a name built from
+// constants (COBRA_ACTIVE_HELP) or a literal, against the constant's
+// declaration, a test's Setenv and a comment naming it; a flow down
+// Execute → ExecuteC → execute → ParseFlags against one skipping a level
+// and one going back up the stack. The cases' tally per kind is logged.
 func TestValidate_RealCobraAndPflag(t *testing.T) {
+	tally := verdictTally{}
+	defer tally.log(t)
 	for _, v := range []string{"v1.8.1", "v1.9.1"} {
 		t.Run("cobra@"+v, func(t *testing.T) {
 			repo := mustRealRepo(t, "github.com/spf13/cobra@"+v, false)
@@ -161,13 +205,37 @@ func TestValidate_RealCobraAndPflag(t *testing.T) {
 			passes := lineIn(t, repo, "command_test.go", `executeCommand(rootCmd, "--help")`)
 			flagStart := lineIn(t, repo, "command.go", "func (c *Command) Flag(name string)")
 			visit := lineIn(t, repo, "command.go", "VisitAll(func(f *flag.Flag)")
-			checkVerdicts(t, eng, []verdictCase{
+			// COBRA_ACTIVE_HELP is the constant expression
+			// configEnvVarGlobalPrefix + "_" + activeHelpEnvVarSuffix.
+			getenv := lineIn(t, repo, "active_help.go", "os.Getenv(activeHelpGlobalEnvVar)")
+			constDecl := lineIn(t, repo, "active_help.go", "activeHelpGlobalEnvVar  =")
+			setenv := lineIn(t, repo, "active_help_test.go", "os.Setenv(activeHelpGlobalEnvVar")
+			debug := lineIn(t, repo, "completions.go", `os.Getenv("BASH_COMP_DEBUG_FILE")`)
+			debugProse := lineIn(t, repo, "completions.go", "variable BASH_COMP_DEBUG_FILE")
+			step := func(sig string) string {
+				start := lineIn(t, repo, "command.go", sig)
+				return fmt.Sprintf(`{"path":"command.go","start_line":%d,"end_line":%d,"summary":"s"}`, start, funcEnd(t, repo, "command.go", start))
+			}
+			flow := func(steps ...string) string {
+				return `{"kind":"runtime_flow","subject":{"kind":"symbol","name":"Command.Execute"},"scenario":"default","steps":[` + strings.Join(steps, ",") + `]}`
+			}
+			execute, executeC := step("func (c *Command) Execute() error {"), step("func (c *Command) ExecuteC() (cmd *Command, err error) {")
+			run, parseFlags := step("func (c *Command) execute(a []string) (err error) {"), step("func (c *Command) ParseFlags(args []string) error {")
+			checkVerdicts(t, eng, tally, []verdictCase{
 				{location("cli_option", "--help", "command.go", def, def), "certified"},
 				{location("cli_option", "-h", "./command.go", def, def), "certified"},
 				{location("cli_option", "--help", "command.go", help, help), "is not defined in"},
 				{location("cli_option", "--help", "command_test.go", passes, passes), "is not defined in"},
 				{location("symbol", "Command.Flag", "command.go", flagStart, funcEnd(t, repo, "command.go", flagStart)), "certified"},
 				{location("symbol", "Command.Flag", "command.go", visit, visit), "declared in command.go"},
+				{location("configuration_key", "COBRA_ACTIVE_HELP", "./active_help.go", getenv, getenv), "certified"},
+				{location("configuration_key", "COBRA_ACTIVE_HELP", "active_help.go", constDecl, constDecl), "is not defined in"},
+				{location("configuration_key", "COBRA_ACTIVE_HELP", "active_help_test.go", setenv, setenv), "is not defined in"},
+				{location("configuration_key", "BASH_COMP_DEBUG_FILE", "completions.go", debug-1, debug+3), "certified"},
+				{location("configuration_key", "BASH_COMP_DEBUG_FILE", "completions.go", debugProse, debugProse), "is not defined in"},
+				{flow(execute, executeC, run, parseFlags), "certified"},
+				{flow(execute, executeC, parseFlags), "does not call a function declared in steps[2]"},    // a level skipped: execute parses, not ExecuteC
+				{flow(execute, executeC, run, executeC), "does not call a function declared in steps[3]"}, // back up the stack
 			})
 		})
 	}
@@ -189,7 +257,7 @@ func TestValidate_RealCobraAndPflag(t *testing.T) {
 		flow := func(steps ...string) string {
 			return `{"kind":"runtime_flow","subject":{"kind":"symbol","name":"FlagSet.Parse"},"scenario":"default","steps":[` + strings.Join(steps, ",") + `]}`
 		}
-		checkVerdicts(t, eng, []verdictCase{
+		checkVerdicts(t, eng, tally, []verdictCase{
 			{location("symbol", "FlagSet.Changed", "flag.go", changed-2, funcEnd(t, repo, "flag.go", changed)), "certified"}, // with its doc comment
 			{location("symbol", "Flag.Changed", "flag.go", field, field), "names a struct field, not a method"},
 			{location("symbol", "IP", "ip.go", ip, ip+2), "certified"},
@@ -209,7 +277,15 @@ func TestValidate_RealCobraAndPflag(t *testing.T) {
 // that only builds a command and defines its help flag
 // (TestInitHelpFlagMergesFlags) or parses no arguments and so never calls
 // Set (TestImplicitFalse) is not.
+//
+// Through a method value: TestCalledAs runs its cases as t.Run(name,
+// tc.test), and its subtest find/real-name executes Command.CalledAs while
+// find/part-no-prefix returns before calling it. Commands are hints: two
+// tests proposed with the commands people write are both certified, and
+// the context serves Needle's command for each, never the proposed one.
 func TestValidate_RealModuleTests(t *testing.T) {
+	tally := verdictTally{}
+	defer tally.log(t)
 	codex := os.Getenv("NEEDLE_CODEX_BIN")
 	if codex == "" {
 		t.Fatal("NEEDLE_CODEX_BIN is not set: the sandbox's codex is required (make test-unit sets it)")
@@ -228,6 +304,13 @@ func TestValidate_RealModuleTests(t *testing.T) {
 		{"github.com/spf13/cobra@v1.9.1", []verdictCase{
 			{tests("cli_option", "--help", "command_test.go", "TestHelpFlagExecuted"), "certified"},
 			{tests("cli_option", "--help", "command_test.go", "TestInitHelpFlagMergesFlags"), `executed no read of cli_option "--help"'s value`},
+			{tests("symbol", "Command.CalledAs", "command_test.go", "TestCalledAs"), "certified"},
+			{tests("symbol", "Command.CalledAs", "command_test.go", "TestCalledAs/find/real-name"), "certified"},
+			{tests("symbol", "Command.CalledAs", "command_test.go", "TestCalledAs/find/part-no-prefix"), "executed no statement of the body of Command.CalledAs"},
+			{`{"kind":"focused_tests","subject":{"kind":"symbol","name":"Command.ExecuteC"},"tests":[` +
+				`{"path":"./command_test.go","name":"TestHelpFlagExecuted","command":"go test -v -count=1 -run=TestHelpFlagExecuted ."},` +
+				`{"path":"command_test.go","name":"TestCalledAs/find/real-name","command":"go test -timeout 30s -run \"^TestCalledAs$\" github.com/spf13/cobra"},` +
+				`{"path":"command_test.go","name":"TestSingleCommand","command":"rm -rf ."}]}`, "certified"},
 		}},
 		{"github.com/spf13/pflag@v1.0.5", []verdictCase{
 			{tests("symbol", "FlagSet.Set", "bool_test.go", "TestExplicitTrue"), "certified"},
@@ -239,7 +322,28 @@ func TestValidate_RealModuleTests(t *testing.T) {
 			eng := mustOpen(t, product.Config{DataDir: t.TempDir(), Repository: repo,
 				Tests: product.TestsConfig{Codex: codex, CacheDir: cache, NoStatic: true}})
 			defer eng.Close()
-			checkVerdicts(t, eng, c.cases)
+			checkVerdicts(t, eng, tally, c.cases)
+			if !strings.HasPrefix(c.module, "github.com/spf13/cobra@") {
+				return
+			}
+			req, err := product.DecodeNeedRequest([]byte(`{"route":"tests.relevant","subject":{"kind":"symbol","name":"Command.ExecuteC"}}`))
+			if err != nil {
+				t.Fatal(err)
+			}
+			r, err := eng.NeedContext(context.Background(), "served-commands", req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, want := range []string{"go test . -run '^TestHelpFlagExecuted$'", "go test . -run '^TestCalledAs$/^find$/^real-name$'", "go test . -run '^TestSingleCommand$'"} {
+				if !strings.Contains(r.Context, "run: "+want) {
+					t.Errorf("the context does not serve %q:\n%s", want, r.Context)
+				}
+			}
+			for _, proposed := range []string{"-count=1", "-timeout 30s", "rm -rf"} {
+				if strings.Contains(r.Context, proposed) {
+					t.Errorf("the context serves the proposed command (%q):\n%s", proposed, r.Context)
+				}
+			}
 		})
 	}
 }
