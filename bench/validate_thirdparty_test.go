@@ -290,7 +290,8 @@ func TestValidate_RealModuleTests(t *testing.T) {
 	if codex == "" {
 		t.Fatal("NEEDLE_CODEX_BIN is not set: the sandbox's codex is required (make test-unit sets it)")
 	}
-	cache, err := filepath.Abs(filepath.Join("..", ".cache", "testrun"))
+	// product's validator tests share this cache; testrun's own is theirs.
+	cache, err := filepath.Abs(filepath.Join("..", ".cache", "testrun-validators"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -95,12 +95,14 @@ func MustSandbox(tb testing.TB) string {
 }
 
 // MustTestsConfig is how the tests run focused_tests: in the pinned codex's
-// sandbox, with a build cache shared by every test process (the repository's
-// ignored .cache/testrun, as product/internal/testrun's tests use it), so
-// that only the first run on a machine compiles the standard library.
+// sandbox, with a build cache shared by the validators' test processes (the
+// repository's ignored .cache/testrun-validators, which bench's real-module
+// tests share), so that only the first run on a machine compiles the
+// standard library. product/internal/testrun's tests keep .cache/testrun to
+// themselves: they check that no scratch is left in it.
 func MustTestsConfig(tb testing.TB) TestsConfig {
 	tb.Helper()
-	cache, err := filepath.Abs(filepath.Join("..", ".cache", "testrun"))
+	cache, err := filepath.Abs(filepath.Join("..", ".cache", "testrun-validators"))
 	if err != nil {
 		tb.Fatal(err)
 	}
