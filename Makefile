@@ -23,9 +23,11 @@ build:
 test: test-unit test-contract
 
 # The unit tier needs the pinned codex too: product/internal/testrun runs
-# tests inside its sandbox.
+# tests inside its sandbox. The timeout only guards against a hang: on a
+# machine shared by many builds the product package alone can pass go test's
+# default 10 minutes.
 test-unit: codex
-	NEEDLE_CODEX_BIN=$(CODEX_BIN) $(GO) test ./...
+	NEEDLE_CODEX_BIN=$(CODEX_BIN) $(GO) test -timeout 30m ./...
 
 ## codex: install the pinned @openai/codex from npm (if absent) and check its version
 codex: $(CODEX_PREFIX)/.installed
@@ -111,7 +113,7 @@ frozen-corpus: build codex
 
 ## bench-smoke: run every benchmark once so none rots (figures: go test -bench)
 bench-smoke: codex
-	NEEDLE_CODEX_BIN=$(CODEX_BIN) $(GO) test ./... -run '^$$' -bench . -benchtime 1x
+	NEEDLE_CODEX_BIN=$(CODEX_BIN) $(GO) test -timeout 30m ./... -run '^$$' -bench . -benchtime 1x
 
 ## lint: gofmt, go vet and staticcheck (pinned by the go.mod tool directive)
 lint: fmt vet staticcheck
@@ -163,8 +165,8 @@ fuzz:
 	$(GO) test ./product/internal/typecheck -run '^$$' -fuzz '^FuzzParseOption$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./product/internal/typecheck -run '^$$' -fuzz '^FuzzLookup$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./product/internal/typecheck -run '^$$' -fuzz '^FuzzBuildList$$' -fuzztime $(FUZZTIME)
-	NEEDLE_CODEX_BIN=$(CODEX_BIN) $(GO) test ./product/internal/testrun -run '^$$' -fuzz '^FuzzParseProfile$$' -fuzztime $(FUZZTIME)
-	NEEDLE_CODEX_BIN=$(CODEX_BIN) $(GO) test ./product/internal/testrun -run '^$$' -fuzz '^FuzzEventLog$$' -fuzztime $(FUZZTIME)
+	NEEDLE_CODEX_BIN=$(CODEX_BIN) $(GO) test -timeout 30m ./...duct/internal/testrun -run '^$$' -fuzz '^FuzzParseProfile$$' -fuzztime $(FUZZTIME)
+	NEEDLE_CODEX_BIN=$(CODEX_BIN) $(GO) test -timeout 30m ./...duct/internal/testrun -run '^$$' -fuzz '^FuzzEventLog$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./product/internal/codexhook -run '^$$' -fuzz '^FuzzDecode$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./product/internal/codexhook -run '^$$' -fuzz '^FuzzInstall$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./product/internal/codexhook -run '^$$' -fuzz '^FuzzTrust$$' -fuzztime $(FUZZTIME)
