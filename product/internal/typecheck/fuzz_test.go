@@ -27,7 +27,7 @@ func (m mapSource) ReadDir(rel string) ([]fs.DirEntry, error) {
 }
 
 func FuzzParseSubject(f *testing.F) {
-	for _, s := range []string{"Name", "T.M", "(*T).M", "(T).M", "*T.M", "T[K].M", "T[K, V].M", "pkg.T.M", "pkg.Name", "T.M()", "(", "a.b.c.d", "T[.M", "]T[.M", "(*pkg.T).M", "é.ü"} {
+	for _, s := range []string{"Name", "T.M", "(*T).M", "(T).M", "*T.M", "T[K].M", "T[K, V].M", "pkg.T.M", "pkg.Name", "T.M()", "(", "a.b.c.d", "T[.M", "]T[.M", "(*pkg.T).M", "é.ü", "pkg.(*T).M", "example.com/pkg.(*T).M", "func (t *T) M", "T.M(a int) error", "a/.b"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {

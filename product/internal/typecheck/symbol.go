@@ -11,11 +11,14 @@ import (
 
 // Subject is a parsed symbol subject: a package-level Name, or the method
 // Type.Name. Qualifier is the package name a subject was written with
-// ("cobra.Command.Flag"), "" if none.
+// ("cobra.Command.Flag"), "" if none; ImportPath the package's import path
+// when the subject was written with one, as go/types and stack traces
+// print functions ("github.com/spf13/cobra.(*Command).Flag").
 type Subject struct {
-	Qualifier string
-	Type      string
-	Name      string
+	ImportPath string
+	Qualifier  string
+	Type       string
+	Name       string
 }
 
 func (s Subject) String() string {
@@ -27,28 +30,66 @@ func (s Subject) String() string {
 
 // ParseSubject parses a symbol subject as models write them: "Name",
 // "T.M", "(*T).M", "(T).M", "*T.M", "T[K].M", an optional leading package
-// name ("pkg.Name", "pkg.T.M", "(*pkg.T).M") and a trailing "()". Anything
-// else is a KindSubject error. A two-part "a.b" is kept as Type "a", Name
-// "b"; Lookup decides whether a is a type or the package's name.
+// name ("pkg.Name", "pkg.T.M", "(*pkg.T).M", "pkg.(*T).M") or import path
+// ("example.com/pkg.(*T).M"), the method as its declaration starts ("func
+// (c *T) M"), and a trailing parameter list ("()", "(name string)").
+// Anything else is a KindSubject error. A two-part "a.b" is kept as Type
+// "a", Name "b"; Lookup decides whether a is a type or the package's name.
 func ParseSubject(s string) (Subject, error) {
 	bad := func(why string) (Subject, error) {
 		return Subject{}, &Error{Kind: KindSubject, Name: s, Err: errors.New(why)}
 	}
 	t := strings.TrimSpace(s)
-	t = strings.TrimSuffix(t, "()")
-	if t == "" || len(t) > 512 {
-		return bad("empty or too long")
+	if len(t) > 512 {
+		return bad("too long")
 	}
-	// "(*T).M" and "(T).M": the receiver in parentheses.
+	t = strings.TrimSpace(strings.TrimPrefix(t, "func "))
+	var importPath, qualifier string
+	// An import path: everything up to the last slash and the element
+	// after it, up to its first dot.
+	if i := strings.LastIndex(t, "/"); i >= 0 {
+		rest := t[i+1:]
+		j := strings.IndexByte(rest, '.')
+		if i == 0 || j <= 0 || strings.ContainsAny(t[:i+1+j], " \t()[]*") {
+			return bad("an import path without a name after it")
+		}
+		importPath, t = t[:i+1+j], rest[j+1:]
+	}
+	// "pkg.(*T).M": the package name before a parenthesized receiver.
+	if j := strings.Index(t, ".("); j > 0 && !strings.HasPrefix(t, "(") {
+		if !token.IsIdentifier(t[:j]) {
+			return bad(fmt.Sprintf("%q is not an identifier", t[:j]))
+		}
+		qualifier, t = t[:j], t[j+1:]
+	}
+	// "(*T).M", "(T).M" and "(t *T) M": the receiver in parentheses.
 	if strings.HasPrefix(t, "(") {
 		i := strings.Index(t, ")")
-		if i < 0 || i+1 >= len(t) || t[i+1] != '.' {
+		if i < 0 || i+1 >= len(t) {
 			return bad("unbalanced receiver")
 		}
-		recv := strings.TrimPrefix(strings.TrimSpace(t[1:i]), "*")
-		t = strings.TrimSpace(recv) + t[i+1:]
+		recv := strings.Fields(t[1:i])
+		if len(recv) == 0 || len(recv) > 2 {
+			return bad("not a receiver")
+		}
+		after := t[i+1:]
+		switch {
+		case after[0] == '.':
+		case after[0] == ' ' && len(recv) == 2:
+			after = "." + strings.TrimSpace(after)
+		default:
+			return bad("unbalanced receiver")
+		}
+		t = strings.TrimPrefix(recv[len(recv)-1], "*") + after
+	}
+	// A parameter list, and the results after it.
+	if i := strings.IndexByte(t, '('); i >= 0 {
+		t = strings.TrimSpace(t[:i])
 	}
 	t = strings.TrimPrefix(t, "*")
+	if t == "" {
+		return bad("empty")
+	}
 	// Type arguments of a generic receiver: T[K].M, T[K, V].M.
 	if i := strings.Index(t, "["); i >= 0 {
 		j := strings.LastIndex(t, "]")
@@ -63,15 +104,24 @@ func ParseSubject(s string) (Subject, error) {
 			return bad(fmt.Sprintf("%q is not an identifier", p))
 		}
 	}
-	switch len(parts) {
-	case 1:
-		return Subject{Name: parts[0]}, nil
-	case 2:
-		return Subject{Type: parts[0], Name: parts[1]}, nil
-	case 3:
-		return Subject{Qualifier: parts[0], Type: parts[1], Name: parts[2]}, nil
+	if qualifier != "" {
+		parts = append([]string{qualifier}, parts...)
 	}
-	return bad("too many parts")
+	sub := Subject{ImportPath: importPath}
+	switch {
+	case len(parts) == 1:
+		sub.Name = parts[0]
+	case len(parts) == 2:
+		sub.Type, sub.Name = parts[0], parts[1]
+	case len(parts) == 3 && importPath == "":
+		sub.Qualifier, sub.Type, sub.Name = parts[0], parts[1], parts[2]
+	default:
+		return bad("too many parts")
+	}
+	if qualifier != "" && len(parts) == 2 {
+		return bad("a package name before a receiver needs a method after it")
+	}
+	return sub, nil
 }
 
 // DeclKind is what kind of declaration a Decl is.
@@ -130,11 +180,14 @@ func (pkg *Package) Lookup(subject string) (*Decl, error) {
 			return nil, &Error{Kind: KindNotDeclared, Name: subject, Err: fmt.Errorf("%s is not this package (%s)", sub.Qualifier, pkg.Name())}
 		}
 	}
+	if p := pkg.Types.Path(); sub.ImportPath != "" && sub.ImportPath != p && sub.ImportPath+"_test" != p {
+		return nil, &Error{Kind: KindNotDeclared, Name: subject, Err: fmt.Errorf("%s is not this package (%s)", sub.ImportPath, p)}
+	}
 	scope := pkg.Types.Scope()
 	if sub.Type == "" {
 		return pkg.lookupName(subject, sub.Name)
 	}
-	if scope.Lookup(sub.Type) == nil && sub.Qualifier == "" && pkg.names(sub.Type) {
+	if scope.Lookup(sub.Type) == nil && sub.Qualifier == "" && sub.ImportPath == "" && pkg.names(sub.Type) {
 		return pkg.lookupName(subject, sub.Name) // "pkg.Name"
 	}
 	return pkg.lookupMethod(subject, sub.Type, sub.Name)

@@ -28,6 +28,12 @@ func TestPackage_Lookup(t *testing.T) {
 		{"(*Command).Flag", want{DeclMethod, "command.go", Span{18, 20}, Span{16, 20}, Span{18, 20}}},
 		{"sym.Command.Flag", want{DeclMethod, "command.go", Span{18, 20}, Span{16, 20}, Span{18, 20}}},
 		{"Command.Flag()", want{DeclMethod, "command.go", Span{18, 20}, Span{16, 20}, Span{18, 20}}},
+		{"sym.(*Command).Flag", want{DeclMethod, "command.go", Span{18, 20}, Span{16, 20}, Span{18, 20}}},
+		{"example.com/sym.(*Command).Flag", want{DeclMethod, "command.go", Span{18, 20}, Span{16, 20}, Span{18, 20}}},
+		{"example.com/sym.Command.Flag", want{DeclMethod, "command.go", Span{18, 20}, Span{16, 20}, Span{18, 20}}},
+		{"func (c *Command) Flag", want{DeclMethod, "command.go", Span{18, 20}, Span{16, 20}, Span{18, 20}}},
+		{"(c *Command) Flag(name string)", want{DeclMethod, "command.go", Span{18, 20}, Span{16, 20}, Span{18, 20}}},
+		{"Command.Flag(name string) *Flag", want{DeclMethod, "command.go", Span{18, 20}, Span{16, 20}, Span{18, 20}}},
 		{"Command.Flags", want{DeclMethod, "command.go", Span{23, 23}, Span{22, 23}, Span{23, 23}}},
 		{"Options.Verbose", want{DeclMethod, "command.go", Span{29, 29}, Span{28, 29}, Span{29, 29}}},
 		{"Command", want{DeclType, "command.go", Span{9, 14}, Span{8, 14}, Span{}}},
@@ -35,6 +41,7 @@ func TestPackage_Lookup(t *testing.T) {
 		// IP is this package's function, whatever net.IP is.
 		{"IP", want{DeclFunc, "ip.go", Span{6, 8}, Span{5, 8}, Span{6, 8}}},
 		{"sym.IP", want{DeclFunc, "ip.go", Span{6, 8}, Span{5, 8}, Span{6, 8}}},
+		{"example.com/sym.IP", want{DeclFunc, "ip.go", Span{6, 8}, Span{5, 8}, Span{6, 8}}},
 		// Generic receivers.
 		{"List.Push", want{DeclMethod, "generic.go", Span{7, 7}, Span{6, 7}, Span{7, 7}}},
 		{"List[T].Push", want{DeclMethod, "generic.go", Span{7, 7}, Span{6, 7}, Span{7, 7}}},
@@ -95,6 +102,13 @@ func TestPackage_Lookup(t *testing.T) {
 		{"main", KindNotDeclared},        // excluded by //go:build ignore
 		{"Remote.Call", KindMissingTypes},
 		{"other.Command", KindNotDeclared},
+		{"example.com/other.IP", KindNotDeclared}, // another package's IP, by its import path
+		{"net.IP", KindNotDeclared},
+		{"example.com/sym.(*Options).Flag", KindNotDeclared},
+		{"sym.(*Command)", KindSubject},
+		{"(c *Command)Flag", KindSubject},
+		{"/sym.IP", KindSubject},
+		{"example.com/sym", KindSubject},
 		{"Command.Flag.Name", KindNotDeclared},
 		{"1abc", KindSubject},
 		{"", KindSubject},
