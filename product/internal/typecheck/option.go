@@ -408,11 +408,36 @@ func (d Definition) Matches(name string) bool {
 		n := strings.TrimSpace(name)
 		return n != "" && strings.EqualFold(d.Long, n)
 	}
+	if names := optionAliases(name); names != nil {
+		for _, n := range names {
+			if !d.Matches(n) {
+				return false
+			}
+		}
+		return true
+	}
 	on, ok := ParseOption(name)
 	if !ok {
 		return false
 	}
 	return (on.Long != "" && d.Long == on.Long) || (on.Short != "" && d.Short == on.Short)
+}
+
+// optionAliases splits a flag subject that names one flag by several of
+// its names, the way help output lists them ("-h, --help", "--help/-h",
+// "-h | --help"): one definition must carry them all. nil for one name.
+func optionAliases(s string) []string {
+	names := strings.FieldsFunc(s, func(r rune) bool { return r == ',' || r == '/' || r == '|' })
+	if len(names) < 2 {
+		return nil
+	}
+	for i, n := range names {
+		names[i] = strings.TrimSpace(n)
+		if !strings.HasPrefix(names[i], "-") {
+			return nil
+		}
+	}
+	return names
 }
 
 // FindOption returns the definitions in the package of the given kinds
@@ -447,8 +472,15 @@ func (pkg *Package) FindOption(name string, kinds ...DefKind) ([]Definition, []S
 // siteMentions reports whether an unresolved call has a constant argument
 // that names the option.
 func (pkg *Package) siteMentions(s Site, name string) bool {
-	on, _ := ParseOption(name)
-	want := map[string]bool{strings.TrimPrefix(strings.TrimSpace(name), "$"): true, on.Long: true, on.Short: true}
+	want := map[string]bool{}
+	names := optionAliases(name)
+	if names == nil {
+		names = []string{name}
+	}
+	for _, n := range names {
+		on, _ := ParseOption(n)
+		want[strings.TrimPrefix(strings.TrimSpace(n), "$")], want[on.Long], want[on.Short] = true, true, true
+	}
 	delete(want, "")
 	found := false
 	for _, f := range pkg.Files {

@@ -93,6 +93,13 @@ func TestPackage_FindOption(t *testing.T) {
 		{"--help=true", flags, []string{"cobra.go:15"}},
 		{"-h", flags, []string{"cobra.go:15", "std.go:20"}}, // pflag's shorthand, and flag's single-dash long name
 		{"--h", flags, []string{"std.go:20"}},
+		// Several names of one flag, as help output lists them: one
+		// definition must carry them all.
+		{"-h, --help", flags, []string{"cobra.go:15"}},
+		{"--help/-h", flags, []string{"cobra.go:15"}},
+		{"-v | --verbose", flags, []string{"cobra.go:17"}},
+		{"-f, --log-filter PATTERN", flags, []string{"cobra.go:20"}},
+		{"-q, --help", flags, nil},
 		{"-v", flags, []string{"cobra.go:17"}},
 		{"--verbose", flags, []string{"cobra.go:17", "std.go:10"}},
 		{"--log-level", flags, []string{"std.go:11"}},
