@@ -309,7 +309,7 @@ func TestValidate_RealModuleTests(t *testing.T) {
 			{tests("symbol", "Command.CalledAs", "command_test.go", "TestCalledAs/find/real-name"), "certified"},
 			{tests("symbol", "Command.CalledAs", "command_test.go", "TestCalledAs/find/part-no-prefix"), "executed no statement of the body of Command.CalledAs"},
 			{`{"kind":"focused_tests","subject":{"kind":"symbol","name":"Command.ExecuteC"},"tests":[` +
-				`{"path":"./command_test.go","name":"TestHelpFlagExecuted","command":"go test -v -count=1 -run=TestHelpFlagExecuted ."},` +
+				`{"path":"./command_test.go","name":"cobra.TestHelpFlagExecuted()","command":"go test -v -count=1 -run=TestHelpFlagExecuted ."},` +
 				`{"path":"command_test.go","name":"TestCalledAs/find/real-name","command":"go test -timeout 30s -run \"^TestCalledAs$\" github.com/spf13/cobra"},` +
 				`{"path":"command_test.go","name":"TestSingleCommand","command":"rm -rf ."}]}`, "certified"},
 		}},

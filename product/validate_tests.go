@@ -2,6 +2,7 @@ package product
 
 import (
 	"fmt"
+	"go/token"
 	"go/types"
 	"os"
 	"path"
@@ -91,6 +92,7 @@ func (val *validator) tests() error {
 			return err
 		}
 		if isGo(p.Tests[i].Path) {
+			p.Tests[i].Name = goTestName(p.Tests[i].Name)
 			goIdx = append(goIdx, i)
 			continue
 		}
@@ -118,6 +120,20 @@ func (val *validator) tests() error {
 
 func reachRank(r string) int {
 	return map[string]int{ReachLexical: 0, ReachStatic: 1, ReachExecuted: 2}[r]
+}
+
+// goTestName is a Go test's name as go test -v prints it, from the ways
+// people write it: "TestX()" and "pkg.TestX" are TestX; a blank in a
+// subtest's name is the underscore go test matches and prints.
+func goTestName(name string) string {
+	name = strings.TrimSuffix(name, "()")
+	if q, rest, ok := strings.Cut(name, "."); ok && token.IsIdentifier(q) && strings.HasPrefix(rest, "Test") && !strings.Contains(q, "/") {
+		name = rest
+	}
+	if top, sub, ok := strings.Cut(name, "/"); ok {
+		name = top + "/" + strings.ReplaceAll(sub, " ", "_")
+	}
+	return name
 }
 
 // goTests validates the Go tests of the proposal at idx.

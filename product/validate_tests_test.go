@@ -266,3 +266,23 @@ func BenchmarkValidate_FocusedTests(b *testing.B) {
 		}
 	})
 }
+
+// TestGoTestName: a Go test written the ways people write it is the name go
+// test -v prints, which Needle runs and serves.
+func TestGoTestName(t *testing.T) {
+	for in, want := range map[string]string{
+		"TestX":                  "TestX",
+		"TestX()":                "TestX",
+		"cobra.TestX":            "TestX",
+		"cobra.TestX()":          "TestX",
+		"TestX/with a space":     "TestX/with_a_space",
+		"TestX/a.b/c d":          "TestX/a.b/c_d",
+		"pkg.Helper":             "pkg.Helper", // not a test: left for the check to refuse
+		"TestX/sub.TestY":        "TestX/sub.TestY",
+		"Example_test.TestThing": "TestThing",
+	} {
+		if got := goTestName(in); got != want {
+			t.Errorf("goTestName(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
