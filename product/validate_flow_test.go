@@ -43,7 +43,7 @@ func TestValidate_Flows(t *testing.T) {
 	dynS, dynE := decl("flow/flow.go", "func Dyn(")
 	loadS, loadE := decl("flow/flow.go", "func (l *Loader) Load(")
 	newS, newE := decl("command.go", "func NewCommand(")
-	verbose := lineOf(t, repo, "command.go", `fs.BoolVar(&o.verbose, "verbose"`)
+	verbose := lineWith(t, repo, "command.go", `fs.BoolVar(&o.verbose, "verbose"`)
 	res := te.checkVerdict(t, flowProposal("symbol", "Launch", step("./flow/flow.go", launchS, launchE, "launch"), step("command.go", parseS, parseE, "parse")), "certified", "a resolved call across packages")
 	te.checkVerdict(t, flowProposal("symbol", "Via", step("flow/flow.go", viaS, viaE, "via"), step("flow/flow.go", addS, addE, "add")), "certified", "a method value")
 	te.checkVerdict(t, flowProposal("cli_option", "--verbose", step("command.go", verbose, verbose, "define"), step("command.go", parseS, parseE, "x")), "rejected", "does not call a function declared in steps[1]")

@@ -42,8 +42,8 @@ func MustEvidenceRepo(tb testing.TB, git bool, subst map[string]string) string {
 	return dir
 }
 
-// lineOf returns the 1-based line of the first line of file holding text.
-func lineOf(tb testing.TB, repo, file, text string) int {
+// lineWith returns the 1-based line of the first line of file holding text.
+func lineWith(tb testing.TB, repo, file, text string) int {
 	tb.Helper()
 	f, err := os.Open(filepath.Join(repo, filepath.FromSlash(file)))
 	if err != nil {
@@ -72,7 +72,7 @@ func declLines(tb testing.TB, repo, file, header string) (doc, start, end int) {
 		tb.Fatal(err)
 	}
 	lines := strings.Split(string(data), "\n")
-	start = lineOf(tb, repo, file, header)
+	start = lineWith(tb, repo, file, header)
 	doc = start
 	for doc > 1 && strings.HasPrefix(strings.TrimSpace(lines[doc-2]), "//") {
 		doc--
