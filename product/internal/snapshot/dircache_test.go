@@ -200,3 +200,43 @@ func TestDirDigest_CacheSameAsGit(t *testing.T) {
 	}
 	t.Logf("%d digests answered from the cache", hits)
 }
+
+// TestDirDigest_SubRootUnderTopLevelIgnore: a repository opened below its
+// work tree's top level is under the .gitignore files above it, so a
+// cached digest and the long-lived check-ignore must both notice when one
+// of those changes.
+func TestDirDigest_SubRootUnderTopLevelIgnore(t *testing.T) {
+	ctx := context.Background()
+	top := MustInit(t)
+	MustWrite(t, top, map[string]string{"sub/a.txt": "a", "sub/b.log": "b", "sub/c/d.log": "d"})
+	sub := filepath.Join(top, "sub")
+	repo := openTrusting(t, sub)
+	tick := t.TempDir()
+	for _, d := range []string{"", "c"} {
+		if got, err := repo.DirDigest(ctx, d); err != nil || got != uncachedDirDigest(t, sub, d) {
+			t.Fatalf("DirDigest(%q) = %s, %v; want git's listing", d, got, err)
+		}
+	}
+	if ignored, err := repo.Ignored(ctx, "b.log"); err != nil || ignored {
+		t.Fatalf("Ignored(b.log) = %v, %v before any .gitignore; want false", ignored, err)
+	}
+	for step, edit := range []map[string]string{{".gitignore": "*.log\n"}, {"sub/.gitignore": "!b.log\n"}, {".gitignore": ""}} {
+		waitTick(t, tick)
+		MustWrite(t, top, edit)
+		waitTick(t, tick)
+		for _, d := range []string{"", "c"} {
+			got, err := repo.DirDigest(ctx, d)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if want := uncachedDirDigest(t, sub, d); got != want {
+				t.Fatalf("step %d: DirDigest(%q) through the cache differs from git's listing now", step, d)
+			}
+		}
+		for _, f := range []string{"b.log", "c/d.log"} {
+			if got, err := repo.Ignored(ctx, f); err != nil || got != gitIgnored(t, sub, f) {
+				t.Fatalf("step %d: Ignored(%s) = %v, %v; git says %v", step, f, got, err, !got)
+			}
+		}
+	}
+}
