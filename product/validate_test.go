@@ -202,10 +202,20 @@ func TestValidate_SubdirectoryRepository(t *testing.T) {
 	if strings.Contains(te.storeText(t), "tok-77") {
 		t.Error("the store holds text of an ignored file")
 	}
+	// Open decides in the background whether the root is a work tree
+	// (snapshot.OpenAsync): a .git git cannot read fails Open or, at the
+	// latest, the first use of the repository.
 	MustWriteFile(t, filepath.Join(top, ".git", "HEAD"), "garbage\n")
-	if _, err := Open(context.Background(), Config{DataDir: t.TempDir(), Repository: repo}); err == nil {
-		t.Error("a work tree whose .git git cannot read was opened (its ignore rules would be dropped)")
+	ctx := context.Background()
+	eng, err := Open(ctx, Config{DataDir: t.TempDir(), Repository: repo})
+	if err == nil {
+		defer eng.Close()
+		var res ProposeResult
+		if res, err = eng.Propose(ctx, []byte(locProposal("symbol", "Command.Run", "command.go", s, e))); err == nil {
+			t.Errorf("a work tree whose .git git cannot read was used (its ignore rules would be dropped): %s %v", res.Status, res.Reasons)
+		}
 	}
+	t.Logf("refused: %v", err)
 }
 
 // TestValidate_OversizedDependency: a dependency that grows past the bound
