@@ -10,7 +10,7 @@ CODEX_PREFIX := .cache/codex-$(CODEX_VERSION)
 CODEX_BIN ?= $(CURDIR)/$(CODEX_PREFIX)/node_modules/@openai/codex-linux-x64/vendor/x86_64-unknown-linux-musl/bin/codex
 CODEX_SCHEMA := $(CURDIR)/.cache/codex-schema-$(CODEX_VERSION)
 
-.PHONY: all build test test-unit test-contract codex frozen-worker frozen-changes frozen-hook frozen-exec frozen-lifecycle frozen-corpus crash bench bench-smoke check lint fmt vet staticcheck demo fuzz clean
+.PHONY: all build test test-unit test-contract codex frozen-worker frozen-changes frozen-hook frozen-exec frozen-lifecycle frozen-corpus corpus crash bench bench-smoke check lint fmt vet staticcheck demo fuzz clean
 
 all: build
 
@@ -104,6 +104,16 @@ frozen-lifecycle: build codex
 ## Server; prints a summary and writes reports/default.{json,md} and charts
 bench: build
 	$(BIN)/needlebench run corpus/default
+
+## corpus: regenerate the bundled corpora (corpus/default, corpus/tiny) from
+## their pinned modules: sessions, scripted answers in the natural dialect
+## and the per-test coverage (every test run on its own in the pinned
+## codex's sandbox); then re-record their transcripts with make frozen-corpus
+CORPUS_DEFAULT := github.com/pkg/errors@v0.8.1,v0.9.1 github.com/google/uuid@v1.5.0,v1.6.0 \
+	github.com/google/go-cmp@v0.5.9,v0.6.0 github.com/rogpeppe/go-internal@v1.12.0,v1.13.1 github.com/spf13/cobra@v1.8.1,v1.9.1
+corpus: build codex
+	$(BIN)/needlebench corpus generate --codex $(CODEX_BIN) --name default --seed 1 $(CORPUS_DEFAULT)
+	$(BIN)/needlebench corpus generate --codex $(CODEX_BIN) --name tiny --seed 2 --subjects 4 github.com/pkg/errors@v0.8.1,v0.9.1
 
 ## frozen-corpus: re-record the corpora's worker transcripts (frozen/default,
 ## frozen/tiny) with the real codex and the scripted fake model

@@ -24,14 +24,21 @@ Commands:
                     transcripts (files, or directories of *.jsonl)
   fake-model --script FILE --addr-file FILE
                     serve a loopback Responses API that plays a scripted model
-  corpus generate --name NAME [--seed N] [--subjects N] [--out DIR] MODULE@OLD,NEW...
+  corpus generate --name NAME [--seed N] [--subjects N] [--out DIR]
+                  [--codex BIN | --unsandboxed] MODULE@OLD,NEW...
                     generate a corpus from real Go modules (downloaded
-                    through the module proxy) into corpus/NAME
+                    through the module proxy) into corpus/NAME: sessions
+                    with scripted answers in the natural dialect, and the
+                    coverage of every test of every module version, each
+                    run on its own inside codex's sandbox (--codex BIN,
+                    default codex on PATH; --unsandboxed runs them bare)
   run [--frozen DIR] [--reports DIR] [--trace FILE] CORPUS
                     play a corpus through the product with the replay App
-                    Server (frozen/NAME) and write reports/NAME.{json,md}
-                    and charts (--trace: every need's outcome as JSONL);
-                    exit 1 if any stale answer was returned, a worker
+                    Server (frozen/NAME), judge every distinct scripted
+                    answer by the truth and by the validators, and write
+                    reports/NAME.{json,md} and charts (--trace: every
+                    need's outcome as JSONL); exit 1 if any stale answer
+                    was returned, a false answer was certified, a worker
                     failed, or hits fall below 99% of the oracle's
   record [--codex BIN] [--out DIR] CORPUS
                     re-record a corpus's frozen transcripts (frozen/NAME)

@@ -11,13 +11,16 @@ import (
 )
 
 // A corpus is data only: corpus/<name>/manifest.json names the subjects —
-// real Go modules at pinned versions with their go.sum h1: hashes — and the
-// pattern mix; corpus/<name>/sessions.jsonl holds the sessions, one JSON
-// object per line, in the order they are played. Third-party source is
-// never committed: the harness downloads it through the module proxy.
+// real Go modules at pinned versions with their go.sum h1: hashes and the
+// digests of their coverage files — and the pattern mix;
+// corpus/<name>/sessions.jsonl holds the sessions, one JSON object per
+// line, in the order they are played; corpus/<name>/coverage/ holds what
+// each test of each module version executed (coverage.go). Third-party
+// source is never committed: the harness downloads it through the module
+// proxy.
 
 // CorpusFormat tags the manifest of this version of the corpus format.
-const CorpusFormat = "needlebench.corpus/v1"
+const CorpusFormat = "needlebench.corpus/v2"
 
 // Manifest describes a corpus.
 type Manifest struct {
@@ -46,10 +49,12 @@ type Subject struct {
 	Versions []ModuleVersion `json:"versions"`
 }
 
-// ModuleVersion is a pinned version and its go.sum hash of the module zip.
+// ModuleVersion is a pinned version, the go.sum hash of its module zip and
+// the digest of its coverage data (coverage.go).
 type ModuleVersion struct {
-	Version string `json:"version"`
-	Sum     string `json:"sum"`
+	Version  string `json:"version"`
+	Sum      string `json:"sum"`
+	Coverage string `json:"coverage"`
 }
 
 // Session is one developer's conversation against one module version.
@@ -84,6 +89,10 @@ type Corpus struct {
 	Dir      string
 	Manifest Manifest
 	Sessions []Session
+	// coverage holds a generated corpus's coverage files (module@version →
+	// content) until Write writes them; a loaded corpus reads them when
+	// it is played (loadCoverage).
+	coverage map[string][]byte
 }
 
 // LoadCorpus reads and checks corpus/<name> (or any directory).
@@ -172,7 +181,28 @@ func (c *Corpus) Write(dir string) error {
 		b.Write(line)
 		b.WriteByte('\n')
 	}
-	return os.WriteFile(filepath.Join(dir, "sessions.jsonl"), b.Bytes(), 0o644)
+	if err := os.WriteFile(filepath.Join(dir, "sessions.jsonl"), b.Bytes(), 0o644); err != nil {
+		return err
+	}
+	if err := os.RemoveAll(filepath.Join(dir, "coverage")); err != nil {
+		return err
+	}
+	for _, s := range c.Manifest.Subjects {
+		for _, v := range s.Versions {
+			data, ok := c.coverage[s.Module+"@"+v.Version]
+			if !ok {
+				return fmt.Errorf("no coverage of %s@%s to write", s.Module, v.Version)
+			}
+			file := coverageFile(dir, s.Module, v.Version)
+			if err := os.MkdirAll(filepath.Dir(file), 0o755); err != nil {
+				return err
+			}
+			if err := os.WriteFile(file, data, 0o644); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 func decodeStrict(data []byte, v any) error {

@@ -10,88 +10,88 @@ import (
 	"github.com/needle-dev/needle/product"
 )
 
-// Evaluation against ground truth the harness computes from the source
-// (truth.go), and the baselines of the same run: no reuse, a naive
-// exact-text cache, and the oracle.
+// Evaluation against the ground truth (truth.go), and the baselines of the
+// same run: no reuse, a naive exact-text cache, and the oracle.
 
-// citation is what a context cites for one capability.
+// citation is what a context or an answer cites for one capability.
 type citation struct {
-	kind  string // implementation_location | focused_tests
-	loc   span   // implementation_location (Text unset)
-	tests []string
+	kind  string // implementation_location | runtime_flow | focused_tests
+	loc   span
+	steps []span
+	tests []testRef
 }
 
+// testRef is a cited test: its file and name (a subtest "TestX/sub" too).
+type testRef struct{ path, name string }
+
 var (
-	locLine  = regexp.MustCompile(`(?m)^implementation_location: (\S+):(\d+)-(\d+)(?: \(lexical evidence\))? \[(?:artifact|claim) `)
-	testLine = regexp.MustCompile(`(?m)^  - (\S+) in (\S+): `)
+	locLine  = regexp.MustCompile(`^implementation_location: (\S+):(\d+)-(\d+)\b`)
+	flowHead = regexp.MustCompile(`^runtime_flow\b`)
+	stepLine = regexp.MustCompile(`^  (\d+)\. ([^\s:]+):(\d+)-(\d+)\b`)
+	testHead = regexp.MustCompile(`^focused_tests\b`)
+	testLine = regexp.MustCompile(`^  - (\S+) in ([^\s:]+)`)
 )
 
-// citations parses what a FrontierView cites.
+// citations parses what a FrontierView cites: locations, each flow's steps
+// in order, the tests of each test list.
 func citations(context string) []citation {
 	var out []citation
-	for _, m := range locLine.FindAllStringSubmatch(context, -1) {
-		start, _ := strconv.Atoi(m[2])
-		end, _ := strconv.Atoi(m[3])
-		out = append(out, citation{kind: "implementation_location", loc: span{Path: m[1], Start: start, End: end}})
-	}
-	var tests []string
-	for _, m := range testLine.FindAllStringSubmatch(context, -1) {
-		tests = append(tests, m[2]+" "+m[1])
-	}
-	if len(tests) > 0 {
-		out = append(out, citation{kind: "focused_tests", tests: tests})
+	var cur *citation
+	for _, line := range strings.Split(context, "\n") {
+		if m := locLine.FindStringSubmatch(line); m != nil {
+			start, _ := strconv.Atoi(m[2])
+			end, _ := strconv.Atoi(m[3])
+			out = append(out, citation{kind: "implementation_location", loc: span{Path: m[1], Start: start, End: end}})
+			cur = nil
+			continue
+		}
+		switch {
+		case flowHead.MatchString(line):
+			out = append(out, citation{kind: "runtime_flow"})
+			cur = &out[len(out)-1]
+		case testHead.MatchString(line):
+			out = append(out, citation{kind: "focused_tests"})
+			cur = &out[len(out)-1]
+		case cur != nil && cur.kind == "runtime_flow" && stepLine.MatchString(line):
+			m := stepLine.FindStringSubmatch(line)
+			start, _ := strconv.Atoi(m[3])
+			end, _ := strconv.Atoi(m[4])
+			cur.steps = append(cur.steps, span{Path: m[2], Start: start, End: end})
+		case cur != nil && cur.kind == "focused_tests" && testLine.MatchString(line):
+			m := testLine.FindStringSubmatch(line)
+			cur.tests = append(cur.tests, testRef{path: m[2], name: m[1]})
+		case strings.HasPrefix(line, "  "):
+			// a continuation line of the current citation
+		default:
+			cur = nil
+		}
 	}
 	return out
 }
 
-// truthFor is the ground truth of one subject at one version.
-type truthFor struct {
-	loc   *span
-	tests map[string]span // "path name" → test span
-}
-
-func groundTruth(src *parsed, kind, name string) truthFor {
-	var t truthFor
-	var loc span
-	var ok bool
-	if kind == "cli_option" {
-		loc, ok = src.flagLiterals()[name]
-	} else {
-		loc, ok = src.declarations()[name]
+// proposalCitations are the citations of a scripted proposal.
+func proposalCitations(raw json.RawMessage) []citation {
+	var p proposal
+	if json.Unmarshal(raw, &p) != nil {
+		return nil
 	}
-	if ok {
-		t.loc = &loc
-	}
-	if kind == "symbol" {
-		t.tests = map[string]span{}
-		for _, s := range src.testsReaching(lastPart(name)) {
-			t.tests[s.Path+" "+testName(s)] = s
+	switch p.Kind {
+	case "implementation_location":
+		return []citation{{kind: p.Kind, loc: span{Path: p.Path, Start: p.StartLine, End: p.EndLine}}}
+	case "runtime_flow":
+		c := citation{kind: p.Kind}
+		for _, s := range p.Steps {
+			c.steps = append(c.steps, span{Path: s.Path, Start: s.StartLine, End: s.EndLine})
 		}
-	}
-	return t
-}
-
-// stale reports whether citations disagree with the truth: a location that
-// is not the subject's, a test that does not exist or does not reach it.
-func stale(cs []citation, t truthFor) bool {
-	for _, c := range cs {
-		switch c.kind {
-		case "implementation_location":
-			// The contract of a location: a span of the subject's file that
-			// holds the line declaring it (a function's func line, a flag's
-			// defining call), however much context it takes around it.
-			if t.loc == nil || c.loc.Path != t.loc.Path || c.loc.Start > t.loc.Start || c.loc.End < t.loc.Start {
-				return true
-			}
-		case "focused_tests":
-			for _, name := range c.tests {
-				if _, ok := t.tests[name]; !ok {
-					return true
-				}
-			}
+		return []citation{c}
+	case "focused_tests":
+		c := citation{kind: p.Kind}
+		for _, t := range p.Tests {
+			c.tests = append(c.tests, testRef{path: t.Path, name: t.Name})
 		}
+		return []citation{c}
 	}
-	return false
+	return nil
 }
 
 // evaluation is everything the report needs that is not latency.
@@ -106,12 +106,18 @@ type evaluation struct {
 	Oracle                                   map[string]bool // session+need → oracle hit
 }
 
+// truths holds the truth of every module version of a corpus.
+type truths map[string]*truth // module@version
+
+func (ts truths) of(module, version string) *truth { return ts[module+"@"+version] }
+
 // evaluate judges every outcome.
-func evaluate(outs []outcome, repos map[string]*moduleRepo, c *Corpus) evaluation {
+func evaluate(outs []outcome, ts truths, repos map[string]*moduleRepo, c *Corpus) evaluation {
 	ev := evaluation{Kinds: map[string]int{}, Ledger: map[string]int{}, PatternNeeds: map[string]int{}, PatternHits: map[string]int{}, Oracle: map[string]bool{}}
 	// established: what an ideal reuse layer would hold, per subject and
-	// capability: the spans of the last correct answer.
-	established := map[string][]span{}
+	// capability: the citations of the last correct answer, with the text
+	// of their lines.
+	established := map[string]citation{}
 	// naive: the worker answers a cache keyed on the raw request text
 	// would hold (the first ones it got for that text), blind to the source.
 	naive := map[string]map[string]ScriptedReply{}
@@ -123,8 +129,9 @@ func evaluate(outs []outcome, repos map[string]*moduleRepo, c *Corpus) evaluatio
 	}
 	for _, o := range outs {
 		r := o.Result
-		src := repos[o.Module].source(o.Version)
-		truth := groundTruth(src, o.SubjectKind, o.SubjectName)
+		t := ts.of(o.Module, o.Version)
+		src := repos[o.Module].trees[o.Version]
+		subj := subject{Kind: o.SubjectKind, Name: o.SubjectName}
 		ev.Kinds[string(r.Resolution.Kind)]++
 		ev.Ledger[string(r.Step.Relation)]++
 		ev.PatternNeeds[o.Pattern]++
@@ -139,9 +146,15 @@ func evaluate(outs []outcome, repos map[string]*moduleRepo, c *Corpus) evaluatio
 		// Everything a context says it satisfies must be cited in a form the
 		// harness can judge; what it cannot judge counts as stale.
 		cs := citations(r.Context)
-		if stale(cs, truth) || !covers(cs, r.Satisfied) {
+		why := ""
+		if !covers(cs, r.Satisfied) {
+			why = "the context does not cite every capability it satisfies in a form the harness can judge"
+		} else if len(cs) > 0 {
+			_, why = t.citations(subj, cs)
+		}
+		if why != "" {
 			ev.Stale++
-			ev.StaleNeeds = append(ev.StaleNeeds, o.Session+" "+o.Need)
+			ev.StaleNeeds = append(ev.StaleNeeds, o.Session+" "+o.Need+": "+why)
 		}
 		ev.BaselineTokens += int64(len(o.Kinds)) * turnTokens
 		// The naive cache serves the first worker answers it got for the
@@ -150,7 +163,7 @@ func evaluate(outs []outcome, repos map[string]*moduleRepo, c *Corpus) evaluatio
 		if cached, ok := naive[key]; ok {
 			ev.NaiveHits++
 			for _, kind := range o.Kinds {
-				if stale(proposalCitations(cached[kind].Proposal), truth) {
+				if ok, _ := t.answer(subj, cached[kind].Proposal); !ok {
 					ev.NaiveStale++
 					break
 				}
@@ -163,8 +176,7 @@ func evaluate(outs []outcome, repos map[string]*moduleRepo, c *Corpus) evaluatio
 		intactAll := true
 		for _, kind := range o.Kinds {
 			key := o.Module + " " + o.SubjectKind + " " + o.SubjectName + " " + kind
-			now := currentSpans(truth, kind, established[key])
-			if now != nil {
+			if now, ok := current(t, src, subj, established[key]); ok {
 				established[key] = now
 				continue
 			}
@@ -173,8 +185,8 @@ func evaluate(outs []outcome, repos map[string]*moduleRepo, c *Corpus) evaluatio
 			// A worker's answer is evidence only if it is right: judged
 			// against the truth, never by the generator's label.
 			reply := replies[o.Session+" "+o.Need][kind]
-			if cs := proposalCitations(reply.Proposal); len(cs) > 0 && !stale(cs, truth) {
-				established[key] = answerSpans(reply, truth, kind)
+			if ok, _ := t.answer(subj, reply.Proposal); ok {
+				established[key] = withText(proposalCitations(reply.Proposal)[0], src)
 			}
 		}
 		if intactAll {
@@ -200,86 +212,108 @@ func covers(cs []citation, satisfied []product.CapabilityKind) bool {
 	return true
 }
 
-// proposalCitations are the citations of a scripted proposal.
-func proposalCitations(raw json.RawMessage) []citation {
-	var p struct {
-		Kind      string `json:"kind"`
-		Path      string `json:"path"`
-		StartLine int    `json:"start_line"`
-		EndLine   int    `json:"end_line"`
-		Tests     []struct {
-			Path, Name string
-		} `json:"tests"`
+// withText cleans a correct citation's paths and records the text of its
+// lines in src.
+func withText(c citation, src tree) citation {
+	fill := func(s span) span {
+		s.Path, _ = cleanPath(s.Path)
+		s.Text = lines(src[s.Path], s.Start, s.End)
+		return s
 	}
-	if json.Unmarshal(raw, &p) != nil {
-		return nil
-	}
-	switch p.Kind {
+	switch c.kind {
 	case "implementation_location":
-		return []citation{{kind: p.Kind, loc: span{Path: p.Path, Start: p.StartLine, End: p.EndLine}}}
-	case "focused_tests":
-		c := citation{kind: p.Kind}
-		for _, t := range p.Tests {
-			c.tests = append(c.tests, t.Path+" "+t.Name)
+		c.loc = fill(c.loc)
+	case "runtime_flow":
+		steps := make([]span, len(c.steps))
+		for i, s := range c.steps {
+			steps[i] = fill(s)
 		}
-		return []citation{c}
+		c.steps = steps
+	case "focused_tests":
+		tests := make([]testRef, len(c.tests))
+		for i, r := range c.tests {
+			tests[i] = r
+			tests[i].path, _ = cleanPath(r.path)
+		}
+		c.tests = tests
 	}
-	return nil
+	return c
 }
 
-// currentSpans returns the established evidence's spans where they are now,
-// when it still holds: a location whose cited declaration is intact (the
-// same file and text, at any lines), tests that still exist and reach the
-// subject; nil otherwise.
-func currentSpans(t truthFor, kind string, est []span) []span {
-	if len(est) == 0 {
-		return nil
-	}
-	switch kind {
+// current returns established evidence where it is now, when it still
+// holds: every cited span's text unchanged, at its lines or intact at
+// exactly one other place of its file (as a proof replay finds it), and
+// the moved citation still true; cited tests that still execute the
+// subject, whatever else their bodies do.
+func current(t *truth, src tree, s subject, est citation) (citation, bool) {
+	switch est.kind {
 	case "implementation_location":
-		if t.loc == nil || t.loc.Path != est[0].Path || t.loc.Text != est[0].Text {
-			return nil
+		loc, ok := relocate(src, est.loc)
+		if !ok {
+			return citation{}, false
 		}
-		return []span{*t.loc}
-	case "focused_tests":
-		// A focused test is evidence that it reaches the subject: it stays
-		// good while the test exists and still reaches it, whatever else
-		// its body does.
-		var out []span
-		for _, e := range est {
-			now, ok := t.tests[e.Path+" "+testName(e)]
+		if ok, _ := t.location(s, loc.Path, loc.Start, loc.End); !ok {
+			return citation{}, false
+		}
+		est.loc = loc
+		return est, true
+	case "runtime_flow":
+		steps := make([]span, len(est.steps))
+		for i, st := range est.steps {
+			moved, ok := relocate(src, st)
 			if !ok {
-				return nil
+				return citation{}, false
 			}
-			out = append(out, now)
+			steps[i] = moved
 		}
-		return out
+		if ok, _ := t.flow(s, steps); !ok {
+			return citation{}, false
+		}
+		est.steps = steps
+		return est, true
+	case "focused_tests":
+		if ok, _ := t.citations(s, []citation{est}); !ok {
+			return citation{}, false
+		}
+		return est, true
 	}
-	return nil
+	return citation{}, false
 }
 
-// answerSpans are the spans a correct scripted answer cites, from the truth.
-func answerSpans(reply ScriptedReply, t truthFor, kind string) []span {
-	switch kind {
-	case "implementation_location":
-		if t.loc != nil {
-			return []span{*t.loc}
-		}
-	case "focused_tests":
-		var p struct {
-			Tests []struct{ Path, Name string }
-		}
-		if json.Unmarshal(reply.Proposal, &p) != nil {
-			return nil
-		}
-		var out []span
-		for _, ref := range p.Tests {
-			if s, ok := t.tests[ref.Path+" "+ref.Name]; ok {
-				out = append(out, s)
-			}
-		}
-		slices.SortFunc(out, func(a, b span) int { return strings.Compare(a.Path+testName(a), b.Path+testName(b)) })
-		return out
+// relocate finds a span's text in the current version of its file: at the
+// same lines, or else exactly once elsewhere.
+func relocate(src tree, s span) (span, bool) {
+	file, ok := src[s.Path]
+	if !ok {
+		return span{}, false
 	}
-	return nil
+	if lines(file, s.Start, s.End) == s.Text {
+		return s, true
+	}
+	start, end, ok := findOnce(file, s)
+	if !ok {
+		return span{}, false
+	}
+	return span{Path: s.Path, Start: start, End: end, Text: s.Text}, true
+}
+
+// findOnce looks for the lines of s among the lines of newSrc. ok is true
+// when they occur there exactly once, at newStart..newEnd.
+func findOnce(newSrc []byte, s span) (newStart, newEnd int, ok bool) {
+	if newSrc == nil {
+		return 0, 0, false
+	}
+	want := strings.Split(s.Text, "\n")
+	have := strings.Split(string(newSrc), "\n")
+	found := 0
+	for i := 0; i+len(want) <= len(have); i++ {
+		if slices.Equal(have[i:i+len(want)], want) {
+			found++
+			newStart, newEnd = i+1, i+len(want)
+		}
+	}
+	if found != 1 {
+		return 0, 0, false
+	}
+	return newStart, newEnd, true
 }

@@ -3,8 +3,12 @@ package bench
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"slices"
 	"strings"
 
@@ -12,26 +16,29 @@ import (
 )
 
 // The corpus generator. From the pinned modules' real source it discovers
-// subjects with go/ast — exported functions and methods, the tests that
-// reach them, command-line flag literals — and writes sessions with these
-// patterns (the names are what the manifest and the report count):
+// subjects — exported functions and methods with go/types, the tests that
+// execute them by running every test with coverage (coverage.go), the
+// command-line flags the module defines, literal or constant — and writes
+// sessions with these patterns (the names are what the manifest and the
+// report count):
 //
 //	first_ask    a need nobody asked before
 //	repeat       the same request, word for word, by another developer later
 //	reworded     the same need with another task wording (same need_id)
 //	marker       the same need as a @@need marker line
 //	extension    a need that adds obligations to an earlier one in the session
+//	             (a location, then its tests; a location, then its flow)
 //	residual     a need asking only for what an earlier one left missing
 //	across_bump  a need asked before the version bump, asked again after it
 //	new_after_bump a first ask against the newer version
 //
-// Scripted worker answers are correct by construction from the source of
-// the session's version, except at a stated rate where they are wrong the
-// ways models are: shifted_lines, neighbour (another function of the same
-// file, or a test that does not reach the subject), missing_file, and
-// older_version (the span the subject had before the bump). An answer is a
-// function of the request text and the version: the same prompt always gets
-// the same answer, as a worker identity (its invocation id) requires.
+// Scripted worker answers are written in the natural dialect (dialect.go):
+// right by construction from the session's version, except at a stated rate
+// where they are wrong in one of the classes models are wrong in. The
+// generator's intent is only a label: whether an answer is right is decided
+// by the truth, in needlebench run. An answer is a function of the request
+// text and the version: the same prompt always gets the same answer, as a
+// worker identity (its invocation id) requires.
 
 // GenerateOptions configures the generator.
 type GenerateOptions struct {
@@ -40,16 +47,25 @@ type GenerateOptions struct {
 	Modules  []string // "module@v1,v2"
 	Subjects int      // subjects per module (default 14)
 	Command  string   // the command line that generated it, for the manifest
+	// Codex is the codex binary whose sandbox runs the modules' tests; with
+	// Unsandboxed they run without one.
+	Codex       string
+	Unsandboxed bool
 }
 
-// wrongPercent is the rate of wrong scripted answers the generator aims at.
-const wrongPercent = 14
+// wrongPercent is the rate of wrong scripted answers the generator aims at,
+// besides the wrong answers its patterns force.
+const wrongPercent = 20
+
+// maxSubtests bounds the subtests of one test that the coverage runs on
+// their own.
+const maxSubtests = 20
 
 type genSubject struct {
-	name   string // symbol name, or "-flag"
-	kind   string // symbol | cli_option
+	subject
 	module string
-	tests  bool // has reaching tests at the old version
+	tests  bool // passing tests execute it at the old version
+	flow   bool // it has a flow of at least two steps at the old version
 	drift  string
 }
 
@@ -58,18 +74,31 @@ type generator struct {
 	rng      *rand.Rand
 	repos    map[string]*moduleRepo
 	subjects []Subject
+	truths   truths
 	answers  map[string]map[string]ScriptedReply // version + need id + task → answers
 	patterns map[string]int
 	wrong    map[string]int
 	replies  int
 	needs    int
 	devs     int
+	forced   map[string]int // wrong answers forced so far per kind (their class rotates)
+}
+
+// force returns the next class of wrong answer to force on kind, skipping
+// classes that do not apply to the subject.
+func (g *generator) force(kind string, s genSubject) string {
+	classes := slices.DeleteFunc(slices.Clone(wrongClasses[kind]), func(c string) bool {
+		return c == "use_not_definition" && s.Kind != "cli_option"
+	})
+	c := classes[g.forced[kind]%len(classes)]
+	g.forced[kind]++
+	return c
 }
 
 // Generate builds a corpus from real modules.
 func Generate(ctx context.Context, opts GenerateOptions, progress func(string)) (*Corpus, error) {
-	g := &generator{opts: opts, rng: rand.New(rand.NewPCG(opts.Seed, opts.Seed^0x9e3779b97f4a7c15)),
-		answers: map[string]map[string]ScriptedReply{}, patterns: map[string]int{}, wrong: map[string]int{}}
+	g := &generator{opts: opts, rng: rand.New(rand.NewPCG(opts.Seed, opts.Seed^0x9e3779b97f4a7c15)), truths: truths{},
+		answers: map[string]map[string]ScriptedReply{}, patterns: map[string]int{}, wrong: map[string]int{}, forced: map[string]int{}}
 	for _, spec := range opts.Modules {
 		mod, vers, ok := strings.Cut(spec, "@")
 		versions := strings.Split(vers, ",")
@@ -86,7 +115,8 @@ func Generate(ctx context.Context, opts GenerateOptions, progress func(string)) 
 		}
 		g.subjects = append(g.subjects, s)
 	}
-	c := &Corpus{Manifest: Manifest{Format: CorpusFormat, Name: opts.Name, Seed: opts.Seed, Generator: opts.Command, Subjects: g.subjects}}
+	c := &Corpus{Manifest: Manifest{Format: CorpusFormat, Name: opts.Name, Seed: opts.Seed, Generator: opts.Command, Subjects: g.subjects},
+		coverage: map[string][]byte{}}
 	root, err := tempDir()
 	if err != nil {
 		return nil, err
@@ -95,12 +125,38 @@ func Generate(ctx context.Context, opts GenerateOptions, progress func(string)) 
 	if g.repos, err = materialize(ctx, c, root, progress); err != nil {
 		return nil, err
 	}
+	sb, err := opts.sandbox(ctx, root)
+	if err != nil {
+		return nil, err
+	}
+	covOpts := coverageOptions{sandbox: sb, scratch: root, progress: progress,
+		subtests: func(_, _ string, all []string) []string { return all[:min(len(all), maxSubtests)] }}
+	for i, s := range g.subjects {
+		r := g.repos[s.Module]
+		for j, v := range s.Versions {
+			cov, err := coverModule(ctx, covOpts, s.Module, v.Version, r.trees[v.Version])
+			if err != nil {
+				return nil, err
+			}
+			data, err := cov.encode()
+			if err != nil {
+				return nil, err
+			}
+			c.coverage[s.Module+"@"+v.Version] = data
+			g.subjects[i].Versions[j].Coverage = fileDigest(data)
+			if progress != nil {
+				progress(fmt.Sprintf("types %s@%s", s.Module, v.Version))
+			}
+			prog, err := loadProgram(ctx, r.srcs[v.Version], r.trees[v.Version])
+			if err != nil {
+				return nil, err
+			}
+			g.truths[s.Module+"@"+v.Version] = &truth{prog: prog, reach: newReach(cov)}
+		}
+	}
 	var before, after []Session
 	for _, s := range g.subjects {
-		b, a, err := g.module(s)
-		if err != nil {
-			return nil, err
-		}
+		b, a := g.module(s)
 		before, after = append(before, b...), append(after, a...)
 	}
 	// Developers work on several modules at once: interleave the modules'
@@ -125,53 +181,123 @@ func Generate(ctx context.Context, opts GenerateOptions, progress func(string)) 
 	c.Manifest.Notes = []string{
 		"Sessions are played in file order; every session before the version bump comes first.",
 		"Scripted answers are a function of the need, its task wording and the version: the same prompt always gets the same answer.",
-		"wrong.rate counts distinct scripted answers (per need, task, version and capability), not worker runs.",
+		"wrong counts distinct scripted answers (per need, task, version and capability) the generator meant to be wrong, by class; whether an answer is wrong is decided by the truth when the corpus is played.",
+		"coverage/ holds, per module version, what each test executed (run on its own, in " + sb.String() + "); the manifest pins each file by digest.",
 	}
 	return c, c.check()
 }
 
+// sandbox returns the sandbox the coverage runs use, checked by its probe.
+func (o GenerateOptions) sandbox(ctx context.Context, scratch string) (*sandbox, error) {
+	if o.Unsandboxed {
+		return nil, nil
+	}
+	codex := o.Codex
+	if codex == "" {
+		p, err := exec.LookPath("codex")
+		if err != nil {
+			return nil, errors.New("the coverage runs need codex's sandbox and there is no codex binary on PATH; pass --codex BIN (or --unsandboxed)")
+		}
+		codex = p
+	}
+	home := filepath.Join(scratch, "codex-home")
+	if err := os.MkdirAll(home, 0o700); err != nil {
+		return nil, err
+	}
+	sb := &sandbox{codex: codex, home: home}
+	return sb, sb.probe(ctx, scratch)
+}
+
+// writerFor returns the answer writer of a module version.
+func (g *generator) writerFor(module, version string) *writer {
+	w := &writer{rng: g.rng, t: g.truths.of(module, version), module: module}
+	for _, s := range g.subjects {
+		for i, v := range s.Versions {
+			if s.Module == module && v.Version == version && i > 0 {
+				w.old = g.truths.of(module, s.Versions[i-1].Version)
+			}
+		}
+	}
+	return w
+}
+
+// candidates lists the subjects of a module version with their drift to
+// the newer version.
+func (g *generator) candidates(module, oldV, newV string) []genSubject {
+	oldW, newT := g.writerFor(module, oldV), g.truths.of(module, newV)
+	var out []genSubject
+	for _, name := range slices.Sorted(mapKeys(oldW.t.prog.byName)) {
+		d, ok := oldW.t.symbol(name)
+		if !ok || !d.Exported || d.End-d.Start+1 > product.MaxSpanLines {
+			continue
+		}
+		s := genSubject{subject: subject{Kind: "symbol", Name: name}, module: module}
+		tests, _ := oldW.executing(d)
+		s.tests = len(tests) > 0
+		s.flow = len(oldW.t.prog.callees(d.Path, d.Start, d.End)) > 0
+		n, ok := newT.symbol(name)
+		switch {
+		case !ok:
+			s.drift = "gone"
+		case n.Text != d.Text || n.Path != d.Path:
+			s.drift = "changed"
+		case n.Start != d.Start:
+			s.drift = "moved"
+		default:
+			s.drift = "unchanged"
+		}
+		out = append(out, s)
+	}
+	flags := map[string]string{}
+	for _, f := range oldW.t.prog.flags {
+		dash := "-"
+		if strings.Contains(f.Pkg, "pflag") {
+			dash = "--"
+		}
+		flags[f.Name] = dash + f.Name
+	}
+	for _, name := range slices.Sorted(mapKeys(flags)) {
+		s := genSubject{subject: subject{Kind: "cli_option", Name: flags[name]}, module: module, drift: "unchanged"}
+		defText := func(t *truth) string {
+			var parts []string
+			for _, f := range t.flagDefs(name) {
+				parts = append(parts, fmt.Sprintf("%s:%d:%s", f.Path, f.Start, f.Text))
+			}
+			return strings.Join(parts, "\n")
+		}
+		o, n := defText(oldW.t), defText(newT)
+		switch {
+		case n == "":
+			s.drift = "gone"
+		case stripLines(o) != stripLines(n):
+			s.drift = "changed"
+		case o != n:
+			s.drift = "moved"
+		}
+		_, s.flow = oldW.flowSteps(s.subject)
+		out = append(out, s)
+	}
+	return out
+}
+
+// stripLines drops the line numbers of defText's lines.
+func stripLines(s string) string {
+	var out []string
+	for _, l := range strings.Split(s, "\n") {
+		parts := strings.SplitN(l, ":", 3)
+		if len(parts) == 3 {
+			l = parts[0] + ":" + parts[2]
+		}
+		out = append(out, l)
+	}
+	return strings.Join(out, "\n")
+}
+
 // module makes the sessions of one module: before and after its bump.
-func (g *generator) module(s Subject) (before, after []Session, err error) {
+func (g *generator) module(s Subject) (before, after []Session) {
 	r := g.repos[s.Module]
 	oldV, newV := s.Versions[0].Version, s.Versions[len(s.Versions)-1].Version
-	oldSrc, newSrc := r.source(oldV), r.source(newV)
-	oldDecls, newDecls := oldSrc.declarations(), newSrc.declarations()
-	var subjects []genSubject
-	for _, name := range slices.Sorted(mapKeys(oldDecls)) {
-		// Tests are asked for only where reaching means something: not for
-		// a name every test calls on its *testing.T.
-		subj := genSubject{name: name, kind: "symbol", module: s.Module,
-			tests: !testingNames[lastPart(name)] && len(oldSrc.testsReaching(lastPart(name))) > 0}
-		o, n, ok := oldDecls[name], newDecls[name], false
-		_, ok = newDecls[name]
-		switch {
-		case !ok:
-			subj.drift = "gone"
-		case o.Text != n.Text || o.Path != n.Path:
-			subj.drift = "changed"
-		case o.Start != n.Start:
-			subj.drift = "moved"
-		default:
-			subj.drift = "unchanged"
-		}
-		subjects = append(subjects, subj)
-	}
-	flags := oldSrc.flagLiterals()
-	for _, f := range slices.Sorted(mapKeys(flags)) {
-		subj := genSubject{name: f, kind: "cli_option", module: s.Module, drift: "unchanged"}
-		nf, ok := newSrc.flagLiterals()[f]
-		switch {
-		case !ok:
-			subj.drift = "gone"
-		case nf.Text != flags[f].Text || nf.Path != flags[f].Path:
-			subj.drift = "changed"
-		case nf.Start != flags[f].Start:
-			subj.drift = "moved"
-		}
-		subjects = append(subjects, subj)
-	}
-	// Take a spread of subjects with every kind of drift represented.
-	picked := pickSubjects(subjects, g.rng, g.opts.Subjects)
+	picked := pickSubjects(g.candidates(s.Module, oldV, newV), g.rng, g.opts.Subjects)
 	var asked []plannedNeed
 	session := func(version string, needs ...plannedNeed) Session {
 		g.devs++
@@ -181,21 +307,43 @@ func (g *generator) module(s Subject) (before, after []Session, err error) {
 		}
 		return sess
 	}
+	flags := 0
 	for i, subj := range picked {
 		first := plannedNeed{subj: subj, route: "locate.implementation", task: taskText(subj, 0), pattern: "first_ask"}
+		// Some first answers are wrong by construction, in every class in
+		// turn: a flag's first location is often a line that only uses it.
 		switch {
-		case subj.kind == "symbol" && subj.tests && i%3 == 0:
+		case subj.Kind == "cli_option" && flags%2 == 0:
+			first.forceKind, first.forceClass = "implementation_location", "use_not_definition"
+		case i%3 == 2:
+			first.forceKind, first.forceClass = "implementation_location", g.force("implementation_location", subj)
+		}
+		if subj.Kind == "cli_option" {
+			flags++
+		}
+		switch {
+		case subj.Kind == "symbol" && subj.tests && i%3 == 0:
 			// locate, then the same subject with its tests: an extension.
 			ext := plannedNeed{subj: subj, route: "tests.relevant", impl: true, task: testsTask(subj, 0), pattern: "extension"}
 			before = append(before, session(oldV, first, ext))
 			asked = append(asked, first, ext)
-		case subj.kind == "symbol" && subj.tests && i%3 == 1:
+		case subj.Kind == "symbol" && subj.tests && i%3 == 1:
 			// tests with the location, whose tests answer is wrong by
 			// construction; then only the tests: a residual need.
-			ext := plannedNeed{subj: subj, route: "tests.relevant", impl: true, task: testsTask(subj, 1), pattern: "first_ask", forceWrong: "focused_tests"}
+			ext := plannedNeed{subj: subj, route: "tests.relevant", impl: true, task: testsTask(subj, 1), pattern: "first_ask",
+				forceKind: "focused_tests", forceClass: g.force("focused_tests", subj)}
 			res := plannedNeed{subj: subj, route: "tests.relevant", task: testsTask(subj, 2), pattern: "residual"}
 			before = append(before, session(oldV, ext, res))
 			asked = append(asked, ext, res)
+		case subj.flow:
+			// locate, then how it runs: an extension with a flow, two in
+			// three wrong by construction.
+			ext := plannedNeed{subj: subj, route: "trace.state-flow", task: flowTask(subj, 0), pattern: "extension"}
+			if g.forced["flows"]++; g.forced["flows"]%3 != 0 {
+				ext.forceKind, ext.forceClass = "runtime_flow", g.force("runtime_flow", subj)
+			}
+			before = append(before, session(oldV, first, ext))
+			asked = append(asked, first, ext)
 		default:
 			before = append(before, session(oldV, first))
 			asked = append(asked, first)
@@ -205,6 +353,7 @@ func (g *generator) module(s Subject) (before, after []Session, err error) {
 	// as a marker.
 	for i, n := range asked {
 		var again []plannedNeed
+		n.forceKind, n.forceClass = "", ""
 		switch i % 3 {
 		case 0:
 			n.pattern = "repeat"
@@ -216,7 +365,7 @@ func (g *generator) module(s Subject) (before, after []Session, err error) {
 		again = append(again, n)
 		if j := i + 1; j < len(asked) && i%2 == 0 {
 			m := asked[j]
-			m.pattern = "repeat"
+			m.pattern, m.forceKind, m.forceClass = "repeat", "", ""
 			again = append(again, m)
 		}
 		before = append(before, session(oldV, again...))
@@ -224,34 +373,34 @@ func (g *generator) module(s Subject) (before, after []Session, err error) {
 	// After the bump: the same requests again (code that changed and code
 	// that did not), and subjects nobody asked about before.
 	for i, n := range asked {
-		n.pattern, n.marker = "across_bump", false
-		if subjGone(n.subj) {
+		n.pattern, n.marker, n.forceKind, n.forceClass = "across_bump", false, "", ""
+		if n.subj.drift == "gone" {
 			continue
 		}
 		if i%4 == 3 {
-			n.forceWrong = "older_version"
+			n.forceKind = "older_version"
 		}
 		later := []plannedNeed{n}
 		if i%3 == 0 {
 			r := n
-			r.pattern = "repeat"
-			r.forceWrong = ""
+			r.pattern, r.forceKind = "repeat", ""
 			later = append(later, r)
 		}
 		after = append(after, session(newV, later...))
 	}
-	for _, name := range slices.Sorted(mapKeys(newDecls)) {
-		if _, old := oldDecls[name]; old || len(after) >= 2*len(picked)+6 {
+	newT := g.truths.of(s.Module, newV)
+	oldT := g.truths.of(s.Module, oldV)
+	for _, name := range slices.Sorted(mapKeys(newT.prog.byName)) {
+		d, ok := newT.symbol(name)
+		if _, old := oldT.prog.byName[name]; old || !ok || !d.Exported || len(after) >= 2*len(picked)+6 {
 			continue
 		}
-		subj := genSubject{name: name, kind: "symbol", module: s.Module, drift: "new"}
+		subj := genSubject{subject: subject{Kind: "symbol", Name: name}, module: s.Module, drift: "new"}
 		n := plannedNeed{subj: subj, route: "locate.implementation", task: taskText(subj, 0), pattern: "new_after_bump"}
 		after = append(after, session(newV, n, plannedNeed{subj: subj, route: "locate.implementation", task: taskText(subj, 0), pattern: "repeat"}))
 	}
-	return before, after, nil
+	return before, after
 }
-
-func subjGone(s genSubject) bool { return s.drift == "gone" }
 
 // pickSubjects takes up to want (default 14) subjects spread over the
 // sorted list, making sure changed and flag subjects are among them when
@@ -264,13 +413,13 @@ func pickSubjects(all []genSubject, rng *rand.Rand, want int) []genSubject {
 	byDrift := map[string][]genSubject{}
 	for _, s := range all {
 		key := s.drift
-		if s.kind == "cli_option" {
+		if s.Kind == "cli_option" {
 			key = "flag"
 		}
 		byDrift[key] = append(byDrift[key], s)
 	}
-	quota := map[string]int{"changed": max(want*2/7, 1), "moved": max(want*3/14, 1), "gone": 1, "flag": want * 3 / 14, "unchanged": want}
-	for _, key := range []string{"changed", "moved", "gone", "flag", "unchanged"} {
+	quota := map[string]int{"changed": max(want*2/7, 1), "moved": max(want*3/14, 1), "gone": 1, "flag": max(want*3/14, 1), "unchanged": want}
+	for _, key := range []string{"flag", "changed", "moved", "gone", "unchanged"} {
 		list := byDrift[key]
 		k := min(quota[key], len(list), want-len(out))
 		for i := range k {
@@ -283,49 +432,52 @@ func pickSubjects(all []genSubject, rng *rand.Rand, want int) []genSubject {
 
 // plannedNeed is a need before it is written down.
 type plannedNeed struct {
-	subj       genSubject
-	route      string
-	impl       bool // tests.relevant that also requires the location
-	task       string
-	pattern    string
-	marker     bool
-	forceWrong string // a capability kind ("focused_tests") or a wrong kind ("older_version")
+	subj    genSubject
+	route   string
+	impl    bool // tests.relevant that also requires the location
+	task    string
+	pattern string
+	marker  bool
+	// forceKind makes the answer of that capability kind wrong in class
+	// forceClass; "older_version" makes the location and flow answers the
+	// ones from before the bump.
+	forceKind, forceClass string
 }
 
 func (n plannedNeed) request() product.NeedRequest {
-	req := product.NeedRequest{Route: n.route, Subject: product.SubjectRequest{Kind: n.subj.kind, Name: n.subj.name}, Task: n.task}
+	req := product.NeedRequest{Route: n.route, Subject: product.SubjectRequest{Kind: n.subj.Kind, Name: n.subj.Name}, Task: n.task}
 	if n.impl {
 		req.Required = []product.ObligationRequest{{Kind: "implementation_location"}}
 	}
 	return req
 }
 
-func lastPart(name string) string {
-	if i := strings.LastIndexByte(name, '.'); i >= 0 {
-		return name[i+1:]
-	}
-	return name
-}
-
 func taskText(s genSubject, variant int) string {
-	if s.kind == "cli_option" {
-		return []string{"Where is the " + s.name + " flag defined?", "Find where " + s.name + " is parsed."}[variant%2]
+	if s.Kind == "cli_option" {
+		return []string{"Where is the " + s.Name + " flag defined?", "Find where " + s.Name + " is defined."}[variant%2]
 	}
-	return []string{"Where is " + s.name + " implemented?", "I need to change " + s.name + "; show me its definition.",
-		"Find the code of " + s.name + "."}[variant%3]
+	return []string{"Where is " + s.Name + " implemented?", "I need to change " + s.Name + "; show me its definition.",
+		"Find the code of " + s.Name + "."}[variant%3]
 }
 
 func testsTask(s genSubject, variant int) string {
-	return []string{"Which tests cover " + s.name + "?", "Find the tests of " + s.name + " and where it lives.",
-		"Which tests exercise " + s.name + "? I only need the tests now."}[variant%3]
+	return []string{"Which tests cover " + s.Name + "?", "Find the tests of " + s.Name + " and where it lives.",
+		"Which tests exercise " + s.Name + "? I only need the tests now."}[variant%3]
+}
+
+func flowTask(s genSubject, variant int) string {
+	if s.Kind == "cli_option" {
+		return []string{"Trace what happens with " + s.Name + " from its definition on.", "How is " + s.Name + " wired up? Follow the calls."}[variant%2]
+	}
+	return []string{"Trace what " + s.Name + " calls, step by step.", "Walk me through the call path of " + s.Name + "."}[variant%2]
 }
 
 func rewordTask(n plannedNeed) string {
-	if n.route == "tests.relevant" {
-		return "Show me tests that exercise " + n.subj.name + "."
-	}
-	if n.subj.kind == "cli_option" {
-		return taskText(n.subj, 1)
+	switch n.route {
+	case "tests.relevant":
+		return "Show me tests that exercise " + n.subj.Name + "."
+	case "trace.state-flow":
+		return flowTask(n.subj, 1)
 	}
 	return taskText(n.subj, 1)
 }
@@ -359,6 +511,9 @@ func (g *generator) need(r *moduleRepo, version string, n plannedNeed) CorpusNee
 	}
 	out.Answers = map[string]ScriptedReply{}
 	for _, ob := range need.IR.Obligations {
+		if ob.Strength != product.StrengthRequired {
+			continue
+		}
 		reply := g.reply(r, version, n, string(ob.Kind))
 		out.Answers[string(ob.Kind)] = reply
 		g.replies++
@@ -372,130 +527,31 @@ func (g *generator) need(r *moduleRepo, version string, n plannedNeed) CorpusNee
 
 // reply is the scripted answer for one capability kind.
 func (g *generator) reply(r *moduleRepo, version string, n plannedNeed, kind string) ScriptedReply {
-	src := r.source(version)
-	subject := map[string]string{"kind": n.subj.kind, "name": n.subj.name}
+	w := g.writerFor(r.Module, version)
 	wrong := ""
 	switch {
-	case n.forceWrong == kind:
-		wrong = "neighbour"
-	case n.forceWrong == "older_version" && kind == "implementation_location":
+	case n.forceKind == kind:
+		wrong = n.forceClass
+	case n.forceKind == "older_version" && kind != "focused_tests":
 		wrong = "older_version"
 	case g.rng.IntN(100) < wrongPercent:
-		wrong = []string{"shifted_lines", "neighbour", "missing_file"}[g.rng.IntN(3)]
+		classes := slices.DeleteFunc(slices.Clone(wrongClasses[kind]), func(c string) bool {
+			return c == "use_not_definition" && n.subj.Kind != "cli_option"
+		})
+		wrong = classes[g.rng.IntN(len(classes))]
 	}
+	var p json.RawMessage
 	switch kind {
 	case "implementation_location":
-		var loc span
-		if n.subj.kind == "cli_option" {
-			loc = src.flagLiterals()[n.subj.name]
-		} else {
-			loc = src.declarations()[n.subj.name]
-		}
-		switch wrong {
-		case "shifted_lines":
-			loc.Start, loc.End = loc.Start+3, loc.End+3
-		case "neighbour":
-			if nb, ok := neighbour(src, loc); ok {
-				loc = nb
-			} else {
-				loc.Start, loc.End, wrong = loc.Start+3, loc.End+3, "shifted_lines"
-			}
-		case "missing_file":
-			loc.Path = "internal/needle_missing.go"
-		case "older_version":
-			old := r.source(g.versionBefore(r, version))
-			olds := old.declarations()
-			if n.subj.kind == "cli_option" {
-				olds = old.flagLiterals()
-			}
-			// Wrong only when the old span no longer holds the declaration's
-			// line; otherwise it is still a correct location.
-			if o, ok := olds[n.subj.name]; ok && (o.Path != loc.Path || o.Start > loc.Start || o.End < loc.Start) {
-				loc = o
-			} else {
-				wrong = ""
-			}
-		}
-		p, _ := json.Marshal(map[string]any{"kind": kind, "subject": subject, "path": loc.Path, "start_line": loc.Start, "end_line": loc.End})
-		return ScriptedReply{Proposal: p, Wrong: wrong}
+		p, wrong = w.location(n.subj.subject, wrong)
+	case "runtime_flow":
+		p, wrong = w.flow(n.subj.subject, wrong)
 	case "focused_tests":
-		tests := src.testsReaching(lastPart(n.subj.name))
-		var cited []span
-		if len(tests) > 0 {
-			cited = append(cited, tests[0])
-			if len(tests) > 2 {
-				cited = append(cited, tests[len(tests)/2])
-			}
-		}
-		switch wrong {
-		case "neighbour", "shifted_lines":
-			wrong = "neighbour"
-			cited = nonReaching(src, lastPart(n.subj.name))
-			if len(cited) == 0 {
-				wrong = "missing_file"
-			}
-		}
-		var list []map[string]string
-		for _, t := range cited {
-			list = append(list, map[string]string{"path": t.Path, "name": testName(t), "command": product.TestCommand(t.Path, testName(t))})
-		}
-		if wrong == "missing_file" || len(list) == 0 {
-			list = []map[string]string{{"path": "needle_missing_test.go", "name": "TestNeedleMissing", "command": "go test . -run '^TestNeedleMissing$'"}}
-			if wrong == "" {
-				wrong = "missing_file" // a subject without tests: any answer is wrong
-			}
-		}
-		p, _ := json.Marshal(map[string]any{"kind": kind, "subject": subject, "tests": list})
-		return ScriptedReply{Proposal: p, Wrong: wrong}
+		p, wrong = w.tests(n.subj.subject, wrong)
+	default:
+		panic("generator: no answers for " + kind)
 	}
-	panic("generator: no answers for " + kind)
-}
-
-func (g *generator) versionBefore(r *moduleRepo, version string) string {
-	for _, s := range g.subjects {
-		if s.Module == r.Module {
-			for i, v := range s.Versions {
-				if v.Version == version && i > 0 {
-					return s.Versions[i-1].Version
-				}
-			}
-		}
-	}
-	return version
-}
-
-// neighbour is the declaration just before or after loc in its file.
-func neighbour(src *parsed, loc span) (span, bool) {
-	var same []span
-	for _, d := range src.declarations() {
-		if d.Path == loc.Path && d.Start != loc.Start {
-			same = append(same, d)
-		}
-	}
-	if len(same) == 0 {
-		return span{}, false
-	}
-	slices.SortFunc(same, func(a, b span) int { return a.Start - b.Start })
-	for _, d := range same {
-		if d.Start > loc.Start {
-			return d, true
-		}
-	}
-	return same[len(same)-1], true
-}
-
-// nonReaching returns one test of the module that does not reach ident.
-func nonReaching(src *parsed, ident string) []span {
-	reach := map[string]bool{}
-	for _, t := range src.testsReaching(ident) {
-		reach[t.Path+" "+testName(t)] = true
-	}
-	for _, t := range src.allTests() {
-		if !reach[t.Path+" "+testName(t)] {
-			return []span{t}
-		}
-	}
-	return nil
+	return ScriptedReply{Proposal: p, Wrong: wrong}
 }
 
 // interleave mixes sessions of several modules, keeping each module's order.

@@ -17,8 +17,9 @@ import (
 
 // downloaded is a module version fetched through the module proxy.
 type downloaded struct {
-	Dir string // the module cache directory holding its source
-	Sum string // the go.sum h1: hash of its zip
+	Dir   string // the module cache directory holding its source
+	Sum   string // the go.sum h1: hash of its zip
+	GoMod string // the module cache file holding its go.mod
 }
 
 // moduleDownload fetches module@version with `go mod download -json` run
@@ -36,33 +37,49 @@ func moduleDownload(ctx context.Context, module, version string) (downloaded, er
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
-	var info struct{ Dir, Sum, Error string }
+	var info struct{ Dir, Sum, GoMod, Error string }
 	if jerr := json.Unmarshal(out, &info); jerr != nil && err == nil {
 		err = jerr
 	}
 	if err != nil || info.Error != "" || info.Dir == "" {
 		return downloaded{}, fmt.Errorf("go mod download %s@%s: %v %s %s", module, version, err, info.Error, strings.TrimSpace(stderr.String()))
 	}
-	return downloaded{Dir: info.Dir, Sum: info.Sum}, nil
+	return downloaded{Dir: info.Dir, Sum: info.Sum, GoMod: info.GoMod}, nil
 }
 
-// readModule reads the .go files and go.mod of a module directory.
+// source reads the module's files. A module that predates modules has no
+// go.mod in its zip; it gets the one the go command uses for it (the
+// proxy's), as a checkout would after `go mod init`.
+func (d downloaded) source() (tree, error) {
+	t, err := readModule(d.Dir)
+	if err != nil {
+		return nil, err
+	}
+	if _, ok := t["go.mod"]; !ok {
+		mod, err := os.ReadFile(d.GoMod)
+		if err != nil {
+			return nil, err
+		}
+		t["go.mod"] = mod
+	}
+	return t, nil
+}
+
+// readModule reads every regular file of a module directory: the module
+// as a checkout holds it, test data and go.sum included, so that its tests
+// run in the corpus repositories as they do upstream.
 func readModule(dir string) (tree, error) {
 	t := tree{}
 	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
+		if err != nil || d.IsDir() || !d.Type().IsRegular() {
 			return err
 		}
 		rel, err := filepath.Rel(dir, p)
 		if err != nil {
 			return err
 		}
-		rel = filepath.ToSlash(rel)
-		if !strings.HasSuffix(rel, ".go") && rel != "go.mod" {
-			return nil
-		}
 		data, err := os.ReadFile(p)
-		t[rel] = data
+		t[filepath.ToSlash(rel)] = data
 		return err
 	})
 	return t, err
@@ -75,7 +92,9 @@ type moduleRepo struct {
 	Dir     string
 	commits map[string]string // version → commit
 	trees   map[string]tree
-	parsed  map[string]*parsed
+	// srcs holds each version's source in a directory of its own (the
+	// truth type-checks it there); the go commands run on it are hermetic.
+	srcs    map[string]string
 	current string
 }
 
@@ -86,7 +105,7 @@ func materialize(ctx context.Context, c *Corpus, root string, progress func(stri
 	repos := map[string]*moduleRepo{}
 	for _, s := range c.Manifest.Subjects {
 		r := &moduleRepo{Module: s.Module, Dir: filepath.Join(root, strings.NewReplacer("/", "_", "@", "_").Replace(s.Module)),
-			commits: map[string]string{}, trees: map[string]tree{}, parsed: map[string]*parsed{}}
+			commits: map[string]string{}, trees: map[string]tree{}, srcs: map[string]string{}}
 		if err := os.MkdirAll(r.Dir, 0o755); err != nil {
 			return nil, err
 		}
@@ -109,10 +128,18 @@ func materialize(ctx context.Context, c *Corpus, root string, progress func(stri
 			if h, err := dirhash.HashDir(d.Dir, s.Module+"@"+v.Version, dirhash.Hash1); err != nil || h != v.Sum {
 				return nil, fmt.Errorf("%s@%s: the source in %s hashes to %s (%v), the corpus pins %s", s.Module, v.Version, d.Dir, h, err, v.Sum)
 			}
-			t, err := readModule(d.Dir)
+			t, err := d.source()
 			if err != nil {
 				return nil, err
 			}
+			src := filepath.Join(root, "src", filepath.Base(r.Dir)+"@"+v.Version)
+			if err := syncTree(src, t); err != nil {
+				return nil, err
+			}
+			if err := downloadDeps(ctx, src); err != nil {
+				return nil, fmt.Errorf("%s@%s: %w", s.Module, v.Version, err)
+			}
+			r.srcs[v.Version] = src
 			if err := syncTree(r.Dir, t); err != nil {
 				return nil, err
 			}
@@ -131,6 +158,21 @@ func materialize(ctx context.Context, c *Corpus, root string, progress func(stri
 		repos[s.Module] = r
 	}
 	return repos, nil
+}
+
+// downloadDeps fetches, through the module proxy, every module the module
+// in dir needs to build and test its packages, so that everything run on
+// it later (the truth, the coverage runs, the product's test runs) works
+// with GOPROXY=off from the module cache. It may add go.sum lines in dir,
+// never in the repository.
+func downloadDeps(ctx context.Context, dir string) error {
+	cmd := exec.CommandContext(ctx, "go", "mod", "download")
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "GOFLAGS=-mod=mod", "GOWORK=off", "GOTOOLCHAIN=local")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("go mod download: %v: %s", err, bytes.TrimSpace(out))
+	}
+	return nil
 }
 
 // checkout makes the work tree hold version.
@@ -152,18 +194,11 @@ func (r *moduleRepo) checkout(ctx context.Context, version string) error {
 	return nil
 }
 
-// source returns the parsed source of a version.
-func (r *moduleRepo) source(version string) *parsed {
-	if p, ok := r.parsed[version]; ok {
-		return p
-	}
-	p := parseTree(r.trees[version])
-	r.parsed[version] = p
-	return p
-}
-
 // syncTree makes dir (less .git) hold exactly t.
 func syncTree(dir string, t tree) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
 	var stale []string
 	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {

@@ -86,11 +86,35 @@ type Report struct {
 	LedgerClasses         map[string]int         `json:"ledger_classes"`
 	Patterns              map[string]PatternStat `json:"patterns"`
 	Wrong                 WrongMix               `json:"wrong_answers"`
-	Subjects              []Subject              `json:"subjects"`
+	// Validation counts the verdicts on every distinct scripted answer per
+	// capability kind (and "all"): the truth against the validators.
+	Validation map[string]KindCounts `json:"validation"`
+	// Classes counts the same answers by the class the generator meant
+	// them in ("right", or how it meant them to be wrong).
+	Classes map[string]ClassCounts `json:"answer_classes"`
+	// Phases are the wall times of the run's phases: not deterministic,
+	// printed in the summary only.
+	Phases         []Phase   `json:"-"`
+	FalseCertified []string  `json:"false_certified"`
+	TrueRejected   []string  `json:"true_rejected"`
+	Subjects       []Subject `json:"subjects"`
+}
+
+// Phase is the wall time of one phase of a run.
+type Phase struct {
+	Name    string
+	Seconds float64
+}
+
+// ClassCounts are the verdicts on the answers of one intended class.
+type ClassCounts struct {
+	Answers   int `json:"answers"`
+	False     int `json:"false"`     // judged false by the truth
+	Certified int `json:"certified"` // certified by the validators
 }
 
 // buildReport assembles the report of a run.
-func buildReport(c *Corpus, outs []outcome, ev evaluation, runs, failed int, tokens int64) Report {
+func buildReport(c *Corpus, outs []outcome, ev evaluation, verdicts []Verdict, runs, failed int, tokens int64) Report {
 	r := Report{
 		Corpus: c.Manifest.Name, Needs: len(outs), Sessions: len(c.Sessions),
 		Hits: ev.Hits, OracleHits: ev.OracleHits, HitsInOracle: ev.HitsInOracle, HitsBeyondOracle: ev.HitsBeyondOracle, StaleReturned: ev.Stale, StaleNeeds: nonNilStrings(ev.StaleNeeds),
@@ -99,6 +123,29 @@ func buildReport(c *Corpus, outs []outcome, ev evaluation, runs, failed int, tok
 		BaselineWorkerTokens: ev.BaselineTokens, NaiveWorkerTokens: ev.NaiveTokens,
 		ResolutionKinds: ev.Kinds, LedgerClasses: ev.Ledger, Patterns: map[string]PatternStat{},
 		Wrong: c.Manifest.Wrong, Subjects: c.Manifest.Subjects,
+		Validation: countVerdicts(verdicts), Classes: map[string]ClassCounts{},
+		FalseCertified: []string{}, TrueRejected: []string{},
+	}
+	for _, v := range verdicts {
+		class := v.Intended
+		if class == "" {
+			class = "right"
+		}
+		cc := r.Classes[class]
+		cc.Answers++
+		if !v.True {
+			cc.False++
+		}
+		if v.Certified {
+			cc.Certified++
+		}
+		r.Classes[class] = cc
+		switch {
+		case !v.True && v.Certified:
+			r.FalseCertified = append(r.FalseCertified, verdictLine(v))
+		case v.True && !v.Certified:
+			r.TrueRejected = append(r.TrueRejected, verdictLine(v))
+		}
 	}
 	if r.Needs > 0 {
 		r.HitRate = round4(float64(r.Hits) / float64(r.Needs))
@@ -226,6 +273,10 @@ func markdown(r Report, charts []string) string {
 	fmt.Fprintf(&b, "| oracle hits | %d (Needle hits %s of them) |\n", r.OracleHits, pct(r.HitsInOracle, r.OracleHits))
 	fmt.Fprintf(&b, "| hits the oracle does not count | %d |\n", r.HitsBeyondOracle)
 	fmt.Fprintf(&b, "| stale answers returned by Needle | **%d** |\n", r.StaleReturned)
+	all := r.Validation["all"]
+	fmt.Fprintf(&b, "| false answers the validators certified | **%d** of %d false |\n", all.FalseCertified, all.FalseCertified+all.FalseRejected)
+	fmt.Fprintf(&b, "| true answers the validators certified | %d of %d (%s) |\n", all.TrueCertified, all.TrueCertified+all.TrueRejected,
+		pct(all.TrueCertified, all.TrueCertified+all.TrueRejected))
 	fmt.Fprintf(&b, "| stale answers a naive exact-text cache would return | %d of its %d hits |\n", r.NaiveStaleReturned, r.NaiveHits)
 	fmt.Fprintf(&b, "| worker tokens: Needle / naive cache / no reuse | %d / %d / %d |\n", r.WorkerTokens, r.NaiveWorkerTokens, r.BaselineWorkerTokens)
 	fmt.Fprintf(&b, "| worker tokens saved against no reuse | %.1f%% |\n", r.TokensSavedPct)
@@ -241,16 +292,24 @@ func markdown(r Report, charts []string) string {
 		"  which each pinned version is a commit; a session checks its version out first.\n")
 	b.WriteString("- **hits**: needs whose result status is `hit` (exact, coverage, composite or claim hit): answered from certified\n" +
 		"  evidence proven fresh for the current source, no worker.\n")
-	b.WriteString("- **oracle hits**: needs for which every obligation was answered correctly by an earlier need whose evidence still\n" +
-		"  holds at the need's version: the cited declaration intact (same file, same text, possibly at other lines), the\n" +
-		"  cited tests still existing and reaching the subject. Computed by the harness from the source with go/ast,\n" +
-		"  independently of Needle's validators. *Hits the oracle does not count* are hits on needs the oracle says no\n" +
-		"  earlier answer could serve; each one is either evidence the oracle misses or a reuse it should not allow.\n")
-	b.WriteString("- **stale answers returned**: contexts citing a location that does not hold the subject's declaration line at the\n" +
-		"  need's version, or a test that does not exist or no longer reaches the subject, or a satisfied obligation the\n" +
-		"  context does not cite in a form the harness can judge. Must be 0. A test reaches a symbol, as Needle's\n" +
-		"  validators define it, when its body or a function of its package at most 8 calls away mentions the symbol's\n" +
-		"  name; the corpus asks for no tests of names every test uses (`Errorf`, `Run`, … of `*testing.T`).\n")
+	b.WriteString("- **oracle hits**: needs for which every obligation was answered correctly (by the truth) by an earlier need\n" +
+		"  whose citations still hold at the need's version: each cited span's text unchanged, at its lines or at exactly one\n" +
+		"  other place of its file, and still true; each cited test still executing the subject. *Hits the oracle does not\n" +
+		"  count* are hits on needs the oracle says no earlier answer could serve; each one is either evidence the oracle\n" +
+		"  misses or a reuse it should not allow.\n")
+	b.WriteString("- **the truth** is the harness's own, independent of Needle's validators: declarations, flag definitions\n" +
+		"  (a flag or pflag definition call whose name argument evaluates, as a Go constant, to the flag's name) and call\n" +
+		"  links (a reference the type checker resolves to a function declared in the next step) come from go/types;\n" +
+		"  test reach comes from execution: at corpus generation every test ran on its own, in codex's sandbox, with\n" +
+		"  coverage of the whole module, and a test reaches a function when its run executed a statement of the function's\n" +
+		"  body more often than the test binary does with no test (`corpus/" + r.Corpus + "/coverage/`, pinned by digest).\n")
+	b.WriteString("- **stale answers returned**: contexts citing a location that does not hold the subject's declaration at the\n" +
+		"  need's version, a flow whose steps are not linked by resolved calls, a test that does not exist or whose run does\n" +
+		"  not execute the subject, or a satisfied obligation the context does not cite in a form the harness can judge.\n" +
+		"  Must be 0.\n")
+	b.WriteString("- **validation**: every distinct scripted answer goes through Needle's validators (`Propose` on a fresh store, the\n" +
+		"  module at the answer's version) and is judged by the truth. A false certified answer is wrong evidence Needle\n" +
+		"  would serve as certified: must be 0. Precision is true certified / certified, recall true certified / true.\n")
 	b.WriteString("- **naive exact-text cache**: keyed on the raw request text (JSON or marker, task wording included), it returns\n" +
 		"  the first answer served for that text, blind to source changes; its stale answers are judged by the same truth.\n")
 	b.WriteString("- **worker tokens**: tokens the replayed Codex App Server workers reported (thread token usage), summed from\n" +
@@ -264,6 +323,25 @@ func markdown(r Report, charts []string) string {
 	for _, c := range charts {
 		fmt.Fprintf(&b, "![%s](%s)\n\n", filepath.Base(c), filepath.Base(c))
 	}
+	b.WriteString("## Validation against the truth (every distinct scripted answer)\n\n" +
+		"| kind | answers | true certified | true rejected | false certified | false rejected | precision | recall |\n" +
+		"|---|---|---|---|---|---|---|---|\n")
+	for _, k := range []string{"implementation_location", "runtime_flow", "focused_tests", "all"} {
+		v, ok := r.Validation[k]
+		if !ok {
+			continue
+		}
+		fmt.Fprintf(&b, "| %s | %d | %d | %d | **%d** | %d | %.4f | %.4f |\n", k, v.Answers, v.TrueCertified, v.TrueRejected,
+			v.FalseCertified, v.FalseRejected, v.Precision, v.Recall)
+	}
+	fmt.Fprintf(&b, "\nStale answers returned in the same run: **%d**.\n\n", r.StaleReturned)
+	b.WriteString("By the class the generator meant each answer in (the truth decides; a class meant wrong can be right):\n\n" +
+		"| class | answers | false by the truth | certified |\n|---|---|---|---|\n")
+	for _, k := range slices.Sorted(mapKeys(r.Classes)) {
+		c := r.Classes[k]
+		fmt.Fprintf(&b, "| %s | %d | %d | %d |\n", k, c.Answers, c.False, c.Certified)
+	}
+	b.WriteString("\n")
 	b.WriteString("## Resolution kinds\n\n| kind | needs |\n|---|---|\n")
 	for _, k := range slices.Sorted(mapKeys(r.ResolutionKinds)) {
 		fmt.Fprintf(&b, "| %s | %d |\n", k, r.ResolutionKinds[k])
@@ -280,11 +358,11 @@ func markdown(r Report, charts []string) string {
 	for _, k := range slices.Sorted(mapKeys(r.Patterns)) {
 		fmt.Fprintf(&b, "| %s | %d | %d |\n", k, r.Patterns[k].Needs, r.Patterns[k].Hits)
 	}
-	fmt.Fprintf(&b, "\nScripted worker answers: %d, of which %.1f%% wrong by construction:", r.Wrong.Answer, 100*r.Wrong.Rate)
+	fmt.Fprintf(&b, "\nScripted worker answers: %d, of which the generator meant %.1f%% to be wrong:", r.Wrong.Answer, 100*r.Wrong.Rate)
 	for _, k := range slices.Sorted(mapKeys(r.Wrong.Kinds)) {
 		fmt.Fprintf(&b, " %s %d;", k, r.Wrong.Kinds[k])
 	}
-	b.WriteString(" every wrong answer must be rejected by Needle's validators, never served.\n\n## Subjects\n\n")
+	b.WriteString(" every answer the truth judges false must be rejected by Needle's validators, never served.\n\n## Subjects\n\n")
 	for _, s := range r.Subjects {
 		var vs []string
 		for _, v := range s.Versions {
@@ -293,7 +371,13 @@ func markdown(r Report, charts []string) string {
 		fmt.Fprintf(&b, "- `%s` %s\n", s.Module, strings.Join(vs, " → "))
 	}
 	if len(r.StaleNeeds) > 0 {
-		fmt.Fprintf(&b, "\n## Stale answers (must not happen)\n\n%s\n", strings.Join(r.StaleNeeds, ", "))
+		fmt.Fprintf(&b, "\n## Stale answers (must not happen)\n\n- %s\n", strings.Join(r.StaleNeeds, "\n- "))
+	}
+	if len(r.FalseCertified) > 0 {
+		fmt.Fprintf(&b, "\n## False answers certified (must not happen)\n\n- %s\n", strings.Join(r.FalseCertified, "\n- "))
+	}
+	if len(r.TrueRejected) > 0 {
+		fmt.Fprintf(&b, "\n## True answers rejected\n\n- %s\n", strings.Join(r.TrueRejected, "\n- "))
 	}
 	return b.String()
 }

@@ -69,17 +69,43 @@ func Run(ctx context.Context, opts RunOptions) (Report, []string, error) {
 	}
 	defer removeAll(work)
 	prog := newProgress(opts.Stderr)
+	var phases []Phase
+	phase := func(name string, start time.Time) {
+		phases = append(phases, Phase{Name: name, Seconds: time.Since(start).Seconds()})
+	}
+	start := time.Now()
 	repos, err := materialize(ctx, c, filepath.Join(work, "repos"), prog.status)
 	if err != nil {
 		return Report{}, nil, err
 	}
+	phase("materialize", start)
+	start = time.Now()
+	ts, err := loadTruths(ctx, c, repos, prog.status)
+	if err != nil {
+		return Report{}, nil, err
+	}
+	phase("truth", start)
+	start = time.Now()
 	as := appServer{command: append(append([]string{}, opts.Replay...), "appserver-replay", "--transcripts", frozen)}
 	outs, totals, err := play(ctx, c, repos, filepath.Join(work, "data"), as, prog.needs)
+	if err != nil {
+		prog.done()
+		return Report{}, nil, err
+	}
+	phase("play", start)
+	start = time.Now()
+	verdicts, err := judgeAnswers(ctx, c, repos, ts, filepath.Join(work, "validate"), prog.answers)
 	prog.done()
 	if err != nil {
 		return Report{}, nil, err
 	}
-	ev := evaluate(outs, repos, c)
+	phase("validation", start)
+	for _, v := range verdicts {
+		if strings.Contains(v.Why, errUnjudged) {
+			return Report{}, nil, fmt.Errorf("the truth cannot judge the answer of %s (%s): %s; regenerate the corpus", v.Need, v.Kind, v.Why)
+		}
+	}
+	ev := evaluate(outs, ts, repos, c)
 	if trace != nil {
 		if err := writeTrace(trace, outs, ev); err != nil {
 			return Report{}, nil, fmt.Errorf("trace: %w", err)
@@ -95,10 +121,33 @@ func Run(ctx context.Context, opts RunOptions) (Report, []string, error) {
 		// longer match what the product sends.
 		return Report{}, nil, fmt.Errorf("%d worker runs failed: the frozen transcripts do not match; re-record them with needlebench record", failed)
 	}
-	r := buildReport(c, outs, ev, runs, failed, tokens)
+	r := buildReport(c, outs, ev, verdicts, runs, failed, tokens)
+	r.Phases = phases
 	r.Reproduce = reproduceCommand(opts.Corpus)
 	files, err := writeReport(opts.Reports, r)
 	return r, files, err
+}
+
+// loadTruths type-checks every module version of the corpus and reads its
+// coverage (checked against the manifest's digest).
+func loadTruths(ctx context.Context, c *Corpus, repos map[string]*moduleRepo, status func(string)) (truths, error) {
+	ts := truths{}
+	for _, s := range c.Manifest.Subjects {
+		r := repos[s.Module]
+		for _, v := range s.Versions {
+			status(fmt.Sprintf("truth %s@%s", s.Module, v.Version))
+			cov, err := loadCoverage(c.Dir, s.Module, v)
+			if err != nil {
+				return nil, err
+			}
+			prog, err := loadProgram(ctx, r.srcs[v.Version], r.trees[v.Version])
+			if err != nil {
+				return nil, err
+			}
+			ts[s.Module+"@"+v.Version] = &truth{prog: prog, reach: newReach(cov)}
+		}
+	}
+	return ts, nil
 }
 
 // Record plays a corpus with the real codex binary and the scripted fake
@@ -221,6 +270,13 @@ func (p *progress) needs(done, total int) {
 	fmt.Fprintf(p.w, "\r\033[K[%s%s] %d/%d needs  %s", strings.Repeat("#", filled), strings.Repeat(".", width-filled),
 		done, total, time.Since(p.start).Truncate(time.Second))
 	p.active = true
+}
+
+func (p *progress) answers(done, total int) {
+	if p.tty {
+		fmt.Fprintf(p.w, "\r\033[K%d/%d scripted answers judged  %s", done, total, time.Since(p.start).Truncate(time.Second))
+		p.active = true
+	}
 }
 
 func (p *progress) done() {

@@ -62,10 +62,20 @@ func deterministic(t *testing.T, file string) map[string]any {
 }
 
 // TestRun_Tiny plays corpus/tiny through the product twice: the report
-// holds the invariants (no stale answer, Needle reaches the oracle) and
-// every number but the latencies is the same both times.
+// holds the invariants (no stale answer, no false answer certified, Needle
+// reaches the oracle), every distinct scripted answer was judged by the
+// truth and by the validators, and every number but the latencies is the
+// same both times.
 func TestRun_Tiny(t *testing.T) {
 	replay := mustBench(t)
+	c, err := LoadCorpus("../corpus/tiny")
+	if err != nil {
+		t.Fatal(err)
+	}
+	answers, err := distinctAnswers(c)
+	if err != nil {
+		t.Fatal(err)
+	}
 	var reports []string
 	for range 2 {
 		dir := t.TempDir()
@@ -73,8 +83,15 @@ func TestRun_Tiny(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if r.StaleReturned != 0 || float64(r.HitsInOracle) < 0.99*float64(r.OracleHits) || r.Needs != 31 || r.WorkerRuns == 0 || r.Hits == 0 {
+		if r.StaleReturned != 0 || float64(r.HitsInOracle) < 0.99*float64(r.OracleHits) || r.Needs != c.Manifest.Needs || r.WorkerRuns == 0 || r.Hits == 0 {
 			t.Errorf("report %+v", r)
+		}
+		all := r.Validation["all"]
+		if all.Answers != len(answers) || all.FalseCertified != 0 || len(r.FalseCertified) != 0 {
+			t.Errorf("validation of %d distinct answers: %+v; false certified: %v", len(answers), r.Validation, r.FalseCertified)
+		}
+		if all.TrueCertified+all.TrueRejected == 0 || all.FalseRejected+all.FalseCertified == 0 {
+			t.Errorf("the tiny corpus judges no true or no false answer: %+v", all)
 		}
 		if r.WorkerTokens >= r.BaselineWorkerTokens || r.NaiveWorkerTokens > r.BaselineWorkerTokens {
 			t.Errorf("tokens: needle %d, naive %d, no reuse %d", r.WorkerTokens, r.NaiveWorkerTokens, r.BaselineWorkerTokens)

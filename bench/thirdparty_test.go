@@ -41,9 +41,10 @@ type thirdPartyCase struct {
 // where it now is, for every symbol whose cited code is intact, and nothing
 // for the others.
 //
-// The ground truth is the harness's own (truth.go), not the product's: the
-// declarations come from go/ast, and a citation is intact when its exact
-// lines occur exactly once in the new version of the same file.
+// The ground truth is the harness's own, not the product's: the
+// declarations come from go/types (program.go), and a citation is intact
+// when its exact lines occur exactly once in the new version of the same
+// file.
 func TestProduct_RealModuleAcrossVersions(t *testing.T) {
 	ctx := context.Background()
 	oldTree, newTree := mustModuleTree(t, thirdPartyOld), mustModuleTree(t, thirdPartyNew)
@@ -52,8 +53,20 @@ func TestProduct_RealModuleAcrossVersions(t *testing.T) {
 	mustGit(t, repo, "init", "-q")
 	mustCommit(t, repo, oldTree, thirdPartyModule+" "+thirdPartyOld)
 
+	src := filepath.Join(t.TempDir(), "src")
+	if err := syncTree(src, oldTree); err != nil {
+		t.Fatal(err)
+	}
+	prog, err := loadProgram(ctx, src, oldTree)
+	if err != nil {
+		t.Fatal(err)
+	}
 	var intact, changed []thirdPartyCase
-	for name, s := range parseTree(oldTree).declarations() {
+	for name, ds := range prog.byName {
+		if len(ds) != 1 || !ds[0].Exported || ds[0].End-ds[0].Start+1 > product.MaxSpanLines {
+			continue
+		}
+		s := span{Path: ds[0].Path, Start: ds[0].Start, End: ds[0].End, Text: ds[0].Text}
 		c := thirdPartyCase{name: name, old: s}
 		c.newStart, c.newEnd, c.intact = findOnce(newTree[s.Path], s)
 		if c.intact {
@@ -146,7 +159,7 @@ func mustModuleTree(tb testing.TB, version string) tree {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	t, err := readModule(d.Dir)
+	t, err := d.source()
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -183,27 +196,6 @@ func mustOpen(tb testing.TB, cfg product.Config) *product.Engine {
 		tb.Fatal(err)
 	}
 	return e
-}
-
-// findOnce looks for the lines of s among the lines of newSrc. ok is true
-// when they occur there exactly once, at newStart..newEnd.
-func findOnce(newSrc []byte, s span) (newStart, newEnd int, ok bool) {
-	if newSrc == nil {
-		return 0, 0, false
-	}
-	want := strings.Split(s.Text, "\n")
-	have := strings.Split(string(newSrc), "\n")
-	found := 0
-	for i := 0; i+len(want) <= len(have); i++ {
-		if slices.Equal(have[i:i+len(want)], want) {
-			found++
-			newStart, newEnd = i+1, i+len(want)
-		}
-	}
-	if found != 1 {
-		return 0, 0, false
-	}
-	return newStart, newEnd, true
 }
 
 // spread returns at most k of cases, evenly spaced, so that the symbols

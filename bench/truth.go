@@ -1,24 +1,37 @@
 package bench
 
 import (
+	"encoding/json"
 	"fmt"
-	"go/ast"
-	"go/parser"
-	"go/token"
 	"path"
 	"slices"
 	"strconv"
 	"strings"
-
-	"github.com/needle-dev/needle/product"
 )
 
-// Ground truth, computed by the harness from the source with go/ast. It is
-// deliberately independent of the product's validators: the numbers it
-// backs (stale answers, the oracle) must not come from the code they judge.
+// Ground truth, computed by the harness with its own code and never with
+// the product's rules: declarations, flag definitions and call links with
+// go/types (program.go), test reach by execution (coverage.go). It judges
+// every scripted answer and every context Needle returns:
+//
+//   - implementation_location: the cited file (a path as models write it,
+//     "./x.go" too, cleaned; an escape is false) holds the subject's
+//     declaration — the line of a function's or method's name, of a flag
+//     definition's name argument — within the cited lines, which lie in the
+//     file. A doc comment or a line past the end does not matter; another
+//     declaration of the same name (a field, a type, a function of another
+//     package) is not the subject's.
+//   - runtime_flow: the first step holds the subject as above, and each
+//     step holds a reference the type checker resolved to a function or
+//     method whose name is declared within the next step's lines: a call, a
+//     method value, a function value. A link by name only is no link.
+//   - focused_tests: each cited test is a func TestX(*testing.T) of the
+//     cited _test.go file (a subtest "TestX/sub" too) and its run executed
+//     a statement of the subject's body more often than the test binary
+//     does with no test at all. The command a proposal carries is a hint
+//     and does not matter.
 
-// tree is a module version's source: slash path → content (.go files and
-// go.mod).
+// tree is a module version's source: slash path → content.
 type tree map[string][]byte
 
 // span is a cited location and the exact text of its lines.
@@ -44,341 +57,241 @@ func skipFile(rel string) bool {
 		slices.ContainsFunc(strings.Split(rel, "/"), func(p string) bool { return strings.HasPrefix(p, "_") || strings.HasPrefix(p, ".") })
 }
 
-// parsed caches the parsed files of a tree.
-type parsed struct {
-	t     tree
-	fset  *token.FileSet
-	files map[string]*ast.File
+// truth is the ground truth of one module version.
+type truth struct {
+	prog  *program
+	reach *reach
 }
 
-func parseTree(t tree) *parsed {
-	p := &parsed{t: t, fset: token.NewFileSet(), files: map[string]*ast.File{}}
-	for rel, src := range t {
-		if skipFile(rel) {
-			continue
-		}
-		f, err := parser.ParseFile(p.fset, rel, src, parser.SkipObjectResolution)
-		if err == nil {
-			p.files[rel] = f
-		}
+// subject is what a need or a proposal is about.
+type subject struct {
+	Kind string `json:"kind"`
+	Name string `json:"name"`
+}
+
+// cleanPath is a cited path as it denotes a file of the module: cleaned,
+// never absolute or escaping.
+func cleanPath(p string) (string, bool) {
+	if p == "" || path.IsAbs(p) || strings.Contains(p, "\\") {
+		return "", false
 	}
-	return p
-}
-
-func (p *parsed) spanOf(rel string, n ast.Node) span {
-	start, end := p.fset.Position(n.Pos()).Line, p.fset.Position(n.End()).Line
-	return span{Path: rel, Start: start, End: end, Text: lines(p.t[rel], start, end)}
-}
-
-// funcName is "Name" or "Type.Method".
-func funcName(fd *ast.FuncDecl) string {
-	if fd.Recv != nil && len(fd.Recv.List) == 1 {
-		return recvType(fd.Recv.List[0].Type) + "." + fd.Name.Name
+	c := path.Clean(p)
+	if c == "." || c == ".." || strings.HasPrefix(c, "../") {
+		return "", false
 	}
-	return fd.Name.Name
+	return c, true
 }
 
-func recvType(x ast.Expr) string {
-	for {
-		switch e := x.(type) {
-		case *ast.StarExpr:
-			x = e.X
-		case *ast.ParenExpr:
-			x = e.X
-		case *ast.IndexExpr:
-			x = e.X
-		case *ast.IndexListExpr:
-			x = e.X
-		case *ast.Ident:
-			return e.Name
-		default:
-			return "?"
-		}
+// symbol returns the function or method declaration a symbol subject
+// names, when exactly one exists in the module's non-test files.
+func (t *truth) symbol(name string) (decl, bool) {
+	ds := t.prog.byName[name]
+	if len(ds) != 1 {
+		return decl{}, false
 	}
+	return ds[0], true
 }
 
-// declarations returns the exported functions and methods of the non-test
-// files declared exactly once in the tree (a name declared twice, for two
-// build tags or two packages, would make a subject name two places), with
-// their spans from the func keyword (or doc comment start is not included)
-// to the closing brace.
-func (p *parsed) declarations() map[string]span {
-	count := map[string]int{}
-	out := map[string]span{}
-	for rel, f := range p.files {
-		if strings.HasSuffix(rel, "_test.go") {
-			continue
-		}
-		for _, d := range f.Decls {
-			fd, ok := d.(*ast.FuncDecl)
-			if !ok {
-				continue
-			}
-			name := funcName(fd)
-			count[name]++
-			s := p.spanOf(rel, fd)
-			if fd.Name.IsExported() && s.End-s.Start+1 <= product.MaxSpanLines {
-				out[name] = s
-			}
-		}
-	}
-	for name := range out {
-		if count[name] != 1 {
-			delete(out, name)
+// flagName is a cli_option subject's flag name, without dashes.
+func flagName(s string) string { return strings.TrimLeft(s, "-") }
+
+// flagDefs returns the definitions of a flag.
+func (t *truth) flagDefs(name string) []flagDef {
+	var out []flagDef
+	for _, f := range t.prog.flags {
+		if f.Name == flagName(name) {
+			out = append(out, f)
 		}
 	}
 	return out
 }
 
-// reachDepth is how many calls deep a test may reach its subject through
-// functions of its own package: the documented contract of a focused test.
-const reachDepth = 8
-
-// testsReaching returns the Go tests (func TestX(t *testing.T) in _test.go
-// files) whose body references ident, or that reach a body referencing it
-// through at most reachDepth calls of functions and methods of their own
-// package directory (a bare call f() reaches function f; a call x.f()
-// reaches function f and every method f), sorted by path and name.
-func (p *parsed) testsReaching(ident string) []span {
-	byDir := map[string][]string{}
-	for rel := range p.files {
-		byDir[path.Dir(rel)] = append(byDir[path.Dir(rel)], rel)
-	}
-	var out []span
-	for _, rels := range byDir {
-		slices.Sort(rels)
-		funcs := map[string][]*ast.FuncDecl{} // "Name" or "Type.Method"
-		methods := map[string][]string{}      // method name → keys
-		for _, rel := range rels {
-			for _, d := range p.files[rel].Decls {
-				fd, ok := d.(*ast.FuncDecl)
-				if !ok || fd.Body == nil {
-					continue
-				}
-				key := funcName(fd)
-				if fd.Recv != nil && len(funcs[key]) == 0 {
-					methods[fd.Name.Name] = append(methods[fd.Name.Name], key)
-				}
-				funcs[key] = append(funcs[key], fd)
-			}
-		}
-		mentions := func(key string) bool {
-			for _, fd := range funcs[key] {
-				found := false
-				ast.Inspect(fd.Body, func(n ast.Node) bool {
-					if id, ok := n.(*ast.Ident); ok && id.Name == ident {
-						found = true
-					}
-					return !found
-				})
-				if found {
-					return true
-				}
-			}
-			return false
-		}
-		calls := func(key string) []string {
-			var keys []string
-			for _, fd := range funcs[key] {
-				ast.Inspect(fd.Body, func(n ast.Node) bool {
-					call, ok := n.(*ast.CallExpr)
-					if !ok {
-						return true
-					}
-					fun := ast.Unparen(call.Fun)
-					switch x := fun.(type) { // f[T](): the function is f
-					case *ast.IndexExpr:
-						fun = x.X
-					case *ast.IndexListExpr:
-						fun = x.X
-					}
-					switch f := fun.(type) {
-					case *ast.Ident:
-						if len(funcs[f.Name]) > 0 {
-							keys = append(keys, f.Name)
-						}
-					case *ast.SelectorExpr:
-						if len(funcs[f.Sel.Name]) > 0 {
-							keys = append(keys, f.Sel.Name)
-						}
-						keys = append(keys, methods[f.Sel.Name]...)
-					}
-					return true
-				})
-			}
-			return keys
-		}
-		reaches := func(start string) bool {
-			depth := map[string]int{start: 0}
-			queue := []string{start}
-			for len(queue) > 0 {
-				key := queue[0]
-				queue = queue[1:]
-				if mentions(key) {
-					return true
-				}
-				if depth[key] >= reachDepth {
-					continue
-				}
-				for _, next := range calls(key) {
-					if _, seen := depth[next]; !seen {
-						depth[next] = depth[key] + 1
-						queue = append(queue, next)
-					}
-				}
-			}
-			return false
-		}
-		for _, rel := range rels {
-			if !strings.HasSuffix(rel, "_test.go") {
-				continue
-			}
-			for _, d := range p.files[rel].Decls {
-				fd, ok := d.(*ast.FuncDecl)
-				if !ok || fd.Recv != nil || !isTestFunc(fd) {
-					continue
-				}
-				if reaches(fd.Name.Name) {
-					out = append(out, p.spanOf(rel, fd))
-				}
-			}
-		}
-	}
-	slices.SortFunc(out, func(a, b span) int { return strings.Compare(a.Path+" "+testName(a), b.Path+" "+testName(b)) })
-	return out
+// anchor is a line that declares a subject.
+type anchor struct {
+	path string
+	line int
 }
 
-func isTestFunc(fd *ast.FuncDecl) bool {
-	name := fd.Name.Name
-	if !strings.HasPrefix(name, "Test") || name == "TestMain" || fd.Type.Params == nil || len(fd.Type.Params.List) != 1 {
-		return false
+// anchors are the lines that declare the subject: a function's or method's
+// name, each definition's name argument of a flag.
+func (t *truth) anchors(s subject) []anchor {
+	switch s.Kind {
+	case "symbol":
+		if d, ok := t.symbol(s.Name); ok {
+			return []anchor{{d.Path, d.Line}}
+		}
+	case "cli_option":
+		var out []anchor
+		for _, f := range t.flagDefs(s.Name) {
+			out = append(out, anchor{f.Path, f.Line})
+		}
+		return out
 	}
-	star, ok := fd.Type.Params.List[0].Type.(*ast.StarExpr)
+	return nil
+}
+
+// inFile reports whether lines start..end are lines of file p.
+func (t *truth) inFile(p string, start, end int) bool {
+	src, ok := t.prog.t[p]
+	return ok && start >= 1 && start <= end && end <= lineCount(src)
+}
+
+func lineCount(src []byte) int {
+	n := strings.Count(string(src), "\n")
+	if len(src) > 0 && src[len(src)-1] != '\n' {
+		n++
+	}
+	return n
+}
+
+// location judges a cited span: does it hold the subject's declaration?
+func (t *truth) location(s subject, p string, start, end int) (bool, string) {
+	c, ok := cleanPath(p)
 	if !ok {
-		return false
+		return false, fmt.Sprintf("path %q is not a path in the module", p)
 	}
-	sel, ok := star.X.(*ast.SelectorExpr)
-	if !ok || sel.Sel.Name != "T" {
-		return false
+	if !t.inFile(c, start, end) {
+		return false, fmt.Sprintf("%s:%d-%d is not a span of a file of the module", c, start, end)
 	}
-	pkg, ok := sel.X.(*ast.Ident)
-	return ok && pkg.Name == "testing"
-}
-
-// testName is the name of the test whose span this is ("func TestX(").
-func testName(s span) string {
-	rest, ok := strings.CutPrefix(s.Text, "func ")
-	if !ok {
-		return ""
+	anchors := t.anchors(s)
+	if len(anchors) == 0 {
+		return false, fmt.Sprintf("%s %q has no unique declaration", s.Kind, s.Name)
 	}
-	name, _, _ := strings.Cut(rest, "(")
-	return name
-}
-
-// flagMethods are the flag-defining calls of package flag and pflag.
-var flagMethods = map[string]bool{}
-
-func init() {
-	for _, t := range []string{"Bool", "String", "Int", "Int64", "Uint", "Uint64", "Float64", "Duration", "Func", "StringSlice"} {
-		for _, v := range []string{t, t + "Var", t + "P", t + "VarP"} {
-			flagMethods[v] = true
+	for _, a := range anchors {
+		if a.path == c && start <= a.line && a.line <= end {
+			return true, ""
 		}
 	}
+	return false, fmt.Sprintf("%s:%d-%d does not hold the declaration of %s", c, start, end, s.Name)
 }
 
-// flagLiterals returns the command-line flags defined in non-test files
-// (flag.Bool("name", …), fs.StringVar(&v, "name", …)) that are defined
-// exactly once, keyed by "-name", with the span of the defining call.
-func (p *parsed) flagLiterals() map[string]span {
-	count := map[string]int{}
-	out := map[string]span{}
-	for rel, f := range p.files {
-		if strings.HasSuffix(rel, "_test.go") {
-			continue
-		}
-		ast.Inspect(f, func(n ast.Node) bool {
-			call, ok := n.(*ast.CallExpr)
-			if !ok {
-				return true
-			}
-			sel, ok := call.Fun.(*ast.SelectorExpr)
-			if !ok || !flagMethods[sel.Sel.Name] || len(call.Args) < 2 || !flagReceiver(sel.X) {
-				return true
-			}
-			arg := call.Args[0]
-			if strings.HasSuffix(sel.Sel.Name, "Var") || strings.HasSuffix(sel.Sel.Name, "VarP") {
-				arg = call.Args[1]
-			}
-			lit, ok := arg.(*ast.BasicLit)
-			if !ok || lit.Kind != token.STRING {
-				return true
-			}
-			name, err := strconv.Unquote(lit.Value)
-			if err != nil || name == "" || strings.ContainsAny(name, " \t\n\"") {
-				return true
-			}
-			key := "-" + name
-			count[key]++
-			out[key] = p.spanOf(rel, call)
-			return true
-		})
-	}
-	for k := range out {
-		if count[k] != 1 {
-			delete(out, k)
-		}
-	}
-	return out
-}
-
-// flagReceiver reports whether x is what flags are defined on: the flag or
-// pflag package, a variable named like a flag set, or a call to Flags() /
-// PersistentFlags() (cobra). Other String(...) calls (slog.String, …) are
-// not flag definitions.
-func flagReceiver(x ast.Expr) bool {
-	switch x := x.(type) {
-	case *ast.Ident:
-		switch x.Name {
-		case "flag", "pflag", "fs", "fset", "flags", "flagSet", "flagset", "cmdFlags":
+// links reports whether lines a of one file hold a resolved reference to a
+// function declared within lines b of another.
+func (t *truth) links(a, b span) bool {
+	for _, r := range t.prog.refs[a.Path] {
+		if r.Line >= a.Start && r.Line <= a.End && r.DeclPath == b.Path && r.DeclLine >= b.Start && r.DeclLine <= b.End {
 			return true
 		}
-		return strings.HasSuffix(x.Name, "Flags") || strings.HasSuffix(x.Name, "FlagSet")
-	case *ast.CallExpr:
-		if sel, ok := x.Fun.(*ast.SelectorExpr); ok {
-			return sel.Sel.Name == "Flags" || sel.Sel.Name == "PersistentFlags"
-		}
-	case *ast.SelectorExpr:
-		return strings.HasSuffix(x.Sel.Name, "Flags") || strings.HasSuffix(x.Sel.Name, "FlagSet") || x.Sel.Name == "fs"
 	}
 	return false
 }
 
-// allTests returns every Go test of the tree, sorted by path and name.
-func (p *parsed) allTests() []span {
-	var out []span
-	for rel, f := range p.files {
-		if !strings.HasSuffix(rel, "_test.go") {
-			continue
+// flow judges a runtime flow's steps.
+func (t *truth) flow(s subject, steps []span) (bool, string) {
+	if len(steps) == 0 {
+		return false, "no steps"
+	}
+	clean := make([]span, len(steps))
+	for i, st := range steps {
+		c, ok := cleanPath(st.Path)
+		if !ok || !t.inFile(c, st.Start, st.End) {
+			return false, fmt.Sprintf("step %d: %s:%d-%d is not a span of a file of the module", i+1, st.Path, st.Start, st.End)
 		}
-		for _, d := range f.Decls {
-			if fd, ok := d.(*ast.FuncDecl); ok && fd.Recv == nil && isTestFunc(fd) {
-				out = append(out, p.spanOf(rel, fd))
-			}
+		clean[i] = span{Path: c, Start: st.Start, End: st.End}
+	}
+	if ok, why := t.location(s, clean[0].Path, clean[0].Start, clean[0].End); !ok {
+		return false, "step 1: " + why
+	}
+	for i := 0; i+1 < len(clean); i++ {
+		if !t.links(clean[i], clean[i+1]) {
+			return false, fmt.Sprintf("step %d (%s) calls nothing declared in step %d (%s)", i+1, clean[i], i+2, clean[i+1])
 		}
 	}
-	slices.SortFunc(out, func(a, b span) int { return strings.Compare(a.Path+" "+testName(a), b.Path+" "+testName(b)) })
-	return out
+	return true, ""
 }
 
-// testingNames are the methods of testing.T and testing.B: a subject named
-// like one of them is "reached", under the name-based contract, by every
-// test that calls it on its *testing.T.
-var testingNames = map[string]bool{}
+// errUnjudged marks a question the truth has no data for (a test run the
+// coverage did not record): the harness treats the answer as wrong and
+// says so.
+const errUnjudged = "unjudged: "
 
-func init() {
-	for _, n := range []string{"Error", "Errorf", "Fail", "FailNow", "Failed", "Fatal", "Fatalf", "Helper", "Log", "Logf",
-		"Name", "Parallel", "Run", "Setenv", "Skip", "SkipNow", "Skipf", "Skipped", "TempDir", "Cleanup", "Deadline",
-		"Context", "Chdir", "Attr", "Output", "ResetTimer", "StartTimer", "StopTimer", "ReportAllocs", "Loop", "N"} {
-		testingNames[n] = true
+// test judges one cited test: does its run execute the subject?
+func (t *truth) test(s subject, p, name string) (bool, string) {
+	c, ok := cleanPath(p)
+	if !ok || !strings.HasSuffix(c, "_test.go") {
+		return false, fmt.Sprintf("%q is not a _test.go file of the module", p)
 	}
+	top, _, _ := strings.Cut(name, "/")
+	if !slices.ContainsFunc(t.prog.tests, func(d testDecl) bool { return d.Path == c && d.Name == top }) {
+		return false, fmt.Sprintf("%s declares no test %s", c, top)
+	}
+	if s.Kind != "symbol" {
+		return false, errUnjudged + "test reach is judged for symbols only"
+	}
+	d, ok := t.symbol(s.Name)
+	if !ok {
+		return false, fmt.Sprintf("symbol %q has no unique declaration", s.Name)
+	}
+	run, ok := t.reach.run(path.Dir(c), name)
+	if !ok {
+		if why := t.reach.neverRan(path.Dir(c), name); why != "" {
+			return false, why
+		}
+		return false, fmt.Sprintf("%s%s in %s has no recorded run", errUnjudged, name, path.Dir(c))
+	}
+	if !t.reach.executed(run, d.Path+"#"+d.Name) {
+		return false, fmt.Sprintf("%s does not execute %s", name, s.Name)
+	}
+	return true, ""
+}
+
+// proposal is the part of a product proposal the truth reads.
+type proposal struct {
+	Kind      string  `json:"kind"`
+	Subject   subject `json:"subject"`
+	Path      string  `json:"path"`
+	StartLine int     `json:"start_line"`
+	EndLine   int     `json:"end_line"`
+	Steps     []struct {
+		Path      string `json:"path"`
+		StartLine int    `json:"start_line"`
+		EndLine   int    `json:"end_line"`
+	} `json:"steps"`
+	Tests []struct {
+		Path string `json:"path"`
+		Name string `json:"name"`
+	} `json:"tests"`
+}
+
+// answer judges a scripted proposal about s.
+func (t *truth) answer(s subject, raw json.RawMessage) (bool, string) {
+	var p proposal
+	if err := json.Unmarshal(raw, &p); err != nil {
+		return false, "not a proposal: " + err.Error()
+	}
+	if p.Subject != s {
+		return false, fmt.Sprintf("about %s %q, not the subject", p.Subject.Kind, p.Subject.Name)
+	}
+	return t.citations(s, proposalCitations(raw))
+}
+
+// citations judges what an answer or a context cites; every citation must
+// hold.
+func (t *truth) citations(s subject, cs []citation) (bool, string) {
+	if len(cs) == 0 {
+		return false, "cites nothing"
+	}
+	for _, c := range cs {
+		var ok bool
+		var why string
+		switch c.kind {
+		case "implementation_location":
+			ok, why = t.location(s, c.loc.Path, c.loc.Start, c.loc.End)
+		case "runtime_flow":
+			ok, why = t.flow(s, c.steps)
+		case "focused_tests":
+			ok, why = len(c.tests) > 0, "no tests"
+			for _, ref := range c.tests {
+				if ok, why = t.test(s, ref.path, ref.name); !ok {
+					break
+				}
+			}
+		default:
+			ok, why = false, "unknown kind "+strconv.Quote(c.kind)
+		}
+		if !ok {
+			return false, c.kind + ": " + why
+		}
+	}
+	return true, ""
 }

@@ -1,0 +1,527 @@
+package bench
+
+import (
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"path"
+	"regexp"
+	"slices"
+	"strings"
+)
+
+// The natural dialect: scripted answers written the way models write them,
+// right and wrong. Each writer is a function of its random source, so a
+// corpus is a function of its seed; whether an answer is right is decided
+// afterwards by the truth, never by what the writer meant.
+//
+// Right answers vary the way real ones do: paths with or without "./",
+// spans with or without the doc comment and with the end line inclusive
+// or one past, a flag located at its defining call or by the function that
+// holds it (its name a literal or a constant), flows through resolved
+// calls, tests named as top-level tests or subtests, and run commands in
+// every shape editors and models print (-run TestX ., ./... -run TestX,
+// -run '^TestX$' ./, -v, -run=TestX, -count=1, double quotes, the import
+// path, -timeout 30s).
+//
+// Wrong answers come in classes: for locations shifted_lines, neighbour
+// (the next declaration of the file), missing_file, older_version (the
+// answer from before the version bump), same_name (a field, type or
+// function of the same name that is not the subject) and use_not_definition
+// (for a flag: a line where its name is only used — a constant's
+// declaration, a look-up, a subcommand, a test passing it); for flows
+// linked_by_name (the next step a function merely named like the callee),
+// unlinked_step (a step nothing calls), shifted_lines, missing_file and
+// older_version; for tests static_only (a test whose resolved calls lead
+// to the subject but whose run never executes it: an early return, a
+// closure never called, a branch not taken), names_only (a test that
+// mentions the subject's name but never executes it), near (a test that
+// executes other code of the subject's file), one_not_executed (a right
+// test listed with a wrong one) and missing_file.
+
+// wrongClasses are the wrong answers each capability kind is given, the
+// classes today's models fall into most often (and validators miss most
+// easily) listed more than once: a class is drawn in proportion.
+var wrongClasses = map[string][]string{
+	"implementation_location": {"same_name", "shifted_lines", "use_not_definition", "neighbour", "same_name", "missing_file", "use_not_definition"},
+	"runtime_flow":            {"linked_by_name", "unlinked_step", "linked_by_name", "shifted_lines", "linked_by_name", "missing_file", "unlinked_step"},
+	"focused_tests":           {"static_only", "names_only", "one_not_executed", "static_only", "near", "names_only", "missing_file", "one_not_executed"},
+}
+
+// writer writes the scripted answers of one module version.
+type writer struct {
+	rng    *rand.Rand
+	t      *truth
+	module string
+	old    *truth // the version before the bump, for older_version; nil if none
+}
+
+// cite is a path as a model writes it: sometimes with "./".
+func (w *writer) cite(p string) string {
+	if w.rng.IntN(10) < 3 {
+		return "./" + p
+	}
+	return p
+}
+
+// natural returns a span of d as models cite declarations: with or without
+// the doc comment, the end line inclusive or one past.
+func (w *writer) natural(d decl) span {
+	s := span{Path: d.Path, Start: d.Start, End: d.End}
+	switch w.rng.IntN(4) {
+	case 1:
+		s.Start = d.Doc
+	case 2:
+		s.End = d.End + 1
+	case 3:
+		s.Start, s.End = d.Doc, d.End+1
+	}
+	if s.End > lineCount(w.t.prog.t[d.Path]) {
+		s.End = d.End
+	}
+	return s
+}
+
+// flagSpan is where a model locates a flag: the defining call, a line of
+// context around it, or the function that holds it.
+func (w *writer) flagSpan(f flagDef) span {
+	s := span{Path: f.Path, Start: f.Start, End: f.End}
+	switch w.rng.IntN(3) {
+	case 1:
+		s.Start, s.End = max(f.Start-1, 1), min(f.End+1, lineCount(w.t.prog.t[f.Path]))
+	case 2:
+		if d, ok := w.t.prog.enclosing(f.Path, f.Line); ok {
+			s = span{Path: d.Path, Start: d.Doc, End: d.End}
+		}
+	}
+	return s
+}
+
+// subjectSpan is a right location of the subject, or false when it has
+// none at this version.
+func (w *writer) subjectSpan(s subject) (span, bool) {
+	if s.Kind == "cli_option" {
+		defs := w.t.flagDefs(s.Name)
+		if len(defs) == 0 {
+			return span{}, false
+		}
+		return w.flagSpan(defs[w.rng.IntN(len(defs))]), true
+	}
+	d, ok := w.t.symbol(s.Name)
+	if !ok {
+		return span{}, false
+	}
+	return w.natural(d), true
+}
+
+// anchorLine is the line that declares the subject within sp (its name, a
+// definition's name argument).
+func (w *writer) anchorLine(s subject, sp span) int {
+	for _, a := range w.t.anchors(s) {
+		if a.path == sp.Path && sp.Start <= a.line && a.line <= sp.End {
+			return a.line
+		}
+	}
+	return sp.Start
+}
+
+func (w *writer) proposal(kind string, s subject, fields map[string]any) json.RawMessage {
+	m := map[string]any{"kind": kind, "subject": s}
+	for k, v := range fields {
+		m[k] = v
+	}
+	b, err := json.Marshal(m)
+	if err != nil {
+		panic(err)
+	}
+	return b
+}
+
+// missingPath is a file a model might guess that the module does not have.
+func (w *writer) missingPath(near string) string {
+	dir, base := path.Split(near)
+	base = strings.TrimSuffix(base, ".go")
+	for _, suffix := range []string{"_impl.go", "s.go", "_util.go", "_flags.go"} {
+		p := dir + strings.TrimSuffix(base, "_test") + suffix
+		if strings.HasSuffix(base, "_test") {
+			p = dir + strings.TrimSuffix(base, "_test") + strings.TrimSuffix(suffix, ".go") + "_test.go"
+		}
+		if _, ok := w.t.prog.t[p]; !ok {
+			return p
+		}
+	}
+	return dir + "needle_missing.go"
+}
+
+// location writes an implementation_location answer, wrong the way asked
+// (if it can be; the class it really is returned).
+func (w *writer) location(s subject, wrong string) (json.RawMessage, string) {
+	sp, ok := w.subjectSpan(s)
+	if !ok {
+		return w.proposal("implementation_location", s, map[string]any{"path": w.missingPath(""), "start_line": 1, "end_line": 20}), "missing_file"
+	}
+	switch wrong {
+	case "shifted_lines":
+		k := w.anchorLine(s, sp) - sp.Start + 1 + w.rng.IntN(3)
+		sp.Start, sp.End = sp.Start+k, sp.End+k
+	case "neighbour":
+		if nb, ok := w.neighbour(sp); ok {
+			sp = w.natural(nb)
+		} else {
+			return w.location(s, "shifted_lines")
+		}
+	case "missing_file":
+		sp.Path = w.missingPath(sp.Path)
+	case "older_version":
+		if w.old == nil {
+			return w.location(s, "")
+		}
+		if len(w.old.anchors(s)) == 0 {
+			return w.location(s, "")
+		}
+		p, _ := (&writer{rng: w.rng, t: w.old, module: w.module}).location(s, "")
+		return p, wrong
+	case "same_name":
+		if d, ok := w.sameName(s); ok {
+			sp = w.natural(d)
+		} else {
+			return w.location(s, "neighbour")
+		}
+	case "use_not_definition":
+		if u, ok := w.useOnly(s); ok {
+			sp = span{Path: u.Path, Start: max(u.Line-1, 1), End: min(u.Line+1, lineCount(w.t.prog.t[u.Path]))}
+		} else {
+			return w.location(s, "same_name")
+		}
+	}
+	return w.proposal("implementation_location", s, map[string]any{"path": w.cite(sp.Path), "start_line": sp.Start, "end_line": sp.End}), wrong
+}
+
+// neighbour is the declaration after the one at sp in its file (or the one
+// before, for the last).
+func (w *writer) neighbour(sp span) (decl, bool) {
+	var same []decl
+	for _, d := range w.t.prog.decls {
+		if d.Path == sp.Path && !d.Test && (d.Kind == "func" || d.Kind == "method") && (d.End < sp.Start || d.Start > sp.End) {
+			same = append(same, d)
+		}
+	}
+	if len(same) == 0 {
+		return decl{}, false
+	}
+	for _, d := range same {
+		if d.Start > sp.End {
+			return d, true
+		}
+	}
+	return same[len(same)-1], true
+}
+
+// sameName is another declaration named like the subject: a field, a
+// type, a method of another type or a function of another package. For a
+// flag, a function or method named like the flag.
+func (w *writer) sameName(s subject) (decl, bool) {
+	want, self := lastName(s.Name), decl{}
+	if s.Kind == "cli_option" {
+		want = flagName(s.Name)
+	} else {
+		self, _ = w.t.symbol(s.Name)
+	}
+	var found []decl
+	for _, d := range w.t.prog.decls {
+		if d.Test || !strings.EqualFold(lastName(d.Name), want) || (d.Path == self.Path && d.Line == self.Line) {
+			continue
+		}
+		found = append(found, d)
+	}
+	if len(found) == 0 {
+		return decl{}, false
+	}
+	// Prefer what is most easily confused: a field or a type first.
+	slices.SortStableFunc(found, func(a, b decl) int { return kindRank(a.Kind) - kindRank(b.Kind) })
+	return found[0], true
+}
+
+func kindRank(k string) int { return map[string]int{"field": 0, "type": 1, "method": 2, "func": 3}[k] }
+
+// useOnly is a line where a flag's name is a string constant that is no
+// definition's name argument, outside the definitions' calls.
+func (w *writer) useOnly(s subject) (use, bool) {
+	if s.Kind != "cli_option" {
+		return use{}, false
+	}
+	name := flagName(s.Name)
+	defs := w.t.flagDefs(s.Name)
+	var found []use
+	for _, u := range w.t.prog.uses {
+		if u.Value != name && u.Value != "-"+name && u.Value != "--"+name {
+			continue
+		}
+		if slices.ContainsFunc(defs, func(f flagDef) bool { return f.Path == u.Path && f.Start-1 <= u.Line && u.Line <= f.End+1 }) {
+			continue
+		}
+		found = append(found, u)
+	}
+	if len(found) == 0 {
+		return use{}, false
+	}
+	return found[w.rng.IntN(len(found))], true
+}
+
+// flowSteps returns a right flow: the subject's span, then up to two
+// functions each step calls.
+func (w *writer) flowSteps(s subject) ([]span, bool) {
+	first, ok := w.flowStart(s)
+	if !ok {
+		return nil, false
+	}
+	steps := []span{first}
+	for len(steps) < 3 {
+		last := steps[len(steps)-1]
+		next := w.t.prog.callees(last.Path, last.Start, last.End)
+		next = slices.DeleteFunc(next, func(d decl) bool {
+			return slices.ContainsFunc(steps, func(s span) bool { return s.Path == d.Path && s.Start <= d.Line && d.Line <= s.End })
+		})
+		if len(next) == 0 || (len(steps) == 2 && w.rng.IntN(2) == 0) {
+			break
+		}
+		steps = append(steps, w.natural(next[w.rng.IntN(len(next))]))
+	}
+	return steps, len(steps) >= 2
+}
+
+// flowStart is the first step of a flow about s: the subject's declaration,
+// or the function holding a flag's definition.
+func (w *writer) flowStart(s subject) (span, bool) {
+	if s.Kind == "cli_option" {
+		defs := w.t.flagDefs(s.Name)
+		if len(defs) == 0 {
+			return span{}, false
+		}
+		f := defs[0]
+		if d, ok := w.t.prog.enclosing(f.Path, f.Line); ok {
+			return w.natural(d), true
+		}
+		return span{Path: f.Path, Start: f.Start, End: f.End}, true
+	}
+	d, ok := w.t.symbol(s.Name)
+	if !ok {
+		return span{}, false
+	}
+	return w.natural(d), true
+}
+
+// flow writes a runtime_flow answer.
+func (w *writer) flow(s subject, wrong string) (json.RawMessage, string) {
+	steps, ok := w.flowSteps(s)
+	if !ok {
+		first, ok := w.flowStart(s)
+		if !ok {
+			return w.proposal("runtime_flow", s, map[string]any{"scenario": "default", "steps": []any{
+				map[string]any{"path": w.missingPath(""), "start_line": 1, "end_line": 10, "summary": "Handles " + s.Name + "."}}}), "missing_file"
+		}
+		steps = []span{first}
+	}
+	switch wrong {
+	case "linked_by_name":
+		// After some step, a function merely named like one the step calls.
+		linked := false
+		for k := range steps {
+			cands := w.t.prog.sameNameOnly(steps[k].Path, steps[k].Start, steps[k].End)
+			if len(cands) > 0 {
+				steps = append(steps[:k+1], w.natural(cands[w.rng.IntN(len(cands))]))
+				linked = true
+				break
+			}
+		}
+		if !linked {
+			return w.flow(s, "unlinked_step")
+		}
+	case "unlinked_step":
+		called := w.t.prog.callees(steps[0].Path, steps[0].Start, steps[0].End)
+		nb, ok := w.neighbour(steps[0])
+		if !ok || slices.ContainsFunc(called, func(d decl) bool { return d.Path == nb.Path && d.Line == nb.Line }) {
+			return w.flow(s, "shifted_lines")
+		}
+		steps = []span{steps[0], w.natural(nb)}
+	case "shifted_lines":
+		if len(steps) < 2 {
+			steps[0].Start, steps[0].End = steps[0].End+1, steps[0].End+1+(steps[0].End-steps[0].Start)
+			break
+		}
+		last := &steps[len(steps)-1]
+		k := last.End - last.Start + 1
+		last.Start, last.End = last.Start+k, last.End+k
+	case "missing_file":
+		steps[len(steps)-1].Path = w.missingPath(steps[len(steps)-1].Path)
+	case "older_version":
+		if w.old == nil {
+			return w.flow(s, "")
+		}
+		if _, ok := (&writer{rng: w.rng, t: w.old, module: w.module}).flowStart(s); !ok {
+			return w.flow(s, "")
+		}
+		p, _ := (&writer{rng: w.rng, t: w.old, module: w.module}).flow(s, "")
+		return p, wrong
+	}
+	var list []any
+	for i, st := range steps {
+		list = append(list, map[string]any{"path": w.cite(st.Path), "start_line": st.Start, "end_line": st.End, "summary": w.summary(s, steps, i)})
+	}
+	return w.proposal("runtime_flow", s, map[string]any{"scenario": "default", "steps": list}), wrong
+}
+
+// summary is a worker's prose for step i.
+func (w *writer) summary(s subject, steps []span, i int) string {
+	name := func(sp span) string {
+		if d, ok := w.t.prog.enclosing(sp.Path, sp.Start+(sp.End-sp.Start)/2); ok {
+			return d.Name
+		}
+		return path.Base(sp.Path)
+	}
+	if i == 0 {
+		return fmt.Sprintf("%s starts here (%s).", s.Name, name(steps[0]))
+	}
+	return fmt.Sprintf("%s calls %s.", name(steps[i-1]), name(steps[i]))
+}
+
+// citedTest is a test a model cites: its declaration and the name it gives.
+type citedTest struct {
+	decl testDecl
+	name string // "TestX" or "TestX/sub"
+}
+
+// executing returns the passing tests whose run executed d, and the
+// passing subtests that did.
+func (w *writer) executing(d decl) (tests, subtests []citedTest) {
+	key := d.Path + "#" + d.Name
+	for _, td := range w.t.prog.tests {
+		run, ok := w.t.reach.run(path.Dir(td.Path), td.Name)
+		if !ok || run.Outcome != "pass" || !w.t.reach.executed(run, key) {
+			continue
+		}
+		tests = append(tests, citedTest{decl: td, name: td.Name})
+		for _, sub := range run.Subtests {
+			if r, ok := w.t.reach.run(path.Dir(td.Path), td.Name+"/"+sub); ok && r.Outcome == "pass" && w.t.reach.executed(r, key) && simpleName.MatchString(sub) {
+				subtests = append(subtests, citedTest{decl: td, name: td.Name + "/" + sub})
+			}
+		}
+	}
+	return tests, subtests
+}
+
+var simpleName = regexp.MustCompile(`^[A-Za-z0-9_-]+$`)
+
+// notExecuting returns the tests (with a recorded run) that do not execute
+// d, in the classes of wrong test answers.
+func (w *writer) notExecuting(d decl, class string) []citedTest {
+	key := d.Path + "#" + d.Name
+	word := regexp.MustCompile(`\b` + regexp.QuoteMeta(lastName(d.Name)) + `\b`)
+	var out []citedTest
+	for _, td := range w.t.prog.tests {
+		run, ok := w.t.reach.run(path.Dir(td.Path), td.Name)
+		if !ok || w.t.reach.executed(run, key) {
+			continue
+		}
+		var match bool
+		switch class {
+		case "static_only":
+			if self, ok := w.t.prog.funcAt(td.Path, td.Start); ok {
+				match = w.t.prog.staticReach(self, 8)[key]
+			}
+		case "names_only":
+			match = word.MatchString(lines(w.t.prog.t[td.Path], td.Start, td.End))
+		case "near":
+			for _, f := range run.Executed {
+				if strings.HasPrefix(w.t.reach.funcs[f], d.Path+"#") {
+					match = true
+					break
+				}
+			}
+		}
+		if match {
+			out = append(out, citedTest{decl: td, name: td.Name})
+		}
+	}
+	return out
+}
+
+// command is a run command for test as a model or an editor prints it.
+func (w *writer) command(test citedTest) string {
+	dir := path.Dir(test.decl.Path)
+	rel, dotSlash := ".", "./"
+	if dir != "." {
+		rel, dotSlash = "./"+dir, "./"+dir+"/"
+	}
+	imp := w.module
+	if dir != "." {
+		imp += "/" + dir
+	}
+	name := test.name
+	anchored := "^" + name + "$"
+	if top, sub, ok := strings.Cut(name, "/"); ok {
+		anchored = "^" + top + "$/^" + sub + "$"
+	}
+	forms := []string{
+		fmt.Sprintf("go test %s -run '%s'", rel, anchored),
+		fmt.Sprintf("go test -run %s %s", name, rel),
+		fmt.Sprintf("go test ./... -run %s", name),
+		fmt.Sprintf("go test -run '%s' %s", anchored, dotSlash),
+		fmt.Sprintf("go test -v -run %s %s", name, rel),
+		fmt.Sprintf("go test -run=%s %s", name, rel),
+		fmt.Sprintf("go test -count=1 -run '%s' %s", anchored, rel),
+		fmt.Sprintf(`go test -run "%s" %s`, anchored, rel),
+		fmt.Sprintf("go test %s -run %s", imp, name),
+		fmt.Sprintf("go test -timeout 30s -run ^%s$ %s", strings.ReplaceAll(name, "/", "$/^"), imp),
+	}
+	return forms[w.rng.IntN(len(forms))]
+}
+
+// tests writes a focused_tests answer.
+func (w *writer) tests(s subject, wrong string) (json.RawMessage, string) {
+	d, ok := w.t.symbol(s.Name)
+	missing := func() (json.RawMessage, string) {
+		p := w.missingPath("needle_test.go")
+		return w.proposal("focused_tests", s, map[string]any{"tests": []any{map[string]any{"path": w.cite(p),
+			"name": "Test" + strings.ReplaceAll(s.Name, ".", "_"), "command": "go test -run Test" + strings.ReplaceAll(s.Name, ".", "_") + " ."}}}), "missing_file"
+	}
+	if !ok {
+		return missing()
+	}
+	tests, subtests := w.executing(d)
+	var cited []citedTest
+	if len(tests) > 0 {
+		cited = append(cited, tests[0])
+		if len(tests) > 2 {
+			cited = append(cited, tests[len(tests)/2])
+		}
+		if len(subtests) > 0 && w.rng.IntN(3) == 0 {
+			cited[0] = subtests[w.rng.IntN(len(subtests))]
+		}
+	}
+	switch wrong {
+	case "static_only", "names_only", "near":
+		bad := w.notExecuting(d, wrong)
+		if len(bad) == 0 {
+			next := map[string]string{"static_only": "names_only", "names_only": "near", "near": "missing_file"}[wrong]
+			return w.tests(s, next)
+		}
+		cited = []citedTest{bad[w.rng.IntN(len(bad))]}
+	case "one_not_executed":
+		bad := w.notExecuting(d, "near")
+		if len(bad) == 0 || len(cited) == 0 {
+			return w.tests(s, "static_only")
+		}
+		cited = []citedTest{cited[0], bad[w.rng.IntN(len(bad))]}
+	case "missing_file":
+		return missing()
+	}
+	if len(cited) == 0 {
+		return missing()
+	}
+	var list []any
+	for _, c := range cited {
+		list = append(list, map[string]any{"path": w.cite(c.decl.Path), "name": c.name, "command": w.command(c)})
+	}
+	return w.proposal("focused_tests", s, map[string]any{"tests": list}), wrong
+}

@@ -1,0 +1,185 @@
+package bench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/needle-dev/needle/product"
+)
+
+// The validators against the truth. Every distinct scripted answer of a
+// corpus (per module version, capability kind and proposal) goes through
+// the product's public Propose on a fresh store, with the module's work
+// tree at the answer's version, and is judged by the truth: true certified,
+// true rejected, false certified (Needle would serve wrong evidence as
+// certified: the run fails) or false rejected.
+
+// Verdict is one scripted answer judged by the truth and by the product.
+type Verdict struct {
+	Module    string   `json:"module"`
+	Version   string   `json:"version"`
+	Need      string   `json:"need"` // the first need whose worker would give it
+	Kind      string   `json:"kind"`
+	Subject   string   `json:"subject"`            // kind:name
+	Intended  string   `json:"intended,omitempty"` // how the generator meant it to be wrong
+	True      bool     `json:"true"`
+	Why       string   `json:"why,omitempty"` // why the truth says it is false
+	Certified bool     `json:"certified"`
+	Reasons   []string `json:"reasons,omitempty"` // the validators' reasons for a rejection
+}
+
+// KindCounts are the verdicts of one capability kind.
+type KindCounts struct {
+	Answers        int     `json:"answers"`
+	TrueCertified  int     `json:"true_certified"`
+	TrueRejected   int     `json:"true_rejected"`
+	FalseCertified int     `json:"false_certified"`
+	FalseRejected  int     `json:"false_rejected"`
+	Precision      float64 `json:"precision"` // true certified / certified (1 when nothing is certified)
+	Recall         float64 `json:"recall"`    // true certified / true (1 when nothing is true)
+}
+
+func (k *KindCounts) add(v Verdict) {
+	k.Answers++
+	switch {
+	case v.True && v.Certified:
+		k.TrueCertified++
+	case v.True:
+		k.TrueRejected++
+	case v.Certified:
+		k.FalseCertified++
+	default:
+		k.FalseRejected++
+	}
+	k.Precision, k.Recall = 1, 1
+	if n := k.TrueCertified + k.FalseCertified; n > 0 {
+		k.Precision = round4(float64(k.TrueCertified) / float64(n))
+	}
+	if n := k.TrueCertified + k.TrueRejected; n > 0 {
+		k.Recall = round4(float64(k.TrueCertified) / float64(n))
+	}
+}
+
+// countVerdicts counts verdicts per kind and in total ("all").
+func countVerdicts(vs []Verdict) map[string]KindCounts {
+	out := map[string]KindCounts{}
+	for _, v := range vs {
+		for _, k := range []string{v.Kind, "all"} {
+			c := out[k]
+			c.add(v)
+			out[k] = c
+		}
+	}
+	return out
+}
+
+// pendingAnswer is a distinct scripted answer waiting for its verdicts.
+type pendingAnswer struct {
+	Verdict
+	subj     subject
+	proposal []byte
+}
+
+// distinctAnswers lists the distinct scripted answers of a corpus, in
+// play order of the first need carrying each.
+func distinctAnswers(c *Corpus) ([]pendingAnswer, error) {
+	seen := map[string]bool{}
+	var out []pendingAnswer
+	for _, s := range c.Sessions {
+		for _, n := range s.Needs {
+			req, _, err := n.request()
+			if err != nil {
+				return nil, fmt.Errorf("session %s need %s: %w", s.ID, n.ID, err)
+			}
+			for _, kind := range slices.Sorted(mapKeys(n.Answers)) {
+				a := n.Answers[kind]
+				key := s.Module + "\x00" + s.Version + "\x00" + kind + "\x00" + string(a.Proposal)
+				if seen[key] {
+					continue
+				}
+				seen[key] = true
+				out = append(out, pendingAnswer{
+					Verdict: Verdict{Module: s.Module, Version: s.Version, Need: s.ID + " " + n.ID, Kind: kind,
+						Subject: req.Subject.Kind + ":" + req.Subject.Name, Intended: a.Wrong},
+					subj: subject{Kind: req.Subject.Kind, Name: req.Subject.Name}, proposal: a.Proposal,
+				})
+			}
+		}
+	}
+	return out, nil
+}
+
+// judgeAnswers gives every distinct scripted answer its two verdicts.
+func judgeAnswers(ctx context.Context, c *Corpus, repos map[string]*moduleRepo, ts truths, dataRoot string, progress func(done, total int)) ([]Verdict, error) {
+	pending, err := distinctAnswers(c)
+	if err != nil {
+		return nil, err
+	}
+	var out []Verdict
+	for _, s := range c.Manifest.Subjects {
+		for _, v := range s.Versions {
+			var batch []pendingAnswer
+			for _, p := range pending {
+				if p.Module == s.Module && p.Version == v.Version {
+					batch = append(batch, p)
+				}
+			}
+			if len(batch) == 0 {
+				continue
+			}
+			repo := repos[s.Module]
+			if err := repo.checkout(ctx, v.Version); err != nil {
+				return nil, err
+			}
+			e, err := product.Open(ctx, product.Config{DataDir: filepath.Join(dataRoot, filepath.Base(repo.Dir)+"@"+v.Version),
+				Repository: repo.Dir, CacheOnly: true, Transport: "cli"})
+			if err != nil {
+				return nil, err
+			}
+			t := ts.of(s.Module, v.Version)
+			for _, p := range batch {
+				p.True, p.Why = t.answer(p.subj, p.proposal)
+				res, err := e.Propose(ctx, p.proposal)
+				var perr *product.Error
+				switch {
+				case errors.As(err, &perr) && perr.Kind == product.KindInvalidInput:
+					p.Reasons = []string{"invalid input: " + err.Error()}
+				case err != nil:
+					e.Close()
+					return nil, fmt.Errorf("propose the answer of %s (%s): %w", p.Need, p.Kind, err)
+				default:
+					p.Certified, p.Reasons = res.Status == "certified", res.Reasons
+				}
+				if p.Certified {
+					p.Reasons = nil
+				}
+				out = append(out, p.Verdict)
+				if progress != nil {
+					progress(len(out), len(pending))
+				}
+			}
+			e.Close()
+		}
+	}
+	return out, nil
+}
+
+// verdictLine is one verdict as the report's lists print it.
+func verdictLine(v Verdict) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s (%s@%s) %s for %s", v.Need, v.Module, v.Version, v.Kind, v.Subject)
+	if v.Intended != "" {
+		fmt.Fprintf(&b, ", meant wrong: %s", v.Intended)
+	}
+	if v.Why != "" {
+		fmt.Fprintf(&b, "; truth: %s", v.Why)
+	}
+	if len(v.Reasons) > 0 {
+		fmt.Fprintf(&b, "; validators: %s", strings.Join(v.Reasons, "; "))
+	}
+	return b.String()
+}
