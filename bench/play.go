@@ -169,17 +169,7 @@ func needScript(n CorpusNeed, needID string) []byte {
 	for _, kind := range slices.Sorted(mapKeys(n.Answers)) {
 		reply := n.Answers[kind]
 		match := []string{needID, "Propose " + kind + " evidence"}
-		var cited struct {
-			Path  string `json:"path"`
-			Tests []struct {
-				Path string `json:"path"`
-			} `json:"tests"`
-		}
-		_ = json.Unmarshal(reply.Proposal, &cited)
-		if cited.Path == "" && len(cited.Tests) > 0 {
-			cited.Path = cited.Tests[0].Path
-		}
-		args, _ := json.Marshal(map[string]any{"cmd": "cat -n " + cited.Path, "yield_time_ms": 1000})
+		args, _ := json.Marshal(map[string]any{"cmd": readCommand(reply.Proposal), "yield_time_ms": 1000})
 		responses = append(responses,
 			map[string]any{"match": match, "function_call": map[string]any{"call_id": "call_read_" + kind, "name": "exec_command",
 				"arguments": string(args), "usage": usageRead}},
@@ -187,6 +177,33 @@ func needScript(n CorpusNeed, needID string) []byte {
 	}
 	script, _ := json.Marshal(map[string]any{"responses": responses})
 	return script
+}
+
+// readCommand is the scripted worker's look at the source before it
+// answers: the cited lines with some context around them (a location, a
+// flow's first step), or the test functions of the cited test file.
+func readCommand(proposal json.RawMessage) string {
+	var cited struct {
+		Path      string `json:"path"`
+		StartLine int    `json:"start_line"`
+		EndLine   int    `json:"end_line"`
+		Steps     []struct {
+			Path      string `json:"path"`
+			StartLine int    `json:"start_line"`
+			EndLine   int    `json:"end_line"`
+		} `json:"steps"`
+		Tests []struct {
+			Path string `json:"path"`
+		} `json:"tests"`
+	}
+	_ = json.Unmarshal(proposal, &cited)
+	if len(cited.Steps) > 0 {
+		cited.Path, cited.StartLine, cited.EndLine = cited.Steps[0].Path, cited.Steps[0].StartLine, cited.Steps[0].EndLine
+	}
+	if cited.Path == "" && len(cited.Tests) > 0 {
+		return "grep -n '^func Test' " + cited.Tests[0].Path
+	}
+	return fmt.Sprintf("sed -n '%d,%dp' %s", max(cited.StartLine-10, 1), cited.EndLine+10, cited.Path)
 }
 
 // recordingServer returns the App Server of a recording: the real codex,
