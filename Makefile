@@ -99,11 +99,12 @@ frozen-lifecycle: build codex
 			--scenario fixtures/lifecycle/$$n.json --out frozen/lifecycle/$$n --tests-cache $(CURDIR)/.cache/testrun-lifecycle || exit 1; \
 	done
 
-## bench: the main job — play the bundled default corpus (four real Go
+## bench: the main job — play the bundled default corpus (five real Go
 ## modules, two versions each) through the product with the replay App
-## Server; prints a summary and writes reports/default.{json,md} and charts
-bench: build
-	$(BIN)/needlebench run corpus/default
+## Server, the validators running proposed tests in the pinned codex's
+## sandbox; prints a summary and writes reports/default.{json,md} and charts
+bench: build codex
+	$(BIN)/needlebench run --codex $(CODEX_BIN) corpus/default
 
 ## corpus: regenerate the bundled corpora (corpus/default, corpus/tiny) from
 ## their pinned modules: sessions, scripted answers in the natural dialect

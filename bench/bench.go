@@ -32,10 +32,12 @@ Commands:
                     coverage of every test of every module version, each
                     run on its own inside codex's sandbox (--codex BIN,
                     default codex on PATH; --unsandboxed runs them bare)
-  run [--frozen DIR] [--reports DIR] [--trace FILE] CORPUS
+  run [--frozen DIR] [--reports DIR] [--trace FILE] [--codex BIN] CORPUS
                     play a corpus through the product with the replay App
                     Server (frozen/NAME), judge every distinct scripted
-                    answer by the truth and by the validators, and write
+                    answer by the truth and by the validators (which run
+                    proposed tests in the sandbox of --codex BIN, default
+                    codex on PATH; required), and write
                     reports/NAME.{json,md} and charts (--trace: every
                     need's outcome as JSONL); exit 1 if any stale answer
                     was returned, a false answer was certified, a worker

@@ -2,24 +2,31 @@ package bench
 
 import (
 	"fmt"
+	"os/exec"
 	"path/filepath"
 	"strings"
 )
 
-// run is needlebench run [--frozen DIR] [--reports DIR] CORPUS.
+// run is needlebench run [--frozen DIR] [--reports DIR] [--trace FILE] [--codex BIN] CORPUS.
 func (h *harness) run(args []string) int {
 	fs := h.flags("run")
 	frozen := fs.String("frozen", "", "")
 	reports := fs.String("reports", "", "")
 	trace := fs.String("trace", "", "")
+	codex := fs.String("codex", "", "")
 	if !h.parse(fs, args) {
 		return 2
+	}
+	if *codex == "" {
+		if p, err := exec.LookPath("codex"); err == nil {
+			*codex = p
+		}
 	}
 	if fs.NArg() != 1 {
 		fmt.Fprintf(h.stderr, "needlebench run: want one CORPUS directory\n\n%s", usage)
 		return 2
 	}
-	r, files, err := Run(h.ctx, RunOptions{Corpus: fs.Arg(0), Frozen: *frozen, Reports: *reports, Trace: *trace, Stderr: h.stderr})
+	r, files, err := Run(h.ctx, RunOptions{Corpus: fs.Arg(0), Frozen: *frozen, Reports: *reports, Trace: *trace, Codex: *codex, Stderr: h.stderr})
 	if err != nil {
 		fmt.Fprintf(h.stderr, "needlebench run: %v\n", err)
 		return 1

@@ -52,7 +52,7 @@ type appServer struct {
 
 // play runs every session of c against repos and returns the outcomes and
 // each module's worker totals.
-func play(ctx context.Context, c *Corpus, repos map[string]*moduleRepo, dataRoot string, as appServer, progress func(done, total int)) ([]outcome, map[string]product.WorkerTotals, error) {
+func play(ctx context.Context, c *Corpus, repos map[string]*moduleRepo, dataRoot string, as appServer, tc testsConfig, progress func(done, total int)) ([]outcome, map[string]product.WorkerTotals, error) {
 	engines := map[string]*product.Engine{}
 	defer func() {
 		for _, e := range engines {
@@ -75,6 +75,7 @@ func play(ctx context.Context, c *Corpus, repos map[string]*moduleRepo, dataRoot
 			e, err = product.Open(ctx, product.Config{
 				DataDir: filepath.Join(dataRoot, filepath.Base(repo.Dir)), Repository: repo.Dir,
 				Codex: &product.CodexConfig{Command: as.command, Home: as.home, RecordDir: as.record},
+				Tests: tc.of(repo),
 			})
 			if err != nil {
 				return nil, nil, err

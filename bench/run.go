@@ -11,6 +11,8 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/needle-dev/needle/product"
 )
 
 // RunOptions configures needlebench run.
@@ -20,7 +22,25 @@ type RunOptions struct {
 	Reports string   // report directory (default reports)
 	Replay  []string // the replay App Server command (default: this needlebench)
 	Trace   string   // when set, a JSONL file with every need's outcome
-	Stderr  io.Writer
+	// Codex is the real codex binary whose sandbox runs the tests the
+	// validators run to certify focused_tests (the workers stay replayed).
+	// Required: without it the validators could certify tests only by
+	// static reach, which is not what they do on a developer's machine.
+	Codex  string
+	Stderr io.Writer
+}
+
+// testsConfig is how the engines of one run or recording run tests: in
+// codex's sandbox, with one build cache per module repository shared by
+// every engine on it (the play's and the validation's), so that the
+// standard library and a module's packages compile once per run.
+type testsConfig struct {
+	codex string
+	cache string // the root of the per-repository caches
+}
+
+func (tc testsConfig) of(repo *moduleRepo) product.TestsConfig {
+	return product.TestsConfig{Codex: tc.codex, CacheDir: filepath.Join(tc.cache, filepath.Base(repo.Dir))}
 }
 
 // Run plays a corpus through the product with the replay App Server,
@@ -42,6 +62,9 @@ func Run(ctx context.Context, opts RunOptions) (Report, []string, error) {
 	}
 	if _, err := os.Stat(frozen); err != nil {
 		return Report{}, nil, fmt.Errorf("frozen transcripts: %w (record them with needlebench record %s)", err, opts.Corpus)
+	}
+	if opts.Codex == "" {
+		return Report{}, nil, errors.New("no codex binary for the validators' test sandbox: pass --codex BIN (make bench uses the pinned one)")
 	}
 	if opts.Replay == nil {
 		self, err := selfCommand()
@@ -87,14 +110,15 @@ func Run(ctx context.Context, opts RunOptions) (Report, []string, error) {
 	phase("truth", start)
 	start = time.Now()
 	as := appServer{command: append(append([]string{}, opts.Replay...), "appserver-replay", "--transcripts", frozen)}
-	outs, totals, err := play(ctx, c, repos, filepath.Join(work, "data"), as, prog.needs)
+	tc := testsConfig{codex: opts.Codex, cache: filepath.Join(work, "testrun")}
+	outs, totals, err := play(ctx, c, repos, filepath.Join(work, "data"), as, tc, prog.needs)
 	if err != nil {
 		prog.done()
 		return Report{}, nil, err
 	}
 	phase("play", start)
 	start = time.Now()
-	verdicts, err := judgeAnswers(ctx, c, repos, ts, filepath.Join(work, "validate"), prog.answers)
+	verdicts, err := judgeAnswers(ctx, c, repos, ts, filepath.Join(work, "validate"), tc, prog.answers)
 	prog.done()
 	if err != nil {
 		return Report{}, nil, err
@@ -176,7 +200,8 @@ func Record(ctx context.Context, corpusDir, codex, out string, stderr io.Writer)
 	if err != nil {
 		return 0, err
 	}
-	_, totals, err := play(ctx, c, repos, filepath.Join(work, "data"), recordingServer(codex, home, staging), prog.needs)
+	tc := testsConfig{codex: codex, cache: filepath.Join(work, "testrun")}
+	_, totals, err := play(ctx, c, repos, filepath.Join(work, "data"), recordingServer(codex, home, staging), tc, prog.needs)
 	prog.done()
 	if err != nil {
 		return 0, err

@@ -79,7 +79,7 @@ func TestRun_Tiny(t *testing.T) {
 	var reports []string
 	for range 2 {
 		dir := t.TempDir()
-		r, files, err := Run(context.Background(), RunOptions{Corpus: "../corpus/tiny", Reports: dir, Replay: replay})
+		r, files, err := Run(context.Background(), RunOptions{Corpus: "../corpus/tiny", Reports: dir, Replay: replay, Codex: mustCodex(t)})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -132,7 +132,7 @@ func TestRun_ReplayMismatch(t *testing.T) {
 		}
 	}
 	reports := t.TempDir()
-	_, _, err = Run(context.Background(), RunOptions{Corpus: "../corpus/tiny", Frozen: frozen, Reports: reports, Replay: replay})
+	_, _, err = Run(context.Background(), RunOptions{Corpus: "../corpus/tiny", Frozen: frozen, Reports: reports, Replay: replay, Codex: mustCodex(t)})
 	if err == nil || !strings.Contains(err.Error(), "frozen transcripts do not match") {
 		t.Fatalf("Run with mismatching transcripts = %v", err)
 	}

@@ -114,7 +114,7 @@ func distinctAnswers(c *Corpus) ([]pendingAnswer, error) {
 }
 
 // judgeAnswers gives every distinct scripted answer its two verdicts.
-func judgeAnswers(ctx context.Context, c *Corpus, repos map[string]*moduleRepo, ts truths, dataRoot string, progress func(done, total int)) ([]Verdict, error) {
+func judgeAnswers(ctx context.Context, c *Corpus, repos map[string]*moduleRepo, ts truths, dataRoot string, tc testsConfig, progress func(done, total int)) ([]Verdict, error) {
 	pending, err := distinctAnswers(c)
 	if err != nil {
 		return nil, err
@@ -136,7 +136,7 @@ func judgeAnswers(ctx context.Context, c *Corpus, repos map[string]*moduleRepo, 
 				return nil, err
 			}
 			e, err := product.Open(ctx, product.Config{DataDir: filepath.Join(dataRoot, filepath.Base(repo.Dir)+"@"+v.Version),
-				Repository: repo.Dir, CacheOnly: true, Transport: "cli"})
+				Repository: repo.Dir, CacheOnly: true, Transport: "cli", Tests: tc.of(repo)})
 			if err != nil {
 				return nil, err
 			}
