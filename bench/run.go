@@ -31,16 +31,19 @@ type RunOptions struct {
 }
 
 // testsConfig is how the engines of one run or recording run tests: in
-// codex's sandbox, with one build cache per module repository shared by
-// every engine on it (the play's and the validation's), so that the
-// standard library and a module's packages compile once per run.
+// codex's sandbox, with one build cache shared by every engine (the play's
+// and the validation's, of every module) so that the standard library
+// compiles once per run. The product keeps one cache per repository so
+// that no repository's tests can affect another's runs; the harness's
+// modules are the pinned ones it chose, and a cache per module would
+// compile the standard library five times over on two cores.
 type testsConfig struct {
 	codex string
-	cache string // the root of the per-repository caches
+	cache string
 }
 
-func (tc testsConfig) of(repo *moduleRepo) product.TestsConfig {
-	return product.TestsConfig{Codex: tc.codex, CacheDir: filepath.Join(tc.cache, filepath.Base(repo.Dir))}
+func (tc testsConfig) of(*moduleRepo) product.TestsConfig {
+	return product.TestsConfig{Codex: tc.codex, CacheDir: tc.cache}
 }
 
 // Run plays a corpus through the product with the replay App Server,
