@@ -38,7 +38,8 @@ type decl struct {
 
 // flagDef is one definition of a command-line flag: a call of a flag or
 // pflag definition function whose name argument evaluates, as a Go
-// constant, to the flag's name.
+// constant, to the flag's name — in a _test.go file too (a test's own
+// FlagSet defines its flags as much as a command's does).
 type flagDef struct {
 	Name       string // the flag's name, no dashes
 	Pkg        string // the defining package: flag or github.com/spf13/pflag
@@ -46,6 +47,7 @@ type flagDef struct {
 	Line       int // the line of the name argument
 	Start, End int // the call's lines
 	Text       string
+	Test       bool // in a _test.go file
 }
 
 // use is a string constant that equals a flag's name (or its dashed
@@ -359,12 +361,12 @@ func (pf *progFile) flagCall(call *ast.CallExpr) {
 		return
 	}
 	name := constant.StringVal(tv.Value)
-	if name == "" || pf.test {
+	if name == "" {
 		return
 	}
 	start, end := pf.line(call.Pos()), pf.line(call.End())
 	pf.p.flags = append(pf.p.flags, flagDef{Name: name, Pkg: fn.Pkg().Path(), Path: pf.rel, Line: pf.line(arg.Pos()), Start: start, End: end,
-		Text: lines(pf.p.t[pf.rel], start, end)})
+		Text: lines(pf.p.t[pf.rel], start, end), Test: pf.test})
 }
 
 // constants records every string constant expression (a literal, a named

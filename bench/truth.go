@@ -17,10 +17,12 @@ import (
 //   - implementation_location: the cited file (a path as models write it,
 //     "./x.go" too, cleaned; an escape is false) holds the subject's
 //     declaration — the line of a function's or method's name, of a flag
-//     definition's name argument — within the cited lines, which lie in the
-//     file. A doc comment or a line past the end does not matter; another
-//     declaration of the same name (a field, a type, a function of another
-//     package) is not the subject's.
+//     definition's name argument — within the cited lines, which lie within
+//     the declaring function (the subject's own, or the one holding a flag's
+//     definition): its doc comment may be in or out, the end one past its
+//     last line or inside it, but lines of the file around it make the
+//     answer wrong. Another declaration of the same name (a field, a type,
+//     a function of another package) is not the subject's.
 //   - runtime_flow: the first step holds the subject as above, and each
 //     step holds a reference the type checker resolved to a function or
 //     method whose name is declared within the next step's lines: a call, a
@@ -95,11 +97,12 @@ func (t *truth) symbol(name string) (decl, bool) {
 // flagName is a cli_option subject's flag name, without dashes.
 func flagName(s string) string { return strings.TrimLeft(s, "-") }
 
-// flagDefs returns the definitions of a flag.
+// flagDefs returns the definitions of a flag outside _test.go files: the
+// module's own options, the ones the generator asks about and cites.
 func (t *truth) flagDefs(name string) []flagDef {
 	var out []flagDef
 	for _, f := range t.prog.flags {
-		if f.Name == flagName(name) {
+		if f.Name == flagName(name) && !f.Test {
 			out = append(out, f)
 		}
 	}
@@ -113,7 +116,8 @@ type anchor struct {
 }
 
 // anchors are the lines that declare the subject: a function's or method's
-// name, each definition's name argument of a flag.
+// name, each definition's name argument of a flag outside _test.go files
+// (what the generator cites).
 func (t *truth) anchors(s subject) []anchor {
 	switch s.Kind {
 	case "symbol":
@@ -128,6 +132,21 @@ func (t *truth) anchors(s subject) []anchor {
 		return out
 	}
 	return nil
+}
+
+// definitions are the lines that declare the subject as judged: the
+// anchors, and a flag's definitions in _test.go files too — a test's own
+// FlagSet defines a flag of that name as much as a command does.
+func (t *truth) definitions(s subject) []anchor {
+	out := t.anchors(s)
+	if s.Kind == "cli_option" {
+		for _, f := range t.prog.flags {
+			if f.Name == flagName(s.Name) && f.Test {
+				out = append(out, anchor{f.Path, f.Line})
+			}
+		}
+	}
+	return out
 }
 
 // inFile reports whether lines start..end are lines of file p.
@@ -153,14 +172,22 @@ func (t *truth) location(s subject, p string, start, end int) (bool, string) {
 	if !t.inFile(c, start, end) {
 		return false, fmt.Sprintf("%s:%d-%d is not a span of a file of the module", c, start, end)
 	}
-	anchors := t.anchors(s)
+	anchors := t.definitions(s)
 	if len(anchors) == 0 {
 		return false, fmt.Sprintf("%s %q has no unique declaration", s.Kind, s.Name)
 	}
 	for _, a := range anchors {
-		if a.path == c && start <= a.line && a.line <= end {
-			return true, ""
+		if a.path != c || start > a.line || a.line > end {
+			continue
 		}
+		// The lines must also be the declaration's, not a stretch of the
+		// file around it: they lie within the declaring function (a
+		// function's own, a flag's enclosing one), its doc comment included,
+		// the end at most one past its last line.
+		if d, ok := t.prog.enclosing(c, a.line); ok && (start < d.Doc || end > d.End+1) {
+			return false, fmt.Sprintf("%s:%d-%d runs beyond %s (%d-%d with its doc comment)", c, start, end, d.Name, d.Doc, d.End)
+		}
+		return true, ""
 	}
 	return false, fmt.Sprintf("%s:%d-%d does not hold the declaration of %s", c, start, end, s.Name)
 }

@@ -156,9 +156,10 @@ func TestTruth_TestReach(t *testing.T) {
 	}
 }
 
-// TestTruth_Location: a span holds a symbol when it holds its name's line,
-// with or without the doc comment, the end inclusive or one past; a
-// same-named field, the wrong file or shifted lines do not.
+// TestTruth_Location: a span holds a symbol when it holds its name's line
+// and lies within the declaration, with or without the doc comment, the
+// end inclusive or one past; a same-named field, the wrong file, shifted
+// lines or lines of the declarations around it do not.
 func TestTruth_Location(t *testing.T) {
 	tr, _ := mustReach(t)
 	target := subject{Kind: "symbol", Name: "Target"}
@@ -173,6 +174,9 @@ func TestTruth_Location(t *testing.T) {
 		{"./reach.go", doc, end, true},
 		{"reach.go", fn, end + 1, true},
 		{"reach.go", fn + 1, end + 1, false},
+		{"reach.go", fn, fn, true},        // the signature only
+		{"reach.go", doc - 3, end, false}, // from inside the declaration above
+		{"reach.go", doc, end + 5, false}, // into the declaration below
 		{"reach.go", lineOf(t, tr, "reach.go", "type Box struct{ Target int }"), lineOf(t, tr, "reach.go", "type Box struct{ Target int }"), false},
 		{"reach_test.go", fn, end, false},
 		{"/reach.go", fn, end, false},
@@ -189,8 +193,8 @@ func TestTruth_Location(t *testing.T) {
 
 // TestTruth_Flags: a flag is defined where a flag definition call's name
 // argument evaluates to its name — a literal, a named constant, a constant
-// expression; the constant's declaration, a look-up, a subcommand's name
-// and a test passing the flag are uses.
+// expression, in a _test.go file too; the constant's declaration, a
+// look-up, a subcommand's name and a test passing the flag are uses.
 func TestTruth_Flags(t *testing.T) {
 	tr, _ := mustReach(t)
 	at := func(file, text string) (string, int) { return file, lineOf(t, tr, file, text) }
@@ -207,10 +211,23 @@ func TestTruth_Flags(t *testing.T) {
 		{"--help", "reach.go", `return "help"`, false},
 		{"--help", "reach_test.go", `"--help"`, false},
 		{"--verbose", "reach.go", "fs.Bool(helpName", false},
+		{"-quiet", "reach_test.go", `fs.Bool("quiet"`, true}, // a test's own FlagSet defines it too
 	} {
 		file, line := at(c.file, c.text)
 		if got, why := tr.location(subject{Kind: "cli_option", Name: c.flag}, file, line, line); got != c.want {
 			t.Errorf("%s at %s:%d (%s) = %v (%s), want %v", c.flag, file, line, c.text, got, why, c.want)
+		}
+	}
+	// A flag located by the function that holds its definition: the whole
+	// function is right, a stretch of the file starting above it is not.
+	doc, def := lineOf(t, tr, "reach.go", "// Define defines"), lineOf(t, tr, "reach.go", "fs.Bool(helpName")
+	end := lineOf(t, tr, "reach.go", "_ = fs.Lookup(helpName)") + 1
+	for _, c := range []struct {
+		start, end int
+		want       bool
+	}{{doc, end, true}, {doc + 1, end + 1, true}, {doc - 4, end, false}, {def, def, true}} {
+		if got, why := tr.location(subject{Kind: "cli_option", Name: "--help"}, "reach.go", c.start, c.end); got != c.want {
+			t.Errorf("--help at reach.go:%d-%d = %v (%s), want %v", c.start, c.end, got, why, c.want)
 		}
 	}
 }
