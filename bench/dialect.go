@@ -251,7 +251,9 @@ func (w *writer) useOnly(s subject) (use, bool) {
 		return use{}, false
 	}
 	name := flagName(s.Name)
-	defs := w.t.flagDefs(s.Name)
+	// Every definition is left out, a test's own FlagSet's too: its name
+	// argument defines a flag.
+	defs := slices.DeleteFunc(slices.Clone(w.t.prog.flags), func(f flagDef) bool { return f.Name != name })
 	var found []use
 	for _, u := range w.t.prog.uses {
 		if u.Value != name && u.Value != "-"+name && u.Value != "--"+name {

@@ -250,6 +250,9 @@ func (g *generator) candidates(module, oldV, newV string) []genSubject {
 	}
 	flags := map[string]string{}
 	for _, f := range oldW.t.prog.flags {
+		if f.Test {
+			continue // a test's own flags are not the module's options
+		}
 		dash := "-"
 		if strings.Contains(f.Pkg, "pflag") {
 			dash = "--"
