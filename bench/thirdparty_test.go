@@ -57,6 +57,11 @@ func TestProduct_RealModuleAcrossVersions(t *testing.T) {
 	if err := syncTree(src, oldTree); err != nil {
 		t.Fatal(err)
 	}
+	// The type checker reads the module's dependencies from the module
+	// cache only: fetch them first, as materialize does for a corpus.
+	if err := downloadDeps(ctx, src); err != nil {
+		t.Fatal(err)
+	}
 	prog, err := loadProgram(ctx, src, oldTree)
 	if err != nil {
 		t.Fatal(err)
