@@ -21,8 +21,10 @@
 // GOCACHE (Needle's), GOMODCACHE (the user's, read-only), TMPDIR and
 // GOTMPDIR (the run's scratch directory), GOPROXY=off, GOSUMDB=off,
 // GOTOOLCHAIN=local, GOWORK=off, GOENV=off, GOTELEMETRY=off and
-// GOFLAGS=-mod=mod (-mod=vendor when the module vendors). Nothing is
-// fetched: a dependency missing from the module cache is a BuildFailed
+// GOFLAGS=-mod=mod (-mod=vendor when the module vendors). With -mod=mod
+// every go command gets -modfile naming a scratch copy of go.mod and go.sum,
+// so what the go command completes (a missing go line, hashes of modules
+// in the cache) never changes the checkout. Nothing is fetched: a dependency missing from the module cache is a BuildFailed
 // run. -vet=off because go test's vet step refuses some real modules'
 // tests under recent toolchains.
 //

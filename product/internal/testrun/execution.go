@@ -24,6 +24,7 @@ type execution struct {
 	checkout  string // Spec.Checkout with symlinks resolved, to relate go list's directories to it
 	writable  []string
 	env       []string
+	modfile   string // -modfile: a scratch copy of go.mod that go may rewrite, "" for none
 }
 
 func (x *execution) run(ctx context.Context) {
@@ -42,6 +43,9 @@ func (x *execution) run(ctx context.Context) {
 	x.env = append(x.r.goEnv(filepath.Join(x.scratch, "tmp")), x.r.Sandbox.env()...)
 	if _, err := os.Stat(filepath.Join(x.moduleDir, "vendor", "modules.txt")); err == nil {
 		x.env = append(x.env, "GOFLAGS=-mod=vendor") // the later setting wins
+	} else if err := x.copyModfile(); err != nil {
+		x.fail(Errored, "copy go.mod for the run: "+err.Error())
+		return
 	}
 
 	if pre := x.spec.Prepared; pre != nil {
@@ -82,8 +86,47 @@ func (x *execution) fail(s Status, reason string) {
 	x.res.Status, x.res.Reason = s, reason
 }
 
+// copyModfile copies the module's go.mod and go.sum into the scratch
+// directory for -modfile: with -mod=mod the go command may complete them
+// (a go.mod without a go line gains one, go.sum gains the hashes of modules
+// already in the module cache), and it must do so in Needle's copy, never in
+// the checkout whose files the run's dependencies are digested from.
+func (x *execution) copyModfile() error {
+	src := filepath.Join(x.moduleDir, "go.mod")
+	data, err := os.ReadFile(src)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil // no module here: the go command says so itself
+	}
+	if err != nil {
+		return err
+	}
+	dir := filepath.Join(x.scratch, "mod")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	modfile := filepath.Join(dir, "go.mod")
+	if err := os.WriteFile(modfile, data, 0o644); err != nil {
+		return err
+	}
+	sum, err := os.ReadFile(filepath.Join(x.moduleDir, "go.sum"))
+	switch {
+	case err == nil:
+		if err := os.WriteFile(filepath.Join(dir, "go.sum"), sum, 0o644); err != nil {
+			return err
+		}
+	case !errors.Is(err, os.ErrNotExist):
+		return err
+	}
+	x.modfile = modfile
+	return nil
+}
+
 // goCmd runs the go command in the sandbox, in the module's directory.
+// args[0] is the go subcommand.
 func (x *execution) goCmd(ctx context.Context, stdout func(io.Reader) error, args ...string) (procResult, error) {
+	if x.modfile != "" && len(args) > 0 {
+		args = append([]string{args[0], "-modfile=" + x.modfile}, args[1:]...)
+	}
 	argv, err := x.r.Sandbox.wrap(x.moduleDir, x.writable, append([]string{x.r.Go}, args...))
 	if err != nil {
 		return procResult{}, err

@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"net"
 	"os"
 	"path/filepath"
@@ -391,5 +392,35 @@ func TestRunner_Prepared(t *testing.T) {
 	}
 	if failed := (&Result{Status: Failed}).Prepared(); failed != nil {
 		t.Error("a run without a baseline offers a Prepared")
+	}
+}
+
+// TestRunner_ModfileUntouched: the go command completes a go.mod that lacks
+// a go line (and go.sum) in Needle's copy; the checkout, whose files the
+// run's dependencies are digested from, stays byte-identical.
+func TestRunner_ModfileUntouched(t *testing.T) {
+	r := MustRunner(t)
+	dir := MustMaterialize(t, "nogoline.txtar")
+	before, err := os.ReadFile(filepath.Join(dir, "go.mod"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := r.Run(context.Background(), reachSpec(dir, "TestTwice"))
+	if res.Status != Passed {
+		t.Fatalf("status %v (%s)\n%s", res.Status, res.Reason, res.Output)
+	}
+	start, end := funcSpan(t, filepath.Join(dir, "lib.go"), "Twice")
+	if ok, err := res.Executed("lib.go", start, end); err != nil || !ok {
+		t.Errorf("Twice executed = %v, %v; want true", ok, err)
+	}
+	after, err := os.ReadFile(filepath.Join(dir, "go.mod"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(after) != string(before) {
+		t.Errorf("the run rewrote the checkout's go.mod:\n%s\nwas:\n%s", after, before)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "go.sum")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the run left a go.sum in the checkout (%v)", err)
 	}
 }
