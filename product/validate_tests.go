@@ -368,7 +368,7 @@ func (val *validator) staticReach(field string, prog *typecheck.Program, d *type
 // reachTarget finds what tests of pkg must execute to reach the subject:
 // its declaration (or definitions and reads) in the test's own package, the
 // package an external test package tests, or else in exactly one package of
-// the module the test package imports. It may load more packages and
+// the module the test package imports, directly or transitively. It may load more packages and
 // returns the program that holds them.
 func (val *validator) reachTarget(field string, prog *typecheck.Program, files []string, testPkg *typecheck.Package) (*reachTarget, *typecheck.Program, bool, error) {
 	s := val.v.Proposal.Subject
@@ -409,19 +409,31 @@ func (val *validator) reachTarget(field string, prog *typecheck.Program, files [
 	if tg, ok := val.targetIn(candidates); ok {
 		return tg, prog, true, nil
 	}
-	// The module's packages the test imports, each loaded with bodies.
+	// The module's packages the test imports, directly or through other
+	// packages (a subject in an internal package that the tested package
+	// uses), each loaded with bodies.
 	more, dirs := slices.Clone(files), map[string]bool{}
-	for _, pkg := range candidates {
-		for _, imp := range pkg.Types.Imports() {
-			dir, ok := moduleDir(pkg, imp.Path())
-			if !ok || dirs[dir] {
+	seen := map[string]bool{}
+	var walk func(pkg *typecheck.Package, imps []*types.Package)
+	walk = func(pkg *typecheck.Package, imps []*types.Package) {
+		for _, imp := range imps {
+			if seen[imp.Path()] {
 				continue
 			}
-			if f := val.aGoFile(dir); f != "" {
+			seen[imp.Path()] = true
+			dir, ok := moduleDir(pkg, imp.Path())
+			if !ok {
+				continue // another module's: not the subject's
+			}
+			if f := val.aGoFile(dir); f != "" && !dirs[dir] {
 				dirs[dir] = true
 				more = append(more, f)
 			}
+			walk(pkg, imp.Imports())
 		}
+	}
+	for _, pkg := range candidates {
+		walk(pkg, pkg.Types.Imports())
 	}
 	if len(dirs) > 0 {
 		var ok bool
@@ -450,7 +462,7 @@ func (val *validator) reachTarget(field string, prog *typecheck.Program, files [
 			return nil, prog, false, nil
 		}
 	}
-	val.v.reject("%s: %s %q is declared neither in the test's package %s nor in a package of its module it imports", field, s.Kind, s.Name, testPkg.Path)
+	val.v.reject("%s: %s %q is declared neither in the test's package %s nor in a package of its module it imports (directly or not)", field, s.Kind, s.Name, testPkg.Path)
 	return nil, prog, false, nil
 }
 

@@ -75,6 +75,7 @@ func TestValidate_TestsByExecution(t *testing.T) {
 	} {
 		te.checkVerdict(t, tests(c.kind, c.name, test("cli_test.go", c.test, "")), "rejected", c.why)
 	}
+
 	// A subject declared in a test file: coverage cannot see it, so its
 	// reach is static, and says so.
 	res = te.checkVerdict(t, tests("symbol", "tableCase.run", test("cli_test.go", "TestTable", "")), "certified", "a test helper, statically")
@@ -99,6 +100,10 @@ func TestValidate_TestsByExecution(t *testing.T) {
 	if !strings.Contains(r.Context, "run: go test ./ext -run '^TestExternal$'") {
 		t.Errorf("the external test's command:\n%s", r.Context)
 	}
+	// A subject in a package the test imports only through another: reach
+	// is what ran, as anywhere.
+	te.checkVerdict(t, tests("symbol", "execute", test("deep/deep_test.go", "TestLaunch", "")), "certified", "through package flow")
+	te.checkVerdict(t, tests("symbol", "execute", test("deep/deep_test.go", "TestLaunchNoArgs", "")), "rejected", "executed no statement of the body of Command.execute")
 }
 
 // TestValidate_TestsStatic: without a sandbox Needle runs nothing; a chain
