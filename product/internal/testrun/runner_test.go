@@ -424,3 +424,31 @@ func TestRunner_ModfileUntouched(t *testing.T) {
 		t.Errorf("the run left a go.sum in the checkout (%v)", err)
 	}
 }
+
+// TestRunner_DeepCache: a cache (and TMPDIR) deeper than a unix socket path
+// may be long still gets an honest sandbox probe: the real sandbox passes
+// it, and no sandbox at all is caught at the sockets as well.
+func TestRunner_DeepCache(t *testing.T) {
+	deep := t.TempDir()
+	for len(deep) < 150 {
+		deep = filepath.Join(deep, "a-directory-as-deep-as-users-make-them")
+	}
+	// The probe's build stays warm: its build cache is the shared one.
+	if err := os.MkdirAll(deep, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(filepath.Join(MustRunner(t).CacheDir, "go-build"), filepath.Join(deep, "go-build")); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("TMPDIR", deep)
+	home := t.TempDir()
+	sandboxed := &Runner{Go: MustGo(t), CacheDir: deep, Sandbox: &Sandbox{Codex: MustCodex(t), Home: home}}
+	if err := sandboxed.available(context.Background()); err != nil {
+		t.Errorf("the real sandbox fails its probe under a deep cache: %v", err)
+	}
+	open := &Runner{Go: MustGo(t), CacheDir: deep, Sandbox: &Sandbox{Codex: mustEnvExec(t), Home: home}}
+	err := open.available(context.Background())
+	if err == nil || !strings.Contains(err.Error(), "unix_connect, unix_listen") {
+		t.Errorf("no sandbox under a deep cache: %v; want the unix sockets among the escapes", err)
+	}
+}

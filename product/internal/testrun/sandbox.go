@@ -148,7 +148,11 @@ func (s *Sandbox) probe(ctx context.Context, goBin string, goEnv []string, dir s
 		return fmt.Errorf("build the sandbox probe: %v %s", r.err, r.stderr)
 	}
 
-	run, err := os.MkdirTemp(dir, "run-")
+	// The probe's directories hold unix sockets, whose paths the kernel
+	// bounds (108 bytes): they go to a short temporary directory rather than
+	// below dir, however deep the cache lies, so that a socket refused for
+	// its path's length never passes for one the sandbox refused.
+	run, err := shortTempDir("needle-probe-")
 	if err != nil {
 		return err
 	}
@@ -205,6 +209,33 @@ func (s *Sandbox) probe(ctx context.Context, goBin string, goEnv []string, dir s
 		return errors.New("the sandbox refused a write inside its writable root")
 	}
 	return nil
+}
+
+// maxSocketPath is the longest path a unix socket may be bound at
+// (sockaddr_un's sun_path less its terminating NUL).
+const maxSocketPath = 107
+
+// probeSocketRoom is what the probe appends to its run directory for its
+// longest socket path ("/inside/probe.sock").
+const probeSocketRoom = len("/inside/probe.sock")
+
+// shortTempDir makes a directory for the probe under the temporary
+// directory, or under /tmp when that is too deep for a socket path.
+func shortTempDir(pattern string) (string, error) {
+	for _, root := range []string{os.TempDir(), "/tmp"} {
+		if len(root)+1+len(pattern)+20+probeSocketRoom > maxSocketPath {
+			continue
+		}
+		dir, err := os.MkdirTemp(root, pattern)
+		if err != nil {
+			continue
+		}
+		if real, err := filepath.EvalSymlinks(dir); err == nil && len(real)+probeSocketRoom <= maxSocketPath {
+			return real, nil
+		}
+		os.RemoveAll(dir)
+	}
+	return "", fmt.Errorf("sandbox probe: no temporary directory short enough for a unix socket path (%d bytes) under %s or /tmp", maxSocketPath, os.TempDir())
 }
 
 func acceptAll(l net.Listener) {
