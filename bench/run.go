@@ -42,9 +42,25 @@ type testsConfig struct {
 	cache string
 }
 
+// of is the configuration of one module's engine. Static reach is refused:
+// the harness always runs tests in the sandbox, and a machine where it
+// cannot must fail the run (errNoSandbox), not certify by a weaker proof.
 func (tc testsConfig) of(*moduleRepo) product.TestsConfig {
-	return product.TestsConfig{Codex: tc.codex, CacheDir: tc.cache}
+	return product.TestsConfig{Codex: tc.codex, CacheDir: tc.cache, NoStatic: true}
 }
+
+// check fails unless the sandbox runs tests on this machine: the harness
+// finds out before it plays anything, not from a verdict at the end.
+func (tc testsConfig) check(ctx context.Context) error {
+	if err := product.CheckTests(ctx, tc.of(nil)); err != nil {
+		return fmt.Errorf("the validators run tests in codex's sandbox, which does not work here: %w", err)
+	}
+	return nil
+}
+
+// errNoSandbox is how the validators say they could not run a test at all
+// (product/validate_tests.go).
+const errNoSandbox = "Needle cannot run tests here"
 
 // Run plays a corpus through the product with the replay App Server,
 // evaluates it and writes the report.
@@ -94,6 +110,10 @@ func Run(ctx context.Context, opts RunOptions) (Report, []string, error) {
 		return Report{}, nil, err
 	}
 	defer removeAll(work)
+	tc := testsConfig{codex: opts.Codex, cache: filepath.Join(work, "testrun")}
+	if err := tc.check(ctx); err != nil {
+		return Report{}, nil, err
+	}
 	prog := newProgress(opts.Stderr)
 	var phases []Phase
 	phase := func(name string, start time.Time) {
@@ -113,7 +133,6 @@ func Run(ctx context.Context, opts RunOptions) (Report, []string, error) {
 	phase("truth", start)
 	start = time.Now()
 	as := appServer{command: append(append([]string{}, opts.Replay...), "appserver-replay", "--transcripts", frozen)}
-	tc := testsConfig{codex: opts.Codex, cache: filepath.Join(work, "testrun")}
 	outs, totals, err := play(ctx, c, repos, filepath.Join(work, "data"), as, tc, prog.needs)
 	if err != nil {
 		prog.done()
@@ -130,6 +149,11 @@ func Run(ctx context.Context, opts RunOptions) (Report, []string, error) {
 	for _, v := range verdicts {
 		if strings.Contains(v.Why, errUnjudged) {
 			return Report{}, nil, fmt.Errorf("the truth cannot judge the answer of %s (%s): %s; regenerate the corpus", v.Need, v.Kind, v.Why)
+		}
+		for _, r := range v.Reasons {
+			if strings.Contains(r, errNoSandbox) {
+				return Report{}, nil, fmt.Errorf("the validators could not run the tests of %s in the sandbox: %s", v.Need, r)
+			}
 		}
 	}
 	ev := evaluate(outs, ts, repos, c)
@@ -192,6 +216,10 @@ func Record(ctx context.Context, corpusDir, codex, out string, stderr io.Writer)
 		return 0, err
 	}
 	defer removeAll(work)
+	tc := testsConfig{codex: codex, cache: filepath.Join(work, "testrun")}
+	if err := tc.check(ctx); err != nil {
+		return 0, err
+	}
 	// Record next to the old transcripts and replace them only on success.
 	staging := filepath.Join(work, "frozen")
 	home := filepath.Join(work, "codex-home")
@@ -203,7 +231,6 @@ func Record(ctx context.Context, corpusDir, codex, out string, stderr io.Writer)
 	if err != nil {
 		return 0, err
 	}
-	tc := testsConfig{codex: codex, cache: filepath.Join(work, "testrun")}
 	_, totals, err := play(ctx, c, repos, filepath.Join(work, "data"), recordingServer(codex, home, staging), tc, prog.needs)
 	prog.done()
 	if err != nil {

@@ -157,3 +157,17 @@ func TestRecord_NoCodex(t *testing.T) {
 		t.Errorf("record created %s: %v", out, err)
 	}
 }
+
+// TestRun_NoSandbox: where codex's sandbox does not run tests, the run
+// fails before playing anything, saying why; nothing is reported.
+func TestRun_NoSandbox(t *testing.T) {
+	replay := mustBench(t)
+	reports := t.TempDir()
+	_, _, err := Run(context.Background(), RunOptions{Corpus: "../corpus/tiny", Reports: reports, Replay: replay, Codex: "/bin/true"})
+	if err == nil || !strings.Contains(err.Error(), "codex's sandbox, which does not work here") {
+		t.Fatalf("Run with a codex that is no sandbox = %v", err)
+	}
+	if entries, _ := os.ReadDir(reports); len(entries) != 0 {
+		t.Errorf("a failed run wrote a report: %v", entries)
+	}
+}

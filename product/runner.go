@@ -141,14 +141,46 @@ func (vs *validators) testRunner(ctx context.Context) *testrun.Runner {
 		if err != nil || vs.tests.Codex == "" || vs.tests.CacheDir == "" || inside(vs.repo.Root(), vs.dataDir) {
 			return
 		}
-		home := filepath.Join(vs.tests.CacheDir, "codex-home")
-		if err := os.MkdirAll(home, 0o700); err != nil {
-			return
-		}
-		vs.runner = &testrun.Runner{Go: env.Go, Sandbox: &testrun.Sandbox{Codex: vs.tests.Codex, Home: home},
-			CacheDir: vs.tests.CacheDir, ModCache: env.GOMODCACHE}
+		vs.runner, _ = newTestRunner(vs.tests, env)
 	})
 	return vs.runner
+}
+
+// newTestRunner is the sandboxed runner of tc's tests with env's toolchain.
+func newTestRunner(tc TestsConfig, env goToolchain) (*testrun.Runner, error) {
+	home := filepath.Join(tc.CacheDir, "codex-home")
+	if err := os.MkdirAll(home, 0o700); err != nil {
+		return nil, err
+	}
+	return &testrun.Runner{Go: env.Go, Sandbox: &testrun.Sandbox{Codex: tc.Codex, Home: home},
+		CacheDir: tc.CacheDir, ModCache: env.GOMODCACHE}, nil
+}
+
+// CheckTests says whether tests can run as tc configures them: a Go
+// toolchain, and codex's sandbox passing the self-test every runner passes
+// before its first run (no socket, no write outside the writable roots).
+// nil means the validators will execute focused_tests rather than fall
+// back to static reach; the error says why not.
+func CheckTests(ctx context.Context, tc TestsConfig) error {
+	switch {
+	case tc.Codex == "":
+		return &Error{Op: "tests.check", Kind: KindUnavailable, Err: errors.New("no codex binary configured: Needle runs tests only in codex's sandbox")}
+	case tc.CacheDir == "":
+		return &Error{Op: "tests.check", Kind: KindInvalidInput, Err: errors.New("no test cache directory")}
+	}
+	vs := &validators{tests: tc}
+	_, env, err := vs.toolchain(ctx)
+	if err != nil {
+		return &Error{Op: "tests.check", Kind: KindUnavailable, Err: err}
+	}
+	r, err := newTestRunner(tc, env)
+	if err == nil {
+		err = r.Check(ctx)
+	}
+	if err != nil {
+		return &Error{Op: "tests.check", Kind: KindUnavailable, Err: err}
+	}
+	return nil
 }
 
 // testRun is one test run's outcome with the digests of the files it

@@ -338,6 +338,10 @@ func (r *Runner) Run(ctx context.Context, spec Spec) *Result {
 // available runs the sandbox's self-test once per Runner. The self-test
 // runs under its own deadline, detached from the first caller's: its
 // verdict stands for the Runner's life.
+// Check runs the sandbox's self-test (once per Runner) and says whether
+// this Runner can run tests at all; Run reports the same as Unavailable.
+func (r *Runner) Check(ctx context.Context) error { return r.available(ctx) }
+
 func (r *Runner) available(ctx context.Context) error {
 	if r.Sandbox == nil {
 		return errors.New("no sandbox: Needle does not run tests unsandboxed")
