@@ -73,12 +73,21 @@ func (x *execution) run(ctx context.Context) {
 	}
 	baseProfile := filepath.Join(x.scratch, "baseline.cover")
 	blog, bpr := x.goTest(ctx, "^$", baseProfile)
-	if bpr == nil || bpr.exitCode != 0 || blog.build {
-		x.res.Reason = "the baseline run (no test) failed; coverage cannot be told apart from initialization"
-		return
+	switch {
+	case bpr == nil:
+		x.res.Reason = "the baseline run (no test): " + x.res.Reason
+	case bpr.killed:
+		x.res.Reason = "the baseline run (no test) did not end within the deadline"
+	case bpr.exitCode != 0 || blog.build:
+		x.res.Reason = fmt.Sprintf("the baseline run (no test) failed (exit %d): %s %s", bpr.exitCode,
+			tail(strings.TrimSpace(blog.output.buf.String()), 400), tail(strings.TrimSpace(string(bpr.stderr)), 400))
+	default:
+		if x.res.Baseline, err = readProfile(baseProfile); err != nil {
+			x.res.Reason = "the baseline's coverage profile: " + err.Error()
+		}
 	}
-	if x.res.Baseline, err = readProfile(baseProfile); err != nil {
-		x.res.Reason = "the baseline's coverage profile: " + err.Error()
+	if x.res.Baseline == nil {
+		x.res.Reason += "; coverage cannot be told apart from initialization"
 	}
 }
 

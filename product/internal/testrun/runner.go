@@ -179,7 +179,7 @@ type CompiledPackage struct {
 // says nothing, and that is an error, not "not executed".
 func (r *Result) Executed(file string, start, end int) (bool, error) {
 	if !r.Status.Ran() || r.Coverage == nil || r.Baseline == nil {
-		return false, fmt.Errorf("testrun: no coverage: the run is %s", r.Status)
+		return false, r.noCoverage()
 	}
 	name, err := r.profileName(file)
 	if err != nil {
@@ -199,13 +199,21 @@ func (r *Result) Executed(file string, start, end int) (bool, error) {
 // and TestMain ran it by themselves. The same rules as Executed apply.
 func (r *Result) ExecutedAt(file string, line, col int) (bool, error) {
 	if !r.Status.Ran() || r.Coverage == nil || r.Baseline == nil {
-		return false, fmt.Errorf("testrun: no coverage: the run is %s", r.Status)
+		return false, r.noCoverage()
 	}
 	name, err := r.profileName(file)
 	if err != nil {
 		return false, err
 	}
 	return len(r.Coverage.ExecutedAt(r.Baseline, name, line, col)) > 0, nil
+}
+
+// noCoverage says why a run has no coverage to answer from.
+func (r *Result) noCoverage() error {
+	if r.Reason != "" {
+		return fmt.Errorf("testrun: no coverage: the run is %s: %s", r.Status, r.Reason)
+	}
+	return fmt.Errorf("testrun: no coverage: the run is %s", r.Status)
 }
 
 // profileName maps a checkout path to the name the profile gives the file.
@@ -328,7 +336,9 @@ func (r *Runner) Run(ctx context.Context, spec Spec) *Result {
 	defer os.RemoveAll(scratch)
 	x := &execution{r: r, spec: spec, scratch: scratch, res: res}
 	x.run(ctx)
-	if ctx.Err() != nil && res.Status != Passed && res.Status != Failed && res.Status != Skipped {
+	if ctx.Err() != nil && (res.Status != Passed && res.Status != Failed && res.Status != Skipped || res.Baseline == nil) {
+		// The test's outcome does not stand without the baseline's
+		// coverage either: the run as a whole is past its deadline.
 		res.Status, res.Reason = TimedOut, fmt.Sprintf("deadline %s passed", spec.Deadline)
 		res.Coverage, res.Baseline = nil, nil
 	}

@@ -452,3 +452,44 @@ func TestRunner_DeepCache(t *testing.T) {
 		t.Errorf("no sandbox under a deep cache: %v; want the unix sockets among the escapes", err)
 	}
 }
+
+// TestRunner_Baseline: a passing test whose baseline (the binary run with
+// no test) fails or outlives the deadline has no coverage to answer from;
+// the run says why, and past the deadline it is a timed-out run.
+func TestRunner_Baseline(t *testing.T) {
+	r := MustRunner(t)
+	for _, tc := range []struct {
+		mode   string
+		status Status
+		reason string
+	}{
+		{"exit", Passed, "the baseline run (no test) failed (exit 1)"},
+		{"hang", TimedOut, "deadline 6s passed"},
+	} {
+		t.Run(tc.mode, func(t *testing.T) {
+			dir := MustMaterialize(t, "baseline.txtar")
+			src := filepath.Join(dir, "main_test.go")
+			data, err := os.ReadFile(src)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(src, []byte(strings.Replace(string(data), `"BASELINE"`, `"`+tc.mode+`"`, 1)), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			spec := reachSpec(dir, "TestTwice")
+			if tc.mode == "hang" {
+				// Were the build or the test itself to take longer, the run
+				// would be past its deadline all the same.
+				spec.Deadline = 6 * time.Second
+			}
+			res := r.Run(context.Background(), spec)
+			if res.Status != tc.status || !strings.Contains(res.Reason, tc.reason) {
+				t.Fatalf("status %v (%s), want %v with %q\n%s", res.Status, res.Reason, tc.status, tc.reason, res.Output)
+			}
+			_, err = res.Executed("lib.go", 4, 6)
+			if err == nil || !strings.Contains(err.Error(), tc.reason) {
+				t.Errorf("Executed without a baseline: %v; want an error saying %q", err, tc.reason)
+			}
+		})
+	}
+}
