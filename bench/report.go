@@ -54,6 +54,7 @@ type PatternStat struct {
 type Report struct {
 	Corpus               string    `json:"corpus"`
 	Reproduce            string    `json:"-"` // the command that plays the corpus again, as markdown
+	CorpusDir            string    `json:"-"` // the corpus directory as the run was given it
 	Needs                int       `json:"needs"`
 	Sessions             int       `json:"sessions"`
 	Hits                 int       `json:"hits"`
@@ -302,7 +303,7 @@ func markdown(r Report, charts []string) string {
 		"  links (a reference the type checker resolves to a function declared in the next step) come from go/types;\n" +
 		"  test reach comes from execution: at corpus generation every test ran on its own, in codex's sandbox, with\n" +
 		"  coverage of the whole module, and a test reaches a function when its run executed a statement of the function's\n" +
-		"  body more often than the test binary does with no test (`corpus/" + r.Corpus + "/coverage/`, pinned by digest).\n")
+		"  body more often than the test binary does with no test (`" + filepath.ToSlash(filepath.Join(r.CorpusDir, "coverage")) + "/`, pinned by digest).\n")
 	b.WriteString("- **stale answers returned**: contexts citing a location that does not hold the subject's declaration at the\n" +
 		"  need's version, a flow whose steps are not linked by resolved calls, a test that does not exist or whose run does\n" +
 		"  not execute the subject, or a satisfied obligation the context does not cite in a form the harness can judge.\n" +

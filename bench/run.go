@@ -174,7 +174,7 @@ func Run(ctx context.Context, opts RunOptions) (Report, []string, error) {
 	}
 	r := buildReport(c, outs, ev, verdicts, runs, failed, tokens)
 	r.Phases = phases
-	r.Reproduce = reproduceCommand(opts.Corpus)
+	r.Reproduce, r.CorpusDir = reproduceCommand(opts.Corpus), opts.Corpus
 	files, err := writeReport(opts.Reports, r)
 	return r, files, err
 }
