@@ -10,7 +10,16 @@ CODEX_PREFIX := .cache/codex-$(CODEX_VERSION)
 CODEX_BIN ?= $(CURDIR)/$(CODEX_PREFIX)/node_modules/@openai/codex-linux-x64/vendor/x86_64-unknown-linux-musl/bin/codex
 CODEX_SCHEMA := $(CURDIR)/.cache/codex-schema-$(CODEX_VERSION)
 
-.PHONY: all build test test-unit test-contract codex frozen-worker frozen-changes frozen-hook frozen-exec frozen-lifecycle frozen-corpus corpus crash bench bench-smoke check lint fmt vet staticcheck demo fuzz clean
+# The pinned real Claude Code, the second MCP host of the contract tier
+# (product/internal/contract runs it headless as the host of needle mcp
+# serve). npm puts the native binary in the platform package; the wrapper's
+# postinstall only copies it over bin/claude.exe, so it is not run (nor is
+# node: the wrapper's engines field asks for node 22, the binary needs none).
+CLAUDE_VERSION := 2.1.332
+CLAUDE_PREFIX := .cache/claude-code-$(CLAUDE_VERSION)
+CLAUDE_BIN ?= $(CURDIR)/$(CLAUDE_PREFIX)/node_modules/@anthropic-ai/claude-code-linux-x64/claude
+
+.PHONY: all build test test-unit test-contract codex claude frozen-worker frozen-changes frozen-hook frozen-exec frozen-lifecycle frozen-corpus corpus crash bench bench-smoke check lint fmt vet staticcheck demo fuzz clean
 
 all: build
 
@@ -37,12 +46,21 @@ $(CODEX_PREFIX)/.installed:
 	$(CODEX_BIN) --version | grep -qx 'codex-cli $(CODEX_VERSION)'
 	touch $@
 
+## claude: install the pinned @anthropic-ai/claude-code from npm (if absent) and check its version
+claude: $(CLAUDE_PREFIX)/.installed
+$(CLAUDE_PREFIX)/.installed:
+	mkdir -p $(CLAUDE_PREFIX)
+	npm install --no-audit --no-fund --no-save --ignore-scripts --prefix $(CLAUDE_PREFIX) @anthropic-ai/claude-code@$(CLAUDE_VERSION)
+	$(CLAUDE_BIN) --version | grep -qx '$(CLAUDE_VERSION) (Claude Code)'
+	touch $@
+
 ## test-contract: the contract tier: regenerate the App Server JSON Schema with
-## the real binary and run the adapter against it and a loopback fake model
-test-contract: codex
+## the real binary and run the adapter against it and a loopback fake model;
+## run the real codex and Claude Code as MCP hosts of needle mcp serve
+test-contract: codex claude
 	rm -rf $(CODEX_SCHEMA)
 	$(CODEX_BIN) app-server generate-json-schema --out $(CODEX_SCHEMA)
-	NEEDLE_CODEX_BIN=$(CODEX_BIN) NEEDLE_CODEX_SCHEMA=$(CODEX_SCHEMA) \
+	NEEDLE_CODEX_BIN=$(CODEX_BIN) NEEDLE_CODEX_SCHEMA=$(CODEX_SCHEMA) NEEDLE_CLAUDE_BIN=$(CLAUDE_BIN) \
 		$(GO) test -tags contract -count=1 ./product/internal/contract/... ./product/internal/codexhook && \
 	NEEDLE_CODEX_BIN=$(CODEX_BIN) NEEDLE_CODEX_SCHEMA=$(CODEX_SCHEMA) $(GO) test -tags contract -count=1 -run '^TestContract' ./product
 

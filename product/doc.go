@@ -628,10 +628,11 @@
 // and the leaves under product/internal: appserver (the App Server client),
 // checkout (disposable checkouts), codexhook (codex's lifecycle-hook
 // protocol, hooks files and hook trust), contentid, contract (the contract
-// tier's scenarios), failpoint (crash injection for the tests), fakemodel,
-// filelock (a cancellable file lock), fsinfo (why a file system refuses
-// writes), httpguard (the loopback server's authentication and request
-// rules), ipc (the unix socket and framed streams), jsonrpc (the JSON-RPC
+// tier's scenarios), failpoint (crash injection for the tests), fakemodel
+// (a loopback Responses API for codex), fakeanthropic (a loopback Messages
+// API for Claude Code), filelock (a cancellable file lock), fsinfo (why a
+// file system refuses writes), httpguard (the loopback server's
+// authentication and request rules), ipc (the unix socket and framed streams), jsonrpc (the JSON-RPC
 // server), mdblock (CommonMark block structure), migrate, ndjson (line
 // I/O), procdir (process identity and process-owned directories), replay,
 // runlock (the profile lock), safetext (the rules for untrusted text and
