@@ -95,7 +95,8 @@ func (rp *replayPackage) shift(tb testing.TB) {
 
 var replaySizes = []int{5, 20, 50}
 
-// BenchmarkReplay replays the proof of exhaustive focused_tests evidence
+// BenchmarkReplay replays the proof of focused_tests evidence (never
+// exhaustive: it names tests the runs showed reach the subject)
 // over a package of 5, 20 and 50 tests after every line of it moved: one op
 // is one classify of the old evidence, which re-validates it and stores
 // the replayed certificate (the same one each time after the first).
@@ -109,8 +110,8 @@ func BenchmarkReplay(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			if !ev.Certificate.Satisfies.satisfies(Obligation{Kind: CapFocusedTests, Facets: Facets{Selection: "exhaustive"}}) {
-				b.Fatalf("the evidence is not exhaustive: %+v", ev.Certificate.Satisfies)
+			if !ev.Certificate.Satisfies.satisfies(Obligation{Kind: CapFocusedTests, Facets: Facets{Selection: "representative"}}) {
+				b.Fatalf("the evidence does not satisfy representative focused tests: %+v", ev.Certificate.Satisfies)
 			}
 			rp.shift(b)
 			b.ReportAllocs()
