@@ -183,21 +183,9 @@ func needScript(n CorpusNeed, needID string) []byte {
 // readCommand is the scripted worker's look at the source before it
 // answers: the cited lines with some context around them (a location, a
 // flow's first step), or the test functions of the cited test file.
-func readCommand(proposal json.RawMessage) string {
-	var cited struct {
-		Path      string `json:"path"`
-		StartLine int    `json:"start_line"`
-		EndLine   int    `json:"end_line"`
-		Steps     []struct {
-			Path      string `json:"path"`
-			StartLine int    `json:"start_line"`
-			EndLine   int    `json:"end_line"`
-		} `json:"steps"`
-		Tests []struct {
-			Path string `json:"path"`
-		} `json:"tests"`
-	}
-	_ = json.Unmarshal(proposal, &cited)
+func readCommand(raw json.RawMessage) string {
+	var cited proposal // the truth's reading of a proposal
+	_ = json.Unmarshal(raw, &cited)
 	if len(cited.Steps) > 0 {
 		cited.Path, cited.StartLine, cited.EndLine = cited.Steps[0].Path, cited.Steps[0].StartLine, cited.Steps[0].EndLine
 	}

@@ -142,27 +142,19 @@ func (b Block) key() blockKey {
 // package initialization and TestMain execute by themselves. A nil base
 // counts nothing.
 func (p *Profile) ExecutedIn(base *Profile, file string, start, end int) []Block {
-	before := map[blockKey]int64{}
-	if base != nil {
-		for _, b := range base.Blocks {
-			if b.File == file {
-				before[b.key()] = b.Count
-			}
-		}
-	}
-	var out []Block
-	for _, b := range p.Blocks {
-		if b.File == file && b.StartLine >= start && b.EndLine <= end && b.Count > before[b.key()] {
-			out = append(out, b)
-		}
-	}
-	return out
+	return p.executedBeyond(base, file, func(b Block) bool { return b.StartLine >= start && b.EndLine <= end })
 }
 
 // ExecutedAt returns the blocks of file that hold the position line:col
 // (1-based, byte columns as go/token counts them) and ran more often in p
 // than in base.
 func (p *Profile) ExecutedAt(base *Profile, file string, line, col int) []Block {
+	return p.executedBeyond(base, file, func(b Block) bool { return b.holds(line, col) })
+}
+
+// executedBeyond returns the blocks of file that match and ran more often
+// in p than in base (nil: counts nothing).
+func (p *Profile) executedBeyond(base *Profile, file string, match func(Block) bool) []Block {
 	before := map[blockKey]int64{}
 	if base != nil {
 		for _, b := range base.Blocks {
@@ -173,7 +165,7 @@ func (p *Profile) ExecutedAt(base *Profile, file string, line, col int) []Block 
 	}
 	var out []Block
 	for _, b := range p.Blocks {
-		if b.File == file && b.holds(line, col) && b.Count > before[b.key()] {
+		if b.File == file && match(b) && b.Count > before[b.key()] {
 			out = append(out, b)
 		}
 	}
