@@ -29,6 +29,8 @@ import (
 	"sync"
 	"time"
 	"unicode/utf8"
+
+	"github.com/needle-dev/needle/product/internal/fakemodel"
 )
 
 // maxBody bounds a request body; Claude Code sends its whole system prompt,
@@ -43,14 +45,9 @@ const chunks = 3
 // server's handlers, possibly concurrently.
 type Model func(MessagesRequest) (Reply, error)
 
-// Request is one request the server received.
-type Request struct {
-	Method string
-	Path   string
-	// Body is the request body if it is JSON, else the body as a JSON
-	// string; nil when empty.
-	Body json.RawMessage
-}
+// Request is one request the server received, recorded as the
+// OpenAI-shaped fake model records its own.
+type Request = fakemodel.Request
 
 // Server is a running fake.
 type Server struct {
@@ -122,7 +119,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		path = r.Host // a CONNECT names where the client wanted to go
 	}
 	s.mu.Lock()
-	s.requests = append(s.requests, Request{Method: r.Method, Path: path, Body: recordedBody(body)})
+	s.requests = append(s.requests, Request{Method: r.Method, Path: path, Body: fakemodel.RecordedBody(body)})
 	s.mu.Unlock()
 	switch p := strings.TrimRight(r.URL.Path, "/"); {
 	case r.Method == http.MethodPost && p == "/v1/messages":
@@ -288,15 +285,4 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	w.Header().Set("Content-Length", fmt.Sprint(len(body)))
 	w.WriteHeader(status)
 	w.Write(body)
-}
-
-func recordedBody(body []byte) json.RawMessage {
-	switch {
-	case len(body) == 0:
-		return nil
-	case json.Valid(body):
-		return bytes.Clone(body)
-	}
-	quoted, _ := json.Marshal(string(body))
-	return quoted
 }

@@ -126,7 +126,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "fakemodel: reading body: "+err.Error(), http.StatusBadRequest)
 		return
 	}
-	if !s.enter(Request{Method: r.Method, Path: r.URL.Path, Body: recordedBody(body)}) {
+	if !s.enter(Request{Method: r.Method, Path: r.URL.Path, Body: RecordedBody(body)}) {
 		http.Error(w, "fakemodel: closed", http.StatusServiceUnavailable)
 		return
 	}
@@ -255,7 +255,9 @@ func writeJSON(w http.ResponseWriter, status int, body []byte) {
 	w.Write(body)
 }
 
-func recordedBody(body []byte) json.RawMessage {
+// RecordedBody is how a fake keeps a request body: the JSON itself, else
+// the bytes as a JSON string; nil when empty.
+func RecordedBody(body []byte) json.RawMessage {
 	switch {
 	case len(body) == 0:
 		return nil
