@@ -343,7 +343,13 @@
 // doc. initialize freezes the session: repository, role-profile revision
 // (its limits, worker model and effort), routes (mcp serve --routes),
 // semantic definition, main model, worker policy and protocol
-// (session_freezes). tools/list offers the tools the session can run, each
+// (session_freezes). needle mcp serve opens its store, settings and role
+// profile while the connection starts, once: initialize is answered
+// without waiting for them, the session is frozen as soon as they are
+// open, and tools/list and tools/call wait for that; a store, profile or
+// setting that cannot be opened fails each of them with its error (the
+// error's code and message where its kind is public) and the command with
+// status 1 once stdin closes. tools/list offers the tools the session can run, each
 // an entry of the tool table (mcp_tools.go) with its available predicate
 // and its annotations: need_context always (read-only, idempotent, closed
 // world), with a closed inputSchema (the session's routes as an enum) and,

@@ -381,6 +381,36 @@ func (c *cli) openEngine(cfg Config) (*Engine, error) {
 	return c.rt.engine(c.ctx, cfg)
 }
 
+// openEngineSettings is openEngine for a configuration that depends on
+// the profile settings: configure completes cfg from them, read from the
+// store the engine then opens over, so a command opens its store once.
+func (c *cli) openEngineSettings(cfg Config, configure func(settings map[string]string, cfg *Config) error) (*Engine, error) {
+	cfg.Repository = c.path(cfg.Repository)
+	cfg.DataDir = c.path(cfg.DataDir)
+	st, release, err := c.openStore(cfg.DataDir)
+	if err != nil {
+		return nil, err
+	}
+	settings, err := st.Settings(c.ctx)
+	if err == nil {
+		err = configure(settings, &cfg)
+	}
+	if err != nil {
+		release()
+		return nil, err
+	}
+	if c.rt != nil {
+		return c.rt.engine(c.ctx, cfg)
+	}
+	e, err := openEngine(c.ctx, cfg, st)
+	if err != nil {
+		st.Close()
+		return nil, err
+	}
+	e.ownStore = true
+	return e, nil
+}
+
 // Version returns the module version of the running binary, or "(devel)".
 func Version() string {
 	if info, ok := debug.ReadBuildInfo(); ok && info.Main.Version != "" {

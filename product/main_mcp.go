@@ -1,6 +1,8 @@
 package product
 
 import (
+	"context"
+	"errors"
 	"fmt"
 )
 
@@ -14,7 +16,10 @@ the structured result of 'needle need resolve', with the context as text.
 The connection freezes the repository, the role-profile revision, the
 enabled routes, the semantic definition, the main model and the worker
 policy, and records them with the session. --role-profile is required; the
-built-in profile "default" always exists (see 'needle profile'). Stdout
+built-in profile "default" always exists (see 'needle profile'). initialize
+is answered while the store and the profile open; if they cannot be opened,
+tools/list and tools/call fail with that error and the server exits with
+status 1 once stdin closes. Stdout
 carries protocol only; diagnostics go to stderr. The server exits with
 status 0 when stdin closes (once every accepted request is answered) and on
 SIGTERM or SIGINT (once running requests are cancelled and their workers
@@ -53,26 +58,44 @@ func (c *cli) mcpServe(args []string) int {
 	}
 	cfg := Config{DataDir: *dataDir, Repository: *repo, Routes: routes, CacheOnly: *cacheOnly, Transport: "mcp", MainModel: *mainModel,
 		RoleProfile: *profileID}
-	if !*cacheOnly {
-		if cfg.Codex, err = c.codexConfig(*dataDir, *codex); err != nil {
-			return c.fail("mcp serve", err)
+	// The engine opens while the connection starts: initialize is answered
+	// at once, and what needs the store waits for it (serveMCP). A store,
+	// profile or setting that fails fails those requests with its error,
+	// and the command with it once the client closes stdin.
+	base := MCPConfig{Repository: c.path(*repo), MainModel: *mainModel, CacheOnly: *cacheOnly, Log: c.stderr}
+	opening := openMCP(func() (MCPConfig, error) {
+		eng, err := c.openEngineSettings(cfg, func(settings map[string]string, cfg *Config) error {
+			var err error
+			if !*cacheOnly {
+				if cfg.Codex, err = c.codexSettings(settings, *codex); err != nil {
+					return err
+				}
+			}
+			cfg.Tests, err = c.testsSettings(settings, cfg.Codex)
+			return err
+		})
+		if err != nil {
+			return base, err
 		}
+		open := base
+		open.Engine, open.Profile, open.WorkerReady = eng, eng.RoleProfile(), eng.cfg.Codex != nil
+		return open, nil
+	})
+	err = serveMCP(c.ctx, c.stderr, opening, c.stdin, c.stdout)
+	open, openErr := opening.wait(context.WithoutCancel(c.ctx))
+	if open.Engine != nil {
+		defer open.Engine.Close()
 	}
-	if cfg.Tests, err = c.testsConfig(*dataDir, cfg.Codex); err != nil {
-		return c.fail("mcp serve", err)
+	// A stop requested while the engine was still opening cut the open
+	// short: a shutdown too.
+	if openErr != nil && !(c.stopping() && errors.Is(openErr, context.Canceled)) {
+		return c.fail("mcp serve", openErr)
 	}
-	eng, err := c.openEngine(cfg)
-	if err != nil {
-		return c.fail("mcp serve", err)
-	}
-	defer eng.Close()
-	err = ServeMCP(c.ctx, MCPConfig{Engine: eng, Repository: c.path(*repo), MainModel: *mainModel, Profile: eng.RoleProfile(),
-		CacheOnly: *cacheOnly, WorkerReady: cfg.Codex != nil, Log: c.stderr}, c.stdin, c.stdout)
 	if err != nil && !c.stopping() {
 		return c.fail("mcp serve", err)
 	}
 	// stdin closed or a stop requested (hosts close stdin and send SIGTERM
-	// together): a shutdown, not a failure. ServeMCP has answered or
+	// together): a shutdown, not a failure. serveMCP has answered or
 	// cancelled every request and waited for its workers' cleanup; the
 	// deferred Close closes the store.
 	return 0

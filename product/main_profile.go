@@ -172,15 +172,15 @@ func codexConfig(ctx context.Context, dataDir, flagCommand string) (*CodexConfig
 // codexConfig is codexConfig for the command's caller: its store (the
 // runtime's, inside it), directory and PATH.
 func (c *cli) codexConfig(dataDir, flagCommand string) (*CodexConfig, error) {
-	st, release, err := c.openStore(dataDir)
+	settings, err := c.settings(dataDir)
 	if err != nil {
 		return nil, err
 	}
-	defer release()
-	settings, err := st.Settings(c.ctx)
-	if err != nil {
-		return nil, err
-	}
+	return c.codexSettings(settings, flagCommand)
+}
+
+// codexSettings is codexConfig from settings already read.
+func (c *cli) codexSettings(settings map[string]string, flagCommand string) (*CodexConfig, error) {
 	command := settings["codex.command"]
 	if flagCommand != "" {
 		command = flagCommand
@@ -219,6 +219,12 @@ func (c *cli) testsConfig(dataDir string, codex *CodexConfig) (TestsConfig, erro
 	if err != nil {
 		return TestsConfig{}, err
 	}
+	return c.testsSettings(settings, codex)
+}
+
+// testsSettings is testsConfig from settings already read.
+func (c *cli) testsSettings(settings map[string]string, codex *CodexConfig) (TestsConfig, error) {
+	var err error
 	var cfg TestsConfig
 	if d := settings["tests.deadline"]; d != "" {
 		if cfg.Deadline, err = time.ParseDuration(d); err != nil {

@@ -30,10 +30,49 @@ type MCPConfig struct {
 
 // mcpSession is the state of one connection: frozen at initialize.
 type mcpSession struct {
-	cfg     MCPConfig
 	id      string
-	mu      sync.Mutex
-	version string // negotiated protocol version, "" before initialize
+	log     io.Writer
+	opening *mcpOpening
+	// cfg is the opened configuration the session froze: written once,
+	// before frozen closes, and read only after it (ready).
+	cfg       MCPConfig
+	freezeErr error
+	frozen    chan struct{}
+	freezing  sync.Once
+	ctx       context.Context // the connection's: the freeze outlives initialize's request
+	wg        sync.WaitGroup  // the freeze
+	mu        sync.Mutex
+	version   string // negotiated protocol version, "" before initialize
+}
+
+// mcpOpening is what a connection serves, opened while the connection
+// starts: initialize is answered without waiting for the store, and the
+// requests that need it wait (mcpSession.ready).
+type mcpOpening struct {
+	done chan struct{}
+	cfg  MCPConfig // set before done closes
+	err  error
+}
+
+// openMCP runs open in the background; its result is the configuration
+// with its Engine, or why there is none.
+func openMCP(open func() (MCPConfig, error)) *mcpOpening {
+	o := &mcpOpening{done: make(chan struct{})}
+	go func() {
+		defer close(o.done)
+		o.cfg, o.err = open()
+	}()
+	return o
+}
+
+// wait returns the opening's result once it is known, or ctx's error.
+func (o *mcpOpening) wait(ctx context.Context) (MCPConfig, error) {
+	select {
+	case <-o.done:
+		return o.cfg, o.err
+	case <-ctx.Done():
+		return MCPConfig{}, ctx.Err()
+	}
 }
 
 // ServeMCP serves the MCP stdio protocol on in/out until in closes. The
@@ -41,7 +80,14 @@ type mcpSession struct {
 // first, unique request ids, FIFO resolution and cancellation; this file
 // maps MCP methods onto the engine.
 func ServeMCP(ctx context.Context, cfg MCPConfig, in io.Reader, out io.Writer) error {
-	s := &mcpSession{cfg: cfg, id: newSessionID("mcp")}
+	return serveMCP(ctx, cfg.Log, openMCP(func() (MCPConfig, error) { return cfg, nil }), in, out)
+}
+
+// serveMCP is ServeMCP over an engine still opening (needle mcp serve):
+// log gets the diagnostics meanwhile. It returns once the session is
+// frozen, or failed to be, so the caller may close the engine.
+func serveMCP(ctx context.Context, log io.Writer, opening *mcpOpening, in io.Reader, out io.Writer) error {
+	s := &mcpSession{id: newSessionID("mcp"), log: log, opening: opening, frozen: make(chan struct{}), ctx: ctx}
 	srv := jsonrpc.NewServer(map[string]jsonrpc.Method{
 		"initialize": {Handle: s.initialize, BeforeInit: true},
 		"ping":       {Handle: func(context.Context, jsonrpc.Request) (any, error) { return struct{}{}, nil }, BeforeInit: true},
@@ -50,8 +96,10 @@ func ServeMCP(ctx context.Context, cfg MCPConfig, in io.Reader, out io.Writer) e
 		// The client's acknowledgement of initialize: nothing to do.
 		"notifications/initialized": {Handle: func(context.Context, jsonrpc.Request) (any, error) { return nil, nil },
 			BeforeInit: true, Notification: true},
-	}, jsonrpc.Options{Log: cfg.Log, CancelMethod: "notifications/cancelled", InitMethod: "initialize", DrainOnEOF: true})
-	return srv.Serve(ctx, in, out)
+	}, jsonrpc.Options{Log: log, CancelMethod: "notifications/cancelled", InitMethod: "initialize", DrainOnEOF: true})
+	err := srv.Serve(ctx, in, out)
+	s.wg.Wait()
+	return err
 }
 
 type initializeParams struct {
@@ -78,7 +126,9 @@ func decodeInitializeParams(raw json.RawMessage) (initializeParams, error) {
 
 // initialize negotiates the protocol version and freezes the session:
 // repository, profile revision, enabled routes, semantic definition, main
-// model and worker policy, recorded in the session row.
+// model and worker policy, recorded in the session row. The answer does
+// not wait for the store: the session is frozen as soon as the engine is
+// open, and every request that needs the engine waits for that (ready).
 func (s *mcpSession) initialize(ctx context.Context, req jsonrpc.Request) (any, error) {
 	p, err := decodeInitializeParams(req.Params)
 	if err != nil {
@@ -88,21 +138,43 @@ func (s *mcpSession) initialize(ctx context.Context, req jsonrpc.Request) (any, 
 	if slices.Contains(mcpVersions, p.ProtocolVersion) {
 		version = p.ProtocolVersion
 	}
-	if err := s.freeze(ctx, version); err != nil {
-		return nil, err
-	}
 	s.mu.Lock()
 	s.version = version
 	s.mu.Unlock()
+	s.freezing.Do(func() {
+		s.wg.Add(1)
+		go func() {
+			defer s.wg.Done()
+			defer close(s.frozen)
+			s.cfg, s.freezeErr = s.freeze(version)
+		}()
+	})
 	res := initializeResult{ProtocolVersion: version, Instructions: mcpInstructions,
 		ServerInfo: serverInfo{Name: "needle", Title: "Needle", Version: Version()}}
 	return res, nil
 }
 
-// freeze records the session and what it froze.
-func (s *mcpSession) freeze(ctx context.Context, version string) error {
-	return s.cfg.Engine.FreezeSession(ctx, s.id, SessionFreeze{Profile: s.cfg.Profile, CacheOnly: s.cfg.CacheOnly,
-		Worker: s.cfg.WorkerReady && !s.cfg.CacheOnly, Protocol: version})
+// freeze waits for the engine and records the session and what it froze.
+func (s *mcpSession) freeze(version string) (MCPConfig, error) {
+	cfg, err := s.opening.wait(s.ctx)
+	if err != nil {
+		return cfg, err
+	}
+	return cfg, cfg.Engine.FreezeSession(s.ctx, s.id, SessionFreeze{Profile: cfg.Profile, CacheOnly: cfg.CacheOnly,
+		Worker: cfg.WorkerReady && !cfg.CacheOnly, Protocol: version})
+}
+
+// ready waits until the session is frozen; after it returns nil, s.cfg
+// holds the opened engine. An engine that could not be opened, or a
+// session that could not be recorded, fails every request that needs it
+// with that error.
+func (s *mcpSession) ready(ctx context.Context) error {
+	select {
+	case <-s.frozen:
+		return s.freezeErr
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }
 
 func (s *mcpSession) protocol() string {
@@ -120,7 +192,10 @@ func (s *mcpSession) modern() bool { return s.protocol() == "2025-06-18" }
 // prepare_change when also the frozen role profile lets patch workers
 // write. Every tool carries its annotations; the outputSchemas are offered
 // on 2025-06-18 only.
-func (s *mcpSession) toolsList(context.Context, jsonrpc.Request) (any, error) {
+func (s *mcpSession) toolsList(ctx context.Context, _ jsonrpc.Request) (any, error) {
+	if err := s.ready(ctx); err != nil {
+		return nil, s.notReady(ctx, "tools/list", err)
+	}
 	res := toolsListResult{Tools: []toolInfo{}}
 	for _, t := range mcpTools {
 		if !t.available(s) {
@@ -171,6 +246,11 @@ func (s *mcpSession) toolsCall(ctx context.Context, req jsonrpc.Request) (any, e
 		return nil, err
 	}
 	i := slices.IndexFunc(mcpTools, func(t mcpTool) bool { return t.name == p.Name })
+	if i >= 0 {
+		if err := s.ready(ctx); err != nil {
+			return s.callFailed(ctx, p.Name, err)
+		}
+	}
 	if i < 0 || !mcpTools[i].available(s) {
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("unknown tool %q", p.Name)}
 	}
@@ -191,10 +271,32 @@ func (s *mcpSession) callFailed(ctx context.Context, tool string, err error) (an
 	case info.public:
 		return s.toolError(tool + ": " + err.Error()), nil
 	}
-	if s.cfg.Log != nil {
-		fmt.Fprintf(s.cfg.Log, "%s: %v\n", tool, err)
+	if s.log != nil {
+		fmt.Fprintf(s.log, "%s: %v\n", tool, err)
 	}
 	return s.toolError("internal error"), nil
+}
+
+// notReady is the JSON-RPC error of a request other than a tool call that
+// needs an engine which could not be opened (or a session not recorded):
+// the error's own code and message where its kind is public, else an
+// internal error whose details go to the log.
+func (s *mcpSession) notReady(ctx context.Context, method string, err error) error {
+	info := KindOf(err).info()
+	switch {
+	case ctx.Err() != nil:
+		return &jsonrpc.Error{Code: jsonrpc.CodeRequestCancelled, Message: "request cancelled"}
+	case info.public:
+		code := info.rpc
+		if code == 0 {
+			code = jsonrpc.CodeInternal
+		}
+		return &jsonrpc.Error{Code: code, Message: method + ": " + err.Error()}
+	}
+	if s.log != nil {
+		fmt.Fprintf(s.log, "%s: %v\n", method, err)
+	}
+	return &jsonrpc.Error{Code: jsonrpc.CodeInternal, Message: "internal error"}
 }
 
 // invalidParams is the -32602 answer to arguments that do not decode or
