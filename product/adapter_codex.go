@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+	"sync"
 
 	"github.com/needle-dev/needle/product/internal/checkout"
 	"github.com/needle-dev/needle/product/internal/schema"
@@ -92,7 +93,7 @@ func (c codexAdapters) implement(ctx context.Context, req ImplementRequest) (Imp
 		Lay: writes(laid), LayBase: baseOf(laid), Snapshot: req.Snapshot, Model: req.Role.Model, Effort: req.Role.Effort,
 		Instructions: patchInstructions,
 		OnRequest:    answerWorkerRequest,
-		Turns:        []turnSpec{{Label: "patch", Prompt: patchPrompt(req.Request, req.Context, repair), Schema: patchReportSchema}},
+		Turns:        []turnSpec{{Label: "patch", Prompt: patchPrompt(req.Request, req.Context, repair), Schema: patchReportSchema()}},
 		After:        func(ctx context.Context, co *checkout.Checkout) error { return att.build(ctx, co, req.Request, laid) },
 	}
 	out, err := c.e.codex.run(ctx, c.e.root, spec)
@@ -126,13 +127,16 @@ const reviewInstructions = "You are a Needle reviewer. The current directory is 
 	"it concerns (0 for the change as a whole) and a one-line summary."
 
 // reviewSchema is the outputSchema of a reviewer's final message.
-var reviewSchema = json.RawMessage(mustJSON(schema.Strict(map[string]any{
-	"findings": map[string]any{"type": "array", "maxItems": LifecycleMaxFindings, "items": schema.Strict(map[string]any{
-		"severity":  schema.Enum(lifecycleFindingSeverities...),
-		"criterion": map[string]any{"type": "integer", "minimum": 0, "maximum": MaxCriteria},
-		"summary":   map[string]any{"type": "string"},
-	})},
-})))
+// It is encoded on first use: package init runs in every needle process.
+var reviewSchema = sync.OnceValue(func() json.RawMessage {
+	return json.RawMessage(mustJSON(schema.Strict(map[string]any{
+		"findings": map[string]any{"type": "array", "maxItems": LifecycleMaxFindings, "items": schema.Strict(map[string]any{
+			"severity":  schema.Enum(lifecycleFindingSeverities...),
+			"criterion": map[string]any{"type": "integer", "minimum": 0, "maximum": MaxCriteria},
+			"summary":   map[string]any{"type": "string"},
+		})},
+	})))
+})
 
 func (c codexAdapters) review(ctx context.Context, req ReviewRequest) (ReviewResult, error) {
 	laid := storedOps(req.Patch)
@@ -146,7 +150,7 @@ func (c codexAdapters) review(ctx context.Context, req ReviewRequest) (ReviewRes
 		ReadOnly:     true,
 		Instructions: reviewInstructions,
 		OnRequest:    answerWorkerRequest,
-		Turns:        []turnSpec{{Label: "review", Prompt: reviewPrompt(req), Schema: reviewSchema}},
+		Turns:        []turnSpec{{Label: "review", Prompt: reviewPrompt(req), Schema: reviewSchema()}},
 	}
 	out, err := c.e.codex.run(ctx, c.e.root, spec)
 	res := ReviewResult{Usage: out.Usage, Thread: out.Invocation}
@@ -186,7 +190,7 @@ func (c codexAdapters) verify(ctx context.Context, req VerifyRequest) (VerifierR
 		ReadOnly:     true,
 		Instructions: verifyInstructions,
 		OnRequest:    answerWorkerRequest,
-		Turns:        []turnSpec{{Label: "verify", Prompt: lifecycleVerifyPrompt(req), Schema: verdictSchema}},
+		Turns:        []turnSpec{{Label: "verify", Prompt: lifecycleVerifyPrompt(req), Schema: verdictSchema()}},
 	}
 	out, err := c.e.codex.run(ctx, c.e.root, spec)
 	res := VerifierResult{Usage: out.Usage, Thread: out.Invocation}

@@ -1,11 +1,12 @@
 package product
 
 import (
-	"regexp"
 	"strings"
 
 	"github.com/needle-dev/needle/product/internal/checkout"
 	"golang.org/x/text/unicode/norm"
+
+	"github.com/needle-dev/needle/product/internal/lazyregexp"
 )
 
 // Bounds of a prepare_change request. Like the need bounds they are part of
@@ -65,7 +66,7 @@ type ChangeConstraints struct {
 }
 
 // ChangeIDPattern is the syntax of an opaque change id.
-var ChangeIDPattern = regexp.MustCompile(`^chg_[0-9a-f]{24}$`)
+var ChangeIDPattern = lazyregexp.New(`^chg_[0-9a-f]{24}$`)
 
 // inScope reports whether a repository path is one the scopes declare,
 // comparing in NFC (the scopes are NFC already).

@@ -640,7 +640,9 @@
 // file system refuses writes), httpguard (the loopback server's
 // authentication and request rules), ipc (the unix socket and framed streams), jsonrpc (the JSON-RPC
 // server), mdblock (CommonMark block structure), migrate, ndjson (line
-// I/O), procdir (process identity and process-owned directories), replay,
+// I/O), lazyregexp (a regular expression compiled on first use, not in
+// every process's init), procdir (process identity and process-owned
+// directories), replay,
 // runlock (the profile lock), safetext (the rules for untrusted text and
 // repository paths), schema (JSON Schema builder), snapshot (repository
 // snapshots and digests), sse (the event broker), testrun (one Go test run

@@ -75,7 +75,7 @@ func (e *Engine) PrepareChange(ctx context.Context, session string, req ChangeRe
 		OnRequest:    answerWorkerRequest,
 		Model:        profile.Profile.WorkerModel,
 		Effort:       profile.Profile.Effort,
-		Turns:        []turnSpec{{Label: "patch", Prompt: patchPrompt(req, refs, nil), Schema: patchReportSchema}},
+		Turns:        []turnSpec{{Label: "patch", Prompt: patchPrompt(req, refs, nil), Schema: patchReportSchema()}},
 		After:        func(ctx context.Context, co *checkout.Checkout) error { return att.build(ctx, co, req, nil) },
 	}
 	out, runErr := e.codex.run(ctx, e.root, spec)

@@ -142,7 +142,7 @@ func (e *Engine) verifyOnce(ctx context.Context, c changeRecord, p patchAttempt,
 		OnRequest:    answerWorkerRequest,
 		Model:        c.Profile.Profile.WorkerModel,
 		Effort:       c.Profile.Profile.Effort,
-		Turns:        []turnSpec{{Label: "verify", Prompt: verifyPrompt(c.Request, refs, p.publicOps()), Schema: verdictSchema}},
+		Turns:        []turnSpec{{Label: "verify", Prompt: verifyPrompt(c.Request, refs, p.publicOps()), Schema: verdictSchema()}},
 	}
 	out, err := e.codex.run(ctx, e.root, spec)
 	acct.add(out.Usage)
@@ -179,7 +179,7 @@ func (e *Engine) repairOnce(ctx context.Context, c changeRecord, cur patchAttemp
 		OnRequest:    answerWorkerRequest,
 		Model:        c.Profile.Profile.WorkerModel,
 		Effort:       c.Profile.Profile.Effort,
-		Turns:        []turnSpec{{Label: "repair", Prompt: patchPrompt(c.Request, refs, &v), Schema: patchReportSchema}},
+		Turns:        []turnSpec{{Label: "repair", Prompt: patchPrompt(c.Request, refs, &v), Schema: patchReportSchema()}},
 		After:        func(ctx context.Context, co *checkout.Checkout) error { return att.build(ctx, co, c.Request, cur.ops) },
 	}
 	out, err := e.codex.run(ctx, e.root, spec)

@@ -3,11 +3,12 @@ package product
 import (
 	"fmt"
 	"path"
-	"regexp"
 	"strings"
 	"time"
 
 	"github.com/needle-dev/needle/product/internal/testrun"
+
+	"github.com/needle-dev/needle/product/internal/lazyregexp"
 )
 
 // The change lifecycle as the runtime sees it: what starting one asks for,
@@ -122,7 +123,7 @@ func roleRef(rev ProfileRevision, role LifecycleRole) LifecycleProfileRef {
 
 // LifecycleIDs are the ids a command may name a lifecycle by: its own
 // (lcy_…) or its change's (chg_…).
-var lifecycleOrChange = regexp.MustCompile(`^(lcy|chg)_[0-9a-f]{24}$`)
+var lifecycleOrChange = lazyregexp.New(`^(lcy|chg)_[0-9a-f]{24}$`)
 
 func newLifecycleID() string { return "lcy_" + randomHex() }
 

@@ -4,12 +4,13 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"regexp"
 	"slices"
 	"strings"
 	"unicode/utf8"
 
 	"github.com/needle-dev/needle/product/internal/contentid"
+
+	"github.com/needle-dev/needle/product/internal/lazyregexp"
 )
 
 // The events of the lifecycle machine and their journal form. An event is
@@ -207,7 +208,7 @@ func (LifecycleApplyRolledBack) Kind() LifecycleEventKind    { return LifecycleE
 func (LifecycleCancelRequested) Kind() LifecycleEventKind    { return LifecycleEventCancelRequested }
 
 // LifecycleIDPattern is the syntax of an opaque lifecycle id.
-var LifecycleIDPattern = regexp.MustCompile(`^lcy_[0-9a-f]{24}$`)
+var LifecycleIDPattern = lazyregexp.New(`^lcy_[0-9a-f]{24}$`)
 
 func (ev LifecycleCreated) validate() error {
 	if !LifecycleIDPattern.MatchString(ev.Lifecycle) {

@@ -2,7 +2,8 @@ package product
 
 import (
 	"context"
-	"regexp"
+
+	"github.com/needle-dev/needle/product/internal/lazyregexp"
 )
 
 // Profile is a role profile: how workers run for a session. Profiles are
@@ -101,7 +102,7 @@ var defaultProfile = Profile{
 	Sandbox: ProfileSandbox{Evidence: "read-only", Patch: "workspace-write", Verifier: "read-only"},
 }
 
-var profileIDPattern = regexp.MustCompile(`^[a-z0-9][a-z0-9._-]{0,63}$`)
+var profileIDPattern = lazyregexp.New(`^[a-z0-9][a-z0-9._-]{0,63}$`)
 
 // checkProfile validates a profile body.
 func checkProfile(p Profile) error {

@@ -74,6 +74,70 @@ func TestLeavesNeverImportProduct(t *testing.T) {
 	})
 }
 
+// TestPackageInitCompilesNothing keeps package init cheap: every needle
+// process runs the init of every package it links, so a package-level
+// variable of the product or of a leaf never compiles a regular expression
+// or encodes a schema (use lazyregexp, sync.OnceValue). needle mcp serve
+// spent a third of its package init on them before it could answer
+// initialize (issue 13). Function literals (the work a OnceValue defers)
+// are not init.
+func TestPackageInitCompilesNothing(t *testing.T) {
+	leaves, err := filepath.Glob("internal/*/*.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var files []string
+	for _, name := range append(mustSourceFiles(t), leaves...) {
+		if !strings.HasSuffix(name, "_test.go") {
+			files = append(files, name)
+		}
+	}
+	eager := map[string]bool{"regexp.MustCompile": true, "regexp.Compile": true, "regexp.MustCompilePOSIX": true,
+		"regexp.CompilePOSIX": true, "mustJSON": true, "json.Marshal": true, "schema.Strict": true}
+	fset := token.NewFileSet()
+	checked := 0
+	for _, name := range files {
+		f, err := parser.ParseFile(fset, name, nil, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, decl := range f.Decls {
+			g, ok := decl.(*ast.GenDecl)
+			if !ok || g.Tok != token.VAR {
+				continue
+			}
+			checked++
+			ast.Inspect(g, func(n ast.Node) bool {
+				switch n := n.(type) {
+				case *ast.FuncLit:
+					return false
+				case *ast.CallExpr:
+					if fn := callName(n.Fun); eager[fn] {
+						t.Errorf("%s: a package-level %s runs in every process's init", fset.Position(n.Pos()), fn)
+					}
+				}
+				return true
+			})
+		}
+	}
+	if checked == 0 {
+		t.Fatal("no package-level variables found: the test would check nothing")
+	}
+}
+
+// callName is the name a call's function is written as: "f" or "pkg.F".
+func callName(fun ast.Expr) string {
+	switch fun := fun.(type) {
+	case *ast.Ident:
+		return fun.Name
+	case *ast.SelectorExpr:
+		if x, ok := fun.X.(*ast.Ident); ok {
+			return x.Name + "." + fun.Sel.Name
+		}
+	}
+	return ""
+}
+
 // forEachImport calls fn with every import of the named Go files.
 func forEachImport(t *testing.T, files []string, fn func(at token.Position, path string)) {
 	t.Helper()

@@ -6,6 +6,8 @@ import (
 	"path"
 	"regexp"
 	"strings"
+
+	"github.com/needle-dev/needle/product/internal/lazyregexp"
 )
 
 // Lexical evidence: for languages Needle has no syntax-grade validator for,
@@ -241,7 +243,7 @@ func stripStrings(line string) string {
 }
 
 // quoted matches string literals in a line.
-var quoted = regexp.MustCompile(`"([^"\\]|\\.)*"|'([^'\\]|\\.)*'|` + "`[^`]*`")
+var quoted = lazyregexp.New(`"([^"\\]|\\.)*"|'([^'\\]|\\.)*'|` + "`[^`]*`")
 
 // lexicalOption proves, lexically, that a cli_option or configuration_key
 // is defined in span: for a flag, a string literal on a line of the span

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/needle-dev/needle/product/internal/schema"
 )
@@ -26,26 +27,32 @@ const verifyInstructions = "You are a Needle verifier, independent of whoever wr
 	"change is wrong in approach; inconclusive if you cannot tell."
 
 // patchReportSchema is the outputSchema of a patch worker's final message.
-var patchReportSchema = json.RawMessage(mustJSON(schema.Strict(map[string]any{
-	"summary": map[string]any{"type": "string"},
-	"criteria": map[string]any{"type": "array", "items": schema.Strict(map[string]any{
-		"criterion": map[string]any{"type": "integer", "minimum": 1, "maximum": MaxCriteria},
-		"addressed": map[string]any{"type": "boolean"},
-		"note":      map[string]any{"type": "string"},
-	})},
-	"risks": map[string]any{"type": "array", "items": map[string]any{"type": "string"}},
-})))
+// It is encoded on first use: package init runs in every needle process.
+var patchReportSchema = sync.OnceValue(func() json.RawMessage {
+	return json.RawMessage(mustJSON(schema.Strict(map[string]any{
+		"summary": map[string]any{"type": "string"},
+		"criteria": map[string]any{"type": "array", "items": schema.Strict(map[string]any{
+			"criterion": map[string]any{"type": "integer", "minimum": 1, "maximum": MaxCriteria},
+			"addressed": map[string]any{"type": "boolean"},
+			"note":      map[string]any{"type": "string"},
+		})},
+		"risks": map[string]any{"type": "array", "items": map[string]any{"type": "string"}},
+	})))
+})
 
 // verdictSchema is the outputSchema of a verifier's final message.
-var verdictSchema = json.RawMessage(mustJSON(schema.Strict(map[string]any{
-	"verdict": schema.Enum(allVerdicts...),
-	"criteria": map[string]any{"type": "array", "items": schema.Strict(map[string]any{
-		"criterion": map[string]any{"type": "integer", "minimum": 1, "maximum": MaxCriteria},
-		"status":    schema.Enum(allCriterionStatuses...),
-		"reason":    map[string]any{"type": "string"},
-	})},
-	"repair_instructions": map[string]any{"type": "string"},
-})))
+// It is encoded on first use: package init runs in every needle process.
+var verdictSchema = sync.OnceValue(func() json.RawMessage {
+	return json.RawMessage(mustJSON(schema.Strict(map[string]any{
+		"verdict": schema.Enum(allVerdicts...),
+		"criteria": map[string]any{"type": "array", "items": schema.Strict(map[string]any{
+			"criterion": map[string]any{"type": "integer", "minimum": 1, "maximum": MaxCriteria},
+			"status":    schema.Enum(allCriterionStatuses...),
+			"reason":    map[string]any{"type": "string"},
+		})},
+		"repair_instructions": map[string]any{"type": "string"},
+	})))
+})
 
 // Bounds on what a worker's report may put in front of the caller.
 const (

@@ -4,8 +4,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"regexp"
 	"strings"
+
+	"github.com/needle-dev/needle/product/internal/lazyregexp"
 )
 
 // JSON-RPC error codes the server uses or that this client sends.
@@ -66,9 +67,9 @@ func (e *NotSteerableError) Error() string {
 // The server reports these conditions only in prose, so the messages
 // observed from 0.171.0 are the contract.
 var (
-	mismatchMessage = regexp.MustCompile("^expected active turn id `([^`]*)` but found `([^`]*)`$")
+	mismatchMessage = lazyregexp.New("^expected active turn id `([^`]*)` but found `([^`]*)`$")
 	// turn/start against a non-steerable turn fails with the Rust Debug form.
-	startNotSteerable = regexp.MustCompile(`ActiveTurnNotSteerable \{ turn_kind: (\w+) \}`)
+	startNotSteerable = lazyregexp.New(`ActiveTurnNotSteerable \{ turn_kind: (\w+) \}`)
 )
 
 const noActiveTurnMessage = "no active turn to steer"

@@ -9,9 +9,10 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"regexp"
 
 	"github.com/needle-dev/needle/product/internal/procdir"
+
+	"github.com/needle-dev/needle/product/internal/lazyregexp"
 )
 
 const (
@@ -23,7 +24,7 @@ const (
 
 // namePattern is the only shape of checkout name Sweep will touch, so that
 // a parent shared with anything else never loses a file to a sweep.
-var namePattern = regexp.MustCompile(`^co-[0-9a-f]{16}$`)
+var namePattern = lazyregexp.New(`^co-[0-9a-f]{16}$`)
 
 // marker is the content of <parent>/<name>.lock.
 type marker struct {

@@ -4,10 +4,11 @@ import (
 	"bytes"
 	"fmt"
 	"reflect"
-	"regexp"
 	"strings"
 
 	"github.com/BurntSushi/toml"
+
+	"github.com/needle-dev/needle/product/internal/lazyregexp"
 )
 
 // Trust records in the user's config.toml at configPath that codex may run
@@ -159,10 +160,10 @@ func MoveTrust(configPath, from, to string) (bool, error) {
 // (checked anywhere outside [hooks], which may refuse a file needlessly but
 // never lets one through), or to state inside [hooks].
 var (
-	inlineTop   = regexp.MustCompile(`^\s*["']?hooks["']?\s*(\.\s*["']?state["']?\s*)?=\s*\{`)
-	inlineState = regexp.MustCompile(`^\s*["']?state["']?\s*=\s*\{`)
-	header      = regexp.MustCompile(`^\s*\[`)
-	hooksHeader = regexp.MustCompile(`^\s*\[\s*["']?hooks["']?\s*\]`)
+	inlineTop   = lazyregexp.New(`^\s*["']?hooks["']?\s*(\.\s*["']?state["']?\s*)?=\s*\{`)
+	inlineState = lazyregexp.New(`^\s*["']?state["']?\s*=\s*\{`)
+	header      = lazyregexp.New(`^\s*\[`)
+	hooksHeader = lazyregexp.New(`^\s*\[\s*["']?hooks["']?\s*\]`)
 )
 
 // inlineHooks reports whether the config defines hooks or hooks.state as

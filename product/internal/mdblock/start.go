@@ -1,8 +1,9 @@
 package mdblock
 
 import (
-	"regexp"
 	"strings"
+
+	"github.com/needle-dev/needle/product/internal/lazyregexp"
 )
 
 // Results of start.
@@ -19,10 +20,10 @@ func maybeSpecial(s string) bool {
 }
 
 var (
-	atxHeading    = regexp.MustCompile(`^#{1,6}(?:[ \t]+|$)`)
-	setextLine    = regexp.MustCompile(`^(?:=+|-+)[ \t]*$`)
-	thematicBreak = regexp.MustCompile(`^(?:(?:\*[ \t]*){3,}|(?:_[ \t]*){3,}|(?:-[ \t]*){3,})$`)
-	orderedMarker = regexp.MustCompile(`^([0-9]{1,9})([.)])`)
+	atxHeading    = lazyregexp.New(`^#{1,6}(?:[ \t]+|$)`)
+	setextLine    = lazyregexp.New(`^(?:=+|-+)[ \t]*$`)
+	thematicBreak = lazyregexp.New(`^(?:(?:\*[ \t]*){3,}|(?:_[ \t]*){3,}|(?:-[ \t]*){3,})$`)
+	orderedMarker = lazyregexp.New(`^([0-9]{1,9})([.)])`)
 )
 
 // start tries the block starts in the specification's order on the rest
@@ -176,24 +177,24 @@ const (
 	attribute = `(?:[ \t\n]+[a-zA-Z_:][a-zA-Z0-9:._-]*(?:[ \t\n]*=[ \t\n]*(?:[^"'=<>` + "`" + `\x00-\x20]+|'[^']*'|"[^"]*"))?)`
 )
 
-var htmlOpen = []*regexp.Regexp{
+var htmlOpen = []*lazyregexp.Regexp{
 	nil,
-	regexp.MustCompile(`(?i)^<(?:script|pre|textarea|style)(?:[ \t>]|$)`),
-	regexp.MustCompile(`^<!--`),
-	regexp.MustCompile(`^<\?`),
-	regexp.MustCompile(`^<![A-Za-z]`),
-	regexp.MustCompile(`^<!\[CDATA\[`),
-	regexp.MustCompile(`(?i)^</?(?:address|article|aside|base|basefont|blockquote|body|caption|center|col|colgroup|dd|details|dialog|dir|div|dl|dt|fieldset|figcaption|figure|footer|form|frame|frameset|h[1-6]|head|header|hr|html|iframe|legend|li|link|main|menu|menuitem|nav|noframes|ol|optgroup|option|p|param|search|section|summary|table|tbody|td|tfoot|th|thead|title|tr|track|ul)(?:[ \t]|/?>|$)`),
-	regexp.MustCompile(`^(?:<` + tagName + attribute + `*[ \t]*/?>|</` + tagName + `[ \t]*>)[ \t]*$`),
+	lazyregexp.New(`(?i)^<(?:script|pre|textarea|style)(?:[ \t>]|$)`),
+	lazyregexp.New(`^<!--`),
+	lazyregexp.New(`^<\?`),
+	lazyregexp.New(`^<![A-Za-z]`),
+	lazyregexp.New(`^<!\[CDATA\[`),
+	lazyregexp.New(`(?i)^</?(?:address|article|aside|base|basefont|blockquote|body|caption|center|col|colgroup|dd|details|dialog|dir|div|dl|dt|fieldset|figcaption|figure|footer|form|frame|frameset|h[1-6]|head|header|hr|html|iframe|legend|li|link|main|menu|menuitem|nav|noframes|ol|optgroup|option|p|param|search|section|summary|table|tbody|td|tfoot|th|thead|title|tr|track|ul)(?:[ \t]|/?>|$)`),
+	lazyregexp.New(`^(?:<` + tagName + attribute + `*[ \t]*/?>|</` + tagName + `[ \t]*>)[ \t]*$`),
 }
 
-var htmlClose = []*regexp.Regexp{
+var htmlClose = []*lazyregexp.Regexp{
 	nil,
-	regexp.MustCompile(`(?i)</(?:script|pre|textarea|style)>`),
-	regexp.MustCompile(`-->`),
-	regexp.MustCompile(`\?>`),
-	regexp.MustCompile(`>`),
-	regexp.MustCompile(`\]\]>`),
+	lazyregexp.New(`(?i)</(?:script|pre|textarea|style)>`),
+	lazyregexp.New(`-->`),
+	lazyregexp.New(`\?>`),
+	lazyregexp.New(`>`),
+	lazyregexp.New(`\]\]>`),
 }
 
 // htmlStart returns the kind (1-7) of HTML block s starts, or 0. Kind 7

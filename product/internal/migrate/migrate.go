@@ -26,11 +26,12 @@ import (
 	"fmt"
 	"io/fs"
 	"path"
-	"regexp"
 	"strconv"
 	"strings"
 
 	"github.com/needle-dev/needle/product/internal/contentid"
+
+	"github.com/needle-dev/needle/product/internal/lazyregexp"
 )
 
 // DigestTag is the domain-separation tag of a migration's digest. Changing it
@@ -56,7 +57,7 @@ func (m Migration) String() string {
 }
 
 // fileName matches a well-formed migration file name.
-var fileName = regexp.MustCompile(`^([0-9]{4})_([a-z][a-z0-9]*(?:_[a-z0-9]+)*)\.sql$`)
+var fileName = lazyregexp.New(`^([0-9]{4})_([a-z][a-z0-9]*(?:_[a-z0-9]+)*)\.sql$`)
 
 // Load reads the migration set in dir of fsys. Files not ending in .sql are
 // ignored (a README may sit beside the migrations); a .sql file with a

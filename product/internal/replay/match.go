@@ -5,15 +5,16 @@ import (
 	"encoding/json"
 	"fmt"
 	"math/big"
-	"regexp"
 	"slices"
 	"strings"
+
+	"github.com/needle-dev/needle/product/internal/lazyregexp"
 )
 
 // placeholderRE finds ${NAME} in recorded strings. Only names the header
 // declares are placeholders; any other ${…} is literal text (a recorded
 // shell command may well contain ${HOME}).
-var placeholderRE = regexp.MustCompile(`\$\{([A-Z_][A-Z0-9_]*)\}`)
+var placeholderRE = lazyregexp.New(`\$\{([A-Z_][A-Z0-9_]*)\}`)
 
 // segment is a piece of a recorded string: literal text or a placeholder.
 type segment struct {

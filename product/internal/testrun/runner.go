@@ -13,6 +13,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/needle-dev/needle/product/internal/lazyregexp"
 )
 
 // Status is how a test run ended.
@@ -237,7 +239,7 @@ func containsString(list []string, s string) bool {
 }
 
 // testName is a top-level test function name followed by subtest names.
-var testName = regexp.MustCompile(`^Test[\p{L}\p{N}_]*(/[^\x00-\x1f]+)?$`)
+var testName = lazyregexp.New(`^Test[\p{L}\p{N}_]*(/[^\x00-\x1f]+)?$`)
 
 // ValidTest reports whether test is a test name a Spec accepts: a
 // top-level TestX, optionally followed by /subtest names (as go test -v

@@ -30,8 +30,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"regexp"
 	"strconv"
+
+	"github.com/needle-dev/needle/product/internal/lazyregexp"
 )
 
 // Format is the header format tag of this version of the file format.
@@ -96,7 +97,7 @@ func (e *Error) Error() string { return fmt.Sprintf("transcript line %d: %v", e.
 func (e *Error) Unwrap() error { return e.Err }
 
 // placeholderName is the syntax of a placeholder NAME in ${NAME}.
-var placeholderName = regexp.MustCompile(`^[A-Z_][A-Z0-9_]*$`)
+var placeholderName = lazyregexp.New(`^[A-Z_][A-Z0-9_]*$`)
 
 // ValidPlaceholder reports whether name may appear as ${name}.
 func ValidPlaceholder(name string) bool { return placeholderName.MatchString(name) }
