@@ -334,18 +334,135 @@ func (x *hitLatency) serve(ctx context.Context, repo, data string, env ...string
 	return p, nil
 }
 
+// hitConn is the connection a series asks its probes on. needle caps the
+// need_context calls of one connection (product.HardSessionSteps, repeats
+// included, past which a call is a bypass), so a series longer than that
+// goes on over a new connection: a new server process on the same store
+// and repository, its probes asked once more (which must answer the same
+// needs) and connWarmup rounds of ops not timed before any is.
+type hitConn struct {
+	x          *hitLatency
+	repo, data string
+	env        []string
+	probes     []probe
+	ids        []string // each probe's need_id, from the first connection
+	p          *mcpPeer
+	steps      int // need_context calls on p
+	asked      int // need_context calls on every connection of the series
+	conns      int // connections opened
+}
+
+// connWarmup is how many rounds of a series' ops a new connection (after
+// the first, which the series' own warm-up covers) asks before the series
+// times it again.
+const connWarmup = 2
+
+// connect starts the first connection of a series and primes its probes.
+func (x *hitLatency) connect(ctx context.Context, repo, data string, env []string, probes ...probe) (*hitConn, error) {
+	c := &hitConn{x: x, repo: repo, data: data, env: env, probes: probes}
+	if err := c.open(ctx); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// open starts a server, initializes it and primes the probes.
+func (c *hitConn) open(ctx context.Context) error {
+	p, err := c.x.serve(ctx, c.repo, c.data, c.env...)
+	if err != nil {
+		return err
+	}
+	ids, err := c.x.prime(p, c.probes...)
+	if err != nil {
+		p.close()
+		return err
+	}
+	if c.ids != nil && !slices.Equal(ids, c.ids) {
+		p.close()
+		return fmt.Errorf("a new connection answered the probes as the needs %v, the first as %v", ids, c.ids)
+	}
+	c.p, c.ids, c.steps = p, ids, len(ids)
+	c.asked += len(ids)
+	c.conns++
+	return nil
+}
+
+// reserve makes room for n more need_context calls on the connection: when
+// they would pass the cap it closes the connection, opens another and
+// warms it up with warm (ops not timed).
+func (c *hitConn) reserve(ctx context.Context, n int, warm []op) error {
+	if c.steps+n <= product.HardSessionSteps {
+		return nil
+	}
+	if n+len(c.probes)+connWarmup*hitsIn(warm) > product.HardSessionSteps {
+		return fmt.Errorf("a round of %d need_context calls does not fit one connection's %d", n, product.HardSessionSteps)
+	}
+	if err := c.p.close(); err != nil {
+		return err
+	}
+	if err := c.open(ctx); err != nil {
+		return err
+	}
+	for range connWarmup {
+		if err := c.ask(warm, 0, false); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// ask asks ops once each, starting at from, recording their times when
+// timed.
+func (c *hitConn) ask(ops []op, from int, timed bool) error {
+	for j := range ops {
+		o := ops[(from+j)%len(ops)]
+		took, r, err := c.p.call(o.method, o.params)
+		if err == nil {
+			err = o.check(r)
+		}
+		if err != nil {
+			return err
+		}
+		if o.hit {
+			c.steps++
+			c.asked++
+		}
+		if timed {
+			c.x.samples[o.series] = append(c.x.samples[o.series], float64(took.Nanoseconds())/1e6)
+			c.x.verified++
+		} else {
+			c.x.extra++
+		}
+	}
+	return nil
+}
+
+func (c *hitConn) close() error { return c.p.close() }
+
+// hitsIn counts the need_context calls among ops.
+func hitsIn(ops []op) int {
+	n := 0
+	for _, o := range ops {
+		if o.hit {
+			n++
+		}
+	}
+	return n
+}
+
 // op is one kind of call the experiment times.
 type op struct {
 	series string
 	method string
 	params []byte
 	check  func(rpcReply) error
+	hit    bool // a need_context call, which counts against the connection's cap
 }
 
 // hitOp asks a probe and accepts only an exact hit of the need the probe
 // was first answered as.
 func hitOp(series string, pr probe, needID string) op {
-	return op{series: series, method: "tools/call", params: pr.params(), check: func(r rpcReply) error {
+	return op{series: series, method: "tools/call", params: pr.params(), hit: true, check: func(r rpcReply) error {
 		id, err := checkHit(r, true)
 		if err == nil && id != needID {
 			err = fmt.Errorf("need_id %s, want %s", id, needID)
@@ -385,26 +502,18 @@ func (x *hitLatency) prime(p *mcpPeer, probes ...probe) ([]string, error) {
 	return ids, nil
 }
 
-// rounds runs n rounds of ops, each round every op once, starting one op
-// later each round so no op always follows the same one; rounds from
-// measureFrom on are recorded.
-func (x *hitLatency) rounds(p *mcpPeer, ops []op, n, measureFrom int, label string) error {
+// rounds runs n rounds of ops on c, each round every op once, starting one
+// op later each round so no op always follows the same one; rounds from
+// measureFrom on are recorded. A round that would pass the connection's
+// cap goes to a new connection (hitConn.reserve).
+func (x *hitLatency) rounds(ctx context.Context, c *hitConn, ops []op, n, measureFrom int, label string) error {
+	hits := hitsIn(ops)
 	for i := range n {
-		for j := range ops {
-			o := ops[(i+j)%len(ops)]
-			took, r, err := p.call(o.method, o.params)
-			if err == nil {
-				err = o.check(r)
-			}
-			if err != nil {
-				return err
-			}
-			if i >= measureFrom {
-				x.samples[o.series] = append(x.samples[o.series], float64(took.Nanoseconds())/1e6)
-				x.verified++
-			} else {
-				x.extra++
-			}
+		if err := c.reserve(ctx, hits, ops); err != nil {
+			return err
+		}
+		if err := c.ask(ops, i, i >= measureFrom); err != nil {
+			return err
 		}
 		if i%10 == 0 {
 			x.status("%s: round %d of %d", label, i+1, n)
@@ -443,21 +552,18 @@ func (x *hitLatency) mainRun(ctx context.Context) error {
 		x.opt.Needle = []string{prof} // the same product.Main, with profiling around it
 		env = []string{"NEEDLEPROF_CPU=" + x.opt.ServerCPUProfile, "NEEDLEPROF_TRACE=" + x.opt.ServerTrace}
 	}
-	p, err := x.serve(ctx, x.repo, data, env...)
+	c, err := x.connect(ctx, x.repo, data, env, probeTrace, probeLocate, probeTests)
 	if err != nil {
 		return err
 	}
-	ids, err := x.prime(p, probeTrace, probeLocate, probeTests)
-	if err != nil {
-		p.close()
-		return err
-	}
+	ids := c.ids
 	ops := []op{hitOp("main/trace", probeTrace, ids[0]), hitOp("main/locate", probeLocate, ids[1]),
 		hitOp("main/tests", probeTests, ids[2]), noopOp("main/noop"), pingOp("main/ping")}
-	err = x.rounds(p, ops, x.opt.Warmup+x.opt.Calls, x.opt.Warmup, "main run")
-	if cerr := p.close(); err == nil {
+	err = x.rounds(ctx, c, ops, x.opt.Warmup+x.opt.Calls, x.opt.Warmup, "main run")
+	if cerr := c.close(); err == nil {
 		err = cerr
 	}
+	x.rep.Connections["main"] = c.conns
 	x.rep.sampleLoad("main run")
 	return err
 }
@@ -531,34 +637,32 @@ func (x *hitLatency) growHits(ctx context.Context) error {
 	if err := x.settle(ctx); err != nil {
 		return err
 	}
-	p, err := x.serve(ctx, x.repo, data)
+	c, err := x.connect(ctx, x.repo, data, nil, probeTrace)
 	if err != nil {
 		return err
 	}
-	defer p.close()
-	ids, err := x.prime(p, probeTrace)
-	if err != nil {
-		return err
-	}
-	hits := 1
+	defer c.close()
+	ids := c.ids
 	for _, point := range x.opt.GrowHits {
-		if point > hits {
-			filler := []op{hitOp("", probeTrace, ids[0])}
-			if err := x.rounds(p, filler, point-hits, point-hits, fmt.Sprintf("hits before the window at %d", point)); err != nil {
+		// One filler round at a time: a new connection's primes and
+		// warm-up count as earlier hits too.
+		filler := []op{hitOp("", probeTrace, ids[0])}
+		for c.asked < point {
+			if err := x.rounds(ctx, c, filler, 1, 1, fmt.Sprintf("hits before the window at %d (%d)", point, c.asked)); err != nil {
 				return err
 			}
-			hits = point
 		}
-		key := fmt.Sprintf("grow-hits/%06d", hits)
+		at := c.asked
+		key := fmt.Sprintf("grow-hits/%06d", at)
 		ops := []op{hitOp(key+"/trace", probeTrace, ids[0]), noopOp(key + "/noop")}
-		if err := x.rounds(p, ops, x.opt.Window, 0, fmt.Sprintf("window after %d hits", hits)); err != nil {
+		if err := x.rounds(ctx, c, ops, x.opt.Window, 0, fmt.Sprintf("window after %d hits", at)); err != nil {
 			return err
 		}
-		x.rep.addPoint("hits", "earlier hits", hits, key)
-		hits += x.opt.Window
+		x.rep.addPoint("hits", "earlier hits", at, key)
 	}
+	x.rep.Connections["grow-hits"] = c.conns
 	x.rep.sampleLoad("grow hits")
-	return p.close()
+	return c.close()
 }
 
 // growArtifacts times trace and locate with growing numbers of certified
@@ -623,24 +727,21 @@ func (x *hitLatency) window(ctx context.Context, repo, data, key string, probes 
 	if err := x.settle(ctx); err != nil {
 		return err
 	}
-	p, err := x.serve(ctx, repo, data)
+	c, err := x.connect(ctx, repo, data, nil, probes...)
 	if err != nil {
 		return err
 	}
-	defer p.close()
-	ids, err := x.prime(p, probes...)
-	if err != nil {
-		return err
-	}
+	defer c.close()
 	var ops []op
 	for i, pr := range probes {
-		ops = append(ops, hitOp(key+"/"+pr.name, pr, ids[i]))
+		ops = append(ops, hitOp(key+"/"+pr.name, pr, c.ids[i]))
 	}
 	ops = append(ops, noopOp(key+"/noop"))
-	if err := x.rounds(p, ops, x.opt.Warmup+x.opt.Window, x.opt.Warmup, key); err != nil {
+	if err := x.rounds(ctx, c, ops, x.opt.Warmup+x.opt.Window, x.opt.Warmup, key); err != nil {
 		return err
 	}
-	return p.close()
+	x.rep.Connections[key] = c.conns
+	return c.close()
 }
 
 // buildTool builds bench/internal/NAME of the needle module the current

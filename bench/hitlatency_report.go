@@ -9,6 +9,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/needle-dev/needle/product"
 )
 
 // HitLatencyReport is reports/mcp-hit-latency.json: the experiment report
@@ -26,6 +28,10 @@ type HitLatencyReport struct {
 	Verified VerifiedCounts    `json:"verified"`
 	Grow     []GrowPoint       `json:"grow"`
 	Goals    []Goal            `json:"goals"`
+	// Connections is how many server processes each series ran on: one
+	// connection answers at most product.HardSessionSteps need_context
+	// calls (hitConn).
+	Connections map[string]int `json:"connections"`
 }
 
 // Machine describes where the figures were measured.
@@ -98,7 +104,8 @@ func newHitLatencyReport(opt HitLatencyOptions) HitLatencyReport {
 		Options: HitLatencyKnobs{Calls: opt.Calls, Warmup: opt.Warmup, Cold: opt.Cold, Window: opt.Window,
 			GrowHits: nonNilInts(opt.GrowHits), GrowArtifacts: nonNilInts(opt.GrowArtifacts), GrowFiles: nonNilInts(opt.GrowFiles),
 			Settle: opt.Settle.String()},
-		Grow: []GrowPoint{},
+		Grow:        []GrowPoint{},
+		Connections: map[string]int{},
 	}
 	for _, p := range []probe{probeTrace, probeLocate, probeTests} {
 		r.Probes[p.name] = p.what
@@ -238,17 +245,20 @@ func (r HitLatencyReport) markdown() []byte {
 		r.growTable(&b, series)
 	}
 	b.WriteString("\n## Series\n\n")
-	fmt.Fprintf(&b, "- `main/<probe>`, `main/noop`, `main/ping`: %d rounds after %d warm-up rounds on one connection; each round asks\n"+
-		"  every probe, the no-op and ping once, starting one call later each round.\n", r.Options.Calls, r.Options.Warmup)
+	fmt.Fprintf(&b, "- `main/<probe>`, `main/noop`, `main/ping`: %d rounds after %d warm-up rounds on %d connection(s); each round asks\n"+
+		"  every probe, the no-op and ping once, starting one call later each round. A connection answers at most %d need_context\n"+
+		"  calls (the session step cap), so a series goes on over a new server process on the same store, whose probes are asked\n"+
+		"  again (they must answer the same needs) and %d rounds not timed before it is timed again.\n",
+		r.Options.Calls, r.Options.Warmup, r.Connections["main"], product.HardSessionSteps, connWarmup)
 	for _, p := range slices.Sorted(mapKeys(r.Probes)) {
 		fmt.Fprintf(&b, "- probe `%s`: %s.\n", p, r.Probes[p])
 	}
 	fmt.Fprintf(&b, "- no-op: %s.\n", r.NoOp)
 	b.WriteString("- `cold/needle`, `cold/go-sdk-minimal`: spawn to initialize answer, alternating which goes first; the minimal server is\n" +
 		"  the official go-sdk's smallest stdio server (bench/internal/mcpminimal); needle opens an existing store.\n")
-	fmt.Fprintf(&b, "- `grow-hits/N`: the trace probe and the no-op on one connection after N earlier hits on it; `grow-artifacts/N`:\n"+
+	fmt.Fprintf(&b, "- `grow-hits/N`: the trace probe and the no-op after N earlier hits on the same store (%d connections in all); `grow-artifacts/N`:\n"+
 		"  a new server with N certified artifacts in the store; `grow-files/N`: a new server on a repository with N more\n"+
-		"  files under data/. Each grow window is %d rounds after %d warm-up rounds.\n", r.Options.Window, r.Options.Warmup)
+		"  files under data/. Each grow window is %d rounds after %d warm-up rounds.\n", r.Connections["grow-hits"], r.Options.Window, r.Options.Warmup)
 	fmt.Fprintf(&b, "\n## Verification\n\n%d calls timed, %d verified (%d of them exact hits); %d more answers verified but not timed\n"+
 		"(first asks, warm-up, filler hits). A timed answer that is not what its series expects fails the run.\n",
 		r.Verified.Measured, r.Verified.Verified, r.Verified.ExactHits, r.Verified.UnmeasuredCalls)
