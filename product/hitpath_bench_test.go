@@ -3,10 +3,13 @@
 package product
 
 import (
+	"bufio"
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -66,14 +69,25 @@ func (h *exactHit) hit(b *testing.B, session string, held bool) {
 }
 
 // loop times exact hits in session with the stat cache trusted, and checks
-// afterwards that it stayed trusted (or the benchmark timed rehashing).
+// afterwards that it stayed trusted (or the benchmark timed rehashing). A
+// session answers at most HardSessionSteps calls, so the hits go on in a
+// new session when one is full, started outside the timing; the store's
+// history stays.
 func (h *exactHit) loop(b *testing.B, session string, held bool) {
 	recorded := mustTrustStatCache(b, h.te.Engine, h.files)
 	h.hit(b, session, false) // the session's first need, created outside the timing
+	steps := 1
 	b.ReportAllocs()
 	b.ResetTimer()
 	for b.Loop() {
+		if steps == HardSessionSteps {
+			b.StopTimer()
+			session, steps = newSessionID("bench"), 1
+			h.hit(b, session, false)
+			b.StartTimer()
+		}
 		h.hit(b, session, held)
+		steps++
 	}
 	b.StopTimer()
 	checkStatCacheKept(b, h.te.Engine, h.files, recorded)
@@ -438,5 +452,95 @@ func BenchmarkDirDependency(b *testing.B) {
 				}
 			})
 		}
+	}
+}
+
+// BenchmarkMCPExactHit is the exact hit as an MCP client asks it, in
+// process: a need_context tools/call line into ServeMCP and its answer
+// line back, over pipes, the accounting queued once the answer is written
+// (as needle mcp serve does); "noop" is a tools/call of a tool needle does
+// not have on the same loop, the floor of any call (needlebench experiment
+// mcp-hit-latency's hit ÷ no-op). A connection answers HardSessionSteps
+// calls: the hits go on over a new one, opened outside the timing.
+func BenchmarkMCPExactHit(b *testing.B) {
+	for _, name := range []string{"hit", "noop"} {
+		b.Run(name, func(b *testing.B) {
+			h := mustExactHit(b, false)
+			recorded := mustTrustStatCache(b, h.te.Engine, h.files)
+			call := func(id int) string { return mcpNeedCall(id, needLocateNewSearcher) }
+			want := `"kind":"exact_hit"`
+			if name == "noop" {
+				call = func(id int) string {
+					return fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"needlebench_noop","arguments":{}}}`, id)
+				}
+				want = `"code":-32602`
+			}
+			var c *mcpBenchConn
+			b.ReportAllocs()
+			for i := 0; b.Loop(); i++ {
+				if c == nil || c.steps == HardSessionSteps {
+					b.StopTimer()
+					if c != nil {
+						c.close(b)
+					}
+					c = openMCPBenchConn(b, h)
+					b.StartTimer()
+				}
+				if line := c.ask(b, call(i+2)); !strings.Contains(line, want) {
+					b.Fatalf("answer %.300s, want %s", line, want)
+				}
+				c.steps++
+			}
+			b.StopTimer()
+			c.close(b)
+			checkStatCacheKept(b, h.te.Engine, h.files, recorded)
+		})
+	}
+}
+
+// mcpBenchConn is one in-process MCP connection of BenchmarkMCPExactHit.
+type mcpBenchConn struct {
+	in    *io.PipeWriter
+	out   *bufio.Reader
+	done  chan error
+	steps int
+}
+
+func openMCPBenchConn(b *testing.B, h *exactHit) *mcpBenchConn {
+	b.Helper()
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	c := &mcpBenchConn{in: inW, out: bufio.NewReader(outR), done: make(chan error, 1)}
+	go func() {
+		c.done <- ServeMCP(context.Background(), MCPConfig{Engine: h.te.Engine, Repository: h.te.repo, MainModel: "bench",
+			CacheOnly: true, Log: io.Discard}, inR, outW)
+		outW.Close()
+	}()
+	if line := c.ask(b, `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"bench","version":"1"}}}`); !strings.Contains(line, "protocolVersion") {
+		b.Fatalf("initialize: %.300s", line)
+	}
+	if line := c.ask(b, mcpNeedCall(1, needLocateNewSearcher)); !strings.Contains(line, "_hit") {
+		b.Fatalf("first ask: %.300s", line)
+	}
+	c.steps = 1
+	return c
+}
+
+// ask writes one request line and reads the answer line.
+func (c *mcpBenchConn) ask(b *testing.B, line string) string {
+	if _, err := io.WriteString(c.in, line+"\n"); err != nil {
+		b.Fatal(err)
+	}
+	answer, err := c.out.ReadString('\n')
+	if err != nil {
+		b.Fatal(err)
+	}
+	return answer
+}
+
+func (c *mcpBenchConn) close(b *testing.B) {
+	c.in.Close()
+	if err := <-c.done; err != nil {
+		b.Fatal(err)
 	}
 }
