@@ -33,11 +33,13 @@ const Regexp = Prefix + "[0-9a-f]{64}"
 
 // Canonical returns the canonical JSON encoding of v.
 func Canonical(v any) ([]byte, error) {
-	raw, err := marshal(v)
+	b := buffers.Get().(*bytes.Buffer)
+	defer buffers.Put(b)
+	raw, err := marshalInto(b, v)
 	if err != nil {
 		return nil, err
 	}
-	return canonicalize(raw)
+	return canonicalize(raw) // a new slice: raw goes back to the pool
 }
 
 // Of returns the id of v under tag.
@@ -51,12 +53,27 @@ func Of(tag string, v any) (string, error) {
 
 // OfBytes returns the id of data under tag; data is hashed as given.
 func OfBytes(tag string, data []byte) string {
-	h := blake3.New(32, nil)
+	h := hashers.Get().(*blake3.Hasher)
+	defer hashers.Put(h)
+	h.Reset()
 	h.Write([]byte(tag))
 	h.Write([]byte{0})
 	h.Write(data)
-	return Prefix + hex.EncodeToString(h.Sum(nil))
+	var sum [32]byte
+	var out [len(Prefix) + hexLen]byte
+	copy(out[:], Prefix)
+	hex.Encode(out[len(Prefix):], h.Sum(sum[:0]))
+	return string(out[:])
 }
+
+// hashers reuses BLAKE3 hashers: a new one is a few kilobytes to allocate
+// and clear, and ids are computed several times for every answer (issue
+// 13). Reset returns a hasher to the state New gives it.
+var hashers = sync.Pool{New: func() any { return blake3.New(32, nil) }}
+
+// buffers reuses the buffers values are encoded into before they are made
+// canonical.
+var buffers = sync.Pool{New: func() any { return new(bytes.Buffer) }}
 
 // Valid reports whether s is a well-formed id: "b3:" and 64 lowercase hex digits.
 func Valid(s string) bool {
@@ -73,9 +90,13 @@ func Valid(s string) bool {
 	return true
 }
 
-func marshal(v any) ([]byte, error) {
-	var b bytes.Buffer
-	enc := json.NewEncoder(&b)
+func marshal(v any) ([]byte, error) { return marshalInto(new(bytes.Buffer), v) }
+
+// marshalInto encodes v into b (reset first) and returns the encoding,
+// which aliases b.
+func marshalInto(b *bytes.Buffer, v any) ([]byte, error) {
+	b.Reset()
+	enc := json.NewEncoder(b)
 	enc.SetEscapeHTML(false)
 	if err := enc.Encode(v); err != nil {
 		return nil, fmt.Errorf("canonicalize: %w", err)
@@ -99,7 +120,9 @@ func NewMemo(size int) *Memo { return &Memo{max: size, byID: map[string]string{}
 
 // Of returns the id of v under tag, as Of does.
 func (m *Memo) Of(tag string, v any) (string, error) {
-	raw, err := marshal(v)
+	b := buffers.Get().(*bytes.Buffer)
+	defer buffers.Put(b)
+	raw, err := marshalInto(b, v)
 	if err != nil {
 		return "", err
 	}

@@ -2,6 +2,7 @@ package contentid
 
 import (
 	"encoding/hex"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -70,6 +71,46 @@ func TestValid(t *testing.T) {
 	} {
 		if got := Valid(s); got != want {
 			t.Errorf("Valid(%q) = %v, want %v", s, got, want)
+		}
+	}
+}
+
+// BenchmarkOf is the id of an answer-sized value (issue 13: ids are
+// computed several times for every answer). Each id took a new BLAKE3
+// hasher (kilobytes to allocate and clear) and a new encoding buffer; both
+// are reused now.
+func BenchmarkOf(b *testing.B) {
+	v := map[string]any{"context": strings.Repeat("implementation_location: search.go:15-17 [artifact b3:0123]\n", 20),
+		"ids": []string{"b3:aa", "b3:bb"}, "step": map[string]any{"ordinal": 3, "relation": "repeat"}, "hit": true}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := Of("needle.test.v1", v); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// TestOfBytes_ConcurrentReuse: ids computed concurrently through the
+// reused hashers are each the hash of their own input (the oracle is
+// blake3.Sum256 of the framed bytes).
+func TestOfBytes_ConcurrentReuse(t *testing.T) {
+	done := make(chan error, 8)
+	for g := range 8 {
+		go func() {
+			for i := range 200 {
+				data := []byte(strings.Repeat(string(rune('a'+g)), i))
+				sum := blake3.Sum256(append([]byte("needle.test.v1\x00"), data...))
+				if got, want := OfBytes("needle.test.v1", data), "b3:"+hex.EncodeToString(sum[:]); got != want {
+					done <- fmt.Errorf("goroutine %d, input %d: %s, want %s", g, i, got, want)
+					return
+				}
+			}
+			done <- nil
+		}()
+	}
+	for range 8 {
+		if err := <-done; err != nil {
+			t.Fatal(err)
 		}
 	}
 }
