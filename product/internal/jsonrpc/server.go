@@ -271,9 +271,10 @@ func (s *Server) respond(id ID, result any, e *Error) bool {
 	}
 	if e == nil {
 		msg.Result = s.encodeResult(result)
-		if msg.Result == nil {
-			msg.Error = errInternal()
+		if msg.Result != nil {
+			return s.write(resultLine(msg.ID, msg.Result)) == nil
 		}
+		msg.Error = errInternal()
 	}
 	line, err := marshal(msg)
 	if err != nil { // only Error.Data can fail: send the error without it

@@ -228,3 +228,23 @@ type notification struct {
 // whole messages): compact JSON, which never holds a raw newline, with HTML
 // escaping off because the peer is a program, not a browser.
 func marshal(v any) (json.RawMessage, error) { return ndjson.Encode(v) }
+
+// resultLine is the line of a result response, exactly as marshal writes
+// the response: encoding/json reads a json.RawMessage again to compact
+// it, which for a need_context answer was a second pass over its largest
+// part on every hit (issue 13). result is marshal's output, compact
+// already; the id is compacted as marshal would.
+func resultLine(id ID, result json.RawMessage) []byte {
+	var compact bytes.Buffer
+	if err := json.Compact(&compact, id); err != nil {
+		line, _ := marshal(response{JSONRPC: "2.0", ID: id, Result: result})
+		return line
+	}
+	const head, mid = `{"jsonrpc":"2.0","id":`, `,"result":`
+	line := make([]byte, 0, len(head)+compact.Len()+len(mid)+len(result)+1)
+	line = append(line, head...)
+	line = append(line, compact.Bytes()...)
+	line = append(line, mid...)
+	line = append(line, result...)
+	return append(line, '}')
+}

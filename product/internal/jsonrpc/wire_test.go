@@ -119,3 +119,59 @@ func TestLeafImports(t *testing.T) {
 		}
 	}
 }
+
+// TestResultLine: the line written for a result is the one marshal writes
+// for the whole response (the oracle), for every id form the id rule
+// admits and results with nesting, escapes, HTML characters and non-ASCII
+// text.
+func TestResultLine(t *testing.T) {
+	results := []any{
+		struct{}{},
+		map[string]any{"content": []any{map[string]string{"type": "text", "text": "a <b> & \"c\"\n\u00e9\u2028"}}, "isError": false},
+		[]int{1, 2, 3},
+		"plain",
+	}
+	for _, id := range []string{`1`, `0`, `-7`, `9007199254740991`, `"a"`, `"\u0041\n"`, `"<&>"`, `null`} {
+		for _, r := range results {
+			raw, err := marshal(r)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want, err := marshal(response{JSONRPC: "2.0", ID: ID(id), Result: raw})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := resultLine(ID(id), raw); string(got) != string(want) {
+				t.Errorf("id %s: resultLine\n%s\nwant\n%s", id, got, want)
+			}
+		}
+	}
+}
+
+// BenchmarkRespond encodes an answer-sized result and its response line:
+// "envelope" as respond did (the response struct around the encoded
+// result, which encoding/json compacts a second time), "line" as it does.
+func BenchmarkRespond(b *testing.B) {
+	result := map[string]any{"content": []any{map[string]string{"type": "text",
+		"text": strings.Repeat("implementation_location: search.go:15-17 [artifact b3:0123]\n", 40)}}}
+	for _, envelope := range []bool{true, false} {
+		b.Run(map[bool]string{true: "envelope", false: "line"}[envelope], func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				raw, err := marshal(result)
+				if err != nil {
+					b.Fatal(err)
+				}
+				var line []byte
+				if envelope {
+					line, err = marshal(response{JSONRPC: "2.0", ID: ID(`12`), Result: raw})
+				} else {
+					line = resultLine(ID(`12`), raw)
+				}
+				if err != nil || len(line) == 0 {
+					b.Fatal("no line", err)
+				}
+			}
+		})
+	}
+}
