@@ -127,6 +127,11 @@ type CompiledNeed struct {
 	DefinitionID string `json:"definition_id"`
 }
 
+// needIDs remembers need ids by the IR's encoding: a client asks the same
+// needs again and again, and the canonical form and hash of each were a
+// tenth of an exact hit (issue 13). The id is the same function of the IR.
+var needIDs = contentid.NewMemo(1024)
+
 // Compile turns an untrusted request into its canonical NeedIR and need_id.
 // It is pure. Every violation of the contract is a KindInvalidInput *Error
 // whose Path is the JSON path of the offending value.
@@ -151,7 +156,7 @@ func Compile(req NeedRequest, routes RouteSet) (CompiledNeed, error) {
 		return CompiledNeed{}, err
 	}
 	ir := NeedIR{Route: route, Subject: subject, Obligations: obligations, World: world}
-	id, err := contentid.Of(tagNeed, ir)
+	id, err := needIDs.Of(tagNeed, ir)
 	if err != nil {
 		return CompiledNeed{}, &Error{Op: opCompile, Kind: KindOther, Err: err}
 	}
