@@ -544,3 +544,26 @@ func (c *mcpBenchConn) close(b *testing.B) {
 		b.Fatal(err)
 	}
 }
+
+// BenchmarkHitReads times the reads every exact hit makes whatever the
+// process has cached: the need's newest need certificate and its members,
+// and the worker tokens an obligation costs (what the hit saved). SQLite
+// parsed each of them on every call; they are prepared once per store now.
+func BenchmarkHitReads(b *testing.B) {
+	h := mustExactHit(b, false)
+	st, ctx := h.te.store, context.Background()
+	b.Run("needCertificate", func(b *testing.B) {
+		for b.Loop() {
+			if id, members, err := st.needCertificate(ctx, h.need.ID); err != nil || id == "" || len(members) != 1 {
+				b.Fatalf("need certificate %q %v: %v", id, members, err)
+			}
+		}
+	})
+	b.Run("workerTokensPerObligation", func(b *testing.B) {
+		for b.Loop() {
+			if _, err := st.workerTokensPerObligation(ctx); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}

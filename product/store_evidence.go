@@ -209,19 +209,38 @@ func (s *Store) evidenceByCertificate(ctx context.Context, certID string) (Evide
 // needCertificate returns the newest need certificate of needID, made in
 // any checkout, and the artifact certificates it binds; certID is "" when
 // there is none.
+// Both statements run on every need (an exact hit starts with them): they
+// are prepared once per store.
 func (s *Store) needCertificate(ctx context.Context, needID string) (certID string, members []string, err error) {
-	err = s.db.QueryRowContext(ctx, `SELECT certificate_id FROM certificates
-		WHERE need_id = ? AND scope = 'need' ORDER BY rowid DESC LIMIT 1`, needID).Scan(&certID)
+	const op = "store.need_certificate"
+	st, err := s.stmt(ctx, `SELECT certificate_id FROM certificates
+		WHERE need_id = ? AND scope = 'need' ORDER BY rowid DESC LIMIT 1`)
+	if err == nil {
+		err = st.QueryRowContext(ctx, needID).Scan(&certID)
+	}
 	if errNoRows(err) {
 		return "", nil, nil
 	}
 	if err != nil {
-		return "", nil, storeError("store.need_certificate", err)
+		return "", nil, storeError(op, err)
 	}
-	members, err = queryAll(ctx, s.db, "store.need_certificate", `SELECT member_id FROM certificate_members WHERE certificate_id = ? ORDER BY member_id`,
-		[]any{certID}, func(rows rowScanner, m *string) error { return rows.Scan(m) })
+	if st, err = s.stmt(ctx, `SELECT member_id FROM certificate_members WHERE certificate_id = ? ORDER BY member_id`); err != nil {
+		return "", nil, storeError(op, err)
+	}
+	rows, err := st.QueryContext(ctx, certID)
 	if err != nil {
-		return "", nil, err
+		return "", nil, storeError(op, err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var m string
+		if err := rows.Scan(&m); err != nil {
+			return "", nil, storeError(op, err)
+		}
+		members = append(members, m)
+	}
+	if err := rows.Err(); err != nil {
+		return "", nil, storeError(op, err)
 	}
 	return certID, members, nil
 }

@@ -56,7 +56,10 @@ func (s *Store) storedAlready(ctx context.Context, op, id, content, lookup strin
 		return false, nil
 	}
 	var stored string
-	err := s.db.QueryRowContext(ctx, lookup, args...).Scan(&stored)
+	st, err := s.stmt(ctx, lookup) // a handful of lookups, asked on every answer
+	if err == nil {
+		err = st.QueryRowContext(ctx, args...).Scan(&stored)
+	}
 	switch {
 	case errNoRows(err):
 		return false, nil

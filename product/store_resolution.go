@@ -75,9 +75,11 @@ func (s *Store) putAccounting(ctx context.Context, sessions []sessionStart, answ
 // answering one obligation from evidence instead of a worker saves.
 func (s *Store) workerTokensPerObligation(ctx context.Context) (int64, error) {
 	var tokens, obligations int64
-	err := s.db.QueryRowContext(ctx, `SELECT coalesce(sum(total_tokens), 0), coalesce(sum(json_array_length(obligations)), 0)
-		FROM (SELECT total_tokens, obligations FROM worker_runs WHERE status = 'completed' ORDER BY run_id DESC LIMIT 200)`).
-		Scan(&tokens, &obligations)
+	st, err := s.stmt(ctx, `SELECT coalesce(sum(total_tokens), 0), coalesce(sum(json_array_length(obligations)), 0)
+		FROM (SELECT total_tokens, obligations FROM worker_runs WHERE status = 'completed' ORDER BY run_id DESC LIMIT 200)`)
+	if err == nil { // prepared once: every hit that reuses evidence asks
+		err = st.QueryRowContext(ctx).Scan(&tokens, &obligations)
+	}
 	if err != nil {
 		return 0, storeError("store.worker_tokens", err)
 	}
