@@ -368,7 +368,7 @@ func (x *hitLatency) connect(ctx context.Context, repo, data string, env []strin
 
 // open starts a server, initializes it and primes the probes.
 func (c *hitConn) open(ctx context.Context) error {
-	p, err := c.x.serve(ctx, c.repo, c.data, c.env...)
+	p, err := c.x.serve(ctx, c.repo, c.data, numberProfiles(c.env, c.conns+1)...)
 	if err != nil {
 		return err
 	}
@@ -438,6 +438,21 @@ func (c *hitConn) ask(ops []op, from int, timed bool) error {
 }
 
 func (c *hitConn) close() error { return c.p.close() }
+
+// numberProfiles names the profiles of a series' nth connection (n > 1)
+// FILE.n, so that each server writes its own: go tool pprof merges them.
+func numberProfiles(env []string, n int) []string {
+	if n < 2 {
+		return env
+	}
+	out := slices.Clone(env)
+	for i, kv := range out {
+		if k, v, _ := strings.Cut(kv, "="); (k == "NEEDLEPROF_CPU" || k == "NEEDLEPROF_TRACE") && v != "" {
+			out[i] = fmt.Sprintf("%s=%s.%d", k, v, n)
+		}
+	}
+	return out
+}
 
 // hitsIn counts the need_context calls among ops.
 func hitsIn(ops []op) int {
