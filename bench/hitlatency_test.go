@@ -6,42 +6,16 @@ import (
 	"database/sql"
 	"encoding/json"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	_ "modernc.org/sqlite"
 )
 
-var (
-	needleOnce sync.Once
-	needlePath string
-	needleErr  error
-)
-
 // mustNeedle builds cmd/needle once: the server the experiment spawns.
-func mustNeedle(t testing.TB) string {
-	t.Helper()
-	needleOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "needle-test-")
-		if err != nil {
-			needleErr = err
-			return
-		}
-		needlePath = filepath.Join(dir, "needle")
-		if out, err := exec.Command("go", "build", "-o", needlePath, "../cmd/needle").CombinedOutput(); err != nil {
-			needleErr = err
-			t.Logf("%s", out)
-		}
-	})
-	if needleErr != nil {
-		t.Fatal(needleErr)
-	}
-	return needlePath
-}
+func mustNeedle(t testing.TB) string { return mustCommand(t, "needle") }
 
 // TestHitLatency_Tiny runs the experiment at tiny sizes with every mode on
 // and checks the report's structure and that every timed call was checked,

@@ -3,6 +3,7 @@ package bench
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"os"
 	"os/exec"
@@ -14,32 +15,32 @@ import (
 	"github.com/google/go-cmp/cmp"
 )
 
-var (
-	binOnce sync.Once
-	binPath string
-	binErr  error
-)
+// built holds each command of the module the tests build, once.
+var built sync.Map // name → func() (string, error)
+
+// mustCommand builds cmd/<name> once per test binary and returns its path.
+func mustCommand(t testing.TB, name string) string {
+	t.Helper()
+	build, _ := built.LoadOrStore(name, sync.OnceValues(func() (string, error) {
+		dir, err := os.MkdirTemp("", name+"-test-")
+		if err != nil {
+			return "", err
+		}
+		path := filepath.Join(dir, name)
+		if out, err := exec.Command("go", "build", "-o", path, "../cmd/"+name).CombinedOutput(); err != nil {
+			return "", fmt.Errorf("go build ../cmd/%s: %w\n%s", name, err, out)
+		}
+		return path, nil
+	}))
+	path, err := build.(func() (string, error))()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
 
 // mustBench builds cmd/needlebench once: the replay App Server of a run.
-func mustBench(t *testing.T) []string {
-	t.Helper()
-	binOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "needlebench-test-")
-		if err != nil {
-			binErr = err
-			return
-		}
-		binPath = filepath.Join(dir, "needlebench")
-		if out, err := exec.Command("go", "build", "-o", binPath, "../cmd/needlebench").CombinedOutput(); err != nil {
-			binErr = err
-			t.Logf("%s", out)
-		}
-	})
-	if binErr != nil {
-		t.Fatal(binErr)
-	}
-	return []string{binPath}
-}
+func mustBench(t *testing.T) []string { return []string{mustCommand(t, "needlebench")} }
 
 // latencyFields are the report's fields that are not deterministic.
 var latencyFields = []string{"latency_ms", "validation_ms", "exact_hit_ms", "replay_hit_ms", "replay_hit_p95_over_exact_hit_p50"}
