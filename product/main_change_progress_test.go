@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -25,21 +26,9 @@ func TestChangeRun_ProgressOnATerminal(t *testing.T) {
 	sc := crashScenarios(t, probe)[0]
 	sc.prepareOnly(t, t.TempDir())
 
-	ptm, pts := openPTY(t)
 	cmd := needleCommand(t, "change", "run", "--repository", filepath.Join(sc.base, "repo"), "--data-dir", filepath.Join(sc.base, "data"), sc.id)
 	cmd.Env = append(os.Environ(), "NEEDLE_FAKE_SCRIPT="+filepath.Join(sc.base, "script.json"))
-	var stdout strings.Builder
-	cmd.Stdout, cmd.Stderr = &stdout, pts
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	pts.Close()
-	// The terminal reads until the child, its last holder, closes it (EIO).
-	data, _ := io.ReadAll(ptm)
-	ptm.Close()
-	if err := cmd.Wait(); err != nil {
-		t.Fatalf("change run: %v\n%s%s", err, stdout.String(), data)
-	}
+	stdout, data := runWithTerminalStderr(t, cmd)
 	checkProgressLines(t, data)
 	if !strings.Contains(stdout.String(), "awaiting_approval") || strings.Contains(stdout.String(), "running…") {
 		t.Errorf("stdout (not a terminal) holds progress or lacks the final state:\n%s", stdout.String())
@@ -148,21 +137,30 @@ func TestChangeRun_ProgressOnATerminalThroughTheRuntime(t *testing.T) {
 	t.Cleanup(func() { changeConfigHook = nil })
 	rt := mustRuntime(t, filepath.Join(sc.base, "data"))
 
-	ptm, pts := openPTY(t)
 	cmd := needleCommand(t, "change", "run", "--repository", filepath.Join(sc.base, "repo"), "--data-dir", filepath.Join(sc.base, "data"), sc.id)
+	_, data := runWithTerminalStderr(t, cmd)
+	if n := rt.commands.Load(); n != 1 {
+		t.Fatalf("the runtime ran %d commands, want the change run", n)
+	}
+	checkProgressLines(t, data)
+}
+
+// runWithTerminalStderr runs cmd with its stderr on a pseudo-terminal and
+// its stdout on a pipe; it returns both once cmd succeeded.
+func runWithTerminalStderr(t *testing.T, cmd *exec.Cmd) (*strings.Builder, []byte) {
+	t.Helper()
+	ptm, pts := openPTY(t)
 	var stdout strings.Builder
 	cmd.Stdout, cmd.Stderr = &stdout, pts
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
 	pts.Close()
+	// The terminal reads until the child, its last holder, closes it (EIO).
 	data, _ := io.ReadAll(ptm)
 	ptm.Close()
 	if err := cmd.Wait(); err != nil {
-		t.Fatalf("change run: %v\n%s%s", err, stdout.String(), data)
+		t.Fatalf("%s: %v\n%s%s", strings.Join(cmd.Args[1:], " "), err, stdout.String(), data)
 	}
-	if n := rt.commands.Load(); n != 1 {
-		t.Fatalf("the runtime ran %d commands, want the change run", n)
-	}
-	checkProgressLines(t, data)
+	return &stdout, data
 }
