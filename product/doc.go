@@ -580,6 +580,7 @@
 //	runner.go            TestsConfig; the type checker, the sandboxed test runner and its cache
 //	evidence.go          Evidence, certificates, dependencies, claims
 //	freshness.go         freshness through the stat cache; proof replay
+//	refresh.go           Refresh: re-prove changed evidence ahead of the needs
 //	resolve.go           the resolver (pure): ResolutionKind, decisions
 //	resolve_plan.go      plans (PlanOp) and their economic selection
 //	ledger.go            the session ledger: relations and limits

@@ -247,16 +247,21 @@ func (e *Engine) foreignWorld(ctx context.Context, w World) (string, error) {
 
 // gather loads and classifies the candidate evidence for a need.
 func (e *Engine) gather(ctx context.Context, in *resolveInput) error {
-	ir := in.Need.IR
 	seen := map[string]candidate{}
-	classify := func(ev Evidence) (candidate, error) {
+	return e.gatherWith(ctx, in, func(ev Evidence) (candidate, error) {
 		if c, ok := seen[ev.CertificateID]; ok {
 			return c, nil
 		}
 		c, err := e.classify(ctx, ev)
 		seen[ev.CertificateID] = c
 		return c, err
-	}
+	})
+}
+
+// gatherWith is gather classifying through classify, which classifies
+// each certificate once (Refresh shares one across needs).
+func (e *Engine) gatherWith(ctx context.Context, in *resolveInput, classify func(Evidence) (candidate, error)) error {
+	ir := in.Need.IR
 	certID, members, err := e.store.needCertificate(ctx, in.Need.ID)
 	if err != nil {
 		return err

@@ -63,6 +63,7 @@ func init() {
 		{"need resolve", usageNeedResolve, (*cli).needResolve, residentCall},
 		{"evidence schema", usageEvidenceSchema, (*cli).evidenceSchema, local},
 		{"evidence propose", usageEvidencePropose, (*cli).evidencePropose, residentCall},
+		{"evidence refresh", usageEvidenceRefresh, (*cli).evidenceRefresh, residentCall},
 		{"mcp serve", usageMCPServe, (*cli).mcpServe, residentStream},
 		// exec and the hooks depend on the caller's environment (the
 		// exec session, the user's codex configuration): they run here.
@@ -103,6 +104,8 @@ Commands:
                     print the strict JSON Schema of a proposal of KIND
   evidence propose --repository DIR --data-dir DIR FILE|-
                     validate a proposal with the trusted validators and store it
+  evidence refresh --repository DIR --data-dir DIR
+                    re-prove changed evidence now, so the next asks are exact hits
   mcp serve --data-dir DIR --repository DIR --main-model NAME --role-profile ID [--cache-only] [--codex CMD] [--routes LIST]
                     serve the MCP tools (need_context, and with a worker the change tools) on stdio
   exec [--coordination new-turn|continue-working] --codex CMD --data-dir DIR PROMPT

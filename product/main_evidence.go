@@ -94,3 +94,49 @@ func (c *cli) evidencePropose(args []string) int {
 	}
 	return 0
 }
+
+const usageEvidenceRefresh = `Usage: needle evidence refresh --repository DIR --data-dir DIR
+
+Re-prove, now, the certified evidence of the repository whose files changed
+(after a checkout, a version bump, an edit), and renew the need certificates
+of the needs asked in it, so that the next ask of each is an exact hit
+instead of a proof replay at need time. It certifies exactly what a need
+would: the same validators (a cited test runs again in the sandbox), the
+same resolver, no worker. Evidence whose proof fails stays unserved. Useful
+from a git post-checkout or post-merge hook; 'needle mcp serve' does it by
+itself in the background.
+
+Prints one JSON object: {"evidence", "fresh", "reproven", "stale", "needs",
+"renewed", "unanswerable", "ms"}.
+
+Exit status: 0 done, 1 failure, 2 invalid input.
+`
+
+func (c *cli) evidenceRefresh(args []string) int {
+	fs := c.flags("evidence refresh")
+	repo := fs.String("repository", "", "")
+	dataDir := fs.String("data-dir", "", "")
+	if code, ok := c.parse(fs, usageEvidenceRefresh, args); !ok {
+		return code
+	}
+	if *repo == "" || *dataDir == "" || fs.NArg() != 0 {
+		fmt.Fprintf(c.stderr, "needle evidence refresh: --repository and --data-dir are required, and nothing else\n\n%s", usageEvidenceRefresh)
+		return 2
+	}
+	cfg := Config{DataDir: *dataDir, Repository: *repo, Transport: "cli", CacheOnly: true}
+	codex, _ := c.codexConfig(*dataDir, "")
+	var err error
+	if cfg.Tests, err = c.testsConfig(*dataDir, codex); err != nil {
+		return c.fail("evidence refresh", err)
+	}
+	eng, err := c.openEngine(cfg)
+	if err != nil {
+		return c.fail("evidence refresh", err)
+	}
+	defer eng.Close()
+	rep, err := eng.Refresh(c.ctx)
+	if err != nil {
+		return c.fail("evidence refresh", err)
+	}
+	return c.writeJSON(rep)
+}

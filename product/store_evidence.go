@@ -353,3 +353,33 @@ func (s *Store) artifactRecord(ctx context.Context, artifactID string) (artifact
 	rec.Evidence, err = s.evidenceByCertificate(ctx, certID)
 	return rec, err
 }
+
+// refreshNeeds returns the needs asked in the checkout at root that have a
+// need certificate there, the most recently answered first (Refresh).
+func (s *Store) refreshNeeds(ctx context.Context, root string) ([]CompiledNeed, error) {
+	return queryAll(ctx, s.db, "store.refresh", `
+		SELECT n.need_id, n.definition_id, n.ir
+		FROM needs n JOIN (SELECT need_id, max(rowid) AS newest FROM certificates
+			WHERE root = ? AND scope = 'need' GROUP BY need_id) c ON c.need_id = n.need_id
+		ORDER BY c.newest DESC`, []any{root},
+		func(rows rowScanner, n *CompiledNeed) error {
+			var ir string
+			if err := rows.Scan(&n.ID, &n.DefinitionID, &ir); err != nil {
+				return err
+			}
+			return decodeStored(ir, &n.IR)
+		})
+}
+
+// refreshEvidence returns the newest certificate of every artifact first
+// stored by the checkout at root that no proof replay superseded, oldest
+// first (Refresh).
+func (s *Store) refreshEvidence(ctx context.Context, root string) ([]string, error) {
+	return queryAll(ctx, s.db, "store.refresh", `
+		SELECT c.certificate_id
+		FROM artifacts a JOIN certificates c ON c.artifact_id = a.artifact_id
+		WHERE a.root = ?
+		  AND NOT EXISTS (SELECT 1 FROM artifacts d WHERE d.origin_artifact_id = a.artifact_id)
+		  AND c.rowid = (SELECT max(c2.rowid) FROM certificates c2 WHERE c2.artifact_id = a.artifact_id)
+		ORDER BY c.rowid`, []any{root}, func(rows rowScanner, id *string) error { return rows.Scan(id) })
+}

@@ -52,7 +52,7 @@ func TestScripts(t *testing.T) {
 // residentScripts are the scripts that also run against a resident
 // runtime (TestScripts_Resident): the commands that use one.
 var residentScripts = []string{"need_resolve", "evidence_propose", "worker_evidence", "mcp_need_context",
-	"mcp_change", "mcp_change_rejected", "profile_manage", "change_lifecycle", "change_conflict", "change_approval_stale",
+	"mcp_change", "mcp_change_rejected", "profile_manage", "evidence_refresh", "change_lifecycle", "change_conflict", "change_approval_stale",
 	"change_plain", "change_invalid"}
 
 // TestScripts_Resident runs the resolve, propose, MCP and profile scripts

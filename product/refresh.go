@@ -1,0 +1,126 @@
+package product
+
+import (
+	"context"
+	"time"
+)
+
+// Refreshing evidence off the request path. When the source changes (a
+// checkout, a version bump, an edit), certified evidence whose files
+// changed is re-proven the first time a need reaches it: the proof replays
+// (classify), and for a test citation that runs the test again in the
+// sandbox, which takes seconds. Refresh does that work ahead of the needs:
+// it replays every piece of evidence this checkout relies on and renews the
+// need certificates of the needs asked here, so that the next ask of each is
+// an exact hit. It certifies exactly what a need would (the same classify,
+// the same resolver, no worker); evidence whose proof fails stays as it is
+// and is tried again by the next need that reaches it.
+
+// RefreshReport is what a Refresh did.
+type RefreshReport struct {
+	// Evidence is the pieces of evidence checked; Fresh those whose files
+	// were unchanged; Reproven those whose proof replayed on the current
+	// source (a new certificate); Stale those whose proof failed.
+	Evidence int `json:"evidence"`
+	Fresh    int `json:"fresh"`
+	Reproven int `json:"reproven"`
+	Stale    int `json:"stale"`
+	// Needs is the needs asked in this checkout that have a need
+	// certificate; Renewed those given a new one on the current source (the
+	// next ask is an exact hit); Unanswerable those whose evidence no longer
+	// answers them (the next ask resolves as it would have).
+	Needs        int `json:"needs"`
+	Renewed      int `json:"renewed"`
+	Unanswerable int `json:"unanswerable"`
+	// Ms is the wall time of the refresh in milliseconds.
+	Ms float64 `json:"ms"`
+}
+
+// Refresh re-proves the evidence of this checkout on its current source
+// and renews the need certificates of the needs asked here (see above). It
+// takes the engine's turn: a need asked meanwhile waits, so run it on an
+// engine of its own (another Open of the same data directory) to refresh
+// beside a server. Cancelling ctx stops it between two pieces of evidence;
+// what it certified so far stays certified.
+func (e *Engine) Refresh(ctx context.Context) (RefreshReport, error) {
+	started := time.Now()
+	var rep RefreshReport
+	if err := e.turn.lock(ctx); err != nil {
+		return rep, err
+	}
+	defer e.turn.unlock()
+	defer e.flushStats()
+	defer e.repo.Release()
+	seen := map[string]candidate{}
+	classify := func(ev Evidence) (candidate, error) {
+		if c, ok := seen[ev.CertificateID]; ok {
+			return c, nil
+		}
+		if err := ctx.Err(); err != nil {
+			return candidate{}, err
+		}
+		c, err := e.classify(ctx, ev)
+		if err != nil {
+			return candidate{}, err
+		}
+		seen[ev.CertificateID] = c
+		rep.Evidence++
+		switch c.State {
+		case stateFresh:
+			rep.Fresh++
+		case stateReplayed:
+			rep.Reproven++
+		default:
+			rep.Stale++
+		}
+		return c, nil
+	}
+	needs, err := e.store.refreshNeeds(ctx, e.root)
+	if err != nil {
+		return rep, opError("evidence.refresh", err)
+	}
+	for _, need := range needs {
+		in := resolveInput{Need: need}
+		if err := e.gatherWith(ctx, &in, classify); err != nil {
+			return rep, opError("evidence.refresh", err)
+		}
+		rep.Needs++
+		d := resolve(in)
+		if statusOf(d.Kind, len(d.Missing), false) != ResultHit {
+			rep.Unanswerable++
+			continue
+		}
+		var satisfied []CapabilityKind
+		for _, c := range d.Chosen {
+			satisfied = append(satisfied, c.Obligation.Kind)
+		}
+		nc := newNeedCertificate(e.root, need.ID, d.Chosen, satisfied)
+		if nc.ID == in.ExactCertID {
+			continue // answered from the same certificates: nothing to renew
+		}
+		if err := e.store.putNeedCertificate(ctx, nc); err != nil {
+			return rep, opError("evidence.refresh", err)
+		}
+		rep.Renewed++
+	}
+	// Evidence no need certificate binds (a partial answer's) is re-proven
+	// too: a later need about its subject finds it fresh.
+	certs, err := e.store.refreshEvidence(ctx, e.root)
+	if err != nil {
+		return rep, opError("evidence.refresh", err)
+	}
+	for _, id := range certs {
+		if _, ok := seen[id]; ok {
+			continue
+		}
+		ev, err := e.store.evidenceByCertificate(ctx, id)
+		if err != nil {
+			return rep, opError("evidence.refresh", err)
+		}
+		if _, err := classify(ev); err != nil {
+			return rep, opError("evidence.refresh", err)
+		}
+	}
+	rep.Ms = sinceMs(started)
+	return rep, nil
+}

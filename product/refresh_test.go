@@ -1,0 +1,118 @@
+package product
+
+import (
+	"context"
+	"errors"
+	"path/filepath"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+// refreshed opens a second engine on te's store (another process, as a
+// refresher beside a server would be), refreshes and closes it.
+func (te *testEngine) refreshed() RefreshReport {
+	te.tb.Helper()
+	e, err := Open(context.Background(), Config{DataDir: te.data, Repository: te.repo, Tests: MustTestsConfig(te.tb)})
+	if err != nil {
+		te.tb.Fatal(err)
+	}
+	defer e.Close()
+	rep, err := e.Refresh(context.Background())
+	if err != nil {
+		te.tb.Fatalf("Refresh: %v", err)
+	}
+	return rep
+}
+
+// answer is what a result serves, without what depends on the session or
+// on the run (a test citation's certificate records its run).
+func answer(r NeedResult) map[string]any {
+	return map[string]any{"kind": r.Resolution.Kind, "status": r.Status, "artifacts": r.Resolution.ArtifactIDs,
+		"claims": r.ClaimIDs, "satisfied": r.Satisfied, "missing": r.Missing}
+}
+
+// TestRefresh_AheadOfTheNeed: after a change that moves cited lines, a
+// refresh re-proves the evidence (the test runs again in the sandbox) and
+// renews the need certificates, and the next ask of each need is an exact
+// hit that replays nothing — serving exactly what a store without the
+// refresh serves after replaying the proofs at need time.
+func TestRefresh_AheadOfTheNeed(t *testing.T) {
+	repo := MustFixtureRepo(t, "grepx", true)
+	withRefresh, without := MustEngine(t, repo), MustEngine(t, repo)
+	for _, te := range []*testEngine{withRefresh, without} {
+		te.mustCertify(locCRLF)
+		te.mustCertify(flowCRLF)
+		te.mustCertify(testsCRLF)
+		kindOf(t, te.need(needTraceCRLF), ResolutionComposite)
+		kindOf(t, te.need(needTestsCRLF), ResolutionCoverage)
+	}
+	if rep := withRefresh.refreshed(); rep.Reproven != 0 || rep.Renewed != 0 || rep.Stale != 0 || rep.Fresh != rep.Evidence || rep.Needs != 2 {
+		t.Errorf("refresh of unchanged source: %+v", rep)
+	}
+	editFile(t, filepath.Join(repo, "flags.go"), "import \"flag\"\n", "import \"flag\"\n\n// defaultPattern is searched when none is given.\nconst defaultPattern = \"\"\n")
+	rep := withRefresh.refreshed()
+	if rep.Needs != 2 || rep.Renewed != 2 || rep.Unanswerable != 0 || rep.Stale != 0 || rep.Reproven != 3 || rep.Evidence != rep.Fresh+rep.Reproven {
+		t.Errorf("refresh after the change: %+v", rep)
+	}
+	for _, need := range []string{needTraceCRLF, needTestsCRLF} {
+		got, want := withRefresh.need(need), without.need(need)
+		if got.Replays != 0 || got.Resolution.Kind != ResolutionExact {
+			t.Errorf("%s after a refresh: %s with %d replays, want an exact hit replaying nothing", need, got.Resolution.Kind, got.Replays)
+		}
+		if want.Replays == 0 {
+			t.Errorf("%s without a refresh replayed nothing: the change did not reach its evidence", need)
+		}
+		if diff := cmp.Diff(answer(want), answer(got)); diff != "" {
+			t.Errorf("%s: the refreshed store serves otherwise than a need-time replay (-replay +refresh):\n%s", need, diff)
+		}
+	}
+	if !cites(withRefresh.need(needTraceCRLF), "flags.go", 9, 17) {
+		t.Error("the refreshed answer does not cite the moved lines")
+	}
+	// Nothing changed since: a second refresh re-proves nothing.
+	if rep := withRefresh.refreshed(); rep.Reproven != 0 || rep.Renewed != 0 {
+		t.Errorf("second refresh: %+v", rep)
+	}
+}
+
+// TestRefresh_FalseStaysUnserved: an edit inside a cited span fails the
+// replay; the refresh certifies nothing, and the need resolves as stale as it
+// would have without it.
+func TestRefresh_FalseStaysUnserved(t *testing.T) {
+	repo := MustFixtureRepo(t, "grepx", true)
+	te := MustEngine(t, repo, func(c *Config) { c.CacheOnly = true })
+	te.mustCertify(locNewSearcher)
+	kindOf(t, te.need(needLocateNewSearcher), ResolutionCoverage)
+	gen, err := te.store.evidenceGeneration(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	editFile(t, filepath.Join(repo, "search.go"), "return &Searcher{pattern: o.Pattern, split: lineSplitter(o)}", "return &Searcher{pattern: strings.ToLower(o.Pattern), split: lineSplitter(o)}")
+	rep := te.refreshed()
+	if rep.Stale != 1 || rep.Reproven != 0 || rep.Renewed != 0 || rep.Unanswerable != 1 {
+		t.Errorf("refresh after a false-making edit: %+v", rep)
+	}
+	if after, err := te.store.evidenceGeneration(context.Background()); err != nil || after != gen {
+		t.Errorf("the refresh stored certificates (generation %d → %d, %v)", gen, after, err)
+	}
+	kindOf(t, te.need(needLocateNewSearcher), ResolutionStale)
+}
+
+// TestRefresh_Cancelled: a cancelled refresh stops with the context's error
+// and leaves the store serving as before.
+func TestRefresh_Cancelled(t *testing.T) {
+	repo := MustFixtureRepo(t, "grepx", true)
+	te := MustEngine(t, repo)
+	te.mustCertify(locCRLF)
+	kindOf(t, te.need(needLocateCRLF), ResolutionCoverage)
+	editFile(t, filepath.Join(repo, "flags.go"), "import \"flag\"\n", "import \"flag\"\n\nconst x = 1\n")
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := te.Refresh(ctx); !errors.Is(err, context.Canceled) {
+		t.Fatalf("cancelled refresh: %v, want context.Canceled", err)
+	}
+	if r := te.need(needLocateCRLF); r.Status != ResultHit || r.Replays != 1 {
+		t.Errorf("after a cancelled refresh: %s, %d replays", r.Resolution.Kind, r.Replays)
+	}
+}
