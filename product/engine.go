@@ -305,7 +305,10 @@ func (e *Engine) session(ctx context.Context, session string, f *SessionFreeze, 
 	start := sessionStart{id: session, definitionID: DefinitionID(), transport: e.cfg.Transport, routes: routes,
 		mainModel: e.cfg.MainModel, freeze: freeze}
 	l = &Ledger{}
-	if freeze != nil && fresh && e.acct.enqueue(accountItem{sessions: []sessionStart{start}}) {
+	// A session a need starts (no freeze) is queued like a frozen one: its
+	// first answer waits for no write either. Only a resumed session's row
+	// is written now.
+	if (freeze == nil || fresh) && e.acct.enqueue(accountItem{sessions: []sessionStart{start}}) {
 		l.queued = session
 	} else if err := e.store.startSession(ctx, start); err != nil {
 		return nil, false, err
