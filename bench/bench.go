@@ -32,7 +32,7 @@ Commands:
                     coverage of every test of every module version, each
                     run on its own inside codex's sandbox (--codex BIN,
                     default codex on PATH; --unsandboxed runs them bare)
-  run [--frozen DIR] [--reports DIR] [--trace FILE] [--codex BIN] CORPUS
+  run [--frozen DIR] [--reports DIR] [--trace FILE] [--codex BIN] [--no-refresh] CORPUS
                     play a corpus through the product with the replay App
                     Server (frozen/NAME), judge every distinct scripted
                     answer by the truth and by the validators (which run
@@ -41,7 +41,11 @@ Commands:
                     reports/NAME.{json,md} and charts (--trace: every
                     need's outcome as JSONL); exit 1 if any stale answer
                     was returned, a false answer was certified, a worker
-                    failed, or hits fall below 99% of the oracle's
+                    failed, or hits fall below 99% of the oracle's. At each
+                    version bump of a module the product's evidence refresh
+                    runs before the next need, as needle mcp serve's
+                    background refresh does (--no-refresh: the needs
+                    re-prove the evidence they reach, at need time)
   record [--codex BIN] [--out DIR] CORPUS
                     re-record a corpus's frozen transcripts (frozen/NAME)
                     with the real codex binary (default: codex on PATH)

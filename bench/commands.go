@@ -14,6 +14,7 @@ func (h *harness) run(args []string) int {
 	reports := fs.String("reports", "", "")
 	trace := fs.String("trace", "", "")
 	codex := fs.String("codex", "", "")
+	noRefresh := fs.Bool("no-refresh", false, "")
 	if !h.parse(fs, args) {
 		return 2
 	}
@@ -26,7 +27,7 @@ func (h *harness) run(args []string) int {
 		fmt.Fprintf(h.stderr, "needlebench run: want one CORPUS directory\n\n%s", usage)
 		return 2
 	}
-	r, files, err := Run(h.ctx, RunOptions{Corpus: fs.Arg(0), Frozen: *frozen, Reports: *reports, Trace: *trace, Codex: *codex, Stderr: h.stderr})
+	r, files, err := Run(h.ctx, RunOptions{Corpus: fs.Arg(0), Frozen: *frozen, Reports: *reports, Trace: *trace, Codex: *codex, NoRefresh: *noRefresh, Stderr: h.stderr})
 	if err != nil {
 		fmt.Fprintf(h.stderr, "needlebench run: %v\n", err)
 		return 1

@@ -37,6 +37,16 @@ type outcome struct {
 	LatencyMs                float64
 }
 
+// bump is a module's work tree moved to another version after evidence
+// was certified at the earlier one, and what the product's Refresh did
+// there before the next need (the background refresh of 'needle mcp
+// serve', run to completion; refresh false leaves the re-proving to the
+// needs).
+type bump struct {
+	Module, From, To string
+	Refresh          product.RefreshReport
+}
+
 // appServer says which App Server the engines use.
 type appServer struct {
 	// command is the App Server argv (the product appends "app-server").
@@ -52,7 +62,7 @@ type appServer struct {
 
 // play runs every session of c against repos and returns the outcomes and
 // each module's worker totals.
-func play(ctx context.Context, c *Corpus, repos map[string]*moduleRepo, dataRoot string, as appServer, tc testsConfig, progress func(done, total int)) ([]outcome, map[string]product.WorkerTotals, error) {
+func play(ctx context.Context, c *Corpus, repos map[string]*moduleRepo, dataRoot string, as appServer, tc testsConfig, refresh bool, progress func(done, total int)) ([]outcome, []bump, map[string]product.WorkerTotals, error) {
 	engines := map[string]*product.Engine{}
 	defer func() {
 		for _, e := range engines {
@@ -64,28 +74,41 @@ func play(ctx context.Context, c *Corpus, repos map[string]*moduleRepo, dataRoot
 		total += len(s.Needs)
 	}
 	var out []outcome
+	var bumps []bump
+	at := map[string]string{} // each module's checked-out version
 	for _, s := range c.Sessions {
 		repo := repos[s.Module]
 		if err := repo.checkout(ctx, s.Version); err != nil {
-			return nil, nil, err
+			return nil, nil, nil, err
+		}
+		cfg := product.Config{
+			DataDir: filepath.Join(dataRoot, filepath.Base(repo.Dir)), Repository: repo.Dir,
+			Codex: &product.CodexConfig{Command: as.command, Home: as.home, RecordDir: as.record},
+			Tests: tc.of(repo),
 		}
 		e, ok := engines[s.Module]
+		if ok && refresh && at[s.Module] != s.Version {
+			// The refresh runs on an engine of its own over the same store,
+			// as needle mcp serve's background refresher does: the serving
+			// engine's caches learn of the change only by asking.
+			rep, err := refreshModule(ctx, cfg)
+			if err != nil {
+				return nil, nil, nil, fmt.Errorf("refresh of %s at %s: %w", s.Module, s.Version, err)
+			}
+			bumps = append(bumps, bump{Module: s.Module, From: at[s.Module], To: s.Version, Refresh: rep})
+		}
+		at[s.Module] = s.Version
 		if !ok {
 			var err error
-			e, err = product.Open(ctx, product.Config{
-				DataDir: filepath.Join(dataRoot, filepath.Base(repo.Dir)), Repository: repo.Dir,
-				Codex: &product.CodexConfig{Command: as.command, Home: as.home, RecordDir: as.record},
-				Tests: tc.of(repo),
-			})
-			if err != nil {
-				return nil, nil, err
+			if e, err = product.Open(ctx, cfg); err != nil {
+				return nil, nil, nil, err
 			}
 			engines[s.Module] = e
 		}
 		for _, n := range s.Needs {
 			o, err := playNeed(ctx, e, s, n, as)
 			if err != nil {
-				return nil, nil, fmt.Errorf("session %s need %s: %w", s.ID, n.ID, err)
+				return nil, nil, nil, fmt.Errorf("session %s need %s: %w", s.ID, n.ID, err)
 			}
 			out = append(out, o)
 			if progress != nil {
@@ -97,11 +120,22 @@ func play(ctx context.Context, c *Corpus, repos map[string]*moduleRepo, dataRoot
 	for m, e := range engines {
 		t, err := e.WorkerTotals(ctx)
 		if err != nil {
-			return nil, nil, err
+			return nil, nil, nil, err
 		}
 		totals[m] = t
 	}
-	return out, totals, nil
+	return out, bumps, totals, nil
+}
+
+// refreshModule runs the product's Refresh on an engine of its own.
+func refreshModule(ctx context.Context, cfg product.Config) (product.RefreshReport, error) {
+	cfg.Codex, cfg.CacheOnly = nil, true // a refresh never runs a worker
+	e, err := product.Open(ctx, cfg)
+	if err != nil {
+		return product.RefreshReport{}, err
+	}
+	defer e.Close()
+	return e.Refresh(ctx)
 }
 
 func playNeed(ctx context.Context, e *product.Engine, s Session, n CorpusNeed, as appServer) (outcome, error) {

@@ -26,8 +26,12 @@ type RunOptions struct {
 	// validators run to certify focused_tests (the workers stay replayed).
 	// Required: without it the validators could certify tests only by
 	// static reach, which is not what they do on a developer's machine.
-	Codex  string
-	Stderr io.Writer
+	Codex string
+	// NoRefresh leaves the re-proving of evidence after a version bump to
+	// the needs that reach it (proof replay at need time) instead of the
+	// product's Refresh at the bump.
+	NoRefresh bool
+	Stderr    io.Writer
 }
 
 // testsConfig is how the engines of one run or recording run tests: in
@@ -133,7 +137,7 @@ func Run(ctx context.Context, opts RunOptions) (Report, []string, error) {
 	phase("truth", start)
 	start = time.Now()
 	as := appServer{command: append(append([]string{}, opts.Replay...), "appserver-replay", "--transcripts", frozen)}
-	outs, totals, err := play(ctx, c, repos, filepath.Join(work, "data"), as, tc, prog.needs)
+	outs, bumps, totals, err := play(ctx, c, repos, filepath.Join(work, "data"), as, tc, !opts.NoRefresh, prog.needs)
 	if err != nil {
 		prog.done()
 		return Report{}, nil, err
@@ -173,6 +177,7 @@ func Run(ctx context.Context, opts RunOptions) (Report, []string, error) {
 		return Report{}, nil, fmt.Errorf("%d worker runs failed: the frozen transcripts do not match; re-record them with needlebench record", failed)
 	}
 	r := buildReport(c, outs, ev, verdicts, runs, failed, tokens)
+	r.addBumps(!opts.NoRefresh, bumps)
 	r.Phases = phases
 	r.Reproduce, r.CorpusDir = reproduceCommand(opts.Corpus), opts.Corpus
 	files, err := writeReport(opts.Reports, r)
@@ -231,7 +236,7 @@ func Record(ctx context.Context, corpusDir, codex, out string, stderr io.Writer)
 	if err != nil {
 		return 0, err
 	}
-	_, totals, err := play(ctx, c, repos, filepath.Join(work, "data"), recordingServer(codex, home, staging), tc, prog.needs)
+	_, _, totals, err := play(ctx, c, repos, filepath.Join(work, "data"), recordingServer(codex, home, staging), tc, true, prog.needs)
 	prog.done()
 	if err != nil {
 		return 0, err

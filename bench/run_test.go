@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/needle-dev/needle/product"
 )
 
 // built holds each command of the module the tests build, once.
@@ -43,7 +44,8 @@ func mustCommand(t testing.TB, name string) string {
 func mustBench(t *testing.T) []string { return []string{mustCommand(t, "needlebench")} }
 
 // latencyFields are the report's fields that are not deterministic.
-var latencyFields = []string{"latency_ms", "validation_ms", "exact_hit_ms", "replay_hit_ms", "replay_hit_p95_over_exact_hit_p50"}
+var latencyFields = []string{"latency_ms", "validation_ms", "exact_hit_ms", "replay_hit_ms", "replay_hit_p95_over_exact_hit_p50",
+	"carried_hit_ms", "carried_hit_p95_over_exact_hit_p50", "refresh_ms"}
 
 // deterministic is a report without its latencies, as generic JSON.
 func deterministic(t *testing.T, file string) map[string]any {
@@ -77,12 +79,21 @@ func TestRun_Tiny(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The second run leaves re-proving to the needs (no refresh at the
+	// version bump): every answer must be the same; only where the proofs
+	// replayed differs.
 	var reports []string
-	for range 2 {
+	for _, noRefresh := range []bool{false, true} {
 		dir := t.TempDir()
-		r, files, err := Run(context.Background(), RunOptions{Corpus: "../corpus/tiny", Reports: dir, Replay: replay, Codex: mustCodex(t)})
+		r, files, err := Run(context.Background(), RunOptions{Corpus: "../corpus/tiny", Reports: dir, Replay: replay, Codex: mustCodex(t), NoRefresh: noRefresh})
 		if err != nil {
 			t.Fatal(err)
+		}
+		switch {
+		case noRefresh && (r.Refreshed || len(r.Bumps) != 0 || r.ReplayHits == 0):
+			t.Errorf("without refresh: refreshed %v, bumps %v, %d hits replayed a proof", r.Refreshed, r.Bumps, r.ReplayHits)
+		case !noRefresh && (!r.Refreshed || len(r.Bumps) != 1 || r.Bumps[0].Reproven == 0 || r.Bumps[0].Renewed == 0 || r.ReplayHits != 0 || r.CarriedHits == 0):
+			t.Errorf("with refresh: bumps %+v, %d hits replayed a proof at need time, %d first asks after the bump", r.Bumps, r.ReplayHits, r.CarriedHits)
 		}
 		if r.StaleReturned != 0 || float64(r.HitsInOracle) < 0.99*float64(r.OracleHits) || r.Needs != c.Manifest.Needs || r.WorkerRuns == 0 || r.Hits == 0 {
 			t.Errorf("report %+v", r)
@@ -107,8 +118,39 @@ func TestRun_Tiny(t *testing.T) {
 		}
 		reports = append(reports, filepath.Join(dir, "tiny.json"))
 	}
-	if diff := cmp.Diff(deterministic(t, reports[0]), deterministic(t, reports[1])); diff != "" {
-		t.Errorf("two runs differ (-first +second):\n%s", diff)
+	refreshed, replayed := deterministic(t, reports[0]), deterministic(t, reports[1])
+	for _, m := range []map[string]any{refreshed, replayed} {
+		for _, k := range []string{"refreshed", "bumps", "replay_hits"} {
+			delete(m, k)
+		}
+	}
+	if diff := cmp.Diff(replayed, refreshed); diff != "" {
+		t.Errorf("a refresh at the bump changed what the needs got (-replay at need time +refresh):\n%s", diff)
+	}
+}
+
+func TestCarriedHits(t *testing.T) {
+	hit := func(module, version, need string, ids ...string) outcome {
+		return outcome{Module: module, Version: version, NeedID: need,
+			Result: product.NeedResult{Status: "hit", Resolution: product.Resolution{ArtifactIDs: ids}}}
+	}
+	miss := func(module, version, need string) outcome {
+		return outcome{Module: module, Version: version, NeedID: need, Result: product.NeedResult{Status: "worker"}}
+	}
+	outs := []outcome{
+		miss("m", "v1", "n1"),      // asked at v1
+		hit("m", "v1", "n2", "a1"), // a1 served at v1
+		hit("m", "v2", "n1", "a9"), // n1 asked again after the bump: carried
+		hit("m", "v2", "n3", "a1"), // a1 first served at v2: carried
+		hit("m", "v2", "n4", "a1"), // a1 served at v2 already: not carried
+		hit("m", "v2", "n1", "a9"), // asked at v2 already: not carried
+		hit("o", "v2", "n5", "a1"), // another module: not carried
+		hit("o", "v3", "n6", "a1"), // a1 of module o, served at its v2: carried
+		miss("m", "v1", "n3"),      // back at v1: a miss is never a carried hit
+	}
+	want := []bool{false, false, true, true, false, false, false, true, false}
+	if diff := cmp.Diff(want, carriedHits(outs)); diff != "" {
+		t.Errorf("carried hits (-want +got):\n%s", diff)
 	}
 }
 
