@@ -531,9 +531,10 @@
 // economic observation) and stat-cache entries are written after it, off
 // the request path: the accountant (accounting.go) commits whatever is
 // queued in one transaction. An MCP session's row and what it froze are
-// the accounting of initialize: queued too, and written before the
-// accounting of the session's answers (a change, which refers to its
-// session, waits for the row). Over MCP the accounting of an
+// the accounting of initialize, and a session a need starts through the
+// API is the accounting of its first answer: queued too, and written
+// before the accounting of the session's answers (a change, which refers
+// to its session, waits for the row; a resumed session is written at once). Over MCP the accounting of an
 // answer is queued only once the transport wrote the answer in full
 // (jsonrpc.OnAnswered); through the API it is queued when NeedContext
 // returns. A worker's answer is recorded before it is given, like the run.
