@@ -2,6 +2,7 @@ package product
 
 import (
 	"context"
+	"errors"
 	"time"
 )
 
@@ -64,6 +65,11 @@ func (e *Engine) Refresh(ctx context.Context) (RefreshReport, error) {
 			return candidate{}, err
 		}
 		seen[ev.CertificateID] = c
+		if c.State == stateReplayed {
+			// The new certificate is fresh by construction: when a need's
+			// candidates include it, it is not checked (or counted) again.
+			seen[c.CertificateID] = candidate{Evidence: c.Evidence, State: stateFresh}
+		}
 		rep.Evidence++
 		switch c.State {
 		case stateFresh:
@@ -123,4 +129,83 @@ func (e *Engine) Refresh(ctx context.Context) (RefreshReport, error) {
 	}
 	rep.Ms = sinceMs(started)
 	return rep, nil
+}
+
+// errNotFresh stops Warm's gather at the first candidate that is not
+// fresh: warming never replays a proof.
+var errNotFresh = errors.New("a candidate is not fresh")
+
+// Warm readies this engine for the next asks of the needs asked in this
+// checkout after their evidence changed (after a Refresh elsewhere, which
+// re-proved it): for each, the most recently answered first, it gathers
+// the candidates a need would and remembers them (the memo of
+// engine_need.go), so the next ask is answered from memory — a stat of each
+// dependency and no read of the store. It only reads: a need with a
+// candidate that is not fresh (its proof would replay) is left to the need.
+// It takes the turn one need at a time, so a need asked meanwhile waits for
+// at most one. It returns how many needs it readied.
+func (e *Engine) Warm(ctx context.Context) (int, error) {
+	needs, err := e.store.refreshNeeds(ctx, e.root)
+	if err != nil {
+		return 0, opError("evidence.warm", err)
+	}
+	if len(needs) > maxMemo/2 {
+		needs = needs[:maxMemo/2] // the most recent; the memo keeps at most maxMemo
+	}
+	n := 0
+	for i := len(needs) - 1; i >= 0; i-- { // the most recent last: the memo keeps what came last
+		ok, err := e.warm(ctx, needs[i])
+		if err != nil {
+			return n, opError("evidence.warm", err)
+		}
+		if ok {
+			n++
+		}
+	}
+	return n, nil
+}
+
+// warm gathers and remembers the candidates of one need, under the turn.
+func (e *Engine) warm(ctx context.Context, need CompiledNeed) (bool, error) {
+	if err := e.turn.lock(ctx); err != nil {
+		return false, err
+	}
+	defer e.turn.unlock()
+	defer e.flushStats()
+	defer e.repo.Release()
+	gen, err := e.store.evidenceGeneration(ctx)
+	if err != nil {
+		return false, err
+	}
+	if m := e.memo[need.ID]; m != nil && m.gen == gen {
+		return false, nil // remembered as of this generation already
+	}
+	in := resolveInput{Need: need}
+	seen := map[string]candidate{}
+	err = e.gatherWith(ctx, &in, func(ev Evidence) (candidate, error) {
+		if c, ok := seen[ev.CertificateID]; ok {
+			return c, nil
+		}
+		if ev.Certificate.ValidatorVersion != ValidatorVersion {
+			return candidate{}, errNotFresh
+		}
+		fresh, err := isFresh(ctx, e.repo, ev.Certificate.Dependencies)
+		if err != nil {
+			return candidate{}, err
+		}
+		if !fresh {
+			return candidate{}, errNotFresh
+		}
+		c := candidate{Evidence: ev, State: stateFresh}
+		seen[ev.CertificateID] = c
+		return c, nil
+	})
+	if errors.Is(err, errNotFresh) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	e.remember(gen, &in)
+	return true, nil
 }

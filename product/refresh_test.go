@@ -76,6 +76,63 @@ func TestRefresh_AheadOfTheNeed(t *testing.T) {
 	}
 }
 
+// TestWarm: after a refresh elsewhere, Warm readies the serving engine for
+// both needs (their candidates remembered as of the current evidence
+// generation, every one fresh), and the asks that follow are exact hits
+// serving what they served before the warm-up would have. Evidence a change
+// made false is never warmed.
+func TestWarm(t *testing.T) {
+	repo := MustFixtureRepo(t, "grepx", true)
+	te := MustEngine(t, repo)
+	te.mustCertify(locCRLF)
+	te.mustCertify(flowCRLF)
+	te.mustCertify(locNewSearcher)
+	kindOf(t, te.need(needTraceCRLF), ResolutionComposite)
+	kindOf(t, te.need(needLocateNewSearcher), ResolutionCoverage)
+	editFile(t, filepath.Join(repo, "flags.go"), "import \"flag\"\n", "import \"flag\"\n\n// defaultPattern is searched when none is given.\nconst defaultPattern = \"\"\n")
+	// The location of NewSearcher is proven on its whole package: flags.go
+	// is one of its files, so it is re-proven too.
+	if rep := te.refreshed(); rep.Renewed != 2 || rep.Reproven != 3 || rep.Evidence != 3 {
+		t.Fatalf("refresh: %+v", rep)
+	}
+	ctx := context.Background()
+	n, err := te.Warm(ctx)
+	if err != nil || n != 2 {
+		t.Fatalf("Warm: %d needs, %v; want 2", n, err)
+	}
+	gen, err := te.store.evidenceGeneration(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, src := range []string{needTraceCRLF, needLocateNewSearcher} {
+		req, _ := DecodeNeedRequest([]byte(src))
+		need, err := Compile(req, AllRoutes())
+		if err != nil {
+			t.Fatal(err)
+		}
+		m := te.memo[need.ID]
+		if m == nil || m.gen != gen || len(m.exact) == 0 {
+			t.Errorf("%s: not warmed as of generation %d: %+v", src, gen, m)
+		}
+		r := te.need(src)
+		if r.Resolution.Kind != ResolutionExact || r.Replays != 0 {
+			t.Errorf("%s after Warm: %s, %d replays", src, r.Resolution.Kind, r.Replays)
+		}
+	}
+	if n, err := te.Warm(ctx); err != nil || n != 0 {
+		t.Errorf("second Warm: %d, %v; want nothing to do", n, err)
+	}
+	// A false-making edit of NewSearcher's span, no refresh: nothing warms
+	// (every certificate here depends on the package's files), and nothing
+	// stale is served.
+	editFile(t, filepath.Join(repo, "search.go"), "return &Searcher{pattern: o.Pattern, split: lineSplitter(o)}", "return &Searcher{pattern: strings.ToLower(o.Pattern), split: lineSplitter(o)}")
+	clear(te.memo)
+	if n, err := te.Warm(ctx); err != nil || n != 0 {
+		t.Errorf("Warm after a false-making edit: %d, %v; want none", n, err)
+	}
+	kindOf(t, te.need(needLocateNewSearcher), ResolutionStale)
+}
+
 // TestRefresh_FalseStaysUnserved: an edit inside a cited span fails the
 // replay; the refresh certifies nothing, and the need resolves as stale as it
 // would have without it.
