@@ -224,8 +224,19 @@
 // unchanged at the same place or intact at exactly one other place; the
 // proposal is moved there and validated again from scratch. Success is a new
 // certificate (and, if lines moved, a new artifact whose origin is the old
-// one) with the same claims; anything else is stale. Unreadable dependencies
-// count as changed: unknown validity is never served.
+// one, which it supersedes) with the same claims; anything else is stale.
+// Unreadable dependencies count as changed: unknown validity is never
+// served. The certificate a need reads is the one proven last: when the
+// source goes back to a version it had, the replay proves an earlier
+// certificate (and artifact) again, and that one becomes the newest and
+// current again, so a branch switched there and back replays once, not on
+// every ask.
+//
+// Replays need not wait for a need: Refresh (refresh.go; needle evidence
+// refresh, and needle mcp serve's background refresher) re-proves the
+// evidence of a checkout whose files changed and renews the need
+// certificates of the needs asked there, with the same validators and
+// resolver; Warm then readies a serving engine's memory for those needs.
 //
 // # Resolution
 //

@@ -32,6 +32,9 @@ func (s *Store) recordAttempt(ctx context.Context, root, needID, source string, 
 			if err := putArtifact(tx, now, root, rec.ArtifactID, v.Proposal, origin); err != nil {
 				return err
 			}
+			if err := supersede(tx, rec.ArtifactID, origin); err != nil {
+				return err
+			}
 			if err := putArtifactCertificate(tx, now, root, rec.CertificateID, body, v.Claims); err != nil {
 				return err
 			}
@@ -62,6 +65,20 @@ func putArtifact(tx *sql.Tx, now, root, id string, p Proposal, origin string) er
 	return err
 }
 
+// supersede records that id, proven now, speaks for itself and, when a
+// proof replay moved it from origin, for origin too.
+func supersede(tx *sql.Tx, id, origin string) error {
+	if _, err := tx.Exec(`DELETE FROM superseded_artifacts WHERE artifact_id = ?`, id); err != nil {
+		return err
+	}
+	if origin == "" || origin == id {
+		return nil
+	}
+	_, err := tx.Exec(`INSERT INTO superseded_artifacts (artifact_id, by_artifact_id) VALUES (?, ?)
+		ON CONFLICT (artifact_id) DO UPDATE SET by_artifact_id = excluded.by_artifact_id`, origin, id)
+	return err
+}
+
 // putArtifactCertificate stores an artifact certificate; root records the
 // checkout that stored it first.
 func putArtifactCertificate(tx *sql.Tx, now, root, id string, body CertificateBody, claims []ClaimAt) error {
@@ -72,7 +89,9 @@ func putArtifactCertificate(tx *sql.Tx, now, root, id string, body CertificateBo
 		return err
 	}
 	if n, _ := res.RowsAffected(); n == 0 {
-		return nil // the same certificate again: nothing new to link
+		// The same certificate again (the source is back at a version it
+		// had): nothing new to link, but it is the newest proof now.
+		return renewCertificate(tx, id, `SELECT max(rowid) FROM certificates WHERE artifact_id = ?`, body.ArtifactID)
 	}
 	if err := putDependencies(tx, id, body.Dependencies); err != nil {
 		return err
@@ -104,8 +123,9 @@ func putDependencies(tx *sql.Tx, certID string, deps []Dependency) error {
 // evidenceFor loads the certified artifacts about subject of the given
 // kinds, each with its newest certificate, whichever checkout certified
 // them: the caller checks their freshness against its own. Artifacts that a
-// proof replay has superseded are left out: their successor speaks for them
-// (and is replayed back where the older text still stands).
+// proof replay has superseded (superseded_artifacts) are left out: their
+// successor speaks for them, and is replayed back where the older text
+// still stands, which makes the older one current again.
 func (s *Store) evidenceFor(ctx context.Context, subject Subject, kinds []CapabilityKind) ([]Evidence, error) {
 	if len(kinds) == 0 {
 		return nil, nil
@@ -121,7 +141,7 @@ func (s *Store) evidenceFor(ctx context.Context, subject Subject, kinds []Capabi
 		SELECT c.certificate_id
 		FROM artifacts a JOIN certificates c ON c.artifact_id = a.artifact_id
 		WHERE a.subject_kind = ? AND a.subject_name = ? AND a.kind IN (`+marks+`)
-		  AND NOT EXISTS (SELECT 1 FROM artifacts d WHERE d.origin_artifact_id = a.artifact_id)
+		  AND NOT EXISTS (SELECT 1 FROM superseded_artifacts s WHERE s.artifact_id = a.artifact_id)
 		  AND c.rowid = (SELECT max(c2.rowid) FROM certificates c2 WHERE c2.artifact_id = a.artifact_id)
 		ORDER BY c.rowid`, args, func(rows rowScanner, id *string) error { return rows.Scan(id) })
 	if err != nil {
@@ -257,7 +277,7 @@ func (s *Store) putNeedCertificate(ctx context.Context, nc needCertificate) erro
 			return err
 		}
 		if n, _ := res.RowsAffected(); n == 0 {
-			return nil
+			return renewCertificate(tx, nc.ID, `SELECT max(rowid) FROM certificates WHERE need_id = ? AND scope = 'need'`, body.NeedID)
 		}
 		for _, m := range body.Members {
 			if _, err := tx.Exec(`INSERT INTO certificate_members (certificate_id, member_id) VALUES (?, ?)`, nc.ID, m); err != nil {
@@ -266,6 +286,28 @@ func (s *Store) putNeedCertificate(ctx context.Context, nc needCertificate) erro
 		}
 		return putDependencies(tx, nc.ID, nc.Dependencies)
 	})
+}
+
+// renewCertificate makes a certificate stored before, and proven again
+// now, the newest of its artifact or need (newest, the query of their
+// newest rowid, with key): "newest" is the order of the rowids (evidenceFor,
+// needCertificate), so it moves to the end, which also moves the evidence
+// generation. The rows referring to it name its certificate_id, never its
+// rowid. A certificate that is the newest already stays where it is: the
+// generation moves only when what a need reads changes.
+func renewCertificate(tx *sql.Tx, id, newest, key string) error {
+	var top, at int64
+	if err := tx.QueryRow(newest, key).Scan(&top); err != nil {
+		return err
+	}
+	if err := tx.QueryRow(`SELECT rowid FROM certificates WHERE certificate_id = ?`, id).Scan(&at); err != nil {
+		return err
+	}
+	if at == top {
+		return nil
+	}
+	_, err := tx.Exec(`UPDATE certificates SET rowid = (SELECT max(rowid) FROM certificates) + 1 WHERE certificate_id = ?`, id)
+	return err
 }
 
 // evidenceGeneration is the rowid of the newest certificate: it grows with
@@ -337,7 +379,7 @@ func (s *Store) artifactRecord(ctx context.Context, artifactID string) (artifact
 	var certID, at string
 	var superseded int
 	err := s.db.QueryRowContext(ctx, `SELECT a.root, c.certificate_id, c.created_at,
-		EXISTS (SELECT 1 FROM artifacts d WHERE d.origin_artifact_id = a.artifact_id)
+		EXISTS (SELECT 1 FROM superseded_artifacts s WHERE s.artifact_id = a.artifact_id)
 		FROM artifacts a JOIN certificates c ON c.artifact_id = a.artifact_id AND c.scope = 'artifact'
 		WHERE a.artifact_id = ? ORDER BY c.rowid DESC LIMIT 1`, artifactID).Scan(&rec.Root, &certID, &at, &superseded)
 	if errNoRows(err) {
@@ -379,7 +421,7 @@ func (s *Store) refreshEvidence(ctx context.Context, root string) ([]string, err
 		SELECT c.certificate_id
 		FROM artifacts a JOIN certificates c ON c.artifact_id = a.artifact_id
 		WHERE a.root = ?
-		  AND NOT EXISTS (SELECT 1 FROM artifacts d WHERE d.origin_artifact_id = a.artifact_id)
+		  AND NOT EXISTS (SELECT 1 FROM superseded_artifacts s WHERE s.artifact_id = a.artifact_id)
 		  AND c.rowid = (SELECT max(c2.rowid) FROM certificates c2 WHERE c2.artifact_id = a.artifact_id)
 		ORDER BY c.rowid`, []any{root}, func(rows rowScanner, id *string) error { return rows.Scan(id) })
 }

@@ -355,6 +355,9 @@ var upgradeSeeds = map[int][]string{
 		`INSERT INTO artifacts VALUES ('b3:` + strings.Repeat("f", 64) + `', '/r2', 'implementation_location', 'symbol', 'crlf', '{}', NULL, '2024-01-12T00:00:00Z')`,
 		`INSERT INTO certificates VALUES ('b3:` + strings.Repeat("9", 64) + `', '/r2', 'need', NULL, 'b3:` + strings.Repeat("2", 64) + `', 'v1', 'bundle', '{}', '2024-01-12T00:00:00Z')`,
 	},
+	13: { // the artifact of version 3, moved by a proof replay to the one of version 12
+		`INSERT INTO superseded_artifacts VALUES ('b3:` + strings.Repeat("3", 64) + `', 'b3:` + strings.Repeat("f", 64) + `')`,
+	},
 }
 
 func TestOpenStore_Upgrade(t *testing.T) {

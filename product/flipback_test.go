@@ -1,0 +1,51 @@
+package product
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+// TestNeedContext_BackAndForth: switching the source back to a version it
+// had (a branch switch there and back) proves the evidence again once, and
+// from then on serves it without replaying anything: the certificate proven
+// most recently is the one a need reads, even when its proof is one made
+// before.
+func TestNeedContext_BackAndForth(t *testing.T) {
+	repo := MustFixtureRepo(t, "grepx", true)
+	te := MustEngine(t, repo)
+	te.mustCertify(locCRLF)
+	te.mustCertify(flowCRLF)
+	te.mustCertify(locNewSearcher)
+	kindOf(t, te.need(needTraceCRLF), ResolutionComposite)
+	kindOf(t, te.need(needLocateNewSearcher), ResolutionCoverage)
+	flags := filepath.Join(repo, "flags.go")
+	a, err := os.ReadFile(flags)
+	if err != nil {
+		t.Fatal(err)
+	}
+	editFile(t, flags, "import \"flag\"\n", "import \"flag\"\n\nconst moved = 0\n")
+	b, err := os.ReadFile(flags)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The --crlf evidence cites flags.go (its artifacts move with the
+	// lines); NewSearcher's cites search.go, and its proof depends on the
+	// whole package (the same artifact, another certificate).
+	for i, version := range [][]byte{b, a, b, a} {
+		MustWriteFile(t, flags, string(version))
+		for _, need := range []string{needTraceCRLF, needLocateNewSearcher} {
+			if r := te.need(need); r.Replays == 0 {
+				t.Errorf("switch %d, %s: the first ask replayed nothing, though the source changed", i, need)
+			}
+		}
+		te.reopen() // another process: nothing remembered but the store
+		for range 2 {
+			for _, need := range []string{needTraceCRLF, needLocateNewSearcher} {
+				if r := te.need(need); r.Replays != 0 || r.Resolution.Kind != ResolutionExact {
+					t.Errorf("switch %d, %s: a later ask is %s with %d replays, want an exact hit replaying nothing", i, need, r.Resolution.Kind, r.Replays)
+				}
+			}
+		}
+	}
+}
