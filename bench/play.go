@@ -39,12 +39,14 @@ type outcome struct {
 
 // bump is a module's work tree moved to another version after evidence
 // was certified at the earlier one, and what the product's Refresh did
-// there before the next need (the background refresh of 'needle mcp
-// serve', run to completion; refresh false leaves the re-proving to the
-// needs).
+// there before the next need, then the serving engine's Warm (the
+// background refresh of 'needle mcp serve', run to completion; refresh
+// false leaves the re-proving to the needs).
 type bump struct {
 	Module, From, To string
 	Refresh          product.RefreshReport
+	Warmed           int     // needs the serving engine readied (Engine.Warm)
+	WarmMs           float64 // how long that took
 }
 
 // appServer says which App Server the engines use.
@@ -95,7 +97,15 @@ func play(ctx context.Context, c *Corpus, repos map[string]*moduleRepo, dataRoot
 			if err != nil {
 				return nil, nil, nil, fmt.Errorf("refresh of %s at %s: %w", s.Module, s.Version, err)
 			}
-			bumps = append(bumps, bump{Module: s.Module, From: at[s.Module], To: s.Version, Refresh: rep})
+			// Then the serving engine readies itself for the renewed needs,
+			// as needle mcp serve's does after its refresher's report.
+			started := time.Now()
+			warmed, err := e.Warm(ctx)
+			if err != nil {
+				return nil, nil, nil, fmt.Errorf("warm-up of %s at %s: %w", s.Module, s.Version, err)
+			}
+			bumps = append(bumps, bump{Module: s.Module, From: at[s.Module], To: s.Version, Refresh: rep,
+				Warmed: warmed, WarmMs: float64(time.Since(started).Microseconds()) / 1000})
 		}
 		at[s.Module] = s.Version
 		if !ok {

@@ -50,7 +50,7 @@ type PatternStat struct {
 
 // Report is reports/<corpus>.json. Everything but the latencies
 // (latency_ms, validation_ms, exact_hit_ms, replay_hit_ms, carried_hit_ms,
-// their ratios and refresh_ms) is deterministic: two runs give the same numbers.
+// their ratios, refresh_ms and warm_ms) is deterministic: two runs give the same numbers.
 type Report struct {
 	Corpus               string    `json:"corpus"`
 	Reproduce            string    `json:"-"` // the command that plays the corpus again, as markdown
@@ -92,6 +92,7 @@ type Report struct {
 	Refreshed              bool                   `json:"refreshed"`
 	Bumps                  []BumpStat             `json:"bumps"`
 	RefreshMs              []float64              `json:"refresh_ms"`
+	WarmMs                 []float64              `json:"warm_ms"`
 	CarriedHits            int                    `json:"carried_hits"`
 	CarriedHitMs           Quantiles              `json:"carried_hit_ms"`
 	CarriedP95OverExactP50 float64                `json:"carried_hit_p95_over_exact_hit_p50"`
@@ -193,7 +194,7 @@ func buildReport(c *Corpus, outs []outcome, ev evaluation, verdicts []Verdict, r
 		r.ReplayP95OverExactP50 = round4(r.ReplayHitMs.P95 / r.ExactHitMs.P50)
 		r.CarriedP95OverExactP50 = round4(r.CarriedHitMs.P95 / r.ExactHitMs.P50)
 	}
-	r.Bumps, r.RefreshMs = []BumpStat{}, []float64{}
+	r.Bumps, r.RefreshMs, r.WarmMs = []BumpStat{}, []float64{}, []float64{}
 	return r
 }
 
@@ -208,6 +209,7 @@ type BumpStat struct {
 	Stale    int    `json:"stale"`
 	Needs    int    `json:"needs"`
 	Renewed  int    `json:"renewed"`
+	Warmed   int    `json:"warmed"`
 }
 
 // addBumps records the refreshes a play ran at version bumps.
@@ -216,8 +218,9 @@ func (r *Report) addBumps(refreshed bool, bumps []bump) {
 	for _, b := range bumps {
 		x := b.Refresh
 		r.Bumps = append(r.Bumps, BumpStat{Module: b.Module, From: b.From, To: b.To, Evidence: x.Evidence,
-			Reproven: x.Reproven, Stale: x.Stale, Needs: x.Needs, Renewed: x.Renewed})
+			Reproven: x.Reproven, Stale: x.Stale, Needs: x.Needs, Renewed: x.Renewed, Warmed: b.Warmed})
 		r.RefreshMs = append(r.RefreshMs, x.Ms)
+		r.WarmMs = append(r.WarmMs, b.WarmMs)
 	}
 }
 
@@ -362,13 +365,16 @@ func markdown(r Report, charts []string) string {
 	if r.Refreshed {
 		b.WriteString("## Refresh at version bumps\n\n" +
 			"At each version bump the product's `Engine.Refresh` (what `needle mcp serve` runs in the background when the\n" +
-			"source changes, and `needle evidence refresh` on demand) re-proved the evidence before the next need was played:\n" +
-			"the needs after a bump are answered as they would be after a finished background refresh. Its wall time is how\n" +
-			"long after the bump that holds; a need asked sooner re-proves what it reaches itself (`needlebench run --no-refresh`\n" +
-			"plays every need that way).\n\n" +
-			"| module | from → to | evidence | re-proven | stale | needs renewed | ms |\n|---|---|---|---|---|---|---|\n")
+			"source changes, on an engine of its own, and `needle evidence refresh` on demand) re-proved the evidence, then the\n" +
+			"serving engine's `Engine.Warm` readied it for the renewed needs, before the next need was played: the needs after\n" +
+			"a bump are answered as they would be after a finished background refresh. Their wall time is how long after the\n" +
+			"bump that holds; a need asked sooner re-proves what it reaches itself (`needlebench run --no-refresh` plays every\n" +
+			"need that way).\n\n" +
+			"| module | from → to | evidence | re-proven | stale | needs renewed | refresh ms | needs warmed | warm ms |\n" +
+			"|---|---|---|---|---|---|---|---|---|\n")
 		for i, x := range r.Bumps {
-			fmt.Fprintf(&b, "| %s | %s → %s | %d | %d | %d | %d of %d | %.1f |\n", x.Module, x.From, x.To, x.Evidence, x.Reproven, x.Stale, x.Renewed, x.Needs, r.RefreshMs[i])
+			fmt.Fprintf(&b, "| %s | %s → %s | %d | %d | %d | %d of %d | %.1f | %d | %.1f |\n", x.Module, x.From, x.To, x.Evidence,
+				x.Reproven, x.Stale, x.Renewed, x.Needs, r.RefreshMs[i], x.Warmed, r.WarmMs[i])
 		}
 		b.WriteString("\n")
 	} else {

@@ -45,7 +45,7 @@ func mustBench(t *testing.T) []string { return []string{mustCommand(t, "needlebe
 
 // latencyFields are the report's fields that are not deterministic.
 var latencyFields = []string{"latency_ms", "validation_ms", "exact_hit_ms", "replay_hit_ms", "replay_hit_p95_over_exact_hit_p50",
-	"carried_hit_ms", "carried_hit_p95_over_exact_hit_p50", "refresh_ms"}
+	"carried_hit_ms", "carried_hit_p95_over_exact_hit_p50", "refresh_ms", "warm_ms"}
 
 // deterministic is a report without its latencies, as generic JSON.
 func deterministic(t *testing.T, file string) map[string]any {
