@@ -238,6 +238,13 @@
 // certificates of the needs asked there, with the same validators and
 // resolver; Warm then readies a serving engine's memory for those needs.
 //
+// Replays need not wait for a need: Engine.Refresh (needle evidence
+// refresh) re-proves every piece of the checkout's evidence whose
+// dependencies changed and renews the need certificates of the needs asked
+// there, and needle mcp serve runs it in the background on an engine of its
+// own (refresher.go): once at start, then whenever the evidence generation
+// or the lstat of a dependency changed, polled every --refresh-interval.
+//
 // # Resolution
 //
 // resolve (pure) decides from classified candidates; the Engine does the
@@ -593,6 +600,7 @@
 //	evidence.go          Evidence, certificates, dependencies, claims
 //	freshness.go         freshness through the stat cache; proof replay
 //	refresh.go           Refresh: re-prove changed evidence ahead of the needs
+//	refresher.go         mcp serve's background refresher: the change watcher and its loop
 //	resolve.go           the resolver (pure): ResolutionKind, decisions
 //	resolve_plan.go      plans (PlanOp) and their economic selection
 //	ledger.go            the session ledger: relations and limits

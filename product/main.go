@@ -106,8 +106,9 @@ Commands:
                     validate a proposal with the trusted validators and store it
   evidence refresh --repository DIR --data-dir DIR
                     re-prove changed evidence now, so the next asks are exact hits
-  mcp serve --data-dir DIR --repository DIR --main-model NAME --role-profile ID [--cache-only] [--codex CMD] [--routes LIST]
-                    serve the MCP tools (need_context, and with a worker the change tools) on stdio
+  mcp serve --data-dir DIR --repository DIR --main-model NAME --role-profile ID [--cache-only] [--codex CMD] [--routes LIST] [--refresh-interval DUR]
+                    serve the MCP tools (need_context, and with a worker the change tools) on stdio,
+                    re-proving changed evidence in the background
   exec [--coordination new-turn|continue-working] --codex CMD --data-dir DIR PROMPT
                     run the main model as a Codex App Server thread and answer its @@need markers
   hook codex --data-dir DIR [--role-profile ID] [--cache-only] [--codex CMD] [--deadline DUR]

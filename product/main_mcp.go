@@ -4,9 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 )
 
-const usageMCPServe = `Usage: needle mcp serve --data-dir DIR --repository DIR --main-model NAME --role-profile ID [--cache-only] [--codex CMD] [--routes LIST]
+const usageMCPServe = `Usage: needle mcp serve --data-dir DIR --repository DIR --main-model NAME --role-profile ID [--cache-only] [--codex CMD] [--routes LIST] [--refresh-interval DUR]
 
 Serve the Model Context Protocol on stdin/stdout (newline-delimited JSON-RPC,
 protocol versions 2025-06-18 and 2024-11-05) for one client connection. The
@@ -25,6 +26,16 @@ status 0 when stdin closes (once every accepted request is answered) and on
 SIGTERM or SIGINT (once running requests are cancelled and their workers
 cleaned up).
 
+In the background the server keeps the repository's evidence fresh, as
+'needle evidence refresh' does: once the store is open, and again whenever
+a file the evidence depends on or the evidence itself changed (polled every
+--refresh-interval: the lstat of those files, nothing read), it re-proves
+the changed evidence and renews the need certificates, so that the next
+need is an exact hit instead of a proof replay. It runs beside the session
+on its own connection to the store, never spawns a worker and never makes a
+need wait; a refresh that re-proved or renewed something logs one line on
+stderr, and one that failed logs why and is tried again at the next change.
+
 Flags:
   --data-dir DIR        the Needle data directory (holds needle.db)
   --repository DIR      the repository root needs are resolved against
@@ -34,6 +45,9 @@ Flags:
   --codex CMD           the App Server command (overrides the codex.command setting)
   --routes LIST         comma-separated enabled routes (default: all); need_context
                         advertises only these and refuses the others (-32602)
+  --refresh-interval DUR
+                        how often the background refresher looks for change
+                        (default 2s; 0 turns it off)
 `
 
 func (c *cli) mcpServe(args []string) int {
@@ -45,11 +59,16 @@ func (c *cli) mcpServe(args []string) int {
 	cacheOnly := fs.Bool("cache-only", false, "")
 	codex := fs.String("codex", "", "")
 	routeList := fs.String("routes", "", "")
+	refreshEvery := fs.Duration("refresh-interval", defaultRefreshInterval, "")
 	if code, ok := c.parse(fs, usageMCPServe, args); !ok {
 		return code
 	}
 	if *dataDir == "" || *repo == "" || *mainModel == "" || *profileID == "" || fs.NArg() != 0 {
 		fmt.Fprintf(c.stderr, "needle mcp serve: --data-dir, --repository, --main-model and --role-profile are required\n\n%s", usageMCPServe)
+		return 2
+	}
+	if *refreshEvery < 0 {
+		fmt.Fprintf(c.stderr, "needle mcp serve: --refresh-interval %s is negative (0 turns the refresher off)\n\n%s", *refreshEvery, usageMCPServe)
 		return 2
 	}
 	routes, err := routesFlag(*routeList)
@@ -81,7 +100,16 @@ func (c *cli) mcpServe(args []string) int {
 		open.Engine, open.Profile, open.WorkerReady = eng, eng.RoleProfile(), eng.cfg.Codex != nil
 		return open, nil
 	})
+	stopRefresher := func() {}
+	if *refreshEvery > 0 {
+		stopRefresher = startRefresher(c.ctx, refresher{every: *refreshEvery, log: c.stderr, prefix: "needle mcp serve: "},
+			func(ctx context.Context) (*Engine, error) { return c.refreshEngine(ctx, opening) })
+	}
 	err = serveMCP(c.ctx, c.stderr, opening, c.stdin, c.stdout)
+	// The session is over: a refresh under way is cancelled (a test it
+	// runs is killed) and the refresher's engine closed before anything
+	// else closes.
+	stopRefresher()
 	open, openErr := opening.wait(context.WithoutCancel(c.ctx))
 	if open.Engine != nil {
 		defer open.Engine.Close()
@@ -99,4 +127,27 @@ func (c *cli) mcpServe(args []string) int {
 	// cancelled every request and waited for its workers' cleanup; the
 	// deferred Close closes the store.
 	return 0
+}
+
+// defaultRefreshInterval is how often mcp serve's refresher polls for
+// change: a stat per dependency file and one indexed read each time.
+const defaultRefreshInterval = 2 * time.Second
+
+// refreshEngine opens the refresher's engine once the serving engine is
+// open (nothing of it delays initialize): another engine of the same data
+// directory and repository with the same tests configuration, which never
+// spawns a worker; none when the serving engine could not be opened.
+// Standalone it opens a store connection of its own; in
+// the resident runtime it shares the runtime's store, and it stops with the
+// session's stream either way.
+func (c *cli) refreshEngine(ctx context.Context, opening *mcpOpening) (*Engine, error) {
+	open, err := opening.wait(ctx)
+	if err != nil {
+		return nil, nil // the session fails with that error; nothing to refresh
+	}
+	serving := open.Engine.cfg
+	rc := *c
+	rc.ctx = ctx
+	return rc.openEngine(Config{DataDir: serving.DataDir, Repository: serving.Repository, Routes: serving.Routes,
+		CacheOnly: true, Transport: serving.Transport, Tests: serving.Tests})
 }

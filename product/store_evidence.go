@@ -425,3 +425,26 @@ func (s *Store) refreshEvidence(ctx context.Context, root string) ([]string, err
 		  AND c.rowid = (SELECT max(c2.rowid) FROM certificates c2 WHERE c2.artifact_id = a.artifact_id)
 		ORDER BY c.rowid`, []any{root}, func(rows rowScanner, id *string) error { return rows.Scan(id) })
 }
+
+// refreshDependencies returns the distinct dependencies (kind and path;
+// the digest left empty) of the evidence a Refresh of the checkout at root
+// would look at: the certificates refreshEvidence returns and the members
+// of the newest need certificate of each need refreshNeeds returns. The
+// evidence refresher watches them for change.
+func (s *Store) refreshDependencies(ctx context.Context, root string) ([]Dependency, error) {
+	return queryAll(ctx, s.db, "store.refresh", `
+		WITH watched(certificate_id) AS (
+			SELECT c.certificate_id
+			FROM artifacts a JOIN certificates c ON c.artifact_id = a.artifact_id
+			WHERE a.root = ?1
+			  AND NOT EXISTS (SELECT 1 FROM artifacts d WHERE d.origin_artifact_id = a.artifact_id)
+			  AND c.rowid = (SELECT max(c2.rowid) FROM certificates c2 WHERE c2.artifact_id = a.artifact_id)
+			UNION
+			SELECT m.member_id
+			FROM certificate_members m JOIN (SELECT max(rowid) AS newest FROM certificates
+				WHERE root = ?1 AND scope = 'need' GROUP BY need_id) n
+			  ON m.certificate_id = (SELECT certificate_id FROM certificates WHERE rowid = n.newest))
+		SELECT DISTINCT d.kind, d.path FROM dependencies d JOIN watched w ON w.certificate_id = d.certificate_id
+		ORDER BY d.kind, d.path`, []any{root},
+		func(rows rowScanner, d *Dependency) error { return rows.Scan(&d.Kind, &d.Path) })
+}

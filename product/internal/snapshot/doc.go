@@ -64,7 +64,10 @@
 // subtree of each one it does not) and is trusted while all of them are
 // unchanged and older than RacyWindow; otherwise git lists it again
 // (dircache.go). Ignored asks one long-lived git check-ignore, which lives
-// until Release ends the unit of work (ignore.go).
+// until Release ends the unit of work (ignore.go). A Stamp is the same
+// lstat record for a caller that polls a set of paths for change (watch.go):
+// changed when an lstat differs, or once RacyWindow has passed after a
+// change the stamp was taken too soon after to trust.
 //
 // # Paths
 //

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"time"
 )
 
 // watched is the lstat of one path as it was recorded: absent, or its type,
@@ -190,4 +191,56 @@ func (r *Repo) ignoreFiles(dir string) []string {
 		files = append(files, filepath.Join(r.root, filepath.FromSlash(strings.Join(parts[:i+1], "/")), ".gitignore"))
 	}
 	return files
+}
+
+// Stamp is the lstat of a set of paths, each recorded at its own moment: a
+// cheap way to learn that one of them may have changed since, without
+// reading any. It is what a watcher polls (the evidence refresher of
+// needle mcp serve) before paying for a look at the content. The zero
+// Stamp watches nothing; it is not safe for concurrent use.
+type Stamp struct {
+	paths map[string]stamped
+}
+
+type stamped struct {
+	w          watched
+	recordedNs int64
+}
+
+// Add records, at now, the lstat of each path (absolute) not yet in s.
+func (s *Stamp) Add(now time.Time, paths ...string) {
+	if s.paths == nil {
+		s.paths = map[string]stamped{}
+	}
+	for _, p := range paths {
+		if _, ok := s.paths[p]; !ok {
+			s.paths[p] = stamped{w: watch(p), recordedNs: now.UnixNano()}
+		}
+	}
+}
+
+// Len is the number of paths s watches.
+func (s *Stamp) Len() int { return len(s.paths) }
+
+// Changed reports whether some path may have changed since it was stamped:
+// its lstat differs (or cannot be read), or it had changed within
+// RacyWindow before it was stamped and that window has passed by now. The
+// second is git's racy-clean rule: a rewrite within one timestamp tick of
+// the stamp leaves the lstat as it was, so only a look at the content
+// settles it, and waiting out the window first lets the caller's next
+// stamp of that path be a trusted one.
+func (s *Stamp) Changed(now time.Time) bool {
+	for _, p := range s.paths {
+		if !p.w.unchanged() {
+			return true
+		}
+		if !p.w.exists {
+			continue
+		}
+		last := max(p.w.st.MtimeNs, p.w.st.CtimeNs)
+		if p.recordedNs-last <= int64(RacyWindow) && now.UnixNano()-last > int64(RacyWindow) {
+			return true
+		}
+	}
+	return false
 }

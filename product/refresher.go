@@ -1,0 +1,212 @@
+package product
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"path/filepath"
+	"time"
+
+	"github.com/needle-dev/needle/product/internal/snapshot"
+)
+
+// The evidence refresher: Refresh (refresh.go) run in the background of
+// needle mcp serve, so that the needs of a session find the evidence of a
+// changed source already re-proven. It runs on an engine of its own (its
+// own turn: a need being served never waits for it) that never spawns a
+// worker. It refreshes once when it starts (a host's new session often
+// follows a checkout), then polls cheaply — the evidence generation and
+// the lstat of every file the checkout's evidence depends on — and
+// refreshes again only when one of them changed. Between two changes it
+// reads no file and runs nothing.
+//
+// What a refresh relied on is stamped before it begins, so an edit made
+// while it runs is seen by the next poll, never lost; a stamp taken within
+// snapshot.RacyWindow of a file's change asks for one more refresh once the
+// window has passed (a rewrite within one timestamp tick keeps the lstat).
+// Refreshers of one repository in several processes, or several sessions
+// of one resident runtime, take turns through a lock in the data
+// directory: the one that waits refreshes after the other, and finds
+// everything fresh at the price of the stats.
+
+// refreshWatch is what a refresh relied on, as it was when it began: the
+// evidence generation and the lstat of each dependency.
+type refreshWatch struct {
+	gen   int64
+	stamp snapshot.Stamp
+}
+
+// stampDependencies adds to w the lstat, at now, of every dependency of
+// the evidence a Refresh of this checkout looks at.
+func (e *Engine) stampDependencies(ctx context.Context, w *refreshWatch, now time.Time) error {
+	deps, err := e.store.refreshDependencies(ctx, e.root)
+	if err != nil {
+		return err
+	}
+	paths := make([]string, len(deps))
+	for i, d := range deps {
+		paths[i] = filepath.Join(e.root, filepath.FromSlash(d.Path))
+	}
+	w.stamp.Add(now, paths...)
+	return nil
+}
+
+// watchRefresh records what a refresh starting now relies on.
+func (e *Engine) watchRefresh(ctx context.Context, now time.Time) (*refreshWatch, error) {
+	w := &refreshWatch{}
+	var err error
+	if w.gen, err = e.store.evidenceGeneration(ctx); err != nil {
+		return nil, err
+	}
+	if err := e.stampDependencies(ctx, w, now); err != nil {
+		return nil, err
+	}
+	return w, nil
+}
+
+// refreshDue reports whether something w watches may have changed: a
+// certificate stored since (new evidence, a need certificate, a replay),
+// or a dependency's lstat (snapshot.Stamp.Changed).
+func (e *Engine) refreshDue(ctx context.Context, w *refreshWatch, now time.Time) (bool, error) {
+	gen, err := e.store.evidenceGeneration(ctx)
+	if err != nil {
+		return false, err
+	}
+	return gen != w.gen || w.stamp.Changed(now), nil
+}
+
+// refreshLock is the lock refreshers of this repository take turns by.
+func (e *Engine) refreshLock() (func(), error) {
+	sum := sha256.Sum256([]byte(e.root))
+	return e.lock("refresh-"+hex.EncodeToString(sum[:8]), "an evidence refresh of this repository")
+}
+
+// errRefreshBusy: another refresher of the repository holds the lock.
+var errRefreshBusy = errors.New("another refresher of the repository is refreshing")
+
+// refreshOnce refreshes and returns what the refresh relied on, for the
+// next poll. A refresh that failed returns its watch as well, so it is
+// retried at the next change and not before.
+func (e *Engine) refreshOnce(ctx context.Context, now func() time.Time) (RefreshReport, *refreshWatch, error) {
+	unlock, err := e.refreshLock()
+	if KindOf(err) == KindConflict {
+		return RefreshReport{}, nil, fmt.Errorf("%w: %v", errRefreshBusy, err)
+	}
+	if err != nil {
+		return RefreshReport{}, nil, err
+	}
+	defer unlock()
+	w, err := e.watchRefresh(ctx, now())
+	if err != nil {
+		return RefreshReport{}, nil, err
+	}
+	rep, rerr := e.Refresh(ctx)
+	// The certificates the refresh stored are no change to refresh for;
+	// a dependency that only they have is stamped now.
+	gen, err := e.store.evidenceGeneration(ctx)
+	if err != nil {
+		return rep, nil, errors.Join(rerr, err)
+	}
+	if gen != w.gen {
+		w.gen = gen
+		if err := e.stampDependencies(ctx, w, now()); err != nil {
+			return rep, nil, errors.Join(rerr, err)
+		}
+	}
+	return rep, w, rerr
+}
+
+// refresher runs an engine's refreshes in the background (see above).
+type refresher struct {
+	engine *Engine
+	every  time.Duration // the poll interval
+	log    io.Writer     // one line per refresh that did something, and errors
+	prefix string        // of each line ("needle mcp serve: ")
+	now    func() time.Time
+}
+
+// run refreshes now and then at every change until ctx ends.
+func (r *refresher) run(ctx context.Context) {
+	now := r.now
+	if now == nil {
+		now = time.Now
+	}
+	tick := time.NewTicker(r.every)
+	defer tick.Stop()
+	var w *refreshWatch // nil: refresh at the next turn
+	for {
+		due := w == nil
+		if !due {
+			var err error
+			if due, err = r.engine.refreshDue(ctx, w, now()); err != nil && ctx.Err() == nil {
+				r.logf("evidence refresh: watching for change: %v", err)
+			}
+		}
+		if due {
+			rep, next, err := r.engine.refreshOnce(ctx, now)
+			switch {
+			case ctx.Err() != nil:
+				return
+			case errors.Is(err, errRefreshBusy):
+				// Refresh after the other one, on the same watch.
+			case err != nil:
+				r.logf("evidence refresh: %v (tried again at the next change)", err)
+				if next == nil && w == nil {
+					// Failed before it could record what it relied on:
+					// the next certificate stored is the change.
+					next = &refreshWatch{}
+					next.gen, _ = r.engine.store.evidenceGeneration(ctx)
+				}
+				if next != nil {
+					w = next
+				}
+			default:
+				w = next
+				if rep.Reproven > 0 || rep.Renewed > 0 {
+					r.logf("evidence refresh: %d of %d pieces of evidence re-proven (%d stale), %d of %d need certificates renewed (%d unanswerable), %.1f ms",
+						rep.Reproven, rep.Evidence, rep.Stale, rep.Renewed, rep.Needs, rep.Unanswerable, rep.Ms)
+				}
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+	}
+}
+
+func (r *refresher) logf(format string, args ...any) {
+	if r.log != nil {
+		fmt.Fprintf(r.log, r.prefix+format+"\n", args...)
+	}
+}
+
+// startRefresher runs a refresher on the engine open returns, once it
+// returns one (nil, nil: none to refresh), until the returned stop is called: stop cancels it (a
+// refresh under way stops, a test it runs is killed through the context),
+// waits for it and closes its engine.
+func startRefresher(ctx context.Context, r refresher, open func(context.Context) (*Engine, error)) (stop func()) {
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		eng, err := open(ctx)
+		if err != nil && ctx.Err() == nil {
+			r.logf("evidence refresh: %v (no background refresh in this session)", err)
+		}
+		if eng == nil || err != nil {
+			return
+		}
+		defer eng.Close()
+		r.engine = eng
+		r.run(ctx)
+	}()
+	return func() {
+		cancel()
+		<-done
+	}
+}
