@@ -281,3 +281,38 @@ func TestMCP_BackgroundRefreshOff(t *testing.T) {
 		t.Errorf("a refresher ran with --refresh-interval 0:\n%s", stderr)
 	}
 }
+
+// TestMCP_BackgroundRefreshCancelled: the session ends while the refresher
+// runs a cited test again in the sandbox: the run is cancelled (its
+// checkout removed), nothing is certified, and the server exits cleanly.
+func TestMCP_BackgroundRefreshCancelled(t *testing.T) {
+	te := MustEngine(t, MustFixtureRepo(t, "grepx", true))
+	te.mustCertify(testsCRLF)
+	tests := MustTestsConfig(t)
+	for k, v := range map[string]string{"tests.codex": tests.Codex, "tests.cache": tests.CacheDir} {
+		if err := te.store.SetSetting(context.Background(), k, v); err != nil {
+			t.Fatal(err)
+		}
+	}
+	shiftCRLF(t, te.repo) // search_test.go's test binary compiles flags.go
+	before := replayAttempts(t, te.data)
+	s, stderr := refreshSession(t, te, "Standalone", "--refresh-interval", "50ms")
+	checkouts := filepath.Join(te.data, "checkouts")
+	for deadline := time.Now().Add(2 * time.Minute); !hasEntries(checkouts); runtimeYield() {
+		if time.Now().After(deadline) {
+			t.Fatalf("the refresher never ran the test; stderr:\n%s", stderr)
+		}
+	}
+	if err := s.Close(); err != nil {
+		t.Errorf("the server did not exit cleanly on stdin EOF: %v\n%s", err, stderr)
+	}
+	if hasEntries(checkouts) {
+		t.Error("the cancelled test run left its checkout behind")
+	}
+	if strings.Contains(stderr.String(), "re-proven") {
+		t.Errorf("the refresh was not cancelled:\n%s", stderr)
+	}
+	if after := replayAttempts(t, te.data); after != before {
+		t.Errorf("replay attempts %d → %d: the cancelled refresh recorded one", before, after)
+	}
+}
