@@ -126,6 +126,11 @@ type refresher struct {
 	log    io.Writer     // one line per refresh that did something, and errors
 	prefix string        // of each line ("needle mcp serve: ")
 	now    func() time.Time
+	// ticks, when set, replaces the poll interval's ticker (tests).
+	ticks <-chan time.Time
+	// failed is the last error logged: the same error again (a store
+	// that stays unreadable) is not logged at every poll.
+	failed string
 }
 
 // run refreshes now and then at every change until ctx ends.
@@ -134,15 +139,19 @@ func (r *refresher) run(ctx context.Context) {
 	if now == nil {
 		now = time.Now
 	}
-	tick := time.NewTicker(r.every)
-	defer tick.Stop()
+	ticks := r.ticks
+	if ticks == nil {
+		tick := time.NewTicker(r.every)
+		defer tick.Stop()
+		ticks = tick.C
+	}
 	var w *refreshWatch // nil: refresh at the next turn
 	for {
 		due := w == nil
 		if !due {
 			var err error
 			if due, err = r.engine.refreshDue(ctx, w, now()); err != nil && ctx.Err() == nil {
-				r.logf("evidence refresh: watching for change: %v", err)
+				r.fail("evidence refresh: watching for change: %v", err)
 			}
 		}
 		if due {
@@ -153,7 +162,7 @@ func (r *refresher) run(ctx context.Context) {
 			case errors.Is(err, errRefreshBusy):
 				// Refresh after the other one, on the same watch.
 			case err != nil:
-				r.logf("evidence refresh: %v (tried again at the next change)", err)
+				r.fail("evidence refresh: %v (tried again at the next change)", err)
 				if next == nil && w == nil {
 					// Failed before it could record what it relied on:
 					// the next certificate stored is the change.
@@ -164,7 +173,7 @@ func (r *refresher) run(ctx context.Context) {
 					w = next
 				}
 			default:
-				w = next
+				w, r.failed = next, ""
 				if rep.Reproven > 0 || rep.Renewed > 0 {
 					r.logf("evidence refresh: %d of %d pieces of evidence re-proven (%d stale), %d of %d need certificates renewed (%d unanswerable), %.1f ms",
 						rep.Reproven, rep.Evidence, rep.Stale, rep.Renewed, rep.Needs, rep.Unanswerable, rep.Ms)
@@ -174,7 +183,7 @@ func (r *refresher) run(ctx context.Context) {
 		select {
 		case <-ctx.Done():
 			return
-		case <-tick.C:
+		case <-ticks:
 		}
 	}
 }
@@ -185,10 +194,20 @@ func (r *refresher) logf(format string, args ...any) {
 	}
 }
 
+// fail logs an error unless it is the one logged last.
+func (r *refresher) fail(format string, args ...any) {
+	msg := fmt.Sprintf(format, args...)
+	if msg == r.failed {
+		return
+	}
+	r.failed = msg
+	r.logf("%s", msg)
+}
+
 // startRefresher runs a refresher on the engine open returns, once it
-// returns one (nil, nil: none to refresh), until the returned stop is called: stop cancels it (a
-// refresh under way stops, a test it runs is killed through the context),
-// waits for it and closes its engine.
+// returns one (nil, nil: none to refresh), until the returned stop is
+// called: stop cancels it (a refresh under way stops, a test it runs is
+// killed through the context), waits for it and closes its engine.
 func startRefresher(ctx context.Context, r refresher, open func(context.Context) (*Engine, error)) (stop func()) {
 	ctx, cancel := context.WithCancel(ctx)
 	done := make(chan struct{})

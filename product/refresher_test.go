@@ -316,3 +316,60 @@ func TestMCP_BackgroundRefreshCancelled(t *testing.T) {
 		t.Errorf("replay attempts %d → %d: the cancelled refresh recorded one", before, after)
 	}
 }
+
+// TestRefresher_FailuresAreLoggedNotFatal: a refresher whose store fails
+// logs the failure once (not at every poll), keeps polling, and stops when
+// its context ends.
+func TestRefresher_FailuresAreLoggedNotFatal(t *testing.T) {
+	te := MustEngine(t, MustFixtureRepo(t, "grepx", true))
+	te.mustCertify(locCRLF)
+	e, err := Open(context.Background(), Config{DataDir: te.data, Repository: te.repo, CacheOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	if err := e.store.Close(); err != nil { // every read and write of the refresher fails
+		t.Fatal(err)
+	}
+	log := newLineWatch()
+	ticks := make(chan time.Time)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		r := refresher{engine: e, log: log, prefix: "test: ", ticks: ticks}
+		r.run(ctx)
+	}()
+	for range 3 {
+		ticks <- time.Now() // received: the loop polled, or is about to
+	}
+	ticks <- time.Now() // the third poll is done
+	cancel()
+	<-done
+	lines := strings.Split(strings.TrimSuffix(log.String(), "\n"), "\n")
+	if len(lines) != 2 || !strings.HasPrefix(lines[0], "test: evidence refresh: ") ||
+		!strings.Contains(lines[0], "tried again at the next change") || !strings.HasPrefix(lines[1], "test: evidence refresh: watching for change: ") {
+		t.Errorf("log of a failing refresher over 4 polls:\n%s", log)
+	}
+}
+
+// BenchmarkRefreshPoll is what the refresher of an idle session costs at
+// each poll: the evidence generation and the lstat of every dependency.
+func BenchmarkRefreshPoll(b *testing.B) {
+	te := MustEngine(b, MustFixtureRepo(b, "grepx", true))
+	te.mustCertify(locCRLF)
+	te.mustCertify(flowCRLF)
+	te.mustCertify(locNewSearcher)
+	ctx := context.Background()
+	later := time.Now().Add(time.Hour)
+	w, err := te.watchRefresh(ctx, later)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for b.Loop() {
+		if due, err := te.refreshDue(ctx, w, later); err != nil || due {
+			b.Fatalf("due %v, %v", due, err)
+		}
+	}
+	b.ReportMetric(float64(w.stamp.Len()), "files")
+}
