@@ -158,9 +158,9 @@ func (l *lineWatch) wait(t *testing.T, sub string, limit time.Duration) string {
 	}
 }
 
-// replayAttempts counts the proof replays the store recorded, read through
-// a connection of its own (read-only), not through the product's store.
-func replayAttempts(t *testing.T, data string) int {
+// storeCount counts rows of the store, read through a connection of its
+// own (read-only), not through the product's store.
+func storeCount(t *testing.T, data, query string) int {
 	t.Helper()
 	db, err := sql.Open("sqlite", "file:"+filepath.Join(data, "needle.db")+"?mode=ro&_pragma=busy_timeout(10000)")
 	if err != nil {
@@ -168,10 +168,28 @@ func replayAttempts(t *testing.T, data string) int {
 	}
 	defer db.Close()
 	var n int
-	if err := db.QueryRow(`SELECT count(*) FROM attempts WHERE source = 'replay'`).Scan(&n); err != nil {
+	if err := db.QueryRow(query).Scan(&n); err != nil {
 		t.Fatal(err)
 	}
 	return n
+}
+
+// replayAttempts counts the proof replays the store recorded.
+func replayAttempts(t *testing.T, data string) int {
+	t.Helper()
+	return storeCount(t, data, `SELECT count(*) FROM attempts WHERE source = 'replay'`)
+}
+
+// awaitNeedCertificate waits until the store holds a need certificate: the
+// server records an answer's certificate after the answer, off the request
+// path.
+func awaitNeedCertificate(t *testing.T, data string) {
+	t.Helper()
+	for deadline := time.Now().Add(2 * time.Minute); storeCount(t, data, `SELECT count(*) FROM certificates WHERE scope = 'need'`) == 0; runtimeYield() {
+		if time.Now().After(deadline) {
+			t.Fatal("the first answer's need certificate was never stored")
+		}
+	}
 }
 
 // refreshSession starts needle mcp serve on te's store with args and
@@ -231,10 +249,11 @@ func TestMCP_BackgroundRefresh(t *testing.T) {
 			if kind, text := askOver(t, s, needLocateCRLF); kind != string(ResolutionCoverage) || !strings.Contains(text, "flags.go:6-14") {
 				t.Fatalf("first ask: %s\n%s", kind, text)
 			}
+			awaitNeedCertificate(t, te.data)
 			before := replayAttempts(t, te.data)
 			shiftCRLF(t, te.repo)
-			line := stderr.wait(t, "pieces of evidence re-proven", 2*time.Minute)
-			if !strings.HasPrefix(line, "needle mcp serve: evidence refresh: 1 of ") || !strings.Contains(line, "1 of 1 need certificates renewed") {
+			line := stderr.wait(t, "1 of 1 need certificates renewed", 2*time.Minute)
+			if !strings.HasPrefix(line, "needle mcp serve: evidence refresh: 1 of ") || !strings.Contains(line, "pieces of evidence re-proven (0 stale)") {
 				t.Errorf("refresh line %q", line)
 			}
 			refreshed := replayAttempts(t, te.data)
@@ -264,6 +283,7 @@ func TestMCP_BackgroundRefreshOff(t *testing.T) {
 	if kind, _ := askOver(t, s, needLocateCRLF); kind != string(ResolutionCoverage) {
 		t.Fatalf("first ask: %s", kind)
 	}
+	awaitNeedCertificate(t, te.data)
 	shiftCRLF(t, te.repo)
 	before := replayAttempts(t, te.data)
 	// The answer is the same exact hit at the new lines; only its proof
