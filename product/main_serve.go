@@ -23,10 +23,10 @@ owns the only connection pool of DIR/needle.db with caches of its decoded
 immutable records, and serves:
 
   - on the IPC socket DIR/needle.sock (mode 0600, this user only): the
-    commands need resolve, evidence propose, mcp serve, change, profile,
-    config and db check of any client naming --data-dir DIR run here, over
-    this store, with the same results as without a runtime (which they
-    fall back to when none runs);
+    commands need resolve, evidence propose, evidence refresh, mcp serve,
+    change, profile, config and db check of any client naming --data-dir
+    DIR run here, over this store, with the same results as without a
+    runtime (which they fall back to when none runs);
   - on loopback HTTP (--addr, 127.0.0.1 or ::1 only; port 0 picks one): the
     web UI and the API /api/v1 (need feed, evidence, accounting, change
     lifecycles with their approval and apply, server-sent events at
@@ -37,8 +37,8 @@ immutable records, and serves:
 
 It prints the URL, the login URL and the socket on stdout. On SIGINT or
 SIGTERM it stops accepting, ends the event streams, lets running requests
-and commands finish (MCP sessions answer what they accepted), releases the
-lock and exits 0. A runtime that crashed leaves a lock the next one takes
+and commands finish (MCP sessions answer what they accepted and cancel
+their background evidence refresh), releases the lock and exits 0. A runtime that crashed leaves a lock the next one takes
 over safely.
 
 Flags:
