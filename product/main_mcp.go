@@ -31,7 +31,8 @@ In the background the server keeps the repository's evidence fresh, as
 a file the evidence depends on or the evidence itself changed (polled every
 --refresh-interval: the lstat of those files, nothing read), it re-proves
 the changed evidence and renews the need certificates, so that the next
-need is an exact hit instead of a proof replay. It runs beside the session
+need is an exact hit instead of a proof replay; then the session readies
+its memory for the renewed needs (one at a time, between requests). It runs beside the session
 on its own connection to the store, never spawns a worker and never makes a
 need wait; a refresh that re-proved or renewed something logs one line on
 stderr, and one that failed logs why and is tried again at the next change.
@@ -102,7 +103,16 @@ func (c *cli) mcpServe(args []string) int {
 	})
 	stopRefresher := func() {}
 	if *refreshEvery > 0 {
-		stopRefresher = startRefresher(c.ctx, refresher{every: *refreshEvery, log: c.stderr, prefix: "needle mcp serve: "},
+		// After a refresh that renewed need certificates, the serving engine
+		// readies its memory for those needs, one need per turn.
+		warm := func(ctx context.Context) (int, error) {
+			open, err := opening.wait(ctx)
+			if err != nil {
+				return 0, nil
+			}
+			return open.Engine.Warm(ctx)
+		}
+		stopRefresher = startRefresher(c.ctx, refresher{every: *refreshEvery, log: c.stderr, prefix: "needle mcp serve: ", warm: warm},
 			func(ctx context.Context) (*Engine, error) { return c.refreshEngine(ctx, opening) })
 	}
 	err = serveMCP(c.ctx, c.stderr, opening, c.stdin, c.stdout)

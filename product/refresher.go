@@ -131,6 +131,10 @@ type refresher struct {
 	// failed is the last error logged: the same error again (a store
 	// that stays unreadable) is not logged at every poll.
 	failed string
+	// warm, when set, readies the serving engine after a refresh that
+	// renewed need certificates (Engine.Warm): the next asks are answered
+	// from its memory. It returns how many needs it readied.
+	warm func(context.Context) (int, error)
 }
 
 // run refreshes now and then at every change until ctx ends.
@@ -177,6 +181,18 @@ func (r *refresher) run(ctx context.Context) {
 				if rep.Reproven > 0 || rep.Renewed > 0 {
 					r.logf("evidence refresh: %d of %d pieces of evidence re-proven (%d stale), %d of %d need certificates renewed (%d unanswerable), %.1f ms",
 						rep.Reproven, rep.Evidence, rep.Stale, rep.Renewed, rep.Needs, rep.Unanswerable, rep.Ms)
+				}
+				if rep.Renewed > 0 && r.warm != nil {
+					started := now()
+					n, err := r.warm(ctx)
+					switch {
+					case ctx.Err() != nil:
+						return
+					case err != nil:
+						r.fail("evidence refresh: readying the session for the renewed needs: %v", err)
+					default:
+						r.logf("evidence refresh: %d needs readied in %.1f ms", n, float64(now().Sub(started).Microseconds())/1000)
+					}
 				}
 			}
 		}

@@ -238,8 +238,9 @@ func shiftCRLF(t *testing.T, repo string) {
 
 // TestMCP_BackgroundRefresh: needle mcp serve, a real subprocess driven by
 // the go-sdk client, re-proves evidence whose lines moved in the
-// background: once it logs the refresh, the need is an exact hit citing the
-// new lines and replays nothing when it is asked.
+// background and readies the session for the renewed need: once it logs
+// both, the need is an exact hit citing the new lines and replays nothing
+// when it is asked.
 func TestMCP_BackgroundRefresh(t *testing.T) {
 	for _, mode := range mcpModes {
 		t.Run(mode, func(t *testing.T) {
@@ -256,6 +257,8 @@ func TestMCP_BackgroundRefresh(t *testing.T) {
 			if !strings.HasPrefix(line, "needle mcp serve: evidence refresh: 1 of ") || !strings.Contains(line, "pieces of evidence re-proven (0 stale)") {
 				t.Errorf("refresh line %q", line)
 			}
+			// Then the session readies its memory for the renewed need.
+			stderr.wait(t, "evidence refresh: 1 needs readied", 2*time.Minute)
 			refreshed := replayAttempts(t, te.data)
 			if refreshed <= before {
 				t.Errorf("the refresh logged, but the store holds %d replay attempts (before it: %d)", refreshed, before)
