@@ -49,3 +49,30 @@ func TestNeedContext_BackAndForth(t *testing.T) {
 		}
 	}
 }
+
+// TestNeedContext_ProvenSinceIsServed: a need certificate binds the
+// certificates of its answer; when one of them was proven again since (by
+// another need, after a change), the need serves that newer proof rather
+// than replaying the old one again.
+func TestNeedContext_ProvenSinceIsServed(t *testing.T) {
+	repo := MustFixtureRepo(t, "grepx", true)
+	te := MustEngine(t, repo)
+	te.mustCertify(locCRLF)
+	te.mustCertify(flowCRLF)
+	kindOf(t, te.need(needTraceCRLF), ResolutionComposite)
+	kindOf(t, te.need(needLocateCRLF), ResolutionCoverage)
+	editFile(t, filepath.Join(repo, "flags.go"), "import \"flag\"\n", "import \"flag\"\n\nconst moved = 0\n")
+	if r := te.need(needLocateCRLF); r.Replays != 1 {
+		t.Fatalf("the location's need replayed %d proofs, want 1", r.Replays)
+	}
+	te.reopen()
+	// The trace's need certificate still binds the location's old
+	// certificate: only the flow is proven again.
+	r := te.need(needTraceCRLF)
+	if r.Replays != 1 || r.Resolution.Kind != ResolutionExact || !cites(r, "flags.go", 8, 16) {
+		t.Errorf("the trace after the location was proven again: %s with %d replays, want 1 (the flow's)\n%s", r.Resolution.Kind, r.Replays, r.Context)
+	}
+	if r := te.need(needTraceCRLF); r.Replays != 0 {
+		t.Errorf("the trace asked again replayed %d proofs", r.Replays)
+	}
+}

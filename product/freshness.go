@@ -138,6 +138,13 @@ func (e *Engine) classify(ctx context.Context, ev Evidence) (candidate, error) {
 	if fresh {
 		return candidate{Evidence: ev, State: stateFresh}, nil
 	}
+	// A certificate read through an older record (a need certificate made
+	// before) may have been proven again since, by a need or a refresh: the
+	// newest proof of the artifact that speaks for it, when fresh, is served
+	// rather than proven once more.
+	if cur, ok, err := e.provenSince(ctx, ev); err != nil || ok {
+		return candidate{Evidence: cur, State: stateFresh}, err
+	}
 	q, ok := relocated(ev.Proposal, ev.Certificate.Cited, e.repo)
 	if !ok {
 		return candidate{Evidence: ev, State: stateStale}, nil
@@ -159,4 +166,23 @@ func (e *Engine) classify(ctx context.Context, ev Evidence) (candidate, error) {
 		return candidate{}, err
 	}
 	return candidate{Evidence: replayed, State: stateReplayed}, nil
+}
+
+// provenSince returns the newest certificate of the artifact that speaks
+// for ev's now (Store.currentCertificate) when it is another certificate
+// than ev's, of this validator version, and fresh.
+func (e *Engine) provenSince(ctx context.Context, ev Evidence) (Evidence, bool, error) {
+	id, ok, err := e.store.currentCertificate(ctx, ev.ArtifactID)
+	if err != nil || !ok || id == ev.CertificateID {
+		return Evidence{}, false, err
+	}
+	cur, err := e.store.evidenceByCertificate(ctx, id)
+	if err != nil || cur.Certificate.ValidatorVersion != ValidatorVersion {
+		return Evidence{}, false, err
+	}
+	fresh, err := isFresh(ctx, e.repo, cur.Certificate.Dependencies)
+	if err != nil || !fresh {
+		return Evidence{}, false, err
+	}
+	return cur, true, nil
 }

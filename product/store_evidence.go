@@ -353,6 +353,30 @@ func (s *Store) artifactCertificate(ctx context.Context, artifactID string) (cer
 	return certID, true, nil
 }
 
+// maxLineage bounds the proof replays followed from an artifact to the one
+// that speaks for it now.
+const maxLineage = 64
+
+// currentCertificate returns the newest certificate of the artifact that
+// speaks for artifactID now: itself, or the artifact that proof replays
+// superseded it by, followed to the end (superseded_artifacts; each hop a
+// primary-key read). ok is false when there is none.
+func (s *Store) currentCertificate(ctx context.Context, artifactID string) (certID string, ok bool, err error) {
+	id := artifactID
+	for range maxLineage {
+		var by string
+		err := s.db.QueryRowContext(ctx, `SELECT by_artifact_id FROM superseded_artifacts WHERE artifact_id = ?`, id).Scan(&by)
+		switch {
+		case errNoRows(err):
+			return s.artifactCertificate(ctx, id)
+		case err != nil:
+			return "", false, storeError("store.certificates", err)
+		}
+		id = by
+	}
+	return "", false, nil
+}
+
 // claimCertificates returns the newest certificates that carry a claim, at
 // most limit of them, newest first.
 func (s *Store) claimCertificates(ctx context.Context, claimID string, limit int) ([]string, error) {
