@@ -34,11 +34,14 @@ type accountItem struct {
 // accountant writes the accounting of answers and the stat-cache entries
 // off the request path: one goroutine takes what is queued, drains
 // whatever else is waiting and commits it all in one transaction (a group
-// commit), so a burst of hits costs one fsync.
+// commit). It commits on a connection of its own at synchronous NORMAL
+// (store_pragma.go, openAccountingConn): no commit of its waits for an
+// fsync, which the durability rule allows for accounting alone.
 type accountant struct {
 	store *Store
 	queue chan accountItem
 	done  chan struct{}
+	conn  *accountingConn // the writer's connection, nil until its first commit or after a failure
 
 	mu     sync.RWMutex // held for reading by senders, for writing by close
 	closed bool
@@ -109,6 +112,7 @@ func (a *accountant) fail(err error) {
 
 func (a *accountant) run() {
 	defer close(a.done)
+	defer a.dropConn() // before done: the store may close once done is
 	for item := range a.queue {
 		batch := []accountItem{item}
 	drain:
@@ -142,24 +146,46 @@ func (a *accountant) commit(batch []accountItem) {
 	}
 	if len(sessions) > 0 || len(answers) > 0 || len(stats) > 0 {
 		ctx := context.Background() // the writer outlives the requests it writes for
-		if err := a.store.putAccounting(ctx, sessions, answers, stats); err != nil {
+		if err := a.write(ctx, sessions, answers, stats); err != nil {
 			for _, s := range sessions {
-				if err := a.store.putAccounting(ctx, []sessionStart{s}, nil, nil); err != nil {
+				if err := a.write(ctx, []sessionStart{s}, nil, nil); err != nil {
 					a.fail(err)
 				}
 			}
 			for _, ans := range answers {
-				if err := a.store.putAccounting(ctx, nil, []answerAccount{ans}, nil); err != nil {
+				if err := a.write(ctx, nil, []answerAccount{ans}, nil); err != nil {
 					a.fail(err)
 				}
 			}
-			_ = a.store.putAccounting(ctx, nil, nil, stats) // a lost stat entry costs a rehash, never correctness
+			_ = a.write(ctx, nil, nil, stats) // a lost stat entry costs a rehash, never correctness
 		}
 	}
 	for _, it := range batch {
 		if it.synced != nil {
 			close(it.synced)
 		}
+	}
+}
+
+// write commits on the accountant's connection, taken on first use. When
+// it cannot be had, the commit goes to the pool, durably: slower, never
+// less safe. After a failed commit the connection is dropped, so that a
+// broken one is not used again.
+func (a *accountant) write(ctx context.Context, sessions []sessionStart, answers []answerAccount, stats []*statRows) error {
+	if a.conn == nil {
+		a.conn, _ = a.store.openAccountingConn(ctx)
+	}
+	err := a.store.putAccountingOn(ctx, a.conn, sessions, answers, stats)
+	if err != nil {
+		a.dropConn()
+	}
+	return err
+}
+
+func (a *accountant) dropConn() {
+	if a.conn != nil {
+		closeAccountingConn(a.conn)
+		a.conn = nil
 	}
 }
 

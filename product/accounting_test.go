@@ -5,11 +5,13 @@ package product
 import (
 	"bufio"
 	"context"
+	"database/sql"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -443,4 +445,133 @@ func TestNeedContext_ExactHitWritesNothing(t *testing.T) {
 			}
 		})
 	}
+}
+
+// accountingTables are the tables the accountant writes: the accounting
+// of answers, the rows of MCP sessions, stat-cache entries.
+var accountingTables = map[string]bool{
+	"steps": true, "resolutions": true, "operator_costs": true,
+	"sessions": true, "session_freezes": true, "file_stats": true,
+}
+
+// writtenTables returns the tables the statements of a transaction insert
+// into, update or delete from.
+func writtenTables(stmts []string) []string {
+	var out []string
+	for _, q := range stmts {
+		f := strings.Fields(strings.ToUpper(q))
+		for i := 0; i+1 < len(f); i++ {
+			if (f[i] == "INTO" && i > 0 && (f[i-1] == "INSERT" || f[i-1] == "REPLACE" || f[i-1] == "IGNORE")) ||
+				(f[i] == "UPDATE" && i == 0) || (f[i] == "FROM" && i > 0 && f[i-1] == "DELETE") {
+				name, _, _ := strings.Cut(strings.ToLower(f[i+1]), "(")
+				if !slices.Contains(out, name) {
+					out = append(out, name)
+				}
+			}
+		}
+	}
+	return out
+}
+
+// TestAccounting_OnlyAccountingSkipsFsync records every transaction
+// committed while evidence is certified, needs are answered (a first
+// answer that stores its need certificate, exact hits through the API and
+// over MCP) and the engine closes, each with the synchronous setting of
+// the connection it committed on, read on that connection before the
+// commit. Whatever writes a table other than the accounting's
+// (certifications, needs) commits at FULL: the WAL is fsync'd before the
+// commit returns, so before the answer. The accountant commits at NORMAL,
+// without an fsync, and writes nothing else.
+func TestAccounting_OnlyAccountingSkipsFsync(t *testing.T) {
+	te := &testEngine{tb: t, repo: MustFixtureRepo(t, "grepx", false), data: t.TempDir()}
+	log := mustRecordStatements(t, te.data)
+	te.reopen()
+	if err := te.store.ensureDefaultProfile(context.Background()); err != nil { // the MCP session's freeze refers to it
+		t.Fatal(err)
+	}
+	txs := log.committed(func() {
+		te.mustCertify(locNewSearcher)
+		session := newSessionID("sync")
+		kindOf(t, te.needIn(session, needLocateNewSearcher), ResolutionCoverage)
+		for range 5 {
+			kindOf(t, te.needIn(session, needLocateNewSearcher), ResolutionExact)
+		}
+		calls := []string{mcpInitialize, mcpInitialized}
+		for i := 1; i <= 5; i++ {
+			calls = append(calls, mcpNeedCall(i, needLocateNewSearcher))
+		}
+		serveLines(t, te, io.Discard, calls...)
+		if err := te.Close(); err != nil {
+			t.Fatal(err)
+		}
+	})
+	durable, relaxed := map[string]int{}, map[string]int{}
+	for _, tx := range txs {
+		tables := writtenTables(tx.stmts)
+		switch tx.synchronous {
+		case 2: // FULL
+			for _, name := range tables {
+				durable[name]++
+			}
+		case 1: // NORMAL
+			for _, name := range tables {
+				relaxed[name]++
+				if !accountingTables[name] {
+					t.Errorf("a transaction writing %s committed without an fsync (synchronous NORMAL):\n%s", name, strings.Join(tx.stmts, "\n"))
+				}
+			}
+		default:
+			t.Errorf("a transaction committed at synchronous %d, writing %v", tx.synchronous, tables)
+		}
+	}
+	for _, name := range []string{"certificates", "artifacts", "needs"} {
+		if durable[name] == 0 {
+			t.Errorf("no transaction wrote %s durably; durable writes: %v", name, durable)
+		}
+	}
+	if relaxed["resolutions"] == 0 || relaxed["steps"] == 0 || relaxed["sessions"] == 0 {
+		t.Errorf("the accountant wrote no resolution, step or session at synchronous NORMAL: %v (durable: %v)", relaxed, durable)
+	}
+	t.Logf("durable (FULL) writes by table: %v; accounting (NORMAL): %v", durable, relaxed)
+}
+
+// TestAccounting_ConnectionNotReturned checks that the accountant's
+// connection, set to synchronous NORMAL, never goes back to the pool: after
+// the accountant closes, every connection the pool hands out (all it holds
+// and more, so that it opens new ones too) is at FULL.
+func TestAccounting_ConnectionNotReturned(t *testing.T) {
+	te := mustExactHitStore(t)
+	te.reopen()
+	kindOf(t, te.need(needLocateNewSearcher), ResolutionExact)
+	if err := te.acct.sync(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if te.acct.conn == nil {
+		t.Fatal("the accountant committed on no connection of its own")
+	}
+	var sync int
+	if err := te.acct.conn.conn.QueryRowContext(context.Background(), "PRAGMA synchronous").Scan(&sync); err != nil || sync != accountingSynchronous {
+		t.Fatalf("the accountant's connection is at synchronous %d (%v), want %d", sync, err, accountingSynchronous)
+	}
+	st := te.store
+	st.db.SetMaxIdleConns(16) // keep whatever is given back, so that the pool would hand it out again
+	if err := te.acct.close(); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	var conns []*sql.Conn
+	for range 16 {
+		c, err := st.db.Conn(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		conns = append(conns, c)
+		if err := c.QueryRowContext(ctx, "PRAGMA synchronous").Scan(&sync); err != nil || sync != 2 {
+			t.Errorf("a pooled connection is at synchronous %d (%v) after the accountant closed, want 2 (FULL)", sync, err)
+		}
+	}
+	for _, c := range conns {
+		c.Close()
+	}
+	te.acct = newAccountant(st) // for the test engine's Close
 }

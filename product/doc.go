@@ -548,7 +548,11 @@
 // accounting of an answer (its ledger step, its resolution record and its
 // economic observation) and stat-cache entries are written after it, off
 // the request path: the accountant (accounting.go) commits whatever is
-// queued in one transaction. An MCP session's row and what it froze are
+// queued in one transaction, on a connection of its own at synchronous
+// NORMAL (store_pragma.go): in WAL mode its commits do not wait for an
+// fsync (the WAL is synced at each checkpoint and by the next durable
+// commit), so a power loss may lose its last commits, never make the
+// file inconsistent. Every other write commits at FULL. An MCP session's row and what it froze are
 // the accounting of initialize, and a session a need starts through the
 // API is the accounting of its first answer: queued too, and written
 // before the accounting of the session's answers (a change, which refers

@@ -256,7 +256,19 @@ func (s *Store) stamp() string {
 // to the product's Error: errStoreNotFound to KindNotFound, anything else to
 // KindStore.
 func (s *Store) inTx(ctx context.Context, op string, fn func(tx *sql.Tx, now string) error) error {
-	tx, err := s.db.BeginTx(ctx, nil)
+	return s.inTxOn(ctx, nil, op, fn)
+}
+
+// inTxOn is inTx on conn, a connection taken out of the pool (the
+// accountant's, see accountingConn), or on the pool when conn is nil.
+func (s *Store) inTxOn(ctx context.Context, conn *sql.Conn, op string, fn func(tx *sql.Tx, now string) error) error {
+	var tx *sql.Tx
+	var err error
+	if conn != nil {
+		tx, err = conn.BeginTx(ctx, nil)
+	} else {
+		tx, err = s.db.BeginTx(ctx, nil)
+	}
 	if err != nil {
 		return s.txError(op, err)
 	}

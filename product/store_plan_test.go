@@ -28,11 +28,21 @@ const recordingDriver = "sqlite-recording"
 func init() { sql.Register(recordingDriver, statementRecorder{}) }
 
 // statementLog collects the statements run on the stores of one database
-// file while it is on.
+// file while it is on, and the transactions committed while it is on.
 type statementLog struct {
 	mu    sync.Mutex
 	on    bool
 	stmts []string
+	txs   []committedTx
+}
+
+// committedTx is a committed transaction: its statements and the
+// synchronous setting of its connection, read on that connection just
+// before the commit (2, FULL: the commit waits for an fsync of the WAL;
+// 1, NORMAL: it does not).
+type committedTx struct {
+	stmts       []string
+	synchronous int64
 }
 
 func (l *statementLog) add(q string) {
@@ -41,6 +51,27 @@ func (l *statementLog) add(q string) {
 	if l.on {
 		l.stmts = append(l.stmts, q)
 	}
+}
+
+func (l *statementLog) addTx(tx committedTx) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.on {
+		l.txs = append(l.txs, tx)
+	}
+}
+
+// committed turns the log on, runs fn and returns the transactions
+// committed meanwhile.
+func (l *statementLog) committed(fn func()) []committedTx {
+	l.mu.Lock()
+	l.on, l.txs = true, nil
+	l.mu.Unlock()
+	fn()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.on = false
+	return l.txs
 }
 
 // record turns the log on, runs fn and returns what fn's statements were.
@@ -110,11 +141,13 @@ func (statementRecorder) Open(name string) (driver.Conn, error) {
 type recordingConn struct {
 	innerConn
 	log *statementLog
+	tx  []string // the statements of the open transaction (database/sql uses a connection from one goroutine at a time)
 }
 
 func (c *recordingConn) note(q string) {
 	if c.log != nil {
 		c.log.add(q)
+		c.tx = append(c.tx, q)
 	}
 }
 
@@ -165,8 +198,56 @@ func (c *recordingConn) QueryContext(ctx context.Context, q string, args []drive
 }
 
 func (c *recordingConn) BeginTx(ctx context.Context, opts driver.TxOptions) (driver.Tx, error) {
+	c.tx = nil
 	c.note("BEGIN")
-	return c.innerConn.BeginTx(ctx, opts)
+	tx, err := c.innerConn.BeginTx(ctx, opts)
+	if err != nil {
+		return nil, err
+	}
+	return &recordingTx{Tx: tx, c: c}, nil
+}
+
+// recordingTx reads its connection's synchronous setting before it
+// commits and logs the transaction with it.
+type recordingTx struct {
+	driver.Tx
+	c *recordingConn
+}
+
+func (t *recordingTx) Commit() error {
+	if t.c.log == nil {
+		return t.Tx.Commit()
+	}
+	sync, err := t.c.synchronous()
+	if err != nil {
+		t.Tx.Rollback()
+		return err
+	}
+	stmts := t.c.tx
+	t.c.tx = nil
+	if err := t.Tx.Commit(); err != nil {
+		return err
+	}
+	t.c.log.addTx(committedTx{stmts: stmts, synchronous: sync})
+	return nil
+}
+
+// synchronous reads PRAGMA synchronous on the connection itself.
+func (c *recordingConn) synchronous() (int64, error) {
+	rows, err := c.innerConn.QueryContext(context.Background(), "PRAGMA synchronous", nil)
+	if err != nil {
+		return 0, err
+	}
+	defer rows.Close()
+	v := make([]driver.Value, 1)
+	if err := rows.Next(v); err != nil {
+		return 0, err
+	}
+	n, ok := v[0].(int64)
+	if !ok {
+		return 0, fmt.Errorf("PRAGMA synchronous is %T %v", v[0], v[0])
+	}
+	return n, nil
 }
 
 // isWrite reports whether a recorded statement writes (or opens a write

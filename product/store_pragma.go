@@ -3,6 +3,7 @@ package product
 import (
 	"context"
 	"database/sql"
+	"database/sql/driver"
 	"errors"
 	"fmt"
 
@@ -88,4 +89,59 @@ func guardApplicationID(ctx context.Context, conn *sql.Conn, path string) error 
 func isNotADatabase(err error) bool {
 	var se *sqlite.Error
 	return errors.As(err, &se) && se.Code()&0xff == sqlite3.SQLITE_NOTADB
+}
+
+// The accountant's connection. Its commits (the accounting of answers
+// already given, stat-cache entries) run at synchronous NORMAL: in WAL mode
+// such a commit appends its frames to the WAL without waiting for an fsync
+// (SQLite syncs the WAL before each checkpoint, and the next FULL commit's
+// fsync covers every frame written before it), so a power loss may lose
+// the last accounting commits, never leave the store inconsistent. That
+// is what doc.go's durability rule allows for accounting and for nothing
+// else: every other write, certifications first, commits on the pool at
+// SQLite's default, FULL, which fsyncs the WAL before the commit returns.
+// synchronous is a setting of the connection, which is why the accountant
+// holds its own and never gives it back to the pool.
+const accountingSynchronous = 1 // NORMAL
+
+// accountingConn is the accountant's connection, out of the pool.
+type accountingConn struct{ conn *sql.Conn }
+
+// openAccountingConn takes a connection out of the pool for the accountant
+// and sets it to synchronous NORMAL, after checking, on that connection,
+// that the store is in WAL mode (NORMAL outside WAL could corrupt the
+// file on a power loss).
+func (s *Store) openAccountingConn(ctx context.Context) (*accountingConn, error) {
+	conn, err := s.db.Conn(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var mode string
+	var sync int
+	err = conn.QueryRowContext(ctx, "PRAGMA journal_mode").Scan(&mode)
+	if err == nil && mode != "wal" {
+		err = fmt.Errorf("journal_mode is %q, want \"wal\"", mode)
+	}
+	if err == nil {
+		_, err = conn.ExecContext(ctx, fmt.Sprintf("PRAGMA synchronous = %d", accountingSynchronous))
+	}
+	if err == nil {
+		err = conn.QueryRowContext(ctx, "PRAGMA synchronous").Scan(&sync)
+	}
+	if err == nil && sync != accountingSynchronous {
+		err = fmt.Errorf("synchronous is %d, want %d", sync, accountingSynchronous)
+	}
+	if err != nil {
+		closeAccountingConn(&accountingConn{conn})
+		return nil, &Error{Op: "store.accounting", Kind: KindStore, Err: err}
+	}
+	return &accountingConn{conn}, nil
+}
+
+// closeAccountingConn closes the accountant's connection instead of
+// giving it back to the pool, where a certification could commit on it
+// without an fsync: database/sql discards a connection that reports
+// driver.ErrBadConn.
+func closeAccountingConn(c *accountingConn) {
+	_ = c.conn.Raw(func(any) error { return driver.ErrBadConn })
 }

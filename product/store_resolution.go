@@ -27,9 +27,21 @@ type resolutionCost struct {
 // stat-cache entries. Every row an answer refers to (session, need,
 // certificates) was committed before the answer was given. Watchers (the
 // resident runtime's event stream) hear of the resolutions once they are
-// committed.
+// committed. It commits on the pool, durably (a worker's answer is
+// recorded so before it is given); the accountant commits on its own
+// connection (putAccountingOn).
 func (s *Store) putAccounting(ctx context.Context, sessions []sessionStart, answers []answerAccount, stats []*statRows) error {
-	err := s.inTx(ctx, "store.accounting", func(tx *sql.Tx, now string) error {
+	return s.putAccountingOn(ctx, nil, sessions, answers, stats)
+}
+
+// putAccountingOn is putAccounting on conn (see accountingConn), or on the
+// pool when conn is nil.
+func (s *Store) putAccountingOn(ctx context.Context, c *accountingConn, sessions []sessionStart, answers []answerAccount, stats []*statRows) error {
+	var conn *sql.Conn
+	if c != nil {
+		conn = c.conn
+	}
+	err := s.inTxOn(ctx, conn, "store.accounting", func(tx *sql.Tx, now string) error {
 		for _, start := range sessions {
 			if err := putSessionStart(ctx, tx, now, start); err != nil {
 				return err
