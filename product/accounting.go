@@ -4,6 +4,9 @@ import (
 	"context"
 	"errors"
 	"sync"
+	"time"
+
+	"github.com/needle-dev/needle/product/internal/threadprio"
 )
 
 // answerAccount is the accounting of one answer: its ledger step, its
@@ -41,7 +44,7 @@ type accountant struct {
 	store *Store
 	queue chan accountItem
 	done  chan struct{}
-	conn  *accountingConn // the writer's connection, nil until its first commit or after a failure
+	conn  *accountingConn // the writer's connection, nil until its first commit or after it broke
 
 	mu     sync.RWMutex // held for reading by senders, for writing by close
 	closed bool
@@ -110,11 +113,48 @@ func (a *accountant) fail(err error) {
 	}
 }
 
+// accountLinger is how long the accountant lets a batch gather after its
+// first item before it commits (unless the batch fills, someone waits in
+// sync, or the accountant closes): answers given in a stream then share a
+// transaction, which writes each page they touch once, instead of costing
+// a transaction each. It is the "last moments" of doc.go's durability
+// rule: the accounting a crash may lose is that of at most this long of
+// answers, and at most maxAccountQueue of them.
+const accountLinger = 20 * time.Millisecond
+
+// accountNice is how much lower than the process's the CPU priority of
+// the accountant's thread is: on a machine with few cores, the commit of
+// answers already given must not delay the next request (nor the client
+// waiting for it); the writer takes the cores nobody else wants.
+const accountNice = 10
+
 func (a *accountant) run() {
 	defer close(a.done)
 	defer a.dropConn() // before done: the store may close once done is
+	threadprio.Lower(accountNice)
+	linger := time.NewTimer(accountLinger)
+	linger.Stop()
 	for item := range a.queue {
 		batch := []accountItem{item}
+		if item.synced == nil {
+			linger.Reset(accountLinger)
+		gather:
+			for len(batch) < maxAccountQueue {
+				select {
+				case next, ok := <-a.queue:
+					if !ok {
+						break gather
+					}
+					batch = append(batch, next)
+					if next.synced != nil {
+						break gather
+					}
+				case <-linger.C:
+					break gather
+				}
+			}
+			linger.Stop()
+		}
 	drain:
 		for len(batch) < maxAccountQueue {
 			select {
@@ -169,14 +209,14 @@ func (a *accountant) commit(batch []accountItem) {
 
 // write commits on the accountant's connection, taken on first use. When
 // it cannot be had, the commit goes to the pool, durably: slower, never
-// less safe. After a failed commit the connection is dropped, so that a
-// broken one is not used again.
+// less safe. A connection that broke is dropped and taken again next
+// time; a commit that failed for its rows (a constraint) keeps it.
 func (a *accountant) write(ctx context.Context, sessions []sessionStart, answers []answerAccount, stats []*statRows) error {
 	if a.conn == nil {
 		a.conn, _ = a.store.openAccountingConn(ctx)
 	}
 	err := a.store.putAccountingOn(ctx, a.conn, sessions, answers, stats)
-	if err != nil {
+	if a.conn != nil && a.conn.broken(err) {
 		a.dropConn()
 	}
 	return err

@@ -547,12 +547,14 @@
 // and the WAL fsync'd, before any answer that uses them is given. The
 // accounting of an answer (its ledger step, its resolution record and its
 // economic observation) and stat-cache entries are written after it, off
-// the request path: the accountant (accounting.go) commits whatever is
-// queued in one transaction, on a connection of its own at synchronous
-// NORMAL (store_pragma.go): in WAL mode its commits do not wait for an
-// fsync (the WAL is synced at each checkpoint and by the next durable
-// commit), so a power loss may lose its last commits, never make the
-// file inconsistent. Every other write commits at FULL. An MCP session's row and what it froze are
+// the request path: the accountant (accounting.go), on a thread of lower
+// CPU priority (product/internal/threadprio), lets what is queued gather
+// for accountLinger (20 ms) and commits it in one transaction, on a
+// connection of its own at synchronous NORMAL (store_pragma.go): in WAL
+// mode its commits do not wait for an fsync (the WAL is synced at each
+// checkpoint and by the next durable commit), so a power loss may lose
+// its last commits, never make the file inconsistent. Every other write
+// commits at FULL. An MCP session's row and what it froze are
 // the accounting of initialize, and a session a need starts through the
 // API is the accounting of its first answer: queued too, and written
 // before the accounting of the session's answers (a change, which refers
@@ -561,7 +563,9 @@
 // (jsonrpc.OnAnswered); through the API it is queued when NeedContext
 // returns. A worker's answer is recorded before it is given, like the run.
 // So a crash may lose the accounting of the answers given in its last
-// moments (at most maxAccountQueue of them) and unwritten stat-cache
+// moments (at most maxAccountQueue of them, given in the last
+// accountLinger and the commit after it; on a power loss, also those of
+// the accountant's commits since the last fsync) and unwritten stat-cache
 // entries (a rehash later), never a certification, and never records an
 // answer that was not given; ordinals of answers not recorded are gaps in
 // the session's steps. Close writes everything queued.
@@ -639,7 +643,7 @@
 //	mcp_tools.go         the MCP tool table and its typed handlers
 //	mcp_schema.go        the tools' input and output schemas
 //	store.go             the SQLite store: open, check, transactions, queryAll
-//	store_pragma.go      PRAGMAs read back; the application_id guard
+//	store_pragma.go      PRAGMAs read back; the application_id guard; the accountant's connection
 //	store_*.go           the store's methods, one file per noun (need, session,
 //	                     evidence, resolution, worker, stat, profile, change,
 //	                     lifecycle)
@@ -671,6 +675,7 @@
 // runlock (the profile lock), safetext (the rules for untrusted text and
 // repository paths), schema (JSON Schema builder), snapshot (repository
 // snapshots and digests), sse (the event broker), testrun (one Go test run
-// in a sandbox, with coverage), transcript and typecheck (go/types answers:
+// in a sandbox, with coverage), threadprio (a background goroutine's
+// thread at lower CPU priority), transcript and typecheck (go/types answers:
 // declarations, definitions, reads, resolved calls).
 package product

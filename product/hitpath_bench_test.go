@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -479,10 +480,18 @@ func BenchmarkDirDependency(b *testing.B) {
 // not have on the same loop, the floor of any call (needlebench experiment
 // mcp-hit-latency's hit ÷ no-op). A connection answers HardSessionSteps
 // calls: the hits go on over a new one, opened outside the timing.
+// cpu-ns/op is the process's CPU time per call, the accountant's commits
+// of the hits included (it is synced before the figure is taken): what a
+// hit costs the cores, which the wall time on a busy machine hides.
 func BenchmarkMCPExactHit(b *testing.B) {
 	for _, name := range []string{"hit", "noop"} {
 		b.Run(name, func(b *testing.B) {
 			h := mustExactHit(b, false)
+			// An MCP session freezes the default role profile: without it
+			// stored, its row and so every answer's accounting would fail.
+			if err := h.te.store.ensureDefaultProfile(context.Background()); err != nil {
+				b.Fatal(err)
+			}
 			recorded := mustTrustStatCache(b, h.te.Engine, h.files)
 			call := func(id int) string { return mcpNeedCall(id, needLocateNewSearcher) }
 			want := `"kind":"exact_hit"`
@@ -494,6 +503,7 @@ func BenchmarkMCPExactHit(b *testing.B) {
 			}
 			var c *mcpBenchConn
 			b.ReportAllocs()
+			cpu0 := processCPU(b)
 			for i := 0; b.Loop(); i++ {
 				if c == nil || c.steps == HardSessionSteps {
 					b.StopTimer()
@@ -509,8 +519,15 @@ func BenchmarkMCPExactHit(b *testing.B) {
 				c.steps++
 			}
 			b.StopTimer()
+			if err := h.te.acct.sync(context.Background()); err != nil {
+				b.Fatal(err)
+			}
+			b.ReportMetric(float64(processCPU(b)-cpu0)/float64(b.N), "cpu-ns/op")
 			c.close(b)
 			checkStatCacheKept(b, h.te.Engine, h.files, recorded)
+			if err := h.te.acct.firstError(); err != nil {
+				b.Fatalf("the accounting of the hits was not written: %v", err)
+			}
 		})
 	}
 }
@@ -530,7 +547,7 @@ func openMCPBenchConn(b *testing.B, h *exactHit) *mcpBenchConn {
 	c := &mcpBenchConn{in: inW, out: bufio.NewReader(outR), done: make(chan error, 1)}
 	go func() {
 		c.done <- ServeMCP(context.Background(), MCPConfig{Engine: h.te.Engine, Repository: h.te.repo, MainModel: "bench",
-			CacheOnly: true, Log: io.Discard}, inR, outW)
+			Profile: ProfileRevision{ID: DefaultProfileID, Revision: 1, Profile: defaultProfile}, CacheOnly: true, Log: io.Discard}, inR, outW)
 		outW.Close()
 	}()
 	if line := c.ask(b, `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"bench","version":"1"}}}`); !strings.Contains(line, "protocolVersion") {
@@ -541,6 +558,19 @@ func openMCPBenchConn(b *testing.B, h *exactHit) *mcpBenchConn {
 	}
 	c.steps = 1
 	return c
+}
+
+// processCPU is the CPU time (user and system) the process has used, in
+// nanoseconds: per call, the cost of a hit on every core — the request,
+// the accountant's commit of it (the caller syncs the accountant first),
+// the garbage collector — which a wall-clock figure on a busy machine
+// hides.
+func processCPU(tb testing.TB) int64 {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		tb.Fatal(err)
+	}
+	return ru.Utime.Nano() + ru.Stime.Nano()
 }
 
 // ask writes one request line and reads the answer line.

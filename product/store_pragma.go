@@ -145,3 +145,9 @@ func (s *Store) openAccountingConn(ctx context.Context) (*accountingConn, error)
 func closeAccountingConn(c *accountingConn) {
 	_ = c.conn.Raw(func(any) error { return driver.ErrBadConn })
 }
+
+// broken reports whether err says the connection itself is unusable, not
+// the rows a commit wrote.
+func (c *accountingConn) broken(err error) bool {
+	return errors.Is(err, driver.ErrBadConn) || errors.Is(err, sql.ErrConnDone)
+}
