@@ -549,7 +549,7 @@
 // economic observation) and stat-cache entries are written after it, off
 // the request path: the accountant (accounting.go), on a thread of lower
 // CPU priority (product/internal/threadprio), lets what is queued gather
-// for accountLinger (20 ms) and commits it in one transaction, on a
+// for accountLinger (2 ms) and commits it in one transaction, on a
 // connection of its own at synchronous NORMAL (store_pragma.go): in WAL
 // mode its commits do not wait for an fsync (the WAL is synced at each
 // checkpoint and by the next durable commit), so a power loss may lose
