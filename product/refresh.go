@@ -140,7 +140,9 @@ var errNotFresh = errors.New("a candidate is not fresh")
 // re-proved it): for each, the most recently answered first, it gathers
 // the candidates a need would and remembers them (the memo of
 // engine_need.go), so the next ask is answered from memory — a stat of each
-// dependency and no read of the store. It only reads: a need with a
+// dependency and no read of the store — and then checks the freshness of
+// the checkout's current evidence, so that a need asked for the first time
+// finds its files digested. It only reads: a need with a
 // candidate that is not fresh (its proof would replay) is left to the need.
 // It takes the turn one need at a time, so a need asked meanwhile waits for
 // at most one. It returns how many needs it readied.
@@ -162,7 +164,46 @@ func (e *Engine) Warm(ctx context.Context) (int, error) {
 			n++
 		}
 	}
+	// A need not asked here before finds its evidence by subject: the
+	// current evidence is decoded and its dependencies digested now, so
+	// that such a need neither decodes, hashes a changed file nor lists a
+	// changed directory while it waits.
+	certs, err := e.store.refreshEvidence(ctx, e.root)
+	if err != nil {
+		return n, opError("evidence.warm", err)
+	}
+	for len(certs) > 0 {
+		batch := certs[:min(warmBatch, len(certs))]
+		certs = certs[len(batch):]
+		if err := e.warmEvidence(ctx, batch); err != nil {
+			return n, opError("evidence.warm", err)
+		}
+	}
 	return n, nil
+}
+
+// warmBatch is how many pieces of evidence Warm checks per turn.
+const warmBatch = 32
+
+// warmEvidence decodes each certificate and checks its freshness, under the
+// turn; what is not fresh is left as it is.
+func (e *Engine) warmEvidence(ctx context.Context, certs []string) error {
+	if err := e.turn.lock(ctx); err != nil {
+		return err
+	}
+	defer e.turn.unlock()
+	defer e.flushStats()
+	defer e.repo.Release()
+	for _, id := range certs {
+		ev, err := e.store.evidenceByCertificate(ctx, id)
+		if err != nil {
+			return err
+		}
+		if _, err := isFresh(ctx, e.repo, ev.Certificate.Dependencies); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // warm gathers and remembers the candidates of one need, under the turn.

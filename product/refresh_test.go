@@ -173,3 +173,44 @@ func TestRefresh_Cancelled(t *testing.T) {
 		t.Errorf("after a cancelled refresh: %s, %d replays", r.Resolution.Kind, r.Replays)
 	}
 }
+
+// TestWarm_Evidence: evidence no need has asked for yet is readied too:
+// after Warm the serving engine holds the digests of its files as they are
+// now (a first ask then hashes nothing).
+func TestWarm_Evidence(t *testing.T) {
+	repo := MustFixtureRepo(t, "grepx", true)
+	te := MustEngine(t, repo)
+	te.mustCertify(locNewSearcher)
+	editFile(t, filepath.Join(repo, "flags.go"), "import \"flag\"\n", "import \"flag\"\n\nconst moved = 0\n")
+	if rep := te.refreshed(); rep.Reproven != 1 || rep.Needs != 0 {
+		t.Fatalf("refresh: %+v", rep)
+	}
+	clear(te.stats.mem)
+	if n, err := te.Warm(context.Background()); err != nil || n != 0 {
+		t.Fatalf("Warm: %d, %v; want no need", n, err)
+	}
+	certs, err := te.store.refreshEvidence(context.Background(), te.root)
+	if err != nil || len(certs) != 1 {
+		t.Fatalf("current evidence %v, %v", certs, err)
+	}
+	ev, err := te.store.evidenceByCertificate(context.Background(), certs[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	files := 0
+	for _, d := range ev.Certificate.Dependencies {
+		if d.Kind != DependencyFile {
+			continue
+		}
+		files++
+		te.stats.mu.Lock()
+		e, ok := te.stats.mem[d.Path]
+		te.stats.mu.Unlock()
+		if !ok || e.Digest != d.Digest {
+			t.Errorf("after Warm the engine holds %s as %+v (held: %v), want digest %s", d.Path, e, ok, d.Digest)
+		}
+	}
+	if files == 0 {
+		t.Fatal("the certificate depends on no file")
+	}
+}
