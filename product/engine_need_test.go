@@ -89,7 +89,7 @@ func TestNeedContext_StaleAfterEdit(t *testing.T) {
 	te.mustCertify(locNewSearcher)
 	kindOf(t, te.need(needLocateNewSearcher), ResolutionCoverage)
 	// A real edit inside the cited span: the proof cannot be replayed.
-	editFile(t, filepath.Join(repo, "search.go"), "return &Searcher{pattern: o.Pattern, split: lineSplitter(o)}", "return &Searcher{pattern: strings.ToLower(o.Pattern), split: lineSplitter(o)}")
+	falsifyNewSearcher(t, repo)
 	r := te.need(needLocateNewSearcher)
 	kindOf(t, r, ResolutionStale)
 	if r.Status != "bypass" || strings.Contains(r.Context, "search.go:15-17") {
@@ -105,7 +105,7 @@ func TestNeedContext_ReplayAfterShiftedLines(t *testing.T) {
 	first := te.need(needTraceCRLF)
 	kindOf(t, first, ResolutionComposite)
 	// Three lines inserted above the cited code: content intact, lines moved.
-	editFile(t, filepath.Join(repo, "flags.go"), "import \"flag\"\n", "import \"flag\"\n\n// defaultPattern is searched when none is given.\nconst defaultPattern = \"\"\n")
+	shiftCRLF(t, repo)
 	r := te.need(needTraceCRLF)
 	kindOf(t, r, ResolutionExact)
 	if !cites(r, "flags.go", 9, 17) || cites(r, "flags.go", 6, 14) {
@@ -187,6 +187,35 @@ func TestNeedContext_InvalidInputChangesNothing(t *testing.T) {
 	if err := te.store.db.QueryRow(`SELECT (SELECT count(*) FROM needs) + (SELECT count(*) FROM sessions) + (SELECT count(*) FROM resolutions)`).Scan(&n); err != nil || n != 0 {
 		t.Errorf("invalid input stored %d rows (%v)", n, err)
 	}
+}
+
+// shiftCRLF inserts three lines above the grepx fixture's flag
+// definitions: the --crlf evidence's cited text moves down three lines,
+// intact, and every file of the package's digest changes with flags.go.
+func shiftCRLF(tb testing.TB, repo string) {
+	editFile(tb, filepath.Join(repo, "flags.go"), "import \"flag\"\n",
+		"import \"flag\"\n\n// defaultPattern is searched when none is given.\nconst defaultPattern = \"\"\n")
+}
+
+// falsifyNewSearcher edits the code inside NewSearcher's cited span: its
+// location can no longer be proven there.
+func falsifyNewSearcher(tb testing.TB, repo string) {
+	editFile(tb, filepath.Join(repo, "search.go"), "return &Searcher{pattern: o.Pattern, split: lineSplitter(o)}",
+		"return &Searcher{pattern: strings.ToLower(o.Pattern), split: lineSplitter(o)}")
+}
+
+// mustAnswerCRLF certifies the grepx fixture's --crlf location and flow and
+// NewSearcher's location, and asks the trace of --crlf (a composite hit) and
+// where NewSearcher is (a coverage hit): both needs then have a need
+// certificate.
+func mustAnswerCRLF(t *testing.T, repo string) *testEngine {
+	te := MustEngine(t, repo)
+	te.mustCertify(locCRLF)
+	te.mustCertify(flowCRLF)
+	te.mustCertify(locNewSearcher)
+	kindOf(t, te.need(needTraceCRLF), ResolutionComposite)
+	kindOf(t, te.need(needLocateNewSearcher), ResolutionCoverage)
+	return te
 }
 
 func editFile(tb testing.TB, name, old, new string) {

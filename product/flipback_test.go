@@ -13,18 +13,13 @@ import (
 // before.
 func TestNeedContext_BackAndForth(t *testing.T) {
 	repo := MustFixtureRepo(t, "grepx", true)
-	te := MustEngine(t, repo)
-	te.mustCertify(locCRLF)
-	te.mustCertify(flowCRLF)
-	te.mustCertify(locNewSearcher)
-	kindOf(t, te.need(needTraceCRLF), ResolutionComposite)
-	kindOf(t, te.need(needLocateNewSearcher), ResolutionCoverage)
+	te := mustAnswerCRLF(t, repo)
 	flags := filepath.Join(repo, "flags.go")
 	a, err := os.ReadFile(flags)
 	if err != nil {
 		t.Fatal(err)
 	}
-	editFile(t, flags, "import \"flag\"\n", "import \"flag\"\n\nconst moved = 0\n")
+	shiftCRLF(t, repo)
 	b, err := os.ReadFile(flags)
 	if err != nil {
 		t.Fatal(err)
@@ -61,7 +56,7 @@ func TestNeedContext_ProvenSinceIsServed(t *testing.T) {
 	te.mustCertify(flowCRLF)
 	kindOf(t, te.need(needTraceCRLF), ResolutionComposite)
 	kindOf(t, te.need(needLocateCRLF), ResolutionCoverage)
-	editFile(t, filepath.Join(repo, "flags.go"), "import \"flag\"\n", "import \"flag\"\n\nconst moved = 0\n")
+	shiftCRLF(t, repo)
 	if r := te.need(needLocateCRLF); r.Replays != 1 {
 		t.Fatalf("the location's need replayed %d proofs, want 1", r.Replays)
 	}
@@ -69,7 +64,7 @@ func TestNeedContext_ProvenSinceIsServed(t *testing.T) {
 	// The trace's need certificate still binds the location's old
 	// certificate: only the flow is proven again.
 	r := te.need(needTraceCRLF)
-	if r.Replays != 1 || r.Resolution.Kind != ResolutionExact || !cites(r, "flags.go", 8, 16) {
+	if r.Replays != 1 || r.Resolution.Kind != ResolutionExact || !cites(r, "flags.go", 9, 17) {
 		t.Errorf("the trace after the location was proven again: %s with %d replays, want 1 (the flow's)\n%s", r.Resolution.Kind, r.Replays, r.Context)
 	}
 	if r := te.need(needTraceCRLF); r.Replays != 0 {

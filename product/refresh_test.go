@@ -3,7 +3,6 @@ package product
 import (
 	"context"
 	"errors"
-	"path/filepath"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -50,7 +49,7 @@ func TestRefresh_AheadOfTheNeed(t *testing.T) {
 	if rep := withRefresh.refreshed(); rep.Reproven != 0 || rep.Renewed != 0 || rep.Stale != 0 || rep.Fresh != rep.Evidence || rep.Needs != 2 {
 		t.Errorf("refresh of unchanged source: %+v", rep)
 	}
-	editFile(t, filepath.Join(repo, "flags.go"), "import \"flag\"\n", "import \"flag\"\n\n// defaultPattern is searched when none is given.\nconst defaultPattern = \"\"\n")
+	shiftCRLF(t, repo)
 	rep := withRefresh.refreshed()
 	if rep.Needs != 2 || rep.Renewed != 2 || rep.Unanswerable != 0 || rep.Stale != 0 || rep.Reproven != 3 || rep.Evidence != rep.Fresh+rep.Reproven {
 		t.Errorf("refresh after the change: %+v", rep)
@@ -83,13 +82,8 @@ func TestRefresh_AheadOfTheNeed(t *testing.T) {
 // made false is never warmed.
 func TestWarm(t *testing.T) {
 	repo := MustFixtureRepo(t, "grepx", true)
-	te := MustEngine(t, repo)
-	te.mustCertify(locCRLF)
-	te.mustCertify(flowCRLF)
-	te.mustCertify(locNewSearcher)
-	kindOf(t, te.need(needTraceCRLF), ResolutionComposite)
-	kindOf(t, te.need(needLocateNewSearcher), ResolutionCoverage)
-	editFile(t, filepath.Join(repo, "flags.go"), "import \"flag\"\n", "import \"flag\"\n\n// defaultPattern is searched when none is given.\nconst defaultPattern = \"\"\n")
+	te := mustAnswerCRLF(t, repo)
+	shiftCRLF(t, repo)
 	// The location of NewSearcher is proven on its whole package: flags.go
 	// is one of its files, so it is re-proven too.
 	if rep := te.refreshed(); rep.Renewed != 2 || rep.Reproven != 3 || rep.Evidence != 3 {
@@ -125,7 +119,7 @@ func TestWarm(t *testing.T) {
 	// A false-making edit of NewSearcher's span, no refresh: nothing warms
 	// (every certificate here depends on the package's files), and nothing
 	// stale is served.
-	editFile(t, filepath.Join(repo, "search.go"), "return &Searcher{pattern: o.Pattern, split: lineSplitter(o)}", "return &Searcher{pattern: strings.ToLower(o.Pattern), split: lineSplitter(o)}")
+	falsifyNewSearcher(t, repo)
 	clear(te.memo)
 	if n, err := te.Warm(ctx); err != nil || n != 0 {
 		t.Errorf("Warm after a false-making edit: %d, %v; want none", n, err)
@@ -145,7 +139,7 @@ func TestRefresh_FalseStaysUnserved(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	editFile(t, filepath.Join(repo, "search.go"), "return &Searcher{pattern: o.Pattern, split: lineSplitter(o)}", "return &Searcher{pattern: strings.ToLower(o.Pattern), split: lineSplitter(o)}")
+	falsifyNewSearcher(t, repo)
 	rep := te.refreshed()
 	if rep.Stale != 1 || rep.Reproven != 0 || rep.Renewed != 0 || rep.Unanswerable != 1 {
 		t.Errorf("refresh after a false-making edit: %+v", rep)
@@ -163,7 +157,7 @@ func TestRefresh_Cancelled(t *testing.T) {
 	te := MustEngine(t, repo)
 	te.mustCertify(locCRLF)
 	kindOf(t, te.need(needLocateCRLF), ResolutionCoverage)
-	editFile(t, filepath.Join(repo, "flags.go"), "import \"flag\"\n", "import \"flag\"\n\nconst x = 1\n")
+	shiftCRLF(t, repo)
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	if _, err := te.Refresh(ctx); !errors.Is(err, context.Canceled) {
@@ -181,7 +175,7 @@ func TestWarm_Evidence(t *testing.T) {
 	repo := MustFixtureRepo(t, "grepx", true)
 	te := MustEngine(t, repo)
 	te.mustCertify(locNewSearcher)
-	editFile(t, filepath.Join(repo, "flags.go"), "import \"flag\"\n", "import \"flag\"\n\nconst moved = 0\n")
+	shiftCRLF(t, repo)
 	if rep := te.refreshed(); rep.Reproven != 1 || rep.Needs != 0 {
 		t.Fatalf("refresh: %+v", rep)
 	}

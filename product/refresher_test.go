@@ -230,12 +230,6 @@ func askOver(t *testing.T, s *mcp.ClientSession, need string) (kind, text string
 	return kind, res.Content[0].(*mcp.TextContent).Text
 }
 
-// shiftCRLF moves the lines locCRLF cites (flags.go:6-14) to 9-17.
-func shiftCRLF(t *testing.T, repo string) {
-	editFile(t, filepath.Join(repo, "flags.go"), "import \"flag\"\n",
-		"import \"flag\"\n\n// defaultPattern is searched when none is given.\nconst defaultPattern = \"\"\n")
-}
-
 // TestMCP_BackgroundRefresh: needle mcp serve, a real subprocess driven by
 // the go-sdk client, re-proves evidence whose lines moved in the
 // background and readies the session for the renewed need: once it logs

@@ -371,7 +371,7 @@ func TestStorePlans_HitAndReplayPaths(t *testing.T) {
 		kindOf(t, te.need(needTraceCRLF), ResolutionComposite)
 		kindOf(t, te.need(`{"route":"locate.implementation","subject":{"kind":"symbol","name":"newOptions"}}`), ResolutionClaim)
 		kindOf(t, te.need(`{"route":"tests.relevant","subject":{"kind":"cli_option","name":"--crlf"}}`), ResolutionCoverage)
-		editFile(t, filepath.Join(repo, "flags.go"), "import \"flag\"\n", "import \"flag\"\n\n// defaultPattern is searched when none is given.\nconst defaultPattern = \"\"\n")
+		shiftCRLF(t, repo)
 		kindOf(t, te.need(needTraceCRLF), ResolutionExact) // replayed
 		if err := te.acct.sync(ctx); err != nil {
 			t.Fatal(err)
