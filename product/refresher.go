@@ -17,11 +17,13 @@ import (
 // needle mcp serve, so that the needs of a session find the evidence of a
 // changed source already re-proven. It runs on an engine of its own (its
 // own turn: a need being served never waits for it) that never spawns a
-// worker. It refreshes once when it starts (a host's new session often
-// follows a checkout), then polls cheaply — the evidence generation and
-// the lstat of every file the checkout's evidence depends on — and
-// refreshes again only when one of them changed. Between two changes it
-// reads no file and runs nothing.
+// worker. It looks once when it starts (a host's new session often
+// follows a checkout), then polls cheaply — the lstat of every file the
+// checkout's evidence depends on, and the evidence generation, whose moves
+// add the new evidence's files to the watch — and looks again only when a
+// file changed. A look compares the evidence's dependency digests through
+// the stat cache first and runs Refresh only when one no longer holds.
+// Between two changes it reads no file and runs nothing.
 //
 // What a refresh relied on is stamped before it begins, so an edit made
 // while it runs is seen by the next poll, never lost; a stamp taken within
@@ -68,14 +70,42 @@ func (e *Engine) watchRefresh(ctx context.Context, now time.Time) (*refreshWatch
 }
 
 // refreshDue reports whether something w watches may have changed: a
-// certificate stored since (new evidence, a need certificate, a replay),
-// or a dependency's lstat (snapshot.Stamp.Changed).
+// dependency's lstat (snapshot.Stamp.Changed). A certificate stored since
+// (new evidence, a need certificate, a replay) was proven on the current
+// source, so it is nothing to refresh: its dependencies are added to the
+// watch, stamped now, and w moves to the new generation.
 func (e *Engine) refreshDue(ctx context.Context, w *refreshWatch, now time.Time) (bool, error) {
+	if w.stamp.Changed(now) {
+		return true, nil
+	}
 	gen, err := e.store.evidenceGeneration(ctx)
-	if err != nil {
+	if err != nil || gen == w.gen {
 		return false, err
 	}
-	return gen != w.gen || w.stamp.Changed(now), nil
+	if err := e.stampDependencies(ctx, w, now); err != nil {
+		return false, err
+	}
+	w.gen = gen
+	return false, nil
+}
+
+// anyStale reports whether some evidence a Refresh would look at is not
+// fresh: a dependency digest that no longer holds (through the stat cache:
+// a stat per file, a read only of a file that changed) or a certificate of
+// another validator version.
+func (e *Engine) anyStale(ctx context.Context) (bool, error) {
+	if err := e.turn.lock(ctx); err != nil {
+		return false, err
+	}
+	defer e.turn.unlock()
+	defer e.flushStats()
+	defer e.repo.Release()
+	deps, older, err := e.store.refreshState(ctx, e.root, ValidatorVersion)
+	if err != nil || older {
+		return older, err
+	}
+	fresh, err := isFresh(ctx, e.repo, deps)
+	return !fresh, err
 }
 
 // refreshLock is the lock refreshers of this repository take turns by.
@@ -102,6 +132,14 @@ func (e *Engine) refreshOnce(ctx context.Context, now func() time.Time) (Refresh
 	w, err := e.watchRefresh(ctx, now())
 	if err != nil {
 		return RefreshReport{}, nil, err
+	}
+	// Most looks find nothing to re-prove (a host's new session on an
+	// unchanged checkout, a touch that kept the content): the digests are
+	// compared first, through the stat cache, and Refresh runs only when
+	// one differs.
+	stale, err := e.anyStale(ctx)
+	if err != nil || !stale {
+		return RefreshReport{}, w, err
 	}
 	rep, rerr := e.Refresh(ctx)
 	// The certificates the refresh stored are no change to refresh for;

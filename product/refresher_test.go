@@ -73,9 +73,41 @@ func TestRefreshWatch(t *testing.T) {
 	if due() {
 		t.Fatal("due right after a new watch")
 	}
+	// New evidence is proven on the current source: nothing to refresh,
+	// but the watch moves to the new generation.
+	gen := w.gen
 	te.mustCertify(locNewSearcher)
+	if due() || w.gen == gen {
+		t.Errorf("after new evidence was certified: due, or the watch still at generation %d", gen)
+	}
+	falsifyNewSearcher(t, repo)
 	if !due() {
-		t.Error("not due after new evidence was certified")
+		t.Error("not due after an edit of search.go")
+	}
+}
+
+// TestRefreshOnce_LooksFirst: a look at an unchanged checkout compares
+// digests and runs no Refresh; after a change it re-proves.
+func TestRefreshOnce_LooksFirst(t *testing.T) {
+	te := MustEngine(t, MustFixtureRepo(t, "grepx", true))
+	te.mustCertify(locCRLF)
+	kindOf(t, te.need(needLocateCRLF), ResolutionCoverage)
+	ctx := context.Background()
+	if stale, err := te.anyStale(ctx); err != nil || stale {
+		t.Fatalf("anyStale on an unchanged checkout: %v, %v", stale, err)
+	}
+	if rep, w, err := te.refreshOnce(ctx, time.Now); err != nil || w == nil || rep.Evidence != 0 {
+		t.Errorf("refreshOnce on an unchanged checkout: %+v, %v; want no Refresh", rep, err)
+	}
+	shiftCRLF(t, te.repo)
+	if stale, err := te.anyStale(ctx); err != nil || !stale {
+		t.Fatalf("anyStale after a change: %v, %v", stale, err)
+	}
+	if rep, _, err := te.refreshOnce(ctx, time.Now); err != nil || rep.Reproven != 1 || rep.Renewed != 1 {
+		t.Errorf("refreshOnce after a change: %+v, %v", rep, err)
+	}
+	if stale, err := te.anyStale(ctx); err != nil || stale {
+		t.Errorf("anyStale after the refresh: %v, %v", stale, err)
 	}
 }
 
@@ -98,6 +130,7 @@ func TestRefreshOnce_TakesTurns(t *testing.T) {
 		t.Fatalf("refresh beside a held lock: %v, %v", w, err)
 	}
 	unlock()
+	shiftCRLF(t, te.repo) // something to re-prove once the lock is free
 	// A process forked meanwhile (the engines run git) shares the lock's
 	// file description until it execs: the lock is free once it has.
 	rep, w, err := te.refreshOnce(context.Background(), time.Now)
@@ -105,7 +138,7 @@ func TestRefreshOnce_TakesTurns(t *testing.T) {
 		runtime.Gosched()
 		rep, w, err = te.refreshOnce(context.Background(), time.Now)
 	}
-	if err != nil || w == nil || rep.Evidence != 1 || rep.Fresh != 1 {
+	if err != nil || w == nil || rep.Evidence != 1 || rep.Reproven != 1 {
 		t.Fatalf("refresh: %+v, %v, %v", rep, w, err)
 	}
 }

@@ -450,25 +450,48 @@ func (s *Store) refreshEvidence(ctx context.Context, root string) ([]string, err
 		ORDER BY c.rowid`, []any{root}, func(rows rowScanner, id *string) error { return rows.Scan(id) })
 }
 
-// refreshDependencies returns the distinct dependencies (kind and path;
-// the digest left empty) of the evidence a Refresh of the checkout at root
-// would look at: the certificates refreshEvidence returns and the members
-// of the newest need certificate of each need refreshNeeds returns. The
-// evidence refresher watches them for change.
-func (s *Store) refreshDependencies(ctx context.Context, root string) ([]Dependency, error) {
-	return queryAll(ctx, s.db, "store.refresh", `
-		WITH watched(certificate_id) AS (
+// currentCertificates is the common table of the certificates a Refresh
+// of the checkout at ?1 would look at: the newest certificate of every
+// artifact refreshEvidence returns and the members of the newest need
+// certificate of each need refreshNeeds returns.
+const currentCertificates = `WITH watched(certificate_id) AS (
 			SELECT c.certificate_id
 			FROM artifacts a JOIN certificates c ON c.artifact_id = a.artifact_id
 			WHERE a.root = ?1
-			  AND NOT EXISTS (SELECT 1 FROM artifacts d WHERE d.origin_artifact_id = a.artifact_id)
+			  AND NOT EXISTS (SELECT 1 FROM superseded_artifacts s WHERE s.artifact_id = a.artifact_id)
 			  AND c.rowid = (SELECT max(c2.rowid) FROM certificates c2 WHERE c2.artifact_id = a.artifact_id)
 			UNION
 			SELECT m.member_id
 			FROM certificate_members m JOIN (SELECT max(rowid) AS newest FROM certificates
 				WHERE root = ?1 AND scope = 'need' GROUP BY need_id) n
-			  ON m.certificate_id = (SELECT certificate_id FROM certificates WHERE rowid = n.newest))
+			  ON m.certificate_id = (SELECT certificate_id FROM certificates WHERE rowid = n.newest))`
+
+// refreshDependencies returns the distinct dependencies (kind and path;
+// the digest left empty) of the currentCertificates of the checkout at
+// root. The evidence refresher watches them for change.
+func (s *Store) refreshDependencies(ctx context.Context, root string) ([]Dependency, error) {
+	return queryAll(ctx, s.db, "store.refresh", currentCertificates+`
 		SELECT DISTINCT d.kind, d.path FROM dependencies d JOIN watched w ON w.certificate_id = d.certificate_id
 		ORDER BY d.kind, d.path`, []any{root},
 		func(rows rowScanner, d *Dependency) error { return rows.Scan(&d.Kind, &d.Path) })
+}
+
+// refreshState returns the distinct dependencies, digests included, of the
+// currentCertificates of the checkout at root, and whether one of them was
+// certified by another validator version than version: when every digest
+// still holds and none is older, a Refresh would find everything fresh.
+func (s *Store) refreshState(ctx context.Context, root, version string) (deps []Dependency, older bool, err error) {
+	deps, err = queryAll(ctx, s.db, "store.refresh", currentCertificates+`
+		SELECT DISTINCT d.kind, d.path, d.digest FROM dependencies d JOIN watched w ON w.certificate_id = d.certificate_id
+		ORDER BY d.kind, d.path`, []any{root},
+		func(rows rowScanner, d *Dependency) error { return rows.Scan(&d.Kind, &d.Path, &d.Digest) })
+	if err != nil {
+		return nil, false, err
+	}
+	if err := s.db.QueryRowContext(ctx, currentCertificates+`
+		SELECT EXISTS (SELECT 1 FROM watched w JOIN certificates c ON c.certificate_id = w.certificate_id
+			WHERE c.validator_version <> ?2)`, root, version).Scan(&older); err != nil {
+		return nil, false, storeError("store.refresh", err)
+	}
+	return deps, older, nil
 }
