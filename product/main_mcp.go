@@ -27,15 +27,17 @@ SIGTERM or SIGINT (once running requests are cancelled and their workers
 cleaned up).
 
 In the background the server keeps the repository's evidence fresh, as
-'needle evidence refresh' does: once the store is open, and again whenever
-a file the evidence depends on or the evidence itself changed (polled every
---refresh-interval: the lstat of those files, nothing read), it re-proves
-the changed evidence and renews the need certificates, so that the next
-need is an exact hit instead of a proof replay; then the session readies
-its memory for the renewed needs (one at a time, between requests). It runs beside the session
-on its own connection to the store, never spawns a worker and never makes a
-need wait; a refresh that re-proved or renewed something logs one line on
-stderr, and one that failed logs why and is tried again at the next change.
+'needle evidence refresh' does: one --refresh-interval after it starts, and
+again whenever a file the evidence depends on changed (polled every
+--refresh-interval: the lstat of those files, nothing read), it compares
+the evidence's file digests and, where one no longer holds, re-proves the
+evidence and renews the need certificates, so that the next need is an
+exact hit instead of a proof replay; then the session readies its memory
+for the renewed needs (one at a time, between requests). It runs beside
+the session on its own connection to the store, at a lower CPU priority,
+never spawns a worker and never makes a need wait; a refresh that
+re-proved or renewed something logs one line on stderr, and one that
+failed logs why and is tried again at the next change.
 
 Flags:
   --data-dir DIR        the Needle data directory (holds needle.db)

@@ -11,14 +11,15 @@ import (
 	"time"
 
 	"github.com/needle-dev/needle/product/internal/snapshot"
+	"github.com/needle-dev/needle/product/internal/threadprio"
 )
 
 // The evidence refresher: Refresh (refresh.go) run in the background of
 // needle mcp serve, so that the needs of a session find the evidence of a
 // changed source already re-proven. It runs on an engine of its own (its
 // own turn: a need being served never waits for it) that never spawns a
-// worker. It looks once when it starts (a host's new session often
-// follows a checkout), then polls cheaply — the lstat of every file the
+// worker. It looks once an interval after it starts (a host's new session
+// often follows a checkout), then polls cheaply — the lstat of every file the
 // checkout's evidence depends on, and the evidence generation, whose moves
 // add the new evidence's files to the watch — and looks again only when a
 // file changed. A look compares the evidence's dependency digests through
@@ -157,6 +158,10 @@ func (e *Engine) refreshOnce(ctx context.Context, now func() time.Time) (Refresh
 	return rep, w, rerr
 }
 
+// refreshNice is how much lower than the process's the CPU priority of
+// the refresher's thread is (as the accountant's, accounting.go).
+const refreshNice = 10
+
 // refresher runs an engine's refreshes in the background (see above).
 type refresher struct {
 	engine *Engine
@@ -186,6 +191,14 @@ func (r *refresher) run(ctx context.Context) {
 		tick := time.NewTicker(r.every)
 		defer tick.Stop()
 		ticks = tick.C
+	}
+	// The first look waits one interval: a session's start (the host's
+	// first calls right after initialize) does not share the cores with it,
+	// and a host's model takes longer than that to ask its first need.
+	select {
+	case <-ctx.Done():
+		return
+	case <-ticks:
 	}
 	var w *refreshWatch // nil: refresh at the next turn
 	for {
@@ -267,6 +280,10 @@ func startRefresher(ctx context.Context, r refresher, open func(context.Context)
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
+		// Background work takes the cores the requests do not want: its
+		// thread (and the git and test processes it starts) run at a lower
+		// priority; the thread ends with the goroutine.
+		threadprio.Lower(refreshNice)
 		eng, err := open(ctx)
 		if err != nil && ctx.Err() == nil {
 			r.logf("evidence refresh: %v (no background refresh in this session)", err)
