@@ -73,14 +73,7 @@ func (c *cli) evidencePropose(args []string) int {
 	if _, err := DecodeProposal(data); err != nil {
 		return c.fail("evidence propose", err)
 	}
-	cfg := Config{DataDir: *dataDir, Repository: *repo, Transport: "cli"}
-	// The worker command only says where codex is (its sandbox runs the
-	// tests); one that does not resolve just leaves that to PATH.
-	codex, _ := c.codexConfig(*dataDir, "")
-	if cfg.Tests, err = c.testsConfig(*dataDir, codex); err != nil {
-		return c.fail("evidence propose", err)
-	}
-	eng, err := c.openEngine(cfg)
+	eng, err := c.validatingEngine(Config{DataDir: *dataDir, Repository: *repo, Transport: "cli"})
 	if err != nil {
 		return c.fail("evidence propose", err)
 	}
@@ -123,13 +116,7 @@ func (c *cli) evidenceRefresh(args []string) int {
 		fmt.Fprintf(c.stderr, "needle evidence refresh: --repository and --data-dir are required, and nothing else\n\n%s", usageEvidenceRefresh)
 		return 2
 	}
-	cfg := Config{DataDir: *dataDir, Repository: *repo, Transport: "cli", CacheOnly: true}
-	codex, _ := c.codexConfig(*dataDir, "")
-	var err error
-	if cfg.Tests, err = c.testsConfig(*dataDir, codex); err != nil {
-		return c.fail("evidence refresh", err)
-	}
-	eng, err := c.openEngine(cfg)
+	eng, err := c.validatingEngine(Config{DataDir: *dataDir, Repository: *repo, Transport: "cli", CacheOnly: true})
 	if err != nil {
 		return c.fail("evidence refresh", err)
 	}
@@ -139,4 +126,18 @@ func (c *cli) evidenceRefresh(args []string) int {
 		return c.fail("evidence refresh", err)
 	}
 	return c.writeJSON(rep)
+}
+
+// validatingEngine opens an engine for cfg that runs the validators' tests
+// as the data directory's settings say. The worker command only says where
+// codex is (its sandbox runs the tests); one that does not resolve just
+// leaves that to PATH.
+func (c *cli) validatingEngine(cfg Config) (*Engine, error) {
+	codex, _ := c.codexConfig(cfg.DataDir, "")
+	tests, err := c.testsConfig(cfg.DataDir, codex)
+	if err != nil {
+		return nil, err
+	}
+	cfg.Tests = tests
+	return c.openEngine(cfg)
 }
