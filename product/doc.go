@@ -233,17 +233,15 @@
 // every ask.
 //
 // Replays need not wait for a need: Refresh (refresh.go; needle evidence
-// refresh, and needle mcp serve's background refresher) re-proves the
-// evidence of a checkout whose files changed and renews the need
-// certificates of the needs asked there, with the same validators and
-// resolver; Warm then readies a serving engine's memory for those needs.
-//
-// Replays need not wait for a need: Engine.Refresh (needle evidence
-// refresh) re-proves every piece of the checkout's evidence whose
-// dependencies changed and renews the need certificates of the needs asked
-// there, and needle mcp serve runs it in the background on an engine of its
-// own (refresher.go): once at start, then whenever the evidence generation
-// or the lstat of a dependency changed, polled every --refresh-interval.
+// refresh) re-proves the evidence of a checkout whose files changed and
+// renews the need certificates of the needs asked there, with the same
+// validators and resolver; Warm then readies a serving engine's memory for
+// those needs. needle mcp serve runs both in the background
+// (refresher.go): on an engine of its own at a lower CPU priority, one
+// --refresh-interval after it starts and then whenever the lstat of a
+// dependency changed (new certificates only widen the watch), comparing
+// the dependency digests first and refreshing only when one no longer
+// holds.
 //
 // # Resolution
 //

@@ -120,6 +120,12 @@ func putDependencies(tx *sql.Tx, certID string, deps []Dependency) error {
 	return nil
 }
 
+// currentArtifact holds for an artifact a and a certificate c of it when a
+// speaks for itself (no proof replay superseded it) and c is its newest
+// certificate: what a need reads (evidenceFor) and what a refresh looks at.
+const currentArtifact = `NOT EXISTS (SELECT 1 FROM superseded_artifacts s WHERE s.artifact_id = a.artifact_id)
+		  AND c.rowid = (SELECT max(c2.rowid) FROM certificates c2 WHERE c2.artifact_id = a.artifact_id)`
+
 // evidenceFor loads the certified artifacts about subject of the given
 // kinds, each with its newest certificate, whichever checkout certified
 // them: the caller checks their freshness against its own. Artifacts that a
@@ -141,8 +147,7 @@ func (s *Store) evidenceFor(ctx context.Context, subject Subject, kinds []Capabi
 		SELECT c.certificate_id
 		FROM artifacts a JOIN certificates c ON c.artifact_id = a.artifact_id
 		WHERE a.subject_kind = ? AND a.subject_name = ? AND a.kind IN (`+marks+`)
-		  AND NOT EXISTS (SELECT 1 FROM superseded_artifacts s WHERE s.artifact_id = a.artifact_id)
-		  AND c.rowid = (SELECT max(c2.rowid) FROM certificates c2 WHERE c2.artifact_id = a.artifact_id)
+		  AND `+currentArtifact+`
 		ORDER BY c.rowid`, args, func(rows rowScanner, id *string) error { return rows.Scan(id) })
 	if err != nil {
 		return nil, err
@@ -445,8 +450,7 @@ func (s *Store) refreshEvidence(ctx context.Context, root string) ([]string, err
 		SELECT c.certificate_id
 		FROM artifacts a JOIN certificates c ON c.artifact_id = a.artifact_id
 		WHERE a.root = ?
-		  AND NOT EXISTS (SELECT 1 FROM superseded_artifacts s WHERE s.artifact_id = a.artifact_id)
-		  AND c.rowid = (SELECT max(c2.rowid) FROM certificates c2 WHERE c2.artifact_id = a.artifact_id)
+		  AND `+currentArtifact+`
 		ORDER BY c.rowid`, []any{root}, func(rows rowScanner, id *string) error { return rows.Scan(id) })
 }
 
@@ -458,8 +462,7 @@ const currentCertificates = `WITH watched(certificate_id) AS (
 			SELECT c.certificate_id
 			FROM artifacts a JOIN certificates c ON c.artifact_id = a.artifact_id
 			WHERE a.root = ?1
-			  AND NOT EXISTS (SELECT 1 FROM superseded_artifacts s WHERE s.artifact_id = a.artifact_id)
-			  AND c.rowid = (SELECT max(c2.rowid) FROM certificates c2 WHERE c2.artifact_id = a.artifact_id)
+			  AND ` + currentArtifact + `
 			UNION
 			SELECT m.member_id
 			FROM certificate_members m JOIN (SELECT max(rowid) AS newest FROM certificates
