@@ -1,0 +1,336 @@
+package testrun
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// TraceSpec is one traced run: a scenario of a checkout run in the sandbox
+// with probes in its source, recording which instrumented functions were
+// entered from which call sites, and which statements ran, in order.
+type TraceSpec struct {
+	// Checkout is a disposable checkout of the snapshot (an absolute
+	// path). The run instruments its files in place and puts them back.
+	Checkout string
+	// Dir is the module's directory relative to Checkout ("" or ".").
+	Dir string
+	// Package is the test package, or the main package of a command: "."
+	// or "./sub" relative to Dir.
+	Package string
+	// Tests are the tests to run ("TestX", or one subtest "TestX/sub");
+	// nil runs every test of the package. Ignored for a command.
+	Tests []string
+	// Command, when not nil, makes the scenario a program: Package is
+	// built and run with these arguments (from the module's directory,
+	// with no input).
+	Command []string
+	// Probes say what to record.
+	Probes []Probe
+	// Deadline bounds the whole run, the build included.
+	Deadline time.Duration
+}
+
+// TraceEvent is one probe firing. For an entry, File and Line are the
+// call site that entered the function (File relative to the checkout,
+// "" when the caller is outside it); Test is the top-level test on the
+// stack ("" when none is: a goroutine of its own, a subprocess).
+type TraceEvent struct {
+	Probe int
+	File  string
+	Line  int
+	Test  string
+}
+
+// TraceResult is what a traced run showed.
+type TraceResult struct {
+	// Status: Passed or Failed when the scenario ran to its end (every
+	// test passed, or the command exited 0; Failed otherwise), else why
+	// it did not: Unavailable, Invalid, BuildFailed, TimedOut, Errored.
+	// Events recorded before a deadline are kept.
+	Status    Status
+	Reason    string
+	Duration  time.Duration
+	GoVersion string
+	// Placed are the probe ids that found their place in the source.
+	Placed map[int]bool
+	// Events in the order they were recorded.
+	Events    []TraceEvent
+	Truncated bool
+	// Tests maps each test that reached an outcome to it (pass, fail,
+	// skip); ExitCode is a command's.
+	Tests    map[string]string
+	ExitCode int
+	Output   []byte
+	// Packages are the checkout's packages the scenario compiled.
+	Packages []CompiledPackage
+}
+
+func (s TraceSpec) validate() error {
+	ts := Spec{Checkout: s.Checkout, Dir: s.Dir, Package: s.Package, Cover: []string{s.Package}, Test: "TestX", Deadline: s.Deadline}
+	if err := ts.validate(); err != nil {
+		return err
+	}
+	for _, t := range s.Tests {
+		if !ValidTest(t) {
+			return fmt.Errorf("test %q is not a test name", t)
+		}
+	}
+	if len(s.Tests) > 1 && slices.ContainsFunc(s.Tests, func(t string) bool { return strings.Contains(t, "/") }) {
+		return errors.New("a subtest runs on its own")
+	}
+	for _, a := range s.Command {
+		if strings.ContainsRune(a, 0) {
+			return errors.New("a command argument holds a NUL")
+		}
+	}
+	if len(s.Probes) == 0 {
+		return errors.New("no probe")
+	}
+	return nil
+}
+
+// Trace runs the scenario with its probes. Like Run it never runs anything
+// outside the sandbox and never returns an error: every failure is a
+// Status with a Reason.
+func (r *Runner) Trace(ctx context.Context, spec TraceSpec) *TraceResult {
+	start := time.Now()
+	res := &TraceResult{Placed: map[int]bool{}, Tests: map[string]string{}, ExitCode: -1}
+	defer func() { res.Duration = time.Since(start) }()
+	if err := spec.validate(); err != nil {
+		res.Status, res.Reason = Invalid, err.Error()
+		return res
+	}
+	if err := r.available(ctx); err != nil {
+		res.Status, res.Reason = Unavailable, err.Error()
+		return res
+	}
+	ctx, cancel := context.WithTimeout(ctx, spec.Deadline)
+	defer cancel()
+	if res.GoVersion, res.Reason = r.goVersion(ctx); res.Reason != "" {
+		res.Status = Errored
+		return res
+	}
+	scratch, err := r.scratch()
+	if err != nil {
+		res.Status, res.Reason = Errored, err.Error()
+		return res
+	}
+	defer os.RemoveAll(scratch)
+	ins, err := instrument(spec.Checkout, spec.Probes)
+	if err != nil {
+		res.Status, res.Reason = Errored, err.Error()
+		return res
+	}
+	defer func() {
+		if err := ins.restore(spec.Checkout); err != nil && res.Status != Errored {
+			res.Status, res.Reason = Errored, "restore the instrumented checkout: "+err.Error()
+		}
+	}()
+	res.Placed = ins.placed
+	t := &tracer{execution: execution{r: r, spec: Spec{Checkout: spec.Checkout, Dir: spec.Dir, Package: spec.Package, Deadline: spec.Deadline},
+		scratch: scratch, res: &Result{}}, ts: spec, tres: res, ins: ins, traceFile: filepath.Join(scratch, "trace")}
+	t.run(ctx)
+	if ctx.Err() != nil && res.Status != Errored && res.Status != BuildFailed {
+		res.Status, res.Reason = TimedOut, fmt.Sprintf("deadline %s passed", spec.Deadline)
+	}
+	res.Events, res.Truncated, err = readTrace(t.traceFile, spec.Checkout, t.checkout)
+	if err != nil && res.Status != Errored {
+		res.Status, res.Reason = Errored, "read the trace: "+err.Error()
+	}
+	return res
+}
+
+// tracer is the state of one Trace inside its deadline.
+type tracer struct {
+	execution
+	ts        TraceSpec
+	tres      *TraceResult
+	ins       *instrumented
+	traceFile string
+}
+
+func (t *tracer) fail(s Status, reason string) { t.tres.Status, t.tres.Reason = s, reason }
+
+func (t *tracer) run(ctx context.Context) {
+	t.moduleDir = filepath.Join(t.spec.Checkout, filepath.FromSlash(t.spec.dir()))
+	checkout, err := filepath.EvalSymlinks(t.spec.Checkout)
+	if err != nil {
+		t.fail(Errored, err.Error())
+		return
+	}
+	t.checkout = checkout
+	t.writable = []string{t.spec.Checkout, filepath.Join(t.r.CacheDir, "go-build"), t.scratch}
+	for _, root := range t.writable {
+		before := present(root)
+		defer cleanup(root, before)
+	}
+	t.env = append(t.r.goEnv(filepath.Join(t.scratch, "tmp")), t.r.Sandbox.env()...)
+	if _, err := os.Stat(filepath.Join(t.moduleDir, "vendor", "modules.txt")); err == nil {
+		t.env = append(t.env, "GOFLAGS=-mod=vendor")
+	} else if err := t.copyModfile(); err != nil {
+		t.fail(Errored, "copy go.mod for the run: "+err.Error())
+		return
+	}
+	deps, pr, err := t.goList(ctx, []string{"list", "-e", "-deps", "-test", "-json=" + listFields, t.ts.Package})
+	if err != nil || pr.exitCode != 0 {
+		t.fail(t.buildOrError(pr), fmt.Sprintf("go list %s: %v %s", t.ts.Package, err, pr.stderr))
+		return
+	}
+	t.tres.Packages = t.withoutHelpers(t.compiled(deps))
+	t.env = append(t.env, traceEnv+"="+t.traceFile)
+	if t.ts.Command != nil {
+		t.command(ctx)
+		return
+	}
+	t.tests(ctx)
+}
+
+// withoutHelpers drops the probe helpers from the compiled files: they are
+// Needle's, not the snapshot's.
+func (t *tracer) withoutHelpers(pkgs []CompiledPackage) []CompiledPackage {
+	for i := range pkgs {
+		pkgs[i].Files = slices.DeleteFunc(pkgs[i].Files, func(f string) bool { return slices.Contains(t.ins.helpers, f) })
+	}
+	return pkgs
+}
+
+func (t *tracer) tests(ctx context.Context) {
+	pattern := "."
+	switch len(t.ts.Tests) {
+	case 0:
+	case 1:
+		pattern = RunPattern(t.ts.Tests[0])
+	default:
+		quoted := make([]string, len(t.ts.Tests))
+		for i, n := range t.ts.Tests {
+			quoted[i] = regexp.QuoteMeta(n)
+		}
+		pattern = "^(" + strings.Join(quoted, "|") + ")$"
+	}
+	maxOut := t.r.MaxOutput
+	if maxOut <= 0 {
+		maxOut = 1 << 20
+	}
+	log := newEventLog(maxOut)
+	pr, err := t.goCmd(ctx, log.read, "test", "-json", "-run", pattern, "-count=1", "-vet=off",
+		"-timeout="+t.ts.Deadline.String(), t.ts.Package)
+	if err != nil {
+		t.fail(Errored, err.Error())
+		return
+	}
+	t.tres.Output, t.tres.Tests = log.output.buf.Bytes(), log.tests
+	switch {
+	case pr.err != nil && !pr.killed:
+		t.fail(Errored, "go test: "+pr.err.Error())
+	case pr.killed:
+		t.fail(TimedOut, "deadline passed")
+	case log.build || (len(log.ran) == 0 && pr.exitCode != 0):
+		t.fail(BuildFailed, "the test binary did not build or start: "+tail(log.output.buf.String(), 2048)+tail(string(pr.stderr), 1024))
+	case log.timeout:
+		t.fail(TimedOut, "the test binary's timeout fired")
+	case len(log.ran) == 0:
+		t.fail(NoTest, "no test ran")
+	case pr.exitCode != 0:
+		t.fail(Failed, "a test failed")
+	default:
+		t.tres.Status = Passed
+	}
+}
+
+func (t *tracer) command(ctx context.Context) {
+	bin := filepath.Join(t.scratch, "scenario")
+	pr, err := t.goCmd(ctx, nil, "build", "-buildvcs=false", "-o", bin, t.ts.Package)
+	if err != nil {
+		t.fail(Errored, err.Error())
+		return
+	}
+	if pr.killed {
+		t.fail(TimedOut, "deadline passed while building")
+		return
+	}
+	if pr.err != nil || pr.exitCode != 0 {
+		t.fail(BuildFailed, fmt.Sprintf("go build %s: %v %s", t.ts.Package, pr.err, tail(string(pr.stderr), 2048)))
+		return
+	}
+	argv, err := t.r.Sandbox.wrap(t.moduleDir, t.writable, append([]string{bin}, t.ts.Command...))
+	if err != nil {
+		t.fail(Errored, err.Error())
+		return
+	}
+	maxOut := t.r.MaxOutput
+	if maxOut <= 0 {
+		maxOut = 1 << 20
+	}
+	out := &capped{max: maxOut}
+	cr := proc{argv: argv, dir: t.moduleDir, env: t.env, maxErr: maxOut,
+		stdout: func(rd io.Reader) error { _, err := io.Copy(out, rd); return err }}.run(ctx)
+	t.tres.Output = append(out.buf.Bytes(), cr.stderr...)
+	t.tres.ExitCode = cr.exitCode
+	switch {
+	case cr.killed:
+		t.fail(TimedOut, "deadline passed")
+	case cr.err != nil:
+		t.fail(Errored, cr.err.Error())
+	case cr.exitCode != 0:
+		t.fail(Failed, fmt.Sprintf("the command exited %d", cr.exitCode))
+	default:
+		t.tres.Status = Passed
+	}
+}
+
+// maxTraceBytes bounds the trace read back.
+const maxTraceBytes = 64 << 20
+
+// readTrace reads the events the probes wrote. The file is untrusted (the
+// scenario's code could write to it): malformed lines are skipped.
+func readTrace(file, checkout, resolved string) ([]TraceEvent, bool, error) {
+	f, err := os.Open(file)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, false, nil
+	}
+	if err != nil {
+		return nil, false, err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, false, err
+	}
+	truncated := fi.Size() > maxTraceBytes
+	sc := bufio.NewScanner(io.LimitReader(f, maxTraceBytes))
+	sc.Buffer(make([]byte, 64<<10), 64<<10)
+	var out []TraceEvent
+	for sc.Scan() {
+		parts := strings.Split(sc.Text(), "\t")
+		if len(parts) != 4 {
+			continue
+		}
+		id, err1 := strconv.Atoi(parts[0])
+		line, err2 := strconv.Atoi(parts[2])
+		if err1 != nil || err2 != nil {
+			continue
+		}
+		ev := TraceEvent{Probe: id, Line: line, Test: parts[3]}
+		for _, root := range []string{checkout, resolved} {
+			if rel, err := filepath.Rel(root, parts[1]); err == nil && filepath.IsAbs(parts[1]) && !strings.HasPrefix(rel, "..") {
+				ev.File = filepath.ToSlash(rel)
+				break
+			}
+		}
+		out = append(out, ev)
+	}
+	if err := sc.Err(); err != nil && !errors.Is(err, bufio.ErrTooLong) {
+		return out, truncated, err
+	}
+	return out, truncated || sc.Err() != nil, nil
+}
