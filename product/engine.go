@@ -69,6 +69,8 @@ type Engine struct {
 	costs costBook             // the cost aggregates; nil until first needed
 	memo  map[string]*needMemo // per need_id, the candidates of its last resolution
 	needs map[string]bool      // need ids this engine has stored
+	// retried are the undecided proposals this engine tried again.
+	retried map[int64]bool
 	// gen is the evidence generation the current resolution started from
 	// (candidates); perObligation the remembered worker-tokens estimate
 	// (finish).
@@ -186,10 +188,12 @@ func (e *Engine) Routes() RouteSet { return e.cfg.Routes }
 
 // ProposeResult is the outcome of an operator's proposal.
 type ProposeResult struct {
-	Status        string   `json:"status"` // certified | rejected
+	Status        string   `json:"status"` // certified | rejected | undecided
 	ArtifactID    string   `json:"artifact_id"`
 	CertificateID string   `json:"certificate_id"`
 	Reasons       []string `json:"reasons"`
+	// Undecided names what the proof needs and this machine lacks.
+	Undecided []string `json:"undecided"`
 }
 
 // Propose validates an operator's proposal against the current source and
@@ -214,9 +218,9 @@ func (e *Engine) Propose(ctx context.Context, raw []byte) (ProposeResult, error)
 	if err != nil {
 		return ProposeResult{}, err
 	}
-	res := ProposeResult{Status: "rejected", Reasons: nonNil(rec.Reasons)}
+	res := ProposeResult{Status: rec.Outcome(), Reasons: nonNil(rec.Reasons), Undecided: nonNil(rec.Undecided)}
 	if rec.Certified {
-		res.Status, res.ArtifactID, res.CertificateID = "certified", rec.ArtifactID, rec.CertificateID
+		res.ArtifactID, res.CertificateID = rec.ArtifactID, rec.CertificateID
 	}
 	return res, nil
 }

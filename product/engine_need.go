@@ -97,6 +97,22 @@ func (e *Engine) resolveNeed(ctx context.Context, session string, need CompiledN
 	if err != nil {
 		return NeedResult{}, run, err
 	}
+	if len(d.Missing) > 0 && in.Bypass == "" {
+		// A proposal kept undecided may be decidable now: it saves a worker.
+		n, err := e.retryUndecided(ctx, need, d.Missing)
+		if err != nil {
+			return NeedResult{}, run, opError("need.resolve", err)
+		}
+		if n > 0 {
+			if err := e.candidates(ctx, &in); err != nil {
+				return NeedResult{}, run, opError("need.resolve", err)
+			}
+			d = resolve(in)
+			if plan, d, err = e.choosePlan(ctx, need, in, d); err != nil {
+				return NeedResult{}, run, err
+			}
+		}
+	}
 	spawned := len(d.WorkerFor) > 0
 	var cost resolutionCost
 	if spawned {
@@ -376,12 +392,16 @@ func (e *Engine) runWorker(ctx context.Context, need CompiledNeed, d decision) (
 	}
 	var rejected []string
 	for _, raw := range res.Proposals {
-		c, reasons, err := e.certifyWorkerProposal(ctx, need, raw)
+		c, rec, err := e.certifyWorkerProposal(ctx, need, raw)
 		if err != nil {
 			return d, tokens, err
 		}
-		if len(reasons) > 0 {
-			rejected = append(rejected, reasons...)
+		switch rec.Outcome() {
+		case OutcomeRejected:
+			rejected = append(rejected, rec.Reasons...)
+			continue
+		case OutcomeUndecided:
+			d.Undecided = append(d.Undecided, rec.Undecided...)
 			continue
 		}
 		for i, ob := range d.Missing {
@@ -398,8 +418,11 @@ func (e *Engine) runWorker(ctx context.Context, need CompiledNeed, d decision) (
 	case d.Kind == ResolutionMiss && len(rejected) > 0:
 		// The reasons cite the rejected locations: they stay in the attempt
 		// record, never in a context.
-		return decision{Kind: ResolutionRejected, Missing: required(need.IR),
+		return decision{Kind: ResolutionRejected, Missing: required(need.IR), Undecided: d.Undecided,
 			Reason: fmt.Sprintf("the worker's proposal failed trusted validation (%d reasons recorded)", len(rejected))}, tokens, nil
+	case d.Kind == ResolutionMiss && len(d.Undecided) > 0:
+		return decision{Kind: ResolutionBypass, Missing: d.Missing, Undecided: d.Undecided, Failure: Failure{FailureUndecided, d.Undecided[0]},
+			Reason: "undecided: the worker's proposal could not be decided here (" + clip(d.Undecided[0], 300) + "); it is kept, never served, and tried again once it can be decided"}, tokens, nil
 	case d.Kind == ResolutionMiss:
 		return e.workerFailed(d, Failure{FailureWorkerNothing, kindList(d.Missing)}, "the worker proposed nothing for "+kindList(d.Missing)), tokens, nil
 	default:
@@ -419,29 +442,67 @@ func (e *Engine) workerFailed(d decision, f Failure, reason string) decision {
 }
 
 // certifyWorkerProposal decodes and validates one worker proposal and
-// records the attempt. Reasons are returned for a rejection.
-func (e *Engine) certifyWorkerProposal(ctx context.Context, need CompiledNeed, raw []byte) (candidate, []string, error) {
+// records the attempt: certified, rejected (with reasons) or undecided.
+func (e *Engine) certifyWorkerProposal(ctx context.Context, need CompiledNeed, raw []byte) (candidate, attemptRecord, error) {
 	p, err := DecodeProposal(raw)
 	if err != nil {
 		v := &validation{Reasons: []string{"proposal does not decode: " + err.Error()}}
-		_, serr := e.store.recordAttempt(ctx, e.root, need.ID, "worker", raw, v, "")
-		return candidate{}, v.Reasons, serr
+		rec, serr := e.store.recordAttempt(ctx, e.root, need.ID, "worker", raw, v, "")
+		return candidate{}, rec, serr
 	}
 	if p.Subject != need.IR.Subject {
 		v := &validation{Reasons: []string{fmt.Sprintf("proposal is about %s %q, not the need's subject", p.Subject.Kind, p.Subject.Name)}}
-		_, serr := e.store.recordAttempt(ctx, e.root, need.ID, "worker", raw, v, "")
-		return candidate{}, v.Reasons, serr
+		rec, serr := e.store.recordAttempt(ctx, e.root, need.ID, "worker", raw, v, "")
+		return candidate{}, rec, serr
 	}
 	v, err := e.val.validate(ctx, p)
 	if err != nil {
-		return candidate{}, nil, err
+		return candidate{}, attemptRecord{}, err
 	}
 	rec, err := e.store.recordAttempt(ctx, e.root, need.ID, "worker", raw, v, "")
 	if err != nil || !rec.Certified {
-		return candidate{}, rec.Reasons, err
+		return candidate{}, rec, err
 	}
 	ev, err := e.store.evidenceByCertificate(ctx, rec.CertificateID)
-	return candidate{Evidence: ev, State: stateFresh}, nil, err
+	return candidate{Evidence: ev, State: stateFresh}, rec, err
+}
+
+// retryUndecided tries again, once per engine, the proposals kept
+// undecided about the need's subject for the kinds it lacks: what their
+// proof needed may be here now (the module cache filled, a sandbox set
+// up). It returns how many were certified: they are evidence now.
+func (e *Engine) retryUndecided(ctx context.Context, need CompiledNeed, missing []Obligation) (int, error) {
+	kinds := obligationKinds(NeedIR{Obligations: missing})
+	list, err := e.store.undecidedFor(ctx, e.root, need.IR.Subject, kinds)
+	if err != nil {
+		return 0, err
+	}
+	certified := 0
+	for _, u := range list {
+		if e.retried[u.ID] {
+			continue
+		}
+		if e.retried == nil {
+			e.retried = map[int64]bool{}
+		}
+		e.retried[u.ID] = true
+		p, err := DecodeProposal(u.Proposal)
+		if err != nil {
+			continue // stored as it came; a decoder change may refuse it now
+		}
+		v, err := e.val.validate(ctx, p)
+		if err != nil {
+			return certified, err
+		}
+		rec, err := e.store.recordDecision(ctx, e.root, u.NeedID, u.Source, u.Proposal, v, "", u.ID)
+		if err != nil {
+			return certified, err
+		}
+		if rec.Certified {
+			certified++
+		}
+	}
+	return certified, nil
 }
 
 // sortChosen keeps choices in the need's obligation order.
@@ -459,7 +520,7 @@ func (e *Engine) finish(ctx context.Context, session string, ledger *Ledger, nee
 	r := NeedResult{
 		Route: need.IR.Route, Subject: need.IR.Subject, NeedID: need.ID,
 		Satisfied: []CapabilityKind{}, Missing: []CapabilityKind{}, ClaimIDs: []string{},
-		Resolution:    Resolution{Kind: d.Kind, ArtifactIDs: []string{}, PlanID: plan.ID()},
+		Resolution:    Resolution{Kind: d.Kind, ArtifactIDs: []string{}, PlanID: plan.ID(), Undecided: append([]string{}, d.Undecided...)},
 		Failure:       d.Failure,
 		ReuseUnit:     ReuseNone,
 		WorkerSpawned: spawned,

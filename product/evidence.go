@@ -36,14 +36,17 @@ type CertificateBody struct {
 	Cited            []CitedLocation `json:"cited"`
 	ClaimIDs         []string        `json:"claim_ids"`
 	Notes            []string        `json:"notes"`
-	// Reach is how focused_tests evidence reaches its subject: executed,
-	// static or lexical (the weakest of its tests); Tests says, per test,
-	// how Needle knows it and the command Needle derived to run it.
+	// Reach is how focused_tests evidence reaches its subject: executed or
+	// lexical (the weakest of its tests); Tests says, per test, how Needle
+	// knows it and the command Needle derived to run it. For runtime_flow
+	// evidence it is how the flow is known, executed or static, and Flow
+	// says by which run.
 	Reach string      `json:"reach,omitempty"`
 	Tests []TestProof `json:"tests,omitempty"`
 	// Links are, for runtime_flow evidence, the callees (go/types full
 	// names) that link each step to the next; nil for a lexical link.
 	Links [][]string `json:"links,omitempty"`
+	Flow  *FlowProof `json:"flow,omitempty"`
 }
 
 // Evidence is a certified artifact with its newest certificate, as the
@@ -78,7 +81,7 @@ func certify(v *validation) (artifactID string, body CertificateBody, certID str
 	body = CertificateBody{
 		Scope: "artifact", ArtifactID: artifactID, ValidatorVersion: ValidatorVersion,
 		Level: v.Level, Satisfies: v.Satisfies, Cited: v.Cited, Notes: append([]string{}, v.Notes...),
-		Reach: v.Reach, Tests: v.Tests, Links: v.Links,
+		Reach: v.Reach, Tests: v.Tests, Links: v.Links, Flow: v.Flow,
 	}
 	for p, d := range v.Files {
 		body.Dependencies = append(body.Dependencies, Dependency{DependencyFile, p, d})

@@ -73,7 +73,7 @@ func citeChoice(c choice) []string {
 	case p.Kind == CapImplementationLocation:
 		return []string{fmt.Sprintf("implementation_location: %s:%d-%d%s [artifact %s]", p.Path, p.StartLine, p.EndLine, level, e.ArtifactID)}
 	case p.Kind == CapRuntimeFlow:
-		lines := []string{fmt.Sprintf("runtime_flow (scenario %s)%s [artifact %s]:", p.Scenario, level, e.ArtifactID)}
+		lines := []string{fmt.Sprintf("runtime_flow (scenario %s)%s%s [artifact %s]:", printableText(p.Scenario), level, flowReach(e.Certificate), e.ArtifactID)}
 		links := e.Certificate.Links
 		for i, s := range p.Steps {
 			line := fmt.Sprintf("  %d. %s:%d-%d", i+1, printableText(s.Path), s.StartLine, s.EndLine)
@@ -102,6 +102,21 @@ func citeChoice(c choice) []string {
 		return lines
 	}
 	return nil
+}
+
+// flowReach says how Needle knows a flow: a run it made (and the command
+// that repeats it), or go/types alone, labelled static.
+func flowReach(c CertificateBody) string {
+	f := c.Flow
+	switch {
+	case c.Level == LevelLexical:
+		return ""
+	case f == nil || f.Reach != ReachExecuted:
+		return "; static: every call resolved by go/types, nothing run, not proven for the scenario"
+	case f.Derived:
+		return fmt.Sprintf("; executed by Needle in its sandbox: %s (Needle's choice of run), %s in %s", f.Scenario, f.Status, time.Duration(f.DurationMs)*time.Millisecond)
+	}
+	return fmt.Sprintf("; executed by Needle in its sandbox: %s, %s in %s", f.Scenario, f.Status, time.Duration(f.DurationMs)*time.Millisecond)
 }
 
 // citeTest says how Needle knows a test reaches the subject and how to run

@@ -37,22 +37,31 @@ const usageEvidencePropose = `Usage: needle evidence propose --repository DIR --
 Validate a proposal (JSON; - for stdin) against the current source of the
 repository with Needle's trusted validators (code, never a model), store the
 attempt, and print one JSON object:
-  {"status": "certified"|"rejected", "artifact_id", "certificate_id", "reasons": [...]}
+  {"status": "certified"|"rejected"|"undecided", "artifact_id", "certificate_id",
+   "reasons": [...], "undecided": [...]}
 
 A certified proposal becomes evidence that later needs can reuse while it
-stays fresh. A rejected one is stored with its reasons and never served.
+stays fresh. A rejected one (proven false) is stored with its reasons and
+never served. An undecided one is neither: its proof needs what this
+machine lacks (the types of a dependency missing from the module cache, a
+working sandbox, a Go toolchain, a run within its deadline); "undecided"
+names it. It is kept, never served, and tried again when a need about its
+subject could use it, or at 'needle evidence refresh'.
 
 Proposal shapes (see 'needle evidence schema KIND'):
   {"kind":"implementation_location","subject":{...},"path":"cmd.go","start_line":10,"end_line":20}
   {"kind":"runtime_flow","subject":{...},"scenario":"default","steps":[{"path","start_line","end_line","summary"}]}
   {"kind":"focused_tests","subject":{...},"tests":[{"path","name"}]}
 
-Go locations and flows are proven with go/types; a Go focused test only by
-Needle running it in a sandbox (see tests.codex in 'needle config'), or
-as static reach where it cannot; a test's "command" is a hint, never kept.
+Go locations are proven with go/types. A Go focused test is proven only by
+Needle running it in a sandbox (see tests.codex in 'needle config'); a
+test's "command" is a hint, never kept. A flow is proven by running its
+scenario (a test, a command with arguments, or prose Needle maps to one;
+"default" lets Needle choose among the steps' packages' tests); a flow no
+run shows but whose every call go/types resolves is certified "static".
 Paths may be written ./x.go; files must be regular files of the snapshot.
 
-Exit status: 0 certified, 1 rejected or failure, 2 invalid input.
+Exit status: 0 certified, 1 rejected or failure, 2 invalid input, 4 undecided.
 `
 
 func (c *cli) evidencePropose(args []string) int {
@@ -82,10 +91,16 @@ func (c *cli) evidencePropose(args []string) int {
 	if err != nil {
 		return c.fail("evidence propose", err)
 	}
-	if code := c.writeJSON(res); code != 0 || res.Status != "certified" {
-		return 1
+	if code := c.writeJSON(res); code != 0 {
+		return code
 	}
-	return 0
+	switch res.Status {
+	case OutcomeCertified:
+		return 0
+	case OutcomeUndecided:
+		return 4
+	}
+	return 1
 }
 
 const usageEvidenceRefresh = `Usage: needle evidence refresh --repository DIR --data-dir DIR

@@ -76,6 +76,7 @@ func needContextOutputSchema() map[string]any {
 			"artifact_ids":   map[string]any{"type": "array", "items": id},
 			"certificate_id": optionalID,
 			"plan_id":        id,
+			"undecided":      map[string]any{"type": "array", "items": str},
 		}),
 		"reuse_unit":     schema.Enum(allReuseUnits...),
 		"claim_ids":      map[string]any{"type": "array", "items": id},

@@ -2,6 +2,7 @@ package product
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"path"
 	"strconv"
@@ -43,6 +44,13 @@ type Proposal struct {
 
 	// focused_tests
 	Tests []TestRef `json:"tests,omitempty"`
+
+	// problems are values the proposal's JSON Schema allows that no
+	// validator can accept (a path leaving the repository, a backwards
+	// span): the proposal decodes, and is rejected for them before
+	// anything is read. A worker that follows the schema is never refused
+	// for shape.
+	problems []string
 }
 
 // FlowStep is one step of a runtime flow: a location and what happens there.
@@ -96,7 +104,7 @@ func DecodeProposal(data []byte) (Proposal, error) {
 	p.Kind = k
 	binders := map[string]func(jsonValue, string) error{
 		"kind":    func(jsonValue, string) error { return nil },
-		"subject": func(v jsonValue, path string) error { return bindSubject(v, path, &p.Subject) },
+		"subject": func(v jsonValue, path string) error { return bindSubject(v, path, &p.Subject, &p.problems) },
 	}
 	required := []string{"kind", "subject"}
 	switch k {
@@ -119,7 +127,11 @@ func DecodeProposal(data []byte) (Proposal, error) {
 	return checkProposal(p)
 }
 
-func bindSubject(v jsonValue, path string, s *Subject) error {
+// bindSubject binds a proposal's subject. An unknown kind is refused (the
+// schema's enum refuses it too); a name the compiler would refuse is kept,
+// trimmed, with the problem noted: it cannot be the need's subject, and
+// the proposal is rejected for it.
+func bindSubject(v jsonValue, path string, s *Subject, problems *[]string) error {
 	var req SubjectRequest
 	err := bindObject(v, path, map[string]func(jsonValue, string) error{
 		"kind": func(v jsonValue, path string) error { return bindString(v, path, &req.Kind) },
@@ -128,9 +140,28 @@ func bindSubject(v jsonValue, path string, s *Subject) error {
 	if err != nil {
 		return err
 	}
+	kind, ok := ParseSubjectKind(req.Kind)
+	if !ok {
+		return invalidf(opCompile, path+".kind", "unknown subject kind %q; want %s", req.Kind, enumList(allSubjectKinds))
+	}
+	req.Name = strings.TrimSpace(req.Name)
 	subject, err := compileSubject(req)
+	if err != nil {
+		*s = Subject{Kind: kind, Name: strings.ToValidUTF8(req.Name, "\uFFFD")}
+		*problems = append(*problems, fmt.Sprintf("%s.name: %v", path, errMessage(err)))
+		return nil
+	}
 	*s = subject
-	return err
+	return nil
+}
+
+// errMessage is an *Error's message without its op and path.
+func errMessage(err error) string {
+	var e *Error
+	if errors.As(err, &e) && e.Err != nil {
+		return e.Err.Error()
+	}
+	return err.Error()
 }
 
 // bindLine binds a positive integer line number.
@@ -188,85 +219,120 @@ func bindArray(v jsonValue, path string, max int, bind func(jsonValue, string) e
 	return nil
 }
 
-// checkProposal checks the shape rules that need no source and returns the
-// proposal with its paths cleaned: bounded relative paths that stay inside
-// the repository ("./x.go" is x.go), sane spans, one-line bounded text.
-// Whether the cited code is really there is the validators' business.
+// checkProposal checks the rules that need no source and returns the
+// proposal with its paths cleaned ("./x.go" is x.go) and its free text
+// normalized: a scenario, a summary or a command is made one line of
+// printable text (white space runs become one blank) and clipped to its
+// bound. What the schema allows but no validator can accept — a path that
+// leaves the repository or holds a control character, a backwards or
+// oversized span, a test name that is no name — is noted as a problem,
+// and the proposal is rejected for it before anything is read.
 func checkProposal(p Proposal) (Proposal, error) {
-	var err error
+	problem := func(format string, args ...any) { p.problems = append(p.problems, fmt.Sprintf(format, args...)) }
 	switch p.Kind {
 	case CapImplementationLocation:
-		p.Path, err = checkLocation("", p.Path, p.StartLine, p.EndLine)
+		var why string
+		p.Path, why = checkLocation("", p.Path, p.StartLine, p.EndLine)
+		if why != "" {
+			problem("%s", why)
+		}
 	case CapRuntimeFlow:
-		if p.Scenario != ScenarioDefault {
-			if err := checkBoundedName("scenario", "scenario", p.Scenario); err != nil {
-				return Proposal{}, err
-			}
+		p.Scenario = oneLineText(p.Scenario, MaxScenarioBytes)
+		if p.Scenario == "" {
+			p.Scenario = ScenarioDefault
 		}
 		p.Steps = append([]FlowStep(nil), p.Steps...)
 		for i := range p.Steps {
 			s := &p.Steps[i]
-			prefix := fmt.Sprintf("steps[%d].", i)
-			if s.Path, err = checkLocation(prefix, s.Path, s.StartLine, s.EndLine); err != nil {
-				return Proposal{}, err
+			var why string
+			if s.Path, why = checkLocation(fmt.Sprintf("steps[%d].", i), s.Path, s.StartLine, s.EndLine); why != "" {
+				problem("%s", why)
 			}
-			if len(s.Summary) > MaxSummaryBytes || !utf8.ValidString(s.Summary) || strings.ContainsAny(s.Summary, "\n\r") {
-				return Proposal{}, invalidf(opProposal, prefix+"summary", "summary must be one line of valid UTF-8, at most %d bytes", MaxSummaryBytes)
-			}
+			s.Summary = oneLineText(s.Summary, MaxSummaryBytes)
 		}
 	case CapFocusedTests:
 		p.Tests = append([]TestRef(nil), p.Tests...)
 		for i := range p.Tests {
 			t := &p.Tests[i]
 			prefix := fmt.Sprintf("tests[%d].", i)
-			if t.Path, err = checkRelPath(prefix+"path", t.Path); err != nil {
-				return Proposal{}, err
+			var why string
+			if t.Path, why = checkRelPath(prefix+"path", t.Path); why != "" {
+				problem("%s", why)
 			}
-			if t.Name == "" || len(t.Name) > MaxTestNameBytes || !utf8.ValidString(t.Name) || strings.TrimSpace(t.Name) != t.Name || strings.IndexFunc(t.Name, unsafeRune) >= 0 {
-				return Proposal{}, invalidf(opProposal, prefix+"name", "test name %q must be 1 to %d bytes of printable text without surrounding blanks", t.Name, MaxTestNameBytes)
+			t.Name = strings.TrimSpace(t.Name)
+			if t.Name == "" || len(t.Name) > MaxTestNameBytes || !utf8.ValidString(t.Name) || strings.IndexFunc(t.Name, unsafeRune) >= 0 {
+				problem("%sname: test name %q must be 1 to %d bytes of printable text", prefix, t.Name, MaxTestNameBytes)
+				t.Name = strings.ToValidUTF8(t.Name, "\uFFFD")
 			}
-			if len(t.Command) > MaxCommandBytes || !utf8.ValidString(t.Command) || strings.ContainsAny(t.Command, "\n\r") {
-				return Proposal{}, invalidf(opProposal, prefix+"command", "command must be one line of valid UTF-8, at most %d bytes", MaxCommandBytes)
-			}
+			t.Command = oneLineText(t.Command, MaxCommandBytes)
 		}
 	}
-	return p, err
+	return p, nil
 }
 
-func checkLocation(prefix, p string, start, end int) (string, error) {
-	clean, err := checkRelPath(prefix+"path", p)
-	if err != nil {
-		return "", err
+// MaxScenarioBytes bounds a flow's scenario as kept (longer text is
+// clipped).
+const MaxScenarioBytes = 512
+
+// oneLineText makes untrusted free text one line of printable text of at
+// most max bytes: invalid UTF-8 replaced, control, format and separator
+// characters and runs of white space made one blank, trimmed, and clipped
+// at a character boundary with "…".
+func oneLineText(s string, max int) string {
+	s = strings.ToValidUTF8(s, "\uFFFD")
+	s = strings.Map(func(r rune) rune {
+		if unsafeRune(r) {
+			return ' '
+		}
+		return r
+	}, s)
+	s = strings.Join(strings.Fields(s), " ")
+	if len(s) <= max {
+		return s
+	}
+	cut := max - len("…")
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "…"
+}
+
+func checkLocation(prefix, p string, start, end int) (string, string) {
+	clean, why := checkRelPath(prefix+"path", p)
+	if why != "" {
+		return clean, why
 	}
 	if end < start {
-		return "", invalidf(opProposal, prefix+"end_line", "end_line %d is before start_line %d", end, start)
+		return clean, fmt.Sprintf("%send_line: end_line %d is before start_line %d", prefix, end, start)
 	}
 	if end-start+1 > MaxSpanLines {
-		return "", invalidf(opProposal, prefix+"end_line", "span of %d lines; the limit is %d", end-start+1, MaxSpanLines)
+		return clean, fmt.Sprintf("%send_line: span of %d lines; the limit is %d", prefix, end-start+1, MaxSpanLines)
 	}
-	return clean, nil
+	return clean, ""
 }
 
 // checkRelPath accepts a relative, slash-separated path that stays inside
 // the repository, and returns it cleaned: "./x.go", "a//b.go" and
 // "a/./b.go" are written the way people write paths and mean x.go, a/b.go;
-// a path that leaves the repository ("../x", "a/../../x", "/etc") is
-// refused, never cleaned into something else. Control, format (bidi) and
+// a path that leaves the repository ("../x", "a/../../x", "/etc") is kept
+// as written with why it cannot be cited, never cleaned into something
+// else. Control, format (bidi) and
 // line-separator characters are refused: a path is printed in contexts.
-func checkRelPath(field, p string) (string, error) {
+func checkRelPath(field, p string) (string, string) {
+	kept := strings.ToValidUTF8(p, "\uFFFD")
 	switch {
 	case p == "" || len(p) > MaxPathBytes:
-		return "", invalidf(opProposal, field, "path must be 1 to %d bytes", MaxPathBytes)
+		return kept, fmt.Sprintf("%s: path must be 1 to %d bytes", field, MaxPathBytes)
 	case !utf8.ValidString(p) || strings.IndexFunc(p, unsafeRune) >= 0:
-		return "", invalidf(opProposal, field, "path %q has a control, format or line-separator character", p)
+		return kept, fmt.Sprintf("%s: path %q has a control, format or line-separator character", field, p)
 	case strings.ContainsAny(p, "\\\x00") || strings.HasPrefix(p, "/"):
-		return "", invalidf(opProposal, field, "path %q must be relative and slash-separated", p)
+		return kept, fmt.Sprintf("%s: path %q must be relative and slash-separated", field, p)
 	}
 	clean := path.Clean(p)
 	if clean == "." || clean == ".." || strings.HasPrefix(clean, "../") || strings.HasSuffix(p, "/") {
-		return "", invalidf(opProposal, field, "path %q must name a file inside the repository", p)
+		return kept, fmt.Sprintf("%s: path %q must name a file inside the repository", field, p)
 	}
-	return clean, nil
+	return clean, ""
 }
 
 // unsafeRune reports a character that could change how a line of text

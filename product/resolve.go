@@ -75,6 +75,9 @@ type decision struct {
 	WorkerFor []Obligation // obligations to ask a worker for
 	Reason    string
 	Failure   Failure // set by the engine when a worker failed
+	// Undecided are the causes of proposals the validators could not
+	// decide here (set by the engine).
+	Undecided []string
 }
 
 // The world rule. Evidence is certified against the current source of the
@@ -280,7 +283,8 @@ func chooseClaim(ob Obligation, in resolveInput) (*choice, string) {
 // disagree reports whether same-kind evidence gives different answers. Two
 // locations disagree when they are in different files or their spans do not
 // overlap (two certified spans around the same declaration agree); two
-// flows disagree when their steps differ.
+// flows of the same scenario disagree when their steps differ (flows of
+// two scenarios, each proven by its own run, are both true).
 func disagree(cs []candidate) bool {
 	for i := range cs {
 		for j := i + 1; j < len(cs); j++ {
@@ -290,6 +294,9 @@ func disagree(cs []candidate) bool {
 					return true
 				}
 				continue
+			}
+			if a.Kind == CapRuntimeFlow && a.Scenario != b.Scenario {
+				continue // flows of two scenarios are two answers, not a dispute
 			}
 			if answerKey(a) != answerKey(b) {
 				return true

@@ -59,6 +59,7 @@ const (
 	FailureNone          FailureReason = ""                        // nothing failed
 	FailureWorker        FailureReason = "worker_failed"           // the worker run returned an error
 	FailureWorkerNothing FailureReason = "worker_proposed_nothing" // the worker ran but proposed nothing for a need without evidence
+	FailureUndecided     FailureReason = "undecided"               // the worker's proposal could not be decided here (it is kept and tried again)
 )
 
 // Failure is an operational failure behind a result: its reason and, for
@@ -74,12 +75,17 @@ type StepInfo struct {
 	Relation Relation `json:"relation"`
 }
 
-// Resolution is the tagged outcome with the ids that back it.
+// Resolution is the tagged outcome with the ids that back it. Undecided
+// names, for proposals the validators could neither certify nor reject
+// here, what their proof needs (a dependency missing from the module
+// cache, a working sandbox, a toolchain, a run within its deadline): such
+// a proposal is no rejection; it is kept and tried again.
 type Resolution struct {
 	Kind          ResolutionKind `json:"kind"`
 	ArtifactIDs   []string       `json:"artifact_ids"`
 	CertificateID string         `json:"certificate_id"`
 	PlanID        string         `json:"plan_id"`
+	Undecided     []string       `json:"undecided"`
 }
 
 // statusOf maps a resolution to the status the main model acts on.

@@ -156,6 +156,23 @@ func newTestRunner(tc TestsConfig, env goToolchain) (*testrun.Runner, error) {
 		CacheDir: tc.CacheDir, ModCache: env.GOMODCACHE}, nil
 }
 
+// noRunnerCause says why the validators have no test runner, for an
+// undecided proposal: what is missing and how to provide it.
+func (vs *validators) noRunnerCause(ctx context.Context) string {
+	_, _, err := vs.toolchain(ctx)
+	switch {
+	case err != nil:
+		return "there is no Go toolchain here (" + err.Error() + ")"
+	case vs.tests.Codex == "":
+		return "no sandbox is configured: Needle runs code only in codex's sandbox (set tests.codex, or put codex on PATH)"
+	case vs.tests.CacheDir == "":
+		return "no test cache directory is configured"
+	case inside(vs.repo.Root(), vs.dataDir):
+		return "the data directory lies inside the repository, where Needle makes no checkout"
+	}
+	return "the sandbox cannot be set up here"
+}
+
 // CheckTests says whether tests can run as tc configures them: a Go
 // toolchain, and codex's sandbox passing the self-test every runner passes
 // before its first run (no socket, no write outside the writable roots).
@@ -245,28 +262,12 @@ func (rs *runSession) run(ctx context.Context, spec testrun.Spec, moduleless str
 		return cached, nil
 	}
 	if rs.co == nil {
-		co, err := checkout.Create(ctx, rs.vs.repo, filepath.Join(rs.vs.dataDir, "checkouts"))
-		if err != nil {
-			return nil, fmt.Errorf("checkout for a test run: %w", err)
+		if _, err := rs.ensureCheckout(ctx, moduleless); err != nil {
+			return nil, err
 		}
-		rs.co = co
-		if co.Snapshot != rs.snapshot {
-			rs.snapshot = co.Snapshot // the source changed since: key on what runs
-			key = runKey(rs.snapshot+" "+moduleless, spec)
-		}
+		key = runKey(rs.snapshot+" "+moduleless, spec) // the source may have changed since: key on what runs
 	}
-	synthetic := false
-	if moduleless != "" {
-		gomod := filepath.Join(rs.co.Dir, "go.mod")
-		if _, err := os.Lstat(gomod); errors.Is(err, os.ErrNotExist) {
-			_, env, _ := rs.vs.toolchain(ctx)
-			content := "module " + moduleless + "\n\ngo " + goLanguage(env.GOVERSION) + "\n"
-			if err := os.WriteFile(gomod, []byte(content), 0o644); err != nil {
-				return nil, fmt.Errorf("write a go.mod for a module-less repository: %w", err)
-			}
-		}
-		synthetic = true
-	}
+	synthetic := moduleless != ""
 	spec.Checkout = rs.co.Dir
 	pkey := prepKey(rs.snapshot+" "+moduleless, spec)
 	rs.vs.mu.Lock()
@@ -278,25 +279,11 @@ func (rs *runSession) run(ctx context.Context, spec testrun.Spec, moduleless str
 		rs.vs.prepared[pkey] = pre
 		rs.vs.mu.Unlock()
 	}
-	tr := &testRun{res: res, files: map[string]string{}}
-	for _, p := range res.Packages {
-		for _, f := range p.Files {
-			data, err := os.ReadFile(filepath.Join(rs.co.Dir, filepath.FromSlash(f)))
-			if err != nil {
-				return nil, fmt.Errorf("read %s in the test checkout: %w", f, err)
-			}
-			tr.files[f] = fileDigest(data)
-		}
+	files, err := rs.compiled(res.Packages, spec.Dir, synthetic)
+	if err != nil {
+		return nil, err
 	}
-	for _, f := range []string{"go.mod", "go.sum"} {
-		if synthetic {
-			break // Needle's go.mod is not the repository's
-		}
-		rel := pathJoin(spec.Dir, f)
-		if data, err := os.ReadFile(filepath.Join(rs.co.Dir, filepath.FromSlash(rel))); err == nil {
-			tr.files[rel] = fileDigest(data)
-		}
-	}
+	tr := &testRun{res: res, files: files}
 	// Only outcomes that do not depend on the moment are kept: a deadline
 	// or a runner failure may go otherwise next time.
 	if res.Status != testrun.TimedOut && res.Status != testrun.Errored && res.Status != testrun.Unavailable && ctx.Err() == nil {
@@ -305,6 +292,59 @@ func (rs *runSession) run(ctx context.Context, spec testrun.Spec, moduleless str
 		rs.vs.mu.Unlock()
 	}
 	return tr, nil
+}
+
+// ensureCheckout makes the session's checkout on first use and returns its
+// directory. moduleless, when set, is the module path of a repository
+// without go.mod: the checkout gets a go.mod naming it and requiring
+// nothing, so that the go command builds the code as GOPATH mode would.
+func (rs *runSession) ensureCheckout(ctx context.Context, moduleless string) (string, error) {
+	if rs.co == nil {
+		co, err := checkout.Create(ctx, rs.vs.repo, filepath.Join(rs.vs.dataDir, "checkouts"))
+		if err != nil {
+			return "", fmt.Errorf("checkout for a test run: %w", err)
+		}
+		rs.co = co
+		rs.snapshot = co.Snapshot // the source may have changed since the session began: key on what runs
+	}
+	if moduleless != "" {
+		gomod := filepath.Join(rs.co.Dir, "go.mod")
+		if _, err := os.Lstat(gomod); errors.Is(err, os.ErrNotExist) {
+			_, env, _ := rs.vs.toolchain(ctx)
+			content := "module " + moduleless + "\n\ngo " + goLanguage(env.GOVERSION) + "\n"
+			if err := os.WriteFile(gomod, []byte(content), 0o644); err != nil {
+				return "", fmt.Errorf("write a go.mod for a module-less repository: %w", err)
+			}
+		}
+	}
+	return rs.co.Dir, nil
+}
+
+// compiled digests, as they are in the session's checkout, the files of
+// the checkout's packages a run compiled, and the module's go.mod and
+// go.sum (not a go.mod Needle wrote for a module-less repository): the
+// dependencies of what the run proved.
+func (rs *runSession) compiled(pkgs []testrun.CompiledPackage, moduleDir string, synthetic bool) (map[string]string, error) {
+	files := map[string]string{}
+	for _, p := range pkgs {
+		for _, f := range p.Files {
+			data, err := os.ReadFile(filepath.Join(rs.co.Dir, filepath.FromSlash(f)))
+			if err != nil {
+				return nil, fmt.Errorf("read %s in the test checkout: %w", f, err)
+			}
+			files[f] = fileDigest(data)
+		}
+	}
+	for _, f := range []string{"go.mod", "go.sum"} {
+		if synthetic {
+			break
+		}
+		rel := pathJoin(moduleDir, f)
+		if data, err := os.ReadFile(filepath.Join(rs.co.Dir, filepath.FromSlash(rel))); err == nil {
+			files[rel] = fileDigest(data)
+		}
+	}
+	return files, nil
 }
 
 // goLanguage is the language version of a toolchain ("go1.26.8" → "1.26"),

@@ -3,6 +3,7 @@ package product
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"fmt"
 	"strings"
 	"time"
@@ -11,18 +12,57 @@ import (
 // attemptRecord is what storing a validated proposal produced.
 type attemptRecord struct {
 	Certified     bool
+	Undecided     []string // set when the proposal could not be decided here
 	ArtifactID    string
 	CertificateID string
 	Reasons       []string
 }
 
-// recordAttempt stores a validation made in the checkout at root: always an
-// attempt row, and for a certified proposal its artifact, certificate,
-// dependencies and claims, all in one transaction (rows another checkout
-// stored first are shared, not copied). origin is the artifact a proof
-// replay started from.
+// Outcome is certified, rejected or undecided.
+func (r attemptRecord) Outcome() string {
+	switch {
+	case r.Certified:
+		return OutcomeCertified
+	case len(r.Undecided) > 0 && len(r.Reasons) == 0:
+		return OutcomeUndecided
+	}
+	return OutcomeRejected
+}
+
+// recordAttempt stores a validation made in the checkout at root: for a
+// decided one an attempt row, and for a certified proposal its artifact,
+// certificate, dependencies and claims, all in one transaction (rows
+// another checkout stored first are shared, not copied); for an undecided
+// one a row of undecided_attempts, never a rejection. origin is the
+// artifact a proof replay started from.
 func (s *Store) recordAttempt(ctx context.Context, root, needID, source string, raw []byte, v *validation, origin string) (attemptRecord, error) {
+	return s.recordDecision(ctx, root, needID, source, raw, v, origin, 0)
+}
+
+// recordDecision is recordAttempt; undecided, when not 0, is the
+// undecided_attempts row the validation tried again: it is linked to the
+// attempt that decided it, or left as it is when still undecided.
+func (s *Store) recordDecision(ctx context.Context, root, needID, source string, raw []byte, v *validation, origin string, undecided int64) (attemptRecord, error) {
 	rec := attemptRecord{Certified: v.Certified(), Reasons: append([]string{}, v.Reasons...)}
+	var nid any
+	if needID != "" {
+		nid = needID
+	}
+	if v.Outcome() == OutcomeUndecided {
+		rec.Undecided = append([]string{}, v.Undecided...)
+		if undecided != 0 {
+			return rec, s.inTx(ctx, "store.undecided", func(tx *sql.Tx, _ string) error {
+				_, err := tx.Exec(`UPDATE undecided_attempts SET causes = ? WHERE undecided_id = ?`, mustJSON(v.Undecided), undecided)
+				return err
+			})
+		}
+		return rec, s.inTx(ctx, "store.undecided", func(tx *sql.Tx, now string) error {
+			p := v.Proposal
+			_, err := tx.Exec(`INSERT INTO undecided_attempts (root, need_id, source, kind, subject_kind, subject_name, proposal, causes, created_at)
+				VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`, root, nid, source, string(p.Kind), string(p.Subject.Kind), p.Subject.Name, string(raw), mustJSON(v.Undecided), now)
+			return err
+		})
+	}
 	var body CertificateBody
 	if rec.Certified {
 		rec.ArtifactID, body, rec.CertificateID = certify(v)
@@ -39,19 +79,56 @@ func (s *Store) recordAttempt(ctx context.Context, root, needID, source string, 
 				return err
 			}
 		}
-		var nid, aid, cid any
-		if needID != "" {
-			nid = needID
-		}
+		var aid, cid any
 		if rec.Certified {
 			aid, cid = rec.ArtifactID, rec.CertificateID
 		}
-		status := map[bool]string{true: "certified", false: "rejected"}[rec.Certified]
-		_, err := tx.Exec(`INSERT INTO attempts (root, need_id, source, proposal, status, reasons, artifact_id, certificate_id, created_at)
+		status := map[bool]string{true: OutcomeCertified, false: OutcomeRejected}[rec.Certified]
+		res, err := tx.Exec(`INSERT INTO attempts (root, need_id, source, proposal, status, reasons, artifact_id, certificate_id, created_at)
 			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`, root, nid, source, string(raw), status, mustJSON(nonNil(rec.Reasons)), aid, cid, now)
+		if err != nil || undecided == 0 {
+			return err
+		}
+		id, err := res.LastInsertId()
+		if err != nil {
+			return err
+		}
+		_, err = tx.Exec(`UPDATE undecided_attempts SET decided_attempt_id = ? WHERE undecided_id = ?`, id, undecided)
 		return err
 	})
 	return rec, err
+}
+
+// undecidedProposal is a proposal kept undecided, to be tried again.
+type undecidedProposal struct {
+	ID       int64
+	NeedID   string
+	Source   string
+	Proposal []byte
+	Causes   []string
+}
+
+// undecidedFor returns the proposals still undecided about subject, of the
+// given kinds, in the checkout at root, oldest first.
+func (s *Store) undecidedFor(ctx context.Context, root string, subject Subject, kinds []CapabilityKind) ([]undecidedProposal, error) {
+	if len(kinds) == 0 {
+		return nil, nil
+	}
+	marks := strings.TrimSuffix(strings.Repeat("?,", len(kinds)), ",")
+	args := []any{root, string(subject.Kind), subject.Name}
+	for _, k := range kinds {
+		args = append(args, string(k))
+	}
+	return queryAll(ctx, s.db, "store.undecided", `SELECT undecided_id, coalesce(need_id, ''), source, proposal, causes FROM undecided_attempts
+		WHERE root = ? AND subject_kind = ? AND subject_name = ? AND kind IN (`+marks+`) AND decided_attempt_id IS NULL
+		ORDER BY undecided_id LIMIT 8`, args, func(rows rowScanner, u *undecidedProposal) error {
+		var proposal, causes string
+		if err := rows.Scan(&u.ID, &u.NeedID, &u.Source, &proposal, &causes); err != nil {
+			return err
+		}
+		u.Proposal = []byte(proposal)
+		return json.Unmarshal([]byte(causes), &u.Causes)
+	})
 }
 
 func putArtifact(tx *sql.Tx, now, root, id string, p Proposal, origin string) error {

@@ -358,6 +358,9 @@ var upgradeSeeds = map[int][]string{
 	13: { // the artifact of version 3, moved by a proof replay to the one of version 12
 		`INSERT INTO superseded_artifacts VALUES ('b3:` + strings.Repeat("3", 64) + `', 'b3:` + strings.Repeat("f", 64) + `')`,
 	},
+	14: { // a proposal whose proof needed a dependency the module cache lacked
+		`INSERT INTO undecided_attempts VALUES (1, '/r', 'b3:` + strings.Repeat("2", 64) + `', 'worker', 'implementation_location', 'symbol', 'crlf', '{}', '["the types of example.com/dep are missing"]', NULL, '2024-01-14T00:00:00Z')`,
+	},
 }
 
 func TestOpenStore_Upgrade(t *testing.T) {

@@ -18,7 +18,7 @@ import (
 // ValidatorVersion changes whenever a validator could decide differently.
 // Certificates record it; evidence certified by another version is proven
 // again before it is served.
-const ValidatorVersion = "needle-validators/2"
+const ValidatorVersion = "needle-validators/3"
 
 // Evidence levels a certificate records: LevelAST for proofs from code that
 // reads the source's syntax and types (go/types for Go; for focused_tests,
@@ -43,12 +43,17 @@ const (
 const MaxCitedFileBytes = 8 << 20
 
 // validation is what the trusted validators concluded about a proposal
-// against one snapshot. Reasons is empty exactly when it is certified.
+// against one snapshot: certified (proven), rejected (proven false:
+// Reasons) or undecided (Undecided: what the proof needs and this machine
+// lacks — a dependency missing from the module cache, no working sandbox,
+// no toolchain, a deadline passed). A proposal with both is rejected: what
+// was proven false stays false.
 type validation struct {
 	// Proposal is the proposal as certified: paths cleaned, spans brought
 	// to the declaration they cite, commands dropped.
 	Proposal  Proposal
 	Reasons   []string
+	Undecided []string
 	Level     string
 	Reach     string
 	Satisfies Satisfies
@@ -58,14 +63,38 @@ type validation struct {
 	Claims    []ClaimAt
 	Tests     []TestProof
 	Links     [][]string
+	Flow      *FlowProof
 	Notes     []string
 }
 
+// The outcomes of a validation.
+const (
+	OutcomeCertified = "certified"
+	OutcomeRejected  = "rejected"
+	OutcomeUndecided = "undecided"
+)
+
 // Certified reports whether the proposal passed every check.
-func (v *validation) Certified() bool { return len(v.Reasons) == 0 }
+func (v *validation) Certified() bool { return len(v.Reasons) == 0 && len(v.Undecided) == 0 }
+
+// Outcome is certified, rejected or undecided.
+func (v *validation) Outcome() string {
+	switch {
+	case len(v.Reasons) > 0:
+		return OutcomeRejected
+	case len(v.Undecided) > 0:
+		return OutcomeUndecided
+	}
+	return OutcomeCertified
+}
 
 func (v *validation) reject(format string, args ...any) {
 	v.Reasons = append(v.Reasons, fmt.Sprintf(format, args...))
+}
+
+// undecide records what keeps the proposal from being decided here.
+func (v *validation) undecide(format string, args ...any) {
+	v.Undecided = append(v.Undecided, fmt.Sprintf(format, args...))
 }
 
 func (v *validation) note(format string, args ...any) {
@@ -89,6 +118,10 @@ func (vs *validators) validate(ctx context.Context, p Proposal) (*validation, er
 		Proposal: p, Level: LevelAST, Files: map[string]string{}, Dirs: map[string]string{},
 		Satisfies: Satisfies{Kind: p.Kind},
 	}}
+	if len(p.problems) > 0 {
+		val.v.Reasons = append(val.v.Reasons, p.problems...)
+		return val.v, nil
+	}
 	if why := uncertifiable(p.Subject.Kind, Obligation{Kind: p.Kind}); why != "" {
 		val.v.reject("%s", why)
 		return val.v, nil
@@ -108,7 +141,7 @@ func (vs *validators) validate(ctx context.Context, p Proposal) (*validation, er
 		return nil, err
 	}
 	if !val.v.Certified() {
-		val.v.Claims, val.v.Cited, val.v.Tests, val.v.Links = nil, nil, nil, nil
+		val.v.Claims, val.v.Cited, val.v.Tests, val.v.Links, val.v.Flow = nil, nil, nil, nil, nil
 	}
 	return val.v, nil
 }
@@ -352,7 +385,7 @@ func (s *repoSource) ReadDir(rel string) ([]fs.DirEntry, error) {
 func (val *validator) goProgram(field string, files ...string) (*typecheck.Program, bool, error) {
 	loader, _, err := val.vs.toolchain(val.ctx)
 	if err != nil {
-		val.v.reject("%s: Go source cannot be type-checked here: %v", field, err)
+		val.v.undecide("%s: Go source cannot be type-checked here: %v", field, err)
 		return nil, false, nil
 	}
 	root, err := os.OpenRoot(val.repo.Root())
@@ -395,10 +428,21 @@ func (val *validator) goProgram(field string, files ...string) (*typecheck.Progr
 func (val *validator) goPackage(field string, prog *typecheck.Program, file string) (*typecheck.Package, bool) {
 	pkg, err := prog.PackageOf(file)
 	if err != nil {
-		val.v.reject("%s: %s", field, typeError(file, err))
+		val.typeFailure(field, file, err)
 		return nil, false
 	}
 	return pkg, true
+}
+
+// typeFailure records why typecheck could not answer: undecided when the
+// types it needs are missing from the module cache (the proof may hold
+// once they are there), a rejection otherwise.
+func (val *validator) typeFailure(field, file string, err error) {
+	if typecheck.KindOf(err) == typecheck.KindMissingTypes {
+		val.v.undecide("%s: %s (`go mod download` in the module fetches them)", field, typeError(file, err))
+		return
+	}
+	val.v.reject("%s: %s", field, typeError(file, err))
 }
 
 // typeError says in a sentence why typecheck could not answer.

@@ -2,6 +2,9 @@ package product
 
 import (
 	"fmt"
+	"go/ast"
+	"go/parser"
+	"go/token"
 	"strings"
 
 	"github.com/needle-dev/needle/product/internal/typecheck"
@@ -14,15 +17,70 @@ type citedStep struct {
 	span typecheck.Span
 }
 
-// flow validates a runtime_flow: every step is a valid location, the first
-// step holds the subject, and (for Go) each step calls into the next: the
-// earlier step's span holds a call (or a function or method value) whose
-// callee, resolved by go/types, is declared in the next step's span or is
-// the function the next step lies in. Calls through interfaces and function
-// values name no concrete callee and link nothing; a name alone never does.
-// A flow whose every link is proven so is contract_complete; one with a
-// step in another language is lexical and open_world only. Step summaries
-// are the proposer's prose: kept, never verified, and shown as such.
+// FlowProof is how Needle established a runtime_flow: by running a
+// scenario and seeing each step run and each link taken, in order
+// (executed), or by a chain of calls go/types resolves, nothing run
+// (static). Scenario is what ran, as Needle's own command; the proposal's
+// wording of it is only a label.
+type FlowProof struct {
+	Reach      string `json:"reach"`
+	Scenario   string `json:"scenario,omitempty"`
+	Derived    bool   `json:"derived,omitempty"` // Needle chose the run: the proposal named none it could run
+	Status     string `json:"status,omitempty"`  // how the run ended: passed, failed, timed_out
+	DurationMs int64  `json:"duration_ms,omitempty"`
+	GoVersion  string `json:"go_version,omitempty"`
+	// Seen are, per link, the call site the run entered the next step
+	// from and the function it entered ("search.go:40 -> newOptions").
+	Seen []string `json:"seen,omitempty"`
+}
+
+// stepLink is what the source says of one link, step i to step i+1,
+// before anything runs.
+type stepLink struct {
+	// callees are the functions go/types resolves that link the steps:
+	// declared in step i+1, or holding it; direct calls and references.
+	callees []typecheck.Callee
+	// dynamic: step i makes calls go/types cannot name (through an
+	// interface or a function value): only a run can tie them to step i+1.
+	dynamic bool
+	lexical bool // a step in a language Needle does not type-check
+}
+
+// direct reports whether a callee linking the steps is called in step i
+// (not merely referred to as a value).
+func (l stepLink) direct() bool {
+	for _, c := range l.callees {
+		if c.Mode == typecheck.CallDirect && !c.Dynamic {
+			return true
+		}
+	}
+	return false
+}
+
+// flow validates a runtime_flow. Every step is a valid location and the
+// first step holds the subject (its declaration, a definition of the
+// option or a read of its value). Each later step is linked to the one
+// before it: step i holds a call (or a reference) whose callee go/types
+// resolves to a function declared in step i+1 or holding it, or a call go/types
+// cannot name (an interface method, a function-typed variable or field)
+// that only a run can tie to step i+1. A name alone never links.
+//
+// A flow is for a scenario, and a scenario is proven by running it
+// (validate_flow_run.go): in the sandbox that runs focused tests, with
+// probes in a disposable checkout, the scenario's run must enter each step
+// from a call site in the step before it, in order (or, for a link by a
+// function reference, run step i and then enter step i+1), and run the
+// last step's lines. Then the flow is certified executed and
+// contract_complete. The scenario is the proposal's when Needle can run
+// it (a test, or a command of a main package with arguments, written as
+// models write them), else Needle derives one from the tests of the steps'
+// packages. A named scenario that runs without taking the flow is a
+// rejection. A flow whose links go/types resolves, with no run to show
+// it, is certified static: labelled so everywhere, open_world only, never
+// contract_complete. Where a run is needed and impossible (no sandbox, no
+// toolchain, a deadline, a dependency missing) the proposal is undecided.
+// A step in another language makes the flow lexical and open_world. Step
+// summaries are the proposer's prose: kept, never verified, shown as such.
 func (val *validator) flow() error {
 	p := val.v.Proposal
 	var steps []citedStep
@@ -53,21 +111,38 @@ func (val *validator) flow() error {
 		return err
 	}
 	val.addClaim(claim, first.span)
-	proven := true
+	links := make([]stepLink, 0, len(steps)-1)
 	for i := 0; i+1 < len(steps); i++ {
 		a, b := steps[i], steps[i+1]
 		if !isGo(a.path) || !isGo(b.path) {
-			val.v.Links = append(val.v.Links, nil)
-			proven = false
+			links = append(links, stepLink{lexical: true})
 			continue
 		}
-		callees, ok := val.link(prog, i, a, b)
+		l, ok := val.link(prog, i, a, b)
 		if !ok {
 			return nil
 		}
-		val.v.Links = append(val.v.Links, callees)
-		val.addClaim(Claim{Kind: ClaimCalls, Subject: p.Subject, Path: a.path, ExcerptDigest: excerptDigest(a.src, a.span),
-			Detail: strings.Join(callees, ", ") + " in " + b.path + " " + excerptDigest(b.src, b.span)}, a.span)
+		links = append(links, l)
+	}
+	proof, ok, err := val.proveFlow(prog, steps, links)
+	if !ok || err != nil {
+		return err
+	}
+	val.v.Flow = proof
+	val.v.Reach = proof.Reach
+	val.v.Links = nil
+	for i, l := range links {
+		names := typecheck.Names(l.callees)
+		if proof.Reach == ReachExecuted && i < len(proof.Seen) {
+			names = []string{proof.Seen[i] + " (executed)"}
+		}
+		val.v.Links = append(val.v.Links, names)
+		if l.lexical {
+			continue
+		}
+		a, b := steps[i], steps[i+1]
+		detail := strings.Join(names, ", ") + " in " + b.path + " " + excerptDigest(b.src, b.span)
+		val.addClaim(Claim{Kind: ClaimCalls, Subject: p.Subject, Path: a.path, ExcerptDigest: excerptDigest(a.src, a.span), Detail: detail}, a.span)
 	}
 	if len(val.v.Links) == 0 {
 		val.v.Links = nil
@@ -76,16 +151,27 @@ func (val *validator) flow() error {
 		val.cite(s.path, s.src, s.span)
 		val.declaredClaim(prog, s)
 	}
-	val.v.Satisfies.Scenario = p.Scenario
+	val.v.Satisfies.Scenario = satisfiedScenario(p.Scenario)
 	val.v.Satisfies.Granularity = []string{"summary"}
 	val.v.Satisfies.Completeness = []string{"open_world"}
 	if len(steps) >= 2 {
 		val.v.Satisfies.Granularity = append(val.v.Satisfies.Granularity, "stepwise")
-		if proven {
+		if proof.Reach == ReachExecuted && val.v.Level != LevelLexical {
 			val.v.Satisfies.Completeness = append(val.v.Satisfies.Completeness, "contract_complete")
 		}
 	}
 	return nil
+}
+
+// satisfiedScenario is the scenario facet a flow answers. A need names a
+// scenario as a short lower-case name (scenario=default, the facet's
+// pattern); a flow proposed for a test, a command or in prose answers the
+// default scenario, unless its scenario is itself such a name.
+func satisfiedScenario(s string) string {
+	if scenarioFacet.MatchString(s) {
+		return s
+	}
+	return ScenarioDefault
 }
 
 // flowStart checks that the first step holds the subject: for a Go symbol,
@@ -110,7 +196,7 @@ func (val *validator) flowStart(prog *typecheck.Program, s Subject, st citedStep
 		claim.Kind = ClaimDeclared
 		d, err := lookup(pkg, s.Name)
 		if err != nil {
-			val.v.reject("%s: %s", field, typeError(st.path, err))
+			val.typeFailure(field, st.path, err)
 			return Claim{}, false, nil
 		}
 		whole := typecheck.Span{Start: d.Doc.Start, End: d.Span.End}
@@ -121,9 +207,9 @@ func (val *validator) flowStart(prog *typecheck.Program, s Subject, st citedStep
 		return claim, true, nil
 	case SubjectCLIOption, SubjectConfigurationKey:
 		claim.Kind = ClaimDefined
-		defs, _ := pkg.FindOption(s.Name, optionKinds(s.Kind)...)
+		defs, undecided := pkg.FindOption(s.Name, optionKinds(s.Kind)...)
 		for _, d := range defs {
-			if d.File == st.path && span.Contains(d.Line) {
+			if d.File == st.path && span.Contains(d.Line) && !strings.HasSuffix(d.File, "_test.go") {
 				claim.Detail = optionDetail(d)
 				return claim, true, nil
 			}
@@ -134,6 +220,13 @@ func (val *validator) flowStart(prog *typecheck.Program, s Subject, st citedStep
 				return claim, true, nil
 			}
 		}
+		for _, u := range undecided {
+			if u.File == st.path && span.Contains(u.Line) {
+				val.v.undecide("%s: cannot decide whether the call at %s:%d defines %s %q: the types of %s are missing (not in the module cache; `go mod download` in the module fetches them)",
+					field, st.path, u.Line, s.Kind, s.Name, strings.Join(u.Missing, ", "))
+				return Claim{}, false, nil
+			}
+		}
 		val.v.reject("%s: %s:%d-%d neither defines %s %q nor reads its value%s", field, st.path, span.Start, span.End, s.Kind, s.Name, definedAt(defs))
 		return Claim{}, false, nil
 	}
@@ -141,42 +234,50 @@ func (val *validator) flowStart(prog *typecheck.Program, s Subject, st citedStep
 	return claim, ok, err
 }
 
-// link proves that step i calls into step i+1 and returns the resolved
-// callees that link them (go/types full names).
-func (val *validator) link(prog *typecheck.Program, i int, a, b citedStep) ([]string, bool) {
+// link reads what the source says of step i calling into step i+1: the
+// callees go/types resolves there, or calls it cannot name that a run may
+// tie to step i+1. A step with neither does not call into the next: a
+// rejection.
+func (val *validator) link(prog *typecheck.Program, i int, a, b citedStep) (stepLink, bool) {
 	from := typecheck.Span{Start: a.span.Start, End: a.span.End}
 	to := typecheck.Span{Start: b.span.Start, End: b.span.End}
 	links, err := prog.Links(a.path, from, b.path, to)
 	if err != nil {
-		val.v.reject("steps[%d]: %s", i, typeError(a.path, err))
-		return nil, false
+		val.typeFailure(fmt.Sprintf("steps[%d]", i), a.path, err)
+		return stepLink{}, false
 	}
-	if len(links) > 0 {
-		var names []typecheck.Callee
-		for _, l := range links {
-			names = append(names, l.Callee)
-		}
-		return typecheck.Names(names), true
+	var l stepLink
+	for _, lk := range links {
+		l.callees = append(l.callees, lk.Callee)
 	}
 	callees, unresolved, _ := prog.Calls(a.path, from)
 	for _, u := range unresolved {
-		if len(u.Missing) > 0 {
-			val.v.reject("steps[%d]: cannot decide whether %s:%d calls into steps[%d]: the types of %s are missing (not in the module cache)",
+		if len(u.Missing) > 0 && len(l.callees) == 0 {
+			val.v.undecide("steps[%d]: cannot decide whether %s:%d calls into steps[%d]: the types of %s are missing (not in the module cache; `go mod download` in the module fetches them)",
 				i, a.path, u.Line, i+1, strings.Join(u.Missing, ", "))
-			return nil, false
+			return stepLink{}, false
 		}
+		l.dynamic = true
+	}
+	for _, c := range callees {
+		if c.Dynamic {
+			l.dynamic = true
+		}
+	}
+	if len(l.callees) > 0 || l.dynamic {
+		return l, true
 	}
 	seen := typecheck.Names(callees)
 	if len(seen) > 6 {
 		seen = append(seen[:6], "…")
 	}
-	what := "no resolved call"
+	what := "no call"
 	if len(seen) > 0 {
-		what = "calls " + strings.Join(seen, ", ")
+		what = "calls only " + strings.Join(seen, ", ")
 	}
-	val.v.reject("steps[%d]: %s:%d-%d does not call a function declared in steps[%d] %s:%d-%d (it %s; calls through interfaces or function values name no callee)",
+	val.v.reject("steps[%d]: %s:%d-%d does not call into steps[%d] %s:%d-%d (it %s, none declared there or entered there, and no call through an interface or a function value a run could tie to it)",
 		i, a.path, a.span.Start, a.span.End, i+1, b.path, b.span.Start, b.span.End, what)
-	return nil, false
+	return stepLink{}, false
 }
 
 // declaredClaim records that a Go step cites a function's declaration, when
@@ -199,4 +300,48 @@ func (val *validator) declaredClaim(prog *typecheck.Program, s citedStep) {
 	}
 	val.addClaim(Claim{Kind: ClaimDeclared, Subject: Subject{Kind: SubjectSymbol, Name: d.Name()}, Path: s.path,
 		ExcerptDigest: excerptDigest(s.src, s.span)}, s.span)
+}
+
+// stepFuncs are the functions a run enters step s through: those declared
+// in its lines, and the innermost function holding its first line (a
+// function literal's body included), each as the line its entry probe
+// takes (the declaration's name, or a line of the literal's body).
+func stepFuncs(s citedStep) (entries []int, names map[int]string, within bool) {
+	names = map[int]string{}
+	fset := token.NewFileSet()
+	f, err := parser.ParseFile(fset, s.path, s.src, parser.SkipObjectResolution)
+	if err != nil {
+		return nil, names, false
+	}
+	line := func(p token.Pos) int { return fset.Position(p).Line }
+	var holder int
+	ast.Inspect(f, func(n ast.Node) bool {
+		switch fn := n.(type) {
+		case *ast.FuncDecl:
+			if fn.Body == nil {
+				return false
+			}
+			nl := line(fn.Name.Pos())
+			name := fn.Name.Name
+			if fn.Recv != nil && len(fn.Recv.List) == 1 {
+				name = receiverBase(fn.Recv.List[0].Type) + "." + name
+			}
+			if s.span.Contains(nl) {
+				entries = append(entries, nl)
+				names[nl] = name
+			} else if line(fn.Pos()) <= s.span.Start && s.span.Start <= line(fn.End()) {
+				holder, names[nl] = nl, name
+			}
+		case *ast.FuncLit:
+			lb, rb := line(fn.Body.Lbrace), line(fn.Body.Rbrace)
+			if lb <= s.span.Start && s.span.Start <= rb && lb < s.span.Start {
+				holder, names[s.span.Start] = s.span.Start, "a function literal"
+			}
+		}
+		return true
+	})
+	if len(entries) == 0 && holder != 0 {
+		return []int{holder}, names, true
+	}
+	return entries, names, false
 }

@@ -3,6 +3,7 @@ package product
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -46,15 +47,143 @@ func TestValidate_Flows(t *testing.T) {
 	verbose := lineWith(t, repo, "command.go", `fs.BoolVar(&o.verbose, "verbose"`)
 	res := te.checkVerdict(t, flowProposal("symbol", "Launch", step("./flow/flow.go", launchS, launchE, "launch"), step("command.go", parseS, parseE, "parse")), "certified", "a resolved call across packages")
 	te.checkVerdict(t, flowProposal("symbol", "Via", step("flow/flow.go", viaS, viaE, "via"), step("flow/flow.go", addS, addE, "add")), "certified", "a method value")
-	te.checkVerdict(t, flowProposal("cli_option", "--verbose", step("command.go", verbose, verbose, "define"), step("command.go", parseS, parseE, "x")), "rejected", "does not call a function declared in steps[1]")
+	te.checkVerdict(t, flowProposal("cli_option", "--verbose", step("command.go", verbose, verbose, "define"), step("command.go", parseS, parseE, "x")), "rejected", "does not call into steps[1]")
 	te.checkVerdict(t, flowProposal("symbol", "NewCommand", step("command.go", newS, newE, "define")), "certified", "one step holding the subject")
-	te.checkVerdict(t, flowProposal("symbol", "Start", step("flow/flow.go", startS, startE, "start"), step("command.go", parseS, parseE, "parse")), "rejected", "does not call a function declared in steps[1]")
-	te.checkVerdict(t, flowProposal("symbol", "Dyn", step("flow/flow.go", dynS, dynE, "dyn"), step("flow/flow.go", loadS, loadE, "load")), "rejected", "does not call a function declared in steps[1]")
+	te.checkVerdict(t, flowProposal("symbol", "Start", step("flow/flow.go", startS, startE, "start"), step("command.go", parseS, parseE, "parse")), "rejected", "does not call into steps[1]")
+	// A call through an interface that no run takes proves nothing.
+	te.checkVerdict(t, flowProposal("symbol", "Dyn", step("flow/flow.go", dynS, dynE, "dyn"), step("flow/flow.go", loadS, loadE, "load")), "rejected", "no run shows the flow")
 	te.checkVerdict(t, flowProposal("symbol", "Launch", step("flow/flow.go", startS, startE, "start")), "rejected", "is not in the declaration of")
 	if res.Status == "certified" {
 		r := te.need(`{"route":"trace.state-flow","subject":{"kind":"symbol","name":"Launch"},"required":[{"kind":"runtime_flow"}]}`)
 		if !strings.Contains(r.Context, fmt.Sprintf("1. flow/flow.go:%d-%d; calls example.com/cli.Parse; worker's description (unverified): \"launch\"", launchS, launchE)) {
 			t.Errorf("the context does not show the resolved link and the marked summary:\n%s", r.Context)
 		}
+		// No test runs Launch: the flow is static, and says so.
+		if !strings.Contains(r.Context, "static: every call resolved by go/types, nothing run") {
+			t.Errorf("a static flow is not labelled static:\n%s", r.Context)
+		}
+	}
+}
+
+// flowNamed is a runtime_flow proposal for a scenario.
+func flowNamed(kind, name, scenario string, steps ...string) string {
+	return fmt.Sprintf(`{"kind":"runtime_flow","subject":{"kind":%q,"name":%q},"scenario":%s,"steps":[%s]}`, kind, name, jsonText(scenario), strings.Join(steps, ","))
+}
+
+// flowApp is the flows fixture with the spans its tests cite.
+type flowApp struct {
+	repo                                 string
+	run, version, printer, render, pick  string // steps: the declarations
+	shoutFormat, plainFormat, printerVar string
+}
+
+func mustFlowApp(t *testing.T) flowApp {
+	t.Helper()
+	repo := MustEvidenceFixture(t, "flows", true, nil)
+	at := func(header, summary string) string {
+		_, s, e := declLines(t, repo, "app/app.go", header)
+		return step("app/app.go", s, e, summary)
+	}
+	return flowApp{repo: repo,
+		run: at("func Run(", "Run parses the flags"), version: at("func version(", "version prints"),
+		printer: at("func defaultPrinter(", "the printer writes"), render: at("func render(", "render formats"),
+		pick: at("func pickFormatter(", "picks"), shoutFormat: at("func (shout) Format(", "shouts"),
+		plainFormat: at("func (plain) Format(", "plain"),
+	}
+}
+
+// TestValidate_FlowsExecuted: a flow is for a scenario, and a run of the
+// scenario must show each step entered from the step before it, in order.
+// Links through a function-typed variable, an interface method or a
+// strategy field are proven that way; a step behind a condition that the
+// named scenario does not take rejects the flow; scenarios are read as
+// models write them.
+func TestValidate_FlowsExecuted(t *testing.T) {
+	a := mustFlowApp(t)
+	te := MustEngine(t, a.repo)
+	chain := []string{a.run, a.version, a.printer} // version reaches the printer through the Printer variable
+	for _, c := range []struct{ scenario, status, want string }{
+		{"TestVersion", "certified", "a named test that takes every step"},
+		{"go test ./app -run '^TestVersion$'", "certified", "a go test command line"},
+		{"TestVersion()", "certified", "a test as models write it"},
+		{"app --version", "certified", "a command line of the module's one program"},
+		{"when the user runs `app --version`", "certified", "prose around a command"},
+		{"default", "certified", "Needle's choice among the package's tests"},
+		{"the usual path", "certified", "prose naming no run: Needle's choice"},
+		{"TestPlain", "rejected", "was never entered from step 1"}, // --version is false there: version never runs
+		{"app", "rejected", "does not happen in that scenario"},
+		{"TestNope", "rejected", "which no _test.go file of the module declares"},
+	} {
+		res := te.checkVerdict(t, flowNamed("symbol", "Run", c.scenario, chain...), c.status, c.want)
+		if res.Status != "certified" {
+			continue
+		}
+		body := te.certificateBody(t, res.CertificateID)
+		if !strings.Contains(body, `"reach":"executed"`) || !strings.Contains(body, "contract_complete") {
+			t.Errorf("%s: the flow is not executed and contract_complete: %s", c.scenario, body)
+		}
+	}
+	// Through an interface: the scenario decides which method runs.
+	te.checkVerdict(t, flowNamed("symbol", "render", "TestLoud", a.render, a.shoutFormat), "certified", "an interface call to the method the run took")
+	te.checkVerdict(t, flowNamed("symbol", "render", "TestPlain", a.render, a.shoutFormat), "rejected", "was never entered from step 1")
+	te.checkVerdict(t, flowNamed("symbol", "render", "default", a.render, a.plainFormat), "certified", "the method a derived run took")
+	// Through a strategy func in a struct field.
+	te.checkVerdict(t, flowNamed("symbol", "render", "default", a.render, a.pick), "certified", "a function-typed field")
+
+	r := te.need(`{"route":"trace.state-flow","subject":{"kind":"symbol","name":"Run"},"required":[{"kind":"runtime_flow","completeness":"contract_complete"}]}`)
+	for _, want := range []string{"executed by Needle in its sandbox: go test ./app",
+		"(executed)", "worker's description (unverified)"} {
+		if !strings.Contains(r.Context, want) {
+			t.Errorf("context lacks %q:\n%s", want, r.Context)
+		}
+	}
+}
+
+// TestValidate_FlowsWithoutSandbox: where Needle cannot run the scenario a
+// flow names, the flow is undecided, naming why; a flow for the default
+// scenario whose every link go/types resolves is certified static,
+// labelled so, and never satisfies contract_complete; a link only a run
+// can show is undecided.
+func TestValidate_FlowsWithoutSandbox(t *testing.T) {
+	a := mustFlowApp(t)
+	te := MustEngine(t, a.repo, withoutSandbox)
+	te.checkVerdict(t, flowNamed("symbol", "Run", "TestVersion", a.run, a.version, a.printer), "undecided", "no sandbox is configured")
+	te.checkVerdict(t, flowNamed("symbol", "Run", "TestPlain", a.run, a.version), "undecided", "the flow is for a scenario Needle must run")
+	te.checkVerdict(t, flowNamed("symbol", "Run", "default", a.run, a.version, a.printer), "undecided", "shown only by running the code")
+	res := te.checkVerdict(t, flowNamed("symbol", "Run", "default", a.run, a.version), "certified", "a static chain")
+	if body := te.certificateBody(t, res.CertificateID); !strings.Contains(body, `"reach":"static"`) || strings.Contains(body, "contract_complete") {
+		t.Errorf("a static flow is not labelled static, or is contract_complete: %s", body)
+	}
+	r := te.need(`{"route":"trace.state-flow","subject":{"kind":"symbol","name":"Run"},"required":[{"kind":"runtime_flow","completeness":"contract_complete"}]}`)
+	if slices.Contains(r.Satisfied, CapRuntimeFlow) {
+		t.Errorf("a static flow satisfied contract_complete:\n%s", r.Context)
+	}
+	r = te.need(`{"route":"trace.state-flow","subject":{"kind":"symbol","name":"Run"}}`)
+	if !slices.Contains(r.Satisfied, CapRuntimeFlow) || !strings.Contains(r.Context, "static: every call resolved by go/types, nothing run") {
+		t.Errorf("the static flow is not served, labelled, for an open-world need (%v):\n%s", r.Satisfied, r.Context)
+	}
+}
+
+// TestValidate_MissingDependency: with a module cache lacking the
+// repository's dependencies (a fresh clone before `go mod download`), what
+// depends on their types is undecided and names them, never rejected;
+// what does not is decided as ever.
+func TestValidate_MissingDependency(t *testing.T) {
+	repo := MustEvidenceFixture(t, "missingdep", true, nil)
+	te := MustEngine(t, repo)
+	verbose := lineWith(t, repo, "flags.go", `pflag.BoolP("verbose"`)
+	_, gs, ge := declLines(t, repo, "flags.go", "func Greet(")
+	_, ss, se := declLines(t, repo, "flags.go", "func Start(")
+	te.checkVerdict(t, locProposal("cli_option", "--verbose", "flags.go", verbose, verbose), "undecided", "the types of github.com/spf13/pflag are missing")
+	te.checkVerdict(t, locProposal("symbol", "Greet", "flags.go", gs, ge), "certified", "a declaration needs no dependency")
+	te.checkVerdict(t, locProposal("symbol", "Greet", "flags.go", ss, se), "rejected", "is not declared in")
+	te.checkVerdict(t, flowNamed("symbol", "Start", "default", step("flags.go", ss, se, "start"), step("flags.go", gs, ge, "greet")), "undecided", "go mod download")
+	te.checkVerdict(t, `{"kind":"focused_tests","subject":{"kind":"symbol","name":"Greet"},"tests":[{"path":"flags_test.go","name":"TestGreet"}]}`,
+		"undecided", "a dependency is missing from the module cache")
+	if n := te.count(t, `SELECT count(*) FROM attempts WHERE status = 'rejected'`); n != 1 {
+		t.Errorf("%d rejected attempts; want only the false location's", n)
+	}
+	if n := te.count(t, `SELECT count(*) FROM undecided_attempts`); n != 3 {
+		t.Errorf("%d undecided proposals kept; want 3", n)
 	}
 }

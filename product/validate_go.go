@@ -28,12 +28,12 @@ func (val *validator) goSymbolAt(field string, s Subject, rel string, src []byte
 		return val.syntaxSymbolAt(field, s, rel, src, span)
 	}
 	if err != nil {
-		val.v.reject("%s: %s", field, typeError(rel, err))
+		val.typeFailure(field, rel, err)
 		return span, false, nil
 	}
 	d, err := lookup(pkg, s.Name)
 	if err != nil {
-		val.v.reject("%s: %s", field, typeError(rel, err))
+		val.typeFailure(field, rel, err)
 		return span, false, nil
 	}
 	if d.File != rel {
@@ -321,7 +321,7 @@ func (val *validator) goOptionAt(field string, s Subject, rel string, span typec
 	if len(here) == 0 {
 		for _, u := range undecided {
 			if u.File == rel && span.Contains(u.Line) {
-				val.v.reject("%s: cannot decide whether the call at %s:%d defines %s %q: the types of %s are missing (not in the module cache)",
+				val.v.undecide("%s: cannot decide whether the call at %s:%d defines %s %q: the types of %s are missing (not in the module cache; `go mod download` in the module fetches them)",
 					field, rel, u.Line, s.Kind, s.Name, strings.Join(u.Missing, ", "))
 				return "", false, nil
 			}

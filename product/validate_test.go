@@ -22,11 +22,19 @@ import (
 // set.
 func MustEvidenceRepo(tb testing.TB, git bool, subst map[string]string) string {
 	tb.Helper()
-	ar, err := txtar.ParseFile(filepath.Join("testdata", "evidence", "cli.txtar"))
+	return MustEvidenceFixture(tb, "cli", git, subst)
+}
+
+// MustEvidenceFixture writes testdata/evidence/NAME.txtar into a new directory
+// (a git repository with one commit when git is set), with the strings of
+// subst replaced, and returns it.
+func MustEvidenceFixture(tb testing.TB, name string, git bool, subst map[string]string) string {
+	tb.Helper()
+	ar, err := txtar.ParseFile(filepath.Join("testdata", "evidence", name+".txtar"))
 	if err != nil {
 		tb.Fatal(err)
 	}
-	dir := filepath.Join(tb.TempDir(), "cli")
+	dir := filepath.Join(tb.TempDir(), name)
 	for _, f := range ar.Files {
 		data := string(f.Data)
 		for k, v := range subst {
@@ -95,13 +103,16 @@ func (te *testEngine) checkVerdict(t *testing.T, p, status, want string) Propose
 	t.Helper()
 	res := te.propose(p)
 	if res.Status != status {
-		t.Errorf("%s: %s %v; want %s\n%s", want, res.Status, res.Reasons, status, p)
+		t.Errorf("%s: %s %v %v; want %s\n%s", want, res.Status, res.Reasons, res.Undecided, status, p)
 		return res
 	}
 	if status == "rejected" && !strings.Contains(strings.Join(res.Reasons, "\n"), want) {
 		t.Errorf("reasons %q lack %q", res.Reasons, want)
 	}
-	t.Logf("%s: %s %q", want, res.Status, res.Reasons)
+	if status == "undecided" && !strings.Contains(strings.Join(res.Undecided, "\n"), want) {
+		t.Errorf("undecided causes %q lack %q", res.Undecided, want)
+	}
+	t.Logf("%s: %s %q %q", want, res.Status, res.Reasons, res.Undecided)
 	return res
 }
 

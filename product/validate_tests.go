@@ -201,33 +201,137 @@ func (val *validator) runGoTests(idx []int, files []string, prog *typecheck.Prog
 		}
 		proof := TestProof{Path: t.Path, Name: t.Name, Command: testCommand(pkg.ModuleDir, pkg.Dir, t.Name)}
 		runner := val.vs.testRunner(val.ctx)
-		switch {
-		case target.testOnly:
-			proof.Executed = fmt.Sprintf("%s %q is declared in a _test.go file, which coverage does not instrument", target.subject.Kind, target.subject.Name)
-		case runner != nil:
-			if rs == nil {
-				if rs, err = val.vs.newRunSession(val.ctx, runner); err != nil {
-					return err
-				}
-			}
-			done, passed, xerr := val.executeTest(field, rs, pkg, target, t, &proof)
-			if xerr != nil || !passed {
-				return xerr
-			}
-			if done {
-				val.addTestProof(proof, d, prog)
-				continue
-			}
-		default:
-			proof.Executed = "Needle runs no test here (no sandbox is configured, or the data directory lies inside the repository): it never runs one unsandboxed"
+		if runner == nil {
+			val.cannotRun(field, prog, d, target, t, val.vs.noRunnerCause(val.ctx))
+			return nil
 		}
-		// Execution is impossible here: static reach, when allowed.
-		if !val.staticReach(field, prog, d, target, t, &proof) {
+		if rs == nil {
+			if rs, err = val.vs.newRunSession(val.ctx, runner); err != nil {
+				return err
+			}
+		}
+		var done, passed bool
+		var xerr error
+		if target.testOnly {
+			done, passed, xerr = val.traceTest(field, rs, pkg, target, t, &proof)
+		} else {
+			done, passed, xerr = val.executeTest(field, rs, pkg, target, t, &proof)
+		}
+		if xerr != nil || !passed {
+			return xerr
+		}
+		if !done {
+			val.cannotRun(field, prog, d, target, t, proof.Executed)
 			return nil
 		}
 		val.addTestProof(proof, d, prog)
 	}
 	return nil
+}
+
+// cannotRun records a test Needle cannot run here as undecided: reach is
+// proven only by running it. A chain of resolved calls from the test to the
+// subject, when there is one, is named as advisory: static reach is a
+// candidate, never a proof.
+func (val *validator) cannotRun(field string, prog *typecheck.Program, d *typecheck.Decl, target *reachTarget, t TestRef, cause string) {
+	advice := ""
+	if !strings.Contains(t.Name, "/") {
+		from := typecheck.Span{Start: d.Span.Start, End: d.Span.End}
+		for _, fn := range target.funcs {
+			if chain := prog.StaticPath(t.Path, from, fn, maxStaticDepth); chain != nil {
+				var names []string
+				for _, c := range chain {
+					names = append(names, c.Name)
+				}
+				advice = "; advisory, not a proof: a chain of resolved calls leads there (static: " + strings.Join(names, " -> ") + ")"
+				break
+			}
+		}
+	}
+	val.v.undecide("%s: whether %s reaches %s is proven only by running it, and %s%s", field, t.Name, target.what, cause, advice)
+}
+
+// traceTest proves reach of a subject declared in a _test.go file, which
+// coverage does not instrument: the test's run, with a probe at the
+// subject's entry, must enter it while the test runs.
+func (val *validator) traceTest(field string, rs *runSession, pkg *typecheck.Package, target *reachTarget, t TestRef, proof *TestProof) (done, ok bool, err error) {
+	var probes []testrun.Probe
+	for i, b := range target.bodies {
+		probes = append(probes, testrun.Probe{ID: i + 1, Kind: testrun.ProbeStatement, File: b.file, Line: b.span.Start, EndLine: b.span.End})
+	}
+	if len(probes) == 0 {
+		val.v.reject("%s: %s %q has no statement a test could execute", field, target.subject.Kind, target.subject.Name)
+		return false, false, nil
+	}
+	moduleless := ""
+	if pkg.Moduleless {
+		moduleless = pkg.ModulePath
+	}
+	sc := scenario{pkgDir: pkg.Dir, test: t.Name}
+	res, err := rs.trace(val.ctx, pkg.ModuleDir, sc, probes, moduleless, val.vs.tests.Deadline)
+	if err != nil {
+		return false, false, err
+	}
+	if done, ok := val.runStatus(field, t.Name, res.Status, res.Reason, res.Output, proof); !done || !ok {
+		return done, ok, nil
+	}
+	top, _, _ := strings.Cut(t.Name, "/")
+	for _, ev := range res.Events {
+		if ev.Test == top {
+			files, err := rs.compiled(res.Packages, pkg.ModuleDir, moduleless != "")
+			if err != nil {
+				return false, false, err
+			}
+			if !val.addRunFiles(field, files) {
+				return false, false, nil
+			}
+			b := target.bodies[ev.Probe-1]
+			proof.Reach, proof.Executed, proof.Status = ReachExecuted, "a statement of "+b.name+" (traced: it is in a _test.go file)", res.Status.String()
+			proof.DurationMs, proof.GoVersion = res.Duration.Milliseconds(), res.GoVersion
+			return true, true, nil
+		}
+	}
+	val.v.reject("%s: %s ran (passed in %s) but executed no %s", field, t.Name, res.Duration.Round(time.Millisecond), target.what)
+	return false, false, nil
+}
+
+// runStatus judges how a test run ended: done false when it could not run
+// here (undecided, proof.Executed says why), ok false when the test is
+// rejected (it failed, skipped, did not build).
+func (val *validator) runStatus(field, name string, st testrun.Status, reason string, output []byte, proof *TestProof) (done, ok bool) {
+	switch st {
+	case testrun.Passed:
+		return true, true
+	case testrun.Unavailable:
+		proof.Executed = "Needle cannot run tests here: " + oneLine(clip(reason, 300))
+		return false, true
+	case testrun.TimedOut:
+		proof.Executed = "its run did not end within the deadline (" + oneLine(clip(reason, 200)) + "); a machine under load may need a longer tests.deadline"
+		return false, true
+	case testrun.Errored, testrun.Invalid:
+		proof.Executed = "its run failed: " + oneLine(clip(reason, 300))
+		return false, true
+	case testrun.BuildFailed:
+		if missingDependency(reason) {
+			proof.Executed = "its package does not build here: a dependency is missing from the module cache (`go mod download` in the module fetches it): " + oneLine(clip(reason, 300))
+			return false, true
+		}
+	}
+	val.v.reject("%s: %s did not pass when Needle ran it in its sandbox (%s: %s%s); only a passing run is certified",
+		field, name, st, oneLine(clip(reason, 400)), outputTail(output))
+	return false, false
+}
+
+// addRunFiles records the files a run compiled as dependencies.
+func (val *validator) addRunFiles(field string, files map[string]string) bool {
+	for f, digest := range files {
+		if prev, seen := val.v.Files[f]; seen && prev != digest {
+			val.v.reject("%s: %s changed while the test ran", field, f)
+			return false
+		}
+		val.v.Files[f] = digest
+	}
+	return true
 }
 
 // addTestProof records a test as reaching the subject.
@@ -258,15 +362,8 @@ func (val *validator) executeTest(field string, rs *runSession, pkg *typecheck.P
 		return false, false, err
 	}
 	res := tr.res
-	switch res.Status {
-	case testrun.Passed:
-	case testrun.Unavailable:
-		proof.Executed = "Needle cannot run tests here: " + oneLine(clip(res.Reason, 300))
-		return false, true, nil
-	default:
-		val.v.reject("%s: %s did not pass when Needle ran it in its sandbox (%s: %s%s); only a passing run is certified",
-			field, t.Name, res.Status, oneLine(clip(res.Reason, 400)), outputTail(res.Output))
-		return false, false, nil
+	if done, ok := val.runStatus(field, t.Name, res.Status, res.Reason, res.Output, proof); !done || !ok {
+		return done, ok, nil
 	}
 	reached, what, err := target.executed(res)
 	if err != nil {
@@ -278,12 +375,8 @@ func (val *validator) executeTest(field string, rs *runSession, pkg *typecheck.P
 			field, t.Name, res.Duration.Round(time.Millisecond), target.what)
 		return false, false, nil
 	}
-	for f, digest := range tr.files {
-		if prev, seen := val.v.Files[f]; seen && prev != digest {
-			val.v.reject("%s: %s changed while the test ran", field, f)
-			return false, false, nil
-		}
-		val.v.Files[f] = digest
+	if !val.addRunFiles(field, tr.files) {
+		return false, false, nil
 	}
 	for _, cp := range res.Packages {
 		digest, err := val.repo.DirDigest(val.ctx, cp.Dir)
@@ -337,32 +430,6 @@ func (tg *reachTarget) executed(res *testrun.Result) (bool, string, error) {
 		}
 	}
 	return false, "", nil
-}
-
-// staticReach certifies static reach when it is allowed and a chain of
-// resolved calls leads from the test to the subject.
-func (val *validator) staticReach(field string, prog *typecheck.Program, d *typecheck.Decl, target *reachTarget, t TestRef, proof *TestProof) bool {
-	why := proof.Executed
-	switch {
-	case val.vs.tests.NoStatic:
-		val.v.reject("%s: %s; static reach is not accepted", field, why)
-		return false
-	case strings.Contains(t.Name, "/"):
-		val.v.reject("%s: %s; a subtest cannot be shown without running it", field, why)
-		return false
-	}
-	from := typecheck.Span{Start: d.Span.Start, End: d.Span.End}
-	for _, fn := range target.funcs {
-		if chain := prog.StaticPath(t.Path, from, fn, maxStaticDepth); chain != nil {
-			proof.Reach, proof.Executed = ReachStatic, ""
-			for _, c := range chain {
-				proof.CallPath = append(proof.CallPath, c.Name)
-			}
-			return true
-		}
-	}
-	val.v.reject("%s: %s, and no chain of resolved calls from %s reaches %s (static reach)", field, why, t.Name, target.what)
-	return false
 }
 
 // reachTarget finds what tests of pkg must execute to reach the subject:

@@ -270,12 +270,15 @@ func FN(id int, stmt bool) {
 	n := FN_runtime.Callers(skip, pcs[:])
 	frames := FN_runtime.CallersFrames(pcs[:n])
 	var caller FN_runtime.Frame
-	test := ""
+	test, inTest := "", "0"
 	for more, first := true, true; more; first = false {
 		var fr FN_runtime.Frame
 		fr, more = frames.Next()
 		if first {
 			caller = fr
+		}
+		if fr.Function == "testing.tRunner" {
+			inTest = "1"
 		}
 		name := fr.Function
 		if i := FN_strings.LastIndex(name, "/"); i >= 0 {
@@ -287,7 +290,7 @@ func FN(id int, stmt bool) {
 			}
 		}
 	}
-	line := FN_strconv.Itoa(id) + "\t" + caller.File + "\t" + FN_strconv.Itoa(caller.Line) + "\t" + test + "\n"
+	line := FN_strconv.Itoa(id) + "\t" + caller.File + "\t" + FN_strconv.Itoa(caller.Line) + "\t" + test + "\t" + inTest + "\n"
 	_, _ = FN_file.WriteString(line)
 }
 `)

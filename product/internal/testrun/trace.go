@@ -42,13 +42,17 @@ type TraceSpec struct {
 
 // TraceEvent is one probe firing. For an entry, File and Line are the
 // call site that entered the function (File relative to the checkout,
-// "" when the caller is outside it); Test is the top-level test on the
-// stack ("" when none is: a goroutine of its own, a subprocess).
+// "" when the caller is outside it); for a statement, the statement. Test
+// is the top-level test the event belongs to: the one on the stack, or,
+// in a run of one test, the test once it started (a subtest run through a
+// method value has no frame of its test; a goroutine of its own or a
+// subprocess has none either). "" for package initialization and TestMain.
 type TraceEvent struct {
-	Probe int
-	File  string
-	Line  int
-	Test  string
+	Probe  int
+	File   string
+	Line   int
+	Test   string
+	inTest bool // a test runner's goroutine was on the stack
 }
 
 // TraceResult is what a traced run showed.
@@ -146,6 +150,17 @@ func (r *Runner) Trace(ctx context.Context, spec TraceSpec) *TraceResult {
 	res.Events, res.Truncated, err = readTrace(t.traceFile, spec.Checkout, t.checkout)
 	if err != nil && res.Status != Errored {
 		res.Status, res.Reason = Errored, "read the trace: "+err.Error()
+	}
+	if spec.Command == nil && len(spec.Tests) == 1 {
+		// One test ran: from its start on, every event is its own.
+		top, _, _ := strings.Cut(spec.Tests[0], "/")
+		started := false
+		for i := range res.Events {
+			started = started || res.Events[i].inTest
+			if started {
+				res.Events[i].Test = top
+			}
+		}
 	}
 	return res
 }
@@ -312,7 +327,7 @@ func readTrace(file, checkout, resolved string) ([]TraceEvent, bool, error) {
 	var out []TraceEvent
 	for sc.Scan() {
 		parts := strings.Split(sc.Text(), "\t")
-		if len(parts) != 4 {
+		if len(parts) != 5 {
 			continue
 		}
 		id, err1 := strconv.Atoi(parts[0])
@@ -320,7 +335,7 @@ func readTrace(file, checkout, resolved string) ([]TraceEvent, bool, error) {
 		if err1 != nil || err2 != nil {
 			continue
 		}
-		ev := TraceEvent{Probe: id, Line: line, Test: parts[3]}
+		ev := TraceEvent{Probe: id, Line: line, Test: parts[3], inTest: parts[4] == "1"}
 		for _, root := range []string{checkout, resolved} {
 			if rel, err := filepath.Rel(root, parts[1]); err == nil && filepath.IsAbs(parts[1]) && !strings.HasPrefix(rel, "..") {
 				ev.File = filepath.ToSlash(rel)

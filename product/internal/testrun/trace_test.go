@@ -63,7 +63,11 @@ func snapshotFiles(t *testing.T, dir string) map[string]string {
 	return out
 }
 
-func hasEvent(evs []TraceEvent, want TraceEvent) bool { return slices.Contains(evs, want) }
+func hasEvent(evs []TraceEvent, want TraceEvent) bool {
+	return slices.ContainsFunc(evs, func(ev TraceEvent) bool {
+		return ev.Probe == want.Probe && ev.File == want.File && ev.Line == want.Line && ev.Test == want.Test
+	})
+}
 
 func TestRunner_Trace(t *testing.T) {
 	r := MustRunner(t)

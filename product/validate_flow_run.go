@@ -1,0 +1,638 @@
+package product
+
+import (
+	"context"
+	"fmt"
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"golang.org/x/mod/modfile"
+
+	"github.com/needle-dev/needle/product/internal/lazyregexp"
+	"github.com/needle-dev/needle/product/internal/testrun"
+	"github.com/needle-dev/needle/product/internal/typecheck"
+)
+
+// scenarioFacet is the form of a need's scenario facet (checkBoundedName).
+var scenarioFacet = lazyregexp.New(`^[a-z0-9][a-z0-9._+/-]{0,63}$`)
+
+// scenario is a runnable scenario of a flow: a test of a package, or a
+// command of a main package with its arguments, or — derived — the tests
+// of the steps' packages.
+type scenario struct {
+	pkgDir  string   // repository-relative directory of the package that runs
+	test    string   // TestX or TestX/sub; "" for a command or the package's tests
+	command []string // non-nil: run the main package with these arguments
+	derived bool
+}
+
+// String is the scenario as Needle's own command.
+func (s scenario) String() string {
+	pkg := "./" + s.pkgDir
+	if s.pkgDir == "." || s.pkgDir == "" {
+		pkg = "."
+	}
+	switch {
+	case s.command != nil:
+		args := make([]string, len(s.command))
+		for i, a := range s.command {
+			args[i] = shellWord(a)
+		}
+		return strings.TrimSpace("go run " + pkg + " " + strings.Join(args, " "))
+	case s.test != "":
+		return "go test " + pkg + " -run " + shellQuote(testrun.RunPattern(s.test))
+	}
+	return "go test " + pkg
+}
+
+// shellWord quotes a word for a POSIX shell only when it needs it.
+func shellWord(s string) string {
+	if s != "" && strings.IndexFunc(s, func(r rune) bool {
+		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("-_=./,:@+", r))
+	}) < 0 {
+		return s
+	}
+	return shellQuote(s)
+}
+
+// proveFlow decides how the flow is proven: by a run of its scenario
+// that shows every link (executed), by go/types alone (static), or not at
+// all (a rejection, or undecided when the run it needs cannot happen).
+func (val *validator) proveFlow(prog *typecheck.Program, steps []citedStep, links []stepLink) (*FlowProof, bool, error) {
+	static := &FlowProof{Reach: ReachStatic}
+	staticOK := true // every link is resolved by go/types
+	for _, l := range links {
+		if l.lexical {
+			return &FlowProof{Reach: ReachLexical}, true, nil // a lexical flow: nothing Needle can run
+		}
+		if len(l.callees) == 0 {
+			staticOK = false
+		}
+	}
+	if prog == nil {
+		return static, true, nil
+	}
+	pkg, err := prog.PackageOf(steps[0].path)
+	if err != nil {
+		val.typeFailure("steps[0]", steps[0].path, err)
+		return nil, false, nil
+	}
+	label := val.v.Proposal.Scenario
+	named, why := val.namedScenario(pkg, steps, label)
+	if why != "" {
+		val.v.reject("scenario: %s", why)
+		return nil, false, nil
+	}
+	runner := val.vs.testRunner(val.ctx)
+	if runner == nil {
+		cause := val.vs.noRunnerCause(val.ctx)
+		switch {
+		case named != nil:
+			val.v.undecide("scenario %q: the flow is for a scenario Needle must run (%s), and %s", label, named, cause)
+		case !staticOK:
+			val.v.undecide("a link through an interface or a function value is shown only by running the code, and %s", cause)
+		default:
+			return val.staticFlow(static, "nothing was run ("+cause+")")
+		}
+		return nil, false, nil
+	}
+	var tries []scenario
+	if named != nil {
+		tries = []scenario{*named}
+	} else {
+		tries = derivedScenarios(pkg, steps)
+	}
+	rs, err := val.vs.newRunSession(val.ctx, runner)
+	if err != nil {
+		return nil, false, err
+	}
+	defer func() {
+		if cerr := rs.close(val.ctx); cerr != nil && err == nil {
+			err = cerr
+		}
+	}()
+	probes, plan := flowProbes(steps, links)
+	moduleless := ""
+	if pkg.Moduleless {
+		moduleless = pkg.ModulePath
+	}
+	var lastRun *testrun.TraceResult
+	for _, sc := range tries {
+		res, rerr := rs.trace(val.ctx, pkg.ModuleDir, sc, probes, moduleless, val.vs.tests.Deadline)
+		if rerr != nil {
+			return nil, false, rerr
+		}
+		lastRun = res
+		switch res.Status {
+		case testrun.Unavailable:
+			val.v.undecide("Needle cannot run the scenario here: %s", oneLine(clip(res.Reason, 300)))
+			return nil, false, nil
+		case testrun.Invalid, testrun.Errored:
+			val.v.undecide("the run of %s failed: %s", sc, oneLine(clip(res.Reason, 300)))
+			return nil, false, nil
+		case testrun.BuildFailed:
+			if missingDependency(res.Reason) {
+				val.v.undecide("%s does not build here: a dependency is missing from the module cache (`go mod download` in the module fetches it): %s", sc, oneLine(clip(res.Reason, 300)))
+			} else {
+				val.v.reject("scenario %s does not build: %s", sc, oneLine(clip(res.Reason, 400)))
+			}
+			return nil, false, nil
+		}
+		if seen, ok := plan.shown(res.Events); ok {
+			files, err := rs.compiled(res.Packages, pkg.ModuleDir, moduleless != "")
+			if err != nil {
+				return nil, false, err
+			}
+			for f, digest := range files {
+				if prev, have := val.v.Files[f]; have && prev != digest {
+					val.v.reject("%s changed while the scenario ran", f)
+					return nil, false, nil
+				}
+				val.v.Files[f] = digest
+			}
+			for _, cp := range res.Packages {
+				digest, err := val.repo.DirDigest(val.ctx, cp.Dir)
+				if err != nil {
+					return nil, false, fmt.Errorf("validate: list %s: %w", cp.Dir, err)
+				}
+				val.v.Dirs[cp.Dir] = digest
+			}
+			return &FlowProof{Reach: ReachExecuted, Scenario: sc.String(), Derived: sc.derived, Status: res.Status.String(),
+				DurationMs: res.Duration.Milliseconds(), GoVersion: res.GoVersion, Seen: seen}, true, nil
+		}
+		if res.Status == testrun.TimedOut && named != nil {
+			val.v.undecide("the run of %s did not end within %s and did not show the flow before it", sc, val.vs.tests.Deadline)
+			return nil, false, nil
+		}
+	}
+	what := plan.missing(lastRun)
+	switch {
+	case named != nil:
+		val.v.reject("scenario %s ran (%s) and %s: the flow does not happen in that scenario", named, lastRun.Status, what)
+	case staticOK:
+		return val.staticFlow(static, "the tests of the steps' packages ran and did not show it ("+what+")")
+	default:
+		val.v.reject("no run shows the flow: the tests of the steps' packages ran and %s; a link through an interface or a function value is proven only by a run that takes it (name the scenario that does: a test, or a command with its arguments)", what)
+	}
+	return nil, false, nil
+}
+
+// staticFlow certifies a flow whose every link go/types resolves, labelled
+// static (why: what no run showed), unless TestsConfig.NoStatic refuses
+// static proofs.
+func (val *validator) staticFlow(static *FlowProof, why string) (*FlowProof, bool, error) {
+	if val.vs.tests.NoStatic {
+		val.v.reject("the flow is not shown by a run: %s; static flows are not accepted here", why)
+		return nil, false, nil
+	}
+	val.v.note("static flow: every link is resolved by go/types; %s", why)
+	return static, true, nil
+}
+
+// missingDependency reports whether a build failed for want of a module.
+func missingDependency(reason string) bool {
+	// The go command, offline in the sandbox with a read-only module
+	// cache, says so in these words: it tried to download, or to lock a
+	// download in the cache.
+	for _, s := range []string{"cannot find module", "missing go.sum entry", "no required module provides", "module lookup disabled",
+		"cannot query module", "GOPROXY=off", "go: downloading "} {
+		if strings.Contains(reason, s) {
+			return true
+		}
+	}
+	return strings.Contains(reason, "/cache/download/") && strings.Contains(reason, "read-only file system")
+}
+
+// flowPlan is what a run must show: per link, the entry probes of step
+// i+1's functions, entered from step i; per step, its statement probe.
+type flowPlan struct {
+	steps   []citedStep
+	links   []stepLink
+	entries [][]int // per step: entry probe ids
+	stmt    []int   // per step: statement probe id
+	within  []bool  // per step: its functions hold it rather than being declared in it
+	names   map[int]string
+}
+
+// flowProbes lays the probes of a flow: the entry of each function a step
+// declares or lies in, and the first statement of each step.
+func flowProbes(steps []citedStep, links []stepLink) ([]testrun.Probe, *flowPlan) {
+	plan := &flowPlan{steps: steps, links: links, names: map[int]string{}}
+	var probes []testrun.Probe
+	id := 0
+	for _, s := range steps {
+		entries, names, within := stepFuncs(s)
+		var ids []int
+		for _, line := range entries {
+			id++
+			probes = append(probes, testrun.Probe{ID: id, Kind: testrun.ProbeEntry, File: s.path, Line: line})
+			ids = append(ids, id)
+			plan.names[id] = names[line]
+		}
+		id++
+		probes = append(probes, testrun.Probe{ID: id, Kind: testrun.ProbeStatement, File: s.path, Line: s.span.Start, EndLine: s.span.End})
+		plan.entries = append(plan.entries, ids)
+		plan.stmt = append(plan.stmt, id)
+		plan.within = append(plan.within, within)
+	}
+	return probes, plan
+}
+
+// shown looks for the flow in a run's events: each link taken after the
+// one before it, and the last step running. Events are grouped by the test
+// that was running (a chain never spans two tests); events no test owns (a
+// goroutine of its own, a subprocess) form a group of their own.
+func (fp *flowPlan) shown(events []testrun.TraceEvent) ([]string, bool) {
+	groups := map[string][]testrun.TraceEvent{}
+	var order []string
+	for _, ev := range events {
+		if _, ok := groups[ev.Test]; !ok {
+			order = append(order, ev.Test)
+		}
+		groups[ev.Test] = append(groups[ev.Test], ev)
+	}
+	for _, g := range order {
+		if seen, ok := fp.chain(groups[g]); ok {
+			return seen, true
+		}
+	}
+	return nil, false
+}
+
+// chain matches the flow against one group's events, earliest first.
+func (fp *flowPlan) chain(evs []testrun.TraceEvent) ([]string, bool) {
+	pos := -1
+	var seen []string
+	if len(fp.steps) == 1 {
+		for _, ev := range evs {
+			if ev.Probe == fp.stmt[0] || slices.Contains(fp.entries[0], ev.Probe) {
+				return nil, true
+			}
+		}
+		return nil, false
+	}
+	for k := 0; k+1 < len(fp.steps); k++ {
+		from, to := fp.steps[k], k+1
+		found := -1
+		for j := pos + 1; j < len(evs) && found < 0; j++ {
+			ev := evs[j]
+			if !slices.Contains(fp.entries[to], ev.Probe) {
+				continue
+			}
+			if ev.File == from.path && from.span.Contains(ev.Line) {
+				found = j // entered from a call site in step k
+				seen = append(seen, fmt.Sprintf("%s:%d -> %s", ev.File, ev.Line, fp.names[ev.Probe]))
+				continue
+			}
+			if fp.links[k].direct() || len(fp.links[k].callees) == 0 {
+				continue
+			}
+			// A link by reference (RunE: run): step k ran, then step k+1
+			// was entered, from wherever the value was called.
+			for i := pos + 1; i < j; i++ {
+				if evs[i].Probe == fp.stmt[k] || slices.Contains(fp.entries[k], evs[i].Probe) && k > 0 || k == 0 && evs[i].Probe == fp.stmt[0] {
+					found = j
+					seen = append(seen, fmt.Sprintf("%s:%d -> %s (a reference in step %d, called at %s:%d)", from.path, from.span.Start, fp.names[ev.Probe], k+1, ev.File, ev.Line))
+					break
+				}
+			}
+		}
+		if found < 0 {
+			return nil, false
+		}
+		pos = found
+	}
+	last := len(fp.steps) - 1
+	if !fp.within[last] {
+		return seen, true // the last step's own function was entered
+	}
+	for j := pos; j < len(evs); j++ {
+		if evs[j].Probe == fp.stmt[last] {
+			return seen, true
+		}
+	}
+	return nil, false
+}
+
+// missing says what the run did not show, for a reason.
+func (fp *flowPlan) missing(res *testrun.TraceResult) string {
+	if res == nil {
+		return "nothing ran"
+	}
+	best, at := -1, ""
+	groups := map[string][]testrun.TraceEvent{}
+	for _, ev := range res.Events {
+		groups[ev.Test] = append(groups[ev.Test], ev)
+	}
+	for _, evs := range groups {
+		for k := len(fp.steps) - 1; k >= 1; k-- {
+			sub := &flowPlan{steps: fp.steps[:k+1], links: fp.links[:k], entries: fp.entries[:k+1], stmt: fp.stmt[:k+1], within: append(slices.Clone(fp.within[:k]), false), names: fp.names}
+			if _, ok := sub.chain(evs); ok && k > best {
+				best = k
+				break
+			}
+		}
+	}
+	if best < 0 {
+		best = 0
+	}
+	if best+1 >= len(fp.steps) {
+		return fmt.Sprintf("step %d's lines %s:%d-%d never ran", len(fp.steps), fp.steps[best].path, fp.steps[best].span.Start, fp.steps[best].span.End)
+	}
+	next := fp.steps[best+1]
+	at = fmt.Sprintf("step %d (%s:%d-%d) was never entered from step %d", best+2, next.path, next.span.Start, next.span.End, best+1)
+	if best == 0 {
+		at = "no link was taken: " + at
+	}
+	return at
+}
+
+// derivedScenarios are the runs Needle tries when the proposal names no
+// scenario it can run: the tests of the package of each step, the first
+// step's first, at most three packages.
+func derivedScenarios(pkg *typecheck.Package, steps []citedStep) []scenario {
+	var out []scenario
+	for _, s := range steps {
+		dir := path.Dir(s.path)
+		if slices.ContainsFunc(out, func(o scenario) bool { return o.pkgDir == dir }) {
+			continue
+		}
+		out = append(out, scenario{pkgDir: dir, derived: true})
+		if len(out) == 3 {
+			break
+		}
+	}
+	return out
+}
+
+// namedScenario maps the proposal's scenario, as models write it, to a run:
+// a test ("TestX", "TestX/sub", "TestX()", "go test ./pkg -run '^TestX$'",
+// "pkg_test.go: TestX") or a command ("app --version", "go run ./cmd/app
+// -v", "`grepx --crlf x`"). nil for "default" and for prose that names
+// neither: that is only a label. why is set when the scenario names a test
+// that does not exist, or several.
+func (val *validator) namedScenario(pkg *typecheck.Package, steps []citedStep, label string) (*scenario, string) {
+	label = strings.TrimSpace(label)
+	if label == "" || label == ScenarioDefault {
+		return nil, ""
+	}
+	mod := moduleFiles(val.repo.Root(), pkg.ModuleDir)
+	if name, sub, hint := scenarioTest(label); name != "" {
+		var dirs []string
+		for _, t := range mod.tests[name] {
+			if hint != "" && !(t == hint || path.Dir(t) == hint || path.Dir(t) == strings.TrimPrefix(hint, "./")) {
+				continue
+			}
+			if d := path.Dir(t); !slices.Contains(dirs, d) {
+				dirs = append(dirs, d)
+			}
+		}
+		if len(dirs) > 1 {
+			// Several packages declare it: the steps' packages decide.
+			var near []string
+			for _, d := range dirs {
+				if slices.ContainsFunc(steps, func(s citedStep) bool { return path.Dir(s.path) == d }) {
+					near = append(near, d)
+				}
+			}
+			if len(near) == 1 {
+				dirs = near
+			}
+		}
+		switch len(dirs) {
+		case 0:
+			return nil, fmt.Sprintf("%q names the test %s, which no _test.go file of the module declares (func %s(*testing.T))", label, name, name)
+		case 1:
+			t := name
+			if sub != "" {
+				t += "/" + sub
+			}
+			return &scenario{pkgDir: dirs[0], test: t}, ""
+		default:
+			return nil, fmt.Sprintf("%q names the test %s, which several packages declare (%s): name the package", label, name, strings.Join(dirs, ", "))
+		}
+	}
+	if dir, args, ok := scenarioCommand(label, mod); ok {
+		return &scenario{pkgDir: dir, command: args}, ""
+	}
+	return nil, ""
+}
+
+// testToken finds a Go test name in text: "Test" followed by a character
+// that is not a lower-case letter, optionally "/subtest".
+var testToken = lazyregexp.New(`(?:^|[^\w])(Test(?:[A-Z0-9_][\w]*)?)(?:\(\))?(/[^\s'"` + "`" + `$,;)]+)?`)
+
+// pathToken finds a package hint: "./dir", "dir/x_test.go".
+var pathToken = lazyregexp.New(`(?:^|\s)(\./[\w./-]+|[\w./-]+_test\.go)`)
+
+// scenarioTest reads a test scenario: its name, subtest and package hint.
+func scenarioTest(label string) (name, sub, hint string) {
+	var names []string
+	for _, m := range testToken.Regexp().FindAllStringSubmatch(label, -1) {
+		n := m[1]
+		if !isTestName(n) || n == "TestMain" {
+			continue
+		}
+		if !slices.Contains(names, n) {
+			names = append(names, n)
+		}
+		if len(names) == 1 && m[2] != "" {
+			sub = strings.TrimSuffix(strings.TrimPrefix(m[2], "/"), "$")
+			sub = strings.TrimPrefix(sub, "^")
+		}
+	}
+	if len(names) != 1 {
+		return "", "", ""
+	}
+	if m := pathToken.FindStringSubmatch(label); m != nil {
+		hint = strings.TrimSuffix(strings.TrimPrefix(m[1], "./"), "/...")
+		if hint == "" {
+			hint = "."
+		}
+	}
+	return names[0], strings.ReplaceAll(sub, " ", "_"), hint
+}
+
+// scenarioCommand reads a command scenario: a program the module builds
+// (a main package, by its directory's name, the module's last element, or
+// the module's one main package standing for "app") and its arguments.
+func scenarioCommand(label string, mod *moduleIndex) (string, []string, bool) {
+	if len(mod.mains) == 0 {
+		return "", nil, false
+	}
+	text := label
+	if i := strings.Index(text, "`"); i >= 0 {
+		if j := strings.Index(text[i+1:], "`"); j >= 0 {
+			text = text[i+1 : i+1+j]
+		}
+	}
+	words, ok := shellSplit(strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(text), "$")))
+	if !ok || len(words) == 0 {
+		return "", nil, false
+	}
+	if len(words) >= 3 && words[0] == "go" && words[1] == "run" {
+		dir := strings.TrimSuffix(strings.TrimPrefix(words[2], "./"), "/")
+		if dir == "" || dir == "." {
+			dir = mod.dir
+		} else {
+			dir = pathJoin(mod.dir, dir)
+		}
+		if slices.Contains(mod.mains, dir) {
+			return dir, words[3:], true
+		}
+		return "", nil, false
+	}
+	prog := path.Base(words[0])
+	for _, m := range mod.mains {
+		if path.Base(m) == prog || (m == mod.dir && prog == path.Base(mod.path)) {
+			return m, words[1:], true
+		}
+	}
+	// "app --version": a program word and arguments that look like a
+	// command line, in a module with one program.
+	if len(mod.mains) == 1 && len(words) <= 8 && programWord.MatchString(words[0]) {
+		flags := 0
+		for _, w := range words[1:] {
+			if strings.HasPrefix(w, "-") {
+				flags++
+			}
+		}
+		if flags > 0 && flags*2 >= len(words)-1 {
+			return mod.mains[0], words[1:], true
+		}
+	}
+	return "", nil, false
+}
+
+var programWord = lazyregexp.New(`^[A-Za-z][\w.-]*$`)
+
+// shellSplit splits a command line as a POSIX shell would for simple
+// words, single and double quotes; ok is false for anything else
+// (expansions, redirections, pipes).
+func shellSplit(s string) ([]string, bool) {
+	var words []string
+	var cur strings.Builder
+	in, quote := false, rune(0)
+	for _, r := range s {
+		switch {
+		case quote != 0:
+			if r == quote {
+				quote = 0
+			} else {
+				cur.WriteRune(r)
+			}
+		case r == '\'' || r == '"':
+			quote, in = r, true
+		case r == ' ' || r == '\t':
+			if in {
+				words = append(words, cur.String())
+				cur.Reset()
+				in = false
+			}
+		case strings.ContainsRune("|&;<>()$`\\*?[]{}~", r):
+			return nil, false
+		default:
+			cur.WriteRune(r)
+			in = true
+		}
+	}
+	if quote != 0 {
+		return nil, false
+	}
+	if in {
+		words = append(words, cur.String())
+	}
+	return words, true
+}
+
+// moduleIndex is what a scenario needs to know of a module's files: the
+// test functions (name → _test.go files) and the main packages.
+type moduleIndex struct {
+	dir, path string
+	tests     map[string][]string
+	mains     []string
+}
+
+// maxIndexedFiles bounds the files moduleFiles parses.
+const maxIndexedFiles = 4000
+
+// moduleFiles indexes the module at dir of the repository at root by
+// syntax: its tests and main packages (directories with a nested go.mod,
+// testdata, vendor and names starting with . or _ are not the module's).
+func moduleFiles(root, dir string) *moduleIndex {
+	idx := &moduleIndex{dir: dir, tests: map[string][]string{}}
+	base := filepath.Join(root, filepath.FromSlash(dir))
+	if data, err := os.ReadFile(filepath.Join(base, "go.mod")); err == nil {
+		idx.path = modfile.ModulePath(data)
+	}
+	count := 0
+	_ = filepath.WalkDir(base, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return nil
+		}
+		name := d.Name()
+		if d.IsDir() {
+			if p != base && (name == "testdata" || name == "vendor" || strings.HasPrefix(name, ".") || strings.HasPrefix(name, "_")) {
+				return filepath.SkipDir
+			}
+			if p != base {
+				if _, err := os.Lstat(filepath.Join(p, "go.mod")); err == nil {
+					return filepath.SkipDir
+				}
+			}
+			return nil
+		}
+		if !d.Type().IsRegular() || !strings.HasSuffix(name, ".go") || count >= maxIndexedFiles {
+			return nil
+		}
+		count++
+		rel, err := filepath.Rel(root, p)
+		if err != nil {
+			return nil
+		}
+		rel = filepath.ToSlash(rel)
+		if !strings.HasSuffix(name, "_test.go") {
+			f, err := parser.ParseFile(token.NewFileSet(), p, nil, parser.PackageClauseOnly)
+			if err == nil && f.Name.Name == "main" && !slices.Contains(idx.mains, path.Dir(rel)) {
+				idx.mains = append(idx.mains, path.Dir(rel))
+			}
+			return nil
+		}
+		f, err := parser.ParseFile(token.NewFileSet(), p, nil, parser.SkipObjectResolution)
+		if err != nil {
+			return nil
+		}
+		for _, decl := range f.Decls {
+			if fd, ok := decl.(*ast.FuncDecl); ok && fd.Recv == nil && isTestName(fd.Name.Name) && fd.Type.Params != nil && len(fd.Type.Params.List) == 1 {
+				idx.tests[fd.Name.Name] = append(idx.tests[fd.Name.Name], rel)
+			}
+		}
+		return nil
+	})
+	slices.Sort(idx.mains)
+	return idx
+}
+
+// trace runs one scenario of the flow in the session's checkout.
+func (rs *runSession) trace(ctx context.Context, moduleDir string, sc scenario, probes []testrun.Probe, moduleless string, deadline time.Duration) (*testrun.TraceResult, error) {
+	co, err := rs.ensureCheckout(ctx, moduleless)
+	if err != nil {
+		return nil, err
+	}
+	spec := testrun.TraceSpec{Checkout: co, Dir: moduleDir, Package: relPackage(moduleDir, sc.pkgDir), Probes: probes, Deadline: deadline}
+	switch {
+	case sc.command != nil:
+		spec.Command = sc.command
+	case sc.test != "":
+		spec.Tests = []string{sc.test}
+	}
+	return rs.runner.Trace(ctx, spec), nil
+}
