@@ -149,11 +149,46 @@
 // call's name argument evaluates, as a Go constant, to the name (a literal,
 // a named constant, a constant expression, a rune for a short flag); any
 // other string equal to the name is a use. A proof that needs types the
-// module cache lacks fails closed, naming them. A flow's first step holds
-// the subject (its declaration, a definition of the option or a read of its
-// value) and each step is linked to the next by a callee go/types resolves,
-// declared in (or entered by) the next step; calls through interfaces or
-// function values link nothing, and a name alone never does.
+// module cache lacks is undecided, naming them (below).
+//
+// A validation has three outcomes: certified, rejected (proven false) and
+// undecided — the proof needs what this machine lacks: types of a
+// dependency missing from the module cache, a working sandbox, a Go
+// toolchain, a run within its deadline. An undecided proposal is kept in
+// undecided_attempts with its causes, never in attempts (so never counted
+// or reported as a rejection) and never served; a need about its subject
+// that lacks its kind tries it again first (once per engine), and the
+// attempt that decides it is linked to it. A worker's proposal that is
+// undecided makes the need a bypass whose resolution lists the causes.
+//
+// A runtime_flow is for a scenario, and it is proven by running it
+// (validate_flow*.go). Statically, the first step holds the subject (its
+// declaration, a definition of the option or a read of its value) and
+// each step calls into the next: a callee go/types resolves, declared in
+// (or entered by) the next step, or a call go/types cannot name (an
+// interface method, a function-typed variable or field) that a run may
+// tie to it; a step with neither, or a name alone, is a rejection. Then
+// the scenario runs in the sandbox of the focused tests, in a disposable
+// checkout instrumented with probes (testrun.Trace): the entry of every
+// function a step declares or lies in records the call site that entered
+// it, as the runtime reports it, and the first statement of each step
+// records that it ran. The flow is executed when step i+1 is entered from
+// a call site in step i after the link before it (for a link by function
+// reference, step i ran and then step i+1 was entered), and the last
+// step's lines ran, all within one test. Instrumentation was chosen over
+// coverage of the call-site blocks (coverage shows a call site ran, not
+// which function it entered, so it cannot prove a link through an
+// interface or a function value, nor an order) and over a tracer (ptrace
+// or uprobes need privileges the sandbox takes away, and runtime/trace
+// records no call sites); the probes add no line, so the runtime's lines
+// are the source's. The scenario is the proposal's when Needle can run it
+// — a test, or a command of a main package with its arguments, read as
+// models write them — else Needle tries the tests of the steps' packages
+// and records which it ran. A named scenario that runs without the flow is
+// a rejection. A flow no run shows whose every link go/types resolves is
+// certified static: labelled so, open_world only, never contract_complete
+// (TestsConfig.NoStatic refuses it). A run that is needed and impossible
+// makes the flow undecided.
 //
 // A focused test reaches the subject only if Needle, running it itself,
 // sees it execute the subject's code: each Go test runs with `go test
@@ -172,14 +207,25 @@
 // duration, toolchain, output digest and the label executed; its
 // dependencies are the files the test binary compiled (so a replay re-runs
 // the test only when one of them changed). Runs are cached per snapshot.
-// Where Needle cannot run tests (no sandbox configured or usable, no Go
-// toolchain), a chain of type-resolved calls from the test to the subject
-// may certify static reach, labelled static in the certificate and the
-// context and never presented as executed (TestsConfig.NoStatic refuses
-// it); a build failure, a deadline or a failing test certifies nothing. The
+// A subject declared in a _test.go file, which coverage does not
+// instrument, is traced instead: the test must run a statement of its
+// body. Static reach is never a proof: where Needle cannot run the test
+// (no sandbox configured or usable, no Go toolchain, a deadline, a
+// missing dependency) the proposal is undecided, a chain of type-resolved
+// calls named in its cause as advisory; a failing test or one that does
+// not build is a rejection. The
 // command Needle serves is its own (package and test name through
 // testrun.RunPattern); the proposed one is never kept or served. Focused
 // tests are never exhaustive.
+//
+// A proposal is decoded as its JSON Schema (the worker's outputSchema)
+// allows: only what the schema refuses (a wrong type, a missing or unknown
+// field, an unknown enum value, a line below 1, too many or no steps or
+// tests) is invalid input. Free text is normalized (one line, clipped to
+// its bound); a value the schema allows that no proof accepts (a path
+// leaving the repository, a backwards or oversized span, a test name that
+// is no name) is kept as a problem that rejects the proposal before
+// anything is read.
 //
 // Other languages get lexical evidence only, labelled so: a location needs
 // a line shaped like a definition in the file's language (def, fn,
@@ -599,7 +645,8 @@
 //	proposal.go          Proposal (typed evidence as proposed), its decoder and schema
 //	validate.go          the trusted validators: dispatch, reading cited files, type-checking the snapshot
 //	validate_go.go       Go locations by go/types: symbols, natural spans, flag and key definitions
-//	validate_flow.go     runtime_flow: the first step holds the subject; steps linked by resolved callees
+//	validate_flow.go     runtime_flow: the first step holds the subject; what the source says of each link
+//	validate_flow_run.go runtime_flow by execution: scenarios as models write them, probes, the run
 //	validate_tests.go    focused_tests: reach by running the test (or static reach); Needle's commands
 //	validate_lexical.go  lexical evidence for other languages: definition-shaped lines
 //	runner.go            TestsConfig; the type checker, the sandboxed test runner and its cache
