@@ -482,12 +482,7 @@ func (val *validator) targetIn(pkgs []*typecheck.Package) (*reachTarget, bool) {
 			return tg, true
 		case SubjectCLIOption, SubjectConfigurationKey:
 			defs, _ := pkg.FindOption(s.Name, optionKinds(s.Kind)...)
-			var program []typecheck.Definition
-			for _, d := range defs {
-				if !strings.HasSuffix(d.File, "_test.go") {
-					program = append(program, d)
-				}
-			}
+			program := programDefs(defs)
 			if len(program) == 0 {
 				continue
 			}
