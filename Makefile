@@ -192,6 +192,7 @@ fuzz:
 	$(GO) test ./product/internal/contentid -run '^$$' -fuzz '^FuzzCanonicalize$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./product/internal/typecheck -run '^$$' -fuzz '^FuzzParseSubject$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./product/internal/typecheck -run '^$$' -fuzz '^FuzzParseOption$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./product/internal/typecheck -run '^$$' -fuzz '^FuzzStructTag$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./product/internal/typecheck -run '^$$' -fuzz '^FuzzLookup$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./product/internal/typecheck -run '^$$' -fuzz '^FuzzBuildList$$' -fuzztime $(FUZZTIME)
 	NEEDLE_CODEX_BIN=$(CODEX_BIN) $(GO) test ./product/internal/testrun -run '^$$' -fuzz '^FuzzParseProfile$$' -fuzztime $(FUZZTIME)

@@ -145,10 +145,22 @@
 // starting at the declaration or its doc comment, ending on its last line or
 // one past; a span that starts so but ends inside the declaration (the
 // signature only) locates it, and Needle records the whole declaration
-// instead. A cli_option or configuration_key is defined where a definition
-// call's name argument evaluates, as a Go constant, to the name (a literal,
-// a named constant, a constant expression, a rune for a short flag); any
-// other string equal to the name is a use. A proof that needs types the
+// instead. A cli_option or configuration_key is defined where a
+// definition's name evaluates, as a Go constant, to the name (a literal, a
+// named constant, a constant expression, a rune for a short flag) or is
+// written in a struct tag: the name argument of a definition function
+// (flag, pflag, getopt, kingpin's Flag, os.Getenv, viper's keys, and any
+// package's function named for flags or options that takes a name and a
+// usage — never kingpin's Command or Arg), a Name, Aliases or EnvVars
+// field of a flag struct literal of any library (urfave/cli v1-v3, kong),
+// or a field of a flags struct named by its kong, go-flags or go-arg tags
+// or by its name (the field's line). Any other string equal to the name is
+// a use, and a definition in a _test.go file (a test FlagSet's own flag)
+// is never the implementation of an option, whatever else the package
+// defines. Options implemented without a definition — a parser of its own
+// comparing names (case "help":), a key written as a named constant and
+// used as a map key — are only candidates (typecheck.ImplicitOptions),
+// which a run must show deciding before anything is certified. A proof that needs types the
 // module cache lacks is undecided, naming them (below).
 //
 // A validation has three outcomes: certified, rejected (proven false) and
@@ -200,10 +212,14 @@
 // initialization runs, a statement of the subject's body (a function or
 // method; for a type, one of its methods; for a file, any of its code) or,
 // for a cli_option or configuration_key, of the code that reads its value:
-// the variable its definition binds, a look-up by name (GetBool("x"),
-// Changed("x"), viper's Get…), the Set method of its flag.Value, or the
-// environment read itself. Executing a flag's definition alone (building a
-// command) is not reach. The certificate records, per test, the status,
+// the variable or field its definition binds (a flag literal's
+// Destination, a flags struct's field), a look-up by name (GetBool("x"),
+// Changed("x"), viper's Get…, urfave/cli's c.Bool("x")), the Set method of
+// its flag.Value (or a field type's Decode, UnmarshalFlag or kong hook), or
+// the environment read itself. Executing a flag's definition alone
+// (building a command) is not reach; a read through names computed at run
+// time (for _, n := range f.Names()) is not found statically, so it shows
+// no reach. The certificate records, per test, the status,
 // duration, toolchain, output digest and the label executed; its
 // dependencies are the files the test binary compiled (so a replay re-runs
 // the test only when one of them changed). Runs are cached per snapshot.

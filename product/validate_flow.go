@@ -177,7 +177,8 @@ func satisfiedScenario(s string) string {
 // flowStart checks that the first step holds the subject: for a Go symbol,
 // the step lies in its declaration or holds the declaration's name; for a
 // Go option, it holds a definition of it or a read of its value; for other
-// files, the lexical rules of locations.
+// files, the lexical rules of locations. A definition in a _test.go file
+// does not start a flow: it is a test's option, not the program's.
 func (val *validator) flowStart(prog *typecheck.Program, s Subject, st citedStep) (Claim, bool, error) {
 	const field = "steps[0]"
 	if !isGo(st.path) {
@@ -208,6 +209,7 @@ func (val *validator) flowStart(prog *typecheck.Program, s Subject, st citedStep
 	case SubjectCLIOption, SubjectConfigurationKey:
 		claim.Kind = ClaimDefined
 		defs, undecided := pkg.FindOption(s.Name, optionKinds(s.Kind)...)
+		defs = programDefs(defs) // a test's own flag is no step of the program's flow
 		for _, d := range defs {
 			if d.File == st.path && span.Contains(d.Line) && !strings.HasSuffix(d.File, "_test.go") {
 				claim.Detail = optionDetail(d)

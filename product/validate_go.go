@@ -293,15 +293,17 @@ func optionKinds(k SubjectKind) []typecheck.DefKind {
 }
 
 // goOptionAt proves that a cli_option or configuration_key is defined in
-// rel at span, by go/types: a call of a definition function (or a
-// urfave/cli flag literal) whose name argument evaluates, as a Go constant
-// — literal, named constant or constant expression; a rune for a short
-// flag — to the option's name. A string that merely equals the name (a
-// subcommand, a look-up, a test passing it) is a use, never a definition.
-// A definition in a _test.go file counts only when the package defines the
-// option nowhere else, and the span must stay within the declaration that
-// holds the definition. It returns the claim's detail: how the name is
-// written and what defines it.
+// rel at span, by go/types (typecheck.FindOption): a call of a definition
+// function, a flag struct literal or a field of a flags struct whose name —
+// a Go constant (literal, named constant or constant expression; a rune for
+// a short flag), a struct tag, or the field's name — is the option's. A
+// string that merely equals the name (a subcommand, a look-up, a test
+// passing it, a comparison) is a use, never a definition. A definition in a
+// _test.go file is never the implementation of the option: it defines it
+// for tests (a test FlagSet, a test command), whatever the package defines
+// elsewhere. The span must stay within the declaration that holds the
+// definition. It returns the claim's detail: how the name is written and
+// what defines it.
 func (val *validator) goOptionAt(field string, s Subject, rel string, span typecheck.Span) (string, bool, error) {
 	prog, ok, err := val.goProgram(field, rel)
 	if !ok || err != nil {
@@ -332,12 +334,9 @@ func (val *validator) goOptionAt(field string, s Subject, rel string, span typec
 	}
 	d := here[0]
 	if strings.HasSuffix(d.File, "_test.go") {
-		for _, o := range defs {
-			if !strings.HasSuffix(o.File, "_test.go") {
-				val.v.reject("%s: %s:%d defines %s %q for tests only; the package defines it at %s:%d", field, d.File, d.Line, s.Kind, s.Name, o.File, o.Line)
-				return "", false, nil
-			}
-		}
+		val.v.reject("%s: %s:%d defines %s %q in a _test.go file, for tests only: a definition in a test file is never the implementation of an option%s",
+			field, d.File, d.Line, s.Kind, s.Name, definedAt(programDefs(defs)))
+		return "", false, nil
 	}
 	if decl, ok := pkg.DeclAt(rel, d.Line); ok {
 		outer := typecheck.Span{Start: decl.Doc.Start, End: decl.Span.End}
@@ -360,6 +359,17 @@ func optionDetail(d typecheck.Definition) string {
 		how += " " + d.Constant
 	}
 	return fmt.Sprintf("%s %s/%s by %s", d.Kind, d.Long, d.Short, how) + " " + d.Callee
+}
+
+// programDefs drops the definitions in _test.go files.
+func programDefs(defs []typecheck.Definition) []typecheck.Definition {
+	var out []typecheck.Definition
+	for _, d := range defs {
+		if !strings.HasSuffix(d.File, "_test.go") {
+			out = append(out, d)
+		}
+	}
+	return out
 }
 
 // definedAt lists where the package defines the option, for a reason.

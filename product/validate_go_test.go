@@ -166,3 +166,68 @@ func Define(c *gone.Command) {
 	te.checkVerdict(t, locProposal("symbol", "T.Run", "a.go", own, own), "rejected", "the types of example.com/gone are missing")
 	te.checkVerdict(t, locProposal("cli_option", "--x", "a.go", define, define), "rejected", "cannot decide whether the call at a.go")
 }
+
+// TestValidate_OptionsInTestFiles: a definition in a _test.go file is never
+// the implementation of an option — not even when the package defines the
+// option nowhere else, as grepx's --help, which the standard flag package
+// implements without a definition: a test FlagSet's own "help" flag is a
+// test's, and certifying it would be false. Flags structs' tagged fields
+// are definitions, at the field's line, for locations and flows alike.
+func TestValidate_OptionsInTestFiles(t *testing.T) {
+	repo := MustFixtureRepo(t, "grepx", false)
+	MustWriteFile(t, filepath.Join(repo, "flagset_test.go"), `package main
+
+import (
+	"flag"
+	"os"
+	"testing"
+)
+
+// TestFlagSet defines flags of its own on a test FlagSet.
+func TestFlagSet(t *testing.T) {
+	fs := flag.NewFlagSet("test", flag.ContinueOnError)
+	help := fs.Bool("help", false, "a test's own help flag")
+	crlf := fs.Bool("crlf", false, "a test's own crlf flag")
+	_ = os.Getenv("GREPX_TEST_HOME")
+	if err := fs.Parse([]string{"-help"}); err != nil || !*help || *crlf {
+		t.Fatal(err)
+	}
+}
+`)
+	MustWriteFile(t, filepath.Join(repo, "extra.go"), `package main
+
+// Extra holds options read by a flags-struct library (go-flags tags).
+type Extra struct {
+	Color bool `+"`"+`short:"C" long:"color" description:"paint matches"`+"`"+`
+}
+
+// painted reports whether matches are painted.
+func painted(e *Extra) bool { return e.Color }
+`)
+	MustRun(t, repo, "git", "init", "-q")
+	MustRun(t, repo, "git", "add", "-A")
+	MustRun(t, repo, "git", "-c", "user.name=t", "-c", "user.email=t@example.com", "commit", "-qm", "fixture")
+	te := MustEngine(t, repo)
+	testHelp := lineWith(t, repo, "flagset_test.go", `fs.Bool("help"`)
+	testCRLF := lineWith(t, repo, "flagset_test.go", `fs.Bool("crlf"`)
+	testEnv := lineWith(t, repo, "flagset_test.go", `os.Getenv("GREPX_TEST_HOME")`)
+	crlf := lineWith(t, repo, "flags.go", `fs.Bool("crlf"`)
+	color := lineWith(t, repo, "extra.go", `long:"color"`)
+	_, testStart, testEnd := declLines(t, repo, "flagset_test.go", "func TestFlagSet(")
+	for _, c := range []struct {
+		kind, name, path string
+		start, end       int
+		why              string
+	}{
+		{"cli_option", "--help", "flagset_test.go", testHelp, testHelp, "in a _test.go file"}, // the package defines --help nowhere else
+		{"cli_option", "-help", "flagset_test.go", testStart, testEnd, "in a _test.go file"},
+		{"cli_option", "--crlf", "flagset_test.go", testCRLF, testCRLF, "in a _test.go file"}, // the package defines it in flags.go
+		{"configuration_key", "GREPX_TEST_HOME", "flagset_test.go", testEnv, testEnv, "in a _test.go file"},
+	} {
+		te.checkVerdict(t, locProposal(c.kind, c.name, c.path, c.start, c.end), "rejected", c.why)
+	}
+	te.checkVerdict(t, locProposal("cli_option", "--crlf", "flags.go", crlf, crlf), "certified", "the program's --crlf")
+	te.checkVerdict(t, locProposal("cli_option", "-C, --color", "extra.go", color, color), "certified", "a tagged field")
+	te.checkVerdict(t, flowProposal("cli_option", "--help", step("flagset_test.go", testHelp, testHelp, "a test's flag")), "rejected", "neither defines")
+	te.checkVerdict(t, flowProposal("cli_option", "--color", step("extra.go", color, color, "the field")), "certified", "a flow from a tagged field")
+}

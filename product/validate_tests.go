@@ -66,10 +66,12 @@ type targetBody struct {
 //   - a function or method: a statement of its body;
 //   - a type: a statement of the body of one of its methods;
 //   - a cli_option or configuration_key: code of the defining package that
-//     reads the option's value — the variable its definition binds, a
-//     look-up of the value by name (GetBool("x"), Changed("x"),
-//     viper.GetString("k")), the Set method of the flag.Value it registers,
-//     or, for an environment variable, the read itself. Executing the
+//     reads the option's value (typecheck's Reads) — the variable or field
+//     its definition binds (a flag literal's Destination, a flags struct's
+//     field), a look-up of the value by name (GetBool("x"), Changed("x"),
+//     viper.GetString("k"), c.Bool("x")), the Set method of the flag.Value
+//     it registers, or, for an environment variable, the read itself. A
+//     definition in a _test.go file defines no target. Executing the
 //     definition alone (a test that builds a command defines every flag) is
 //     not reach;
 //   - a file: a statement of the file.
@@ -549,12 +551,7 @@ func (val *validator) targetIn(pkgs []*typecheck.Package) (*reachTarget, bool) {
 			return tg, true
 		case SubjectCLIOption, SubjectConfigurationKey:
 			defs, _ := pkg.FindOption(s.Name, optionKinds(s.Kind)...)
-			var program []typecheck.Definition
-			for _, d := range defs {
-				if !strings.HasSuffix(d.File, "_test.go") {
-					program = append(program, d)
-				}
-			}
+			program := programDefs(defs)
 			if len(program) == 0 {
 				continue
 			}

@@ -1,5 +1,5 @@
 // Package typecheck answers questions about the Go code of a snapshot with
-// go/types, never by matching names: where a symbol subject is declared,
+// go/types, never by matching strings alone: where a symbol subject is declared,
 // where a flag, environment variable or configuration key is defined, and
 // which functions a span of code calls. Needle's validators use it to judge
 // what a model worker proposes. The package knows nothing about needs or
@@ -61,25 +61,69 @@
 // at its keyword (at the spec inside a parenthesized group) and Doc at its
 // doc comment.
 //
-// FindOption: a definition is a call of a definition function — chosen by
-// the resolved types.Func's package and its signature's parameter names
-// (flag, pflag and so cobra, getopt), or listed by name (os.Getenv,
-// os.LookupEnv, syscall.Getenv; viper's SetDefault, BindEnv, BindPFlag) —
-// or a urfave/cli flag composite literal, whose name argument evaluates as
-// a Go constant (literal, named constant, constant expression; a rune for a
-// short flag) to the option's name. Any other string equal to the name is
-// a use: a subcommand's name, a look-up such as Lookup("help") or
-// GetBool("help"), a test passing "--help", a rune compared in a switch.
-// Definitions in _test.go files are definitions too; File tells them apart.
+// FindOption: a definition is a site whose name evaluates as a Go
+// constant (literal, named constant, constant expression; a rune for a
+// short flag) to the option's name, or is written in a struct tag, in one
+// of three forms (DefForm):
+//
+//   - a call of a definition function, chosen by the resolved types.Func's
+//     package and its signature's parameter names (flag, pflag and so
+//     cobra, getopt; kingpin's Flag(name, help), not its Command or Arg of
+//     the same signature), listed by name (os.Getenv, os.LookupEnv,
+//     syscall.Getenv; viper's SetDefault, BindEnv, BindPFlag), or, for any
+//     other package, by meaning: a function whose own name, result type's
+//     or receiver type's name says Flag or Option, or of a package named
+//     …flag or …flags, taking a string name (name, long) and a usage
+//     (usage, help, description), unless its name begins with a verb that
+//     uses names (Get, Lookup, Set, Mark, Print, …). Calls chained on a
+//     flag's result complete it (kingpin's .Short('v'), .Envar("X"));
+//   - a flag literal: a composite literal of a named struct type (or an
+//     alias of one, as urfave/cli v3's BoolFlag of FlagBase) of any package
+//     whose name says Flag or Option, with a string field Name or Long and a
+//     field saying what the flag is for (Usage, Help, Aliases, Short, …):
+//     each of Name ("config, c" split), Aliases and Short is a definition,
+//     and EnvVar, EnvVars, Envs and Sources' Env… calls define environment
+//     variables; an embedded struct's literal counts (kong's
+//     &Flag{Value: &Value{Name: "help"}});
+//   - a field of a flags struct (one with a help, short, long, name, arg,
+//     env, aliases or cmd tag), named as kong, jessevdk/go-flags or
+//     alexflint/go-arg name it (tag.go): by name:, long:, arg:"--x", or the
+//     field's name (kong: kebab case; go-arg: lower case); a subcommand
+//     (cmd, command), a positional argument (arg:"", positional) or a
+//     go-flags field without long or short is none; env:"X" and arg:"env"
+//     define environment variables. Line is the field's.
+//
+// Any other string equal to the name is a use: a subcommand's name, a
+// look-up such as Lookup("help") or GetBool("help"), a test passing
+// "--help", a help text, a rune compared in a switch. Definitions in
+// _test.go files are definitions too; File tells them apart (Needle never
+// takes one for an option's implementation). A subject naming several
+// names of one flag ("-h, --help") matches a site that carries them all
+// (Definition.Aliases).
+//
+// ImplicitOptions: options implemented without a definition, as static
+// candidates only — a comparison of a string or rune with a constant naming
+// the option that guards a block (if a == "--help" {…}, case "help", "h":,
+// strings.EqualFold), with the block's span, and a named constant equal to
+// the name used as a map key or an argument, with its uses. A subcommand
+// called help is compared the same way: only a run that executes the block
+// when given the option shows a candidate deciding.
 //
 // Reads: where an option's value is read, in the defining package's
 // non-test files — a use of the variable or field a definition binds
-// (BoolVar(&v, …), v := Bool(…), a urfave/cli Destination), a look-up of the
-// value by a constant name (a flag library's Get… and Changed, Lookup(name)
-// followed by .Value or .Changed, viper's Get… and IsSet, urfave/cli's
-// accessors), the body of the Set method of a flag.Value or of the function
-// a definition registers, and an environment read itself. A write, the
-// definition's own &v and a bare Lookup guard are not reads.
+// (BoolVar(&v, …), v := Bool(…), the end of a chained definition, a flag
+// literal's Destination, a flags struct's field), a look-up of the value by
+// a constant name (a flag library's Get… and Changed, Lookup(name) followed
+// by .Value or .Changed, viper's Get… and IsSet, and a method of the
+// defining library's types taking a name first, as urfave/cli's c.Bool(
+// "x")), the body of the Set method of a flag.Value, of the function a
+// definition registers (a literal's Value or Action), or of a flags
+// struct field's type's Set, Decode, UnmarshalFlag, UnmarshalText or kong
+// hook, and an environment read itself (an environment variable a flag
+// reads is read where the flag is). A write, the definition's own &v and a
+// bare Lookup guard are not reads. A read through names computed at run
+// time (for _, n := range f.Names() { c.IsSet(n) }) is not tied to the
+// name statically: only execution decides it.
 //
 // DeclAt finds the declaration holding a line; MethodsNamed the methods of
 // one name, for a bare name that is no package-level declaration.
@@ -103,7 +147,10 @@
 //	loader.go      Loader, Load, import resolution, checking and the cache
 //	program.go     Program, Package, File, Span, PackageOf
 //	symbol.go      ParseSubject, Lookup, DeclAt, MethodsNamed and declaration spans
-//	option.go      the definition-function table, Definitions, FindOption, ParseOption
+//	option.go      the definition-function rules, Definitions, FindOption, ParseOption
+//	literal.go     flag struct literals of any library
+//	tag.go         flags structs: kong, go-flags and go-arg tags and field names
+//	implicit.go    ImplicitOptions: comparisons and constants that may implement an option
 //	read.go        Reads: where an option's value is read
 //	call.go        Calls, Links, StaticPath
 //	errors.go      Error and its Kinds

@@ -3,6 +3,7 @@ package typecheck
 import (
 	"io/fs"
 	"path"
+	"reflect"
 	"strings"
 	"testing"
 	"testing/fstest"
@@ -129,4 +130,47 @@ func FuzzBuildList(f *testing.F) {
 			}
 		}
 	})
+}
+
+// FuzzStructTag: the tag readers never fail, and where reflect reads a key
+// parseStructTag reads the same first value.
+func FuzzStructTag(f *testing.F) {
+	for _, s := range []string{`long:"verbose" short:"v"`, `arg required help:"x"`, `kong:"name='a',short='b'"`, `a:"\"" b:"\x"`, `arg:"-v,--verbose,env:X"`, `:"x"`, `a:"`, "DryRun", "TLSCACert"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		tag := parseStructTag(s)
+		for _, key := range append([]string{"name", "long", "short", "env", "arg", "help", "kong", "aliases"}, keys(tag)...) {
+			if key == "" {
+				t.Fatalf("parseStructTag(%q) has an empty key", s)
+			}
+			if v, ok := reflect.StructTag(s).Lookup(key); ok && (len(tag[key]) == 0 || tag[key][0] != v) {
+				t.Fatalf("parseStructTag(%q)[%q] = %q; reflect reads %q", s, key, tag[key], v)
+			}
+		}
+		spec := parseGoArg(s)
+		if len([]rune(spec.short)) > 1 {
+			t.Fatalf("parseGoArg(%q) short %q", s, spec.short)
+		}
+		if k := kebab(s); validIdent(s) && (k != strings.ToLower(k) || strings.Contains(k, "--") || strings.HasPrefix(k, "-") || strings.HasSuffix(k, "-")) {
+			t.Fatalf("kebab(%q) = %q", s, k)
+		}
+	})
+}
+
+func keys(t structTag) []string {
+	var out []string
+	for k := range t {
+		out = append(out, k)
+	}
+	return out
+}
+
+func validIdent(s string) bool {
+	for _, r := range s {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9') { // ASCII: ToLower is exact
+			return false
+		}
+	}
+	return s != ""
 }

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"unicode"
 	"unicode/utf8"
 )
 
@@ -38,9 +39,11 @@ const (
 	FromConstant                   // a named constant (helpFlagName)
 	FromExpression                 // another constant expression ("no-" + name)
 	FromDynamic                    // not a constant: the name is unknown
+	FromTag                        // a struct tag (long:"name", arg:"--name")
+	FromFieldName                  // a flags struct's field name (kong: DryRun is dry-run)
 )
 
-var nameFromNames = [...]string{"literal", "constant", "expression", "dynamic"}
+var nameFromNames = [...]string{"literal", "constant", "expression", "dynamic", "tag", "field_name"}
 
 func (f NameFrom) String() string {
 	if f >= 0 && int(f) < len(nameFromNames) {
@@ -49,25 +52,53 @@ func (f NameFrom) String() string {
 	return "unknown"
 }
 
+// DefForm is the syntax a definition takes.
+type DefForm int
+
+// The definition forms.
+const (
+	FormCall    DefForm = iota // a call of a definition function, with the calls chained on its result
+	FormLiteral                // a composite literal of a flag struct type
+	FormTag                    // a field of a flags struct, named by its tags or its name
+)
+
+var defFormNames = [...]string{"call", "literal", "tag"}
+
+func (f DefForm) String() string {
+	if f >= 0 && int(f) < len(defFormNames) {
+		return defFormNames[f]
+	}
+	return "unknown"
+}
+
 // Definition is one site that defines a flag, an environment variable or a
-// configuration key: a call of a definition function (or, for urfave/cli, a
-// flag composite literal) whose name argument evaluates, as a Go constant,
-// to Long or Short.
+// configuration key: a call of a definition function, a composite literal
+// of a flag struct type or a field of a flags struct, whose name evaluates,
+// as a Go constant, to Long or Short.
 type Definition struct {
 	Kind  DefKind
+	Form  DefForm
 	Long  string // "" when the site defines no long name (or it is not constant)
 	Short string // one character, "" when none
-	From  NameFrom
+	// Aliases are the other names the same site defines: a flag's other
+	// names (Name and Aliases of a literal, a tag's short and aliases), and
+	// for an environment variable the names of the flag it feeds. A subject
+	// naming several names of one flag ("-h, --help") matches a definition
+	// whose names together carry them all.
+	Aliases []string
+	From    NameFrom
 	// Constant is the named constant the name was written as, "" unless From
 	// is FromConstant.
 	Constant string
 	// Callee identifies the definition function as go/types names it
-	// ("(*github.com/spf13/pflag.FlagSet).BoolP", "os.Getenv"), or the
-	// composite literal's type.
+	// ("(*github.com/spf13/pflag.FlagSet).BoolP", "os.Getenv"), the
+	// composite literal's type, or the tagged field ("kong tag of field
+	// Globals.Debug"). An environment variable a flag reads (EnvVars,
+	// Envar, env:"X") has the flag's Callee and Site.
 	Callee string
 	File   string
-	Line   int  // the line of the name argument
-	Site   Span // the call or composite literal
+	Line   int  // the line of the name (argument, field value, tagged field)
+	Site   Span // the call, composite literal or struct field
 }
 
 // Site is a call that might define a name but whose callee is unknown
@@ -81,31 +112,69 @@ type Site struct {
 
 // What is a definition function, by resolved callee. Functions are matched
 // by their package and their signature's parameter names — the way these
-// libraries document what each argument means — never by the function's
-// own name, so the dozens of typed variants (IntP, StringSliceVarP, …)
-// need no list and a look-up such as Lookup(name) or GetString(name), which
-// takes a name but no usage, is never taken for a definition.
+// libraries document what each argument means — so the dozens of typed
+// variants (IntP, StringSliceVarP, …) need no list and a look-up such as
+// Lookup(name) or GetString(name), which takes a name but no usage, is
+// never taken for a definition. A function of a package no table lists is
+// a definition by the same parameters when its names say it defines a flag
+// (generalParams).
 type paramAPI struct {
 	kind  DefKind
 	long  []string // parameter names (type string) carrying the long name
 	short []string // … carrying the short name: type string ("shorthand") or rune ("short")
 	usage []string // a definition has one of these as well
+	// getters: the package's Get…, Changed and Lookup(name).Value look a
+	// flag's value up by name.
+	getters bool
+	// flagNamed: the function's own name, its result type's or its
+	// receiver type's name must also say Flag or Option (kingpin's
+	// Command(name, help) and Arg(name, help) define no flag).
+	flagNamed bool
 }
 
 var flagParams = paramAPI{
-	kind:  DefFlag,
-	long:  []string{"name", "long"},
-	short: []string{"shorthand", "short", "name"},
-	usage: []string{"usage", "helpvalue"},
+	kind:    DefFlag,
+	long:    []string{"name", "long"},
+	short:   []string{"shorthand", "short", "name"},
+	usage:   []string{"usage", "helpvalue"},
+	getters: true,
 }
+
+// kingpinParams: app.Flag(name, help string) *FlagClause, with the short
+// name and environment variables set by calls chained on the clause.
+var kingpinParams = paramAPI{kind: DefFlag, long: []string{"name"}, usage: []string{"help"}, flagNamed: true}
+
+var kingpinPaths = map[string]bool{"github.com/alecthomas/kingpin/v2": true, "github.com/alecthomas/kingpin": true, "gopkg.in/alecthomas/kingpin.v2": true}
 
 // paramAPIs maps a package path to its rule.
 var paramAPIs = map[string]paramAPI{
-	"flag":                         flagParams,
-	"github.com/spf13/pflag":       flagParams, // cobra's Flags() and PersistentFlags() are *pflag.FlagSet
-	"github.com/pborman/getopt":    flagParams,
-	"github.com/pborman/getopt/v2": flagParams,
+	"flag":                             flagParams,
+	"github.com/spf13/pflag":           flagParams, // cobra's Flags() and PersistentFlags() are *pflag.FlagSet
+	"github.com/pborman/getopt":        flagParams,
+	"github.com/pborman/getopt/v2":     flagParams,
+	"github.com/alecthomas/kingpin/v2": kingpinParams,
+	"github.com/alecthomas/kingpin":    kingpinParams,
+	"gopkg.in/alecthomas/kingpin.v2":   kingpinParams,
 }
+
+// generalParams is the rule for every package not listed, by meaning: a
+// function or method whose own name, result type's name or receiver type's
+// name says Flag or Option (case-insensitively), or of a package named
+// flag or …flags (forks of the standard flag package), taking a string name
+// (name, long, flagName) and a usage (usage, help, description), maybe a
+// short name. Names and usages are compared case-insensitively.
+var generalParams = paramAPI{
+	kind:      DefFlag,
+	long:      []string{"name", "long", "longname", "flagname", "optionname"},
+	short:     []string{"short", "shorthand", "shortname"},
+	usage:     []string{"usage", "help", "description", "desc", "helptext", "usagetext"},
+	flagNamed: true,
+}
+
+// notDefiners are verbs that begin the names of functions that take a
+// flag's name and a message without defining it (MarkFlagDeprecated(name,
+// usage), PrintFlagHelp(name, help)): under the general rule they are uses.
+var notDefiners = []string{"Get", "Lookup", "Find", "Set", "Unset", "Mark", "Print", "Show", "Format", "Write", "Has", "Is", "Changed", "Visit", "Remove", "Delete", "Hide", "Deprecate", "Parse", "Validate", "Check", "Usage"}
 
 // namedAPIs lists definition functions that are matched by name inside
 // their package, with the index of the name argument: environment reads,
@@ -119,15 +188,6 @@ var namedAPIs = map[string]map[string]int{
 
 var namedKinds = map[string]DefKind{"os": DefEnv, "syscall": DefEnv, "github.com/spf13/viper": DefConfigKey}
 
-// literalAPIs are packages whose flags are composite literals of a struct
-// type named …Flag with a Name field: urfave/cli. Version 1 writes a short
-// alias into the name ("config, c"); later versions use Aliases.
-var literalAPIs = map[string]bool{
-	"github.com/urfave/cli":    true,
-	"github.com/urfave/cli/v2": true,
-	"github.com/urfave/cli/v3": true,
-}
-
 // Definitions returns every definition site in the package's files, and
 // the calls that might be one but could not be resolved because their types
 // are missing.
@@ -135,17 +195,27 @@ func (pkg *Package) Definitions() ([]Definition, []Site) {
 	var defs []Definition
 	var undecided []Site
 	for _, f := range pkg.Files {
+		var stack []ast.Node
 		ast.Inspect(f.Syntax, func(n ast.Node) bool {
+			if n == nil {
+				stack = stack[:len(stack)-1]
+				return false
+			}
+			stack = append(stack, n)
 			switch n := n.(type) {
 			case *ast.CallExpr:
 				d, ok, unknown := pkg.callDefinition(f, n)
 				if ok {
-					defs = append(defs, d...)
+					defs = append(defs, pkg.chained(f, d, stack)...)
+				} else if e, ok := pkg.argEnvar(f, n); ok {
+					defs = append(defs, e)
 				} else if unknown && hasConstantArg(pkg.Info, n) {
 					undecided = append(undecided, Site{File: f.Path, Line: pkg.line(n.Pos()), Site: pkg.prog.span(n.Pos(), n.End()), Missing: pkg.Missing})
 				}
 			case *ast.CompositeLit:
 				defs = append(defs, pkg.literalDefinition(f, n)...)
+			case *ast.StructType:
+				defs = append(defs, pkg.tagDefinitions(f, n, stack)...)
 			}
 			return true
 		})
@@ -155,53 +225,66 @@ func (pkg *Package) Definitions() ([]Definition, []Site) {
 
 // callDefinition classifies a call. unknown reports a callee that did not
 // resolve in a package with missing imports: it might be a definition.
-func (pkg *Package) callDefinition(f *File, call *ast.CallExpr) (defs []Definition, ok, unknown bool) {
+func (pkg *Package) callDefinition(f *File, call *ast.CallExpr) (d Definition, ok, unknown bool) {
 	fn := calleeFunc(pkg.Info, call.Fun)
 	if fn == nil {
 		tv, known := pkg.Info.Types[call.Fun]
 		invalid := !known || tv.Type == nil || !validType(tv.Type)
-		return nil, false, invalid && len(pkg.Missing) > 0
+		return d, false, invalid && len(pkg.Missing) > 0
 	}
 	if fn.Pkg() == nil {
-		return nil, false, false
+		return d, false, false
 	}
 	sig, _ := fn.Type().(*types.Signature)
 	if sig == nil {
-		return nil, false, false
+		return d, false, false
 	}
 	pkgPath := fn.Pkg().Path()
-	base := Definition{Callee: fn.FullName(), File: f.Path, Site: pkg.prog.span(call.Pos(), call.End())}
+	base := Definition{Form: FormCall, Callee: fn.FullName(), File: f.Path, Site: pkg.prog.span(call.Pos(), call.End())}
 	if idx, listed := namedAPIs[pkgPath][fn.Name()]; listed {
 		if idx >= len(call.Args) {
-			return nil, false, false
+			return d, false, false
 		}
-		d := base
+		d = base
 		d.Kind = namedKinds[pkgPath]
 		d.Long, d.From, d.Constant = pkg.constString(call.Args[idx])
 		d.Line = pkg.line(call.Args[idx].Pos())
-		return []Definition{d}, true, false
+		return d, true, false
 	}
 	api, listed := paramAPIs[pkgPath]
 	if !listed {
-		return nil, false, false
+		api = generalParams
+		for _, verb := range notDefiners {
+			if hasWordPrefix(fn.Name(), verb) {
+				return d, false, false
+			}
+		}
+	}
+	if api.flagNamed && !saysFlag(fn.Name()) && !saysFlag(typeName(firstResult(sig))) && !isFlagPackage(fn.Pkg().Name()) &&
+		(sig.Recv() == nil || !saysFlag(typeName(sig.Recv().Type()))) {
+		return d, false, false
 	}
 	params := sig.Params()
 	longAt, shortAt, hasUsage := -1, -1, false
 	for i := range params.Len() {
 		p := params.At(i)
+		name := p.Name()
+		if !listed {
+			name = strings.ToLower(name)
+		}
 		switch {
-		case slices.Contains(api.usage, p.Name()):
-			hasUsage = true
-		case isString(p.Type()) && slices.Contains(api.long, p.Name()):
+		case slices.Contains(api.usage, name) && (listed || isString(p.Type())):
+			hasUsage = true // flag's and getopt's usage may be variadic …string
+		case isString(p.Type()) && slices.Contains(api.long, name):
 			longAt = i
-		case slices.Contains(api.short, p.Name()) && (isString(p.Type()) || isRune(p.Type())):
+		case slices.Contains(api.short, name) && (isString(p.Type()) || isRune(p.Type())):
 			shortAt = i
 		}
 	}
 	if !hasUsage || (longAt < 0 && shortAt < 0) || sig.Variadic() && max(longAt, shortAt) >= params.Len()-1 {
-		return nil, false, false
+		return d, false, false
 	}
-	d := base
+	d = base
 	d.Kind = api.kind
 	d.From = FromLiteral
 	if longAt >= 0 && longAt < len(call.Args) {
@@ -219,67 +302,128 @@ func (pkg *Package) callDefinition(f *File, call *ast.CallExpr) (defs []Definiti
 			d.Line = pkg.line(call.Args[shortAt].Pos())
 		}
 	}
-	return []Definition{d}, true, false
+	return d, true, false
 }
 
-// literalDefinition recognizes urfave/cli flag literals.
-func (pkg *Package) literalDefinition(f *File, lit *ast.CompositeLit) []Definition {
-	tv, ok := pkg.Info.Types[lit]
-	if !ok {
-		return nil
+// chained completes a flag definition call with the calls chained on its
+// result, kingpin-style: app.Flag("verbose", "…").Short('v').Envar("V").
+// Short(c) gives the flag its short name; Envar, EnvVar or Env with a
+// constant string defines the environment variable the flag reads.
+func (pkg *Package) chained(f *File, d Definition, stack []ast.Node) []Definition {
+	if d.Kind != DefFlag {
+		return []Definition{d}
 	}
-	named, _ := types.Unalias(tv.Type).(*types.Named)
-	if named == nil || named.Obj().Pkg() == nil || !literalAPIs[named.Obj().Pkg().Path()] || !strings.HasSuffix(named.Obj().Name(), "Flag") {
-		return nil
-	}
-	v1 := named.Obj().Pkg().Path() == "github.com/urfave/cli"
-	base := Definition{Kind: DefFlag, Callee: named.Obj().Pkg().Path() + "." + named.Obj().Name(), File: f.Path, Site: pkg.prog.span(lit.Pos(), lit.End())}
-	var defs []Definition
-	add := func(name string, from NameFrom, cname string, line int) {
-		d := base
-		d.From, d.Constant, d.Line = from, cname, line
+	var envs []Definition
+	for i := len(stack) - 1; i >= 2; i -= 2 {
+		sel, ok := stack[i-1].(*ast.SelectorExpr)
+		if !ok || sel.X != stack[i] {
+			break
+		}
+		call, ok := stack[i-2].(*ast.CallExpr)
+		if !ok || call.Fun != sel || len(call.Args) != 1 {
+			continue
+		}
+		v, from, cname := pkg.constString(call.Args[0])
 		if from == FromDynamic {
-			defs = append(defs, d)
-			return
-		}
-		if utf8.RuneCountInString(name) == 1 {
-			d.Short = name
-		} else if name != "" {
-			d.Long = name
-		}
-		defs = append(defs, d)
-	}
-	for _, elt := range lit.Elts {
-		kv, ok := elt.(*ast.KeyValueExpr)
-		if !ok {
 			continue
 		}
-		key, _ := kv.Key.(*ast.Ident)
-		if key == nil {
-			continue
-		}
-		switch key.Name {
-		case "Name":
-			name, from, cname := pkg.constString(kv.Value)
-			if v1 && from != FromDynamic {
-				for part := range strings.SplitSeq(name, ",") {
-					add(strings.TrimSpace(part), from, cname, pkg.line(kv.Value.Pos()))
-				}
-				continue
-			}
-			add(name, from, cname, pkg.line(kv.Value.Pos()))
-		case "Aliases":
-			aliases, _ := kv.Value.(*ast.CompositeLit)
-			if aliases == nil {
-				continue
-			}
-			for _, a := range aliases.Elts {
-				name, from, cname := pkg.constString(a)
-				add(name, from, cname, pkg.line(a.Pos()))
+		switch m := sel.Sel.Name; {
+		case m == "Short" && utf8.RuneCountInString(v) == 1 && v != "\x00":
+			d.Short = v
+		case strings.EqualFold(m, "Envar") || strings.EqualFold(m, "EnvVar") || strings.EqualFold(m, "Env"):
+			if tv, ok := pkg.Info.Types[call.Args[0]]; ok && isString(tv.Type) && v != "" {
+				e := d
+				e.Kind, e.Long, e.Short, e.From, e.Constant = DefEnv, v, "", from, cname
+				e.Line = pkg.line(call.Args[0].Pos())
+				envs = append(envs, e)
 			}
 		}
 	}
-	return defs
+	for i := range envs {
+		envs[i].Aliases = flagNames(d)
+	}
+	return append([]Definition{d}, envs...)
+}
+
+// argEnvar recognizes the environment variable a kingpin positional
+// argument reads: app.Arg("file", "…").Envar("FILE"). (A flag's Envar is
+// found with the flag, by chained.)
+func (pkg *Package) argEnvar(f *File, call *ast.CallExpr) (Definition, bool) {
+	fn := calleeFunc(pkg.Info, call.Fun)
+	if fn == nil || fn.Pkg() == nil || fn.Name() != "Envar" || len(call.Args) != 1 || !kingpinPaths[fn.Pkg().Path()] {
+		return Definition{}, false
+	}
+	if recv := fn.Signature().Recv(); recv == nil || !strings.Contains(typeName(recv.Type()), "Arg") {
+		return Definition{}, false
+	}
+	v, from, cname := pkg.constString(call.Args[0])
+	if from == FromDynamic || v == "" {
+		return Definition{}, false
+	}
+	return Definition{Kind: DefEnv, Form: FormCall, Long: v, From: from, Constant: cname, Callee: fn.FullName(),
+		File: f.Path, Line: pkg.line(call.Args[0].Pos()), Site: pkg.prog.span(call.Pos(), call.End())}, true
+}
+
+// flagNames lists the names a flag definition carries.
+func flagNames(d Definition) []string {
+	var out []string
+	for _, n := range append([]string{d.Long, d.Short}, d.Aliases...) {
+		if n != "" && !slices.Contains(out, n) {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// saysFlag reports whether an identifier names a flag or an option:
+// BoolFlag, FlagBase, FlagClause, AddOption, optionSet.
+func saysFlag(name string) bool {
+	l := strings.ToLower(name)
+	return strings.Contains(l, "flag") || strings.Contains(l, "option")
+}
+
+// isFlagPackage reports whether a package's name says it is a flag
+// package: flag, pflag, flags, goflags.
+func isFlagPackage(name string) bool {
+	l := strings.ToLower(name)
+	return strings.HasSuffix(l, "flag") || strings.HasSuffix(l, "flags")
+}
+
+// hasWordPrefix reports whether name starts with the word verb: GetBool
+// and Get, not Getter or Settings.
+func hasWordPrefix(name, verb string) bool {
+	rest, ok := strings.CutPrefix(name, verb)
+	if !ok {
+		return false
+	}
+	r, _ := utf8.DecodeRuneInString(rest)
+	return rest == "" || unicode.IsUpper(r) || unicode.IsDigit(r) || r == '_'
+}
+
+// firstResult is the type of a signature's first result, nil for none.
+func firstResult(sig *types.Signature) types.Type {
+	if sig.Results().Len() == 0 {
+		return nil
+	}
+	return sig.Results().At(0).Type()
+}
+
+// typeName is the name of a (pointer to a) named or alias type, "" for
+// others.
+func typeName(t types.Type) string {
+	if t == nil {
+		return ""
+	}
+	if p, ok := t.(*types.Pointer); ok {
+		t = p.Elem()
+	}
+	switch t := t.(type) {
+	case *types.Alias:
+		return t.Obj().Name()
+	case *types.Named:
+		return t.Obj().Name()
+	}
+	return ""
 }
 
 // constString evaluates a name argument as go/types does: a string
@@ -409,18 +553,27 @@ func (d Definition) Matches(name string) bool {
 		return n != "" && strings.EqualFold(d.Long, n)
 	}
 	if names := optionAliases(name); names != nil {
+		// Each name is this definition's or another of its site's.
 		for _, n := range names {
-			if !d.Matches(n) {
+			if !d.Matches(n) && !slices.ContainsFunc(d.Aliases, func(a string) bool { return aliasDef(d.Kind, a).Matches(n) }) {
 				return false
 			}
 		}
-		return true
+		return slices.ContainsFunc(names, d.Matches)
 	}
 	on, ok := ParseOption(name)
 	if !ok {
 		return false
 	}
 	return (on.Long != "" && d.Long == on.Long) || (on.Short != "" && d.Short == on.Short)
+}
+
+// aliasDef is a definition of one of a site's other names.
+func aliasDef(kind DefKind, name string) Definition {
+	if utf8.RuneCountInString(name) == 1 {
+		return Definition{Kind: kind, Short: name}
+	}
+	return Definition{Kind: kind, Long: name}
 }
 
 // optionAliases splits a flag subject that names one flag by several of

@@ -202,3 +202,89 @@ func TestParseOption(t *testing.T) {
 		}
 	}
 }
+
+// TestPackage_FindOptionByMeaning: flags of a library no table lists,
+// found by meaning — definition functions named for flags or options that
+// take a name and a usage, flag struct literals, flags structs' tags — and
+// the strings that only use their names: a subcommand, a positional
+// argument, a help printer, a feature flag, a test passing the flag, a
+// comparison, a help text.
+func TestPackage_FindOptionByMeaning(t *testing.T) {
+	l := MustLoader(t, false)
+	prog := MustLoad(t, l, "flags.txtar", "general.go", "flags_test.go")
+	pkg := MustPackage(t, prog, "general.go")
+	if len(pkg.Errors) != 0 {
+		t.Fatalf("type errors: %v", pkg.Errors)
+	}
+	flags, env := []DefKind{DefFlag}, []DefKind{DefEnv, DefConfigKey}
+	for _, tc := range []struct {
+		name  string
+		kinds []DefKind
+		want  []string
+	}{
+		// Definition functions by meaning.
+		{"--trace", flags, []string{"general.go:7"}},      // Flag(name, help), kingpin-style
+		{"-t", flags, []string{"general.go:7"}},           // .Short('t') chained on it
+		{"APP_TRACE", env, []string{"general.go:7"}},      // .Envar("APP_TRACE") chained on it
+		{"-f, --force", flags, []string{"general.go:11"}}, // a FlagSet's method (long, short, usage)
+		{"--dry-run", flags, []string{"general.go:12", "tags.go:7"}},
+		{"--quiet", flags, []string{"general.go:13"}},
+		{"--serve", flags, nil}, // Command(name, help): a subcommand
+		{"--file", flags, nil},  // Arg(name, help): a positional argument
+		// Flag struct literals of any library.
+		{"--verbose", flags, []string{"literal.go:12"}}, // not the Subcommand literal named verbose
+		{"-v", flags, []string{"literal.go:12"}},
+		{"--loud", flags, []string{"literal.go:12"}}, // not the SelectOption named loud
+		{"-v, --verbose", flags, []string{"literal.go:12", "literal.go:12"}},
+		{"--verbose, -v, --loud", flags, []string{"literal.go:12", "literal.go:12", "literal.go:12"}},
+		{"-c, --verbose", flags, nil}, // names of two flags
+		{"APP_VERBOSE", env, []string{"literal.go:12"}},
+		{"-c", flags, []string{"literal.go:13"}}, // "color, c"
+		{"--beta", flags, nil},                   // a FeatureFlag: no usage, no command-line flag
+		// Flags structs.
+		{"--out", flags, []string{"tags.go:8"}},
+		{"--dest", flags, []string{"tags.go:8"}},
+		{"-o, --target", flags, []string{"tags.go:8", "tags.go:8"}}, // the name and the alias: one site
+		{"APP_OUT", env, []string{"tags.go:8"}},
+		{"--color", flags, []string{"literal.go:13", "tags.go:9"}},
+		{"--no-color", flags, []string{"tags.go:9"}},
+		{"--sort", flags, []string{"tags.go:13"}}, // kong:"name='sort'"
+		{"--kind", flags, nil},
+		{"--input", flags, nil},   // arg:"": positional
+		{"--ignored", flags, nil}, // kong:"-"
+		{"--secret", flags, nil},  // unexported
+		{"-V, --verbosity", flags, []string{"tags.go:19"}},
+		{"APP_VERBOSITY", env, []string{"tags.go:19"}},
+		{"--depth", flags, []string{"tags.go:21"}},
+		{"--group", flags, nil},
+		{"--notes", flags, nil}, // go-flags: no long, no short
+		{"-m", flags, []string{"tags.go:28"}},
+		{"--max-size", flags, []string{"tags.go:28"}},
+		{"MAXSIZE", env, []string{"tags.go:28"}},
+		{"--nocache", flags, []string{"tags.go:29"}}, // go-arg: the field's name in lower case
+		{"--files", flags, nil},                      // positional
+		{"APP_TOKEN", env, []string{"tags.go:31"}},
+		{"--skip", flags, nil},
+		{"APP_HOME", env, []string{"tags.go:37"}},
+		{"--debug", flags, nil}, // an envconfig-style struct names no flags
+		{"--home", flags, nil},
+		// Parsers of their own and help texts define nothing; a test's own
+		// flag is a definition in a test file.
+		{"--json", flags, nil},
+		{"--usage", flags, nil},
+		{"--zero", flags, nil},
+		{"--help", flags, []string{"flags_test.go:10"}},
+		{"timeout", env, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			defs, maybe := pkg.FindOption(tc.name, tc.kinds...)
+			var locs []string
+			for _, d := range defs {
+				locs = append(locs, fmt.Sprintf("%s:%d", d.File, d.Line))
+			}
+			if !slices.Equal(locs, tc.want) || len(maybe) != 0 {
+				t.Errorf("FindOption(%q) = %v (undecided %v), want %v", tc.name, locs, maybe, tc.want)
+			}
+		})
+	}
+}

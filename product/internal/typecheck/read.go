@@ -45,47 +45,86 @@ type Read struct {
 // Reads returns the places in the package's non-test files that read the
 // value of the option that defs define (definitions FindOption returned for
 // this package; others are ignored): a use of the variable or struct field a
-// definition binds (BoolVar(&v, …), v := Bool(…), a urfave/cli
-// Destination), a look-up of the value by name with a constant that
-// evaluates to the option's name (a flag library's Get… and Changed
-// methods, Lookup(name).Value, viper's Get… and IsSet, urfave/cli's
-// context accessors), the body of the Set method of a flag.Value or the
-// function a definition registers, and, for an environment variable, the
-// reading call itself. A write (v = x), the definition's own &v and a bare
-// Lookup(name) used as a guard are not reads.
+// definition binds (BoolVar(&v, …), v := Bool(…), the end of a chain such
+// as v := app.Flag(…).Short('v').Bool(), a flag literal's Destination, the
+// field of a flags struct), a look-up of the value by name with a constant
+// that evaluates to the option's name (a flag library's Get… and Changed
+// methods, Lookup(name).Value, viper's Get… and IsSet, and any method
+// taking a name and returning something, of a type of the package that
+// defined the flag: urfave/cli's c.Bool("x"), c.IsSet("x")), the body of
+// the Set method of a flag.Value or the function a definition registers
+// (a flag literal's Value and Action), and, for an environment variable
+// read with os.Getenv, the reading call itself; an environment variable a
+// flag reads (EnvVars, Envar, env:"X") is read where the flag's value is.
+// A write (v = x), the definition's own &v and a bare Lookup(name) used as
+// a guard are not reads. A read through a flag's names computed at run time
+// (for _, n := range f.Names() { if c.IsSet(n) … }) cannot be tied to the
+// name statically and is not returned: only running the code shows it.
 func (pkg *Package) Reads(name string, defs []Definition) []Read {
 	var out []Read
 	bound := map[types.Object]bool{}
 	kinds := map[DefKind]bool{}
+	libs := map[string]bool{} // the packages of the flag types and definition functions
+	flagNames := map[string]bool{}
 	for _, d := range defs {
 		f := pkg.file(d.File)
 		if f == nil || isTestFile(d.File) {
 			continue
 		}
 		kinds[d.Kind] = true
-		node := pkg.defNode(f, d)
-		switch n := node.(type) {
+		if d.Kind == DefEnv && (d.Form != FormCall || len(d.Aliases) > 0) {
+			kinds[DefFlag] = true // the flag's value is the variable's
+			for _, n := range d.Aliases {
+				flagNames[n] = true
+			}
+		}
+		switch n := pkg.defNode(f, d).(type) {
 		case *ast.CallExpr:
-			if d.Kind == DefEnv {
+			fn := calleeFunc(pkg.Info, n.Fun)
+			if d.Kind == DefEnv && fn != nil && fn.Pkg() != nil && namedKinds[fn.Pkg().Path()] == DefEnv {
 				ps := pkg.prog.fset.Position(n.Pos())
 				out = append(out, Read{Kind: ReadEnv, How: d.Callee, File: d.File, Line: ps.Line, Col: ps.Column})
 				continue
 			}
+			if fn != nil && fn.Pkg() != nil {
+				libs[fn.Pkg().Path()] = true
+			}
 			for _, obj := range pkg.boundByCall(f, n) {
 				bound[obj] = true
 			}
-			out = append(out, pkg.setters(n)...)
+			for _, call := range pkg.chain(f, n) {
+				out = append(out, pkg.setters(call)...)
+			}
 		case *ast.CompositeLit:
-			for _, elt := range n.Elts {
-				if kv, ok := elt.(*ast.KeyValueExpr); ok {
-					if key, _ := kv.Key.(*ast.Ident); key != nil && key.Name == "Destination" {
-						if obj := pkg.addrTarget(kv.Value); obj != nil {
-							bound[obj] = true
-						}
+			if tv, ok := pkg.Info.Types[n]; ok {
+				if obj, ok := flagLiteralType(tv.Type); ok {
+					libs[obj.Pkg().Path()] = true
+				}
+			}
+			pkg.literalFields(n, func(key string, value ast.Expr) {
+				switch key {
+				case "Destination":
+					if obj := pkg.addrTarget(value); obj != nil {
+						bound[obj] = true
 					}
+				case "Value", "Action":
+					out = append(out, pkg.setterOf(value)...)
+				}
+			})
+		case *ast.Field:
+			for _, id := range n.Names {
+				if obj := pkg.Info.Defs[id]; obj != nil && id.Name == fieldOf(d.Callee) {
+					bound[obj] = true
+					out = append(out, pkg.fieldSetters(obj.Type())...)
 				}
 			}
 		}
+	}
+	matches := func(kind DefKind, v string) bool {
+		if kind == DefFlag && flagNames[v] {
+			return true
+		}
+		return (Definition{Kind: kind, Long: v, Short: v}).Matches(name)
 	}
 	for _, f := range pkg.Files {
 		if isTestFile(f.Path) {
@@ -107,6 +146,9 @@ func (pkg *Package) Reads(name string, defs []Definition) []Read {
 				if sel, ok := parent.(*ast.SelectorExpr); ok && sel.Sel == n {
 					return true // the selector is judged as a whole
 				}
+				if kv, ok := parent.(*ast.KeyValueExpr); ok && kv.Key == n {
+					return true // a field set by a composite literal: a write
+				}
 				if obj := pkg.Info.Uses[n]; obj != nil && bound[obj] && !isWrite(n, parent) && !isAddrOf(parent) {
 					out = append(out, pkg.readAt(ReadVariable, "variable "+obj.Name(), f.Path, n.Pos()))
 				}
@@ -115,7 +157,7 @@ func (pkg *Package) Reads(name string, defs []Definition) []Read {
 					out = append(out, pkg.readAt(ReadVariable, "field "+sel.Obj().Name(), f.Path, n.Sel.Pos()))
 				}
 			case *ast.CallExpr:
-				if how, ok := pkg.readByName(n, parent, name, kinds); ok {
+				if how, ok := pkg.readByName(n, parent, matches, kinds, libs); ok {
 					out = append(out, pkg.readAt(ReadByName, how, f.Path, n.Pos()))
 				}
 			}
@@ -132,7 +174,8 @@ func (pkg *Package) readAt(k ReadKind, how, file string, pos token.Pos) Read {
 	return Read{Kind: k, How: how, File: file, Line: ps.Line, Col: ps.Column}
 }
 
-// defNode finds the call or composite literal of a definition.
+// defNode finds the call, composite literal or struct field of a
+// definition.
 func (pkg *Package) defNode(f *File, d Definition) ast.Node {
 	var found ast.Node
 	ast.Inspect(f.Syntax, func(n ast.Node) bool {
@@ -144,15 +187,18 @@ func (pkg *Package) defNode(f *File, d Definition) ast.Node {
 		}
 		switch x := n.(type) {
 		case *ast.CallExpr:
-			if fn := calleeFunc(pkg.Info, x.Fun); fn != nil && fn.FullName() == d.Callee {
+			if fn := calleeFunc(pkg.Info, x.Fun); d.Form == FormCall && fn != nil && fn.FullName() == d.Callee {
 				found = n
 			}
 		case *ast.CompositeLit:
-			if tv, ok := pkg.Info.Types[x]; ok {
-				if named, _ := types.Unalias(tv.Type).(*types.Named); named != nil && named.Obj().Pkg() != nil &&
-					named.Obj().Pkg().Path()+"."+named.Obj().Name() == d.Callee {
+			if tv, ok := pkg.Info.Types[x]; ok && d.Form == FormLiteral {
+				if obj, ok := flagLiteralType(tv.Type); ok && obj.Pkg().Path()+"."+obj.Name() == d.Callee {
 					found = n
 				}
+			}
+		case *ast.Field:
+			if d.Form == FormTag && slices.ContainsFunc(x.Names, func(id *ast.Ident) bool { return id.Name == fieldOf(d.Callee) }) {
+				found = n
 			}
 		}
 		return found == nil
@@ -160,24 +206,61 @@ func (pkg *Package) defNode(f *File, d Definition) ast.Node {
 	return found
 }
 
+// fieldOf is the field name a tag definition's Callee ends with.
+func fieldOf(callee string) string {
+	return callee[strings.LastIndexByte(callee, '.')+1:]
+}
+
+// chain returns a definition call and the calls chained on its result
+// (app.Flag(…).Short('v').SetValue(v)), innermost first.
+func (pkg *Package) chain(f *File, call *ast.CallExpr) []*ast.CallExpr {
+	out := []*ast.CallExpr{call}
+	path := pathTo(f.Syntax, call)
+	for i := len(path) - 1; i >= 2; i -= 2 {
+		sel, ok := path[i-1].(*ast.SelectorExpr)
+		if !ok || sel.X != path[i] {
+			break
+		}
+		outer, ok := path[i-2].(*ast.CallExpr)
+		if !ok || outer.Fun != sel {
+			break
+		}
+		out = append(out, outer)
+	}
+	return out
+}
+
 // boundByCall returns the variables or fields a definition call binds: the
 // target of a pointer parameter (BoolVar(&v, …), getopt's FlagLong(&v, …))
 // and whatever the call's result is assigned to (v := Bool(…)).
 func (pkg *Package) boundByCall(f *File, call *ast.CallExpr) []types.Object {
 	var out []types.Object
-	if fn := calleeFunc(pkg.Info, call.Fun); fn != nil {
+	calls := pkg.chain(f, call)
+	for i, c := range calls {
+		fn := calleeFunc(pkg.Info, c.Fun)
+		if fn == nil {
+			continue
+		}
 		params := fn.Signature().Params()
-		for i := 0; i < params.Len() && i < len(call.Args); i++ {
-			p := params.At(i)
-			if p.Name() != "p" && p.Name() != "v" {
+		for j := 0; j < params.Len() && j < len(c.Args); j++ {
+			p := params.At(j)
+			if i == 0 && p.Name() != "p" && p.Name() != "v" {
 				continue
 			}
-			if obj := pkg.addrTarget(call.Args[i]); obj != nil {
+			if _, ptr := p.Type().(*types.Pointer); i > 0 && !ptr {
+				continue // a chained call binds its pointer arguments: BoolVar(&v)
+			}
+			if obj := pkg.addrTarget(c.Args[j]); obj != nil {
 				out = append(out, obj)
 			}
 		}
 	}
-	// The call's result, when it is assigned.
+	// The result of the chain's last call, when it is assigned and is the
+	// value (*bool), not the flag (*pflag.Flag, *kingpin.FlagClause).
+	call = calls[len(calls)-1]
+	if fn := calleeFunc(pkg.Info, call.Fun); fn != nil && saysFlag(typeName(firstResult(fn.Signature()))) {
+		return out
+	}
 	path := pathTo(f.Syntax, call)
 	if len(path) < 2 {
 		return out
@@ -284,6 +367,58 @@ func (pkg *Package) setters(call *ast.CallExpr) []Read {
 	return out
 }
 
+// setterOf returns the body that receives a flag's value through a flag
+// literal's field: the Set method of the Value it holds, declared in this
+// package, or the function given as its Action.
+func (pkg *Package) setterOf(value ast.Expr) []Read {
+	switch a := ast.Unparen(value).(type) {
+	case *ast.FuncLit:
+		file, _, _ := pkg.prog.position(a.Pos())
+		body := pkg.prog.span(a.Body.Lbrace, a.Body.Rbrace)
+		return []Read{{Kind: ReadSetter, How: "function literal", File: file, Line: body.Start, Body: body}}
+	}
+	if obj := pkg.exprFunc(ast.Unparen(value)); obj != nil {
+		if obj.Pkg() == pkg.Types {
+			if d := pkg.declOf(obj); d != nil && d.Body != (Span{}) {
+				return []Read{{Kind: ReadSetter, How: obj.FullName(), File: d.File, Line: d.Body.Start, Body: d.Body}}
+			}
+		}
+		return nil
+	}
+	tv, ok := pkg.Info.Types[value]
+	if !ok || tv.Type == nil {
+		return nil
+	}
+	m, _, _ := types.LookupFieldOrMethod(tv.Type, true, pkg.Types, "Set")
+	if set, ok := m.(*types.Func); ok && set.Pkg() == pkg.Types {
+		if d := pkg.declOf(set); d != nil && d.Body != (Span{}) {
+			return []Read{{Kind: ReadSetter, How: set.FullName(), File: d.File, Line: d.Body.Start, Body: d.Body}}
+		}
+	}
+	return nil
+}
+
+// fieldSetterMethods are the methods through which a flags struct's
+// library hands a field's type its value: flag.Value's Set, kong's Decode
+// and its BeforeApply and AfterApply hooks, go-flags' UnmarshalFlag, and
+// encoding.TextUnmarshaler's UnmarshalText (go-arg, kong).
+var fieldSetterMethods = []string{"Set", "Decode", "BeforeApply", "AfterApply", "UnmarshalFlag", "UnmarshalText"}
+
+// fieldSetters returns the bodies of the setter methods of a flags
+// struct field's type declared in this package.
+func (pkg *Package) fieldSetters(t types.Type) []Read {
+	var out []Read
+	for _, name := range fieldSetterMethods {
+		m, _, _ := types.LookupFieldOrMethod(types.NewPointer(t), true, pkg.Types, name)
+		if fn, ok := m.(*types.Func); ok && fn.Pkg() == pkg.Types {
+			if d := pkg.declOf(fn); d != nil && d.Body != (Span{}) {
+				out = append(out, Read{Kind: ReadSetter, How: fn.FullName(), File: d.File, Line: d.Body.Start, Body: d.Body})
+			}
+		}
+	}
+	return out
+}
+
 func (pkg *Package) exprFunc(e ast.Expr) *types.Func {
 	switch e := e.(type) {
 	case *ast.Ident:
@@ -303,24 +438,30 @@ func (pkg *Package) exprFunc(e ast.Expr) *types.Func {
 // readByName reports whether call looks up the option's value by a constant
 // name: a flag library's method named Get… or Changed taking a name and no
 // usage, Lookup(name) whose result's Value or Changed is selected, viper's
-// Get… and IsSet, urfave/cli accessors taking a name.
-func (pkg *Package) readByName(call *ast.CallExpr, parent ast.Node, name string, kinds map[DefKind]bool) (string, bool) {
+// Get… and IsSet, and any method of a type of a package that defined the
+// flag (libs) that takes a name first and returns something — urfave/cli's
+// c.Bool("x"), c.IsSet("x") — unless it sets (Set…), compares names
+// (Has…: c.HasName("help") asks whether a command is called help), defines
+// (a usage parameter), returns its receiver's type (cmd.Command("x") is a
+// subcommand) or returns a flag rather than its value (app.GetFlag("x")).
+func (pkg *Package) readByName(call *ast.CallExpr, parent ast.Node, matches func(DefKind, string) bool, kinds map[DefKind]bool, libs map[string]bool) (string, bool) {
 	fn := calleeFunc(pkg.Info, call.Fun)
 	if fn == nil || fn.Pkg() == nil || len(call.Args) == 0 {
 		return "", false
 	}
 	pkgPath := fn.Pkg().Path()
-	params := fn.Signature().Params()
+	sig := fn.Signature()
+	params := sig.Params()
 	if params.Len() == 0 {
 		return "", false
 	}
 	first := params.At(0)
-	matches := func(kind DefKind) bool {
+	named := func(kind DefKind) bool {
 		v, from, _ := pkg.constString(call.Args[0])
-		return from != FromDynamic && (Definition{Kind: kind, Long: v, Short: v}).Matches(name)
+		return from != FromDynamic && matches(kind, v)
 	}
 	switch {
-	case kinds[DefFlag] && isParamAPI(pkgPath):
+	case kinds[DefFlag] && paramAPIs[pkgPath].getters:
 		if first.Name() != "name" || !isString(first.Type()) || hasParam(params, flagParams.usage) {
 			return "", false
 		}
@@ -334,24 +475,21 @@ func (pkg *Package) readByName(call *ast.CallExpr, parent ast.Node, name string,
 		default:
 			return "", false
 		}
-		return fn.FullName(), matches(DefFlag)
-	case kinds[DefFlag] && literalAPIs[pkgPath]:
-		if first.Name() != "name" || !isString(first.Type()) || fn.Signature().Recv() == nil || fn.Signature().Results().Len() == 0 {
+		return fn.FullName(), named(DefFlag)
+	case kinds[DefFlag] && libs[pkgPath]:
+		if first.Name() != "name" || !isString(first.Type()) || sig.Recv() == nil || sig.Results().Len() == 0 ||
+			hasWordPrefix(fn.Name(), "Set") || hasWordPrefix(fn.Name(), "Has") || hasParam(params, generalParams.usage) ||
+			types.Identical(sig.Results().At(0).Type(), sig.Recv().Type()) || saysFlag(typeName(sig.Results().At(0).Type())) {
 			return "", false
 		}
-		return fn.FullName(), matches(DefFlag)
+		return fn.FullName(), named(DefFlag)
 	case kinds[DefConfigKey] && pkgPath == "github.com/spf13/viper":
 		if !strings.HasPrefix(fn.Name(), "Get") && fn.Name() != "IsSet" {
 			return "", false
 		}
-		return fn.FullName(), matches(DefConfigKey)
+		return fn.FullName(), named(DefConfigKey)
 	}
 	return "", false
-}
-
-func isParamAPI(pkgPath string) bool {
-	_, ok := paramAPIs[pkgPath]
-	return ok
 }
 
 func hasParam(params *types.Tuple, names []string) bool {

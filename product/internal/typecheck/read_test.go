@@ -65,3 +65,42 @@ func TestPackage_ReadsFields(t *testing.T) {
 		}
 	}
 }
+
+// TestPackage_ReadsByMeaning: the reads of flags found by meaning — the
+// variable a chain's last call binds (…Bool()) or a chained BoolVar(&v)
+// binds, the Value a chain or a literal registers, a literal's Destination
+// and Action, a by-name accessor of the flag's library (not its Set, its
+// HasName, nor a subcommand look-up), a flags struct's field (not a
+// write). An environment variable a flag reads is read where the flag is.
+func TestPackage_ReadsByMeaning(t *testing.T) {
+	l := MustLoader(t, false)
+	pkg := MustPackage(t, MustLoad(t, l, "flags.txtar", "general.go"), "general.go")
+	for _, tc := range []struct {
+		name string
+		want []string
+	}{
+		{"--trace", []string{"variable:general.go:21"}},
+		{"APP_TRACE", []string{"variable:general.go:21"}},
+		{"--quiet", []string{"variable:general.go:21"}},
+		{"--level", []string{"setter:general.go:28"}},
+		{"--verbose", []string{"variable:literal.go:26", "by_name:literal.go:26"}},
+		{"APP_VERBOSE", []string{"variable:literal.go:26", "by_name:literal.go:26"}},
+		{"--mode", []string{"setter:general.go:28", "setter:literal.go:14"}},
+		{"--out", []string{"variable:tags.go:43"}},
+		{"APP_OUT", []string{"variable:tags.go:43"}},
+		{"--dry-run", nil}, // written only
+		{"APP_HOME", []string{"variable:tags.go:43"}},
+	} {
+		defs, _ := pkg.FindOption(tc.name, DefFlag, DefEnv)
+		if len(defs) == 0 {
+			t.Fatalf("%s: no definition", tc.name)
+		}
+		var got []string
+		for _, r := range pkg.Reads(tc.name, defs) {
+			got = append(got, fmt.Sprintf("%s:%s:%d", r.Kind, r.File, r.Line))
+		}
+		if diff := cmp.Diff(tc.want, got); diff != "" {
+			t.Errorf("Reads(%s) (-want +got)\n%s", tc.name, diff)
+		}
+	}
+}

@@ -16,12 +16,20 @@ import (
 
 // Real third-party modules, fetched through the module proxy and pinned by
 // their go.sum hashes (never committed). cobra v1.9.1 replaced the "help"
-// literal of v1.8.1 with the constant helpFlagName.
+// literal of v1.8.1 with the constant helpFlagName; urfave/cli v2.27.7
+// reads --help only through HelpFlag.Names(), v2.25.7 by name as well; v3
+// writes its flags through aliases of a generic FlagBase.
 var realModules = map[string]string{
-	"github.com/spf13/cobra@v1.8.1": "h1:e5/vxKd/rZsfSJMUX1agtjeTDf+qv1/JdBF8gg5k9ZM=",
-	"github.com/spf13/cobra@v1.9.1": "h1:CXSaggrXdbHK9CF+8ywj8Amf7PBRmPCOJugH954Nnlo=",
-	"github.com/spf13/pflag@v1.0.5": "h1:iy+VFUOCP1a+8yFto/drg2CJ5u0yRoB7fZw3DKv/JXA=",
-	"github.com/spf13/pflag@v1.0.6": "h1:jFzHGLGAlb3ruxLB8MhbI6A8+AQX/2eW4qeyNZXNp2o=",
+	"github.com/spf13/cobra@v1.8.1":           "h1:e5/vxKd/rZsfSJMUX1agtjeTDf+qv1/JdBF8gg5k9ZM=",
+	"github.com/spf13/cobra@v1.9.1":           "h1:CXSaggrXdbHK9CF+8ywj8Amf7PBRmPCOJugH954Nnlo=",
+	"github.com/spf13/pflag@v1.0.5":           "h1:iy+VFUOCP1a+8yFto/drg2CJ5u0yRoB7fZw3DKv/JXA=",
+	"github.com/spf13/pflag@v1.0.6":           "h1:jFzHGLGAlb3ruxLB8MhbI6A8+AQX/2eW4qeyNZXNp2o=",
+	"github.com/urfave/cli/v2@v2.25.7":        "h1:VAzn5oq403l5pHjc4OhD54+XGO9cdKVL/7lDjF+iKUs=",
+	"github.com/urfave/cli/v2@v2.27.7":        "h1:bH59vdhbjLv3LAvIu6gd0usJHgoTTPhCFib8qqOwXYU=",
+	"github.com/urfave/cli/v3@v3.14.0":        "h1:a8414NQlHJs0c/iBsulKLzlES0n/lEAskbL2LKpU4/s=",
+	"github.com/alecthomas/kingpin/v2@v2.4.0": "h1:f48lwail6p8zpO1bC4TxtqACaGqHYA22qkHjHpqDjYY=",
+	"github.com/alecthomas/kong@v1.17.0":      "h1:f52BVWChYMDkMkCoqkEWRuFOk/K4B5LO7xIijeLJRdk=",
+	"github.com/jessevdk/go-flags@v1.6.1":     "h1:Cvu5U8UGrLay1rZfv/zP7iLpSHGUZ/Ou68T0iX1bBK4=",
 }
 
 // MustModuleDownload downloads module@version into the module cache and
