@@ -187,3 +187,28 @@ func TestValidate_MissingDependency(t *testing.T) {
 		t.Errorf("%d undecided proposals kept; want 3", n)
 	}
 }
+
+// TestValidate_ImplicitOptions: an option a parser recognises by
+// comparing its name, or a key written as a named constant used as a map
+// key, is defined there only when a run shows the comparison or the
+// constant deciding, given the option; a comparison with the same word
+// that decides something else (a help subcommand) is a use.
+func TestValidate_ImplicitOptions(t *testing.T) {
+	repo := MustEvidenceFixture(t, "implicit", true, nil)
+	te := MustEngine(t, repo)
+	flag := lineWith(t, repo, "main.go", `case "--help", "-h":`)
+	sub := lineWith(t, repo, "main.go", `if cmd == "help" {`)
+	key := lineWith(t, repo, "main.go", `const keyTimeout = "timeout"`)
+	te.checkVerdict(t, locProposal("cli_option", "--help", "main.go", flag, flag), "certified", "a comparison the program decides with --help")
+	te.checkVerdict(t, locProposal("cli_option", "-h", "main.go", flag, flag+1), "certified", "its short name")
+	te.checkVerdict(t, locProposal("cli_option", "--help", "main.go", sub, sub), "rejected", "no run given the option shows it deciding")
+	te.checkVerdict(t, locProposal("configuration_key", "timeout", "main.go", key, key), "certified", "a constant used as a map key")
+	tests := func(name string) string {
+		return fmt.Sprintf(`{"kind":"focused_tests","subject":{"kind":"cli_option","name":"--help"},"tests":[{"path":"main_test.go","name":%q}]}`, name)
+	}
+	te.checkVerdict(t, tests("TestHelpFlag"), "certified", "a test that passes --help")
+	te.checkVerdict(t, tests("TestTimeout"), "rejected", "executed no statement deciding")
+
+	bare := MustEngine(t, repo, withoutSandbox)
+	bare.checkVerdict(t, locProposal("cli_option", "--help", "main.go", flag, flag), "undecided", "only a run can show deciding")
+}

@@ -328,6 +328,9 @@ func (val *validator) goOptionAt(field string, s Subject, rel string, span typec
 				return "", false, nil
 			}
 		}
+		if detail, ok, err := val.implicitOptionAt(field, s, pkg, rel, span); ok || err != nil || len(val.v.Reasons)+len(val.v.Undecided) > 0 {
+			return detail, ok, err
+		}
 		val.v.reject("%s: %s %q is not defined in %s:%d-%d (a string equal to the name is a use, not a definition)%s",
 			field, s.Kind, s.Name, rel, span.Start, span.End, definedAt(defs))
 		return "", false, nil

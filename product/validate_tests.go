@@ -553,6 +553,12 @@ func (val *validator) targetIn(pkgs []*typecheck.Package) (*reachTarget, bool) {
 			defs, _ := pkg.FindOption(s.Name, optionKinds(s.Kind)...)
 			program := programDefs(defs)
 			if len(program) == 0 {
+				// No definition names it: a parser of its own may implement
+				// it (an implicit --help). Reaching it is running the block
+				// its comparison guards, or a statement using its constant.
+				if tg := implicitTarget(s, pkg); tg != nil {
+					return tg, true
+				}
 				continue
 			}
 			tg := &reachTarget{subject: s, what: fmt.Sprintf("read of %s %q's value", s.Kind, s.Name), pkg: pkg, reads: pkg.Reads(s.Name, program)}
@@ -567,6 +573,30 @@ func (val *validator) targetIn(pkgs []*typecheck.Package) (*reachTarget, bool) {
 		}
 	}
 	return nil, false
+}
+
+// implicitTarget is what reaching an option no definition names means: a
+// statement of a block a comparison with its name guards, or one using
+// the named constant that spells it; nil when the package has neither.
+func implicitTarget(s Subject, pkg *typecheck.Package) *reachTarget {
+	cands := pkg.ImplicitOptions(s.Name, optionKinds(s.Kind)...)
+	if len(cands) == 0 {
+		return nil
+	}
+	tg := &reachTarget{subject: s, what: fmt.Sprintf("statement deciding %s %q (a comparison with its name, or its constant)", s.Kind, s.Name), pkg: pkg}
+	for _, c := range cands {
+		switch c.Kind {
+		case typecheck.ImplicitCompare:
+			// Coverage's block of a case body starts on its case line.
+			tg.bodies = append(tg.bodies, targetBody{fmt.Sprintf("the block %s:%d's comparison guards", c.File, c.Line), c.File,
+				typecheck.Span{Start: min(c.Line, c.Guard.Start), End: c.Guard.End}})
+		case typecheck.ImplicitConstant:
+			for _, u := range c.Uses {
+				tg.reads = append(tg.reads, typecheck.Read{Kind: typecheck.ReadByName, How: "constant " + c.Constant, File: u.File, Line: u.Line, Col: u.Col})
+			}
+		}
+	}
+	return tg
 }
 
 // symbolTarget is what reaching a declaration means: a statement of a

@@ -1,0 +1,219 @@
+package product
+
+import (
+	"fmt"
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"os"
+	"path"
+	"path/filepath"
+	"strings"
+
+	"github.com/needle-dev/needle/product/internal/testrun"
+	"github.com/needle-dev/needle/product/internal/typecheck"
+)
+
+// implicitOptionAt proves an option that no definition names but code
+// implements: a parser comparing the name (case "help":, name == "h") or a
+// key written as a named constant and used as a map key. That a constant
+// equals the name proves nothing (a subcommand called help, a map of help
+// texts); a run must show the candidate deciding: the block the comparison
+// guards, or a statement using the constant, runs. For a flag the run must
+// be given the option: the module's program run with it as its argument,
+// or a test whose own source passes it as written on a command line
+// ("--help", "-h"). It returns the claim's detail, or ok false with the
+// outcome recorded (rejected, or undecided when nothing can run here).
+func (val *validator) implicitOptionAt(field string, s Subject, pkg *typecheck.Package, rel string, span typecheck.Span) (string, bool, error) {
+	var cands []typecheck.Implicit
+	for _, c := range pkg.ImplicitOptions(s.Name, optionKinds(s.Kind)...) {
+		if c.File == rel && span.Contains(c.Line) {
+			cands = append(cands, c)
+		}
+	}
+	if len(cands) == 0 {
+		return "", false, nil
+	}
+	runner := val.vs.testRunner(val.ctx)
+	if runner == nil {
+		val.v.undecide("%s: %s:%d is a candidate implementation of %s %q (a %s), which only a run can show deciding, and %s",
+			field, rel, cands[0].Line, s.Kind, s.Name, cands[0].Kind, val.vs.noRunnerCause(val.ctx))
+		return "", false, nil
+	}
+	rs, err := val.vs.newRunSession(val.ctx, runner)
+	if err != nil {
+		return "", false, err
+	}
+	defer func() {
+		if cerr := rs.close(val.ctx); cerr != nil && err == nil {
+			err = cerr
+		}
+	}()
+	var probes []testrun.Probe
+	owner := map[int]typecheck.Implicit{}
+	for _, c := range cands {
+		switch c.Kind {
+		case typecheck.ImplicitCompare:
+			probes = append(probes, testrun.Probe{ID: len(probes) + 1, Kind: testrun.ProbeStatement, File: c.File, Line: c.Guard.Start, EndLine: c.Guard.End})
+			owner[len(probes)] = c
+		case typecheck.ImplicitConstant:
+			for _, u := range c.Uses {
+				probes = append(probes, testrun.Probe{ID: len(probes) + 1, Kind: testrun.ProbeStatement, File: u.File, Line: u.Line, EndLine: u.Line})
+				owner[len(probes)] = c
+			}
+		}
+	}
+	moduleless := ""
+	if pkg.Moduleless {
+		moduleless = pkg.ModulePath
+	}
+	mod := moduleFiles(val.repo.Root(), pkg.ModuleDir)
+	var tries []scenario
+	if s.Kind == SubjectCLIOption && pkg.Name() == "main" {
+		if arg := commandLineSpelling(s.Name); arg != "" {
+			tries = append(tries, scenario{pkgDir: pkg.Dir, command: []string{arg}})
+		}
+	}
+	tries = append(tries, scenario{pkgDir: pkg.Dir, derived: true})
+	var last *testrun.TraceResult
+	for _, sc := range tries {
+		res, err := rs.trace(val.ctx, pkg.ModuleDir, sc, probes, moduleless, val.vs.tests.Deadline)
+		if err != nil {
+			return "", false, err
+		}
+		last = res
+		switch res.Status {
+		case testrun.Unavailable, testrun.Invalid, testrun.Errored:
+			val.v.undecide("%s: Needle cannot run %s here: %s", field, sc, oneLine(clip(res.Reason, 300)))
+			return "", false, nil
+		case testrun.BuildFailed:
+			if missingDependency(res.Reason) {
+				val.v.undecide("%s: %s does not build here: a dependency is missing from the module cache (`go mod download` in the module fetches it)", field, sc)
+				return "", false, nil
+			}
+			continue // a main package without tests, say: the next scenario
+		case testrun.NoTest:
+			continue
+		}
+		for _, ev := range res.Events {
+			c, ok := owner[ev.Probe]
+			if !ok {
+				continue
+			}
+			if s.Kind == SubjectCLIOption && sc.command == nil && !testPassesOption(val.repo.Root(), mod, ev.Test, s.Name) {
+				continue // the run did not give the option: a subcommand of that name, say
+			}
+			files, err := rs.compiled(res.Packages, pkg.ModuleDir, moduleless != "")
+			if err != nil {
+				return "", false, err
+			}
+			if !val.addRunFiles(field, files) {
+				return "", false, nil
+			}
+			by := sc.String()
+			if sc.command == nil && ev.Test != "" {
+				by = scenario{pkgDir: pkg.Dir, test: ev.Test}.String()
+			}
+			how := c.Kind.String()
+			if c.Constant != "" {
+				how += " " + c.Constant
+			}
+			return fmt.Sprintf("%s %s by %s, shown deciding by %s", c.Def, s.Name, how, by), true, nil
+		}
+	}
+	ran := "nothing could run"
+	if last != nil {
+		ran = fmt.Sprintf("%d run(s) of the package (%s)", len(tries), last.Status)
+	}
+	val.v.reject("%s: %s:%d compares or names %q, but no run given the option shows it deciding (%s): a string equal to the name is a use until a run shows otherwise",
+		field, rel, cands[0].Line, s.Name, ran)
+	return "", false, nil
+}
+
+// commandLineSpelling is an option as a user types it: "--name" for a long
+// name, "-x" for a short one; "" for a subject that lists several names.
+func commandLineSpelling(name string) string {
+	on, ok := typecheck.ParseOption(name)
+	if !ok || strings.ContainsAny(name, ",|/") {
+		return ""
+	}
+	if on.Short != "" {
+		return "-" + on.Short
+	}
+	return "--" + on.Long
+}
+
+// testPassesOption reports whether the source of test (a top-level test
+// of the module) holds the option as written on a command line: "--name"
+// or "-x" in a string literal.
+func testPassesOption(root string, mod *moduleIndex, test, name string) bool {
+	if test == "" {
+		return false
+	}
+	on, ok := typecheck.ParseOption(name)
+	if !ok {
+		return false
+	}
+	var want []string
+	if on.Long != "" {
+		want = append(want, "--"+on.Long, "-"+on.Long)
+	}
+	if on.Short != "" {
+		want = append(want, "-"+on.Short)
+	}
+	for _, file := range mod.tests[test] {
+		src, err := os.ReadFile(filepath.Join(root, filepath.FromSlash(file)))
+		if err != nil {
+			continue
+		}
+		fset := token.NewFileSet()
+		f, err := parser.ParseFile(fset, path.Base(file), src, parser.SkipObjectResolution)
+		if err != nil {
+			continue
+		}
+		for _, d := range f.Decls {
+			fd, ok := d.(*ast.FuncDecl)
+			if !ok || fd.Name.Name != test || fd.Body == nil {
+				continue
+			}
+			found := false
+			ast.Inspect(fd.Body, func(n ast.Node) bool {
+				lit, ok := n.(*ast.BasicLit)
+				if !ok || lit.Kind != token.STRING || found {
+					return !found
+				}
+				for _, w := range want {
+					if containsOption(lit.Value, w) {
+						found = true
+					}
+				}
+				return true
+			})
+			if found {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// containsOption reports whether text holds the command-line word w as a
+// word of its own: not inside a longer option ("-h" is not in "--help")
+// nor followed by more of a name ("--help" is not in "--helper").
+func containsOption(text, w string) bool {
+	word := func(b byte) bool {
+		return b == '-' || b == '_' || 'a' <= b && b <= 'z' || 'A' <= b && b <= 'Z' || '0' <= b && b <= '9'
+	}
+	for i := 0; ; {
+		j := strings.Index(text[i:], w)
+		if j < 0 {
+			return false
+		}
+		at := i + j
+		end := at + len(w)
+		if (at == 0 || !word(text[at-1])) && (end == len(text) || !word(text[end])) {
+			return true
+		}
+		i = at + 1
+	}
+}
