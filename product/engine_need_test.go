@@ -43,7 +43,7 @@ func TestNeedContext_Composite(t *testing.T) {
 	if len(r.Resolution.ArtifactIDs) != 2 || strings.Join(capabilityNames(r.Satisfied), ",") != "implementation_location,runtime_flow" {
 		t.Errorf("result %s", toJSON(r))
 	}
-	for _, want := range []string{"flags.go:6-14", `1. flags.go:6-14; calls example.com/grepx.newOptions; worker's description (unverified): "the --crlf flag is parsed"`, "2. options.go:11-18"} {
+	for _, want := range []string{"flags.go:6-14", `1. flags.go:6-14; calls example.com/grepx.newOptions, executed: flags.go:13 -> newOptions; worker's description (unverified): "the --crlf flag is parsed"`, "2. options.go:11-18"} {
 		if !strings.Contains(r.Context, want) {
 			t.Errorf("context lacks %q:\n%s", want, r.Context)
 		}

@@ -26,12 +26,7 @@ func TestDecodeProposal(t *testing.T) {
 		{"ErrDuplicateKey", `{"kind":"implementation_location","subject":{"kind":"symbol","name":"A"},"path":"a.go","path":"b.go","start_line":1,"end_line":2}`, "path"},
 		{"ErrFractionalLine", `{"kind":"implementation_location","subject":{"kind":"symbol","name":"A"},"path":"a.go","start_line":1.5,"end_line":2}`, "start_line"},
 		{"ErrZeroLine", `{"kind":"implementation_location","subject":{"kind":"symbol","name":"A"},"path":"a.go","start_line":0,"end_line":2}`, "start_line"},
-		{"ErrBackwardsSpan", `{"kind":"implementation_location","subject":{"kind":"symbol","name":"A"},"path":"a.go","start_line":9,"end_line":2}`, "end_line"},
-		{"ErrHugeSpan", `{"kind":"implementation_location","subject":{"kind":"symbol","name":"A"},"path":"a.go","start_line":1,"end_line":9000}`, "end_line"},
-		{"ErrEscapingPath", `{"kind":"implementation_location","subject":{"kind":"symbol","name":"A"},"path":"../a.go","start_line":1,"end_line":2}`, "path"},
 		{"ErrNoSteps", `{"kind":"runtime_flow","subject":{"kind":"symbol","name":"A"},"scenario":"default","steps":[]}`, "steps"},
-		{"ErrMultilineSummary", `{"kind":"runtime_flow","subject":{"kind":"symbol","name":"A"},"scenario":"default","steps":[{"path":"a.go","start_line":1,"end_line":2,"summary":"a\nb"}]}`, "steps[0].summary"},
-		{"ErrTestName", `{"kind":"focused_tests","subject":{"kind":"symbol","name":"A"},"tests":[{"path":"a_test.go","name":"Test\u202eX","command":"go test"}]}`, "tests[0].name"},
 		{"ErrBadSubject", `{"kind":"focused_tests","subject":{"kind":"class","name":"A"},"tests":[]}`, "subject.kind"},
 	}
 	for _, tt := range bad {
@@ -40,6 +35,44 @@ func TestDecodeProposal(t *testing.T) {
 			e, ok := err.(*Error)
 			if !ok || e.Kind != KindInvalidInput || e.Path != tt.path {
 				t.Errorf("error %v, want invalid input at %s", err, tt.path)
+			}
+		})
+	}
+}
+
+// TestDecodeProposal_SchemaAgrees: every value the proposal's JSON Schema
+// allows decodes — a worker that follows the schema is never refused for
+// shape. Free text is made one bounded line; what no proof can accept is
+// kept as a problem that rejects the proposal before anything is read.
+func TestDecodeProposal_SchemaAgrees(t *testing.T) {
+	long := strings.Repeat("word ", 400)
+	for _, tt := range []struct{ name, src, problem string }{
+		{"BackwardsSpan", `{"kind":"implementation_location","subject":{"kind":"symbol","name":"A"},"path":"a.go","start_line":9,"end_line":2}`, "end_line 2 is before start_line 9"},
+		{"HugeSpan", `{"kind":"implementation_location","subject":{"kind":"symbol","name":"A"},"path":"a.go","start_line":1,"end_line":9000}`, "span of 9000 lines"},
+		{"EscapingPath", `{"kind":"implementation_location","subject":{"kind":"symbol","name":"A"},"path":"../a.go","start_line":1,"end_line":2}`, "must name a file inside the repository"},
+		{"AbsolutePath", `{"kind":"implementation_location","subject":{"kind":"symbol","name":"A"},"path":"/etc/passwd","start_line":1,"end_line":2}`, "must be relative"},
+		{"TestName", `{"kind":"focused_tests","subject":{"kind":"symbol","name":"A"},"tests":[{"path":"a_test.go","name":"Test\u202eX","command":"go test"}]}`, "printable text"},
+		{"BlankSubject", `{"kind":"implementation_location","subject":{"kind":"symbol","name":"  "},"path":"a.go","start_line":1,"end_line":2}`, "empty subject name"},
+		{"ProseScenario", `{"kind":"runtime_flow","subject":{"kind":"symbol","name":"A"},"scenario":"app --version, when the user asks","steps":[{"path":"a.go","start_line":1,"end_line":2,"summary":"x"}]}`, ""},
+		{"MultilineSummary", `{"kind":"runtime_flow","subject":{"kind":"symbol","name":"A"},"scenario":"default","steps":[{"path":"a.go","start_line":1,"end_line":2,"summary":"a\nb"}]}`, ""},
+		{"LongSummary", `{"kind":"runtime_flow","subject":{"kind":"symbol","name":"A"},"scenario":` + jsonText(long) + `,"steps":[{"path":"a.go","start_line":1,"end_line":2,"summary":` + jsonText(long) + `}]}`, ""},
+		{"LongCommand", `{"kind":"focused_tests","subject":{"kind":"symbol","name":"A"},"tests":[{"path":"a_test.go","name":" TestA ","command":` + jsonText(long) + `}]}`, ""},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			p, err := DecodeProposal([]byte(tt.src))
+			if err != nil {
+				t.Fatalf("refused for shape: %v", err)
+			}
+			if got := strings.Join(p.problems, "; "); (tt.problem == "") != (got == "") || !strings.Contains(got, tt.problem) {
+				t.Errorf("problems %q, want one holding %q", got, tt.problem)
+			}
+			if p.Kind == CapRuntimeFlow {
+				if len(p.Scenario) > MaxScenarioBytes || strings.ContainsAny(p.Scenario, "\n\r") || len(p.Steps[0].Summary) > MaxSummaryBytes || strings.Contains(p.Steps[0].Summary, "\n") {
+					t.Errorf("free text not made one bounded line: %q / %q", p.Scenario, p.Steps[0].Summary)
+				}
+			}
+			if p.Kind == CapFocusedTests && tt.problem == "" && (p.Tests[0].Name != "TestA" || len(p.Tests[0].Command) > MaxCommandBytes) {
+				t.Errorf("test %+v", p.Tests[0])
 			}
 		})
 	}

@@ -321,9 +321,11 @@ func evidenceDTO(ctx context.Context, rec artifactRecord, now time.Time) (web.Ev
 		d.Freshness.State = "stale"
 		if err == nil {
 			if q, ok := relocated(p, c.Cited, repo); ok {
-				// A read runs no test: without a runner or static reach a
-				// focused test is never called replayable here.
-				v, verr := newValidators(repo, "", TestsConfig{NoStatic: true}).validate(ctx, q)
+				// A read runs nothing: a focused test, proven only by a
+				// run, is never called replayable here; a flow is when its
+				// calls still hold as go/types sees them (the replay runs
+				// its scenario again).
+				v, verr := newValidators(repo, "", TestsConfig{}).validate(ctx, q)
 				if verr != nil {
 					return web.EvidenceDetail{}, &Error{Op: "api.evidence", Kind: KindIO, Err: verr}
 				}

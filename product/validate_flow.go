@@ -5,6 +5,7 @@ import (
 	"go/ast"
 	"go/parser"
 	"go/token"
+	"slices"
 	"strings"
 
 	"github.com/needle-dev/needle/product/internal/typecheck"
@@ -30,8 +31,10 @@ type FlowProof struct {
 	DurationMs int64  `json:"duration_ms,omitempty"`
 	GoVersion  string `json:"go_version,omitempty"`
 	// Seen are, per link, the call site the run entered the next step
-	// from and the function it entered ("search.go:40 -> newOptions").
-	Seen []string `json:"seen,omitempty"`
+	// from and the function it entered ("search.go:40 -> newOptions");
+	// Entered, the function alone.
+	Seen    []string `json:"seen,omitempty"`
+	Entered []string `json:"entered,omitempty"`
 }
 
 // stepLink is what the source says of one link, step i to step i+1,
@@ -132,11 +135,18 @@ func (val *validator) flow() error {
 	val.v.Reach = proof.Reach
 	val.v.Links = nil
 	for i, l := range links {
+		// The claim names the callees, never a line: claims keep their
+		// ids when code moves. A link only a run showed names the function
+		// the run entered.
 		names := typecheck.Names(l.callees)
-		if proof.Reach == ReachExecuted && i < len(proof.Seen) {
-			names = []string{proof.Seen[i] + " (executed)"}
+		if len(names) == 0 && proof.Reach == ReachExecuted && i < len(proof.Entered) {
+			names = []string{proof.Entered[i]}
 		}
-		val.v.Links = append(val.v.Links, names)
+		shown := slices.Clone(names)
+		if proof.Reach == ReachExecuted && i < len(proof.Seen) {
+			shown = append(shown, "executed: "+proof.Seen[i])
+		}
+		val.v.Links = append(val.v.Links, shown)
 		if l.lexical {
 			continue
 		}

@@ -146,7 +146,7 @@ func (val *validator) proveFlow(prog *typecheck.Program, steps []citedStep, link
 			}
 			return nil, false, nil
 		}
-		if seen, ok := plan.shown(res.Events); ok {
+		if seen, entered, ok := plan.shown(res.Events); ok {
 			files, err := rs.compiled(res.Packages, pkg.ModuleDir, moduleless != "")
 			if err != nil {
 				return nil, false, err
@@ -166,7 +166,7 @@ func (val *validator) proveFlow(prog *typecheck.Program, steps []citedStep, link
 				val.v.Dirs[cp.Dir] = digest
 			}
 			return &FlowProof{Reach: ReachExecuted, Scenario: sc.String(), Derived: sc.derived, Status: res.Status.String(),
-				DurationMs: res.Duration.Milliseconds(), GoVersion: res.GoVersion, Seen: seen}, true, nil
+				DurationMs: res.Duration.Milliseconds(), GoVersion: res.GoVersion, Seen: seen, Entered: entered}, true, nil
 		}
 		if res.Status == testrun.TimedOut && named != nil {
 			val.v.undecide("the run of %s did not end within %s and did not show the flow before it", sc, val.vs.tests.Deadline)
@@ -250,7 +250,7 @@ func flowProbes(steps []citedStep, links []stepLink) ([]testrun.Probe, *flowPlan
 // one before it, and the last step running. Events are grouped by the test
 // that was running (a chain never spans two tests); events no test owns (a
 // goroutine of its own, a subprocess) form a group of their own.
-func (fp *flowPlan) shown(events []testrun.TraceEvent) ([]string, bool) {
+func (fp *flowPlan) shown(events []testrun.TraceEvent) (seen, entered []string, ok bool) {
 	groups := map[string][]testrun.TraceEvent{}
 	var order []string
 	for _, ev := range events {
@@ -260,24 +260,23 @@ func (fp *flowPlan) shown(events []testrun.TraceEvent) ([]string, bool) {
 		groups[ev.Test] = append(groups[ev.Test], ev)
 	}
 	for _, g := range order {
-		if seen, ok := fp.chain(groups[g]); ok {
-			return seen, true
+		if seen, entered, ok := fp.chain(groups[g]); ok {
+			return seen, entered, true
 		}
 	}
-	return nil, false
+	return nil, nil, false
 }
 
 // chain matches the flow against one group's events, earliest first.
-func (fp *flowPlan) chain(evs []testrun.TraceEvent) ([]string, bool) {
+func (fp *flowPlan) chain(evs []testrun.TraceEvent) (seen, entered []string, ok bool) {
 	pos := -1
-	var seen []string
 	if len(fp.steps) == 1 {
 		for _, ev := range evs {
 			if ev.Probe == fp.stmt[0] || slices.Contains(fp.entries[0], ev.Probe) {
-				return nil, true
+				return nil, nil, true
 			}
 		}
-		return nil, false
+		return nil, nil, false
 	}
 	for k := 0; k+1 < len(fp.steps); k++ {
 		from, to := fp.steps[k], k+1
@@ -290,6 +289,7 @@ func (fp *flowPlan) chain(evs []testrun.TraceEvent) ([]string, bool) {
 			if ev.File == from.path && from.span.Contains(ev.Line) {
 				found = j // entered from a call site in step k
 				seen = append(seen, fmt.Sprintf("%s:%d -> %s", ev.File, ev.Line, fp.names[ev.Probe]))
+				entered = append(entered, fp.names[ev.Probe])
 				continue
 			}
 			if fp.links[k].direct() || len(fp.links[k].callees) == 0 {
@@ -301,25 +301,26 @@ func (fp *flowPlan) chain(evs []testrun.TraceEvent) ([]string, bool) {
 				if evs[i].Probe == fp.stmt[k] || slices.Contains(fp.entries[k], evs[i].Probe) && k > 0 || k == 0 && evs[i].Probe == fp.stmt[0] {
 					found = j
 					seen = append(seen, fmt.Sprintf("%s:%d -> %s (a reference in step %d, called at %s:%d)", from.path, from.span.Start, fp.names[ev.Probe], k+1, ev.File, ev.Line))
+					entered = append(entered, fp.names[ev.Probe])
 					break
 				}
 			}
 		}
 		if found < 0 {
-			return nil, false
+			return nil, nil, false
 		}
 		pos = found
 	}
 	last := len(fp.steps) - 1
 	if !fp.within[last] {
-		return seen, true // the last step's own function was entered
+		return seen, entered, true // the last step's own function was entered
 	}
 	for j := pos; j < len(evs); j++ {
 		if evs[j].Probe == fp.stmt[last] {
-			return seen, true
+			return seen, entered, true
 		}
 	}
-	return nil, false
+	return nil, nil, false
 }
 
 // missing says what the run did not show, for a reason.
@@ -335,7 +336,7 @@ func (fp *flowPlan) missing(res *testrun.TraceResult) string {
 	for _, evs := range groups {
 		for k := len(fp.steps) - 1; k >= 1; k-- {
 			sub := &flowPlan{steps: fp.steps[:k+1], links: fp.links[:k], entries: fp.entries[:k+1], stmt: fp.stmt[:k+1], within: append(slices.Clone(fp.within[:k]), false), names: fp.names}
-			if _, ok := sub.chain(evs); ok && k > best {
+			if _, _, ok := sub.chain(evs); ok && k > best {
 				best = k
 				break
 			}
