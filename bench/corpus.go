@@ -50,11 +50,13 @@ type Subject struct {
 }
 
 // ModuleVersion is a pinned version, the go.sum hash of its module zip and
-// the digest of its coverage data (coverage.go).
+// the digests of its coverage data (coverage.go) and of its intervention
+// truth (itruth.go).
 type ModuleVersion struct {
 	Version  string `json:"version"`
 	Sum      string `json:"sum"`
 	Coverage string `json:"coverage"`
+	Truth    string `json:"truth"`
 }
 
 // Session is one developer's conversation against one module version.

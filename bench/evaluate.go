@@ -15,10 +15,11 @@ import (
 
 // citation is what a context or an answer cites for one capability.
 type citation struct {
-	kind  string // implementation_location | runtime_flow | focused_tests
-	loc   span
-	steps []span
-	tests []testRef
+	kind     string // implementation_location | runtime_flow | focused_tests
+	scenario string // a flow's scenario, as written
+	loc      span
+	steps    []span
+	tests    []testRef
 }
 
 // testRef is a cited test: its file and name (a subtest "TestX/sub" too).
@@ -26,7 +27,7 @@ type testRef struct{ path, name string }
 
 var (
 	locLine  = regexp.MustCompile(`^implementation_location: (\S+):(\d+)-(\d+)\b`)
-	flowHead = regexp.MustCompile(`^runtime_flow\b`)
+	flowHead = regexp.MustCompile(`^runtime_flow\b(?: \(scenario (.*?)\)(?: \(lexical evidence\))? \[artifact [^\]]*\]:$)?`)
 	stepLine = regexp.MustCompile(`^  (\d+)\. ([^\s:]+):(\d+)-(\d+)\b`)
 	testHead = regexp.MustCompile(`^focused_tests\b`)
 	testLine = regexp.MustCompile(`^  - (\S+) in ([^\s:]+)`)
@@ -47,7 +48,7 @@ func citations(context string) []citation {
 		}
 		switch {
 		case flowHead.MatchString(line):
-			out = append(out, citation{kind: "runtime_flow"})
+			out = append(out, citation{kind: "runtime_flow", scenario: flowHead.FindStringSubmatch(line)[1]})
 			cur = &out[len(out)-1]
 		case testHead.MatchString(line):
 			out = append(out, citation{kind: "focused_tests"})
@@ -79,7 +80,7 @@ func proposalCitations(raw json.RawMessage) []citation {
 	case "implementation_location":
 		return []citation{{kind: p.Kind, loc: span{Path: p.Path, Start: p.StartLine, End: p.EndLine}}}
 	case "runtime_flow":
-		c := citation{kind: p.Kind}
+		c := citation{kind: p.Kind, scenario: p.Scenario}
 		for _, s := range p.Steps {
 			c.steps = append(c.steps, span{Path: s.Path, Start: s.StartLine, End: s.EndLine})
 		}

@@ -269,6 +269,7 @@ type proposal struct {
 	Path      string  `json:"path"`
 	StartLine int     `json:"start_line"`
 	EndLine   int     `json:"end_line"`
+	Scenario  string  `json:"scenario"`
 	Steps     []struct {
 		Path      string `json:"path"`
 		StartLine int    `json:"start_line"`
@@ -278,6 +279,13 @@ type proposal struct {
 		Path string `json:"path"`
 		Name string `json:"name"`
 	} `json:"tests"`
+}
+
+// decodeProposal reads what the truth reads of a proposal.
+func decodeProposal(raw []byte) (proposal, error) {
+	var p proposal
+	err := json.Unmarshal(raw, &p)
+	return p, err
 }
 
 // answer judges a scripted proposal about s.

@@ -1,0 +1,228 @@
+package bench
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+)
+
+// The intervention truth on real modules, fetched through the module proxy
+// and checked against their pinned go.sum hashes (nothing third-party is
+// committed). Each case names a verdict the interventions must reach; a
+// truth that judged by names, by coverage alone or by where a declaration
+// is would get some of them wrong.
+var truthModules = map[string]string{
+	"github.com/pkg/errors@v0.9.1":      "h1:FEBLx1zS214owpjy7qsBeixbURkuhQAwrK5UwLGTwt4=",
+	"github.com/spf13/cobra@v1.9.1":     "h1:CXSaggrXdbHK9CF+8ywj8Amf7PBRmPCOJugH954Nnlo=",
+	"github.com/urfave/cli/v2@v2.27.7": "h1:bH59vdhbjLv3LAvIu6gd0usJHgoTTPhCFib8qqOwXYU=",
+}
+
+// truthLab is a real module version ready for interventions.
+type truthLab struct {
+	module string
+	t      tree
+	opts   coverageOptions
+}
+
+// mustTruthLab downloads a module of truthModules, checks its hash,
+// downloads what it needs and probes the sandbox.
+func mustTruthLab(t *testing.T, modVersion string) truthLab {
+	t.Helper()
+	codex := mustCodex(t)
+	ctx := context.Background()
+	mod, version, _ := strings.Cut(modVersion, "@")
+	d, err := moduleDownload(ctx, mod, version)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.Sum != truthModules[modVersion] {
+		t.Fatalf("%s: the proxy served %s, pinned %s", modVersion, d.Sum, truthModules[modVersion])
+	}
+	tr, err := d.source()
+	if err != nil {
+		t.Fatal(err)
+	}
+	scratch := t.TempDir()
+	src := filepath.Join(scratch, "deps")
+	if err := syncTree(src, tr); err != nil {
+		t.Fatal(err)
+	}
+	if err := downloadDeps(ctx, src); err != nil {
+		t.Fatal(err)
+	}
+	sb := &sandbox{codex: codex, home: filepath.Join(scratch, "home")}
+	if err := os.MkdirAll(sb.home, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := sb.probe(ctx, scratch); err != nil {
+		t.Fatal(err)
+	}
+	return truthLab{module: mod, t: tr, opts: coverageOptions{sandbox: sb, scratch: scratch}}
+}
+
+// compute runs the interventions of plan; cov may be nil (no tests run).
+func (l truthLab) compute(t *testing.T, cov *Coverage, plan *truthPlan) *itruth {
+	t.Helper()
+	if cov == nil {
+		cov = &Coverage{}
+	}
+	d, err := computeTruth(context.Background(), l.opts, l.module, "v", l.t, cov, plan)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := d.encode()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var back TruthData
+	if err := decodeStrict(data, &back); err != nil || back.check() != nil {
+		t.Fatalf("the truth does not decode: %v %v", err, back.check())
+	}
+	return newITruth(&back, l.t, newReach(cov))
+}
+
+// unitSpan is the span of the unit key (path#name) as a model cites it:
+// from its doc comment to its end.
+func unitSpan(t *testing.T, tr tree, key string) span {
+	t.Helper()
+	p, name, _ := strings.Cut(key, "#")
+	for _, u := range fileUnits(p, tr[p]) {
+		if u.Name == name {
+			return span{Path: p, Start: u.Doc, End: u.End}
+		}
+	}
+	t.Fatalf("no declaration %s", key)
+	return span{}
+}
+
+var (
+	errorsOnce sync.Once
+	errorsLab  truthLab
+	errorsCov  *Coverage
+	errorsIT   *itruth
+)
+
+// mustErrorsTruth computes, once, the truth of pkg/errors for the cases
+// of the tests below, with the module's coverage (its tests run once each
+// in the sandbox).
+func mustErrorsTruth(t *testing.T) (truthLab, *itruth) {
+	t.Helper()
+	errorsOnce.Do(func() {
+		errorsLab = mustTruthLab(t, "github.com/pkg/errors@v0.9.1")
+		cov, err := coverModule(context.Background(), errorsLab.opts, errorsLab.module, "v0.9.1", errorsLab.t)
+		if err != nil {
+			t.Fatal(err)
+		}
+		errorsCov = cov
+		plan := newTruthPlan()
+		plan.symbol("Wrap", "errors.go#Wrapf")
+		plan.symbol("Frame.Format", "stack.go#Frame")
+		plan.symbol("Frame.Format", "errors.go#fundamental.Format")
+		for _, test := range []string{"TestWrap", "TestNew", "TestWrapNil", "TestFormatWrap"} {
+			plan.test(subject{Kind: "symbol", Name: "Wrap"}, ".", test)
+		}
+		plan.test(subject{Kind: "file", Name: "stack.go"}, ".", "TestFuncname")
+		plan.test(subject{Kind: "file", Name: "stack.go"}, ".", "TestWithMessage")
+		for _, k := range []string{"errors.go#Wrap", "stack.go#callers", "errors.go#New"} {
+			plan.funcs[k] = true
+		}
+		plan.scenarios["TestWrapNil"] = ScenarioSpec{Scenario: "TestWrapNil", Kind: "test", Dir: ".", Test: "TestWrapNil"}
+		plan.scenarios["when the user runs the tests"] = ScenarioSpec{Scenario: "when the user runs the tests", Kind: "tests"}
+		errorsIT = errorsLab.compute(t, cov, plan)
+	})
+	if errorsIT == nil {
+		t.Fatal("the truth of pkg/errors was not computed")
+	}
+	return errorsLab, errorsIT
+}
+
+func TestITruth_SymbolLocation(t *testing.T) {
+	l, it := mustErrorsTruth(t)
+	wrap := unitSpan(t, l.t, "errors.go#Wrap")
+	for _, c := range []struct {
+		name, subject string
+		sp            span
+		want          tv
+	}{
+		{"declaration", "Wrap", wrap, tvTrue},
+		{"without doc, end one past", "Wrap", span{Path: "./errors.go", Start: wrap.Start + 2, End: wrap.End + 1}, tvTrue},
+		{"neighbour", "Wrap", unitSpan(t, l.t, "errors.go#Wrapf"), tvFalse},
+		{"method", "Frame.Format", unitSpan(t, l.t, "stack.go#Frame.Format"), tvTrue},
+		{"the receiver type", "Frame.Format", unitSpan(t, l.t, "stack.go#Frame"), tvFalse},
+		{"a method of another type", "Frame.Format", unitSpan(t, l.t, "errors.go#fundamental.Format"), tvFalse},
+		{"lines around it", "Wrap", span{Path: "errors.go", Start: wrap.Start - 5, End: wrap.End}, tvFalse},
+	} {
+		if j := it.location(subject{Kind: "symbol", Name: c.subject}, c.sp.Path, c.sp.Start, c.sp.End); j.V != c.want {
+			t.Errorf("%s: %s at %s = %s (%s), want %s", c.name, c.subject, c.sp, j.V, j.Why, c.want)
+		}
+	}
+}
+
+// TestITruth_TestReach: a test reaches a subject when it fails with the
+// subject broken; one that never runs the broken code does not; a test
+// that fails unmutated (pkg/errors' formatting tests print the paths of
+// the module's files, which differ in the sandbox), a test the file does
+// not declare and a test in another file are false.
+func TestITruth_TestReach(t *testing.T) {
+	_, it := mustErrorsTruth(t)
+	for _, c := range []struct {
+		subject    subject
+		file, test string
+		want       tv
+	}{
+		{subject{"symbol", "Wrap"}, "errors_test.go", "TestWrap", tvTrue},
+		{subject{"symbol", "Wrap"}, "errors_test.go", "TestWrapNil", tvTrue}, // Wrap(nil) runs the broken body too
+		{subject{"symbol", "Wrap"}, "errors_test.go", "TestNew", tvFalse},
+		{subject{"symbol", "Wrap"}, "format_test.go", "TestFormatWrap", tvFalse}, // fails unmutated
+		{subject{"symbol", "Wrap"}, "errors_test.go", "TestMissing", tvFalse},
+		{subject{"symbol", "Wrap"}, "stack_test.go", "TestWrap", tvFalse},
+		{subject{"file", "stack.go"}, "stack_test.go", "TestFuncname", tvTrue},
+		{subject{"file", "stack.go"}, "errors_test.go", "TestWithMessage", tvFalse},
+	} {
+		if j := it.test(c.subject, c.file, c.test); j.V != c.want {
+			t.Errorf("%s (%s) reaches %s = %s (%s), want %s", c.test, c.file, c.subject.Name, j.V, j.Why, c.want)
+		}
+	}
+}
+
+func TestITruth_Flow(t *testing.T) {
+	l, it := mustErrorsTruth(t)
+	wrap, callers := unitSpan(t, l.t, "errors.go#Wrap"), unitSpan(t, l.t, "stack.go#callers")
+	s := subject{Kind: "symbol", Name: "Wrap"}
+	for _, c := range []struct {
+		name, scenario string
+		steps          []span
+		want           tv
+	}{
+		{"fires in a test", "default", []span{wrap, callers}, tvTrue},
+		{"prose for any test", "when the user runs the tests", []span{wrap, callers}, tvTrue},
+		{"behind a condition the named test does not take", "TestWrapNil", []span{wrap, callers}, tvFalse},
+		{"a step in no function", "default", []span{wrap, {Path: "stack.go", Start: callers.End + 1, End: callers.End + 1}}, tvFalse},
+		{"a step in a function nobody instrumented", "default", []span{wrap, unitSpan(t, l.t, "stack.go#funcname")}, tvUnjudged},
+		{"a scenario nobody ran", "app --version", []span{wrap, callers}, tvUnjudged},
+	} {
+		if j := it.flow(s, c.scenario, c.steps); j.V != c.want {
+			t.Errorf("%s: %s = %s (%s), want %s", c.name, c.steps, j.V, j.Why, c.want)
+		}
+	}
+}
+
+func TestSubsequence(t *testing.T) {
+	for _, c := range []struct {
+		seq, want []int
+		ok        bool
+	}{
+		{[]int{0, 1, 2}, []int{0, 2}, true},
+		{[]int{2, 1, 0}, []int{0, 2}, false},
+		{[]int{0, 2, 0, 1}, []int{0, 1}, true},
+		{[]int{1}, []int{1, 1}, false},
+		{nil, []int{0}, false},
+	} {
+		if got := subsequence(c.seq, c.want); got != c.ok {
+			t.Errorf("subsequence(%v, %v) = %v", c.seq, c.want, got)
+		}
+	}
+}
