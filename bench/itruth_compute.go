@@ -369,14 +369,21 @@ func (c *computation) programEdit(program string, e edit) edit {
 }
 
 // behaviour runs a program with prefix and arg: its exit status and
-// output, arg written ARG.
+// output.
 func (c *computation) behaviour(bin string, prefix []string, arg string) (string, error) {
 	code, out, _, err := c.lab.runProgram(bin, append(slices.Clone(prefix), arg))
 	if err != nil {
 		return "", err
 	}
-	return fmt.Sprintf("exit %d\n%s", code, strings.ReplaceAll(out, arg, "ARG")), nil
+	return fmt.Sprintf("exit %d\n%s", code, out), nil
 }
+
+// unknownFlag is a flag no program defines.
+const unknownFlag = "needleunknownflag"
+
+// refusal is what a program does with a flag named bare that it does not
+// define: what it did with unknownFlag, that name replaced.
+func refusal(unknown, bare string) string { return strings.ReplaceAll(unknown, unknownFlag, bare) }
 
 // findProgram returns the first program (and argument prefix) that
 // recognises the flag name as the module is.
@@ -412,14 +419,14 @@ func (c *computation) findProgram(name string, hints []string) (flagProgram, str
 			prefixes = cliDrivers[c.module].prefixes
 		}
 		for _, pre := range prefixes {
-			a, errA := c.behaviour(bin, pre, d+"needleunknownflag")
+			a, errA := c.behaviour(bin, pre, d+unknownFlag)
 			b, errB := c.behaviour(bin, pre, d+"needleotherflag")
-			if errA != nil || errB != nil || a != b {
+			if errA != nil || errB != nil || refusal(a, "needleotherflag") != b {
 				why = fmt.Sprintf("%s %s behaves differently with two unknown flags", p, strings.Join(pre, " "))
 				continue
 			}
 			got, err := c.behaviour(bin, pre, name)
-			if err == nil && got != a {
+			if err == nil && got != refusal(a, flagName(name)) {
 				return flagProgram{program: p, prefix: pre, base: a}, ""
 			}
 			why = fmt.Sprintf("%s %s does not recognise %s", p, strings.Join(pre, " "), name)
@@ -467,11 +474,11 @@ func (c *computation) flags() error {
 				}
 				orig, err1 := c.behaviour(bin, prog.prefix, name)
 				mut, err2 := c.behaviour(bin, prog.prefix, d+mutantFlag)
-				unknown, err3 := c.behaviour(bin, prog.prefix, d+"needleunknownflag")
+				unknown, err3 := c.behaviour(bin, prog.prefix, d+unknownFlag)
 				switch {
 				case err1 != nil || err2 != nil || err3 != nil:
 					site.Verdict, site.Why = verdictUnjudged, fmt.Sprintf("the program did not finish: %v %v %v", err1, err2, err3)
-				case orig == unknown || mut != unknown:
+				case orig == refusal(unknown, flagName(name)) || mut != refusal(unknown, mutantFlag):
 					site.Verdict, site.Why = verdictTrue, fmt.Sprintf("renamed at %s:%d, %s is no longer recognised or the new name is", f, o.line, name)
 					c.sites[subj] = append(c.sites[subj], se)
 				default:

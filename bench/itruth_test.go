@@ -226,3 +226,95 @@ func TestSubsequence(t *testing.T) {
 		}
 	}
 }
+
+// lineWith is the first line of file in tr holding text.
+func lineWith(t *testing.T, tr tree, file, text string) int {
+	t.Helper()
+	for i, l := range strings.Split(string(tr[file]), "\n") {
+		if strings.Contains(l, text) {
+			return i + 1
+		}
+	}
+	t.Fatalf("%s has no line with %q", file, text)
+	return 0
+}
+
+// TestITruth_FlagCobra: cobra v1.9.1 defines --help with the constant
+// helpFlagName; the driver program (a root command with a subcommand)
+// recognises it. Renaming the definition's argument renames the flag;
+// renaming the name in a look-up, a read, the constant's declaration or a
+// test's arguments does not.
+func TestITruth_FlagCobra(t *testing.T) {
+	l := mustTruthLab(t, "github.com/spf13/cobra@v1.9.1")
+	plan := newTruthPlan()
+	plan.flag("--help", "command_test.go", "command.go")
+	it := l.compute(t, nil, plan)
+	help := subject{Kind: "cli_option", Name: "--help"}
+	def := lineWith(t, l.t, "command.go", "c.Flags().BoolP(helpFlagName")
+	for _, c := range []struct {
+		name, file string
+		start, end int
+		want       tv
+	}{
+		{"the definition", "command.go", def, def, tvTrue},
+		{"the definition with a line around it", "command.go", def - 1, def + 1, tvTrue},
+		{"the function holding it", "command.go", lineWith(t, l.t, "command.go", "// InitDefaultHelpFlag adds"), lineWith(t, l.t, "command.go", "func (c *Command) InitDefaultHelpFlag()") + 14, tvTrue},
+		{"a look-up", "command.go", lineWith(t, l.t, "command.go", "if c.Flags().Lookup(helpFlagName) == nil {"), lineWith(t, l.t, "command.go", "if c.Flags().Lookup(helpFlagName) == nil {"), tvFalse},
+		{"a read", "command.go", lineWith(t, l.t, "command.go", "c.Flags().GetBool(helpFlagName)"), lineWith(t, l.t, "command.go", "c.Flags().GetBool(helpFlagName)"), tvFalse},
+		{"the constant's declaration", "command.go", lineWith(t, l.t, "command.go", `helpFlagName    = "help"`), lineWith(t, l.t, "command.go", `helpFlagName    = "help"`), tvFalse},
+		{"a test passing it", "command_test.go", lineWith(t, l.t, "command_test.go", `executeCommand(rootCmd, "--help")`), lineWith(t, l.t, "command_test.go", `executeCommand(rootCmd, "--help")`), tvFalse},
+	} {
+		if j := it.location(help, c.file, c.start, c.end); j.V != c.want {
+			t.Errorf("%s: --help at %s:%d-%d = %s (%s), want %s", c.name, c.file, c.start, c.end, j.V, j.Why, c.want)
+		}
+	}
+}
+
+// TestITruth_URFave: urfave/cli v2 defines its flags as struct literals in
+// package variables, and prints help through the function value
+// HelpPrinter. Renaming Name: "help" or Name: "version" renames the flag,
+// and a user's app run with --help enters ShowAppHelp, then printHelp
+// through HelpPrinter, then printHelpCustom; run with --version it does
+// not.
+func TestITruth_URFave(t *testing.T) {
+	l := mustTruthLab(t, "github.com/urfave/cli/v2@v2.27.7")
+	plan := newTruthPlan()
+	plan.flag("--help", "", "flag.go")
+	plan.flag("--version", "help.go", "flag.go")
+	plan.symbol("ShowAppHelp", "")
+	for _, k := range []string{"help.go#ShowAppHelp", "help.go#printHelp", "help.go#printHelpCustom"} {
+		plan.funcs[k] = true
+	}
+	plan.scenarios["app --help"] = ScenarioSpec{Scenario: "app --help", Kind: "command", Program: "driver", Args: []string{"--help"}}
+	plan.scenarios["app --version"] = ScenarioSpec{Scenario: "app --version", Kind: "command", Program: "driver", Args: []string{"--version"}}
+	it := l.compute(t, nil, plan)
+	for _, c := range []struct {
+		flag, text string
+		want       tv
+	}{
+		{"--help", `Name:               "help",`, tvTrue},
+		{"--version", `Name:               "version",`, tvTrue},
+		{"--help", `Name:               "version",`, tvFalse},
+		{"--version", `Name:   "generate-bash-completion",`, tvFalse},
+	} {
+		line := lineWith(t, l.t, "flag.go", c.text)
+		if j := it.location(subject{Kind: "cli_option", Name: c.flag}, "flag.go", line, line); j.V != c.want {
+			t.Errorf("%s at flag.go:%d (%s) = %s (%s), want %s", c.flag, line, c.text, j.V, j.Why, c.want)
+		}
+	}
+	show, printHelp, custom := unitSpan(t, l.t, "help.go#ShowAppHelp"), unitSpan(t, l.t, "help.go#printHelp"), unitSpan(t, l.t, "help.go#printHelpCustom")
+	s := subject{Kind: "symbol", Name: "ShowAppHelp"}
+	for _, c := range []struct {
+		scenario string
+		steps    []span
+		want     tv
+	}{
+		{"app --help", []span{show, printHelp, custom}, tvTrue},
+		{"app --version", []span{show, printHelp}, tvFalse},
+		{"app --help", []span{show, custom, printHelp}, tvFalse},
+	} {
+		if j := it.flow(s, c.scenario, c.steps); j.V != c.want {
+			t.Errorf("flow %v in %q = %s (%s), want %s", c.steps, c.scenario, j.V, j.Why, c.want)
+		}
+	}
+}
