@@ -236,7 +236,7 @@ func (it *itruth) flow(s subject, scenario string, steps []span) judgement {
 	}
 	cut := false
 	for _, r := range runs {
-		if subsequence(r.Entries, fns) {
+		if nested(r.Entries, fns) {
 			return jTrue()
 		}
 		cut = cut || r.Cut
@@ -244,7 +244,7 @@ func (it *itruth) flow(s subject, scenario string, steps []span) judgement {
 	if cut {
 		return jUnjudged("the steps do not fire in order within the recorded part of scenario %q", scenario)
 	}
-	return jFalse("the steps do not fire in this order in any run of scenario %q", scenarioName(scenario))
+	return jFalse("no run of scenario %q enters the steps in order, each within the one before", scenarioName(scenario))
 }
 
 func scenarioName(s string) string {
@@ -252,6 +252,39 @@ func scenarioName(s string) string {
 		return "default"
 	}
 	return s
+}
+
+// nested reports whether a run's events (i entered, -i-1 left) enter the
+// functions of want in order, each while the ones before it are running:
+// at an entry of the last, the functions running hold the others in
+// order.
+func nested(events, want []int) bool {
+	if len(want) == 0 {
+		return true
+	}
+	var stack []int
+	last := want[len(want)-1]
+	for _, e := range events {
+		if e < 0 {
+			id := -e - 1
+			if i := slices.Index(stack, id); i >= 0 {
+				j := len(stack) - 1 - slices.Index(reversed(stack), id)
+				stack = slices.Delete(stack, j, j+1)
+			}
+			continue
+		}
+		if e == last && subsequence(stack, want[:len(want)-1]) {
+			return true
+		}
+		stack = append(stack, e)
+	}
+	return false
+}
+
+func reversed(s []int) []int {
+	r := slices.Clone(s)
+	slices.Reverse(r)
+	return r
 }
 
 // subsequence reports whether want occurs in order within seq.

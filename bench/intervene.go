@@ -34,8 +34,8 @@ const hookName = "needlebench_hook.go"
 const mutantFlag = "needlemutantflag"
 
 // hookFile is the hook of a package: it writes to the files the
-// environment names, one id a line; entries repeated back to back are
-// written once, and at most maxTraceEntries per process.
+// environment names, one number a line: an id fired; a function entered
+// (its id) or left (-id-1), at most maxTraceEntries events per process.
 func hookFile(pkg string) []byte {
 	return fmt.Appendf(nil, `package %s
 
@@ -46,9 +46,8 @@ import (
 )
 
 var (
-	needlebenchMu   sync.Mutex
-	needlebenchLast = -1
-	needlebenchN    int
+	needlebenchMu sync.Mutex
+	needlebenchN  int
 )
 
 func needlebenchWrite(env string, id int) {
@@ -66,15 +65,18 @@ func needlebenchWrite(env string, id int) {
 
 func needlebenchFire(id int) { needlebenchWrite("NEEDLEBENCH_FIRED", id) }
 
-func needlebenchEnter(id int) {
+func needlebenchEnter(id int) { needlebenchEvent(id) }
+
+func needlebenchExit(id int) { needlebenchEvent(-id - 1) }
+
+func needlebenchEvent(e int) {
 	needlebenchMu.Lock()
 	defer needlebenchMu.Unlock()
-	if id == needlebenchLast || needlebenchN >= %d {
+	if needlebenchN >= %d {
 		return
 	}
-	needlebenchLast = id
 	needlebenchN++
-	needlebenchWrite("NEEDLEBENCH_TRACE", id)
+	needlebenchWrite("NEEDLEBENCH_TRACE", e)
 }
 
 func needlebenchFlagName(id int, dashes string) string {
@@ -85,7 +87,7 @@ func needlebenchFlagName(id int, dashes string) string {
 }
 
 // maxTraceEntries bounds the entries one process records.
-const maxTraceEntries = 20000
+const maxTraceEntries = 50000
 
 // lab is a module version's copy.
 type lab struct {
@@ -294,10 +296,12 @@ func breakBodies(src []byte, fns []unit, id func(unit) int) []byte {
 	})
 }
 
-// instrument returns src with a call of the enter hook at the start of
-// each body of fns, on the line of its brace.
+// instrument returns src with calls of the enter and (deferred) exit hooks
+// at the start of each body of fns, on the line of its brace.
 func instrument(src []byte, fns []unit, id func(unit) int) []byte {
-	return atBodies(src, fns, func(u unit) string { return fmt.Sprintf(" needlebenchEnter(%d);", id(u)) })
+	return atBodies(src, fns, func(u unit) string {
+		return fmt.Sprintf(" needlebenchEnter(%d); defer needlebenchExit(%d);", id(u), id(u))
+	})
 }
 
 // atBodies inserts code after the opening brace of each body of fns.

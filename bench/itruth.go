@@ -46,13 +46,19 @@ import (
 //     broken code is false, a test that ran it and still passes (the mutant
 //     survived: a recover, an unchecked result) is unjudged and counted.
 //   - runtime_flow: the functions that hold flow steps are instrumented
-//     (a call at the start of each body records its entry) and every test
-//     that could enter one of them runs on its own, as do the scenarios
-//     flows name (a test, a subtest, a command with arguments); each run
-//     records the ordered entries. A flow is true when its first step is a
-//     true location of the subject and its steps, mapped to the functions
-//     they lie in, fire as an in-order subsequence of one run of its
-//     scenario ("default": any test of the module).
+//     (a call at the start of each body records its entry, a deferred one
+//     its exit) and every test that could enter one of them runs on its
+//     own, as do the scenarios flows name (a test, a subtest, a command
+//     with arguments); each run records its entries and exits in order. A
+//     flow is true when its first step is a true location of the subject
+//     and its steps, mapped to the functions they lie in, fire in order in
+//     one run of its scenario ("default": any test of the module), each
+//     entered while the steps before it are still running: the next step
+//     runs within the previous one, by a direct call, through a function
+//     value or an interface, or further down. Entries in order alone are
+//     not enough: a table test runs the same functions again and again,
+//     and a function merely named like the callee would come after the
+//     first step in some run.
 //
 // The truth is computed once per module version at corpus generation and
 // stored as corpus data (corpus/<name>/truth/<module>@<version>.json,
@@ -144,8 +150,8 @@ type ScenarioSpec struct {
 }
 
 // TraceRun is one instrumented run: a test (Dir, Test) or a command
-// scenario (Scenario), with the functions it entered in order (repeats
-// back to back written once).
+// scenario (Scenario), with its events in order: i ≥ 0 entered function i
+// (an index into Functions), -i-1 left it.
 type TraceRun struct {
 	Dir      string `json:"dir,omitempty"`
 	Test     string `json:"test,omitempty"`
@@ -267,7 +273,7 @@ func (d *TruthData) check() error {
 	}
 	for _, r := range d.Runs {
 		for _, e := range r.Entries {
-			if e < 0 || e >= len(d.Functions) {
+			if e < -len(d.Functions) || e >= len(d.Functions) {
 				return fmt.Errorf("run %s%s: entry %d out of range", r.Test, r.Scenario, e)
 			}
 		}

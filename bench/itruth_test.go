@@ -318,3 +318,24 @@ func TestITruth_URFave(t *testing.T) {
 		}
 	}
 }
+
+// TestNested: a flow's steps must be entered each within the one before;
+// entries one after the other, as a table test makes them, are not.
+func TestNested(t *testing.T) {
+	exit := func(id int) int { return -id - 1 }
+	for _, c := range []struct {
+		events, want []int
+		ok           bool
+	}{
+		{[]int{0, 1, exit(1), exit(0)}, []int{0, 1}, true},
+		{[]int{0, exit(0), 1, exit(1)}, []int{0, 1}, false},      // one after the other
+		{[]int{0, 2, 1, exit(1), exit(2)}, []int{0, 1}, true},    // further down
+		{[]int{0, 1, exit(1), 2, exit(2)}, []int{0, 1, 2}, false}, // 2 is not within 1
+		{[]int{0, 1, 2}, []int{0, 1, 2}, true},
+		{[]int{1, 0, exit(0), exit(1)}, []int{0, 1}, false},
+	} {
+		if got := nested(c.events, c.want); got != c.ok {
+			t.Errorf("nested(%v, %v) = %v", c.events, c.want, got)
+		}
+	}
+}
