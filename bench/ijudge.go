@@ -43,9 +43,11 @@ type judgement struct {
 	Why string
 }
 
-func jTrue() judgement                       { return judgement{V: tvTrue} }
-func jFalse(f string, a ...any) judgement    { return judgement{V: tvFalse, Why: fmt.Sprintf(f, a...)} }
-func jUnjudged(f string, a ...any) judgement { return judgement{V: tvUnjudged, Why: "unjudged: " + fmt.Sprintf(f, a...)} }
+func jTrue() judgement                    { return judgement{V: tvTrue} }
+func jFalse(f string, a ...any) judgement { return judgement{V: tvFalse, Why: fmt.Sprintf(f, a...)} }
+func jUnjudged(f string, a ...any) judgement {
+	return judgement{V: tvUnjudged, Why: "unjudged: " + fmt.Sprintf(f, a...)}
+}
 
 // itruth is a loaded intervention truth, indexed.
 type itruth struct {

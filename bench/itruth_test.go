@@ -15,8 +15,8 @@ import (
 // truth that judged by names, by coverage alone or by where a declaration
 // is would get some of them wrong.
 var truthModules = map[string]string{
-	"github.com/pkg/errors@v0.9.1":      "h1:FEBLx1zS214owpjy7qsBeixbURkuhQAwrK5UwLGTwt4=",
-	"github.com/spf13/cobra@v1.9.1":     "h1:CXSaggrXdbHK9CF+8ywj8Amf7PBRmPCOJugH954Nnlo=",
+	"github.com/pkg/errors@v0.9.1":     "h1:FEBLx1zS214owpjy7qsBeixbURkuhQAwrK5UwLGTwt4=",
+	"github.com/spf13/cobra@v1.9.1":    "h1:CXSaggrXdbHK9CF+8ywj8Amf7PBRmPCOJugH954Nnlo=",
 	"github.com/urfave/cli/v2@v2.27.7": "h1:bH59vdhbjLv3LAvIu6gd0usJHgoTTPhCFib8qqOwXYU=",
 }
 
@@ -328,8 +328,8 @@ func TestNested(t *testing.T) {
 		ok           bool
 	}{
 		{[]int{0, 1, exit(1), exit(0)}, []int{0, 1}, true},
-		{[]int{0, exit(0), 1, exit(1)}, []int{0, 1}, false},      // one after the other
-		{[]int{0, 2, 1, exit(1), exit(2)}, []int{0, 1}, true},    // further down
+		{[]int{0, exit(0), 1, exit(1)}, []int{0, 1}, false},       // one after the other
+		{[]int{0, 2, 1, exit(1), exit(2)}, []int{0, 1}, true},     // further down
 		{[]int{0, 1, exit(1), 2, exit(2)}, []int{0, 1, 2}, false}, // 2 is not within 1
 		{[]int{0, 1, 2}, []int{0, 1, 2}, true},
 		{[]int{1, 0, exit(0), exit(1)}, []int{0, 1}, false},

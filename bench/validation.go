@@ -57,13 +57,13 @@ type Verdict struct {
 // KindCounts are the verdicts of one capability kind. Precision and
 // recall count the answers the truth judged and the product decided.
 type KindCounts struct {
-	Answers        int     `json:"answers"`
-	TrueCertified  int     `json:"true_certified"`
-	TrueRejected   int     `json:"true_rejected"`
-	FalseCertified int     `json:"false_certified"`
-	FalseRejected  int     `json:"false_rejected"`
-	Unjudged       int     `json:"unjudged"`  // the truth could not judge
-	Undecided      int     `json:"undecided"` // the product could not decide
+	Answers        int `json:"answers"`
+	TrueCertified  int `json:"true_certified"`
+	TrueRejected   int `json:"true_rejected"`
+	FalseCertified int `json:"false_certified"`
+	FalseRejected  int `json:"false_rejected"`
+	Unjudged       int `json:"unjudged"`  // the truth could not judge
+	Undecided      int `json:"undecided"` // the product could not decide
 	// CertifiedExecuted and CertifiedStatic split the certified answers
 	// by how the product proved them (others: the product did not say).
 	CertifiedExecuted int     `json:"certified_executed"`
