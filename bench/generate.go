@@ -224,7 +224,7 @@ func (o GenerateOptions) sandbox(ctx context.Context, scratch string) (*sandbox,
 
 // writerFor returns the answer writer of a module version.
 func (g *generator) writerFor(module, version string) *writer {
-	w := &writer{rng: g.rng, t: g.truths.of(module, version), module: module}
+	w := &writer{rng: g.rng, t: g.truths.of(module, version), module: module, scenarios: g.scenarios}
 	for _, s := range g.subjects {
 		for i, v := range s.Versions {
 			if s.Module == module && v.Version == version && i > 0 {
