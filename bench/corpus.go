@@ -15,12 +15,14 @@ import (
 // digests of their coverage files — and the pattern mix;
 // corpus/<name>/sessions.jsonl holds the sessions, one JSON object per
 // line, in the order they are played; corpus/<name>/coverage/ holds what
-// each test of each module version executed (coverage.go). Third-party
+// each test of each module version executed (coverage.go), and
+// corpus/<name>/truth/ the intervention truth of each version (itruth.go),
+// both pinned by digest in the manifest. Third-party
 // source is never committed: the harness downloads it through the module
 // proxy.
 
 // CorpusFormat tags the manifest of this version of the corpus format.
-const CorpusFormat = "needlebench.corpus/v2"
+const CorpusFormat = "needlebench.corpus/v3"
 
 // Manifest describes a corpus.
 type Manifest struct {
@@ -33,7 +35,18 @@ type Manifest struct {
 	Wrong     WrongMix       `json:"wrong"`
 	Needs     int            `json:"needs"`
 	Sessions  int            `json:"sessions"`
-	Notes     []string       `json:"notes"`
+	// Judged counts the distinct scripted answers by the class the
+	// generator meant them in ("right" or how wrong) and by what the
+	// intervention truth says of them.
+	Judged map[string]JudgedCounts `json:"judged,omitempty"`
+	Notes  []string                `json:"notes"`
+}
+
+// JudgedCounts are the truth's verdicts on the answers of one class.
+type JudgedCounts struct {
+	True     int `json:"true"`
+	False    int `json:"false"`
+	Unjudged int `json:"unjudged"`
 }
 
 // WrongMix counts the scripted worker answers that are wrong, by how.
@@ -50,11 +63,13 @@ type Subject struct {
 }
 
 // ModuleVersion is a pinned version, the go.sum hash of its module zip and
-// the digest of its coverage data (coverage.go).
+// the digests of its coverage data (coverage.go) and of its intervention
+// truth (itruth.go).
 type ModuleVersion struct {
 	Version  string `json:"version"`
 	Sum      string `json:"sum"`
 	Coverage string `json:"coverage"`
+	Truth    string `json:"truth"`
 }
 
 // Session is one developer's conversation against one module version.
@@ -93,6 +108,7 @@ type Corpus struct {
 	// content) until Write writes them; a loaded corpus reads them when
 	// it is played (loadCoverage).
 	coverage map[string][]byte
+	truth    map[string][]byte // likewise, the truth files
 }
 
 // LoadCorpus reads and checks corpus/<name> (or any directory).
@@ -184,8 +200,10 @@ func (c *Corpus) Write(dir string) error {
 	if err := os.WriteFile(filepath.Join(dir, "sessions.jsonl"), b.Bytes(), 0o644); err != nil {
 		return err
 	}
-	if err := os.RemoveAll(filepath.Join(dir, "coverage")); err != nil {
-		return err
+	for _, sub := range []string{"coverage", "truth"} {
+		if err := os.RemoveAll(filepath.Join(dir, sub)); err != nil {
+			return err
+		}
 	}
 	for _, s := range c.Manifest.Subjects {
 		for _, v := range s.Versions {
@@ -193,12 +211,17 @@ func (c *Corpus) Write(dir string) error {
 			if !ok {
 				return fmt.Errorf("no coverage of %s@%s to write", s.Module, v.Version)
 			}
-			file := coverageFile(dir, s.Module, v.Version)
-			if err := os.MkdirAll(filepath.Dir(file), 0o755); err != nil {
-				return err
+			truth, ok := c.truth[s.Module+"@"+v.Version]
+			if !ok {
+				return fmt.Errorf("no truth of %s@%s to write", s.Module, v.Version)
 			}
-			if err := os.WriteFile(file, data, 0o644); err != nil {
-				return err
+			for file, data := range map[string][]byte{coverageFile(dir, s.Module, v.Version): data, truthFile(dir, s.Module, v.Version): truth} {
+				if err := os.MkdirAll(filepath.Dir(file), 0o755); err != nil {
+					return err
+				}
+				if err := os.WriteFile(file, data, 0o644); err != nil {
+					return err
+				}
 			}
 		}
 	}

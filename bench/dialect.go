@@ -44,8 +44,8 @@ import (
 // easily) listed more than once: a class is drawn in proportion.
 var wrongClasses = map[string][]string{
 	"implementation_location": {"same_name", "shifted_lines", "use_not_definition", "neighbour", "same_name", "missing_file", "use_not_definition"},
-	"runtime_flow":            {"linked_by_name", "unlinked_step", "linked_by_name", "shifted_lines", "linked_by_name", "missing_file", "unlinked_step"},
-	"focused_tests":           {"static_only", "names_only", "one_not_executed", "static_only", "near", "names_only", "missing_file", "one_not_executed"},
+	"runtime_flow":            {"linked_by_name", "unlinked_step", "conditional_step", "shifted_lines", "linked_by_name", "missing_file", "conditional_step"},
+	"focused_tests":           {"static_only", "names_only", "one_not_executed", "failing_test", "near", "names_only", "missing_file", "one_not_executed"},
 }
 
 // writer writes the scripted answers of one module version.
@@ -54,6 +54,41 @@ type writer struct {
 	t      *truth
 	module string
 	old    *truth // the version before the bump, for older_version; nil if none
+	// scenarios registers the runs the flows' scenarios name.
+	scenarios map[string]ScenarioSpec
+}
+
+// proseTests are scenarios written in prose that mean any test of the
+// module.
+var proseTests = []string{"when the user runs the tests", "the test suite", "go test ./..."}
+
+// scenario picks how a right flow names its scenario: "default" mostly,
+// else prose meaning the same.
+func (w *writer) scenario() string {
+	if w.rng.IntN(3) > 0 || w.scenarios == nil {
+		return "default"
+	}
+	s := proseTests[w.rng.IntN(len(proseTests))]
+	w.scenarios[s] = ScenarioSpec{Scenario: s, Kind: "tests"}
+	return s
+}
+
+// conditional returns a passing test that runs the function of step a
+// but not the function of step b (by its recorded coverage): a scenario
+// in which a flow from a to b does not happen although a calls b.
+func (w *writer) conditional(a, b span) (citedTest, bool) {
+	fa, okA := w.t.prog.enclosing(a.Path, a.Start+(a.End-a.Start)/2)
+	fb, okB := w.t.prog.enclosing(b.Path, b.Start+(b.End-b.Start)/2)
+	if !okA || !okB {
+		return citedTest{}, false
+	}
+	for _, td := range w.t.prog.tests {
+		run, ok := w.t.reach.run(path.Dir(td.Path), td.Name)
+		if ok && run.Outcome == "pass" && w.t.reach.executed(run, fa.Path+"#"+fa.Name) && !w.t.reach.executed(run, fb.Path+"#"+fb.Name) {
+			return citedTest{decl: td, name: td.Name}, true
+		}
+	}
+	return citedTest{}, false
 }
 
 // cite is a path as a model writes it: sometimes with "./".
@@ -324,7 +359,25 @@ func (w *writer) flow(s subject, wrong string) (json.RawMessage, string) {
 		}
 		steps = []span{first}
 	}
+	scenario := "default"
+	if wrong == "" {
+		scenario = w.scenario()
+	}
 	switch wrong {
+	case "conditional_step":
+		// Every call exists, but the named scenario, a test, does not take
+		// the branch that makes the last one.
+		if len(steps) < 2 {
+			return w.flow(s, "unlinked_step")
+		}
+		test, ok := w.conditional(steps[len(steps)-2], steps[len(steps)-1])
+		if !ok {
+			return w.flow(s, "unlinked_step")
+		}
+		scenario = test.name
+		if w.scenarios != nil {
+			w.scenarios[scenario] = ScenarioSpec{Scenario: scenario, Kind: "test", Dir: path.Dir(test.decl.Path), Test: test.name}
+		}
 	case "linked_by_name":
 		// After some step, a function merely named like one the step calls.
 		linked := false
@@ -370,7 +423,7 @@ func (w *writer) flow(s subject, wrong string) (json.RawMessage, string) {
 	for i, st := range steps {
 		list = append(list, map[string]any{"path": w.cite(st.Path), "start_line": st.Start, "end_line": st.End, "summary": w.summary(s, steps, i)})
 	}
-	return w.proposal("runtime_flow", s, map[string]any{"scenario": "default", "steps": list}), wrong
+	return w.proposal("runtime_flow", s, map[string]any{"scenario": scenario, "steps": list}), wrong
 }
 
 // summary is a worker's prose for step i.
@@ -509,6 +562,19 @@ func (w *writer) tests(s subject, wrong string) (json.RawMessage, string) {
 			return w.tests(s, next)
 		}
 		cited = []citedTest{bad[w.rng.IntN(len(bad))]}
+	case "failing_test":
+		// A test that runs the subject but fails as the module is.
+		var failing []citedTest
+		for _, td := range w.t.prog.tests {
+			run, ok := w.t.reach.run(path.Dir(td.Path), td.Name)
+			if ok && run.Outcome == "fail" && w.t.reach.executed(run, d.Path+"#"+d.Name) {
+				failing = append(failing, citedTest{decl: td, name: td.Name})
+			}
+		}
+		if len(failing) == 0 {
+			return w.tests(s, "static_only")
+		}
+		cited = []citedTest{failing[w.rng.IntN(len(failing))]}
 	case "one_not_executed":
 		bad := w.notExecuting(d, "near")
 		if len(bad) == 0 || len(cited) == 0 {

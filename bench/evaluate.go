@@ -15,10 +15,11 @@ import (
 
 // citation is what a context or an answer cites for one capability.
 type citation struct {
-	kind  string // implementation_location | runtime_flow | focused_tests
-	loc   span
-	steps []span
-	tests []testRef
+	kind     string // implementation_location | runtime_flow | focused_tests
+	scenario string // a flow's scenario, as written
+	loc      span
+	steps    []span
+	tests    []testRef
 }
 
 // testRef is a cited test: its file and name (a subtest "TestX/sub" too).
@@ -26,7 +27,7 @@ type testRef struct{ path, name string }
 
 var (
 	locLine  = regexp.MustCompile(`^implementation_location: (\S+):(\d+)-(\d+)\b`)
-	flowHead = regexp.MustCompile(`^runtime_flow\b`)
+	flowHead = regexp.MustCompile(`^runtime_flow\b(?: \(scenario (.*?)\)(?: \(lexical evidence\))? \[artifact [^\]]*\]:$)?`)
 	stepLine = regexp.MustCompile(`^  (\d+)\. ([^\s:]+):(\d+)-(\d+)\b`)
 	testHead = regexp.MustCompile(`^focused_tests\b`)
 	testLine = regexp.MustCompile(`^  - (\S+) in ([^\s:]+)`)
@@ -47,7 +48,7 @@ func citations(context string) []citation {
 		}
 		switch {
 		case flowHead.MatchString(line):
-			out = append(out, citation{kind: "runtime_flow"})
+			out = append(out, citation{kind: "runtime_flow", scenario: flowHead.FindStringSubmatch(line)[1]})
 			cur = &out[len(out)-1]
 		case testHead.MatchString(line):
 			out = append(out, citation{kind: "focused_tests"})
@@ -79,7 +80,7 @@ func proposalCitations(raw json.RawMessage) []citation {
 	case "implementation_location":
 		return []citation{{kind: p.Kind, loc: span{Path: p.Path, Start: p.StartLine, End: p.EndLine}}}
 	case "runtime_flow":
-		c := citation{kind: p.Kind}
+		c := citation{kind: p.Kind, scenario: p.Scenario}
 		for _, s := range p.Steps {
 			c.steps = append(c.steps, span{Path: s.Path, Start: s.StartLine, End: s.EndLine})
 		}
@@ -122,9 +123,11 @@ func evaluate(outs []outcome, ts truths, repos map[string]*moduleRepo, c *Corpus
 	// would hold (the first ones it got for that text), blind to the source.
 	naive := map[string]map[string]ScriptedReply{}
 	replies := map[string]map[string]ScriptedReply{}
+	scenarios := map[string]string{}
 	for _, s := range c.Sessions {
 		for _, n := range s.Needs {
 			replies[s.ID+" "+n.ID] = n.Answers
+			scenarios[s.ID+" "+n.ID] = needScenario(n)
 		}
 	}
 	for _, o := range outs {
@@ -150,7 +153,10 @@ func evaluate(outs []outcome, ts truths, repos map[string]*moduleRepo, c *Corpus
 		if !covers(cs, r.Satisfied) {
 			why = "the context does not cite every capability it satisfies in a form the harness can judge"
 		} else if len(cs) > 0 {
-			_, why = t.citations(subj, cs)
+			// An unjudged context counts as stale: nothing unproven passes.
+			if j := t.iv.citations(subj, cs); j.V != tvTrue {
+				why = j.Why
+			}
 		}
 		if why != "" {
 			ev.Stale++
@@ -163,7 +169,7 @@ func evaluate(outs []outcome, ts truths, repos map[string]*moduleRepo, c *Corpus
 		if cached, ok := naive[key]; ok {
 			ev.NaiveHits++
 			for _, kind := range o.Kinds {
-				if ok, _ := t.answer(subj, cached[kind].Proposal); !ok {
+				if t.iv.answer(subj, cached[kind].Proposal).V != tvTrue {
 					ev.NaiveStale++
 					break
 				}
@@ -184,8 +190,9 @@ func evaluate(outs []outcome, ts truths, repos map[string]*moduleRepo, c *Corpus
 			delete(established, key)
 			// A worker's answer is evidence only if it is right: judged
 			// against the truth, never by the generator's label.
+			// A flow is evidence for the scenario the need asks about only.
 			reply := replies[o.Session+" "+o.Need][kind]
-			if ok, _ := t.answer(subj, reply.Proposal); ok {
+			if t.iv.answer(subj, reply.Proposal).V == tvTrue && scenarioFits(reply.Proposal, scenarios[o.Session+" "+o.Need]) {
 				established[key] = withText(proposalCitations(reply.Proposal)[0], src)
 			}
 		}
@@ -243,8 +250,8 @@ func withText(c citation, src tree) citation {
 // current returns established evidence where it is now, when it still
 // holds: every cited span's text unchanged, at its lines or intact at
 // exactly one other place of its file (as a proof replay finds it), and
-// the moved citation still true; cited tests that still execute the
-// subject, whatever else their bodies do.
+// the moved citation still true by the intervention truth of the version;
+// cited tests that still reach the subject, whatever else their bodies do.
 func current(t *truth, src tree, s subject, est citation) (citation, bool) {
 	switch est.kind {
 	case "implementation_location":
@@ -252,7 +259,7 @@ func current(t *truth, src tree, s subject, est citation) (citation, bool) {
 		if !ok {
 			return citation{}, false
 		}
-		if ok, _ := t.location(s, loc.Path, loc.Start, loc.End); !ok {
+		if t.iv.location(s, loc.Path, loc.Start, loc.End).V != tvTrue {
 			return citation{}, false
 		}
 		est.loc = loc
@@ -266,18 +273,45 @@ func current(t *truth, src tree, s subject, est citation) (citation, bool) {
 			}
 			steps[i] = moved
 		}
-		if ok, _ := t.flow(s, steps); !ok {
+		if t.iv.flow(s, est.scenario, steps).V != tvTrue {
 			return citation{}, false
 		}
 		est.steps = steps
 		return est, true
 	case "focused_tests":
-		if ok, _ := t.citations(s, []citation{est}); !ok {
+		if t.iv.citations(s, []citation{est}).V != tvTrue {
 			return citation{}, false
 		}
 		return est, true
 	}
 	return citation{}, false
+}
+
+// needScenario is the scenario a need's runtime_flow obligation asks
+// about ("default" unless it says).
+func needScenario(n CorpusNeed) string {
+	req, _, err := n.request()
+	if err != nil {
+		return "default"
+	}
+	for _, ob := range req.Required {
+		for _, f := range ob.Facets {
+			if ob.Kind == "runtime_flow" && f.Name == "scenario" {
+				return f.Value
+			}
+		}
+	}
+	return "default"
+}
+
+// scenarioFits reports whether a proposal is evidence for a need asking
+// about scenario: any proposal but a flow, or a flow of that scenario.
+func scenarioFits(raw []byte, scenario string) bool {
+	p, err := decodeProposal(raw)
+	if err != nil || p.Kind != "runtime_flow" {
+		return true
+	}
+	return scenarioName(p.Scenario) == scenarioName(scenario)
 }
 
 // relocate finds a span's text in the current version of its file: at the

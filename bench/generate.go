@@ -82,6 +82,8 @@ type generator struct {
 	needs    int
 	devs     int
 	forced   map[string]int // wrong answers forced so far per kind (their class rotates)
+	// scenarios are the runs the flows' scenarios name, as written.
+	scenarios map[string]ScenarioSpec
 }
 
 // force returns the next class of wrong answer to force on kind, skipping
@@ -98,7 +100,8 @@ func (g *generator) force(kind string, s genSubject) string {
 // Generate builds a corpus from real modules.
 func Generate(ctx context.Context, opts GenerateOptions, progress func(string)) (*Corpus, error) {
 	g := &generator{opts: opts, rng: rand.New(rand.NewPCG(opts.Seed, opts.Seed^0x9e3779b97f4a7c15)), truths: truths{},
-		answers: map[string]map[string]ScriptedReply{}, patterns: map[string]int{}, wrong: map[string]int{}, forced: map[string]int{}}
+		answers: map[string]map[string]ScriptedReply{}, patterns: map[string]int{}, wrong: map[string]int{}, forced: map[string]int{},
+		scenarios: map[string]ScenarioSpec{}}
 	for _, spec := range opts.Modules {
 		mod, vers, ok := strings.Cut(spec, "@")
 		versions := strings.Split(vers, ",")
@@ -116,7 +119,7 @@ func Generate(ctx context.Context, opts GenerateOptions, progress func(string)) 
 		g.subjects = append(g.subjects, s)
 	}
 	c := &Corpus{Manifest: Manifest{Format: CorpusFormat, Name: opts.Name, Seed: opts.Seed, Generator: opts.Command, Subjects: g.subjects},
-		coverage: map[string][]byte{}}
+		coverage: map[string][]byte{}, truth: map[string][]byte{}}
 	root, err := tempDir()
 	if err != nil {
 		return nil, err
@@ -131,6 +134,7 @@ func Generate(ctx context.Context, opts GenerateOptions, progress func(string)) 
 	}
 	covOpts := coverageOptions{sandbox: sb, scratch: root, progress: progress,
 		subtests: func(_, _ string, all []string) []string { return all[:min(len(all), maxSubtests)] }}
+	covs := map[string]*Coverage{}
 	for i, s := range g.subjects {
 		r := g.repos[s.Module]
 		for j, v := range s.Versions {
@@ -143,6 +147,7 @@ func Generate(ctx context.Context, opts GenerateOptions, progress func(string)) 
 				return nil, err
 			}
 			c.coverage[s.Module+"@"+v.Version] = data
+			covs[s.Module+"@"+v.Version] = cov
 			g.subjects[i].Versions[j].Coverage = fileDigest(data)
 			if progress != nil {
 				progress(fmt.Sprintf("types %s@%s", s.Module, v.Version))
@@ -151,7 +156,7 @@ func Generate(ctx context.Context, opts GenerateOptions, progress func(string)) 
 			if err != nil {
 				return nil, err
 			}
-			g.truths[s.Module+"@"+v.Version] = &truth{prog: prog, reach: newReach(cov)}
+			g.truths[s.Module+"@"+v.Version] = &truth{prog: prog, reach: newReach(cov)} // iv: computeTruths
 		}
 	}
 	var before, after []Session
@@ -169,6 +174,13 @@ func Generate(ctx context.Context, opts GenerateOptions, progress func(string)) 
 			c.Sessions[i].Needs[j].ID = fmt.Sprintf("s%03d.%d", i+1, j+1)
 		}
 	}
+	its, err := g.computeTruths(ctx, c, covOpts, covs)
+	if err != nil {
+		return nil, err
+	}
+	if c.Manifest.Judged, err = judgeCorpus(c, its); err != nil {
+		return nil, err
+	}
 	c.Manifest.Patterns, c.Manifest.Needs, c.Manifest.Sessions = g.patterns, g.needs, len(c.Sessions)
 	wrongTotal := 0
 	for _, n := range g.wrong {
@@ -183,6 +195,8 @@ func Generate(ctx context.Context, opts GenerateOptions, progress func(string)) 
 		"Scripted answers are a function of the need, its task wording and the version: the same prompt always gets the same answer.",
 		"wrong counts distinct scripted answers (per need, task, version and capability) the generator meant to be wrong, by class; whether an answer is wrong is decided by the truth when the corpus is played.",
 		"coverage/ holds, per module version, what each test executed (run on its own, in " + sb.String() + "); the manifest pins each file by digest.",
+		"truth/ holds, per module version, the intervention truth (declarations deleted, bodies broken, flags renamed, flow steps instrumented, every program run in the same sandbox); the manifest pins each file by digest.",
+		"judged counts the distinct answers by the class the generator meant them in and by the intervention truth's verdict.",
 	}
 	return c, c.check()
 }
@@ -210,7 +224,7 @@ func (o GenerateOptions) sandbox(ctx context.Context, scratch string) (*sandbox,
 
 // writerFor returns the answer writer of a module version.
 func (g *generator) writerFor(module, version string) *writer {
-	w := &writer{rng: g.rng, t: g.truths.of(module, version), module: module}
+	w := &writer{rng: g.rng, t: g.truths.of(module, version), module: module, scenarios: g.scenarios}
 	for _, s := range g.subjects {
 		for i, v := range s.Versions {
 			if s.Module == module && v.Version == version && i > 0 {
@@ -254,7 +268,7 @@ func (g *generator) candidates(module, oldV, newV string) []genSubject {
 			continue // a test's own flags are not the module's options
 		}
 		dash := "-"
-		if strings.Contains(f.Pkg, "pflag") {
+		if strings.Contains(f.Pkg, "pflag") || strings.Contains(f.Pkg, "urfave/cli") {
 			dash = "--"
 		}
 		flags[f.Name] = dash + f.Name

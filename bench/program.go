@@ -300,6 +300,8 @@ func (pf *progFile) calls() {
 		switch n := n.(type) {
 		case *ast.CallExpr:
 			pf.flagCall(n)
+		case *ast.CompositeLit:
+			pf.flagLiteral(n)
 		case *ast.Ident:
 			if fn, ok := info.Uses[n].(*types.Func); ok {
 				pf.addRef(n.Pos(), fn)
@@ -367,6 +369,42 @@ func (pf *progFile) flagCall(call *ast.CallExpr) {
 	start, end := pf.line(call.Pos()), pf.line(call.End())
 	pf.p.flags = append(pf.p.flags, flagDef{Name: name, Pkg: fn.Pkg().Path(), Path: pf.rel, Line: pf.line(arg.Pos()), Start: start, End: end,
 		Text: lines(pf.p.t[pf.rel], start, end), Test: pf.test})
+}
+
+// flagLiteral records a struct literal of a type named *Flag with a
+// string field Name (urfave/cli's &BoolFlag{Name: "help"}) as a flag
+// definition: the generator's guess at struct-literal flags (the truth
+// decides by renaming them).
+func (pf *progFile) flagLiteral(lit *ast.CompositeLit) {
+	info := pf.pkg.TypesInfo
+	tv, ok := info.Types[lit]
+	if !ok {
+		return
+	}
+	t := tv.Type
+	if p, ok := t.(*types.Pointer); ok {
+		t = p.Elem()
+	}
+	named, ok := types.Unalias(t).(*types.Named)
+	if !ok || !strings.HasSuffix(named.Obj().Name(), "Flag") || named.Obj().Pkg() == nil {
+		return
+	}
+	for _, e := range lit.Elts {
+		kv, ok := e.(*ast.KeyValueExpr)
+		if !ok {
+			continue
+		}
+		if k, ok := kv.Key.(*ast.Ident); !ok || k.Name != "Name" {
+			continue
+		}
+		v, ok := info.Types[kv.Value]
+		if !ok || v.Value == nil || v.Value.Kind() != constant.String || constant.StringVal(v.Value) == "" {
+			continue
+		}
+		start, end := pf.line(lit.Pos()), pf.line(lit.End())
+		pf.p.flags = append(pf.p.flags, flagDef{Name: constant.StringVal(v.Value), Pkg: named.Obj().Pkg().Path(), Path: pf.rel,
+			Line: pf.line(kv.Value.Pos()), Start: start, End: end, Text: lines(pf.p.t[pf.rel], start, end), Test: pf.test})
+	}
 }
 
 // constants records every string constant expression (a literal, a named

@@ -109,9 +109,43 @@ type Report struct {
 	// Phases are the wall times of the run's phases: not deterministic,
 	// printed in the summary only.
 	Phases         []Phase   `json:"-"`
-	FalseCertified []string  `json:"false_certified"`
-	TrueRejected   []string  `json:"true_rejected"`
-	Subjects       []Subject `json:"subjects"`
+	FalseCertified []string `json:"false_certified"`
+	TrueRejected   []string `json:"true_rejected"`
+	// TruthMethods says, per capability kind, how the intervention truth
+	// judges it (itruth.go).
+	TruthMethods map[string]string `json:"truth_methods"`
+	// Unjudged lists the answers the intervention truth could not judge,
+	// UnjudgedWhy counts them by reason; Undecided the answers the
+	// validators could not decide.
+	Unjudged    []string       `json:"unjudged"`
+	UnjudgedWhy map[string]int `json:"unjudged_why"`
+	Undecided   []string       `json:"undecided"`
+	// CoverageDisagreements are the answers the coverage truth (the
+	// second opinion, truth.go) and the intervention truth judge
+	// differently, with both verdicts.
+	CoverageDisagreements []string  `json:"coverage_disagreements"`
+	Subjects              []Subject `json:"subjects"`
+}
+
+// truthMethods are the intervention truth's methods, per kind, as the
+// report states them.
+var truthMethods = map[string]string{
+	"implementation_location": "symbol: the cited declaration deleted, a reference to the subject no longer compiles; " +
+		"cli_option: the name renamed in the cited lines, a program that parses the module's flags no longer recognises it or recognises the new name",
+	"runtime_flow": "the functions of the steps instrumented; in a run of the flow's scenario (default: any test) the steps are entered in order, each within the one before",
+	"focused_tests": "the test is declared in the cited file, built into its package's test binary and passes unmutated; with the subject broken " +
+		"(symbol or file: its bodies panic; cli_option: its defining sites renamed) it fails; never running the broken code is false, running it and passing unjudged",
+}
+
+// unjudgedClass is the kind of reason an answer is unjudged, for counting.
+func unjudgedClass(why string) string {
+	for _, k := range []string{"mutant survived", "not instrumented", "ran no scenario", "no recorded run", "no intervention", "does not recognise",
+		"no program", "behaves differently", "does not parse", "do not build", "no reference", "did not finish", "within the recorded part"} {
+		if strings.Contains(why, k) {
+			return k
+		}
+	}
+	return "other"
 }
 
 // Phase is the wall time of one phase of a run.
@@ -138,7 +172,8 @@ func buildReport(c *Corpus, outs []outcome, ev evaluation, verdicts []Verdict, r
 		ResolutionKinds: ev.Kinds, LedgerClasses: ev.Ledger, Patterns: map[string]PatternStat{},
 		Wrong: c.Manifest.Wrong, Subjects: c.Manifest.Subjects,
 		Validation: countVerdicts(verdicts), Classes: map[string]ClassCounts{},
-		FalseCertified: []string{}, TrueRejected: []string{},
+		FalseCertified: []string{}, TrueRejected: []string{}, TruthMethods: truthMethods,
+		Unjudged: []string{}, UnjudgedWhy: map[string]int{}, Undecided: []string{}, CoverageDisagreements: []string{},
 	}
 	for _, v := range verdicts {
 		class := v.Intended
@@ -155,10 +190,19 @@ func buildReport(c *Corpus, outs []outcome, ev evaluation, verdicts []Verdict, r
 		}
 		r.Classes[class] = cc
 		switch {
+		case v.Truth == verdictUnjudged:
+			r.Unjudged = append(r.Unjudged, verdictLine(v))
+			r.UnjudgedWhy[unjudgedClass(v.Why)]++
+		case v.Outcome == outcomeUndecided:
+			r.Undecided = append(r.Undecided, verdictLine(v))
 		case !v.True && v.Certified:
 			r.FalseCertified = append(r.FalseCertified, verdictLine(v))
 		case v.True && !v.Certified:
 			r.TrueRejected = append(r.TrueRejected, verdictLine(v))
+		}
+		if v.Truth != verdictUnjudged && v.CoverageTruth != verdictUnjudged && v.Truth != v.CoverageTruth {
+			r.CoverageDisagreements = append(r.CoverageDisagreements, fmt.Sprintf("%s (%s@%s) %s for %s: intervention %s (%s); coverage %s (%s)",
+				v.Need, v.Module, v.Version, v.Kind, v.Subject, v.Truth, v.Why, v.CoverageTruth, v.CoverageWhy))
 		}
 	}
 	if r.Needs > 0 {
@@ -391,16 +435,21 @@ func markdown(r Report, charts []string) string {
 		"  other place of its file, and still true; each cited test still executing the subject. *Hits the oracle does not\n" +
 		"  count* are hits on needs the oracle says no earlier answer could serve; each one is either evidence the oracle\n" +
 		"  misses or a reuse it should not allow.\n")
-	b.WriteString("- **the truth** is the harness's own, independent of Needle's validators: declarations, flag definitions\n" +
-		"  (a flag or pflag definition call whose name argument evaluates, as a Go constant, to the flag's name) and call\n" +
-		"  links (a reference the type checker resolves to a function declared in the next step) come from go/types;\n" +
-		"  test reach comes from execution: at corpus generation every test ran on its own, in codex's sandbox, with\n" +
-		"  coverage of the whole module, and a test reaches a function when its run executed a statement of the function's\n" +
-		"  body more often than the test binary does with no test (`" + filepath.ToSlash(filepath.Join(r.CorpusDir, "coverage")) + "/`, pinned by digest).\n")
-	b.WriteString("- **stale answers returned**: contexts citing a location that does not hold the subject's declaration at the\n" +
-		"  need's version, a flow whose steps are not linked by resolved calls, a test that does not exist or whose run does\n" +
-		"  not execute the subject, or a satisfied obligation the context does not cite in a form the harness can judge.\n" +
-		"  Must be 0.\n")
+	b.WriteString("- **the truth** is the harness's own, by intervention on a copy of each module version (never through\n" +
+		"  Needle's code, nor by its rules), computed at corpus generation and pinned by digest (`" + filepath.ToSlash(filepath.Join(r.CorpusDir, "truth")) + "/`).\n" +
+		"  A cited span is mapped, by parsing, to the declarations whose name line it holds and within whose lines it lies\n" +
+		"  (doc comment in or out, the end one past); the records of those declarations decide. Per kind:\n")
+	for _, k := range []string{"implementation_location", "runtime_flow", "focused_tests"} {
+		fmt.Fprintf(&b, "  - *%s*: %s.\n", k, r.TruthMethods[k])
+	}
+	b.WriteString("  A case the interventions cannot decide (a mutant that survived, a program that did not show the flag) is\n" +
+		"  *unjudged*: counted and listed, never taken as false. The earlier truth — go/types declarations and links, test\n" +
+		"  reach by coverage (`" + filepath.ToSlash(filepath.Join(r.CorpusDir, "coverage")) + "/`) — is kept as a second opinion: where it and the\n" +
+		"  intervention truth disagree, the case is listed below with both verdicts.\n")
+	b.WriteString("- **stale answers returned**: contexts the truth does not judge true at the need's version (a location whose\n" +
+		"  deletion leaves the subject as it was, a flow whose steps do not run within one another in its scenario, a test\n" +
+		"  that does not exist, fails, or does not fail with the subject broken), contexts it cannot judge, and satisfied\n" +
+		"  obligations the context does not cite in a form the harness can judge. Must be 0.\n")
 	b.WriteString("- **validation**: every distinct scripted answer goes through Needle's validators (`Propose` on a fresh store, the\n" +
 		"  module at the answer's version) and is judged by the truth. A false certified answer is wrong evidence Needle\n" +
 		"  would serve as certified: must be 0. Precision is true certified / certified, recall true certified / true.\n")
@@ -420,15 +469,26 @@ func markdown(r Report, charts []string) string {
 		fmt.Fprintf(&b, "![%s](%s)\n\n", filepath.Base(c), filepath.Base(c))
 	}
 	b.WriteString("## Validation against the truth (every distinct scripted answer)\n\n" +
-		"| kind | answers | true certified | true rejected | false certified | false rejected | precision | recall |\n" +
-		"|---|---|---|---|---|---|---|---|\n")
+		"Precision and recall count the answers the truth judged and the validators decided; *unjudged* answers (the\n" +
+		"truth could not decide) and *undecided* ones (the validators could not: no sandbox, a missing dependency, a\n" +
+		"deadline) are counted apart, never as rejections. Certified answers are split by how the product proved them\n" +
+		"(executed: a run of the tests or the scenario; static: the source only) when the product says.\n\n" +
+		"| kind | answers | true certified | true rejected | false certified | false rejected | unjudged | undecided | certified executed / static | precision | recall |\n" +
+		"|---|---|---|---|---|---|---|---|---|---|---|\n")
 	for _, k := range []string{"implementation_location", "runtime_flow", "focused_tests", "all"} {
 		v, ok := r.Validation[k]
 		if !ok {
 			continue
 		}
-		fmt.Fprintf(&b, "| %s | %d | %d | %d | **%d** | %d | %.4f | %.4f |\n", k, v.Answers, v.TrueCertified, v.TrueRejected,
-			v.FalseCertified, v.FalseRejected, v.Precision, v.Recall)
+		fmt.Fprintf(&b, "| %s | %d | %d | %d | **%d** | %d | %d | %d | %d / %d | %.4f | %.4f |\n", k, v.Answers, v.TrueCertified, v.TrueRejected,
+			v.FalseCertified, v.FalseRejected, v.Unjudged, v.Undecided, v.CertifiedExecuted, v.CertifiedStatic, v.Precision, v.Recall)
+	}
+	if len(r.UnjudgedWhy) > 0 {
+		b.WriteString("\nUnjudged answers by reason:")
+		for _, k := range slices.Sorted(mapKeys(r.UnjudgedWhy)) {
+			fmt.Fprintf(&b, " %s %d;", k, r.UnjudgedWhy[k])
+		}
+		b.WriteString("\n")
 	}
 	fmt.Fprintf(&b, "\nStale answers returned in the same run: **%d**.\n\n", r.StaleReturned)
 	b.WriteString("By the class the generator meant each answer in (the truth decides; a class meant wrong can be right):\n\n" +
@@ -474,6 +534,15 @@ func markdown(r Report, charts []string) string {
 	}
 	if len(r.TrueRejected) > 0 {
 		fmt.Fprintf(&b, "\n## True answers rejected\n\n- %s\n", strings.Join(r.TrueRejected, "\n- "))
+	}
+	if len(r.Undecided) > 0 {
+		fmt.Fprintf(&b, "\n## Answers the validators could not decide\n\n- %s\n", strings.Join(r.Undecided, "\n- "))
+	}
+	if len(r.Unjudged) > 0 {
+		fmt.Fprintf(&b, "\n## Answers the truth could not judge\n\n- %s\n", strings.Join(r.Unjudged, "\n- "))
+	}
+	if len(r.CoverageDisagreements) > 0 {
+		fmt.Fprintf(&b, "\n## Where the coverage truth and the intervention truth disagree\n\n- %s\n", strings.Join(r.CoverageDisagreements, "\n- "))
 	}
 	return b.String()
 }

@@ -151,9 +151,6 @@ func Run(ctx context.Context, opts RunOptions) (Report, []string, error) {
 	}
 	phase("validation", start)
 	for _, v := range verdicts {
-		if strings.Contains(v.Why, errUnjudged) {
-			return Report{}, nil, fmt.Errorf("the truth cannot judge the answer of %s (%s): %s; regenerate the corpus", v.Need, v.Kind, v.Why)
-		}
 		for _, r := range v.Reasons {
 			if strings.Contains(r, errNoSandbox) {
 				return Report{}, nil, fmt.Errorf("the validators could not run the tests of %s in the sandbox: %s", v.Need, r)
@@ -185,7 +182,8 @@ func Run(ctx context.Context, opts RunOptions) (Report, []string, error) {
 }
 
 // loadTruths type-checks every module version of the corpus and reads its
-// coverage (checked against the manifest's digest).
+// coverage and its intervention truth (each checked against the
+// manifest's digest).
 func loadTruths(ctx context.Context, c *Corpus, repos map[string]*moduleRepo, status func(string)) (truths, error) {
 	ts := truths{}
 	for _, s := range c.Manifest.Subjects {
@@ -196,11 +194,15 @@ func loadTruths(ctx context.Context, c *Corpus, repos map[string]*moduleRepo, st
 			if err != nil {
 				return nil, err
 			}
+			d, err := loadTruthData(c.Dir, s.Module, v)
+			if err != nil {
+				return nil, err
+			}
 			prog, err := loadProgram(ctx, r.srcs[v.Version], r.trees[v.Version])
 			if err != nil {
 				return nil, err
 			}
-			ts[s.Module+"@"+v.Version] = &truth{prog: prog, reach: newReach(cov)}
+			ts[s.Module+"@"+v.Version] = &truth{prog: prog, reach: newReach(cov), iv: newITruth(d, r.trees[v.Version], newReach(cov))}
 		}
 	}
 	return ts, nil

@@ -9,10 +9,13 @@ import (
 	"strings"
 )
 
-// Ground truth, computed by the harness with its own code and never with
-// the product's rules: declarations, flag definitions and call links with
-// go/types (program.go), test reach by execution (coverage.go). It judges
-// every scripted answer and every context Needle returns:
+// The coverage truth: the harness's first ground truth, now its second
+// opinion beside the intervention truth (itruth.go), which judges. Its
+// rules are the validators' own rules written again — declarations, flag
+// definitions and call links with go/types (program.go), test reach by
+// coverage (coverage.go) — so agreeing with it proves only that the
+// product follows its rules; the report lists where it and the
+// intervention truth disagree. What it says:
 //
 //   - implementation_location: the cited file (a path as models write it,
 //     "./x.go" too, cleaned; an escape is false) holds the subject's
@@ -59,10 +62,13 @@ func skipFile(rel string) bool {
 		slices.ContainsFunc(strings.Split(rel, "/"), func(p string) bool { return strings.HasPrefix(p, "_") || strings.HasPrefix(p, ".") })
 }
 
-// truth is the ground truth of one module version.
+// truth is the ground truth of one module version: the intervention
+// truth (iv, itruth.go), which judges, and the coverage truth of this file
+// (prog and reach), kept as a second opinion.
 type truth struct {
 	prog  *program
 	reach *reach
+	iv    *itruth
 }
 
 // subject is what a need or a proposal is about.
@@ -269,6 +275,7 @@ type proposal struct {
 	Path      string  `json:"path"`
 	StartLine int     `json:"start_line"`
 	EndLine   int     `json:"end_line"`
+	Scenario  string  `json:"scenario"`
 	Steps     []struct {
 		Path      string `json:"path"`
 		StartLine int    `json:"start_line"`
@@ -278,6 +285,13 @@ type proposal struct {
 		Path string `json:"path"`
 		Name string `json:"name"`
 	} `json:"tests"`
+}
+
+// decodeProposal reads what the truth reads of a proposal.
+func decodeProposal(raw []byte) (proposal, error) {
+	var p proposal
+	err := json.Unmarshal(raw, &p)
+	return p, err
 }
 
 // answer judges a scripted proposal about s.

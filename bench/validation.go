@@ -14,37 +14,82 @@ import (
 // The validators against the truth. Every distinct scripted answer of a
 // corpus (per module version, capability kind and proposal) goes through
 // the product's public Propose on a fresh store, with the module's work
-// tree at the answer's version, and is judged by the truth: true certified,
-// true rejected, false certified (Needle would serve wrong evidence as
-// certified: the run fails) or false rejected.
+// tree at the answer's version, and is judged by the intervention truth:
+// true certified, true rejected, false certified (Needle would serve wrong
+// evidence as certified: the run fails) or false rejected; an answer the
+// truth cannot judge is unjudged, and one the product could not decide
+// (undecided: no sandbox, a missing dependency, a deadline) is counted as
+// such, never as a rejection. The coverage truth judges it too, as a
+// second opinion.
+
+// Outcomes of a validation.
+const (
+	outcomeCertified = "certified"
+	outcomeRejected  = "rejected"
+	outcomeUndecided = "undecided"
+)
 
 // Verdict is one scripted answer judged by the truth and by the product.
 type Verdict struct {
-	Module    string   `json:"module"`
-	Version   string   `json:"version"`
-	Need      string   `json:"need"` // the first need whose worker would give it
-	Kind      string   `json:"kind"`
-	Subject   string   `json:"subject"`            // kind:name
-	Intended  string   `json:"intended,omitempty"` // how the generator meant it to be wrong
-	True      bool     `json:"true"`
-	Why       string   `json:"why,omitempty"` // why the truth says it is false
+	Module   string `json:"module"`
+	Version  string `json:"version"`
+	Need     string `json:"need"` // the first need whose worker would give it
+	Kind     string `json:"kind"`
+	Subject  string `json:"subject"`            // kind:name
+	Intended string `json:"intended,omitempty"` // how the generator meant it to be wrong
+	// Truth is the intervention truth's verdict (true, false, unjudged);
+	// True is Truth == true.
+	Truth string `json:"truth"`
+	True  bool   `json:"true"`
+	Why   string `json:"why,omitempty"` // why the truth says it is false or cannot say
+	// CoverageTruth and CoverageWhy are the coverage truth's (truth.go).
+	CoverageTruth string `json:"coverage_truth"`
+	CoverageWhy   string `json:"coverage_why,omitempty"`
+	// Outcome is the validators' (certified, rejected, undecided);
+	// Certified is Outcome == certified, Reach how it was proven
+	// (executed, static; "" when the product does not say).
+	Outcome   string   `json:"outcome"`
 	Certified bool     `json:"certified"`
+	Reach     string   `json:"reach,omitempty"`
 	Reasons   []string `json:"reasons,omitempty"` // the validators' reasons for a rejection
 }
 
-// KindCounts are the verdicts of one capability kind.
+// KindCounts are the verdicts of one capability kind. Precision and
+// recall count the answers the truth judged and the product decided.
 type KindCounts struct {
-	Answers        int     `json:"answers"`
-	TrueCertified  int     `json:"true_certified"`
-	TrueRejected   int     `json:"true_rejected"`
-	FalseCertified int     `json:"false_certified"`
-	FalseRejected  int     `json:"false_rejected"`
-	Precision      float64 `json:"precision"` // true certified / certified (1 when nothing is certified)
-	Recall         float64 `json:"recall"`    // true certified / true (1 when nothing is true)
+	Answers        int `json:"answers"`
+	TrueCertified  int `json:"true_certified"`
+	TrueRejected   int `json:"true_rejected"`
+	FalseCertified int `json:"false_certified"`
+	FalseRejected  int `json:"false_rejected"`
+	Unjudged       int `json:"unjudged"`  // the truth could not judge
+	Undecided      int `json:"undecided"` // the product could not decide
+	// CertifiedExecuted and CertifiedStatic split the certified answers
+	// by how the product proved them (others: the product did not say).
+	CertifiedExecuted int     `json:"certified_executed"`
+	CertifiedStatic   int     `json:"certified_static"`
+	Precision         float64 `json:"precision"` // true certified / certified (1 when nothing is certified)
+	Recall            float64 `json:"recall"`    // true certified / true (1 when nothing is true)
 }
 
 func (k *KindCounts) add(v Verdict) {
 	k.Answers++
+	if v.Certified {
+		switch v.Reach {
+		case "executed":
+			k.CertifiedExecuted++
+		case "static":
+			k.CertifiedStatic++
+		}
+	}
+	switch {
+	case v.Truth == verdictUnjudged:
+		k.Unjudged++
+		return
+	case v.Outcome == outcomeUndecided:
+		k.Undecided++
+		return
+	}
 	switch {
 	case v.True && v.Certified:
 		k.TrueCertified++
@@ -142,18 +187,23 @@ func judgeAnswers(ctx context.Context, c *Corpus, repos map[string]*moduleRepo, 
 			}
 			t := ts.of(s.Module, v.Version)
 			for _, p := range batch {
-				p.True, p.Why = t.answer(p.subj, p.proposal)
-				res, err := e.Propose(ctx, p.proposal)
-				var perr *product.Error
+				j := t.iv.answer(p.subj, p.proposal)
+				p.Truth, p.True, p.Why = j.V.String(), j.V == tvTrue, j.Why
+				cok, cwhy := t.answer(p.subj, p.proposal)
+				p.CoverageTruth, p.CoverageWhy = verdictFalse, cwhy
 				switch {
-				case errors.As(err, &perr) && perr.Kind == product.KindInvalidInput:
-					p.Reasons = []string{"invalid input: " + err.Error()}
-				case err != nil:
+				case cok:
+					p.CoverageTruth = verdictTrue
+				case strings.Contains(cwhy, errUnjudged):
+					p.CoverageTruth = verdictUnjudged
+				}
+				out0, err := proposeOutcome(ctx, e, p.proposal)
+				if err != nil {
 					e.Close()
 					return nil, fmt.Errorf("propose the answer of %s (%s): %w", p.Need, p.Kind, err)
-				default:
-					p.Certified, p.Reasons = res.Status == "certified", res.Reasons
 				}
+				p.Outcome, p.Reach, p.Reasons = out0.Status, out0.Reach, out0.Reasons
+				p.Certified = p.Outcome == outcomeCertified
 				if p.Certified {
 					p.Reasons = nil
 				}
@@ -168,6 +218,36 @@ func judgeAnswers(ctx context.Context, c *Corpus, repos map[string]*moduleRepo, 
 	return out, nil
 }
 
+// validation is what the product says of a proposal, as the harness
+// counts it.
+type validation struct {
+	Status  string // certified, rejected or undecided
+	Reach   string // executed, static, or "" when the product does not say
+	Reasons []string
+}
+
+// proposer is the product's side of a validation: product.Engine.
+type proposer interface {
+	Propose(ctx context.Context, raw []byte) (product.ProposeResult, error)
+}
+
+// proposeOutcome validates a proposal through the product. Invalid input
+// is a rejection with the product's message. The status passes through as
+// the product says it (a product that can answer "undecided" is counted
+// so); ProposeResult does not say yet how a certified proposal was proven,
+// so Reach stays "" until it does (see the report's note).
+func proposeOutcome(ctx context.Context, e proposer, raw []byte) (validation, error) {
+	res, err := e.Propose(ctx, raw)
+	var perr *product.Error
+	switch {
+	case errors.As(err, &perr) && perr.Kind == product.KindInvalidInput:
+		return validation{Status: outcomeRejected, Reasons: []string{"invalid input: " + err.Error()}}, nil
+	case err != nil:
+		return validation{}, err
+	}
+	return validation{Status: res.Status, Reasons: res.Reasons}, nil
+}
+
 // verdictLine is one verdict as the report's lists print it.
 func verdictLine(v Verdict) string {
 	var b strings.Builder
@@ -176,7 +256,10 @@ func verdictLine(v Verdict) string {
 		fmt.Fprintf(&b, ", meant wrong: %s", v.Intended)
 	}
 	if v.Why != "" {
-		fmt.Fprintf(&b, "; truth: %s", v.Why)
+		fmt.Fprintf(&b, "; truth (%s): %s", v.Truth, v.Why)
+	}
+	if v.Outcome == outcomeUndecided {
+		b.WriteString("; validators: undecided")
 	}
 	if len(v.Reasons) > 0 {
 		fmt.Fprintf(&b, "; validators: %s", strings.Join(v.Reasons, "; "))
