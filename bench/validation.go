@@ -233,9 +233,8 @@ type proposer interface {
 
 // proposeOutcome validates a proposal through the product. Invalid input
 // is a rejection with the product's message. The status passes through as
-// the product says it (a product that can answer "undecided" is counted
-// so); ProposeResult does not say yet how a certified proposal was proven,
-// so Reach stays "" until it does (see the report's note).
+// the product says it ("undecided" is counted apart, its causes as its
+// reasons), and Reach says how a certified proposal was proven.
 func proposeOutcome(ctx context.Context, e proposer, raw []byte) (validation, error) {
 	res, err := e.Propose(ctx, raw)
 	var perr *product.Error
@@ -245,7 +244,7 @@ func proposeOutcome(ctx context.Context, e proposer, raw []byte) (validation, er
 	case err != nil:
 		return validation{}, err
 	}
-	return validation{Status: res.Status, Reasons: res.Reasons}, nil
+	return validation{Status: res.Status, Reach: res.Reach, Reasons: append(res.Reasons, res.Undecided...)}, nil
 }
 
 // verdictLine is one verdict as the report's lists print it.

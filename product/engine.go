@@ -194,6 +194,11 @@ type ProposeResult struct {
 	Reasons       []string `json:"reasons"`
 	// Undecided names what the proof needs and this machine lacks.
 	Undecided []string `json:"undecided"`
+	// Level and Reach say how a certified proposal was proven: level ast
+	// or lexical; reach executed (a run showed it), static (a flow by
+	// go/types alone, nothing run) or lexical; "" for locations.
+	Level string `json:"level,omitempty"`
+	Reach string `json:"reach,omitempty"`
 }
 
 // Propose validates an operator's proposal against the current source and
@@ -221,6 +226,7 @@ func (e *Engine) Propose(ctx context.Context, raw []byte) (ProposeResult, error)
 	res := ProposeResult{Status: rec.Outcome(), Reasons: nonNil(rec.Reasons), Undecided: nonNil(rec.Undecided)}
 	if rec.Certified {
 		res.ArtifactID, res.CertificateID = rec.ArtifactID, rec.CertificateID
+		res.Level, res.Reach = v.Level, v.Reach
 	}
 	return res, nil
 }
