@@ -246,81 +246,146 @@ func flowProbes(steps []citedStep, links []stepLink) ([]testrun.Probe, *flowPlan
 	return probes, plan
 }
 
-// shown looks for the flow in a run's events: each link taken after the
-// one before it, and the last step running. Events are grouped by the test
-// that was running (a chain never spans two tests); events no test owns (a
-// goroutine of its own, a subprocess) form a group of their own.
+// shown looks for the flow in a run's events (see chain).
 func (fp *flowPlan) shown(events []testrun.TraceEvent) (seen, entered []string, ok bool) {
-	groups := map[string][]testrun.TraceEvent{}
-	var order []string
-	for _, ev := range events {
-		if _, ok := groups[ev.Test]; !ok {
-			order = append(order, ev.Test)
-		}
-		groups[ev.Test] = append(groups[ev.Test], ev)
-	}
-	for _, g := range order {
-		if seen, entered, ok := fp.chain(groups[g]); ok {
-			return seen, entered, true
-		}
-	}
-	return nil, nil, false
+	w := fp.walk(events)
+	return w.seen, w.entered, w.done
 }
 
-// chain matches the flow against one group's events, earliest first.
-func (fp *flowPlan) chain(evs []testrun.TraceEvent) (seen, entered []string, ok bool) {
-	pos := -1
-	if len(fp.steps) == 1 {
-		for _, ev := range evs {
-			if ev.Probe == fp.stmt[0] || slices.Contains(fp.entries[0], ev.Probe) {
-				return nil, nil, true
-			}
+// activation is one call of a step's function on one goroutine, with the
+// steps it stands for in a chain from the first step: valid[j] when it is
+// step j's function, entered from a call site in step j-1 while a valid
+// activation of step j-1 was running (step 0: any call).
+type activation struct {
+	probe int
+	valid map[int][]string // step → the links that led to it ("site -> function")
+}
+
+// flowWalk is the state of matching a flow against a run's events.
+type flowWalk struct {
+	fp      *flowPlan
+	stacks  map[string][]*activation // by goroutine
+	best    int                      // the furthest step a valid chain reached
+	seen    []string
+	entered []string
+	done    bool
+}
+
+// walk matches the flow against a run's events, in order: the flow is
+// shown when its last step's function is entered along a valid chain (or,
+// when the last step lies inside a function, its first statement runs in
+// such an activation). A chain is nested, as calls are: each step is
+// entered while the activation of the step before it, itself entered
+// along the chain, is still running on the same goroutine — from a call
+// site in that step's lines, or, for a link by function reference
+// (RunE: run), from wherever the value is called.
+func (fp *flowPlan) walk(events []testrun.TraceEvent) *flowWalk {
+	w := &flowWalk{fp: fp, stacks: map[string][]*activation{}, best: -1}
+	last := len(fp.steps) - 1
+	for _, ev := range events {
+		if w.done {
+			break
 		}
-		return nil, nil, false
-	}
-	for k := 0; k+1 < len(fp.steps); k++ {
-		from, to := fp.steps[k], k+1
-		found := -1
-		for j := pos + 1; j < len(evs) && found < 0; j++ {
-			ev := evs[j]
-			if !slices.Contains(fp.entries[to], ev.Probe) {
+		stack := w.stacks[ev.Goroutine]
+		switch ev.Kind {
+		case testrun.Entered:
+			a := &activation{probe: ev.Probe, valid: map[int][]string{}}
+			for j := range fp.steps {
+				if !slices.Contains(fp.entries[j], ev.Probe) {
+					continue
+				}
+				if j == 0 {
+					a.valid[0] = []string{}
+					continue
+				}
+				if trail, ok := w.link(stack, j, ev); ok {
+					a.valid[j] = trail
+				}
+			}
+			for j, trail := range a.valid {
+				w.best = max(w.best, j)
+				if j == last && !fp.within[last] {
+					w.finish(trail)
+				}
+			}
+			w.stacks[ev.Goroutine] = append(stack, a)
+		case testrun.Returned:
+			for k := len(stack) - 1; k >= 0; k-- {
+				if stack[k].probe == ev.Probe {
+					w.stacks[ev.Goroutine] = stack[:k]
+					break
+				}
+			}
+		case testrun.Ran:
+			if ev.Probe != fp.stmt[last] {
 				continue
 			}
-			if ev.File == from.path && from.span.Contains(ev.Line) {
-				found = j // entered from a call site in step k
-				seen = append(seen, fmt.Sprintf("%s:%d -> %s", ev.File, ev.Line, fp.names[ev.Probe]))
-				entered = append(entered, fp.names[ev.Probe])
+			if last == 0 {
+				w.finish(nil)
 				continue
 			}
-			if fp.links[k].direct() || len(fp.links[k].callees) == 0 {
-				continue
-			}
-			// A link by reference (RunE: run): step k ran, then step k+1
-			// was entered, from wherever the value was called.
-			for i := pos + 1; i < j; i++ {
-				if evs[i].Probe == fp.stmt[k] || slices.Contains(fp.entries[k], evs[i].Probe) && k > 0 || k == 0 && evs[i].Probe == fp.stmt[0] {
-					found = j
-					seen = append(seen, fmt.Sprintf("%s:%d -> %s (a reference in step %d, called at %s:%d)", from.path, from.span.Start, fp.names[ev.Probe], k+1, ev.File, ev.Line))
-					entered = append(entered, fp.names[ev.Probe])
+			for k := len(stack) - 1; k >= 0; k-- {
+				if slices.Contains(fp.entries[last], stack[k].probe) {
+					if trail, ok := stack[k].valid[last]; ok {
+						w.finish(trail)
+					}
 					break
 				}
 			}
 		}
-		if found < 0 {
-			return nil, nil, false
-		}
-		pos = found
 	}
-	last := len(fp.steps) - 1
-	if !fp.within[last] {
-		return seen, entered, true // the last step's own function was entered
-	}
-	for j := pos; j < len(evs); j++ {
-		if evs[j].Probe == fp.stmt[last] {
-			return seen, entered, true
+	if len(fp.steps) == 1 && !w.done {
+		for _, ev := range events {
+			if ev.Kind == testrun.Entered && slices.Contains(fp.entries[0], ev.Probe) && !fp.within[0] {
+				w.finish(nil)
+				break
+			}
 		}
 	}
-	return nil, nil, false
+	return w
+}
+
+// link reports whether an entry into a function of step j continues a
+// valid chain: the trail of links that leads to it.
+func (w *flowWalk) link(stack []*activation, j int, ev testrun.TraceEvent) ([]string, bool) {
+	fp := w.fp
+	from := fp.steps[j-1]
+	name := fp.names[ev.Probe]
+	if ev.File == from.path && from.span.Contains(ev.Line) {
+		// A call from step j-1's lines: the caller is the innermost
+		// activation of a step j-1 function.
+		for k := len(stack) - 1; k >= 0; k-- {
+			if slices.Contains(fp.entries[j-1], stack[k].probe) {
+				if trail, ok := stack[k].valid[j-1]; ok {
+					return append(slices.Clone(trail), fmt.Sprintf("%s:%d -> %s", ev.File, ev.Line, name)), true
+				}
+				return nil, false
+			}
+		}
+		return nil, false
+	}
+	if fp.links[j-1].direct() || len(fp.links[j-1].callees) == 0 {
+		return nil, false
+	}
+	// A link by reference: step j-1 handed the function on, and it is
+	// called from elsewhere while a valid step j-1 is still running.
+	for k := len(stack) - 1; k >= 0; k-- {
+		if trail, ok := stack[k].valid[j-1]; ok {
+			return append(slices.Clone(trail), fmt.Sprintf("%s:%d -> %s (a reference in step %d, called at %s:%d)", from.path, from.span.Start, name, j, ev.File, ev.Line)), true
+		}
+	}
+	return nil, false
+}
+
+func (w *flowWalk) finish(trail []string) {
+	w.done = true
+	w.seen = trail
+	w.entered = nil
+	for _, t := range trail {
+		_, fn, _ := strings.Cut(t, " -> ")
+		fn, _, _ = strings.Cut(fn, " (")
+		w.entered = append(w.entered, fn)
+	}
 }
 
 // missing says what the run did not show, for a reason.
@@ -328,32 +393,16 @@ func (fp *flowPlan) missing(res *testrun.TraceResult) string {
 	if res == nil {
 		return "nothing ran"
 	}
-	best, at := -1, ""
-	groups := map[string][]testrun.TraceEvent{}
-	for _, ev := range res.Events {
-		groups[ev.Test] = append(groups[ev.Test], ev)
-	}
-	for _, evs := range groups {
-		for k := len(fp.steps) - 1; k >= 1; k-- {
-			sub := &flowPlan{steps: fp.steps[:k+1], links: fp.links[:k], entries: fp.entries[:k+1], stmt: fp.stmt[:k+1], within: append(slices.Clone(fp.within[:k]), false), names: fp.names}
-			if _, _, ok := sub.chain(evs); ok && k > best {
-				best = k
-				break
-			}
-		}
-	}
-	if best < 0 {
-		best = 0
-	}
-	if best+1 >= len(fp.steps) {
-		return fmt.Sprintf("step %d's lines %s:%d-%d never ran", len(fp.steps), fp.steps[best].path, fp.steps[best].span.Start, fp.steps[best].span.End)
+	best := fp.walk(res.Events).best
+	switch {
+	case best < 0:
+		return fmt.Sprintf("step 1 (%s:%d-%d) never ran", fp.steps[0].path, fp.steps[0].span.Start, fp.steps[0].span.End)
+	case best+1 >= len(fp.steps):
+		last := fp.steps[len(fp.steps)-1]
+		return fmt.Sprintf("step %d's lines %s:%d-%d never ran within it", len(fp.steps), last.path, last.span.Start, last.span.End)
 	}
 	next := fp.steps[best+1]
-	at = fmt.Sprintf("step %d (%s:%d-%d) was never entered from step %d", best+2, next.path, next.span.Start, next.span.End, best+1)
-	if best == 0 {
-		at = "no link was taken: " + at
-	}
-	return at
+	return fmt.Sprintf("step %d (%s:%d-%d) was never entered from step %d while it ran", best+2, next.path, next.span.Start, next.span.End, best+1)
 }
 
 // derivedScenarios are the runs Needle tries when the proposal names no

@@ -127,12 +127,22 @@ func TestValidate_FlowsExecuted(t *testing.T) {
 	te.checkVerdict(t, flowNamed("symbol", "render", "TestLoud", a.render, a.shoutFormat), "certified", "an interface call to the method the run took")
 	te.checkVerdict(t, flowNamed("symbol", "render", "TestPlain", a.render, a.shoutFormat), "rejected", "was never entered from step 1")
 	te.checkVerdict(t, flowNamed("symbol", "render", "default", a.render, a.plainFormat), "certified", "the method a derived run took")
+	// A chain is nested, as calls are: configure loads the file only when
+	// Boot calls it, not when setup does, though both run in TestBoot.
+	_, ss, se := declLines(t, a.repo, "app/app.go", "func setup()")
+	_, cs, ce := declLines(t, a.repo, "app/app.go", "func configure(")
+	_, ls, le := declLines(t, a.repo, "app/app.go", "func loadFile()")
+	_, bs, be := declLines(t, a.repo, "app/app.go", "func Boot()")
+	te.checkVerdict(t, flowNamed("symbol", "setup", "TestBoot", step("app/app.go", ss, se, "s"), step("app/app.go", cs, ce, "c"), step("app/app.go", ls, le, "l")),
+		"rejected", "step 3 (app/app.go")
+	te.checkVerdict(t, flowNamed("symbol", "Boot", "TestBoot", step("app/app.go", bs, be, "b"), step("app/app.go", cs, ce, "c"), step("app/app.go", ls, le, "l")),
+		"certified", "the call that loads")
 	// Through a strategy func in a struct field.
 	te.checkVerdict(t, flowNamed("symbol", "render", "default", a.render, a.pick), "certified", "a function-typed field")
 
 	r := te.need(`{"route":"trace.state-flow","subject":{"kind":"symbol","name":"Run"},"required":[{"kind":"runtime_flow","completeness":"contract_complete"}]}`)
 	for _, want := range []string{"executed by Needle in its sandbox: go test ./app",
-		"(executed)", "worker's description (unverified)"} {
+		"executed: app/app.go:", "worker's description (unverified)"} {
 		if !strings.Contains(r.Context, want) {
 			t.Errorf("context lacks %q:\n%s", want, r.Context)
 		}

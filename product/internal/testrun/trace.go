@@ -48,12 +48,26 @@ type TraceSpec struct {
 // method value has no frame of its test; a goroutine of its own or a
 // subprocess has none either). "" for package initialization and TestMain.
 type TraceEvent struct {
-	Probe  int
-	File   string
-	Line   int
-	Test   string
-	inTest bool // a test runner's goroutine was on the stack
+	Probe int
+	Kind  EventKind
+	File  string
+	Line  int
+	Test  string
+	// Goroutine identifies the process and goroutine the event ran on
+	// ("pid:goid"): events of one goroutine nest, entries and exits.
+	Goroutine string
+	inTest    bool // a test runner's goroutine was on the stack
 }
+
+// EventKind is what a probe saw.
+type EventKind int
+
+// The event kinds.
+const (
+	Entered  EventKind = eventEntry     // an entry probe's function was entered (File, Line: the call site)
+	Ran      EventKind = eventStatement // a statement probe's statement ran (File, Line: the statement)
+	Returned EventKind = eventExit      // an entry probe's function returned or panicked through
+)
 
 // TraceResult is what a traced run showed.
 type TraceResult struct {
@@ -327,17 +341,18 @@ func readTrace(file, checkout, resolved string) ([]TraceEvent, bool, error) {
 	var out []TraceEvent
 	for sc.Scan() {
 		parts := strings.Split(sc.Text(), "\t")
-		if len(parts) != 5 {
+		if len(parts) != 7 {
 			continue
 		}
 		id, err1 := strconv.Atoi(parts[0])
-		line, err2 := strconv.Atoi(parts[2])
-		if err1 != nil || err2 != nil {
+		kind, err2 := strconv.Atoi(parts[1])
+		line, err3 := strconv.Atoi(parts[3])
+		if err1 != nil || err2 != nil || err3 != nil || kind < eventEntry || kind > eventExit {
 			continue
 		}
-		ev := TraceEvent{Probe: id, Line: line, Test: parts[3], inTest: parts[4] == "1"}
+		ev := TraceEvent{Probe: id, Kind: EventKind(kind), Line: line, Test: parts[4], inTest: parts[5] == "1", Goroutine: parts[6]}
 		for _, root := range []string{checkout, resolved} {
-			if rel, err := filepath.Rel(root, parts[1]); err == nil && filepath.IsAbs(parts[1]) && !strings.HasPrefix(rel, "..") {
+			if rel, err := filepath.Rel(root, parts[2]); err == nil && filepath.IsAbs(parts[2]) && !strings.HasPrefix(rel, "..") {
 				ev.File = filepath.ToSlash(rel)
 				break
 			}
