@@ -281,6 +281,9 @@ type flowWalk struct {
 // (RunE: run), from wherever the value is called.
 func (fp *flowPlan) walk(events []testrun.TraceEvent) *flowWalk {
 	w := &flowWalk{fp: fp, stacks: map[string][]*activation{}, best: -1}
+	if len(fp.entries[0]) == 0 {
+		w.best = 0 // a package-level first step: there from initialization on
+	}
 	last := len(fp.steps) - 1
 	for _, ev := range events {
 		if w.done {
@@ -351,6 +354,19 @@ func (w *flowWalk) link(stack []*activation, j int, ev testrun.TraceEvent) ([]st
 	fp := w.fp
 	from := fp.steps[j-1]
 	name := fp.names[ev.Probe]
+	if j == 1 && len(fp.entries[0]) == 0 {
+		// The first step is no function's (a package-level declaration,
+		// a var whose initializer calls or names the next step): its code
+		// runs at package initialization, and what it calls or hands on is
+		// the next step's entry.
+		if ev.File == from.path && from.span.Contains(ev.Line) {
+			return []string{fmt.Sprintf("%s:%d -> %s", ev.File, ev.Line, name)}, true
+		}
+		if !fp.links[0].direct() && len(fp.links[0].callees) > 0 {
+			return []string{fmt.Sprintf("%s:%d -> %s (a reference in step 1, called at %s:%d)", from.path, from.span.Start, name, ev.File, ev.Line)}, true
+		}
+		return nil, false
+	}
 	if ev.File == from.path && from.span.Contains(ev.Line) {
 		// A call from step j-1's lines: the caller is the innermost
 		// activation of a step j-1 function.

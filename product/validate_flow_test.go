@@ -137,6 +137,9 @@ func TestValidate_FlowsExecuted(t *testing.T) {
 		"rejected", "step 3 (app/app.go")
 	te.checkVerdict(t, flowNamed("symbol", "Boot", "TestBoot", step("app/app.go", bs, be, "b"), step("app/app.go", cs, ce, "c"), step("app/app.go", ls, le, "l")),
 		"certified", "the call that loads")
+	// From a package-level declaration: the variable hands the printer on.
+	pv := lineWith(t, a.repo, "app/app.go", "var Printer = defaultPrinter")
+	te.checkVerdict(t, flowNamed("symbol", "Printer", "TestVersion", step("app/app.go", pv, pv, "p"), a.printer), "certified", "a package-level variable's reference")
 	// Through a strategy func in a struct field.
 	te.checkVerdict(t, flowNamed("symbol", "render", "default", a.render, a.pick), "certified", "a function-typed field")
 
