@@ -82,6 +82,7 @@ type validators struct {
 
 	mu       sync.Mutex
 	runs     map[string]*testRun          // by runKey
+	traces   map[string]*tracedRun        // traced runs, by scenario, probes and snapshot
 	prepared map[string]*testrun.Prepared // by prepKey: listings and baselines
 }
 
@@ -92,7 +93,7 @@ func newValidators(repo *snapshot.Repo, dataDir string, tests TestsConfig) *vali
 	if tests.CacheDir == "" && dataDir != "" {
 		tests.CacheDir = filepath.Join(dataDir, "testrun", mustID(tagRunCache, repo.Root())[3:19])
 	}
-	return &validators{repo: repo, dataDir: dataDir, tests: tests, runs: map[string]*testRun{}, prepared: map[string]*testrun.Prepared{}}
+	return &validators{repo: repo, dataDir: dataDir, tests: tests, runs: map[string]*testRun{}, traces: map[string]*tracedRun{}, prepared: map[string]*testrun.Prepared{}}
 }
 
 // toolchain finds the go command and asks it once where the standard

@@ -126,7 +126,7 @@ func (val *validator) proveFlow(prog *typecheck.Program, steps []citedStep, link
 	}
 	var lastRun *testrun.TraceResult
 	for _, sc := range tries {
-		res, rerr := rs.trace(val.ctx, pkg.ModuleDir, sc, probes, moduleless, val.vs.tests.Deadline)
+		res, files, rerr := rs.trace(val.ctx, pkg.ModuleDir, sc, probes, moduleless, val.vs.tests.Deadline)
 		if rerr != nil {
 			return nil, false, rerr
 		}
@@ -147,10 +147,6 @@ func (val *validator) proveFlow(prog *typecheck.Program, steps []citedStep, link
 			return nil, false, nil
 		}
 		if seen, entered, ok := plan.shown(res.Events); ok {
-			files, err := rs.compiled(res.Packages, pkg.ModuleDir, moduleless != "")
-			if err != nil {
-				return nil, false, err
-			}
 			for f, digest := range files {
 				if prev, have := val.v.Files[f]; have && prev != digest {
 					val.v.reject("%s changed while the scenario ran", f)
@@ -687,11 +683,26 @@ func moduleFiles(root, dir string) *moduleIndex {
 	return idx
 }
 
-// trace runs one scenario of the flow in the session's checkout.
-func (rs *runSession) trace(ctx context.Context, moduleDir string, sc scenario, probes []testrun.Probe, moduleless string, deadline time.Duration) (*testrun.TraceResult, error) {
+// trace runs one scenario with probes in the session's checkout and
+// returns the run with the digests of the files it compiled (its
+// dependencies). Like test runs, a traced run is cached per snapshot: the
+// same scenario and probes on the same source run once.
+func (rs *runSession) trace(ctx context.Context, moduleDir string, sc scenario, probes []testrun.Probe, moduleless string, deadline time.Duration) (*testrun.TraceResult, map[string]string, error) {
+	key := mustID(tagRunCache, struct {
+		Snapshot, Module, Dir, Test string
+		Command                     []string
+		Probes                      []testrun.Probe
+		Deadline                    time.Duration
+	}{rs.snapshot + " " + moduleless, moduleDir, sc.pkgDir, sc.test, sc.command, probes, deadline})
+	rs.vs.mu.Lock()
+	cached := rs.vs.traces[key]
+	rs.vs.mu.Unlock()
+	if cached != nil {
+		return cached.res, cached.files, nil
+	}
 	co, err := rs.ensureCheckout(ctx, moduleless)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	spec := testrun.TraceSpec{Checkout: co, Dir: moduleDir, Package: relPackage(moduleDir, sc.pkgDir), Probes: probes, Deadline: deadline}
 	switch {
@@ -700,5 +711,25 @@ func (rs *runSession) trace(ctx context.Context, moduleDir string, sc scenario, 
 	case sc.test != "":
 		spec.Tests = []string{sc.test}
 	}
-	return rs.runner.Trace(ctx, spec), nil
+	res := rs.runner.Trace(ctx, spec)
+	files, err := rs.compiled(res.Packages, moduleDir, moduleless != "")
+	if err != nil {
+		return nil, nil, err
+	}
+	switch res.Status {
+	case testrun.TimedOut, testrun.Errored, testrun.Unavailable:
+	default:
+		if ctx.Err() == nil {
+			rs.vs.mu.Lock()
+			rs.vs.traces[key] = &tracedRun{res: res, files: files}
+			rs.vs.mu.Unlock()
+		}
+	}
+	return res, files, nil
+}
+
+// tracedRun is a traced run with the digests of the files it compiled.
+type tracedRun struct {
+	res   *testrun.TraceResult
+	files map[string]string
 }

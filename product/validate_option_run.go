@@ -77,7 +77,7 @@ func (val *validator) implicitOptionAt(field string, s Subject, pkg *typecheck.P
 	tries = append(tries, scenario{pkgDir: pkg.Dir, derived: true})
 	var last *testrun.TraceResult
 	for _, sc := range tries {
-		res, err := rs.trace(val.ctx, pkg.ModuleDir, sc, probes, moduleless, val.vs.tests.Deadline)
+		res, files, err := rs.trace(val.ctx, pkg.ModuleDir, sc, probes, moduleless, val.vs.tests.Deadline)
 		if err != nil {
 			return "", false, err
 		}
@@ -102,10 +102,6 @@ func (val *validator) implicitOptionAt(field string, s Subject, pkg *typecheck.P
 			}
 			if s.Kind == SubjectCLIOption && sc.command == nil && !testPassesOption(val.repo.Root(), mod, ev.Test, s.Name) {
 				continue // the run did not give the option: a subcommand of that name, say
-			}
-			files, err := rs.compiled(res.Packages, pkg.ModuleDir, moduleless != "")
-			if err != nil {
-				return "", false, err
 			}
 			if !val.addRunFiles(field, files) {
 				return "", false, nil

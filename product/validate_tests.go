@@ -270,7 +270,7 @@ func (val *validator) traceTest(field string, rs *runSession, pkg *typecheck.Pac
 		moduleless = pkg.ModulePath
 	}
 	sc := scenario{pkgDir: pkg.Dir, test: t.Name}
-	res, err := rs.trace(val.ctx, pkg.ModuleDir, sc, probes, moduleless, val.vs.tests.Deadline)
+	res, files, err := rs.trace(val.ctx, pkg.ModuleDir, sc, probes, moduleless, val.vs.tests.Deadline)
 	if err != nil {
 		return false, false, err
 	}
@@ -280,10 +280,6 @@ func (val *validator) traceTest(field string, rs *runSession, pkg *typecheck.Pac
 	top, _, _ := strings.Cut(t.Name, "/")
 	for _, ev := range res.Events {
 		if ev.Test == top {
-			files, err := rs.compiled(res.Packages, pkg.ModuleDir, moduleless != "")
-			if err != nil {
-				return false, false, err
-			}
 			if !val.addRunFiles(field, files) {
 				return false, false, nil
 			}
