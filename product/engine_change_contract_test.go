@@ -5,6 +5,7 @@ package product
 import (
 	"context"
 	"encoding/json"
+	"github.com/needle-dev/needle/product/testenv"
 	"os"
 	"path/filepath"
 	"strings"
@@ -18,10 +19,7 @@ import (
 // codex (NEEDLE_CODEX_BIN) with a fake model playing script.
 func contractChange(t *testing.T, repo string, script []byte) *testEngine {
 	t.Helper()
-	bin := os.Getenv("NEEDLE_CODEX_BIN")
-	if bin == "" {
-		t.Fatal("NEEDLE_CODEX_BIN is not set: run make test-contract")
-	}
+	bin := testenv.Codex(t)
 	model, err := codextest.StartFakeModel(script)
 	if err != nil {
 		t.Fatal(err)

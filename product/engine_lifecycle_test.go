@@ -3,6 +3,7 @@ package product
 import (
 	"context"
 	"encoding/json"
+	"github.com/needle-dev/needle/product/testenv"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -41,10 +42,7 @@ func mustLifecycleScenario(t *testing.T, name string) lifecycleScenario {
 // (not testrun's own: its tests check that no scratch is left in theirs).
 func realTests(t *testing.T) func(*Config) {
 	t.Helper()
-	bin := os.Getenv("NEEDLE_CODEX_BIN")
-	if bin == "" {
-		t.Fatal("NEEDLE_CODEX_BIN is not set: the lifecycle's tests run in the pinned codex's sandbox (make test sets it)")
-	}
+	bin := testenv.Codex(t)
 	cache, err := filepath.Abs(filepath.Join("..", ".cache", "testrun-lifecycle"))
 	if err != nil {
 		t.Fatal(err)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/needle-dev/needle/product/testenv"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -72,26 +73,12 @@ type testEngine struct {
 	data string
 }
 
-// codexRel is where `make codex` installs the pinned codex, relative to the
-// repository root (the Makefile's CODEX_BIN).
-const codexRel = ".cache/codex-0.171.0/node_modules/@openai/codex-linux-x64/vendor/x86_64-unknown-linux-musl/bin/codex"
-
 // MustSandbox returns the pinned codex whose sandbox runs the tests Needle
 // certifies: $NEEDLE_CODEX_BIN, or the one `make codex` installs. The tests
 // need it and fail, never skip, without it.
 func MustSandbox(tb testing.TB) string {
 	tb.Helper()
-	if bin := os.Getenv("NEEDLE_CODEX_BIN"); bin != "" {
-		return bin
-	}
-	bin, err := filepath.Abs(filepath.Join("..", codexRel))
-	if err == nil {
-		_, err = os.Stat(bin)
-	}
-	if err != nil {
-		tb.Fatalf("the pinned codex is not installed (%v): run make codex", err)
-	}
-	return bin
+	return testenv.Codex(tb)
 }
 
 // MustTestsConfig is how the tests run focused_tests: in the pinned codex's

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/base64"
 	"encoding/json"
+	"github.com/needle-dev/needle/product/testenv"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -32,10 +33,7 @@ var approveLine = regexp.MustCompile(`needle change approve --patch (b3:[0-9a-f]
 // the grepx fixture) on data.
 func startLifecycle(t *testing.T, repo, data string) awaitingLifecycle {
 	t.Helper()
-	bin := os.Getenv("NEEDLE_CODEX_BIN")
-	if bin == "" {
-		t.Fatal("NEEDLE_CODEX_BIN is not set: the lifecycle's tests run in the pinned codex's sandbox (make test sets it)")
-	}
+	bin := testenv.Codex(t)
 	cache, err := filepath.Abs(filepath.Join("..", ".cache", "testrun-lifecycle"))
 	if err != nil {
 		t.Fatal(err)

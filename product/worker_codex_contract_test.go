@@ -3,6 +3,7 @@
 package product
 
 import (
+	"github.com/needle-dev/needle/product/testenv"
 	"os"
 	"path/filepath"
 	"strings"
@@ -17,10 +18,7 @@ import (
 // deadline the turn is interrupted (or the process group killed), the need
 // falls back to a bypass, and no checkout or CODEX_HOME is left behind.
 func TestContract_WorkerDeadline(t *testing.T) {
-	bin := os.Getenv("NEEDLE_CODEX_BIN")
-	if bin == "" {
-		t.Fatal("NEEDLE_CODEX_BIN is not set: run make test-contract")
-	}
+	bin := testenv.Codex(t)
 	held := fakemodel.Message("resp_1", "msg_1", "never sent", fakemodel.Usage{})
 	held.Hold = true
 	model, err := fakemodel.Start(fakemodel.Script{Responses: []fakemodel.Response{held}})

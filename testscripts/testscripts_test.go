@@ -10,6 +10,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/needle-dev/needle/product/testenv"
 	"io"
 	"net"
 	"net/http"
@@ -46,8 +47,12 @@ func TestMain(m *testing.M) {
 }
 
 func TestScripts(t *testing.T) {
+	codexBin = testenv.Codex(t)
 	testscript.Run(t, scriptParams(nil, setupEnv))
 }
+
+// codexBin is the pinned codex the scripts see as $NEEDLE_CODEX_BIN.
+var codexBin string
 
 // residentScripts are the scripts that also run against a resident
 // runtime (TestScripts_Resident): the commands that use one.
@@ -64,6 +69,7 @@ func TestScripts_Resident(t *testing.T) {
 	for _, name := range residentScripts {
 		files = append(files, filepath.Join("testdata", name+".txtar"))
 	}
+	codexBin = testenv.Codex(t)
 	testscript.Run(t, scriptParams(files, func(env *testscript.Env) error {
 		if err := setupEnv(env); err != nil {
 			return err
@@ -104,7 +110,7 @@ func setupEnv(env *testscript.Env) error {
 	env.Setenv("NEEDLE_HOOKDATA", filepath.Join(filepath.Dir(frozen), "product", "internal", "codexhook", "testdata"))
 	// The change lifecycle runs its tests in the pinned codex's
 	// sandbox, with the repository's shared test cache.
-	env.Setenv("NEEDLE_CODEX_BIN", os.Getenv("NEEDLE_CODEX_BIN"))
+	env.Setenv("NEEDLE_CODEX_BIN", codexBin)
 	env.Setenv("NEEDLE_TESTRUN_CACHE", filepath.Join(filepath.Dir(frozen), ".cache", "testrun-lifecycle"))
 	return err
 }

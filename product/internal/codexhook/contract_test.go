@@ -8,6 +8,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/needle-dev/needle/product/testenv"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -98,10 +99,7 @@ func hookChild(mode, logDir string) int {
 
 func codexBin(t *testing.T) string {
 	t.Helper()
-	bin := os.Getenv("NEEDLE_CODEX_BIN")
-	if bin == "" {
-		t.Fatal("NEEDLE_CODEX_BIN is not set: run make test-contract, which installs the pinned codex")
-	}
+	bin := testenv.Codex(t)
 	out, err := exec.Command(bin, "--version").Output()
 	if err != nil || strings.TrimSpace(string(out)) != codexVersion {
 		t.Fatalf("%s --version = %q, %v; want %s", bin, out, err, codexVersion)

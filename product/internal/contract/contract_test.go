@@ -4,6 +4,7 @@ package contract
 
 import (
 	"context"
+	"github.com/needle-dev/needle/product/testenv"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -23,10 +24,7 @@ const codexVersion = "codex-cli 0.171.0"
 
 func codexBin(t *testing.T) string {
 	t.Helper()
-	bin := os.Getenv("NEEDLE_CODEX_BIN")
-	if bin == "" {
-		t.Fatal("NEEDLE_CODEX_BIN is not set: run make test-contract, which installs the pinned codex")
-	}
+	bin := testenv.Codex(t)
 	out, err := exec.Command(bin, "--version").Output()
 	if err != nil || strings.TrimSpace(string(out)) != codexVersion {
 		t.Fatalf("%s --version = %q, %v; want %s", bin, out, err, codexVersion)
