@@ -663,6 +663,7 @@
 //	validate_go.go       Go locations by go/types: symbols, natural spans, flag and key definitions
 //	validate_flow.go     runtime_flow: the first step holds the subject; what the source says of each link
 //	validate_flow_run.go runtime_flow by execution: scenarios as models write them, probes, the run
+//	validate_option_run.go options no definition names, proven by a run that decides them
 //	validate_tests.go    focused_tests: reach by running the test (or static reach); Needle's commands
 //	validate_lexical.go  lexical evidence for other languages: definition-shaped lines
 //	runner.go            TestsConfig; the type checker, the sandboxed test runner and its cache
@@ -719,7 +720,9 @@
 //	                     config), mcp, db, change, serve (and ui)
 //
 // Outside the package: product/codextest (a replay App Server and a fake
-// model for tests and the harness, like net/http/httptest), product/migrations
+// model for tests and the harness, like net/http/httptest), product/testenv
+// (the tests' shared set-up: the module root, the pinned codex, the caches),
+// product/migrations
 // (the embedded SQL), product/web (the embedded UI and the /api/v1 DTOs),
 // and the leaves under product/internal: appserver (the App Server client),
 // checkout (disposable checkouts), codexhook (codex's lifecycle-hook
