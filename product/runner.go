@@ -71,6 +71,9 @@ type validators struct {
 	dataDir string
 	tests   TestsConfig
 
+	modOnce sync.Once
+	modPath string // the root go.mod's module path (rootModule)
+
 	goOnce sync.Once
 	goEnv  goToolchain
 	goErr  error

@@ -2,9 +2,12 @@ package product
 
 import (
 	"bytes"
+	"path/filepath"
+
 	"context"
 	"errors"
 	"fmt"
+	"golang.org/x/mod/modfile"
 	"io/fs"
 	"os"
 	"path"
@@ -122,6 +125,7 @@ func (vs *validators) validate(ctx context.Context, p Proposal) (*validation, er
 		val.v.Reasons = append(val.v.Reasons, p.problems...)
 		return val.v, nil
 	}
+	val.v.Proposal = vs.modulePaths(p)
 	if why := uncertifiable(p.Subject.Kind, Obligation{Kind: p.Kind}); why != "" {
 		val.v.reject("%s", why)
 		return val.v, nil
@@ -144,6 +148,53 @@ func (vs *validators) validate(ctx context.Context, p Proposal) (*validation, er
 		val.v.Claims, val.v.Cited, val.v.Tests, val.v.Links, val.v.Flow = nil, nil, nil, nil, nil
 	}
 	return val.v, nil
+}
+
+// modulePaths writes the paths of p that name a file by the repository
+// module's import path ("github.com/x/y/sub/a.go", as a model that read
+// the import graph writes it) as the repository paths they are, when no
+// file of the repository has the path as written.
+func (vs *validators) modulePaths(p Proposal) Proposal {
+	mod := vs.rootModule()
+	if mod == "" {
+		return p
+	}
+	fix := func(rel string) string {
+		rest, ok := strings.CutPrefix(rel, mod+"/")
+		if !ok || rest == "" {
+			return rel
+		}
+		if _, err := os.Lstat(filepath.Join(vs.repo.Root(), filepath.FromSlash(rel))); err == nil {
+			return rel
+		}
+		return rest
+	}
+	switch p.Kind {
+	case CapImplementationLocation:
+		p.Path = fix(p.Path)
+	case CapRuntimeFlow:
+		p.Steps = append([]FlowStep(nil), p.Steps...)
+		for i := range p.Steps {
+			p.Steps[i].Path = fix(p.Steps[i].Path)
+		}
+	case CapFocusedTests:
+		p.Tests = append([]TestRef(nil), p.Tests...)
+		for i := range p.Tests {
+			p.Tests[i].Path = fix(p.Tests[i].Path)
+		}
+	}
+	return p
+}
+
+// rootModule is the module path of the repository's root go.mod, "" when
+// it has none.
+func (vs *validators) rootModule() string {
+	vs.modOnce.Do(func() {
+		if data, err := os.ReadFile(filepath.Join(vs.repo.Root(), "go.mod")); err == nil {
+			vs.modPath = modfile.ModulePath(data)
+		}
+	})
+	return vs.modPath
 }
 
 // read reads a cited file, recording it as a dependency. Evidence may only

@@ -225,3 +225,21 @@ func TestValidate_ImplicitOptions(t *testing.T) {
 	bare := MustEngine(t, repo, withoutSandbox)
 	bare.checkVerdict(t, locProposal("cli_option", "--help", "main.go", flag, flag), "undecided", "only a run can show deciding")
 }
+
+// TestValidate_Dialect: paths and test names as models write them — a
+// file by its module import path, a test named in a sentence — are read as
+// the repository path and the test they mean.
+func TestValidate_Dialect(t *testing.T) {
+	a := mustFlowApp(t)
+	te := MustEngine(t, a.repo)
+	_, s, e := declLines(t, a.repo, "app/app.go", "func version(")
+	res := te.checkVerdict(t, locProposal("symbol", "version", "example.com/app/app/app.go", s, e), "certified", "a path by the module's import path")
+	if res.Status == "certified" && !strings.Contains(te.artifactBody(t, res.ArtifactID), `"path":"app/app.go"`) {
+		t.Errorf("the artifact keeps the import path: %s", te.artifactBody(t, res.ArtifactID))
+	}
+	te.checkVerdict(t, locProposal("symbol", "version", "example.org/other/app/app.go", s, e), "rejected", "does not exist")
+	for _, name := range []string{"TestVersion in app/app_test.go", "app_test.go:TestVersion", "func TestVersion(t *testing.T)", "go test -run '^TestVersion$' ./app"} {
+		te.checkVerdict(t, fmt.Sprintf(`{"kind":"focused_tests","subject":{"kind":"symbol","name":"version"},"tests":[{"path":"app/app_test.go","name":%s}]}`, jsonText(name)),
+			"certified", "a test named in a sentence: "+name)
+	}
+}

@@ -135,6 +135,16 @@ func goTestName(name string) string {
 	if top, sub, ok := strings.Cut(name, "/"); ok {
 		name = top + "/" + strings.ReplaceAll(sub, " ", "_")
 	}
+	if !testrun.ValidTest(name) {
+		// "TestX in x_test.go", "x_test.go:TestX", "func TestX(t *testing.T)",
+		// "go test -run '^TestX$'": the one test name the text holds.
+		if t, sub, _ := scenarioTest(name); t != "" {
+			name = t
+			if sub != "" {
+				name += "/" + sub
+			}
+		}
+	}
 	return name
 }
 
