@@ -160,7 +160,9 @@
 // defines. Options implemented without a definition — a parser of its own
 // comparing names (case "help":), a key written as a named constant and
 // used as a map key — are only candidates (typecheck.ImplicitOptions),
-// which a run must show deciding before anything is certified. A proof that needs types the
+// which a run must show deciding before anything is certified: run by a
+// test given the option, and by no test of the run not given it (a block
+// that runs either way decides nothing on it). A proof that needs types the
 // module cache lacks is undecided, naming them (below).
 //
 // A validation has three outcomes: certified, rejected (proven false) and

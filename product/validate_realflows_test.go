@@ -134,3 +134,17 @@ func TestValidate_RealTestFlagSet(t *testing.T) {
 	te.checkVerdict(t, flowNamed("cli_option", "--help", "default", step("command_test.go", def, def, "defines --help"), step("command.go", s, e, "x")),
 		"rejected", "neither defines cli_option \"--help\" nor reads its value")
 }
+
+// TestValidate_RealImplicitOptionRegardless: kong's DefaultEnvars
+// compares each flag's name with "help" (case flag.Name == "help":) to
+// give the help flag no environment variable, while it builds the parser.
+// TestDisabledDefaultEnvarAutoHelp passes --help and runs that block, but
+// so do tests given no --help (TestEnv): the comparison runs
+// whatever the command line says and decides nothing on --help, so it is
+// no implementation of it (rejected).
+func TestValidate_RealImplicitOptionRegardless(t *testing.T) {
+	repo := MustRealRepo(t, "github.com/alecthomas/kong@v1.17.0")
+	te := MustEngine(t, repo)
+	cmp := lineWith(t, repo, "options.go", `case flag.Name == "help":`)
+	te.checkVerdict(t, locProposal("cli_option", "--help", "options.go", cmp, cmp+1), "rejected", "which is not given the option: it runs whatever the command line says")
+}

@@ -23,6 +23,7 @@ var pinnedModules = map[string]string{
 	"github.com/urfave/cli/v2@v2.27.7":        "h1:bH59vdhbjLv3LAvIu6gd0usJHgoTTPhCFib8qqOwXYU=",
 	"github.com/alecthomas/kingpin/v2@v2.4.0": "h1:f48lwail6p8zpO1bC4TxtqACaGqHYA22qkHjHpqDjYY=",
 	"github.com/spf13/cobra@v1.9.1":           "h1:CXSaggrXdbHK9CF+8ywj8Amf7PBRmPCOJugH954Nnlo=",
+	"github.com/alecthomas/kong@v1.17.0":      "h1:f52BVWChYMDkMkCoqkEWRuFOk/K4B5LO7xIijeLJRdk=",
 }
 
 // goModDownload runs go mod download -json in dir and decodes its stream.
