@@ -160,7 +160,9 @@
 // defines. Options implemented without a definition — a parser of its own
 // comparing names (case "help":), a key written as a named constant and
 // used as a map key — are only candidates (typecheck.ImplicitOptions),
-// which a run must show deciding before anything is certified. A proof that needs types the
+// which a run must show deciding before anything is certified: run by a
+// test given the option, and by no test of the run not given it (a block
+// that runs either way decides nothing on it). A proof that needs types the
 // module cache lacks is undecided, naming them (below).
 //
 // A validation has three outcomes: certified, rejected (proven false) and
@@ -216,10 +218,13 @@
 // Destination, a flags struct's field), a look-up by name (GetBool("x"),
 // Changed("x"), viper's Get…, urfave/cli's c.Bool("x")), the Set method of
 // its flag.Value (or a field type's Decode, UnmarshalFlag or kong hook), or
-// the environment read itself. Executing a flag's definition alone
-// (building a command) is not reach; a read through names computed at run
-// time (for _, n := range f.Names()) is not found statically, so it shows
-// no reach. The certificate records, per test, the status,
+// the environment read itself, or a look-up by one of the flag's own names
+// taken from its definition (for _, n := range HelpFlag.Names() {
+// c.Bool(n) }, HelpFlag.Names()[0], a slice literal of its names, where
+// HelpFlag holds the definition's literal). Executing a flag's definition
+// alone (building a command) is not reach; a look-up through names no
+// definition gives (a loop over every flag's names, a name split at run
+// time) is not found statically, so it shows no reach. The certificate records, per test, the status,
 // duration, toolchain, output digest and the label executed; its
 // dependencies are the files the test binary compiled (so a replay re-runs
 // the test only when one of them changed). Runs are cached per snapshot.

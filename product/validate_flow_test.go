@@ -72,9 +72,9 @@ func flowNamed(kind, name, scenario string, steps ...string) string {
 
 // flowApp is the flows fixture with the spans its tests cite.
 type flowApp struct {
-	repo                                 string
-	run, version, printer, render, pick  string // steps: the declarations
-	shoutFormat, plainFormat, printerVar string
+	repo                                string
+	run, version, printer, render, pick string // steps: the declarations
+	shoutFormat, plainFormat            string
 }
 
 func mustFlowApp(t *testing.T) flowApp {

@@ -22,7 +22,8 @@ import (
 // guards, or a statement using the constant, runs. For a flag the run must
 // be given the option: the module's program run with it as its argument,
 // or a test whose own source passes it as written on a command line
-// ("--help", "-h"). It returns the claim's detail, or ok false with the
+// ("--help", "-h"), and no test of the run that is not given it may run
+// the candidate too: then it runs whatever the command line says. It returns the claim's detail, or ok false with the
 // outcome recorded (rejected, or undecided when nothing can run here).
 func (val *validator) implicitOptionAt(field string, s Subject, pkg *typecheck.Package, rel string, span typecheck.Span) (string, bool, error) {
 	var cands []typecheck.Implicit
@@ -76,6 +77,7 @@ func (val *validator) implicitOptionAt(field string, s Subject, pkg *typecheck.P
 	}
 	tries = append(tries, scenario{pkgDir: pkg.Dir, derived: true})
 	var last *testrun.TraceResult
+	ranRegardless := ""
 	for _, sc := range tries {
 		res, files, err := rs.trace(val.ctx, pkg.ModuleDir, sc, probes, moduleless, val.vs.tests.Deadline)
 		if err != nil {
@@ -95,13 +97,37 @@ func (val *validator) implicitOptionAt(field string, s Subject, pkg *typecheck.P
 		case testrun.NoTest:
 			continue
 		}
+		// A candidate that also runs in a test not given the option runs
+		// whatever the command line says (kong's DefaultEnvars compares
+		// each flag's name with "help" while it builds the parser): it
+		// does not decide on the option, even where a test gives it.
+		passes := map[string]bool{}
+		given := func(test string) bool {
+			p, seen := passes[test]
+			if !seen {
+				p = testPassesOption(val.repo.Root(), mod, test, s.Name)
+				passes[test] = p
+			}
+			return p
+		}
+		regardless := map[int]string{} // probe → a test not given the option that ran it
+		if s.Kind == SubjectCLIOption && sc.command == nil {
+			for _, ev := range res.Events {
+				if _, ok := owner[ev.Probe]; ok && ev.Test != "" && regardless[ev.Probe] == "" && !given(ev.Test) {
+					regardless[ev.Probe] = ev.Test
+				}
+			}
+		}
 		for _, ev := range res.Events {
 			c, ok := owner[ev.Probe]
 			if !ok {
 				continue
 			}
-			if s.Kind == SubjectCLIOption && sc.command == nil && !testPassesOption(val.repo.Root(), mod, ev.Test, s.Name) {
-				continue // the run did not give the option: a subcommand of that name, say
+			if s.Kind == SubjectCLIOption && sc.command == nil && (!given(ev.Test) || regardless[ev.Probe] != "") {
+				if t := regardless[ev.Probe]; t != "" && ranRegardless == "" {
+					ranRegardless = fmt.Sprintf("; it ran in %s too, which is not given the option: it runs whatever the command line says", t)
+				}
+				continue // the run did not give the option (a subcommand of that name, say), or it runs without it
 			}
 			if !val.addRunFiles(field, files) {
 				return "", false, nil
@@ -121,8 +147,8 @@ func (val *validator) implicitOptionAt(field string, s Subject, pkg *typecheck.P
 	if last != nil {
 		ran = fmt.Sprintf("%d run(s) of the package (%s)", len(tries), last.Status)
 	}
-	val.v.reject("%s: %s:%d compares or names %q, but no run given the option shows it deciding (%s): a string equal to the name is a use until a run shows otherwise",
-		field, rel, cands[0].Line, s.Name, ran)
+	val.v.reject("%s: %s:%d compares or names %q, but no run given the option shows it deciding (%s%s): a string equal to the name is a use until a run shows otherwise",
+		field, rel, cands[0].Line, s.Name, ran, ranRegardless)
 	return "", false, nil
 }
 

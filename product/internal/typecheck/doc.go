@@ -121,8 +121,13 @@
 // struct field's type's Set, Decode, UnmarshalFlag, UnmarshalText or kong
 // hook, and an environment read itself (an environment variable a flag
 // reads is read where the flag is). A write, the definition's own &v and a
-// bare Lookup guard are not reads. A read through names computed at run
-// time (for _, n := range f.Names() { c.IsSet(n) }) is not tied to the
+// bare Lookup guard are not reads. A look-up by one of the flag's own
+// names, taken from its definition, is a read: for _, n := range
+// X.Names() { c.Bool(n) }, X.Names()[i], a slice literal of its names, or
+// slices.ContainsFunc(X.Names(), c.Bool), where X holds the definition
+// (the package variable its literal initializes, or a variable or field
+// every assignment of which holds it). A read through names computed at
+// run time (for _, f := range flags { … f.Names() … }) is not tied to the
 // name statically: only execution decides it.
 //
 // DeclAt finds the declaration holding a line; MethodsNamed the methods of

@@ -57,15 +57,25 @@ type Read struct {
 // read with os.Getenv, the reading call itself; an environment variable a
 // flag reads (EnvVars, Envar, env:"X") is read where the flag's value is.
 // A write (v = x), the definition's own &v and a bare Lookup(name) used as
-// a guard are not reads. A read through a flag's names computed at run time
-// (for _, n := range f.Names() { if c.IsSet(n) … }) cannot be tied to the
-// name statically and is not returned: only running the code shows it.
+// a guard are not reads.
+//
+// A by-name look-up is a read too when its name is one of the flag's own
+// names taken from the definition (see names.go): a variable bound by
+// for _, n := range X.Names(), X.Names()[i], or a range over a slice
+// literal of the flag's names, where X holds the definition (a package
+// variable or field every assignment of which is the definition literal,
+// or a variable so assigned from it); and a method value of such an
+// accessor handed the names (slices.ContainsFunc(X.Names(), c.Bool)).
+// A loop over another flag's names, or over names computed at run time
+// (for _, f := range flags { … f.Names() … }), is none.
 func (pkg *Package) Reads(name string, defs []Definition) []Read {
 	var out []Read
 	bound := map[types.Object]bool{}
 	kinds := map[DefKind]bool{}
 	libs := map[string]bool{} // the packages of the flag types and definition functions
 	flagNames := map[string]bool{}
+	var defNodes []ast.Node       // the definitions' literals and calls
+	ownNames := map[string]bool{} // the names the flag's definitions give it
 	for _, d := range defs {
 		f := pkg.file(d.File)
 		if f == nil || isTestFile(d.File) {
@@ -78,7 +88,16 @@ func (pkg *Package) Reads(name string, defs []Definition) []Read {
 				flagNames[n] = true
 			}
 		}
-		switch n := pkg.defNode(f, d).(type) {
+		node := pkg.defNode(f, d)
+		if d.Kind == DefFlag && node != nil {
+			if !slices.Contains(defNodes, node) {
+				defNodes = append(defNodes, node)
+			}
+			for _, n := range append([]string{d.Long, d.Short}, d.Aliases...) {
+				ownNames[n] = n != ""
+			}
+		}
+		switch n := node.(type) {
 		case *ast.CallExpr:
 			fn := calleeFunc(pkg.Info, n.Fun)
 			if d.Kind == DefEnv && fn != nil && fn.Pkg() != nil && namedKinds[fn.Pkg().Path()] == DefEnv {
@@ -126,6 +145,10 @@ func (pkg *Package) Reads(name string, defs []Definition) []Read {
 		}
 		return (Definition{Kind: kind, Long: v, Short: v}).Matches(name)
 	}
+	var names *nameFlow
+	if kinds[DefFlag] && len(defNodes) > 0 {
+		names = pkg.newNameFlow(defNodes, libs, ownNames)
+	}
 	for _, f := range pkg.Files {
 		if isTestFile(f.Path) {
 			continue
@@ -157,7 +180,9 @@ func (pkg *Package) Reads(name string, defs []Definition) []Read {
 					out = append(out, pkg.readAt(ReadVariable, "field "+sel.Obj().Name(), f.Path, n.Sel.Pos()))
 				}
 			case *ast.CallExpr:
-				if how, ok := pkg.readByName(n, parent, matches, kinds, libs); ok {
+				if how, ok := pkg.readByName(n, parent, matches, names, kinds, libs); ok {
+					out = append(out, pkg.readAt(ReadByName, how, f.Path, n.Pos()))
+				} else if how, ok := pkg.readThroughNames(n, names, kinds, libs); ok {
 					out = append(out, pkg.readAt(ReadByName, how, f.Path, n.Pos()))
 				}
 			}
@@ -436,60 +461,78 @@ func (pkg *Package) exprFunc(e ast.Expr) *types.Func {
 }
 
 // readByName reports whether call looks up the option's value by a constant
-// name: a flag library's method named Get… or Changed taking a name and no
-// usage, Lookup(name) whose result's Value or Changed is selected, viper's
+// name, or by one of the flag's own names taken from its definition
+// (names; nil when there is none): a flag library's method named Get… or
+// Changed taking a name and no usage, Lookup(name) whose result's Value or
+// Changed is selected, viper's
 // Get… and IsSet, and any method of a type of a package that defined the
 // flag (libs) that takes a name first and returns something — urfave/cli's
 // c.Bool("x"), c.IsSet("x") — unless it sets (Set…), compares names
 // (Has…: c.HasName("help") asks whether a command is called help), defines
 // (a usage parameter), returns its receiver's type (cmd.Command("x") is a
 // subcommand) or returns a flag rather than its value (app.GetFlag("x")).
-func (pkg *Package) readByName(call *ast.CallExpr, parent ast.Node, matches func(DefKind, string) bool, kinds map[DefKind]bool, libs map[string]bool) (string, bool) {
+func (pkg *Package) readByName(call *ast.CallExpr, parent ast.Node, matches func(DefKind, string) bool, names *nameFlow, kinds map[DefKind]bool, libs map[string]bool) (string, bool) {
 	fn := calleeFunc(pkg.Info, call.Fun)
 	if fn == nil || fn.Pkg() == nil || len(call.Args) == 0 {
 		return "", false
+	}
+	kind, ok := accessor(fn, parent, kinds, libs)
+	if !ok {
+		return "", false
+	}
+	if v, from, _ := pkg.constString(call.Args[0]); from != FromDynamic && matches(kind, v) {
+		return fn.FullName(), true
+	}
+	if kind == DefFlag && names.isName(call.Args[0]) {
+		return fn.FullName() + " (a name of the flag's own)", true
+	}
+	return fn.FullName(), false
+}
+
+// accessor reports whether fn looks an option's value up by the name its
+// first argument gives (see readByName), and of what kind of option;
+// parent is the node holding the call (nil for a method value).
+func accessor(fn *types.Func, parent ast.Node, kinds map[DefKind]bool, libs map[string]bool) (DefKind, bool) {
+	if fn == nil || fn.Pkg() == nil {
+		return 0, false
 	}
 	pkgPath := fn.Pkg().Path()
 	sig := fn.Signature()
 	params := sig.Params()
 	if params.Len() == 0 {
-		return "", false
+		return 0, false
 	}
 	first := params.At(0)
-	named := func(kind DefKind) bool {
-		v, from, _ := pkg.constString(call.Args[0])
-		return from != FromDynamic && matches(kind, v)
-	}
 	switch {
 	case kinds[DefFlag] && paramAPIs[pkgPath].getters:
 		if first.Name() != "name" || !isString(first.Type()) || hasParam(params, flagParams.usage) {
-			return "", false
+			return 0, false
 		}
 		switch {
 		case strings.HasPrefix(fn.Name(), "Get") || fn.Name() == "Changed":
 		case fn.Name() == "Lookup":
 			sel, ok := parent.(*ast.SelectorExpr)
 			if !ok || (sel.Sel.Name != "Value" && sel.Sel.Name != "Changed") {
-				return "", false
+				return 0, false
 			}
 		default:
-			return "", false
+			return 0, false
 		}
-		return fn.FullName(), named(DefFlag)
+		return DefFlag, true
 	case kinds[DefFlag] && libs[pkgPath]:
 		if first.Name() != "name" || !isString(first.Type()) || sig.Recv() == nil || sig.Results().Len() == 0 ||
 			hasWordPrefix(fn.Name(), "Set") || hasWordPrefix(fn.Name(), "Has") || hasParam(params, generalParams.usage) ||
 			types.Identical(sig.Results().At(0).Type(), sig.Recv().Type()) || saysFlag(typeName(sig.Results().At(0).Type())) {
-			return "", false
+			return 0, false
 		}
-		return fn.FullName(), named(DefFlag)
+		return DefFlag, true
 	case kinds[DefConfigKey] && pkgPath == "github.com/spf13/viper":
 		if !strings.HasPrefix(fn.Name(), "Get") && fn.Name() != "IsSet" {
-			return "", false
+			return 0, false
 		}
-		return fn.FullName(), named(DefConfigKey)
+		return DefConfigKey, true
 	}
-	return "", false
+	return 0, false
 }
 
 func hasParam(params *types.Tuple, names []string) bool {

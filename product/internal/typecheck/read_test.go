@@ -2,9 +2,12 @@ package typecheck
 
 import (
 	"fmt"
+	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/rogpeppe/go-internal/txtar"
 )
 
 // TestPackage_Reads finds where an option's value is read: the variable a
@@ -103,4 +106,65 @@ func TestPackage_ReadsByMeaning(t *testing.T) {
 			t.Errorf("Reads(%s) (-want +got)\n%s", tc.name, diff)
 		}
 	}
+}
+
+// TestPackage_ReadsThroughNames: a look-up by one of a flag's names taken
+// from its definition — a loop over X.Names(), X.Names()[i], a variable
+// holding them, a slice literal of the flag's names, a method value handed
+// them (slices.ContainsFunc), with X the package variable the literal
+// initializes or a copy or field set from it — reads the flag. A loop
+// over another flag's names, over every flag's, over names split at run
+// time or over a variable that may hold another flag reads none; Set
+// writes.
+func TestPackage_ReadsThroughNames(t *testing.T) {
+	l := MustLoader(t, false)
+	pkg := MustPackage(t, MustLoad(t, l, "names.txtar", "names.go"), "names.go")
+	at := func(text string) string {
+		t.Helper()
+		return "by_name:names.go:" + fmt.Sprint(fixtureLine(t, "names.txtar", "names.go", text))
+	}
+	for _, tc := range []struct {
+		name string
+		want []string
+	}{
+		{"--help", []string{at("read: a loop over the definition's names"), at("read: a name by index"),
+			at("read: a variable holding the names"), at("read: a slice literal of the flag's names"), at("read: a field set from a copy")}},
+		{"-h", []string{at("read: a loop over the definition's names"), at("read: a name by index"),
+			at("read: a variable holding the names"), at("read: a slice literal of the flag's names"), at("read: a field set from a copy")}},
+		{"--version", []string{at("another flag's names")}},
+	} {
+		defs, _ := pkg.FindOption(tc.name, DefFlag)
+		if len(defs) == 0 {
+			t.Fatalf("%s: no definition", tc.name)
+		}
+		var got []string
+		for _, r := range pkg.Reads(tc.name, defs) {
+			got = append(got, fmt.Sprintf("%s:%s:%d", r.Kind, r.File, r.Line))
+		}
+		if diff := cmp.Diff(tc.want, got); diff != "" {
+			t.Errorf("Reads(%s) (-want +got)\n%s", tc.name, diff)
+		}
+	}
+}
+
+// fixtureLine is the 1-based line of file in testdata/fixture holding
+// text: the oracle is the fixture's text.
+func fixtureLine(tb testing.TB, fixture, file, text string) int {
+	tb.Helper()
+	ar, err := txtar.ParseFile(filepath.Join("testdata", fixture))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	for _, f := range ar.Files {
+		if f.Name != file {
+			continue
+		}
+		for i, line := range strings.Split(string(f.Data), "\n") {
+			if strings.Contains(line, text) {
+				return i + 1
+			}
+		}
+	}
+	tb.Fatalf("%s: %s holds no line with %q", fixture, file, text)
+	return 0
 }

@@ -61,20 +61,29 @@ var (
 // names ("-h, --help") is one flag. The help subcommand (a Command literal
 // named help), a test passing --help and a test's own flag literal are no
 // definition of the library's --help. v2.25.7 reads --help by name
-// (c.Bool("help")); v2.27.7 and v3 only through HelpFlag.Names(), which
-// only execution can tie to the name. A flag's EnvVars (v2) and Sources:
-// EnvVars(…) (v3) define environment variables.
+// (c.Bool("help")) and, in checkHelp, through its names (for _, name :=
+// range HelpFlag.Names() { if cCtx.Bool(name) … }); v2.27.7 only through
+// its names; v3 through a copy of HelpFlag set as a field
+// (slices.ContainsFunc(helpFlag.Names(), cmd.Bool)). checkVersion's loop
+// over VersionFlag.Names() reads --version, not --help, and the loops over
+// every flag's names (context.go) read neither. A flag's EnvVars (v2) and
+// Sources: EnvVars(…) (v3) define environment variables.
 func TestRealUrfave_FlagLiterals(t *testing.T) {
 	for _, tc := range []struct {
 		mod                  string
 		help, short, version int
 		callee               string
-		reads                []string
+		reads, versionReads  []string
 		envFile              string
 	}{
-		{"github.com/urfave/cli/v2@v2.25.7", 47, 48, 37, "github.com/urfave/cli/v2.BoolFlag", []string{"by_name:help.go:430", "by_name:help.go:439"}, "context_test.go:264"},
-		{"github.com/urfave/cli/v2@v2.27.7", 47, 48, 37, "github.com/urfave/cli/v2.BoolFlag", nil, "context_test.go:"},
-		{"github.com/urfave/cli/v3@v3.14.0", 40, 41, 29, "github.com/urfave/cli/v3.BoolFlag", nil, "command_test.go:"},
+		{"github.com/urfave/cli/v2@v2.25.7", 47, 48, 37, "github.com/urfave/cli/v2.BoolFlag",
+			[]string{"by_name:help.go:420", "by_name:help.go:430", "by_name:help.go:439"}, []string{"by_name:help.go:410"}, "context_test.go:264"},
+		{"github.com/urfave/cli/v2@v2.27.7", 47, 48, 37, "github.com/urfave/cli/v2.BoolFlag",
+			[]string{"by_name:help.go:429"}, []string{"by_name:help.go:416"}, "context_test.go:"},
+		// v3 reads --version with cmd.versionFlag.IsSet(), a method of the
+		// flag rather than a look-up by name.
+		{"github.com/urfave/cli/v3@v3.14.0", 40, 41, 29, "github.com/urfave/cli/v3.BoolFlag",
+			[]string{"by_name:command.go:209"}, nil, "command_test.go:"},
 	} {
 		t.Run(tc.mod, func(t *testing.T) {
 			pkg := mustLoadReal(t, tc.mod, "flag.go")
@@ -102,8 +111,13 @@ func TestRealUrfave_FlagLiterals(t *testing.T) {
 			if inTests == 0 {
 				t.Error("no definition of --help in the tests, which define flags named help of their own")
 			}
-			if got := realReads(pkg, "--help", DefFlag); !slices.Equal(got, tc.reads) {
-				t.Errorf("Reads(--help) = %v, want %v", got, tc.reads)
+			for _, name := range []string{"--help", "-h"} {
+				if got := realReads(pkg, name, DefFlag); !slices.Equal(got, tc.reads) {
+					t.Errorf("Reads(%s) = %v, want %v", name, got, tc.reads)
+				}
+			}
+			if got := realReads(pkg, "--version", DefFlag); !slices.Equal(got, tc.versionReads) {
+				t.Errorf("Reads(--version) = %v, want %v", got, tc.versionReads)
 			}
 			env, _ := pkg.FindOption("APP_TIMEOUT_SECONDS", keyKinds...)
 			if len(env) == 0 || !strings.HasPrefix(fmt.Sprintf("%s:%d", env[0].File, env[0].Line), tc.envFile) || env[0].Kind != DefEnv {
