@@ -108,12 +108,11 @@ func (val *validator) flow() error {
 			return err
 		}
 	}
-	first := steps[0]
-	claim, ok, err := val.flowStart(prog, p.Subject, first)
+	held, claim, ok, err := val.subjectStep(prog, p.Subject, steps)
 	if !ok || err != nil {
 		return err
 	}
-	val.addClaim(claim, first.span)
+	val.addClaim(claim, steps[held].span)
 	links := make([]stepLink, 0, len(steps)-1)
 	for i := 0; i+1 < len(steps); i++ {
 		a, b := steps[i], steps[i+1]
@@ -184,13 +183,40 @@ func satisfiedScenario(s string) string {
 	return ScenarioDefault
 }
 
-// flowStart checks that the first step holds the subject: for a Go symbol,
-// the step lies in its declaration or holds the declaration's name; for a
-// Go option, it holds a definition of it or a read of its value; for other
+// subjectStep finds the step that holds the subject: a flow is about its
+// subject, which it may start from (the option defined, then read) or
+// reach (an entry point, then the code that reads the option). The first
+// step that holds it is the one claimed; none is a rejection naming why
+// each does not, or undecided when a step cannot be decided here.
+func (val *validator) subjectStep(prog *typecheck.Program, s Subject, steps []citedStep) (int, Claim, bool, error) {
+	var why, undecided []string
+	for i, st := range steps {
+		nr, nu := len(val.v.Reasons), len(val.v.Undecided)
+		claim, ok, err := val.flowStart(prog, s, st, fmt.Sprintf("steps[%d]", i))
+		if err != nil {
+			return 0, Claim{}, false, err
+		}
+		why = append(why, val.v.Reasons[nr:]...)
+		undecided = append(undecided, val.v.Undecided[nu:]...)
+		val.v.Reasons, val.v.Undecided = val.v.Reasons[:nr], val.v.Undecided[:nu]
+		if ok {
+			return i, claim, true, nil
+		}
+	}
+	if len(undecided) > 0 {
+		val.v.Undecided = append(val.v.Undecided, undecided...)
+		return 0, Claim{}, false, nil
+	}
+	val.v.reject("no step holds %s %q: %s", s.Kind, s.Name, strings.Join(why, "; "))
+	return 0, Claim{}, false, nil
+}
+
+// flowStart checks that a step holds the subject: for a Go symbol, the
+// step lies in its declaration or holds the declaration's name; for a Go
+// option, it holds a definition of it or a read of its value; for other
 // files, the lexical rules of locations. A definition in a _test.go file
-// does not start a flow: it is a test's option, not the program's.
-func (val *validator) flowStart(prog *typecheck.Program, s Subject, st citedStep) (Claim, bool, error) {
-	const field = "steps[0]"
+// holds no option of the program: it is a test's.
+func (val *validator) flowStart(prog *typecheck.Program, s Subject, st citedStep, field string) (Claim, bool, error) {
 	if !isGo(st.path) {
 		claim, _, ok, err := val.subjectAt(field, s, st.path, st.src, st.span)
 		claim.ExcerptDigest = excerptDigest(st.src, st.span)
@@ -315,9 +341,12 @@ func (val *validator) declaredClaim(prog *typecheck.Program, s citedStep) {
 }
 
 // stepFuncs are the functions a run enters step s through: those declared
-// in its lines, and the innermost function holding its first line (a
-// function literal's body included), each as the line its entry probe
-// takes (the declaration's name, or a line of the literal's body).
+// in its lines (functions, and closures whose body opens there), and, for
+// lines inside a function, the innermost function holding its first line
+// (a function literal's body included), each as the line its entry probe
+// takes (the declaration's name, the line a literal's body opens on, or a
+// line of the holding literal's body). within reports that the step lies
+// inside a function: its own lines must then be seen running.
 func stepFuncs(s citedStep) (entries []int, names map[int]string, within bool) {
 	names = map[int]string{}
 	fset := token.NewFileSet()
@@ -327,6 +356,7 @@ func stepFuncs(s citedStep) (entries []int, names map[int]string, within bool) {
 	}
 	line := func(p token.Pos) int { return fset.Position(p).Line }
 	var holder int
+	declared := false
 	ast.Inspect(f, func(n ast.Node) bool {
 		switch fn := n.(type) {
 		case *ast.FuncDecl:
@@ -341,19 +371,32 @@ func stepFuncs(s citedStep) (entries []int, names map[int]string, within bool) {
 			if s.span.Contains(nl) {
 				entries = append(entries, nl)
 				names[nl] = name
+				declared = true
 			} else if line(fn.Pos()) <= s.span.Start && s.span.Start <= line(fn.End()) {
 				holder, names[nl] = nl, name
 			}
 		case *ast.FuncLit:
 			lb, rb := line(fn.Body.Lbrace), line(fn.Body.Rbrace)
-			if lb <= s.span.Start && s.span.Start <= rb && lb < s.span.Start {
-				holder, names[s.span.Start] = s.span.Start, "a function literal"
+			switch {
+			case s.span.Contains(lb):
+				// A closure the step declares (a table test's, a
+				// callback assigned to a field): entered from wherever
+				// it is called.
+				if _, dup := names[lb]; !dup {
+					entries = append(entries, lb)
+					names[lb] = fmt.Sprintf("the function literal at %s:%d", s.path, lb)
+				}
+			case lb < s.span.Start && s.span.Start <= rb:
+				holder, names[s.span.Start] = s.span.Start, fmt.Sprintf("the function literal at %s:%d", s.path, lb)
 			}
 		}
 		return true
 	})
-	if len(entries) == 0 && holder != 0 {
-		return []int{holder}, names, true
+	if !declared && holder != 0 {
+		// Lines inside a function: the function holding them (and any
+		// closure they declare) is how a run enters the step, and its
+		// lines must run.
+		return append(entries, holder), names, true
 	}
 	return entries, names, false
 }

@@ -364,14 +364,15 @@ func (w *flowWalk) link(stack []*activation, j int, ev testrun.TraceEvent) ([]st
 		return nil, false
 	}
 	if ev.File == from.path && from.span.Contains(ev.Line) {
-		// A call from step j-1's lines: the caller is the innermost
-		// activation of a step j-1 function.
+		// A call from step j-1's lines, made while an activation of a step
+		// j-1 function entered along the chain runs: the caller itself, or,
+		// when step j-1's function called itself (a dispatcher running the
+		// selected subcommand), the call that the chain entered.
 		for k := len(stack) - 1; k >= 0; k-- {
 			if slices.Contains(fp.entries[j-1], stack[k].probe) {
 				if trail, ok := stack[k].valid[j-1]; ok {
 					return append(slices.Clone(trail), fmt.Sprintf("%s:%d -> %s", ev.File, ev.Line, name)), true
 				}
-				return nil, false
 			}
 		}
 		return nil, false
@@ -490,7 +491,9 @@ func (val *validator) namedScenario(pkg *typecheck.Package, steps []citedStep, l
 
 // testToken finds a Go test name in text: "Test" followed by a character
 // that is not a lower-case letter, optionally "/subtest".
-var testToken = lazyregexp.New(`(?:^|[^\w])(Test(?:[A-Z0-9_][\w]*)?)(?:\(\))?(/[^\s'"` + "`" + `$,;)]+)?`)
+// The name and each subtest may be anchored as a -run pattern writes them
+// ("^TestX$/^sub$").
+var testToken = lazyregexp.New(`(?:^|[^\w])\^?(Test(?:[A-Z0-9_][\w]*)?)\b(?:\(\))?\$?((?:/\^?[^\s'"` + "`" + `$,;)/^]+\$?)*)`)
 
 // pathToken finds a package hint: "./dir", "dir/x_test.go".
 var pathToken = lazyregexp.New(`(?:^|\s)(\./[\w./-]+|[\w./-]+_test\.go)`)
@@ -507,16 +510,19 @@ func scenarioTest(label string) (name, sub, hint string) {
 			names = append(names, n)
 		}
 		if len(names) == 1 && m[2] != "" {
-			sub = strings.TrimSuffix(strings.TrimPrefix(m[2], "/"), "$")
-			sub = strings.TrimPrefix(sub, "^")
+			parts := strings.Split(strings.TrimPrefix(m[2], "/"), "/")
+			for i, p := range parts {
+				parts[i] = strings.TrimSuffix(strings.TrimPrefix(p, "^"), "$")
+			}
+			sub = strings.Join(parts, "/")
 		}
 	}
 	if len(names) != 1 {
 		return "", "", ""
 	}
 	if m := pathToken.FindStringSubmatch(label); m != nil {
-		hint = strings.TrimSuffix(strings.TrimPrefix(m[1], "./"), "/...")
-		if hint == "" {
+		hint = strings.TrimSuffix(strings.TrimSuffix(strings.TrimPrefix(m[1], "./"), "..."), "/")
+		if hint == "" && !strings.HasSuffix(m[1], "...") {
 			hint = "."
 		}
 	}
@@ -552,10 +558,40 @@ func scenarioCommand(label string, mod *moduleIndex) (string, []string, bool) {
 		}
 		return "", nil, false
 	}
-	prog := path.Base(words[0])
-	for _, m := range mod.mains {
-		if path.Base(m) == prog || (m == mod.dir && prog == path.Base(mod.path)) {
-			return m, words[1:], true
+	names := func(prog string) (string, bool) {
+		prog = path.Base(prog)
+		for _, m := range mod.mains {
+			if path.Base(m) == prog || (m == mod.dir && prog == path.Base(mod.path)) {
+				return m, true
+			}
+		}
+		return "", false
+	}
+	if m, ok := names(words[0]); ok {
+		return m, words[1:], true
+	}
+	// Prose naming a program of the module ("running textctl with no
+	// arguments", "when the user runs app -v x"): its arguments are the
+	// words after it up to the first that is prose again.
+	if plain, ok := shellSplit(strings.Map(func(r rune) rune {
+		if strings.ContainsRune(",.;:!?()`\"'", r) {
+			return ' '
+		}
+		return r
+	}, label)); ok {
+		for i, w := range plain {
+			m, ok := names(w)
+			if !ok || i == 0 {
+				continue
+			}
+			var args []string
+			for _, a := range plain[i+1:] {
+				if proseWords[strings.ToLower(a)] {
+					break
+				}
+				args = append(args, a)
+			}
+			return m, args, true
 		}
 	}
 	// "app --version": a program word and arguments that look like a
@@ -575,6 +611,11 @@ func scenarioCommand(label string, mod *moduleIndex) (string, []string, bool) {
 }
 
 var programWord = lazyregexp.New(`^[A-Za-z][\w.-]*$`)
+
+// proseWords end a command's arguments written inside a sentence.
+var proseWords = map[string]bool{"with": true, "and": true, "to": true, "when": true, "then": true, "on": true, "in": true,
+	"for": true, "that": true, "which": true, "so": true, "after": true, "before": true, "using": true, "via": true, "by": true,
+	"while": true, "where": true, "without": true, "is": true, "are": true, "it": true}
 
 // shellSplit splits a command line as a POSIX shell would for simple
 // words, single and double quotes; ok is false for anything else

@@ -137,6 +137,26 @@ func TestValidate_FlowsExecuted(t *testing.T) {
 		"rejected", "step 3 (app/app.go")
 	te.checkVerdict(t, flowNamed("symbol", "Boot", "TestBoot", step("app/app.go", bs, be, "b"), step("app/app.go", cs, ce, "c"), step("app/app.go", ls, le, "l")),
 		"certified", "the call that loads")
+	// The subject may be held by a later step: an entry point, then the
+	// code the flow is about.
+	te.checkVerdict(t, flowNamed("symbol", "version", "TestVersion", a.run, a.version), "certified", "the subject in the last step")
+	te.checkVerdict(t, flowNamed("symbol", "render", "TestVersion", a.run, a.version), "rejected", "no step holds symbol \"render\"")
+	// A closure a table test declares, cited from its first line.
+	cl := lineWith(t, a.repo, "app/app_test.go", `t.Run("v", func(t *testing.T) {`)
+	te.checkVerdict(t, flowNamed("symbol", "Run", "TestTable/v", step("app/app_test.go", cl, cl+3, "the case"), a.run, a.version), "certified", "a table test's closure")
+	// A dispatcher calling itself: the chain goes through the call that
+	// the flow entered.
+	_, rs, re := declLines(t, a.repo, "app/app.go", "func Root()")
+	_, ds, de := declLines(t, a.repo, "app/app.go", "func (c *Cmd) Dispatch()")
+	_, ls2, le2 := declLines(t, a.repo, "app/app.go", "func leaf()")
+	te.checkVerdict(t, flowNamed("symbol", "Root", "TestDispatch", step("app/app.go", rs, re, "r"), step("app/app.go", ds, de, "d"), step("app/app.go", ls2, le2, "l")),
+		"certified", "a recursive dispatcher")
+	// Through reflection: the call site is the frame that called reflect.
+	_, vs, ve := declLines(t, a.repo, "app/app.go", "func ViaReflect()")
+	_, fs, fe := declLines(t, a.repo, "app/app.go", "func reflected()")
+	te.checkVerdict(t, flowNamed("symbol", "ViaReflect", "TestReflect", step("app/app.go", vs, ve, "v"), step("app/app.go", fs, fe, "f")), "certified", "a call through reflect")
+	// A command named inside a sentence, without backticks.
+	te.checkVerdict(t, flowNamed("symbol", "Run", "running app --version to see it", chain...), "certified", "a program named in prose")
 	// From a package-level declaration: the variable hands the printer on.
 	pv := lineWith(t, a.repo, "app/app.go", "var Printer = defaultPrinter")
 	te.checkVerdict(t, flowNamed("symbol", "Printer", "TestVersion", step("app/app.go", pv, pv, "p"), a.printer), "certified", "a package-level variable's reference")
@@ -144,7 +164,7 @@ func TestValidate_FlowsExecuted(t *testing.T) {
 	te.checkVerdict(t, flowNamed("symbol", "render", "default", a.render, a.pick), "certified", "a function-typed field")
 
 	r := te.need(`{"route":"trace.state-flow","subject":{"kind":"symbol","name":"Run"},"required":[{"kind":"runtime_flow","completeness":"contract_complete"}]}`)
-	for _, want := range []string{"executed by Needle in its sandbox: go test ./app",
+	for _, want := range []string{"executed by Needle in its sandbox: go ",
 		"executed: app/app.go:", "worker's description (unverified)"} {
 		if !strings.Contains(r.Context, want) {
 			t.Errorf("context lacks %q:\n%s", want, r.Context)

@@ -299,11 +299,14 @@ func FN(id, kind int) {
 	frames := FN_runtime.CallersFrames(pcs[:n])
 	var caller FN_runtime.Frame
 	test, inTest := "", "0"
-	for more, first := true, true; more; first = false {
+	for more, found := true, false; more; {
 		var fr FN_runtime.Frame
 		fr, more = frames.Next()
-		if first {
-			caller = fr
+		// The call site is the first frame of the program's own: a call
+		// through reflect (Value.Call) or the runtime is made by the frame
+		// that asked them.
+		if !found && !FN_strings.HasPrefix(fr.Function, "reflect.") && !FN_strings.HasPrefix(fr.Function, "runtime.") {
+			caller, found = fr, true
 		}
 		if fr.Function == "testing.tRunner" {
 			inTest = "1"
