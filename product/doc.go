@@ -176,9 +176,9 @@
 // undecided makes the need a bypass whose resolution lists the causes.
 //
 // A runtime_flow is for a scenario, and it is proven by running it
-// (validate_flow*.go). Statically, the first step holds the subject (its
-// declaration, a definition of the option or a read of its value) and
-// each step calls into the next: a callee go/types resolves, declared in
+// (validate_flow*.go). Statically, a step holds the subject (its
+// declaration, a definition of the option or a read of its value: a flow
+// may start at it or lead to it) and each step calls into the next: a callee go/types resolves, declared in
 // (or entered by) the next step, or a call go/types cannot name (an
 // interface method, a function-typed variable or field) that a run may
 // tie to it; a step with neither, or a name alone, is a rejection. Then
