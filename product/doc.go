@@ -550,6 +550,18 @@
 // files and done, and a crashed apply is finished or undone at the next
 // open.
 //
+// Content addresses are checked on every read of a record that is about
+// to be acted on (integrity.go): a patch's blobs (each file's new
+// content) must hash to the after digests of its operations and those to
+// its patch id, and a lifecycle artifact's id must be the one its event
+// produced (its event's digest is checked as it is decoded, a
+// verification's kept verdict must be the one it judged). Apply, diff,
+// every phase that reads the patch, verify_change and the served details
+// (needle change show, GET /api/v1/lifecycles/{id}) read through these
+// checks; a record that fails one is a KindIntegrity error naming it
+// (exit 5, HTTP 500 with kind "integrity" and the message), nothing is
+// written or served from it, and the lifecycle goes no further.
+//
 // # Resident runtime
 //
 // StartRuntime (needle serve) owns one data directory. It takes the
@@ -698,6 +710,7 @@
 //	adapter_testrun.go   the test adapter: Needle runs the frozen test plans, sandboxed
 //	invocation.go        invocation records around every adapter: no worker runs twice under one id
 //	apply.go             approval, the journaled all-or-nothing apply, recovery, diff
+//	integrity.go         content addresses checked on read: patch blobs, lifecycle artifacts
 //	engine_lifecycle.go  StartLifecycle, RunLifecycle, Lifecycles, Lifecycle, LifecycleEvents
 //	profile.go           role profiles
 //	mcp.go               the MCP server: session, initialize, tools/list and tools/call

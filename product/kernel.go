@@ -564,7 +564,7 @@ func (k *lifecycleKernel) verify(ctx context.Context, v lifecycleView, call Adap
 		Outcome: verdict, Repair: clip(repair, LifecycleMaxRepairBytes)}
 	for i, c := range criteria {
 		va.Criteria = append(va.Criteria, LifecycleCriterionJudgement{Criterion: i + 1, Digest: s.Freeze.Criteria[i], Status: c.Status,
-			Note: clip(strings.ToValidUTF8(strings.ReplaceAll(c.Reason, "\x00", ""), ""), LifecycleMaxTextBytes)})
+			Note: judgementNote(c.Reason)})
 	}
 	out.id = va.ID()
 	out.blobs.Verdict = &verificationRecord{Ordinal: s.Round, PatchRevision: s.Round, Verdict: verdict, Criteria: criteria,

@@ -457,6 +457,9 @@ func (s *Store) artifactWhere(ctx context.Context, where string, args ...any) (l
 	if err := decodeStored(blobs, &a.Blobs); err != nil {
 		return a, false, err
 	}
+	if err := checkArtifact(a); err != nil {
+		return a, false, err
+	}
 	return a, true, decodeStored(usage, &a.Usage)
 }
 
@@ -613,7 +616,8 @@ func (s *Store) verificationBodies(ctx context.Context, changeID string) ([]stri
 		[]any{changeID}, func(rows rowScanner, body *string) error { return rows.Scan(body) })
 }
 
-// patchBlobs reads an accepted patch revision with its contents.
+// patchBlobs reads an accepted patch revision with its contents, checked
+// against its patch id (a KindIntegrity error when they differ).
 func (s *Store) patchBlobs(ctx context.Context, changeID string, revision int) ([]PatchFile, string, error) {
 	var ops, id string
 	err := s.db.QueryRowContext(ctx, `SELECT patch_id, operations FROM patches WHERE change_id = ? AND revision = ? AND status = 'accepted'`,
@@ -625,7 +629,10 @@ func (s *Store) patchBlobs(ctx context.Context, changeID string, revision int) (
 		return nil, "", storeError("store.patch", err)
 	}
 	var files []PatchFile
-	return files, id, decodeStored(ops, &files)
+	if err := decodeStored(ops, &files); err != nil {
+		return nil, "", err
+	}
+	return files, id, checkPatchBlob(fmt.Sprintf("patch %s (revision %d of change %s)", id, revision, changeID), id, files)
 }
 
 // lifecycleRef names a lifecycle with its repository root, for the

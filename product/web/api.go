@@ -32,7 +32,9 @@ import "time"
 // Errors are Error bodies with the HTTP status of their kind: 400
 // invalid_input, 401 unauthorized, 403 forbidden_origin, 404 not_found,
 // 409 conflict, 415 unsupported_media_type, 421 bad_host, 500 internal
-// (message "internal error"; details only in the log), 503 unavailable.
+// (message "internal error"; details only in the log), 500 integrity (a
+// stored record does not match its content address; the message names
+// it), 503 unavailable.
 
 // Page bounds of every list route.
 const (
