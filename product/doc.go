@@ -541,7 +541,11 @@
 // the change rows it describes (changes, patches, verifications; the one
 // repair reservation) in the same transaction. Every read replays the
 // append-only change_events journal and checks the projection
-// (change_lifecycles) and every payload digest. Invocation ids are
+// (change_lifecycles) and every payload digest: a lifecycle that does not
+// check is a KindIntegrity error for every read and command (show,
+// events, run, approve, apply, cancel), and a listing (needle change
+// list, GET /api/v1/lifecycles, the UI) shows it as status corrupt with
+// its ids and what does not check, beside the others. Invocation ids are
 // content ids of (lifecycle, phase, attempt): an artifact persisted before
 // a crash is committed by the next run without invoking anything.
 // Approval binds the patch, verification and awaiting-approval state

@@ -68,12 +68,13 @@ type lifecycleView struct {
 // its payload digest, each was accepted by the machine from the state its
 // prev_digest names and led to the state its state_digest names, and the
 // last state is byte for byte the stored projection (and its columns
-// agree). Anything else is a corrupt lifecycle (KindStore), never served.
+// agree). Anything else is a corrupt lifecycle (KindIntegrity), never
+// served: listed as corrupt, and refused by every read and command.
 func verifyLifecycle(l storedLifecycle) (lifecycleView, error) {
 	v := lifecycleView{lifecycleRecord: l.lifecycleRecord, Stored: l}
 	corrupt := func(format string, args ...any) (lifecycleView, error) {
-		return lifecycleView{}, &Error{Op: "lifecycle.read", Kind: KindStore,
-			Err: fmt.Errorf("lifecycle %s is corrupt: %s", l.ID, fmt.Sprintf(format, args...))}
+		return lifecycleView{}, &Error{Op: "lifecycle.read", Kind: KindIntegrity,
+			Err: fmt.Errorf("integrity: lifecycle %s is corrupt: %s", l.ID, fmt.Sprintf(format, args...))}
 	}
 	s := LifecycleState{}
 	for i, e := range l.Journal {

@@ -109,7 +109,9 @@ const usageChangeList = `Usage: needle change list --repository DIR --data-dir D
 
 List the repository's lifecycles (newest first: id, change, phase/status,
 round, task), then its changes without a lifecycle (prepare_change). Every
-lifecycle is replayed from its journal and checked before it is shown.
+lifecycle is replayed from its journal and checked before it is shown; one
+whose stored records do not check is listed as corrupt with its ids and
+what does not check (show, run, approve and apply refuse it: exit 5).
 `
 
 func (c *cli) changeList(args []string) int {
@@ -137,6 +139,10 @@ func (c *cli) changeList(args []string) int {
 		}{ls, cs})
 	}
 	for _, l := range ls {
+		if l.Status == LifecycleStatusCorrupt {
+			fmt.Fprintf(c.stdout, "%s  %s  %-26s %s\n", l.ID, l.ChangeID, l.Status, l.Corrupt)
+			continue
+		}
 		fmt.Fprintf(c.stdout, "%s  %s  %-26s round %d  %s\n", l.ID, l.ChangeID, string(l.Phase)+"/"+string(l.Status), l.Round, l.Task)
 	}
 	for _, ch := range cs {

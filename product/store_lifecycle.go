@@ -333,7 +333,7 @@ func (s *Store) loadLifecycle(ctx context.Context, root, id string) (storedLifec
 		dst  any
 	}{{req, &l.Request}, {needs, &l.Needs}, {plans, &l.Plans}} {
 		if err := decodeStored(d.data, d.dst); err != nil {
-			return l, err
+			return l, integrityf("lifecycle.read", "lifecycle "+l.ID, "%v", err)
 		}
 	}
 	l.Journal, err = queryAll(ctx, s.db, "store.lifecycle_events", `SELECT seq, kind, payload, payload_digest, prev_digest,
@@ -344,11 +344,10 @@ func (s *Store) loadLifecycle(ctx context.Context, root, id string) (storedLifec
 	return l, err
 }
 
-// lifecycleIDs lists the lifecycles of root, newest first.
-func (s *Store) lifecycleIDs(ctx context.Context, root string, limit int) ([]string, error) {
-	return queryAll(ctx, s.db, "store.lifecycles", `SELECT lifecycle_id FROM change_lifecycles WHERE root = ?
-		ORDER BY created_at DESC, lifecycle_id LIMIT ?`, []any{root, limit},
-		func(rows rowScanner, id *string) error { return rows.Scan(id) })
+// lifecycleRefs lists the lifecycles of root, newest first.
+func (s *Store) lifecycleRefs(ctx context.Context, root string, limit int) ([]lifecycleRef, error) {
+	return queryAll(ctx, s.db, "store.lifecycles", `SELECT `+lifecycleRefColumns+` FROM change_lifecycles WHERE root = ?
+		ORDER BY created_at DESC, lifecycle_id LIMIT ?`, []any{root, limit}, scanLifecycleRef)
 }
 
 // lifecycleOfChange returns the lifecycle that runs a change ("" when the
@@ -637,9 +636,17 @@ func (s *Store) patchBlobs(ctx context.Context, changeID string, revision int) (
 
 // lifecycleRef names a lifecycle with its repository root, for the
 // resident runtime, which serves the lifecycles of every repository of its
-// data directory.
+// data directory, and for a listing, which shows a lifecycle that does
+// not check by these columns alone.
 type lifecycleRef struct {
 	ID, Root, UpdatedAt string
+	ChangeID, CreatedAt string
+}
+
+const lifecycleRefColumns = `lifecycle_id, root, updated_at, change_id, created_at`
+
+func scanLifecycleRef(rows rowScanner, r *lifecycleRef) error {
+	return rows.Scan(&r.ID, &r.Root, &r.UpdatedAt, &r.ChangeID, &r.CreatedAt)
 }
 
 // lifecyclePage lists lifecycles of every root, most recently updated
@@ -649,17 +656,16 @@ func (s *Store) lifecyclePage(ctx context.Context, afterUpdated, afterID string,
 	if afterID != "" {
 		where, args = `WHERE (updated_at, lifecycle_id) < (?, ?)`, []any{afterUpdated, afterID}
 	}
-	return queryAll(ctx, s.db, "store.lifecycles", `SELECT lifecycle_id, root, updated_at FROM change_lifecycles `+where+`
-		ORDER BY updated_at DESC, lifecycle_id DESC LIMIT ?`, append(args, limit),
-		func(rows rowScanner, r *lifecycleRef) error { return rows.Scan(&r.ID, &r.Root, &r.UpdatedAt) })
+	return queryAll(ctx, s.db, "store.lifecycles", `SELECT `+lifecycleRefColumns+` FROM change_lifecycles `+where+`
+		ORDER BY updated_at DESC, lifecycle_id DESC LIMIT ?`, append(args, limit), scanLifecycleRef)
 }
 
 // lifecycleRef finds a lifecycle by its id or its change's id, in any
 // root; KindNotFound when there is none.
 func (s *Store) lifecycleRef(ctx context.Context, id string) (lifecycleRef, error) {
 	var r lifecycleRef
-	err := s.db.QueryRowContext(ctx, `SELECT lifecycle_id, root, updated_at FROM change_lifecycles
-		WHERE lifecycle_id = ? OR change_id = ?`, id, id).Scan(&r.ID, &r.Root, &r.UpdatedAt)
+	err := scanLifecycleRef(s.db.QueryRowContext(ctx, `SELECT `+lifecycleRefColumns+` FROM change_lifecycles
+		WHERE lifecycle_id = ? OR change_id = ?`, id, id), &r)
 	if errNoRows(err) {
 		return r, &Error{Op: "lifecycle", Kind: KindNotFound, Err: fmt.Errorf("no lifecycle %s", id)}
 	}

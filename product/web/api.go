@@ -229,13 +229,18 @@ type LifecycleSummary struct {
 	Phase       string `json:"phase"`        // explore implement test review verify apply
 	// Status is running, awaiting_approval, approved or applying, or
 	// terminal: applied, rejected, inconclusive, failed, cancelled (with
-	// Reason).
+	// Reason); or corrupt: the lifecycle's stored records do not check
+	// (Corrupt says what), and its detail, approval and apply answer the
+	// integrity error.
 	Status      string    `json:"status"`
 	Reason      string    `json:"reason,omitempty"`
 	Round       int       `json:"round"` // 2 after the one repair
 	UpdatedAt   time.Time `json:"updated_at"`
 	Events      int       `json:"events"` // journal length (the state's seq)
 	StateDigest string    `json:"state_digest"`
+	// Corrupt is set with status corrupt: what does not check, bounded to
+	// MaxTextBytes (ids and digests only).
+	Corrupt string `json:"corrupt,omitempty"`
 }
 
 // LifecycleDetail is one lifecycle, replayed and checked from its journal

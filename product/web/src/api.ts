@@ -144,6 +144,7 @@ export interface LifecycleSummary {
   updated_at: string;
   events: number;
   state_digest: string;
+  corrupt?: string;
 }
 
 export interface LifecycleDetail {

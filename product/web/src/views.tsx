@@ -312,7 +312,15 @@ export function LifecyclesView({ items }: { items: LifecycleSummary[] }) {
                 </a>
                 <div className="muted mono">{l.change_id}</div>
               </td>
-              <td>{l.task}</td>
+              <td>
+                {l.corrupt ? (
+                  <span className="corrupt" data-corrupt={l.lifecycle_id}>
+                    {l.corrupt}
+                  </span>
+                ) : (
+                  l.task
+                )}
+              </td>
               <td>{l.phase}</td>
               <td>
                 <StatusBadge s={l} />
