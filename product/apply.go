@@ -347,7 +347,7 @@ func (j *applyJournal) apply(ctx context.Context, files []PatchFile, patch, appr
 	intent := LifecycleApplyIntent{Patch: patch, Approval: approval}
 	for _, f := range files {
 		af := applyFile{Path: f.Path, Op: f.Op, Before: f.Before, After: f.After, Executable: f.Executable}
-		data, exec, ok, err := e.baseContent(f.Path, f.Before)
+		data, mode, ok, err := e.baseContent(f.Path, f.Before)
 		if err != nil {
 			return "", err
 		}
@@ -355,7 +355,8 @@ func (j *applyJournal) apply(ctx context.Context, files []PatchFile, patch, appr
 			drifted = append(drifted, f.Path)
 			continue
 		}
-		af.BeforeContent, af.BeforeExec = string(data), exec
+		af.BeforeContent, af.BeforeExec, af.BeforeMode = string(data), mode&0o100 != 0, uint32(mode)
+		af.Mode = uint32(writeMode(f.Before != "", mode, f.Executable))
 		row.Files = append(row.Files, af)
 		intent.Files = append(intent.Files, LifecycleApplyFile{Path: f.Path, Before: f.Before, After: f.After})
 	}
@@ -394,7 +395,7 @@ func (j *applyJournal) apply(ctx context.Context, files []PatchFile, patch, appr
 			}
 			return "", conflictf("409 conflict: %s changed in the work tree during the apply; the apply was rolled back", f.Path)
 		}
-		if err := writeTreeFile(e.root, f.Path, f.Op == PatchDelete, []byte(contentOf(files, f.Path)), f.Executable); err != nil {
+		if err := writeTreeFile(e.root, f.Path, f.Op == PatchDelete, []byte(contentOf(files, f.Path)), f.mode()); err != nil {
 			if rerr := j.rollback(ctx, row, LifecycleRollbackIO); rerr != nil {
 				return "", fmt.Errorf("%v; rolling back: %w", err, rerr)
 			}
@@ -528,7 +529,7 @@ func (e *Engine) restoreAfter(ctx context.Context, row applyRow, found []string)
 		if found[i] != abandonAfter {
 			continue
 		}
-		if err := writeTreeFile(e.root, f.Path, f.Before == "", []byte(f.BeforeContent), f.BeforeExec); err != nil {
+		if err := writeTreeFile(e.root, f.Path, f.Before == "", []byte(f.BeforeContent), f.beforeMode()); err != nil {
 			return &Error{Op: opApply, Kind: KindIO, Err: fmt.Errorf("restore %s: %w", f.Path, err)}
 		}
 		if err := e.store.journalApplyFile(ctx, row.ApplyID, i, "restored", f.Path); err != nil {
@@ -763,29 +764,48 @@ func (e *Engine) treeDigest(rel string) (string, error) {
 }
 
 // baseContent reads a work-tree file when it still has the digest want
-// ("" = absent): its content, whether it is executable, and ok false when
-// it drifted.
-func (e *Engine) baseContent(rel, want string) ([]byte, bool, bool, error) {
+// ("" = absent): its content, its permission bits, and ok false when it
+// drifted.
+func (e *Engine) baseContent(rel, want string) ([]byte, fs.FileMode, bool, error) {
 	got, err := e.treeDigest(rel)
 	if KindOf(err) == KindConflict {
-		return nil, false, false, nil
+		return nil, 0, false, nil
 	}
 	if err != nil || got != want {
-		return nil, false, false, err
+		return nil, 0, false, err
 	}
 	if want == "" {
-		return nil, false, true, nil
+		return nil, 0, true, nil
 	}
 	abs, _ := treePath(e.root, rel)
 	data, err := os.ReadFile(abs)
 	if err != nil {
-		return nil, false, false, &Error{Op: opApply, Kind: KindIO, Err: err}
+		return nil, 0, false, &Error{Op: opApply, Kind: KindIO, Err: err}
 	}
 	fi, err := os.Lstat(abs)
 	if err != nil || contentid.OfBytes(snapshot.FileTag, data) != want {
-		return nil, false, false, err
+		return nil, 0, false, err
 	}
-	return data, fi.Mode()&0o100 != 0, true, nil
+	return data, fi.Mode().Perm(), true, nil
+}
+
+// writeMode is the mode apply writes a file with: an existing file keeps
+// its own (only its executable bits follow the patch, where the patch
+// changes them: set where it is readable, or cleared), so a 0600 file
+// stays 0600; a new file gets the mode the patch says, 0755 for an
+// executable, else 0644.
+func writeMode(existed bool, mode fs.FileMode, exec bool) fs.FileMode {
+	switch {
+	case !existed && exec:
+		return 0o755
+	case !existed:
+		return 0o644
+	case exec && mode&0o100 == 0:
+		return mode | (mode&0o444)>>2
+	case !exec && mode&0o100 != 0:
+		return mode &^ 0o111
+	}
+	return mode
 }
 
 // treePath is the absolute path of a repository path, refusing any parent
@@ -812,9 +832,10 @@ func treePath(root, rel string) (string, error) {
 	return filepath.Join(root, filepath.FromSlash(rel)), nil
 }
 
-// writeTreeFile writes (or deletes) one work-tree file durably: a temporary
-// file in the same directory, fsync, rename over, fsync of the directory.
-func writeTreeFile(root, rel string, del bool, data []byte, exec bool) error {
+// writeTreeFile writes (or deletes) one work-tree file durably, with the
+// permission bits mode: a temporary file in the same directory, fsync,
+// rename over, fsync of the directory.
+func writeTreeFile(root, rel string, del bool, data []byte, mode fs.FileMode) error {
 	abs, err := treePath(root, rel)
 	if err != nil {
 		return err
@@ -835,10 +856,6 @@ func writeTreeFile(root, rel string, del bool, data []byte, exec bool) error {
 	}
 	tmp := f.Name()
 	defer os.Remove(tmp) // a no-op after the rename
-	mode := os.FileMode(0o644)
-	if exec {
-		mode = 0o755
-	}
 	_, err = f.Write(data)
 	if err == nil {
 		err = f.Chmod(mode)

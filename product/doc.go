@@ -552,7 +552,10 @@
 // digests; apply (apply.go) refuses any drift of the patch's base (a
 // KindConflict, exit 3, HTTP 409) and writes nothing, journals intent,
 // files and done, and a crashed apply is finished or undone at the next
-// open.
+// open. Each file keeps its permission bits (only its executable bits
+// follow the patch, where the patch changes them), a new file gets the
+// mode the patch says (0755 executable, else 0644), and a restore puts
+// back the mode a file had.
 //
 // Content addresses are checked on every read of a record that is about
 // to be acted on (integrity.go): a patch's blobs (each file's new
@@ -609,7 +612,12 @@
 // schema_migrations in the same transaction. At every open the digest of
 // every applied migration is compared with the binary's text: a mismatch,
 // or a database newer than the binary, refuses to open. Migrations are
-// additive and shipped text never changes. An open holds an exclusive lock
+// additive and shipped text never changes. The store's file, WAL and
+// shared-memory file are 0600 whatever the data directory's mode: a new
+// database file is created 0600 before SQLite opens it (SQLite gives the
+// WAL and shared-memory file the database file's mode), and an existing
+// store's looser files are narrowed at open; the runtime's token, lock and
+// socket are 0600 too. An open holds an exclusive lock
 // (DATA_DIR/needle.db.open-lock, product/internal/filelock) from the guard
 // through the WAL switch to the last migration, so processes opening a new
 // data directory at once take turns, and the migration history is read in

@@ -46,6 +46,8 @@ type fakeScript struct {
 	Effects string `json:"effects"`
 	// Gate, when set, is a FIFO the first invocation waits at (gate).
 	Gate string `json:"gate"`
+	// Executable: the paths whose new content the patch makes executable.
+	Executable []string `json:"executable,omitempty"`
 }
 
 const fakeDelete = "\x00delete"
@@ -198,6 +200,7 @@ func (f *fakeScript) implement(root string, req ImplementRequest) (ImplementResu
 		} else {
 			file.Op, file.Content, file.Bytes = PatchModify, content, len(content)
 			file.After = contentid.OfBytes(snapshot.FileTag, []byte(content))
+			file.Executable = slices.Contains(f.Executable, p)
 			if file.Before == "" {
 				file.Op = PatchAdd
 			}

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"strings"
 )
@@ -104,7 +105,10 @@ type applyRow struct {
 }
 
 // applyFile is one file of an apply intent, with the content it had before
-// (for a modified or deleted file) so that recovery can restore it.
+// (for a modified or deleted file) so that recovery can restore it, and
+// the permission bits it is written with and had before (0 in an intent
+// journaled before they were recorded: then 0755 or 0644 by the
+// executable bits).
 type applyFile struct {
 	Path          string  `json:"path"`
 	Op            PatchOp `json:"op"`
@@ -113,6 +117,22 @@ type applyFile struct {
 	Executable    bool    `json:"executable"`
 	BeforeContent string  `json:"before_content"`
 	BeforeExec    bool    `json:"before_executable"`
+	Mode          uint32  `json:"mode,omitempty"`
+	BeforeMode    uint32  `json:"before_mode,omitempty"`
+}
+
+func (f applyFile) mode() fs.FileMode { return orExecMode(f.Mode, f.Executable) }
+
+func (f applyFile) beforeMode() fs.FileMode { return orExecMode(f.BeforeMode, f.BeforeExec) }
+
+func orExecMode(mode uint32, exec bool) fs.FileMode {
+	switch {
+	case mode != 0:
+		return fs.FileMode(mode).Perm()
+	case exec:
+		return 0o755
+	}
+	return 0o644
 }
 
 type applyEnd struct {
