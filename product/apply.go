@@ -58,14 +58,16 @@ type ApprovalResult struct {
 	PatchID     string `json:"patch_id"`
 }
 
-// ApplyResult is a finished apply.
+// ApplyResult is a finished apply. Applying an applied change again
+// answers the same result: the first apply's, with the time it finished.
 type ApplyResult struct {
 	ChangeID    string   `json:"change_id"`
 	LifecycleID string   `json:"lifecycle_id"`
 	IntentID    string   `json:"intent_id"`
 	PatchID     string   `json:"patch_id"`
 	Paths       []string `json:"paths"`
-	Status      string   `json:"status"` // applied
+	Status      string   `json:"status"`     // applied
+	AppliedAt   string   `json:"applied_at"` // RFC 3339 UTC: when the apply's last step was journaled
 }
 
 // conflictf is the 409-class error of apply and approval.
@@ -224,7 +226,9 @@ func (e *Engine) approveChange(ctx context.Context, id string, req ApprovalReque
 
 // Apply writes an approved patch to the work tree, journaled and all or
 // nothing. A file that changed since the patch was made is a conflict (a
-// KindConflict, the 409) and nothing is written.
+// KindConflict, the 409) and nothing is written. Apply is idempotent: an
+// applied change answers the first apply's outcome and time, and nothing
+// is written again.
 func (e *Engine) Apply(ctx context.Context, id string) (ApplyResult, error) {
 	lid, err := e.lifecycleIDOf(ctx, id)
 	if err != nil {
@@ -256,12 +260,8 @@ func (e *Engine) Apply(ctx context.Context, id string) (ApplyResult, error) {
 	s := v.State
 	if s.Status == LifecycleStatusApplied {
 		// Already applied (perhaps finished by recovery as this command
-		// opened the repository): the apply's postcondition holds.
-		res := ApplyResult{ChangeID: v.ChangeID, LifecycleID: v.ID, PatchID: s.Patch.ID, IntentID: s.ApplyIntent, Status: "applied"}
-		if files, err := (&lifecycleKernel{e: e}).currentPatch(ctx, v); err == nil {
-			res.Paths = pathsOf(files)
-		}
-		return res, nil
+		// opened the repository): the first apply's outcome.
+		return e.applied(ctx, v.ChangeID, v.ID, s.Patch.ID, s.Approval)
 	}
 	if s.Status != LifecycleStatusApproved {
 		return ApplyResult{}, conflictf("lifecycle %s is %s: only an approved patch is applied (needle change show %s)", v.ID, s.where(), v.ID)
@@ -271,14 +271,41 @@ func (e *Engine) Apply(ctx context.Context, id string) (ApplyResult, error) {
 	if err != nil {
 		return ApplyResult{}, err
 	}
-	res := ApplyResult{ChangeID: v.ChangeID, LifecycleID: v.ID, PatchID: s.Patch.ID}
 	j := applyJournal{e: e, view: &v}
-	intent, err := j.apply(ctx, files, s.Patch.ID, s.Approval, v.ChangeID)
-	if err != nil {
-		return res, err
+	if _, err := j.apply(ctx, files, s.Patch.ID, s.Approval, v.ChangeID); err != nil {
+		return ApplyResult{ChangeID: v.ChangeID, LifecycleID: v.ID, PatchID: s.Patch.ID}, err
 	}
-	res.IntentID, res.Paths, res.Status = intent, pathsOf(files), "applied"
-	return res, nil
+	return e.applied(ctx, v.ChangeID, v.ID, s.Patch.ID, s.Approval)
+}
+
+// applied is the outcome of a change's finished apply under approval, as
+// the apply journal recorded it: its intent, paths and the time its last
+// step was journaled. Every apply of an applied change answers it.
+func (e *Engine) applied(ctx context.Context, changeID, lifecycleID, patch, approval string) (ApplyResult, error) {
+	res, ok, err := e.appliedUnder(ctx, changeID, approval)
+	if err == nil && !ok {
+		err = &Error{Op: opApply, Kind: KindStore, Err: fmt.Errorf("change %s is applied, but its apply journal has no finished apply", changeID)}
+	}
+	res.LifecycleID, res.PatchID = lifecycleID, patch
+	return res, err
+}
+
+// appliedUnder finds the finished apply of a change under approval.
+func (e *Engine) appliedUnder(ctx context.Context, changeID, approval string) (ApplyResult, bool, error) {
+	rows, err := e.store.applies(ctx, e.root, changeID, false)
+	if err != nil {
+		return ApplyResult{}, false, err
+	}
+	for i := len(rows) - 1; i >= 0; i-- {
+		if r := rows[i]; r.Status == "done" && r.Approval == approval {
+			paths := make([]string, len(r.Files))
+			for i, f := range r.Files {
+				paths[i] = f.Path
+			}
+			return ApplyResult{ChangeID: changeID, IntentID: r.IntentID, Paths: paths, Status: "applied", AppliedAt: r.FinishedAt}, true, nil
+		}
+	}
+	return ApplyResult{}, false, nil
 }
 
 func (e *Engine) applyChange(ctx context.Context, id string) (ApplyResult, error) {
@@ -296,24 +323,19 @@ func (e *Engine) applyChange(ctx context.Context, id string) (ApplyResult, error
 	if a.ID != b.approvalID() {
 		return ApplyResult{}, conflictf("the approval of change %s is for an older patch, verification or change digest: approve it again", id)
 	}
+	if res, ok, err := e.appliedUnder(ctx, id, a.ID); ok || err != nil {
+		res.PatchID = b.patch
+		return res, err // applied already: the first apply's outcome
+	}
 	files, _, err := e.store.patchBlobs(ctx, id, b.change.Current)
 	if err != nil {
 		return ApplyResult{}, err
 	}
 	j := applyJournal{e: e}
-	intent, err := j.apply(ctx, files, b.patch, a.ID, id)
-	if err != nil {
+	if _, err := j.apply(ctx, files, b.patch, a.ID, id); err != nil {
 		return ApplyResult{}, err
 	}
-	return ApplyResult{ChangeID: id, IntentID: intent, PatchID: b.patch, Paths: pathsOf(files), Status: "applied"}, nil
-}
-
-func pathsOf(files []PatchFile) []string {
-	out := make([]string, len(files))
-	for i, f := range files {
-		out[i] = f.Path
-	}
-	return out
+	return e.applied(ctx, id, "", b.patch, a.ID)
 }
 
 // applyJournal runs one apply; view is set for a lifecycle, whose every

@@ -555,7 +555,10 @@
 // open. Each file keeps its permission bits (only its executable bits
 // follow the patch, where the patch changes them), a new file gets the
 // mode the patch says (0755 executable, else 0644), and a restore puts
-// back the mode a file had.
+// back the mode a file had. Apply is idempotent: an applied change (a
+// lifecycle's or one without) answers the first apply's outcome, read
+// from the apply journal with the time it finished, on every later apply
+// (CLI and API alike), and nothing is written again.
 //
 // Content addresses are checked on every read of a record that is about
 // to be acted on (integrity.go): a patch's blobs (each file's new

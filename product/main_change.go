@@ -523,6 +523,8 @@ they were. The apply is journaled (intent, each file, done): an apply a crash
 interrupted is finished (every file written) or undone (anything less) when
 Needle next opens the repository, and 'needle change show' says which. The
 index and HEAD are never touched: stage the result as after git apply.
+Applying an applied change again writes nothing and prints the first
+apply's outcome, with the time it was applied.
 
 An interrupted apply cannot be finished or undone when a file it touches was
 edited since (it holds neither its content before nor after the patch):
@@ -573,7 +575,7 @@ func (c *cli) changeApply(args []string) int {
 	if *f.json {
 		return c.writeJSON(res)
 	}
-	fmt.Fprintf(c.stdout, "applied %s: %s (intent %s)\n", res.PatchID, strings.Join(res.Paths, ", "), res.IntentID)
+	fmt.Fprintf(c.stdout, "applied %s at %s: %s (intent %s)\n", res.PatchID, res.AppliedAt, strings.Join(res.Paths, ", "), res.IntentID)
 	return 0
 }
 

@@ -374,7 +374,9 @@ func (rt *Runtime) postApproval(w http.ResponseWriter, r *http.Request) error {
 
 // postApply applies the lifecycle's approved patch, as needle change apply
 // does: a work tree that drifted from the patch's base is a 409
-// work_tree_drift naming the paths, and nothing is written.
+// work_tree_drift naming the paths, and nothing is written. A repeated
+// apply of an applied lifecycle answers 200 with the first apply's
+// outcome and time.
 func (rt *Runtime) postApply(w http.ResponseWriter, r *http.Request) error {
 	var req web.ApplyRequest
 	if err := decodeBody(r, &req); err != nil {
@@ -412,7 +414,8 @@ func (rt *Runtime) postApply(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, web.ApplyResult{ChangeID: res.ChangeID, PatchID: res.PatchID, Files: len(res.Paths), AppliedAt: time.Now().UTC()})
+	applied, _ := time.Parse(time.RFC3339Nano, res.AppliedAt)
+	writeJSON(w, http.StatusOK, web.ApplyResult{ChangeID: res.ChangeID, PatchID: res.PatchID, Files: len(res.Paths), AppliedAt: applied.UTC()})
 	return nil
 }
 

@@ -92,16 +92,17 @@ type approvalRow struct {
 
 // applyRow is one apply of the apply journal.
 type applyRow struct {
-	ApplyID   int64
-	IntentID  string
-	ChangeID  string
-	Lifecycle string
-	Approval  string
-	Root      string
-	Files     []applyFile
-	Status    string
-	Cause     string
-	Written   []int // ordinals journaled as written
+	ApplyID    int64
+	IntentID   string
+	ChangeID   string
+	Lifecycle  string
+	Approval   string
+	Root       string
+	Files      []applyFile
+	Status     string
+	Cause      string
+	FinishedAt string // "" while open
+	Written    []int  // ordinals journaled as written
 }
 
 // applyFile is one file of an apply intent, with the content it had before
@@ -589,12 +590,13 @@ func (s *Store) journalApplyFile(ctx context.Context, applyID int64, ordinal int
 // first; changeID narrows them to one change.
 func (s *Store) applies(ctx context.Context, root, changeID string, openOnly bool) ([]applyRow, error) {
 	rows, err := queryAll(ctx, s.db, "store.applies", `SELECT apply_id, intent_id, change_id, coalesce(lifecycle_id, ''),
-		approval_id, root, files, status, cause FROM change_applies
+		approval_id, root, files, status, cause, coalesce(finished_at, '') FROM change_applies
 		WHERE root = ? AND (? = '' OR change_id = ?) AND (? = 0 OR status = 'intent') ORDER BY apply_id`,
 		[]any{root, changeID, changeID, boolInt(openOnly)},
 		func(rows rowScanner, a *applyRow) error {
 			var files string
-			if err := rows.Scan(&a.ApplyID, &a.IntentID, &a.ChangeID, &a.Lifecycle, &a.Approval, &a.Root, &files, &a.Status, &a.Cause); err != nil {
+			if err := rows.Scan(&a.ApplyID, &a.IntentID, &a.ChangeID, &a.Lifecycle, &a.Approval, &a.Root, &files, &a.Status, &a.Cause,
+				&a.FinishedAt); err != nil {
 				return err
 			}
 			return decodeStored(files, &a.Files)

@@ -339,7 +339,9 @@ type ApplyRequest struct {
 	ApprovalID string `json:"approval_id"`
 }
 
-// ApplyResult reports an apply that wrote the patch to the work tree.
+// ApplyResult reports an apply that wrote the patch to the work tree. A
+// repeated apply of an applied lifecycle answers the same: the first
+// apply's outcome and AppliedAt.
 type ApplyResult struct {
 	ChangeID  string    `json:"change_id"`
 	PatchID   string    `json:"patch_id"`
