@@ -68,6 +68,10 @@ type ApplyResult struct {
 	Paths       []string `json:"paths"`
 	Status      string   `json:"status"`     // applied
 	AppliedAt   string   `json:"applied_at"` // RFC 3339 UTC: when the apply's last step was journaled
+	// Notes report what changed since the snapshot that the proof did not
+	// depend on (HEAD moved, other files): allowed (drift.go). Only the
+	// apply that wrote gives them.
+	Notes []string `json:"notes,omitempty"`
 }
 
 // conflictf is the 409-class error of apply and approval.
@@ -271,11 +275,17 @@ func (e *Engine) Apply(ctx context.Context, id string) (ApplyResult, error) {
 	if err != nil {
 		return ApplyResult{}, err
 	}
+	drifted, notes, err := e.proofDrift(ctx, v, files)
+	if err != nil {
+		return ApplyResult{}, err
+	}
 	j := applyJournal{e: e, view: &v}
-	if _, err := j.apply(ctx, files, s.Patch.ID, s.Approval, v.ChangeID); err != nil {
+	if _, err := j.apply(ctx, files, s.Patch.ID, s.Approval, v.ChangeID, drifted...); err != nil {
 		return ApplyResult{ChangeID: v.ChangeID, LifecycleID: v.ID, PatchID: s.Patch.ID}, err
 	}
-	return e.applied(ctx, v.ChangeID, v.ID, s.Patch.ID, s.Approval)
+	res, err := e.applied(ctx, v.ChangeID, v.ID, s.Patch.ID, s.Approval)
+	res.Notes = notes
+	return res, err
 }
 
 // applied is the outcome of a change's finished apply under approval, as
@@ -362,7 +372,11 @@ func (j *applyJournal) transition(ctx context.Context, ev LifecycleEvent, rows t
 	return nil
 }
 
-func (j *applyJournal) apply(ctx context.Context, files []PatchFile, patch, approval, changeID string) (string, error) {
+// apply checks the base of every file the patch touches and, with proof
+// (the other files the lifecycle's proof depended on that drifted,
+// drift.go), refuses any drift as the 409, naming every path; otherwise it
+// writes the patch, journaled.
+func (j *applyJournal) apply(ctx context.Context, files []PatchFile, patch, approval, changeID string, proof ...string) (string, error) {
 	e := j.e
 	var drifted []string
 	row := applyRow{ChangeID: changeID, Approval: approval, Root: e.root, Status: "intent"}
@@ -382,12 +396,18 @@ func (j *applyJournal) apply(ctx context.Context, files []PatchFile, patch, appr
 		row.Files = append(row.Files, af)
 		intent.Files = append(intent.Files, LifecycleApplyFile{Path: f.Path, Before: f.Before, After: f.After})
 	}
-	if len(drifted) > 0 {
-		if err := j.transition(ctx, LifecycleApplyConflicted{Paths: drifted}, transitionRows{}); err != nil {
+	if len(drifted)+len(proof) > 0 {
+		all := append(slices.Clone(drifted), proof...)
+		slices.Sort(all)
+		all = slices.Compact(all)
+		if err := j.transition(ctx, LifecycleApplyConflicted{Paths: all[:min(len(all), MaxPatchFiles)]}, transitionRows{}); err != nil {
 			return "", err
 		}
-		return "", conflictf("409 conflict: %s changed in the work tree since the patch was made; nothing was written",
-			strings.Join(drifted, ", "))
+		if len(proof) == 0 {
+			return "", conflictf("409 conflict: %s changed in the work tree since the patch was made; nothing was written", namePaths(all))
+		}
+		return "", conflictf("409 conflict: %s changed in the work tree since the snapshot the patch was made, tested and verified on "+
+			"(a file it touches, a file its tests compiled, or a new file in a package they compiled); nothing was written", namePaths(all))
 	}
 	row.IntentID = intent.ID()
 	if j.view != nil {

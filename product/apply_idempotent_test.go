@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -31,7 +32,7 @@ func TestApply_AgainAnswersTheFirstOutcome(t *testing.T) {
 		}
 		results = append(results, res)
 	}
-	if results[0] != results[1] || results[0].AppliedAt.IsZero() {
+	if !reflect.DeepEqual(results[0], results[1]) || results[0].AppliedAt.IsZero() {
 		t.Errorf("POST apply twice answered %+v then %+v, want the first outcome twice", results[0], results[1])
 	}
 	events := len(mustEvents(t, f.te, d.ID))

@@ -549,10 +549,24 @@
 // content ids of (lifecycle, phase, attempt): an artifact persisted before
 // a crash is committed by the next run without invoking anything.
 // Approval binds the patch, verification and awaiting-approval state
-// digests; apply (apply.go) refuses any drift of the patch's base (a
-// KindConflict, exit 3, HTTP 409) and writes nothing, journals intent,
-// files and done, and a crashed apply is finished or undone at the next
-// open. Each file keeps its permission bits (only its executable bits
+// digests; apply (apply.go) refuses drift (a KindConflict, exit 3, HTTP
+// 409) and writes nothing, journals intent, files and done, and a crashed
+// apply is finished or undone at the next open.
+//
+// Drift is what the proof depended on (drift.go): the tests and the
+// verdict ran on the frozen snapshot with the patch laid on it, so apply
+// refuses, naming every path, when a file the patch touches is not its
+// base, when a file the verification's test runs compiled changed or is
+// gone (the test phase records them from testrun.Result.Packages, with
+// their modules' go.mod, go.sum and go.work, each with its digest in the
+// snapshot: TestDependencies, bound by content id to the test evidence
+// the verification cites), or when a new file appeared in the directory
+// of a package they compiled (go would compile it, or embed it). Other
+// changes — HEAD moved with the same content, files the proof did not
+// depend on — are allowed and reported as the apply's notes. Test
+// evidence recorded before Needle recorded what its runs compiled names
+// nothing: then the whole snapshot must be unchanged. A change without a
+// lifecycle ran no tests: its proof is the files its patch touches. Each file keeps its permission bits (only its executable bits
 // follow the patch, where the patch changes them), a new file gets the
 // mode the patch says (0755 executable, else 0644), and a restore puts
 // back the mode a file had. Apply is idempotent: an applied change (a
@@ -726,6 +740,7 @@
 //	invocation.go        invocation records around every adapter: no worker runs twice under one id
 //	apply.go             approval, the journaled all-or-nothing apply, recovery, diff
 //	integrity.go         content addresses checked on read: patch blobs, lifecycle artifacts
+//	drift.go             the drift rule: what a lifecycle's proof depended on, checked at apply
 //	engine_lifecycle.go  StartLifecycle, RunLifecycle, Lifecycles, Lifecycle, LifecycleEvents
 //	profile.go           role profiles
 //	mcp.go               the MCP server: session, initialize, tools/list and tools/call

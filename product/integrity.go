@@ -60,6 +60,9 @@ func checkArtifact(a lifecycleArtifact) error {
 		}
 	case LifecycleTestCompleted:
 		want = ev.Evidence.ID()
+		if d := a.Blobs.Dependencies; (d == nil) != (ev.Evidence.Dependencies == "") || (d != nil && d.ID() != ev.Evidence.Dependencies) {
+			return integrityf(opIntegrity, record, "its test dependencies are not the %q the test evidence %s binds", ev.Evidence.Dependencies, want)
+		}
 	case LifecycleReviewCompleted:
 		want = ev.Review.ID()
 	case LifecycleVerifyCompleted:

@@ -112,3 +112,23 @@ func TestApply_PlainTamperedBlobIsRefused(t *testing.T) {
 		t.Fatal("options.go holds the tampered blob")
 	}
 }
+
+// What the test runs compiled is bound to the test evidence: changed in
+// the store, apply refuses with the integrity error.
+func TestApply_TamperedDependenciesAreRefused(t *testing.T) {
+	f := newLifecycleFixture(t, &fakeScript{Tests: []LifecycleTestOutcome{LifecycleTestPassed}, Verdicts: []string{fakeVerified}})
+	d := f.run(f.start().ID)
+	f.approve(d)
+	v, err := f.te.readLifecycle(context.Background(), d.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tamper(t, f.te, "lifecycle_artifacts_immutable", `UPDATE lifecycle_artifacts SET blobs = json_remove(blobs, '$.dependencies.dirs[0]')
+		WHERE lifecycle_id = ? AND artifact_id = ?`, d.ID, v.State.Tests.Evidence)
+	before := treeDigest(t, f.te.repo)
+	_, err = f.te.Apply(context.Background(), d.ID)
+	wantIntegrity(t, "Apply", err, v.State.Tests.Evidence)
+	if treeDigest(t, f.te.repo) != before {
+		t.Fatal("the apply wrote")
+	}
+}

@@ -492,6 +492,13 @@ func (k *lifecycleKernel) test(ctx context.Context, v lifecycleView, call Adapte
 			Truncated: truncated, Detail: clip(oneLine(r.Detail), LifecycleMaxTextBytes)})
 	}
 	slices.SortFunc(evidence.Results, func(a, b LifecycleTestResult) int { return strings.Compare(a.Plan, b.Plan) })
+	if d := res.Dependencies; d != nil {
+		if err := d.check(); err != nil {
+			out.invalid = err.Error()
+			return out, nil
+		}
+		out.blobs.Dependencies, evidence.Dependencies = d, d.ID()
+	}
 	out.id = evidence.ID()
 	out.event = func(c LifecycleCost) LifecycleEvent {
 		return LifecycleTestCompleted{Invocation: call.Invocation, Evidence: evidence, Cost: c}

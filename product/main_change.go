@@ -516,10 +516,14 @@ func (c *cli) changeApprove(args []string) int {
 
 const usageChangeApply = `Usage: needle change apply --repository DIR --data-dir DIR [--abandon] [--json] ID
 
-Write an approved patch to the work tree. Every file it touches must still
-have the content the patch was made from: any drift is a conflict (exit 3,
-the 409) and nothing is written — the work tree, the index and HEAD stay as
-they were. The apply is journaled (intent, each file, done): an apply a crash
+Write an approved patch to the work tree. What the proof depended on must be
+as the snapshot the patch was made, tested and verified on had it: every
+file the patch touches (its base), every file the verification's test runs
+compiled, and no new file in a package they compiled. Any drift is a
+conflict (exit 3, the 409) naming the paths, and nothing is written — the
+work tree, the index and HEAD stay as they were. Other changes (HEAD moved
+with the same content, files the proof did not depend on) are allowed and
+printed as notes. The apply is journaled (intent, each file, done): an apply a crash
 interrupted is finished (every file written) or undone (anything less) when
 Needle next opens the repository, and 'needle change show' says which. The
 index and HEAD are never touched: stage the result as after git apply.
@@ -576,6 +580,9 @@ func (c *cli) changeApply(args []string) int {
 		return c.writeJSON(res)
 	}
 	fmt.Fprintf(c.stdout, "applied %s at %s: %s (intent %s)\n", res.PatchID, res.AppliedAt, strings.Join(res.Paths, ", "), res.IntentID)
+	for _, n := range res.Notes {
+		fmt.Fprintf(c.stdout, "note: %s\n", n)
+	}
 	return 0
 }
 

@@ -415,7 +415,11 @@ func (rt *Runtime) postApply(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	applied, _ := time.Parse(time.RFC3339Nano, res.AppliedAt)
-	writeJSON(w, http.StatusOK, web.ApplyResult{ChangeID: res.ChangeID, PatchID: res.PatchID, Files: len(res.Paths), AppliedAt: applied.UTC()})
+	out := web.ApplyResult{ChangeID: res.ChangeID, PatchID: res.PatchID, Files: len(res.Paths), AppliedAt: applied.UTC()}
+	for _, n := range res.Notes {
+		out.Notes = append(out.Notes, safeText(n, web.MaxTextBytes))
+	}
+	writeJSON(w, http.StatusOK, out)
 	return nil
 }
 

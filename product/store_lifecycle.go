@@ -408,6 +408,9 @@ type artifactBlobs struct {
 	Reasons []string            `json:"reasons,omitempty"`
 	Outputs []testOutput        `json:"outputs,omitempty"`
 	Verdict *verificationRecord `json:"verdict,omitempty"`
+	// Dependencies are what the test runs compiled (the test evidence
+	// binds their id).
+	Dependencies *TestDependencies `json:"dependencies,omitempty"`
 }
 
 // testOutput is the kept output of one test plan's run.

@@ -347,6 +347,10 @@ type ApplyResult struct {
 	PatchID   string    `json:"patch_id"`
 	Files     int       `json:"files"`
 	AppliedAt time.Time `json:"applied_at"`
+	// Notes report changes since the snapshot the proof did not depend on
+	// (HEAD moved, other files), which the apply allowed; bounded text
+	// with ids only. Only the apply that wrote gives them.
+	Notes []string `json:"notes,omitempty"`
 }
 
 // ApplyState is the newest apply of the change, from its journal: done,

@@ -226,6 +226,7 @@ export interface ApplyResult {
   patch_id: string;
   files: number;
   applied_at: string;
+  notes?: string[];
 }
 
 export interface ApplyState {

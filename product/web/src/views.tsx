@@ -564,6 +564,11 @@ function ApprovePanel({ detail, onDone }: { detail: LifecycleDetail; onDone: () 
             Applied patch <span className="mono">{shortId(result.patch_id)}</span> to {result.files} file(s) at {fmtTime(result.applied_at)}.
           </p>
         )}
+        {result?.notes?.map((n) => (
+          <p key={n} className="muted" data-note="">
+            Note: {n}
+          </p>
+        ))}
       </div>
       {err instanceof ApiError && err.status === 409 ? <ConflictNote c={err.detail.conflict} message={err.detail.message} /> : err ? <ErrorNote error={err} /> : null}
     </section>
