@@ -400,14 +400,24 @@ func (j *applyJournal) apply(ctx context.Context, files []PatchFile, patch, appr
 		all := append(slices.Clone(drifted), proof...)
 		slices.Sort(all)
 		all = slices.Compact(all)
-		if err := j.transition(ctx, LifecycleApplyConflicted{Paths: all[:min(len(all), MaxPatchFiles)]}, transitionRows{}); err != nil {
-			return "", err
+		// The journal names at most MaxPatchFiles of them, each a path a
+		// patch could write (a new file's name may be anything).
+		var named []string
+		for _, p := range all {
+			if len(named) < MaxPatchFiles && checkScopePath(p, ScopeExact) == nil {
+				named = append(named, p)
+			}
+		}
+		if len(named) > 0 {
+			if err := j.transition(ctx, LifecycleApplyConflicted{Paths: named}, transitionRows{}); err != nil {
+				return "", err
+			}
 		}
 		if len(proof) == 0 {
-			return "", conflictf("409 conflict: %s changed in the work tree since the patch was made; nothing was written", namePaths(all))
+			return "", conflictf("409 conflict: %s changed in the work tree since the patch was made; nothing was written", namePaths(showPaths(all)))
 		}
 		return "", conflictf("409 conflict: %s changed in the work tree since the snapshot the patch was made, tested and verified on "+
-			"(a file it touches, a file its tests compiled, or a new file in a package they compiled); nothing was written", namePaths(all))
+			"(a file it touches, a file its tests compiled, or a new file in a package they compiled); nothing was written", namePaths(showPaths(all)))
 	}
 	row.IntentID = intent.ID()
 	if j.view != nil {

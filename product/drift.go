@@ -210,6 +210,14 @@ func (e *Engine) workTreeDigest(rel string) (string, error) {
 	return d, nil
 }
 
+func showPaths(paths []string) []string {
+	out := make([]string, len(paths))
+	for i, p := range paths {
+		out[i] = showPath(p)
+	}
+	return out
+}
+
 // namePaths names paths in a message, at most a bounded number of them.
 func namePaths(paths []string) string {
 	const most = 32
