@@ -551,7 +551,14 @@
 // Approval binds the patch, verification and awaiting-approval state
 // digests; apply (apply.go) refuses drift (a KindConflict, exit 3, HTTP
 // 409) and writes nothing, journals intent, files and done, and a crashed
-// apply is finished or undone at the next open.
+// apply is finished or undone at the next open. Each file keeps its
+// permission bits (only its executable bits follow the patch, where the
+// patch changes them), a new file gets the mode the patch says (0755
+// executable, else 0644), and a restore puts back the mode a file had.
+// Apply is idempotent: an applied change (a lifecycle's or one without)
+// answers the first apply's outcome, read from the apply journal with the
+// time it finished, on every later apply (CLI and API alike), and nothing
+// is written again.
 //
 // Drift is what the proof depended on (drift.go): the tests and the
 // verdict ran on the frozen snapshot with the patch laid on it, so apply
@@ -566,13 +573,7 @@
 // depend on — are allowed and reported as the apply's notes. Test
 // evidence recorded before Needle recorded what its runs compiled names
 // nothing: then the whole snapshot must be unchanged. A change without a
-// lifecycle ran no tests: its proof is the files its patch touches. Each file keeps its permission bits (only its executable bits
-// follow the patch, where the patch changes them), a new file gets the
-// mode the patch says (0755 executable, else 0644), and a restore puts
-// back the mode a file had. Apply is idempotent: an applied change (a
-// lifecycle's or one without) answers the first apply's outcome, read
-// from the apply journal with the time it finished, on every later apply
-// (CLI and API alike), and nothing is written again.
+// lifecycle ran no tests: its proof is the files its patch touches.
 //
 // Content addresses are checked on every read of a record that is about
 // to be acted on (integrity.go): a patch's blobs (each file's new
