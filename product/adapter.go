@@ -122,11 +122,13 @@ type TestPlanRun struct {
 	Detail    string
 }
 
-// TestResult is the runs of the plans.
+// TestResult is the runs of the plans and what they depended on
+// (Dependencies: nil when the adapter cannot tell; drift.go).
 type TestResult struct {
-	Runs   []TestPlanRun
-	Usage  WorkerUsage
-	Thread string
+	Runs         []TestPlanRun
+	Dependencies *TestDependencies
+	Usage        WorkerUsage
+	Thread       string
 }
 
 // ReviewRequest asks the reviewer, read-only, for findings on the current

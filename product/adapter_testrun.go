@@ -23,7 +23,9 @@ import (
 // worker's. A plan that cannot run, or whose test did not run to a pass or
 // a failure (no sandbox, a skip, no such test, a timeout), is an error
 // result: unavailable evidence, which fails the lifecycle closed. A build
-// failure of the patched code is a failure of the test.
+// failure of the patched code is a failure of the test. What the runs
+// compiled, as the snapshot has it, is what apply later checks for drift
+// (drift.go).
 
 // testAdapter runs test plans.
 type testAdapter struct {
@@ -87,9 +89,20 @@ func (t *testAdapter) run(ctx context.Context, req TestRequest) (res TestResult,
 		}
 		return res, nil
 	}
-	repo, err := snapshot.Open(ctx, t.e.root, nil)
+	// The snapshot's files name what the runs depend on (drift.go); the
+	// checkout is made of the same snapshot (its id is checked), through
+	// the same stat cache.
+	repo, err := snapshot.Open(ctx, t.e.root, snapshot.NewMemCache())
 	if err != nil {
 		return res, fmt.Errorf("open repository: %w", err)
+	}
+	snap, err := repo.Snapshot(ctx)
+	if err != nil {
+		return res, fmt.Errorf("snapshot: %w", err)
+	}
+	if snap.ID != req.Snapshot {
+		return res, &Error{Op: "lifecycle.test", Kind: KindConflict,
+			Err: fmt.Errorf("the work tree moved since the lifecycle froze snapshot %s: restore it, or cancel and start again", req.Snapshot)}
 	}
 	co, err := checkout.Create(ctx, repo, filepath.Join(t.e.cfg.DataDir, "checkouts"))
 	if err != nil {
@@ -113,12 +126,16 @@ func (t *testAdapter) run(ctx context.Context, req TestRequest) (res TestResult,
 	if err := co.Apply(ctx, writes(laid)); err != nil {
 		return res, fmt.Errorf("lay the patch on the checkout: %w", err)
 	}
+	var compiled []testrun.CompiledPackage
+	var modules []string
 	for _, p := range req.Plans {
+		modules = append(modules, p.Module)
 		r := runner.Run(ctx, testrun.Spec{Checkout: co.Dir, Dir: p.Module, Package: p.Package, Test: p.Test,
 			Cover: []string{p.Package}, Deadline: testPlanDeadline})
 		if ctx.Err() != nil {
 			return res, ctx.Err()
 		}
+		compiled = append(compiled, r.Packages...)
 		run := TestPlanRun{Plan: p.ID, Outcome: testOutcome(r.Status), Duration: r.Duration, Output: r.Output,
 			Truncated: r.Truncated, Detail: r.Status.String()}
 		if r.Reason != "" {
@@ -126,6 +143,7 @@ func (t *testAdapter) run(ctx context.Context, req TestRequest) (res TestResult,
 		}
 		res.Runs = append(res.Runs, run)
 	}
+	res.Dependencies = testDependencies(snap, compiled, modules)
 	return res, nil
 }
 

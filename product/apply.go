@@ -58,14 +58,20 @@ type ApprovalResult struct {
 	PatchID     string `json:"patch_id"`
 }
 
-// ApplyResult is a finished apply.
+// ApplyResult is a finished apply. Applying an applied change again
+// answers the same result: the first apply's, with the time it finished.
 type ApplyResult struct {
 	ChangeID    string   `json:"change_id"`
 	LifecycleID string   `json:"lifecycle_id"`
 	IntentID    string   `json:"intent_id"`
 	PatchID     string   `json:"patch_id"`
 	Paths       []string `json:"paths"`
-	Status      string   `json:"status"` // applied
+	Status      string   `json:"status"`     // applied
+	AppliedAt   string   `json:"applied_at"` // RFC 3339 UTC: when the apply's last step was journaled
+	// Notes report what changed since the snapshot that the proof did not
+	// depend on (HEAD moved, other files): allowed (drift.go). Only the
+	// apply that wrote gives them.
+	Notes []string `json:"notes,omitempty"`
 }
 
 // conflictf is the 409-class error of apply and approval.
@@ -224,7 +230,9 @@ func (e *Engine) approveChange(ctx context.Context, id string, req ApprovalReque
 
 // Apply writes an approved patch to the work tree, journaled and all or
 // nothing. A file that changed since the patch was made is a conflict (a
-// KindConflict, the 409) and nothing is written.
+// KindConflict, the 409) and nothing is written. Apply is idempotent: an
+// applied change answers the first apply's outcome and time, and nothing
+// is written again.
 func (e *Engine) Apply(ctx context.Context, id string) (ApplyResult, error) {
 	lid, err := e.lifecycleIDOf(ctx, id)
 	if err != nil {
@@ -256,12 +264,8 @@ func (e *Engine) Apply(ctx context.Context, id string) (ApplyResult, error) {
 	s := v.State
 	if s.Status == LifecycleStatusApplied {
 		// Already applied (perhaps finished by recovery as this command
-		// opened the repository): the apply's postcondition holds.
-		res := ApplyResult{ChangeID: v.ChangeID, LifecycleID: v.ID, PatchID: s.Patch.ID, IntentID: s.ApplyIntent, Status: "applied"}
-		if files, err := (&lifecycleKernel{e: e}).currentPatch(ctx, v); err == nil {
-			res.Paths = pathsOf(files)
-		}
-		return res, nil
+		// opened the repository): the first apply's outcome.
+		return e.applied(ctx, v.ChangeID, v.ID, s.Patch.ID, s.Approval)
 	}
 	if s.Status != LifecycleStatusApproved {
 		return ApplyResult{}, conflictf("lifecycle %s is %s: only an approved patch is applied (needle change show %s)", v.ID, s.where(), v.ID)
@@ -271,14 +275,47 @@ func (e *Engine) Apply(ctx context.Context, id string) (ApplyResult, error) {
 	if err != nil {
 		return ApplyResult{}, err
 	}
-	res := ApplyResult{ChangeID: v.ChangeID, LifecycleID: v.ID, PatchID: s.Patch.ID}
-	j := applyJournal{e: e, view: &v}
-	intent, err := j.apply(ctx, files, s.Patch.ID, s.Approval, v.ChangeID)
+	drifted, notes, err := e.proofDrift(ctx, v, files)
 	if err != nil {
-		return res, err
+		return ApplyResult{}, err
 	}
-	res.IntentID, res.Paths, res.Status = intent, pathsOf(files), "applied"
-	return res, nil
+	j := applyJournal{e: e, view: &v}
+	if _, err := j.apply(ctx, files, s.Patch.ID, s.Approval, v.ChangeID, drifted...); err != nil {
+		return ApplyResult{ChangeID: v.ChangeID, LifecycleID: v.ID, PatchID: s.Patch.ID}, err
+	}
+	res, err := e.applied(ctx, v.ChangeID, v.ID, s.Patch.ID, s.Approval)
+	res.Notes = notes
+	return res, err
+}
+
+// applied is the outcome of a change's finished apply under approval, as
+// the apply journal recorded it: its intent, paths and the time its last
+// step was journaled. Every apply of an applied change answers it.
+func (e *Engine) applied(ctx context.Context, changeID, lifecycleID, patch, approval string) (ApplyResult, error) {
+	res, ok, err := e.appliedUnder(ctx, changeID, approval)
+	if err == nil && !ok {
+		err = &Error{Op: opApply, Kind: KindStore, Err: fmt.Errorf("change %s is applied, but its apply journal has no finished apply", changeID)}
+	}
+	res.LifecycleID, res.PatchID = lifecycleID, patch
+	return res, err
+}
+
+// appliedUnder finds the finished apply of a change under approval.
+func (e *Engine) appliedUnder(ctx context.Context, changeID, approval string) (ApplyResult, bool, error) {
+	rows, err := e.store.applies(ctx, e.root, changeID, false)
+	if err != nil {
+		return ApplyResult{}, false, err
+	}
+	for i := len(rows) - 1; i >= 0; i-- {
+		if r := rows[i]; r.Status == "done" && r.Approval == approval {
+			paths := make([]string, len(r.Files))
+			for i, f := range r.Files {
+				paths[i] = f.Path
+			}
+			return ApplyResult{ChangeID: changeID, IntentID: r.IntentID, Paths: paths, Status: "applied", AppliedAt: r.FinishedAt}, true, nil
+		}
+	}
+	return ApplyResult{}, false, nil
 }
 
 func (e *Engine) applyChange(ctx context.Context, id string) (ApplyResult, error) {
@@ -296,24 +333,19 @@ func (e *Engine) applyChange(ctx context.Context, id string) (ApplyResult, error
 	if a.ID != b.approvalID() {
 		return ApplyResult{}, conflictf("the approval of change %s is for an older patch, verification or change digest: approve it again", id)
 	}
+	if res, ok, err := e.appliedUnder(ctx, id, a.ID); ok || err != nil {
+		res.PatchID = b.patch
+		return res, err // applied already: the first apply's outcome
+	}
 	files, _, err := e.store.patchBlobs(ctx, id, b.change.Current)
 	if err != nil {
 		return ApplyResult{}, err
 	}
 	j := applyJournal{e: e}
-	intent, err := j.apply(ctx, files, b.patch, a.ID, id)
-	if err != nil {
+	if _, err := j.apply(ctx, files, b.patch, a.ID, id); err != nil {
 		return ApplyResult{}, err
 	}
-	return ApplyResult{ChangeID: id, IntentID: intent, PatchID: b.patch, Paths: pathsOf(files), Status: "applied"}, nil
-}
-
-func pathsOf(files []PatchFile) []string {
-	out := make([]string, len(files))
-	for i, f := range files {
-		out[i] = f.Path
-	}
-	return out
+	return e.applied(ctx, id, "", b.patch, a.ID)
 }
 
 // applyJournal runs one apply; view is set for a lifecycle, whose every
@@ -340,14 +372,18 @@ func (j *applyJournal) transition(ctx context.Context, ev LifecycleEvent, rows t
 	return nil
 }
 
-func (j *applyJournal) apply(ctx context.Context, files []PatchFile, patch, approval, changeID string) (string, error) {
+// apply checks the base of every file the patch touches and, with proof
+// (the other files the lifecycle's proof depended on that drifted,
+// drift.go), refuses any drift as the 409, naming every path; otherwise it
+// writes the patch, journaled.
+func (j *applyJournal) apply(ctx context.Context, files []PatchFile, patch, approval, changeID string, proof ...string) (string, error) {
 	e := j.e
 	var drifted []string
 	row := applyRow{ChangeID: changeID, Approval: approval, Root: e.root, Status: "intent"}
 	intent := LifecycleApplyIntent{Patch: patch, Approval: approval}
 	for _, f := range files {
 		af := applyFile{Path: f.Path, Op: f.Op, Before: f.Before, After: f.After, Executable: f.Executable}
-		data, exec, ok, err := e.baseContent(f.Path, f.Before)
+		data, mode, ok, err := e.baseContent(f.Path, f.Before)
 		if err != nil {
 			return "", err
 		}
@@ -355,16 +391,33 @@ func (j *applyJournal) apply(ctx context.Context, files []PatchFile, patch, appr
 			drifted = append(drifted, f.Path)
 			continue
 		}
-		af.BeforeContent, af.BeforeExec = string(data), exec
+		af.BeforeContent, af.BeforeExec, af.BeforeMode = string(data), mode&0o100 != 0, uint32(mode)
+		af.Mode = uint32(writeMode(f.Before != "", mode, f.Executable))
 		row.Files = append(row.Files, af)
 		intent.Files = append(intent.Files, LifecycleApplyFile{Path: f.Path, Before: f.Before, After: f.After})
 	}
-	if len(drifted) > 0 {
-		if err := j.transition(ctx, LifecycleApplyConflicted{Paths: drifted}, transitionRows{}); err != nil {
-			return "", err
+	if len(drifted)+len(proof) > 0 {
+		all := append(slices.Clone(drifted), proof...)
+		slices.Sort(all)
+		all = slices.Compact(all)
+		// The journal names at most MaxPatchFiles of them, each a path a
+		// patch could write (a new file's name may be anything).
+		var named []string
+		for _, p := range all {
+			if len(named) < MaxPatchFiles && checkScopePath(p, ScopeExact) == nil {
+				named = append(named, p)
+			}
 		}
-		return "", conflictf("409 conflict: %s changed in the work tree since the patch was made; nothing was written",
-			strings.Join(drifted, ", "))
+		if len(named) > 0 {
+			if err := j.transition(ctx, LifecycleApplyConflicted{Paths: named}, transitionRows{}); err != nil {
+				return "", err
+			}
+		}
+		if len(proof) == 0 {
+			return "", conflictf("409 conflict: %s changed in the work tree since the patch was made; nothing was written", namePaths(showPaths(all)))
+		}
+		return "", conflictf("409 conflict: %s changed in the work tree since the snapshot the patch was made, tested and verified on "+
+			"(a file it touches, a file its tests compiled, or a new file in a package they compiled); nothing was written", namePaths(showPaths(all)))
 	}
 	row.IntentID = intent.ID()
 	if j.view != nil {
@@ -394,7 +447,7 @@ func (j *applyJournal) apply(ctx context.Context, files []PatchFile, patch, appr
 			}
 			return "", conflictf("409 conflict: %s changed in the work tree during the apply; the apply was rolled back", f.Path)
 		}
-		if err := writeTreeFile(e.root, f.Path, f.Op == PatchDelete, []byte(contentOf(files, f.Path)), f.Executable); err != nil {
+		if err := writeTreeFile(e.root, f.Path, f.Op == PatchDelete, []byte(contentOf(files, f.Path)), f.mode()); err != nil {
 			if rerr := j.rollback(ctx, row, LifecycleRollbackIO); rerr != nil {
 				return "", fmt.Errorf("%v; rolling back: %w", err, rerr)
 			}
@@ -528,7 +581,7 @@ func (e *Engine) restoreAfter(ctx context.Context, row applyRow, found []string)
 		if found[i] != abandonAfter {
 			continue
 		}
-		if err := writeTreeFile(e.root, f.Path, f.Before == "", []byte(f.BeforeContent), f.BeforeExec); err != nil {
+		if err := writeTreeFile(e.root, f.Path, f.Before == "", []byte(f.BeforeContent), f.beforeMode()); err != nil {
 			return &Error{Op: opApply, Kind: KindIO, Err: fmt.Errorf("restore %s: %w", f.Path, err)}
 		}
 		if err := e.store.journalApplyFile(ctx, row.ApplyID, i, "restored", f.Path); err != nil {
@@ -763,29 +816,48 @@ func (e *Engine) treeDigest(rel string) (string, error) {
 }
 
 // baseContent reads a work-tree file when it still has the digest want
-// ("" = absent): its content, whether it is executable, and ok false when
-// it drifted.
-func (e *Engine) baseContent(rel, want string) ([]byte, bool, bool, error) {
+// ("" = absent): its content, its permission bits, and ok false when it
+// drifted.
+func (e *Engine) baseContent(rel, want string) ([]byte, fs.FileMode, bool, error) {
 	got, err := e.treeDigest(rel)
 	if KindOf(err) == KindConflict {
-		return nil, false, false, nil
+		return nil, 0, false, nil
 	}
 	if err != nil || got != want {
-		return nil, false, false, err
+		return nil, 0, false, err
 	}
 	if want == "" {
-		return nil, false, true, nil
+		return nil, 0, true, nil
 	}
 	abs, _ := treePath(e.root, rel)
 	data, err := os.ReadFile(abs)
 	if err != nil {
-		return nil, false, false, &Error{Op: opApply, Kind: KindIO, Err: err}
+		return nil, 0, false, &Error{Op: opApply, Kind: KindIO, Err: err}
 	}
 	fi, err := os.Lstat(abs)
 	if err != nil || contentid.OfBytes(snapshot.FileTag, data) != want {
-		return nil, false, false, err
+		return nil, 0, false, err
 	}
-	return data, fi.Mode()&0o100 != 0, true, nil
+	return data, fi.Mode().Perm(), true, nil
+}
+
+// writeMode is the mode apply writes a file with: an existing file keeps
+// its own (only its executable bits follow the patch, where the patch
+// changes them: set where it is readable, or cleared), so a 0600 file
+// stays 0600; a new file gets the mode the patch says, 0755 for an
+// executable, else 0644.
+func writeMode(existed bool, mode fs.FileMode, exec bool) fs.FileMode {
+	switch {
+	case !existed && exec:
+		return 0o755
+	case !existed:
+		return 0o644
+	case exec && mode&0o100 == 0:
+		return mode | (mode&0o444)>>2
+	case !exec && mode&0o100 != 0:
+		return mode &^ 0o111
+	}
+	return mode
 }
 
 // treePath is the absolute path of a repository path, refusing any parent
@@ -812,9 +884,10 @@ func treePath(root, rel string) (string, error) {
 	return filepath.Join(root, filepath.FromSlash(rel)), nil
 }
 
-// writeTreeFile writes (or deletes) one work-tree file durably: a temporary
-// file in the same directory, fsync, rename over, fsync of the directory.
-func writeTreeFile(root, rel string, del bool, data []byte, exec bool) error {
+// writeTreeFile writes (or deletes) one work-tree file durably, with the
+// permission bits mode: a temporary file in the same directory, fsync,
+// rename over, fsync of the directory.
+func writeTreeFile(root, rel string, del bool, data []byte, mode fs.FileMode) error {
 	abs, err := treePath(root, rel)
 	if err != nil {
 		return err
@@ -835,10 +908,6 @@ func writeTreeFile(root, rel string, del bool, data []byte, exec bool) error {
 	}
 	tmp := f.Name()
 	defer os.Remove(tmp) // a no-op after the rename
-	mode := os.FileMode(0o644)
-	if exec {
-		mode = 0o755
-	}
 	_, err = f.Write(data)
 	if err == nil {
 		err = f.Chmod(mode)

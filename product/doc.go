@@ -546,14 +546,51 @@
 // the change rows it describes (changes, patches, verifications; the one
 // repair reservation) in the same transaction. Every read replays the
 // append-only change_events journal and checks the projection
-// (change_lifecycles) and every payload digest. Invocation ids are
+// (change_lifecycles) and every payload digest: a lifecycle that does not
+// check is a KindIntegrity error for every read and command (show,
+// events, run, approve, apply, cancel), and a listing (needle change
+// list, GET /api/v1/lifecycles, the UI) shows it as status corrupt with
+// its ids and what does not check, beside the others. Invocation ids are
 // content ids of (lifecycle, phase, attempt): an artifact persisted before
 // a crash is committed by the next run without invoking anything.
 // Approval binds the patch, verification and awaiting-approval state
-// digests; apply (apply.go) refuses any drift of the patch's base (a
-// KindConflict, exit 3, HTTP 409) and writes nothing, journals intent,
-// files and done, and a crashed apply is finished or undone at the next
-// open.
+// digests; apply (apply.go) refuses drift (a KindConflict, exit 3, HTTP
+// 409) and writes nothing, journals intent, files and done, and a crashed
+// apply is finished or undone at the next open. Each file keeps its
+// permission bits (only its executable bits follow the patch, where the
+// patch changes them), a new file gets the mode the patch says (0755
+// executable, else 0644), and a restore puts back the mode a file had.
+// Apply is idempotent: an applied change (a lifecycle's or one without)
+// answers the first apply's outcome, read from the apply journal with the
+// time it finished, on every later apply (CLI and API alike), and nothing
+// is written again.
+//
+// Drift is what the proof depended on (drift.go): the tests and the
+// verdict ran on the frozen snapshot with the patch laid on it, so apply
+// refuses, naming every path, when a file the patch touches is not its
+// base, when a file the verification's test runs compiled changed or is
+// gone (the test phase records them from testrun.Result.Packages, with
+// their modules' go.mod, go.sum and go.work, each with its digest in the
+// snapshot: TestDependencies, bound by content id to the test evidence
+// the verification cites), or when a new file appeared in the directory
+// of a package they compiled (go would compile it, or embed it). Other
+// changes — HEAD moved with the same content, files the proof did not
+// depend on — are allowed and reported as the apply's notes. Test
+// evidence recorded before Needle recorded what its runs compiled names
+// nothing: then the whole snapshot must be unchanged. A change without a
+// lifecycle ran no tests: its proof is the files its patch touches.
+//
+// Content addresses are checked on every read of a record that is about
+// to be acted on (integrity.go): a patch's blobs (each file's new
+// content) must hash to the after digests of its operations and those to
+// its patch id, and a lifecycle artifact's id must be the one its event
+// produced (its event's digest is checked as it is decoded, a
+// verification's kept verdict must be the one it judged). Apply, diff,
+// every phase that reads the patch, verify_change and the served details
+// (needle change show, GET /api/v1/lifecycles/{id}) read through these
+// checks; a record that fails one is a KindIntegrity error naming it
+// (exit 5, HTTP 500 with kind "integrity" and the message), nothing is
+// written or served from it, and the lifecycle goes no further.
 //
 // # Resident runtime
 //
@@ -598,7 +635,12 @@
 // schema_migrations in the same transaction. At every open the digest of
 // every applied migration is compared with the binary's text: a mismatch,
 // or a database newer than the binary, refuses to open. Migrations are
-// additive and shipped text never changes. An open holds an exclusive lock
+// additive and shipped text never changes. The store's file, WAL and
+// shared-memory file are 0600 whatever the data directory's mode: a new
+// database file is created 0600 before SQLite opens it (SQLite gives the
+// WAL and shared-memory file the database file's mode), and an existing
+// store's looser files are narrowed at open; the runtime's token, lock and
+// socket are 0600 too. An open holds an exclusive lock
 // (DATA_DIR/needle.db.open-lock, product/internal/filelock) from the guard
 // through the WAL switch to the last migration, so processes opening a new
 // data directory at once take turns, and the migration history is read in
@@ -704,6 +746,8 @@
 //	adapter_testrun.go   the test adapter: Needle runs the frozen test plans, sandboxed
 //	invocation.go        invocation records around every adapter: no worker runs twice under one id
 //	apply.go             approval, the journaled all-or-nothing apply, recovery, diff
+//	integrity.go         content addresses checked on read: patch blobs, lifecycle artifacts
+//	drift.go             the drift rule: what a lifecycle's proof depended on, checked at apply
 //	engine_lifecycle.go  StartLifecycle, RunLifecycle, Lifecycles, Lifecycle, LifecycleEvents
 //	profile.go           role profiles
 //	mcp.go               the MCP server: session, initialize, tools/list and tools/call

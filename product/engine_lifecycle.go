@@ -194,19 +194,24 @@ func orNoLifecycle(err error, id string) error {
 }
 
 // Lifecycles lists the repository's lifecycles, newest first, each replayed
-// and verified.
+// and verified. A lifecycle that does not check is listed as corrupt
+// (corruptSummary): one bad row never hides the others.
 func (e *Engine) Lifecycles(ctx context.Context) ([]LifecycleSummary, error) {
-	ids, err := e.store.lifecycleIDs(ctx, e.root, 200)
+	refs, err := e.store.lifecycleRefs(ctx, e.root, 200)
 	if err != nil {
 		return nil, err
 	}
 	out := []LifecycleSummary{}
-	for _, id := range ids {
-		v, err := e.readLifecycle(ctx, id)
-		if err != nil {
+	for _, ref := range refs {
+		v, err := e.readLifecycle(ctx, ref.ID)
+		switch {
+		case KindOf(err) == KindIntegrity:
+			out = append(out, corruptSummary(ref, err))
+		case err != nil:
 			return nil, err
+		default:
+			out = append(out, summaryOf(v))
 		}
-		out = append(out, summaryOf(v))
 	}
 	return out, nil
 }

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -145,6 +146,25 @@ func TestLifecycle_Frozen(t *testing.T) {
 				}
 				if d.Round != 1 || d.TestPlans[0].Outcome != LifecycleTestPassed || len(outputs) != 1 || !strings.Contains(outputs[0], "--- PASS: TestSplitCRLF") {
 					t.Errorf("round %d, test %s, outputs %q", d.Round, d.TestPlans[0].Outcome, outputs)
+				}
+				// The test phase recorded what its run compiled: the root
+				// package's files and go.mod, as the snapshot had them, and
+				// the package's directory (drift.go).
+				v, err := te.readLifecycle(context.Background(), d.ID)
+				if err != nil {
+					t.Fatal(err)
+				}
+				deps, err := te.testDependencies(context.Background(), v)
+				if err != nil || deps == nil {
+					t.Fatalf("test dependencies %+v, %v", deps, err)
+				}
+				var compiled []string
+				for _, f := range deps.Files {
+					compiled = append(compiled, f.Path)
+				}
+				if want := []string{"flags.go", "go.mod", "main.go", "options.go", "search.go", "search_test.go"}; !slices.Equal(compiled, want) ||
+					len(deps.Dirs) != 1 || deps.Dirs[0].Dir != "." || deps.Files[4].Digest != digestOf(base) || deps.Head == "" {
+					t.Errorf("the test phase recorded %+v, want %v compiled in .", deps, want)
 				}
 			case "repair":
 				// Round 1's patch broke splitCRLF: the real test failed, the

@@ -23,14 +23,16 @@ const (
 	KindIO                       // reading or writing a local file failed
 	KindConflict                 // the request conflicts with the state of what it names
 	KindUnavailable              // what the request needs is not configured (no worker)
+	KindIntegrity                // a stored record does not match its content address
 )
 
 // kindInfo is how every surface reports an error of one Kind.
 type kindInfo struct {
 	name string
 	// exit is the needle command's exit status: invalid input is 2, like a
-	// usage error; everything else is 1 (needle change gives a conflict a
-	// code of its own: changeExitCode).
+	// usage error; a stored record that fails its content address is 5;
+	// everything else is 1 (needle change gives a conflict a code of its
+	// own: changeExitCode).
 	exit int
 	// rpc is the JSON-RPC error code an MCP tool call answers with; 0 means
 	// the call answers a tool result with isError instead.
@@ -55,6 +57,9 @@ var kinds = [...]kindInfo{
 	KindIO:           {"io", 1, 0, false, 500, "internal"},
 	KindConflict:     {"conflict", 1, 0, true, 409, "conflict"},
 	KindUnavailable:  {"unavailable", 1, 0, true, 503, "unavailable"},
+	// The message names the record and what does not check; it holds ids
+	// and digests only, so it is shown.
+	KindIntegrity: {"integrity", 5, 0, true, 500, "integrity"},
 }
 
 func (k Kind) info() kindInfo {
@@ -92,6 +97,13 @@ func (e *Error) Unwrap() error { return e.Err }
 // invalidf builds a KindInvalidInput error for the JSON path path.
 func invalidf(op, path, format string, args ...any) *Error {
 	return &Error{Op: op, Kind: KindInvalidInput, Path: path, Err: fmt.Errorf(format, args...)}
+}
+
+// integrityf builds a KindIntegrity error: record (a patch, a blob, an
+// artifact, a lifecycle: named by its id) does not match the content
+// address it is bound to. Nothing that reads it may act on it.
+func integrityf(op, record, format string, args ...any) *Error {
+	return &Error{Op: op, Kind: KindIntegrity, Err: fmt.Errorf("integrity: %s does not check: %s", record, fmt.Sprintf(format, args...))}
 }
 
 // KindOf reports the Kind of err, or KindOther when err is not an *Error.

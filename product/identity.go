@@ -47,6 +47,7 @@ const (
 	tagRoleSettings          = "needle.role_settings.v1"           // {role, sandbox, model, effort} → a frozen role's digest
 	tagTestPlan              = "needle.test_plan.v1"               // {artifact, module, package, test} → plan id
 	tagTestOutput            = "needle.test_output.v1"             // a test run's kept output → its output digest
+	tagTestDependencies      = "needle.test_dependencies.v1"       // TestDependencies → the test evidence's dependencies id
 	tagChangeVerification    = "needle.change_verification.v1"     // a stored verification body → its verification id
 	tagChangeProjection      = "needle.change_projection.v1"       // a change's projection → the digest its approval binds
 	tagChangeApproval        = "needle.change_approval.v1"         // {change, binding} → a change's approval id

@@ -68,12 +68,13 @@ type lifecycleView struct {
 // its payload digest, each was accepted by the machine from the state its
 // prev_digest names and led to the state its state_digest names, and the
 // last state is byte for byte the stored projection (and its columns
-// agree). Anything else is a corrupt lifecycle (KindStore), never served.
+// agree). Anything else is a corrupt lifecycle (KindIntegrity), never
+// served: listed as corrupt, and refused by every read and command.
 func verifyLifecycle(l storedLifecycle) (lifecycleView, error) {
 	v := lifecycleView{lifecycleRecord: l.lifecycleRecord, Stored: l}
 	corrupt := func(format string, args ...any) (lifecycleView, error) {
-		return lifecycleView{}, &Error{Op: "lifecycle.read", Kind: KindStore,
-			Err: fmt.Errorf("lifecycle %s is corrupt: %s", l.ID, fmt.Sprintf(format, args...))}
+		return lifecycleView{}, &Error{Op: "lifecycle.read", Kind: KindIntegrity,
+			Err: fmt.Errorf("integrity: lifecycle %s is corrupt: %s", l.ID, fmt.Sprintf(format, args...))}
 	}
 	s := LifecycleState{}
 	for i, e := range l.Journal {
@@ -491,6 +492,13 @@ func (k *lifecycleKernel) test(ctx context.Context, v lifecycleView, call Adapte
 			Truncated: truncated, Detail: clip(oneLine(r.Detail), LifecycleMaxTextBytes)})
 	}
 	slices.SortFunc(evidence.Results, func(a, b LifecycleTestResult) int { return strings.Compare(a.Plan, b.Plan) })
+	if d := res.Dependencies; d != nil {
+		if err := d.check(); err != nil {
+			out.invalid = err.Error()
+			return out, nil
+		}
+		out.blobs.Dependencies, evidence.Dependencies = d, d.ID()
+	}
 	out.id = evidence.ID()
 	out.event = func(c LifecycleCost) LifecycleEvent {
 		return LifecycleTestCompleted{Invocation: call.Invocation, Evidence: evidence, Cost: c}
@@ -564,7 +572,7 @@ func (k *lifecycleKernel) verify(ctx context.Context, v lifecycleView, call Adap
 		Outcome: verdict, Repair: clip(repair, LifecycleMaxRepairBytes)}
 	for i, c := range criteria {
 		va.Criteria = append(va.Criteria, LifecycleCriterionJudgement{Criterion: i + 1, Digest: s.Freeze.Criteria[i], Status: c.Status,
-			Note: clip(strings.ToValidUTF8(strings.ReplaceAll(c.Reason, "\x00", ""), ""), LifecycleMaxTextBytes)})
+			Note: judgementNote(c.Reason)})
 	}
 	out.id = va.ID()
 	out.blobs.Verdict = &verificationRecord{Ordinal: s.Round, PatchRevision: s.Round, Verdict: verdict, Criteria: criteria,

@@ -42,6 +42,13 @@ type lifecycleFixture struct {
 
 func newLifecycleFixture(t *testing.T, script *fakeScript) *lifecycleFixture {
 	t.Helper()
+	return newLifecycleFixtureIn(t, script, t.TempDir())
+}
+
+// newLifecycleFixtureIn is newLifecycleFixture on the data directory data
+// (a shortDir for a runtime, whose socket path is bounded).
+func newLifecycleFixtureIn(t *testing.T, script *fakeScript, data string) *lifecycleFixture {
+	t.Helper()
 	repo := MustFixtureRepo(t, "grepx", true)
 	if script.Patches == nil {
 		script.Patches = []map[string]string{{"search.go": splitCommented(t, repo, "// splitCRLF cuts data at CRLF (\\r\\n) or LF line ends.")}}
@@ -53,7 +60,7 @@ func newLifecycleFixture(t *testing.T, script *fakeScript) *lifecycleFixture {
 		script.Tokens = 1000
 	}
 	f := &lifecycleFixture{t: t, script: script}
-	f.te = &testEngine{tb: t, repo: repo, data: t.TempDir()}
+	f.te = &testEngine{tb: t, repo: repo, data: data}
 	f.te.reopen(f.config)
 	f.plan = f.te.mustCertify(focusedSplit).ArtifactID
 	f.head = string(MustReadFile(t, filepath.Join(repo, ".git", "HEAD")))
@@ -381,10 +388,10 @@ func TestLifecycle_CorruptProjectionIsRefused(t *testing.T) {
 			t.Cleanup(func() {
 				f.te.store.db.Exec(`UPDATE change_lifecycles SET state = ?, state_digest = ?, status = ?`, l.State, l.StateDigest, l.Status)
 			})
-			if _, err := f.te.Lifecycle(context.Background(), d.ID); KindOf(err) != KindStore || !strings.Contains(err.Error(), "corrupt") {
+			if _, err := f.te.Lifecycle(context.Background(), d.ID); KindOf(err) != KindIntegrity || !strings.Contains(err.Error(), "corrupt") {
 				t.Errorf("Lifecycle after tampering the %s: %v", name, err)
 			}
-			if _, err := f.te.RunLifecycle(context.Background(), d.ID, nil); KindOf(err) != KindStore {
+			if _, err := f.te.RunLifecycle(context.Background(), d.ID, nil); KindOf(err) != KindIntegrity {
 				t.Errorf("RunLifecycle after tampering the %s: %v", name, err)
 			}
 		})

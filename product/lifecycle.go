@@ -131,7 +131,14 @@ func newLifecycleID() string { return "lcy_" + randomHex() }
 // and the artifacts it cites, never by serializing stored records: no raw
 // worker output, no host-local path, no blob.
 
-// LifecycleSummary is one lifecycle in a list.
+// LifecycleStatusCorrupt marks, in a listing only, a lifecycle whose
+// stored records do not check (a KindIntegrity error): it is never a
+// state of the machine, and nothing runs, approves or applies it.
+const LifecycleStatusCorrupt LifecycleStatus = "corrupt"
+
+// LifecycleSummary is one lifecycle in a list. A lifecycle that does not
+// check is listed with its ids, status corrupt and what does not check
+// (Corrupt); its other fields are zero.
 type LifecycleSummary struct {
 	ID          string          `json:"lifecycle_id"`
 	ChangeID    string          `json:"change_id"`
@@ -147,6 +154,14 @@ type LifecycleSummary struct {
 	Budget      LifecycleBudget `json:"budget"`
 	CreatedAt   string          `json:"created_at"`
 	UpdatedAt   string          `json:"updated_at"`
+	Corrupt     string          `json:"corrupt,omitempty"`
+}
+
+// corruptSummary lists a lifecycle that does not check: its ids, where it
+// stands in the list, and the integrity error.
+func corruptSummary(ref lifecycleRef, err error) LifecycleSummary {
+	return LifecycleSummary{ID: ref.ID, ChangeID: ref.ChangeID, Status: LifecycleStatusCorrupt, CreatedAt: ref.CreatedAt,
+		UpdatedAt: ref.UpdatedAt, Corrupt: clip(oneLine(err.Error()), 512)}
 }
 
 // LifecycleDetail is one lifecycle in full.

@@ -14,6 +14,7 @@ import (
 
 	"github.com/needle-dev/needle/product/internal/contentid"
 	"github.com/needle-dev/needle/product/internal/snapshot"
+	"github.com/needle-dev/needle/product/internal/testrun"
 )
 
 // Working fake adapters for the lifecycle tests and the crash harness. They
@@ -46,6 +47,11 @@ type fakeScript struct {
 	Effects string `json:"effects"`
 	// Gate, when set, is a FIFO the first invocation waits at (gate).
 	Gate string `json:"gate"`
+	// Executable: the paths whose new content the patch makes executable.
+	Executable []string `json:"executable,omitempty"`
+	// NoDependencies: the test phase records no dependencies, as test
+	// evidence from before Needle recorded them.
+	NoDependencies bool `json:"no_dependencies,omitempty"`
 }
 
 const fakeDelete = "\x00delete"
@@ -77,7 +83,14 @@ func (f *fakeScript) adapters(root string) LifecycleAdapters {
 		Test: func(ctx context.Context, req TestRequest) (TestResult, error) {
 			e, err := f.effect(req.AdapterCall, func() (fakeEffect, error) {
 				outcome := f.Tests[min(req.Round, len(f.Tests))-1]
-				res := TestResult{Usage: f.usage(), Thread: "fake-test"}
+				deps, err := fakeDependencies(ctx, root, req.Patch)
+				if err != nil {
+					return fakeEffect{}, err
+				}
+				if f.NoDependencies {
+					deps = nil
+				}
+				res := TestResult{Usage: f.usage(), Thread: "fake-test", Dependencies: deps}
 				for _, p := range req.Plans {
 					res.Runs = append(res.Runs, TestPlanRun{Plan: p.ID, Outcome: outcome, Duration: 25 * time.Millisecond,
 						Output: []byte(fmt.Sprintf("=== RUN   %s\n--- %s: %s\n", p.Test, strings.ToUpper(string(outcome)), p.Test))})
@@ -100,6 +113,32 @@ func (f *fakeScript) adapters(root string) LifecycleAdapters {
 			return VerifierResult{Answer: e.Answer, Usage: f.usage(), Thread: "fake-verify"}, err
 		},
 	}
+}
+
+// fakeDependencies are what `go test .` compiles in the grepx fixture:
+// the root package's .go files (the patch's own among them), as the real
+// test adapter records them.
+func fakeDependencies(ctx context.Context, root string, patch []PatchFile) (*TestDependencies, error) {
+	repo, err := snapshot.Open(ctx, root, nil)
+	if err != nil {
+		return nil, err
+	}
+	snap, err := repo.Snapshot(ctx)
+	if err != nil {
+		return nil, err
+	}
+	pkg := testrun.CompiledPackage{ImportPath: "grepx", Dir: ".", Role: testrun.RoleTest}
+	for _, f := range snap.Files {
+		if !strings.Contains(f.Path, "/") && strings.HasSuffix(f.Path, ".go") {
+			pkg.Files = append(pkg.Files, f.Path)
+		}
+	}
+	for _, f := range patch {
+		if f.Before == "" && !strings.Contains(f.Path, "/") && strings.HasSuffix(f.Path, ".go") {
+			pkg.Files = append(pkg.Files, f.Path)
+		}
+	}
+	return testDependencies(snap, []testrun.CompiledPackage{pkg}, []string{"."}), nil
 }
 
 func (f *fakeScript) usage() WorkerUsage {
@@ -198,6 +237,7 @@ func (f *fakeScript) implement(root string, req ImplementRequest) (ImplementResu
 		} else {
 			file.Op, file.Content, file.Bytes = PatchModify, content, len(content)
 			file.After = contentid.OfBytes(snapshot.FileTag, []byte(content))
+			file.Executable = slices.Contains(f.Executable, p)
 			if file.Before == "" {
 				file.Op = PatchAdd
 			}

@@ -348,6 +348,10 @@ type LifecycleTestResult struct {
 type LifecycleTestEvidence struct {
 	Patch   string                `json:"patch_id"`
 	Results []LifecycleTestResult `json:"results"`
+	// Dependencies is the content id of what the runs compiled
+	// (TestDependencies, drift.go): what apply checks for drift. Empty in
+	// evidence recorded before Needle recorded it.
+	Dependencies string `json:"dependencies,omitempty"`
 }
 
 // ID is the content id of the evidence.
@@ -356,6 +360,11 @@ func (e LifecycleTestEvidence) ID() string { return mustID(tagLifecycleTestEvide
 func (e LifecycleTestEvidence) validate() error {
 	if err := checkID("evidence.patch_id", e.Patch); err != nil {
 		return err
+	}
+	if e.Dependencies != "" {
+		if err := checkID("evidence.dependencies", e.Dependencies); err != nil {
+			return err
+		}
 	}
 	if len(e.Results) > LifecycleMaxTestPlans {
 		return fmt.Errorf("evidence.results: %d results; the limit is %d", len(e.Results), LifecycleMaxTestPlans)

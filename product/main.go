@@ -134,9 +134,11 @@ Commands:
   version           print the version, compiler, schema head and definition id
   help [COMMAND]    print help for a command
 
-Exit status: 0 success, 1 failure, 2 invalid input or usage error; needle change
-exits 3 on a conflict (a work tree that drifted under a patch: the 409, nothing
-written; a stale approval; another runner of the same lifecycle).
+Exit status: 0 success, 1 failure, 2 invalid input or usage error, 5 a stored
+record that does not match its content address (nothing is written or served
+from it); needle change exits 3 on a conflict (a work tree that drifted under a
+patch: the 409, nothing written; a stale approval; another runner of the same
+lifecycle).
 Run 'needle help COMMAND' for the flags of a command.
 `
 

@@ -109,7 +109,9 @@ const usageChangeList = `Usage: needle change list --repository DIR --data-dir D
 
 List the repository's lifecycles (newest first: id, change, phase/status,
 round, task), then its changes without a lifecycle (prepare_change). Every
-lifecycle is replayed from its journal and checked before it is shown.
+lifecycle is replayed from its journal and checked before it is shown; one
+whose stored records do not check is listed as corrupt with its ids and
+what does not check (show, run, approve and apply refuse it: exit 5).
 `
 
 func (c *cli) changeList(args []string) int {
@@ -137,6 +139,10 @@ func (c *cli) changeList(args []string) int {
 		}{ls, cs})
 	}
 	for _, l := range ls {
+		if l.Status == LifecycleStatusCorrupt {
+			fmt.Fprintf(c.stdout, "%s  %s  %-26s %s\n", l.ID, l.ChangeID, l.Status, l.Corrupt)
+			continue
+		}
 		fmt.Fprintf(c.stdout, "%s  %s  %-26s round %d  %s\n", l.ID, l.ChangeID, string(l.Phase)+"/"+string(l.Status), l.Round, l.Task)
 	}
 	for _, ch := range cs {
@@ -510,13 +516,19 @@ func (c *cli) changeApprove(args []string) int {
 
 const usageChangeApply = `Usage: needle change apply --repository DIR --data-dir DIR [--abandon] [--json] ID
 
-Write an approved patch to the work tree. Every file it touches must still
-have the content the patch was made from: any drift is a conflict (exit 3,
-the 409) and nothing is written — the work tree, the index and HEAD stay as
-they were. The apply is journaled (intent, each file, done): an apply a crash
+Write an approved patch to the work tree. What the proof depended on must be
+as the snapshot the patch was made, tested and verified on had it: every
+file the patch touches (its base), every file the verification's test runs
+compiled, and no new file in a package they compiled. Any drift is a
+conflict (exit 3, the 409) naming the paths, and nothing is written — the
+work tree, the index and HEAD stay as they were. Other changes (HEAD moved
+with the same content, files the proof did not depend on) are allowed and
+printed as notes. The apply is journaled (intent, each file, done): an apply a crash
 interrupted is finished (every file written) or undone (anything less) when
 Needle next opens the repository, and 'needle change show' says which. The
 index and HEAD are never touched: stage the result as after git apply.
+Applying an applied change again writes nothing and prints the first
+apply's outcome, with the time it was applied.
 
 An interrupted apply cannot be finished or undone when a file it touches was
 edited since (it holds neither its content before nor after the patch):
@@ -567,7 +579,10 @@ func (c *cli) changeApply(args []string) int {
 	if *f.json {
 		return c.writeJSON(res)
 	}
-	fmt.Fprintf(c.stdout, "applied %s: %s (intent %s)\n", res.PatchID, strings.Join(res.Paths, ", "), res.IntentID)
+	fmt.Fprintf(c.stdout, "applied %s at %s: %s (intent %s)\n", res.PatchID, res.AppliedAt, strings.Join(res.Paths, ", "), res.IntentID)
+	for _, n := range res.Notes {
+		fmt.Fprintf(c.stdout, "note: %s\n", n)
+	}
 	return 0
 }
 

@@ -88,7 +88,8 @@ func parseLifecycleCursor(s string) (updated, id string, err error) {
 }
 
 // getLifecycles lists the lifecycles of every repository, most recently
-// updated first, each replayed and checked.
+// updated first, each replayed and checked: one that does not check is
+// listed as corrupt.
 func (rt *Runtime) getLifecycles(w http.ResponseWriter, r *http.Request) error {
 	limit, err := limitArg(r)
 	if err != nil {
@@ -121,13 +122,17 @@ func (rt *Runtime) getLifecycles(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-// lifecycleSummary replays a lifecycle and projects its summary.
+// lifecycleSummary replays a lifecycle and projects its summary, or the
+// corrupt one when it does not check.
 func (rt *Runtime) lifecycleSummary(ctx context.Context, ref lifecycleRef) (web.LifecycleSummary, error) {
 	e, err := rt.rootEngine(ctx, ref.Root)
 	if err != nil {
 		return web.LifecycleSummary{}, err
 	}
 	v, err := e.readLifecycle(ctx, ref.ID)
+	if KindOf(err) == KindIntegrity {
+		return lifecycleSummaryDTO(corruptSummary(ref, err)), nil
+	}
 	if err != nil {
 		return web.LifecycleSummary{}, err
 	}
@@ -136,9 +141,13 @@ func (rt *Runtime) lifecycleSummary(ctx context.Context, ref lifecycleRef) (web.
 
 func lifecycleSummaryDTO(s LifecycleSummary) web.LifecycleSummary {
 	updated, _ := time.Parse(time.RFC3339Nano, s.UpdatedAt)
-	return web.LifecycleSummary{LifecycleID: s.ID, ChangeID: s.ChangeID, Task: safeText(s.Task, web.MaxTextBytes),
+	out := web.LifecycleSummary{LifecycleID: s.ID, ChangeID: s.ChangeID, Task: safeText(s.Task, web.MaxTextBytes),
 		Phase: string(s.Phase), Status: string(s.Status), Reason: string(s.Reason), Round: s.Round, UpdatedAt: updated.UTC(),
 		Events: s.Seq, StateDigest: s.StateDigest}
+	if s.Corrupt != "" {
+		out.Corrupt = publicMessage(errors.New(s.Corrupt))
+	}
+	return out
 }
 
 // phaseStates places each phase of the fixed order relative to where the
@@ -365,7 +374,9 @@ func (rt *Runtime) postApproval(w http.ResponseWriter, r *http.Request) error {
 
 // postApply applies the lifecycle's approved patch, as needle change apply
 // does: a work tree that drifted from the patch's base is a 409
-// work_tree_drift naming the paths, and nothing is written.
+// work_tree_drift naming the paths, and nothing is written. A repeated
+// apply of an applied lifecycle answers 200 with the first apply's
+// outcome and time.
 func (rt *Runtime) postApply(w http.ResponseWriter, r *http.Request) error {
 	var req web.ApplyRequest
 	if err := decodeBody(r, &req); err != nil {
@@ -403,7 +414,12 @@ func (rt *Runtime) postApply(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, web.ApplyResult{ChangeID: res.ChangeID, PatchID: res.PatchID, Files: len(res.Paths), AppliedAt: time.Now().UTC()})
+	applied, _ := time.Parse(time.RFC3339Nano, res.AppliedAt)
+	out := web.ApplyResult{ChangeID: res.ChangeID, PatchID: res.PatchID, Files: len(res.Paths), AppliedAt: applied.UTC()}
+	for _, n := range res.Notes {
+		out.Notes = append(out.Notes, safeText(n, web.MaxTextBytes))
+	}
+	writeJSON(w, http.StatusOK, out)
 	return nil
 }
 

@@ -508,3 +508,26 @@ func TestBrowser_Lifecycle(t *testing.T) {
 	}
 	t.Logf("screenshots in %s; %d accessibility nodes checked", filepath.Clean(uiShots), audited)
 }
+
+// TestBrowser_CorruptLifecycle: the list of a real `needle serve` shows a
+// lifecycle that does not check as corrupt, with its id, beside the others;
+// its detail shows the integrity error.
+func TestBrowser_CorruptLifecycle(t *testing.T) {
+	c := newCorruptFixture(t)
+	ctx := browserTab(t)
+	p := page{t, ctx}
+	srv := startServe(t, c.te.data)
+	onlyFrom(t, ctx, srv.url)
+	bad, good := `tr[data-lifecycle="`+c.bad.ID+`"]`, `tr[data-lifecycle="`+c.good.ID+`"]`
+	p.do("the list shows both, one corrupt", chromedp.Navigate(srv.login), visible(`#live.live-live`), click(`a[href="#/lifecycles"]`),
+		visible(bad+` [data-status="corrupt"]`), visible(bad+` [data-corrupt="`+c.bad.ID+`"]`), visible(good+` [data-status="running"]`))
+	if note := p.text(bad + ` [data-corrupt]`); !strings.Contains(note, "corrupt") {
+		t.Errorf("the corrupt row says %q", note)
+	}
+	p.shot("corrupt")
+	p.a11y("corrupt")
+	p.do("its detail is the integrity error", click(bad+` a`), visible(`.error[role="alert"]`))
+	if note := p.text(`.error[role="alert"]`); !strings.Contains(note, "integrity") || !strings.Contains(note, c.bad.ID) {
+		t.Errorf("the detail of the corrupt lifecycle says %q", note)
+	}
+}

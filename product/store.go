@@ -133,6 +133,9 @@ func openStoreIn(ctx context.Context, dataDir string, ms []migrate.Migration, no
 		return nil, &Error{Op: op, Kind: KindIO, Err: err}
 	}
 	defer unlock()
+	if err := createPrivate(path); err != nil {
+		return nil, &Error{Op: op, Kind: KindIO, Err: err}
+	}
 	db, err := sql.Open(storeDriver, storeDSN(path))
 	if err != nil {
 		return nil, &Error{Op: op, Kind: KindStore, Err: err}
@@ -157,6 +160,9 @@ func (s *Store) open(ctx context.Context) error {
 	if err := guardApplicationID(ctx, conn, s.path); err != nil {
 		return &Error{Op: op, Kind: KindStore, Err: err}
 	}
+	if err := keepPrivate(s.path); err != nil {
+		return &Error{Op: op, Kind: KindIO, Err: err}
+	}
 	// Only now, on a Needle store: journal_mode is a property of the file,
 	// so setting it once here holds for every later connection.
 	if _, err := conn.ExecContext(ctx, "PRAGMA journal_mode = WAL"); err != nil {
@@ -172,6 +178,47 @@ func (s *Store) open(ctx context.Context) error {
 	conn.Close() // back to the pool, for the migrations
 	if err := migrate.Apply(ctx, s.db, s.migrations, s.now); err != nil {
 		return &Error{Op: op, Kind: KindMigration, Err: fmt.Errorf("%s: %w", s.path, err)}
+	}
+	return nil
+}
+
+// The store holds the repositories' source (blobs, excerpts) and is the
+// user's alone: its file, WAL and shared-memory file are 0600 whatever the
+// data directory's mode. SQLite creates the WAL and the shared-memory file
+// with the mode of the database file, and the database file with 0644
+// less the umask; so a new database file is made 0600 before SQLite opens
+// it, and an existing store's files are narrowed to 0600 at open.
+
+// createPrivate creates an empty database file at path with mode 0600
+// unless a file is there (SQLite makes an empty file a new database).
+func createPrivate(path string) error {
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
+	if errors.Is(err, fs.ErrExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	return f.Close()
+}
+
+// keepPrivate takes every permission but the owner's read and write off a
+// Needle store's files (the database, its WAL and shared-memory file); it
+// runs once the guard has seen the file is a Needle database.
+func keepPrivate(path string) error {
+	for _, p := range []string{path, path + "-wal", path + "-shm"} {
+		fi, err := os.Stat(p)
+		if errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		if perm := fi.Mode().Perm(); perm&^0o600 != 0 {
+			if err := os.Chmod(p, perm&0o600); err != nil {
+				return err
+			}
+		}
 	}
 	return nil
 }

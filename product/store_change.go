@@ -77,7 +77,8 @@ func (s *Store) change(ctx context.Context, root, id string) (changeRecord, erro
 	return c, decodeStored(req, &c.Request)
 }
 
-// patch loads an accepted patch revision of a change.
+// patch loads an accepted patch revision of a change, checked against its
+// patch id (a KindIntegrity error when they differ).
 func (s *Store) patch(ctx context.Context, changeID string, revision int) (patchAttempt, error) {
 	a := patchAttempt{revision: revision}
 	var ops string
@@ -86,7 +87,10 @@ func (s *Store) patch(ctx context.Context, changeID string, revision int) (patch
 	if err != nil {
 		return a, storeError("store.patch", err)
 	}
-	return a, decodeStored(ops, &a.ops)
+	if err := decodeStored(ops, &a.ops); err != nil {
+		return a, err
+	}
+	return a, checkPatchBlob(fmt.Sprintf("patch %s (revision %d of change %s)", a.patchID, revision, changeID), a.patchID, patchFiles(a.ops))
 }
 
 // verificationRecord is one stored verification.

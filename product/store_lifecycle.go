@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"strings"
 )
@@ -91,20 +92,24 @@ type approvalRow struct {
 
 // applyRow is one apply of the apply journal.
 type applyRow struct {
-	ApplyID   int64
-	IntentID  string
-	ChangeID  string
-	Lifecycle string
-	Approval  string
-	Root      string
-	Files     []applyFile
-	Status    string
-	Cause     string
-	Written   []int // ordinals journaled as written
+	ApplyID    int64
+	IntentID   string
+	ChangeID   string
+	Lifecycle  string
+	Approval   string
+	Root       string
+	Files      []applyFile
+	Status     string
+	Cause      string
+	FinishedAt string // "" while open
+	Written    []int  // ordinals journaled as written
 }
 
 // applyFile is one file of an apply intent, with the content it had before
-// (for a modified or deleted file) so that recovery can restore it.
+// (for a modified or deleted file) so that recovery can restore it, and
+// the permission bits it is written with and had before (0 in an intent
+// journaled before they were recorded: then 0755 or 0644 by the
+// executable bits).
 type applyFile struct {
 	Path          string  `json:"path"`
 	Op            PatchOp `json:"op"`
@@ -113,6 +118,22 @@ type applyFile struct {
 	Executable    bool    `json:"executable"`
 	BeforeContent string  `json:"before_content"`
 	BeforeExec    bool    `json:"before_executable"`
+	Mode          uint32  `json:"mode,omitempty"`
+	BeforeMode    uint32  `json:"before_mode,omitempty"`
+}
+
+func (f applyFile) mode() fs.FileMode { return orExecMode(f.Mode, f.Executable) }
+
+func (f applyFile) beforeMode() fs.FileMode { return orExecMode(f.BeforeMode, f.BeforeExec) }
+
+func orExecMode(mode uint32, exec bool) fs.FileMode {
+	switch {
+	case mode != 0:
+		return fs.FileMode(mode).Perm()
+	case exec:
+		return 0o755
+	}
+	return 0o644
 }
 
 type applyEnd struct {
@@ -333,7 +354,7 @@ func (s *Store) loadLifecycle(ctx context.Context, root, id string) (storedLifec
 		dst  any
 	}{{req, &l.Request}, {needs, &l.Needs}, {plans, &l.Plans}} {
 		if err := decodeStored(d.data, d.dst); err != nil {
-			return l, err
+			return l, integrityf("lifecycle.read", "lifecycle "+l.ID, "%v", err)
 		}
 	}
 	l.Journal, err = queryAll(ctx, s.db, "store.lifecycle_events", `SELECT seq, kind, payload, payload_digest, prev_digest,
@@ -344,11 +365,10 @@ func (s *Store) loadLifecycle(ctx context.Context, root, id string) (storedLifec
 	return l, err
 }
 
-// lifecycleIDs lists the lifecycles of root, newest first.
-func (s *Store) lifecycleIDs(ctx context.Context, root string, limit int) ([]string, error) {
-	return queryAll(ctx, s.db, "store.lifecycles", `SELECT lifecycle_id FROM change_lifecycles WHERE root = ?
-		ORDER BY created_at DESC, lifecycle_id LIMIT ?`, []any{root, limit},
-		func(rows rowScanner, id *string) error { return rows.Scan(id) })
+// lifecycleRefs lists the lifecycles of root, newest first.
+func (s *Store) lifecycleRefs(ctx context.Context, root string, limit int) ([]lifecycleRef, error) {
+	return queryAll(ctx, s.db, "store.lifecycles", `SELECT `+lifecycleRefColumns+` FROM change_lifecycles WHERE root = ?
+		ORDER BY created_at DESC, lifecycle_id LIMIT ?`, []any{root, limit}, scanLifecycleRef)
 }
 
 // lifecycleOfChange returns the lifecycle that runs a change ("" when the
@@ -388,6 +408,9 @@ type artifactBlobs struct {
 	Reasons []string            `json:"reasons,omitempty"`
 	Outputs []testOutput        `json:"outputs,omitempty"`
 	Verdict *verificationRecord `json:"verdict,omitempty"`
+	// Dependencies are what the test runs compiled (the test evidence
+	// binds their id).
+	Dependencies *TestDependencies `json:"dependencies,omitempty"`
 }
 
 // testOutput is the kept output of one test plan's run.
@@ -455,6 +478,9 @@ func (s *Store) artifactWhere(ctx context.Context, where string, args ...any) (l
 	}
 	a.Event = ev
 	if err := decodeStored(blobs, &a.Blobs); err != nil {
+		return a, false, err
+	}
+	if err := checkArtifact(a); err != nil {
 		return a, false, err
 	}
 	return a, true, decodeStored(usage, &a.Usage)
@@ -567,12 +593,13 @@ func (s *Store) journalApplyFile(ctx context.Context, applyID int64, ordinal int
 // first; changeID narrows them to one change.
 func (s *Store) applies(ctx context.Context, root, changeID string, openOnly bool) ([]applyRow, error) {
 	rows, err := queryAll(ctx, s.db, "store.applies", `SELECT apply_id, intent_id, change_id, coalesce(lifecycle_id, ''),
-		approval_id, root, files, status, cause FROM change_applies
+		approval_id, root, files, status, cause, coalesce(finished_at, '') FROM change_applies
 		WHERE root = ? AND (? = '' OR change_id = ?) AND (? = 0 OR status = 'intent') ORDER BY apply_id`,
 		[]any{root, changeID, changeID, boolInt(openOnly)},
 		func(rows rowScanner, a *applyRow) error {
 			var files string
-			if err := rows.Scan(&a.ApplyID, &a.IntentID, &a.ChangeID, &a.Lifecycle, &a.Approval, &a.Root, &files, &a.Status, &a.Cause); err != nil {
+			if err := rows.Scan(&a.ApplyID, &a.IntentID, &a.ChangeID, &a.Lifecycle, &a.Approval, &a.Root, &files, &a.Status, &a.Cause,
+				&a.FinishedAt); err != nil {
 				return err
 			}
 			return decodeStored(files, &a.Files)
@@ -613,7 +640,8 @@ func (s *Store) verificationBodies(ctx context.Context, changeID string) ([]stri
 		[]any{changeID}, func(rows rowScanner, body *string) error { return rows.Scan(body) })
 }
 
-// patchBlobs reads an accepted patch revision with its contents.
+// patchBlobs reads an accepted patch revision with its contents, checked
+// against its patch id (a KindIntegrity error when they differ).
 func (s *Store) patchBlobs(ctx context.Context, changeID string, revision int) ([]PatchFile, string, error) {
 	var ops, id string
 	err := s.db.QueryRowContext(ctx, `SELECT patch_id, operations FROM patches WHERE change_id = ? AND revision = ? AND status = 'accepted'`,
@@ -625,14 +653,25 @@ func (s *Store) patchBlobs(ctx context.Context, changeID string, revision int) (
 		return nil, "", storeError("store.patch", err)
 	}
 	var files []PatchFile
-	return files, id, decodeStored(ops, &files)
+	if err := decodeStored(ops, &files); err != nil {
+		return nil, "", err
+	}
+	return files, id, checkPatchBlob(fmt.Sprintf("patch %s (revision %d of change %s)", id, revision, changeID), id, files)
 }
 
 // lifecycleRef names a lifecycle with its repository root, for the
 // resident runtime, which serves the lifecycles of every repository of its
-// data directory.
+// data directory, and for a listing, which shows a lifecycle that does
+// not check by these columns alone.
 type lifecycleRef struct {
 	ID, Root, UpdatedAt string
+	ChangeID, CreatedAt string
+}
+
+const lifecycleRefColumns = `lifecycle_id, root, updated_at, change_id, created_at`
+
+func scanLifecycleRef(rows rowScanner, r *lifecycleRef) error {
+	return rows.Scan(&r.ID, &r.Root, &r.UpdatedAt, &r.ChangeID, &r.CreatedAt)
 }
 
 // lifecyclePage lists lifecycles of every root, most recently updated
@@ -642,17 +681,16 @@ func (s *Store) lifecyclePage(ctx context.Context, afterUpdated, afterID string,
 	if afterID != "" {
 		where, args = `WHERE (updated_at, lifecycle_id) < (?, ?)`, []any{afterUpdated, afterID}
 	}
-	return queryAll(ctx, s.db, "store.lifecycles", `SELECT lifecycle_id, root, updated_at FROM change_lifecycles `+where+`
-		ORDER BY updated_at DESC, lifecycle_id DESC LIMIT ?`, append(args, limit),
-		func(rows rowScanner, r *lifecycleRef) error { return rows.Scan(&r.ID, &r.Root, &r.UpdatedAt) })
+	return queryAll(ctx, s.db, "store.lifecycles", `SELECT `+lifecycleRefColumns+` FROM change_lifecycles `+where+`
+		ORDER BY updated_at DESC, lifecycle_id DESC LIMIT ?`, append(args, limit), scanLifecycleRef)
 }
 
 // lifecycleRef finds a lifecycle by its id or its change's id, in any
 // root; KindNotFound when there is none.
 func (s *Store) lifecycleRef(ctx context.Context, id string) (lifecycleRef, error) {
 	var r lifecycleRef
-	err := s.db.QueryRowContext(ctx, `SELECT lifecycle_id, root, updated_at FROM change_lifecycles
-		WHERE lifecycle_id = ? OR change_id = ?`, id, id).Scan(&r.ID, &r.Root, &r.UpdatedAt)
+	err := scanLifecycleRef(s.db.QueryRowContext(ctx, `SELECT `+lifecycleRefColumns+` FROM change_lifecycles
+		WHERE lifecycle_id = ? OR change_id = ?`, id, id), &r)
 	if errNoRows(err) {
 		return r, &Error{Op: "lifecycle", Kind: KindNotFound, Err: fmt.Errorf("no lifecycle %s", id)}
 	}

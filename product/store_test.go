@@ -473,3 +473,40 @@ func MustMatchGolden(tb testing.TB, name string, got []byte) {
 		tb.Errorf("%s mismatch (-want +got; NEEDLE_UPDATE=1 rewrites it):\n%s", path, diff)
 	}
 }
+
+// The store's files are 0600 whatever the data directory's mode (they
+// were 0644 in a directory that already existed with 0755), and so are
+// the resident runtime's; an older store's looser files are narrowed at
+// open.
+func TestOpenStore_FilesArePrivate(t *testing.T) {
+	dir := shortDir(t)
+	if err := os.Chmod(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	store := filepath.Join(dir, storeFileName)
+	files := []string{store, store + "-wal", store + "-shm"}
+	check := func(when string, names ...string) {
+		t.Helper()
+		for _, p := range names {
+			fi, err := os.Stat(p)
+			if err != nil || fi.Mode().Perm() != 0o600 {
+				t.Errorf("%s: %s is %v (%v), want 0600", when, filepath.Base(p), fi.Mode().Perm(), err)
+			}
+		}
+	}
+	rt := mustRuntime(t, dir)
+	if _, err := rt.store.Settings(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	check("serving", append(files, filepath.Join(dir, tokenFileName), filepath.Join(dir, lockFileName))...)
+	if fi, err := os.Lstat(filepath.Join(dir, socketFileName)); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Errorf("serving: needle.sock is %v (%v), want 0600", fi.Mode().Perm(), err)
+	}
+	for _, p := range files {
+		if err := os.Chmod(p, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	MustOpenStore(t, dir)
+	check("reopened", files...)
+}

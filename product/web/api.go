@@ -32,7 +32,9 @@ import "time"
 // Errors are Error bodies with the HTTP status of their kind: 400
 // invalid_input, 401 unauthorized, 403 forbidden_origin, 404 not_found,
 // 409 conflict, 415 unsupported_media_type, 421 bad_host, 500 internal
-// (message "internal error"; details only in the log), 503 unavailable.
+// (message "internal error"; details only in the log), 500 integrity (a
+// stored record does not match its content address; the message names
+// it), 503 unavailable.
 
 // Page bounds of every list route.
 const (
@@ -227,13 +229,18 @@ type LifecycleSummary struct {
 	Phase       string `json:"phase"`        // explore implement test review verify apply
 	// Status is running, awaiting_approval, approved or applying, or
 	// terminal: applied, rejected, inconclusive, failed, cancelled (with
-	// Reason).
+	// Reason); or corrupt: the lifecycle's stored records do not check
+	// (Corrupt says what), and its detail, approval and apply answer the
+	// integrity error.
 	Status      string    `json:"status"`
 	Reason      string    `json:"reason,omitempty"`
 	Round       int       `json:"round"` // 2 after the one repair
 	UpdatedAt   time.Time `json:"updated_at"`
 	Events      int       `json:"events"` // journal length (the state's seq)
 	StateDigest string    `json:"state_digest"`
+	// Corrupt is set with status corrupt: what does not check, bounded to
+	// MaxTextBytes (ids and digests only).
+	Corrupt string `json:"corrupt,omitempty"`
 }
 
 // LifecycleDetail is one lifecycle, replayed and checked from its journal
@@ -332,12 +339,18 @@ type ApplyRequest struct {
 	ApprovalID string `json:"approval_id"`
 }
 
-// ApplyResult reports an apply that wrote the patch to the work tree.
+// ApplyResult reports an apply that wrote the patch to the work tree. A
+// repeated apply of an applied lifecycle answers the same: the first
+// apply's outcome and AppliedAt.
 type ApplyResult struct {
 	ChangeID  string    `json:"change_id"`
 	PatchID   string    `json:"patch_id"`
 	Files     int       `json:"files"`
 	AppliedAt time.Time `json:"applied_at"`
+	// Notes report changes since the snapshot the proof did not depend on
+	// (HEAD moved, other files), which the apply allowed; bounded text
+	// with ids only. Only the apply that wrote gives them.
+	Notes []string `json:"notes,omitempty"`
 }
 
 // ApplyState is the newest apply of the change, from its journal: done,

@@ -144,6 +144,7 @@ export interface LifecycleSummary {
   updated_at: string;
   events: number;
   state_digest: string;
+  corrupt?: string;
 }
 
 export interface LifecycleDetail {
@@ -225,6 +226,7 @@ export interface ApplyResult {
   patch_id: string;
   files: number;
   applied_at: string;
+  notes?: string[];
 }
 
 export interface ApplyState {

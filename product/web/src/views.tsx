@@ -312,7 +312,15 @@ export function LifecyclesView({ items }: { items: LifecycleSummary[] }) {
                 </a>
                 <div className="muted mono">{l.change_id}</div>
               </td>
-              <td>{l.task}</td>
+              <td>
+                {l.corrupt ? (
+                  <span className="corrupt" data-corrupt={l.lifecycle_id}>
+                    {l.corrupt}
+                  </span>
+                ) : (
+                  l.task
+                )}
+              </td>
               <td>{l.phase}</td>
               <td>
                 <StatusBadge s={l} />
@@ -556,6 +564,11 @@ function ApprovePanel({ detail, onDone }: { detail: LifecycleDetail; onDone: () 
             Applied patch <span className="mono">{shortId(result.patch_id)}</span> to {result.files} file(s) at {fmtTime(result.applied_at)}.
           </p>
         )}
+        {result?.notes?.map((n) => (
+          <p key={n} className="muted" data-note="">
+            Note: {n}
+          </p>
+        ))}
       </div>
       {err instanceof ApiError && err.status === 409 ? <ConflictNote c={err.detail.conflict} message={err.detail.message} /> : err ? <ErrorNote error={err} /> : null}
     </section>
