@@ -63,7 +63,7 @@ Commands:
                     implement, review, verify; Needle runs the tests itself in
                     the codex sandbox) with the real codex binary and a fake
                     model, then approve and apply when the scenario says so
-  experiment mcp-contract-microbench --mcp-request-file FILE [--repository DIR [--evidence FILE]] [--calls N] [--reports DIR]
+  experiment mcp-contract-microbench --mcp-request-file FILE [--codex BIN] [--repository DIR [--evidence FILE]] [--calls N] [--reports DIR]
                     time need_context answered as an exact hit, a no-op
                     tools/call and ping on one MCP stdio loop (in process;
                     without --repository, a generated repository whose
