@@ -536,28 +536,6 @@ func scenarioCommand(label string, mod *moduleIndex) (string, []string, bool) {
 	if len(mod.mains) == 0 {
 		return "", nil, false
 	}
-	text := label
-	if i := strings.Index(text, "`"); i >= 0 {
-		if j := strings.Index(text[i+1:], "`"); j >= 0 {
-			text = text[i+1 : i+1+j]
-		}
-	}
-	words, ok := shellSplit(strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(text), "$")))
-	if !ok || len(words) == 0 {
-		return "", nil, false
-	}
-	if len(words) >= 3 && words[0] == "go" && words[1] == "run" {
-		dir := strings.TrimSuffix(strings.TrimPrefix(words[2], "./"), "/")
-		if dir == "" || dir == "." {
-			dir = mod.dir
-		} else {
-			dir = pathJoin(mod.dir, dir)
-		}
-		if slices.Contains(mod.mains, dir) {
-			return dir, words[3:], true
-		}
-		return "", nil, false
-	}
 	names := func(prog string) (string, bool) {
 		prog = path.Base(prog)
 		for _, m := range mod.mains {
@@ -567,45 +545,68 @@ func scenarioCommand(label string, mod *moduleIndex) (string, []string, bool) {
 		}
 		return "", false
 	}
-	if m, ok := names(words[0]); ok {
-		return m, words[1:], true
+	text := label
+	if i := strings.Index(text, "`"); i >= 0 {
+		if j := strings.Index(text[i+1:], "`"); j >= 0 {
+			text = text[i+1 : i+1+j]
+		}
+	}
+	if words, ok := shellSplit(strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(text), "$"))); ok && len(words) > 0 {
+		if len(words) >= 3 && words[0] == "go" && words[1] == "run" {
+			dir := strings.TrimSuffix(strings.TrimPrefix(words[2], "./"), "/")
+			if dir == "" || dir == "." {
+				dir = mod.dir
+			} else {
+				dir = pathJoin(mod.dir, dir)
+			}
+			if slices.Contains(mod.mains, dir) {
+				return dir, words[3:], true
+			}
+			return "", nil, false
+		}
+		if m, ok := names(words[0]); ok {
+			return m, words[1:], true
+		}
+		// "app --version": a program word and arguments that look like a
+		// command line, in a module with one program.
+		if len(mod.mains) == 1 && len(words) <= 8 && programWord.MatchString(words[0]) {
+			flags := 0
+			for _, w := range words[1:] {
+				if strings.HasPrefix(w, "-") {
+					flags++
+				}
+			}
+			if flags > 0 && flags*2 >= len(words)-1 {
+				return mod.mains[0], words[1:], true
+			}
+		}
 	}
 	// Prose naming a program of the module ("running textctl with no
-	// arguments", "when the user runs app -v x"): its arguments are the
-	// words after it up to the first that is prose again.
-	if plain, ok := shellSplit(strings.Map(func(r rune) rune {
-		if strings.ContainsRune(",.;:!?()`\"'", r) {
+	// arguments", "textctl (no arguments)", "when the user runs app -v
+	// x"): its arguments are the words after it up to the first that is
+	// prose again.
+	plain, ok := shellSplit(strings.Map(func(r rune) rune {
+		if strings.ContainsRune(",.;:!?()[]{}`\"'$<>|&*~", r) {
 			return ' '
 		}
 		return r
-	}, label)); ok {
-		for i, w := range plain {
-			m, ok := names(w)
-			if !ok || i == 0 {
-				continue
-			}
-			var args []string
-			for _, a := range plain[i+1:] {
-				if proseWords[strings.ToLower(a)] {
-					break
-				}
-				args = append(args, a)
-			}
-			return m, args, true
-		}
+	}, label))
+	if !ok {
+		return "", nil, false
 	}
-	// "app --version": a program word and arguments that look like a
-	// command line, in a module with one program.
-	if len(mod.mains) == 1 && len(words) <= 8 && programWord.MatchString(words[0]) {
-		flags := 0
-		for _, w := range words[1:] {
-			if strings.HasPrefix(w, "-") {
-				flags++
+	for i, w := range plain {
+		m, ok := names(w)
+		if !ok {
+			continue
+		}
+		args := []string{} // no arguments is still a command
+		for _, a := range plain[i+1:] {
+			if proseWords[strings.ToLower(a)] {
+				break
 			}
+			args = append(args, a)
 		}
-		if flags > 0 && flags*2 >= len(words)-1 {
-			return mod.mains[0], words[1:], true
-		}
+		return m, args, true
 	}
 	return "", nil, false
 }
@@ -615,7 +616,7 @@ var programWord = lazyregexp.New(`^[A-Za-z][\w.-]*$`)
 // proseWords end a command's arguments written inside a sentence.
 var proseWords = map[string]bool{"with": true, "and": true, "to": true, "when": true, "then": true, "on": true, "in": true,
 	"for": true, "that": true, "which": true, "so": true, "after": true, "before": true, "using": true, "via": true, "by": true,
-	"while": true, "where": true, "without": true, "is": true, "are": true, "it": true}
+	"while": true, "where": true, "without": true, "is": true, "are": true, "it": true, "no": true, "any": true}
 
 // shellSplit splits a command line as a POSIX shell would for simple
 // words, single and double quotes; ok is false for anything else

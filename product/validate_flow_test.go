@@ -155,6 +155,9 @@ func TestValidate_FlowsExecuted(t *testing.T) {
 	_, vs, ve := declLines(t, a.repo, "app/app.go", "func ViaReflect()")
 	_, fs, fe := declLines(t, a.repo, "app/app.go", "func reflected()")
 	te.checkVerdict(t, flowNamed("symbol", "ViaReflect", "TestReflect", step("app/app.go", vs, ve, "v"), step("app/app.go", fs, fe, "f")), "certified", "a call through reflect")
+	// A program with no arguments is still a command.
+	te.checkVerdict(t, flowNamed("symbol", "Run", "app (no arguments)", a.run, a.render), "certified", "a program run without arguments")
+	te.checkVerdict(t, flowNamed("symbol", "Run", "app (no arguments)", chain...), "rejected", "go run ./cmd/app ran")
 	// A command named inside a sentence, without backticks.
 	te.checkVerdict(t, flowNamed("symbol", "Run", "running app --version to see it", chain...), "certified", "a program named in prose")
 	// From a package-level declaration: the variable hands the printer on.
