@@ -76,6 +76,11 @@ func (pkg *Package) Reads(name string, defs []Definition) []Read {
 	flagNames := map[string]bool{}
 	var defNodes []ast.Node       // the definitions' literals and calls
 	ownNames := map[string]bool{} // the names the flag's definitions give it
+	// funcFields are tagged fields of function type (go-flags' built-in
+	// help: ShowHelp func() error `long:"help"`): the library calls the
+	// function the field holds when the option is given, so the function
+	// assigned to it is what reads the option.
+	funcFields := map[types.Object]bool{}
 	for _, d := range defs {
 		f := pkg.file(d.File)
 		if f == nil || isTestFile(d.File) {
@@ -135,6 +140,9 @@ func (pkg *Package) Reads(name string, defs []Definition) []Read {
 				if obj := pkg.Info.Defs[id]; obj != nil && id.Name == fieldOf(d.Callee) {
 					bound[obj] = true
 					out = append(out, pkg.fieldSetters(obj.Type())...)
+					if _, ok := obj.Type().Underlying().(*types.Signature); ok {
+						funcFields[obj] = true
+					}
 				}
 			}
 		}
@@ -178,6 +186,16 @@ func (pkg *Package) Reads(name string, defs []Definition) []Read {
 			case *ast.SelectorExpr:
 				if sel := pkg.Info.Selections[n]; sel != nil && sel.Kind() == types.FieldVal && bound[sel.Obj()] && !isWrite(n, parent) && !isAddrOf(parent) {
 					out = append(out, pkg.readAt(ReadVariable, "field "+sel.Obj().Name(), f.Path, n.Sel.Pos()))
+				}
+			case *ast.AssignStmt:
+				for i, lhs := range n.Lhs {
+					sel, ok := ast.Unparen(lhs).(*ast.SelectorExpr)
+					if !ok || i >= len(n.Rhs) || len(n.Lhs) != len(n.Rhs) {
+						continue
+					}
+					if s := pkg.Info.Selections[sel]; s != nil && s.Kind() == types.FieldVal && funcFields[s.Obj()] {
+						out = append(out, pkg.functionsOf(n.Rhs[i], 3)...)
+					}
 				}
 			case *ast.CallExpr:
 				if how, ok := pkg.readByName(n, parent, matches, names, kinds, libs); ok {
@@ -421,6 +439,80 @@ func (pkg *Package) setterOf(value ast.Expr) []Read {
 		}
 	}
 	return nil
+}
+
+// functionsOf returns the bodies of the functions value may hold, as
+// setter reads: a function literal, a function or method value, or — a
+// parameter of the function it appears in — what the package's calls of
+// that function pass for it, following such parameters at most depth
+// times (go-flags hands its help function down two calls).
+func (pkg *Package) functionsOf(value ast.Expr, depth int) []Read {
+	if out := pkg.setterOf(value); len(out) > 0 || depth == 0 {
+		return out
+	}
+	id, ok := ast.Unparen(value).(*ast.Ident)
+	if !ok {
+		return nil
+	}
+	param, ok := pkg.Info.Uses[id].(*types.Var)
+	if !ok {
+		return nil
+	}
+	// The function whose parameter it is, and the parameter's index.
+	var fn *types.Func
+	index := -1
+	for _, f := range pkg.Files {
+		ast.Inspect(f.Syntax, func(n ast.Node) bool {
+			fd, ok := n.(*ast.FuncDecl)
+			if !ok || fn != nil {
+				return fn == nil
+			}
+			i := 0
+			for _, field := range fd.Type.Params.List {
+				for _, name := range field.Names {
+					if pkg.Info.Defs[name] == param {
+						fn, _ = pkg.Info.Defs[fd.Name].(*types.Func)
+						index = i
+					}
+					i++
+				}
+				if len(field.Names) == 0 {
+					i++
+				}
+			}
+			return false
+		})
+	}
+	if fn == nil || index < 0 {
+		return nil
+	}
+	var out []Read
+	for _, f := range pkg.Files {
+		if isTestFile(f.Path) {
+			continue
+		}
+		ast.Inspect(f.Syntax, func(n ast.Node) bool {
+			call, ok := n.(*ast.CallExpr)
+			if !ok || index >= len(call.Args) {
+				return true
+			}
+			if callee := calleeFunc(pkg.Info, call.Fun); callee != nil && (callee == fn || callee.Name() == fn.Name() && sameRecv(callee, fn)) {
+				out = append(out, pkg.functionsOf(call.Args[index], depth-1)...)
+			}
+			return true
+		})
+	}
+	return out
+}
+
+// sameRecv reports whether two methods have the same receiver base type
+// (one method declared in two files a build constraint chooses between).
+func sameRecv(a, b *types.Func) bool {
+	ra, rb := a.Signature().Recv(), b.Signature().Recv()
+	if ra == nil || rb == nil {
+		return ra == rb
+	}
+	return types.TypeString(ra.Type(), nil) == types.TypeString(rb.Type(), nil)
 }
 
 // fieldSetterMethods are the methods through which a flags struct's

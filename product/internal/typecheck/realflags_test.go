@@ -229,6 +229,11 @@ func TestRealGoFlags(t *testing.T) {
 	wantLocs(t, ex, "-f, --force", flagKinds, "examples/rm.go:8")
 	wantLocs(t, ex, "--rm", flagKinds)                    // AddCommand("rm", …)
 	wantLocs(t, ex, "-a", flagKinds, "examples/add.go:8") // not the help text "Use -a to add all files"
+	// The built-in help is a function-typed field: the library calls what
+	// it holds, handed down from the parser (parser.go's showBuiltinHelp).
+	if got := realReads(pkg, "--help", DefFlag); !slices.ContainsFunc(got, func(r string) bool { return strings.HasPrefix(r, "setter:parser.go:") }) {
+		t.Errorf("Reads(--help) = %v, want the body of showBuiltinHelp (parser.go)", got)
+	}
 	for name, want := range map[string][]string{
 		"--point": {"setter:examples/main.go:21"},
 		"--all":   {"variable:examples/add.go:14"},
