@@ -663,6 +663,7 @@
 //	validate_go.go       Go locations by go/types: symbols, natural spans, flag and key definitions
 //	validate_flow.go     runtime_flow: the first step holds the subject; what the source says of each link
 //	validate_flow_run.go runtime_flow by execution: scenarios as models write them, probes, the run
+//	validate_option_run.go  options no definition names (a parser comparing names, constant keys), proven by a run
 //	validate_tests.go    focused_tests: reach by running the test (or static reach); Needle's commands
 //	validate_lexical.go  lexical evidence for other languages: definition-shaped lines
 //	runner.go            TestsConfig; the type checker, the sandboxed test runner and its cache
