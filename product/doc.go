@@ -372,7 +372,12 @@
 // lexical) and Needle's own run command, and the artifact and claim ids.
 // What a worker wrote freely (a step's summary) appears only quoted and
 // labelled as the worker's unverified description. result_digest is the
-// content id of the structured result.
+// content id of the structured result. Every other face labels worker text
+// the same way: needle change show and events quote a reviewer's finding,
+// a verifier's reason and a failed run's report as the worker's words
+// (unverified), and the API carries such text only as a web.WorkerText
+// ({text, unverified: true, source: "worker"}), which the UI shows as the
+// worker's, unverified.
 //
 // # Workers
 //

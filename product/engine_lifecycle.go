@@ -256,7 +256,7 @@ func (e *Engine) LifecycleEvents(ctx context.Context, id string) ([]LifecycleEve
 	for i, ev := range v.Events {
 		st := v.States[i]
 		out[i] = LifecycleEventView{Seq: i + 1, Kind: ev.Kind(), At: v.At[i], PayloadDigest: LifecycleEventDigest(ev),
-			StateDigest: st.Digest(), Phase: st.Phase, Status: st.Status, Summary: eventSummary(ev)}
+			StateDigest: st.Digest(), Phase: st.Phase, Status: st.Status, Summary: eventSummary(ev), Detail: eventDetail(ev)}
 	}
 	return out, nil
 }
