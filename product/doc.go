@@ -426,7 +426,8 @@
 // doc. initialize freezes the session: repository, role-profile revision
 // (its limits, worker model and effort), routes (mcp serve --routes),
 // semantic definition, main model, worker policy and protocol
-// (session_freezes). needle mcp serve opens its store, settings and role
+// (session_freezes), and the digests of its transport's contract and of
+// the prompt profile (session_digests; below, "Session digests"). needle mcp serve opens its store, settings and role
 // profile while the connection starts, once: initialize is answered
 // without waiting for them, the session is frozen as soon as they are
 // open, and tools/list and tools/call wait for that; a store, profile or
@@ -442,6 +443,31 @@
 // tool. Invalid arguments are -32602 before anything is resolved;
 // content[0].text is the context, and structuredContent the NeedResult
 // (2025-06-18 only).
+//
+// # Session digests
+//
+// Every session, whatever its transport, records with its row
+// (session_digests, in the same transaction) what it speaks and what its
+// workers are sent (transport.go, prompt_profile.go): the content id of
+// its transport's contract (name, negotiated protocol, and the need
+// request's schema for its routes; for MCP every tool's input and output
+// schema), of the @@need marker grammar for a marker transport (the
+// hook, needle exec: MarkerGrammarRevision and the readings of sample
+// messages), and the revision and digest of the prompt profile: each
+// worker kind's prompt set (evidence, patch, review, verify: developer
+// instructions, turn prompts rendered for a fixed sample request, output
+// schemas, the thread settings) digested as sent. The digest is of what
+// is sent and never an input to it, so invocation identities, and the
+// frozen transcripts the replay tier finds by them, do not move with it;
+// a test holds the instructions and schemas to those the real codex
+// recorded, and each revision (of the prompt profile and the grammar) to
+// one digest (testdata/revisions.golden): a change must bump it.
+// ResumeSession compares what a session froze (definition, routes,
+// transport, the digests, main model) with what the resuming process runs
+// under; a difference is named by SessionChanges and opens every reply
+// of the session ("Needle note: since this session started, … changed").
+// A session started before the digests were recorded has none: not known,
+// and not a change.
 //
 // # Codex: the Stop hook and needle exec
 //
@@ -706,6 +732,8 @@
 //	apply.go             approval, the journaled all-or-nothing apply, recovery, diff
 //	engine_lifecycle.go  StartLifecycle, RunLifecycle, Lifecycles, Lifecycle, LifecycleEvents
 //	profile.go           role profiles
+//	prompt_profile.go    the prompt profile: each worker kind's prompts and schemas, versioned and digested
+//	transport.go         the marker grammar's and each transport's digests; what a session records of them
 //	mcp.go               the MCP server: session, initialize, tools/list and tools/call
 //	mcp_tools.go         the MCP tool table and its typed handlers
 //	mcp_schema.go        the tools' input and output schemas

@@ -33,6 +33,10 @@ const (
 	tagProfile       = "needle.profile.v1"        // Profile → a revision's digest
 	tagReply         = "needle.reply.v1"          // a reply's text → its digest in replies
 	tagRunCache      = "needle.run_cache.v1"      // a repository root, a test run's inputs → its cache directory, its cache key
+	tagPromptSet     = "needle.prompt_set.v1"     // a worker kind's prompts, rendered for a sample, and schemas → its digest
+	tagPromptProfile = "needle.prompt_profile.v1" // {revision, prompt set digests} → the prompt profile's digest
+	tagGrammar       = "needle.grammar.v1"        // the @@need marker grammar and its sample readings → the grammar digest
+	tagTransport     = "needle.transport.v1"      // a transport's contract (name, protocol, request schema, grammar, tools) → its digest
 
 	// The change lifecycle (machine*.go).
 	tagLifecycleState        = "needle.lifecycle_state.v1"         // LifecycleState → state digest (the CAS token)
