@@ -564,7 +564,15 @@
 // StepLifecycle(state, event) returns the next state and the effects, or a
 // typed refusal. A lifecycle freezes its change id, source snapshot, five
 // role settings, sorted certified test plans, cumulative budget and
-// concurrency one. The kernel (kernel.go) is the only transition
+// concurrency one. Each role's frozen reference carries two digests: its
+// settings with the role's name (Digest) and without it (Worker: sandbox,
+// model, effort and the prompt set the role is briefed with, with that
+// set's digest). The verifier must be a distinct worker: its Worker may
+// be neither the reviewer's nor the implementer's (the names alone would
+// tell any two roles apart). checkProfile refuses such a profile at
+// needle profile create, StartLifecycle again (a profile another writer
+// stored), and the machine refuses such a freeze; the built-in profile's
+// verifier differs from its reviewer in its prompt set. The kernel (kernel.go) is the only transition
 // authority: it replays the journal, runs the one pending invocation's
 // adapter (adapter*.go: Codex workers; for test, Needle's own sandboxed go
 // test), checks and persists the artifact (lifecycle_artifacts), then
@@ -731,7 +739,7 @@
 //	invocation.go        invocation records around every adapter: no worker runs twice under one id
 //	apply.go             approval, the journaled all-or-nothing apply, recovery, diff
 //	engine_lifecycle.go  StartLifecycle, RunLifecycle, Lifecycles, Lifecycle, LifecycleEvents
-//	profile.go           role profiles
+//	profile.go           role profiles; the distinct verifier
 //	prompt_profile.go    the prompt profile: each worker kind's prompts and schemas, versioned and digested
 //	transport.go         the marker grammar's and each transport's digests; what a session records of them
 //	mcp.go               the MCP server: session, initialize, tools/list and tools/call

@@ -49,6 +49,7 @@ const (
 	tagLifecycleApplyIntent  = "needle.lifecycle_apply_intent.v1"  // LifecycleApplyIntent → intent id
 	tagLifecycleRequest      = "needle.lifecycle_request.v1"       // {change request, needs} → freeze.request_id
 	tagRoleSettings          = "needle.role_settings.v1"           // {role, sandbox, model, effort} → a frozen role's digest
+	tagRoleWorker            = "needle.role_worker.v1"             // {sandbox, model, effort, prompt set and its digest} → what a role's worker is, whatever the role
 	tagTestPlan              = "needle.test_plan.v1"               // {artifact, module, package, test} → plan id
 	tagTestOutput            = "needle.test_output.v1"             // a test run's kept output → its output digest
 	tagChangeVerification    = "needle.change_verification.v1"     // a stored verification body → its verification id

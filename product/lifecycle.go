@@ -118,7 +118,7 @@ func roleRef(rev ProfileRevision, role LifecycleRole) LifecycleProfileRef {
 		Digest: mustID(tagRoleSettings, struct {
 			Role LifecycleRole `json:"role"`
 			RoleSettings
-		}{role, r})}
+		}{role, r}), Worker: roleWorker(role, r)}
 }
 
 // LifecycleIDs are the ids a command may name a lifecycle by: its own

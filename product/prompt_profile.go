@@ -3,6 +3,7 @@ package product
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"sync"
 )
 
@@ -72,6 +73,15 @@ var CurrentPromptProfile = sync.OnceValue(func() PromptProfile {
 	return p
 })
 
+// defaultRolePrompts is the prompt set each lifecycle role is briefed
+// with; the test runner is no model and has none.
+var defaultRolePrompts = map[LifecycleRole]string{
+	LifecycleRoleExplorer:    PromptsEvidence,
+	LifecycleRoleImplementer: PromptsPatch,
+	LifecycleRoleReviewer:    PromptsReview,
+	LifecycleRoleVerifier:    PromptsVerify,
+}
+
 // promptSets renders every prompt set for the sample request.
 var promptSets = sync.OnceValue(func() map[string]promptSet {
 	thread := map[string]any{"approval_policy": "never", "config": workerTools, "ephemeral": true}
@@ -111,3 +121,11 @@ var promptSets = sync.OnceValue(func() map[string]promptSet {
 			Schemas: []json.RawMessage{verdictSchema()}},
 	}
 })
+
+// checkPromptSet checks that a prompt set exists.
+func checkPromptSet(op, path, name string) error {
+	if !slices.Contains(promptSetNames, name) {
+		return invalidf(op, path, "unknown prompt set %q; want one of %v", name, promptSetNames)
+	}
+	return nil
+}
