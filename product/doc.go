@@ -222,7 +222,9 @@
 // no reach. The certificate records, per test, the status,
 // duration, toolchain, output digest and the label executed; its
 // dependencies are the files the test binary compiled (so a replay re-runs
-// the test only when one of them changed). Runs are cached per snapshot.
+// the test only when one of them changed). Runs are cached per snapshot;
+// a run's scratch directory belongs to its process, and a killed
+// process's is swept by the next run.
 // A subject declared in a _test.go file, which coverage does not
 // instrument, is traced instead: the test must run a statement of its
 // body. Static reach is never a proof: where Needle cannot run the test
@@ -385,7 +387,9 @@
 // WorkerPort. Per request it makes a disposable checkout of the exact
 // snapshot (product/internal/checkout: a git worktree plus the dirty
 // overlay, or a copy; its digest is verified after creation and after the
-// worker; cleanup is verified; any failure fails closed), a private
+// worker; cleanup is verified; any failure fails closed; a checkout whose
+// process died is swept when the next worker backend opens, and one its
+// process removed meanwhile is nothing to sweep), a private
 // CODEX_HOME, and starts `CMD app-server` (product/internal/appserver) in its
 // own process group with a scrubbed environment. One ephemeral read-only
 // thread (approvalPolicy never, web search, sub-agents and plugins pruned)
