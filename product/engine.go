@@ -378,8 +378,8 @@ func (e *Engine) session(ctx context.Context, session string, f *SessionFreeze, 
 	if f != nil {
 		protocol = f.Protocol
 	}
-	start := sessionStart{id: session, definitionID: DefinitionID(), transport: e.cfg.Transport, routes: routes,
-		mainModel: e.cfg.MainModel, digests: currentSessionDigests(e.cfg.Transport, protocol, e.cfg.Routes), freeze: freeze}
+	start := sessionStart{id: session, definitionID: DefinitionID(), transport: e.cfg.Transport, protocol: protocol, routes: routes,
+		mainModel: e.cfg.MainModel, freeze: freeze}
 	l = &Ledger{}
 	// A session a need starts (no freeze) is queued like a frozen one: its
 	// first answer waits for no write either. Only a resumed session's row

@@ -127,8 +127,7 @@ func (s *Store) createLifecycle(ctx context.Context, rec lifecycleRecord, ev Lif
 	kind, payload, digest := EncodeLifecycleEvent(ev)
 	defer s.committed() // after a failure, a spurious wake costs one query
 	return s.inTx(ctx, "store.lifecycle_create", func(tx *sql.Tx, now string) error {
-		start := sessionStart{id: rec.Session, definitionID: DefinitionID(), transport: "cli", routes: []string{},
-			digests: currentSessionDigests("cli", "", RouteSet{})}
+		start := sessionStart{id: rec.Session, definitionID: DefinitionID(), transport: "cli", routes: []string{}}
 		if err := createSession(ctx, tx, now, start); err != nil {
 			return err
 		}

@@ -11,7 +11,7 @@ import (
 // session id unused.
 func (s *Store) CreateSession(ctx context.Context, sessionID, definitionID, transport string, routes []string, mainModel string) error {
 	return s.startSession(ctx, sessionStart{id: sessionID, definitionID: definitionID, transport: transport, routes: routes,
-		mainModel: mainModel, digests: currentSessionDigests(transport, "", routeSetOf(routes))})
+		mainModel: mainModel})
 }
 
 // hasSession reports whether the session's row is stored.
@@ -28,12 +28,14 @@ func (s *Store) hasSession(ctx context.Context, sessionID string) (bool, error) 
 }
 
 // sessionStart is a session row and, when freeze is not nil, what the
-// session froze: written once, in one transaction.
+// session froze: written once, in one transaction. The row's digests
+// (session_digests) are those of its transport speaking protocol with its
+// routes, computed as it is written: by the accountant, off the answer's
+// path, for a session an answer starts.
 type sessionStart struct {
-	id, definitionID, transport, mainModel string
-	routes                                 []string
-	digests                                sessionDigests
-	freeze                                 *sessionFreezeRow
+	id, definitionID, transport, protocol, mainModel string
+	routes                                           []string
+	freeze                                           *sessionFreezeRow
 }
 
 // startSession is CreateSession that also records what the session froze.
@@ -85,7 +87,7 @@ func createSession(ctx context.Context, tx *sql.Tx, now string, start sessionSta
 	if err == nil && n == 0 {
 		return fmt.Errorf("session %s already exists", start.id)
 	}
-	d := start.digests
+	d := currentSessionDigests(start.transport, start.protocol, routeSetOf(start.routes))
 	if _, err := tx.ExecContext(ctx, `INSERT INTO session_digests (session_id, transport_digest, grammar_digest,
 		prompt_profile_revision, prompt_profile_digest) VALUES (?, ?, ?, ?, ?)`,
 		start.id, d.Transport, d.Grammar, d.PromptRevision, d.PromptDigest); err != nil {
