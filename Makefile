@@ -19,7 +19,7 @@ CLAUDE_VERSION := 2.1.332
 CLAUDE_PREFIX := .cache/claude-code-$(CLAUDE_VERSION)
 CLAUDE_BIN ?= $(CURDIR)/$(CLAUDE_PREFIX)/node_modules/@anthropic-ai/claude-code-linux-x64/claude
 
-.PHONY: all build test test-unit test-contract codex claude frozen-worker frozen-changes frozen-hook frozen-exec frozen-lifecycle frozen-corpus corpus crash bench bench-smoke check lint fmt vet staticcheck demo fuzz clean
+.PHONY: all build test test-unit test-contract codex claude frozen-worker frozen-changes frozen-hook frozen-exec frozen-lifecycle frozen-corpus corpus crash soak bench bench-smoke check lint fmt vet staticcheck demo fuzz clean
 
 all: build
 
@@ -105,6 +105,18 @@ frozen-exec: codex
 CRASH_KILLS ?= 1000
 crash: codex
 	NEEDLE_CODEX_BIN=$(CODEX_BIN) NEEDLE_CRASH_KILLS=$(CRASH_KILLS) $(GO) test ./product -run '^TestLifecycleCrashes$$' -count=1 -v -timeout 90m
+
+## soak: the load and fault run at full length: needle serve under 16
+## concurrent MCP sessions (hits, and misses through the replay App
+## Server), 4 event-stream clients and CLI change lifecycles, killed with
+## SIGKILL every SOAK_KILL_EVERY and started again; then no request lost
+## without an error, needle db check, no accounting row twice, the peak RSS
+## (make test runs a 20 s version with one kill)
+SOAK ?= 10m
+SOAK_KILL_EVERY ?= 2m
+soak: codex
+	NEEDLE_CODEX_BIN=$(CODEX_BIN) NEEDLE_SOAK=$(SOAK) NEEDLE_SOAK_KILL_EVERY=$(SOAK_KILL_EVERY) \
+		$(GO) test ./product -run '^TestSoak$$' -count=1 -v -timeout 60m
 
 ## frozen-lifecycle: re-record the change-lifecycle transcripts of
 ## fixtures/lifecycle (explore, implement, review and verify workers; the

@@ -451,7 +451,7 @@ func TestNeedContext_ExactHitWritesNothing(t *testing.T) {
 // of answers, the rows of MCP sessions, stat-cache entries.
 var accountingTables = map[string]bool{
 	"steps": true, "resolutions": true, "operator_costs": true,
-	"sessions": true, "session_freezes": true, "file_stats": true,
+	"sessions": true, "session_freezes": true, "session_digests": true, "file_stats": true,
 }
 
 // writtenTables returns the tables the statements of a transaction insert

@@ -227,7 +227,9 @@
 // time) is not found statically, so it shows no reach. The certificate records, per test, the status,
 // duration, toolchain, output digest and the label executed; its
 // dependencies are the files the test binary compiled (so a replay re-runs
-// the test only when one of them changed). Runs are cached per snapshot.
+// the test only when one of them changed). Runs are cached per snapshot;
+// a run's scratch directory belongs to its process, and a killed
+// process's is swept by the next run.
 // A subject declared in a _test.go file, which coverage does not
 // instrument, is traced instead: the test must run a statement of its
 // body. Static reach is never a proof: where Needle cannot run the test
@@ -377,7 +379,12 @@
 // lexical) and Needle's own run command, and the artifact and claim ids.
 // What a worker wrote freely (a step's summary) appears only quoted and
 // labelled as the worker's unverified description. result_digest is the
-// content id of the structured result.
+// content id of the structured result. Every other face labels worker text
+// the same way: needle change show and events quote a reviewer's finding,
+// a verifier's reason and a failed run's report as the worker's words
+// (unverified), and the API carries such text only as a web.WorkerText
+// ({text, unverified: true, source: "worker"}), which the UI shows as the
+// worker's, unverified.
 //
 // # Workers
 //
@@ -385,7 +392,9 @@
 // WorkerPort. Per request it makes a disposable checkout of the exact
 // snapshot (product/internal/checkout: a git worktree plus the dirty
 // overlay, or a copy; its digest is verified after creation and after the
-// worker; cleanup is verified; any failure fails closed), a private
+// worker; cleanup is verified; any failure fails closed; a checkout whose
+// process died is swept when the next worker backend opens, and one its
+// process removed meanwhile is nothing to sweep), a private
 // CODEX_HOME, and starts `CMD app-server` (product/internal/appserver) in its
 // own process group with a scrubbed environment. One ephemeral read-only
 // thread (approvalPolicy never, web search, sub-agents and plugins pruned)
@@ -426,7 +435,8 @@
 // doc. initialize freezes the session: repository, role-profile revision
 // (its limits, worker model and effort), routes (mcp serve --routes),
 // semantic definition, main model, worker policy and protocol
-// (session_freezes). needle mcp serve opens its store, settings and role
+// (session_freezes), and the digests of its transport's contract and of
+// the prompt profile (session_digests; below, "Session digests"). needle mcp serve opens its store, settings and role
 // profile while the connection starts, once: initialize is answered
 // without waiting for them, the session is frozen as soon as they are
 // open, and tools/list and tools/call wait for that; a store, profile or
@@ -442,6 +452,31 @@
 // tool. Invalid arguments are -32602 before anything is resolved;
 // content[0].text is the context, and structuredContent the NeedResult
 // (2025-06-18 only).
+//
+// # Session digests
+//
+// Every session, whatever its transport, records with its row
+// (session_digests, in the same transaction) what it speaks and what its
+// workers are sent (transport.go, prompt_profile.go): the content id of
+// its transport's contract (name, negotiated protocol, and the need
+// request's schema for its routes; for MCP every tool's input and output
+// schema), of the @@need marker grammar for a marker transport (the
+// hook, needle exec: MarkerGrammarRevision and the readings of sample
+// messages), and the revision and digest of the prompt profile: each
+// worker kind's prompt set (evidence, patch, review, verify: developer
+// instructions, turn prompts rendered for a fixed sample request, output
+// schemas, the thread settings) digested as sent. The digest is of what
+// is sent and never an input to it, so invocation identities, and the
+// frozen transcripts the replay tier finds by them, do not move with it;
+// a test holds the instructions and schemas to those the real codex
+// recorded, and each revision (of the prompt profile and the grammar) to
+// one digest (testdata/revisions.golden): a change must bump it.
+// ResumeSession compares what a session froze (definition, routes,
+// transport, the digests, main model) with what the resuming process runs
+// under; a difference is named by SessionChanges and opens every reply
+// of the session ("Needle note: since this session started, … changed").
+// A session started before the digests were recorded has none: not known,
+// and not a change.
 //
 // # Codex: the Stop hook and needle exec
 //
@@ -538,7 +573,15 @@
 // StepLifecycle(state, event) returns the next state and the effects, or a
 // typed refusal. A lifecycle freezes its change id, source snapshot, five
 // role settings, sorted certified test plans, cumulative budget and
-// concurrency one. The kernel (kernel.go) is the only transition
+// concurrency one. Each role's frozen reference carries two digests: its
+// settings with the role's name (Digest) and without it (Worker: sandbox,
+// model, effort and the prompt set the role is briefed with, with that
+// set's digest). The verifier must be a distinct worker: its Worker may
+// be neither the reviewer's nor the implementer's (the names alone would
+// tell any two roles apart). checkProfile refuses such a profile at
+// needle profile create, StartLifecycle again (a profile another writer
+// stored), and the machine refuses such a freeze; the built-in profile's
+// verifier differs from its reviewer in its prompt set. The kernel (kernel.go) is the only transition
 // authority: it replays the journal, runs the one pending invocation's
 // adapter (adapter*.go: Codex workers; for test, Needle's own sandboxed go
 // test), checks and persists the artifact (lifecycle_artifacts), then
@@ -708,10 +751,10 @@
 //	proposal.go          Proposal (typed evidence as proposed), its decoder and schema
 //	validate.go          the trusted validators: dispatch, reading cited files, type-checking the snapshot
 //	validate_go.go       Go locations by go/types: symbols, natural spans, flag and key definitions
-//	validate_flow.go     runtime_flow: the first step holds the subject; what the source says of each link
+//	validate_flow.go     runtime_flow: a step holds the subject; what the source says of each link
 //	validate_flow_run.go runtime_flow by execution: scenarios as models write them, probes, the run
-//	validate_option_run.go options no definition names, proven by a run that decides them
-//	validate_tests.go    focused_tests: reach by running the test (or static reach); Needle's commands
+//	validate_option_run.go  options no definition names (a parser comparing names, constant keys), proven by a run
+//	validate_tests.go    focused_tests: reach by running the test (static reach only advises); Needle's commands
 //	validate_lexical.go  lexical evidence for other languages: definition-shaped lines
 //	runner.go            TestsConfig; the type checker, the sandboxed test runner and its cache
 //	evidence.go          Evidence, certificates, dependencies, claims
@@ -749,7 +792,9 @@
 //	integrity.go         content addresses checked on read: patch blobs, lifecycle artifacts
 //	drift.go             the drift rule: what a lifecycle's proof depended on, checked at apply
 //	engine_lifecycle.go  StartLifecycle, RunLifecycle, Lifecycles, Lifecycle, LifecycleEvents
-//	profile.go           role profiles
+//	profile.go           role profiles; the distinct verifier
+//	prompt_profile.go    the prompt profile: each worker kind's prompts and schemas, versioned and digested
+//	transport.go         the marker grammar's and each transport's digests; what a session records of them
 //	mcp.go               the MCP server: session, initialize, tools/list and tools/call
 //	mcp_tools.go         the MCP tool table and its typed handlers
 //	mcp_schema.go        the tools' input and output schemas

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -261,9 +262,13 @@ func (e *Engine) FreezeSession(ctx context.Context, session string, f SessionFre
 // ResumeSession continues a session an earlier process started — its
 // ledger is rebuilt from the store, so its limits hold across processes —
 // or starts and freezes it (FreezeSession) when there is none. A session
-// frozen for another repository is refused.
+// frozen for another repository is refused. A session that froze another
+// semantic definition, route set, main model, transport contract, marker
+// grammar or prompt profile than this process runs under is resumed, and
+// says so: SessionChanges names each, and every reply of the session
+// begins by saying it.
 func (e *Engine) ResumeSession(ctx context.Context, session string, f SessionFreeze) error {
-	_, existed, err := e.session(ctx, session, &f, false)
+	l, existed, err := e.session(ctx, session, &f, false)
 	if err != nil || !existed {
 		return err
 	}
@@ -274,8 +279,65 @@ func (e *Engine) ResumeSession(ctx context.Context, session string, f SessionFre
 	case ok && repo != e.root:
 		return &Error{Op: "session.resume", Kind: KindConflict, Err: fmt.Errorf("session %s belongs to the repository %s, not %s", session, repo, e.root)}
 	}
+	frozen, ok, err := e.store.frozenSession(ctx, session)
+	if err != nil || !ok {
+		return err
+	}
+	changes := e.sessionChanges(frozen, f.Protocol)
+	e.mu.Lock()
+	l.changes = changes
+	e.mu.Unlock()
 	return nil
 }
+
+// SessionChanges names what a session resumed by ResumeSession froze that
+// this process does not run under; none for a session started here.
+func (e *Engine) SessionChanges(session string) []string {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if l := e.ledgers[session]; l != nil {
+		return slices.Clone(l.changes)
+	}
+	return nil
+}
+
+// sessionChanges compares what a session froze with what this process
+// runs under, speaking protocol. A digest a session started before they
+// were recorded does not have is not known, and not a change.
+func (e *Engine) sessionChanges(f frozenSession, protocol string) []string {
+	now := currentSessionDigests(e.cfg.Transport, protocol, e.cfg.Routes)
+	then := f.Digests
+	var out []string
+	changed := func(what, before, after string) {
+		out = append(out, fmt.Sprintf("%s (%s then, %s now)", what, before, after))
+	}
+	if f.DefinitionID != DefinitionID() {
+		changed("the semantic definition", shortDigest(f.DefinitionID), shortDigest(DefinitionID()))
+	}
+	if routes := routeNames(e.cfg.Routes); !slices.Equal(f.Routes, routes) {
+		changed("the routes", strings.Join(f.Routes, ","), strings.Join(routes, ","))
+	}
+	switch {
+	case f.Transport != e.cfg.Transport:
+		changed("the transport", f.Transport, e.cfg.Transport)
+	case then.Transport != "" && then.Transport != now.Transport:
+		changed("the "+f.Transport+" transport's contract", shortDigest(then.Transport), shortDigest(now.Transport))
+	}
+	if then.Grammar != "" && then.Grammar != now.Grammar {
+		changed("the @@need marker grammar", shortDigest(then.Grammar), shortDigest(now.Grammar))
+	}
+	if then.PromptDigest != "" && (then.PromptRevision != now.PromptRevision || then.PromptDigest != now.PromptDigest) {
+		changed("the worker prompt profile", fmt.Sprintf("revision %d %s", then.PromptRevision, shortDigest(then.PromptDigest)),
+			fmt.Sprintf("revision %d %s", now.PromptRevision, shortDigest(now.PromptDigest)))
+	}
+	if f.MainModel != "" && e.cfg.MainModel != "" && f.MainModel != e.cfg.MainModel {
+		changed("the main model", f.MainModel, e.cfg.MainModel)
+	}
+	return out
+}
+
+// shortDigest is a content id cut for a message: "b3:" and 12 hex digits.
+func shortDigest(id string) string { return clip(id, 15) + "…" }
 
 // session returns the session's ledger and whether the session existed:
 // the ledger this engine keeps, or the one its stored steps rebuild, or a
@@ -312,7 +374,11 @@ func (e *Engine) session(ctx context.Context, session string, f *SessionFreeze, 
 	for i, r := range e.cfg.Routes {
 		routes[i] = string(r)
 	}
-	start := sessionStart{id: session, definitionID: DefinitionID(), transport: e.cfg.Transport, routes: routes,
+	protocol := ""
+	if f != nil {
+		protocol = f.Protocol
+	}
+	start := sessionStart{id: session, definitionID: DefinitionID(), transport: e.cfg.Transport, protocol: protocol, routes: routes,
 		mainModel: e.cfg.MainModel, freeze: freeze}
 	l = &Ledger{}
 	// A session a need starts (no freeze) is queued like a frozen one: its

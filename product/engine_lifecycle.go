@@ -53,6 +53,13 @@ func (e *Engine) StartLifecycle(ctx context.Context, st LifecycleStart) (Lifecyc
 	if err != nil {
 		return LifecycleDetail{}, err
 	}
+	// A profile stored before this rule (or by another writer) is checked
+	// again: the verifier must be another worker than the reviewer.
+	if err := checkDistinctVerifier(opLifecycle, rev.Profile); err != nil {
+		var pe *Error
+		errors.As(err, &pe)
+		return LifecycleDetail{}, invalidf(opLifecycle, "profile", "role profile %s revision %d: %s: %v", rev.ID, rev.Revision, pe.Path, pe.Err)
+	}
 	snap, err := e.repo.Snapshot(ctx)
 	if err != nil {
 		return LifecycleDetail{}, &Error{Op: opLifecycle, Kind: KindIO, Err: err}
@@ -261,7 +268,7 @@ func (e *Engine) LifecycleEvents(ctx context.Context, id string) ([]LifecycleEve
 	for i, ev := range v.Events {
 		st := v.States[i]
 		out[i] = LifecycleEventView{Seq: i + 1, Kind: ev.Kind(), At: v.At[i], PayloadDigest: LifecycleEventDigest(ev),
-			StateDigest: st.Digest(), Phase: st.Phase, Status: st.Status, Summary: eventSummary(ev)}
+			StateDigest: st.Digest(), Phase: st.Phase, Status: st.Status, Summary: eventSummary(ev), Detail: eventDetail(ev)}
 	}
 	return out, nil
 }

@@ -72,6 +72,9 @@ func (e *Engine) Reply(ctx context.Context, m MarkerMessage) (Reply, error) {
 		limited := res.Status == ResultBypass && ledger.Needs > e.cfg.Limits.Needs
 		r = resolvedReply(res, last || limited)
 	}
+	if len(ledger.changes) > 0 {
+		r.Text = clipReply(sessionChangesNote(ledger.changes)+r.Text, MaxReplyBytes)
+	}
 	if err := e.store.putReply(context.WithoutCancel(ctx), m.Session, m.Turn, r); err != nil {
 		return Reply{}, err
 	}

@@ -3,6 +3,7 @@ package product
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -181,5 +182,41 @@ func TestResumeSession_OtherRepository(t *testing.T) {
 	err := te.ResumeSession(context.Background(), s, SessionFreeze{Profile: rev})
 	if KindOf(err) != KindConflict {
 		t.Errorf("ResumeSession in another repository: %v", err)
+	}
+}
+
+// TestReply_SessionResumedUnderChanges: a Codex session resumed by a
+// process whose prompt profile, marker grammar or transport contract is
+// not what the session froze (an older needle started it) says so, in
+// every reply; resumed under the same ones, it says nothing.
+func TestReply_SessionResumedUnderChanges(t *testing.T) {
+	hook := func(c *Config) { c.Transport = "codex-hook" }
+	te := MustEngine(t, MustFixtureRepo(t, "grepx", true), hook)
+	te.mustCertify(locNewSearcher)
+	s := CodexSession("t-changes")
+	first := te.reply(s, "turn1", markerNewSearcher)
+	te.reopen(hook)
+	again := te.reply(s, "turn2", markerNewSearcher)
+	if strings.Contains(first.Text+again.Text, "Needle note") || len(te.SessionChanges(s)) != 0 {
+		t.Fatalf("a session resumed under what it froze reports changes: %v\n%s", te.SessionChanges(s), again.Text)
+	}
+	// What an older needle froze: other digests of each kind.
+	for _, col := range []string{"transport_digest", "grammar_digest", "prompt_profile_digest"} {
+		if _, err := te.store.db.Exec(`UPDATE session_digests SET `+col+` = 'b3:`+strings.Repeat("e", 64)+`' WHERE session_id = ?`, s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	te.reopen(hook)
+	r := te.reply(s, "turn3", markerNewSearcher)
+	changes := te.SessionChanges(s)
+	for _, want := range []string{"the codex-hook transport's contract (b3:eeeeeeeeeeee… then", "the @@need marker grammar (b3:eeeeeeeeeeee… then",
+		"the worker prompt profile (revision 1 b3:eeeeeeeeeeee… then, revision 1 " + shortDigest(CurrentPromptProfile().Digest) + " now)"} {
+		if !slices.ContainsFunc(changes, func(c string) bool { return strings.HasPrefix(c, want) }) {
+			t.Errorf("changes %q lack %q", changes, want)
+		}
+	}
+	if len(changes) != 3 || !strings.HasPrefix(r.Text, "Needle note: since this session started, the codex-hook transport's contract") ||
+		!strings.Contains(r.Text, "\nNeedle answered your @@need marker") || r.Kind != ReplyContext {
+		t.Errorf("the reply does not say what changed first:\n%s", r.Text)
 	}
 }

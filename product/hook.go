@@ -106,6 +106,9 @@ func ServeCodexHook(ctx context.Context, cfg CodexHookConfig, in io.Reader, out 
 		Worker: workers != nil, Protocol: "codex-hook " + CodexVersion}); err != nil {
 		return err
 	}
+	if changes := eng.SessionChanges(session); len(changes) > 0 {
+		hookLog(cfg, "session %s started under other definitions: %s", session, strings.Join(changes, "; "))
+	}
 	turn := ev.TurnID
 	if turn == "" {
 		turn = "session" // no turn id: the whole session is one turn, the tighter bound

@@ -33,6 +33,10 @@ const (
 	tagProfile       = "needle.profile.v1"        // Profile → a revision's digest
 	tagReply         = "needle.reply.v1"          // a reply's text → its digest in replies
 	tagRunCache      = "needle.run_cache.v1"      // a repository root, a test run's inputs → its cache directory, its cache key
+	tagPromptSet     = "needle.prompt_set.v1"     // a worker kind's prompts, rendered for a sample, and schemas → its digest
+	tagPromptProfile = "needle.prompt_profile.v1" // {revision, prompt set digests} → the prompt profile's digest
+	tagGrammar       = "needle.grammar.v1"        // the @@need marker grammar and its sample readings → the grammar digest
+	tagTransport     = "needle.transport.v1"      // a transport's contract (name, protocol, request schema, grammar, tools) → its digest
 
 	// The change lifecycle (machine*.go).
 	tagLifecycleState        = "needle.lifecycle_state.v1"         // LifecycleState → state digest (the CAS token)
@@ -45,6 +49,7 @@ const (
 	tagLifecycleApplyIntent  = "needle.lifecycle_apply_intent.v1"  // LifecycleApplyIntent → intent id
 	tagLifecycleRequest      = "needle.lifecycle_request.v1"       // {change request, needs} → freeze.request_id
 	tagRoleSettings          = "needle.role_settings.v1"           // {role, sandbox, model, effort} → a frozen role's digest
+	tagRoleWorker            = "needle.role_worker.v1"             // {sandbox, model, effort, prompt set and its digest} → what a role's worker is, whatever the role
 	tagTestPlan              = "needle.test_plan.v1"               // {artifact, module, package, test} → plan id
 	tagTestOutput            = "needle.test_output.v1"             // a test run's kept output → its output digest
 	tagTestDependencies      = "needle.test_dependencies.v1"       // TestDependencies → the test evidence's dependencies id

@@ -70,6 +70,7 @@ type Ledger struct {
 	entries map[string]bool // entryKey of each entry
 	ordinal int             // the ordinal of the session's last step
 	queued  string          // the session's id while its row is queued, not known written
+	changes []string        // what the session froze that a resuming process does not run under (ResumeSession)
 }
 
 // add records an answered need unless an equal entry is already there.

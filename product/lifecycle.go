@@ -118,7 +118,7 @@ func roleRef(rev ProfileRevision, role LifecycleRole) LifecycleProfileRef {
 		Digest: mustID(tagRoleSettings, struct {
 			Role LifecycleRole `json:"role"`
 			RoleSettings
-		}{role, r})}
+		}{role, r}), Worker: roleWorker(role, r)}
 }
 
 // LifecycleIDs are the ids a command may name a lifecycle by: its own
@@ -246,10 +246,14 @@ type LifecycleEventView struct {
 	Phase         Phase              `json:"phase"`  // after the event
 	Status        LifecycleStatus    `json:"status"` // after the event
 	Summary       string             `json:"summary"`
+	// Detail is a failed phase's failure as its worker run reported it:
+	// the App Server's message, or why the worker's answer was refused,
+	// which may quote it. Unverified; shown labelled so, never in Summary.
+	Detail string `json:"detail,omitempty"`
 }
 
 // eventSummary is a one-line description of an event: ids, counts and
-// outcomes, never worker prose.
+// outcomes, never worker prose (a failure's detail is eventDetail).
 func eventSummary(ev LifecycleEvent) string {
 	switch ev := ev.(type) {
 	case LifecycleCreated:
@@ -272,7 +276,7 @@ func eventSummary(ev LifecycleEvent) string {
 	case LifecycleVerifyCompleted:
 		return fmt.Sprintf("verification %s: %s", ev.Verification.ID(), ev.Verification.Outcome)
 	case LifecyclePhaseFailed:
-		return fmt.Sprintf("%s failed (%s): %s", ev.Phase, ev.Failure, oneLine(clip(ev.Detail, 200)))
+		return fmt.Sprintf("%s failed (%s)", ev.Phase, ev.Failure)
 	case LifecycleApprovalGranted:
 		return fmt.Sprintf("approved patch %s", ev.Binding.Patch)
 	case LifecycleApplyStarted:
@@ -290,4 +294,13 @@ func eventSummary(ev LifecycleEvent) string {
 		return "cancelled"
 	}
 	return string(ev.Kind())
+}
+
+// eventDetail is what an event carries that Needle did not write: a failed
+// phase's detail, on one line.
+func eventDetail(ev LifecycleEvent) string {
+	if f, ok := ev.(LifecyclePhaseFailed); ok {
+		return oneLine(f.Detail)
+	}
+	return ""
 }

@@ -47,13 +47,17 @@ var lifecycleRoleSandbox = map[LifecycleRole]string{
 
 // LifecycleProfileRef is the profile revision a role runs with, frozen at
 // creation. Digest is the content id of the role's settings (role,
-// sandbox, model, effort), so two roles never share one.
+// sandbox, model, effort), so two roles never share one; Worker is the
+// content id of the same settings without the role's name, and with the
+// prompt set the role is briefed with (roleWorker): two roles with one
+// Worker are one worker. A lifecycle created before Worker existed has none.
 type LifecycleProfileRef struct {
 	Role     LifecycleRole `json:"role"`
 	Profile  string        `json:"profile_id"`
 	Revision int           `json:"revision"`
 	Sandbox  string        `json:"sandbox"`
 	Digest   string        `json:"digest"`
+	Worker   string        `json:"worker,omitempty"`
 }
 
 func (r LifecycleProfileRef) validate(p string) error {
@@ -66,6 +70,11 @@ func (r LifecycleProfileRef) validate(p string) error {
 		return fmt.Errorf("%s.revision: want a revision from 1, got %d", p, r.Revision)
 	case r.Sandbox != lifecycleRoleSandbox[r.Role]:
 		return fmt.Errorf("%s.sandbox: the %s runs %s, not %q", p, r.Role, lifecycleRoleSandbox[r.Role], clip(r.Sandbox, 80))
+	}
+	if r.Worker != "" {
+		if err := checkID(p+".worker", r.Worker); err != nil {
+			return err
+		}
 	}
 	return checkID(p+".digest", r.Digest)
 }
@@ -130,9 +139,15 @@ func (f LifecycleFreeze) validate() error {
 			return fmt.Errorf("%s.role: want %s here, got %s", q, lifecycleRoles[i], r.Role)
 		}
 	}
-	if v := f.profile(LifecycleRoleVerifier); v.Digest == f.profile(LifecycleRoleImplementer).Digest ||
-		v.Digest == f.profile(LifecycleRoleReviewer).Digest {
-		return fmt.Errorf("%s.profiles: the verifier must be a distinct profile, not the implementer's or the reviewer's", p)
+	// The verifier must be another worker than the implementer and the
+	// reviewer: compared without the roles' names (Worker), which alone
+	// would tell any two roles apart.
+	v := f.profile(LifecycleRoleVerifier)
+	for _, other := range []LifecycleRole{LifecycleRoleImplementer, LifecycleRoleReviewer} {
+		o := f.profile(other)
+		if v.Digest == o.Digest || (v.Worker != "" || o.Worker != "") && v.Worker == o.Worker {
+			return fmt.Errorf("%s.profiles: the verifier must be a distinct profile, not the %s's: same sandbox, model, effort and prompts", p, other)
+		}
 	}
 	// Missing test evidence fails closed from the start: a lifecycle
 	// without a certified test plan could never be verified.

@@ -507,6 +507,13 @@ func badFreezes() []struct {
 		{"ConcurrencyTwo", edit(func(f *LifecycleFreeze) { f.Concurrency = 2 })},
 		{"VerifierIsImplementer", edit(func(f *LifecycleFreeze) { f.Profiles[4].Digest = f.Profiles[1].Digest })},
 		{"VerifierIsReviewer", edit(func(f *LifecycleFreeze) { f.Profiles[4].Digest = f.Profiles[3].Digest })},
+		// Settings that differ only by the role's name: one worker.
+		{"VerifierWorkerIsReviewers", edit(func(f *LifecycleFreeze) {
+			f.Profiles[3].Worker, f.Profiles[4].Worker = testID("worker"), testID("worker")
+		})},
+		{"VerifierWorkerIsImplementers", edit(func(f *LifecycleFreeze) {
+			f.Profiles[1].Worker, f.Profiles[4].Worker = testID("worker"), testID("worker")
+		})},
 		{"WritingVerifier", edit(func(f *LifecycleFreeze) { f.Profiles[4].Sandbox = "workspace-write" })},
 		{"RolesOutOfOrder", edit(func(f *LifecycleFreeze) { f.Profiles[3], f.Profiles[4] = f.Profiles[4], f.Profiles[3] })},
 		{"MissingRole", edit(func(f *LifecycleFreeze) { f.Profiles = f.Profiles[:4] })},

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strconv"
 	"strings"
 
 	"golang.org/x/sys/unix"
@@ -238,16 +239,16 @@ func writeDetail(w io.Writer, d LifecycleDetail) {
 	if d.Review != nil {
 		fmt.Fprintf(w, "  review %s: %d finding(s)\n", d.Review.ReviewID, len(d.Review.Findings))
 		for _, fd := range d.Review.Findings {
-			fmt.Fprintf(w, "    %s (criterion %d): %s\n", fd.Severity, fd.Criterion, fd.Summary)
+			fmt.Fprintf(w, "    %s (criterion %d): reviewer's words (unverified): %s\n", fd.Severity, fd.Criterion, strconv.Quote(fd.Summary))
 		}
 	}
 	if v := d.Verification; v != nil {
 		fmt.Fprintf(w, "  verification %s: %s\n", v.VerificationID, v.Verdict)
 		for _, cr := range v.Criteria {
-			fmt.Fprintf(w, "    criterion %d: %s — %s\n", cr.Criterion, cr.Status, oneLine(cr.Reason))
+			fmt.Fprintf(w, "    criterion %d: %s — verifier's reason (unverified): %s\n", cr.Criterion, cr.Status, strconv.Quote(oneLine(cr.Reason)))
 		}
 		if v.RepairInstructions != "" {
-			fmt.Fprintf(w, "    repair: %s\n", oneLine(v.RepairInstructions))
+			fmt.Fprintf(w, "    repair, the verifier's words (unverified): %s\n", strconv.Quote(oneLine(v.RepairInstructions)))
 		}
 	}
 	if a := d.Apply; a != nil {
@@ -284,7 +285,11 @@ func (c *cli) changeEvents(args []string) int {
 		return c.writeJSON(evs)
 	}
 	for _, e := range evs {
-		fmt.Fprintf(c.stdout, "%3d  %s  %-20s %-26s %s\n", e.Seq, e.At, e.Kind, string(e.Phase)+"/"+string(e.Status), e.Summary)
+		line := e.Summary
+		if e.Detail != "" {
+			line += "; worker's report (unverified): " + strconv.Quote(e.Detail)
+		}
+		fmt.Fprintf(c.stdout, "%3d  %s  %-20s %-26s %s\n", e.Seq, e.At, e.Kind, string(e.Phase)+"/"+string(e.Status), line)
 	}
 	return 0
 }

@@ -254,6 +254,12 @@ revision when it connects. The built-in profile "default" exists from the
 first start. A profile body is JSON:
   {"worker_model":"","effort":"","limits":{"needs":3,"workers":3},
    "sandbox":{"evidence":"read-only","patch":"workspace-write","verifier":"read-only"}}
+and, optionally, "roles": the lifecycle's explorer, implementer,
+test_runner, reviewer and verifier, each {"sandbox","model","effort",
+"prompts"} ("prompts": the role's prompt set, "" or its own: evidence,
+patch, review, verify; the test runner has none). The verifier must be a
+distinct worker: a verifier with the reviewer's or the implementer's
+sandbox, model, effort and prompts is invalid input.
 `
 
 // lookPath finds an executable the way the caller's shell would: in the

@@ -1,6 +1,7 @@
 package product
 
 import (
+	"cmp"
 	"context"
 
 	"github.com/needle-dev/needle/product/internal/lazyregexp"
@@ -35,6 +36,45 @@ type RoleSettings struct {
 	Sandbox string `json:"sandbox"` // the role's one sandbox (lifecycleRoleSandbox)
 	Model   string `json:"model"`   // "" = the App Server's configured model
 	Effort  string `json:"effort"`  // "" | low | medium | high
+	// Prompts names the prompt set of the prompt profile the role's worker
+	// is briefed with (prompt_profile.go); "" = the role's own
+	// (defaultRolePrompts). Absent, a profile keeps its digest.
+	Prompts string `json:"prompts,omitempty"`
+}
+
+// roleWorker is the content id of what a role's worker is, whatever the
+// role is called: its sandbox, model, effort and prompt set with that
+// set's digest. Two roles with one roleWorker are the same worker.
+func roleWorker(role LifecycleRole, r RoleSettings) string {
+	prompts := r.Prompts
+	if prompts == "" {
+		prompts = defaultRolePrompts[role]
+	}
+	return mustID(tagRoleWorker, struct {
+		Sandbox       string `json:"sandbox"`
+		Model         string `json:"model"`
+		Effort        string `json:"effort"`
+		Prompts       string `json:"prompts"`
+		PromptsDigest string `json:"prompts_digest"`
+	}{r.Sandbox, r.Model, r.Effort, prompts, CurrentPromptProfile().Sets[prompts]})
+}
+
+// checkDistinctVerifier refuses a profile whose verifier is the same
+// worker as its reviewer or its implementer: the same sandbox, model,
+// effort and prompts. The role names do not count: a verification is
+// independent only when another worker makes it.
+func checkDistinctVerifier(op string, p Profile) error {
+	roles := p.effectiveRoles()
+	v := roleWorker(LifecycleRoleVerifier, roles.Verifier)
+	for _, other := range []LifecycleRole{LifecycleRoleReviewer, LifecycleRoleImplementer} {
+		if roleWorker(other, roles.role(other)) == v {
+			r := roles.Verifier
+			return invalidf(op, "roles.verifier", "the verifier must be a distinct profile, but its settings are the %s's "+
+				"(sandbox %s, model %q, effort %q, prompts %s): give it another model, effort or prompt set", other, r.Sandbox, r.Model, r.Effort,
+				cmp.Or(r.Prompts, defaultRolePrompts[LifecycleRoleVerifier]))
+		}
+	}
+	return nil
 }
 
 // effectiveRoles are the profile's role settings: its roles when it sets
@@ -121,12 +161,21 @@ func checkProfile(p Profile) error {
 	case len(p.WorkerModel) > 128:
 		return invalidf(op, "worker_model", "longer than 128 bytes")
 	}
+	if err := checkDistinctVerifier(op, p); err != nil {
+		return err
+	}
 	if p.Roles == nil {
 		return nil
 	}
 	for _, role := range lifecycleRoles {
 		r, path := p.Roles.role(role), "roles."+string(role)
 		switch {
+		case r.Prompts != "" && checkPromptSet(op, path+".prompts", r.Prompts) != nil:
+			return checkPromptSet(op, path+".prompts", r.Prompts)
+		case r.Prompts != "" && defaultRolePrompts[role] == "":
+			return invalidf(op, path+".prompts", "the %s is Needle's own test run: it is briefed with no prompts", role)
+		case r.Prompts != "" && r.Prompts != defaultRolePrompts[role]:
+			return invalidf(op, path+".prompts", "the %s answers as the %s prompt set asks, not %s", role, defaultRolePrompts[role], r.Prompts)
 		case role == LifecycleRoleImplementer && r.Sandbox != "workspace-write" && r.Sandbox != "read-only":
 			return invalidf(op, path+".sandbox", "want workspace-write or read-only (which prepares no change)")
 		case role != LifecycleRoleImplementer && r.Sandbox != lifecycleRoleSandbox[role]:

@@ -87,6 +87,13 @@ func resolvedReply(r NeedResult, final bool) Reply {
 	return Reply{Kind: kind, Text: clipReply(text, MaxReplyBytes), Final: final, Result: &r}
 }
 
+// sessionChangesNote begins every reply of a session resumed under other
+// definitions than it froze (Engine.ResumeSession): it says which.
+func sessionChangesNote(changes []string) string {
+	return "Needle note: since this session started, " + strings.Join(changes, "; ") +
+		" changed; this answer follows the current ones.\n"
+}
+
 // lastReplyNote ends the last reply of a turn.
 const lastReplyNote = "Needle answers no more @@need markers in this turn.\n"
 

@@ -19,7 +19,9 @@ import (
 // the runtime, and answers an explicit DTO of product/web: a projection
 // that names repository-relative paths, content ids and bounded text
 // Needle wrote — never a stored record, a host path, a transcript, a
-// credential or a model's raw output. The DTOs live in package web, which
+// credential or a model's raw output. What a worker wrote freely (a flow
+// step's description, a failed run's report) is only ever a web.WorkerText
+// (workerText), labelled unverified. The DTOs live in package web, which
 // cannot import product, so no domain type can slip into a response.
 
 // accountingSeriesPoints bounds the accounting series.
@@ -131,6 +133,12 @@ func safeText(s string, n int) string {
 		}
 		return r
 	}, s), n)
+}
+
+// workerText labels free text a worker wrote for a DTO: bounded, control
+// characters blanked, unverified.
+func workerText(s string) web.WorkerText {
+	return web.WorkerText{Text: safeText(s, web.MaxTextBytes), Unverified: true, Source: web.SourceWorker}
 }
 
 // limitArg reads ?limit= (1..web.MaxPageSize, default web.DefaultPageSize).
@@ -286,7 +294,7 @@ func evidenceDTO(ctx context.Context, rec artifactRecord, now time.Time) (web.Ev
 	case CapRuntimeFlow:
 		for i, s := range p.Steps {
 			a.Steps = append(a.Steps, web.FlowStep{Ordinal: i + 1, Location: web.Location{Path: s.Path, StartLine: s.StartLine, EndLine: s.EndLine},
-				Action: safeText(s.Summary, web.MaxTextBytes)})
+				Description: workerText(s.Summary)})
 		}
 	case CapFocusedTests:
 		// The command is Needle's, from the certificate: a proposal's

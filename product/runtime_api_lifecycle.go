@@ -301,8 +301,13 @@ func (rt *Runtime) getLifecycleEvents(w http.ResponseWriter, r *http.Request) er
 
 func lifecycleEventDTO(ev LifecycleEventView) web.LifecycleEvent {
 	at, _ := time.Parse(time.RFC3339Nano, ev.At)
-	return web.LifecycleEvent{Seq: int64(ev.Seq), At: at.UTC(), Kind: string(ev.Kind), Phase: string(ev.Phase), Status: string(ev.Status),
+	out := web.LifecycleEvent{Seq: int64(ev.Seq), At: at.UTC(), Kind: string(ev.Kind), Phase: string(ev.Phase), Status: string(ev.Status),
 		Summary: safeText(ev.Summary, web.MaxTextBytes), PayloadDigest: ev.PayloadDigest, StateDigest: ev.StateDigest}
+	if ev.Detail != "" {
+		d := workerText(ev.Detail)
+		out.Detail = &d
+	}
+	return out
 }
 
 // decodeBody reads a bounded JSON body strictly into v.

@@ -324,7 +324,7 @@ func TestAPI_Evidence(t *testing.T) {
 		len(d.Dependencies) < 2 || !hasFlags {
 		t.Fatalf("fresh flow evidence: %+v", d)
 	}
-	if d.Artifact.Steps[0].Location.Path != "flags.go" || d.Artifact.Steps[0].Action != "the --crlf flag is parsed" {
+	if d.Artifact.Steps[0].Location.Path != "flags.go" || d.Artifact.Steps[0].Description != (web.WorkerText{Text: "the --crlf flag is parsed", Unverified: true, Source: "worker"}) {
 		t.Errorf("step 1: %+v", d.Artifact.Steps[0])
 	}
 	flags := filepath.Join(f.repo, "flags.go")

@@ -328,8 +328,14 @@ func TestBrowser_Feed(t *testing.T) {
 	audited := p.a11y("feed")
 
 	p.do("evidence", click(`tr[data-resolution="2"] a:last-of-type`), visible(`[data-freshness="fresh"]`))
-	if view := p.text("main"); !strings.Contains(view, "flags.go") || !strings.Contains(view, "the --crlf flag is parsed") {
+	view := p.text("main")
+	if !strings.Contains(view, "flags.go") || !strings.Contains(view, "the --crlf flag is parsed") {
 		t.Errorf("the evidence view lacks the flow's steps:\n%s", view)
+	}
+	// A step's description is the proposer's words: shown labelled, as the
+	// CLI and MCP label it.
+	if !strings.Contains(view, "worker's description (unverified) the --crlf flag is parsed") {
+		t.Errorf("a flow step's description is not labelled as the worker's, unverified:\n%s", view)
 	}
 	p.shot("evidence")
 	audited += p.a11y("evidence")

@@ -148,7 +148,8 @@ func (s *Store) createLifecycle(ctx context.Context, rec lifecycleRecord, ev Lif
 	kind, payload, digest := EncodeLifecycleEvent(ev)
 	defer s.committed() // after a failure, a spurious wake costs one query
 	return s.inTx(ctx, "store.lifecycle_create", func(tx *sql.Tx, now string) error {
-		if err := createSession(ctx, tx, now, rec.Session, DefinitionID(), "cli", "[]", ""); err != nil {
+		start := sessionStart{id: rec.Session, definitionID: DefinitionID(), transport: "cli", routes: []string{}}
+		if err := createSession(ctx, tx, now, start); err != nil {
 			return err
 		}
 		_, err := tx.ExecContext(ctx, `INSERT INTO change_lifecycles (lifecycle_id, change_id, root, session_id, request,

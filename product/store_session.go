@@ -10,7 +10,8 @@ import (
 // enabled routes and main model. The definition must be stored and the
 // session id unused.
 func (s *Store) CreateSession(ctx context.Context, sessionID, definitionID, transport string, routes []string, mainModel string) error {
-	return s.startSession(ctx, sessionStart{id: sessionID, definitionID: definitionID, transport: transport, routes: routes, mainModel: mainModel})
+	return s.startSession(ctx, sessionStart{id: sessionID, definitionID: definitionID, transport: transport, routes: routes,
+		mainModel: mainModel})
 }
 
 // hasSession reports whether the session's row is stored.
@@ -27,11 +28,14 @@ func (s *Store) hasSession(ctx context.Context, sessionID string) (bool, error) 
 }
 
 // sessionStart is a session row and, when freeze is not nil, what the
-// session froze: written once, in one transaction.
+// session froze: written once, in one transaction. The row's digests
+// (session_digests) are those of its transport speaking protocol with its
+// routes, computed as it is written: by the accountant, off the answer's
+// path, for a session an answer starts.
 type sessionStart struct {
-	id, definitionID, transport, mainModel string
-	routes                                 []string
-	freeze                                 *sessionFreezeRow
+	id, definitionID, transport, protocol, mainModel string
+	routes                                           []string
+	freeze                                           *sessionFreezeRow
 }
 
 // startSession is CreateSession that also records what the session froze.
@@ -49,7 +53,8 @@ func putSessionStart(ctx context.Context, tx *sql.Tx, now string, start sessionS
 	if err := mustExist(ctx, tx, "definition", "definitions", "definition_id", start.definitionID); err != nil {
 		return err
 	}
-	if err := createSession(ctx, tx, now, start.id, start.definitionID, start.transport, mustJSON(routes), start.mainModel); err != nil {
+	start.routes = routes
+	if err := createSession(ctx, tx, now, start); err != nil {
 		return err
 	}
 	if start.freeze == nil {
@@ -70,19 +75,53 @@ func (s *Store) AppendStep(ctx context.Context, sessionID, needID, relation, tas
 	return ordinal, err
 }
 
-func createSession(ctx context.Context, tx *sql.Tx, now, sessionID, definitionID, transport, routes, mainModel string) error {
+func createSession(ctx context.Context, tx *sql.Tx, now string, start sessionStart) error {
 	res, err := tx.ExecContext(ctx,
 		`INSERT INTO sessions (session_id, definition_id, transport, routes, main_model, created_at)
 		VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (session_id) DO NOTHING`,
-		sessionID, definitionID, transport, routes, mainModel, now)
+		start.id, start.definitionID, start.transport, mustJSON(start.routes), start.mainModel, now)
 	if err != nil {
-		return fmt.Errorf("insert session %s: %w", sessionID, err)
+		return fmt.Errorf("insert session %s: %w", start.id, err)
 	}
 	n, err := res.RowsAffected()
 	if err == nil && n == 0 {
-		err = fmt.Errorf("session %s already exists", sessionID)
+		return fmt.Errorf("session %s already exists", start.id)
+	}
+	d := currentSessionDigests(start.transport, start.protocol, routeSetOf(start.routes))
+	if _, err := tx.ExecContext(ctx, `INSERT INTO session_digests (session_id, transport_digest, grammar_digest,
+		prompt_profile_revision, prompt_profile_digest) VALUES (?, ?, ?, ?, ?)`,
+		start.id, d.Transport, d.Grammar, d.PromptRevision, d.PromptDigest); err != nil {
+		return fmt.Errorf("insert session %s: %w", start.id, err)
 	}
 	return err
+}
+
+// frozenSession is what a session's row froze: what its later answers are
+// compared with when a process resumes it.
+type frozenSession struct {
+	DefinitionID string
+	Transport    string
+	Routes       []string
+	MainModel    string
+	Digests      sessionDigests
+}
+
+// frozenSession returns what a session froze; ok is false when there is
+// no such session.
+func (s *Store) frozenSession(ctx context.Context, sessionID string) (f frozenSession, ok bool, err error) {
+	var routes string
+	d := &f.Digests
+	err = s.db.QueryRowContext(ctx, `SELECT s.definition_id, s.transport, s.routes, s.main_model, coalesce(d.transport_digest, ''),
+		coalesce(d.grammar_digest, ''), coalesce(d.prompt_profile_revision, 0), coalesce(d.prompt_profile_digest, '')
+		FROM sessions s LEFT JOIN session_digests d ON d.session_id = s.session_id WHERE s.session_id = ?`, sessionID).Scan(
+		&f.DefinitionID, &f.Transport, &routes, &f.MainModel, &d.Transport, &d.Grammar, &d.PromptRevision, &d.PromptDigest)
+	switch {
+	case errNoRows(err):
+		return f, false, nil
+	case err != nil:
+		return f, false, storeError("store.frozen_session", err)
+	}
+	return f, true, decodeStored(routes, &f.Routes)
 }
 
 func appendStep(ctx context.Context, tx *sql.Tx, now, sessionID, needID, relation, task string) (int, error) {

@@ -92,3 +92,75 @@ func TestStore_AppendStep(t *testing.T) {
 		wantStoreError(t, err, KindNotFound, "need "+other+": not found")
 	})
 }
+
+// TestSession_FreezesDigests: every session records the digest of its
+// transport's contract, the marker grammar (a marker transport only) and
+// the prompt profile, with its row: an MCP session frozen at initialize,
+// a hook session resumed, and a session a need starts through the API.
+func TestSession_FreezesDigests(t *testing.T) {
+	ctx := context.Background()
+	repo := MustFixtureRepo(t, "grepx", false)
+	te := MustEngine(t, repo, withoutSandbox)
+	rev, err := te.Profile(ctx, DefaultProfileID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	frozen := func(e *Engine, id string) sessionDigests {
+		t.Helper()
+		if err := e.acct.sync(ctx); err != nil {
+			t.Fatal(err)
+		}
+		f, ok, err := e.store.frozenSession(ctx, id)
+		if err != nil || !ok {
+			t.Fatalf("session %s: %v %v", id, ok, err)
+		}
+		return f.Digests
+	}
+	open := func(transport string) *Engine {
+		e, err := openEngine(ctx, Config{DataDir: te.data, Repository: repo, Transport: transport, CacheOnly: true}, te.store)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { e.Close() })
+		return e
+	}
+	mcp, hook := open("mcp"), open("codex-hook")
+	if err := mcp.FreezeSession(ctx, "mcp-1", SessionFreeze{Profile: rev, Protocol: "2025-06-18"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := hook.ResumeSession(ctx, "codex:1", SessionFreeze{Profile: rev, Protocol: "codex-hook " + CodexVersion}); err != nil {
+		t.Fatal(err)
+	}
+	te.need(needLocateNewSearcher)
+	if err := te.acct.sync(ctx); err != nil { // a session a need starts is the accounting of its answer
+		t.Fatal(err)
+	}
+	var api string
+	if err := te.store.db.QueryRow(`SELECT session_id FROM sessions WHERE session_id LIKE 'test%'`).Scan(&api); err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]sessionDigests{"mcp": frozen(mcp, "mcp-1"), "codex-hook": frozen(hook, "codex:1"), "api": frozen(te.Engine, api)}
+	want := map[string]sessionDigests{
+		"mcp":        currentSessionDigests("mcp", "2025-06-18", AllRoutes()),
+		"codex-hook": currentSessionDigests("codex-hook", "codex-hook "+CodexVersion, AllRoutes()),
+		"api":        currentSessionDigests("api", "", AllRoutes()),
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("frozen digests (-want +got):\n%s", diff)
+	}
+	p := CurrentPromptProfile()
+	for transport, d := range got {
+		if d.PromptRevision != PromptProfileRevision || d.PromptDigest != p.Digest || !contentid.Valid(d.Transport) ||
+			(d.Grammar == MarkerGrammar()) != (transport == "codex-hook") {
+			t.Errorf("%s session froze %+v", transport, d)
+		}
+	}
+	if got["mcp"].Transport == got["api"].Transport || got["api"].Transport == got["codex-hook"].Transport {
+		t.Errorf("transports share a contract digest: %+v", got)
+	}
+	// Another protocol or route set is another contract.
+	if currentSessionDigests("mcp", "2024-11-05", AllRoutes()).Transport == got["mcp"].Transport ||
+		currentSessionDigests("mcp", "2025-06-18", RouteSet{RouteLocateImplementation}).Transport == got["mcp"].Transport {
+		t.Error("the MCP contract digest ignores the protocol or the routes")
+	}
+}

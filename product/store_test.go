@@ -361,6 +361,10 @@ var upgradeSeeds = map[int][]string{
 	14: { // a proposal whose proof needed a dependency the module cache lacked
 		`INSERT INTO undecided_attempts VALUES (1, '/r', 'b3:` + strings.Repeat("2", 64) + `', 'worker', 'implementation_location', 'symbol', 'crlf', '{}', '["the types of example.com/dep are missing"]', NULL, '2024-01-14T00:00:00Z')`,
 	},
+	15: { // a hook session with its transport, grammar and prompt-profile digests
+		`INSERT INTO sessions VALUES ('s15', 'b3:` + strings.Repeat("1", 64) + `', 'codex-hook', '[]', 'gpt', '2024-01-15T00:00:00Z')`,
+		`INSERT INTO session_digests VALUES ('s15', 'b3:` + strings.Repeat("a", 64) + `', 'b3:` + strings.Repeat("b", 64) + `', 1, 'b3:` + strings.Repeat("c", 64) + `')`,
+	},
 }
 
 func TestOpenStore_Upgrade(t *testing.T) {

@@ -340,14 +340,8 @@ func (w *codexWorker) session(ctx context.Context, spec sessionSpec, inv, dir, h
 // patch worker. Approvals are never asked; requests that come anyway are
 // answered by the spec's policy.
 func threadParams(spec sessionSpec, dir, inv string) appserver.ThreadStartParams {
-	instr := spec.Instructions
-	if instr == "" {
-		instr = developerInstructions(inv)
-	} else {
-		instr += " (invocation " + inv + ")"
-	}
 	p := appserver.ThreadStartParams{Cwd: dir, Sandbox: "read-only", ApprovalPolicy: "never", Ephemeral: true,
-		Config: workerTools, DeveloperInstructions: instr, Model: spec.Model}
+		Config: workerTools, DeveloperInstructions: threadInstructions(spec.Instructions, inv), Model: spec.Model}
 	if !spec.ReadOnly {
 		p.Sandbox = "workspace-write"
 		cfg := maps.Clone(workerTools)
@@ -419,6 +413,16 @@ func answerWorkerRequest(_ context.Context, method string, _ json.RawMessage) (a
 		return map[string]any{"action": "decline", "content": nil}, nil
 	}
 	return nil, &appserver.RPCError{Code: -32601, Message: "needle worker: " + method + " is not supported"}
+}
+
+// threadInstructions are the developer instructions a worker's thread
+// starts with: its role's (the evidence worker's without any), naming the
+// invocation.
+func threadInstructions(instructions, inv string) string {
+	if instructions == "" {
+		return developerInstructions(inv)
+	}
+	return instructions + " (invocation " + inv + ")"
 }
 
 func developerInstructions(inv string) string {

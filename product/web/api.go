@@ -9,8 +9,11 @@ import "time"
 //
 // Every DTO is an explicit projection. None may carry a raw store record,
 // a host-local (absolute) path, a transcript, a credential or raw model
-// output: paths are repository-relative, text fields are bounded summaries
-// written by Needle, and ids are content addresses or opaque ids.
+// output: paths are repository-relative, plain text fields are bounded
+// summaries written by Needle, and ids are content addresses or opaque ids.
+// Free text a worker (a model) wrote is never a plain string: it travels
+// as a WorkerText, labelled unverified, which the UI shows as the worker's
+// words, as the CLI and MCP do ("worker's description (unverified)").
 //
 // Routes (all under the guard: bearer token or session cookie; POSTs need
 // the server's Origin and application/json):
@@ -151,14 +154,29 @@ type Location struct {
 	Symbol    string `json:"symbol,omitempty"`
 }
 
-// FlowStep is one step of a runtime flow.
+// FlowStep is one step of a runtime flow. Its location is certified; what
+// the step does is the proposer's description, never checked.
 type FlowStep struct {
 	Ordinal  int      `json:"ordinal"`
 	Location Location `json:"location"`
-	// Action is the step's certified one-line summary, bounded to
-	// MaxTextBytes without control characters.
-	Action string `json:"action"`
+	// Description is what the worker (or operator) that proposed the flow
+	// said the step does: unverified.
+	Description WorkerText `json:"description"`
 }
+
+// WorkerText is free text a worker wrote — a model, or an operator's
+// proposal — that no validator checked: shown for what it is, never as a
+// finding of Needle's. Text is bounded to MaxTextBytes with control
+// characters blanked; Unverified is always true and Source names the
+// writer (SourceWorker).
+type WorkerText struct {
+	Text       string `json:"text"`
+	Unverified bool   `json:"unverified"`
+	Source     string `json:"source"`
+}
+
+// SourceWorker is the Source of text a worker wrote.
+const SourceWorker = "worker"
 
 // TestRef is one focused test; Command is derived by Needle.
 type TestRef struct {
@@ -365,14 +383,18 @@ type ApplyState struct {
 // LifecycleEvent is one entry of a lifecycle's journal, in seq order,
 // with the phase and status it left the lifecycle in.
 type LifecycleEvent struct {
-	Seq           int64     `json:"seq"`
-	At            time.Time `json:"at"`
-	Kind          string    `json:"kind"` // created explore_completed … apply_completed
-	Phase         string    `json:"phase"`
-	Status        string    `json:"status"`
-	Summary       string    `json:"summary"` // bounded, written by Needle: ids, counts, outcomes
-	PayloadDigest string    `json:"payload_digest"`
-	StateDigest   string    `json:"state_digest"`
+	Seq     int64     `json:"seq"`
+	At      time.Time `json:"at"`
+	Kind    string    `json:"kind"` // created explore_completed … apply_completed
+	Phase   string    `json:"phase"`
+	Status  string    `json:"status"`
+	Summary string    `json:"summary"` // bounded, written by Needle: ids, counts, outcomes
+	// Detail is a failed phase's failure as its worker run reported it
+	// (the App Server's message, or why the worker's answer was refused,
+	// which may quote it): unverified. Absent for other events.
+	Detail        *WorkerText `json:"detail,omitempty"`
+	PayloadDigest string      `json:"payload_digest"`
+	StateDigest   string      `json:"state_digest"`
 }
 
 // Event stream types (GET /api/v1/events). Data is the JSON of:

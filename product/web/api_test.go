@@ -22,6 +22,7 @@ var dtos = map[string]any{
 	"ApplyRequest": ApplyRequest{}, "ApplyResult": ApplyResult{}, "ApplyState": ApplyState{}, "LifecycleEvent": LifecycleEvent{},
 	"TestOutcome":     TestOutcome{},
 	"LifecycleChange": LifecycleChange{},
+	"WorkerText":      WorkerText{},
 }
 
 // TestAPIMirror holds src/api.ts to api.go: the same interfaces with the

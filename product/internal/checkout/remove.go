@@ -168,7 +168,9 @@ func Sweep(ctx context.Context, parent string) ([]string, error) {
 // stale returns the checkout a marker named name describes when its
 // creator is gone; nil when name is not a marker or its creator lives. The
 // directory comes from the marker's name, never its content, so a marker
-// cannot aim a removal anywhere but its own sibling.
+// cannot aim a removal anywhere but its own sibling. A marker gone since
+// the directory was listed was removed with its checkout, by its creator
+// or another sweep: there is nothing left to sweep.
 func stale(parent, name string) (*Checkout, error) {
 	base, ok := strings.CutSuffix(name, markerExt)
 	if !ok || !namePattern.MatchString(base) {
@@ -176,6 +178,9 @@ func stale(parent, name string) (*Checkout, error) {
 	}
 	path := filepath.Join(parent, name)
 	m, err := readMarker(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
 	if err != nil {
 		return nil, err
 	}

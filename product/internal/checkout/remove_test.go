@@ -174,3 +174,15 @@ func TestSweep_CorruptMarker(t *testing.T) {
 		t.Errorf("corrupt marker: %v, want kept", err)
 	}
 }
+
+// TestSweep_MarkerGone: a marker listed by Sweep and removed before it is
+// read (its checkout's creator finished meanwhile, or another process
+// swept it) is nothing to sweep, not an error: with several processes on
+// one data directory a finished worker's cleanup must not fail the next
+// engine's open.
+func TestSweep_MarkerGone(t *testing.T) {
+	parent := t.TempDir()
+	if c, err := stale(parent, "co-0123456789abcdef.lock"); c != nil || err != nil {
+		t.Errorf("stale(a marker gone) = %v, %v; want nothing to sweep", c, err)
+	}
+}

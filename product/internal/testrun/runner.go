@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/needle-dev/needle/product/internal/lazyregexp"
+	"github.com/needle-dev/needle/product/internal/procdir"
 )
 
 // Status is how a test run ended.
@@ -71,6 +72,7 @@ type Runner struct {
 	verOnce   sync.Once
 	version   string
 	verErr    error
+	sweepOnce sync.Once
 }
 
 // Spec is one test to run.
@@ -407,12 +409,14 @@ func (r *Runner) goVersion(ctx context.Context) (string, string) {
 	return r.version, ""
 }
 
+// scratch makes a run's scratch directory in CacheDir/runs, owned by this
+// process (procdir): a process killed during a run leaves its scratch
+// behind, and a Runner's first run removes the scratch of every process
+// that is gone, whichever Runner made it.
 func (r *Runner) scratch() (string, error) {
 	runs := filepath.Join(r.CacheDir, "runs")
-	if err := os.MkdirAll(runs, 0o755); err != nil {
-		return "", err
-	}
-	dir, err := os.MkdirTemp(runs, "run-")
+	r.sweepOnce.Do(func() { _ = procdir.Sweep(runs) }) // best effort: what stays is swept next time
+	dir, err := procdir.Make(runs, "run")
 	if err != nil {
 		return "", err
 	}

@@ -6,8 +6,11 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
+	"fmt"
+	"io/fs"
 	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -491,5 +494,40 @@ func TestRunner_Baseline(t *testing.T) {
 				t.Errorf("Executed without a baseline: %v; want an error saying %q", err, tc.reason)
 			}
 		})
+	}
+}
+
+// TestRunner_SweepsDeadScratch: a process killed during a run (a resident
+// runtime under SIGKILL) leaves its scratch directory in the shared
+// cache; the next Runner's first run removes the scratch of processes
+// that are gone, and no other entry.
+func TestRunner_SweepsDeadScratch(t *testing.T) {
+	cache := t.TempDir()
+	runs := filepath.Join(cache, "runs")
+	dead := exec.Command("true")
+	if err := dead.Run(); err != nil {
+		t.Fatal(err)
+	}
+	left := filepath.Join(runs, fmt.Sprintf("run-%d-0badc0de", dead.Process.Pid))
+	other := filepath.Join(runs, "notes")
+	for _, d := range []string{filepath.Join(left, "tmp"), other} {
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r := &Runner{CacheDir: cache}
+	dir, err := r.scratch()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(left); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("a dead process's scratch %s: %v, want it swept", left, err)
+	}
+	if _, err := os.Stat(other); err != nil {
+		t.Errorf("an entry that is no scratch was touched: %v", err)
+	}
+	if fi, err := os.Stat(filepath.Join(dir, "tmp")); err != nil || !fi.IsDir() || filepath.Dir(dir) != runs ||
+		!strings.HasPrefix(filepath.Base(dir), fmt.Sprintf("run-%d", os.Getpid())) {
+		t.Errorf("the new scratch %s: %v; want run-<this pid>… with tmp/ in %s", dir, err, runs)
 	}
 }

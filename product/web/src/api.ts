@@ -82,7 +82,15 @@ export interface Location {
 export interface FlowStep {
   ordinal: number;
   location: Location;
-  action: string;
+  description: WorkerText;
+}
+
+// WorkerText is free text a worker wrote, never checked: always shown
+// labelled as the worker's, unverified (WorkerWords in views.tsx).
+export interface WorkerText {
+  text: string;
+  unverified: boolean;
+  source: string;
 }
 
 export interface TestRef {
@@ -242,6 +250,7 @@ export interface LifecycleEvent {
   phase: string;
   status: string;
   summary: string;
+  detail?: WorkerText;
   payload_digest: string;
   state_digest: string;
 }

@@ -10,6 +10,7 @@ import {
   LifecycleEvent,
   LifecycleSummary,
   ResolutionSummary,
+  WorkerText,
   api,
 } from "./api";
 import { BarList, LineChart, Point } from "./charts";
@@ -21,6 +22,21 @@ export function ErrorNote({ error }: { error: unknown }) {
     <p className="error" role="alert">
       {msg}
     </p>
+  );
+}
+
+// WorkerWords shows free text a worker wrote as what it is: quoted, after
+// a label saying whose words they are and that Needle never checked them
+// (the CLI's and MCP's "worker's description (unverified)").
+function WorkerWords({ w, what }: { w: WorkerText; what: string }) {
+  if (!w.text) return null;
+  return (
+    <span className="worker-text" data-unverified={String(w.unverified)} data-source={w.source}>
+      <span className="badge unverified" title="Written by a worker; Needle did not verify it">
+        {what} (unverified)
+      </span>{" "}
+      <q>{w.text}</q>
+    </span>
   );
 }
 
@@ -215,10 +231,10 @@ export function EvidenceView({ id }: { id: string }) {
           <ol>
             {a.steps.map((s) => (
               <li key={s.ordinal}>
-                {s.action}{" "}
                 <code>
-                  {s.location.path}:{s.location.start_line}
-                </code>
+                  {s.location.path}:{s.location.start_line}-{s.location.end_line}
+                </code>{" "}
+                <WorkerWords w={s.description} what="worker's description" />
               </li>
             ))}
           </ol>
@@ -442,6 +458,11 @@ export function LifecycleView({ id, version }: { id: string; version: number }) 
                   → {e.phase}/{e.status.replace(/_/g, " ")}
                 </span>
                 <div>{e.summary}</div>
+                {e.detail && (
+                  <div>
+                    <WorkerWords w={e.detail} what="worker's report" />
+                  </div>
+                )}
                 <div className="muted mono">payload {shortId(e.payload_digest)}</div>
               </li>
             ))}
