@@ -470,11 +470,14 @@
 // The hook never exits 2 (codex would feed stderr to the model), exits 1
 // on a failure (codex lets the turn end), reads the workers' settings only
 // for a stop with a marker, and keeps its own deadline below the timeout
-// it is installed with (codex kills only the hook process): at the
-// deadline the worker's turn is interrupted and its process group killed,
-// and the reply is the typed bypass. needle hook install merges the hook
-// into codex's hooks file (product/internal/codexhook) and records its
-// trust, without which codex exec skips it silently. needle exec turns
+// it is installed with (codex kills only the hook process). The deadline
+// runs from the start, reading the event on stdin included (an event not
+// read by then fails the hook); at the deadline the worker's turn is
+// interrupted and its process group killed, and the reply is the typed
+// bypass. needle hook install merges the hook
+// into codex's hooks file (product/internal/codexhook; a hooks file or
+// config that is not a regular file is refused without blocking on it)
+// and records its trust, without which codex exec skips it silently. needle exec turns
 // hooks off for its thread and marks its App Server's environment
 // (ExecSessionEnv), so an installed hook stands down there. A resolution
 // still running when needle exec's turn ends is delivered by a new turn;
