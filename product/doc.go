@@ -413,7 +413,11 @@
 // and its cleanup are recorded), and at stdin EOF every accepted request is
 // answered before the server exits; SIGTERM and SIGINT stop it with status
 // 0 once running requests are cancelled and cleaned up. A request the
-// client cancels is never answered. The envelope and the params of
+// client cancels is never answered. At most MaxMCPInFlight (64) requests
+// are in flight (running, queued, or writing their answer); one more is
+// answered -32001 "server overloaded" by the reader itself, so a client
+// that never reads its answers stops being read instead of growing the
+// server. The envelope and the params of
 // initialize, tools/call and the cancellation are read by one strict
 // reader (exact member names, none twice, valid Unicode), a request sent
 // without an id does nothing, and ids follow one rule (a string, or an
@@ -573,7 +577,13 @@
 // session cookie from a one-time login URL, Host and Origin checks)
 // serves the embedded UI (product/web) and the /api/v1 routes
 // (runtime_api*.go), which project stored rows into the explicit DTOs of
-// package web; the socket serves the same routes. The lifecycle routes run
+// package web; the socket serves the same routes. What clients hold open
+// is bounded (RuntimeConfig): DefaultMaxConns (64) HTTP and
+// DefaultMaxIPCConns (256) IPC connections, past which a connection is
+// answered 503 and closed (httpguard.LimitListener); 32 live event
+// streams (one more: 503); 10 s to send a request's headers; 2 minutes
+// idle for an authenticated connection, none for an unauthenticated one,
+// which is closed after its answer. The lifecycle routes run
 // the engine methods of needle change (reads replay the journal;
 // approvals and applies follow the same rules) on an engine of the
 // lifecycle's repository over the runtime's store. Events
