@@ -302,68 +302,70 @@ func TestJournalFloor(t *testing.T) {
 // and a refused (unauthenticated) connection is closed after its answer,
 // never kept idle.
 func TestRuntime_Bounds(t *testing.T) {
-	rt, err := StartRuntime(context.Background(), RuntimeConfig{DataDir: shortDir(t), Log: testLog{t}, MaxConns: 3, MaxStreams: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { rt.Shutdown(context.Background()) })
-	get := func(path string, auth bool) *http.Response {
-		req, _ := http.NewRequest("GET", rt.URL()+path, nil)
-		if auth {
-			req.Header.Set("Authorization", "Bearer "+rt.token)
-		}
-		tr := &http.Transport{} // a connection of its own each
-		t.Cleanup(tr.CloseIdleConnections)
-		resp, err := tr.RoundTrip(req)
+	start := func(cfg RuntimeConfig) *Runtime {
+		cfg.DataDir, cfg.Log = shortDir(t), testLog{t}
+		rt, err := StartRuntime(context.Background(), cfg)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if resp.StatusCode != 200 {
-			io.Copy(io.Discard, resp.Body)
+		t.Cleanup(func() { rt.Shutdown(context.Background()) })
+		return rt
+	}
+	t.Run("Streams", func(t *testing.T) {
+		rt := start(RuntimeConfig{MaxStreams: 1})
+		get := func(path string, auth bool) *http.Response {
+			req, _ := http.NewRequest("GET", rt.URL()+path, nil)
+			if auth {
+				req.Header.Set("Authorization", "Bearer "+rt.token)
+			}
+			tr := &http.Transport{}
+			t.Cleanup(tr.CloseIdleConnections)
+			resp, err := tr.RoundTrip(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return resp
+		}
+		stream := get("/api/v1/events", true)
+		defer stream.Body.Close()
+		if stream.StatusCode != 200 {
+			t.Fatalf("first stream: %s", stream.Status)
+		}
+		second := get("/api/v1/events", true)
+		second.Body.Close()
+		if second.StatusCode != http.StatusServiceUnavailable || second.Header.Get("Retry-After") == "" {
+			t.Errorf("second stream: %s %v", second.Status, second.Header)
+		}
+		refused := get("/api/v1/status", false)
+		refused.Body.Close()
+		if refused.StatusCode != http.StatusUnauthorized || !refused.Close {
+			t.Errorf("unauthenticated: %s, connection kept open: %v", refused.Status, !refused.Close)
+		}
+	})
+	t.Run("Connections", func(t *testing.T) {
+		rt := start(RuntimeConfig{MaxConns: 2})
+		host := strings.TrimPrefix(rt.URL(), "http://")
+		dial := func() net.Conn {
+			c, err := net.Dial("tcp", host)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { c.Close() })
+			return c
+		}
+		// An answered request on each proves the server holds it open.
+		for range 2 {
+			c := dial()
+			fmt.Fprintf(c, "GET /api/v1/status HTTP/1.1\r\nHost: %s\r\nAuthorization: Bearer %s\r\n\r\n", host, rt.token)
+			resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+			if err != nil || resp.StatusCode != 200 || resp.Close {
+				t.Fatalf("a held connection: %v %v", resp, err)
+			}
 			resp.Body.Close()
-			tr.CloseIdleConnections() // frees its slot
 		}
-		return resp
-	}
-	stream := get("/api/v1/events", true) // connection 1
-	defer stream.Body.Close()
-	if stream.StatusCode != 200 {
-		t.Fatalf("first stream: %s", stream.Status)
-	}
-	second := get("/api/v1/events", true) // connection 2, closed after its 503
-	if second.StatusCode != http.StatusServiceUnavailable || second.Header.Get("Retry-After") == "" {
-		t.Errorf("second stream: %s %v", second.Status, second.Header)
-	}
-	refused := get("/api/v1/status", false)
-	if refused.StatusCode != http.StatusUnauthorized || !refused.Close {
-		t.Errorf("unauthenticated: %s, connection kept open: %v", refused.Status, !refused.Close)
-	}
-	var held []net.Conn
-	for range 2 { // connections 2 and 3: silent, holding their slots
-		c, err := net.Dial("tcp", strings.TrimPrefix(rt.URL(), "http://"))
-		if err != nil {
-			t.Fatal(err)
+		resp, err := http.ReadResponse(bufio.NewReader(dial()), nil)
+		if err != nil || resp.StatusCode != http.StatusServiceUnavailable {
+			t.Fatalf("a connection past the limit: %v %v", resp, err)
 		}
-		defer c.Close()
-		held = append(held, c)
-	}
-	// A request on each held connection proves the server took it before
-	// the next dial.
-	for _, c := range held {
-		fmt.Fprintf(c, "GET /api/v1/status HTTP/1.1\r\nHost: %s\r\nAuthorization: Bearer %s\r\n\r\n", strings.TrimPrefix(rt.URL(), "http://"), rt.token)
-		resp, err := http.ReadResponse(bufio.NewReader(c), nil)
-		if err != nil || resp.StatusCode != 200 {
-			t.Fatalf("a held connection: %v %v", resp, err)
-		}
-		resp.Body.Close()
-	}
-	over, err := net.Dial("tcp", strings.TrimPrefix(rt.URL(), "http://"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer over.Close()
-	resp, err := http.ReadResponse(bufio.NewReader(over), nil)
-	if err != nil || resp.StatusCode != http.StatusServiceUnavailable {
-		t.Fatalf("a connection past the limit: %v %v", resp, err)
-	}
+	})
 }
