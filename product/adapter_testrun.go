@@ -22,7 +22,8 @@ import (
 // Needle's (go test -run '^TestX$' PACKAGE in the plan's module), never a
 // worker's. A plan that cannot run, or whose test did not run to a pass or
 // a failure (no sandbox, a skip, no such test, a timeout), is an error
-// result: unavailable evidence, which fails the lifecycle closed. A build
+// result: unavailable evidence, which fails the lifecycle closed; its
+// detail (the lifecycle's test plan view, needle change show) says why. A build
 // failure of the patched code is a failure of the test.
 
 // testAdapter runs test plans.

@@ -557,6 +557,17 @@
 // files and done, and a crashed apply is finished or undone at the next
 // open.
 //
+// Data directories are made absolute where they enter (every command
+// through cli.path, Open, OpenStore, StartRuntime): checkouts, the test
+// cache and sockets derived from a relative --data-dir would otherwise
+// depend on the working directory of whatever uses them (a test runner
+// refuses a relative cache). TestsConfig is resolved the same way: a
+// relative cache lies in the data directory, a codex named without a
+// path is looked up on PATH. Wherever Needle cannot run a test (no codex,
+// a sandbox that fails its self-test, no Go toolchain) it says so and
+// why: the undecided cause of a proposal (the CLI, the MCP result) and
+// the detail of a lifecycle's test plan.
+//
 // # Resident runtime
 //
 // StartRuntime (needle serve) owns one data directory. It takes the

@@ -279,6 +279,7 @@ func (e *Engine) Lifecycle(ctx context.Context, id string) (LifecycleDetail, err
 		d.Criteria = append(d.Criteria, LifecycleCriterionView{Criterion: i + 1, Text: c, Digest: s.Freeze.Criteria[i]})
 	}
 	results := map[string]LifecycleTestResult{}
+	details := map[string]string{}
 	if s.Tests.Evidence != "" {
 		a, ok, err := e.store.artifactByID(ctx, v.ID, s.Tests.Evidence)
 		if err != nil {
@@ -288,12 +289,19 @@ func (e *Engine) Lifecycle(ctx context.Context, id string) (LifecycleDetail, err
 			for _, r := range tc.Evidence.Results {
 				results[r.Plan] = r
 			}
+			for _, o := range a.Blobs.Outputs {
+				details[o.Plan] = o.Detail
+			}
 		}
 	}
 	for _, p := range v.Plans {
 		r := results[p.ID]
-		d.TestPlans = append(d.TestPlans, LifecycleTestPlanView{PlanID: p.ID, Test: p.Test, Module: p.Module, Command: p.Command(),
-			Outcome: r.Outcome, DurationMs: r.DurationMs, OutputDigest: r.Output})
+		pv := LifecycleTestPlanView{PlanID: p.ID, Test: p.Test, Module: p.Module, Command: p.Command(),
+			Outcome: r.Outcome, DurationMs: r.DurationMs, OutputDigest: r.Output}
+		if r.Outcome == LifecycleTestError {
+			pv.Detail = details[p.ID]
+		}
+		d.TestPlans = append(d.TestPlans, pv)
 	}
 	if s.Patch.ID != "" {
 		a, ok, err := e.store.artifactByID(ctx, v.ID, s.Patch.ID)

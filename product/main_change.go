@@ -228,6 +228,9 @@ func writeDetail(w io.Writer, d LifecycleDetail) {
 			outcome = "not run"
 		}
 		fmt.Fprintf(w, "  test %s: %s (%s)\n", p.Test, outcome, p.Command)
+		if p.Detail != "" {
+			fmt.Fprintf(w, "    why: %s\n", p.Detail)
+		}
 	}
 	if d.Review != nil {
 		fmt.Fprintf(w, "  review %s: %d finding(s)\n", d.Review.ReviewID, len(d.Review.Findings))

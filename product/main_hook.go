@@ -60,7 +60,7 @@ func (c *cli) hookCodex(args []string) (code int) {
 		fmt.Fprintf(c.stderr, "needle hook codex: --data-dir is required, the deadline positive, and there are no arguments\n")
 		return 1
 	}
-	cfg := CodexHookConfig{DataDir: *dataDir, RoleProfile: *profileID, CacheOnly: *cacheOnly, CodexCommand: *codex,
+	cfg := CodexHookConfig{DataDir: c.path(*dataDir), RoleProfile: *profileID, CacheOnly: *cacheOnly, CodexCommand: *codex,
 		Deadline: *deadline, ExecSession: os.Getenv(ExecSessionEnv), Log: c.stderr}
 	var err error
 	if *routeList != "" {

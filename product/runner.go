@@ -47,6 +47,24 @@ type TestsConfig struct {
 	NoStatic bool
 }
 
+// resolve makes tc's paths absolute: a relative CacheDir lies in the data
+// directory, a Codex given by name or relative path is looked up as a
+// shell would (PATH, or the current directory). What cannot be resolved is
+// left as it is, and the sandbox's self-test then says why it fails.
+func (tc TestsConfig) resolve(dataDir string) TestsConfig {
+	if tc.CacheDir != "" && !filepath.IsAbs(tc.CacheDir) && dataDir != "" {
+		tc.CacheDir = filepath.Join(dataDir, tc.CacheDir)
+	}
+	if tc.Codex != "" && !filepath.IsAbs(tc.Codex) {
+		if p, err := exec.LookPath(tc.Codex); err == nil {
+			if abs, err := filepath.Abs(p); err == nil {
+				tc.Codex = abs
+			}
+		}
+	}
+	return tc
+}
+
 // DefaultTestDeadline bounds one test run.
 const DefaultTestDeadline = 2 * time.Minute
 

@@ -2,6 +2,7 @@ package product
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net"
 	"os"
@@ -295,5 +296,25 @@ func TestGoTestName(t *testing.T) {
 		if got := goTestName(in); got != want {
 			t.Errorf("goTestName(%q) = %q, want %q", in, got, want)
 		}
+	}
+}
+
+// TestValidate_TestsRelativeDataDir: needle evidence propose with a
+// relative --data-dir and the default tests.cache runs the test in the
+// sandbox and certifies executed reach; it used to fall back to undecided
+// (a runner refuses a relative cache).
+func TestValidate_TestsRelativeDataDir(t *testing.T) {
+	repo := MustFixtureRepo(t, "grepx", true)
+	t.Chdir(t.TempDir())
+	if _, stderr, code := runMain(t, "", "config", "set", "--data-dir", "data", "tests.codex", MustSandbox(t)); code != 0 {
+		t.Fatalf("config set: %d %s", code, stderr)
+	}
+	out, stderr, code := runMain(t, testsCRLF, "evidence", "propose", "--repository", repo, "--data-dir", "data", "-")
+	var res ProposeResult
+	if err := json.Unmarshal([]byte(out), &res); err != nil || code != 0 || res.Status != "certified" || res.Reach != ReachExecuted {
+		t.Fatalf("propose with --data-dir data: %d %v\n%s%s", code, err, out, stderr)
+	}
+	if cache, _ := filepath.Glob(filepath.Join("data", "testrun", "*", "go-build")); len(cache) != 1 {
+		t.Errorf("test caches in the data directory: %v", cache)
 	}
 }
