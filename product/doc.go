@@ -173,6 +173,22 @@
 // attempt that decides it is linked to it. A worker's proposal that is
 // undecided makes the need a bypass whose resolution lists the causes.
 //
+// Code a run executes cannot change what a later run builds or trusts:
+// the go command lists and builds outside the sandbox (building runs none
+// of the module's code) and alone writes the build cache, which is
+// read-only inside the sandbox, where the test binary runs (a test that
+// runs the go command gets a throwaway cache). So every repository's runs,
+// and a lifecycle's runs of an unreviewed patch, may share one warm cache
+// (DATA_DIR/testrun, per repository for focused_tests, or tests.cache)
+// without a test planting an entry another run would trust; the choice,
+// against a cache per repository and trust level, a GOCACHEPROG overlay or
+// verifying outputs, is argued in product/internal/testrun's doc ("The
+// build cache"). Every sandboxed process runs under resource limits set
+// before the test binary starts (testrun.DefaultLimits: 256 processes,
+// 4 GiB of address space, 1 GiB per file, CPU time twice the deadline),
+// on top of the deadline; a run a limit stopped (testrun.LimitExceeded) is
+// undecided, naming the limit, never certified.
+//
 // A runtime_flow is for a scenario, and it is proven by running it
 // (validate_flow*.go). Statically, the first step holds the subject (its
 // declaration, a definition of the option or a read of its value) and
@@ -205,10 +221,10 @@
 // A focused test reaches the subject only if Needle, running it itself,
 // sees it execute the subject's code: each Go test runs with `go test
 // -run '^TestX$'` (subtests as TestX/case) in a disposable checkout of the
-// exact snapshot, inside the sandbox of the pinned codex (no network, writes
-// confined to the checkout and Needle's build cache, a deadline, -vet=off,
-// GOPROXY=off; product/internal/testrun), with coverage of the subject's
-// package, and passes; coverage must show, beyond what package
+// exact snapshot, its binary inside the sandbox of the pinned codex (no
+// network, writes confined to the checkout and the run's scratch, a
+// deadline, resource limits, -vet=off, GOPROXY=off; product/internal/
+// testrun), with coverage of the subject's package, and passes; coverage must show, beyond what package
 // initialization runs, a statement of the subject's body (a function or
 // method; for a type, one of its methods; for a file, any of its code) or,
 // for a cli_option or configuration_key, of the code that reads its value:

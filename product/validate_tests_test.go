@@ -166,6 +166,14 @@ func TestValidate_TestSandbox(t *testing.T) {
 	te.checkVerdict(t, p("TestSocket"), "rejected", "did not pass")
 	te.checkVerdict(t, p("TestWriteOutside"), "rejected", "did not pass")
 	te.checkVerdict(t, p("TestForever"), "undecided", "did not end within the deadline") // a deadline decides nothing
+	// The sandbox's limits stop a test that takes without end long before
+	// the deadline: nothing is certified. (Linux does not count a root
+	// user's processes: then the launcher's watchdog stops the fork.)
+	if res := te.propose(p("TestForkForever")); !(res.Status == "undecided" && strings.Contains(strings.Join(res.Undecided, " "), "more than 256 processes")) &&
+		!(res.Status == "rejected" && strings.Contains(strings.Join(res.Reasons, " "), "resource temporarily unavailable")) {
+		t.Errorf("a test forking without end: %s %q %q", res.Status, res.Reasons, res.Undecided)
+	}
+	te.checkVerdict(t, p("TestAllocForever"), "undecided", "took more than the sandbox allows and was stopped (the sandbox stopped: address space limit")
 	select {
 	case <-accepted:
 		t.Error("a sandboxed test connected to a listener outside")
@@ -179,7 +187,7 @@ func TestValidate_TestSandbox(t *testing.T) {
 	}
 	procs, _ := filepath.Glob("/proc/[0-9]*/cmdline")
 	for _, p := range procs {
-		if data, err := os.ReadFile(p); err == nil && strings.Contains(string(data), "hostile.test") {
+		if data, err := os.ReadFile(p); err == nil && (strings.Contains(string(data), "hostile.test") || strings.Contains(string(data), "sleep\x00600")) {
 			t.Errorf("a test process is still running: %s %q", p, data)
 		}
 	}
