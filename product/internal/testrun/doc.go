@@ -42,9 +42,17 @@
 // Passed, Failed or Skipped when the named test reached that outcome;
 // NoTest when the package built but no such test ran (go test passes such
 // a run); LimitExceeded when the launcher stopped it past a limit;
-// BuildFailed, TimedOut, Errored otherwise. Past the deadline the process
-// group is killed; the sandbox's processes live in a PID namespace that
-// dies with it.
+// BuildFailed, TimedOut, Errored otherwise. Past the deadline, or when
+// the caller's context ends, the process group is killed; the sandbox's
+// processes live in a PID namespace and session of their own, which die
+// with the namespace's init, not at once. So a command that started a
+// sandbox returns only once every process carrying the run's box on its
+// command line (the sandbox's init, the launcher, the test binary) has
+// died, each waited for through a pidfd: once the init has, the whole
+// namespace has, and nothing of the run writes into the checkout any
+// more when the caller removes it. The self-test and the builds of the
+// probe and the launcher follow the caller's context too: one cut short
+// leaves no verdict, and the next run starts it again.
 //
 // # Executed
 //

@@ -159,7 +159,8 @@ func (x *execution) copyModfile() error {
 	return nil
 }
 
-// goCmd runs the go command in the module's directory (goProc).
+// goCmd runs the go command in the module's directory (goTest), and
+// returns once every process of the sandbox it started is dead.
 func (x *execution) goCmd(ctx context.Context, stdout func(io.Reader) error, args ...string) (procResult, error) {
 	return x.goProc(stdout, args...).run(ctx), nil
 }
@@ -176,7 +177,7 @@ func (x *execution) goProc(stdout func(io.Reader) error, args ...string) proc {
 	if x.modfile != "" && len(args) > 0 {
 		args = append([]string{args[0], "-modfile=" + x.modfile}, args[1:]...)
 	}
-	return proc{argv: append([]string{x.r.Go}, args...), dir: x.moduleDir, env: x.env, stdout: stdout, maxErr: 64 << 10}
+	return proc{argv: append([]string{x.r.Go}, args...), dir: x.moduleDir, env: x.env, stdout: stdout, maxErr: 64 << 10, sandbox: x.box}
 }
 
 // sandboxed is argv run in the sandbox, in dir, under the launcher.

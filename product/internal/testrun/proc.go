@@ -18,6 +18,10 @@ type proc struct {
 	env    []string
 	stdout func(io.Reader) error // consumes stdout; nil discards it
 	maxErr int                   // stderr bytes kept
+	// sandbox, when set, is a token every process of a sandbox the run
+	// starts has on its command line (reap): run returns only once they
+	// are all dead.
+	sandbox string
 }
 
 // procResult is how a proc ended.
@@ -67,6 +71,10 @@ func (p proc) run(ctx context.Context) procResult {
 	// been reused.
 	_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 	waitErr := cmd.Wait()
+	var reapErr error
+	if p.sandbox != "" {
+		reapErr = reap(p.sandbox)
+	}
 	res := procResult{exitCode: -1, killed: ctx.Err() != nil, stderr: stderr.buf.Bytes(), errTrunc: stderr.truncated, err: readErr,
 		stderrTail: stderr.tail}
 	var exit *exec.ExitError
@@ -81,6 +89,9 @@ func (p proc) run(ctx context.Context) procResult {
 		if res.err == nil {
 			res.err = waitErr
 		}
+	}
+	if res.err == nil {
+		res.err = reapErr
 	}
 	return res
 }

@@ -77,17 +77,29 @@ type Runner struct {
 	version verdict[string] // go env GOVERSION
 }
 
-// verdict memoizes a check for a Runner's life, run detached from the
-// first caller's context.
+// verdict memoizes a check for a Runner's life — unless the caller's
+// context cut it short: that is no verdict, and the next caller runs the
+// check again. So cancelling a run never waits for a self-test or a build
+// it did not need to finish.
 type verdict[T any] struct {
-	once sync.Once
+	mu   sync.Mutex
+	done bool
 	v    T
 	err  error
 }
 
 func (o *verdict[T]) get(ctx context.Context, check func(context.Context) (T, error)) (T, error) {
-	o.once.Do(func() { o.v, o.err = check(context.WithoutCancel(ctx)) })
-	return o.v, o.err
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.done {
+		return o.v, o.err
+	}
+	v, err := check(ctx)
+	if err != nil && ctx.Err() != nil {
+		return v, fmt.Errorf("%w (%w)", err, context.Cause(ctx))
+	}
+	o.done, o.v, o.err = true, v, err
+	return v, err
 }
 
 // Spec is one test to run.

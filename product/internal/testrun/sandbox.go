@@ -194,7 +194,7 @@ func (s *Sandbox) probe(ctx context.Context, goBin string, goEnv []string, dir s
 	var out bytes.Buffer
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	r := proc{argv: argv, dir: inside, env: append([]string{"PATH=/usr/bin:/bin"}, s.env()...), maxErr: 64 << 10,
+	r := proc{argv: argv, dir: inside, env: append([]string{"PATH=/usr/bin:/bin"}, s.env()...), maxErr: 64 << 10, sandbox: inside,
 		stdout: func(rd io.Reader) error { _, err := io.Copy(&out, io.LimitReader(rd, 64<<10)); return err }}.run(ctx)
 	if r.err != nil || r.exitCode != 0 {
 		return fmt.Errorf("the sandbox did not run the probe (exit %d): %v %s", r.exitCode, r.err, r.stderr)

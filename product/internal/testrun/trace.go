@@ -298,7 +298,7 @@ func (t *tracer) command(ctx context.Context) {
 		maxOut = 1 << 20
 	}
 	out := &capped{max: maxOut}
-	cr := proc{argv: argv, dir: t.moduleDir, env: t.env, maxErr: maxOut,
+	cr := proc{argv: argv, dir: t.moduleDir, env: t.env, maxErr: maxOut, sandbox: t.box,
 		stdout: func(rd io.Reader) error { _, err := io.Copy(out, rd); return err }}.run(ctx)
 	t.tres.Output = append(out.buf.Bytes(), cr.stderr...)
 	t.tres.ExitCode = cr.exitCode
