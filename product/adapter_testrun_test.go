@@ -2,9 +2,14 @@ package product
 
 import (
 	"bytes"
+	"context"
+	"os"
 	"path/filepath"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 )
 
 // realTestPhase reopens the fixture's engine with dataDir, tc and the fake
@@ -53,5 +58,80 @@ func TestLifecycle_TestPhaseNamesCause(t *testing.T) {
 	writeDetail(&out, d)
 	if !strings.Contains(out.String(), "\n    why: unavailable: ") || !strings.Contains(out.String(), missing) {
 		t.Errorf("needle change show:\n%s", out.String())
+	}
+}
+
+// processesNamed returns the pids whose command line holds every one of
+// words.
+func processesNamed(t *testing.T, words ...string) []string {
+	t.Helper()
+	var pids []string
+	procs, _ := filepath.Glob("/proc/[0-9]*/cmdline")
+	for _, p := range procs {
+		data, err := os.ReadFile(p)
+		if err == nil && !slices.ContainsFunc(words, func(w string) bool { return !strings.Contains(string(data), w) }) {
+			pids = append(pids, filepath.Base(filepath.Dir(p)))
+		}
+	}
+	return pids
+}
+
+// TestLifecycle_CancelReachesTheTestRun: needle change cancel, from
+// another process (here: another engine over its own store), reaches a
+// test phase whose test never ends: the runner, watching its lifecycle,
+// kills the test run, removes the checkout and records the stop before it
+// lets go, and the cancellation returns only then. The runner says it was
+// cancelled.
+func TestLifecycle_CancelReachesTheTestRun(t *testing.T) {
+	f := newLifecycleFixture(t, &fakeScript{Verdicts: []string{fakeVerified}})
+	// The patch makes every test binary of the package spin for ever.
+	hang := string(MustReadFile(t, filepath.Join(f.te.repo, "search.go"))) + "\nfunc init() {\n\tfor {\n\t}\n}\n"
+	f.script.Patches = []map[string]string{{"search.go": hang}}
+	cache, err := filepath.Abs(filepath.Join("..", ".cache", "testrun-lifecycle"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	realTestPhase(t, f, f.te.data, TestsConfig{Codex: MustSandbox(t), CacheDir: cache})
+	d := f.start()
+	inTest := make(chan struct{})
+	var once sync.Once
+	ran := make(chan error, 1)
+	go func() {
+		_, err := f.te.RunLifecycle(context.Background(), d.ID, func(p LifecycleProgress) {
+			if p.Phase == PhaseTest && p.Event == "" {
+				once.Do(func() { close(inTest) })
+			}
+		})
+		ran <- err
+	}()
+	<-inTest
+	// The test binary spins in the sandbox: cancel now.
+	for deadline := time.Now().Add(2 * time.Minute); len(processesNamed(t, cache, "grepx.test")) == 0; runtimeYield() {
+		if time.Now().After(deadline) {
+			t.Fatal("the test binary never started")
+		}
+	}
+	other, err := Open(context.Background(), Config{DataDir: f.te.data, Repository: f.te.repo})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	after, err := other.CancelLifecycle(context.Background(), d.ID, "it hangs")
+	if err != nil || after.Status != LifecycleStatusCancelled {
+		t.Fatalf("cancel: %v %+v", err, after.LifecycleSummary)
+	}
+	// Returned: the test run is killed, its checkout and scratch gone, its
+	// stop recorded.
+	if hasEntries(filepath.Join(f.te.data, "checkouts")) {
+		t.Error("the test phase's checkout is still there when cancel returns")
+	}
+	if ev := lastInvocationEvent(t, f.te, d.ID, PhaseTest); ev != "stopped" {
+		t.Errorf("the test run's last record is %q, want stopped", ev)
+	}
+	if pids := processesNamed(t, cache, "grepx.test"); len(pids) > 0 {
+		t.Errorf("test processes still run when cancel returns: %v", pids)
+	}
+	if err := <-ran; KindOf(err) != KindConflict || !strings.Contains(err.Error(), "was cancelled while its test phase ran: the phase was interrupted") {
+		t.Errorf("the runner: %v", err)
 	}
 }

@@ -164,8 +164,11 @@ func (e *Engine) RunLifecycle(ctx context.Context, id string, progress func(Life
 	return e.Lifecycle(context.WithoutCancel(ctx), lid)
 }
 
-// CancelLifecycle ends a lifecycle that is not applying. A runner in
-// flight loses its compare-and-swap and stops.
+// CancelLifecycle ends a lifecycle that is not applying, and reaches the
+// work in flight (lifecycle_cancel.go): the running phase's adapter is
+// interrupted (its worker's turn interrupted and process group killed, or
+// its test run killed), its checkout removed and its stop recorded. It
+// returns once the runner has done all that and let go of the lifecycle.
 func (e *Engine) CancelLifecycle(ctx context.Context, id, note string) (LifecycleDetail, error) {
 	lid, err := e.lifecycleIDOf(ctx, id)
 	if err != nil || lid == "" {
@@ -182,6 +185,10 @@ func (e *Engine) CancelLifecycle(ctx context.Context, id, note string) (Lifecycl
 	}
 	if _, err := e.store.commitTransition(ctx, lid, v.Stored.StateDigest, ev, next, transitionRows{}, nil); err != nil {
 		return LifecycleDetail{}, movedErr(err, lid)
+	}
+	e.store.runners.cancel(lid)
+	if err := e.awaitRunner(ctx, lid); err != nil {
+		return LifecycleDetail{}, err
 	}
 	return e.Lifecycle(ctx, lid)
 }

@@ -70,6 +70,9 @@ type Store struct {
 	// shared), is told after each commit of a row watchers follow.
 	onCommit func()
 	stmts    stmtCache // the hot statements, prepared once
+	// runners are the lifecycle adapters running over this store, for a
+	// cancellation committed here (lifecycle_cancel.go).
+	runners runners
 }
 
 // StoreReport describes an open store, as Check verified it.
