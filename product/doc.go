@@ -567,6 +567,16 @@
 // (change_lifecycles) and every payload digest. Invocation ids are
 // content ids of (lifecycle, phase, attempt): an artifact persisted before
 // a crash is committed by the next run without invoking anything.
+// Cancelling (CancelLifecycle: needle change cancel, the API and the UI)
+// commits cancel_requested and reaches the work in flight
+// (lifecycle_cancel.go): a runner in the same process is told through its
+// store's register, one in another process sees the state digest move
+// while its adapter runs (it polls every 200 ms); either cancels the
+// adapter, whose worker's turn is interrupted and process group killed, or
+// whose test run is killed, its checkout removed and its stop recorded,
+// and only then lets go of the lifecycle's lease. CancelLifecycle waits
+// for that lease, so it returns once the cleanup is done; the runner
+// returns a KindConflict saying the lifecycle was cancelled.
 // Approval binds the patch, verification and awaiting-approval state
 // digests; apply (apply.go) refuses any drift of the patch's base (a
 // KindConflict, exit 3, HTTP 409) and writes nothing, journals intent,
@@ -733,6 +743,7 @@
 //	                     events and their journal form, effects, digests
 //	lifecycle.go         starting a lifecycle, test plans, the safe views (DTOs)
 //	kernel.go            the execution kernel: replay, invoke, persist, CAS commit
+//	lifecycle_cancel.go  cancelling reaches the adapter in flight; waiting for its cleanup
 //	adapter.go           the adapters' bounded requests and results; Needle's checks
 //	adapter_codex.go     the Codex App Server adapters: explore, implement, review, verify
 //	adapter_testrun.go   the test adapter: Needle runs the frozen test plans, sandboxed
