@@ -16,16 +16,20 @@ import (
 
 // The test phase's adapter: Needle itself runs the frozen certified test
 // plans, one by one, on a fresh checkout of the frozen snapshot with the
-// patch laid on it, in the sandbox of product/internal/testrun (no network,
-// writes confined to the checkout, Needle's GOCACHE and a scratch
-// directory, a deadline, the process group killed past it). The command is
+// patch laid on it, the test binary in the sandbox of product/internal/
+// testrun (no network, writes confined to the checkout and a scratch
+// directory, resource limits, a deadline, the process group killed past
+// it). The patch's code never writes the build cache, which only the go
+// command writes, outside the sandbox: a later run does not trust what an
+// unreviewed patch left there. The command is
 // Needle's (go test -run '^TestX$' PACKAGE in the plan's module), never a
 // worker's. A plan that cannot run, or whose test did not run to a pass or
 // a failure (no sandbox, a skip, no such test, a timeout), is an error
-// result: unavailable evidence, which fails the lifecycle closed. A build
-// failure of the patched code is a failure of the test. What the runs
-// compiled, as the snapshot has it, is what apply later checks for drift
-// (drift.go).
+// result: unavailable evidence, which fails the lifecycle closed; its
+// detail (the lifecycle's test plan view, needle change show) says why. A
+// build failure of the patched code is a failure of the test. What the
+// runs compiled, as the snapshot has it, is what apply later checks for
+// drift (drift.go).
 
 // testAdapter runs test plans.
 type testAdapter struct {

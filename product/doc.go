@@ -175,6 +175,22 @@
 // attempt that decides it is linked to it. A worker's proposal that is
 // undecided makes the need a bypass whose resolution lists the causes.
 //
+// Code a run executes cannot change what a later run builds or trusts:
+// the go command lists and builds outside the sandbox (building runs none
+// of the module's code) and alone writes the build cache, which is
+// read-only inside the sandbox, where the test binary runs (a test that
+// runs the go command gets a throwaway cache). So every repository's runs,
+// and a lifecycle's runs of an unreviewed patch, may share one warm cache
+// (DATA_DIR/testrun, per repository for focused_tests, or tests.cache)
+// without a test planting an entry another run would trust; the choice,
+// against a cache per repository and trust level, a GOCACHEPROG overlay or
+// verifying outputs, is argued in product/internal/testrun's doc ("The
+// build cache"). Every sandboxed process runs under resource limits set
+// before the test binary starts (testrun.DefaultLimits: 256 processes,
+// 4 GiB of address space, 1 GiB per file, CPU time twice the deadline),
+// on top of the deadline; a run a limit stopped (testrun.LimitExceeded) is
+// undecided, naming the limit, never certified.
+//
 // A runtime_flow is for a scenario, and it is proven by running it
 // (validate_flow*.go). Statically, a step holds the subject (its
 // declaration, a definition of the option or a read of its value: a flow
@@ -207,10 +223,10 @@
 // A focused test reaches the subject only if Needle, running it itself,
 // sees it execute the subject's code: each Go test runs with `go test
 // -run '^TestX$'` (subtests as TestX/case) in a disposable checkout of the
-// exact snapshot, inside the sandbox of the pinned codex (no network, writes
-// confined to the checkout and Needle's build cache, a deadline, -vet=off,
-// GOPROXY=off; product/internal/testrun), with coverage of the subject's
-// package, and passes; coverage must show, beyond what package
+// exact snapshot, its binary inside the sandbox of the pinned codex (no
+// network, writes confined to the checkout and the run's scratch, a
+// deadline, resource limits, -vet=off, GOPROXY=off; product/internal/
+// testrun), with coverage of the subject's package, and passes; coverage must show, beyond what package
 // initialization runs, a statement of the subject's body (a function or
 // method; for a type, one of its methods; for a file, any of its code) or,
 // for a cli_option or configuration_key, of the code that reads its value:
@@ -427,7 +443,11 @@
 // and its cleanup are recorded), and at stdin EOF every accepted request is
 // answered before the server exits; SIGTERM and SIGINT stop it with status
 // 0 once running requests are cancelled and cleaned up. A request the
-// client cancels is never answered. The envelope and the params of
+// client cancels is never answered. At most MaxMCPInFlight (64) requests
+// are in flight (running, queued, or writing their answer); one more is
+// answered -32001 "server overloaded" by the reader itself, so a client
+// that never reads its answers stops being read instead of growing the
+// server. The envelope and the params of
 // initialize, tools/call and the cancellation are read by one strict
 // reader (exact member names, none twice, valid Unicode), a request sent
 // without an id does nothing, and ids follow one rule (a string, or an
@@ -510,11 +530,14 @@
 // The hook never exits 2 (codex would feed stderr to the model), exits 1
 // on a failure (codex lets the turn end), reads the workers' settings only
 // for a stop with a marker, and keeps its own deadline below the timeout
-// it is installed with (codex kills only the hook process): at the
-// deadline the worker's turn is interrupted and its process group killed,
-// and the reply is the typed bypass. needle hook install merges the hook
-// into codex's hooks file (product/internal/codexhook) and records its
-// trust, without which codex exec skips it silently. needle exec turns
+// it is installed with (codex kills only the hook process). The deadline
+// runs from the start, reading the event on stdin included (an event not
+// read by then fails the hook); at the deadline the worker's turn is
+// interrupted and its process group killed, and the reply is the typed
+// bypass. needle hook install merges the hook
+// into codex's hooks file (product/internal/codexhook; a hooks file or
+// config that is not a regular file is refused without blocking on it)
+// and records its trust, without which codex exec skips it silently. needle exec turns
 // hooks off for its thread and marks its App Server's environment
 // (ExecSessionEnv), so an installed hook stands down there. A resolution
 // still running when needle exec's turn ends is delivered by a new turn;
@@ -596,6 +619,16 @@
 // its ids and what does not check, beside the others. Invocation ids are
 // content ids of (lifecycle, phase, attempt): an artifact persisted before
 // a crash is committed by the next run without invoking anything.
+// Cancelling (CancelLifecycle: needle change cancel, the API and the UI)
+// commits cancel_requested and reaches the work in flight
+// (lifecycle_cancel.go): a runner in the same process is told through its
+// store's register, one in another process sees the state digest move
+// while its adapter runs (it polls every 200 ms); either cancels the
+// adapter, whose worker's turn is interrupted and process group killed, or
+// whose test run is killed, its checkout removed and its stop recorded,
+// and only then lets go of the lifecycle's lease. CancelLifecycle waits
+// for that lease, so it returns once the cleanup is done; the runner
+// returns a KindConflict saying the lifecycle was cancelled.
 // Approval binds the patch, verification and awaiting-approval state
 // digests; apply (apply.go) refuses drift (a KindConflict, exit 3, HTTP
 // 409) and writes nothing, journals intent, files and done, and a crashed
@@ -635,6 +668,17 @@
 // (exit 5, HTTP 500 with kind "integrity" and the message), nothing is
 // written or served from it, and the lifecycle goes no further.
 //
+// Data directories are made absolute where they enter (every command
+// through cli.path, Open, OpenStore, StartRuntime): checkouts, the test
+// cache and sockets derived from a relative --data-dir would otherwise
+// depend on the working directory of whatever uses them (a test runner
+// refuses a relative cache). TestsConfig is resolved the same way: a
+// relative cache lies in the data directory, a codex named without a
+// path is looked up on PATH. Wherever Needle cannot run a test (no codex,
+// a sandbox that fails its self-test, no Go toolchain) it says so and
+// why: the undecided cause of a proposal (the CLI, the MCP result) and
+// the detail of a lifecycle's test plan.
+//
 // # Resident runtime
 //
 // StartRuntime (needle serve) owns one data directory. It takes the
@@ -655,7 +699,13 @@
 // session cookie from a one-time login URL, Host and Origin checks)
 // serves the embedded UI (product/web) and the /api/v1 routes
 // (runtime_api*.go), which project stored rows into the explicit DTOs of
-// package web; the socket serves the same routes. The lifecycle routes run
+// package web; the socket serves the same routes. What clients hold open
+// is bounded (RuntimeConfig): DefaultMaxConns (64) HTTP and
+// DefaultMaxIPCConns (256) IPC connections, past which a connection is
+// answered 503 and closed (httpguard.LimitListener); 32 live event
+// streams (one more: 503); 10 s to send a request's headers; 2 minutes
+// idle for an authenticated connection, none for an unauthenticated one,
+// which is closed after its answer. The lifecycle routes run
 // the engine methods of needle change (reads replay the journal;
 // approvals and applies follow the same rules) on an engine of the
 // lifecycle's repository over the runtime's store. Events
@@ -784,6 +834,7 @@
 //	                     events and their journal form, effects, digests
 //	lifecycle.go         starting a lifecycle, test plans, the safe views (DTOs)
 //	kernel.go            the execution kernel: replay, invoke, persist, CAS commit
+//	lifecycle_cancel.go  cancelling reaches the adapter in flight; waiting for its cleanup
 //	adapter.go           the adapters' bounded requests and results; Needle's checks
 //	adapter_codex.go     the Codex App Server adapters: explore, implement, review, verify
 //	adapter_testrun.go   the test adapter: Needle runs the frozen test plans, sandboxed

@@ -98,6 +98,12 @@ func Open(ctx context.Context, cfg Config) (*Engine, error) {
 // openEngine opens the repository cfg.Repository over an open store of
 // cfg.DataDir: the resident runtime's engines share its one store.
 func openEngine(ctx context.Context, cfg Config, st *Store) (*Engine, error) {
+	dataDir, err := absDataDir(cfg.DataDir)
+	if err != nil {
+		return nil, &Error{Op: "engine.open", Kind: KindIO, Err: err}
+	}
+	cfg.DataDir = dataDir
+	cfg.Tests = cfg.Tests.resolve(dataDir)
 	if cfg.Routes == nil {
 		cfg.Routes = AllRoutes()
 	}

@@ -171,8 +171,11 @@ func (e *Engine) RunLifecycle(ctx context.Context, id string, progress func(Life
 	return e.Lifecycle(context.WithoutCancel(ctx), lid)
 }
 
-// CancelLifecycle ends a lifecycle that is not applying. A runner in
-// flight loses its compare-and-swap and stops.
+// CancelLifecycle ends a lifecycle that is not applying, and reaches the
+// work in flight (lifecycle_cancel.go): the running phase's adapter is
+// interrupted (its worker's turn interrupted and process group killed, or
+// its test run killed), its checkout removed and its stop recorded. It
+// returns once the runner has done all that and let go of the lifecycle.
 func (e *Engine) CancelLifecycle(ctx context.Context, id, note string) (LifecycleDetail, error) {
 	lid, err := e.lifecycleIDOf(ctx, id)
 	if err != nil || lid == "" {
@@ -189,6 +192,10 @@ func (e *Engine) CancelLifecycle(ctx context.Context, id, note string) (Lifecycl
 	}
 	if _, err := e.store.commitTransition(ctx, lid, v.Stored.StateDigest, ev, next, transitionRows{}, nil); err != nil {
 		return LifecycleDetail{}, movedErr(err, lid)
+	}
+	e.store.runners.cancel(lid)
+	if err := e.awaitRunner(ctx, lid); err != nil {
+		return LifecycleDetail{}, err
 	}
 	return e.Lifecycle(ctx, lid)
 }
@@ -291,6 +298,7 @@ func (e *Engine) Lifecycle(ctx context.Context, id string) (LifecycleDetail, err
 		d.Criteria = append(d.Criteria, LifecycleCriterionView{Criterion: i + 1, Text: c, Digest: s.Freeze.Criteria[i]})
 	}
 	results := map[string]LifecycleTestResult{}
+	details := map[string]string{}
 	if s.Tests.Evidence != "" {
 		a, ok, err := e.store.artifactByID(ctx, v.ID, s.Tests.Evidence)
 		if err != nil {
@@ -300,12 +308,19 @@ func (e *Engine) Lifecycle(ctx context.Context, id string) (LifecycleDetail, err
 			for _, r := range tc.Evidence.Results {
 				results[r.Plan] = r
 			}
+			for _, o := range a.Blobs.Outputs {
+				details[o.Plan] = o.Detail
+			}
 		}
 	}
 	for _, p := range v.Plans {
 		r := results[p.ID]
-		d.TestPlans = append(d.TestPlans, LifecycleTestPlanView{PlanID: p.ID, Test: p.Test, Module: p.Module, Command: p.Command(),
-			Outcome: r.Outcome, DurationMs: r.DurationMs, OutputDigest: r.Output})
+		pv := LifecycleTestPlanView{PlanID: p.ID, Test: p.Test, Module: p.Module, Command: p.Command(),
+			Outcome: r.Outcome, DurationMs: r.DurationMs, OutputDigest: r.Output}
+		if r.Outcome == LifecycleTestError {
+			pv.Detail = details[p.ID]
+		}
+		d.TestPlans = append(d.TestPlans, pv)
 	}
 	if s.Patch.ID != "" {
 		a, ok, err := e.store.artifactByID(ctx, v.ID, s.Patch.ID)

@@ -69,9 +69,16 @@ type CodexHookConfig struct {
 // (if any) to out. An error means the hook failed: the caller exits 1,
 // which codex takes as "let the turn end".
 func ServeCodexHook(ctx context.Context, cfg CodexHookConfig, in io.Reader, out io.Writer) error {
-	ev, err := codexhook.Read(in)
+	if cfg.Deadline <= 0 {
+		cfg.Deadline = DefaultHookDeadline
+	}
+	// The deadline runs from the start: codex kills the hook at its
+	// timeout whatever it was doing, reading its input included.
+	ctx, cancel := context.WithTimeout(ctx, cfg.Deadline)
+	defer cancel()
+	ev, err := readHookEvent(ctx, in, cfg.Deadline)
 	if err != nil {
-		return &Error{Op: "hook.codex", Kind: KindInvalidInput, Err: err}
+		return err
 	}
 	st := ev.Stop
 	switch {
@@ -83,11 +90,6 @@ func ServeCodexHook(ctx context.Context, cfg CodexHookConfig, in io.Reader, out 
 	case !st.HasLastAssistantMessage || len(MarkerLines(st.LastAssistantMessage)) == 0:
 		return nil // the common stop: nothing to open, nothing to say
 	}
-	if cfg.Deadline <= 0 {
-		cfg.Deadline = DefaultHookDeadline
-	}
-	ctx, cancel := context.WithTimeout(ctx, cfg.Deadline)
-	defer cancel()
 	var workers *CodexConfig
 	if !cfg.CacheOnly {
 		var err error
@@ -122,6 +124,34 @@ func ServeCodexHook(ctx context.Context, cfg CodexHookConfig, in io.Reader, out 
 		return nil
 	}
 	return codexhook.StopOutput{Block: true, Reason: r.Text}.Encode(out)
+}
+
+// readHookEvent reads the one event on in within ctx. A reader blocked in
+// Read cannot be interrupted: the hook gives up on it at the deadline and
+// the process exits, which ends the read.
+func readHookEvent(ctx context.Context, in io.Reader, deadline time.Duration) (codexhook.Event, error) {
+	type read struct {
+		ev  codexhook.Event
+		err error
+	}
+	done := make(chan read, 1)
+	go func() {
+		ev, err := codexhook.Read(in)
+		done <- read{ev, err}
+	}()
+	select {
+	case r := <-done:
+		if r.err != nil {
+			return r.ev, &Error{Op: "hook.codex", Kind: KindInvalidInput, Err: r.err}
+		}
+		return r.ev, nil
+	case <-ctx.Done():
+		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			return codexhook.Event{}, &Error{Op: "hook.codex", Kind: KindUnavailable,
+				Err: fmt.Errorf("no complete hook event on stdin within the deadline (%s)", deadline)}
+		}
+		return codexhook.Event{}, ctx.Err()
+	}
 }
 
 func hookLog(cfg CodexHookConfig, format string, args ...any) {

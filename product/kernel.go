@@ -195,7 +195,14 @@ func (k *lifecycleKernel) step(ctx context.Context, v lifecycleView, inv Lifecyc
 			progress(LifecycleProgress{Phase: inv.Phase, Round: inv.Round, Attempt: inv.Attempt, Now: s.where()})
 		}
 		failpoint.Hit("kernel.before_invoke")
-		if a, err = k.invoke(ctx, v, inv); err != nil {
+		actx, stop := k.watchCancel(ctx, v)
+		a, err = k.invoke(actx, v, inv)
+		cancelled := errors.Is(context.Cause(actx), errLifecycleCancelled)
+		stop()
+		if err != nil && cancelled && ctx.Err() == nil {
+			return cancelledRun(v.ID, inv)
+		}
+		if err != nil {
 			return err
 		}
 		failpoint.Hit("adapter.after_side_effect")
@@ -214,8 +221,15 @@ func (k *lifecycleKernel) step(ctx context.Context, v lifecycleView, inv Lifecyc
 	_, err = k.e.store.commitTransition(ctx, v.ID, v.Stored.StateDigest, a.Event, next, rows, func() { failpoint.Hit("transition.before_commit") })
 	if errors.Is(err, errLifecycleMoved) {
 		now := "elsewhere"
-		if w, rerr := k.e.readLifecycle(ctx, v.ID); rerr == nil {
+		w, rerr := k.e.readLifecycle(ctx, v.ID)
+		if rerr == nil {
 			now = w.State.where()
+		}
+		if rerr == nil && w.State.Status == LifecycleStatusCancelled {
+			// The phase finished as the cancellation came: its result is
+			// stored (an artifact), never committed.
+			return &Error{Op: "lifecycle.run", Kind: KindConflict,
+				Err: fmt.Errorf("lifecycle %s was cancelled while its %s phase ran; its result was not committed", v.ID, inv.Phase)}
 		}
 		return &Error{Op: "lifecycle.run", Kind: KindConflict,
 			Err: fmt.Errorf("lifecycle %s moved on to %s while this run was at %s (another runner?); nothing was committed", v.ID, now, s.where())}

@@ -534,24 +534,62 @@ func TestLifecycle_LeaseStopsASecondRunner(t *testing.T) {
 	}
 }
 
+// lastInvocationEvent is the last recorded run event of a lifecycle's
+// phase: "started" or "stopped".
+func lastInvocationEvent(t *testing.T, te *testEngine, id string, phase Phase) string {
+	t.Helper()
+	var event string
+	if err := te.store.db.QueryRow(`SELECT event FROM invocation_runs WHERE lifecycle_id = ? AND phase = ? ORDER BY rowid DESC LIMIT 1`,
+		id, phase).Scan(&event); err != nil {
+		t.Fatal(err)
+	}
+	return event
+}
+
+// TestLifecycle_CancelStopsTheRunner: a cancellation reaches the adapter in
+// flight — its context ends — and CancelLifecycle returns only after the
+// adapter cleaned up and the runner recorded the stop and let go; the
+// runner says it was cancelled.
 func TestLifecycle_CancelStopsTheRunner(t *testing.T) {
 	f := newLifecycleFixture(t, &fakeScript{Tests: []LifecycleTestOutcome{LifecycleTestPassed}, Verdicts: []string{fakeVerified}})
 	d := f.start()
 	adapters := f.te.adapters
-	implement := adapters.Implement
+	started := make(chan struct{})
+	work := filepath.Join(t.TempDir(), "checkout") // stands for the adapter's checkout
 	adapters.Implement = func(ctx context.Context, r ImplementRequest) (ImplementResult, error) {
-		if _, err := f.te.CancelLifecycle(ctx, d.ID, "changed my mind"); err != nil {
-			t.Errorf("cancel: %v", err)
+		if err := os.Mkdir(work, 0o755); err != nil {
+			return ImplementResult{}, err
 		}
-		return implement(ctx, r)
+		close(started)
+		<-ctx.Done() // a worker's turn, running until interrupted
+		return ImplementResult{}, errors.Join(ctx.Err(), os.Remove(work))
 	}
 	k := &lifecycleKernel{e: f.te.Engine, adapters: adapters, clock: time.Now}
-	if _, err := k.run(context.Background(), d.ID, nil); KindOf(err) != KindConflict || !strings.Contains(err.Error(), "cancelled") {
-		t.Errorf("run cancelled under it: %v", err)
+	ctx, stopRunner := context.WithCancel(context.Background())
+	defer stopRunner() // only for a run the cancellation never reached
+	ran := make(chan error, 1)
+	go func() {
+		_, err := k.run(ctx, d.ID, nil)
+		ran <- err
+	}()
+	<-started
+	after, err := f.te.CancelLifecycle(context.Background(), d.ID, "changed my mind")
+	if err != nil {
+		t.Fatalf("cancel: %v", err)
 	}
-	after, _ := f.te.Lifecycle(context.Background(), d.ID)
+	// CancelLifecycle has returned: the work is cleaned up and recorded.
+	if _, err := os.Stat(work); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the adapter's work is still there when cancel returns: %v", err)
+	}
+	if ev := lastInvocationEvent(t, f.te, d.ID, PhaseImplement); ev != "stopped" {
+		t.Errorf("the implement run's last record is %q, want stopped", ev)
+	}
 	if after.Status != LifecycleStatusCancelled {
 		t.Errorf("after cancel: %s", after.Status)
+	}
+	stopRunner()
+	if err := <-ran; KindOf(err) != KindConflict || !strings.Contains(err.Error(), "was cancelled while its implement phase ran: the phase was interrupted") {
+		t.Errorf("the runner: %v", err)
 	}
 }
 

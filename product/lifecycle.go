@@ -201,6 +201,10 @@ type LifecycleTestPlanView struct {
 	Outcome      LifecycleTestOutcome `json:"outcome"` // "" before the test phase ran
 	DurationMs   int64                `json:"duration_ms"`
 	OutputDigest string               `json:"output_digest"`
+	// Detail says why a plan's outcome is error: what kept Needle from
+	// running the test (no codex, a sandbox that failed its self-test, no
+	// Go toolchain, a deadline).
+	Detail string `json:"detail,omitempty"`
 }
 
 // LifecyclePatchView is the patch in force.

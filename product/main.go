@@ -350,12 +350,22 @@ func (c *cli) version(args []string) int {
 	return 0
 }
 
-// path resolves a path the user gave against the caller's directory.
+// path resolves a path the user gave against the caller's directory: the
+// IPC client's inside the resident runtime, this process's otherwise. The
+// result is absolute, so nothing downstream depends on a working
+// directory (a test runner refuses a relative cache; a checkout's command
+// runs elsewhere).
 func (c *cli) path(p string) string {
-	if c.dir == "" || p == "" || p == "-" || filepath.IsAbs(p) {
+	if p == "" || p == "-" || filepath.IsAbs(p) {
 		return p
 	}
-	return filepath.Join(c.dir, p)
+	if c.dir != "" {
+		return filepath.Join(c.dir, p)
+	}
+	if abs, err := filepath.Abs(p); err == nil {
+		return abs
+	}
+	return p
 }
 
 // openStore opens the store in dataDir, or inside the resident runtime
@@ -367,7 +377,7 @@ func (c *cli) openStore(dataDir string) (st *Store, release func(), err error) {
 		}
 		return c.rt.store, func() {}, nil
 	}
-	if st, err = OpenStore(c.ctx, dataDir); err != nil {
+	if st, err = OpenStore(c.ctx, c.path(dataDir)); err != nil {
 		return nil, nil, err
 	}
 	return st, func() { st.Close() }, nil
@@ -376,11 +386,10 @@ func (c *cli) openStore(dataDir string) (st *Store, release func(), err error) {
 // openEngine opens an engine for cfg: over its own store, or inside the
 // resident runtime over the runtime's store.
 func (c *cli) openEngine(cfg Config) (*Engine, error) {
-	cfg.Repository = c.path(cfg.Repository)
+	cfg.Repository, cfg.DataDir = c.path(cfg.Repository), c.path(cfg.DataDir)
 	if c.rt == nil {
 		return Open(c.ctx, cfg)
 	}
-	cfg.DataDir = c.path(cfg.DataDir)
 	if err := c.rt.serves(cfg.DataDir); err != nil {
 		return nil, err
 	}

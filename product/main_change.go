@@ -235,6 +235,9 @@ func writeDetail(w io.Writer, d LifecycleDetail) {
 			outcome = "not run"
 		}
 		fmt.Fprintf(w, "  test %s: %s (%s)\n", p.Test, outcome, p.Command)
+		if p.Detail != "" {
+			fmt.Fprintf(w, "    why: %s\n", p.Detail)
+		}
 	}
 	if d.Review != nil {
 		fmt.Fprintf(w, "  review %s: %d finding(s)\n", d.Review.ReviewID, len(d.Review.Findings))
@@ -593,8 +596,11 @@ func (c *cli) changeApply(args []string) int {
 
 const usageChangeCancel = `Usage: needle change cancel --repository DIR --data-dir DIR [--note TEXT] [--json] ID
 
-Cancel a lifecycle that is not applying. A runner in flight stops at its
-next commit.
+Cancel a lifecycle that is not applying. The work in flight stops, wherever
+its runner runs: the running phase's worker turn is interrupted and its
+process group killed, or its test run killed; its checkout is removed and
+the stop recorded. cancel returns only then; the runner exits 3 saying that
+the lifecycle was cancelled.
 `
 
 func (c *cli) changeCancel(args []string) int {

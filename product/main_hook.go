@@ -21,8 +21,10 @@ ends. A user turn gets at most 4 replies (the need limit plus one); the last
 one says so.
 
 The repository is the session's working directory. The worker backend is
---codex or the codex.command setting. At --deadline a running worker is
-interrupted and its process group killed, and the reply is a bypass. The hook
+--codex or the codex.command setting. --deadline runs from the start, reading
+stdin included: a hook event not read by then fails the hook (status 1); at
+the deadline a running worker is interrupted and its process group killed,
+and the reply is a bypass. The hook
 stands down inside 'needle exec' (NEEDLE_EXEC_SESSION set). It exits 0, or 1
 when it fails (codex then lets the turn end); never 2, which codex would feed
 to the model.
@@ -58,7 +60,7 @@ func (c *cli) hookCodex(args []string) (code int) {
 		fmt.Fprintf(c.stderr, "needle hook codex: --data-dir is required, the deadline positive, and there are no arguments\n")
 		return 1
 	}
-	cfg := CodexHookConfig{DataDir: *dataDir, RoleProfile: *profileID, CacheOnly: *cacheOnly, CodexCommand: *codex,
+	cfg := CodexHookConfig{DataDir: c.path(*dataDir), RoleProfile: *profileID, CacheOnly: *cacheOnly, CodexCommand: *codex,
 		Deadline: *deadline, ExecSession: os.Getenv(ExecSessionEnv), Log: c.stderr}
 	var err error
 	if *routeList != "" {
@@ -82,8 +84,9 @@ needle binary) into codex's hooks file: the user's $CODEX_HOME/hooks.json
 <repository root>/.codex/hooks.json (--project, for the repository of the
 current directory). The file is merged: other hooks stay as they are and where
 they are; Needle's hook is added at the end, or updated in place; installing
-twice changes nothing. A hooks file or config that cannot be edited safely is
-refused and nothing is changed.
+twice changes nothing. A hooks file or config that cannot be edited safely
+(not JSON or TOML Needle can merge, or not a regular file: a named pipe, a
+device, a directory) is refused at once and nothing is changed.
 
 Codex runs a user or project hook only when the user's config.toml trusts it
 ('codex exec' skips an untrusted hook without a word), so the trust entry

@@ -74,7 +74,9 @@ Manage the settings of the Needle profile in DIR. Keys:
                     of codex.command, else codex on PATH; with none, no test
                     runs (focused_tests: static reach only)
   tests.cache       the directory of those test runs: GOCACHE and scratch
-                    (default: DIR/testrun, one per repository for focused_tests)
+                    (default: DIR/testrun, one per repository for focused_tests);
+                    only the go command writes the GOCACHE, never a test, so
+                    repositories may share one
   tests.deadline    the wall-clock bound of one test run, build included
                     (default 2m)
 `

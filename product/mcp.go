@@ -96,11 +96,18 @@ func serveMCP(ctx context.Context, log io.Writer, opening *mcpOpening, in io.Rea
 		// The client's acknowledgement of initialize: nothing to do.
 		"notifications/initialized": {Handle: func(context.Context, jsonrpc.Request) (any, error) { return nil, nil },
 			BeforeInit: true, Notification: true},
-	}, jsonrpc.Options{Log: log, CancelMethod: "notifications/cancelled", InitMethod: "initialize", DrainOnEOF: true})
+	}, jsonrpc.Options{Log: log, CancelMethod: "notifications/cancelled", InitMethod: "initialize", DrainOnEOF: true,
+		MaxInFlight: MaxMCPInFlight})
 	err := srv.Serve(ctx, in, out)
 	s.wg.Wait()
 	return err
 }
+
+// MaxMCPInFlight bounds an MCP session's requests in flight (running,
+// queued behind the one tool call that runs, or writing their answer):
+// one more is answered -32001 "server overloaded", and a client that
+// never reads its answers stops being read (product/internal/jsonrpc).
+const MaxMCPInFlight = jsonrpc.DefaultMaxInFlight
 
 type initializeParams struct {
 	ProtocolVersion string `json:"protocolVersion"`

@@ -213,6 +213,13 @@ func (r *refresher) run(ctx context.Context) {
 			rep, next, err := r.engine.refreshOnce(ctx, now)
 			switch {
 			case ctx.Err() != nil:
+				// refreshOnce returns only after its cleanup: the test runs
+				// it started are killed and their checkouts removed.
+				if err != nil && !errors.Is(err, context.Canceled) {
+					r.logf("evidence refresh: cancelled; its cleanup failed: %v", err)
+				} else {
+					r.logf("evidence refresh: cancelled; what it ran was stopped and cleaned up")
+				}
 				return
 			case errors.Is(err, errRefreshBusy):
 				// Refresh after the other one, on the same watch.

@@ -229,6 +229,13 @@ func awaitNeedCertificate(t *testing.T, data string) {
 // connects the go-sdk client; the server's stderr is returned.
 func refreshSession(t *testing.T, te *testEngine, mode string, args ...string) (*mcp.ClientSession, *lineWatch) {
 	t.Helper()
+	return refreshSessionTerm(t, te, mode, 30*time.Second, args...)
+}
+
+// refreshSessionTerm is refreshSession whose Close waits term for the
+// server to exit by itself before it sends SIGTERM.
+func refreshSessionTerm(t *testing.T, te *testEngine, mode string, term time.Duration, args ...string) (*mcp.ClientSession, *lineWatch) {
+	t.Helper()
 	te.Close() // the command opens the same data directory
 	t.Cleanup(mcpMode(t, mode, te.data))
 	cmd := needleCommand(t, append([]string{"mcp", "serve", "--data-dir", te.data, "--repository", te.repo,
@@ -236,7 +243,7 @@ func refreshSession(t *testing.T, te *testEngine, mode string, args ...string) (
 	stderr := newLineWatch()
 	cmd.Stderr = stderr
 	client := mcp.NewClient(&mcp.Implementation{Name: "needle-test", Version: "0.0.1"}, nil)
-	s, err := client.Connect(context.Background(), &mcp.CommandTransport{Command: cmd, TerminateDuration: 30 * time.Second}, nil)
+	s, err := client.Connect(context.Background(), &mcp.CommandTransport{Command: cmd, TerminateDuration: term}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -335,6 +342,9 @@ func TestMCP_BackgroundRefreshOff(t *testing.T) {
 // TestMCP_BackgroundRefreshCancelled: the session ends while the refresher
 // runs a cited test again in the sandbox: the run is cancelled (its
 // checkout removed), nothing is certified, and the server exits cleanly.
+// The server exits by itself, once the cancelled refresh has cleaned up
+// and said so: the test waits for that exit (SIGTERM only after ten
+// minutes, a failsafe), never for a time.
 func TestMCP_BackgroundRefreshCancelled(t *testing.T) {
 	te := MustEngine(t, MustFixtureRepo(t, "grepx", true))
 	te.mustCertify(testsCRLF)
@@ -346,7 +356,7 @@ func TestMCP_BackgroundRefreshCancelled(t *testing.T) {
 	}
 	shiftCRLF(t, te.repo) // search_test.go's test binary compiles flags.go
 	before := replayAttempts(t, te.data)
-	s, stderr := refreshSession(t, te, "Standalone", "--refresh-interval", "50ms")
+	s, stderr := refreshSessionTerm(t, te, "Standalone", 10*time.Minute, "--refresh-interval", "50ms")
 	checkouts := filepath.Join(te.data, "checkouts")
 	for deadline := time.Now().Add(2 * time.Minute); !hasEntries(checkouts); runtimeYield() {
 		if time.Now().After(deadline) {
@@ -355,6 +365,9 @@ func TestMCP_BackgroundRefreshCancelled(t *testing.T) {
 	}
 	if err := s.Close(); err != nil {
 		t.Errorf("the server did not exit cleanly on stdin EOF: %v\n%s", err, stderr)
+	}
+	if !strings.Contains(stderr.String(), "needle mcp serve: evidence refresh: cancelled; what it ran was stopped and cleaned up\n") {
+		t.Errorf("the cancelled refresh did not record its cleanup:\n%s", stderr)
 	}
 	if hasEntries(checkouts) {
 		t.Error("the cancelled test run left its checkout behind")

@@ -24,9 +24,9 @@ import (
 // change lifecycle's frozen test plans (adapter_testrun.go) — always in a
 // sandbox.
 type TestsConfig struct {
-	// Codex is the real codex binary whose `codex sandbox` confines every
-	// test run: no network, writes only to the checkout, Needle's build
-	// cache and the run's scratch directory. Empty: the validators run no
+	// Codex is the real codex binary whose `codex sandbox` confines the
+	// code of every test run: no network, writes only to the checkout and
+	// the run's scratch directory, resource limits (testrun.Limits). Empty: the validators run no
 	// test, so focused_tests can be certified only as static reach (or not
 	// at all with NoStatic); the lifecycle looks for codex on PATH and,
 	// without one, reports its tests unavailable.
@@ -39,12 +39,30 @@ type TestsConfig struct {
 	Deadline time.Duration
 	// CacheDir is the Needle-owned build cache and scratch directory of the
 	// runs (default DATA_DIR/testrun, and DATA_DIR/testrun/<repository>
-	// for focused_tests: one per repository, so a test can only ever
-	// affect runs of its own repository).
+	// for focused_tests). Only the go command writes its build cache,
+	// outside the sandbox, so runs of any repositories may share it.
 	CacheDir string
 	// NoStatic never certifies static reach: a test Needle cannot run is
 	// rejected.
 	NoStatic bool
+}
+
+// resolve makes tc's paths absolute: a relative CacheDir lies in the data
+// directory, a Codex given by name or relative path is looked up as a
+// shell would (PATH, or the current directory). What cannot be resolved is
+// left as it is, and the sandbox's self-test then says why it fails.
+func (tc TestsConfig) resolve(dataDir string) TestsConfig {
+	if tc.CacheDir != "" && !filepath.IsAbs(tc.CacheDir) && dataDir != "" {
+		tc.CacheDir = filepath.Join(dataDir, tc.CacheDir)
+	}
+	if tc.Codex != "" && !filepath.IsAbs(tc.Codex) {
+		if p, err := exec.LookPath(tc.Codex); err == nil {
+			if abs, err := filepath.Abs(p); err == nil {
+				tc.Codex = abs
+			}
+		}
+	}
+	return tc
 }
 
 // DefaultTestDeadline bounds one test run.
@@ -290,7 +308,7 @@ func (rs *runSession) run(ctx context.Context, spec testrun.Spec, moduleless str
 	tr := &testRun{res: res, files: files}
 	// Only outcomes that do not depend on the moment are kept: a deadline
 	// or a runner failure may go otherwise next time.
-	if res.Status != testrun.TimedOut && res.Status != testrun.Errored && res.Status != testrun.Unavailable && ctx.Err() == nil {
+	if res.Status != testrun.TimedOut && res.Status != testrun.Errored && res.Status != testrun.Unavailable && res.Status != testrun.LimitExceeded && ctx.Err() == nil {
 		rs.vs.mu.Lock()
 		rs.vs.runs[key] = tr
 		rs.vs.mu.Unlock()

@@ -43,7 +43,28 @@ type RuntimeConfig struct {
 	// Poll is how often the runtime looks for rows other processes
 	// committed (default 2s); its own commits are published at once.
 	Poll time.Duration
+	// MaxConns bounds the HTTP server's open connections (default
+	// DefaultMaxConns); MaxIPCConns the IPC socket's, each streaming
+	// command (an MCP session) holding one (default DefaultMaxIPCConns).
+	// A connection past the bound is answered 503 and closed.
+	MaxConns, MaxIPCConns int
+	// MaxStreams bounds the live event streams (default
+	// sse.DefaultMaxSubscribers); one more is answered 503.
+	MaxStreams int
 }
+
+// The runtime's bounds on what clients hold open (RuntimeConfig).
+const (
+	DefaultMaxConns    = 64
+	DefaultMaxIPCConns = 256
+	// headerTimeout bounds reading a request's headers: a connection that
+	// sends nothing is closed after it.
+	headerTimeout = 10 * time.Second
+	// idleTimeout bounds an authenticated connection's wait for its next
+	// request; an unauthenticated one is closed after each answer
+	// (httpguard).
+	idleTimeout = 2 * time.Minute
+)
 
 // Runtime is the resident runtime of one data directory: it holds the
 // profile lock, owns the only store (one SQLite pool, with its caches),
@@ -85,6 +106,12 @@ func StartRuntime(ctx context.Context, cfg RuntimeConfig) (*Runtime, error) {
 	}
 	if cfg.Poll <= 0 {
 		cfg.Poll = 2 * time.Second
+	}
+	if cfg.MaxConns <= 0 {
+		cfg.MaxConns = DefaultMaxConns
+	}
+	if cfg.MaxIPCConns <= 0 {
+		cfg.MaxIPCConns = DefaultMaxIPCConns
 	}
 	dir, err := filepath.Abs(cfg.DataDir)
 	if err != nil {
@@ -137,7 +164,7 @@ func StartRuntime(ctx context.Context, cfg RuntimeConfig) (*Runtime, error) {
 	cleanup = append(cleanup, func() { httpL.Close() })
 	bound := netip.MustParseAddrPort(httpL.Addr().String())
 	rt.url = "http://" + bound.String()
-	rt.broker = sse.New(sse.Options{Ring: cfg.Ring})
+	rt.broker = sse.New(sse.Options{Ring: cfg.Ring, MaxSubscribers: cfg.MaxStreams})
 	rt.guard, err = httpguard.New(httpguard.Config{Token: rt.token, Addr: bound, Public: web.IsAsset,
 		Refused: func(r *http.Request, status int, reason string) {
 			rt.log.Printf("refused %s %s: %d %s", r.Method, r.URL.Path, status, reason)
@@ -162,13 +189,13 @@ func StartRuntime(ctx context.Context, cfg RuntimeConfig) (*Runtime, error) {
 	ipcMux.HandleFunc("POST /ipc/v1/exec", rt.serveExec)
 	ipcMux.HandleFunc("POST /ipc/v1/login", rt.serveLogin)
 	errLog := log.New(cfg.Log, "needle serve: http: ", log.LstdFlags)
-	rt.httpSrv = &http.Server{Handler: rt.guard.Handler(web), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute, ErrorLog: errLog}
-	rt.ipcSrv = &http.Server{Handler: ipcMux, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute, ErrorLog: errLog}
+	rt.httpSrv = &http.Server{Handler: rt.guard.Handler(web), ReadHeaderTimeout: headerTimeout, IdleTimeout: idleTimeout, ErrorLog: errLog}
+	rt.ipcSrv = &http.Server{Handler: ipcMux, ReadHeaderTimeout: headerTimeout, IdleTimeout: idleTimeout, ErrorLog: errLog}
 	// Streams end when the servers shut down, so that Shutdown can drain.
 	rt.httpSrv.RegisterOnShutdown(rt.broker.Close)
 	started = true // from here on, Shutdown undoes it all
-	go func() { rt.served <- rt.httpSrv.Serve(httpL) }()
-	go func() { rt.served <- rt.ipcSrv.Serve(rt.ipcL) }()
+	go func() { rt.served <- rt.httpSrv.Serve(httpguard.LimitListener(httpL, cfg.MaxConns)) }()
+	go func() { rt.served <- rt.ipcSrv.Serve(httpguard.LimitListener(rt.ipcL, cfg.MaxIPCConns)) }()
 	if err := rt.lock.Publish(rt.url, "unix:"+rt.ipcL.Path()); err != nil {
 		rt.Shutdown(context.Background())
 		return nil, &Error{Op: "serve", Kind: KindIO, Err: err}

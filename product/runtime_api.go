@@ -44,6 +44,7 @@ var apiRoutes = []apiRoute{
 	{"GET /api/v1/lifecycles/{id}/events", (*Runtime).getLifecycleEvents},
 	{"POST /api/v1/lifecycles/{id}/approvals", (*Runtime).postApproval},
 	{"POST /api/v1/lifecycles/{id}/apply", (*Runtime).postApply},
+	{"POST /api/v1/lifecycles/{id}/cancel", (*Runtime).postCancel},
 }
 
 // apiHandler serves the API routes, the event stream and JSON 404s.

@@ -382,6 +382,32 @@ func (rt *Runtime) postApproval(w http.ResponseWriter, r *http.Request) error {
 // work_tree_drift naming the paths, and nothing is written. A repeated
 // apply of an applied lifecycle answers 200 with the first apply's
 // outcome and time.
+
+// postCancel cancels a lifecycle as needle change cancel does: the work in
+// flight (a runner in this runtime, or in another process) is interrupted
+// and cleaned up before the answer, the cancelled lifecycle's detail.
+func (rt *Runtime) postCancel(w http.ResponseWriter, r *http.Request) error {
+	var req web.CancelRequest
+	if err := decodeBody(r, &req); err != nil {
+		return err
+	}
+	e, lid, err := rt.lifecycleEngine(r.Context(), r.PathValue("id"))
+	if err != nil {
+		return err
+	}
+	if _, err := e.CancelLifecycle(r.Context(), lid, safeText(req.Note, web.MaxTextBytes)); err != nil {
+		return err
+	}
+	eid := rt.broker.LastID()
+	d, err := rt.lifecycleDetail(r.Context(), lid)
+	if err != nil {
+		return err
+	}
+	d.EventID = eid
+	writeJSON(w, http.StatusOK, d)
+	return nil
+}
+
 func (rt *Runtime) postApply(w http.ResponseWriter, r *http.Request) error {
 	var req web.ApplyRequest
 	if err := decodeBody(r, &req); err != nil {

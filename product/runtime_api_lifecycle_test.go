@@ -2,8 +2,11 @@ package product
 
 import (
 	"bytes"
+	"context"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"github.com/needle-dev/needle/product/testenv"
 	"net/http"
 	"net/http/httptest"
@@ -12,6 +15,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/needle-dev/needle/product/web"
 )
@@ -224,6 +228,15 @@ func TestAPI_Lifecycle(t *testing.T) {
 	if strings.Join(paged, " ") != second+" "+lc.id {
 		t.Errorf("paging the lifecycles by one: %v, want [%s %s]", paged, second, lc.id)
 	}
+	// Cancelling: the applied lifecycle refuses it; the second, which no
+	// runner runs, ends at once.
+	if status, body := post(base+"/cancel", web.CancelRequest{Note: "too late"}, nil); status != 409 {
+		t.Errorf("cancel an applied lifecycle: %d %s", status, body)
+	}
+	status, body = post("/api/v1/lifecycles/"+second+"/cancel", web.CancelRequest{Note: "not needed"}, nil)
+	if err := json.Unmarshal(body, &d); status != 200 || err != nil || d.Summary.Status != "cancelled" {
+		t.Errorf("cancel: %d %s", status, body)
+	}
 	for _, bad := range []string{"limit=0", "limit=101", "cursor=bogus", "cursor=l" + base64.RawURLEncoding.EncodeToString([]byte("yesterday "+lc.id))} {
 		if status, body := f.do(t, http.MethodGet, "/api/v1/lifecycles?"+bad, nil, nil); status != http.StatusBadRequest {
 			t.Errorf("lifecycles?%s: %d %s, want 400", bad, status, body)
@@ -261,4 +274,61 @@ func TestAPI_Lifecycle(t *testing.T) {
 		}
 	}
 	t.Logf("walked %d answers of %d routes, %d JSON values", len(posted), len(covered), values)
+}
+
+// TestAPI_CancelInterruptsTheRunner: POST …/cancel (the UI's Cancel) of a
+// lifecycle whose runner runs in the runtime interrupts the adapter in
+// flight and answers only once it has cleaned up and the runner recorded
+// the stop: the answer is the cancelled lifecycle.
+func TestAPI_CancelInterruptsTheRunner(t *testing.T) {
+	f := newLifecycleFixture(t, &fakeScript{Tests: []LifecycleTestOutcome{LifecycleTestPassed}, Verdicts: []string{fakeVerified}})
+	d := f.start()
+	rt := mustRuntime(t, f.te.data)
+	eng, err := rt.rootEngine(context.Background(), f.te.repo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	adapters := f.script.adapters(f.te.repo)
+	started := make(chan struct{})
+	work := filepath.Join(t.TempDir(), "checkout")
+	adapters.Implement = func(ctx context.Context, r ImplementRequest) (ImplementResult, error) {
+		if err := os.Mkdir(work, 0o755); err != nil {
+			return ImplementResult{}, err
+		}
+		close(started)
+		<-ctx.Done()
+		return ImplementResult{}, errors.Join(ctx.Err(), os.Remove(work))
+	}
+	k := &lifecycleKernel{e: eng, adapters: adapters, clock: time.Now}
+	ctx, stopRunner := context.WithCancel(context.Background())
+	defer stopRunner()
+	ran := make(chan error, 1)
+	go func() {
+		_, err := k.run(ctx, d.ID, nil)
+		ran <- err
+	}()
+	<-started
+	req, _ := http.NewRequest(http.MethodPost, rt.URL()+"/api/v1/lifecycles/"+d.ID+"/cancel", strings.NewReader(`{"note":"from the UI"}`))
+	req.Header.Set("Authorization", "Bearer "+rt.token)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got web.LifecycleDetail
+	err = json.NewDecoder(resp.Body).Decode(&got)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || err != nil || got.Summary.Status != "cancelled" {
+		t.Fatalf("cancel: %d %v %+v", resp.StatusCode, err, got.Summary)
+	}
+	if _, err := os.Stat(work); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the adapter's work is still there when the cancel is answered: %v", err)
+	}
+	if ev := lastInvocationEvent(t, f.te, d.ID, PhaseImplement); ev != "stopped" {
+		t.Errorf("the implement run's last record is %q, want stopped", ev)
+	}
+	stopRunner()
+	if err := <-ran; !strings.Contains(fmt.Sprint(err), "was cancelled while its implement phase ran") {
+		t.Errorf("the runner: %v", err)
+	}
 }

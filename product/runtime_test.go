@@ -1,11 +1,13 @@
 package product
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -293,4 +295,77 @@ func TestJournalFloor(t *testing.T) {
 	if journalFloor(time.Time{}) != "" {
 		t.Error("no update seen yet: the floor is not empty")
 	}
+}
+
+// TestRuntime_Bounds: the runtime bounds what clients hold open: event
+// streams past MaxStreams and connections past MaxConns are answered 503,
+// and a refused (unauthenticated) connection is closed after its answer,
+// never kept idle.
+func TestRuntime_Bounds(t *testing.T) {
+	start := func(cfg RuntimeConfig) *Runtime {
+		cfg.DataDir, cfg.Log = shortDir(t), testLog{t}
+		rt, err := StartRuntime(context.Background(), cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { rt.Shutdown(context.Background()) })
+		return rt
+	}
+	t.Run("Streams", func(t *testing.T) {
+		rt := start(RuntimeConfig{MaxStreams: 1})
+		get := func(path string, auth bool) *http.Response {
+			req, _ := http.NewRequest("GET", rt.URL()+path, nil)
+			if auth {
+				req.Header.Set("Authorization", "Bearer "+rt.token)
+			}
+			tr := &http.Transport{}
+			t.Cleanup(tr.CloseIdleConnections)
+			resp, err := tr.RoundTrip(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return resp
+		}
+		stream := get("/api/v1/events", true)
+		defer stream.Body.Close()
+		if stream.StatusCode != 200 {
+			t.Fatalf("first stream: %s", stream.Status)
+		}
+		second := get("/api/v1/events", true)
+		second.Body.Close()
+		if second.StatusCode != http.StatusServiceUnavailable || second.Header.Get("Retry-After") == "" {
+			t.Errorf("second stream: %s %v", second.Status, second.Header)
+		}
+		refused := get("/api/v1/status", false)
+		refused.Body.Close()
+		if refused.StatusCode != http.StatusUnauthorized || !refused.Close {
+			t.Errorf("unauthenticated: %s, connection kept open: %v", refused.Status, !refused.Close)
+		}
+	})
+	t.Run("Connections", func(t *testing.T) {
+		rt := start(RuntimeConfig{MaxConns: 2})
+		host := strings.TrimPrefix(rt.URL(), "http://")
+		dial := func() net.Conn {
+			c, err := net.Dial("tcp", host)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { c.Close() })
+			return c
+		}
+		// An answered request on each proves the server holds it open.
+		for range 2 {
+			c := dial()
+			fmt.Fprintf(c, "GET /api/v1/status HTTP/1.1\r\nHost: %s\r\nAuthorization: Bearer %s\r\n\r\n", host, rt.token)
+			resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+			if err != nil || resp.StatusCode != 200 || resp.Close {
+				t.Fatalf("a held connection: %v %v", resp, err)
+			}
+			resp.Body.Close()
+		}
+		resp, err := http.ReadResponse(bufio.NewReader(dial()), nil)
+		if err != nil || resp.StatusCode != http.StatusServiceUnavailable {
+			t.Fatalf("a connection past the limit: %v %v", resp, err)
+		}
+	})
 }

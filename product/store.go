@@ -70,6 +70,9 @@ type Store struct {
 	// shared), is told after each commit of a row watchers follow.
 	onCommit func()
 	stmts    stmtCache // the hot statements, prepared once
+	// runners are the lifecycle adapters running over this store, for a
+	// cancellation committed here (lifecycle_cancel.go).
+	runners runners
 }
 
 // StoreReport describes an open store, as Check verified it.
@@ -94,11 +97,25 @@ type AppliedMigration struct {
 // nothing, a file that is not a Needle database (KindStore) and a database
 // whose applied migrations do not match this binary's (KindMigration).
 func OpenStore(ctx context.Context, dataDir string) (*Store, error) {
+	dataDir, err := absDataDir(dataDir)
+	if err != nil {
+		return nil, &Error{Op: "store.open", Kind: KindIO, Err: err}
+	}
 	ms, err := storeMigrations()
 	if err != nil {
 		return nil, &Error{Op: "store.open", Kind: KindMigration, Err: err}
 	}
 	return openStore(ctx, dataDir, ms, time.Now)
+}
+
+// absDataDir makes a data directory absolute: every path derived from it
+// (checkouts, the test cache, sockets) then means the same wherever a
+// command runs it.
+func absDataDir(dir string) (string, error) {
+	if dir == "" {
+		return "", errors.New("no data directory")
+	}
+	return filepath.Abs(dir)
 }
 
 // openStore is OpenStore with the migration set and clock as parameters, so

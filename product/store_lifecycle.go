@@ -189,6 +189,17 @@ const sqlMoveProjection = `UPDATE change_lifecycles SET seq = ?, phase = ?, stat
 // race is a KindConflict wrapping errLifecycleMoved, and nothing is
 // written. It returns the new state digest. before, when set, runs inside the transaction before COMMIT
 // (the crash injection's last point).
+// lifecycleHead reads a lifecycle's state digest and status, what a
+// runner watches for a cancellation committed elsewhere.
+func (s *Store) lifecycleHead(ctx context.Context, id string) (string, LifecycleStatus, error) {
+	var digest, status string
+	err := s.db.QueryRowContext(ctx, `SELECT state_digest, status FROM change_lifecycles WHERE lifecycle_id = ?`, id).Scan(&digest, &status)
+	if err != nil {
+		return "", "", storeError("store.lifecycle_head", err)
+	}
+	return digest, LifecycleStatus(status), nil
+}
+
 func (s *Store) commitTransition(ctx context.Context, id, prevDigest string, ev LifecycleEvent, next LifecycleState,
 	rows transitionRows, before func()) (string, error) {
 	kind, payload, digest := EncodeLifecycleEvent(ev)

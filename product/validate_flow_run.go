@@ -168,6 +168,10 @@ func (val *validator) proveFlow(prog *typecheck.Program, steps []citedStep, link
 			val.v.undecide("the run of %s did not end within %s and did not show the flow before it", sc, val.vs.tests.Deadline)
 			return nil, false, nil
 		}
+		if res.Status == testrun.LimitExceeded && named != nil {
+			val.v.undecide("the run of %s was stopped by the sandbox's limits (%s) and did not show the flow before it", sc, oneLine(clip(res.Reason, 200)))
+			return nil, false, nil
+		}
 	}
 	what := plan.missing(lastRun)
 	switch {
@@ -759,7 +763,7 @@ func (rs *runSession) trace(ctx context.Context, moduleDir string, sc scenario, 
 		return nil, nil, err
 	}
 	switch res.Status {
-	case testrun.TimedOut, testrun.Errored, testrun.Unavailable:
+	case testrun.TimedOut, testrun.Errored, testrun.Unavailable, testrun.LimitExceeded:
 	default:
 		if ctx.Err() == nil {
 			rs.vs.mu.Lock()

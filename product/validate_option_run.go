@@ -85,7 +85,7 @@ func (val *validator) implicitOptionAt(field string, s Subject, pkg *typecheck.P
 		}
 		last = res
 		switch res.Status {
-		case testrun.Unavailable, testrun.Invalid, testrun.Errored:
+		case testrun.Unavailable, testrun.Invalid, testrun.Errored, testrun.LimitExceeded:
 			val.v.undecide("%s: Needle cannot run %s here: %s", field, sc, oneLine(clip(res.Reason, 300)))
 			return "", false, nil
 		case testrun.BuildFailed:

@@ -316,6 +316,9 @@ func (val *validator) runStatus(field, name string, st testrun.Status, reason st
 	case testrun.TimedOut:
 		proof.Executed = "its run did not end within the deadline (" + oneLine(clip(reason, 200)) + "); a machine under load may need a longer tests.deadline"
 		return false, true
+	case testrun.LimitExceeded:
+		proof.Executed = "its run took more than the sandbox allows and was stopped (" + oneLine(clip(reason, 200)) + ")"
+		return false, true
 	case testrun.Errored, testrun.Invalid:
 		proof.Executed = "its run failed: " + oneLine(clip(reason, 300))
 		return false, true

@@ -2,6 +2,7 @@ package product
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net"
 	"os"
@@ -165,6 +166,14 @@ func TestValidate_TestSandbox(t *testing.T) {
 	te.checkVerdict(t, p("TestSocket"), "rejected", "did not pass")
 	te.checkVerdict(t, p("TestWriteOutside"), "rejected", "did not pass")
 	te.checkVerdict(t, p("TestForever"), "undecided", "did not end within the deadline") // a deadline decides nothing
+	// The sandbox's limits stop a test that takes without end long before
+	// the deadline: nothing is certified. (Linux does not count a root
+	// user's processes: then the launcher's watchdog stops the fork.)
+	if res := te.propose(p("TestForkForever")); !(res.Status == "undecided" && strings.Contains(strings.Join(res.Undecided, " "), "more than 256 processes")) &&
+		!(res.Status == "rejected" && strings.Contains(strings.Join(res.Reasons, " "), "resource temporarily unavailable")) {
+		t.Errorf("a test forking without end: %s %q %q", res.Status, res.Reasons, res.Undecided)
+	}
+	te.checkVerdict(t, p("TestAllocForever"), "undecided", "took more than the sandbox allows and was stopped (the sandbox stopped: address space limit")
 	select {
 	case <-accepted:
 		t.Error("a sandboxed test connected to a listener outside")
@@ -178,7 +187,7 @@ func TestValidate_TestSandbox(t *testing.T) {
 	}
 	procs, _ := filepath.Glob("/proc/[0-9]*/cmdline")
 	for _, p := range procs {
-		if data, err := os.ReadFile(p); err == nil && strings.Contains(string(data), "hostile.test") {
+		if data, err := os.ReadFile(p); err == nil && (strings.Contains(string(data), "hostile.test") || strings.Contains(string(data), "sleep\x00600")) {
 			t.Errorf("a test process is still running: %s %q", p, data)
 		}
 	}
@@ -295,5 +304,25 @@ func TestGoTestName(t *testing.T) {
 		if got := goTestName(in); got != want {
 			t.Errorf("goTestName(%q) = %q, want %q", in, got, want)
 		}
+	}
+}
+
+// TestValidate_TestsRelativeDataDir: needle evidence propose with a
+// relative --data-dir and the default tests.cache runs the test in the
+// sandbox and certifies executed reach; it used to fall back to undecided
+// (a runner refuses a relative cache).
+func TestValidate_TestsRelativeDataDir(t *testing.T) {
+	repo := MustFixtureRepo(t, "grepx", true)
+	t.Chdir(t.TempDir())
+	if _, stderr, code := runMain(t, "", "config", "set", "--data-dir", "data", "tests.codex", MustSandbox(t)); code != 0 {
+		t.Fatalf("config set: %d %s", code, stderr)
+	}
+	out, stderr, code := runMain(t, testsCRLF, "evidence", "propose", "--repository", repo, "--data-dir", "data", "-")
+	var res ProposeResult
+	if err := json.Unmarshal([]byte(out), &res); err != nil || code != 0 || res.Status != "certified" || res.Reach != ReachExecuted {
+		t.Fatalf("propose with --data-dir data: %d %v\n%s%s", code, err, out, stderr)
+	}
+	if cache, _ := filepath.Glob(filepath.Join("data", "testrun", "*", "go-build")); len(cache) != 1 {
+		t.Errorf("test caches in the data directory: %v", cache)
 	}
 }

@@ -352,6 +352,13 @@ type Approval struct {
 	ApprovedAt time.Time       `json:"approved_at"`
 }
 
+// CancelRequest is the body of POST …/cancel: why (optional, at most
+// MaxTextBytes). The answer is the cancelled lifecycle's LifecycleDetail,
+// given once the work in flight is interrupted and cleaned up.
+type CancelRequest struct {
+	Note string `json:"note"`
+}
+
 // ApplyRequest is the body of POST …/apply: the approval to apply.
 type ApplyRequest struct {
 	ApprovalID string `json:"approval_id"`

@@ -19,7 +19,7 @@ var dtos = map[string]any{
 	"LifecycleDetail": LifecycleDetail{}, "PhaseState": PhaseState{}, "Patch": Patch{}, "PatchFile": PatchFile{},
 	"Verification": Verification{}, "Criterion": Criterion{}, "ApprovalState": ApprovalState{},
 	"ApprovalDigests": ApprovalDigests{}, "ApprovalRequest": ApprovalRequest{}, "Approval": Approval{},
-	"ApplyRequest": ApplyRequest{}, "ApplyResult": ApplyResult{}, "ApplyState": ApplyState{}, "LifecycleEvent": LifecycleEvent{},
+	"ApplyRequest": ApplyRequest{}, "CancelRequest": CancelRequest{}, "ApplyResult": ApplyResult{}, "ApplyState": ApplyState{}, "LifecycleEvent": LifecycleEvent{},
 	"TestOutcome":     TestOutcome{},
 	"LifecycleChange": LifecycleChange{},
 	"WorkerText":      WorkerText{},

@@ -6,7 +6,9 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 )
@@ -322,5 +324,51 @@ func TestInstall_BadSpec(t *testing.T) {
 	}
 	if _, err := os.Stat(path); !errors.Is(err, os.ErrNotExist) {
 		t.Error("a bad spec wrote the file")
+	}
+}
+
+// TestInstall_RefusesNotRegular: a hooks file or config that is not a
+// regular file (a named pipe nobody writes, a directory) is refused with a
+// *FileError at once; nothing blocks on it and nothing is written.
+func TestInstall_RefusesNotRegular(t *testing.T) {
+	dir := t.TempDir()
+	fifo := filepath.Join(dir, "fifo", "hooks.json")
+	if err := os.MkdirAll(filepath.Dir(fifo), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Mkfifo(fifo, 0o644); err != nil {
+		t.Skipf("no named pipes here: %v", err)
+	}
+	asDir := filepath.Join(dir, "dir", "hooks.json")
+	if err := os.MkdirAll(asDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name, path, want string
+		op               func(string) error
+	}{
+		{"InstallFIFO", fifo, "a named pipe", func(p string) error { _, err := Install(p, needleSpec("/opt/needle")); return err }},
+		{"UninstallFIFO", fifo, "a named pipe", func(p string) error { _, err := Uninstall(p, needleSpec("/opt/needle")); return err }},
+		{"InspectConfigFIFO", fifo, "a named pipe", func(p string) error { _, err := InspectConfig(p); return err }},
+		{"TrustFIFO", fifo, "a named pipe", func(p string) error { _, err := Trust(p, "k", "sha256:00"); return err }},
+		{"InstallDir", asDir, "a directory", func(p string) error { _, err := Install(p, needleSpec("/opt/needle")); return err }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			done := make(chan error, 1)
+			go func() { done <- tc.op(tc.path) }()
+			var err error
+			select {
+			case err = <-done:
+			case <-time.After(time.Minute): // a failsafe: without the check the open blocks for ever
+				t.Fatal("blocked on a file that is not a regular file")
+			}
+			var fe *FileError
+			if !errors.As(err, &fe) || !strings.Contains(err.Error(), "is not a regular file ("+tc.want+")") {
+				t.Errorf("err = %v, want a *FileError naming %s", err, tc.want)
+			}
+		})
+	}
+	if fi, err := os.Lstat(fifo); err != nil || fi.Mode()&os.ModeNamedPipe == 0 {
+		t.Errorf("the pipe was replaced: %v %v", fi, err)
 	}
 }

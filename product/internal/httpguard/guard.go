@@ -145,7 +145,23 @@ func forgetOldest(m map[[sha256.Size]byte]time.Time, keep int, now time.Time) {
 	}
 }
 
-// Handler screens every request before next sees it.
+// authenticated reports whether r carries the token or a live session.
+func (g *Guard) authenticated(r *http.Request) bool {
+	bearer, hasBearer, ok := bearerToken(r)
+	if !ok {
+		return false
+	}
+	if hasBearer {
+		got := sha256.Sum256([]byte(bearer))
+		return subtle.ConstantTimeCompare(got[:], g.token[:]) == 1
+	}
+	return g.validSession(r)
+}
+
+// Handler screens every request before next sees it. A request that is
+// refused, or that is served without authentication (a public asset), is
+// answered with Connection: close, so only an authenticated connection is
+// kept idle between requests (http.Server.IdleTimeout).
 func (g *Guard) Handler(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		setHeaders(w.Header())
@@ -159,6 +175,10 @@ func (g *Guard) Handler(next http.Handler) http.Handler {
 		}
 		safe := r.Method == http.MethodGet || r.Method == http.MethodHead
 		if safe && g.cfg.Public(r) {
+			if !g.authenticated(r) {
+				// An unauthenticated connection is not kept idle.
+				w.Header().Set("Connection", "close")
+			}
 			next.ServeHTTP(w, r)
 			return
 		}
@@ -340,6 +360,8 @@ func (g *Guard) refuse(w http.ResponseWriter, r *http.Request, status int, kind,
 	var body Refusal
 	body.Error.Kind, body.Error.Message = kind, msg
 	h := w.Header()
+	// A refused connection is closed after the answer, never kept idle.
+	h.Set("Connection", "close")
 	h.Set("Content-Type", "application/json")
 	h.Set("Cache-Control", "no-store")
 	if status == http.StatusUnauthorized {

@@ -1,8 +1,10 @@
 package httpguard
 
 import (
+	"bufio"
 	"context"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
@@ -182,6 +184,12 @@ func TestGuard_Handler(t *testing.T) {
 				t.Fatalf("%s %s: %s, want %d", c.req.method, c.req.path, resp.Status, c.want)
 			}
 			checkHeaders(t, resp.Header)
+			// Only an authenticated connection stays open for another
+			// request.
+			authed := c.want < 400 && c.req.path != "/assets/app.js"
+			if resp.Close == authed {
+				t.Errorf("connection closed after the answer: %v, want %v", resp.Close, !authed)
+			}
 			if c.want >= 400 && resp.Header.Get("Content-Type") != "application/json" {
 				t.Errorf("refusal Content-Type %q", resp.Header.Get("Content-Type"))
 			}
@@ -292,5 +300,57 @@ func TestNew(t *testing.T) {
 		if _, err := New(cfg); err == nil {
 			t.Errorf("%s: New succeeded", name)
 		}
+	}
+}
+
+// TestLimitListener: past its limit a listener answers a new connection
+// 503 and closes it, and a closed connection frees its slot.
+func TestLimitListener(t *testing.T) {
+	inner, err := ListenLoopback(context.Background(), "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := LimitListener(inner, 1)
+	defer l.Close()
+	accepted := make(chan net.Conn, 2)
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				close(accepted)
+				return
+			}
+			accepted <- c
+		}
+	}()
+	dial := func() net.Conn {
+		c, err := net.Dial("tcp", inner.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	first := dial()
+	defer first.Close()
+	held := <-accepted
+	second := dial() // past the limit
+	resp, err := http.ReadResponse(bufio.NewReader(second), nil)
+	if err != nil {
+		t.Fatalf("the connection past the limit: %v", err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusServiceUnavailable || resp.Header.Get("Retry-After") != "1" || !resp.Close ||
+		string(body) != "too many connections: the server's limit\r\n" {
+		t.Errorf("past the limit: %s %v %q", resp.Status, resp.Header, body)
+	}
+	second.Close()
+	held.Close()
+	held.Close() // twice frees one slot
+	third := dial()
+	defer third.Close()
+	if c := <-accepted; c == nil {
+		t.Fatal("no connection accepted after a slot freed")
+	} else {
+		c.Close()
 	}
 }

@@ -75,7 +75,12 @@ func (s *Server) handleLine(line []byte) {
 		s.notification(m)
 	default:
 		c, rerr := s.admit(m)
+		if rerr != nil && rerr.Code == CodeOverloaded {
+			s.log.Printf("request %s refused: %d calls in flight, the limit", m.id, s.opts.MaxInFlight)
+		}
 		if rerr != nil {
+			// On this goroutine: while the client does not read, the
+			// write blocks and no further line is read.
 			s.respond(m.id, nil, rerr)
 		}
 		if c != nil && c.isInit {
@@ -106,6 +111,9 @@ func (s *Server) admit(m message) (*call, *Error) {
 		return nil, errNotificationWithID(m.method)
 	case !ok:
 		return nil, errMethodNotFound(m.method)
+	}
+	if s.active >= s.opts.MaxInFlight {
+		return nil, errOverloaded(s.opts.MaxInFlight)
 	}
 	isInit := s.opts.InitMethod != "" && m.method == s.opts.InitMethod
 	if rerr := s.gate(meth, isInit); rerr != nil {
@@ -155,6 +163,8 @@ func (s *Server) notification(m message) {
 	case s.stopping:
 	case s.init != initDone && !meth.BeforeInit:
 		s.log.Printf("dropping notification %q before initialization", m.method)
+	case s.active >= s.opts.MaxInFlight:
+		s.log.Printf("dropping notification %q: %d calls in flight", m.method, s.active)
 	default:
 		s.schedule(s.newCall(m, meth), meth.Serialized)
 	}
@@ -173,6 +183,7 @@ func (s *Server) newCall(m message, meth Method) *call {
 // s.stopping is false, so wg.Add cannot race with shutdown's wg.Wait.
 func (s *Server) schedule(c *call, serialized bool) {
 	s.pending.Add(1)
+	s.active++
 	if serialized {
 		s.queue = append(s.queue, c)
 		select {
@@ -240,7 +251,7 @@ func (s *Server) run(c *call) {
 		}
 	}
 	s.mu.Unlock()
-	defer s.pending.Done()
+	defer s.finished() // after the answer is written: a blocked write holds its slot
 	defer close(c.done)
 	written := false
 	switch {
@@ -307,8 +318,17 @@ func (s *Server) cancelRequest(params json.RawMessage) {
 	c.cancel(ErrCancelledByClient)
 	if queued {
 		close(c.done) // it will never run
-		s.pending.Done()
+		s.finished()
 	}
+}
+
+// finished releases an accepted call's slot: it was answered (or dropped)
+// and is no longer in flight.
+func (s *Server) finished() {
+	s.mu.Lock()
+	s.active--
+	s.mu.Unlock()
+	s.pending.Done()
 }
 
 // takeForCancel finds a cancellable in-flight call and, if it is still

@@ -72,6 +72,16 @@
 // responsive while a long serialized request runs. A handler that panics
 // is answered with -32603 and the panic is logged; the server stays up.
 //
+// At most Options.MaxInFlight calls (default DefaultMaxInFlight, 64) are
+// accepted and not yet finished — running, queued, or writing their
+// answer. Past that a request is answered -32001 "server overloaded" (data
+// {"maxInFlight": N}) without running anything, and a notification is
+// dropped. The refusal is written by the reader goroutine itself, so a
+// client that sends and never reads its answers blocks that write and the
+// server stops reading its input: memory stays bounded by the limit, and
+// the client's own writes stall (backpressure). The cancel notification
+// is read as long as the reader is not blocked.
+//
 // A handler that must know whether its answer reached the client (to
 // record only what was really answered) registers a callback with
 // OnAnswered; it runs right after the response was written, or failed to

@@ -15,6 +15,9 @@ const (
 	CodeInvalidParams    = -32602
 	CodeInternal         = -32603
 	CodeRequestCancelled = -32800
+	// CodeOverloaded answers a request beyond Options.MaxInFlight, in the
+	// range JSON-RPC reserves for server errors.
+	CodeOverloaded = -32001
 )
 
 // Error is a JSON-RPC error object. A handler returns one (possibly
@@ -63,6 +66,10 @@ func errNotInitialized() *Error {
 
 func errAlreadyInitialized() *Error {
 	return &Error{Code: CodeInvalidRequest, Message: "already initialized"}
+}
+
+func errOverloaded(max int) *Error {
+	return &Error{Code: CodeOverloaded, Message: "server overloaded: too many requests in flight", Data: map[string]int{"maxInFlight": max}}
 }
 
 func errCancelled() *Error {

@@ -54,10 +54,21 @@ type Options struct {
 	// is initialized once its handler returns without error. "" means the
 	// session starts initialized.
 	InitMethod string
+	// MaxInFlight bounds the calls accepted and not yet finished —
+	// running, queued, or writing their answer — (default
+	// DefaultMaxInFlight). A request beyond it is answered -32001 "server
+	// overloaded" by the reader itself and a notification beyond it is
+	// dropped, so a client that sends without reading stalls its own
+	// input instead of growing the server.
+	MaxInFlight int
 }
 
 // DefaultMaxLine is the line bound used when Options.MaxLine is not positive.
 const DefaultMaxLine = 1 << 20
+
+// DefaultMaxInFlight is the bound on calls in flight used when
+// Options.MaxInFlight is not positive.
+const DefaultMaxInFlight = 64
 
 type initState int
 
@@ -85,6 +96,7 @@ type Server struct {
 	used     map[string]bool  // every accepted request id key, for the session
 	inflight map[string]*call // accepted requests not yet answered
 	queue    []*call          // serialized calls not yet started, FIFO
+	active   int              // accepted calls not yet finished (Options.MaxInFlight)
 	wake     chan struct{}    // nudges the serial worker; capacity 1
 	base     context.Context  // parent of every handler context
 	wg       sync.WaitGroup   // handler goroutines and the serial worker
@@ -115,6 +127,9 @@ func NewServer(methods map[string]Method, opts Options) *Server {
 	}
 	if s.opts.MaxLine <= 0 {
 		s.opts.MaxLine = DefaultMaxLine
+	}
+	if s.opts.MaxInFlight <= 0 {
+		s.opts.MaxInFlight = DefaultMaxInFlight
 	}
 	logw := opts.Log
 	if logw == nil {
@@ -199,7 +214,7 @@ func (s *Server) shutdown(stop context.CancelFunc) {
 			s.respond(c.req.ID, nil, errCancelled())
 		}
 		close(c.done) // it will never run
-		s.pending.Done()
+		s.finished()
 	}
 	s.wg.Wait()
 	s.wmu.Lock()

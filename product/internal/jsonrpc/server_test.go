@@ -4,9 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 )
@@ -239,4 +243,114 @@ func TestNewServer_Panics(t *testing.T) {
 			build()
 		})
 	}
+}
+
+// TestServer_BoundsCallsInFlight: past Options.MaxInFlight calls that have
+// not finished, a request is answered -32001 at once and runs nothing, a
+// notification is dropped, and a slot frees only when a call's answer is
+// written.
+func TestServer_BoundsCallsInFlight(t *testing.T) {
+	g := newGate()
+	var notes atomic.Int32
+	p := startPeer(t, map[string]Method{"wait": {Handle: g.handle}, "ping": ping,
+		"note": {Notification: true, Handle: func(context.Context, Request) (any, error) { notes.Add(1); return nil, nil }}},
+		Options{MaxInFlight: 3})
+	p.send(req("1", "wait"), req("2", "wait"), req("3", "wait"))
+	for range 3 {
+		g.next(t)
+	}
+	overloaded := `{"jsonrpc":"2.0","id":%s,"error":{"code":-32001,"message":"server overloaded: too many requests in flight","data":{"maxInFlight":3}}}`
+	p.send(req("4", "wait"), `{"jsonrpc":"2.0","method":"note"}`, req("5", "ping"))
+	p.expect(fmt.Sprintf(overloaded, "4"))
+	p.expect(fmt.Sprintf(overloaded, "5"))
+	close(g.release)
+	for range 3 {
+		if r := p.recv(); string(r.Result) != `{"released":true}` {
+			t.Errorf("a call in flight got %+v", r)
+		}
+	}
+	p.barrier() // a slot is free again
+	if rest := p.rest(); len(rest) != 0 || notes.Load() != 0 {
+		t.Errorf("after the bound: lines %q, %d notifications ran", rest, notes.Load())
+	}
+	if !strings.Contains(p.log.String(), "request 4 refused: 3 calls in flight") || !strings.Contains(p.log.String(), `dropping notification "note"`) {
+		t.Errorf("log:\n%s", p.log)
+	}
+}
+
+// signalWriter is a log that announces when a line holding want arrives.
+type signalWriter struct {
+	lockedBuffer
+	want string
+	seen chan struct{}
+	once sync.Once
+}
+
+func (w *signalWriter) Write(b []byte) (int, error) {
+	n, err := w.lockedBuffer.Write(b)
+	if strings.Contains(w.String(), w.want) {
+		w.once.Do(func() { close(w.seen) })
+	}
+	return n, err
+}
+
+// blockedWriter is a client's end of stdout that it never reads: every
+// write blocks until the test ends.
+type blockedWriter struct{ done chan struct{} }
+
+func (w blockedWriter) Write(b []byte) (int, error) {
+	<-w.done
+	return 0, io.ErrClosedPipe
+}
+
+// TestServer_ClientThatNeverReads: a client that writes requests and never
+// reads its answers gets at most MaxInFlight calls run; the next request's
+// refusal is written by the reader itself, whose write then blocks like
+// the others, so the server reads no further line and grows no further.
+func TestServer_ClientThatNeverReads(t *testing.T) {
+	const max = 4
+	var ran atomic.Int32
+	exceeded := make(chan struct{})
+	var exceedOnce sync.Once
+	started := make(chan struct{}, 50*max)
+	count := Method{BeforeInit: true, Handle: func(context.Context, Request) (any, error) {
+		started <- struct{}{}
+		if ran.Add(1) > max {
+			exceedOnce.Do(func() { close(exceeded) })
+		}
+		return nil, nil
+	}}
+	log := &signalWriter{want: "refused", seen: make(chan struct{})}
+	srv := NewServer(map[string]Method{"count": count}, Options{MaxInFlight: max, Log: log})
+	var lines strings.Builder
+	for i := range 50 * max {
+		lines.WriteString(req(strconv.Itoa(i+1), "count") + "\n")
+	}
+	out := blockedWriter{done: make(chan struct{})}
+	served := make(chan error, 1)
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() { served <- srv.Serve(ctx, strings.NewReader(lines.String()), out) }()
+	select {
+	case <-exceeded:
+		t.Errorf("more than %d calls ran while the client read nothing", max)
+	case <-log.seen:
+		// The reader is blocked writing the refusal: the calls admitted
+		// before it run (their answers block too), and nothing more is
+		// admitted.
+		for range max {
+			select {
+			case <-started:
+			case <-time.After(failsafe):
+				t.Fatal("an admitted call never ran")
+			}
+		}
+		if n := ran.Load(); n != max {
+			t.Errorf("%d calls ran, want %d", n, max)
+		}
+	case <-time.After(failsafe):
+		t.Fatal("neither a refusal nor a call past the bound")
+	}
+	cancel()
+	close(out.done)
+	<-served
 }

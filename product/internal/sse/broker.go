@@ -21,6 +21,8 @@ const (
 	DefaultHeartbeat    = 15 * time.Second
 	DefaultRetry        = 2 * time.Second
 	DefaultWriteTimeout = 10 * time.Second
+	// DefaultMaxSubscribers bounds the live subscriptions.
+	DefaultMaxSubscribers = 32
 	// MaxData bounds one event's data.
 	MaxData = 64 << 10
 )
@@ -31,6 +33,10 @@ const ResetType = "reset"
 
 // ErrClosed is returned by Publish and Subscribe after Close.
 var ErrClosed = errors.New("sse: broker closed")
+
+// ErrTooMany is returned by Subscribe when Options.MaxSubscribers
+// subscriptions are live.
+var ErrTooMany = errors.New("sse: too many subscribers")
 
 // Options configure a Broker; zero values take the defaults.
 type Options struct {
@@ -45,6 +51,9 @@ type Options struct {
 	Retry time.Duration
 	// WriteTimeout bounds every write to a client.
 	WriteTimeout time.Duration
+	// MaxSubscribers bounds the live subscriptions (default
+	// DefaultMaxSubscribers); ServeHTTP answers one more 503.
+	MaxSubscribers int
 	// Epoch fixes the id epoch (for tests); random when empty.
 	Epoch string
 }
@@ -87,6 +96,9 @@ func New(opts Options) *Broker {
 	}
 	if opts.WriteTimeout <= 0 {
 		opts.WriteTimeout = DefaultWriteTimeout
+	}
+	if opts.MaxSubscribers <= 0 {
+		opts.MaxSubscribers = DefaultMaxSubscribers
 	}
 	epoch := opts.Epoch
 	if epoch == "" {
@@ -193,13 +205,16 @@ func (b *Broker) removeLocked(s *Subscription) {
 }
 
 // Subscribe starts a subscription resuming after lastID ("" for live
-// events only). Backlog and the live channel are cut at one instant, so
+// events only); ErrTooMany when Options.MaxSubscribers are live. Backlog and the live channel are cut at one instant, so
 // nothing falls between them.
 func (b *Broker) Subscribe(lastID string) (*Subscription, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.closed {
 		return nil, ErrClosed
+	}
+	if len(b.subs) >= b.opts.MaxSubscribers {
+		return nil, ErrTooMany
 	}
 	c := make(chan Event, b.opts.Buffer)
 	s := &Subscription{C: c, c: c, b: b}
@@ -271,6 +286,11 @@ func (b *Broker) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		last = r.URL.Query().Get("last_event_id")
 	}
 	sub, err := b.Subscribe(last)
+	if errors.Is(err, ErrTooMany) {
+		w.Header().Set("Retry-After", strconv.Itoa(max(int(b.opts.Retry.Seconds()), 1)))
+		http.Error(w, fmt.Sprintf("too many event streams (the limit is %d)", b.opts.MaxSubscribers), http.StatusServiceUnavailable)
+		return
+	}
 	if err != nil {
 		http.Error(w, "event stream closed", http.StatusServiceUnavailable)
 		return

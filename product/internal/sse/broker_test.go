@@ -3,6 +3,7 @@ package sse
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -332,4 +333,40 @@ func (w *blockingWriter) Flush()              {}
 func (w *blockingWriter) Write(p []byte) (int, error) {
 	w.once.Do(func() { close(w.entered); <-w.release })
 	return w.buf.Write(p)
+}
+
+// TestBroker_MaxSubscribers: past Options.MaxSubscribers live streams a
+// subscription is refused (HTTP: 503 with Retry-After) until one ends.
+func TestBroker_MaxSubscribers(t *testing.T) {
+	b := New(Options{Epoch: "e", MaxSubscribers: 2})
+	_, url := loopbackServer(t, b)
+	first, err := b.Subscribe("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, body := stream(t, url, "") // the second
+	defer body.Close()
+	if _, err := b.Subscribe(""); !errors.Is(err, ErrTooMany) {
+		t.Errorf("Subscribe past the limit: %v, want ErrTooMany", err)
+	}
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.StatusCode != http.StatusServiceUnavailable {
+		resp.Body.Close()
+		t.Fatalf("stream past the limit: %s", resp.Status)
+	}
+	msg, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusServiceUnavailable || resp.Header.Get("Retry-After") != "2" || !strings.Contains(string(msg), "too many event streams (the limit is 2)") {
+		t.Errorf("stream past the limit: %s %v %q", resp.Status, resp.Header, msg)
+	}
+	first.Close()
+	r, body3 := stream(t, url, "")
+	defer body3.Close()
+	mustPublish(t, b, 1)
+	if _, err := r.Next(); err != nil {
+		t.Errorf("a stream after one ended: %v", err)
+	}
 }

@@ -24,7 +24,9 @@
 // reconnects with its Last-Event-ID and resumes from the ring. Every event
 // is flushed as it is written; each write has a deadline, so a client that
 // stops reading cannot hold a handler forever. Comment lines keep idle
-// connections open through proxies. Close ends every stream and refuses new
+// connections open through proxies. At most Options.MaxSubscribers streams
+// (default 32) are live at once; one more is answered 503 with Retry-After,
+// and its EventSource tries again. Close ends every stream and refuses new
 // ones (503): register it with http.Server.RegisterOnShutdown, since
 // Shutdown waits for handlers and a stream never ends by itself.
 //

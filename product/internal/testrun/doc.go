@@ -8,33 +8,51 @@
 //
 // Run validates the Spec (a test name, never a flag or a pattern; package
 // paths that stay in the module), makes sure the sandbox works (below),
-// and then, inside the sandbox and within one wall-clock deadline:
+// and then, within one wall-clock deadline:
 //
 //	go list -e -json <cover packages>                 their import paths
 //	go list -e -deps -test -json <package>            the checkout's files the binary compiles
-//	go test -json -run '^TestX$/^sub$' -count=1 -vet=off -covermode=count
-//	        -coverpkg=<cover> -coverprofile=… -timeout=<deadline> <package>
+//	go test -json -exec <sandbox> -run '^TestX$/^sub$' -count=1 -vet=off
+//	        -covermode=count -coverpkg=<cover> -coverprofile=… -timeout=<deadline> <package>
 //	go test … -run '^$' …                             the baseline: no test at all
+//
+// The go command runs outside the sandbox; every binary built from the
+// checkout runs inside it: go test hands the test binary to -exec, a
+// script that starts it through the sandbox and the launcher (below). So
+// listing and building, which run none of the module's code (the go
+// command's own rule: nothing runs at build time, cgo's flags are checked
+// against an allow list), are the only work done outside, and all the
+// module's code runs confined.
 //
 // The environment is built from nothing: PATH (the toolchain's directory,
 // /usr/bin, /bin), HOME (a Needle-owned empty directory, or Runner.Home),
-// GOCACHE (Needle's), GOMODCACHE (the user's, read-only), TMPDIR and
-// GOTMPDIR (the run's scratch directory), GOPROXY=off, GOSUMDB=off,
-// GOTOOLCHAIN=local, GOWORK=off, GOENV=off, GOTELEMETRY=off and
-// GOFLAGS=-mod=mod (-mod=vendor when the module vendors). With -mod=mod
-// every go command gets -modfile naming a scratch copy of go.mod and go.sum,
-// so what the go command completes (a missing go line, hashes of modules
-// in the cache) never changes the checkout. Nothing is fetched: a dependency missing from the module cache is a BuildFailed
-// run. -vet=off because go test's vet step refuses some real modules'
-// tests under recent toolchains.
+// GOCACHE (Needle's shared one; the test binary's is the run's own),
+// GOMODCACHE (the user's), TMPDIR and GOTMPDIR (the run's box, below),
+// GOPROXY=off, GOSUMDB=off, GOTOOLCHAIN=local, GOWORK=off, GOENV=off,
+// GOTELEMETRY=off and GOFLAGS=-mod=mod (-mod=vendor when the module
+// vendors). With -mod=mod every go command gets -modfile naming a scratch
+// copy of go.mod and go.sum, so what the go command completes (a missing
+// go line, hashes of modules in the cache) never changes the checkout.
+// Nothing is fetched: a dependency missing from the module cache is a
+// BuildFailed run. -vet=off because go test's vet step refuses some real
+// modules' tests under recent toolchains.
 //
 // The status comes from the test's own events in the -json stream (read
 // with bounded lines and a bounded copy of the output, and hashed whole):
 // Passed, Failed or Skipped when the named test reached that outcome;
 // NoTest when the package built but no such test ran (go test passes such
-// a run); BuildFailed, TimedOut, Errored otherwise. Past the deadline the
-// process group is killed; the sandbox's processes live in a PID namespace
-// that dies with it.
+// a run); LimitExceeded when the launcher stopped it past a limit;
+// BuildFailed, TimedOut, Errored otherwise. Past the deadline, or when
+// the caller's context ends, the process group is killed; the sandbox's
+// processes live in a PID namespace and session of their own, which die
+// with the namespace's init, not at once. So a command that started a
+// sandbox returns only once every process carrying the run's box on its
+// command line (the sandbox's init, the launcher, the test binary) has
+// died, each waited for through a pidfd: once the init has, the whole
+// namespace has, and nothing of the run writes into the checkout any
+// more when the caller removes it. The self-test and the builds of the
+// probe and the launcher follow the caller's context too: one cut short
+// leaves no verdict, and the next run starts it again.
 //
 // # Executed
 //
@@ -61,23 +79,73 @@
 // /, new user, PID, IPC and network namespaces, and a seccomp filter that
 // denies creating sockets other than AF_UNIX and connecting or binding
 // those), given a permission profile on its command line that makes
-// writable exactly the checkout, Needle's GOCACHE and the run's scratch
-// directory. Before the first run a Runner builds a probe and runs it in
-// the sandbox: TCP connect and listen, UDP, a Unix socket connect and
-// listen, and a write outside must all fail, a write inside must succeed.
-// Until that holds every run is Unavailable: nothing is ever run
-// unsandboxed. The sandbox mounts read-only placeholders for .git, .codex,
+// writable exactly the checkout and the run's box: a directory of the
+// run's scratch that holds TMPDIR, GOTMPDIR (go test's work directory,
+// where it has the test binary write its coverage) and the test binary's
+// own GOCACHE. Before the first run a Runner builds a probe and runs it in
+// the sandbox under the launcher: TCP connect and listen, UDP, a Unix
+// socket connect and listen, and a write outside must all fail, a write
+// inside must succeed, and the probe must find the limits set. Until that
+// holds every run is Unavailable: nothing is ever run unsandboxed or
+// unbounded. The sandbox mounts read-only placeholders for .git, .codex,
 // .agents and .aws inside writable roots; killed, it leaves their empty
 // directories behind, and Run removes those it created.
 //
-// The GOCACHE is writable to the test binary too (tests that run the go
-// command need it): a test could plant entries in it. Keep one GOCACHE per
-// repository so that a test can only affect runs of its own repository.
+// # The build cache
+//
+// What a run executes must not change what any later run builds or
+// trusts: another repository's, or the same repository's after a change
+// was reviewed. So the shared GOCACHE (Runner.CacheDir/go-build) is
+// written by the go command alone, outside the sandbox, and is read-only
+// inside it; a test that runs the go command itself gets a throwaway
+// GOCACHE in its box. Every entry of the shared cache is then what the
+// compiler made of the source its key names, and Runners of any
+// repositories and trust levels may share one cache (the lifecycle's runs
+// of an unreviewed patch included) and keep it warm. This was chosen over
+// a cache per repository and trust level, which would keep a cache that
+// an earlier run of the same repository could have planted entries in,
+// and cold ones for every new patch; over a read-only cache with a
+// writable overlay through GOCACHEPROG, which needs a cache program
+// inside the sandbox and still lets the test binary speak to it; and over
+// verifying outputs, which the go command cannot do for an entry it did
+// not build (it trusts an output by its index entry). The price is that
+// the go command runs outside the sandbox: building is the go command's
+// own security boundary (it runs none of the module's code), and the
+// module cache, read-only to the test binary, is writable to it (it may
+// extract a zip already downloaded; GOPROXY=off fetches nothing).
+//
+// # Limits
+//
+// Every sandboxed command starts with the launcher, a small program
+// Needle builds once per toolchain into the cache (like the probe) and
+// runs first inside the sandbox: it sets the resource limits of
+// Runner.Limits on itself, starts the test binary (or a scenario's
+// command), which inherits them, and watches the sandbox's PID namespace.
+// The defaults (DefaultLimits), which a real module's tests run under (a
+// Go test binary reserves about 1.2 GiB of address space before its first
+// allocation; the go command, outside, is not bound by them):
+//
+//	processes      256     RLIMIT_NPROC in the sandbox's own user namespace (so
+//	                       the user's other processes do not count); Linux does
+//	                       not enforce it for root, so the launcher also counts
+//	                       the namespace's processes every 50 ms and, past the
+//	                       limit, kills them all (kill(-1) stays in the namespace)
+//	address space  4 GiB   RLIMIT_AS per process: an allocation past it fails
+//	                       (a Go program dies "out of memory")
+//	file size      1 GiB   RLIMIT_FSIZE per file: a write past it fails (EFBIG)
+//	CPU time       2 × deadline  RLIMIT_CPU per process, on top of the deadline
+//
+// A run a limit stopped is LimitExceeded, its Reason naming the limit (the
+// launcher says so on the test's output; a Go program's death out of
+// memory is read there too): never certified. The limits are per process
+// (memory and files) or per sandbox (processes): total memory is bounded
+// only by their product, and the number of files by the disk.
 //
 // # Files
 //
 //	runner.go     Runner, Spec, Result, Status, Executed, validation, the environment
-//	execution.go  one run: go list, go test, classification, the baseline
+//	execution.go  one run: go list, go test -exec, classification, the baseline
+//	limits.go     Limits, the launcher (its source and build), reading why it stopped
 //	sandbox.go    Sandbox: the codex command line, the probe, mount-point cleanup
 //	proc.go       subprocesses: process groups, deadlines, bounded stderr
 //	events.go     the go test -json stream

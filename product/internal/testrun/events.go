@@ -36,6 +36,11 @@ type eventLog struct {
 	timeout   bool              // the test binary's own -timeout fired
 	malformed int
 	bytes     int64
+	// stopped is the last output line of the launcher saying why it
+	// stopped the sandbox; oom is set when a Go program of the run died
+	// out of memory (past its address space).
+	stopped string
+	oom     bool
 }
 
 func newEventLog(maxOutput int) *eventLog {
@@ -97,6 +102,12 @@ func (l *eventLog) line(b []byte) {
 	switch e.Action {
 	case "output", "build-output":
 		_, _ = l.output.Write([]byte(e.Output))
+		if i := strings.Index(e.Output, limitMarker+"stopped: "); i >= 0 {
+			l.stopped = strings.TrimSpace(e.Output[i:])
+		}
+		if outOfMemory(e.Output) {
+			l.oom = true
+		}
 		if e.Test == "" && strings.HasPrefix(e.Output, "panic: test timed out after ") {
 			l.timeout = true
 		}
@@ -113,6 +124,12 @@ func (l *eventLog) line(b []byte) {
 			l.pkgAction = e.Action
 		}
 	}
+}
+
+// limit says which limit stopped the run ("" for none): the launcher's
+// account, or an address space a Go program ran out of.
+func (l *eventLog) limit(lim Limits) string {
+	return limitIn([]byte("\n"+l.stopped+"\n"), l.oom, lim)
 }
 
 // digest is the BLAKE3-256 of the whole stream, in hex.

@@ -22,38 +22,67 @@ type execution struct {
 
 	moduleDir string
 	checkout  string // Spec.Checkout with symlinks resolved, to relate go list's directories to it
+	box       string // the part of the scratch directory the sandbox may write
 	writable  []string
 	env       []string
-	modfile   string // -modfile: a scratch copy of go.mod that go may rewrite, "" for none
+	modfile   string   // -modfile: a scratch copy of go.mod that go may rewrite, "" for none
+	lim       Limits   // the run's limits, defaults filled in
+	launch    []string // the launcher and its arguments, up to "--"
+	exec      string   // go test -exec: the script that runs the test binary in the sandbox
 }
 
-func (x *execution) run(ctx context.Context) {
+// setup prepares what every command of the run shares: the environment,
+// the writable roots, the launcher, the -exec script, the go.mod copy.
+// It returns false when the run failed already.
+func (x *execution) setup(ctx context.Context, fail func(Status, string)) bool {
 	x.moduleDir = filepath.Join(x.spec.Checkout, filepath.FromSlash(x.spec.dir()))
 	checkout, err := filepath.EvalSymlinks(x.spec.Checkout)
 	if err != nil {
-		x.fail(Errored, err.Error())
-		return
+		fail(Errored, err.Error())
+		return false
 	}
 	x.checkout = checkout
-	x.writable = []string{x.spec.Checkout, filepath.Join(x.r.CacheDir, "go-build"), x.scratch}
+	// The sandbox writes the checkout and the box, nothing else: not the
+	// GOCACHE, which only the go command writes, outside the sandbox.
+	x.box = filepath.Join(x.scratch, "box")
+	x.writable = []string{x.spec.Checkout, x.box}
+	x.env = append(x.r.goEnv(filepath.Join(x.box, "tmp")), x.r.Sandbox.env()...)
+	if _, err := os.Stat(filepath.Join(x.moduleDir, "vendor", "modules.txt")); err == nil {
+		x.env = append(x.env, "GOFLAGS=-mod=vendor") // the later setting wins
+	} else if err := x.copyModfile(); err != nil {
+		fail(Errored, "copy go.mod for the run: "+err.Error())
+		return false
+	}
+	launch, err := x.r.launcher(ctx)
+	if err != nil {
+		fail(Unavailable, err.Error())
+		return false
+	}
+	x.lim = x.r.Limits.limits(x.spec.Deadline)
+	x.launch = append([]string{launch}, x.lim.args()...)
+	if x.exec, err = x.writeExec(); err != nil {
+		fail(Errored, "write the sandbox's -exec script: "+err.Error())
+		return false
+	}
+	return true
+}
+
+func (x *execution) run(ctx context.Context) {
+	if !x.setup(ctx, x.fail) {
+		return
+	}
 	for _, root := range x.writable {
 		before := present(root)
 		defer cleanup(root, before)
 	}
-	x.env = append(x.r.goEnv(filepath.Join(x.scratch, "tmp")), x.r.Sandbox.env()...)
-	if _, err := os.Stat(filepath.Join(x.moduleDir, "vendor", "modules.txt")); err == nil {
-		x.env = append(x.env, "GOFLAGS=-mod=vendor") // the later setting wins
-	} else if err := x.copyModfile(); err != nil {
-		x.fail(Errored, "copy go.mod for the run: "+err.Error())
-		return
-	}
+	var err error
 
 	if pre := x.spec.Prepared; pre != nil {
 		x.res.CoverPackages, x.res.Packages = pre.coverPackages, pre.packages
 	} else if !x.list(ctx) {
 		return
 	}
-	testProfile := filepath.Join(x.scratch, "test.cover")
+	testProfile := filepath.Join(x.scratch, "test.cover") // written by the go command, outside the sandbox
 	log, pr := x.goTest(ctx, RunPattern(x.spec.Test), testProfile)
 	if pr == nil {
 		return
@@ -130,17 +159,80 @@ func (x *execution) copyModfile() error {
 	return nil
 }
 
-// goCmd runs the go command in the sandbox, in the module's directory.
-// args[0] is the go subcommand.
+// goCmd runs the go command in the module's directory (goTest), and
+// returns once every process of the sandbox it started is dead.
 func (x *execution) goCmd(ctx context.Context, stdout func(io.Reader) error, args ...string) (procResult, error) {
+	return x.goProc(stdout, args...).run(ctx), nil
+}
+
+// goProc is the go command in the module's directory, outside the
+// sandbox: listing and building run none of the module's code (the go
+// command's own security rule: no code runs at build time, cgo's flags are
+// checked against an allow list), so the build cache it writes holds only
+// what the compiler made of the source. Every binary built from the
+// module runs in the sandbox: go test runs the test binary through the
+// -exec script (goTest), a scenario's command runs through sandboxed.
+// args[0] is the go subcommand.
+func (x *execution) goProc(stdout func(io.Reader) error, args ...string) proc {
 	if x.modfile != "" && len(args) > 0 {
 		args = append([]string{args[0], "-modfile=" + x.modfile}, args[1:]...)
 	}
-	argv, err := x.r.Sandbox.wrap(x.moduleDir, x.writable, append([]string{x.r.Go}, args...))
+	return proc{argv: append([]string{x.r.Go}, args...), dir: x.moduleDir, env: x.env, stdout: stdout, maxErr: 64 << 10, sandbox: x.box}
+}
+
+// sandboxed is argv run in the sandbox, in dir, under the launcher.
+func (x *execution) sandboxed(dir string, argv []string) ([]string, error) {
+	return x.r.Sandbox.wrap(dir, x.writable, append(slices.Clone(x.launch), argv...))
+}
+
+// pwd stands for the directory go test runs the test binary in, in the
+// -exec script.
+const pwd = "\x00PWD"
+
+// writeExec writes the script go test runs the test binary with (-exec):
+// the sandbox, confined to the writable roots, in the package directory
+// go test chose, with the launcher's limits, and the box's GOCACHE for a
+// test that runs the go command itself (the shared one is read-only
+// there).
+func (x *execution) writeExec() (string, error) {
+	argv, err := x.sandboxed(pwd, nil)
 	if err != nil {
-		return procResult{}, err
+		return "", err
 	}
-	return proc{argv: argv, dir: x.moduleDir, env: x.env, stdout: stdout, maxErr: 64 << 10}.run(ctx), nil
+	var b strings.Builder
+	b.WriteString("#!/bin/sh\n# needle: run a test binary in the sandbox (go test -exec)\n")
+	b.WriteString("export GOCACHE=" + shellQuote(filepath.Join(x.box, "gocache")) + "\nexec")
+	for _, a := range argv {
+		if a == pwd {
+			b.WriteString(` "$PWD"`)
+		} else {
+			b.WriteString(" " + shellQuote(a))
+		}
+	}
+	b.WriteString(" \"$@\"\n")
+	script := filepath.Join(x.scratch, "exec.sh")
+	if err := os.WriteFile(script, []byte(b.String()), 0o755); err != nil {
+		return "", err
+	}
+	return script, nil
+}
+
+// shellQuote quotes s for sh: single quotes, each one inside closed,
+// escaped and reopened.
+func shellQuote(s string) string {
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+// execFlag is the value of go test's -exec for script, which the go
+// command splits into fields, honouring quotes.
+func execFlag(script string) (string, error) {
+	switch {
+	case !strings.ContainsRune(script, '\''):
+		return "'" + script + "'", nil
+	case !strings.ContainsRune(script, '"'):
+		return `"` + script + `"`, nil
+	}
+	return "", fmt.Errorf("the path %q holds both kinds of quote", script)
 }
 
 // listedPackage is what go list says of one package.
@@ -300,7 +392,12 @@ func (x *execution) goTest(ctx context.Context, pattern, profile string) (*event
 	}
 	log := newEventLog(maxOut)
 	coverpkg := strings.Join(x.res.CoverPackages, ",")
-	pr, err := x.goCmd(ctx, log.read, "test", "-json", "-run", pattern, "-count=1", "-vet=off",
+	exec, err := execFlag(x.exec)
+	if err != nil {
+		x.fail(Errored, err.Error())
+		return nil, nil
+	}
+	pr, err := x.goCmd(ctx, log.read, "test", "-json", "-exec", exec, "-run", pattern, "-count=1", "-vet=off",
 		"-covermode=count", "-coverpkg="+coverpkg, "-coverprofile="+profile,
 		"-timeout="+x.spec.Deadline.String(), x.spec.Package)
 	if err != nil {
@@ -323,6 +420,10 @@ func (x *execution) classify(log *eventLog, pr *procResult) bool {
 	}
 	if log.timeout {
 		x.fail(TimedOut, "the test binary's timeout fired")
+		return false
+	}
+	if why := log.limit(x.lim); why != "" && log.tests[x.spec.Test] != "pass" {
+		x.fail(LimitExceeded, "the sandbox "+why)
 		return false
 	}
 	switch log.tests[x.spec.Test] {

@@ -18,6 +18,10 @@ type proc struct {
 	env    []string
 	stdout func(io.Reader) error // consumes stdout; nil discards it
 	maxErr int                   // stderr bytes kept
+	// sandbox, when set, is a token every process of a sandbox the run
+	// starts has on its command line (reap): run returns only once they
+	// are all dead.
+	sandbox string
 }
 
 // procResult is how a proc ended.
@@ -26,7 +30,10 @@ type procResult struct {
 	killed   bool // ctx ended first: the group was killed
 	stderr   []byte
 	errTrunc bool
-	err      error // failure to start or to read, not a non-zero exit
+	// stderrTail is the end of stderr, whatever was kept: where a
+	// launcher says why it stopped.
+	stderrTail []byte
+	err        error // failure to start or to read, not a non-zero exit
 }
 
 // waitDelay bounds how long Wait waits for output pipes after the process
@@ -64,7 +71,12 @@ func (p proc) run(ctx context.Context) procResult {
 	// been reused.
 	_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 	waitErr := cmd.Wait()
-	res := procResult{exitCode: -1, killed: ctx.Err() != nil, stderr: stderr.buf.Bytes(), errTrunc: stderr.truncated, err: readErr}
+	var reapErr error
+	if p.sandbox != "" {
+		reapErr = reap(p.sandbox)
+	}
+	res := procResult{exitCode: -1, killed: ctx.Err() != nil, stderr: stderr.buf.Bytes(), errTrunc: stderr.truncated, err: readErr,
+		stderrTail: stderr.tail}
 	var exit *exec.ExitError
 	switch {
 	case waitErr == nil:
@@ -78,17 +90,28 @@ func (p proc) run(ctx context.Context) procResult {
 			res.err = waitErr
 		}
 	}
+	if res.err == nil {
+		res.err = reapErr
+	}
 	return res
 }
 
-// capped keeps the first max bytes written to it.
+// capped keeps the first max bytes written to it, and the last tailMax.
 type capped struct {
 	max       int
 	buf       bytes.Buffer
 	truncated bool
+	tail      []byte
 }
 
+// tailMax is how much of the end of a capped stream is kept.
+const tailMax = 4 << 10
+
 func (c *capped) Write(p []byte) (int, error) {
+	c.tail = append(c.tail, p...)
+	if len(c.tail) > tailMax {
+		c.tail = append(c.tail[:0], c.tail[len(c.tail)-tailMax:]...)
+	}
 	if room := c.max - c.buf.Len(); room < len(p) {
 		c.truncated = true
 		if room > 0 {

@@ -23,18 +23,19 @@ type Status int
 
 // The statuses. Only Passed, Failed and Skipped mean the test ran.
 const (
-	Unavailable Status = iota // no sandbox that passed its self-test: nothing was run
-	Invalid                   // the Spec is malformed: nothing was run
-	Passed                    // the test ran and passed
-	Failed                    // the test ran and failed
-	Skipped                   // the test ran and skipped itself
-	NoTest                    // the package built, but no test of that name ran
-	BuildFailed               // the test binary did not build (a dependency missing from the module cache, a compile error)
-	TimedOut                  // the deadline passed; the run was killed
-	Errored                   // anything else: the go command or the sandbox failed
+	Unavailable   Status = iota // no sandbox that passed its self-test: nothing was run
+	Invalid                     // the Spec is malformed: nothing was run
+	Passed                      // the test ran and passed
+	Failed                      // the test ran and failed
+	Skipped                     // the test ran and skipped itself
+	NoTest                      // the package built, but no test of that name ran
+	BuildFailed                 // the test binary did not build (a dependency missing from the module cache, a compile error)
+	TimedOut                    // the deadline passed; the run was killed
+	Errored                     // anything else: the go command or the sandbox failed
+	LimitExceeded               // the sandbox stopped the run past a resource limit (Limits)
 )
 
-var statusNames = [...]string{"unavailable", "invalid", "passed", "failed", "skipped", "no_test", "build_failed", "timed_out", "errored"}
+var statusNames = [...]string{"unavailable", "invalid", "passed", "failed", "skipped", "no_test", "build_failed", "timed_out", "errored", "limit_exceeded"}
 
 func (s Status) String() string {
 	if s >= 0 && int(s) < len(statusNames) {
@@ -56,23 +57,52 @@ type Runner struct {
 	// unsandboxed.
 	Sandbox *Sandbox
 	// CacheDir is Needle-owned: the GOCACHE of the runs (CacheDir/go-build),
-	// their scratch directories (CacheDir/runs) and the sandbox self-test.
+	// their scratch directories (CacheDir/runs), the sandbox self-test and
+	// launcher. Only the go command, outside the sandbox, writes its
+	// GOCACHE: no code a run executes can, so Runners of any repositories
+	// may share it (doc.go, "The build cache").
 	CacheDir string
-	// ModCache is GOMODCACHE, read-only to the runs: dependencies come
-	// from there or not at all (GOPROXY=off).
+	// ModCache is GOMODCACHE, read-only to the code a run executes:
+	// dependencies come from there or not at all (GOPROXY=off).
 	ModCache string
 	// Home is HOME for the runs; the sandbox keeps it read-only. Empty:
 	// the CacheDir's empty home directory, read-only too.
 	Home string
 	// MaxOutput bounds the output kept per run (default 1 MiB).
 	MaxOutput int
+	// Limits bound every process of the sandbox (zero fields: DefaultLimits).
+	Limits Limits
 
-	probeOnce sync.Once
-	probeErr  error
-	verOnce   sync.Once
-	version   string
-	verErr    error
-	sweepOnce sync.Once
+	launch  verdict[string] // the launcher's path
+	probe   verdict[struct{}]
+	version verdict[string] // go env GOVERSION
+
+	sweepOnce sync.Once // the scratch of processes that are gone, swept once
+}
+
+// verdict memoizes a check for a Runner's life — unless the caller's
+// context cut it short: that is no verdict, and the next caller runs the
+// check again. So cancelling a run never waits for a self-test or a build
+// it did not need to finish.
+type verdict[T any] struct {
+	mu   sync.Mutex
+	done bool
+	v    T
+	err  error
+}
+
+func (o *verdict[T]) get(ctx context.Context, check func(context.Context) (T, error)) (T, error) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.done {
+		return o.v, o.err
+	}
+	v, err := check(ctx)
+	if err != nil && ctx.Err() != nil {
+		return v, fmt.Errorf("%w (%w)", err, context.Cause(ctx))
+	}
+	o.done, o.v, o.err = true, v, err
+	return v, err
 }
 
 // Spec is one test to run.
@@ -311,9 +341,11 @@ func (s Spec) dir() string {
 	return s.Dir
 }
 
-// Run runs the test. It never runs anything outside the sandbox but the go
-// command's `env` and the build of the sandbox's own self-test, and it
-// never returns an error: every failure is a Status with a Reason.
+// Run runs the test. Outside the sandbox only the go command runs (it
+// lists and builds, running none of the checkout's code) and Needle's own
+// probe and launcher; every binary built from the checkout runs inside it,
+// under Runner.Limits. It never returns an error: every failure is a
+// Status with a Reason.
 func (r *Runner) Run(ctx context.Context, spec Spec) *Result {
 	start := time.Now()
 	res := &Result{}
@@ -349,13 +381,12 @@ func (r *Runner) Run(ctx context.Context, spec Spec) *Result {
 	return res
 }
 
-// available runs the sandbox's self-test once per Runner. The self-test
-// runs under its own deadline, detached from the first caller's: its
-// verdict stands for the Runner's life.
 // Check runs the sandbox's self-test (once per Runner) and says whether
 // this Runner can run tests at all; Run reports the same as Unavailable.
 func (r *Runner) Check(ctx context.Context) error { return r.available(ctx) }
 
+// available runs the sandbox's self-test once per Runner, under its own
+// deadline: its verdict stands for the Runner's life (verdict).
 func (r *Runner) available(ctx context.Context) error {
 	if r.Sandbox == nil {
 		return errors.New("no sandbox: Needle does not run tests unsandboxed")
@@ -363,56 +394,66 @@ func (r *Runner) available(ctx context.Context) error {
 	if r.Go == "" || !filepath.IsAbs(r.Go) || r.CacheDir == "" || !filepath.IsAbs(r.CacheDir) {
 		return errors.New("runner: Go and CacheDir must be absolute paths")
 	}
-	r.probeOnce.Do(func() {
-		if fi, err := os.Stat(r.Sandbox.Codex); err != nil || !fi.Mode().IsRegular() || fi.Mode().Perm()&0o111 == 0 {
-			r.probeErr = fmt.Errorf("sandbox: %s is not an executable file", r.Sandbox.Codex)
-			return
-		}
-		if err := os.MkdirAll(filepath.Join(r.CacheDir, "go-build"), 0o755); err != nil {
-			r.probeErr = err
-			return
-		}
-		// A directory of its own: Runners of several processes may share
-		// a CacheDir (its build cache is safe for that; fixed paths are not).
-		dir, err := os.MkdirTemp(r.CacheDir, "probe-")
-		if err != nil {
-			r.probeErr = err
-			return
-		}
-		defer os.RemoveAll(dir)
-		pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), probeDeadline)
-		defer cancel()
-		r.probeErr = r.Sandbox.probe(pctx, r.Go, r.goEnv(filepath.Join(r.CacheDir, "tmp-probe")), dir)
-	})
-	return r.probeErr
+	_, err := r.probe.get(ctx, func(ctx context.Context) (struct{}, error) { return struct{}{}, r.selfTest(ctx) })
+	return err
+}
+
+func (r *Runner) selfTest(ctx context.Context) error {
+	if fi, err := os.Stat(r.Sandbox.Codex); err != nil || !fi.Mode().IsRegular() || fi.Mode().Perm()&0o111 == 0 {
+		return fmt.Errorf("sandbox: %s is not an executable file", r.Sandbox.Codex)
+	}
+	if err := os.MkdirAll(filepath.Join(r.CacheDir, "go-build"), 0o755); err != nil {
+		return err
+	}
+	// A directory of its own: Runners of several processes may share a
+	// CacheDir (its build cache is safe for that; fixed paths are not).
+	dir, err := os.MkdirTemp(r.CacheDir, "probe-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	ctx, cancel := context.WithTimeout(ctx, probeDeadline)
+	defer cancel()
+	launch, err := r.launcher(ctx)
+	if err != nil {
+		return err
+	}
+	// The self-test runs under the launcher with the limits of a run of
+	// probeDeadline, and checks that they hold.
+	lim := r.Limits.limits(probeDeadline)
+	return r.Sandbox.probe(ctx, r.Go, r.goEnv(filepath.Join(r.CacheDir, "tmp-probe")), dir, append([]string{launch}, lim.args()...), lim)
 }
 
 // probeDeadline bounds the self-test, a cold build of the probe included.
 const probeDeadline = 5 * time.Minute
 
 func (r *Runner) goVersion(ctx context.Context) (string, string) {
-	r.verOnce.Do(func() {
-		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
+	v, err := r.version.get(ctx, func(ctx context.Context) (string, error) {
+		ctx, cancel := context.WithTimeout(ctx, time.Minute)
 		defer cancel()
 		var out bytes.Buffer
 		res := proc{argv: []string{r.Go, "env", "GOVERSION"}, dir: r.CacheDir, env: r.goEnv(""), maxErr: 4096,
 			stdout: func(rd io.Reader) error { _, err := io.Copy(&out, io.LimitReader(rd, 256)); return err }}.run(ctx)
 		if res.err != nil || res.exitCode != 0 {
-			r.verErr = fmt.Errorf("go env GOVERSION: %v %s", res.err, res.stderr)
-			return
+			return "", fmt.Errorf("go env GOVERSION: %v %s", res.err, res.stderr)
 		}
-		r.version = strings.TrimSpace(out.String())
+		return strings.TrimSpace(out.String()), nil
 	})
-	if r.verErr != nil {
-		return "", r.verErr.Error()
+	if err != nil {
+		return "", err.Error()
 	}
-	return r.version, ""
+	return v, ""
 }
 
 // scratch makes a run's scratch directory in CacheDir/runs, owned by this
 // process (procdir): a process killed during a run leaves its scratch
 // behind, and a Runner's first run removes the scratch of every process
-// that is gone, whichever Runner made it.
+// that is gone, whichever Runner made it. Needle's own files (the go.mod
+// copy, the profiles, the -exec script) are at its top, read-only to the
+// sandbox, and box is the one part the sandbox may write: TMPDIR and
+// GOTMPDIR (the go command's work directory, where go test has the test
+// binary write its coverage), and the GOCACHE of the go commands a test
+// runs itself.
 func (r *Runner) scratch() (string, error) {
 	runs := filepath.Join(r.CacheDir, "runs")
 	r.sweepOnce.Do(func() { _ = procdir.Sweep(runs) }) // best effort: what stays is swept next time
@@ -420,8 +461,8 @@ func (r *Runner) scratch() (string, error) {
 	if err != nil {
 		return "", err
 	}
-	for _, d := range []string{"tmp"} {
-		if err := os.Mkdir(filepath.Join(dir, d), 0o755); err != nil {
+	for _, d := range []string{"box", "box/tmp", "box/gocache"} {
+		if err := os.Mkdir(filepath.Join(dir, filepath.FromSlash(d)), 0o755); err != nil {
 			return "", err
 		}
 	}

@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -526,8 +527,48 @@ func TestRunner_SweepsDeadScratch(t *testing.T) {
 	if _, err := os.Stat(other); err != nil {
 		t.Errorf("an entry that is no scratch was touched: %v", err)
 	}
-	if fi, err := os.Stat(filepath.Join(dir, "tmp")); err != nil || !fi.IsDir() || filepath.Dir(dir) != runs ||
+	if fi, err := os.Stat(filepath.Join(dir, "box", "tmp")); err != nil || !fi.IsDir() || filepath.Dir(dir) != runs ||
 		!strings.HasPrefix(filepath.Base(dir), fmt.Sprintf("run-%d", os.Getpid())) {
-		t.Errorf("the new scratch %s: %v; want run-<this pid>… with tmp/ in %s", dir, err, runs)
+		t.Errorf("the new scratch %s: %v; want run-<this pid>… with box/tmp/ in %s", dir, err, runs)
+	}
+}
+
+// TestRunner_CancelDuringSelfTest: a run cancelled while the sandbox's
+// self-test runs returns at once (Unavailable, naming the cancellation)
+// instead of waiting for the self-test, and leaves no verdict: the next
+// run tests the sandbox again. (A cancelled refresh used to wait for the
+// whole self-test, which a loaded machine made outlast its host's
+// patience.)
+func TestRunner_CancelDuringSelfTest(t *testing.T) {
+	home := t.TempDir()
+	codex := filepath.Join(t.TempDir(), "stuck-codex")
+	// A "sandbox" that never ends, counting its starts.
+	script := "#!/bin/sh\nmktemp \"$CODEX_HOME/started.XXXXXX\" >/dev/null\nexec sleep 600\n"
+	if err := os.WriteFile(codex, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	r := &Runner{Go: MustGo(t), CacheDir: MustRunner(t).CacheDir, Sandbox: &Sandbox{Codex: codex, Home: home}}
+	dir := MustMaterialize(t, "reach.txtar")
+	starts := func() int {
+		entries, _ := os.ReadDir(home)
+		return len(entries)
+	}
+	for round := 1; round <= 2; round++ {
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan *Result, 1)
+		go func() { done <- r.Run(ctx, reachSpec(dir, "TestEarly")) }()
+		for deadline := time.Now().Add(2 * time.Minute); starts() < round; runtime.Gosched() { // the self-test is in the stuck sandbox
+			if time.Now().After(deadline) { // a failsafe
+				t.Fatalf("round %d: the self-test never started", round)
+			}
+		}
+		cancel()
+		res := <-done
+		if res.Status != Unavailable || !strings.Contains(res.Reason, "context canceled") {
+			t.Fatalf("round %d: %v (%s)", round, res.Status, res.Reason)
+		}
+	}
+	if pids := processesWith(t, codex); len(pids) > 0 {
+		t.Errorf("the stuck sandbox still runs: %v", pids)
 	}
 }

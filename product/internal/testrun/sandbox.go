@@ -10,6 +10,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 	"unicode"
@@ -84,6 +85,8 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strconv"
+	"syscall"
 	"time"
 )
 
@@ -123,15 +126,22 @@ func main() {
 	}
 	put("write_inside", os.WriteFile(filepath.Join(inside, "probe"), []byte("ok"), 0o644))
 	put("write_outside", os.WriteFile(filepath.Join(outside, "probe"), []byte("escaped"), 0o644))
+	for name, r := range map[string]int{"rlimit_nproc": 6, "rlimit_as": syscall.RLIMIT_AS, "rlimit_fsize": syscall.RLIMIT_FSIZE, "rlimit_cpu": syscall.RLIMIT_CPU} {
+		var l syscall.Rlimit
+		if err := syscall.Getrlimit(r, &l); err == nil {
+			res[name] = strconv.FormatUint(l.Max, 10)
+		}
+	}
 	json.NewEncoder(os.Stdout).Encode(res)
 }
 `
 
 // probe builds the self-test with the go command (outside the sandbox: it
-// is Needle's own code) into dir and runs it in the sandbox. It returns nil
-// only when the sandbox started, the write inside its writable root
-// succeeded, and every socket and the write outside failed.
-func (s *Sandbox) probe(ctx context.Context, goBin string, goEnv []string, dir string) error {
+// is Needle's own code) into dir and runs it in the sandbox through launch
+// (the launcher and its arguments for lim). It returns nil only when the
+// sandbox started, the write inside its writable root succeeded, every
+// socket and the write outside failed, and the limits held.
+func (s *Sandbox) probe(ctx context.Context, goBin string, goEnv []string, dir string, launch []string, lim Limits) error {
 	src := filepath.Join(dir, "src")
 	if err := os.MkdirAll(src, 0o755); err != nil {
 		return err
@@ -177,14 +187,14 @@ func (s *Sandbox) probe(ctx context.Context, goBin string, goEnv []string, dir s
 	defer uln.Close()
 	go acceptAll(uln)
 
-	argv, err := s.wrap(inside, []string{inside}, []string{bin, ln.Addr().String(), sock, inside, outside})
+	argv, err := s.wrap(inside, []string{inside}, append(launch, bin, ln.Addr().String(), sock, inside, outside))
 	if err != nil {
 		return err
 	}
 	var out bytes.Buffer
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	r := proc{argv: argv, dir: inside, env: append([]string{"PATH=/usr/bin:/bin"}, s.env()...), maxErr: 64 << 10,
+	r := proc{argv: argv, dir: inside, env: append([]string{"PATH=/usr/bin:/bin"}, s.env()...), maxErr: 64 << 10, sandbox: inside,
 		stdout: func(rd io.Reader) error { _, err := io.Copy(&out, io.LimitReader(rd, 64<<10)); return err }}.run(ctx)
 	if r.err != nil || r.exitCode != 0 {
 		return fmt.Errorf("the sandbox did not run the probe (exit %d): %v %s", r.exitCode, r.err, r.stderr)
@@ -207,6 +217,17 @@ func (s *Sandbox) probe(ctx context.Context, goBin string, goEnv []string, dir s
 	}
 	if v := res["write_inside"]; v == nil || *v != "" {
 		return errors.New("the sandbox refused a write inside its writable root")
+	}
+	want := map[string]string{"rlimit_nproc": strconv.Itoa(lim.Processes), "rlimit_as": strconv.FormatInt(lim.AddressSpace, 10),
+		"rlimit_fsize": strconv.FormatInt(lim.FileSize, 10), "rlimit_cpu": lim.args()[3]}
+	for _, k := range []string{"rlimit_nproc", "rlimit_as", "rlimit_fsize", "rlimit_cpu"} {
+		if v := res[k]; v == nil || *v != want[k] {
+			got := "none"
+			if v != nil {
+				got = *v
+			}
+			return fmt.Errorf("the sandbox's %s is %s, want %s: its limits do not hold", k, got, want[k])
+		}
 	}
 	return nil
 }

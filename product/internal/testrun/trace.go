@@ -73,8 +73,9 @@ const (
 type TraceResult struct {
 	// Status: Passed or Failed when the scenario ran to its end (every
 	// test passed, or the command exited 0; Failed otherwise), else why
-	// it did not: Unavailable, Invalid, BuildFailed, TimedOut, Errored.
-	// Events recorded before a deadline are kept.
+	// it did not: Unavailable, Invalid, BuildFailed, TimedOut, Errored,
+	// LimitExceeded.
+	// Events recorded before a deadline or a limit are kept.
 	Status    Status
 	Reason    string
 	Duration  time.Duration
@@ -117,9 +118,9 @@ func (s TraceSpec) validate() error {
 	return nil
 }
 
-// Trace runs the scenario with its probes. Like Run it never runs anything
-// outside the sandbox and never returns an error: every failure is a
-// Status with a Reason.
+// Trace runs the scenario with its probes. Like Run it runs the
+// checkout's code only in the sandbox, under Runner.Limits, and never
+// returns an error: every failure is a Status with a Reason.
 func (r *Runner) Trace(ctx context.Context, spec TraceSpec) *TraceResult {
 	start := time.Now()
 	res := &TraceResult{Placed: map[int]bool{}, Tests: map[string]string{}, ExitCode: -1}
@@ -156,7 +157,7 @@ func (r *Runner) Trace(ctx context.Context, spec TraceSpec) *TraceResult {
 	}()
 	res.Placed = ins.placed
 	t := &tracer{execution: execution{r: r, spec: Spec{Checkout: spec.Checkout, Dir: spec.Dir, Package: spec.Package, Deadline: spec.Deadline},
-		scratch: scratch, res: &Result{}}, ts: spec, tres: res, ins: ins, traceFile: filepath.Join(scratch, "trace")}
+		scratch: scratch, res: &Result{}}, ts: spec, tres: res, ins: ins, traceFile: filepath.Join(scratch, "box", "trace")}
 	t.run(ctx)
 	if ctx.Err() != nil && res.Status != Errored && res.Status != BuildFailed {
 		res.Status, res.Reason = TimedOut, fmt.Sprintf("deadline %s passed", spec.Deadline)
@@ -191,24 +192,12 @@ type tracer struct {
 func (t *tracer) fail(s Status, reason string) { t.tres.Status, t.tres.Reason = s, reason }
 
 func (t *tracer) run(ctx context.Context) {
-	t.moduleDir = filepath.Join(t.spec.Checkout, filepath.FromSlash(t.spec.dir()))
-	checkout, err := filepath.EvalSymlinks(t.spec.Checkout)
-	if err != nil {
-		t.fail(Errored, err.Error())
+	if !t.setup(ctx, t.fail) {
 		return
 	}
-	t.checkout = checkout
-	t.writable = []string{t.spec.Checkout, filepath.Join(t.r.CacheDir, "go-build"), t.scratch}
 	for _, root := range t.writable {
 		before := present(root)
 		defer cleanup(root, before)
-	}
-	t.env = append(t.r.goEnv(filepath.Join(t.scratch, "tmp")), t.r.Sandbox.env()...)
-	if _, err := os.Stat(filepath.Join(t.moduleDir, "vendor", "modules.txt")); err == nil {
-		t.env = append(t.env, "GOFLAGS=-mod=vendor")
-	} else if err := t.copyModfile(); err != nil {
-		t.fail(Errored, "copy go.mod for the run: "+err.Error())
-		return
 	}
 	deps, pr, err := t.goList(ctx, []string{"list", "-e", "-deps", "-test", "-json=" + listFields, t.ts.Package})
 	if err != nil || pr.exitCode != 0 {
@@ -251,18 +240,26 @@ func (t *tracer) tests(ctx context.Context) {
 		maxOut = 1 << 20
 	}
 	log := newEventLog(maxOut)
-	pr, err := t.goCmd(ctx, log.read, "test", "-json", "-run", pattern, "-count=1", "-vet=off",
+	exec, err := execFlag(t.exec)
+	if err != nil {
+		t.fail(Errored, err.Error())
+		return
+	}
+	pr, err := t.goCmd(ctx, log.read, "test", "-json", "-exec", exec, "-run", pattern, "-count=1", "-vet=off",
 		"-timeout="+t.ts.Deadline.String(), t.ts.Package)
 	if err != nil {
 		t.fail(Errored, err.Error())
 		return
 	}
 	t.tres.Output, t.tres.Tests = log.output.buf.Bytes(), log.tests
+	why := log.limit(t.lim)
 	switch {
 	case pr.err != nil && !pr.killed:
 		t.fail(Errored, "go test: "+pr.err.Error())
 	case pr.killed:
 		t.fail(TimedOut, "deadline passed")
+	case why != "":
+		t.fail(LimitExceeded, "the sandbox "+why)
 	case log.build || (len(log.ran) == 0 && pr.exitCode != 0):
 		t.fail(BuildFailed, "the test binary did not build or start: "+tail(log.output.buf.String(), 2048)+tail(string(pr.stderr), 1024))
 	case log.timeout:
@@ -291,7 +288,7 @@ func (t *tracer) command(ctx context.Context) {
 		t.fail(BuildFailed, fmt.Sprintf("go build %s: %v %s", t.ts.Package, pr.err, tail(string(pr.stderr), 2048)))
 		return
 	}
-	argv, err := t.r.Sandbox.wrap(t.moduleDir, t.writable, append([]string{bin}, t.ts.Command...))
+	argv, err := t.sandboxed(t.moduleDir, append([]string{bin}, t.ts.Command...))
 	if err != nil {
 		t.fail(Errored, err.Error())
 		return
@@ -301,13 +298,16 @@ func (t *tracer) command(ctx context.Context) {
 		maxOut = 1 << 20
 	}
 	out := &capped{max: maxOut}
-	cr := proc{argv: argv, dir: t.moduleDir, env: t.env, maxErr: maxOut,
+	cr := proc{argv: argv, dir: t.moduleDir, env: t.env, maxErr: maxOut, sandbox: t.box,
 		stdout: func(rd io.Reader) error { _, err := io.Copy(out, rd); return err }}.run(ctx)
 	t.tres.Output = append(out.buf.Bytes(), cr.stderr...)
 	t.tres.ExitCode = cr.exitCode
+	why := limitIn(cr.stderrTail, false, t.lim)
 	switch {
 	case cr.killed:
 		t.fail(TimedOut, "deadline passed")
+	case why != "" && cr.exitCode != 0:
+		t.fail(LimitExceeded, "the sandbox "+why)
 	case cr.err != nil:
 		t.fail(Errored, cr.err.Error())
 	case cr.exitCode != 0:

@@ -229,6 +229,10 @@ export interface ApplyRequest {
   approval_id: string;
 }
 
+export interface CancelRequest {
+  note: string;
+}
+
 export interface ApplyResult {
   change_id: string;
   patch_id: string;
@@ -301,6 +305,7 @@ export const api = {
     request<Page<LifecycleEvent>>("GET", `/api/v1/lifecycles/${enc(id)}/events?after=${after}&limit=${limit}`),
   approve: (id: string, req: ApprovalRequest) => request<Approval>("POST", `/api/v1/lifecycles/${enc(id)}/approvals`, req),
   apply: (id: string, req: ApplyRequest) => request<ApplyResult>("POST", `/api/v1/lifecycles/${enc(id)}/apply`, req),
+  cancel: (id: string, req: CancelRequest) => request<LifecycleDetail>("POST", `/api/v1/lifecycles/${enc(id)}/cancel`, req),
   logout: () => request<void>("POST", "/api/v1/logout", {}),
 };
 

@@ -447,6 +447,7 @@ export function LifecycleView({ id, version }: { id: string; version: number }) 
             <p className="muted">Not verified yet.</p>
           )}
           <ApprovePanel key={s.lifecycle_id} detail={d} onDone={() => setReload((n) => n + 1)} />
+          <CancelPanel key={"cancel-" + s.lifecycle_id} detail={d} onDone={() => setReload((n) => n + 1)} />
         </div>
         <div>
           <h2>Events</h2>
@@ -530,6 +531,40 @@ function ConflictNote({ c, message }: { c?: Conflict; message: string }) {
           : "Nothing was recorded or written. Reload to see the lifecycle as it is now."}
       </p>
     </div>
+  );
+}
+
+// CancelPanel cancels a lifecycle that is not applying and not over: the
+// phase running now is interrupted (its worker's turn, or its test run)
+// and cleaned up before the answer comes.
+function CancelPanel({ detail, onDone }: { detail: LifecycleDetail; onDone: () => void }) {
+  const [busy, setBusy] = useState(false);
+  const [err, setErr] = useState<unknown>();
+  const st = detail.summary.status;
+  if (st !== "running" && st !== "awaiting_approval" && st !== "approved") {
+    return null;
+  }
+  const go = async () => {
+    setBusy(true);
+    setErr(undefined);
+    try {
+      await api.cancel(detail.summary.lifecycle_id, { note: "cancelled in the UI" });
+      onDone();
+    } catch (e) {
+      setErr(e);
+    } finally {
+      setBusy(false);
+    }
+  };
+  return (
+    <section className="cancel" aria-labelledby="cancel-h">
+      <h2 id="cancel-h">Cancel</h2>
+      <p>Cancelling ends the lifecycle: the phase running now is interrupted and its work cleaned up; nothing is applied.</p>
+      <button type="button" onClick={go} disabled={busy} aria-describedby="cancel-h">
+        {busy ? "Cancelling… (stopping the running phase)" : "Cancel this lifecycle"}
+      </button>
+      {err ? <ErrorNote error={err} /> : null}
+    </section>
   );
 }
 
