@@ -138,7 +138,7 @@ func TestRunner_Limits(t *testing.T) {
 			t.Errorf("the file written: %v %v", fi.Size(), err)
 		}
 	})
-	if pids := processesWith(t, "sleep\x00600"); len(pids) > 0 {
+	if pids := processesWith(t, "sleep\x00599.25"); len(pids) > 0 {
 		t.Errorf("processes of the runs remain: %v", pids)
 	}
 	assertClean(t, r, dir)

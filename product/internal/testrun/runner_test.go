@@ -543,7 +543,7 @@ func TestRunner_CancelDuringSelfTest(t *testing.T) {
 	home := t.TempDir()
 	codex := filepath.Join(t.TempDir(), "stuck-codex")
 	// A "sandbox" that never ends, counting its starts.
-	script := "#!/bin/sh\nmktemp \"$CODEX_HOME/started.XXXXXX\" >/dev/null\nexec sleep 600\n"
+	script := "#!/bin/sh\nmktemp \"$CODEX_HOME/started.XXXXXX\" >/dev/null\nexec sleep 598.75\n"
 	if err := os.WriteFile(codex, []byte(script), 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -568,7 +568,8 @@ func TestRunner_CancelDuringSelfTest(t *testing.T) {
 			t.Fatalf("round %d: %v (%s)", round, res.Status, res.Reason)
 		}
 	}
-	if pids := processesWith(t, codex); len(pids) > 0 {
+	// The stuck sandbox execs a sleep of a length no other process uses.
+	if pids := append(processesWith(t, codex), processesWith(t, "sleep\x00598.75")...); len(pids) > 0 {
 		t.Errorf("the stuck sandbox still runs: %v", pids)
 	}
 }
