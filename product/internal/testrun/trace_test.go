@@ -136,6 +136,26 @@ func TestRunner_TraceOneTest(t *testing.T) {
 	}
 }
 
+// TestRunner_TraceOldLanguage: the probes compile in a module whose go.mod
+// asks for an old language version (pflag v1.0.5 says go 1.12): the
+// helper Needle adds is written in the language every version accepts (a
+// 0o octal literal, go1.13, failed that build, and a true flow was
+// rejected as "does not build").
+func TestRunner_TraceOldLanguage(t *testing.T) {
+	r := MustRunner(t)
+	dir, probes, lines := traceFixture(t)
+	if err := os.WriteFile(filepath.Join(dir, "go.mod"), []byte("module example.com/app\n\ngo 1.12\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	res := r.Trace(context.Background(), TraceSpec{Checkout: dir, Package: "./app", Tests: []string{"TestUsage"}, Probes: probes, Deadline: 5 * time.Minute})
+	if res.Status != Passed {
+		t.Fatalf("status %s (%s)\n%s", res.Status, res.Reason, res.Output)
+	}
+	if !hasEvent(res.Events, TraceEvent{Probe: 3, File: "app/app.go", Line: lines["print usage"], Test: "TestUsage"}) {
+		t.Errorf("no printer entry from the usage line: %+v", res.Events)
+	}
+}
+
 func TestRunner_TraceCommand(t *testing.T) {
 	r := MustRunner(t)
 	dir, probes, lines := traceFixture(t)
