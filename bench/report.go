@@ -108,7 +108,7 @@ type Report struct {
 	Classes map[string]ClassCounts `json:"answer_classes"`
 	// Phases are the wall times of the run's phases: not deterministic,
 	// printed in the summary only.
-	Phases         []Phase   `json:"-"`
+	Phases         []Phase  `json:"-"`
 	FalseCertified []string `json:"false_certified"`
 	TrueRejected   []string `json:"true_rejected"`
 	// TruthMethods says, per capability kind, how the intervention truth
