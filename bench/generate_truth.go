@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"path"
 	"slices"
+	"strings"
 )
 
 // The generator's last step: the intervention truth of every module
@@ -92,6 +93,9 @@ func (g *generator) planAnswer(plan *truthPlan, p proposal, us map[string][]unit
 		for _, t := range p.Tests {
 			if c, ok := cleanPath(t.Path); ok {
 				plan.test(subj, path.Dir(c), t.Name)
+				if strings.HasSuffix(c, "_test.go") {
+					plan.testFiles[c] = true
+				}
 			}
 		}
 	}

@@ -59,6 +59,7 @@ type itruth struct {
 	probe map[string]FlagProbe
 	sites map[string][]FlagSite
 	hit   map[string]ReachCase
+	files map[string]TestFileCase
 	fn    map[string]int // path:head:name → function index
 	scen  map[string]ScenarioSpec
 }
@@ -67,7 +68,10 @@ func unitRef(u unit) string { return fmt.Sprintf("%s:%d:%s", u.Path, u.Head, u.N
 
 func newITruth(d *TruthData, t tree, cov *reach) *itruth {
 	it := &itruth{d: d, t: t, units: treeUnits(t), cov: cov, loc: map[string]LocationCase{}, probe: map[string]FlagProbe{},
-		sites: map[string][]FlagSite{}, hit: map[string]ReachCase{}, fn: map[string]int{}, scen: map[string]ScenarioSpec{}}
+		sites: map[string][]FlagSite{}, hit: map[string]ReachCase{}, files: map[string]TestFileCase{}, fn: map[string]int{}, scen: map[string]ScenarioSpec{}}
+	for _, f := range d.TestFiles {
+		it.files[f.Path] = f
+	}
 	for _, l := range d.Locations {
 		it.loc[l.Subject+"\x00"+unitRef(d.Units[l.Unit])] = l
 	}
@@ -324,6 +328,15 @@ func (it *itruth) test(s subject, p, name string) judgement {
 	top, _, _ := strings.Cut(name, "/")
 	if src, ok := it.t[c]; !ok || !testDeclared(src, top) {
 		return jFalse("%s declares no test %s", c, top)
+	}
+	// The test the package runs under that name must be the cited file's:
+	// a file the build leaves out runs nothing, whatever another file
+	// declares under the same name.
+	switch f, ok := it.files[c]; {
+	case !ok:
+		return jUnjudged("no intervention showed whether the test binary compiles %s", c)
+	case f.Verdict != verdictTrue:
+		return judgement{V: tvOf(f.Verdict), Why: prefixUnjudged(f.Verdict, f.Why)}
 	}
 	dir := path.Dir(c)
 	run, ok := it.cov.run(dir, name)

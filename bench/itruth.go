@@ -38,7 +38,9 @@ import (
 //     cannot take a run-time value and does not build: false.
 //   - focused_tests: a cited test must be declared in the cited file, be
 //     part of its package's test binary (a file that a build constraint
-//     leaves out is not), and pass unmutated (the outcome the coverage runs
+//     leaves out is not: an undefined name appended to the file breaks
+//     the test binary's build only when the file is compiled into it, the
+//     compiler decides), and pass unmutated (the outcome the coverage runs
 //     recorded). It reaches the subject when breaking the subject makes it
 //     fail: every body of a symbol (or of a file) starts with a panic, a
 //     cli_option's defining sites are renamed. The broken code also records
@@ -87,6 +89,9 @@ type TruthData struct {
 	Probes []FlagProbe `json:"probes"`
 	// Sites: per cli_option subject, each expression renamed.
 	Sites []FlagSite `json:"sites"`
+	// TestFiles: per cited _test.go file, whether its package's test
+	// binary compiles it.
+	TestFiles []TestFileCase `json:"test_files"`
 	// Reach: per subject and cited test, what breaking the subject did.
 	Reach []ReachCase `json:"reach"`
 	// Functions are the instrumented functions (indexes into Units): a
@@ -126,6 +131,14 @@ type FlagSite struct {
 	Path    string `json:"path"`
 	Line    int    `json:"line"`
 	Unit    int    `json:"unit"` // the declaration holding it; -1 if none
+	Verdict string `json:"verdict"`
+	Why     string `json:"why"`
+}
+
+// TestFileCase is one cited _test.go file broken: true when the test
+// binary of its package no longer builds (the file is compiled into it).
+type TestFileCase struct {
+	Path    string `json:"path"`
 	Verdict string `json:"verdict"`
 	Why     string `json:"why"`
 }
@@ -205,6 +218,7 @@ func (d *TruthData) encode() ([]byte, error) {
 		list("locations", len(d.Locations), func(i int) any { return d.Locations[i] }, false),
 		list("probes", len(d.Probes), func(i int) any { return d.Probes[i] }, false),
 		list("sites", len(d.Sites), func(i int) any { return d.Sites[i] }, false),
+		list("test_files", len(d.TestFiles), func(i int) any { return d.TestFiles[i] }, false),
 		list("reach", len(d.Reach), func(i int) any { return d.Reach[i] }, false),
 		list("functions", len(d.Functions), func(i int) any { return d.Functions[i] }, false),
 		list("scenarios", len(d.Scenarios), func(i int) any { return d.Scenarios[i] }, false),
@@ -259,6 +273,11 @@ func (d *TruthData) check() error {
 	for _, s := range d.Sites {
 		if (s.Unit != -1 && !unitOK(s.Unit)) || !verdictOK(s.Verdict) {
 			return fmt.Errorf("site %+v: bad unit or verdict", s)
+		}
+	}
+	for _, f := range d.TestFiles {
+		if !verdictOK(f.Verdict) {
+			return fmt.Errorf("test file %+v: bad verdict", f)
 		}
 	}
 	for _, r := range d.Reach {

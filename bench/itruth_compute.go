@@ -25,6 +25,8 @@ type truthPlan struct {
 	flags map[string]*flagPlan
 	// reach: subject (kind:name) → cited tests ("dir\x00TestX/sub").
 	reach map[string]map[string]bool
+	// testFiles: the cited _test.go files.
+	testFiles map[string]bool
 	// funcs: keys of the functions to instrument for flows.
 	funcs map[string]bool
 	// scenarios: every scenario a flow names, as written.
@@ -38,7 +40,7 @@ type flagPlan struct {
 
 func newTruthPlan() *truthPlan {
 	return &truthPlan{symbols: map[string]map[string]bool{}, flags: map[string]*flagPlan{}, reach: map[string]map[string]bool{},
-		funcs: map[string]bool{}, scenarios: map[string]ScenarioSpec{}}
+		testFiles: map[string]bool{}, funcs: map[string]bool{}, scenarios: map[string]ScenarioSpec{}}
 }
 
 func (p *truthPlan) symbol(name, key string) {
@@ -107,14 +109,14 @@ func computeTruth(ctx context.Context, opts coverageOptions, module, version str
 	}
 	c := &computation{lab: l, module: module, t: t, cov: cov, plan: plan, units: treeUnits(t), index: map[string]int{}, sites: map[string][]siteEdit{},
 		d: &TruthData{Format: TruthFormat, Module: module, Version: version, GoVersion: goVersion, Sandbox: opts.sandbox.String(),
-			Units: []unit{}, Locations: []LocationCase{}, Probes: []FlagProbe{}, Sites: []FlagSite{}, Reach: []ReachCase{},
+			Units: []unit{}, Locations: []LocationCase{}, Probes: []FlagProbe{}, Sites: []FlagSite{}, TestFiles: []TestFileCase{}, Reach: []ReachCase{},
 			Functions: []int{}, Scenarios: []ScenarioSpec{}, Runs: []TraceRun{}},
 		report: func(s string) {
 			if opts.progress != nil {
 				opts.progress(fmt.Sprintf("truth %s@%s: %s", module, version, s))
 			}
 		}}
-	for _, step := range []func() error{c.symbols, c.flags, c.reach, c.flows} {
+	for _, step := range []func() error{c.symbols, c.flags, c.testFiles, c.reach, c.flows} {
 		if err := step(); err != nil {
 			return nil, fmt.Errorf("truth of %s@%s: %w", module, version, err)
 		}
@@ -600,6 +602,38 @@ func (c *computation) reach() error {
 				}
 			}
 		}
+	}
+	return c.lab.reset()
+}
+
+// notCompiled is the undefined name testFiles appends to a test file.
+const notCompiled = "needlebenchNotCompiled"
+
+// testFiles breaks each cited _test.go file with a reference to an
+// undefined name and builds its package's test binary: the file is part of
+// it when that build fails there; a file a build constraint leaves out
+// changes nothing.
+func (c *computation) testFiles() error {
+	for _, f := range slices.Sorted(mapKeys(c.plan.testFiles)) {
+		src, ok := c.t[f]
+		if !ok {
+			continue
+		}
+		c.report("test file " + f)
+		tf := TestFileCase{Path: f}
+		if err := c.lab.apply(edit{f: fmt.Appendf(slices.Clone(src), "\nvar _ = %s\n", notCompiled)}); err != nil {
+			return err
+		}
+		_, err := c.lab.testBinary(path.Dir(f))
+		switch {
+		case err == nil:
+			tf.Verdict, tf.Why = verdictFalse, fmt.Sprintf("the test binary of ./%s builds with %s broken: the build leaves the file out (a build constraint)", path.Dir(f), f)
+		case strings.Contains(err.Error(), notCompiled):
+			tf.Verdict, tf.Why = verdictTrue, fmt.Sprintf("the test binary of ./%s compiles %s", path.Dir(f), f)
+		default:
+			tf.Verdict, tf.Why = verdictUnjudged, fmt.Sprintf("the test binary of ./%s does not build with %s broken, for another reason: %s", path.Dir(f), f, tail([]byte(err.Error()), 300))
+		}
+		c.d.TestFiles = append(c.d.TestFiles, tf)
 	}
 	return c.lab.reset()
 }
