@@ -24,7 +24,8 @@ import (
 // Mutants add one file to each package they touch, hookFile: functions the
 // edited code calls to say that it ran (needlebenchFire), that a function
 // was entered (needlebenchEnter) and to stand in for a flag's name
-// (needlebenchFlagName). Each edit keeps every line where it was, so the
+// (needlebenchFlagName), and to stop the process where a panic could be
+// recovered (needlebenchHalt). Each edit keeps every line where it was, so the
 // rest of the file, and what the compiler says about it, does not move.
 
 // hookName is the file a mutant adds to a package.
@@ -79,12 +80,20 @@ func needlebenchEvent(e int) {
 	needlebenchWrite("NEEDLEBENCH_TRACE", e)
 }
 
+func needlebenchHalt(id int) {
+	needlebenchFire(id)
+	os.Exit(%d)
+}
+
 func needlebenchFlagName(id int, dashes string) string {
 	needlebenchFire(id)
 	return dashes + %q
 }
-`, pkg, maxTraceEntries, mutantFlag)
+`, pkg, maxTraceEntries, haltStatus, mutantFlag)
 }
+
+// haltStatus is the exit status of a process a halting mutant stopped.
+const haltStatus = 86
 
 // maxTraceEntries bounds the entries one process records.
 const maxTraceEntries = 50000
@@ -293,6 +302,15 @@ func readIDs(file string) ([]int, bool) {
 func breakBodies(src []byte, fns []unit, id func(unit) int) []byte {
 	return atBodies(src, fns, func(u unit) string {
 		return fmt.Sprintf(" needlebenchFire(%d); panic(\"needlebench: broken by the truth\");", id(u))
+	})
+}
+
+// haltBodies returns src with each body of fns starting with a call of
+// the halt hook: the process records that the body ran and exits, which no
+// recover can stop. The rest of the body stays and no line moves.
+func haltBodies(src []byte, fns []unit, id func(unit) int) []byte {
+	return atBodies(src, fns, func(u unit) string {
+		return fmt.Sprintf(" needlebenchHalt(%d);", id(u))
 	})
 }
 

@@ -45,8 +45,12 @@ import (
 //     fail: every body of a symbol (or of a file) starts with a panic, a
 //     cli_option's defining sites are renamed. The broken code also records
 //     that it ran: a test that fails is true, a test that never ran the
-//     broken code is false, a test that ran it and still passes (the mutant
-//     survived: a recover, an unchecked result) is unjudged and counted.
+//     broken code is false. A test that ran a symbol's panicking body and
+//     still passes (a recover swallowed the panic: text/template's, the
+//     test's own) runs again with the body exiting the process instead,
+//     which nothing recovers: true when it then fails. A test that still
+//     passes (the mutant survived), or one that ran a flag's renamed site
+//     and passes, is unjudged and counted.
 //   - runtime_flow: the functions that hold flow steps are instrumented
 //     (a call at the start of each body records its entry, a deferred one
 //     its exit) and every test that could enter one of them runs on its

@@ -506,7 +506,11 @@ func unitHolding(units []unit, line int) (unit, bool) {
 }
 
 // breakEdit is the edit that breaks a subject, and what it breaks.
-func (c *computation) breakEdit(subj string) (edit, string) {
+func (c *computation) breakEdit(subj string) (edit, string) { return c.breakWith(subj, breakBodies) }
+
+// breakWith is breakEdit with the bodies of a symbol or a file broken by
+// mutate (breakBodies: a panic; haltBodies: the process exits).
+func (c *computation) breakWith(subj string, mutate func([]byte, []unit, func(unit) int) []byte) (edit, string) {
 	kind, name, _ := strings.Cut(subj, ":")
 	e := edit{}
 	byFile := map[string][]unit{}
@@ -546,7 +550,7 @@ func (c *computation) breakEdit(subj string) (edit, string) {
 	}
 	n := 0
 	for f, us := range byFile {
-		e[f] = breakBodies(c.t[f], us, func(unit) int { n++; return n })
+		e[f] = mutate(c.t[f], us, func(unit) int { n++; return n })
 	}
 	return c.lab.withHook(e), ""
 }
@@ -589,21 +593,64 @@ func (c *computation) reach() error {
 			if err != nil {
 				return err
 			}
+			var survived []string
 			for _, r := range res {
 				switch fired := len(r.fired) > 0; {
 				case fired && r.outcome != "pass":
 					add(r.name, verdictTrue, fmt.Sprintf("%s %ss with %s broken", r.name, r.outcome, subj))
 				case !fired && r.outcome == "pass":
 					add(r.name, verdictFalse, fmt.Sprintf("%s never runs the broken code of %s", r.name, subj))
+				case fired && !strings.HasPrefix(subj, "cli_option:"):
+					survived = append(survived, r.name)
 				case fired:
-					add(r.name, verdictUnjudged, fmt.Sprintf("%s runs the broken code of %s and still passes (the mutant survived)", r.name, subj))
+					add(r.name, verdictUnjudged, fmt.Sprintf("%s runs the renamed site of %s and still passes (the mutant survived)", r.name, subj))
 				default:
 					add(r.name, verdictUnjudged, fmt.Sprintf("%s %ss with %s broken without running the broken code", r.name, r.outcome, subj))
 				}
 			}
+			if err := c.halted(subj, dir, survived, add); err != nil {
+				return err
+			}
 		}
 	}
 	return c.lab.reset()
+}
+
+// halted runs again the tests that ran the panicking bodies of subj and
+// still passed (a recover swallowed the panic: text/template's, a test's
+// own), with bodies that stop the process instead, which nothing recovers:
+// a test that then fails cannot complete without running the subject's
+// code. One that still passes stays unjudged.
+func (c *computation) halted(subj, dir string, tests []string, add func(test, verdict, why string)) error {
+	if len(tests) == 0 {
+		return nil
+	}
+	survived := func(test, why string) {
+		add(test, verdictUnjudged, fmt.Sprintf("%s runs the broken code of %s and still passes (the mutant survived)%s", test, subj, why))
+	}
+	e, _ := c.breakWith(subj, haltBodies)
+	if err := c.lab.apply(e); err != nil {
+		return err
+	}
+	bin, err := c.lab.testBinary(dir)
+	if err != nil {
+		for _, t := range tests {
+			survived(t, "; the halting mutant does not build")
+		}
+		return nil
+	}
+	res, err := c.lab.runTestsOf(dir, bin, tests)
+	if err != nil {
+		return err
+	}
+	for _, r := range res {
+		if len(r.fired) > 0 && r.outcome != "pass" {
+			add(r.name, verdictTrue, fmt.Sprintf("%s runs the broken code of %s: a panic there is recovered and the test passes, an exit stops it (%s)", r.name, subj, r.outcome))
+		} else {
+			survived(r.name, "; it passes even when that code exits")
+		}
+	}
+	return nil
 }
 
 // notCompiled is the undefined name testFiles appends to a test file.

@@ -288,10 +288,15 @@ func TestITruth_FlagCobra(t *testing.T) {
 // HelpPrinter. Renaming Name: "help" or Name: "version" renames the flag,
 // and a user's app run with --help enters ShowAppHelp, then printHelp
 // through HelpPrinter, then printHelpCustom; run with --version it does
-// not.
+// not. A test that prints help runs StringFlag.GetDefaultText from a
+// template, whose panic text/template recovers: the test passes with the
+// body panicking, fails with it exiting (it reaches the subject).
 func TestITruth_URFave(t *testing.T) {
 	l := mustTruthLab(t, "github.com/urfave/cli/v2@v2.27.7")
 	plan := newTruthPlan()
+	const helpTest = "TestRequiredFlagAppRunBehavior/valid_case_help_input_with_required_flag_on_command"
+	plan.test(subject{Kind: "symbol", Name: "StringFlag.GetDefaultText"}, ".", helpTest)
+	plan.testFiles["app_test.go"] = true
 	plan.flag("--help", "", "flag.go")
 	plan.flag("--version", "help.go", "flag.go")
 	plan.symbol("ShowAppHelp", "")
@@ -300,7 +305,15 @@ func TestITruth_URFave(t *testing.T) {
 	}
 	plan.scenarios["app --help"] = ScenarioSpec{Scenario: "app --help", Kind: "command", Program: "driver", Args: []string{"--help"}}
 	plan.scenarios["app --version"] = ScenarioSpec{Scenario: "app --version", Kind: "command", Program: "driver", Args: []string{"--version"}}
-	it := l.compute(t, nil, plan)
+	// The unmutated outcome the coverage runs would record.
+	cov := &Coverage{Packages: []CoveredPackage{{Dir: ".", Tests: []CoveredTest{{Name: helpTest, Outcome: "pass", Executed: []int{}}}}}}
+	it := l.compute(t, cov, plan)
+	if j := it.test(subject{Kind: "symbol", Name: "StringFlag.GetDefaultText"}, "app_test.go", helpTest); j.V != tvTrue {
+		t.Errorf("%s reaches StringFlag.GetDefaultText = %s (%s), want true", helpTest, j.V, j.Why)
+	}
+	if rc := it.hit["symbol:StringFlag.GetDefaultText\x00.\x00"+helpTest]; !strings.Contains(rc.Why, "recovered") {
+		t.Errorf("the verdict's why %q does not say the panic was recovered (the halting mutant decided)", rc.Why)
+	}
 	for _, c := range []struct {
 		flag, text string
 		want       tv
