@@ -37,6 +37,10 @@ const mutantFlag = "needlemutantflag"
 // hookFile is the hook of a package: it writes to the files the
 // environment names, one number a line: an id fired; a function entered
 // (its id) or left (-id-1), at most maxTraceEntries events per process.
+// The files are read from the environment when the package is initialized,
+// before any test runs: a test that clears the environment (os.Clearenv,
+// to test its own variables) must not hide what ran. The source is of the
+// language every go.mod accepts (no 0o literal: go1.13).
 func hookFile(pkg string) []byte {
 	return fmt.Appendf(nil, `package %s
 
@@ -47,16 +51,17 @@ import (
 )
 
 var (
-	needlebenchMu sync.Mutex
-	needlebenchN  int
+	needlebenchMu    sync.Mutex
+	needlebenchN     int
+	needlebenchFired = os.Getenv("NEEDLEBENCH_FIRED")
+	needlebenchTrace = os.Getenv("NEEDLEBENCH_TRACE")
 )
 
-func needlebenchWrite(env string, id int) {
-	p := os.Getenv(env)
+func needlebenchWrite(p string, id int) {
 	if p == "" {
 		return
 	}
-	f, err := os.OpenFile(p, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
+	f, err := os.OpenFile(p, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0644)
 	if err != nil {
 		return
 	}
@@ -64,7 +69,7 @@ func needlebenchWrite(env string, id int) {
 	f.Close()
 }
 
-func needlebenchFire(id int) { needlebenchWrite("NEEDLEBENCH_FIRED", id) }
+func needlebenchFire(id int) { needlebenchWrite(needlebenchFired, id) }
 
 func needlebenchEnter(id int) { needlebenchEvent(id) }
 
@@ -77,7 +82,7 @@ func needlebenchEvent(e int) {
 		return
 	}
 	needlebenchN++
-	needlebenchWrite("NEEDLEBENCH_TRACE", e)
+	needlebenchWrite(needlebenchTrace, e)
 }
 
 func needlebenchHalt(id int) {

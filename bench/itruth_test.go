@@ -290,13 +290,18 @@ func TestITruth_FlagCobra(t *testing.T) {
 // through HelpPrinter, then printHelpCustom; run with --version it does
 // not. A test that prints help runs StringFlag.GetDefaultText from a
 // template, whose panic text/template recovers: the test passes with the
-// body panicking, fails with it exiting (it reaches the subject).
+// body panicking, fails with it exiting (it reaches the subject). A test
+// that clears the environment still records that the broken code ran.
 func TestITruth_URFave(t *testing.T) {
 	l := mustTruthLab(t, "github.com/urfave/cli/v2@v2.27.7")
 	plan := newTruthPlan()
 	const helpTest = "TestRequiredFlagAppRunBehavior/valid_case_help_input_with_required_flag_on_command"
 	plan.test(subject{Kind: "symbol", Name: "StringFlag.GetDefaultText"}, ".", helpTest)
 	plan.testFiles["app_test.go"] = true
+	// It clears the environment first: the hooks must not lose their files.
+	const envTest = "TestParseMultiFloat64FromEnv"
+	plan.test(subject{Kind: "symbol", Name: "Float64Flag.IsSet"}, ".", envTest)
+	plan.testFiles["flag_test.go"] = true
 	plan.flag("--help", "", "flag.go")
 	plan.flag("--version", "help.go", "flag.go")
 	plan.symbol("ShowAppHelp", "")
@@ -306,8 +311,12 @@ func TestITruth_URFave(t *testing.T) {
 	plan.scenarios["app --help"] = ScenarioSpec{Scenario: "app --help", Kind: "command", Program: "driver", Args: []string{"--help"}}
 	plan.scenarios["app --version"] = ScenarioSpec{Scenario: "app --version", Kind: "command", Program: "driver", Args: []string{"--version"}}
 	// The unmutated outcome the coverage runs would record.
-	cov := &Coverage{Packages: []CoveredPackage{{Dir: ".", Tests: []CoveredTest{{Name: helpTest, Outcome: "pass", Executed: []int{}}}}}}
+	cov := &Coverage{Packages: []CoveredPackage{{Dir: ".", Tests: []CoveredTest{{Name: helpTest, Outcome: "pass", Executed: []int{}},
+		{Name: envTest, Outcome: "pass", Executed: []int{}}}}}}
 	it := l.compute(t, cov, plan)
+	if j := it.test(subject{Kind: "symbol", Name: "Float64Flag.IsSet"}, "flag_test.go", envTest); j.V != tvTrue {
+		t.Errorf("%s (it calls os.Clearenv) reaches Float64Flag.IsSet = %s (%s), want true", envTest, j.V, j.Why)
+	}
 	if j := it.test(subject{Kind: "symbol", Name: "StringFlag.GetDefaultText"}, "app_test.go", helpTest); j.V != tvTrue {
 		t.Errorf("%s reaches StringFlag.GetDefaultText = %s (%s), want true", helpTest, j.V, j.Why)
 	}
