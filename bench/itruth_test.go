@@ -223,6 +223,35 @@ func TestITruth_Flow(t *testing.T) {
 	}
 }
 
+// TestCouldShow: a run whose trace was cut could still show a flow after
+// the cut, unless the coverage of the same test shows it never executed a
+// step's function (one with statements: an empty body is never counted).
+func TestCouldShow(t *testing.T) {
+	tr := tree{"a.go": []byte("package a\n\nfunc A() { B() }\n\nfunc B() {}\n\nfunc C() { A() }\n")}
+	us := fileUnits("a.go", tr["a.go"])
+	d := &TruthData{Units: us, Functions: []int{0, 1, 2}}
+	cov := &Coverage{Functions: []string{"a.go#A", "a.go#C"}, Packages: []CoveredPackage{{Dir: ".", Tests: []CoveredTest{
+		{Name: "TestA", Outcome: "pass", Executed: []int{0}},
+	}}}}
+	it := newITruth(d, tr, newReach(cov))
+	run := TraceRun{Dir: ".", Test: "TestA", Cut: true}
+	for _, c := range []struct {
+		fns  []int
+		want bool
+	}{
+		{[]int{0, 1}, true},  // B has no statement: coverage cannot say
+		{[]int{2, 0}, false}, // TestA never executed C
+		{[]int{0}, true},
+	} {
+		if got := it.couldShow(run, c.fns); got != c.want {
+			t.Errorf("couldShow(%v) = %v, want %v", c.fns, got, c.want)
+		}
+	}
+	if !it.couldShow(TraceRun{Scenario: "app --help", Cut: true}, []int{2}) {
+		t.Error("a command's cut run has no coverage to rule it out")
+	}
+}
+
 func TestSubsequence(t *testing.T) {
 	for _, c := range []struct {
 		seq, want []int
