@@ -21,8 +21,12 @@ import (
 //     the subject (`var _ = F`, `func _() { var x T; _ = x.M }`) in each
 //     package where that reference compiles unmutated. The location is
 //     true when the compiler then reports the reference: the cited lines
-//     were what the subject's name meant. The compiler decides, not the
-//     harness's reading of the source.
+//     were what the subject's name meant. A method may shadow one of the
+//     same name promoted from an embedded field, through which the
+//     reference still compiles: then the cited method, renamed, is true
+//     when the new name selects on a value of the type and not on a value
+//     of a type defined from it (which keeps only promoted methods). The
+//     compiler decides, not the harness's reading of the source.
 //   - implementation_location of a cli_option: a program that parses the
 //     module's flags (a main package of the module, or a driver of the
 //     harness built against the module: cobra's Command, urfave/cli's App,

@@ -242,10 +242,67 @@ func (c *computation) symbols() error {
 					break
 				}
 			}
+			if lc.Verdict == verdictFalse && u.Kind == "method" && u.Name == name && len(dirs) > 0 {
+				// The reference may still compile through a method of the
+				// same name promoted from an embedded field (pkg/errors'
+				// fundamental embeds *stack, and both have Format).
+				own, why, err := c.ownMethod(u)
+				if err != nil {
+					return err
+				}
+				if own {
+					lc.Verdict, lc.Why = verdictTrue, why
+				}
+			}
 			c.d.Locations = append(c.d.Locations, lc)
 		}
 	}
 	return c.lab.reset()
+}
+
+// ownName is the name ownMethod gives the method it renames.
+const ownName = "needlebenchOwn"
+
+// ownMethod reports whether the method u is its receiver type's own: with
+// its name renamed, the new name selects on a value of the type, and not on
+// a value of a type defined from it (which keeps the methods promoted from
+// embedded fields, not the type's own). The compiler decides.
+func (c *computation) ownMethod(u unit) (bool, string, error) {
+	typ, m, _ := strings.Cut(u.Name, ".")
+	src := c.t[u.Path]
+	off := methodNameOffset(src, u)
+	if off < 0 {
+		return false, "", nil
+	}
+	dir := path.Dir(u.Path)
+	ref := fmt.Appendf(nil, "package %s\n\ntype needlebenchDefined %s\n\nfunc _() {\n\tvar x %s\n\t_ = x.%s\n}\n\nfunc _() {\n\tvar p needlebenchDefined\n\t_ = p.%s\n}\n",
+		c.pkgName(dir), typ, typ, ownName, ownName)
+	e := edit{u.Path: slices.Concat(src[:off], []byte(ownName), src[off+len(m):]), path.Join(dir, refName): ref}
+	if err := c.lab.apply(e); err != nil {
+		return false, "", err
+	}
+	out, ok := c.lab.build(dir)
+	if ok || strings.Contains(out, refName+":7:") || !strings.Contains(out, refName+":12:") {
+		return false, "", nil
+	}
+	return true, fmt.Sprintf("with %s (%s:%d-%d) deleted a reference to %s still compiles through a promoted method; renamed, the new name selects on %s and not on a type defined from it (which keeps only promoted methods): it is %s's own method",
+		u.Name, u.Path, u.Doc, u.End, u.Name, typ, typ), nil
+}
+
+// methodNameOffset is the byte offset of the name of the method u in src,
+// or -1.
+func methodNameOffset(src []byte, u unit) int {
+	fset := token.NewFileSet()
+	f, err := parser.ParseFile(fset, "", src, parser.SkipObjectResolution)
+	if err != nil {
+		return -1
+	}
+	for _, d := range f.Decls {
+		if fd, ok := d.(*ast.FuncDecl); ok && fd.Recv != nil && funcName(fd) == u.Name && fset.Position(fd.Name.Pos()).Line == u.Head {
+			return fset.Position(fd.Name.Pos()).Offset
+		}
+	}
+	return -1
 }
 
 func dedupeUnits(us []unit) []unit {

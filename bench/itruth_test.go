@@ -128,6 +128,7 @@ func mustErrorsTruth(t *testing.T) (truthLab, *itruth) {
 		plan.symbol("Wrap", "errors.go#Wrapf")
 		plan.symbol("Frame.Format", "stack.go#Frame")
 		plan.symbol("Frame.Format", "errors.go#fundamental.Format")
+		plan.symbol("fundamental.Format", "stack.go#stack.Format")
 		for _, test := range []string{"TestWrap", "TestNew", "TestWrapNil", "TestFormatWrap"} {
 			plan.test(subject{Kind: "symbol", Name: "Wrap"}, ".", test)
 		}
@@ -164,6 +165,10 @@ func TestITruth_SymbolLocation(t *testing.T) {
 		{"the receiver type", "Frame.Format", unitSpan(t, l.t, "stack.go#Frame"), tvFalse},
 		{"a method of another type", "Frame.Format", unitSpan(t, l.t, "errors.go#fundamental.Format"), tvFalse},
 		{"lines around it", "Wrap", span{Path: "errors.go", Start: wrap.Start - 5, End: wrap.End}, tvFalse},
+		// fundamental embeds *stack: deleting its Format leaves x.Format
+		// compiling through the promoted (*stack).Format.
+		{"a method shadowing a promoted one", "fundamental.Format", unitSpan(t, l.t, "errors.go#fundamental.Format"), tvTrue},
+		{"the promoted method", "fundamental.Format", unitSpan(t, l.t, "stack.go#stack.Format"), tvFalse},
 	} {
 		if j := it.location(subject{Kind: "symbol", Name: c.subject}, c.sp.Path, c.sp.Start, c.sp.End); j.V != c.want {
 			t.Errorf("%s: %s at %s = %s (%s), want %s", c.name, c.subject, c.sp, j.V, j.Why, c.want)
