@@ -37,7 +37,10 @@ import (
 //     string literal, or a package constant holding one) is replaced by a
 //     call returning a mutant name, and the program built again: the site
 //     defines the flag when the flag is no longer recognised or the mutant
-//     name now is. A read, a test passing the flag, a subcommand of that
+//     name now is (after the first argument prefix, a path to a
+//     subcommand, that recognised it), or when under another prefix that
+//     recognised it the flag moved to the mutant name (both: each of
+//     cobra's completion subcommands defines its own --no-descriptions). A read, a test passing the flag, a subcommand of that
 //     name leave the parser as it was: false. A constant's declaration
 //     cannot take a run-time value and does not build: false.
 //   - focused_tests: a cited test must be declared in the cited file, be
@@ -129,8 +132,11 @@ type FlagProbe struct {
 	Subject string   `json:"subject"`
 	Program string   `json:"program,omitempty"` // "main:DIR", "driver", "commandline:DIR"
 	Args    []string `json:"args,omitempty"`    // the arguments before the flag
-	Files   []string `json:"files"`             // the files whose sites were renamed
-	Why     string   `json:"why,omitempty"`     // why there is no probe
+	// More are the other argument prefixes under which the program
+	// recognises the flag (each of a command's subcommands may define it).
+	More  [][]string `json:"more_args,omitempty"`
+	Files []string   `json:"files"`         // the files whose sites were renamed
+	Why   string     `json:"why,omitempty"` // why there is no probe
 }
 
 // FlagSite is one expression whose value is a flag's name, renamed.

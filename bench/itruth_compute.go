@@ -409,11 +409,11 @@ func (c *computation) stringConsts(dir string) map[string]string {
 	return out
 }
 
-// flagProgram is a program that recognises a flag.
+// flagProgram is a program that recognises a flag: after each of the
+// argument prefixes (the path to a subcommand) under which it does.
 type flagProgram struct {
-	program string
-	prefix  []string
-	base    string // its behaviour with an unknown flag
+	program  string
+	prefixes [][]string
 }
 
 // dashesOf is the dashes a cli_option subject is written with.
@@ -465,6 +465,7 @@ func (c *computation) findProgram(name string, hints []string) (flagProgram, str
 	why := "no program parses the module's flags"
 	d := dashesOf(name)
 	for _, p := range programs {
+		found := flagProgram{program: p}
 		if err := c.lab.apply(c.programEdit(p, edit{})); err != nil {
 			return flagProgram{}, err.Error()
 		}
@@ -486,9 +487,13 @@ func (c *computation) findProgram(name string, hints []string) (flagProgram, str
 			}
 			got, err := c.behaviour(bin, pre, name)
 			if err == nil && got != refusal(a, flagName(name)) {
-				return flagProgram{program: p, prefix: pre, base: a}, ""
+				found.prefixes = append(found.prefixes, pre)
+				continue
 			}
 			why = fmt.Sprintf("%s %s does not recognise %s", p, strings.Join(pre, " "), name)
+		}
+		if len(found.prefixes) > 0 {
+			return found, ""
 		}
 	}
 	return flagProgram{}, why
@@ -507,7 +512,10 @@ func (c *computation) flags() error {
 			}
 		}
 		prog, why := c.findProgram(name, slices.Sorted(mapKeys(fp.hints)))
-		probe.Program, probe.Args, probe.Why = prog.program, prog.prefix, why
+		probe.Program, probe.Why = prog.program, why
+		if len(prog.prefixes) > 0 {
+			probe.Args, probe.More = prog.prefixes[0], prog.prefixes[1:]
+		}
 		c.d.Probes = append(c.d.Probes, probe)
 		if prog.program == "" {
 			continue
@@ -531,17 +539,30 @@ func (c *computation) flags() error {
 					c.d.Sites = append(c.d.Sites, site)
 					continue
 				}
-				orig, err1 := c.behaviour(bin, prog.prefix, name)
-				mut, err2 := c.behaviour(bin, prog.prefix, d+mutantFlag)
-				unknown, err3 := c.behaviour(bin, prog.prefix, d+unknownFlag)
-				switch {
-				case err1 != nil || err2 != nil || err3 != nil:
-					site.Verdict, site.Why = verdictUnjudged, fmt.Sprintf("the program did not finish: %v %v %v", err1, err2, err3)
-				case orig == refusal(unknown, flagName(name)) || mut != refusal(unknown, mutantFlag):
-					site.Verdict, site.Why = verdictTrue, fmt.Sprintf("renamed at %s:%d, %s is no longer recognised or the new name is", f, o.line, name)
-					c.sites[subj] = append(c.sites[subj], se)
-				default:
-					site.Verdict, site.Why = verdictFalse, fmt.Sprintf("renamed at %s:%d, the program still recognises %s and not the new name", f, o.line, name)
+				// The site renames the flag when, after the first prefix that
+				// recognised it, the program no longer recognises it or
+				// recognises the new name; after another (completion zsh,
+				// when each subcommand defines its own), when it no longer
+				// recognises it and recognises the new name: the flag moved
+				// to the new name there (a prefix whose handling merely
+				// changes, as __complete's completions do, is not enough).
+				site.Verdict, site.Why = verdictFalse, fmt.Sprintf("renamed at %s:%d, the program still recognises %s and not the new name", f, o.line, name)
+				for i, pre := range prog.prefixes {
+					orig, err1 := c.behaviour(bin, pre, name)
+					mut, err2 := c.behaviour(bin, pre, d+mutantFlag)
+					unknown, err3 := c.behaviour(bin, pre, d+unknownFlag)
+					gone, moved := orig == refusal(unknown, flagName(name)), mut != refusal(unknown, mutantFlag)
+					switch {
+					case err1 != nil || err2 != nil || err3 != nil:
+						site.Verdict, site.Why = verdictUnjudged, fmt.Sprintf("the program did not finish: %v %v %v", err1, err2, err3)
+						continue
+					case (i == 0 && (gone || moved)) || (gone && moved):
+						site.Verdict, site.Why = verdictTrue, fmt.Sprintf("renamed at %s:%d, %s is no longer recognised or the new name is (%s)", f, o.line, name, strings.Join(append(slices.Clone(pre), name), " "))
+						c.sites[subj] = append(c.sites[subj], se)
+					}
+					if site.Verdict == verdictTrue {
+						break
+					}
 				}
 				c.d.Sites = append(c.d.Sites, site)
 			}

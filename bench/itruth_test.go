@@ -290,12 +290,23 @@ func lineWith(t *testing.T, tr tree, file, text string) int {
 // helpFlagName; the driver program (a root command with a subcommand)
 // recognises it. Renaming the definition's argument renames the flag;
 // renaming the name in a look-up, a read, the constant's declaration or a
-// test's arguments does not.
+// test's arguments does not. Each completion subcommand defines its own
+// --no-descriptions: each definition renames the flag under its own.
 func TestITruth_FlagCobra(t *testing.T) {
 	l := mustTruthLab(t, "github.com/spf13/cobra@v1.9.1")
 	plan := newTruthPlan()
 	plan.flag("--help", "command_test.go", "command.go")
+	plan.flag("--no-descriptions", "", "completions.go")
 	it := l.compute(t, nil, plan)
+	// Each completion subcommand defines --no-descriptions on its own: the
+	// definition of any of them renames it under that subcommand.
+	noDesc := subject{Kind: "cli_option", Name: "--no-descriptions"}
+	for _, shell := range []string{"bash", "zsh", "fish", "powershell"} {
+		line := lineWith(t, l.t, "completions.go", shell+".Flags().BoolVar(&noDesc, compCmdNoDescFlagName")
+		if j := it.location(noDesc, "completions.go", line, line); j.V != tvTrue {
+			t.Errorf("--no-descriptions of completion %s at completions.go:%d = %s (%s), want true", shell, line, j.V, j.Why)
+		}
+	}
 	help := subject{Kind: "cli_option", Name: "--help"}
 	def := lineWith(t, l.t, "command.go", "c.Flags().BoolP(helpFlagName")
 	for _, c := range []struct {
