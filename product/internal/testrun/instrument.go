@@ -265,6 +265,9 @@ var (
 	FN_file  *FN_os.File
 	FN_pid   string
 	FN_count FN_atomic.Int64
+	// FN_path is read when the package is initialized, before any test
+	// runs: a test that clears the environment must not hide its events.
+	FN_path = FN_os.Getenv("` + traceEnv + `")
 )
 
 // FN_goroutine is the running goroutine's id, as its stack's header says.
@@ -279,8 +282,8 @@ func FN_goroutine() string {
 //go:noinline
 func FN(id, kind int) {
 	FN_once.Do(func() {
-		if p := FN_os.Getenv("` + traceEnv + `"); p != "" {
-			FN_file, _ = FN_os.OpenFile(p, FN_os.O_WRONLY|FN_os.O_APPEND|FN_os.O_CREATE, 0600)
+		if FN_path != "" {
+			FN_file, _ = FN_os.OpenFile(FN_path, FN_os.O_WRONLY|FN_os.O_APPEND|FN_os.O_CREATE, 0600)
 		}
 		FN_pid = FN_strconv.Itoa(FN_os.Getpid())
 	})
