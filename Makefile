@@ -143,7 +143,7 @@ bench: build codex
 ## with make frozen-corpus
 CORPUS_DEFAULT := github.com/pkg/errors@v0.8.1,v0.9.1 github.com/google/uuid@v1.5.0,v1.6.0 \
 	github.com/google/go-cmp@v0.5.9,v0.6.0 github.com/rogpeppe/go-internal@v1.12.0,v1.13.1 github.com/spf13/cobra@v1.8.1,v1.9.1 \
-	github.com/urfave/cli/v2@v2.25.7,v2.27.7
+	github.com/urfave/cli/v2@v2.25.7,v2.27.7 github.com/mattn/go-isatty@v0.0.19,v0.0.20
 corpus: build codex
 	$(BIN)/needlebench corpus generate --codex $(CODEX_BIN) --name default --seed 1 $(CORPUS_DEFAULT)
 	$(BIN)/needlebench corpus generate --codex $(CODEX_BIN) --name tiny --seed 2 --subjects 4 github.com/pkg/errors@v0.8.1,v0.9.1

@@ -10,8 +10,10 @@ import (
 
 // TestCorpus_DefaultDialect: the bundled default corpus speaks the natural
 // dialect and holds every class of wrong answer, so that the validators
-// are measured on what models write and on every way they are wrong. (A
-// regeneration that lost a class or a form fails here.)
+// are measured on what models write and on every way they are wrong, and
+// right flows for "default", in prose and for a named test (urfave/cli's
+// ShowAppHelp through the HelpPrinter variable). (A regeneration that lost
+// a class or a form fails here.)
 func TestCorpus_DefaultDialect(t *testing.T) {
 	c, err := LoadCorpus("../corpus/default")
 	if err != nil {
@@ -34,6 +36,8 @@ func TestCorpus_DefaultDialect(t *testing.T) {
 		"canonical ./dir form": regexp.MustCompile(`^go test \.(/\S+)? -run '\^Test\S+\$'$`),
 	}
 	seenCmd := map[string]bool{}
+	scenarios := map[string]int{} // of right flows: default, prose, a named test
+	helpPrinter := false          // a right flow through urfave/cli's HelpPrinter
 	classes := map[string]int{}
 	kinds := map[string]int{}
 	var dotPaths, subtests int
@@ -45,8 +49,9 @@ func TestCorpus_DefaultDialect(t *testing.T) {
 			flags[a.Module+"@"+a.Version+" "+a.subj.Name] = true
 		}
 		var p struct {
-			Path  string `json:"path"`
-			Steps []struct {
+			Path     string `json:"path"`
+			Scenario string `json:"scenario"`
+			Steps    []struct {
 				Path string `json:"path"`
 			} `json:"steps"`
 			Tests []struct {
@@ -55,6 +60,19 @@ func TestCorpus_DefaultDialect(t *testing.T) {
 		}
 		if err := json.Unmarshal(a.proposal, &p); err != nil {
 			t.Fatal(err)
+		}
+		if a.Kind == "runtime_flow" && a.Intended == "" {
+			switch {
+			case p.Scenario == "default":
+				scenarios["default"]++
+			case strings.Contains(p.Scenario, "Test"):
+				scenarios["named test"]++
+				if a.Module == "github.com/urfave/cli/v2" && a.subj.Name == "ShowAppHelp" && len(p.Steps) >= 2 {
+					helpPrinter = true
+				}
+			default:
+				scenarios["prose"]++
+			}
 		}
 		paths := []string{p.Path}
 		for _, s := range p.Steps {
@@ -93,6 +111,14 @@ func TestCorpus_DefaultDialect(t *testing.T) {
 		if kinds[k] == 0 {
 			t.Errorf("no %s answer", k)
 		}
+	}
+	for _, sc := range []string{"default", "prose", "named test"} {
+		if scenarios[sc] == 0 {
+			t.Errorf("no right flow with a %s scenario (%v)", sc, scenarios)
+		}
+	}
+	if !helpPrinter {
+		t.Error("no right flow of urfave/cli's ShowAppHelp through HelpPrinter in the test that takes it")
 	}
 	if dotPaths == 0 || subtests == 0 {
 		t.Errorf("%d answers cite ./ paths, %d tests are subtests; want some of each", dotPaths, subtests)

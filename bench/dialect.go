@@ -3,6 +3,9 @@ package bench
 import (
 	"encoding/json"
 	"fmt"
+	"go/ast"
+	"go/parser"
+	"go/token"
 	"math/rand/v2"
 	"path"
 	"regexp"
@@ -19,7 +22,11 @@ import (
 // spans with or without the doc comment and with the end line inclusive
 // or one past, a flag located at its defining call or by the function that
 // holds it (its name a literal or a constant), flows through resolved
-// calls, tests named as top-level tests or subtests, and run commands in
+// calls for "default" or a scenario in prose ("the test suite"), a flow
+// through a function value (urfave/cli's ShowAppHelp calls HelpPrinter,
+// which holds printHelp) for the test that takes it, named as models name
+// it ("TestX", "TestX()", "go test -run '^TestX$' .", "running TestX"),
+// tests named as top-level tests or subtests, and run commands in
 // every shape editors and models print (-run TestX ., ./... -run TestX,
 // -run '^TestX$' ./, -v, -run=TestX, -count=1, double quotes, the import
 // path, -timeout 30s).
@@ -31,13 +38,18 @@ import (
 // (for a flag: a line where its name is only used — a constant's
 // declaration, a look-up, a subcommand, a test passing it); for flows
 // linked_by_name (the next step a function merely named like the callee),
-// unlinked_step (a step nothing calls), shifted_lines, missing_file and
-// older_version; for tests static_only (a test whose resolved calls lead
-// to the subject but whose run never executes it: an early return, a
-// closure never called, a branch not taken), names_only (a test that
-// mentions the subject's name but never executes it), near (a test that
-// executes other code of the subject's file), one_not_executed (a right
-// test listed with a wrong one) and missing_file.
+// unlinked_step (a step nothing calls), conditional_step (every call is
+// there, but the named test does not take the branch that makes the last
+// one), shifted_lines, missing_file and older_version; for tests
+// static_only (a test whose resolved calls lead to the subject but whose
+// run never executes it: an early return, a closure never called, a branch
+// not taken), names_only (a test that mentions the subject's name but
+// never executes it), near (a test that executes other code of the
+// subject's file), one_not_executed (a right test listed with a wrong
+// one), failing_test (a test that runs the subject and fails as the module
+// is), build_excluded (a test of a _test.go file a build constraint leaves
+// out, go-isatty's isatty_windows_test.go, though another file declares a
+// test of that name that runs) and missing_file.
 
 // wrongClasses are the wrong answers each capability kind is given, the
 // classes today's models fall into most often (and validators miss most
@@ -45,7 +57,7 @@ import (
 var wrongClasses = map[string][]string{
 	"implementation_location": {"same_name", "shifted_lines", "use_not_definition", "neighbour", "same_name", "missing_file", "use_not_definition"},
 	"runtime_flow":            {"linked_by_name", "unlinked_step", "conditional_step", "shifted_lines", "linked_by_name", "missing_file", "conditional_step"},
-	"focused_tests":           {"static_only", "names_only", "one_not_executed", "failing_test", "near", "names_only", "missing_file", "one_not_executed"},
+	"focused_tests":           {"static_only", "names_only", "one_not_executed", "failing_test", "near", "names_only", "missing_file", "one_not_executed", "build_excluded"},
 }
 
 // writer writes the scripted answers of one module version.
@@ -54,8 +66,16 @@ type writer struct {
 	t      *truth
 	module string
 	old    *truth // the version before the bump, for older_version; nil if none
-	// scenarios registers the runs the flows' scenarios name.
+	// scenarios registers the runs the flows' scenarios name, by module
+	// and scenario as written (register).
 	scenarios map[string]ScenarioSpec
+}
+
+// register records the run a flow's scenario names, for the truth.
+func (w *writer) register(spec ScenarioSpec) {
+	if w.scenarios != nil {
+		w.scenarios[w.module+"\x00"+spec.Scenario] = spec
+	}
 }
 
 // proseTests are scenarios written in prose that mean any test of the
@@ -69,7 +89,21 @@ func (w *writer) scenario() string {
 		return "default"
 	}
 	s := proseTests[w.rng.IntN(len(proseTests))]
-	w.scenarios[s] = ScenarioSpec{Scenario: s, Kind: "tests"}
+	w.register(ScenarioSpec{Scenario: s, Kind: "tests"})
+	return s
+}
+
+// testScenario is a named test as a model writes it for a flow's
+// scenario: the name, with its parentheses, or the command that runs it.
+func (w *writer) testScenario(t citedTest) string {
+	dir := path.Dir(t.decl.Path)
+	rel := "."
+	if dir != "." {
+		rel = "./" + dir
+	}
+	forms := []string{t.name, t.name + "()", fmt.Sprintf("go test -run '^%s$' %s", t.name, rel), "running " + t.name}
+	s := forms[w.rng.IntN(len(forms))]
+	w.register(ScenarioSpec{Scenario: s, Kind: "test", Dir: dir, Test: t.name})
 	return s
 }
 
@@ -348,8 +382,104 @@ func (w *writer) flowStart(s subject) (span, bool) {
 	return w.natural(d), true
 }
 
+// valueFlow is a flow of s through a function value: the subject's
+// declaration, a function that a variable or field it calls holds (urfave/
+// cli's ShowAppHelp calls HelpPrinter, which holds printHelp), then, when
+// there is one, a function that one calls by either way; and a passing test
+// whose recorded coverage executed every step's function, the scenario
+// that takes it. ok is false when the subject has none.
+func (w *writer) valueFlow(s subject) ([]decl, citedTest, bool) {
+	if s.Kind != "symbol" {
+		return nil, citedTest{}, false
+	}
+	d, ok := w.t.symbol(s.Name)
+	if !ok {
+		return nil, citedTest{}, false
+	}
+	var best []decl
+	var bestTest citedTest
+	for _, t1 := range w.t.prog.valueCallees(d.Path, d.Start, d.End) {
+		if t1.Path == d.Path && t1.Line == d.Line {
+			continue
+		}
+		chains := [][]decl{}
+		for _, t2 := range append(w.t.prog.valueCallees(t1.Path, t1.Start, t1.End), w.t.prog.callees(t1.Path, t1.Start, t1.End)...) {
+			if (t2.Path != d.Path || t2.Line != d.Line) && (t2.Path != t1.Path || t2.Line != t1.Line) {
+				chains = append(chains, []decl{d, t1, t2})
+			}
+		}
+		chains = append(chains, []decl{d, t1})
+		for _, chain := range chains {
+			if len(chain) <= len(best) {
+				continue
+			}
+			if t, ok := w.executingAll(chain); ok {
+				best, bestTest = chain, t
+			}
+		}
+	}
+	return best, bestTest, len(best) >= 2
+}
+
+// executingAll returns a passing top-level test whose recorded coverage
+// executed every function of ds, the one a model would name: in the
+// package of ds[0], named after it, first in file order.
+func (w *writer) executingAll(ds []decl) (citedTest, bool) {
+	var best citedTest
+	bestRank := -1
+	for _, td := range w.t.prog.tests {
+		run, ok := w.t.reach.run(path.Dir(td.Path), td.Name)
+		if !ok || run.Outcome != "pass" {
+			continue
+		}
+		if slices.ContainsFunc(ds, func(d decl) bool { return !w.t.reach.executed(run, d.Path+"#"+d.Name) }) {
+			continue
+		}
+		if r := testRank(td, ds[0]); r > bestRank {
+			best, bestRank = citedTest{decl: td, name: td.Name}, r
+		}
+	}
+	return best, bestRank >= 0
+}
+
+// testRank is how readily a model names td for a flow from d: a test of
+// d's package, and one named after d.
+func testRank(td testDecl, d decl) int {
+	r := 0
+	if path.Dir(td.Path) == path.Dir(d.Path) {
+		r += 2
+	}
+	if strings.Contains(td.Name, lastName(d.Name)) {
+		r++
+	}
+	return r
+}
+
+// valueRank orders the subjects with a flow through a function value: a
+// flow a test named after the subject takes, in the subject's package,
+// whose steps lie in one file (ShowAppHelp → printHelp → printHelpCustom
+// in urfave/cli's help.go), with more steps, first.
+func (w *writer) valueRank(s subject) int {
+	chain, test, ok := w.valueFlow(s)
+	if !ok {
+		return -1
+	}
+	r := 10*testRank(test.decl, chain[0]) + len(chain)
+	if !slices.ContainsFunc(chain, func(d decl) bool { return d.Path != chain[0].Path }) {
+		r += 5
+	}
+	return r
+}
+
 // flow writes a runtime_flow answer.
 func (w *writer) flow(s subject, wrong string) (json.RawMessage, string) {
+	if chain, test, ok := w.valueFlow(s); ok {
+		var steps []span
+		for _, d := range chain {
+			steps = append(steps, w.natural(d))
+		}
+		return w.flowOf(s, steps, wrong, w.testScenario(test))
+	}
 	steps, ok := w.flowSteps(s)
 	if !ok {
 		first, ok := w.flowStart(s)
@@ -363,6 +493,12 @@ func (w *writer) flow(s subject, wrong string) (json.RawMessage, string) {
 	if wrong == "" {
 		scenario = w.scenario()
 	}
+	return w.flowOf(s, steps, wrong, scenario)
+}
+
+// flowOf writes a runtime_flow answer from right steps and a scenario,
+// made wrong the way asked (if it can be; the class it really is returned).
+func (w *writer) flowOf(s subject, steps []span, wrong, scenario string) (json.RawMessage, string) {
 	switch wrong {
 	case "conditional_step":
 		// Every call exists, but the named scenario, a test, does not take
@@ -375,9 +511,7 @@ func (w *writer) flow(s subject, wrong string) (json.RawMessage, string) {
 			return w.flow(s, "unlinked_step")
 		}
 		scenario = test.name
-		if w.scenarios != nil {
-			w.scenarios[scenario] = ScenarioSpec{Scenario: scenario, Kind: "test", Dir: path.Dir(test.decl.Path), Test: test.name}
-		}
+		w.register(ScenarioSpec{Scenario: scenario, Kind: "test", Dir: path.Dir(test.decl.Path), Test: test.name})
 	case "linked_by_name":
 		// After some step, a function merely named like one the step calls.
 		linked := false
@@ -413,10 +547,11 @@ func (w *writer) flow(s subject, wrong string) (json.RawMessage, string) {
 		if w.old == nil {
 			return w.flow(s, "")
 		}
-		if _, ok := (&writer{rng: w.rng, t: w.old, module: w.module}).flowStart(s); !ok {
+		old := &writer{rng: w.rng, t: w.old, module: w.module, scenarios: w.scenarios}
+		if _, ok := old.flowStart(s); !ok {
 			return w.flow(s, "")
 		}
-		p, _ := (&writer{rng: w.rng, t: w.old, module: w.module}).flow(s, "")
+		p, _ := old.flow(s, "")
 		return p, wrong
 	}
 	var list []any
@@ -575,6 +710,22 @@ func (w *writer) tests(s subject, wrong string) (json.RawMessage, string) {
 			return w.tests(s, "static_only")
 		}
 		cited = []citedTest{failing[w.rng.IntN(len(failing))]}
+	case "build_excluded":
+		// A test of the subject's package declared in a _test.go file that
+		// a build constraint leaves out (isatty_windows_test.go on linux),
+		// best one named like a test that does run.
+		ex := w.excludedTests(path.Dir(d.Path))
+		if len(ex) == 0 {
+			return w.tests(s, "names_only")
+		}
+		pick := ex[0]
+		for _, e := range ex {
+			if slices.ContainsFunc(w.t.prog.tests, func(td testDecl) bool { return td.Name == e.Name && path.Dir(td.Path) == path.Dir(e.Path) }) {
+				pick = e
+				break
+			}
+		}
+		cited = []citedTest{{decl: pick, name: pick.Name}}
 	case "one_not_executed":
 		bad := w.notExecuting(d, "near")
 		if len(bad) == 0 || len(cited) == 0 {
@@ -592,4 +743,31 @@ func (w *writer) tests(s subject, wrong string) (json.RawMessage, string) {
 		list = append(list, map[string]any{"path": w.cite(c.decl.Path), "name": c.name, "command": w.command(c)})
 	}
 	return w.proposal("focused_tests", s, map[string]any{"tests": list}), wrong
+}
+
+// excludedTests are the tests declared in the _test.go files of the
+// package in dir that the build leaves out on this platform (a build
+// constraint, a file name's GOOS): files of the tree the type checker did
+// not load. By syntax: the files are not compiled.
+func (w *writer) excludedTests(dir string) []testDecl {
+	var out []testDecl
+	for _, rel := range slices.Sorted(mapKeys(w.t.prog.t)) {
+		if path.Dir(rel) != dir || !strings.HasSuffix(rel, "_test.go") || skipFile(rel) {
+			continue
+		}
+		if _, loaded := w.t.prog.lineCnt[rel]; loaded {
+			continue
+		}
+		fset := token.NewFileSet()
+		f, err := parser.ParseFile(fset, rel, w.t.prog.t[rel], parser.SkipObjectResolution)
+		if err != nil {
+			continue
+		}
+		for _, d := range f.Decls {
+			if fd, ok := d.(*ast.FuncDecl); ok && fd.Recv == nil && isTestFunc(fd) {
+				out = append(out, testDecl{Name: fd.Name.Name, Path: rel, Start: fset.Position(fd.Pos()).Line, End: fset.Position(fd.End()).Line})
+			}
+		}
+	}
+	return out
 }

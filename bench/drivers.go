@@ -39,7 +39,7 @@ func main() {
 		os.Exit(1)
 	}
 }
-`, prefixes: [][]string{nil, {"sub"}, {"completion", "bash"}, {"completion", "zsh"}, {"__complete"}}},
+`, prefixes: [][]string{nil, {"sub"}, {"completion", "bash"}, {"completion", "zsh"}, {"completion", "fish"}, {"completion", "powershell"}, {"__complete"}}},
 	"github.com/urfave/cli/v2": {source: `package main
 
 import (

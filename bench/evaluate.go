@@ -27,7 +27,7 @@ type testRef struct{ path, name string }
 
 var (
 	locLine  = regexp.MustCompile(`^implementation_location: (\S+):(\d+)-(\d+)\b`)
-	flowHead = regexp.MustCompile(`^runtime_flow\b(?: \(scenario (.*?)\)(?: \(lexical evidence\))? \[artifact [^\]]*\]:$)?`)
+	flowHead = regexp.MustCompile(`^runtime_flow\b(?: \(scenario (.*?)\)(?: \(lexical evidence\))?(?:; .*?)? \[artifact [^\]]*\]:$)?`)
 	stepLine = regexp.MustCompile(`^  (\d+)\. ([^\s:]+):(\d+)-(\d+)\b`)
 	testHead = regexp.MustCompile(`^focused_tests\b`)
 	testLine = regexp.MustCompile(`^  - (\S+) in ([^\s:]+)`)
@@ -192,7 +192,7 @@ func evaluate(outs []outcome, ts truths, repos map[string]*moduleRepo, c *Corpus
 			// against the truth, never by the generator's label.
 			// A flow is evidence for the scenario the need asks about only.
 			reply := replies[o.Session+" "+o.Need][kind]
-			if t.iv.answer(subj, reply.Proposal).V == tvTrue && scenarioFits(reply.Proposal, scenarios[o.Session+" "+o.Need]) {
+			if t.iv.answer(subj, reply.Proposal).V == tvTrue && scenarioFits(t, subj, reply.Proposal, scenarios[o.Session+" "+o.Need]) {
 				established[key] = withText(proposalCitations(reply.Proposal)[0], src)
 			}
 		}
@@ -305,13 +305,22 @@ func needScenario(n CorpusNeed) string {
 }
 
 // scenarioFits reports whether a proposal is evidence for a need asking
-// about scenario: any proposal but a flow, or a flow of that scenario.
-func scenarioFits(raw []byte, scenario string) bool {
+// about scenario: any proposal but a flow, or a flow the truth shows in
+// that scenario (a flow a named test takes happens when the tests run: it
+// answers "default"; one a command takes need not).
+func scenarioFits(t *truth, s subject, raw []byte, scenario string) bool {
 	p, err := decodeProposal(raw)
 	if err != nil || p.Kind != "runtime_flow" {
 		return true
 	}
-	return scenarioName(p.Scenario) == scenarioName(scenario)
+	if scenarioName(p.Scenario) == scenarioName(scenario) {
+		return true
+	}
+	var steps []span
+	for _, st := range p.Steps {
+		steps = append(steps, span{Path: st.Path, Start: st.StartLine, End: st.EndLine})
+	}
+	return t.iv.flow(s, scenario, steps).V == tvTrue
 }
 
 // relocate finds a span's text in the current version of its file: at the

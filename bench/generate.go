@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"os/exec"
+	"path"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -66,7 +67,15 @@ type genSubject struct {
 	module string
 	tests  bool // passing tests execute it at the old version
 	flow   bool // it has a flow of at least two steps at the old version
-	drift  string
+	// value: its flow goes through a function value, taken by a test
+	// (writer.valueFlow); excluded: a _test.go file of its package is left
+	// out by a build constraint; parsed: a flag a program recognises.
+	value, excluded, parsed bool
+	// main: a flag only main packages define (a tool's own option, not
+	// one every program built with the library parses).
+	main      bool
+	valueRank int // writer.valueRank
+	drift     string
 }
 
 type generator struct {
@@ -82,26 +91,47 @@ type generator struct {
 	needs    int
 	devs     int
 	forced   map[string]int // wrong answers forced so far per kind (their class rotates)
-	// scenarios are the runs the flows' scenarios name, as written.
+	// scenarios are the runs the flows' scenarios name, by module and
+	// scenario as written.
 	scenarios map[string]ScenarioSpec
+	// parsed are, per module, the flags (as subjects name them) a program
+	// parsing the module's flags recognises at the old version.
+	parsed map[string]map[string]bool
 }
 
 // force returns the next class of wrong answer to force on kind, skipping
 // classes that do not apply to the subject.
 func (g *generator) force(kind string, s genSubject) string {
+	// The rare class first where it applies: a test file a build
+	// constraint leaves out exists in few packages.
+	if kind == "focused_tests" && s.excluded && g.forced["build_excluded "+s.module] == 0 {
+		g.forced["build_excluded "+s.module]++
+		return "build_excluded"
+	}
 	classes := slices.DeleteFunc(slices.Clone(wrongClasses[kind]), func(c string) bool {
-		return c == "use_not_definition" && s.Kind != "cli_option"
+		return !applies(c, s)
 	})
 	c := classes[g.forced[kind]%len(classes)]
 	g.forced[kind]++
 	return c
 }
 
+// applies reports whether a class of wrong answer can be written about s.
+func applies(class string, s genSubject) bool {
+	switch class {
+	case "use_not_definition":
+		return s.Kind == "cli_option"
+	case "build_excluded":
+		return s.excluded
+	}
+	return true
+}
+
 // Generate builds a corpus from real modules.
 func Generate(ctx context.Context, opts GenerateOptions, progress func(string)) (*Corpus, error) {
 	g := &generator{opts: opts, rng: rand.New(rand.NewPCG(opts.Seed, opts.Seed^0x9e3779b97f4a7c15)), truths: truths{},
 		answers: map[string]map[string]ScriptedReply{}, patterns: map[string]int{}, wrong: map[string]int{}, forced: map[string]int{},
-		scenarios: map[string]ScenarioSpec{}}
+		scenarios: map[string]ScenarioSpec{}, parsed: map[string]map[string]bool{}}
 	for _, spec := range opts.Modules {
 		mod, vers, ok := strings.Cut(spec, "@")
 		versions := strings.Split(vers, ",")
@@ -159,6 +189,11 @@ func Generate(ctx context.Context, opts GenerateOptions, progress func(string)) 
 			g.truths[s.Module+"@"+v.Version] = &truth{prog: prog, reach: newReach(cov)} // iv: computeTruths
 		}
 	}
+	for _, s := range g.subjects {
+		if g.parsed[s.Module], err = g.parsedFlags(ctx, covOpts, s.Module, s.Versions[0].Version); err != nil {
+			return nil, err
+		}
+	}
 	var before, after []Session
 	for _, s := range g.subjects {
 		b, a := g.module(s)
@@ -197,6 +232,20 @@ func Generate(ctx context.Context, opts GenerateOptions, progress func(string)) 
 		"coverage/ holds, per module version, what each test executed (run on its own, in " + sb.String() + "); the manifest pins each file by digest.",
 		"truth/ holds, per module version, the intervention truth (declarations deleted, bodies broken, flags renamed, flow steps instrumented, every program run in the same sandbox); the manifest pins each file by digest.",
 		"judged counts the distinct answers by the class the generator meant them in and by the intervention truth's verdict.",
+	}
+	for _, s := range g.subjects {
+		if fl := g.parsed[s.Module]; len(fl) > 0 {
+			var yes, no []string
+			for _, name := range slices.Sorted(mapKeys(fl)) {
+				if fl[name] {
+					yes = append(yes, name)
+				} else {
+					no = append(no, name)
+				}
+			}
+			c.Manifest.Notes = append(c.Manifest.Notes, fmt.Sprintf("%s@%s flags (subjects prefer those a program parses): parsed %s; not parsed %s",
+				s.Module, s.Versions[0].Version, strings.Join(yes, " "), strings.Join(no, " ")))
+		}
 	}
 	return c, c.check()
 }
@@ -249,6 +298,9 @@ func (g *generator) candidates(module, oldV, newV string) []genSubject {
 		tests, _ := oldW.executing(d)
 		s.tests = len(tests) > 0
 		s.flow = len(oldW.t.prog.callees(d.Path, d.Start, d.End)) > 0
+		s.valueRank = oldW.valueRank(s.subject)
+		s.value = s.valueRank >= 0
+		s.excluded = len(oldW.excludedTests(path.Dir(d.Path))) > 0
 		n, ok := newT.symbol(name)
 		switch {
 		case !ok:
@@ -263,18 +315,19 @@ func (g *generator) candidates(module, oldV, newV string) []genSubject {
 		out = append(out, s)
 	}
 	flags := map[string]string{}
+	library := map[string]bool{}
 	for _, f := range oldW.t.prog.flags {
 		if f.Test {
 			continue // a test's own flags are not the module's options
 		}
-		dash := "-"
-		if strings.Contains(f.Pkg, "pflag") || strings.Contains(f.Pkg, "urfave/cli") {
-			dash = "--"
+		flags[f.Name] = f.subjectName()
+		if packageClause(oldW.t.prog.t[f.Path]) != "main" {
+			library[f.Name] = true
 		}
-		flags[f.Name] = dash + f.Name
 	}
 	for _, name := range slices.Sorted(mapKeys(flags)) {
-		s := genSubject{subject: subject{Kind: "cli_option", Name: flags[name]}, module: module, drift: "unchanged"}
+		s := genSubject{subject: subject{Kind: "cli_option", Name: flags[name]}, module: module, drift: "unchanged",
+			parsed: g.parsed[module][flags[name]], main: !library[name]}
 		defText := func(t *truth) string {
 			var parts []string
 			for _, f := range t.flagDefs(name) {
@@ -339,6 +392,12 @@ func (g *generator) module(s Subject) (before, after []Session) {
 			flags++
 		}
 		switch {
+		case subj.value:
+			// locate, then how it runs through a function value, in the
+			// test that takes it: right by construction.
+			ext := plannedNeed{subj: subj, route: "trace.state-flow", task: flowTask(subj, 0), pattern: "extension"}
+			before = append(before, session(oldV, first, ext))
+			asked = append(asked, first, ext)
 		case subj.Kind == "symbol" && subj.tests && i%3 == 0:
 			// locate, then the same subject with its tests: an extension.
 			ext := plannedNeed{subj: subj, route: "tests.relevant", impl: true, task: testsTask(subj, 0), pattern: "extension"}
@@ -421,30 +480,65 @@ func (g *generator) module(s Subject) (before, after []Session) {
 
 // pickSubjects takes up to want (default 14) subjects spread over the
 // sorted list, making sure changed and flag subjects are among them when
-// the module has them.
+// the module has them, flags a program parses first, and one subject whose
+// flow runs through a function value.
 func pickSubjects(all []genSubject, rng *rand.Rand, want int) []genSubject {
 	if want <= 0 {
 		want = 14
 	}
 	var out []genSubject
+	// One subject whose flow runs through a function value, the one a
+	// model would most readily trace (writer.valueRank); the others are
+	// picked by their drift like the rest.
+	var values []genSubject
+	for _, s := range all {
+		if s.value {
+			values = append(values, s)
+		}
+	}
+	slices.SortStableFunc(values, func(a, b genSubject) int { return b.valueRank - a.valueRank })
+	if len(values) > 0 {
+		out = append(out, values[0])
+	}
 	byDrift := map[string][]genSubject{}
 	for _, s := range all {
 		key := s.drift
 		if s.Kind == "cli_option" {
 			key = "flag"
 		}
+		if len(out) > 0 && s.subject == out[0].subject {
+			continue
+		}
 		byDrift[key] = append(byDrift[key], s)
 	}
+	// Flags a program parses first: their truth is judged (a flag no
+	// program recognises leaves its locations unjudged); among them a
+	// library's own (--help, --version), which every program built with it
+	// parses, before a tool's.
+	slices.SortStableFunc(byDrift["flag"], func(a, b genSubject) int {
+		return 2*(boolRank(b.parsed)-boolRank(a.parsed)) + boolRank(b.parsed && !b.main) - boolRank(a.parsed && !a.main)
+	})
 	quota := map[string]int{"changed": max(want*2/7, 1), "moved": max(want*3/14, 1), "gone": 1, "flag": max(want*3/14, 1), "unchanged": want}
 	for _, key := range []string{"flag", "changed", "moved", "gone", "unchanged"} {
 		list := byDrift[key]
 		k := min(quota[key], len(list), want-len(out))
+		if key == "flag" {
+			out = append(out, list[:k]...)
+			continue
+		}
 		for i := range k {
 			out = append(out, list[i*len(list)/max(k, 1)])
 		}
 	}
 	rng.Shuffle(len(out), func(i, j int) { out[i], out[j] = out[j], out[i] })
 	return out
+}
+
+func boolRank(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // plannedNeed is a need before it is written down.
@@ -553,7 +647,7 @@ func (g *generator) reply(r *moduleRepo, version string, n plannedNeed, kind str
 		wrong = "older_version"
 	case g.rng.IntN(100) < wrongPercent:
 		classes := slices.DeleteFunc(slices.Clone(wrongClasses[kind]), func(c string) bool {
-			return c == "use_not_definition" && n.subj.Kind != "cli_option"
+			return !applies(c, n.subj)
 		})
 		wrong = classes[g.rng.IntN(len(classes))]
 	}

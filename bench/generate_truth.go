@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"path"
 	"slices"
+	"strings"
 )
 
 // The generator's last step: the intervention truth of every module
@@ -40,7 +41,7 @@ func (g *generator) planTruths(c *Corpus) map[string]*truthPlan {
 					continue
 				}
 				for _, v := range versions[s.Module] {
-					g.planAnswer(plans[s.Module+"@"+v], p, us, st)
+					g.planAnswer(plans[s.Module+"@"+v], s.Module, p, us, st)
 				}
 			}
 		}
@@ -50,7 +51,7 @@ func (g *generator) planTruths(c *Corpus) map[string]*truthPlan {
 
 // planAnswer adds what one proposal cites (its spans mapped with the units
 // of the version it was written at) to a plan.
-func (g *generator) planAnswer(plan *truthPlan, p proposal, us map[string][]unit, st *truth) {
+func (g *generator) planAnswer(plan *truthPlan, module string, p proposal, us map[string][]unit, st *truth) {
 	subj := p.Subject
 	cite := func(file string, start, end int) {
 		c, ok := cleanPath(file)
@@ -85,16 +86,57 @@ func (g *generator) planAnswer(plan *truthPlan, p proposal, us map[string][]unit
 			}
 		}
 		sc := p.Scenario
-		if spec, ok := g.scenarios[sc]; ok {
+		if spec, ok := g.scenarios[module+"\x00"+sc]; ok {
 			plan.scenarios[sc] = spec
 		}
 	case "focused_tests":
 		for _, t := range p.Tests {
 			if c, ok := cleanPath(t.Path); ok {
 				plan.test(subj, path.Dir(c), t.Name)
+				if strings.HasSuffix(c, "_test.go") {
+					plan.testFiles[c] = true
+				}
 			}
 		}
 	}
+}
+
+// parsedFlags returns the module's flags (as subjects name them) that a
+// program parsing its flags recognises at version, by the truth's own
+// probe (computation.findProgram: the flag behaves differently from one
+// nobody defines), run before subjects are picked so that the corpus asks
+// mostly about flags whose truth can be judged.
+func (g *generator) parsedFlags(ctx context.Context, opts coverageOptions, module, version string) (map[string]bool, error) {
+	hints := map[string]map[string]bool{}
+	for _, f := range g.truths.of(module, version).prog.flags {
+		if f.Test {
+			continue
+		}
+		name := f.subjectName()
+		if hints[name] == nil {
+			hints[name] = map[string]bool{}
+		}
+		hints[name][f.Path] = true
+	}
+	out := map[string]bool{}
+	if len(hints) == 0 {
+		return out, nil
+	}
+	t := g.repos[module].trees[version]
+	l, err := newLab(ctx, opts, module, t)
+	if err != nil {
+		return nil, err
+	}
+	defer l.close()
+	c := &computation{lab: l, module: module, t: t}
+	for _, name := range slices.Sorted(mapKeys(hints)) {
+		if opts.progress != nil {
+			opts.progress(fmt.Sprintf("flags %s@%s: is %s parsed", module, version, name))
+		}
+		prog, _ := c.findProgram(name, slices.Sorted(mapKeys(hints[name])))
+		out[name] = prog.program != ""
+	}
+	return out, l.reset()
 }
 
 // computeTruths runs the interventions of every module version and keeps

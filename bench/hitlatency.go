@@ -16,7 +16,7 @@ import (
 	"github.com/needle-dev/needle/product"
 )
 
-const usageHitLatency = `Usage: needlebench experiment mcp-hit-latency [--needle CMD] [--calls N] [--warmup N] [--cold N]
+const usageHitLatency = `Usage: needlebench experiment mcp-hit-latency [--needle CMD] [--codex BIN] [--calls N] [--warmup N] [--cold N]
        [--grow] [--grow-hits LIST] [--grow-artifacts LIST] [--grow-files LIST] [--window N]
        [--baseline-server CMD] [--settle DURATION] [--work DIR] [--reports DIR]
        [--server-cpuprofile FILE] [--server-trace FILE]
@@ -28,6 +28,7 @@ func (h *harness) hitLatency(args []string) int {
 	needle := fs.String("needle", "", "")
 	baseline := fs.String("baseline-server", "", "")
 	opt := HitLatencyOptions{}
+	fs.StringVar(&opt.Codex, "codex", "", "")
 	fs.IntVar(&opt.Calls, "calls", 500, "")
 	fs.IntVar(&opt.Warmup, "warmup", 50, "")
 	fs.IntVar(&opt.Cold, "cold", 0, "")
@@ -68,7 +69,7 @@ func (h *harness) hitLatency(args []string) int {
 	if *baseline != "" {
 		opt.Baseline = strings.Fields(*baseline)
 	}
-	for _, f := range []*string{&opt.Work, &opt.ServerCPUProfile, &opt.ServerTrace} {
+	for _, f := range []*string{&opt.Work, &opt.ServerCPUProfile, &opt.ServerTrace, &opt.Codex} {
 		if *f != "" {
 			*f, _ = filepath.Abs(*f)
 		}
@@ -132,7 +133,12 @@ func isExecutable(p string) bool {
 
 // HitLatencyOptions configures needlebench experiment mcp-hit-latency.
 type HitLatencyOptions struct {
-	Needle   []string // the needle command (argv before "mcp serve")
+	Needle []string // the needle command (argv before "mcp serve")
+	// Codex is the codex binary whose sandbox runs the tests the evidence
+	// cites (needle config set tests.codex); "" leaves needle to find codex
+	// on PATH. Without a sandbox needle certifies no focused test (static
+	// reach is undecided) and no flow for a contract_complete obligation.
+	Codex    string
 	Baseline []string // the minimal go-sdk server; nil: built from bench/internal/mcpminimal
 	Calls    int      // measured calls of each method in the main run
 	Warmup   int      // unmeasured rounds before the main run and each grow window
@@ -258,11 +264,27 @@ func (x *hitLatency) settle(ctx context.Context) error {
 	}
 }
 
-// certifyCore certifies the core evidence with `needle evidence propose`.
+// certifyCore certifies the core evidence with `needle evidence propose`,
+// the tests and the flow run in the sandbox of --codex.
 func (x *hitLatency) certifyCore(ctx context.Context, repo, data string) error {
 	proposals, err := coreProposals()
 	if err != nil {
 		return err
+	}
+	if x.opt.Codex != "" {
+		settings := [][2]string{{"tests.codex", x.opt.Codex}}
+		if x.work != "" {
+			// One build cache for every store of the run: the standard
+			// library compiles once.
+			settings = append(settings, [2]string{"tests.cache", filepath.Join(x.work, "testrun")})
+		}
+		for _, kv := range settings {
+			cmd := exec.CommandContext(ctx, x.opt.Needle[0], append(x.opt.Needle[1:], "config", "set", "--data-dir", data, kv[0], kv[1])...)
+			cmd.Env = scrubbedEnv()
+			if out, err := cmd.CombinedOutput(); err != nil {
+				return fmt.Errorf("needle config set %s: %v %s", kv[0], err, out)
+			}
+		}
 	}
 	for _, p := range proposals {
 		cmd := exec.CommandContext(ctx, x.opt.Needle[0], append(x.opt.Needle[1:], "evidence", "propose",

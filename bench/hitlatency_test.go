@@ -25,7 +25,7 @@ func TestHitLatency_Tiny(t *testing.T) {
 	needle := mustNeedle(t)
 	work, reports := t.TempDir(), t.TempDir()
 	var stdout, stderr bytes.Buffer
-	args := []string{"experiment", "mcp-hit-latency", "--needle", needle, "--calls", "4", "--warmup", "1", "--cold", "2",
+	args := []string{"experiment", "mcp-hit-latency", "--needle", needle, "--codex", mustCodex(t), "--calls", "4", "--warmup", "1", "--cold", "2",
 		"--grow", "--grow-hits", "0,70", "--grow-artifacts", "5,9", "--grow-files", "3,20", "--window", "3",
 		"--settle", "0s", "--work", work, "--reports", reports}
 	if code := Main(context.Background(), args, nil, &stdout, &stderr); code != 0 {
@@ -143,7 +143,7 @@ func TestHitLatency_Checks(t *testing.T) {
 	if err := writeLatencyRepo(ctx, repo, 0); err != nil {
 		t.Fatal(err)
 	}
-	x := &hitLatency{opt: HitLatencyOptions{Needle: []string{needle}, Status: func(string) {}}}
+	x := &hitLatency{opt: HitLatencyOptions{Needle: []string{needle}, Codex: mustCodex(t), Status: func(string) {}}}
 	p, err := x.serve(ctx, repo, data)
 	if err != nil {
 		t.Fatal(err)
@@ -201,7 +201,7 @@ func BenchmarkColdInitialize(b *testing.B) {
 	ctx := context.Background()
 	needle := mustNeedle(b)
 	work := b.TempDir()
-	x := &hitLatency{opt: HitLatencyOptions{Needle: []string{needle}, Status: func(string) {}}, work: work, samples: map[string][]float64{}}
+	x := &hitLatency{opt: HitLatencyOptions{Needle: []string{needle}, Codex: mustCodex(b), Status: func(string) {}}, work: work, samples: map[string][]float64{}}
 	repo, data := filepath.Join(work, "repo"), filepath.Join(work, "data")
 	if err := writeLatencyRepo(ctx, repo, 0); err != nil {
 		b.Fatal(err)

@@ -59,6 +59,7 @@ type itruth struct {
 	probe map[string]FlagProbe
 	sites map[string][]FlagSite
 	hit   map[string]ReachCase
+	files map[string]TestFileCase
 	fn    map[string]int // path:head:name → function index
 	scen  map[string]ScenarioSpec
 }
@@ -67,7 +68,10 @@ func unitRef(u unit) string { return fmt.Sprintf("%s:%d:%s", u.Path, u.Head, u.N
 
 func newITruth(d *TruthData, t tree, cov *reach) *itruth {
 	it := &itruth{d: d, t: t, units: treeUnits(t), cov: cov, loc: map[string]LocationCase{}, probe: map[string]FlagProbe{},
-		sites: map[string][]FlagSite{}, hit: map[string]ReachCase{}, fn: map[string]int{}, scen: map[string]ScenarioSpec{}}
+		sites: map[string][]FlagSite{}, hit: map[string]ReachCase{}, files: map[string]TestFileCase{}, fn: map[string]int{}, scen: map[string]ScenarioSpec{}}
+	for _, f := range d.TestFiles {
+		it.files[f.Path] = f
+	}
 	for _, l := range d.Locations {
 		it.loc[l.Subject+"\x00"+unitRef(d.Units[l.Unit])] = l
 	}
@@ -241,12 +245,53 @@ func (it *itruth) flow(s subject, scenario string, steps []span) judgement {
 		if nested(r.Entries, fns) {
 			return jTrue()
 		}
-		cut = cut || r.Cut
+		cut = cut || (r.Cut && it.couldShow(r, fns))
 	}
 	if cut {
 		return jUnjudged("the steps do not fire in order within the recorded part of scenario %q", scenario)
 	}
 	return jFalse("no run of scenario %q enters the steps in order, each within the one before", scenarioName(scenario))
+}
+
+// couldShow reports whether a run whose trace was cut could show the flow
+// of the functions fns after the cut: unless the coverage of the same test,
+// run unmutated, shows that it never executed one of them beyond package
+// initialization (whose events come first, in the recorded part). A
+// function without statements is never counted: it decides nothing.
+func (it *itruth) couldShow(r TraceRun, fns []int) bool {
+	if r.Test == "" {
+		return true
+	}
+	run, ok := it.cov.run(r.Dir, r.Test)
+	if !ok {
+		return true
+	}
+	for _, f := range fns {
+		u := it.d.Units[it.d.Functions[f]]
+		if hasStatements(it.t[u.Path], u) && !it.cov.executed(run, u.key()) {
+			return false
+		}
+	}
+	return true
+}
+
+// hasStatements reports whether the body of the function u of src holds a
+// statement (that coverage can count).
+func hasStatements(src []byte, u unit) bool {
+	if u.lbrace < 0 || u.rbrace > len(src) {
+		return false
+	}
+	f, err := parser.ParseFile(token.NewFileSet(), "", src, parser.SkipObjectResolution)
+	if err != nil {
+		return true
+	}
+	found := true
+	for _, d := range f.Decls {
+		if fd, ok := d.(*ast.FuncDecl); ok && fd.Body != nil && int(fd.Body.Lbrace)-int(f.FileStart) == u.lbrace {
+			found = len(fd.Body.List) > 0
+		}
+	}
+	return found
 }
 
 func scenarioName(s string) string {
@@ -324,6 +369,15 @@ func (it *itruth) test(s subject, p, name string) judgement {
 	top, _, _ := strings.Cut(name, "/")
 	if src, ok := it.t[c]; !ok || !testDeclared(src, top) {
 		return jFalse("%s declares no test %s", c, top)
+	}
+	// The test the package runs under that name must be the cited file's:
+	// a file the build leaves out runs nothing, whatever another file
+	// declares under the same name.
+	switch f, ok := it.files[c]; {
+	case !ok:
+		return jUnjudged("no intervention showed whether the test binary compiles %s", c)
+	case f.Verdict != verdictTrue:
+		return judgement{V: tvOf(f.Verdict), Why: prefixUnjudged(f.Verdict, f.Why)}
 	}
 	dir := path.Dir(c)
 	run, ok := it.cov.run(dir, name)

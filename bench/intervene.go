@@ -24,7 +24,8 @@ import (
 // Mutants add one file to each package they touch, hookFile: functions the
 // edited code calls to say that it ran (needlebenchFire), that a function
 // was entered (needlebenchEnter) and to stand in for a flag's name
-// (needlebenchFlagName). Each edit keeps every line where it was, so the
+// (needlebenchFlagName), and to stop the process where a panic could be
+// recovered (needlebenchHalt). Each edit keeps every line where it was, so the
 // rest of the file, and what the compiler says about it, does not move.
 
 // hookName is the file a mutant adds to a package.
@@ -36,6 +37,10 @@ const mutantFlag = "needlemutantflag"
 // hookFile is the hook of a package: it writes to the files the
 // environment names, one number a line: an id fired; a function entered
 // (its id) or left (-id-1), at most maxTraceEntries events per process.
+// The files are read from the environment when the package is initialized,
+// before any test runs: a test that clears the environment (os.Clearenv,
+// to test its own variables) must not hide what ran. The source is of the
+// language every go.mod accepts (no 0o literal: go1.13).
 func hookFile(pkg string) []byte {
 	return fmt.Appendf(nil, `package %s
 
@@ -46,16 +51,17 @@ import (
 )
 
 var (
-	needlebenchMu sync.Mutex
-	needlebenchN  int
+	needlebenchMu    sync.Mutex
+	needlebenchN     int
+	needlebenchFired = os.Getenv("NEEDLEBENCH_FIRED")
+	needlebenchTrace = os.Getenv("NEEDLEBENCH_TRACE")
 )
 
-func needlebenchWrite(env string, id int) {
-	p := os.Getenv(env)
+func needlebenchWrite(p string, id int) {
 	if p == "" {
 		return
 	}
-	f, err := os.OpenFile(p, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
+	f, err := os.OpenFile(p, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0644)
 	if err != nil {
 		return
 	}
@@ -63,7 +69,7 @@ func needlebenchWrite(env string, id int) {
 	f.Close()
 }
 
-func needlebenchFire(id int) { needlebenchWrite("NEEDLEBENCH_FIRED", id) }
+func needlebenchFire(id int) { needlebenchWrite(needlebenchFired, id) }
 
 func needlebenchEnter(id int) { needlebenchEvent(id) }
 
@@ -76,15 +82,23 @@ func needlebenchEvent(e int) {
 		return
 	}
 	needlebenchN++
-	needlebenchWrite("NEEDLEBENCH_TRACE", e)
+	needlebenchWrite(needlebenchTrace, e)
+}
+
+func needlebenchHalt(id int) {
+	needlebenchFire(id)
+	os.Exit(%d)
 }
 
 func needlebenchFlagName(id int, dashes string) string {
 	needlebenchFire(id)
 	return dashes + %q
 }
-`, pkg, maxTraceEntries, mutantFlag)
+`, pkg, maxTraceEntries, haltStatus, mutantFlag)
 }
+
+// haltStatus is the exit status of a process a halting mutant stopped.
+const haltStatus = 86
 
 // maxTraceEntries bounds the entries one process records.
 const maxTraceEntries = 50000
@@ -293,6 +307,15 @@ func readIDs(file string) ([]int, bool) {
 func breakBodies(src []byte, fns []unit, id func(unit) int) []byte {
 	return atBodies(src, fns, func(u unit) string {
 		return fmt.Sprintf(" needlebenchFire(%d); panic(\"needlebench: broken by the truth\");", id(u))
+	})
+}
+
+// haltBodies returns src with each body of fns starting with a call of
+// the halt hook: the process records that the body ran and exits, which no
+// recover can stop. The rest of the body stays and no line moves.
+func haltBodies(src []byte, fns []unit, id func(unit) int) []byte {
+	return atBodies(src, fns, func(u unit) string {
+		return fmt.Sprintf(" needlebenchHalt(%d);", id(u))
 	})
 }
 

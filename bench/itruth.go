@@ -21,8 +21,12 @@ import (
 //     the subject (`var _ = F`, `func _() { var x T; _ = x.M }`) in each
 //     package where that reference compiles unmutated. The location is
 //     true when the compiler then reports the reference: the cited lines
-//     were what the subject's name meant. The compiler decides, not the
-//     harness's reading of the source.
+//     were what the subject's name meant. A method may shadow one of the
+//     same name promoted from an embedded field, through which the
+//     reference still compiles: then the cited method, renamed, is true
+//     when the new name selects on a value of the type and not on a value
+//     of a type defined from it (which keeps only promoted methods). The
+//     compiler decides, not the harness's reading of the source.
 //   - implementation_location of a cli_option: a program that parses the
 //     module's flags (a main package of the module, or a driver of the
 //     harness built against the module: cobra's Command, urfave/cli's App,
@@ -33,18 +37,27 @@ import (
 //     string literal, or a package constant holding one) is replaced by a
 //     call returning a mutant name, and the program built again: the site
 //     defines the flag when the flag is no longer recognised or the mutant
-//     name now is. A read, a test passing the flag, a subcommand of that
+//     name now is (after the first argument prefix, a path to a
+//     subcommand, that recognised it), or when under another prefix that
+//     recognised it the flag moved to the mutant name (both: each of
+//     cobra's completion subcommands defines its own --no-descriptions). A read, a test passing the flag, a subcommand of that
 //     name leave the parser as it was: false. A constant's declaration
 //     cannot take a run-time value and does not build: false.
 //   - focused_tests: a cited test must be declared in the cited file, be
 //     part of its package's test binary (a file that a build constraint
-//     leaves out is not), and pass unmutated (the outcome the coverage runs
+//     leaves out is not: an undefined name appended to the file breaks
+//     the test binary's build only when the file is compiled into it, the
+//     compiler decides), and pass unmutated (the outcome the coverage runs
 //     recorded). It reaches the subject when breaking the subject makes it
 //     fail: every body of a symbol (or of a file) starts with a panic, a
 //     cli_option's defining sites are renamed. The broken code also records
 //     that it ran: a test that fails is true, a test that never ran the
-//     broken code is false, a test that ran it and still passes (the mutant
-//     survived: a recover, an unchecked result) is unjudged and counted.
+//     broken code is false. A test that ran a symbol's panicking body and
+//     still passes (a recover swallowed the panic: text/template's, the
+//     test's own) runs again with the body exiting the process instead,
+//     which nothing recovers: true when it then fails. A test that still
+//     passes (the mutant survived), or one that ran a flag's renamed site
+//     and passes, is unjudged and counted.
 //   - runtime_flow: the functions that hold flow steps are instrumented
 //     (a call at the start of each body records its entry, a deferred one
 //     its exit) and every test that could enter one of them runs on its
@@ -87,6 +100,9 @@ type TruthData struct {
 	Probes []FlagProbe `json:"probes"`
 	// Sites: per cli_option subject, each expression renamed.
 	Sites []FlagSite `json:"sites"`
+	// TestFiles: per cited _test.go file, whether its package's test
+	// binary compiles it.
+	TestFiles []TestFileCase `json:"test_files"`
 	// Reach: per subject and cited test, what breaking the subject did.
 	Reach []ReachCase `json:"reach"`
 	// Functions are the instrumented functions (indexes into Units): a
@@ -116,8 +132,11 @@ type FlagProbe struct {
 	Subject string   `json:"subject"`
 	Program string   `json:"program,omitempty"` // "main:DIR", "driver", "commandline:DIR"
 	Args    []string `json:"args,omitempty"`    // the arguments before the flag
-	Files   []string `json:"files"`             // the files whose sites were renamed
-	Why     string   `json:"why,omitempty"`     // why there is no probe
+	// More are the other argument prefixes under which the program
+	// recognises the flag (each of a command's subcommands may define it).
+	More  [][]string `json:"more_args,omitempty"`
+	Files []string   `json:"files"`         // the files whose sites were renamed
+	Why   string     `json:"why,omitempty"` // why there is no probe
 }
 
 // FlagSite is one expression whose value is a flag's name, renamed.
@@ -126,6 +145,14 @@ type FlagSite struct {
 	Path    string `json:"path"`
 	Line    int    `json:"line"`
 	Unit    int    `json:"unit"` // the declaration holding it; -1 if none
+	Verdict string `json:"verdict"`
+	Why     string `json:"why"`
+}
+
+// TestFileCase is one cited _test.go file broken: true when the test
+// binary of its package no longer builds (the file is compiled into it).
+type TestFileCase struct {
+	Path    string `json:"path"`
 	Verdict string `json:"verdict"`
 	Why     string `json:"why"`
 }
@@ -205,6 +232,7 @@ func (d *TruthData) encode() ([]byte, error) {
 		list("locations", len(d.Locations), func(i int) any { return d.Locations[i] }, false),
 		list("probes", len(d.Probes), func(i int) any { return d.Probes[i] }, false),
 		list("sites", len(d.Sites), func(i int) any { return d.Sites[i] }, false),
+		list("test_files", len(d.TestFiles), func(i int) any { return d.TestFiles[i] }, false),
 		list("reach", len(d.Reach), func(i int) any { return d.Reach[i] }, false),
 		list("functions", len(d.Functions), func(i int) any { return d.Functions[i] }, false),
 		list("scenarios", len(d.Scenarios), func(i int) any { return d.Scenarios[i] }, false),
@@ -259,6 +287,11 @@ func (d *TruthData) check() error {
 	for _, s := range d.Sites {
 		if (s.Unit != -1 && !unitOK(s.Unit)) || !verdictOK(s.Verdict) {
 			return fmt.Errorf("site %+v: bad unit or verdict", s)
+		}
+	}
+	for _, f := range d.TestFiles {
+		if !verdictOK(f.Verdict) {
+			return fmt.Errorf("test file %+v: bad verdict", f)
 		}
 	}
 	for _, r := range d.Reach {

@@ -25,6 +25,8 @@ type truthPlan struct {
 	flags map[string]*flagPlan
 	// reach: subject (kind:name) → cited tests ("dir\x00TestX/sub").
 	reach map[string]map[string]bool
+	// testFiles: the cited _test.go files.
+	testFiles map[string]bool
 	// funcs: keys of the functions to instrument for flows.
 	funcs map[string]bool
 	// scenarios: every scenario a flow names, as written.
@@ -38,7 +40,7 @@ type flagPlan struct {
 
 func newTruthPlan() *truthPlan {
 	return &truthPlan{symbols: map[string]map[string]bool{}, flags: map[string]*flagPlan{}, reach: map[string]map[string]bool{},
-		funcs: map[string]bool{}, scenarios: map[string]ScenarioSpec{}}
+		testFiles: map[string]bool{}, funcs: map[string]bool{}, scenarios: map[string]ScenarioSpec{}}
 }
 
 func (p *truthPlan) symbol(name, key string) {
@@ -107,14 +109,14 @@ func computeTruth(ctx context.Context, opts coverageOptions, module, version str
 	}
 	c := &computation{lab: l, module: module, t: t, cov: cov, plan: plan, units: treeUnits(t), index: map[string]int{}, sites: map[string][]siteEdit{},
 		d: &TruthData{Format: TruthFormat, Module: module, Version: version, GoVersion: goVersion, Sandbox: opts.sandbox.String(),
-			Units: []unit{}, Locations: []LocationCase{}, Probes: []FlagProbe{}, Sites: []FlagSite{}, Reach: []ReachCase{},
+			Units: []unit{}, Locations: []LocationCase{}, Probes: []FlagProbe{}, Sites: []FlagSite{}, TestFiles: []TestFileCase{}, Reach: []ReachCase{},
 			Functions: []int{}, Scenarios: []ScenarioSpec{}, Runs: []TraceRun{}},
 		report: func(s string) {
 			if opts.progress != nil {
 				opts.progress(fmt.Sprintf("truth %s@%s: %s", module, version, s))
 			}
 		}}
-	for _, step := range []func() error{c.symbols, c.flags, c.reach, c.flows} {
+	for _, step := range []func() error{c.symbols, c.flags, c.testFiles, c.reach, c.flows} {
 		if err := step(); err != nil {
 			return nil, fmt.Errorf("truth of %s@%s: %w", module, version, err)
 		}
@@ -240,10 +242,67 @@ func (c *computation) symbols() error {
 					break
 				}
 			}
+			if lc.Verdict == verdictFalse && u.Kind == "method" && u.Name == name && len(dirs) > 0 {
+				// The reference may still compile through a method of the
+				// same name promoted from an embedded field (pkg/errors'
+				// fundamental embeds *stack, and both have Format).
+				own, why, err := c.ownMethod(u)
+				if err != nil {
+					return err
+				}
+				if own {
+					lc.Verdict, lc.Why = verdictTrue, why
+				}
+			}
 			c.d.Locations = append(c.d.Locations, lc)
 		}
 	}
 	return c.lab.reset()
+}
+
+// ownName is the name ownMethod gives the method it renames.
+const ownName = "needlebenchOwn"
+
+// ownMethod reports whether the method u is its receiver type's own: with
+// its name renamed, the new name selects on a value of the type, and not on
+// a value of a type defined from it (which keeps the methods promoted from
+// embedded fields, not the type's own). The compiler decides.
+func (c *computation) ownMethod(u unit) (bool, string, error) {
+	typ, m, _ := strings.Cut(u.Name, ".")
+	src := c.t[u.Path]
+	off := methodNameOffset(src, u)
+	if off < 0 {
+		return false, "", nil
+	}
+	dir := path.Dir(u.Path)
+	ref := fmt.Appendf(nil, "package %s\n\ntype needlebenchDefined %s\n\nfunc _() {\n\tvar x %s\n\t_ = x.%s\n}\n\nfunc _() {\n\tvar p needlebenchDefined\n\t_ = p.%s\n}\n",
+		c.pkgName(dir), typ, typ, ownName, ownName)
+	e := edit{u.Path: slices.Concat(src[:off], []byte(ownName), src[off+len(m):]), path.Join(dir, refName): ref}
+	if err := c.lab.apply(e); err != nil {
+		return false, "", err
+	}
+	out, ok := c.lab.build(dir)
+	if ok || strings.Contains(out, refName+":7:") || !strings.Contains(out, refName+":12:") {
+		return false, "", nil
+	}
+	return true, fmt.Sprintf("with %s (%s:%d-%d) deleted a reference to %s still compiles through a promoted method; renamed, the new name selects on %s and not on a type defined from it (which keeps only promoted methods): it is %s's own method",
+		u.Name, u.Path, u.Doc, u.End, u.Name, typ, typ), nil
+}
+
+// methodNameOffset is the byte offset of the name of the method u in src,
+// or -1.
+func methodNameOffset(src []byte, u unit) int {
+	fset := token.NewFileSet()
+	f, err := parser.ParseFile(fset, "", src, parser.SkipObjectResolution)
+	if err != nil {
+		return -1
+	}
+	for _, d := range f.Decls {
+		if fd, ok := d.(*ast.FuncDecl); ok && fd.Recv != nil && funcName(fd) == u.Name && fset.Position(fd.Name.Pos()).Line == u.Head {
+			return fset.Position(fd.Name.Pos()).Offset
+		}
+	}
+	return -1
 }
 
 func dedupeUnits(us []unit) []unit {
@@ -350,11 +409,11 @@ func (c *computation) stringConsts(dir string) map[string]string {
 	return out
 }
 
-// flagProgram is a program that recognises a flag.
+// flagProgram is a program that recognises a flag: after each of the
+// argument prefixes (the path to a subcommand) under which it does.
 type flagProgram struct {
-	program string
-	prefix  []string
-	base    string // its behaviour with an unknown flag
+	program  string
+	prefixes [][]string
 }
 
 // dashesOf is the dashes a cli_option subject is written with.
@@ -406,6 +465,7 @@ func (c *computation) findProgram(name string, hints []string) (flagProgram, str
 	why := "no program parses the module's flags"
 	d := dashesOf(name)
 	for _, p := range programs {
+		found := flagProgram{program: p}
 		if err := c.lab.apply(c.programEdit(p, edit{})); err != nil {
 			return flagProgram{}, err.Error()
 		}
@@ -427,9 +487,13 @@ func (c *computation) findProgram(name string, hints []string) (flagProgram, str
 			}
 			got, err := c.behaviour(bin, pre, name)
 			if err == nil && got != refusal(a, flagName(name)) {
-				return flagProgram{program: p, prefix: pre, base: a}, ""
+				found.prefixes = append(found.prefixes, pre)
+				continue
 			}
 			why = fmt.Sprintf("%s %s does not recognise %s", p, strings.Join(pre, " "), name)
+		}
+		if len(found.prefixes) > 0 {
+			return found, ""
 		}
 	}
 	return flagProgram{}, why
@@ -448,7 +512,10 @@ func (c *computation) flags() error {
 			}
 		}
 		prog, why := c.findProgram(name, slices.Sorted(mapKeys(fp.hints)))
-		probe.Program, probe.Args, probe.Why = prog.program, prog.prefix, why
+		probe.Program, probe.Why = prog.program, why
+		if len(prog.prefixes) > 0 {
+			probe.Args, probe.More = prog.prefixes[0], prog.prefixes[1:]
+		}
 		c.d.Probes = append(c.d.Probes, probe)
 		if prog.program == "" {
 			continue
@@ -472,17 +539,30 @@ func (c *computation) flags() error {
 					c.d.Sites = append(c.d.Sites, site)
 					continue
 				}
-				orig, err1 := c.behaviour(bin, prog.prefix, name)
-				mut, err2 := c.behaviour(bin, prog.prefix, d+mutantFlag)
-				unknown, err3 := c.behaviour(bin, prog.prefix, d+unknownFlag)
-				switch {
-				case err1 != nil || err2 != nil || err3 != nil:
-					site.Verdict, site.Why = verdictUnjudged, fmt.Sprintf("the program did not finish: %v %v %v", err1, err2, err3)
-				case orig == refusal(unknown, flagName(name)) || mut != refusal(unknown, mutantFlag):
-					site.Verdict, site.Why = verdictTrue, fmt.Sprintf("renamed at %s:%d, %s is no longer recognised or the new name is", f, o.line, name)
-					c.sites[subj] = append(c.sites[subj], se)
-				default:
-					site.Verdict, site.Why = verdictFalse, fmt.Sprintf("renamed at %s:%d, the program still recognises %s and not the new name", f, o.line, name)
+				// The site renames the flag when, after the first prefix that
+				// recognised it, the program no longer recognises it or
+				// recognises the new name; after another (completion zsh,
+				// when each subcommand defines its own), when it no longer
+				// recognises it and recognises the new name: the flag moved
+				// to the new name there (a prefix whose handling merely
+				// changes, as __complete's completions do, is not enough).
+				site.Verdict, site.Why = verdictFalse, fmt.Sprintf("renamed at %s:%d, the program still recognises %s and not the new name", f, o.line, name)
+				for i, pre := range prog.prefixes {
+					orig, err1 := c.behaviour(bin, pre, name)
+					mut, err2 := c.behaviour(bin, pre, d+mutantFlag)
+					unknown, err3 := c.behaviour(bin, pre, d+unknownFlag)
+					gone, moved := orig == refusal(unknown, flagName(name)), mut != refusal(unknown, mutantFlag)
+					switch {
+					case err1 != nil || err2 != nil || err3 != nil:
+						site.Verdict, site.Why = verdictUnjudged, fmt.Sprintf("the program did not finish: %v %v %v", err1, err2, err3)
+						continue
+					case (i == 0 && (gone || moved)) || (gone && moved):
+						site.Verdict, site.Why = verdictTrue, fmt.Sprintf("renamed at %s:%d, %s is no longer recognised or the new name is (%s)", f, o.line, name, strings.Join(append(slices.Clone(pre), name), " "))
+						c.sites[subj] = append(c.sites[subj], se)
+					}
+					if site.Verdict == verdictTrue {
+						break
+					}
 				}
 				c.d.Sites = append(c.d.Sites, site)
 			}
@@ -504,7 +584,11 @@ func unitHolding(units []unit, line int) (unit, bool) {
 }
 
 // breakEdit is the edit that breaks a subject, and what it breaks.
-func (c *computation) breakEdit(subj string) (edit, string) {
+func (c *computation) breakEdit(subj string) (edit, string) { return c.breakWith(subj, breakBodies) }
+
+// breakWith is breakEdit with the bodies of a symbol or a file broken by
+// mutate (breakBodies: a panic; haltBodies: the process exits).
+func (c *computation) breakWith(subj string, mutate func([]byte, []unit, func(unit) int) []byte) (edit, string) {
 	kind, name, _ := strings.Cut(subj, ":")
 	e := edit{}
 	byFile := map[string][]unit{}
@@ -544,7 +628,7 @@ func (c *computation) breakEdit(subj string) (edit, string) {
 	}
 	n := 0
 	for f, us := range byFile {
-		e[f] = breakBodies(c.t[f], us, func(unit) int { n++; return n })
+		e[f] = mutate(c.t[f], us, func(unit) int { n++; return n })
 	}
 	return c.lab.withHook(e), ""
 }
@@ -587,19 +671,94 @@ func (c *computation) reach() error {
 			if err != nil {
 				return err
 			}
+			var survived []string
 			for _, r := range res {
 				switch fired := len(r.fired) > 0; {
 				case fired && r.outcome != "pass":
 					add(r.name, verdictTrue, fmt.Sprintf("%s %ss with %s broken", r.name, r.outcome, subj))
 				case !fired && r.outcome == "pass":
 					add(r.name, verdictFalse, fmt.Sprintf("%s never runs the broken code of %s", r.name, subj))
+				case fired && !strings.HasPrefix(subj, "cli_option:"):
+					survived = append(survived, r.name)
 				case fired:
-					add(r.name, verdictUnjudged, fmt.Sprintf("%s runs the broken code of %s and still passes (the mutant survived)", r.name, subj))
+					add(r.name, verdictUnjudged, fmt.Sprintf("%s runs the renamed site of %s and still passes (the mutant survived)", r.name, subj))
 				default:
 					add(r.name, verdictUnjudged, fmt.Sprintf("%s %ss with %s broken without running the broken code", r.name, r.outcome, subj))
 				}
 			}
+			if err := c.halted(subj, dir, survived, add); err != nil {
+				return err
+			}
 		}
+	}
+	return c.lab.reset()
+}
+
+// halted runs again the tests that ran the panicking bodies of subj and
+// still passed (a recover swallowed the panic: text/template's, a test's
+// own), with bodies that stop the process instead, which nothing recovers:
+// a test that then fails cannot complete without running the subject's
+// code. One that still passes stays unjudged.
+func (c *computation) halted(subj, dir string, tests []string, add func(test, verdict, why string)) error {
+	if len(tests) == 0 {
+		return nil
+	}
+	survived := func(test, why string) {
+		add(test, verdictUnjudged, fmt.Sprintf("%s runs the broken code of %s and still passes (the mutant survived)%s", test, subj, why))
+	}
+	e, _ := c.breakWith(subj, haltBodies)
+	if err := c.lab.apply(e); err != nil {
+		return err
+	}
+	bin, err := c.lab.testBinary(dir)
+	if err != nil {
+		for _, t := range tests {
+			survived(t, "; the halting mutant does not build")
+		}
+		return nil
+	}
+	res, err := c.lab.runTestsOf(dir, bin, tests)
+	if err != nil {
+		return err
+	}
+	for _, r := range res {
+		if len(r.fired) > 0 && r.outcome != "pass" {
+			add(r.name, verdictTrue, fmt.Sprintf("%s runs the broken code of %s: a panic there is recovered and the test passes, an exit stops it (%s)", r.name, subj, r.outcome))
+		} else {
+			survived(r.name, "; it passes even when that code exits")
+		}
+	}
+	return nil
+}
+
+// notCompiled is the undefined name testFiles appends to a test file.
+const notCompiled = "needlebenchNotCompiled"
+
+// testFiles breaks each cited _test.go file with a reference to an
+// undefined name and builds its package's test binary: the file is part of
+// it when that build fails there; a file a build constraint leaves out
+// changes nothing.
+func (c *computation) testFiles() error {
+	for _, f := range slices.Sorted(mapKeys(c.plan.testFiles)) {
+		src, ok := c.t[f]
+		if !ok {
+			continue
+		}
+		c.report("test file " + f)
+		tf := TestFileCase{Path: f}
+		if err := c.lab.apply(edit{f: fmt.Appendf(slices.Clone(src), "\nvar _ = %s\n", notCompiled)}); err != nil {
+			return err
+		}
+		_, err := c.lab.testBinary(path.Dir(f))
+		switch {
+		case err == nil:
+			tf.Verdict, tf.Why = verdictFalse, fmt.Sprintf("the test binary of ./%s builds with %s broken: the build leaves the file out (a build constraint)", path.Dir(f), f)
+		case strings.Contains(err.Error(), notCompiled):
+			tf.Verdict, tf.Why = verdictTrue, fmt.Sprintf("the test binary of ./%s compiles %s", path.Dir(f), f)
+		default:
+			tf.Verdict, tf.Why = verdictUnjudged, fmt.Sprintf("the test binary of ./%s does not build with %s broken, for another reason: %s", path.Dir(f), f, tail([]byte(err.Error()), 300))
+		}
+		c.d.TestFiles = append(c.d.TestFiles, tf)
 	}
 	return c.lab.reset()
 }

@@ -98,6 +98,10 @@ func unitSpan(t *testing.T, tr tree, key string) span {
 	return span{}
 }
 
+// excludedTestFile is a test file mustErrorsTruth adds to pkg/errors that
+// a build constraint leaves out here.
+const excludedTestFile = "errors_plan9_test.go"
+
 var (
 	errorsOnce sync.Once
 	errorsLab  truthLab
@@ -112,6 +116,9 @@ func mustErrorsTruth(t *testing.T) (truthLab, *itruth) {
 	t.Helper()
 	errorsOnce.Do(func() {
 		errorsLab = mustTruthLab(t, "github.com/pkg/errors@v0.9.1")
+		// A test file the build leaves out on this platform (its name's
+		// GOOS), declaring a test that another file declares too.
+		errorsLab.t[excludedTestFile] = []byte("package errors\n\nimport \"testing\"\n\nfunc TestWrap(t *testing.T) {}\n")
 		cov, err := coverModule(context.Background(), errorsLab.opts, errorsLab.module, "v0.9.1", errorsLab.t)
 		if err != nil {
 			t.Fatal(err)
@@ -121,11 +128,15 @@ func mustErrorsTruth(t *testing.T) (truthLab, *itruth) {
 		plan.symbol("Wrap", "errors.go#Wrapf")
 		plan.symbol("Frame.Format", "stack.go#Frame")
 		plan.symbol("Frame.Format", "errors.go#fundamental.Format")
+		plan.symbol("fundamental.Format", "stack.go#stack.Format")
 		for _, test := range []string{"TestWrap", "TestNew", "TestWrapNil", "TestFormatWrap"} {
 			plan.test(subject{Kind: "symbol", Name: "Wrap"}, ".", test)
 		}
 		plan.test(subject{Kind: "file", Name: "stack.go"}, ".", "TestFuncname")
 		plan.test(subject{Kind: "file", Name: "stack.go"}, ".", "TestWithMessage")
+		for _, f := range []string{"errors_test.go", "format_test.go", "stack_test.go", excludedTestFile} {
+			plan.testFiles[f] = true
+		}
 		for _, k := range []string{"errors.go#Wrap", "stack.go#callers", "errors.go#New"} {
 			plan.funcs[k] = true
 		}
@@ -154,6 +165,10 @@ func TestITruth_SymbolLocation(t *testing.T) {
 		{"the receiver type", "Frame.Format", unitSpan(t, l.t, "stack.go#Frame"), tvFalse},
 		{"a method of another type", "Frame.Format", unitSpan(t, l.t, "errors.go#fundamental.Format"), tvFalse},
 		{"lines around it", "Wrap", span{Path: "errors.go", Start: wrap.Start - 5, End: wrap.End}, tvFalse},
+		// fundamental embeds *stack: deleting its Format leaves x.Format
+		// compiling through the promoted (*stack).Format.
+		{"a method shadowing a promoted one", "fundamental.Format", unitSpan(t, l.t, "errors.go#fundamental.Format"), tvTrue},
+		{"the promoted method", "fundamental.Format", unitSpan(t, l.t, "stack.go#stack.Format"), tvFalse},
 	} {
 		if j := it.location(subject{Kind: "symbol", Name: c.subject}, c.sp.Path, c.sp.Start, c.sp.End); j.V != c.want {
 			t.Errorf("%s: %s at %s = %s (%s), want %s", c.name, c.subject, c.sp, j.V, j.Why, c.want)
@@ -165,7 +180,9 @@ func TestITruth_SymbolLocation(t *testing.T) {
 // subject broken; one that never runs the broken code does not; a test
 // that fails unmutated (pkg/errors' formatting tests print the paths of
 // the module's files, which differ in the sandbox), a test the file does
-// not declare and a test in another file are false.
+// not declare, a test in another file and a test of a file the build
+// leaves out (though another file declares a test of that name, which
+// runs) are false.
 func TestITruth_TestReach(t *testing.T) {
 	_, it := mustErrorsTruth(t)
 	for _, c := range []struct {
@@ -179,6 +196,7 @@ func TestITruth_TestReach(t *testing.T) {
 		{subject{"symbol", "Wrap"}, "format_test.go", "TestFormatWrap", tvFalse}, // fails unmutated
 		{subject{"symbol", "Wrap"}, "errors_test.go", "TestMissing", tvFalse},
 		{subject{"symbol", "Wrap"}, "stack_test.go", "TestWrap", tvFalse},
+		{subject{"symbol", "Wrap"}, excludedTestFile, "TestWrap", tvFalse},
 		{subject{"file", "stack.go"}, "stack_test.go", "TestFuncname", tvTrue},
 		{subject{"file", "stack.go"}, "errors_test.go", "TestWithMessage", tvFalse},
 	} {
@@ -207,6 +225,35 @@ func TestITruth_Flow(t *testing.T) {
 		if j := it.flow(s, c.scenario, c.steps); j.V != c.want {
 			t.Errorf("%s: %s = %s (%s), want %s", c.name, c.steps, j.V, j.Why, c.want)
 		}
+	}
+}
+
+// TestCouldShow: a run whose trace was cut could still show a flow after
+// the cut, unless the coverage of the same test shows it never executed a
+// step's function (one with statements: an empty body is never counted).
+func TestCouldShow(t *testing.T) {
+	tr := tree{"a.go": []byte("package a\n\nfunc A() { B() }\n\nfunc B() {}\n\nfunc C() { A() }\n")}
+	us := fileUnits("a.go", tr["a.go"])
+	d := &TruthData{Units: us, Functions: []int{0, 1, 2}}
+	cov := &Coverage{Functions: []string{"a.go#A", "a.go#C"}, Packages: []CoveredPackage{{Dir: ".", Tests: []CoveredTest{
+		{Name: "TestA", Outcome: "pass", Executed: []int{0}},
+	}}}}
+	it := newITruth(d, tr, newReach(cov))
+	run := TraceRun{Dir: ".", Test: "TestA", Cut: true}
+	for _, c := range []struct {
+		fns  []int
+		want bool
+	}{
+		{[]int{0, 1}, true},  // B has no statement: coverage cannot say
+		{[]int{2, 0}, false}, // TestA never executed C
+		{[]int{0}, true},
+	} {
+		if got := it.couldShow(run, c.fns); got != c.want {
+			t.Errorf("couldShow(%v) = %v, want %v", c.fns, got, c.want)
+		}
+	}
+	if !it.couldShow(TraceRun{Scenario: "app --help", Cut: true}, []int{2}) {
+		t.Error("a command's cut run has no coverage to rule it out")
 	}
 }
 
@@ -243,12 +290,23 @@ func lineWith(t *testing.T, tr tree, file, text string) int {
 // helpFlagName; the driver program (a root command with a subcommand)
 // recognises it. Renaming the definition's argument renames the flag;
 // renaming the name in a look-up, a read, the constant's declaration or a
-// test's arguments does not.
+// test's arguments does not. Each completion subcommand defines its own
+// --no-descriptions: each definition renames the flag under its own.
 func TestITruth_FlagCobra(t *testing.T) {
 	l := mustTruthLab(t, "github.com/spf13/cobra@v1.9.1")
 	plan := newTruthPlan()
 	plan.flag("--help", "command_test.go", "command.go")
+	plan.flag("--no-descriptions", "", "completions.go")
 	it := l.compute(t, nil, plan)
+	// Each completion subcommand defines --no-descriptions on its own: the
+	// definition of any of them renames it under that subcommand.
+	noDesc := subject{Kind: "cli_option", Name: "--no-descriptions"}
+	for _, shell := range []string{"bash", "zsh", "fish", "powershell"} {
+		line := lineWith(t, l.t, "completions.go", shell+".Flags().BoolVar(&noDesc, compCmdNoDescFlagName")
+		if j := it.location(noDesc, "completions.go", line, line); j.V != tvTrue {
+			t.Errorf("--no-descriptions of completion %s at completions.go:%d = %s (%s), want true", shell, line, j.V, j.Why)
+		}
+	}
 	help := subject{Kind: "cli_option", Name: "--help"}
 	def := lineWith(t, l.t, "command.go", "c.Flags().BoolP(helpFlagName")
 	for _, c := range []struct {
@@ -275,10 +333,20 @@ func TestITruth_FlagCobra(t *testing.T) {
 // HelpPrinter. Renaming Name: "help" or Name: "version" renames the flag,
 // and a user's app run with --help enters ShowAppHelp, then printHelp
 // through HelpPrinter, then printHelpCustom; run with --version it does
-// not.
+// not. A test that prints help runs StringFlag.GetDefaultText from a
+// template, whose panic text/template recovers: the test passes with the
+// body panicking, fails with it exiting (it reaches the subject). A test
+// that clears the environment still records that the broken code ran.
 func TestITruth_URFave(t *testing.T) {
 	l := mustTruthLab(t, "github.com/urfave/cli/v2@v2.27.7")
 	plan := newTruthPlan()
+	const helpTest = "TestRequiredFlagAppRunBehavior/valid_case_help_input_with_required_flag_on_command"
+	plan.test(subject{Kind: "symbol", Name: "StringFlag.GetDefaultText"}, ".", helpTest)
+	plan.testFiles["app_test.go"] = true
+	// It clears the environment first: the hooks must not lose their files.
+	const envTest = "TestParseMultiFloat64FromEnv"
+	plan.test(subject{Kind: "symbol", Name: "Float64Flag.IsSet"}, ".", envTest)
+	plan.testFiles["flag_test.go"] = true
 	plan.flag("--help", "", "flag.go")
 	plan.flag("--version", "help.go", "flag.go")
 	plan.symbol("ShowAppHelp", "")
@@ -287,7 +355,19 @@ func TestITruth_URFave(t *testing.T) {
 	}
 	plan.scenarios["app --help"] = ScenarioSpec{Scenario: "app --help", Kind: "command", Program: "driver", Args: []string{"--help"}}
 	plan.scenarios["app --version"] = ScenarioSpec{Scenario: "app --version", Kind: "command", Program: "driver", Args: []string{"--version"}}
-	it := l.compute(t, nil, plan)
+	// The unmutated outcome the coverage runs would record.
+	cov := &Coverage{Packages: []CoveredPackage{{Dir: ".", Tests: []CoveredTest{{Name: helpTest, Outcome: "pass", Executed: []int{}},
+		{Name: envTest, Outcome: "pass", Executed: []int{}}}}}}
+	it := l.compute(t, cov, plan)
+	if j := it.test(subject{Kind: "symbol", Name: "Float64Flag.IsSet"}, "flag_test.go", envTest); j.V != tvTrue {
+		t.Errorf("%s (it calls os.Clearenv) reaches Float64Flag.IsSet = %s (%s), want true", envTest, j.V, j.Why)
+	}
+	if j := it.test(subject{Kind: "symbol", Name: "StringFlag.GetDefaultText"}, "app_test.go", helpTest); j.V != tvTrue {
+		t.Errorf("%s reaches StringFlag.GetDefaultText = %s (%s), want true", helpTest, j.V, j.Why)
+	}
+	if rc := it.hit["symbol:StringFlag.GetDefaultText\x00.\x00"+helpTest]; !strings.Contains(rc.Why, "recovered") {
+		t.Errorf("the verdict's why %q does not say the panic was recovered (the halting mutant decided)", rc.Why)
+	}
 	for _, c := range []struct {
 		flag, text string
 		want       tv

@@ -50,6 +50,15 @@ type flagDef struct {
 	Test       bool // in a _test.go file
 }
 
+// subjectName is the flag as a cli_option subject names it: with the
+// dashes its library's programs take.
+func (f flagDef) subjectName() string {
+	if strings.Contains(f.Pkg, "pflag") || strings.Contains(f.Pkg, "urfave/cli") {
+		return "--" + f.Name
+	}
+	return "-" + f.Name
+}
+
 // use is a string constant that equals a flag's name (or its dashed
 // spelling) without being a definition's name argument: a subcommand's
 // name, a look-up, a test passing "--help", a constant's declaration.
@@ -70,19 +79,36 @@ type ref struct {
 	Interface bool // a method of an interface type: dynamic dispatch
 }
 
+// valueCall is a call, at a line of a file, of a function-typed variable
+// or field (HelpPrinter(w, tpl, app)): go/types names the variable, not
+// the function it holds.
+type valueCall struct {
+	Line int
+	Var  string // "path:line" of the variable's declaration
+}
+
 // program is one module version, type-checked.
 type program struct {
-	t       tree
-	decls   []decl
-	byName  map[string][]decl // declarations of funcs and methods by name
-	flags   []flagDef
-	uses    []use
-	refs    map[string][]ref // slash path → references in that file, by line
-	tests   []testDecl
-	errs    []string // packages that did not load cleanly
-	lineCnt map[string]int
-	funcs   map[string]decl // "path:line" of the name → function or method
-	module  string          // the module path (export data under -trimpath names files by it)
+	t      tree
+	decls  []decl
+	byName map[string][]decl // declarations of funcs and methods by name
+	flags  []flagDef
+	uses   []use
+	refs   map[string][]ref // slash path → references in that file, by line
+	// valueCalls: slash path → calls of function values in that file;
+	// stored: "path:line" of a function-typed variable or field → the
+	// module's functions a declaration, an assignment or a composite
+	// literal stores in it (var HelpPrinter helpPrinter = printHelp).
+	valueCalls map[string][]valueCall
+	stored     map[string][]decl
+	tests      []testDecl
+	errs       []string // packages that did not load cleanly
+	lineCnt    map[string]int
+	funcs      map[string]decl // "path:line" of the name → function or method
+	module     string          // the module path (export data under -trimpath names files by it)
+	// storedAt is stored while loading: variable → "path:line" of the
+	// functions' names.
+	storedAt map[string][]string
 }
 
 // testDecl is a Go test: func TestX(t *testing.T) in a _test.go file.
@@ -108,7 +134,8 @@ func loadProgram(ctx context.Context, dir string, t tree) (*program, error) {
 	if err != nil {
 		return nil, fmt.Errorf("load %s: %w", dir, err)
 	}
-	p := &program{t: t, byName: map[string][]decl{}, refs: map[string][]ref{}, lineCnt: map[string]int{}, module: modulePath(t["go.mod"])}
+	p := &program{t: t, byName: map[string][]decl{}, refs: map[string][]ref{}, lineCnt: map[string]int{}, module: modulePath(t["go.mod"]),
+		valueCalls: map[string][]valueCall{}, stored: map[string][]decl{}, storedAt: map[string][]string{}}
 	root, err := filepath.EvalSymlinks(dir)
 	if err != nil {
 		return nil, err
@@ -149,6 +176,14 @@ func loadProgram(ctx context.Context, dir string, t tree) (*program, error) {
 			}
 		}
 	}
+	for k, where := range p.storedAt {
+		for _, w := range where {
+			if d, ok := p.funcs[w]; ok && !d.Test && !slices.ContainsFunc(p.stored[k], func(x decl) bool { return x.Path == d.Path && x.Line == d.Line }) {
+				p.stored[k] = append(p.stored[k], d)
+			}
+		}
+	}
+	p.storedAt = nil
 	for rel := range p.refs {
 		slices.SortStableFunc(p.refs[rel], func(a, b ref) int { return a.Line - b.Line })
 	}
@@ -300,8 +335,28 @@ func (pf *progFile) calls() {
 		switch n := n.(type) {
 		case *ast.CallExpr:
 			pf.flagCall(n)
+			pf.valueCall(n)
 		case *ast.CompositeLit:
 			pf.flagLiteral(n)
+			for _, e := range n.Elts {
+				if kv, ok := e.(*ast.KeyValueExpr); ok {
+					if k, ok := kv.Key.(*ast.Ident); ok {
+						pf.store(k, kv.Value)
+					}
+				}
+			}
+		case *ast.ValueSpec:
+			for i, id := range n.Names {
+				if i < len(n.Values) {
+					pf.store(id, n.Values[i])
+				}
+			}
+		case *ast.AssignStmt:
+			if len(n.Lhs) == len(n.Rhs) {
+				for i, l := range n.Lhs {
+					pf.store(l, n.Rhs[i])
+				}
+			}
 		case *ast.Ident:
 			if fn, ok := info.Uses[n].(*types.Func); ok {
 				pf.addRef(n.Pos(), fn)
@@ -309,6 +364,93 @@ func (pf *progFile) calls() {
 		}
 		return true
 	})
+}
+
+// funcVar is the function-typed variable or field expression e names.
+func (pf *progFile) funcVar(e ast.Expr) *types.Var {
+	var id *ast.Ident
+	switch e := ast.Unparen(e).(type) {
+	case *ast.Ident:
+		id = e
+	case *ast.SelectorExpr:
+		id = e.Sel
+	default:
+		return nil
+	}
+	obj := pf.pkg.TypesInfo.Defs[id]
+	if obj == nil {
+		obj = pf.pkg.TypesInfo.Uses[id]
+	}
+	v, ok := obj.(*types.Var)
+	if !ok {
+		return nil
+	}
+	if _, ok := v.Type().Underlying().(*types.Signature); !ok {
+		return nil
+	}
+	return v
+}
+
+// valueCall records a call of a function-typed variable or field.
+func (pf *progFile) valueCall(call *ast.CallExpr) {
+	v := pf.funcVar(call.Fun)
+	if v == nil {
+		return
+	}
+	if p, line := pf.where(v.Pos()); p != "" {
+		pf.p.valueCalls[pf.rel] = append(pf.p.valueCalls[pf.rel], valueCall{Line: pf.line(call.Pos()), Var: fmt.Sprintf("%s:%d", p, line)})
+	}
+}
+
+// store records a function of the module stored in a function-typed
+// variable or field (lhs = fn, var lhs = fn, T{lhs: fn}).
+func (pf *progFile) store(lhs ast.Node, rhs ast.Expr) {
+	e, ok := lhs.(ast.Expr)
+	if !ok {
+		return
+	}
+	v := pf.funcVar(e)
+	if v == nil {
+		return
+	}
+	var id *ast.Ident
+	switch r := ast.Unparen(rhs).(type) {
+	case *ast.Ident:
+		id = r
+	case *ast.SelectorExpr:
+		id = r.Sel
+	default:
+		return
+	}
+	fn, ok := pf.pkg.TypesInfo.Uses[id].(*types.Func)
+	if !ok {
+		return
+	}
+	vp, vl := pf.where(v.Pos())
+	fp, fl := pf.where(fn.Origin().Pos())
+	if vp == "" || fp == "" {
+		return
+	}
+	k := fmt.Sprintf("%s:%d", vp, vl)
+	pf.p.storedAt[k] = append(pf.p.storedAt[k], fmt.Sprintf("%s:%d", fp, fl))
+}
+
+// valueCallees returns the functions of the module that lines start..end
+// of path may call through a function value: those stored in a variable
+// or field the lines call. Only a run shows which one a call takes.
+func (p *program) valueCallees(path string, start, end int) []decl {
+	var out []decl
+	for _, c := range p.valueCalls[path] {
+		if c.Line < start || c.Line > end {
+			continue
+		}
+		for _, d := range p.stored[c.Var] {
+			if !slices.ContainsFunc(out, func(x decl) bool { return x.Path == d.Path && x.Line == d.Line }) {
+				out = append(out, d)
+			}
+		}
+	}
+	return out
 }
 
 func (pf *progFile) addRef(pos token.Pos, fn *types.Func) {

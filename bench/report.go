@@ -108,7 +108,7 @@ type Report struct {
 	Classes map[string]ClassCounts `json:"answer_classes"`
 	// Phases are the wall times of the run's phases: not deterministic,
 	// printed in the summary only.
-	Phases         []Phase   `json:"-"`
+	Phases         []Phase  `json:"-"`
 	FalseCertified []string `json:"false_certified"`
 	TrueRejected   []string `json:"true_rejected"`
 	// TruthMethods says, per capability kind, how the intervention truth
@@ -130,11 +130,14 @@ type Report struct {
 // truthMethods are the intervention truth's methods, per kind, as the
 // report states them.
 var truthMethods = map[string]string{
-	"implementation_location": "symbol: the cited declaration deleted, a reference to the subject no longer compiles; " +
-		"cli_option: the name renamed in the cited lines, a program that parses the module's flags no longer recognises it or recognises the new name",
+	"implementation_location": "symbol: the cited declaration deleted, a reference to the subject no longer compiles (a method shadowing a promoted one: renamed, " +
+		"the new name selects on its type and not on a type defined from it); " +
+		"cli_option: the name renamed in the cited lines, a program that parses the module's flags no longer recognises it or recognises the new name " +
+		"(under another subcommand that defines it too: no longer recognises it and recognises the new name)",
 	"runtime_flow": "the functions of the steps instrumented; in a run of the flow's scenario (default: any test) the steps are entered in order, each within the one before",
-	"focused_tests": "the test is declared in the cited file, built into its package's test binary and passes unmutated; with the subject broken " +
-		"(symbol or file: its bodies panic; cli_option: its defining sites renamed) it fails; never running the broken code is false, running it and passing unjudged",
+	"focused_tests": "the test is declared in the cited file, the file is compiled into its package's test binary (an undefined name appended breaks that build) " +
+		"and the test passes unmutated; with the subject broken (symbol or file: its bodies panic, or exit the process where the test recovers the panic; " +
+		"cli_option: its defining sites renamed) it fails; never running the broken code is false, running it and passing unjudged",
 }
 
 // unjudgedClass is the kind of reason an answer is unjudged, for counting.

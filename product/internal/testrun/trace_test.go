@@ -136,6 +136,47 @@ func TestRunner_TraceOneTest(t *testing.T) {
 	}
 }
 
+// TestRunner_TraceOldLanguage: the probes compile in a module whose go.mod
+// asks for an old language version (pflag v1.0.5 says go 1.12): the
+// helper Needle adds is written in the language every version accepts (a
+// 0o octal literal, go1.13, failed that build, and a true flow was
+// rejected as "does not build").
+func TestRunner_TraceOldLanguage(t *testing.T) {
+	r := MustRunner(t)
+	dir, probes, lines := traceFixture(t)
+	if err := os.WriteFile(filepath.Join(dir, "go.mod"), []byte("module example.com/app\n\ngo 1.12\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	res := r.Trace(context.Background(), TraceSpec{Checkout: dir, Package: "./app", Tests: []string{"TestUsage"}, Probes: probes, Deadline: 5 * time.Minute})
+	if res.Status != Passed {
+		t.Fatalf("status %s (%s)\n%s", res.Status, res.Reason, res.Output)
+	}
+	if !hasEvent(res.Events, TraceEvent{Probe: 3, File: "app/app.go", Line: lines["print usage"], Test: "TestUsage"}) {
+		t.Errorf("no printer entry from the usage line: %+v", res.Events)
+	}
+}
+
+// TestRunner_TraceClearenv: a test that clears the environment before it
+// runs the flow (urfave/cli's tests of environment variables do) still
+// shows its events: the probes read where to write them when the package
+// is initialized, not at their first event.
+func TestRunner_TraceClearenv(t *testing.T) {
+	r := MustRunner(t)
+	dir, probes, lines := traceFixture(t)
+	test := "package app\n\nimport (\n\t\"bytes\"\n\t\"os\"\n\t\"testing\"\n)\n\n" +
+		"func TestClearenv(t *testing.T) {\n\tos.Clearenv()\n\tvar b bytes.Buffer\n\tNew().Run(&b, []string{\"--version\"})\n}\n"
+	if err := os.WriteFile(filepath.Join(dir, "app", "env_test.go"), []byte(test), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	res := r.Trace(context.Background(), TraceSpec{Checkout: dir, Package: "./app", Tests: []string{"TestClearenv"}, Probes: probes, Deadline: 5 * time.Minute})
+	if res.Status != Passed {
+		t.Fatalf("status %s (%s)\n%s", res.Status, res.Reason, res.Output)
+	}
+	if !hasEvent(res.Events, TraceEvent{Probe: 2, File: "app/app.go", Line: lines["call version"], Test: "TestClearenv"}) {
+		t.Errorf("no entry of version after os.Clearenv: %+v", res.Events)
+	}
+}
+
 func TestRunner_TraceCommand(t *testing.T) {
 	r := MustRunner(t)
 	dir, probes, lines := traceFixture(t)
