@@ -3,6 +3,7 @@ package testrun
 import (
 	"context"
 	"crypto/sha256"
+	"errors"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -18,7 +19,14 @@ func isolatedRunner(t *testing.T, lim Limits) *Runner {
 	t.Helper()
 	shared := MustRunner(t)
 	cache := t.TempDir()
-	if err := os.CopyFS(filepath.Join(cache, "go-build"), os.DirFS(filepath.Join(shared.CacheDir, "go-build"))); err != nil {
+	// A copy of the shared cache spares the builds; on a clean checkout
+	// (CI) there is none yet, and the runs fill their own.
+	warm := filepath.Join(shared.CacheDir, "go-build")
+	if _, err := os.Stat(warm); err == nil {
+		if err := os.CopyFS(filepath.Join(cache, "go-build"), os.DirFS(warm)); err != nil {
+			t.Fatal(err)
+		}
+	} else if !errors.Is(err, fs.ErrNotExist) {
 		t.Fatal(err)
 	}
 	return &Runner{Go: shared.Go, Sandbox: &Sandbox{Codex: shared.Sandbox.Codex, Home: shared.Sandbox.Home}, CacheDir: cache,
