@@ -60,7 +60,9 @@ func TestSQLOnlyInStore(t *testing.T) {
 // TestLeavesNeverImportProduct holds the direction of the house: the
 // domain-free leaves under internal/ import no product package (neither
 // product itself nor product/codextest), only the standard library,
-// modules and other leaves.
+// modules and other leaves. product/testenv, the tests' set-up, sits
+// outside internal/ so that bench and testscripts may import it, and is a
+// leaf too: it imports nothing of the module, so a leaf's test may use it.
 func TestLeavesNeverImportProduct(t *testing.T) {
 	const module = "github.com/needle-dev/needle/"
 	files, err := filepath.Glob("internal/*/*.go")
@@ -68,8 +70,20 @@ func TestLeavesNeverImportProduct(t *testing.T) {
 		t.Fatalf("no leaves found: %v", err)
 	}
 	forEachImport(t, files, func(at token.Position, path string) {
+		if path == module+"product/testenv" && strings.HasSuffix(at.Filename, "_test.go") {
+			return
+		}
 		if strings.HasPrefix(path, module) && !strings.HasPrefix(path, module+"product/internal/") {
 			t.Errorf("%s imports %s: a leaf never imports the product", at, path)
+		}
+	})
+	testenv, err := filepath.Glob("testenv/*.go")
+	if err != nil || len(testenv) == 0 {
+		t.Fatalf("no testenv found: %v", err)
+	}
+	forEachImport(t, testenv, func(at token.Position, path string) {
+		if strings.HasPrefix(path, module) {
+			t.Errorf("%s imports %s: testenv, which leaves' tests import, imports nothing of the module", at, path)
 		}
 	})
 }
