@@ -284,6 +284,8 @@ func TestBrowser_Feed(t *testing.T) {
 	ctx := browserTab(t)
 	p := page{t, ctx}
 	data, repo := shortDir(t), MustFixtureRepo(t, "grepx", false)
+	// The focused test below is certified by running it, in codex's sandbox.
+	needleRun(t, "", "config", "set", "--data-dir", data, "tests.codex", MustSandbox(t))
 	srv := startServe(t, data)
 	r := []string{"--repository", repo, "--data-dir", data}
 	frozen, err := filepath.Abs("../frozen/worker/grepx")
