@@ -124,14 +124,14 @@ func TestValidate_RealImplicitOption(t *testing.T) {
 
 // TestValidate_RealTestFlagSet: cobra's tests define flags named help on
 // their own FlagSets (rootCmd.PersistentFlags().Bool("help", …)): a
-// definition for a test, never where the program implements --help.
+// definition for a test, never where the program implements --help, as a
+// location or as the step of a flow that holds the subject.
 func TestValidate_RealTestFlagSet(t *testing.T) {
 	repo := MustRealRepo(t, "github.com/spf13/cobra@v1.9.1")
 	te := MustEngine(t, repo)
 	def := lineWith(t, repo, "command_test.go", `rootCmd.PersistentFlags().Bool("help", false, "custom flag")`)
 	te.checkVerdict(t, locProposal("cli_option", "--help", "command_test.go", def, def), "rejected", "in a _test.go file, for tests only")
-	_, s, e := declLines(t, repo, "command.go", "func (c *Command) InitDefaultHelpFlag()")
-	te.checkVerdict(t, flowNamed("cli_option", "--help", "default", step("command_test.go", def, def, "defines --help"), step("command.go", s, e, "x")),
+	te.checkVerdict(t, flowNamed("cli_option", "--help", "default", step("command_test.go", def, def, "defines --help")),
 		"rejected", "neither defines cli_option \"--help\" nor reads its value")
 }
 
