@@ -1,11 +1,16 @@
 package product
 
 import (
+	"bytes"
 	"fmt"
 	"go/ast"
 	"go/parser"
 	"go/token"
 	"go/types"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"regexp"
 	"sort"
 	"strings"
 
@@ -341,6 +346,13 @@ func (val *validator) goOptionAt(field string, s Subject, rel string, span typec
 			field, d.File, d.Line, s.Kind, s.Name, definedAt(programDefs(defs)))
 		return "", false, nil
 	}
+	if unused, err := val.unreferencedFlagVar(pkg, d); err != nil || unused != "" {
+		if err == nil {
+			val.v.reject("%s: %s:%d writes %s %q in a flag literal that is the value of the package-level variable %s, and nothing in the module refers to %s: a flag no parser is given implements nothing%s",
+				field, d.File, d.Line, s.Kind, s.Name, unused, unused, definedAt(otherDefs(programDefs(defs), d)))
+		}
+		return "", false, err
+	}
 	if decl, ok := pkg.DeclAt(rel, d.Line); ok {
 		outer := typecheck.Span{Start: decl.Doc.Start, End: decl.Span.End}
 		if decl.Group != (typecheck.Span{}) {
@@ -352,6 +364,96 @@ func (val *validator) goOptionAt(field string, s Subject, rel string, span typec
 		}
 	}
 	return optionDetail(d), true, nil
+}
+
+// maxReferenceScan bounds the files unreferencedFlagVar reads: past it
+// the variable counts as referenced.
+const maxReferenceScan = 20000
+
+// unreferencedFlagVar returns the name of the package-level variable whose
+// value holds the flag literal d when no Go file of the module outside
+// _test.go files names it anywhere but in its own declaration (code,
+// comment or string alike: any mention counts as a reference, so a
+// variable is called unreferenced only when it surely is). urfave/cli
+// v2.27's BashCompletionFlag is such a variable: the library recognises
+// --generate-bash-completion by comparing the argument, and the literal is
+// handed to no parser. It returns "" for any other definition.
+func (val *validator) unreferencedFlagVar(pkg *typecheck.Package, d typecheck.Definition) (string, error) {
+	if d.Form != typecheck.FormLiteral {
+		return "", nil
+	}
+	decl, ok := pkg.DeclAt(d.File, d.Line)
+	if !ok || decl.Kind != typecheck.DeclVar || decl.Object == nil {
+		return "", nil
+	}
+	name := decl.Object.Name()
+	if name == "_" {
+		return name, nil
+	}
+	word := regexp.MustCompile(`\b` + regexp.QuoteMeta(name) + `\b`)
+	root := val.repo.Root()
+	moduleDir := filepath.Join(root, filepath.FromSlash(pkg.ModuleDir))
+	seen, found := 0, false
+	err := filepath.WalkDir(moduleDir, func(p string, e fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if e.IsDir() {
+			n := e.Name()
+			if p != moduleDir && (strings.HasPrefix(n, ".") || strings.HasPrefix(n, "_") || n == "testdata" || n == "vendor") {
+				return filepath.SkipDir
+			}
+			if p != moduleDir {
+				if _, err := os.Lstat(filepath.Join(p, "go.mod")); err == nil {
+					return filepath.SkipDir // another module
+				}
+			}
+			return nil
+		}
+		if !e.Type().IsRegular() || !strings.HasSuffix(p, ".go") || strings.HasSuffix(p, "_test.go") {
+			return nil
+		}
+		if seen++; seen > maxReferenceScan {
+			found = true
+			return filepath.SkipAll
+		}
+		src, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		rel, err := filepath.Rel(root, p)
+		if err != nil {
+			return err
+		}
+		for i, line := range bytes.Split(src, []byte("\n")) {
+			if filepath.ToSlash(rel) == decl.File && decl.Doc.Start <= i+1 && i+1 <= decl.Span.End {
+				continue
+			}
+			if word.Match(line) {
+				found = true
+				return filepath.SkipAll
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return "", fmt.Errorf("validate: look for references to %s: %w", name, err)
+	}
+	if found {
+		return "", nil
+	}
+	return name, nil
+}
+
+// otherDefs drops d from defs.
+func otherDefs(defs []typecheck.Definition, d typecheck.Definition) []typecheck.Definition {
+	var out []typecheck.Definition
+	for _, x := range defs {
+		if x.File != d.File || x.Line != d.Line {
+			out = append(out, x)
+		}
+	}
+	return out
 }
 
 // optionDetail names how a definition spells the name and what defines it:

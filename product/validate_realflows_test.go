@@ -148,3 +148,19 @@ func TestValidate_RealImplicitOptionRegardless(t *testing.T) {
 	cmp := lineWith(t, repo, "options.go", `case flag.Name == "help":`)
 	te.checkVerdict(t, locProposal("cli_option", "--help", "options.go", cmp, cmp+1), "rejected", "which is not given the option: it runs whatever the command line says")
 }
+
+// TestValidate_RealUnreferencedFlagLiteral: urfave/cli v2.27.7 declares
+// BashCompletionFlag, a flag literal named generate-bash-completion that
+// nothing in the module hands to a parser (help.go recognises the flag by
+// comparing the last argument), and VersionFlag, which App.Setup appends
+// to the app's flags. A literal nobody refers to implements nothing; the
+// one the module uses is the flag's definition.
+func TestValidate_RealUnreferencedFlagLiteral(t *testing.T) {
+	repo := mustUrfave(t)
+	te := MustEngine(t, repo)
+	_, s, e := declLines(t, repo, "flag.go", "var BashCompletionFlag Flag = &BoolFlag{")
+	te.checkVerdict(t, locProposal("cli_option", "--generate-bash-completion", "flag.go", s, e),
+		"rejected", "nothing in the module refers to BashCompletionFlag")
+	_, s, e = declLines(t, repo, "flag.go", "var VersionFlag Flag = &BoolFlag{")
+	te.checkVerdict(t, locProposal("cli_option", "--version", "flag.go", s, e), "certified", "")
+}
