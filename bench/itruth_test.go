@@ -419,3 +419,23 @@ func TestNested(t *testing.T) {
 		}
 	}
 }
+
+// TestITruth_FailsOnlyUnderCoverage: a test whose recorded run under
+// coverage failed is false (it does not pass as the module is), unless a
+// run of the truth's without coverage passed: a test that re-executes its
+// own binary (testscript) fails on the coverage tool's warnings alone, and
+// then nothing decided it.
+func TestITruth_FailsOnlyUnderCoverage(t *testing.T) {
+	tr := tree{"a.go": []byte("package a\n\nfunc A() {}\n"), "a_test.go": []byte("package a\n\nimport \"testing\"\n\nfunc TestA(t *testing.T) { A() }\n")}
+	cov := &Coverage{Functions: []string{"a.go#A"}, Packages: []CoveredPackage{{Dir: ".", Tests: []CoveredTest{
+		{Name: "TestA", Outcome: "fail", Executed: []int{0}},
+	}}}}
+	d := &TruthData{Units: fileUnits("a.go", tr["a.go"]), TestFiles: []TestFileCase{{Path: "a_test.go", Verdict: verdictTrue}}}
+	if j := newITruth(d, tr, newReach(cov)).test(subject{"symbol", "A"}, "a_test.go", "TestA"); j.V != tvFalse {
+		t.Errorf("failing under coverage, no other run: %s (%s), want false", j.V, j.Why)
+	}
+	d.Runs = []TraceRun{{Dir: ".", Test: "TestA", Outcome: "pass"}}
+	if j := newITruth(d, tr, newReach(cov)).test(subject{"symbol", "A"}, "a_test.go", "TestA"); j.V != tvUnjudged || !strings.Contains(j.Why, "passes without it") {
+		t.Errorf("failing under coverage, passing without: %s (%s), want unjudged", j.V, j.Why)
+	}
+}
