@@ -341,6 +341,52 @@ func (s Spec) dir() string {
 	return s.Dir
 }
 
+// started is what every run sets up before it runs anything: the run's
+// context under its deadline, the Go version and the scratch directory.
+type started struct {
+	ctx       context.Context
+	cancel    context.CancelFunc
+	goVersion string
+	scratch   string
+	status    Status
+	reason    string
+}
+
+// end cancels the run's context and removes its scratch.
+func (b *started) end() {
+	b.cancel()
+	os.RemoveAll(b.scratch)
+}
+
+// begin checks the spec (valid is its validation error) and that the
+// sandbox is available, starts the deadline, reads the Go version and
+// makes the run's scratch. ok is false when any of it fails, with the
+// Status and Reason set; otherwise the caller defers end.
+func (r *Runner) begin(ctx context.Context, valid error, deadline time.Duration) (b started, ok bool) {
+	if valid != nil {
+		b.status, b.reason = Invalid, valid.Error()
+		return b, false
+	}
+	if err := r.available(ctx); err != nil {
+		b.status, b.reason = Unavailable, err.Error()
+		return b, false
+	}
+	b.ctx, b.cancel = context.WithTimeout(ctx, deadline)
+	if b.goVersion, b.reason = r.goVersion(b.ctx); b.reason != "" {
+		b.cancel()
+		b.status = Errored
+		return b, false
+	}
+	scratch, err := r.scratch()
+	if err != nil {
+		b.cancel()
+		b.status, b.reason = Errored, err.Error()
+		return b, false
+	}
+	b.scratch = scratch
+	return b, true
+}
+
 // Run runs the test. Outside the sandbox only the go command runs (it
 // lists and builds, running none of the checkout's code) and Needle's own
 // probe and launcher; every binary built from the checkout runs inside it,
@@ -350,26 +396,13 @@ func (r *Runner) Run(ctx context.Context, spec Spec) *Result {
 	start := time.Now()
 	res := &Result{}
 	defer func() { res.Duration = time.Since(start) }()
-	if err := spec.validate(); err != nil {
-		res.Status, res.Reason = Invalid, err.Error()
+	b, ok := r.begin(ctx, spec.validate(), spec.Deadline)
+	res.GoVersion, res.Status, res.Reason = b.goVersion, b.status, b.reason
+	if !ok {
 		return res
 	}
-	if err := r.available(ctx); err != nil {
-		res.Status, res.Reason = Unavailable, err.Error()
-		return res
-	}
-	ctx, cancel := context.WithTimeout(ctx, spec.Deadline)
-	defer cancel()
-	if res.GoVersion, res.Reason = r.goVersion(ctx); res.Reason != "" {
-		res.Status = Errored
-		return res
-	}
-	scratch, err := r.scratch()
-	if err != nil {
-		res.Status, res.Reason = Errored, err.Error()
-		return res
-	}
-	defer os.RemoveAll(scratch)
+	defer b.end()
+	ctx, scratch := b.ctx, b.scratch
 	x := &execution{r: r, spec: spec, scratch: scratch, res: res}
 	x.run(ctx)
 	if ctx.Err() != nil && (res.Status != Passed && res.Status != Failed && res.Status != Skipped || res.Baseline == nil) {

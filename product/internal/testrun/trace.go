@@ -125,26 +125,13 @@ func (r *Runner) Trace(ctx context.Context, spec TraceSpec) *TraceResult {
 	start := time.Now()
 	res := &TraceResult{Placed: map[int]bool{}, Tests: map[string]string{}, ExitCode: -1}
 	defer func() { res.Duration = time.Since(start) }()
-	if err := spec.validate(); err != nil {
-		res.Status, res.Reason = Invalid, err.Error()
+	b, ok := r.begin(ctx, spec.validate(), spec.Deadline)
+	res.GoVersion, res.Status, res.Reason = b.goVersion, b.status, b.reason
+	if !ok {
 		return res
 	}
-	if err := r.available(ctx); err != nil {
-		res.Status, res.Reason = Unavailable, err.Error()
-		return res
-	}
-	ctx, cancel := context.WithTimeout(ctx, spec.Deadline)
-	defer cancel()
-	if res.GoVersion, res.Reason = r.goVersion(ctx); res.Reason != "" {
-		res.Status = Errored
-		return res
-	}
-	scratch, err := r.scratch()
-	if err != nil {
-		res.Status, res.Reason = Errored, err.Error()
-		return res
-	}
-	defer os.RemoveAll(scratch)
+	defer b.end()
+	ctx, scratch := b.ctx, b.scratch
 	ins, err := instrument(spec.Checkout, spec.Probes)
 	if err != nil {
 		res.Status, res.Reason = Errored, err.Error()
