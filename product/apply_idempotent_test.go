@@ -54,23 +54,8 @@ func TestApply_AgainAnswersTheFirstOutcome(t *testing.T) {
 // MCP) applied twice with needle change apply: the second answers the
 // first outcome (it was a 409: the patched file no longer has its base).
 func TestApply_PlainAgainAnswersTheFirstOutcome(t *testing.T) {
+	te, repo, res := mustApprovedPlainChange(t)
 	ctx := context.Background()
-	repo := MustFixtureRepo(t, "grepx", true)
-	te := MustEngine(t, repo, replayCodex(t, "verified"))
-	res, err := te.PrepareChange(ctx, "s", MustChangeRequest(t, "verified"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := te.VerifyChange(ctx, "s", res.ChangeID); err != nil {
-		t.Fatal(err)
-	}
-	b, err := te.changeBinding(ctx, res.ChangeID)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := te.Approve(ctx, res.ChangeID, ApprovalRequest{Patch: b.patch, Verification: b.verification, Lifecycle: b.subject}); err != nil {
-		t.Fatal(err)
-	}
 	r := []string{"change", "apply", "--repository", repo, "--data-dir", te.data, "--json", res.ChangeID}
 	var outs [2]ApplyResult
 	for i := range outs {

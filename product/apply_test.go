@@ -9,6 +9,31 @@ import (
 	"testing"
 )
 
+// mustApprovedPlainChange makes a change without a lifecycle
+// (prepare_change and verify_change, as over MCP) in a grepx fixture and
+// approves its patch: ready to apply.
+func mustApprovedPlainChange(t *testing.T) (*testEngine, string, ChangeResult) {
+	t.Helper()
+	ctx := context.Background()
+	repo := MustFixtureRepo(t, "grepx", true)
+	te := MustEngine(t, repo, replayCodex(t, "verified"))
+	res, err := te.PrepareChange(ctx, "s", MustChangeRequest(t, "verified"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := te.VerifyChange(ctx, "s", res.ChangeID); err != nil {
+		t.Fatal(err)
+	}
+	b, err := te.changeBinding(ctx, res.ChangeID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := te.Approve(ctx, res.ChangeID, ApprovalRequest{Patch: b.patch, Verification: b.verification, Lifecycle: b.subject}); err != nil {
+		t.Fatal(err)
+	}
+	return te, repo, res
+}
+
 // A verified change from verify_change, without a lifecycle, is exported
 // as a diff git apply accepts and applied through the same approval path.
 func TestApply_PlainVerifiedChange(t *testing.T) {

@@ -74,27 +74,12 @@ func TestLifecycle_TamperedVerdictIsRefused(t *testing.T) {
 // A change without a lifecycle: the patch row's blob is checked by apply,
 // diff, the detail and verify_change alike.
 func TestApply_PlainTamperedBlobIsRefused(t *testing.T) {
+	te, repo, res := mustApprovedPlainChange(t)
 	ctx := context.Background()
-	repo := MustFixtureRepo(t, "grepx", true)
-	te := MustEngine(t, repo, replayCodex(t, "verified"))
-	res, err := te.PrepareChange(ctx, "s", MustChangeRequest(t, "verified"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := te.VerifyChange(ctx, "s", res.ChangeID); err != nil {
-		t.Fatal(err)
-	}
-	b, err := te.changeBinding(ctx, res.ChangeID)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := te.Approve(ctx, res.ChangeID, ApprovalRequest{Patch: b.patch, Verification: b.verification, Lifecycle: b.subject}); err != nil {
-		t.Fatal(err)
-	}
 	tamper(t, te, "patches_immutable", `UPDATE patches SET operations = json_set(operations, '$[0].content', 'package grepx\n')
 		WHERE change_id = ? AND status = 'accepted'`, res.ChangeID)
 	before := treeDigest(t, repo)
-	_, err = te.Apply(ctx, res.ChangeID)
+	_, err := te.Apply(ctx, res.ChangeID)
 	wantIntegrity(t, "Apply", err, res.PatchID)
 	if treeDigest(t, repo) != before {
 		t.Fatal("a tampered blob was written to the work tree")
