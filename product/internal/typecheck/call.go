@@ -19,12 +19,7 @@ const (
 
 var callModeNames = [...]string{"call", "func_value", "method_value", "method_expr"}
 
-func (m CallMode) String() string {
-	if m >= 0 && int(m) < len(callModeNames) {
-		return callModeNames[m]
-	}
-	return "unknown"
-}
+func (m CallMode) String() string { return enumName(callModeNames[:], m) }
 
 // Callee is a function or method a span calls or refers to, resolved by
 // go/types: the object, not a name. Calls through an interface have the

@@ -40,12 +40,16 @@ var kindNames = [...]string{
 	KindMissingTypes:   "missing_types",
 }
 
-func (k Kind) String() string {
-	if k >= 0 && int(k) < len(kindNames) {
-		return kindNames[k]
+// enumName is the name of an enumeration's value k in names, "unknown"
+// past them.
+func enumName[K ~int](names []string, k K) string {
+	if k >= 0 && int(k) < len(names) {
+		return names[k]
 	}
 	return "unknown"
 }
+
+func (k Kind) String() string { return enumName(kindNames[:], k) }
 
 // Error is the one error type of the package: a Kind, the file or subject
 // it is about, the packages whose absence caused it (KindMissingTypes) and

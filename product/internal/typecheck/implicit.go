@@ -27,12 +27,7 @@ const (
 
 var implicitKindNames = [...]string{"compare", "constant"}
 
-func (k ImplicitKind) String() string {
-	if k >= 0 && int(k) < len(implicitKindNames) {
-		return implicitKindNames[k]
-	}
-	return "unknown"
-}
+func (k ImplicitKind) String() string { return enumName(implicitKindNames[:], k) }
 
 // Pos is a place in a file (1-based line and column).
 type Pos struct {

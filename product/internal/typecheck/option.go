@@ -23,12 +23,7 @@ const (
 
 var defKindNames = [...]string{"flag", "env", "config_key"}
 
-func (k DefKind) String() string {
-	if k >= 0 && int(k) < len(defKindNames) {
-		return defKindNames[k]
-	}
-	return "unknown"
-}
+func (k DefKind) String() string { return enumName(defKindNames[:], k) }
 
 // NameFrom says how a definition's name argument was written.
 type NameFrom int
@@ -45,12 +40,7 @@ const (
 
 var nameFromNames = [...]string{"literal", "constant", "expression", "dynamic", "tag", "field_name"}
 
-func (f NameFrom) String() string {
-	if f >= 0 && int(f) < len(nameFromNames) {
-		return nameFromNames[f]
-	}
-	return "unknown"
-}
+func (f NameFrom) String() string { return enumName(nameFromNames[:], f) }
 
 // DefForm is the syntax a definition takes.
 type DefForm int
@@ -64,12 +54,7 @@ const (
 
 var defFormNames = [...]string{"call", "literal", "tag"}
 
-func (f DefForm) String() string {
-	if f >= 0 && int(f) < len(defFormNames) {
-		return defFormNames[f]
-	}
-	return "unknown"
-}
+func (f DefForm) String() string { return enumName(defFormNames[:], f) }
 
 // Definition is one site that defines a flag, an environment variable or a
 // configuration key: a call of a definition function, a composite literal

@@ -288,3 +288,16 @@ func TestPackage_FindOptionByMeaning(t *testing.T) {
 		})
 	}
 }
+
+// TestEnumNames: every enumeration names its values and calls one past
+// them unknown.
+func TestEnumNames(t *testing.T) {
+	for _, c := range []struct{ got, want string }{
+		{DefFlag.String(), "flag"}, {FormLiteral.String(), "literal"}, {DeclVar.String(), "var"},
+		{ImplicitConstant.String(), "constant"}, {DefForm(len(defFormNames)).String(), "unknown"}, {DeclKind(-1).String(), "unknown"},
+	} {
+		if c.got != c.want {
+			t.Errorf("%q, want %q", c.got, c.want)
+		}
+	}
+}

@@ -21,12 +21,7 @@ const (
 
 var readKindNames = [...]string{"variable", "by_name", "setter", "env"}
 
-func (k ReadKind) String() string {
-	if k >= 0 && int(k) < len(readKindNames) {
-		return readKindNames[k]
-	}
-	return "unknown"
-}
+func (k ReadKind) String() string { return enumName(readKindNames[:], k) }
 
 // Read is a place in a package's non-test files that reads an option's
 // value.

@@ -139,12 +139,7 @@ const (
 
 var declKindNames = [...]string{"func", "method", "interface_method", "type", "var", "const"}
 
-func (k DeclKind) String() string {
-	if k >= 0 && int(k) < len(declKindNames) {
-		return declKindNames[k]
-	}
-	return "unknown"
-}
+func (k DeclKind) String() string { return enumName(declKindNames[:], k) }
 
 // Decl is the declaration of a subject.
 type Decl struct {
