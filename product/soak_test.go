@@ -90,6 +90,7 @@ type soak struct {
 
 	mu      sync.Mutex
 	rt      *serveProc
+	rts     []*serveProc  // every runtime started, killed ones too: their logs
 	gen     int           // incremented by every kill: a client that saw it change saw a kill
 	started chan struct{} // closed when the runtime of this generation listens
 	kills   int
@@ -174,6 +175,7 @@ func (s *soak) start() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.rt = p
+	s.rts = append(s.rts, p)
 	if s.token == "" {
 		s.token = strings.TrimSpace(string(MustReadFile(s.t, filepath.Join(s.data, tokenFileName))))
 	}
@@ -323,7 +325,7 @@ func (s *soak) mcpSession(ctx context.Context, worker int) {
 		}
 		return mcpAnswer{}, false
 	}
-	lost := 0
+	lost, failed := 0, false
 	calls := []string{soakNewSearcher, soakLineSplitter, soakNowhere(worker), soakNewSearcher, soakLineSplitter}
 	s.stats.requests.Add(1)
 	ok := send(0, "initialize", map[string]any{"protocolVersion": "2025-06-18", "capabilities": map[string]any{},
@@ -345,7 +347,9 @@ func (s *soak) mcpSession(ctx context.Context, worker int) {
 				lost++
 				break
 			}
-			s.answer(need, a)
+			if !s.answer(need, a) {
+				failed = true
+			}
 		}
 	} else {
 		lost++ // initialize itself went unanswered
@@ -355,6 +359,10 @@ func (s *soak) mcpSession(ctx context.Context, worker int) {
 	}
 	err := cmd.Wait()
 	killed := s.generation() != gen
+	if failed {
+		// An internal error's details are in the session's log only.
+		s.unexpected("the log of mcp serve that answered an error: %s", clip(stderr.String(), 280))
+	}
 	switch {
 	case lost > 0 && err != nil && (killed || strings.Contains(stderr.String(), "resident runtime")):
 		s.stats.lostWithError.Add(int64(lost))
@@ -369,13 +377,13 @@ func (s *soak) mcpSession(ctx context.Context, worker int) {
 	}
 }
 
-// answer counts one answer.
-func (s *soak) answer(need string, a mcpAnswer) {
+// answer counts one answer; false when it is an error.
+func (s *soak) answer(need string, a mcpAnswer) bool {
 	s.stats.answered.Add(1)
 	if a.Error != nil {
 		s.stats.rpcErrors.Add(1)
 		s.unexpected("need_context: JSON-RPC error %d %s", a.Error.Code, a.Error.Message)
-		return
+		return false
 	}
 	var res struct {
 		IsError           bool `json:"isError"`
@@ -391,7 +399,7 @@ func (s *soak) answer(need string, a mcpAnswer) {
 	}
 	if err := json.Unmarshal(a.Result, &res); err != nil {
 		s.unexpected("need_context: a result that does not decode: %v", err)
-		return
+		return false
 	}
 	if res.IsError {
 		s.stats.toolErrors.Add(1)
@@ -400,7 +408,7 @@ func (s *soak) answer(need string, a mcpAnswer) {
 			text = res.Content[0].Text
 		}
 		s.unexpected("need_context: tool error: %s", text)
-		return
+		return false
 	}
 	r := res.StructuredContent
 	if r.Status == "hit" {
@@ -412,6 +420,7 @@ func (s *soak) answer(need string, a mcpAnswer) {
 		s.workerN[r.NeedID]++
 		s.mu.Unlock()
 	}
+	return true
 }
 
 // stream follows the event stream of whichever runtime listens,
@@ -581,10 +590,17 @@ func (s *soak) finish() {
 			t.Errorf("need %s: %d worker runs recorded for %d answers that ran one", need, runs, n)
 		}
 	}
-	errs := s.errs
+	errs, rts := s.errs, s.rts
 	s.mu.Unlock()
 	for msg, n := range errs {
 		t.Errorf("%d× %s", n, msg)
+	}
+	if len(errs) > 0 {
+		// An internal error's details are only in the runtime's log.
+		for i, p := range rts {
+			log := p.stderr.String()
+			t.Logf("runtime %d's log (its last 2000 bytes):\n%s", i, log[max(0, len(log)-2000):])
+		}
 	}
 	if l := s.stats.lostWithoutError.Load(); l > 0 {
 		t.Errorf("%d requests lost without an error", l)
