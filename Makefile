@@ -32,11 +32,11 @@ build:
 test: test-unit test-contract
 
 # The unit tier needs the pinned codex too: product/internal/testrun runs
-# tests inside its sandbox. The timeout only guards against a hang: on a
-# machine shared by many builds the product package alone can pass go test's
-# default 10 minutes.
+# tests inside its sandbox. The timeout only guards against a hang: the
+# product package alone takes about 16 minutes on 2 cores, and 30 measured
+# beside a second `make test` (issue 24's runs under load).
 test-unit: codex
-	NEEDLE_CODEX_BIN=$(CODEX_BIN) $(GO) test -timeout 30m ./...
+	NEEDLE_CODEX_BIN=$(CODEX_BIN) $(GO) test -timeout 60m ./...
 
 ## codex: install the pinned @openai/codex from npm (if absent) and check its version
 codex: $(CODEX_PREFIX)/.installed
