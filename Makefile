@@ -33,7 +33,7 @@ test: test-unit test-contract
 
 # The unit tier needs the pinned codex too: product/internal/testrun runs
 # tests inside its sandbox. The timeout only guards against a hang: the
-# product package alone takes about 16 minutes on 2 cores, and 30 measured
+# product package alone takes about 16 minutes on 2 cores, and more than 30
 # beside a second `make test` (issue 24's runs under load).
 test-unit: codex
 	NEEDLE_CODEX_BIN=$(CODEX_BIN) $(GO) test -timeout 60m ./...
