@@ -12,6 +12,8 @@ import (
 	"time"
 
 	_ "modernc.org/sqlite"
+
+	"github.com/needle-dev/needle/product/testenv"
 )
 
 // mustNeedle builds cmd/needle once: the server the experiment spawns.
@@ -25,7 +27,7 @@ func TestHitLatency_Tiny(t *testing.T) {
 	needle := mustNeedle(t)
 	work, reports := t.TempDir(), t.TempDir()
 	var stdout, stderr bytes.Buffer
-	args := []string{"experiment", "mcp-hit-latency", "--needle", needle, "--codex", mustCodex(t), "--calls", "4", "--warmup", "1", "--cold", "2",
+	args := []string{"experiment", "mcp-hit-latency", "--needle", needle, "--codex", testenv.Codex(t), "--calls", "4", "--warmup", "1", "--cold", "2",
 		"--grow", "--grow-hits", "0,70", "--grow-artifacts", "5,9", "--grow-files", "3,20", "--window", "3",
 		"--settle", "0s", "--work", work, "--reports", reports}
 	if code := Main(context.Background(), args, nil, &stdout, &stderr); code != 0 {
@@ -143,7 +145,7 @@ func TestHitLatency_Checks(t *testing.T) {
 	if err := writeLatencyRepo(ctx, repo, 0); err != nil {
 		t.Fatal(err)
 	}
-	x := &hitLatency{opt: HitLatencyOptions{Needle: []string{needle}, Codex: mustCodex(t), Status: func(string) {}}}
+	x := &hitLatency{opt: HitLatencyOptions{Needle: []string{needle}, Codex: testenv.Codex(t), Status: func(string) {}}}
 	p, err := x.serve(ctx, repo, data)
 	if err != nil {
 		t.Fatal(err)
@@ -201,7 +203,7 @@ func BenchmarkColdInitialize(b *testing.B) {
 	ctx := context.Background()
 	needle := mustNeedle(b)
 	work := b.TempDir()
-	x := &hitLatency{opt: HitLatencyOptions{Needle: []string{needle}, Codex: mustCodex(b), Status: func(string) {}}, work: work, samples: map[string][]float64{}}
+	x := &hitLatency{opt: HitLatencyOptions{Needle: []string{needle}, Codex: testenv.Codex(b), Status: func(string) {}}, work: work, samples: map[string][]float64{}}
 	repo, data := filepath.Join(work, "repo"), filepath.Join(work, "data")
 	if err := writeLatencyRepo(ctx, repo, 0); err != nil {
 		b.Fatal(err)

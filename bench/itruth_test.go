@@ -7,6 +7,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/needle-dev/needle/product/testenv"
 )
 
 // The intervention truth on real modules, fetched through the module proxy
@@ -31,7 +33,7 @@ type truthLab struct {
 // downloads what it needs and probes the sandbox.
 func mustTruthLab(t *testing.T, modVersion string) truthLab {
 	t.Helper()
-	codex := mustCodex(t)
+	codex := testenv.Codex(t)
 	ctx := context.Background()
 	mod, version, _ := strings.Cut(modVersion, "@")
 	d, err := moduleDownload(ctx, mod, version)

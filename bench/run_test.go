@@ -13,7 +13,9 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
 	"github.com/needle-dev/needle/product"
+	"github.com/needle-dev/needle/product/testenv"
 )
 
 // built holds each command of the module the tests build, once.
@@ -85,7 +87,7 @@ func TestRun_Tiny(t *testing.T) {
 	var reports []string
 	for _, noRefresh := range []bool{false, true} {
 		dir := t.TempDir()
-		r, files, err := Run(context.Background(), RunOptions{Corpus: "../corpus/tiny", Reports: dir, Replay: replay, Codex: mustCodex(t), NoRefresh: noRefresh})
+		r, files, err := Run(context.Background(), RunOptions{Corpus: "../corpus/tiny", Reports: dir, Replay: replay, Codex: testenv.Codex(t), NoRefresh: noRefresh})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -175,7 +177,7 @@ func TestRun_ReplayMismatch(t *testing.T) {
 		}
 	}
 	reports := t.TempDir()
-	_, _, err = Run(context.Background(), RunOptions{Corpus: "../corpus/tiny", Frozen: frozen, Reports: reports, Replay: replay, Codex: mustCodex(t)})
+	_, _, err = Run(context.Background(), RunOptions{Corpus: "../corpus/tiny", Frozen: frozen, Reports: reports, Replay: replay, Codex: testenv.Codex(t)})
 	if err == nil || !strings.Contains(err.Error(), "frozen transcripts do not match") {
 		t.Fatalf("Run with mismatching transcripts = %v", err)
 	}

@@ -9,29 +9,9 @@ import (
 	"testing"
 
 	"github.com/rogpeppe/go-internal/txtar"
+
+	"github.com/needle-dev/needle/product/testenv"
 )
-
-// codexRel is where `make codex` installs the pinned codex, relative to the
-// repository root (the Makefile's CODEX_BIN).
-const codexRel = "../.cache/codex-0.171.0/node_modules/@openai/codex-linux-x64/vendor/x86_64-unknown-linux-musl/bin/codex"
-
-// mustCodex returns the pinned codex: $NEEDLE_CODEX_BIN, or the one `make
-// codex` installs. The tests that run third-party tests need its sandbox
-// and fail without it.
-func mustCodex(tb testing.TB) string {
-	tb.Helper()
-	if bin := os.Getenv("NEEDLE_CODEX_BIN"); bin != "" {
-		return bin
-	}
-	bin, err := filepath.Abs(codexRel)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	if _, err := os.Stat(bin); err != nil {
-		tb.Fatalf("the pinned codex is not installed (%v): run make codex", err)
-	}
-	return bin
-}
 
 var (
 	reachOnce  sync.Once
@@ -45,7 +25,7 @@ var (
 // of a small module made of the classes the truth must tell apart.
 func mustReach(t *testing.T) (*truth, *Coverage) {
 	t.Helper()
-	codex := mustCodex(t)
+	codex := testenv.Codex(t)
 	reachOnce.Do(func() {
 		ctx := context.Background()
 		ar, err := txtar.ParseFile(filepath.Join("testdata", "reach.txtar"))

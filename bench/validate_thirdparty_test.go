@@ -14,6 +14,7 @@ import (
 	"testing"
 
 	"github.com/needle-dev/needle/product"
+	"github.com/needle-dev/needle/product/testenv"
 )
 
 // Real third-party source for the validators' classes of true and false
@@ -117,19 +118,11 @@ func funcEnd(tb testing.TB, repo, file string, start int) int {
 }
 
 // sandboxed is how the validators run code here as in needlebench: in the
-// pinned codex's sandbox (NEEDLE_CODEX_BIN), static flows refused.
+// pinned codex's sandbox (testenv.Codex), static flows refused.
 func sandboxed(t *testing.T) product.TestsConfig {
 	t.Helper()
-	codex := os.Getenv("NEEDLE_CODEX_BIN")
-	if codex == "" {
-		t.Fatal("NEEDLE_CODEX_BIN is not set: the sandbox's codex is required (make test-unit sets it)")
-	}
 	// product's validator tests share this cache; testrun's own is theirs.
-	cache, err := filepath.Abs(filepath.Join("..", ".cache", "testrun-validators"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return product.TestsConfig{Codex: codex, CacheDir: cache, NoStatic: true}
+	return product.TestsConfig{Codex: testenv.Codex(t), CacheDir: testenv.Cache(t, "testrun-validators"), NoStatic: true}
 }
 
 type verdictCase struct {

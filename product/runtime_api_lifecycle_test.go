@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/needle-dev/needle/product/testenv"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -16,6 +15,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/needle-dev/needle/product/lifecycle"
+	"github.com/needle-dev/needle/product/testenv"
 
 	"github.com/needle-dev/needle/product/web"
 )
@@ -38,10 +40,7 @@ var approveLine = regexp.MustCompile(`needle change approve --patch (b3:[0-9a-f]
 func startLifecycle(t *testing.T, repo, data string) awaitingLifecycle {
 	t.Helper()
 	bin := testenv.Codex(t)
-	cache, err := filepath.Abs(filepath.Join("..", ".cache", "testrun-lifecycle"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	cache := testenv.Cache(t, "testrun-lifecycle")
 	frozen, err := filepath.Abs(filepath.Join("..", "frozen", "lifecycle", "verified"))
 	if err != nil {
 		t.Fatal(err)
@@ -281,7 +280,7 @@ func TestAPI_Lifecycle(t *testing.T) {
 // flight and answers only once it has cleaned up and the runner recorded
 // the stop: the answer is the cancelled lifecycle.
 func TestAPI_CancelInterruptsTheRunner(t *testing.T) {
-	f := newLifecycleFixture(t, &fakeScript{Tests: []LifecycleTestOutcome{LifecycleTestPassed}, Verdicts: []string{fakeVerified}})
+	f := newLifecycleFixture(t, &fakeScript{Tests: []lifecycle.TestOutcome{lifecycle.TestPassed}, Verdicts: []string{fakeVerified}})
 	d := f.start()
 	rt := mustRuntime(t, f.te.data)
 	eng, err := rt.rootEngine(context.Background(), f.te.repo)
@@ -324,7 +323,7 @@ func TestAPI_CancelInterruptsTheRunner(t *testing.T) {
 	if _, err := os.Stat(work); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("the adapter's work is still there when the cancel is answered: %v", err)
 	}
-	if ev := lastInvocationEvent(t, f.te, d.ID, PhaseImplement); ev != "stopped" {
+	if ev := lastInvocationEvent(t, f.te, d.ID, lifecycle.PhaseImplement); ev != "stopped" {
 		t.Errorf("the implement run's last record is %q, want stopped", ev)
 	}
 	stopRunner()

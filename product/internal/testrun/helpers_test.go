@@ -12,41 +12,9 @@ import (
 	"testing"
 
 	"github.com/rogpeppe/go-internal/txtar"
+
+	"github.com/needle-dev/needle/product/testenv"
 )
-
-// codexRel is where `make codex` installs the pinned codex, relative to the
-// repository root (the Makefile's CODEX_BIN).
-const codexRel = ".cache/codex-0.171.0/node_modules/@openai/codex-linux-x64/vendor/x86_64-unknown-linux-musl/bin/codex"
-
-// repoRoot is the repository holding this package.
-func repoRoot(tb testing.TB) string {
-	tb.Helper()
-	dir, err := filepath.Abs(".")
-	if err != nil {
-		tb.Fatal(err)
-	}
-	for d := dir; d != filepath.Dir(d); d = filepath.Dir(d) {
-		if data, err := os.ReadFile(filepath.Join(d, "go.mod")); err == nil && strings.HasPrefix(string(data), "module github.com/needle-dev/needle\n") {
-			return d
-		}
-	}
-	tb.Fatal("repository root not found")
-	return ""
-}
-
-// MustCodex returns the pinned codex: $NEEDLE_CODEX_BIN, or the one `make
-// codex` installs. The tests need it and fail without it.
-func MustCodex(tb testing.TB) string {
-	tb.Helper()
-	if bin := os.Getenv("NEEDLE_CODEX_BIN"); bin != "" {
-		return bin
-	}
-	bin := filepath.Join(repoRoot(tb), codexRel)
-	if _, err := os.Stat(bin); err != nil {
-		tb.Fatalf("the pinned codex is not installed (%v): run make codex", err)
-	}
-	return bin
-}
 
 // MustGo returns the absolute path of the go command on PATH.
 func MustGo(tb testing.TB) string {
@@ -83,8 +51,8 @@ var (
 func MustRunner(tb testing.TB) *Runner {
 	tb.Helper()
 	sharedOnce.Do(func() {
-		cache := filepath.Join(repoRoot(tb), ".cache", "testrun")
-		sb := &Sandbox{Codex: MustCodex(tb), Home: filepath.Join(cache, "codex-home")}
+		cache := testenv.Cache(tb, "testrun")
+		sb := &Sandbox{Codex: testenv.Codex(tb), Home: filepath.Join(cache, "codex-home")}
 		if err := os.MkdirAll(sb.Home, 0o755); err != nil {
 			tb.Fatal(err)
 		}

@@ -17,6 +17,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/needle-dev/needle/product/testenv"
 )
 
 var testHome string
@@ -276,7 +278,7 @@ func TestRunner_Unavailable(t *testing.T) {
 		"NoCodex":       {Go: MustGo(t), CacheDir: cache, Sandbox: &Sandbox{Codex: filepath.Join(cache, "nosuch"), Home: cache}},
 		"NotASandbox":   {Go: MustGo(t), CacheDir: shared, Sandbox: &Sandbox{Codex: "/bin/true", Home: cache}},
 		"NoIsolation":   {Go: MustGo(t), CacheDir: shared, Sandbox: &Sandbox{Codex: mustEnvExec(t), Home: cache}},
-		"RelativePaths": {Go: "go", CacheDir: "cache", Sandbox: &Sandbox{Codex: MustCodex(t), Home: cache}},
+		"RelativePaths": {Go: "go", CacheDir: "cache", Sandbox: &Sandbox{Codex: testenv.Codex(t), Home: cache}},
 	} {
 		t.Run(name, func(t *testing.T) {
 			res := r.Run(context.Background(), reachSpec(dir, "TestEarly"))
@@ -446,7 +448,7 @@ func TestRunner_DeepCache(t *testing.T) {
 	}
 	t.Setenv("TMPDIR", deep)
 	home := t.TempDir()
-	sandboxed := &Runner{Go: MustGo(t), CacheDir: deep, Sandbox: &Sandbox{Codex: MustCodex(t), Home: home}}
+	sandboxed := &Runner{Go: MustGo(t), CacheDir: deep, Sandbox: &Sandbox{Codex: testenv.Codex(t), Home: home}}
 	if err := sandboxed.available(context.Background()); err != nil {
 		t.Errorf("the real sandbox fails its probe under a deep cache: %v", err)
 	}
