@@ -12,6 +12,7 @@ import (
 	"github.com/needle-dev/needle/product/internal/checkout"
 	"github.com/needle-dev/needle/product/internal/contentid"
 	"github.com/needle-dev/needle/product/internal/snapshot"
+	"github.com/needle-dev/needle/product/lifecycle"
 )
 
 // Lifecycle adapters: what the kernel invokes for each worker phase, with a
@@ -38,10 +39,10 @@ type LifecycleAdapters struct {
 type AdapterCall struct {
 	Lifecycle  string
 	Invocation string
-	Phase      Phase
+	Phase      lifecycle.Phase
 	Round      int
 	Attempt    int
-	Profile    LifecycleProfileRef
+	Profile    lifecycle.ProfileRef
 	Role       RoleSettings
 	Root       string // the repository
 	Snapshot   string // the frozen source snapshot
@@ -115,7 +116,7 @@ type TestRequest struct {
 // evidence; an error outcome is unavailable evidence: both fail closed.
 type TestPlanRun struct {
 	Plan      string
-	Outcome   LifecycleTestOutcome
+	Outcome   lifecycle.TestOutcome
 	Duration  time.Duration
 	Output    []byte
 	Truncated bool
@@ -162,7 +163,7 @@ type VerifyRequest struct {
 type TestLine struct {
 	Test    string
 	Command string
-	Outcome LifecycleTestOutcome
+	Outcome lifecycle.TestOutcome
 }
 
 // VerifierResult is the verifier's final message (judged by the kernel).
@@ -174,7 +175,7 @@ type VerifierResult struct {
 
 // AdapterError classifies an adapter failure for the machine.
 type AdapterError struct {
-	Failure LifecycleFailure
+	Failure lifecycle.Failure
 	Err     error
 }
 
@@ -187,7 +188,7 @@ var errFailClosed = errors.New("fail closed")
 
 // failureOf classifies an adapter error: fail closed, timeout,
 // unavailable, or (anything else) crashed.
-func failureOf(err error) LifecycleFailure {
+func failureOf(err error) lifecycle.Failure {
 	var ae *AdapterError
 	var rf *recordedFailure
 	switch {
@@ -196,13 +197,13 @@ func failureOf(err error) LifecycleFailure {
 	case errors.As(err, &rf):
 		return rf.Failure
 	case errors.Is(err, errFailClosed), errors.Is(err, checkout.ErrVerify):
-		return LifecycleFailureFailClosed
+		return lifecycle.FailureFailClosed
 	case errors.Is(err, context.DeadlineExceeded):
-		return LifecycleFailureTimeout
+		return lifecycle.FailureTimeout
 	case KindOf(err) == KindUnavailable:
-		return LifecycleFailureUnavailable
+		return lifecycle.FailureUnavailable
 	}
-	return LifecycleFailureCrashed
+	return lifecycle.FailureCrashed
 }
 
 // checkPatchFiles checks a patch an adapter returned with Needle's own
@@ -301,10 +302,10 @@ func patchFiles(ops []storedOperation) []PatchFile {
 func boundedReasons(reasons []string) []string {
 	out := []string{}
 	for _, r := range reasons {
-		if len(out) == LifecycleMaxReasons {
+		if len(out) == lifecycle.MaxReasons {
 			break
 		}
-		r = clip(strings.ToValidUTF8(strings.ReplaceAll(oneLine(r), "\x00", ""), ""), LifecycleMaxTextBytes)
+		r = clip(strings.ToValidUTF8(strings.ReplaceAll(oneLine(r), "\x00", ""), ""), lifecycle.MaxTextBytes)
 		if strings.TrimSpace(r) != "" {
 			out = append(out, r)
 		}
@@ -317,24 +318,24 @@ func boundedReasons(reasons []string) []string {
 
 // reviewAnswer is a reviewer's final message.
 type reviewAnswer struct {
-	Findings []LifecycleReviewFinding `json:"findings"`
+	Findings []lifecycle.ReviewFinding `json:"findings"`
 }
 
 // decodeReview decodes a reviewer's answer strictly and bounds it.
-func decodeReview(raw string, criteria int) ([]LifecycleReviewFinding, error) {
+func decodeReview(raw string, criteria int) ([]lifecycle.ReviewFinding, error) {
 	var a reviewAnswer
 	if err := decodeStrict([]byte(raw), &a); err != nil {
 		return nil, fmt.Errorf("the reviewer's answer is malformed: %v", err)
 	}
-	if len(a.Findings) > LifecycleMaxFindings {
-		return nil, fmt.Errorf("the reviewer gave %d findings; the limit is %d", len(a.Findings), LifecycleMaxFindings)
+	if len(a.Findings) > lifecycle.MaxFindings {
+		return nil, fmt.Errorf("the reviewer gave %d findings; the limit is %d", len(a.Findings), lifecycle.MaxFindings)
 	}
-	out := []LifecycleReviewFinding{}
+	out := []lifecycle.ReviewFinding{}
 	for i, f := range a.Findings {
-		if !slices.Contains(lifecycleFindingSeverities, f.Severity) || f.Criterion < 0 || f.Criterion > criteria {
+		if !slices.Contains(lifecycle.FindingSeverities, f.Severity) || f.Criterion < 0 || f.Criterion > criteria {
 			return nil, fmt.Errorf("finding %d names an unknown severity or criterion", i+1)
 		}
-		f.Summary = clip(strings.ToValidUTF8(strings.ReplaceAll(oneLine(f.Summary), "\x00", ""), ""), LifecycleMaxTextBytes)
+		f.Summary = clip(strings.ToValidUTF8(strings.ReplaceAll(oneLine(f.Summary), "\x00", ""), ""), lifecycle.MaxTextBytes)
 		if strings.TrimSpace(f.Summary) == "" {
 			return nil, fmt.Errorf("finding %d has no summary", i+1)
 		}

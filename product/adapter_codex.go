@@ -9,6 +9,7 @@ import (
 
 	"github.com/needle-dev/needle/product/internal/checkout"
 	"github.com/needle-dev/needle/product/internal/schema"
+	"github.com/needle-dev/needle/product/lifecycle"
 )
 
 // The Codex App Server adapters of the lifecycle: the evidence worker for
@@ -130,8 +131,8 @@ const reviewInstructions = "You are a Needle reviewer. The current directory is 
 // It is encoded on first use: package init runs in every needle process.
 var reviewSchema = sync.OnceValue(func() json.RawMessage {
 	return json.RawMessage(mustJSON(schema.Strict(map[string]any{
-		"findings": map[string]any{"type": "array", "maxItems": LifecycleMaxFindings, "items": schema.Strict(map[string]any{
-			"severity":  schema.Enum(lifecycleFindingSeverities...),
+		"findings": map[string]any{"type": "array", "maxItems": lifecycle.MaxFindings, "items": schema.Strict(map[string]any{
+			"severity":  schema.Enum(lifecycle.FindingSeverities...),
 			"criterion": map[string]any{"type": "integer", "minimum": 0, "maximum": MaxCriteria},
 			"summary":   map[string]any{"type": "string"},
 		})},

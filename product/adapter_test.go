@@ -3,6 +3,8 @@ package product
 import (
 	"strings"
 	"testing"
+
+	"github.com/needle-dev/needle/product/lifecycle"
 )
 
 func TestDecodeReview(t *testing.T) {
@@ -40,9 +42,9 @@ func FuzzDecodeReview(f *testing.F) {
 		if err != nil {
 			return
 		}
-		r := LifecycleReviewArtifact{Patch: testID("p"), Reviewer: testFreeze(1, 3).profile(LifecycleRoleReviewer),
-			Criteria: testFreeze(1, 3).Criteria, Findings: findings}
-		if err := r.validate(); err != nil {
+		r := lifecycle.ReviewArtifact{Patch: lifecycle.SampleID("p"), Reviewer: lifecycle.SampleFreeze(1, 3).Profile(lifecycle.RoleReviewer),
+			Criteria: lifecycle.SampleFreeze(1, 3).Criteria, Findings: findings}
+		if err := r.Validate(); err != nil {
 			t.Fatalf("decodeReview(%q) accepted findings the machine refuses: %v", raw, err)
 		}
 	})

@@ -12,6 +12,7 @@ import (
 	"github.com/needle-dev/needle/product/internal/checkout"
 	"github.com/needle-dev/needle/product/internal/snapshot"
 	"github.com/needle-dev/needle/product/internal/testrun"
+	"github.com/needle-dev/needle/product/lifecycle"
 )
 
 // The test phase's adapter: Needle itself runs the frozen certified test
@@ -89,7 +90,7 @@ func (t *testAdapter) run(ctx context.Context, req TestRequest) (res TestResult,
 	runner, rerr := t.setup()
 	if rerr != nil {
 		for _, p := range req.Plans {
-			res.Runs = append(res.Runs, TestPlanRun{Plan: p.ID, Outcome: LifecycleTestError, Detail: "unavailable: " + rerr.Error()})
+			res.Runs = append(res.Runs, TestPlanRun{Plan: p.ID, Outcome: lifecycle.TestError, Detail: "unavailable: " + rerr.Error()})
 		}
 		return res, nil
 	}
@@ -153,12 +154,12 @@ func (t *testAdapter) run(ctx context.Context, req TestRequest) (res TestResult,
 
 // testOutcome maps a run's status to the lifecycle's outcome: only a test
 // that ran is evidence; a build failure of the patched code fails it.
-func testOutcome(s testrun.Status) LifecycleTestOutcome {
+func testOutcome(s testrun.Status) lifecycle.TestOutcome {
 	switch s {
 	case testrun.Passed:
-		return LifecycleTestPassed
+		return lifecycle.TestPassed
 	case testrun.Failed, testrun.BuildFailed:
-		return LifecycleTestFailed
+		return lifecycle.TestFailed
 	}
-	return LifecycleTestError
+	return lifecycle.TestError
 }

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/needle-dev/needle/product/lifecycle"
 )
 
 // realTestPhase reopens the fixture's engine with dataDir, tc and the fake
@@ -33,7 +35,7 @@ func TestLifecycle_TestPhaseRelativeDataDir(t *testing.T) {
 	t.Chdir(parent)
 	realTestPhase(t, f, base, TestsConfig{Codex: MustSandbox(t)})
 	d := f.run(f.start().ID)
-	if p := d.TestPlans[0]; p.Outcome != LifecycleTestPassed || p.Detail != "" || d.Status != LifecycleStatusAwaitingApproval {
+	if p := d.TestPlans[0]; p.Outcome != lifecycle.TestPassed || p.Detail != "" || d.Status != lifecycle.StatusAwaitingApproval {
 		t.Fatalf("test phase with data dir %q: %s/%s (%s), plan %+v", base, d.Phase, d.Status, d.Reason, p)
 	}
 	if !hasEntries(filepath.Join(f.te.data, "testrun", "go-build")) {
@@ -50,7 +52,7 @@ func TestLifecycle_TestPhaseNamesCause(t *testing.T) {
 	realTestPhase(t, f, f.te.data, TestsConfig{Codex: missing})
 	d := f.run(f.start().ID)
 	p := d.TestPlans[0]
-	if d.Reason != LifecycleReasonTestEvidenceUnavailable || p.Outcome != LifecycleTestError || !strings.Contains(p.Detail, missing+" is not an executable file") {
+	if d.Reason != lifecycle.ReasonTestEvidenceUnavailable || p.Outcome != lifecycle.TestError || !strings.Contains(p.Detail, missing+" is not an executable file") {
 		t.Fatalf("test phase without codex: %s/%s (%s), plan %+v", d.Phase, d.Status, d.Reason, p)
 	}
 	var out bytes.Buffer
@@ -97,7 +99,7 @@ func TestLifecycle_CancelReachesTheTestRun(t *testing.T) {
 	ran := make(chan error, 1)
 	go func() {
 		_, err := f.te.RunLifecycle(context.Background(), d.ID, func(p LifecycleProgress) {
-			if p.Phase == PhaseTest && p.Event == "" {
+			if p.Phase == lifecycle.PhaseTest && p.Event == "" {
 				once.Do(func() { close(inTest) })
 			}
 		})
@@ -121,7 +123,7 @@ func TestLifecycle_CancelReachesTheTestRun(t *testing.T) {
 	}
 	defer other.Close()
 	after, err := other.CancelLifecycle(context.Background(), d.ID, "it hangs")
-	if err != nil || after.Status != LifecycleStatusCancelled {
+	if err != nil || after.Status != lifecycle.StatusCancelled {
 		t.Fatalf("cancel: %v %+v", err, after.LifecycleSummary)
 	}
 	// Returned: the test run is killed, its checkout and scratch gone, its
@@ -129,7 +131,7 @@ func TestLifecycle_CancelReachesTheTestRun(t *testing.T) {
 	if hasEntries(filepath.Join(f.te.data, "checkouts")) {
 		t.Error("the test phase's checkout is still there when cancel returns")
 	}
-	if ev := lastInvocationEvent(t, f.te, d.ID, PhaseTest); ev != "stopped" {
+	if ev := lastInvocationEvent(t, f.te, d.ID, lifecycle.PhaseTest); ev != "stopped" {
 		t.Errorf("the test run's last record is %q, want stopped", ev)
 	}
 	if pids := processesNamed(t, cache, "grepx.test"); len(pids) > 0 {

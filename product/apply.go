@@ -23,6 +23,7 @@ import (
 	"github.com/needle-dev/needle/product/internal/failpoint"
 	"github.com/needle-dev/needle/product/internal/runlock"
 	"github.com/needle-dev/needle/product/internal/snapshot"
+	"github.com/needle-dev/needle/product/lifecycle"
 )
 
 // Approval and apply. A verified patch reaches the work tree only through
@@ -107,9 +108,9 @@ func (e *Engine) Approve(ctx context.Context, id string, req ApprovalRequest) (A
 		return ApprovalResult{}, err
 	}
 	s := v.State
-	b := LifecycleApprovalBinding{Patch: req.Patch, Verification: req.Verification, Lifecycle: req.Lifecycle}
-	ev := LifecycleApprovalGranted{Binding: b}
-	next, _, err := StepLifecycle(s, ev)
+	b := lifecycle.ApprovalBinding{Patch: req.Patch, Verification: req.Verification, Lifecycle: req.Lifecycle}
+	ev := lifecycle.ApprovalGranted{Binding: b}
+	next, _, err := stepLifecycle(s, ev)
 	if err != nil {
 		return ApprovalResult{}, err
 	}
@@ -184,7 +185,7 @@ func (e *Engine) changeBinding(ctx context.Context, id string) (changeBinding, e
 			return b, err
 		}
 		ids = append(ids, mustID(tagChangeVerification, v))
-		if v.PatchRevision == c.Current && v.Verdict == VerdictVerified {
+		if v.PatchRevision == c.Current && v.Verdict == lifecycle.VerdictVerified {
 			b.verification = ids[len(ids)-1]
 		}
 	}
@@ -203,9 +204,9 @@ func (e *Engine) changeBinding(ctx context.Context, id string) (changeBinding, e
 
 func (b changeBinding) approvalID() string {
 	return mustID(tagChangeApproval, struct {
-		Change  string                   `json:"change_id"`
-		Binding LifecycleApprovalBinding `json:"binding"`
-	}{b.change.ID, LifecycleApprovalBinding{Patch: b.patch, Verification: b.verification, Lifecycle: b.subject}})
+		Change  string                    `json:"change_id"`
+		Binding lifecycle.ApprovalBinding `json:"binding"`
+	}{b.change.ID, lifecycle.ApprovalBinding{Patch: b.patch, Verification: b.verification, Lifecycle: b.subject}})
 }
 
 func (e *Engine) approveChange(ctx context.Context, id string, req ApprovalRequest, by string) (ApprovalResult, error) {
@@ -262,13 +263,13 @@ func (e *Engine) Apply(ctx context.Context, id string) (ApplyResult, error) {
 		return ApplyResult{}, err
 	}
 	s := v.State
-	if s.Status == LifecycleStatusApplied {
+	if s.Status == lifecycle.StatusApplied {
 		// Already applied (perhaps finished by recovery as this command
 		// opened the repository): the first apply's outcome.
 		return e.applied(ctx, v.ChangeID, v.ID, s.Patch.ID, s.Approval)
 	}
-	if s.Status != LifecycleStatusApproved {
-		return ApplyResult{}, conflictf("lifecycle %s is %s: only an approved patch is applied (needle change show %s)", v.ID, s.where(), v.ID)
+	if s.Status != lifecycle.StatusApproved {
+		return ApplyResult{}, conflictf("lifecycle %s is %s: only an approved patch is applied (needle change show %s)", v.ID, s.Where(), v.ID)
 	}
 	k := &lifecycleKernel{e: e}
 	files, err := k.currentPatch(ctx, v)
@@ -356,11 +357,11 @@ type applyJournal struct {
 }
 
 // transition commits a lifecycle's apply event with its journal rows.
-func (j *applyJournal) transition(ctx context.Context, ev LifecycleEvent, rows transitionRows) error {
+func (j *applyJournal) transition(ctx context.Context, ev lifecycle.Event, rows transitionRows) error {
 	if j.view == nil {
 		return nil
 	}
-	next, _, err := StepLifecycle(j.view.State, ev)
+	next, _, err := stepLifecycle(j.view.State, ev)
 	if err != nil {
 		return err
 	}
@@ -380,7 +381,7 @@ func (j *applyJournal) apply(ctx context.Context, files []PatchFile, patch, appr
 	e := j.e
 	var drifted []string
 	row := applyRow{ChangeID: changeID, Approval: approval, Root: e.root, Status: "intent"}
-	intent := LifecycleApplyIntent{Patch: patch, Approval: approval}
+	intent := lifecycle.ApplyIntent{Patch: patch, Approval: approval}
 	for _, f := range files {
 		af := applyFile{Path: f.Path, Op: f.Op, Before: f.Before, After: f.After, Executable: f.Executable}
 		data, mode, ok, err := e.baseContent(f.Path, f.Before)
@@ -394,7 +395,7 @@ func (j *applyJournal) apply(ctx context.Context, files []PatchFile, patch, appr
 		af.BeforeContent, af.BeforeExec, af.BeforeMode = string(data), mode&0o100 != 0, uint32(mode)
 		af.Mode = uint32(writeMode(f.Before != "", mode, f.Executable))
 		row.Files = append(row.Files, af)
-		intent.Files = append(intent.Files, LifecycleApplyFile{Path: f.Path, Before: f.Before, After: f.After})
+		intent.Files = append(intent.Files, lifecycle.ApplyFile{Path: f.Path, Before: f.Before, After: f.After})
 	}
 	if len(drifted)+len(proof) > 0 {
 		all := append(slices.Clone(drifted), proof...)
@@ -409,7 +410,7 @@ func (j *applyJournal) apply(ctx context.Context, files []PatchFile, patch, appr
 			}
 		}
 		if len(named) > 0 {
-			if err := j.transition(ctx, LifecycleApplyConflicted{Paths: named}, transitionRows{}); err != nil {
+			if err := j.transition(ctx, lifecycle.ApplyConflicted{Paths: named}, transitionRows{}); err != nil {
 				return "", err
 			}
 		}
@@ -422,7 +423,7 @@ func (j *applyJournal) apply(ctx context.Context, files []PatchFile, patch, appr
 	row.IntentID = intent.ID()
 	if j.view != nil {
 		row.Lifecycle = j.view.ID
-		if err := j.transition(ctx, LifecycleApplyStarted{Intent: intent}, transitionRows{applyStart: &row}); err != nil {
+		if err := j.transition(ctx, lifecycle.ApplyStarted{Intent: intent}, transitionRows{applyStart: &row}); err != nil {
 			return "", err
 		}
 		open, err := e.store.applies(ctx, e.root, changeID, true)
@@ -442,13 +443,13 @@ func (j *applyJournal) apply(ctx context.Context, files []PatchFile, patch, appr
 		if _, _, ok, err := e.baseContent(f.Path, f.Before); err != nil || !ok {
 			// The user changed a file while the apply ran: undo what was
 			// written and report the conflict.
-			if rerr := j.rollback(ctx, row, LifecycleRollbackDrift, f.Path); rerr != nil {
+			if rerr := j.rollback(ctx, row, lifecycle.RollbackDrift, f.Path); rerr != nil {
 				return "", rerr
 			}
 			return "", conflictf("409 conflict: %s changed in the work tree during the apply; the apply was rolled back", f.Path)
 		}
 		if err := writeTreeFile(e.root, f.Path, f.Op == PatchDelete, []byte(contentOf(files, f.Path)), f.mode()); err != nil {
-			if rerr := j.rollback(ctx, row, LifecycleRollbackIO); rerr != nil {
+			if rerr := j.rollback(ctx, row, lifecycle.RollbackIO); rerr != nil {
 				return "", fmt.Errorf("%v; rolling back: %w", err, rerr)
 			}
 			return "", &Error{Op: opApply, Kind: KindIO, Err: fmt.Errorf("write %s: %w; the apply was rolled back", f.Path, err)}
@@ -461,7 +462,7 @@ func (j *applyJournal) apply(ctx context.Context, files []PatchFile, patch, appr
 	failpoint.Hit("apply.before_done")
 	end := applyEnd{ApplyID: row.ApplyID, Status: "done"}
 	if j.view != nil {
-		if err := j.transition(ctx, LifecycleApplyCompleted{Intent: row.IntentID, Files: len(row.Files)}, transitionRows{applyEnd: &end}); err != nil {
+		if err := j.transition(ctx, lifecycle.ApplyCompleted{Intent: row.IntentID, Files: len(row.Files)}, transitionRows{applyEnd: &end}); err != nil {
 			return "", err
 		}
 	} else if err := e.store.finishApply(ctx, end); err != nil {
@@ -503,13 +504,13 @@ func writeOrder(files []applyFile) []int {
 // ends the apply as rolled back.
 // unwritten names a file the apply is known not to have written (the one
 // whose drift stopped it): what it holds is the user's, not the patch's.
-func (j *applyJournal) rollback(ctx context.Context, row applyRow, cause LifecycleRollbackCause, unwritten ...string) error {
+func (j *applyJournal) rollback(ctx context.Context, row applyRow, cause lifecycle.RollbackCause, unwritten ...string) error {
 	if err := j.e.restore(ctx, row, unwritten...); err != nil {
 		return err
 	}
 	end := applyEnd{ApplyID: row.ApplyID, Status: "rolled_back", Cause: string(cause)}
 	if j.view != nil {
-		return j.transition(ctx, LifecycleApplyRolledBack{Intent: row.IntentID, Cause: cause}, transitionRows{applyEnd: &end})
+		return j.transition(ctx, lifecycle.ApplyRolledBack{Intent: row.IntentID, Cause: cause}, transitionRows{applyEnd: &end})
 	}
 	return j.e.store.finishApply(ctx, end)
 }
@@ -666,10 +667,10 @@ func (e *Engine) AbandonApply(ctx context.Context, id, by string) (AbandonResult
 	for i, f := range row.Files {
 		res.Files = append(res.Files, AbandonedFile{Path: f.Path, Found: found[i], Restored: found[i] == abandonAfter})
 	}
-	end := applyEnd{ApplyID: row.ApplyID, Status: "rolled_back", Cause: string(LifecycleRollbackRecovered)}
+	end := applyEnd{ApplyID: row.ApplyID, Status: "rolled_back", Cause: string(lifecycle.RollbackRecovered)}
 	ab := applyAbandon{ApplyID: row.ApplyID, By: approver(by), Files: res.Files}
 	if j.view != nil {
-		err = j.transition(ctx, LifecycleApplyRolledBack{Intent: row.IntentID, Cause: LifecycleRollbackRecovered},
+		err = j.transition(ctx, lifecycle.ApplyRolledBack{Intent: row.IntentID, Cause: lifecycle.RollbackRecovered},
 			transitionRows{applyEnd: &end, abandon: &ab})
 		res.Status = string(j.view.State.Status)
 	} else {
@@ -711,12 +712,12 @@ func (e *Engine) recoverApplies(ctx context.Context) error {
 		if all {
 			end := applyEnd{ApplyID: row.ApplyID, Status: "done"}
 			if j.view != nil {
-				err = j.transition(ctx, LifecycleApplyCompleted{Intent: row.IntentID, Files: len(row.Files), Recovered: true}, transitionRows{applyEnd: &end})
+				err = j.transition(ctx, lifecycle.ApplyCompleted{Intent: row.IntentID, Files: len(row.Files), Recovered: true}, transitionRows{applyEnd: &end})
 			} else {
 				err = e.store.finishApply(ctx, end)
 			}
 		} else {
-			err = j.rollback(ctx, row, LifecycleRollbackRecovered)
+			err = j.rollback(ctx, row, lifecycle.RollbackRecovered)
 		}
 		if err != nil {
 			return err
@@ -757,8 +758,8 @@ func (e *Engine) applyLock() (func(), error) {
 // holds: a second one stops at once with the holder's pid rather than pay
 // for a worker the compare-and-swap would throw away. The lease is an
 // optimisation; the compare-and-swap alone decides what commits.
-func (e *Engine) lease(lifecycle string) (func(), error) {
-	return e.lock(lifecycle, "lifecycle "+lifecycle)
+func (e *Engine) lease(lid string) (func(), error) {
+	return e.lock(lid, "lifecycle "+lid)
 }
 
 func (e *Engine) lock(name, what string) (func(), error) {
@@ -951,7 +952,7 @@ func (e *Engine) ChangeDiff(ctx context.Context, id string) (string, error) {
 			return "", err
 		}
 		if v.State.Patch.ID == "" {
-			return "", conflictf("lifecycle %s has no patch (%s)", v.ID, v.State.where())
+			return "", conflictf("lifecycle %s has no patch (%s)", v.ID, v.State.Where())
 		}
 		k := &lifecycleKernel{e: e}
 		if files, err = k.currentPatch(ctx, v); err != nil {

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+
+	"github.com/needle-dev/needle/product/lifecycle"
 )
 
 // TestApply_AbandonInterruptedApplyTheUserEdited is the way out of an
@@ -82,7 +84,7 @@ func TestApply_AbandonInterruptedApplyTheUserEdited(t *testing.T) {
 			t.Errorf("abandoned file %+v, want found %q and not restored (by this run)", f, want[f.Path])
 		}
 	}
-	if len(res.Files) != 3 || res.Status != string(LifecycleStatusApproved) {
+	if len(res.Files) != 3 || res.Status != string(lifecycle.StatusApproved) {
 		t.Errorf("--abandon: %+v", res)
 	}
 	got := sc.touched(t)
@@ -111,8 +113,8 @@ func TestApply_AbandonInterruptedApplyTheUserEdited(t *testing.T) {
 		t.Errorf("stored abandon: %s %s %s, options.go restored %d times, %v", status, cause, files, restored, err)
 	}
 	s := sc.state(t)
-	if s.Status != LifecycleStatusApproved || s.ApplyIntent != "" {
-		t.Errorf("after --abandon the lifecycle is %s", s.where())
+	if s.Status != lifecycle.StatusApproved || s.ApplyIntent != "" {
+		t.Errorf("after --abandon the lifecycle is %s", s.Where())
 	}
 
 	// Nothing left to abandon: refused, nothing changed.
@@ -164,7 +166,7 @@ func abandonChild(t *testing.T, sc *crashScenario, spec string, args ...string) 
 }
 
 // state is sc's lifecycle state as stored.
-func (sc *crashScenario) state(t *testing.T) LifecycleState {
+func (sc *crashScenario) state(t *testing.T) lifecycle.State {
 	t.Helper()
 	_, v := sc.stored(t)
 	return v.State

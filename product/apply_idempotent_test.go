@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/needle-dev/needle/product/lifecycle"
 	"github.com/needle-dev/needle/product/web"
 )
 
@@ -18,7 +19,7 @@ import (
 // and writes and journals nothing.
 func TestApply_AgainAnswersTheFirstOutcome(t *testing.T) {
 	ctx := context.Background()
-	f := newLifecycleFixtureIn(t, &fakeScript{Tests: []LifecycleTestOutcome{LifecycleTestPassed}, Verdicts: []string{fakeVerified}}, shortDir(t))
+	f := newLifecycleFixtureIn(t, &fakeScript{Tests: []lifecycle.TestOutcome{lifecycle.TestPassed}, Verdicts: []string{fakeVerified}}, shortDir(t))
 	d := f.run(f.start().ID)
 	a := f.approve(d)
 	api := &apiFixture{repo: f.te.repo, data: f.te.data, rt: mustRuntime(t, f.te.data)}

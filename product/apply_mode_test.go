@@ -6,13 +6,15 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/needle-dev/needle/product/lifecycle"
 )
 
 // Apply keeps each file's mode: a 0600 file stays 0600 (it was 0644 after
 // the apply, world-readable); a new file gets the mode the patch says.
 func TestApply_KeepsModes(t *testing.T) {
 	ctx := context.Background()
-	f := newLifecycleFixture(t, &fakeScript{Tests: []LifecycleTestOutcome{LifecycleTestPassed}, Verdicts: []string{fakeVerified},
+	f := newLifecycleFixture(t, &fakeScript{Tests: []lifecycle.TestOutcome{lifecycle.TestPassed}, Verdicts: []string{fakeVerified},
 		Executable: []string{"tools/run.sh"}})
 	repo := f.te.repo
 	f.script.Patches = []map[string]string{{

@@ -3,10 +3,10 @@ package product
 import (
 	"strings"
 
-	"github.com/needle-dev/needle/product/internal/checkout"
 	"golang.org/x/text/unicode/norm"
 
-	"github.com/needle-dev/needle/product/internal/lazyregexp"
+	"github.com/needle-dev/needle/product/internal/checkout"
+	"github.com/needle-dev/needle/product/lifecycle"
 )
 
 // Bounds of a prepare_change request. Like the need bounds they are part of
@@ -15,13 +15,13 @@ const (
 	// MaxChangeRequestBytes bounds a prepare_change request as JSON text.
 	MaxChangeRequestBytes = 64 << 10
 	// MaxCriteria bounds the acceptance criteria (at least one).
-	MaxCriteria = 8
+	MaxCriteria = lifecycle.MaxCriteria
 	// MaxCriterionChars bounds one acceptance criterion (code points).
 	MaxCriterionChars = 512
 	// MaxScopes bounds the path scopes (at least one).
 	MaxScopes = 16
 	// MaxScopePathChars bounds one scope path (code points).
-	MaxScopePathChars = 512
+	MaxScopePathChars = lifecycle.MaxPathChars
 	// MaxChangeRefs bounds artifact_ids and claim_ids each.
 	MaxChangeRefs = 16
 	// MaxConstraintNotes bounds constraints.notes; MaxNoteChars one note
@@ -31,8 +31,8 @@ const (
 	// MaxPatchFiles bounds the files one patch may touch (constraints.max_files
 	// may lower it); MaxPatchBytes bounds the new content of one patch
 	// (constraints.max_bytes may lower it).
-	MaxPatchFiles = 16
-	MaxPatchBytes = 256 << 10
+	MaxPatchFiles = lifecycle.MaxPatchFiles
+	MaxPatchBytes = lifecycle.MaxPatchBytes
 )
 
 // Scope kinds: an exact file path, or a directory subtree.
@@ -66,7 +66,7 @@ type ChangeConstraints struct {
 }
 
 // ChangeIDPattern is the syntax of an opaque change id.
-var ChangeIDPattern = lazyregexp.New(`^chg_[0-9a-f]{24}$`)
+var ChangeIDPattern = lifecycle.ChangeIDPattern
 
 // inScope reports whether a repository path is one the scopes declare,
 // comparing in NFC (the scopes are NFC already).
@@ -102,41 +102,18 @@ const (
 // prepareStatuses are the statuses prepare_change answers with.
 var prepareStatuses = []ChangeStatus{ChangePrepared, ChangeRejected, ChangeFailed}
 
-// Verdict is a verifier's judgement of a patch.
-type Verdict string
-
-const (
-	VerdictVerified     Verdict = "verified"
-	VerdictRejected     Verdict = "rejected"
-	VerdictRepairable   Verdict = "repairable"
-	VerdictInconclusive Verdict = "inconclusive"
-)
-
-var allVerdicts = []Verdict{VerdictVerified, VerdictRejected, VerdictRepairable, VerdictInconclusive}
-
-// changeStatus is the status a change takes from the verdict.
-func (v Verdict) changeStatus() ChangeStatus {
+// verdictStatus is the status a change takes from the verdict.
+func verdictStatus(v lifecycle.Verdict) ChangeStatus {
 	switch v {
-	case VerdictVerified:
+	case lifecycle.VerdictVerified:
 		return ChangeVerified
-	case VerdictRejected:
+	case lifecycle.VerdictRejected:
 		return ChangeVerificationRejected
-	case VerdictRepairable:
+	case lifecycle.VerdictRepairable:
 		return ChangeRepairable
 	}
 	return ChangeInconclusive
 }
-
-// CriterionStatus is a verifier's judgement of one acceptance criterion.
-type CriterionStatus string
-
-const (
-	CriterionMet     CriterionStatus = "met"
-	CriterionUnmet   CriterionStatus = "unmet"
-	CriterionUnknown CriterionStatus = "unknown"
-)
-
-var allCriterionStatuses = []CriterionStatus{CriterionMet, CriterionUnmet, CriterionUnknown}
 
 // CoverageStatus is what the patch worker said of one acceptance criterion.
 type CoverageStatus string
@@ -276,7 +253,7 @@ type VerifyResult struct {
 	ChangeID           string             `json:"change_id"`
 	PatchID            string             `json:"patch_id"`
 	Revision           int                `json:"revision"`
-	Verdict            Verdict            `json:"verdict"`
+	Verdict            lifecycle.Verdict  `json:"verdict"`
 	Criteria           []CriterionVerdict `json:"criteria"`
 	Operations         []PatchOperation   `json:"operations"`
 	Repair             RepairOutcome      `json:"repair"`
@@ -285,13 +262,13 @@ type VerifyResult struct {
 	Accounting         ChangeAccounting   `json:"accounting"`
 	ResidualRisks      []string           `json:"residual_risks"`
 	Reasons            []string           `json:"reasons"`
-	VerificationStatus Verdict            `json:"verification_status"`
+	VerificationStatus lifecycle.Verdict  `json:"verification_status"`
 	Context            string             `json:"context"`
 }
 
 // CriterionVerdict is a verifier's judgement of one acceptance criterion.
 type CriterionVerdict struct {
-	Criterion int             `json:"criterion"`
-	Status    CriterionStatus `json:"status"`
-	Reason    string          `json:"reason"`
+	Criterion int                       `json:"criterion"`
+	Status    lifecycle.CriterionStatus `json:"status"`
+	Reason    string                    `json:"reason"`
 }

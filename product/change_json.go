@@ -7,9 +7,11 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"golang.org/x/text/unicode/norm"
+
 	"github.com/needle-dev/needle/product/internal/contentid"
 	"github.com/needle-dev/needle/product/internal/safetext"
-	"golang.org/x/text/unicode/norm"
+	"github.com/needle-dev/needle/product/lifecycle"
 )
 
 // DecodeChangeRequest decodes and checks a prepare_change request with the
@@ -209,11 +211,8 @@ func checkText(s, p string, minLen, maxChars int) error {
 // component that is .git on any file system). "." is allowed for a subtree
 // only.
 func checkScopePath(p, kind string) error {
-	switch {
-	case utf8.RuneCountInString(p) > MaxScopePathChars:
-		return fmt.Errorf("path too long (%d characters); the limit is %d", utf8.RuneCountInString(p), MaxScopePathChars)
-	case p == "." && kind != ScopeSubtree:
-		return fmt.Errorf(`"." can only be a subtree scope`)
+	if p == "." && kind == ScopeSubtree {
+		return safetext.CheckRepoPath(p)
 	}
-	return safetext.CheckRepoPath(p)
+	return lifecycle.CheckPath(p)
 }

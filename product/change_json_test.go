@@ -4,8 +4,9 @@ import (
 	"encoding/json"
 	"testing"
 
-	"github.com/needle-dev/needle/product/internal/safetext"
 	"golang.org/x/text/unicode/norm"
+
+	"github.com/needle-dev/needle/product/internal/safetext"
 )
 
 // FuzzDecodeChangeRequest feeds arbitrary bytes to the prepare_change

@@ -8,9 +8,11 @@ import (
 	"unicode"
 	"unicode/utf8"
 
-	"github.com/needle-dev/needle/product/internal/contentid"
-	"github.com/needle-dev/needle/product/internal/safetext"
 	"golang.org/x/text/unicode/norm"
+
+	"github.com/needle-dev/needle/product/internal/contentid"
+	"github.com/needle-dev/needle/product/internal/enum"
+	"github.com/needle-dev/needle/product/internal/safetext"
 )
 
 // CompilerVersion changes whenever the compiler could give a request a
@@ -168,10 +170,10 @@ const opCompile = "need.compile"
 func compileRoute(name string, routes RouteSet) (Route, error) {
 	route, ok := ParseRoute(name)
 	if !ok {
-		return "", invalidf(opCompile, "route", "unknown route %q; want %s", name, enumList(allRoutes))
+		return "", invalidf(opCompile, "route", "unknown route %q; want %s", name, enum.List(allRoutes))
 	}
 	if !routes.Enabled(route) {
-		return "", invalidf(opCompile, "route", "route %q is not enabled; enabled: %s", name, enumList(routes))
+		return "", invalidf(opCompile, "route", "route %q is not enabled; enabled: %s", name, enum.List(routes))
 	}
 	return route, nil
 }
@@ -179,7 +181,7 @@ func compileRoute(name string, routes RouteSet) (Route, error) {
 func compileSubject(s SubjectRequest) (Subject, error) {
 	kind, ok := ParseSubjectKind(s.Kind)
 	if !ok {
-		return Subject{}, invalidf(opCompile, "subject.kind", "unknown subject kind %q; want %s", s.Kind, enumList(allSubjectKinds))
+		return Subject{}, invalidf(opCompile, "subject.kind", "unknown subject kind %q; want %s", s.Kind, enum.List(allSubjectKinds))
 	}
 	name := s.Name
 	switch {
@@ -248,7 +250,7 @@ func compileObligations(route Route, required, preferred []ObligationRequest) ([
 func compileObligation(path string, strength Strength, o ObligationRequest) (Obligation, error) {
 	kind, ok := ParseCapabilityKind(o.Kind)
 	if !ok {
-		return Obligation{}, invalidf(opCompile, path+".kind", "unknown capability kind %q; want %s", o.Kind, enumList(allCapabilities))
+		return Obligation{}, invalidf(opCompile, path+".kind", "unknown capability kind %q; want %s", o.Kind, enum.List(allCapabilities))
 	}
 	ob := Obligation{Kind: kind, Strength: strength}
 	for _, f := range o.Facets {
@@ -258,7 +260,7 @@ func compileObligation(path string, strength Strength, o ObligationRequest) (Obl
 			return Obligation{}, invalidf(opCompile, fpath, "unknown field %q", f.Name)
 		}
 		if !takesFacet(kind, name) {
-			return Obligation{}, invalidf(opCompile, fpath, "%s does not take facet %s; it takes %s", kind, name, enumList(capabilityFacets[kind]))
+			return Obligation{}, invalidf(opCompile, fpath, "%s does not take facet %s; it takes %s", kind, name, enum.List(capabilityFacets[kind]))
 		}
 		if ob.Facets.get(name) != "" {
 			return Obligation{}, invalidf(opCompile, fpath, "duplicate facet %s", name)
@@ -279,7 +281,7 @@ func checkFacetValue(path string, name FacetName, value string) error {
 		return checkBoundedName(path, "scenario", value)
 	}
 	if !slices.Contains(facetValues[name], value) {
-		return invalidf(opCompile, path, "unknown %s %q; want %s", name, value, enumList(facetValues[name]))
+		return invalidf(opCompile, path, "unknown %s %q; want %s", name, value, enum.List(facetValues[name]))
 	}
 	return nil
 }

@@ -16,6 +16,7 @@ import (
 	"testing"
 
 	"github.com/needle-dev/needle/product/internal/failpoint"
+	"github.com/needle-dev/needle/product/lifecycle"
 )
 
 // The crash-injection harness. A child `needle change run` (then `change
@@ -105,12 +106,12 @@ func crashScenarios(t *testing.T, repo string) []*crashScenario {
 	}
 	return []*crashScenario{
 		{name: "verified", apply: true, script: fakeScript{Patches: []map[string]string{edit("// one")},
-			Tests: []LifecycleTestOutcome{LifecycleTestPassed}, Verdicts: []string{fakeVerified}}},
+			Tests: []lifecycle.TestOutcome{lifecycle.TestPassed}, Verdicts: []string{fakeVerified}}},
 		{name: "repair", apply: true, script: fakeScript{Patches: []map[string]string{edit("// one"), edit("// two")},
-			Tests: []LifecycleTestOutcome{LifecycleTestFailed, LifecycleTestPassed}, Verdicts: []string{fakeRepairable, fakeVerified},
-			Crash: map[Phase]int{PhaseReview: 1}}},
+			Tests: []lifecycle.TestOutcome{lifecycle.TestFailed, lifecycle.TestPassed}, Verdicts: []string{fakeRepairable, fakeVerified},
+			Crash: map[lifecycle.Phase]int{lifecycle.PhaseReview: 1}}},
 		{name: "inconclusive", script: fakeScript{Patches: []map[string]string{edit("// one")},
-			Tests: []LifecycleTestOutcome{LifecycleTestPassed}, Verdicts: []string{fakeInconclusive}}},
+			Tests: []lifecycle.TestOutcome{lifecycle.TestPassed}, Verdicts: []string{fakeInconclusive}}},
 	}
 }
 
@@ -283,10 +284,10 @@ func (sc *crashScenario) reached(t *testing.T, step string) bool {
 	return false
 }
 
-func (sc *crashScenario) binding(t *testing.T) LifecycleApprovalBinding {
+func (sc *crashScenario) binding(t *testing.T) lifecycle.ApprovalBinding {
 	t.Helper()
 	_, v := sc.stored(t)
-	return v.State.binding()
+	return v.State.Binding()
 }
 
 // stored is sc's lifecycle as stored, and its journal replayed and checked.
@@ -388,7 +389,7 @@ func (sc *crashScenario) trial(t *testing.T, rng *rand.Rand, first crashPoint, b
 // ended reports whether the lifecycle reached a terminal state.
 func (sc *crashScenario) ended(t *testing.T) bool {
 	t.Helper()
-	_, ok := LifecyclePending(sc.state(t))[0].(LifecycleDone)
+	_, ok := lifecycle.Pending(sc.state(t))[0].(lifecycle.Done)
 	return ok
 }
 
@@ -413,11 +414,11 @@ func (sc *crashScenario) checkInterrupted(t *testing.T, n int, tree string) {
 	}
 	seen := 0
 	for _, e := range l.Journal {
-		ev, err := DecodeLifecycleEvent(e.Kind, []byte(e.Payload))
+		ev, err := decodeLifecycleEvent(e.Kind, []byte(e.Payload))
 		if err != nil {
 			t.Fatal(err)
 		}
-		if pf, ok := ev.(LifecyclePhaseFailed); ok && pf.Failure == LifecycleFailureCrashed && strings.HasPrefix(pf.Detail, "interrupted:") {
+		if pf, ok := ev.(lifecycle.PhaseFailed); ok && pf.Failure == lifecycle.FailureCrashed && strings.HasPrefix(pf.Detail, "interrupted:") {
 			seen++
 		}
 	}
@@ -425,7 +426,7 @@ func (sc *crashScenario) checkInterrupted(t *testing.T, n int, tree string) {
 		t.Errorf("%s: %d interrupted adapter runs, %d phase_failed (interrupted) in the journal", sc.name, n, seen)
 	}
 	s := sc.state(t)
-	var want LifecycleState
+	var want lifecycle.State
 	if err := json.Unmarshal([]byte(sc.final), &want); err != nil {
 		t.Fatal(err)
 	}
@@ -434,12 +435,12 @@ func (sc *crashScenario) checkInterrupted(t *testing.T, n int, tree string) {
 		if tree != sc.tree {
 			t.Errorf("%s: after %d interrupted runs the work tree differs from the uncrashed run's", sc.name, n)
 		}
-	case s.Status == LifecycleStatusFailed && s.Reason == LifecycleReasonWorkerFailed:
+	case s.Status == lifecycle.StatusFailed && s.Reason == lifecycle.ReasonWorkerFailed:
 		if tree != sc.templateTree(t) {
 			t.Errorf("%s: a lifecycle that failed changed the work tree", sc.name)
 		}
 	default:
-		t.Errorf("%s: after %d interrupted runs the lifecycle is %s, want %s/%s or failed (retries exhausted)", sc.name, n, s.where(), want.Phase, want.Status)
+		t.Errorf("%s: after %d interrupted runs the lifecycle is %s, want %s/%s or failed (retries exhausted)", sc.name, n, s.Where(), want.Phase, want.Status)
 	}
 }
 
@@ -458,7 +459,7 @@ func (sc *crashScenario) outcome(t *testing.T) (string, string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := DecodeLifecycleState([]byte(l.State))
+	s, err := decodeLifecycleState([]byte(l.State))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -499,15 +500,15 @@ func (sc *crashScenario) checkInvariants(t *testing.T, at string, open bool) {
 		t.Fatal(err)
 	}
 	// The journal replays to the projection.
-	s := LifecycleState{}
+	s := lifecycle.State{}
 	committed := map[string]string{} // invocation → payload digest
 	for _, e := range l.Journal {
-		ev, err := DecodeLifecycleEvent(e.Kind, []byte(e.Payload))
-		if err != nil || LifecycleEventDigest(ev) != e.PayloadDigest || e.PrevDigest != s.Digest() {
+		ev, err := decodeLifecycleEvent(e.Kind, []byte(e.Payload))
+		if err != nil || lifecycle.EventDigest(ev) != e.PayloadDigest || e.PrevDigest != s.Digest() {
 			t.Errorf("after a kill at %s: event %d does not check (%v)", at, e.Seq, err)
 			break
 		}
-		if s, _, err = StepLifecycle(s, ev); err != nil || s.Digest() != e.StateDigest {
+		if s, _, err = stepLifecycle(s, ev); err != nil || s.Digest() != e.StateDigest {
 			t.Errorf("after a kill at %s: event %d does not replay (%v)", at, e.Seq, err)
 			break
 		}
@@ -524,7 +525,7 @@ func (sc *crashScenario) checkInvariants(t *testing.T, at string, open bool) {
 	// Every committed worker event has its artifact; only the pending
 	// invocation may have an artifact not yet committed.
 	pending := ""
-	if inv, ok := LifecyclePending(s)[0].(LifecycleInvoke); ok {
+	if inv, ok := lifecycle.Pending(s)[0].(lifecycle.Invoke); ok {
 		pending = inv.Invocation
 	}
 	arts, err := st.lifecycleArtifacts(ctx, sc.id)
@@ -536,7 +537,7 @@ func (sc *crashScenario) checkInvariants(t *testing.T, at string, open bool) {
 		stored[a.Invocation] = true
 		digest, ok := committed[a.Invocation]
 		switch {
-		case ok && digest != LifecycleEventDigest(a.Event):
+		case ok && digest != lifecycle.EventDigest(a.Event):
 			t.Errorf("after a kill at %s: the committed event of %s is not its artifact's", at, a.Invocation)
 		case !ok && a.Invocation != pending:
 			t.Errorf("after a kill at %s: a loose artifact of %s %d (pending is %s)", at, a.Phase, a.Attempt, pending)
@@ -633,19 +634,19 @@ func (sc *crashScenario) templateTree(t *testing.T) string {
 
 // invocationOf is the invocation a worker event answers ("" for the
 // parent's own events).
-func invocationOf(ev LifecycleEvent) string {
+func invocationOf(ev lifecycle.Event) string {
 	switch ev := ev.(type) {
-	case LifecycleExploreCompleted:
+	case lifecycle.ExploreCompleted:
 		return ev.Invocation
-	case LifecycleImplementCompleted:
+	case lifecycle.ImplementCompleted:
 		return ev.Invocation
-	case LifecycleTestCompleted:
+	case lifecycle.TestCompleted:
 		return ev.Invocation
-	case LifecycleReviewCompleted:
+	case lifecycle.ReviewCompleted:
 		return ev.Invocation
-	case LifecycleVerifyCompleted:
+	case lifecycle.VerifyCompleted:
 		return ev.Invocation
-	case LifecyclePhaseFailed:
+	case lifecycle.PhaseFailed:
 		return ev.Invocation
 	}
 	return ""
@@ -701,7 +702,7 @@ func TestLifecycle_TwoChildRunners(t *testing.T) {
 		t.Fatalf("first runner: %v\n%s", err, out.String())
 	}
 	l, v := sc.stored(t)
-	if v.State.Status != LifecycleStatusAwaitingApproval || len(l.Journal) != 6 {
-		t.Errorf("after the runs: %s with %d events", v.State.where(), len(l.Journal))
+	if v.State.Status != lifecycle.StatusAwaitingApproval || len(l.Journal) != 6 {
+		t.Errorf("after the runs: %s with %d events", v.State.Where(), len(l.Journal))
 	}
 }

@@ -591,10 +591,10 @@
 //
 // # The change lifecycle
 //
-// An opt-in, depth-one state machine (machine*.go, pure) takes a change
-// through explore -> implement -> test -> review -> verify -> apply;
-// StepLifecycle(state, event) returns the next state and the effects, or a
-// typed refusal. A lifecycle freezes its change id, source snapshot, five
+// An opt-in, depth-one state machine (package product/lifecycle, pure)
+// takes a change through explore -> implement -> test -> review -> verify
+// -> apply; lifecycle.Step(state, event) returns the next state and the
+// effects, or a typed refusal (machine.go gives it the product's errors). A lifecycle freezes its change id, source snapshot, five
 // role settings, sorted certified test plans, cumulative budget and
 // concurrency one. Each role's frozen reference carries two digests: its
 // settings with the role's name (Digest) and without it (Worker: sandbox,
@@ -830,8 +830,7 @@
 //	change_json.go       decoding and checking a change request
 //	engine_change.go     PrepareChange: the patch worker and the patch builder
 //	engine_change_verify.go  VerifyChange: the verifier and the one repair
-//	machine*.go          the change lifecycle machine (pure): phases, states,
-//	                     events and their journal form, effects, digests
+//	machine.go           the lifecycle machine's refusals and decode failures as the product's errors
 //	lifecycle.go         starting a lifecycle, test plans, the safe views (DTOs)
 //	kernel.go            the execution kernel: replay, invoke, persist, CAS commit
 //	lifecycle_cancel.go  cancelling reaches the adapter in flight; waiting for its cleanup
@@ -864,27 +863,29 @@
 //	main_*.go            its command families: need, evidence, profile (and
 //	                     config), mcp, db, change, serve (and ui)
 //
-// Outside the package: product/codextest (a replay App Server and a fake
-// model for tests and the harness, like net/http/httptest), product/testenv
-// (the tests' shared set-up: the module root, the pinned codex, the caches),
-// product/migrations
-// (the embedded SQL), product/web (the embedded UI and the /api/v1 DTOs),
-// and the leaves under product/internal: appserver (the App Server client),
+// Outside the package: product/lifecycle (the change lifecycle machine,
+// pure: phases, states, events and their journal form, effects, digests,
+// with data-driven transcripts in its testdata), product/codextest (a
+// replay App Server and a fake model for tests and the harness, like
+// net/http/httptest), product/testenv (the tests' shared set-up: the module
+// root, the pinned codex, the caches), product/migrations (the embedded
+// SQL), product/web (the embedded UI and the /api/v1 DTOs), and the leaves under product/internal: appserver (the App Server client),
 // checkout (disposable checkouts), codexhook (codex's lifecycle-hook
 // protocol, hooks files and hook trust), contentid, contract (the contract
-// tier's scenarios), failpoint (crash injection for the tests), fakemodel
-// (a loopback Responses API for codex), fakeanthropic (a loopback Messages
-// API for Claude Code), filelock (a cancellable file lock), fsinfo (why a
-// file system refuses writes), httpguard (the loopback server's
-// authentication and request rules), ipc (the unix socket and framed streams), jsonrpc (the JSON-RPC
-// server), mdblock (CommonMark block structure), migrate, ndjson (line
-// I/O), lazyregexp (a regular expression compiled on first use, not in
-// every process's init), procdir (process identity and process-owned
-// directories), replay,
-// runlock (the profile lock), safetext (the rules for untrusted text and
-// repository paths), schema (JSON Schema builder), snapshot (repository
-// snapshots and digests), sse (the event broker), testrun (one Go test run
-// in a sandbox, with coverage), threadprio (a background goroutine's
-// thread at lower CPU priority), transcript and typecheck (go/types answers:
-// declarations, definitions, reads, resolved calls).
+// tier's scenarios), enum (closed sets of string values), failpoint (crash
+// injection for the tests), fakemodel (a loopback Responses API for codex),
+// fakeanthropic (a loopback Messages API for Claude Code), filelock (a
+// cancellable file lock), fsinfo (why a file system refuses writes),
+// httpguard (the loopback server's authentication and request rules), ipc
+// (the unix socket and framed streams), jsonrpc (the JSON-RPC server),
+// mdblock (CommonMark block structure), migrate, ndjson (line I/O),
+// lazyregexp (a regular expression compiled on first use, not in every
+// process's init), procdir (process identity and process-owned
+// directories), replay, runlock (the profile lock), safetext (the rules for
+// untrusted text and repository paths), schema (JSON Schema builder),
+// snapshot (repository snapshots and digests), sse (the event broker),
+// testrun (one Go test run in a sandbox, with coverage), threadprio (a
+// background goroutine's thread at lower CPU priority), transcript and
+// typecheck (go/types answers: declarations, definitions, reads, resolved
+// calls).
 package product

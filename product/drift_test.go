@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/needle-dev/needle/product/lifecycle"
 	"github.com/needle-dev/needle/product/web"
 )
 
@@ -17,7 +18,7 @@ import (
 // and ready to apply.
 func awaitingApply(t *testing.T, data string) (*lifecycleFixture, LifecycleDetail) {
 	t.Helper()
-	f := newLifecycleFixtureIn(t, &fakeScript{Tests: []LifecycleTestOutcome{LifecycleTestPassed}, Verdicts: []string{fakeVerified}}, data)
+	f := newLifecycleFixtureIn(t, &fakeScript{Tests: []lifecycle.TestOutcome{lifecycle.TestPassed}, Verdicts: []string{fakeVerified}}, data)
 	d := f.run(f.start().ID)
 	f.approve(d)
 	return f, d
@@ -58,7 +59,7 @@ func TestApply_ProofDriftIs409(t *testing.T) {
 			}
 			f.checkGitUntouched()
 			ev := mustEvents(t, f.te, d.ID)
-			if last := ev[len(ev)-1]; last.Kind != LifecycleEventApplyConflicted || !strings.Contains(last.Summary, c.path) {
+			if last := ev[len(ev)-1]; last.Kind != lifecycle.EventApplyConflicted || !strings.Contains(last.Summary, c.path) {
 				t.Errorf("last event %s %q, want apply_conflicted naming %s", last.Kind, last.Summary, c.path)
 			}
 		})
@@ -104,7 +105,7 @@ func TestApply_OtherChangesAreAllowed(t *testing.T) {
 // names no dependencies: then any change of the snapshot is drift.
 func TestApply_UnknownDependenciesNeedTheSnapshot(t *testing.T) {
 	ctx := context.Background()
-	f := newLifecycleFixture(t, &fakeScript{Tests: []LifecycleTestOutcome{LifecycleTestPassed}, Verdicts: []string{fakeVerified}, NoDependencies: true})
+	f := newLifecycleFixture(t, &fakeScript{Tests: []lifecycle.TestOutcome{lifecycle.TestPassed}, Verdicts: []string{fakeVerified}, NoDependencies: true})
 	d := f.run(f.start().ID)
 	f.approve(d)
 	notes := filepath.Join(f.te.repo, "docs", "notes.md")

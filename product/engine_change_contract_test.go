@@ -5,12 +5,13 @@ package product
 import (
 	"context"
 	"encoding/json"
-	"github.com/needle-dev/needle/product/testenv"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/needle-dev/needle/product/testenv"
 
 	"github.com/needle-dev/needle/product/codextest"
 )

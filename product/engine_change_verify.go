@@ -9,6 +9,7 @@ import (
 
 	"github.com/needle-dev/needle/product/internal/checkout"
 	"github.com/needle-dev/needle/product/internal/snapshot"
+	"github.com/needle-dev/needle/product/lifecycle"
 )
 
 // VerifyChange verifies a change's current patch with an independent
@@ -80,8 +81,8 @@ func (e *Engine) VerifyChange(ctx context.Context, session, changeID string) (Ve
 		return VerifyResult{}, err
 	}
 	done = append(done, v)
-	c.Status = v.Verdict.changeStatus()
-	if v.Verdict != VerdictRepairable || c.Repairs > 0 {
+	c.Status = verdictStatus(v.Verdict)
+	if v.Verdict != lifecycle.VerdictRepairable || c.Repairs > 0 {
 		if err := e.store.putVerification(context.WithoutCancel(ctx), c, v, nil); err != nil {
 			return VerifyResult{}, err
 		}
@@ -117,7 +118,7 @@ func (e *Engine) VerifyChange(ctx context.Context, session, changeID string) (Ve
 		return VerifyResult{}, err
 	}
 	done = append(done, v)
-	c.Status = v.Verdict.changeStatus()
+	c.Status = verdictStatus(v.Verdict)
 	if err := e.store.putVerification(context.WithoutCancel(ctx), c, v, nil); err != nil {
 		return VerifyResult{}, err
 	}
@@ -252,14 +253,14 @@ func (e *Engine) fill(res *VerifyResult, c changeRecord, cur patchAttempt, done 
 	res.PatchID, res.Revision = cur.patchID, cur.revision
 	res.Verdict, res.Criteria, res.Reasons = last.Verdict, last.Criteria, nonNil(last.Reasons)
 	res.Operations = cur.publicOps()
-	if repair == RepairApplied && last.Verdict == VerdictRepairable {
+	if repair == RepairApplied && last.Verdict == lifecycle.VerdictRepairable {
 		repair = RepairExhausted
 	}
 	res.Repair.Status = repair
-	res.RepairAvailable = last.Verdict == VerdictRepairable && c.Repairs == 0
+	res.RepairAvailable = last.Verdict == lifecycle.VerdictRepairable && c.Repairs == 0
 	res.VerificationStatus = last.Verdict
 	res.ResidualRisks = []string{}
-	if res.Verdict != VerdictVerified {
+	if res.Verdict != lifecycle.VerdictVerified {
 		res.ResidualRisks = append(res.ResidualRisks, "the patch is not verified: do not apply it as it is")
 	}
 	res.ResidualRisks = append(res.ResidualRisks, "the verdict is a model's judgement of the criteria; Needle checked its consistency, not the code")

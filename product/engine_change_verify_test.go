@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/needle-dev/needle/product/lifecycle"
 )
 
 // TestChange_Verified: prepare_change builds the patch from the checkout
@@ -61,14 +63,14 @@ func TestChange_Verified(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if v.Verdict != VerdictVerified || v.Revision != 1 || v.PatchID != res.PatchID || v.Repair.Status != "not_needed" || v.Recorded {
+	if v.Verdict != lifecycle.VerdictVerified || v.Revision != 1 || v.PatchID != res.PatchID || v.Repair.Status != "not_needed" || v.Recorded {
 		t.Fatalf("verify_change = %+v", v)
 	}
 	if v.Accounting.WorkerRuns != 1 || len(v.Criteria) != 2 || v.Criteria[0].Status != "met" {
 		t.Errorf("verify_change = %+v", v)
 	}
 	again, err := te.VerifyChange(ctx, "s", res.ChangeID)
-	if err != nil || !again.Recorded || again.Verdict != VerdictVerified || again.Accounting.WorkerRuns != 0 {
+	if err != nil || !again.Recorded || again.Verdict != lifecycle.VerdictVerified || again.Accounting.WorkerRuns != 0 {
 		t.Errorf("second verify_change = %+v, %v; want the recorded verdict and no worker", again, err)
 	}
 	if n := count(t, te, `SELECT count(*) FROM verifications WHERE change_id = ?`, res.ChangeID); n != 1 {
@@ -99,7 +101,7 @@ func TestChange_Repair(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if v.Verdict != VerdictVerified || v.Revision != 2 || v.Repair.Status != "applied" || v.Repair.FromPatchID != res.PatchID || v.PatchID == res.PatchID {
+	if v.Verdict != lifecycle.VerdictVerified || v.Revision != 2 || v.Repair.Status != "applied" || v.Repair.FromPatchID != res.PatchID || v.PatchID == res.PatchID {
 		t.Fatalf("verify_change = %+v", v)
 	}
 	if v.Accounting.WorkerRuns != 3 {
@@ -136,11 +138,11 @@ func TestChange_RepairOnce(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if v.Verdict != VerdictRepairable || v.Revision != 2 || v.Repair.Status != "exhausted" || v.RepairAvailable || v.Accounting.WorkerRuns != 3 {
+	if v.Verdict != lifecycle.VerdictRepairable || v.Revision != 2 || v.Repair.Status != "exhausted" || v.RepairAvailable || v.Accounting.WorkerRuns != 3 {
 		t.Fatalf("verify_change = %+v", v)
 	}
 	again, err := te.VerifyChange(ctx, "s", res.ChangeID)
-	if err != nil || !again.Recorded || again.Verdict != VerdictRepairable || again.Repair.Status != "exhausted" || again.Accounting.WorkerRuns != 0 {
+	if err != nil || !again.Recorded || again.Verdict != lifecycle.VerdictRepairable || again.Repair.Status != "exhausted" || again.Accounting.WorkerRuns != 0 {
 		t.Errorf("second verify_change = %+v, %v", again, err)
 	}
 	if n := count(t, te, `SELECT count(*) FROM patches WHERE change_id = ?`, res.ChangeID); n != 2 {
@@ -200,7 +202,7 @@ func TestChange_RepairNoop(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if v.Verdict != VerdictRepairable || v.Revision != 1 || v.Repair.Status != "rejected" ||
+	if v.Verdict != lifecycle.VerdictRepairable || v.Revision != 1 || v.Repair.Status != "rejected" ||
 		!slices.Equal(v.Repair.Reasons, []string{"the repair changed nothing"}) || v.Accounting.WorkerRuns != 2 {
 		t.Fatalf("verify_change = %+v", v)
 	}
@@ -258,7 +260,7 @@ func TestChange_CancelRepair(t *testing.T) {
 		t.Errorf("change after a cancelled repair: %s, repairs %d (%v)", status, repairs, err)
 	}
 	again, err := te.VerifyChange(context.Background(), "s", res.ChangeID)
-	if err != nil || !again.Recorded || again.Verdict != VerdictRepairable || again.Repair.Status != "failed" || again.Accounting.WorkerRuns != 0 {
+	if err != nil || !again.Recorded || again.Verdict != lifecycle.VerdictRepairable || again.Repair.Status != "failed" || again.Accounting.WorkerRuns != 0 {
 		t.Errorf("verify_change after the cancelled repair = %+v, %v", again, err)
 	}
 	if hasEntries(filepath.Join(te.data, "checkouts")) {

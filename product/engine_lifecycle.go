@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/needle-dev/needle/product/lifecycle"
 )
 
 // The lifecycle's engine methods: start, run, cancel, and the verified
@@ -75,22 +77,22 @@ func (e *Engine) StartLifecycle(ctx context.Context, st LifecycleStart) (Lifecyc
 		budget.WorkerRuns = DefaultLifecycleRuns
 	}
 	needs := nonNilNeeds(st.Needs)
-	f := LifecycleFreeze{ChangeID: newChangeID(), RequestID: lifecycleRequestID(req, needs), Snapshot: snap.ID,
+	f := lifecycle.Freeze{ChangeID: newChangeID(), RequestID: lifecycleRequestID(req, needs), Snapshot: snap.ID,
 		TestPlans: planIDs(plans), Budget: budget, Concurrency: 1}
 	for i, c := range req.Criteria {
 		f.Criteria = append(f.Criteria, criterionDigest(i, c))
 	}
-	for _, role := range lifecycleRoles {
+	for _, role := range lifecycle.Roles {
 		f.Profiles = append(f.Profiles, roleRef(rev, role))
 	}
-	if impl := f.profile(LifecycleRoleImplementer); impl.Sandbox != "workspace-write" {
+	if impl := f.Profile(lifecycle.RoleImplementer); impl.Sandbox != "workspace-write" {
 		return LifecycleDetail{}, &Error{Op: opLifecycle, Kind: KindUnavailable,
 			Err: fmt.Errorf("role profile %s revision %d runs the implementer %s: no change can be made", rev.ID, rev.Revision, impl.Sandbox)}
 	}
-	ev := LifecycleCreated{Lifecycle: newLifecycleID(), Freeze: f}
-	s, _, err := StepLifecycle(LifecycleState{}, ev)
+	ev := lifecycle.Created{Lifecycle: newLifecycleID(), Freeze: f}
+	s, _, err := stepLifecycle(lifecycle.State{}, ev)
 	if err != nil {
-		var se *LifecycleStepError
+		var se *lifecycle.StepError
 		if errors.As(err, &se) {
 			return LifecycleDetail{}, invalidf(opLifecycle, "", "%s", se.Detail)
 		}
@@ -143,8 +145,8 @@ func (e *Engine) testPlans(ctx context.Context, ids []string) ([]LifecycleTestPl
 	}
 	slices.SortFunc(plans, func(a, b LifecycleTestPlan) int { return strings.Compare(a.ID, b.ID) })
 	plans = slices.CompactFunc(plans, func(a, b LifecycleTestPlan) bool { return a.ID == b.ID })
-	if len(plans) > LifecycleMaxTestPlans {
-		return nil, invalidf(opLifecycle, "test_plans", "%d test plans; the limit is %d", len(plans), LifecycleMaxTestPlans)
+	if len(plans) > lifecycle.MaxTestPlans {
+		return nil, invalidf(opLifecycle, "test_plans", "%d test plans; the limit is %d", len(plans), lifecycle.MaxTestPlans)
 	}
 	return plans, nil
 }
@@ -185,8 +187,8 @@ func (e *Engine) CancelLifecycle(ctx context.Context, id, note string) (Lifecycl
 	if err != nil {
 		return LifecycleDetail{}, err
 	}
-	ev := LifecycleCancelRequested{Note: clip(note, LifecycleMaxTextBytes)}
-	next, _, err := StepLifecycle(v.State, ev)
+	ev := lifecycle.CancelRequested{Note: clip(note, lifecycle.MaxTextBytes)}
+	next, _, err := stepLifecycle(v.State, ev)
 	if err != nil {
 		return LifecycleDetail{}, err
 	}
@@ -274,7 +276,7 @@ func (e *Engine) LifecycleEvents(ctx context.Context, id string) ([]LifecycleEve
 	out := make([]LifecycleEventView, len(v.Events))
 	for i, ev := range v.Events {
 		st := v.States[i]
-		out[i] = LifecycleEventView{Seq: i + 1, Kind: ev.Kind(), At: v.At[i], PayloadDigest: LifecycleEventDigest(ev),
+		out[i] = LifecycleEventView{Seq: i + 1, Kind: ev.Kind(), At: v.At[i], PayloadDigest: lifecycle.EventDigest(ev),
 			StateDigest: st.Digest(), Phase: st.Phase, Status: st.Status, Summary: eventSummary(ev), Detail: eventDetail(ev)}
 	}
 	return out, nil
@@ -297,14 +299,14 @@ func (e *Engine) Lifecycle(ctx context.Context, id string) (LifecycleDetail, err
 	for i, c := range v.Request.Criteria {
 		d.Criteria = append(d.Criteria, LifecycleCriterionView{Criterion: i + 1, Text: c, Digest: s.Freeze.Criteria[i]})
 	}
-	results := map[string]LifecycleTestResult{}
+	results := map[string]lifecycle.TestResult{}
 	details := map[string]string{}
 	if s.Tests.Evidence != "" {
 		a, ok, err := e.store.artifactByID(ctx, v.ID, s.Tests.Evidence)
 		if err != nil {
 			return d, err
 		}
-		if tc, isTest := a.Event.(LifecycleTestCompleted); ok && isTest {
+		if tc, isTest := a.Event.(lifecycle.TestCompleted); ok && isTest {
 			for _, r := range tc.Evidence.Results {
 				results[r.Plan] = r
 			}
@@ -317,7 +319,7 @@ func (e *Engine) Lifecycle(ctx context.Context, id string) (LifecycleDetail, err
 		r := results[p.ID]
 		pv := LifecycleTestPlanView{PlanID: p.ID, Test: p.Test, Module: p.Module, Command: p.Command(),
 			Outcome: r.Outcome, DurationMs: r.DurationMs, OutputDigest: r.Output}
-		if r.Outcome == LifecycleTestError {
+		if r.Outcome == lifecycle.TestError {
 			pv.Detail = details[p.ID]
 		}
 		d.TestPlans = append(d.TestPlans, pv)
@@ -335,7 +337,7 @@ func (e *Engine) Lifecycle(ctx context.Context, id string) (LifecycleDetail, err
 		if err != nil || !ok {
 			return d, orMissing(err, "the review")
 		}
-		if rc, isReview := a.Event.(LifecycleReviewCompleted); isReview {
+		if rc, isReview := a.Event.(lifecycle.ReviewCompleted); isReview {
 			d.Review = &LifecycleReviewView{ReviewID: s.Review, Findings: rc.Review.Findings}
 		}
 	}
@@ -348,8 +350,8 @@ func (e *Engine) Lifecycle(ctx context.Context, id string) (LifecycleDetail, err
 		d.Verification = &LifecycleVerificationView{VerificationID: s.Verification.ID, Verdict: vr.Verdict, Criteria: vr.Criteria,
 			RepairInstructions: vr.Repair, Reasons: nonNil(vr.Reasons)}
 	}
-	if s.Status == LifecycleStatusAwaitingApproval {
-		b := s.binding()
+	if s.Status == lifecycle.StatusAwaitingApproval {
+		b := s.Binding()
 		d.AwaitingApproval = &b
 	}
 	applies, err := e.store.applies(ctx, e.root, v.ChangeID, false)
@@ -371,14 +373,14 @@ func (e *Engine) Lifecycle(ctx context.Context, id string) (LifecycleDetail, err
 }
 
 // nextCommand is what the user runs next.
-func nextCommand(id string, s LifecycleState) string {
+func nextCommand(id string, s lifecycle.State) string {
 	switch s.Status {
-	case LifecycleStatusRunning:
+	case lifecycle.StatusRunning:
 		return "needle change run " + id
-	case LifecycleStatusAwaitingApproval:
-		b := s.binding()
+	case lifecycle.StatusAwaitingApproval:
+		b := s.Binding()
 		return fmt.Sprintf("needle change approve --patch %s --verification %s --lifecycle %s %s", b.Patch, b.Verification, b.Lifecycle, id)
-	case LifecycleStatusApproved, LifecycleStatusApplying:
+	case lifecycle.StatusApproved, lifecycle.StatusApplying:
 		return "needle change apply " + id
 	}
 	return ""
@@ -397,10 +399,10 @@ type ChangeDetail struct {
 	Operations []PatchOperation `json:"operations"`
 	// AwaitingApproval is the binding an approval must name while the
 	// change is verified and not yet approved.
-	AwaitingApproval *LifecycleApprovalBinding `json:"awaiting_approval"`
-	ApprovalID       string                    `json:"approval_id"`
-	Apply            *ApplyView                `json:"apply"`
-	Next             string                    `json:"next"`
+	AwaitingApproval *lifecycle.ApprovalBinding `json:"awaiting_approval"`
+	ApprovalID       string                     `json:"approval_id"`
+	Apply            *ApplyView                 `json:"apply"`
+	Next             string                     `json:"next"`
 }
 
 // Change is a change without a lifecycle in full.
@@ -450,7 +452,7 @@ func (e *Engine) Change(ctx context.Context, id string) (ChangeDetail, error) {
 		d.ApprovalID, d.Next = a.ID, "needle change apply "+id
 		return d, nil
 	}
-	d.AwaitingApproval = &LifecycleApprovalBinding{Patch: b.patch, Verification: b.verification, Lifecycle: b.subject}
+	d.AwaitingApproval = &lifecycle.ApprovalBinding{Patch: b.patch, Verification: b.verification, Lifecycle: b.subject}
 	d.Next = fmt.Sprintf("needle change approve --patch %s --verification %s --lifecycle %s %s", b.patch, b.verification, b.subject, id)
 	return d, nil
 }

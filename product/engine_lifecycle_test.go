@@ -3,13 +3,15 @@ package product
 import (
 	"context"
 	"encoding/json"
-	"github.com/needle-dev/needle/product/testenv"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/needle-dev/needle/product/lifecycle"
+	"github.com/needle-dev/needle/product/testenv"
 )
 
 // The lifecycle end to end over frozen transcripts (make frozen-lifecycle
@@ -24,7 +26,7 @@ type lifecycleScenario struct {
 	Needs     []json.RawMessage `json:"needs"`
 	TestPlans []json.RawMessage `json:"test_plans"`
 	Approve   bool              `json:"approve"`
-	Want      LifecycleStatus   `json:"want"`
+	Want      lifecycle.Status  `json:"want"`
 	Script    json.RawMessage   `json:"script"`
 }
 
@@ -139,12 +141,12 @@ func TestLifecycle_Frozen(t *testing.T) {
 				if err != nil || lerr != nil {
 					t.Fatal(err, lerr)
 				}
-				ev, err := DecodeLifecycleEvent(l.Journal[1].Kind, []byte(l.Journal[1].Payload))
-				explored, ok := ev.(LifecycleExploreCompleted)
+				ev, err := decodeLifecycleEvent(l.Journal[1].Kind, []byte(l.Journal[1].Payload))
+				explored, ok := ev.(lifecycle.ExploreCompleted)
 				if err != nil || !ok || totals.Runs != 1 || totals.TotalTokens == 0 || explored.Cost.Tokens != totals.TotalTokens {
 					t.Errorf("explore charged %+v; the evidence worker ran %d times for %d tokens (%v)", explored.Cost, totals.Runs, totals.TotalTokens, err)
 				}
-				if d.Round != 1 || d.TestPlans[0].Outcome != LifecycleTestPassed || len(outputs) != 1 || !strings.Contains(outputs[0], "--- PASS: TestSplitCRLF") {
+				if d.Round != 1 || d.TestPlans[0].Outcome != lifecycle.TestPassed || len(outputs) != 1 || !strings.Contains(outputs[0], "--- PASS: TestSplitCRLF") {
 					t.Errorf("round %d, test %s, outputs %q", d.Round, d.TestPlans[0].Outcome, outputs)
 				}
 				// The test phase recorded what its run compiled: the root
@@ -174,7 +176,7 @@ func TestLifecycle_Frozen(t *testing.T) {
 					t.Errorf("round %d, repairs %d, outputs %q", d.Round, d.RepairsUsed, outputs)
 				}
 			case "inconclusive":
-				if got != base || treeDigest(t, repo) != before || d.Reason != LifecycleReasonVerificationInconclusive {
+				if got != base || treeDigest(t, repo) != before || d.Reason != lifecycle.ReasonVerificationInconclusive {
 					t.Errorf("inconclusive: %s, tree changed: %v", d.Reason, treeDigest(t, repo) != before)
 				}
 				return

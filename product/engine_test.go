@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"github.com/needle-dev/needle/product/testenv"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -17,10 +16,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/needle-dev/needle/product/testenv"
+
+	"github.com/rogpeppe/go-internal/txtar"
+
 	"github.com/needle-dev/needle/product/codextest"
 	"github.com/needle-dev/needle/product/internal/contentid"
 	"github.com/needle-dev/needle/product/internal/snapshot"
-	"github.com/rogpeppe/go-internal/txtar"
 )
 
 // MustFixtureRepo extracts fixtures/repos/NAME.txtar into a fresh directory

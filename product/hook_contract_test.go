@@ -8,13 +8,14 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"github.com/needle-dev/needle/product/testenv"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/needle-dev/needle/product/testenv"
 
 	"github.com/needle-dev/needle/product/internal/fakemodel"
 )

@@ -38,36 +38,22 @@ const (
 	tagGrammar       = "needle.grammar.v1"        // the @@need marker grammar and its sample readings → the grammar digest
 	tagTransport     = "needle.transport.v1"      // a transport's contract (name, protocol, request schema, grammar, tools) → its digest
 
-	// The change lifecycle (machine*.go).
-	tagLifecycleState        = "needle.lifecycle_state.v1"         // LifecycleState → state digest (the CAS token)
-	tagLifecycleEvent        = "needle.lifecycle_event.v1"         // {kind, payload} of an event → payload digest
-	tagLifecycleInvocation   = "needle.lifecycle_invocation.v1"    // {lifecycle, phase, attempt} → invocation id
-	tagLifecycleTestEvidence = "needle.lifecycle_test_evidence.v1" // LifecycleTestEvidence → evidence id
-	tagLifecycleReview       = "needle.lifecycle_review.v1"        // LifecycleReviewArtifact → review id
-	tagVerificationArtifact  = "needle.verification_artifact.v1"   // VerificationArtifact → verification id
-	tagLifecycleApproval     = "needle.lifecycle_approval.v1"      // {lifecycle, binding} → approval id
-	tagLifecycleApplyIntent  = "needle.lifecycle_apply_intent.v1"  // LifecycleApplyIntent → intent id
-	tagLifecycleRequest      = "needle.lifecycle_request.v1"       // {change request, needs} → freeze.request_id
-	tagRoleSettings          = "needle.role_settings.v1"           // {role, sandbox, model, effort} → a frozen role's digest
-	tagRoleWorker            = "needle.role_worker.v1"             // {sandbox, model, effort, prompt set and its digest} → what a role's worker is, whatever the role
-	tagTestPlan              = "needle.test_plan.v1"               // {artifact, module, package, test} → plan id
-	tagTestOutput            = "needle.test_output.v1"             // a test run's kept output → its output digest
-	tagTestDependencies      = "needle.test_dependencies.v1"       // TestDependencies → the test evidence's dependencies id
-	tagChangeVerification    = "needle.change_verification.v1"     // a stored verification body → its verification id
-	tagChangeProjection      = "needle.change_projection.v1"       // a change's projection → the digest its approval binds
-	tagChangeApproval        = "needle.change_approval.v1"         // {change, binding} → a change's approval id
-	tagCriterion             = "needle.criterion.v1"               // {number, text} of an acceptance criterion → its redacted digest
+	// The change lifecycle (the machine's own tags are in product/lifecycle).
+	tagLifecycleRequest   = "needle.lifecycle_request.v1"   // {change request, needs} → freeze.request_id
+	tagRoleSettings       = "needle.role_settings.v1"       // {role, sandbox, model, effort} → a frozen role's digest
+	tagRoleWorker         = "needle.role_worker.v1"         // {sandbox, model, effort, prompt set and its digest} → what a role's worker is, whatever the role
+	tagTestPlan           = "needle.test_plan.v1"           // {artifact, module, package, test} → plan id
+	tagTestOutput         = "needle.test_output.v1"         // a test run's kept output → its output digest
+	tagTestDependencies   = "needle.test_dependencies.v1"   // TestDependencies → the test evidence's dependencies id
+	tagChangeVerification = "needle.change_verification.v1" // a stored verification body → its verification id
+	tagChangeProjection   = "needle.change_projection.v1"   // a change's projection → the digest its approval binds
+	tagChangeApproval     = "needle.change_approval.v1"     // {change, binding} → a change's approval id
+	tagCriterion          = "needle.criterion.v1"           // {number, text} of an acceptance criterion → its redacted digest
 )
 
 // mustID returns the content id of a value the product itself built; such a
 // value always encodes.
-func mustID(tag string, v any) string {
-	id, err := contentid.Of(tag, v)
-	if err != nil {
-		panic(fmt.Sprintf("product: %s does not encode: %v", tag, err))
-	}
-	return id
-}
+func mustID(tag string, v any) string { return contentid.MustOf(tag, v) }
 
 // idMemo remembers the ids computed by memoID.
 var idMemo = contentid.NewMemo(4096)
@@ -84,13 +70,7 @@ func memoID(tag string, v any) string {
 
 // mustJSON returns the canonical JSON of a value the product itself built,
 // as it is stored.
-func mustJSON(v any) string {
-	c, err := contentid.Canonical(v)
-	if err != nil {
-		panic(fmt.Sprintf("product: value does not encode: %v", err))
-	}
-	return string(c)
-}
+func mustJSON(v any) string { return contentid.MustCanonical(v) }
 
 // Random ids name what has no content to address: a session, a change.
 // They are 96 random bits in hex behind a readable prefix.

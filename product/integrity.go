@@ -5,6 +5,7 @@ import (
 
 	"github.com/needle-dev/needle/product/internal/contentid"
 	"github.com/needle-dev/needle/product/internal/snapshot"
+	"github.com/needle-dev/needle/product/lifecycle"
 )
 
 // Integrity of the change records. A patch is approved, tested and
@@ -49,8 +50,8 @@ func checkArtifact(a lifecycleArtifact) error {
 	record := "lifecycle artifact " + a.Invocation + " of " + a.Lifecycle
 	want := ""
 	switch ev := a.Event.(type) {
-	case LifecycleImplementCompleted:
-		if ev.Outcome == LifecyclePatchAccepted {
+	case lifecycle.ImplementCompleted:
+		if ev.Outcome == lifecycle.PatchAccepted {
 			want = ev.Patch
 			if err := checkPatchBlob("the blob of patch "+ev.Patch+" of "+a.Lifecycle, ev.Patch, a.Blobs.Patch); err != nil {
 				return err
@@ -58,16 +59,16 @@ func checkArtifact(a lifecycleArtifact) error {
 		} else if len(a.Blobs.Patch) > 0 {
 			return integrityf(opIntegrity, record, "a rejected patch carries a blob")
 		}
-	case LifecycleTestCompleted:
+	case lifecycle.TestCompleted:
 		want = ev.Evidence.ID()
 		if d := a.Blobs.Dependencies; (d == nil) != (ev.Evidence.Dependencies == "") || (d != nil && d.ID() != ev.Evidence.Dependencies) {
 			return integrityf(opIntegrity, record, "its test dependencies are not the %q the test evidence %s binds", ev.Evidence.Dependencies, want)
 		}
-	case LifecycleReviewCompleted:
+	case lifecycle.ReviewCompleted:
 		want = ev.Review.ID()
-	case LifecycleVerifyCompleted:
+	case lifecycle.VerifyCompleted:
 		want = ev.Verification.ID()
-		if !ev.Verification.judges(a.Blobs.Verdict) {
+		if !judges(ev.Verification, a.Blobs.Verdict) {
 			return integrityf(opIntegrity, record, "its kept verdict is not the verification %s", want)
 		}
 	}
@@ -79,8 +80,8 @@ func checkArtifact(a lifecycleArtifact) error {
 
 // judges reports whether vr is the verdict v was made from (verify in
 // kernel.go): the same outcome, repair and criteria with their notes.
-func (v VerificationArtifact) judges(vr *verificationRecord) bool {
-	if vr == nil || vr.Verdict != v.Outcome || clip(vr.Repair, LifecycleMaxRepairBytes) != v.Repair || len(vr.Criteria) != len(v.Criteria) {
+func judges(v lifecycle.VerificationArtifact, vr *verificationRecord) bool {
+	if vr == nil || vr.Verdict != v.Outcome || clip(vr.Repair, lifecycle.MaxRepairBytes) != v.Repair || len(vr.Criteria) != len(v.Criteria) {
 		return false
 	}
 	for i, c := range vr.Criteria {
@@ -93,5 +94,5 @@ func (v VerificationArtifact) judges(vr *verificationRecord) bool {
 
 // judgementNote is a verifier's reason as a verification artifact keeps it.
 func judgementNote(reason string) string {
-	return clip(strings.ToValidUTF8(strings.ReplaceAll(reason, "\x00", ""), ""), LifecycleMaxTextBytes)
+	return clip(strings.ToValidUTF8(strings.ReplaceAll(reason, "\x00", ""), ""), lifecycle.MaxTextBytes)
 }

@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/needle-dev/needle/product/lifecycle"
 )
 
 // tamper runs stmt on the store with the immutability trigger of table
@@ -36,7 +38,7 @@ func wantIntegrity(t *testing.T, what string, err error, names string) {
 // patch, and nothing is written or journaled.
 func TestApply_TamperedBlobIsRefused(t *testing.T) {
 	ctx := context.Background()
-	f := newLifecycleFixture(t, &fakeScript{Tests: []LifecycleTestOutcome{LifecycleTestPassed}, Verdicts: []string{fakeVerified}})
+	f := newLifecycleFixture(t, &fakeScript{Tests: []lifecycle.TestOutcome{lifecycle.TestPassed}, Verdicts: []string{fakeVerified}})
 	d := f.run(f.start().ID)
 	f.approve(d)
 	tamper(t, f.te, "lifecycle_artifacts_immutable", `UPDATE lifecycle_artifacts SET blobs = json_set(blobs, '$.patch[0].content', ?)
@@ -63,7 +65,7 @@ func TestApply_TamperedBlobIsRefused(t *testing.T) {
 
 // The verdict a detail serves is the one the verification bound.
 func TestLifecycle_TamperedVerdictIsRefused(t *testing.T) {
-	f := newLifecycleFixture(t, &fakeScript{Tests: []LifecycleTestOutcome{LifecycleTestPassed}, Verdicts: []string{fakeVerified}})
+	f := newLifecycleFixture(t, &fakeScript{Tests: []lifecycle.TestOutcome{lifecycle.TestPassed}, Verdicts: []string{fakeVerified}})
 	d := f.run(f.start().ID)
 	tamper(t, f.te, "lifecycle_artifacts_immutable", `UPDATE lifecycle_artifacts SET blobs = json_set(blobs, '$.verdict.criteria[0].reason', 'forged')
 		WHERE lifecycle_id = ? AND artifact_id = ?`, d.ID, d.Verification.VerificationID)
@@ -101,7 +103,7 @@ func TestApply_PlainTamperedBlobIsRefused(t *testing.T) {
 // What the test runs compiled is bound to the test evidence: changed in
 // the store, apply refuses with the integrity error.
 func TestApply_TamperedDependenciesAreRefused(t *testing.T) {
-	f := newLifecycleFixture(t, &fakeScript{Tests: []LifecycleTestOutcome{LifecycleTestPassed}, Verdicts: []string{fakeVerified}})
+	f := newLifecycleFixture(t, &fakeScript{Tests: []lifecycle.TestOutcome{lifecycle.TestPassed}, Verdicts: []string{fakeVerified}})
 	d := f.run(f.start().ID)
 	f.approve(d)
 	v, err := f.te.readLifecycle(context.Background(), d.ID)

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/needle-dev/needle/product/internal/failpoint"
+	"github.com/needle-dev/needle/product/lifecycle"
 )
 
 // Invocation records: how the lifecycle's adapters deduplicate their side
@@ -84,18 +85,18 @@ type invocationRecord struct {
 	Invocation string
 	Part       int
 	Lifecycle  string
-	Phase      Phase
+	Phase      lifecycle.Phase
 	Attempt    int
-	Failure    LifecycleFailure // "" when the run completed
-	Detail     string           // the failure's message
-	Result     string           // the adapter's result, JSON
+	Failure    lifecycle.Failure // "" when the run completed
+	Detail     string            // the failure's message
+	Result     string            // the adapter's result, JSON
 	WallMs     int64
 }
 
 // recordedFailure is a failure returned from a record: its message is the
 // original error's, its class the one the original was given.
 type recordedFailure struct {
-	Failure LifecycleFailure
+	Failure lifecycle.Failure
 	Detail  string
 }
 
@@ -130,7 +131,7 @@ func recorded[R any](ctx context.Context, e *Engine, call AdapterCall, part int,
 	rec = invocationRecord{Invocation: call.Invocation, Part: part, Lifecycle: call.Lifecycle, Phase: call.Phase,
 		Attempt: call.Attempt, Result: mustJSON(zero)}
 	if started {
-		rec.Failure, rec.Detail = LifecycleFailureCrashed, errInterrupted
+		rec.Failure, rec.Detail = lifecycle.FailureCrashed, errInterrupted
 	} else {
 		if err := e.store.putInvocationRun(ctx, call, part, seq+1, "started"); err != nil {
 			return zero, err

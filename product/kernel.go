@@ -10,6 +10,7 @@ import (
 
 	"github.com/needle-dev/needle/product/internal/contentid"
 	"github.com/needle-dev/needle/product/internal/failpoint"
+	"github.com/needle-dev/needle/product/lifecycle"
 )
 
 // The execution kernel: the parent that drives a lifecycle. Each step
@@ -42,23 +43,23 @@ type lifecycleKernel struct {
 // LifecycleProgress is one committed transition of a run, for a progress
 // display.
 type LifecycleProgress struct {
-	Phase   Phase              `json:"phase"` // the phase whose adapter ran
-	Round   int                `json:"round"`
-	Attempt int                `json:"attempt"`
-	Event   LifecycleEventKind `json:"event"` // "" when the phase's adapter starts
-	Summary string             `json:"summary"`
-	Now     string             `json:"now"` // where the lifecycle is now: phase/status
-	WallMs  int64              `json:"wall_ms"`
-	Tokens  int64              `json:"tokens"`
+	Phase   lifecycle.Phase     `json:"phase"` // the phase whose adapter ran
+	Round   int                 `json:"round"`
+	Attempt int                 `json:"attempt"`
+	Event   lifecycle.EventKind `json:"event"` // "" when the phase's adapter starts
+	Summary string              `json:"summary"`
+	Now     string              `json:"now"` // where the lifecycle is now: phase/status
+	WallMs  int64               `json:"wall_ms"`
+	Tokens  int64               `json:"tokens"`
 }
 
 // lifecycleView is a lifecycle read back and verified: its record, the
 // replayed state and the journal with every event decoded.
 type lifecycleView struct {
 	lifecycleRecord
-	State  LifecycleState
-	Events []LifecycleEvent
-	States []LifecycleState // after each event
+	State  lifecycle.State
+	Events []lifecycle.Event
+	States []lifecycle.State // after each event
 	At     []string
 	Stored storedLifecycle
 }
@@ -76,22 +77,22 @@ func verifyLifecycle(l storedLifecycle) (lifecycleView, error) {
 		return lifecycleView{}, &Error{Op: "lifecycle.read", Kind: KindIntegrity,
 			Err: fmt.Errorf("integrity: lifecycle %s is corrupt: %s", l.ID, fmt.Sprintf(format, args...))}
 	}
-	s := LifecycleState{}
+	s := lifecycle.State{}
 	for i, e := range l.Journal {
 		if e.Seq != i+1 {
 			return corrupt("event %d has seq %d", i+1, e.Seq)
 		}
-		ev, err := DecodeLifecycleEvent(e.Kind, []byte(e.Payload))
+		ev, err := decodeLifecycleEvent(e.Kind, []byte(e.Payload))
 		if err != nil {
 			return corrupt("event %d: %v", e.Seq, err)
 		}
-		if LifecycleEventDigest(ev) != e.PayloadDigest {
+		if lifecycle.EventDigest(ev) != e.PayloadDigest {
 			return corrupt("event %d: payload digest %s does not match its payload", e.Seq, e.PayloadDigest)
 		}
 		if e.PrevDigest != s.Digest() {
 			return corrupt("event %d: prev digest %s is not the replayed state's %s", e.Seq, e.PrevDigest, s.Digest())
 		}
-		next, _, err := StepLifecycle(s, ev)
+		next, _, err := stepLifecycle(s, ev)
 		if err != nil {
 			return corrupt("event %d does not replay: %v", e.Seq, err)
 		}
@@ -104,10 +105,10 @@ func verifyLifecycle(l storedLifecycle) (lifecycleView, error) {
 	if len(l.Journal) == 0 {
 		return corrupt("no events")
 	}
-	if _, ok := v.Events[0].(LifecycleCreated); !ok || s.Lifecycle != l.ID || s.Freeze.ChangeID != l.ChangeID {
+	if _, ok := v.Events[0].(lifecycle.Created); !ok || s.Lifecycle != l.ID || s.Freeze.ChangeID != l.ChangeID {
 		return corrupt("the journal does not create this lifecycle")
 	}
-	stored, err := DecodeLifecycleState([]byte(l.State))
+	stored, err := decodeLifecycleState([]byte(l.State))
 	if err != nil {
 		return corrupt("projection: %v", err)
 	}
@@ -153,10 +154,10 @@ func (e *Engine) readLifecycle(ctx context.Context, id string) (lifecycleView, e
 }
 
 // run drives the lifecycle until it waits for the user or ends.
-func (k *lifecycleKernel) run(ctx context.Context, id string, progress func(LifecycleProgress)) (LifecycleState, error) {
+func (k *lifecycleKernel) run(ctx context.Context, id string, progress func(LifecycleProgress)) (lifecycle.State, error) {
 	v, err := k.e.readLifecycle(ctx, id)
 	if err != nil {
-		return LifecycleState{}, err
+		return lifecycle.State{}, err
 	}
 	if !k.noLease {
 		release, err := k.e.lease(v.ID)
@@ -167,14 +168,14 @@ func (k *lifecycleKernel) run(ctx context.Context, id string, progress func(Life
 	}
 	for {
 		if v, err = k.e.readLifecycle(ctx, v.ID); err != nil {
-			return LifecycleState{}, err
+			return lifecycle.State{}, err
 		}
-		switch fx := LifecyclePending(v.State)[0].(type) {
-		case LifecycleInvoke:
+		switch fx := lifecycle.Pending(v.State)[0].(type) {
+		case lifecycle.Invoke:
 			if err := k.step(ctx, v, fx, progress); err != nil {
 				return v.State, err
 			}
-		case LifecycleWriteFiles:
+		case lifecycle.WriteFiles:
 			return v.State, &Error{Op: "lifecycle.run", Kind: KindConflict,
 				Err: fmt.Errorf("lifecycle %s has an interrupted apply; needle change apply finishes or undoes it", v.ID)}
 		default:
@@ -184,7 +185,7 @@ func (k *lifecycleKernel) run(ctx context.Context, id string, progress func(Life
 }
 
 // step runs the pending invocation (or finds its artifact) and commits.
-func (k *lifecycleKernel) step(ctx context.Context, v lifecycleView, inv LifecycleInvoke, progress func(LifecycleProgress)) error {
+func (k *lifecycleKernel) step(ctx context.Context, v lifecycleView, inv lifecycle.Invoke, progress func(LifecycleProgress)) error {
 	s := v.State
 	a, ok, err := k.e.store.artifact(ctx, inv.Invocation)
 	if err != nil {
@@ -192,7 +193,7 @@ func (k *lifecycleKernel) step(ctx context.Context, v lifecycleView, inv Lifecyc
 	}
 	if !ok {
 		if progress != nil {
-			progress(LifecycleProgress{Phase: inv.Phase, Round: inv.Round, Attempt: inv.Attempt, Now: s.where()})
+			progress(LifecycleProgress{Phase: inv.Phase, Round: inv.Round, Attempt: inv.Attempt, Now: s.Where()})
 		}
 		failpoint.Hit("kernel.before_invoke")
 		actx, stop := k.watchCancel(ctx, v)
@@ -211,7 +212,7 @@ func (k *lifecycleKernel) step(ctx context.Context, v lifecycleView, inv Lifecyc
 		}
 		failpoint.Hit("artifact.after_persist")
 	}
-	next, fx, err := StepLifecycle(s, a.Event)
+	next, fx, err := stepLifecycle(s, a.Event)
 	if err != nil {
 		// invoke only persists events the machine accepts in s, and s
 		// cannot move without committing one of them.
@@ -223,16 +224,16 @@ func (k *lifecycleKernel) step(ctx context.Context, v lifecycleView, inv Lifecyc
 		now := "elsewhere"
 		w, rerr := k.e.readLifecycle(ctx, v.ID)
 		if rerr == nil {
-			now = w.State.where()
+			now = w.State.Where()
 		}
-		if rerr == nil && w.State.Status == LifecycleStatusCancelled {
+		if rerr == nil && w.State.Status == lifecycle.StatusCancelled {
 			// The phase finished as the cancellation came: its result is
 			// stored (an artifact), never committed.
 			return &Error{Op: "lifecycle.run", Kind: KindConflict,
 				Err: fmt.Errorf("lifecycle %s was cancelled while its %s phase ran; its result was not committed", v.ID, inv.Phase)}
 		}
 		return &Error{Op: "lifecycle.run", Kind: KindConflict,
-			Err: fmt.Errorf("lifecycle %s moved on to %s while this run was at %s (another runner?); nothing was committed", v.ID, now, s.where())}
+			Err: fmt.Errorf("lifecycle %s moved on to %s while this run was at %s (another runner?); nothing was committed", v.ID, now, s.Where())}
 	}
 	if err != nil {
 		return err
@@ -240,27 +241,27 @@ func (k *lifecycleKernel) step(ctx context.Context, v lifecycleView, inv Lifecyc
 	failpoint.Hit("transition.after_commit")
 	if progress != nil {
 		p := LifecycleProgress{Phase: inv.Phase, Round: inv.Round, Attempt: inv.Attempt, Event: a.Event.Kind(),
-			Summary: eventSummary(a.Event), Now: next.where()}
+			Summary: eventSummary(a.Event), Now: next.Where()}
 		p.Tokens, p.WallMs = costOf(a.Event)
 		progress(p)
 	}
 	return nil
 }
 
-func costOf(ev LifecycleEvent) (tokens, wallMs int64) {
-	var c LifecycleCost
+func costOf(ev lifecycle.Event) (tokens, wallMs int64) {
+	var c lifecycle.Cost
 	switch ev := ev.(type) {
-	case LifecycleExploreCompleted:
+	case lifecycle.ExploreCompleted:
 		c = ev.Cost
-	case LifecycleImplementCompleted:
+	case lifecycle.ImplementCompleted:
 		c = ev.Cost
-	case LifecycleTestCompleted:
+	case lifecycle.TestCompleted:
 		c = ev.Cost
-	case LifecycleReviewCompleted:
+	case lifecycle.ReviewCompleted:
 		c = ev.Cost
-	case LifecycleVerifyCompleted:
+	case lifecycle.VerifyCompleted:
 		c = ev.Cost
-	case LifecyclePhaseFailed:
+	case lifecycle.PhaseFailed:
 		c = ev.Cost
 	}
 	return c.Tokens, c.WallMs
@@ -272,7 +273,7 @@ func costOf(ev LifecycleEvent) (tokens, wallMs int64) {
 // phase_failed (invalid_result) of the same invocation. An adapter that
 // was cancelled, or that found the work tree moved under the patch,
 // produces nothing: the run stops and commits nothing.
-func (k *lifecycleKernel) invoke(ctx context.Context, v lifecycleView, inv LifecycleInvoke) (lifecycleArtifact, error) {
+func (k *lifecycleKernel) invoke(ctx context.Context, v lifecycleView, inv lifecycle.Invoke) (lifecycleArtifact, error) {
 	s := v.State
 	call, err := k.call(ctx, v, inv)
 	if err != nil {
@@ -285,15 +286,15 @@ func (k *lifecycleKernel) invoke(ctx context.Context, v lifecycleView, inv Lifec
 	start := k.clock()
 	var out phaseOutput
 	switch inv.Phase {
-	case PhaseExplore:
+	case lifecycle.PhaseExplore:
 		out, err = r.explore(ctx, v, call)
-	case PhaseImplement:
+	case lifecycle.PhaseImplement:
 		out, err = r.implement(ctx, v, call)
-	case PhaseTest:
+	case lifecycle.PhaseTest:
 		out, err = r.test(ctx, v, call)
-	case PhaseReview:
+	case lifecycle.PhaseReview:
 		out, err = r.review(ctx, v, call)
-	case PhaseVerify:
+	case lifecycle.PhaseVerify:
 		out, err = r.verify(ctx, v, call)
 	default:
 		err = fmt.Errorf("no adapter runs %s", inv.Phase)
@@ -309,25 +310,25 @@ func (k *lifecycleKernel) invoke(ctx context.Context, v lifecycleView, inv Lifec
 	if rerr != nil {
 		return a, rerr
 	}
-	cost := LifecycleCost{Tokens: min(max(out.usage.TotalTokens, 0), LifecycleMaxTokens),
-		WallMs: min(max(wall, recordedMs, 0), LifecycleMaxWallMs)}
+	cost := lifecycle.Cost{Tokens: min(max(out.usage.TotalTokens, 0), lifecycle.MaxTokens),
+		WallMs: min(max(wall, recordedMs, 0), lifecycle.MaxWallMs)}
 	if out.workers > 1 {
-		cost.Runs = min(out.workers, LifecycleMaxRunsPerPhase)
+		cost.Runs = min(out.workers, lifecycle.MaxRunsPerPhase)
 	}
 	a.Blobs, a.Raw, a.Thread, a.Usage, a.ArtifactID = out.blobs, out.raw, out.thread, out.usage, out.id
 	if err == nil && out.invalid != "" {
-		err = &AdapterError{Failure: LifecycleFailureInvalidResult, Err: errors.New(out.invalid)}
+		err = &AdapterError{Failure: lifecycle.FailureInvalidResult, Err: errors.New(out.invalid)}
 	}
 	if err == nil {
 		a.Event = out.event(cost)
-		if _, _, serr := StepLifecycle(s, a.Event); serr != nil {
-			err = &AdapterError{Failure: LifecycleFailureInvalidResult, Err: serr}
+		if _, _, serr := stepLifecycle(s, a.Event); serr != nil {
+			err = &AdapterError{Failure: lifecycle.FailureInvalidResult, Err: serr}
 		}
 	}
 	if err != nil {
 		a.ArtifactID = ""
-		a.Event = LifecyclePhaseFailed{Phase: inv.Phase, Invocation: inv.Invocation, Failure: failureOf(err),
-			Detail: clip(strings.ToValidUTF8(strings.ReplaceAll(oneLine(err.Error()), "\x00", ""), ""), LifecycleMaxTextBytes), Cost: cost}
+		a.Event = lifecycle.PhaseFailed{Phase: inv.Phase, Invocation: inv.Invocation, Failure: failureOf(err),
+			Detail: clip(strings.ToValidUTF8(strings.ReplaceAll(oneLine(err.Error()), "\x00", ""), ""), lifecycle.MaxTextBytes), Cost: cost}
 	}
 	return a, nil
 }
@@ -336,7 +337,7 @@ func (k *lifecycleKernel) invoke(ctx context.Context, v lifecycleView, inv Lifec
 // commit (given the cost the kernel measured), its artifact id and blobs,
 // or why it is an invalid result.
 type phaseOutput struct {
-	event   func(LifecycleCost) LifecycleEvent
+	event   func(lifecycle.Cost) lifecycle.Event
 	id      string
 	blobs   artifactBlobs
 	raw     string
@@ -347,7 +348,7 @@ type phaseOutput struct {
 }
 
 // call is the common part of the invocation's request.
-func (k *lifecycleKernel) call(ctx context.Context, v lifecycleView, inv LifecycleInvoke) (AdapterCall, error) {
+func (k *lifecycleKernel) call(ctx context.Context, v lifecycleView, inv lifecycle.Invoke) (AdapterCall, error) {
 	rev, err := k.e.store.profileRevision(ctx, inv.Profile.Profile, inv.Profile.Revision)
 	if err != nil {
 		return AdapterCall{}, err
@@ -363,7 +364,7 @@ func (k *lifecycleKernel) call(ctx context.Context, v lifecycleView, inv Lifecyc
 
 func (k *lifecycleKernel) explore(ctx context.Context, v lifecycleView, call AdapterCall) (phaseOutput, error) {
 	if k.adapters.Explore == nil {
-		return phaseOutput{}, &AdapterError{Failure: LifecycleFailureUnavailable, Err: errors.New("no explore adapter")}
+		return phaseOutput{}, &AdapterError{Failure: lifecycle.FailureUnavailable, Err: errors.New("no explore adapter")}
 	}
 	res, err := k.adapters.Explore(ctx, ExploreRequest{AdapterCall: call, Needs: v.Needs,
 		ArtifactIDs: v.Request.ArtifactIDs, ClaimIDs: v.Request.ClaimIDs})
@@ -374,8 +375,8 @@ func (k *lifecycleKernel) explore(ctx context.Context, v lifecycleView, call Ada
 	ev := slices.Clone(res.Evidence)
 	slices.Sort(ev)
 	ev = slices.Compact(ev)
-	if len(ev) > LifecycleMaxEvidence {
-		ev = ev[:LifecycleMaxEvidence]
+	if len(ev) > lifecycle.MaxEvidence {
+		ev = ev[:lifecycle.MaxEvidence]
 	}
 	for _, id := range ev {
 		c, err := k.e.freshArtifact(ctx, id)
@@ -390,8 +391,8 @@ func (k *lifecycleKernel) explore(ctx context.Context, v lifecycleView, call Ada
 	if ev == nil {
 		ev = []string{}
 	}
-	out.event = func(c LifecycleCost) LifecycleEvent {
-		return LifecycleExploreCompleted{Invocation: call.Invocation, Evidence: ev, Cost: c}
+	out.event = func(c lifecycle.Cost) lifecycle.Event {
+		return lifecycle.ExploreCompleted{Invocation: call.Invocation, Evidence: ev, Cost: c}
 	}
 	return out, nil
 }
@@ -399,7 +400,7 @@ func (k *lifecycleKernel) explore(ctx context.Context, v lifecycleView, call Ada
 func (k *lifecycleKernel) implement(ctx context.Context, v lifecycleView, call AdapterCall) (phaseOutput, error) {
 	s := v.State
 	if k.adapters.Implement == nil {
-		return phaseOutput{}, &AdapterError{Failure: LifecycleFailureUnavailable, Err: errors.New("no implement adapter")}
+		return phaseOutput{}, &AdapterError{Failure: lifecycle.FailureUnavailable, Err: errors.New("no implement adapter")}
 	}
 	req := ImplementRequest{AdapterCall: call, Request: v.Request}
 	var err error
@@ -418,7 +419,7 @@ func (k *lifecycleKernel) implement(ctx context.Context, v lifecycleView, call A
 		req.Laid = prior.Blobs.Patch
 		brief := RepairBrief{Instructions: verdict.Blobs.Verdict.Repair}
 		for _, c := range verdict.Blobs.Verdict.Criteria {
-			if c.Status != CriterionMet {
+			if c.Status != lifecycle.CriterionMet {
 				brief.Criteria = append(brief.Criteria, c)
 			}
 		}
@@ -441,16 +442,16 @@ func (k *lifecycleKernel) implement(ctx context.Context, v lifecycleView, call A
 		reasons = []string{"the repair changed nothing"}
 	}
 	out.blobs.Report = decodePatchReport(res.Report, len(v.Request.Criteria))
-	ev := LifecycleImplementCompleted{Invocation: call.Invocation, Base: res.Base}
+	ev := lifecycle.ImplementCompleted{Invocation: call.Invocation, Base: res.Base}
 	if len(reasons) > 0 {
-		ev.Outcome, ev.Reasons = LifecyclePatchRejected, boundedReasons(reasons)
+		ev.Outcome, ev.Reasons = lifecycle.PatchRejected, boundedReasons(reasons)
 		out.blobs.Reasons = ev.Reasons
 	} else {
-		ev.Outcome, ev.Patch, ev.Files, ev.Bytes = LifecyclePatchAccepted, patchID(res.Patch), len(res.Patch), patchBytes(res.Patch)
+		ev.Outcome, ev.Patch, ev.Files, ev.Bytes = lifecycle.PatchAccepted, patchID(res.Patch), len(res.Patch), patchBytes(res.Patch)
 		ev.Reasons = []string{}
 		out.blobs.Patch, out.id = res.Patch, ev.Patch
 	}
-	out.event = func(c LifecycleCost) LifecycleEvent { ev.Cost = c; return ev }
+	out.event = func(c lifecycle.Cost) lifecycle.Event { ev.Cost = c; return ev }
 	return out, nil
 }
 
@@ -472,7 +473,7 @@ func (k *lifecycleKernel) currentPatch(ctx context.Context, v lifecycleView) ([]
 
 func (k *lifecycleKernel) test(ctx context.Context, v lifecycleView, call AdapterCall) (phaseOutput, error) {
 	if k.adapters.Test == nil {
-		return phaseOutput{}, &AdapterError{Failure: LifecycleFailureUnavailable, Err: errors.New("no test adapter")}
+		return phaseOutput{}, &AdapterError{Failure: lifecycle.FailureUnavailable, Err: errors.New("no test adapter")}
 	}
 	files, err := k.currentPatch(ctx, v)
 	if err != nil {
@@ -483,7 +484,7 @@ func (k *lifecycleKernel) test(ctx context.Context, v lifecycleView, call Adapte
 	if err != nil {
 		return out, err
 	}
-	evidence := LifecycleTestEvidence{Patch: v.State.Patch.ID, Results: []LifecycleTestResult{}}
+	evidence := lifecycle.TestEvidence{Patch: v.State.Patch.ID, Results: []lifecycle.TestResult{}}
 	seen := map[string]bool{}
 	for _, r := range res.Runs {
 		if !slices.Contains(v.State.Freeze.TestPlans, r.Plan) || seen[r.Plan] {
@@ -492,20 +493,20 @@ func (k *lifecycleKernel) test(ctx context.Context, v lifecycleView, call Adapte
 		}
 		seen[r.Plan] = true
 		outcome := r.Outcome
-		if !slices.Contains(lifecycleTestOutcomes, outcome) {
-			outcome = LifecycleTestError
+		if !slices.Contains(lifecycle.TestOutcomes, outcome) {
+			outcome = lifecycle.TestError
 		}
 		kept := r.Output
 		truncated := r.Truncated || len(kept) > maxTestOutput
 		if len(kept) > maxTestOutput {
 			kept = kept[len(kept)-maxTestOutput:] // the end says why a test failed
 		}
-		evidence.Results = append(evidence.Results, LifecycleTestResult{Plan: r.Plan, Outcome: outcome,
-			DurationMs: min(max(r.Duration.Milliseconds(), 0), LifecycleMaxWallMs), Output: contentid.OfBytes(tagTestOutput, kept)})
+		evidence.Results = append(evidence.Results, lifecycle.TestResult{Plan: r.Plan, Outcome: outcome,
+			DurationMs: min(max(r.Duration.Milliseconds(), 0), lifecycle.MaxWallMs), Output: contentid.OfBytes(tagTestOutput, kept)})
 		out.blobs.Outputs = append(out.blobs.Outputs, testOutput{Plan: r.Plan, Output: strings.ToValidUTF8(string(kept), "\uFFFD"),
-			Truncated: truncated, Detail: clip(oneLine(r.Detail), LifecycleMaxTextBytes)})
+			Truncated: truncated, Detail: clip(oneLine(r.Detail), lifecycle.MaxTextBytes)})
 	}
-	slices.SortFunc(evidence.Results, func(a, b LifecycleTestResult) int { return strings.Compare(a.Plan, b.Plan) })
+	slices.SortFunc(evidence.Results, func(a, b lifecycle.TestResult) int { return strings.Compare(a.Plan, b.Plan) })
 	if d := res.Dependencies; d != nil {
 		if err := d.check(); err != nil {
 			out.invalid = err.Error()
@@ -514,15 +515,15 @@ func (k *lifecycleKernel) test(ctx context.Context, v lifecycleView, call Adapte
 		out.blobs.Dependencies, evidence.Dependencies = d, d.ID()
 	}
 	out.id = evidence.ID()
-	out.event = func(c LifecycleCost) LifecycleEvent {
-		return LifecycleTestCompleted{Invocation: call.Invocation, Evidence: evidence, Cost: c}
+	out.event = func(c lifecycle.Cost) lifecycle.Event {
+		return lifecycle.TestCompleted{Invocation: call.Invocation, Evidence: evidence, Cost: c}
 	}
 	return out, nil
 }
 
 func (k *lifecycleKernel) review(ctx context.Context, v lifecycleView, call AdapterCall) (phaseOutput, error) {
 	if k.adapters.Review == nil {
-		return phaseOutput{}, &AdapterError{Failure: LifecycleFailureUnavailable, Err: errors.New("no review adapter")}
+		return phaseOutput{}, &AdapterError{Failure: lifecycle.FailureUnavailable, Err: errors.New("no review adapter")}
 	}
 	files, err := k.currentPatch(ctx, v)
 	if err != nil {
@@ -540,11 +541,11 @@ func (k *lifecycleKernel) review(ctx context.Context, v lifecycleView, call Adap
 		out.invalid = err.Error()
 		return out, nil
 	}
-	review := LifecycleReviewArtifact{Patch: s.Patch.ID, Reviewer: s.Freeze.profile(LifecycleRoleReviewer),
+	review := lifecycle.ReviewArtifact{Patch: s.Patch.ID, Reviewer: s.Freeze.Profile(lifecycle.RoleReviewer),
 		Criteria: slices.Clone(s.Freeze.Criteria), Findings: findings}
 	out.id = review.ID()
-	out.event = func(c LifecycleCost) LifecycleEvent {
-		return LifecycleReviewCompleted{Invocation: call.Invocation, Review: review, Cost: c}
+	out.event = func(c lifecycle.Cost) lifecycle.Event {
+		return lifecycle.ReviewCompleted{Invocation: call.Invocation, Review: review, Cost: c}
 	}
 	return out, nil
 }
@@ -552,7 +553,7 @@ func (k *lifecycleKernel) review(ctx context.Context, v lifecycleView, call Adap
 func (k *lifecycleKernel) verify(ctx context.Context, v lifecycleView, call AdapterCall) (phaseOutput, error) {
 	s := v.State
 	if k.adapters.Verify == nil {
-		return phaseOutput{}, &AdapterError{Failure: LifecycleFailureUnavailable, Err: errors.New("no verify adapter")}
+		return phaseOutput{}, &AdapterError{Failure: lifecycle.FailureUnavailable, Err: errors.New("no verify adapter")}
 	}
 	files, err := k.currentPatch(ctx, v)
 	if err != nil {
@@ -566,7 +567,7 @@ func (k *lifecycleKernel) verify(ctx context.Context, v lifecycleView, call Adap
 	if err != nil || !ok {
 		return phaseOutput{}, orMissing(err, "the test evidence")
 	}
-	if tc, ok := ta.Event.(LifecycleTestCompleted); ok {
+	if tc, ok := ta.Event.(lifecycle.TestCompleted); ok {
 		for _, r := range tc.Evidence.Results {
 			for _, p := range v.Plans {
 				if p.ID == r.Plan {
@@ -582,17 +583,17 @@ func (k *lifecycleKernel) verify(ctx context.Context, v lifecycleView, call Adap
 	}
 	n := len(v.Request.Criteria)
 	verdict, criteria, repair, reasons := judge(res.Answer, n)
-	va := VerificationArtifact{Patch: s.Patch.ID, Verifier: s.Freeze.profile(LifecycleRoleVerifier), TestEvidence: s.Tests.Evidence,
-		Outcome: verdict, Repair: clip(repair, LifecycleMaxRepairBytes)}
+	va := lifecycle.VerificationArtifact{Patch: s.Patch.ID, Verifier: s.Freeze.Profile(lifecycle.RoleVerifier), TestEvidence: s.Tests.Evidence,
+		Outcome: verdict, Repair: clip(repair, lifecycle.MaxRepairBytes)}
 	for i, c := range criteria {
-		va.Criteria = append(va.Criteria, LifecycleCriterionJudgement{Criterion: i + 1, Digest: s.Freeze.Criteria[i], Status: c.Status,
+		va.Criteria = append(va.Criteria, lifecycle.CriterionJudgement{Criterion: i + 1, Digest: s.Freeze.Criteria[i], Status: c.Status,
 			Note: judgementNote(c.Reason)})
 	}
 	out.id = va.ID()
 	out.blobs.Verdict = &verificationRecord{Ordinal: s.Round, PatchRevision: s.Round, Verdict: verdict, Criteria: criteria,
 		Repair: repair, Reasons: nonNil(reasons)}
-	out.event = func(c LifecycleCost) LifecycleEvent {
-		return LifecycleVerifyCompleted{Invocation: call.Invocation, Verification: va, Cost: c}
+	out.event = func(c lifecycle.Cost) lifecycle.Event {
+		return lifecycle.VerifyCompleted{Invocation: call.Invocation, Verification: va, Cost: c}
 	}
 	return out, nil
 }
@@ -630,13 +631,13 @@ func (k *lifecycleKernel) context(ctx context.Context, v lifecycleView) ([]strin
 // rows are the change-journal rows a transition writes with it: the
 // change and its first patch, a repair's patch, a verification and the
 // change's projection (the consumed repair included).
-func (k *lifecycleKernel) rows(v lifecycleView, a lifecycleArtifact, next LifecycleState, fx []LifecycleEffect) transitionRows {
+func (k *lifecycleKernel) rows(v lifecycleView, a lifecycleArtifact, next lifecycle.State, fx []lifecycle.Effect) transitionRows {
 	s := v.State
 	switch ev := a.Event.(type) {
-	case LifecycleImplementCompleted:
+	case lifecycle.ImplementCompleted:
 		att := patchAttempt{revision: s.Round, status: PatchRejected, ops: []storedOperation{}, reasons: ev.Reasons,
 			report: a.Blobs.Report, raw: a.Raw, inv: a.Thread, usage: a.Usage}
-		if ev.Outcome == LifecyclePatchAccepted {
+		if ev.Outcome == lifecycle.PatchAccepted {
 			att.status, att.patchID, att.ops, att.reasons = PatchAccepted, ev.Patch, storedOps(a.Blobs.Patch), []string{}
 		}
 		if s.Round == 1 {
@@ -652,10 +653,10 @@ func (k *lifecycleKernel) rows(v lifecycleView, a lifecycleArtifact, next Lifecy
 			c.Current = 2
 		}
 		return transitionRows{projection: &c, patch: &att}
-	case LifecycleVerifyCompleted:
+	case lifecycle.VerifyCompleted:
 		vr := *a.Blobs.Verdict
 		vr.raw, vr.inv, vr.usage = a.Raw, a.Thread, a.Usage
-		c := changeRecord{ID: s.Freeze.ChangeID, Status: vr.Verdict.changeStatus(), Current: s.Round, Repairs: next.RepairsUsed}
+		c := changeRecord{ID: s.Freeze.ChangeID, Status: verdictStatus(vr.Verdict), Current: s.Round, Repairs: next.RepairsUsed}
 		return transitionRows{verification: &vr, projection: &c}
 	}
 	return transitionRows{}
@@ -663,7 +664,7 @@ func (k *lifecycleKernel) rows(v lifecycleView, a lifecycleArtifact, next Lifecy
 
 // changeRecord is the change row a lifecycle's first patch creates.
 func (k *lifecycleKernel) changeRecord(v lifecycleView, base string) changeRecord {
-	impl := v.State.Freeze.profile(LifecycleRoleImplementer)
+	impl := v.State.Freeze.Profile(lifecycle.RoleImplementer)
 	return changeRecord{ID: v.ChangeID, Session: v.Session, Root: v.Root, RequestID: mustID(tagChangeRequest, v.Request),
 		Request: v.Request, Base: base, Profile: ProfileRevision{ID: impl.Profile, Revision: impl.Revision}}
 }

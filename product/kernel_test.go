@@ -12,6 +12,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/needle-dev/needle/product/lifecycle"
 )
 
 // The kernel, the durable contract and apply, driven end to end through
@@ -123,19 +125,19 @@ func (f *lifecycleFixture) checkGitUntouched() {
 
 // checkJournal replays the journal with the machine alone (not the
 // kernel's reader) and compares it with the stored projection.
-func checkJournal(t *testing.T, te *testEngine, id string) LifecycleState {
+func checkJournal(t *testing.T, te *testEngine, id string) lifecycle.State {
 	t.Helper()
 	l, err := te.store.loadLifecycle(context.Background(), te.root, id)
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := LifecycleState{}
+	s := lifecycle.State{}
 	for _, e := range l.Journal {
-		ev, err := DecodeLifecycleEvent(e.Kind, []byte(e.Payload))
+		ev, err := decodeLifecycleEvent(e.Kind, []byte(e.Payload))
 		if err != nil {
 			t.Fatalf("event %d: %v", e.Seq, err)
 		}
-		if s, _, err = StepLifecycle(s, ev); err != nil {
+		if s, _, err = stepLifecycle(s, ev); err != nil {
 			t.Fatalf("event %d does not replay: %v", e.Seq, err)
 		}
 	}
@@ -146,9 +148,9 @@ func checkJournal(t *testing.T, te *testEngine, id string) LifecycleState {
 }
 
 func TestLifecycle_ExploreToApplied(t *testing.T) {
-	f := newLifecycleFixture(t, &fakeScript{Tests: []LifecycleTestOutcome{LifecycleTestPassed}, Verdicts: []string{fakeVerified}})
+	f := newLifecycleFixture(t, &fakeScript{Tests: []lifecycle.TestOutcome{lifecycle.TestPassed}, Verdicts: []string{fakeVerified}})
 	d := f.start()
-	if d.Phase != PhaseExplore || d.Status != LifecycleStatusRunning || len(d.TestPlans) != 1 || d.TestPlans[0].Test != "TestSplitCRLF" {
+	if d.Phase != lifecycle.PhaseExplore || d.Status != lifecycle.StatusRunning || len(d.TestPlans) != 1 || d.TestPlans[0].Test != "TestSplitCRLF" {
 		t.Fatalf("started: %+v", d)
 	}
 	if d.TestPlans[0].Command != "go test -count=1 -run '^TestSplitCRLF$' ." {
@@ -164,10 +166,10 @@ func TestLifecycle_ExploreToApplied(t *testing.T) {
 	if !slices.Equal(seen, want) {
 		t.Errorf("progress %v, want %v", seen, want)
 	}
-	if d.Phase != PhaseApply || d.Status != LifecycleStatusAwaitingApproval || d.Verification == nil || d.Verification.Verdict != VerdictVerified {
+	if d.Phase != lifecycle.PhaseApply || d.Status != lifecycle.StatusAwaitingApproval || d.Verification == nil || d.Verification.Verdict != lifecycle.VerdictVerified {
 		t.Fatalf("after run: %s/%s %+v", d.Phase, d.Status, d.Verification)
 	}
-	if d.TestPlans[0].Outcome != LifecycleTestPassed || d.Review == nil || len(d.Review.Findings) != 1 || d.Patch == nil || d.Patch.Files != 1 {
+	if d.TestPlans[0].Outcome != lifecycle.TestPassed || d.Review == nil || len(d.Review.Findings) != 1 || d.Patch == nil || d.Patch.Files != 1 {
 		t.Errorf("detail: %+v", d)
 	}
 	if !strings.HasPrefix(d.Next, "needle change approve --patch "+d.Patch.PatchID) {
@@ -191,8 +193,8 @@ func TestLifecycle_ExploreToApplied(t *testing.T) {
 	}
 	f.checkGitUntouched()
 	s := checkJournal(t, f.te, d.ID)
-	if s.Status != LifecycleStatusApplied {
-		t.Errorf("final state %s", s.where())
+	if s.Status != lifecycle.StatusApplied {
+		t.Errorf("final state %s", s.Where())
 	}
 	events, err := f.te.LifecycleEvents(context.Background(), d.ID)
 	if err != nil {
@@ -223,7 +225,7 @@ func TestLifecycle_ExploreToApplied(t *testing.T) {
 
 func TestLifecycle_RepairOnceThenVerified(t *testing.T) {
 	f := newLifecycleFixture(t, &fakeScript{
-		Tests:    []LifecycleTestOutcome{LifecycleTestFailed, LifecycleTestPassed},
+		Tests:    []lifecycle.TestOutcome{lifecycle.TestFailed, lifecycle.TestPassed},
 		Verdicts: []string{fakeRepairable, fakeVerified},
 	})
 	repo := f.te.repo
@@ -232,7 +234,7 @@ func TestLifecycle_RepairOnceThenVerified(t *testing.T) {
 		{"search.go": splitCommented(t, repo, "// splitCRLF cuts data at CRLF or LF line ends, both.")},
 	}
 	d := f.run(f.start().ID)
-	if d.Status != LifecycleStatusAwaitingApproval || d.Round != 2 || d.RepairsUsed != 1 {
+	if d.Status != lifecycle.StatusAwaitingApproval || d.Round != 2 || d.RepairsUsed != 1 {
 		t.Fatalf("after run: %s/%s round %d repairs %d", d.Phase, d.Status, d.Round, d.RepairsUsed)
 	}
 	c, err := f.te.store.change(context.Background(), f.te.root, d.ChangeID)
@@ -250,21 +252,21 @@ func TestLifecycle_RepairOnceThenVerified(t *testing.T) {
 }
 
 func TestLifecycle_RepairableTwiceIsExhausted(t *testing.T) {
-	f := newLifecycleFixture(t, &fakeScript{Tests: []LifecycleTestOutcome{LifecycleTestFailed}, Verdicts: []string{fakeRepairable}})
+	f := newLifecycleFixture(t, &fakeScript{Tests: []lifecycle.TestOutcome{lifecycle.TestFailed}, Verdicts: []string{fakeRepairable}})
 	f.script.Patches = []map[string]string{
 		{"search.go": splitCommented(t, f.te.repo, "// one")}, {"search.go": splitCommented(t, f.te.repo, "// two")},
 	}
 	d := f.run(f.start().ID)
-	if d.Status != LifecycleStatusRejected || d.Reason != LifecycleReasonRepairExhausted || d.RepairsUsed != 1 {
+	if d.Status != lifecycle.StatusRejected || d.Reason != lifecycle.ReasonRepairExhausted || d.RepairsUsed != 1 {
 		t.Fatalf("after run: %s/%s %s", d.Phase, d.Status, d.Reason)
 	}
 }
 
 func TestLifecycle_Inconclusive(t *testing.T) {
-	f := newLifecycleFixture(t, &fakeScript{Tests: []LifecycleTestOutcome{LifecycleTestPassed}, Verdicts: []string{fakeInconclusive}})
+	f := newLifecycleFixture(t, &fakeScript{Tests: []lifecycle.TestOutcome{lifecycle.TestPassed}, Verdicts: []string{fakeInconclusive}})
 	before := treeDigest(t, f.te.repo)
 	d := f.run(f.start().ID)
-	if d.Status != LifecycleStatusInconclusive || d.Reason != LifecycleReasonVerificationInconclusive || d.Next != "" {
+	if d.Status != lifecycle.StatusInconclusive || d.Reason != lifecycle.ReasonVerificationInconclusive || d.Next != "" {
 		t.Fatalf("after run: %s/%s %s next %q", d.Phase, d.Status, d.Reason, d.Next)
 	}
 	if _, err := f.te.Apply(context.Background(), d.ID); KindOf(err) != KindConflict {
@@ -276,20 +278,20 @@ func TestLifecycle_Inconclusive(t *testing.T) {
 }
 
 func TestLifecycle_TestEvidenceUnavailableFailsClosed(t *testing.T) {
-	f := newLifecycleFixture(t, &fakeScript{Tests: []LifecycleTestOutcome{LifecycleTestError}, Verdicts: []string{fakeVerified}})
+	f := newLifecycleFixture(t, &fakeScript{Tests: []lifecycle.TestOutcome{lifecycle.TestError}, Verdicts: []string{fakeVerified}})
 	d := f.run(f.start().ID)
-	if d.Status != LifecycleStatusFailed || d.Reason != LifecycleReasonTestEvidenceUnavailable {
+	if d.Status != lifecycle.StatusFailed || d.Reason != lifecycle.ReasonTestEvidenceUnavailable {
 		t.Fatalf("after run: %s/%s %s", d.Phase, d.Status, d.Reason)
 	}
 }
 
 func TestLifecycle_RetryAfterCrashedWorker(t *testing.T) {
-	f := newLifecycleFixture(t, &fakeScript{Tests: []LifecycleTestOutcome{LifecycleTestPassed}, Verdicts: []string{fakeVerified},
-		Crash: map[Phase]int{PhaseReview: 1}})
+	f := newLifecycleFixture(t, &fakeScript{Tests: []lifecycle.TestOutcome{lifecycle.TestPassed}, Verdicts: []string{fakeVerified},
+		Crash: map[lifecycle.Phase]int{lifecycle.PhaseReview: 1}})
 	f.script.Effects = t.TempDir()
 	f.te.reopen(f.config)
 	d := f.run(f.start().ID)
-	if d.Status != LifecycleStatusAwaitingApproval || d.Usage.WorkerRuns != 6 {
+	if d.Status != lifecycle.StatusAwaitingApproval || d.Usage.WorkerRuns != 6 {
 		t.Fatalf("after run: %s/%s, %d runs", d.Phase, d.Status, d.Usage.WorkerRuns)
 	}
 	arts, err := f.te.store.lifecycleArtifacts(context.Background(), d.ID)
@@ -298,7 +300,7 @@ func TestLifecycle_RetryAfterCrashedWorker(t *testing.T) {
 	}
 	var review []string
 	for _, a := range arts {
-		if a.Phase == PhaseReview {
+		if a.Phase == lifecycle.PhaseReview {
 			review = append(review, string(a.Event.Kind())+"@"+strconv.Itoa(a.Attempt))
 		}
 	}
@@ -308,7 +310,7 @@ func TestLifecycle_RetryAfterCrashedWorker(t *testing.T) {
 }
 
 func TestLifecycle_ApprovalBoundToCurrentDigests(t *testing.T) {
-	f := newLifecycleFixture(t, &fakeScript{Tests: []LifecycleTestOutcome{LifecycleTestPassed}, Verdicts: []string{fakeVerified}})
+	f := newLifecycleFixture(t, &fakeScript{Tests: []lifecycle.TestOutcome{lifecycle.TestPassed}, Verdicts: []string{fakeVerified}})
 	d := f.run(f.start().ID)
 	b := *d.AwaitingApproval
 	older := "b3:" + strings.Repeat("0", 64)
@@ -320,8 +322,8 @@ func TestLifecycle_ApprovalBoundToCurrentDigests(t *testing.T) {
 		"earlier state": {Patch: b.Patch, Verification: b.Verification, Lifecycle: mustEvents(t, f.te, d.ID)[4].StateDigest},
 	} {
 		_, err := f.te.Approve(context.Background(), d.ID, req)
-		var se *LifecycleStepError
-		if KindOf(err) != KindConflict || !errors.As(err, &se) || se.Code != LifecycleRefusalApprovalMismatch {
+		var se *lifecycle.StepError
+		if KindOf(err) != KindConflict || !errors.As(err, &se) || se.Code != lifecycle.RefusalApprovalMismatch {
 			t.Errorf("%s: Approve = %v, want an approval_mismatch conflict", name, err)
 		}
 	}
@@ -347,7 +349,7 @@ func mustEvents(t *testing.T, te *testEngine, id string) []LifecycleEventView {
 }
 
 func TestLifecycle_DriftAtApplyIs409(t *testing.T) {
-	f := newLifecycleFixture(t, &fakeScript{Tests: []LifecycleTestOutcome{LifecycleTestPassed}, Verdicts: []string{fakeVerified}})
+	f := newLifecycleFixture(t, &fakeScript{Tests: []lifecycle.TestOutcome{lifecycle.TestPassed}, Verdicts: []string{fakeVerified}})
 	d := f.run(f.start().ID)
 	f.approve(d)
 	// The user edits the patched file after the approval.
@@ -364,16 +366,16 @@ func TestLifecycle_DriftAtApplyIs409(t *testing.T) {
 	}
 	f.checkGitUntouched()
 	after, err := f.te.Lifecycle(context.Background(), d.ID)
-	if err != nil || after.Status != LifecycleStatusApproved {
+	if err != nil || after.Status != lifecycle.StatusApproved {
 		t.Fatalf("after the conflict: %+v, %v", after, err)
 	}
-	if ev := mustEvents(t, f.te, d.ID); ev[len(ev)-1].Kind != LifecycleEventApplyConflicted {
+	if ev := mustEvents(t, f.te, d.ID); ev[len(ev)-1].Kind != lifecycle.EventApplyConflicted {
 		t.Errorf("last event %s, want apply_conflicted", ev[len(ev)-1].Kind)
 	}
 }
 
 func TestLifecycle_CorruptProjectionIsRefused(t *testing.T) {
-	f := newLifecycleFixture(t, &fakeScript{Tests: []LifecycleTestOutcome{LifecycleTestPassed}, Verdicts: []string{fakeVerified}})
+	f := newLifecycleFixture(t, &fakeScript{Tests: []lifecycle.TestOutcome{lifecycle.TestPassed}, Verdicts: []string{fakeVerified}})
 	d := f.start()
 	for name, stmt := range map[string]string{
 		"state":  `UPDATE change_lifecycles SET state = replace(state, '"round":1', '"round":2')`,
@@ -409,7 +411,7 @@ func TestLifecycle_CorruptProjectionIsRefused(t *testing.T) {
 // transactions: the artifact is stored, the transition is not. The next
 // run commits the stored artifact's event and invokes nothing.
 func TestLifecycle_ArtifactWithoutTransition(t *testing.T) {
-	f := newLifecycleFixture(t, &fakeScript{Tests: []LifecycleTestOutcome{LifecycleTestPassed}, Verdicts: []string{fakeVerified}})
+	f := newLifecycleFixture(t, &fakeScript{Tests: []lifecycle.TestOutcome{lifecycle.TestPassed}, Verdicts: []string{fakeVerified}})
 	d := f.start()
 	ctx := context.Background()
 	v, err := f.te.readLifecycle(ctx, d.ID)
@@ -417,7 +419,7 @@ func TestLifecycle_ArtifactWithoutTransition(t *testing.T) {
 		t.Fatal(err)
 	}
 	k := &lifecycleKernel{e: f.te.Engine, adapters: f.te.adapters, clock: time.Now}
-	inv := LifecyclePending(v.State)[0].(LifecycleInvoke)
+	inv := lifecycle.Pending(v.State)[0].(lifecycle.Invoke)
 	a, err := k.invoke(ctx, v, inv)
 	if err != nil {
 		t.Fatal(err)
@@ -425,7 +427,7 @@ func TestLifecycle_ArtifactWithoutTransition(t *testing.T) {
 	if _, err := f.te.store.putArtifact(ctx, a); err != nil {
 		t.Fatal(err)
 	}
-	if after, _ := f.te.Lifecycle(ctx, d.ID); after.Seq != 1 || after.Phase != PhaseExplore {
+	if after, _ := f.te.Lifecycle(ctx, d.ID); after.Seq != 1 || after.Phase != lifecycle.PhaseExplore {
 		t.Fatalf("an artifact moved the lifecycle: %s seq %d", after.Phase, after.Seq)
 	}
 	explored := 0
@@ -440,7 +442,7 @@ func TestLifecycle_ArtifactWithoutTransition(t *testing.T) {
 		t.Errorf("explore ran %d more times; its artifact was stored", explored)
 	}
 	ev := mustEvents(t, f.te, d.ID)
-	if ev[1].PayloadDigest != LifecycleEventDigest(a.Event) {
+	if ev[1].PayloadDigest != lifecycle.EventDigest(a.Event) {
 		t.Error("the committed event is not the stored artifact's")
 	}
 }
@@ -453,7 +455,7 @@ func TestLifecycle_ArtifactWithoutTransition(t *testing.T) {
 // loses the compare-and-swap: exactly one transition commits, the other
 // runner stops with a clear message, and explore ran once.
 func TestLifecycle_TwoRunnersMeetAtTheCAS(t *testing.T) {
-	f := newLifecycleFixture(t, &fakeScript{Tests: []LifecycleTestOutcome{LifecycleTestPassed}, Verdicts: []string{fakeVerified}})
+	f := newLifecycleFixture(t, &fakeScript{Tests: []lifecycle.TestOutcome{lifecycle.TestPassed}, Verdicts: []string{fakeVerified}})
 	d := f.start()
 	var explores sync.WaitGroup
 	adapters := f.te.adapters
@@ -511,14 +513,14 @@ func TestLifecycle_TwoRunnersMeetAtTheCAS(t *testing.T) {
 			t.Fatalf("journal seq %d at %d", e.Seq, i)
 		}
 	}
-	if ev[1].Kind != LifecycleEventExploreCompleted || ev[2].Kind != LifecycleEventImplementCompleted {
+	if ev[1].Kind != lifecycle.EventExploreCompleted || ev[2].Kind != lifecycle.EventImplementCompleted {
 		t.Errorf("journal %v", ev)
 	}
 	checkJournal(t, f.te, d.ID)
 }
 
 func TestLifecycle_LeaseStopsASecondRunner(t *testing.T) {
-	f := newLifecycleFixture(t, &fakeScript{Tests: []LifecycleTestOutcome{LifecycleTestPassed}, Verdicts: []string{fakeVerified}})
+	f := newLifecycleFixture(t, &fakeScript{Tests: []lifecycle.TestOutcome{lifecycle.TestPassed}, Verdicts: []string{fakeVerified}})
 	d := f.start()
 	release, err := f.te.lease(d.ID)
 	if err != nil {
@@ -529,14 +531,14 @@ func TestLifecycle_LeaseStopsASecondRunner(t *testing.T) {
 		t.Errorf("second runner: %v", err)
 	}
 	release()
-	if d := f.run(d.ID); d.Status != LifecycleStatusAwaitingApproval {
+	if d := f.run(d.ID); d.Status != lifecycle.StatusAwaitingApproval {
 		t.Errorf("after the lease: %s/%s", d.Phase, d.Status)
 	}
 }
 
 // lastInvocationEvent is the last recorded run event of a lifecycle's
 // phase: "started" or "stopped".
-func lastInvocationEvent(t *testing.T, te *testEngine, id string, phase Phase) string {
+func lastInvocationEvent(t *testing.T, te *testEngine, id string, phase lifecycle.Phase) string {
 	t.Helper()
 	var event string
 	if err := te.store.db.QueryRow(`SELECT event FROM invocation_runs WHERE lifecycle_id = ? AND phase = ? ORDER BY rowid DESC LIMIT 1`,
@@ -551,7 +553,7 @@ func lastInvocationEvent(t *testing.T, te *testEngine, id string, phase Phase) s
 // adapter cleaned up and the runner recorded the stop and let go; the
 // runner says it was cancelled.
 func TestLifecycle_CancelStopsTheRunner(t *testing.T) {
-	f := newLifecycleFixture(t, &fakeScript{Tests: []LifecycleTestOutcome{LifecycleTestPassed}, Verdicts: []string{fakeVerified}})
+	f := newLifecycleFixture(t, &fakeScript{Tests: []lifecycle.TestOutcome{lifecycle.TestPassed}, Verdicts: []string{fakeVerified}})
 	d := f.start()
 	adapters := f.te.adapters
 	started := make(chan struct{})
@@ -581,10 +583,10 @@ func TestLifecycle_CancelStopsTheRunner(t *testing.T) {
 	if _, err := os.Stat(work); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("the adapter's work is still there when cancel returns: %v", err)
 	}
-	if ev := lastInvocationEvent(t, f.te, d.ID, PhaseImplement); ev != "stopped" {
+	if ev := lastInvocationEvent(t, f.te, d.ID, lifecycle.PhaseImplement); ev != "stopped" {
 		t.Errorf("the implement run's last record is %q, want stopped", ev)
 	}
-	if after.Status != LifecycleStatusCancelled {
+	if after.Status != lifecycle.StatusCancelled {
 		t.Errorf("after cancel: %s", after.Status)
 	}
 	stopRunner()
@@ -623,7 +625,7 @@ func TestStartLifecycle_InvalidInput(t *testing.T) {
 // revision's five role settings, and each adapter runs under its role's
 // model and effort.
 func TestLifecycle_RoleProfiles(t *testing.T) {
-	f := newLifecycleFixture(t, &fakeScript{Tests: []LifecycleTestOutcome{LifecycleTestPassed}, Verdicts: []string{fakeVerified}})
+	f := newLifecycleFixture(t, &fakeScript{Tests: []lifecycle.TestOutcome{lifecycle.TestPassed}, Verdicts: []string{fakeVerified}})
 	ctx := context.Background()
 	p := defaultProfile
 	p.Roles = &ProfileRoles{
@@ -657,7 +659,7 @@ func TestLifecycle_RoleProfiles(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(d.Profiles) != 5 || d.Profiles[4].Role != LifecycleRoleVerifier || d.Profiles[4].Profile != "split" {
+	if len(d.Profiles) != 5 || d.Profiles[4].Role != lifecycle.RoleVerifier || d.Profiles[4].Profile != "split" {
 		t.Fatalf("frozen profiles %+v", d.Profiles)
 	}
 	digests := map[string]bool{}
@@ -667,7 +669,7 @@ func TestLifecycle_RoleProfiles(t *testing.T) {
 	if len(digests) != 5 {
 		t.Errorf("role digests are not distinct: %+v", d.Profiles)
 	}
-	if d = f.run(d.ID); d.Status != LifecycleStatusAwaitingApproval {
+	if d = f.run(d.ID); d.Status != lifecycle.StatusAwaitingApproval {
 		t.Fatalf("after run: %s", d.Status)
 	}
 	if !slices.Equal(seen, []string{"implement:coder/medium/implementer", "verify:judge/high/verifier"}) {
@@ -683,14 +685,14 @@ func TestLifecycle_RoleProfiles(t *testing.T) {
 // A run that was cancelled is recorded as stopped and runs again under
 // the same id.
 func TestLifecycle_InvocationRecords(t *testing.T) {
-	f := newLifecycleFixture(t, &fakeScript{Tests: []LifecycleTestOutcome{LifecycleTestPassed}, Verdicts: []string{fakeVerified}})
+	f := newLifecycleFixture(t, &fakeScript{Tests: []lifecycle.TestOutcome{lifecycle.TestPassed}, Verdicts: []string{fakeVerified}})
 	d := f.start()
 	ctx := context.Background()
 	v, err := f.te.readLifecycle(ctx, d.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
-	first := LifecyclePending(v.State)[0].(LifecycleInvoke)
+	first := lifecycle.Pending(v.State)[0].(lifecycle.Invoke)
 	call := AdapterCall{Lifecycle: d.ID, Invocation: first.Invocation, Phase: first.Phase, Attempt: first.Attempt}
 	if err := f.te.store.putInvocationRun(ctx, call, 0, 1, "started"); err != nil {
 		t.Fatal(err)
@@ -720,8 +722,8 @@ func TestLifecycle_InvocationRecords(t *testing.T) {
 		t.Fatalf("run with a stopped implement: %v, want its conflict", err)
 	}
 	ev := mustEvents(t, f.te, d.ID)
-	var failed LifecyclePhaseFailed
-	if len(ev) != 3 || ev[1].Kind != LifecycleEventPhaseFailed || ev[2].Kind != LifecycleEventExploreCompleted {
+	var failed lifecycle.PhaseFailed
+	if len(ev) != 3 || ev[1].Kind != lifecycle.EventPhaseFailed || ev[2].Kind != lifecycle.EventExploreCompleted {
 		t.Fatalf("journal %v, want created, phase_failed, explore_completed", ev)
 	}
 	l, err := f.te.store.loadLifecycle(ctx, f.te.root, d.ID)
@@ -729,26 +731,26 @@ func TestLifecycle_InvocationRecords(t *testing.T) {
 		err = json.Unmarshal([]byte(l.Journal[1].Payload), &failed)
 	}
 	if err != nil || failed.Invocation != first.Invocation ||
-		failed.Failure != LifecycleFailureCrashed || !strings.HasPrefix(failed.Detail, "interrupted:") {
+		failed.Failure != lifecycle.FailureCrashed || !strings.HasPrefix(failed.Detail, "interrupted:") {
 		t.Errorf("the interrupted run's event: %+v (%v)", failed, err)
 	}
 	if explored[first.Invocation] != 0 || len(explored) != 1 {
 		t.Errorf("explore runs per invocation %v: the interrupted one must not run again, its retry once", explored)
 	}
 	s := checkJournal(t, f.te, d.ID)
-	impl := LifecyclePending(s)[0].(LifecycleInvoke)
+	impl := lifecycle.Pending(s)[0].(lifecycle.Invoke)
 	if seq, started, err := f.te.store.invocationRun(ctx, impl.Invocation, 0); err != nil || seq != 2 || started {
 		t.Errorf("the stopped implement run: seq %d started %v (%v), want recorded as stopped", seq, started, err)
 	}
 	d2, err := k.run(ctx, d.ID, nil)
-	if err != nil || d2.Status != LifecycleStatusAwaitingApproval {
+	if err != nil || d2.Status != lifecycle.StatusAwaitingApproval {
 		t.Fatalf("run again: %v, %s", err, d2.Status)
 	}
 	if seq, started, err := f.te.store.invocationRun(ctx, impl.Invocation, 0); err != nil || seq != 3 || !started {
 		t.Errorf("implement ran again under its id: seq %d started %v (%v)", seq, started, err)
 	}
 	for _, e := range mustEvents(t, f.te, d.ID)[3:] {
-		if e.Kind == LifecycleEventPhaseFailed {
+		if e.Kind == lifecycle.EventPhaseFailed {
 			t.Errorf("a stopped run became a failure: %s", e.Summary)
 		}
 	}
@@ -758,12 +760,12 @@ func TestLifecycle_InvocationRecords(t *testing.T) {
 // three evidence workers charges the lifecycle three worker runs and their
 // tokens, so a budget of four runs leaves room for implement alone.
 func TestLifecycle_ExploreWorkersCountInTheBudget(t *testing.T) {
-	f := newLifecycleFixture(t, &fakeScript{Tests: []LifecycleTestOutcome{LifecycleTestPassed}, Verdicts: []string{fakeVerified}})
+	f := newLifecycleFixture(t, &fakeScript{Tests: []lifecycle.TestOutcome{lifecycle.TestPassed}, Verdicts: []string{fakeVerified}})
 	f.te.adapters.Explore = func(ctx context.Context, r ExploreRequest) (ExploreResult, error) {
 		return ExploreResult{Evidence: r.ArtifactIDs, Usage: WorkerUsage{TotalTokens: 3 * 1234}, Workers: 3}, nil
 	}
 	d, err := f.te.StartLifecycle(context.Background(), LifecycleStart{Request: f.request(), TestPlans: []string{f.plan},
-		Budget: LifecycleBudget{Tokens: 1 << 20, WallMs: 3600_000, WorkerRuns: 4}})
+		Budget: lifecycle.Budget{Tokens: 1 << 20, WallMs: 3600_000, WorkerRuns: 4}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -772,7 +774,7 @@ func TestLifecycle_ExploreWorkersCountInTheBudget(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := checkJournal(t, f.te, d.ID)
-	if s.Usage.WorkerRuns != 4 || s.Usage.ExtraRuns != 2 || s.Usage.Tokens != 3*1234+1000 || s.Reason != LifecycleReasonBudgetExhausted {
-		t.Errorf("after explore (3 workers) and implement: %s usage %+v", s.where(), s.Usage)
+	if s.Usage.WorkerRuns != 4 || s.Usage.ExtraRuns != 2 || s.Usage.Tokens != 3*1234+1000 || s.Reason != lifecycle.ReasonBudgetExhausted {
+		t.Errorf("after explore (3 workers) and implement: %s usage %+v", s.Where(), s.Usage)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/needle-dev/needle/product/internal/testrun"
+	"github.com/needle-dev/needle/product/lifecycle"
 
 	"github.com/needle-dev/needle/product/internal/lazyregexp"
 )
@@ -36,11 +37,11 @@ const (
 // resolves for it, the certified focused_tests artifacts whose tests are
 // its test plans, a budget and the role profile.
 type LifecycleStart struct {
-	Request   ChangeRequest   `json:"request"`
-	Needs     []NeedRequest   `json:"needs"`
-	TestPlans []string        `json:"test_plans"` // focused_tests artifact ids
-	Budget    LifecycleBudget `json:"budget"`     // zero fields take the defaults
-	Profile   string          `json:"profile"`    // "" = default
+	Request   ChangeRequest    `json:"request"`
+	Needs     []NeedRequest    `json:"needs"`
+	TestPlans []string         `json:"test_plans"` // focused_tests artifact ids
+	Budget    lifecycle.Budget `json:"budget"`     // zero fields take the defaults
+	Profile   string           `json:"profile"`    // "" = default
 }
 
 // LifecycleTestPlan is one frozen certified test plan: a test that
@@ -112,11 +113,11 @@ func criterionDigest(i int, text string) string {
 
 // roleRef is the frozen reference of a role's settings in a profile
 // revision.
-func roleRef(rev ProfileRevision, role LifecycleRole) LifecycleProfileRef {
+func roleRef(rev ProfileRevision, role lifecycle.Role) lifecycle.ProfileRef {
 	r := rev.Profile.effectiveRoles().role(role)
-	return LifecycleProfileRef{Role: role, Profile: rev.ID, Revision: rev.Revision, Sandbox: r.Sandbox,
+	return lifecycle.ProfileRef{Role: role, Profile: rev.ID, Revision: rev.Revision, Sandbox: r.Sandbox,
 		Digest: mustID(tagRoleSettings, struct {
-			Role LifecycleRole `json:"role"`
+			Role lifecycle.Role `json:"role"`
 			RoleSettings
 		}{role, r}), Worker: roleWorker(role, r)}
 }
@@ -134,27 +135,27 @@ func newLifecycleID() string { return "lcy_" + randomHex() }
 // LifecycleStatusCorrupt marks, in a listing only, a lifecycle whose
 // stored records do not check (a KindIntegrity error): it is never a
 // state of the machine, and nothing runs, approves or applies it.
-const LifecycleStatusCorrupt LifecycleStatus = "corrupt"
+const LifecycleStatusCorrupt lifecycle.Status = "corrupt"
 
 // LifecycleSummary is one lifecycle in a list. A lifecycle that does not
 // check is listed with its ids, status corrupt and what does not check
 // (Corrupt); its other fields are zero.
 type LifecycleSummary struct {
-	ID          string          `json:"lifecycle_id"`
-	ChangeID    string          `json:"change_id"`
-	Task        string          `json:"task"`
-	Phase       Phase           `json:"phase"`
-	Status      LifecycleStatus `json:"status"`
-	Reason      LifecycleReason `json:"reason"`
-	Round       int             `json:"round"`
-	RepairsUsed int             `json:"repairs_used"`
-	Seq         int             `json:"seq"`
-	StateDigest string          `json:"state_digest"`
-	Usage       LifecycleUsage  `json:"usage"`
-	Budget      LifecycleBudget `json:"budget"`
-	CreatedAt   string          `json:"created_at"`
-	UpdatedAt   string          `json:"updated_at"`
-	Corrupt     string          `json:"corrupt,omitempty"`
+	ID          string           `json:"lifecycle_id"`
+	ChangeID    string           `json:"change_id"`
+	Task        string           `json:"task"`
+	Phase       lifecycle.Phase  `json:"phase"`
+	Status      lifecycle.Status `json:"status"`
+	Reason      lifecycle.Reason `json:"reason"`
+	Round       int              `json:"round"`
+	RepairsUsed int              `json:"repairs_used"`
+	Seq         int              `json:"seq"`
+	StateDigest string           `json:"state_digest"`
+	Usage       lifecycle.Usage  `json:"usage"`
+	Budget      lifecycle.Budget `json:"budget"`
+	CreatedAt   string           `json:"created_at"`
+	UpdatedAt   string           `json:"updated_at"`
+	Corrupt     string           `json:"corrupt,omitempty"`
 }
 
 // corruptSummary lists a lifecycle that does not check: its ids, where it
@@ -169,7 +170,7 @@ type LifecycleDetail struct {
 	LifecycleSummary
 	Criteria     []LifecycleCriterionView   `json:"criteria"`
 	Scopes       []PathScope                `json:"scopes"`
-	Profiles     []LifecycleProfileRef      `json:"profiles"`
+	Profiles     []lifecycle.ProfileRef     `json:"profiles"`
 	Evidence     []string                   `json:"evidence"`
 	TestPlans    []LifecycleTestPlanView    `json:"test_plans"`
 	Patch        *LifecyclePatchView        `json:"patch"`
@@ -177,9 +178,9 @@ type LifecycleDetail struct {
 	Verification *LifecycleVerificationView `json:"verification"`
 	// AwaitingApproval is the binding the user approves, while the
 	// lifecycle waits for it; ApprovalID the approval once granted.
-	AwaitingApproval *LifecycleApprovalBinding `json:"awaiting_approval"`
-	ApprovalID       string                    `json:"approval_id"`
-	Apply            *ApplyView                `json:"apply"`
+	AwaitingApproval *lifecycle.ApprovalBinding `json:"awaiting_approval"`
+	ApprovalID       string                     `json:"approval_id"`
+	Apply            *ApplyView                 `json:"apply"`
 	// Next says what the user can do next, as a command.
 	Next string `json:"next"`
 }
@@ -194,13 +195,13 @@ type LifecycleCriterionView struct {
 // LifecycleTestPlanView is one frozen test plan with the current patch's
 // result, when there is one.
 type LifecycleTestPlanView struct {
-	PlanID       string               `json:"plan_id"`
-	Test         string               `json:"test"`
-	Module       string               `json:"module"`
-	Command      string               `json:"command"`
-	Outcome      LifecycleTestOutcome `json:"outcome"` // "" before the test phase ran
-	DurationMs   int64                `json:"duration_ms"`
-	OutputDigest string               `json:"output_digest"`
+	PlanID       string                `json:"plan_id"`
+	Test         string                `json:"test"`
+	Module       string                `json:"module"`
+	Command      string                `json:"command"`
+	Outcome      lifecycle.TestOutcome `json:"outcome"` // "" before the test phase ran
+	DurationMs   int64                 `json:"duration_ms"`
+	OutputDigest string                `json:"output_digest"`
 	// Detail says why a plan's outcome is error: what kept Needle from
 	// running the test (no codex, a sandbox that failed its self-test, no
 	// Go toolchain, a deadline).
@@ -218,15 +219,15 @@ type LifecyclePatchView struct {
 
 // LifecycleReviewView is the review of the patch in force.
 type LifecycleReviewView struct {
-	ReviewID string                   `json:"review_id"`
-	Findings []LifecycleReviewFinding `json:"findings"`
+	ReviewID string                    `json:"review_id"`
+	Findings []lifecycle.ReviewFinding `json:"findings"`
 }
 
 // LifecycleVerificationView is the verification of the patch in force (or
 // the one that ended the lifecycle).
 type LifecycleVerificationView struct {
 	VerificationID     string             `json:"verification_id"`
-	Verdict            Verdict            `json:"verdict"`
+	Verdict            lifecycle.Verdict  `json:"verdict"`
 	Criteria           []CriterionVerdict `json:"criteria"`
 	RepairInstructions string             `json:"repair_instructions"`
 	Reasons            []string           `json:"reasons"`
@@ -242,14 +243,14 @@ type ApplyView struct {
 
 // LifecycleEventView is one event of the journal, as it may be shown.
 type LifecycleEventView struct {
-	Seq           int                `json:"seq"`
-	Kind          LifecycleEventKind `json:"kind"`
-	At            string             `json:"at"`
-	PayloadDigest string             `json:"payload_digest"`
-	StateDigest   string             `json:"state_digest"`
-	Phase         Phase              `json:"phase"`  // after the event
-	Status        LifecycleStatus    `json:"status"` // after the event
-	Summary       string             `json:"summary"`
+	Seq           int                 `json:"seq"`
+	Kind          lifecycle.EventKind `json:"kind"`
+	At            string              `json:"at"`
+	PayloadDigest string              `json:"payload_digest"`
+	StateDigest   string              `json:"state_digest"`
+	Phase         lifecycle.Phase     `json:"phase"`  // after the event
+	Status        lifecycle.Status    `json:"status"` // after the event
+	Summary       string              `json:"summary"`
 	// Detail is a failed phase's failure as its worker run reported it:
 	// the App Server's message, or why the worker's answer was refused,
 	// which may quote it. Unverified; shown labelled so, never in Summary.
@@ -258,43 +259,43 @@ type LifecycleEventView struct {
 
 // eventSummary is a one-line description of an event: ids, counts and
 // outcomes, never worker prose (a failure's detail is eventDetail).
-func eventSummary(ev LifecycleEvent) string {
+func eventSummary(ev lifecycle.Event) string {
 	switch ev := ev.(type) {
-	case LifecycleCreated:
+	case lifecycle.Created:
 		return fmt.Sprintf("created change %s with %d test plan(s)", ev.Freeze.ChangeID, len(ev.Freeze.TestPlans))
-	case LifecycleExploreCompleted:
+	case lifecycle.ExploreCompleted:
 		return fmt.Sprintf("explored: %d certified artifact(s)", len(ev.Evidence))
-	case LifecycleImplementCompleted:
-		if ev.Outcome == LifecyclePatchRejected {
+	case lifecycle.ImplementCompleted:
+		if ev.Outcome == lifecycle.PatchRejected {
 			return fmt.Sprintf("patch rejected: %d reason(s)", len(ev.Reasons))
 		}
 		return fmt.Sprintf("patch %s: %d file(s), %d bytes", ev.Patch, ev.Files, ev.Bytes)
-	case LifecycleTestCompleted:
-		n := map[LifecycleTestOutcome]int{}
+	case lifecycle.TestCompleted:
+		n := map[lifecycle.TestOutcome]int{}
 		for _, r := range ev.Evidence.Results {
 			n[r.Outcome]++
 		}
-		return fmt.Sprintf("tests: %d passed, %d failed, %d error", n[LifecycleTestPassed], n[LifecycleTestFailed], n[LifecycleTestError])
-	case LifecycleReviewCompleted:
+		return fmt.Sprintf("tests: %d passed, %d failed, %d error", n[lifecycle.TestPassed], n[lifecycle.TestFailed], n[lifecycle.TestError])
+	case lifecycle.ReviewCompleted:
 		return fmt.Sprintf("review %s: %d finding(s)", ev.Review.ID(), len(ev.Review.Findings))
-	case LifecycleVerifyCompleted:
+	case lifecycle.VerifyCompleted:
 		return fmt.Sprintf("verification %s: %s", ev.Verification.ID(), ev.Verification.Outcome)
-	case LifecyclePhaseFailed:
+	case lifecycle.PhaseFailed:
 		return fmt.Sprintf("%s failed (%s)", ev.Phase, ev.Failure)
-	case LifecycleApprovalGranted:
+	case lifecycle.ApprovalGranted:
 		return fmt.Sprintf("approved patch %s", ev.Binding.Patch)
-	case LifecycleApplyStarted:
+	case lifecycle.ApplyStarted:
 		return fmt.Sprintf("apply started: intent %s, %d file(s)", ev.Intent.ID(), len(ev.Intent.Files))
-	case LifecycleApplyConflicted:
+	case lifecycle.ApplyConflicted:
 		return fmt.Sprintf("apply refused (409): %s changed since the patch was made", strings.Join(ev.Paths, ", "))
-	case LifecycleApplyCompleted:
+	case lifecycle.ApplyCompleted:
 		if ev.Recovered {
 			return fmt.Sprintf("applied %d file(s) (finished by recovery)", ev.Files)
 		}
 		return fmt.Sprintf("applied %d file(s)", ev.Files)
-	case LifecycleApplyRolledBack:
+	case lifecycle.ApplyRolledBack:
 		return fmt.Sprintf("apply rolled back (%s)", ev.Cause)
-	case LifecycleCancelRequested:
+	case lifecycle.CancelRequested:
 		return "cancelled"
 	}
 	return string(ev.Kind())
@@ -302,8 +303,8 @@ func eventSummary(ev LifecycleEvent) string {
 
 // eventDetail is what an event carries that Needle did not write: a failed
 // phase's detail, on one line.
-func eventDetail(ev LifecycleEvent) string {
-	if f, ok := ev.(LifecyclePhaseFailed); ok {
+func eventDetail(ev lifecycle.Event) string {
+	if f, ok := ev.(lifecycle.PhaseFailed); ok {
 		return oneLine(f.Detail)
 	}
 	return ""

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/needle-dev/needle/product/internal/filelock"
+	"github.com/needle-dev/needle/product/lifecycle"
 )
 
 // Cancelling a lifecycle reaches the work in flight. The cancellation is
@@ -84,7 +85,7 @@ func (k *lifecycleKernel) watchCancel(ctx context.Context, v lifecycleView) (_ c
 			case <-t.C:
 			}
 			digest, status, err := k.e.store.lifecycleHead(ctx, v.ID)
-			if err == nil && digest != v.Stored.StateDigest && status == LifecycleStatusCancelled {
+			if err == nil && digest != v.Stored.StateDigest && status == lifecycle.StatusCancelled {
 				cancel(errLifecycleCancelled)
 				return
 			}
@@ -99,7 +100,7 @@ func (k *lifecycleKernel) watchCancel(ctx context.Context, v lifecycleView) (_ c
 
 // cancelledRun is what a runner whose phase a cancellation interrupted
 // returns: its adapter stopped and cleaned up, nothing was committed.
-func cancelledRun(id string, inv LifecycleInvoke) error {
+func cancelledRun(id string, inv lifecycle.Invoke) error {
 	return &Error{Op: "lifecycle.run", Kind: KindConflict, Err: fmt.Errorf(
 		"lifecycle %s was cancelled while its %s phase ran: the phase was interrupted, its work cleaned up and the stop recorded; nothing was committed",
 		id, inv.Phase)}

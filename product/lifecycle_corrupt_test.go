@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/needle-dev/needle/product/lifecycle"
 	"github.com/needle-dev/needle/product/web"
 )
 
@@ -23,7 +24,7 @@ type corruptFixture struct {
 
 func newCorruptFixture(t *testing.T) corruptFixture {
 	t.Helper()
-	f := newLifecycleFixtureIn(t, &fakeScript{Tests: []LifecycleTestOutcome{LifecycleTestPassed}, Verdicts: []string{fakeVerified}}, shortDir(t))
+	f := newLifecycleFixtureIn(t, &fakeScript{Tests: []lifecycle.TestOutcome{lifecycle.TestPassed}, Verdicts: []string{fakeVerified}}, shortDir(t))
 	c := corruptFixture{lifecycleFixture: f, good: f.start()}
 	c.bad = f.run(f.start().ID)
 	if _, err := f.te.store.db.Exec(`UPDATE change_lifecycles SET status = 'failed' WHERE lifecycle_id = ?`, c.bad.ID); err != nil {
@@ -46,7 +47,7 @@ func TestLifecycles_CorruptIsListed(t *testing.T) {
 	for _, l := range ls {
 		byID[l.ID] = l
 	}
-	if len(ls) != 2 || byID[c.good.ID].Status != LifecycleStatusRunning {
+	if len(ls) != 2 || byID[c.good.ID].Status != lifecycle.StatusRunning {
 		t.Fatalf("listed %+v, want both lifecycles", ls)
 	}
 	if b := byID[c.bad.ID]; b.Status != LifecycleStatusCorrupt || b.ChangeID != c.bad.ChangeID || !strings.Contains(b.Corrupt, "corrupt") {

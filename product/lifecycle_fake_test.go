@@ -15,6 +15,7 @@ import (
 	"github.com/needle-dev/needle/product/internal/contentid"
 	"github.com/needle-dev/needle/product/internal/snapshot"
 	"github.com/needle-dev/needle/product/internal/testrun"
+	"github.com/needle-dev/needle/product/lifecycle"
 )
 
 // Working fake adapters for the lifecycle tests and the crash harness. They
@@ -34,13 +35,13 @@ type fakeScript struct {
 	// Patches: per round, path → full new content ("\x00delete" deletes).
 	Patches []map[string]string `json:"patches"`
 	// Tests: per round, the outcome of every plan.
-	Tests []LifecycleTestOutcome `json:"tests"`
+	Tests []lifecycle.TestOutcome `json:"tests"`
 	// Verdicts: per round, the verifier's answer (JSON as a worker writes).
 	Verdicts []string `json:"verdicts"`
 	// Review is the reviewer's answer.
 	Review string `json:"review"`
 	// Crash: phase → how many first invocations fail as crashed.
-	Crash map[Phase]int `json:"crash"`
+	Crash map[lifecycle.Phase]int `json:"crash"`
 	// Tokens each run reports.
 	Tokens int64 `json:"tokens"`
 	// Effects is the directory of the side-effect records.

@@ -9,6 +9,8 @@ import (
 	"strings"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/needle-dev/needle/product/lifecycle"
 )
 
 // needle change: the user's side of the change lifecycle. MCP stays three
@@ -375,7 +377,7 @@ func (c *cli) changeStart(args []string) int {
 	st := LifecycleStart{Request: ChangeRequest{Task: *task, Criteria: criteria, ArtifactIDs: artifacts, ClaimIDs: claims,
 		Constraints: ChangeConstraints{MaxFiles: *maxFiles, MaxBytes: *maxBytes, Notes: notes}},
 		TestPlans: plans, Profile: *profile,
-		Budget: LifecycleBudget{Tokens: *tokens, WallMs: wall.Milliseconds(), WorkerRuns: *runs}}
+		Budget: lifecycle.Budget{Tokens: *tokens, WallMs: wall.Milliseconds(), WorkerRuns: *runs}}
 	if *tokens < 0 || *runs < 0 || *wall < 0 {
 		return c.failChange("change start", invalidf(opLifecycle, "budget", "a budget is positive"))
 	}
@@ -455,7 +457,7 @@ func (c *cli) changeRun(args []string) int {
 		return c.failChange("change run", err)
 	}
 	code := 0
-	if d.Status != LifecycleStatusAwaitingApproval && d.Status != LifecycleStatusApplied && d.Status != LifecycleStatusApproved {
+	if d.Status != lifecycle.StatusAwaitingApproval && d.Status != lifecycle.StatusApplied && d.Status != lifecycle.StatusApproved {
 		code = 1
 	}
 	if *f.json {

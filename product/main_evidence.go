@@ -2,6 +2,8 @@ package product
 
 import (
 	"fmt"
+
+	"github.com/needle-dev/needle/product/internal/enum"
 )
 
 const usageEvidenceSchema = `Usage: needle evidence schema KIND
@@ -22,7 +24,7 @@ func (c *cli) evidenceSchema(args []string) int {
 	}
 	kind, ok := ParseCapabilityKind(fs.Arg(0))
 	if !ok {
-		return c.fail("evidence schema", invalidf("evidence.schema", "kind", "unknown proposal kind %q; want %s", fs.Arg(0), enumList(allCapabilities)))
+		return c.fail("evidence schema", invalidf("evidence.schema", "kind", "unknown proposal kind %q; want %s", fs.Arg(0), enum.List(allCapabilities)))
 	}
 	schema, err := ProposalSchema(kind)
 	if err != nil {

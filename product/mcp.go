@@ -10,6 +10,7 @@ import (
 	"sync"
 
 	"github.com/go-json-experiment/json/jsontext"
+
 	"github.com/needle-dev/needle/product/internal/jsonrpc"
 )
 

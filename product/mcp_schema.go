@@ -5,6 +5,7 @@ import (
 
 	"github.com/needle-dev/needle/product/internal/contentid"
 	"github.com/needle-dev/needle/product/internal/schema"
+	"github.com/needle-dev/needle/product/lifecycle"
 )
 
 // needContextInputSchema is the closed inputSchema of need_context for a
@@ -169,10 +170,10 @@ func verifyChangeOutputSchema() map[string]any {
 		"change_id": map[string]any{"type": "string", "pattern": ChangeIDPattern.String()},
 		"patch_id":  schemaDigest,
 		"revision":  map[string]any{"type": "integer", "minimum": 1},
-		"verdict":   schema.Enum(allVerdicts...),
+		"verdict":   schema.Enum(lifecycle.Verdicts...),
 		"criteria": map[string]any{"type": "array", "items": schema.Strict(map[string]any{
 			"criterion": map[string]any{"type": "integer", "minimum": 1},
-			"status":    schema.Enum(allCriterionStatuses...),
+			"status":    schema.Enum(lifecycle.CriterionStatuses...),
 			"reason":    schemaString,
 		})},
 		"operations": operationsSchema(),
@@ -186,7 +187,7 @@ func verifyChangeOutputSchema() map[string]any {
 		"accounting":          accountingSchema(),
 		"residual_risks":      schemaStrings,
 		"reasons":             schemaStrings,
-		"verification_status": schema.Enum(allVerdicts...),
+		"verification_status": schema.Enum(lifecycle.Verdicts...),
 		"context":             schemaString,
 	})
 }

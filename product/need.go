@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"slices"
 	"strings"
+
+	"github.com/needle-dev/needle/product/internal/enum"
 )
 
 // Route names a kind of need the main model may ask for. The set of routes a
@@ -23,7 +25,7 @@ var allRoutes = []Route{RouteLocateImplementation, RouteTraceStateFlow, RouteTes
 func (r Route) String() string { return string(r) }
 
 // ParseRoute returns the route named s.
-func ParseRoute(s string) (Route, bool) { return parseEnum(allRoutes, s) }
+func ParseRoute(s string) (Route, bool) { return enum.Parse(allRoutes, s) }
 
 // RouteSet is the set of routes enabled for a session or a command.
 type RouteSet []Route
@@ -37,7 +39,7 @@ func ParseRouteSet(s string) (RouteSet, error) {
 	for _, name := range strings.Split(s, ",") {
 		r, ok := ParseRoute(strings.TrimSpace(name))
 		if !ok {
-			return nil, invalidf("routes", "", "unknown route %q; want one of %s", name, enumList(allRoutes))
+			return nil, invalidf("routes", "", "unknown route %q; want one of %s", name, enum.List(allRoutes))
 		}
 		if !set.Enabled(r) {
 			set = append(set, r)
@@ -75,7 +77,7 @@ var allSubjectKinds = []SubjectKind{SubjectSymbol, SubjectCLIOption, SubjectConf
 func (k SubjectKind) String() string { return string(k) }
 
 // ParseSubjectKind returns the subject kind named s.
-func ParseSubjectKind(s string) (SubjectKind, bool) { return parseEnum(allSubjectKinds, s) }
+func ParseSubjectKind(s string) (SubjectKind, bool) { return enum.Parse(allSubjectKinds, s) }
 
 // CapabilityKind is a kind of evidence an obligation asks for.
 type CapabilityKind string
@@ -93,7 +95,7 @@ var allCapabilities = []CapabilityKind{CapImplementationLocation, CapRuntimeFlow
 func (k CapabilityKind) String() string { return string(k) }
 
 // ParseCapabilityKind returns the capability kind named s.
-func ParseCapabilityKind(s string) (CapabilityKind, bool) { return parseEnum(allCapabilities, s) }
+func ParseCapabilityKind(s string) (CapabilityKind, bool) { return enum.Parse(allCapabilities, s) }
 
 // FacetName names a facet, a qualifier of an obligation.
 type FacetName string
@@ -110,7 +112,7 @@ const (
 var allFacets = []FacetName{FacetPolarity, FacetSelection, FacetScenario, FacetCompleteness, FacetGranularity}
 
 // ParseFacetName returns the facet named s.
-func ParseFacetName(s string) (FacetName, bool) { return parseEnum(allFacets, s) }
+func ParseFacetName(s string) (FacetName, bool) { return enum.Parse(allFacets, s) }
 
 // capabilityFacets says which facets each capability kind takes.
 var capabilityFacets = map[CapabilityKind][]FacetName{
@@ -287,17 +289,6 @@ func writeJSONString(b *bytes.Buffer, s string) {
 	b.Truncate(b.Len() - 1)
 }
 
-// parseEnum returns the member of values spelled s.
-func parseEnum[T ~string](values []T, s string) (T, bool) {
-	for _, v := range values {
-		if string(v) == s {
-			return v, true
-		}
-	}
-	var zero T
-	return zero, false
-}
-
 // sortedKeys returns the keys of m in order.
 func sortedKeys[V any](m map[string]V) []string {
 	keys := make([]string, 0, len(m))
@@ -306,16 +297,4 @@ func sortedKeys[V any](m map[string]V) []string {
 	}
 	slices.Sort(keys)
 	return keys
-}
-
-// enumList renders values for an error message: "a, b or c".
-func enumList[T ~string](values []T) string {
-	parts := make([]string, len(values))
-	for i, v := range values {
-		parts[i] = string(v)
-	}
-	if len(parts) < 2 {
-		return strings.Join(parts, "")
-	}
-	return strings.Join(parts[:len(parts)-1], ", ") + " or " + parts[len(parts)-1]
 }

@@ -4,7 +4,7 @@ import (
 	"cmp"
 	"context"
 
-	"github.com/needle-dev/needle/product/internal/lazyregexp"
+	"github.com/needle-dev/needle/product/lifecycle"
 )
 
 // Profile is a role profile: how workers run for a session. Profiles are
@@ -33,7 +33,7 @@ type ProfileRoles struct {
 
 // RoleSettings say how one role's worker runs.
 type RoleSettings struct {
-	Sandbox string `json:"sandbox"` // the role's one sandbox (lifecycleRoleSandbox)
+	Sandbox string `json:"sandbox"` // the role's one sandbox (lifecycle.RoleSandbox)
 	Model   string `json:"model"`   // "" = the App Server's configured model
 	Effort  string `json:"effort"`  // "" | low | medium | high
 	// Prompts names the prompt set of the prompt profile the role's worker
@@ -45,7 +45,7 @@ type RoleSettings struct {
 // roleWorker is the content id of what a role's worker is, whatever the
 // role is called: its sandbox, model, effort and prompt set with that
 // set's digest. Two roles with one roleWorker are the same worker.
-func roleWorker(role LifecycleRole, r RoleSettings) string {
+func roleWorker(role lifecycle.Role, r RoleSettings) string {
 	prompts := r.Prompts
 	if prompts == "" {
 		prompts = defaultRolePrompts[role]
@@ -65,13 +65,13 @@ func roleWorker(role LifecycleRole, r RoleSettings) string {
 // independent only when another worker makes it.
 func checkDistinctVerifier(op string, p Profile) error {
 	roles := p.effectiveRoles()
-	v := roleWorker(LifecycleRoleVerifier, roles.Verifier)
-	for _, other := range []LifecycleRole{LifecycleRoleReviewer, LifecycleRoleImplementer} {
+	v := roleWorker(lifecycle.RoleVerifier, roles.Verifier)
+	for _, other := range []lifecycle.Role{lifecycle.RoleReviewer, lifecycle.RoleImplementer} {
 		if roleWorker(other, roles.role(other)) == v {
 			r := roles.Verifier
 			return invalidf(op, "roles.verifier", "the verifier must be a distinct profile, but its settings are the %s's "+
 				"(sandbox %s, model %q, effort %q, prompts %s): give it another model, effort or prompt set", other, r.Sandbox, r.Model, r.Effort,
-				cmp.Or(r.Prompts, defaultRolePrompts[LifecycleRoleVerifier]))
+				cmp.Or(r.Prompts, defaultRolePrompts[lifecycle.RoleVerifier]))
 		}
 	}
 	return nil
@@ -88,22 +88,22 @@ func (p Profile) effectiveRoles() ProfileRoles {
 	return ProfileRoles{
 		Explorer:    with(p.Sandbox.Evidence),
 		Implementer: with(p.Sandbox.Patch),
-		TestRunner:  with(lifecycleRoleSandbox[LifecycleRoleTestRunner]),
+		TestRunner:  with(lifecycle.RoleSandbox[lifecycle.RoleTestRunner]),
 		Reviewer:    with(p.Sandbox.Verifier),
 		Verifier:    with(p.Sandbox.Verifier),
 	}
 }
 
 // role returns the settings of one lifecycle role.
-func (r ProfileRoles) role(role LifecycleRole) RoleSettings {
+func (r ProfileRoles) role(role lifecycle.Role) RoleSettings {
 	switch role {
-	case LifecycleRoleExplorer:
+	case lifecycle.RoleExplorer:
 		return r.Explorer
-	case LifecycleRoleImplementer:
+	case lifecycle.RoleImplementer:
 		return r.Implementer
-	case LifecycleRoleTestRunner:
+	case lifecycle.RoleTestRunner:
 		return r.TestRunner
-	case LifecycleRoleReviewer:
+	case lifecycle.RoleReviewer:
 		return r.Reviewer
 	}
 	return r.Verifier
@@ -142,7 +142,7 @@ var defaultProfile = Profile{
 	Sandbox: ProfileSandbox{Evidence: "read-only", Patch: "workspace-write", Verifier: "read-only"},
 }
 
-var profileIDPattern = lazyregexp.New(`^[a-z0-9][a-z0-9._-]{0,63}$`)
+var profileIDPattern = lifecycle.ProfileIDPattern
 
 // checkProfile validates a profile body.
 func checkProfile(p Profile) error {
@@ -167,7 +167,7 @@ func checkProfile(p Profile) error {
 	if p.Roles == nil {
 		return nil
 	}
-	for _, role := range lifecycleRoles {
+	for _, role := range lifecycle.Roles {
 		r, path := p.Roles.role(role), "roles."+string(role)
 		switch {
 		case r.Prompts != "" && checkPromptSet(op, path+".prompts", r.Prompts) != nil:
@@ -176,10 +176,10 @@ func checkProfile(p Profile) error {
 			return invalidf(op, path+".prompts", "the %s is Needle's own test run: it is briefed with no prompts", role)
 		case r.Prompts != "" && r.Prompts != defaultRolePrompts[role]:
 			return invalidf(op, path+".prompts", "the %s answers as the %s prompt set asks, not %s", role, defaultRolePrompts[role], r.Prompts)
-		case role == LifecycleRoleImplementer && r.Sandbox != "workspace-write" && r.Sandbox != "read-only":
+		case role == lifecycle.RoleImplementer && r.Sandbox != "workspace-write" && r.Sandbox != "read-only":
 			return invalidf(op, path+".sandbox", "want workspace-write or read-only (which prepares no change)")
-		case role != LifecycleRoleImplementer && r.Sandbox != lifecycleRoleSandbox[role]:
-			return invalidf(op, path+".sandbox", "the %s always runs %s", role, lifecycleRoleSandbox[role])
+		case role != lifecycle.RoleImplementer && r.Sandbox != lifecycle.RoleSandbox[role]:
+			return invalidf(op, path+".sandbox", "the %s always runs %s", role, lifecycle.RoleSandbox[role])
 		case r.Effort != "" && r.Effort != "low" && r.Effort != "medium" && r.Effort != "high":
 			return invalidf(op, path+".effort", "unknown effort %q; want low, medium or high", r.Effort)
 		case len(r.Model) > 128:

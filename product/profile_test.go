@@ -5,6 +5,8 @@ import (
 	"errors"
 	"strings"
 	"testing"
+
+	"github.com/needle-dev/needle/product/lifecycle"
 )
 
 // sameJudges is a profile whose verifier is its reviewer again: the same
@@ -30,12 +32,12 @@ func TestProfile_DistinctVerifier(t *testing.T) {
 	if roles.Reviewer != roles.Verifier {
 		t.Fatalf("the built-in roles differ in their settings already: %+v %+v", roles.Reviewer, roles.Verifier)
 	}
-	if roleWorker(LifecycleRoleReviewer, roles.Reviewer) == roleWorker(LifecycleRoleVerifier, roles.Verifier) {
+	if roleWorker(lifecycle.RoleReviewer, roles.Reviewer) == roleWorker(lifecycle.RoleVerifier, roles.Verifier) {
 		t.Error("the built-in verifier is the reviewer's worker")
 	}
 	// The names alone tell any two roles apart: that is no distinction.
 	rev := ProfileRevision{ID: "same", Revision: 1, Profile: sameJudges}
-	if roleRef(rev, LifecycleRoleReviewer).Digest == roleRef(rev, LifecycleRoleVerifier).Digest {
+	if roleRef(rev, lifecycle.RoleReviewer).Digest == roleRef(rev, lifecycle.RoleVerifier).Digest {
 		t.Fatal("the role digests no longer name the role: this test's premise is gone")
 	}
 	err := checkProfile(sameJudges)
@@ -75,7 +77,7 @@ func TestProfile_DistinctVerifier(t *testing.T) {
 // is refused when a lifecycle would start under it, as invalid input that
 // names the profile, and no lifecycle is made.
 func TestLifecycle_RefusesSameJudges(t *testing.T) {
-	f := newLifecycleFixture(t, &fakeScript{Tests: []LifecycleTestOutcome{LifecycleTestPassed}, Verdicts: []string{fakeVerified}})
+	f := newLifecycleFixture(t, &fakeScript{Tests: []lifecycle.TestOutcome{lifecycle.TestPassed}, Verdicts: []string{fakeVerified}})
 	if _, err := f.te.store.db.Exec(`INSERT INTO profile_revisions (profile_id, revision, body, digest, created_at)
 		VALUES ('same', 1, ?, ?, '2025-01-01T00:00:00Z')`, mustJSON(sameJudges), mustID(tagProfile, sameJudges)); err != nil {
 		t.Fatal(err)
@@ -88,7 +90,7 @@ func TestLifecycle_RefusesSameJudges(t *testing.T) {
 		t.Errorf("lifecycles after the refusal: %v, %v", all, err)
 	}
 	// The default profile starts one.
-	if d := f.start(); d.Status != LifecycleStatusRunning {
+	if d := f.start(); d.Status != lifecycle.StatusRunning {
 		t.Errorf("under the default profile: %s/%s", d.Phase, d.Status)
 	}
 }

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+
+	"github.com/needle-dev/needle/product/lifecycle"
 )
 
 // The prompt profile: what Needle sends its workers, as a versioned,
@@ -75,11 +77,11 @@ var CurrentPromptProfile = sync.OnceValue(func() PromptProfile {
 
 // defaultRolePrompts is the prompt set each lifecycle role is briefed
 // with; the test runner is no model and has none.
-var defaultRolePrompts = map[LifecycleRole]string{
-	LifecycleRoleExplorer:    PromptsEvidence,
-	LifecycleRoleImplementer: PromptsPatch,
-	LifecycleRoleReviewer:    PromptsReview,
-	LifecycleRoleVerifier:    PromptsVerify,
+var defaultRolePrompts = map[lifecycle.Role]string{
+	lifecycle.RoleExplorer:    PromptsEvidence,
+	lifecycle.RoleImplementer: PromptsPatch,
+	lifecycle.RoleReviewer:    PromptsReview,
+	lifecycle.RoleVerifier:    PromptsVerify,
 }
 
 // promptSets renders every prompt set for the sample request.
@@ -90,7 +92,7 @@ var promptSets = sync.OnceValue(func() map[string]promptSet {
 		Constraints: ChangeConstraints{MaxFiles: 2, MaxBytes: 4096, Notes: []string{"sample note"}}}
 	refs := []string{"implementation_location: a.go:1-2 [artifact b3:sample]"}
 	files := []PatchFile{{PatchOperation: PatchOperation{Op: PatchModify, Path: "a.go", Bytes: 10}, Content: "package a\n"}}
-	repair := &verificationRecord{Criteria: []CriterionVerdict{{Criterion: 2, Status: CriterionUnmet, Reason: "sample reason"}},
+	repair := &verificationRecord{Criteria: []CriterionVerdict{{Criterion: 2, Status: lifecycle.CriterionUnmet, Reason: "sample reason"}},
 		Repair: "sample repair"}
 
 	const inv = "b3:sample"
@@ -117,7 +119,7 @@ var promptSets = sync.OnceValue(func() map[string]promptSet {
 		PromptsVerify: {Name: PromptsVerify, Instructions: threadInstructions(verifyInstructions, inv), Thread: thread,
 			Turns: []promptTurn{{"verify", verifyPrompt(sample, refs, []PatchOperation{files[0].PatchOperation})},
 				{"lifecycle-verify", lifecycleVerifyPrompt(VerifyRequest{Request: sample, Patch: files, Context: refs,
-					Tests: []TestLine{{Test: "TestSample", Command: "go test -run '^TestSample$' .", Outcome: LifecycleTestPassed}}})}},
+					Tests: []TestLine{{Test: "TestSample", Command: "go test -run '^TestSample$' .", Outcome: lifecycle.TestPassed}}})}},
 			Schemas: []json.RawMessage{verdictSchema()}},
 	}
 })

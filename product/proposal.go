@@ -10,6 +10,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/needle-dev/needle/product/internal/enum"
 	"github.com/needle-dev/needle/product/internal/schema"
 )
 
@@ -99,7 +100,7 @@ func DecodeProposal(data []byte) (Proposal, error) {
 	}
 	k, ok := ParseCapabilityKind(kind)
 	if !ok {
-		return Proposal{}, invalidf(opProposal, "kind", "unknown or missing proposal kind %q; want %s", kind, enumList(allCapabilities))
+		return Proposal{}, invalidf(opProposal, "kind", "unknown or missing proposal kind %q; want %s", kind, enum.List(allCapabilities))
 	}
 	p.Kind = k
 	binders := map[string]func(jsonValue, string) error{
@@ -142,7 +143,7 @@ func bindSubject(v jsonValue, path string, s *Subject, problems *[]string) error
 	}
 	kind, ok := ParseSubjectKind(req.Kind)
 	if !ok {
-		return invalidf(opCompile, path+".kind", "unknown subject kind %q; want %s", req.Kind, enumList(allSubjectKinds))
+		return invalidf(opCompile, path+".kind", "unknown subject kind %q; want %s", req.Kind, enum.List(allSubjectKinds))
 	}
 	req.Name = strings.TrimSpace(req.Name)
 	subject, err := compileSubject(req)

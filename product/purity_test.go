@@ -17,7 +17,7 @@ import (
 func TestPureCoreImports(t *testing.T) {
 	forbidden := map[string]bool{"database/sql": true, "net/http": true, "os/exec": true}
 	var files []string
-	for _, pattern := range []string{"compile*.go", "resolve*.go", "machine*.go"} {
+	for _, pattern := range []string{"compile*.go", "resolve*.go", "lifecycle/*.go"} {
 		matches, err := filepath.Glob(pattern)
 		if err != nil {
 			t.Fatal(err)

@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/needle-dev/needle/product/lifecycle"
 	"github.com/needle-dev/needle/product/web"
 )
 
@@ -154,16 +155,16 @@ func lifecycleSummaryDTO(s LifecycleSummary) web.LifecycleSummary {
 // lifecycle stands.
 func phaseStates(s LifecycleSummary) []web.PhaseState {
 	at := 0
-	for i, p := range lifecyclePhases {
+	for i, p := range lifecycle.Phases {
 		if p == s.Phase {
 			at = i
 		}
 	}
-	out := make([]web.PhaseState, len(lifecyclePhases))
-	for i, p := range lifecyclePhases {
+	out := make([]web.PhaseState, len(lifecycle.Phases))
+	for i, p := range lifecycle.Phases {
 		st := "pending"
 		switch {
-		case s.Status == LifecycleStatusApplied || i < at:
+		case s.Status == lifecycle.StatusApplied || i < at:
 			st = "done"
 		case i == at && s.Status.Terminal():
 			st = "failed"
@@ -255,7 +256,7 @@ func (rt *Runtime) approvalDTO(ctx context.Context, e *Engine, lid, approvalID s
 		return web.Approval{}, err
 	}
 	for _, ev := range events {
-		if ev.Kind == LifecycleEventApprovalGranted {
+		if ev.Kind == lifecycle.EventApprovalGranted {
 			at, _ := time.Parse(time.RFC3339Nano, ev.At)
 			a.ApprovedAt = at.UTC()
 		}
@@ -462,7 +463,7 @@ func (rt *Runtime) driftedPaths(ctx context.Context, e *Engine, lid string) ([]s
 		return nil, err
 	}
 	if n := len(v.Events); n > 0 {
-		if c, ok := v.Events[n-1].(LifecycleApplyConflicted); ok {
+		if c, ok := v.Events[n-1].(lifecycle.ApplyConflicted); ok {
 			return append([]string{}, c.Paths...), nil
 		}
 	}

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/needle-dev/needle/product/internal/sse"
+	"github.com/needle-dev/needle/product/lifecycle"
 	"github.com/needle-dev/needle/product/web"
 )
 
@@ -32,7 +33,7 @@ const (
 func (f *apiFixture) workerTextLifecycles(t *testing.T) []string {
 	t.Helper()
 	repo := MustFixtureRepo(t, "grepx", true)
-	script := &fakeScript{Tokens: 1000, Tests: []LifecycleTestOutcome{LifecycleTestPassed},
+	script := &fakeScript{Tokens: 1000, Tests: []lifecycle.TestOutcome{lifecycle.TestPassed},
 		Patches: []map[string]string{{"search.go": splitCommented(t, repo, "// splitCRLF cuts data at CRLF (\\r\\n) or LF line ends.")}},
 		Review:  `{"findings":[{"severity":"minor","criterion":0,"summary":"` + canaryReview + `"}]}`,
 		Verdicts: []string{`{"verdict":"verified","criteria":[{"criterion":1,"status":"met","reason":"` + canaryReason +
@@ -69,7 +70,7 @@ func (f *apiFixture) workerTextLifecycles(t *testing.T) []string {
 		if d, err = te.RunLifecycle(context.Background(), d.ID, nil); err != nil {
 			t.Fatal(err)
 		}
-		if want := map[bool]LifecycleStatus{false: LifecycleStatusAwaitingApproval, true: LifecycleStatusFailed}[fail]; d.Status != want {
+		if want := map[bool]lifecycle.Status{false: lifecycle.StatusAwaitingApproval, true: lifecycle.StatusFailed}[fail]; d.Status != want {
 			t.Fatalf("lifecycle %s is %s/%s, want %s", d.ID, d.Phase, d.Status, want)
 		}
 		ids = append(ids, d.ID)

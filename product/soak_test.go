@@ -19,6 +19,8 @@ import (
 	"time"
 
 	"github.com/needle-dev/needle/product/internal/sse"
+	"github.com/needle-dev/needle/product/lifecycle"
+	"github.com/needle-dev/needle/product/testenv"
 )
 
 // The load and fault run (make soak; a short one in make test): a real
@@ -119,7 +121,7 @@ func TestSoak(t *testing.T) {
 	}
 	wg.Go(func() {
 		for ctx.Err() == nil {
-			s.lifecycle(ctx)
+			s.runLifecycle(ctx)
 		}
 	})
 	// The schedule: a kill at every period that ends before the run does.
@@ -153,10 +155,7 @@ func (s *soak) prepare() {
 	}
 	s.workers = strings.Join(MustReplayCommand(t, filepath.Join(frozen, "worker", "grepx")), " ")
 	s.lcCodex = strings.Join(MustReplayCommand(t, filepath.Join(frozen, "lifecycle", "verified")), " ")
-	cache, err := filepath.Abs(filepath.Join("..", ".cache", "testrun-lifecycle"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	cache := testenv.Cache(t, "testrun-lifecycle")
 	needleRun(t, "", "config", "set", "--data-dir", s.data, "tests.codex", MustSandbox(t))
 	needleRun(t, "", "config", "set", "--data-dir", s.data, "tests.cache", cache)
 	out := needleRun(t, `{"kind": "focused_tests", "subject": {"kind": "symbol", "name": "splitCRLF"}, "tests": [{"path": "search_test.go", "name": "TestSplitCRLF", "command": "go test . -run '^TestSplitCRLF$'"}]}`,
@@ -491,7 +490,7 @@ var lifecycleIDPattern = regexp.MustCompile(`lcy_[0-9a-f]{24}`)
 // frozen/lifecycle) and runs it until it awaits approval or ends. A run
 // the kill ends fails with an error and is run again: the journal takes
 // it up where it was.
-func (s *soak) lifecycle(ctx context.Context) {
+func (s *soak) runLifecycle(ctx context.Context) {
 	r := []string{"--repository", s.lc, "--data-dir", s.data}
 	gen := s.generation()
 	first := gen
@@ -531,10 +530,10 @@ func (s *soak) lifecycle(ctx context.Context) {
 		}
 		json.Unmarshal([]byte(show), &d)
 		switch d.Status {
-		case string(LifecycleStatusAwaitingApproval):
+		case string(lifecycle.StatusAwaitingApproval):
 			s.stats.lifecycleDone.Add(1)
 			return
-		case string(LifecycleStatusFailed):
+		case string(lifecycle.StatusFailed):
 			// Two interrupted runs of one phase use up its one retry: a
 			// failed lifecycle is the journal's honest end when kills
 			// struck it, and a fault otherwise.

@@ -15,10 +15,11 @@ import (
 	"syscall"
 	"time"
 
+	"modernc.org/sqlite" // also registers the "sqlite" database/sql driver
+
 	"github.com/needle-dev/needle/product/internal/filelock"
 	"github.com/needle-dev/needle/product/internal/fsinfo"
 	"github.com/needle-dev/needle/product/internal/migrate"
-	"modernc.org/sqlite" // also registers the "sqlite" database/sql driver
 )
 
 // storeFileName is the SQLite database inside a data directory.

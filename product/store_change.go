@@ -4,6 +4,8 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+
+	"github.com/needle-dev/needle/product/lifecycle"
 )
 
 // changeRecord is the immutable part of a change and its projection.
@@ -97,7 +99,7 @@ func (s *Store) patch(ctx context.Context, changeID string, revision int) (patch
 type verificationRecord struct {
 	Ordinal       int                `json:"ordinal"`
 	PatchRevision int                `json:"patch_revision"`
-	Verdict       Verdict            `json:"verdict"`
+	Verdict       lifecycle.Verdict  `json:"verdict"`
 	Criteria      []CriterionVerdict `json:"criteria"`
 	Repair        string             `json:"repair_instructions"`
 	Reasons       []string           `json:"reasons"`

@@ -8,6 +8,8 @@ import (
 	"io/fs"
 	"os"
 	"strings"
+
+	"github.com/needle-dev/needle/product/lifecycle"
 )
 
 // The lifecycle's durable contract: the projection (change_lifecycles),
@@ -144,8 +146,8 @@ type applyEnd struct {
 
 // createLifecycle stores a new lifecycle: its session, the projection at
 // seq 1 and the created event, in one transaction.
-func (s *Store) createLifecycle(ctx context.Context, rec lifecycleRecord, ev LifecycleCreated, st LifecycleState) error {
-	kind, payload, digest := EncodeLifecycleEvent(ev)
+func (s *Store) createLifecycle(ctx context.Context, rec lifecycleRecord, ev lifecycle.Created, st lifecycle.State) error {
+	kind, payload, digest := lifecycle.EncodeEvent(ev)
 	defer s.committed() // after a failure, a spurious wake costs one query
 	return s.inTx(ctx, "store.lifecycle_create", func(tx *sql.Tx, now string) error {
 		start := sessionStart{id: rec.Session, definitionID: DefinitionID(), transport: "cli", routes: []string{}}
@@ -160,7 +162,7 @@ func (s *Store) createLifecycle(ctx context.Context, rec lifecycleRecord, ev Lif
 		if err != nil {
 			return err
 		}
-		return insertEvent(ctx, tx, now, rec.ID, st.Seq, kind, payload, digest, LifecycleState{}.Digest(), st.Digest())
+		return insertEvent(ctx, tx, now, rec.ID, st.Seq, kind, payload, digest, lifecycle.State{}.Digest(), st.Digest())
 	})
 }
 
@@ -174,7 +176,7 @@ func nonNilNeeds(n []NeedRequest) []NeedRequest {
 const sqlInsertEvent = `INSERT INTO change_events (lifecycle_id, seq, kind, payload, payload_digest, prev_digest,
 	state_digest, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`
 
-func insertEvent(ctx context.Context, tx *sql.Tx, now, id string, seq int, kind LifecycleEventKind, payload []byte, digest, prev, next string) error {
+func insertEvent(ctx context.Context, tx *sql.Tx, now, id string, seq int, kind lifecycle.EventKind, payload []byte, digest, prev, next string) error {
 	_, err := tx.ExecContext(ctx, sqlInsertEvent, id, seq, kind, string(payload), digest, prev, next, now)
 	return err
 }
@@ -191,19 +193,19 @@ const sqlMoveProjection = `UPDATE change_lifecycles SET seq = ?, phase = ?, stat
 // (the crash injection's last point).
 // lifecycleHead reads a lifecycle's state digest and status, what a
 // runner watches for a cancellation committed elsewhere.
-func (s *Store) lifecycleHead(ctx context.Context, id string) (string, LifecycleStatus, error) {
+func (s *Store) lifecycleHead(ctx context.Context, id string) (string, lifecycle.Status, error) {
 	var digest, status string
 	err := s.db.QueryRowContext(ctx, `SELECT state_digest, status FROM change_lifecycles WHERE lifecycle_id = ?`, id).Scan(&digest, &status)
 	if err != nil {
 		return "", "", storeError("store.lifecycle_head", err)
 	}
-	return digest, LifecycleStatus(status), nil
+	return digest, lifecycle.Status(status), nil
 }
 
-func (s *Store) commitTransition(ctx context.Context, id, prevDigest string, ev LifecycleEvent, next LifecycleState,
+func (s *Store) commitTransition(ctx context.Context, id, prevDigest string, ev lifecycle.Event, next lifecycle.State,
 	rows transitionRows, before func()) (string, error) {
-	kind, payload, digest := EncodeLifecycleEvent(ev)
-	nextState, nextDigest := next.encoded()
+	kind, payload, digest := lifecycle.EncodeEvent(ev)
+	nextState, nextDigest := next.Encoded()
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
 		return "", storeError("store.lifecycle_transition", err)
@@ -305,24 +307,24 @@ func (r transitionRows) write(ctx context.Context, tx *sql.Tx, now string) error
 }
 
 func insertApproval(ctx context.Context, tx *sql.Tx, now string, a approvalRow) error {
-	var lifecycle any
+	var lid any
 	if a.Lifecycle != "" {
-		lifecycle = a.Lifecycle
+		lid = a.Lifecycle
 	}
 	_, err := tx.ExecContext(ctx, `INSERT INTO approvals (approval_id, change_id, lifecycle_id, patch_id, verification_id,
 		subject_digest, approved_by, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (approval_id) DO NOTHING`,
-		a.ID, a.ChangeID, lifecycle, a.Patch, a.Verification, a.Subject, a.By, now)
+		a.ID, a.ChangeID, lid, a.Patch, a.Verification, a.Subject, a.By, now)
 	return err
 }
 
 func insertApply(ctx context.Context, tx *sql.Tx, now string, a applyRow) (int64, error) {
-	var lifecycle any
+	var lid any
 	if a.Lifecycle != "" {
-		lifecycle = a.Lifecycle
+		lid = a.Lifecycle
 	}
 	res, err := tx.ExecContext(ctx, `INSERT INTO change_applies (intent_id, change_id, lifecycle_id, approval_id, root, files,
 		status, cause, created_at) VALUES (?, ?, ?, ?, ?, ?, 'intent', '', ?)`,
-		a.IntentID, a.ChangeID, lifecycle, a.Approval, a.Root, mustJSON(a.Files), now)
+		a.IntentID, a.ChangeID, lid, a.Approval, a.Root, mustJSON(a.Files), now)
 	if err != nil {
 		return 0, err
 	}
@@ -402,9 +404,9 @@ func (s *Store) lifecycleOfChange(ctx context.Context, changeID string) (string,
 type lifecycleArtifact struct {
 	Invocation string
 	Lifecycle  string
-	Phase      Phase
+	Phase      lifecycle.Phase
 	Attempt    int
-	Event      LifecycleEvent
+	Event      lifecycle.Event
 	ArtifactID string
 	Blobs      artifactBlobs
 	Raw        string
@@ -437,7 +439,7 @@ type testOutput struct {
 // has one, and returns the one that is stored: a second runner (or a run
 // after a crash) gets the first artifact back, never a second one.
 func (s *Store) putArtifact(ctx context.Context, a lifecycleArtifact) (lifecycleArtifact, error) {
-	kind, payload, digest := EncodeLifecycleEvent(a.Event)
+	kind, payload, digest := lifecycle.EncodeEvent(a.Event)
 	err := s.inTx(ctx, "store.lifecycle_artifact", func(tx *sql.Tx, now string) error {
 		_, err := tx.ExecContext(ctx, `INSERT INTO lifecycle_artifacts (invocation, lifecycle_id, phase, attempt, kind, event,
 			event_digest, artifact_id, blobs, raw_output, thread_identity, usage, created_at)
@@ -467,8 +469,8 @@ func (s *Store) artifact(ctx context.Context, invocation string) (lifecycleArtif
 
 // artifactByID reads the artifact of a lifecycle that produced an id (a
 // patch, test evidence, a review, a verification).
-func (s *Store) artifactByID(ctx context.Context, lifecycle, id string) (lifecycleArtifact, bool, error) {
-	return s.artifactWhere(ctx, `lifecycle_id = ? AND artifact_id = ? ORDER BY attempt DESC LIMIT 1`, lifecycle, id)
+func (s *Store) artifactByID(ctx context.Context, lid, id string) (lifecycleArtifact, bool, error) {
+	return s.artifactWhere(ctx, `lifecycle_id = ? AND artifact_id = ? ORDER BY attempt DESC LIMIT 1`, lid, id)
 }
 
 func (s *Store) artifactWhere(ctx context.Context, where string, args ...any) (lifecycleArtifact, bool, error) {
@@ -483,8 +485,8 @@ func (s *Store) artifactWhere(ctx context.Context, where string, args ...any) (l
 	if err != nil {
 		return a, false, storeError("store.lifecycle_artifact", err)
 	}
-	ev, err := DecodeLifecycleEvent(kind, []byte(event))
-	if err != nil || LifecycleEventDigest(ev) != digest {
+	ev, err := decodeLifecycleEvent(kind, []byte(event))
+	if err != nil || lifecycle.EventDigest(ev) != digest {
 		return a, false, &Error{Op: "store.lifecycle_artifact", Kind: KindStore,
 			Err: fmt.Errorf("artifact %s is corrupt: its event does not match its digest (%v)", a.Invocation, err)}
 	}
@@ -500,9 +502,9 @@ func (s *Store) artifactWhere(ctx context.Context, where string, args ...any) (l
 
 // artifactCount counts a lifecycle's artifacts per phase and attempt (the
 // crash tests' view: at most one per invocation).
-func (s *Store) lifecycleArtifacts(ctx context.Context, lifecycle string) ([]lifecycleArtifact, error) {
+func (s *Store) lifecycleArtifacts(ctx context.Context, lid string) ([]lifecycleArtifact, error) {
 	invs, err := queryAll(ctx, s.db, "store.lifecycle_artifacts", `SELECT invocation FROM lifecycle_artifacts WHERE lifecycle_id = ?
-		ORDER BY created_at, invocation`, []any{lifecycle}, func(rows rowScanner, inv *string) error { return rows.Scan(inv) })
+		ORDER BY created_at, invocation`, []any{lid}, func(rows rowScanner, inv *string) error { return rows.Scan(inv) })
 	if err != nil {
 		return nil, err
 	}
@@ -535,16 +537,16 @@ func (s *Store) profileRevision(ctx context.Context, id string, revision int) (P
 // approval reads an approval.
 func (s *Store) approval(ctx context.Context, id string) (approvalRow, bool, error) {
 	a := approvalRow{ID: id}
-	var lifecycle sql.NullString
+	var lid sql.NullString
 	err := s.db.QueryRowContext(ctx, `SELECT change_id, lifecycle_id, patch_id, verification_id, subject_digest, approved_by
-		FROM approvals WHERE approval_id = ?`, id).Scan(&a.ChangeID, &lifecycle, &a.Patch, &a.Verification, &a.Subject, &a.By)
+		FROM approvals WHERE approval_id = ?`, id).Scan(&a.ChangeID, &lid, &a.Patch, &a.Verification, &a.Subject, &a.By)
 	if errNoRows(err) {
 		return a, false, nil
 	}
 	if err != nil {
 		return a, false, storeError("store.approval", err)
 	}
-	a.Lifecycle = lifecycle.String
+	a.Lifecycle = lid.String
 	return a, true, nil
 }
 

@@ -4,6 +4,8 @@ import (
 	"context"
 	"testing"
 	"time"
+
+	"github.com/needle-dev/needle/product/lifecycle"
 )
 
 // BenchmarkLifecycleTransition measures durable lifecycle transitions per
@@ -38,17 +40,20 @@ func BenchmarkLifecycleTransition(b *testing.B) {
 	if _, err := st.db.Exec(`INSERT INTO bench_counter VALUES (1, 0)`); err != nil {
 		b.Fatal(err)
 	}
-	created := wellFormed(LifecycleState{}, LifecycleEventCreated).(LifecycleCreated)
-	s := mustStep(b, LifecycleState{}, created)
+	created := lifecycle.WellFormed(lifecycle.State{}, lifecycle.EventCreated).(lifecycle.Created)
+	s, _, err := stepLifecycle(lifecycle.State{}, created)
+	if err != nil {
+		b.Fatal(err)
+	}
 	rec := lifecycleRecord{ID: created.Lifecycle, ChangeID: created.Freeze.ChangeID, Root: "/bench", Session: "lcy-bench",
 		Request: ChangeRequest{Task: "t", Criteria: []string{"c"}}, Needs: []NeedRequest{}, Plans: []LifecycleTestPlan{}}
 	if err := st.createLifecycle(ctx, rec, created, s); err != nil {
 		b.Fatal(err)
 	}
 	digest := s.Digest()
-	transition := func(kind LifecycleEventKind) {
-		ev := wellFormed(s, kind)
-		next, _, err := StepLifecycle(s, ev)
+	transition := func(kind lifecycle.EventKind) {
+		ev := lifecycle.WellFormed(s, kind)
+		next, _, err := stepLifecycle(s, ev)
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -58,8 +63,8 @@ func BenchmarkLifecycleTransition(b *testing.B) {
 		}
 		s, digest = next, d
 	}
-	for _, k := range []LifecycleEventKind{LifecycleEventExploreCompleted, LifecycleEventImplementCompleted, LifecycleEventTestCompleted,
-		LifecycleEventReviewCompleted, LifecycleEventVerifyCompleted, LifecycleEventApprovalGranted} {
+	for _, k := range []lifecycle.EventKind{lifecycle.EventExploreCompleted, lifecycle.EventImplementCompleted, lifecycle.EventTestCompleted,
+		lifecycle.EventReviewCompleted, lifecycle.EventVerifyCompleted, lifecycle.EventApprovalGranted} {
 		transition(k)
 	}
 	raw := func() {
@@ -76,7 +81,7 @@ func BenchmarkLifecycleTransition(b *testing.B) {
 	}
 	// An approved lifecycle alternates between applying and approved
 	// forever: every transition is a real one, and none ends it.
-	cycle := []LifecycleEventKind{LifecycleEventApplyStarted, LifecycleEventApplyRolledBack}
+	cycle := []lifecycle.EventKind{lifecycle.EventApplyStarted, lifecycle.EventApplyRolledBack}
 	var rawTime, transTime time.Duration
 	b.ResetTimer()
 	for i := 0; b.Loop(); i++ {

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"strings"
+
+	"github.com/needle-dev/needle/product/internal/safetext"
 )
 
 // Untrusted text. What the product shows from untrusted or unbounded
@@ -29,12 +31,7 @@ func clipLines(s string, budget int) string {
 }
 
 // clip bounds s to max bytes without splitting a character.
-func clip(s string, max int) string {
-	if len(s) <= max {
-		return s
-	}
-	return strings.ToValidUTF8(s[:max], "")
-}
+func clip(s string, max int) string { return safetext.Clip(s, max) }
 
 // decodeStrict decodes one JSON value into v with no unknown fields and
 // nothing after it: for JSON the product reads from a model or a user into

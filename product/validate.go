@@ -7,11 +7,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"golang.org/x/mod/modfile"
 	"io/fs"
 	"os"
 	"path"
 	"strings"
+
+	"golang.org/x/mod/modfile"
 
 	"github.com/needle-dev/needle/product/internal/contentid"
 	"github.com/needle-dev/needle/product/internal/snapshot"

@@ -2,10 +2,11 @@ package product
 
 import (
 	"bytes"
-	"github.com/needle-dev/needle/product/internal/typecheck"
 	"path"
 	"regexp"
 	"strings"
+
+	"github.com/needle-dev/needle/product/internal/typecheck"
 
 	"github.com/needle-dev/needle/product/internal/lazyregexp"
 )

@@ -1,10 +1,11 @@
 package product
 
 import (
-	"github.com/needle-dev/needle/product/internal/typecheck"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/needle-dev/needle/product/internal/typecheck"
 )
 
 // lexFiles are sources in languages Needle reads only lexically.

@@ -8,6 +8,7 @@ import (
 	"sync"
 
 	"github.com/needle-dev/needle/product/internal/schema"
+	"github.com/needle-dev/needle/product/lifecycle"
 )
 
 // The prompts and answer schemas of the change workers. Everything a worker
@@ -44,10 +45,10 @@ var patchReportSchema = sync.OnceValue(func() json.RawMessage {
 // It is encoded on first use: package init runs in every needle process.
 var verdictSchema = sync.OnceValue(func() json.RawMessage {
 	return json.RawMessage(mustJSON(schema.Strict(map[string]any{
-		"verdict": schema.Enum(allVerdicts...),
+		"verdict": schema.Enum(lifecycle.Verdicts...),
 		"criteria": map[string]any{"type": "array", "items": schema.Strict(map[string]any{
 			"criterion": map[string]any{"type": "integer", "minimum": 1, "maximum": MaxCriteria},
-			"status":    schema.Enum(allCriterionStatuses...),
+			"status":    schema.Enum(lifecycle.CriterionStatuses...),
 			"reason":    map[string]any{"type": "string"},
 		})},
 		"repair_instructions": map[string]any{"type": "string"},
@@ -98,7 +99,7 @@ func decodePatchReport(raw string, n int) *patchReport {
 
 // verifierAnswer is a verifier's final message.
 type verifierAnswer struct {
-	Verdict  Verdict            `json:"verdict"`
+	Verdict  lifecycle.Verdict  `json:"verdict"`
 	Criteria []CriterionVerdict `json:"criteria"`
 	Repair   string             `json:"repair_instructions"`
 }
@@ -107,30 +108,30 @@ type verifierAnswer struct {
 // consistency. What comes back is the verdict Needle stands by, the
 // per-criterion judgements (one per criterion, "unknown" where the
 // verifier said nothing) and the reasons a verdict was downgraded.
-func judge(raw string, n int) (verdict Verdict, criteria []CriterionVerdict, repair string, reasons []string) {
+func judge(raw string, n int) (verdict lifecycle.Verdict, criteria []CriterionVerdict, repair string, reasons []string) {
 	criteria = make([]CriterionVerdict, n)
 	for i := range criteria {
-		criteria[i] = CriterionVerdict{Criterion: i + 1, Status: CriterionUnknown, Reason: ""}
+		criteria[i] = CriterionVerdict{Criterion: i + 1, Status: lifecycle.CriterionUnknown, Reason: ""}
 	}
 	var a verifierAnswer
-	if decodeStrict([]byte(raw), &a) != nil || !slices.Contains(allVerdicts, a.Verdict) {
-		return VerdictInconclusive, criteria, "", []string{"the verifier's answer was malformed"}
+	if decodeStrict([]byte(raw), &a) != nil || !slices.Contains(lifecycle.Verdicts, a.Verdict) {
+		return lifecycle.VerdictInconclusive, criteria, "", []string{"the verifier's answer was malformed"}
 	}
 	seen := map[int]bool{}
 	for _, c := range a.Criteria {
-		if c.Criterion < 1 || c.Criterion > n || seen[c.Criterion] || !slices.Contains(allCriterionStatuses, c.Status) {
-			return VerdictInconclusive, criteria, "", []string{"the verifier's answer named criteria that do not exist"}
+		if c.Criterion < 1 || c.Criterion > n || seen[c.Criterion] || !slices.Contains(lifecycle.CriterionStatuses, c.Status) {
+			return lifecycle.VerdictInconclusive, criteria, "", []string{"the verifier's answer named criteria that do not exist"}
 		}
 		seen[c.Criterion] = true
 		criteria[c.Criterion-1] = CriterionVerdict{Criterion: c.Criterion, Status: c.Status, Reason: clip(c.Reason, maxReportNote)}
 	}
 	verdict, repair = a.Verdict, clip(strings.TrimSpace(a.Repair), 2000)
 	switch {
-	case verdict == VerdictVerified && slices.ContainsFunc(criteria, func(c CriterionVerdict) bool { return c.Status != CriterionMet }):
-		return VerdictInconclusive, criteria, "", []string{"the verifier said verified but did not find every criterion met"}
-	case verdict == VerdictRepairable && repair == "":
-		return VerdictInconclusive, criteria, "", []string{"the verifier said repairable without saying what to repair"}
-	case verdict != VerdictRepairable:
+	case verdict == lifecycle.VerdictVerified && slices.ContainsFunc(criteria, func(c CriterionVerdict) bool { return c.Status != lifecycle.CriterionMet }):
+		return lifecycle.VerdictInconclusive, criteria, "", []string{"the verifier said verified but did not find every criterion met"}
+	case verdict == lifecycle.VerdictRepairable && repair == "":
+		return lifecycle.VerdictInconclusive, criteria, "", []string{"the verifier said repairable without saying what to repair"}
+	case verdict != lifecycle.VerdictRepairable:
 		repair = ""
 	}
 	return verdict, criteria, repair, nil
@@ -158,7 +159,7 @@ func patchPrompt(req ChangeRequest, refs []string, repair *verificationRecord) s
 	if repair != nil {
 		b.WriteString("The checkout already holds a first attempt. An independent verifier found it repairable:\n")
 		for _, c := range repair.Criteria {
-			if c.Status != CriterionMet {
+			if c.Status != lifecycle.CriterionMet {
 				fmt.Fprintf(&b, "- criterion %d %s: %s\n", c.Criterion, c.Status, c.Reason)
 			}
 		}

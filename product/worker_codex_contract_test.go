@@ -3,12 +3,13 @@
 package product
 
 import (
-	"github.com/needle-dev/needle/product/testenv"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/needle-dev/needle/product/testenv"
 
 	"github.com/needle-dev/needle/product/internal/fakemodel"
 )

@@ -1,4 +1,4 @@
-package product
+package lifecycle
 
 import (
 	"bytes"
@@ -9,6 +9,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/needle-dev/needle/product/internal/contentid"
+	"github.com/needle-dev/needle/product/internal/enum"
+	"github.com/needle-dev/needle/product/internal/safetext"
 
 	"github.com/needle-dev/needle/product/internal/lazyregexp"
 )
@@ -21,216 +23,251 @@ import (
 // next phase, a new worker or a transition, so no completion can ask for
 // one.
 
-// LifecycleEventKind names an event in the change_events journal.
-type LifecycleEventKind string
-
+// The domain tags of the machine's content ids.
 const (
-	LifecycleEventCreated            LifecycleEventKind = "created"
-	LifecycleEventExploreCompleted   LifecycleEventKind = "explore_completed"
-	LifecycleEventImplementCompleted LifecycleEventKind = "implement_completed"
-	LifecycleEventTestCompleted      LifecycleEventKind = "test_completed"
-	LifecycleEventReviewCompleted    LifecycleEventKind = "review_completed"
-	LifecycleEventVerifyCompleted    LifecycleEventKind = "verify_completed"
-	LifecycleEventPhaseFailed        LifecycleEventKind = "phase_failed"
-	LifecycleEventApprovalGranted    LifecycleEventKind = "approval_granted"
-	LifecycleEventApplyStarted       LifecycleEventKind = "apply_started"
-	LifecycleEventApplyConflicted    LifecycleEventKind = "apply_conflicted"
-	LifecycleEventApplyCompleted     LifecycleEventKind = "apply_completed"
-	LifecycleEventApplyRolledBack    LifecycleEventKind = "apply_rolled_back"
-	LifecycleEventCancelRequested    LifecycleEventKind = "cancel_requested"
+	tagState                = "needle.lifecycle_state.v1"         // State → state digest (the CAS token)
+	tagEvent                = "needle.lifecycle_event.v1"         // {kind, payload} of an event → payload digest
+	tagInvocation           = "needle.lifecycle_invocation.v1"    // {lifecycle, phase, attempt} → invocation id
+	tagTestEvidence         = "needle.lifecycle_test_evidence.v1" // TestEvidence → evidence id
+	tagReview               = "needle.lifecycle_review.v1"        // ReviewArtifact → review id
+	tagVerificationArtifact = "needle.verification_artifact.v1"   // VerificationArtifact → verification id
+	tagApproval             = "needle.lifecycle_approval.v1"      // {lifecycle, binding} → approval id
+	tagApplyIntent          = "needle.lifecycle_apply_intent.v1"  // ApplyIntent → intent id
 )
 
-// lifecycleEventKinds lists every kind, in lifecycle order.
-var lifecycleEventKinds = []LifecycleEventKind{LifecycleEventCreated, LifecycleEventExploreCompleted,
-	LifecycleEventImplementCompleted, LifecycleEventTestCompleted, LifecycleEventReviewCompleted,
-	LifecycleEventVerifyCompleted, LifecycleEventPhaseFailed, LifecycleEventApprovalGranted,
-	LifecycleEventApplyStarted, LifecycleEventApplyConflicted, LifecycleEventApplyCompleted,
-	LifecycleEventApplyRolledBack, LifecycleEventCancelRequested}
+// Verdict is a verifier's judgement of a patch.
+type Verdict string
 
-func (k LifecycleEventKind) String() string { return string(k) }
+const (
+	VerdictVerified     Verdict = "verified"
+	VerdictRejected     Verdict = "rejected"
+	VerdictRepairable   Verdict = "repairable"
+	VerdictInconclusive Verdict = "inconclusive"
+)
 
-// ParseLifecycleEventKind returns the event kind named s.
-func ParseLifecycleEventKind(s string) (LifecycleEventKind, bool) {
-	return parseEnum(lifecycleEventKinds, s)
+var Verdicts = []Verdict{VerdictVerified, VerdictRejected, VerdictRepairable, VerdictInconclusive}
+
+// CriterionStatus is a verifier's judgement of one acceptance criterion.
+type CriterionStatus string
+
+const (
+	CriterionMet     CriterionStatus = "met"
+	CriterionUnmet   CriterionStatus = "unmet"
+	CriterionUnknown CriterionStatus = "unknown"
+)
+
+var CriterionStatuses = []CriterionStatus{CriterionMet, CriterionUnmet, CriterionUnknown}
+
+// EventKind names an event in the change_events journal.
+type EventKind string
+
+const (
+	EventCreated            EventKind = "created"
+	EventExploreCompleted   EventKind = "explore_completed"
+	EventImplementCompleted EventKind = "implement_completed"
+	EventTestCompleted      EventKind = "test_completed"
+	EventReviewCompleted    EventKind = "review_completed"
+	EventVerifyCompleted    EventKind = "verify_completed"
+	EventPhaseFailed        EventKind = "phase_failed"
+	EventApprovalGranted    EventKind = "approval_granted"
+	EventApplyStarted       EventKind = "apply_started"
+	EventApplyConflicted    EventKind = "apply_conflicted"
+	EventApplyCompleted     EventKind = "apply_completed"
+	EventApplyRolledBack    EventKind = "apply_rolled_back"
+	EventCancelRequested    EventKind = "cancel_requested"
+)
+
+// eventKinds lists every kind, in lifecycle order.
+var eventKinds = []EventKind{EventCreated, EventExploreCompleted,
+	EventImplementCompleted, EventTestCompleted, EventReviewCompleted,
+	EventVerifyCompleted, EventPhaseFailed, EventApprovalGranted,
+	EventApplyStarted, EventApplyConflicted, EventApplyCompleted,
+	EventApplyRolledBack, EventCancelRequested}
+
+func (k EventKind) String() string { return string(k) }
+
+// ParseEventKind returns the event kind named s.
+func ParseEventKind(s string) (EventKind, bool) {
+	return enum.Parse(eventKinds, s)
 }
 
-// LifecycleEvent is one event of the lifecycle journal. The set is closed:
+// Event is one event of the lifecycle journal. The set is closed:
 // only the types of this file implement it.
-type LifecycleEvent interface {
-	Kind() LifecycleEventKind
+type Event interface {
+	Kind() EventKind
 	// validate checks the payload on its own (bounds, formats); what it
-	// must agree with in the state is checked by StepLifecycle.
+	// must agree with in the state is checked by Step.
 	validate() error
 }
 
-// LifecycleCreated starts a lifecycle and freezes what it runs against.
-type LifecycleCreated struct {
-	Lifecycle string          `json:"lifecycle_id"`
-	Freeze    LifecycleFreeze `json:"freeze"`
+// Created starts a lifecycle and freezes what it runs against.
+type Created struct {
+	Lifecycle string `json:"lifecycle_id"`
+	Freeze    Freeze `json:"freeze"`
 }
 
-// LifecycleExploreCompleted: the explorer's certified evidence (artifact ids
+// ExploreCompleted: the explorer's certified evidence (artifact ids
 // that passed trusted validation) for the change's needs.
-type LifecycleExploreCompleted struct {
-	Invocation string        `json:"invocation"`
-	Evidence   []string      `json:"evidence"` // sorted, unique
-	Cost       LifecycleCost `json:"cost"`
+type ExploreCompleted struct {
+	Invocation string   `json:"invocation"`
+	Evidence   []string `json:"evidence"` // sorted, unique
+	Cost       Cost     `json:"cost"`
 }
 
-// LifecyclePatchOutcome is what Needle made of a patch worker's checkout.
-type LifecyclePatchOutcome string
+// PatchOutcome is what Needle made of a patch worker's checkout.
+type PatchOutcome string
 
 const (
-	LifecyclePatchAccepted LifecyclePatchOutcome = "accepted"
-	LifecyclePatchRejected LifecyclePatchOutcome = "rejected" // a rule was broken: the whole patch is refused
+	PatchAccepted PatchOutcome = "accepted"
+	PatchRejected PatchOutcome = "rejected" // a rule was broken: the whole patch is refused
 )
 
-var lifecyclePatchOutcomes = []LifecyclePatchOutcome{LifecyclePatchAccepted, LifecyclePatchRejected}
+var patchOutcomes = []PatchOutcome{PatchAccepted, PatchRejected}
 
-// LifecycleImplementCompleted: the patch Needle built from the implementer's
+// ImplementCompleted: the patch Needle built from the implementer's
 // checkout (round 2: the repair), or why it refused it.
-type LifecycleImplementCompleted struct {
-	Invocation string                `json:"invocation"`
-	Outcome    LifecyclePatchOutcome `json:"outcome"`
-	Patch      string                `json:"patch_id"` // accepted only
-	Base       string                `json:"base_snapshot"`
-	Files      int                   `json:"files"`
-	Bytes      int                   `json:"bytes"`
-	Reasons    []string              `json:"reasons"` // rejected only
-	Cost       LifecycleCost         `json:"cost"`
+type ImplementCompleted struct {
+	Invocation string       `json:"invocation"`
+	Outcome    PatchOutcome `json:"outcome"`
+	Patch      string       `json:"patch_id"` // accepted only
+	Base       string       `json:"base_snapshot"`
+	Files      int          `json:"files"`
+	Bytes      int          `json:"bytes"`
+	Reasons    []string     `json:"reasons"` // rejected only
+	Cost       Cost         `json:"cost"`
 }
 
-// LifecycleTestCompleted: the results of running the frozen test plans on
+// TestCompleted: the results of running the frozen test plans on
 // the current patch.
-type LifecycleTestCompleted struct {
-	Invocation string                `json:"invocation"`
-	Evidence   LifecycleTestEvidence `json:"evidence"`
-	Cost       LifecycleCost         `json:"cost"`
+type TestCompleted struct {
+	Invocation string       `json:"invocation"`
+	Evidence   TestEvidence `json:"evidence"`
+	Cost       Cost         `json:"cost"`
 }
 
-// LifecycleReviewCompleted: the reviewer's typed review artifact.
-type LifecycleReviewCompleted struct {
-	Invocation string                  `json:"invocation"`
-	Review     LifecycleReviewArtifact `json:"review"`
-	Cost       LifecycleCost           `json:"cost"`
+// ReviewCompleted: the reviewer's typed review artifact.
+type ReviewCompleted struct {
+	Invocation string         `json:"invocation"`
+	Review     ReviewArtifact `json:"review"`
+	Cost       Cost           `json:"cost"`
 }
 
-// LifecycleVerifyCompleted: the verifier's VerificationArtifact.
-type LifecycleVerifyCompleted struct {
+// VerifyCompleted: the verifier's VerificationArtifact.
+type VerifyCompleted struct {
 	Invocation   string               `json:"invocation"`
 	Verification VerificationArtifact `json:"verification"`
-	Cost         LifecycleCost        `json:"cost"`
+	Cost         Cost                 `json:"cost"`
 }
 
-// LifecycleFailure classifies an adapter that produced no usable result.
-type LifecycleFailure string
+// Failure classifies an adapter that produced no usable result.
+type Failure string
 
 const (
-	LifecycleFailureCrashed       LifecycleFailure = "crashed"        // the worker process died
-	LifecycleFailureTimeout       LifecycleFailure = "timeout"        // past its deadline, interrupted and killed
-	LifecycleFailureUnavailable   LifecycleFailure = "unavailable"    // the adapter could not start
-	LifecycleFailureInvalidResult LifecycleFailure = "invalid_result" // the result failed validation or the machine refused it
-	LifecycleFailureFailClosed    LifecycleFailure = "fail_closed"    // sandbox escape, checkout corruption, unverifiable cleanup
+	FailureCrashed       Failure = "crashed"        // the worker process died
+	FailureTimeout       Failure = "timeout"        // past its deadline, interrupted and killed
+	FailureUnavailable   Failure = "unavailable"    // the adapter could not start
+	FailureInvalidResult Failure = "invalid_result" // the result failed validation or the machine refused it
+	FailureFailClosed    Failure = "fail_closed"    // sandbox escape, checkout corruption, unverifiable cleanup
 )
 
-var lifecycleFailures = []LifecycleFailure{LifecycleFailureCrashed, LifecycleFailureTimeout,
-	LifecycleFailureUnavailable, LifecycleFailureInvalidResult, LifecycleFailureFailClosed}
+var failures = []Failure{FailureCrashed, FailureTimeout,
+	FailureUnavailable, FailureInvalidResult, FailureFailClosed}
 
-// LifecyclePhaseFailed: the current invocation of a phase failed.
-type LifecyclePhaseFailed struct {
-	Phase      Phase            `json:"phase"`
-	Invocation string           `json:"invocation"`
-	Failure    LifecycleFailure `json:"failure"`
-	Detail     string           `json:"detail"`
-	Cost       LifecycleCost    `json:"cost"`
+// PhaseFailed: the current invocation of a phase failed.
+type PhaseFailed struct {
+	Phase      Phase   `json:"phase"`
+	Invocation string  `json:"invocation"`
+	Failure    Failure `json:"failure"`
+	Detail     string  `json:"detail"`
+	Cost       Cost    `json:"cost"`
 }
 
-// LifecycleApprovalGranted: the user approved applying the patch, bound to
+// ApprovalGranted: the user approved applying the patch, bound to
 // the digests the user was shown.
-type LifecycleApprovalGranted struct {
-	Binding LifecycleApprovalBinding `json:"binding"`
+type ApprovalGranted struct {
+	Binding ApprovalBinding `json:"binding"`
 }
 
-// LifecycleApplyStarted: the apply intent is journaled; files may move.
-type LifecycleApplyStarted struct {
-	Intent LifecycleApplyIntent `json:"intent"`
+// ApplyStarted: the apply intent is journaled; files may move.
+type ApplyStarted struct {
+	Intent ApplyIntent `json:"intent"`
 }
 
-// LifecycleApplyConflicted: the work tree drifted from the patch's base
+// ApplyConflicted: the work tree drifted from the patch's base
 // (the 409 conflict); nothing was written.
-type LifecycleApplyConflicted struct {
+type ApplyConflicted struct {
 	Paths []string `json:"paths"` // sorted, unique
 }
 
-// LifecycleApplyCompleted: every file of the intent is written. Recovered
+// ApplyCompleted: every file of the intent is written. Recovered
 // says the apply was finished by crash recovery.
-type LifecycleApplyCompleted struct {
+type ApplyCompleted struct {
 	Intent    string `json:"intent"`
 	Files     int    `json:"files"`
 	Recovered bool   `json:"recovered"`
 }
 
-// LifecycleRollbackCause says why an apply was rolled back.
-type LifecycleRollbackCause string
+// RollbackCause says why an apply was rolled back.
+type RollbackCause string
 
 const (
-	LifecycleRollbackDrift     LifecycleRollbackCause = "drift"           // a file changed under the apply
-	LifecycleRollbackRecovered LifecycleRollbackCause = "crash_recovered" // recovery undid a crashed apply
-	LifecycleRollbackIO        LifecycleRollbackCause = "io"              // a write failed
+	RollbackDrift     RollbackCause = "drift"           // a file changed under the apply
+	RollbackRecovered RollbackCause = "crash_recovered" // recovery undid a crashed apply
+	RollbackIO        RollbackCause = "io"              // a write failed
 )
 
-var lifecycleRollbackCauses = []LifecycleRollbackCause{LifecycleRollbackDrift, LifecycleRollbackRecovered, LifecycleRollbackIO}
+var rollbackCauses = []RollbackCause{RollbackDrift, RollbackRecovered, RollbackIO}
 
-// LifecycleApplyRolledBack: the apply was undone; the work tree holds none
+// ApplyRolledBack: the apply was undone; the work tree holds none
 // of the patch.
-type LifecycleApplyRolledBack struct {
-	Intent string                 `json:"intent"`
-	Cause  LifecycleRollbackCause `json:"cause"`
+type ApplyRolledBack struct {
+	Intent string        `json:"intent"`
+	Cause  RollbackCause `json:"cause"`
 }
 
-// LifecycleCancelRequested: the user cancelled the lifecycle.
-type LifecycleCancelRequested struct {
+// CancelRequested: the user cancelled the lifecycle.
+type CancelRequested struct {
 	Note string `json:"note"`
 }
 
-func (LifecycleCreated) Kind() LifecycleEventKind            { return LifecycleEventCreated }
-func (LifecycleExploreCompleted) Kind() LifecycleEventKind   { return LifecycleEventExploreCompleted }
-func (LifecycleImplementCompleted) Kind() LifecycleEventKind { return LifecycleEventImplementCompleted }
-func (LifecycleTestCompleted) Kind() LifecycleEventKind      { return LifecycleEventTestCompleted }
-func (LifecycleReviewCompleted) Kind() LifecycleEventKind    { return LifecycleEventReviewCompleted }
-func (LifecycleVerifyCompleted) Kind() LifecycleEventKind    { return LifecycleEventVerifyCompleted }
-func (LifecyclePhaseFailed) Kind() LifecycleEventKind        { return LifecycleEventPhaseFailed }
-func (LifecycleApprovalGranted) Kind() LifecycleEventKind    { return LifecycleEventApprovalGranted }
-func (LifecycleApplyStarted) Kind() LifecycleEventKind       { return LifecycleEventApplyStarted }
-func (LifecycleApplyConflicted) Kind() LifecycleEventKind    { return LifecycleEventApplyConflicted }
-func (LifecycleApplyCompleted) Kind() LifecycleEventKind     { return LifecycleEventApplyCompleted }
-func (LifecycleApplyRolledBack) Kind() LifecycleEventKind    { return LifecycleEventApplyRolledBack }
-func (LifecycleCancelRequested) Kind() LifecycleEventKind    { return LifecycleEventCancelRequested }
+func (Created) Kind() EventKind            { return EventCreated }
+func (ExploreCompleted) Kind() EventKind   { return EventExploreCompleted }
+func (ImplementCompleted) Kind() EventKind { return EventImplementCompleted }
+func (TestCompleted) Kind() EventKind      { return EventTestCompleted }
+func (ReviewCompleted) Kind() EventKind    { return EventReviewCompleted }
+func (VerifyCompleted) Kind() EventKind    { return EventVerifyCompleted }
+func (PhaseFailed) Kind() EventKind        { return EventPhaseFailed }
+func (ApprovalGranted) Kind() EventKind    { return EventApprovalGranted }
+func (ApplyStarted) Kind() EventKind       { return EventApplyStarted }
+func (ApplyConflicted) Kind() EventKind    { return EventApplyConflicted }
+func (ApplyCompleted) Kind() EventKind     { return EventApplyCompleted }
+func (ApplyRolledBack) Kind() EventKind    { return EventApplyRolledBack }
+func (CancelRequested) Kind() EventKind    { return EventCancelRequested }
 
-// LifecycleIDPattern is the syntax of an opaque lifecycle id.
-var LifecycleIDPattern = lazyregexp.New(`^lcy_[0-9a-f]{24}$`)
+// IDPattern is the syntax of an opaque lifecycle id.
+var IDPattern = lazyregexp.New(`^lcy_[0-9a-f]{24}$`)
 
-func (ev LifecycleCreated) validate() error {
-	if !LifecycleIDPattern.MatchString(ev.Lifecycle) {
+func (ev Created) validate() error {
+	if !IDPattern.MatchString(ev.Lifecycle) {
 		return fmt.Errorf("lifecycle_id: malformed lifecycle id %q; want lcy_<24 hex>", ev.Lifecycle)
 	}
 	return ev.Freeze.validate()
 }
 
-func (ev LifecycleExploreCompleted) validate() error {
-	return firstErr(checkID("invocation", ev.Invocation), checkIDList("evidence", ev.Evidence, 0, LifecycleMaxEvidence), ev.Cost.validate(PhaseExplore))
+func (ev ExploreCompleted) validate() error {
+	return firstErr(checkID("invocation", ev.Invocation), checkIDList("evidence", ev.Evidence, 0, MaxEvidence), ev.Cost.validate(PhaseExplore))
 }
 
-func (ev LifecycleImplementCompleted) validate() error {
+func (ev ImplementCompleted) validate() error {
 	if err := firstErr(checkID("invocation", ev.Invocation), checkID("base_snapshot", ev.Base),
-		checkEnum("outcome", ev.Outcome, lifecyclePatchOutcomes), ev.Cost.validate(PhaseImplement)); err != nil {
+		checkEnum("outcome", ev.Outcome, patchOutcomes), ev.Cost.validate(PhaseImplement)); err != nil {
 		return err
 	}
-	if ev.Outcome == LifecyclePatchRejected {
+	if ev.Outcome == PatchRejected {
 		if ev.Patch != "" || ev.Files != 0 || ev.Bytes != 0 {
 			return fmt.Errorf("a rejected patch has no patch_id, files or bytes")
 		}
-		return checkEventTexts("reasons", ev.Reasons, 1, LifecycleMaxReasons)
+		return checkEventTexts("reasons", ev.Reasons, 1, MaxReasons)
 	}
 	switch {
 	case len(ev.Reasons) != 0:
@@ -243,61 +280,61 @@ func (ev LifecycleImplementCompleted) validate() error {
 	return checkID("patch_id", ev.Patch)
 }
 
-func (ev LifecycleTestCompleted) validate() error {
+func (ev TestCompleted) validate() error {
 	return firstErr(checkID("invocation", ev.Invocation), ev.Evidence.validate(), ev.Cost.validate(PhaseTest))
 }
 
-func (ev LifecycleReviewCompleted) validate() error {
-	return firstErr(checkID("invocation", ev.Invocation), ev.Review.validate(), ev.Cost.validate(PhaseReview))
+func (ev ReviewCompleted) validate() error {
+	return firstErr(checkID("invocation", ev.Invocation), ev.Review.Validate(), ev.Cost.validate(PhaseReview))
 }
 
-func (ev LifecycleVerifyCompleted) validate() error {
+func (ev VerifyCompleted) validate() error {
 	return firstErr(checkID("invocation", ev.Invocation), ev.Verification.validate(), ev.Cost.validate(PhaseVerify))
 }
 
-func (ev LifecyclePhaseFailed) validate() error {
-	if ev.Phase == PhaseApply || !slices.Contains(lifecyclePhases, ev.Phase) {
+func (ev PhaseFailed) validate() error {
+	if ev.Phase == PhaseApply || !slices.Contains(Phases, ev.Phase) {
 		return fmt.Errorf("phase: %q is not a worker phase", ev.Phase)
 	}
-	return firstErr(checkID("invocation", ev.Invocation), checkEnum("failure", ev.Failure, lifecycleFailures),
-		checkEventText("detail", ev.Detail, 0, LifecycleMaxTextBytes), ev.Cost.validate(ev.Phase))
+	return firstErr(checkID("invocation", ev.Invocation), checkEnum("failure", ev.Failure, failures),
+		checkEventText("detail", ev.Detail, 0, MaxTextBytes), ev.Cost.validate(ev.Phase))
 }
 
-func (ev LifecycleApprovalGranted) validate() error {
+func (ev ApprovalGranted) validate() error {
 	b := ev.Binding
 	return firstErr(checkID("binding.patch_id", b.Patch), checkID("binding.verification_id", b.Verification),
 		checkID("binding.lifecycle_digest", b.Lifecycle))
 }
 
-func (ev LifecycleApplyStarted) validate() error { return ev.Intent.validate() }
+func (ev ApplyStarted) validate() error { return ev.Intent.validate() }
 
-func (ev LifecycleApplyConflicted) validate() error {
+func (ev ApplyConflicted) validate() error {
 	return checkPaths("paths", ev.Paths)
 }
 
-func (ev LifecycleApplyCompleted) validate() error {
+func (ev ApplyCompleted) validate() error {
 	if ev.Files < 1 || ev.Files > MaxPatchFiles {
 		return fmt.Errorf("files: want 1 to %d, got %d", MaxPatchFiles, ev.Files)
 	}
 	return checkID("intent", ev.Intent)
 }
 
-func (ev LifecycleApplyRolledBack) validate() error {
-	return firstErr(checkID("intent", ev.Intent), checkEnum("cause", ev.Cause, lifecycleRollbackCauses))
+func (ev ApplyRolledBack) validate() error {
+	return firstErr(checkID("intent", ev.Intent), checkEnum("cause", ev.Cause, rollbackCauses))
 }
 
-func (ev LifecycleCancelRequested) validate() error {
-	return checkEventText("note", ev.Note, 0, LifecycleMaxTextBytes)
+func (ev CancelRequested) validate() error {
+	return checkEventText("note", ev.Note, 0, MaxTextBytes)
 }
 
-// LifecycleCost is what one adapter run cost: the tokens its workers
+// Cost is what one adapter run cost: the tokens its workers
 // reported, the wall time the kernel measured around it, and how many
 // worker runs it counts for. A phase run counts for one, except explore,
 // which runs one evidence worker per need evidence could not answer and
 // counts for each when it started more than one (Runs; omitted, as in
 // every other phase, it is one — and one is never spelled out, so a cost
 // has exactly one encoding).
-type LifecycleCost struct {
+type Cost struct {
 	Tokens int64 `json:"tokens"`
 	WallMs int64 `json:"wall_ms"`
 	Runs   int   `json:"runs,omitempty"`
@@ -305,14 +342,14 @@ type LifecycleCost struct {
 
 // validate checks a cost of a run of phase p: only explore runs more than
 // one worker.
-func (c LifecycleCost) validate(p Phase) error {
+func (c Cost) validate(p Phase) error {
 	switch {
-	case c.Tokens < 0 || c.Tokens > LifecycleMaxTokens:
-		return fmt.Errorf("cost.tokens: want 0 to %d, got %d", LifecycleMaxTokens, c.Tokens)
-	case c.WallMs < 0 || c.WallMs > LifecycleMaxWallMs:
-		return fmt.Errorf("cost.wall_ms: want 0 to %d, got %d", LifecycleMaxWallMs, c.WallMs)
-	case c.Runs != 0 && (c.Runs < 2 || c.Runs > LifecycleMaxRunsPerPhase):
-		return fmt.Errorf("cost.runs: want it omitted (one run) or 2 to %d, got %d", LifecycleMaxRunsPerPhase, c.Runs)
+	case c.Tokens < 0 || c.Tokens > MaxTokens:
+		return fmt.Errorf("cost.tokens: want 0 to %d, got %d", MaxTokens, c.Tokens)
+	case c.WallMs < 0 || c.WallMs > MaxWallMs:
+		return fmt.Errorf("cost.wall_ms: want 0 to %d, got %d", MaxWallMs, c.WallMs)
+	case c.Runs != 0 && (c.Runs < 2 || c.Runs > MaxRunsPerPhase):
+		return fmt.Errorf("cost.runs: want it omitted (one run) or 2 to %d, got %d", MaxRunsPerPhase, c.Runs)
 	case c.Runs != 0 && p != PhaseExplore:
 		return fmt.Errorf("cost.runs: only explore counts for more than one worker run, not %s", p)
 	}
@@ -320,34 +357,34 @@ func (c LifecycleCost) validate(p Phase) error {
 }
 
 // runs is how many worker runs the cost counts for.
-func (c LifecycleCost) runs() int { return max(c.Runs, 1) }
+func (c Cost) runs() int { return max(c.Runs, 1) }
 
-// LifecycleTestOutcome is the result of one test plan. error means the
+// TestOutcome is the result of one test plan. error means the
 // test could not be run or judged: unavailable evidence, never a pass.
-type LifecycleTestOutcome string
+type TestOutcome string
 
 const (
-	LifecycleTestPassed LifecycleTestOutcome = "passed"
-	LifecycleTestFailed LifecycleTestOutcome = "failed"
-	LifecycleTestError  LifecycleTestOutcome = "error"
+	TestPassed TestOutcome = "passed"
+	TestFailed TestOutcome = "failed"
+	TestError  TestOutcome = "error"
 )
 
-var lifecycleTestOutcomes = []LifecycleTestOutcome{LifecycleTestPassed, LifecycleTestFailed, LifecycleTestError}
+var TestOutcomes = []TestOutcome{TestPassed, TestFailed, TestError}
 
-// LifecycleTestResult is the result of running one frozen test plan.
-type LifecycleTestResult struct {
-	Plan       string               `json:"plan"`
-	Outcome    LifecycleTestOutcome `json:"outcome"`
-	DurationMs int64                `json:"duration_ms"`
-	Output     string               `json:"output_digest"` // content id of the captured output
+// TestResult is the result of running one frozen test plan.
+type TestResult struct {
+	Plan       string      `json:"plan"`
+	Outcome    TestOutcome `json:"outcome"`
+	DurationMs int64       `json:"duration_ms"`
+	Output     string      `json:"output_digest"` // content id of the captured output
 }
 
-// LifecycleTestEvidence is what the test phase produced for a patch: one
+// TestEvidence is what the test phase produced for a patch: one
 // result per plan, sorted by plan. Its content id is what a verification
 // must cite.
-type LifecycleTestEvidence struct {
-	Patch   string                `json:"patch_id"`
-	Results []LifecycleTestResult `json:"results"`
+type TestEvidence struct {
+	Patch   string       `json:"patch_id"`
+	Results []TestResult `json:"results"`
 	// Dependencies is the content id of what the runs compiled
 	// (TestDependencies, drift.go): what apply checks for drift. Empty in
 	// evidence recorded before Needle recorded it.
@@ -355,9 +392,9 @@ type LifecycleTestEvidence struct {
 }
 
 // ID is the content id of the evidence.
-func (e LifecycleTestEvidence) ID() string { return mustID(tagLifecycleTestEvidence, e) }
+func (e TestEvidence) ID() string { return contentid.MustOf(tagTestEvidence, e) }
 
-func (e LifecycleTestEvidence) validate() error {
+func (e TestEvidence) validate() error {
 	if err := checkID("evidence.patch_id", e.Patch); err != nil {
 		return err
 	}
@@ -366,17 +403,17 @@ func (e LifecycleTestEvidence) validate() error {
 			return err
 		}
 	}
-	if len(e.Results) > LifecycleMaxTestPlans {
-		return fmt.Errorf("evidence.results: %d results; the limit is %d", len(e.Results), LifecycleMaxTestPlans)
+	if len(e.Results) > MaxTestPlans {
+		return fmt.Errorf("evidence.results: %d results; the limit is %d", len(e.Results), MaxTestPlans)
 	}
 	for i, r := range e.Results {
 		p := fmt.Sprintf("evidence.results[%d]", i)
-		if err := firstErr(checkID(p+".plan", r.Plan), checkEnum(p+".outcome", r.Outcome, lifecycleTestOutcomes),
+		if err := firstErr(checkID(p+".plan", r.Plan), checkEnum(p+".outcome", r.Outcome, TestOutcomes),
 			checkID(p+".output_digest", r.Output)); err != nil {
 			return err
 		}
-		if r.DurationMs < 0 || r.DurationMs > LifecycleMaxWallMs {
-			return fmt.Errorf("%s.duration_ms: want 0 to %d, got %d", p, LifecycleMaxWallMs, r.DurationMs)
+		if r.DurationMs < 0 || r.DurationMs > MaxWallMs {
+			return fmt.Errorf("%s.duration_ms: want 0 to %d, got %d", p, MaxWallMs, r.DurationMs)
 		}
 		if i > 0 && e.Results[i-1].Plan >= r.Plan {
 			return fmt.Errorf("%s.plan: results are not sorted by plan, or a plan repeats", p)
@@ -385,63 +422,63 @@ func (e LifecycleTestEvidence) validate() error {
 	return nil
 }
 
-// LifecycleFindingSeverity grades a review finding.
-type LifecycleFindingSeverity string
+// FindingSeverity grades a review finding.
+type FindingSeverity string
 
 const (
-	LifecycleFindingInfo  LifecycleFindingSeverity = "info"
-	LifecycleFindingMinor LifecycleFindingSeverity = "minor"
-	LifecycleFindingMajor LifecycleFindingSeverity = "major"
+	FindingInfo  FindingSeverity = "info"
+	FindingMinor FindingSeverity = "minor"
+	FindingMajor FindingSeverity = "major"
 )
 
-var lifecycleFindingSeverities = []LifecycleFindingSeverity{LifecycleFindingInfo, LifecycleFindingMinor, LifecycleFindingMajor}
+var FindingSeverities = []FindingSeverity{FindingInfo, FindingMinor, FindingMajor}
 
-// LifecycleReviewFinding is one finding of a review. Criterion is the
+// ReviewFinding is one finding of a review. Criterion is the
 // 1-based criterion it concerns, 0 for the patch as a whole.
-type LifecycleReviewFinding struct {
-	Severity  LifecycleFindingSeverity `json:"severity"`
-	Criterion int                      `json:"criterion"`
-	Summary   string                   `json:"summary"`
+type ReviewFinding struct {
+	Severity  FindingSeverity `json:"severity"`
+	Criterion int             `json:"criterion"`
+	Summary   string          `json:"summary"`
 }
 
-// LifecycleReviewArtifact is a review of the current patch. The reviewer
+// ReviewArtifact is a review of the current patch. The reviewer
 // consumes the patch and the redacted acceptance-criterion digests, never
 // their text or a worker transcript. A review is advisory: it is shown at
 // approval and can never stand for a verification.
-type LifecycleReviewArtifact struct {
-	Patch    string                   `json:"patch_id"`
-	Reviewer LifecycleProfileRef      `json:"reviewer"`
-	Criteria []string                 `json:"criteria"` // redacted criterion digests, in order
-	Findings []LifecycleReviewFinding `json:"findings"`
+type ReviewArtifact struct {
+	Patch    string          `json:"patch_id"`
+	Reviewer ProfileRef      `json:"reviewer"`
+	Criteria []string        `json:"criteria"` // redacted criterion digests, in order
+	Findings []ReviewFinding `json:"findings"`
 }
 
 // ID is the content id of the review.
-func (r LifecycleReviewArtifact) ID() string { return mustID(tagLifecycleReview, r) }
+func (r ReviewArtifact) ID() string { return contentid.MustOf(tagReview, r) }
 
-func (r LifecycleReviewArtifact) validate() error {
+func (r ReviewArtifact) Validate() error {
 	if err := firstErr(checkID("review.patch_id", r.Patch), r.Reviewer.validate("review.reviewer"),
 		checkCriteria("review.criteria", r.Criteria)); err != nil {
 		return err
 	}
-	if len(r.Findings) > LifecycleMaxFindings {
-		return fmt.Errorf("review.findings: %d findings; the limit is %d", len(r.Findings), LifecycleMaxFindings)
+	if len(r.Findings) > MaxFindings {
+		return fmt.Errorf("review.findings: %d findings; the limit is %d", len(r.Findings), MaxFindings)
 	}
 	for i, f := range r.Findings {
 		p := fmt.Sprintf("review.findings[%d]", i)
 		if f.Criterion < 0 || f.Criterion > MaxCriteria {
 			return fmt.Errorf("%s.criterion: want 0 to %d, got %d", p, MaxCriteria, f.Criterion)
 		}
-		if err := firstErr(checkEnum(p+".severity", f.Severity, lifecycleFindingSeverities),
-			checkEventText(p+".summary", f.Summary, 1, LifecycleMaxTextBytes)); err != nil {
+		if err := firstErr(checkEnum(p+".severity", f.Severity, FindingSeverities),
+			checkEventText(p+".summary", f.Summary, 1, MaxTextBytes)); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// LifecycleCriterionJudgement judges the criterion whose redacted digest it
+// CriterionJudgement judges the criterion whose redacted digest it
 // names (criteria are numbered from 1).
-type LifecycleCriterionJudgement struct {
+type CriterionJudgement struct {
 	Criterion int             `json:"criterion"`
 	Digest    string          `json:"digest"`
 	Status    CriterionStatus `json:"status"`
@@ -454,22 +491,22 @@ type LifecycleCriterionJudgement struct {
 // patch worker's transcript: it cites the test evidence by content id and
 // the verifier by its frozen profile.
 type VerificationArtifact struct {
-	Patch        string                        `json:"patch_id"`
-	Verifier     LifecycleProfileRef           `json:"verifier"`
-	TestEvidence string                        `json:"test_evidence"`
-	Criteria     []LifecycleCriterionJudgement `json:"criteria"`
-	Outcome      Verdict                       `json:"outcome"`
-	Repair       string                        `json:"repair_instructions"` // repairable only
+	Patch        string               `json:"patch_id"`
+	Verifier     ProfileRef           `json:"verifier"`
+	TestEvidence string               `json:"test_evidence"`
+	Criteria     []CriterionJudgement `json:"criteria"`
+	Outcome      Verdict              `json:"outcome"`
+	Repair       string               `json:"repair_instructions"` // repairable only
 }
 
 // ID is the content id of the verification, under a tag of its own: no
 // other artifact can have it.
-func (v VerificationArtifact) ID() string { return mustID(tagVerificationArtifact, v) }
+func (v VerificationArtifact) ID() string { return contentid.MustOf(tagVerificationArtifact, v) }
 
 func (v VerificationArtifact) validate() error {
 	if err := firstErr(checkID("verification.patch_id", v.Patch), v.Verifier.validate("verification.verifier"),
-		checkID("verification.test_evidence", v.TestEvidence), checkEnum("verification.outcome", v.Outcome, allVerdicts),
-		checkEventText("verification.repair_instructions", v.Repair, 0, LifecycleMaxRepairBytes)); err != nil {
+		checkID("verification.test_evidence", v.TestEvidence), checkEnum("verification.outcome", v.Outcome, Verdicts),
+		checkEventText("verification.repair_instructions", v.Repair, 0, MaxRepairBytes)); err != nil {
 		return err
 	}
 	if len(v.Criteria) < 1 || len(v.Criteria) > MaxCriteria {
@@ -480,52 +517,52 @@ func (v VerificationArtifact) validate() error {
 		if c.Criterion < 1 || c.Criterion > MaxCriteria {
 			return fmt.Errorf("%s.criterion: want 1 to %d, got %d", p, MaxCriteria, c.Criterion)
 		}
-		if err := firstErr(checkID(p+".digest", c.Digest), checkEnum(p+".status", c.Status, allCriterionStatuses),
-			checkEventText(p+".note", c.Note, 0, LifecycleMaxTextBytes)); err != nil {
+		if err := firstErr(checkID(p+".digest", c.Digest), checkEnum(p+".status", c.Status, CriterionStatuses),
+			checkEventText(p+".note", c.Note, 0, MaxTextBytes)); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// LifecycleApprovalBinding is what an approval is bound to: the current
+// ApprovalBinding is what an approval is bound to: the current
 // patch, the current verification and the digest of the lifecycle state
 // awaiting approval.
-type LifecycleApprovalBinding struct {
+type ApprovalBinding struct {
 	Patch        string `json:"patch_id"`
 	Verification string `json:"verification_id"`
 	Lifecycle    string `json:"lifecycle_digest"`
 }
 
 // id is the approval's content id within a lifecycle.
-func (b LifecycleApprovalBinding) id(lifecycle string) string {
-	return mustID(tagLifecycleApproval, struct {
-		Lifecycle string                   `json:"lifecycle_id"`
-		Binding   LifecycleApprovalBinding `json:"binding"`
+func (b ApprovalBinding) id(lifecycle string) string {
+	return contentid.MustOf(tagApproval, struct {
+		Lifecycle string          `json:"lifecycle_id"`
+		Binding   ApprovalBinding `json:"binding"`
 	}{lifecycle, b})
 }
 
-// LifecycleApplyFile is one file of an apply intent: its path and its
+// ApplyFile is one file of an apply intent: its path and its
 // content digests before and after ("" for an absent file).
-type LifecycleApplyFile struct {
+type ApplyFile struct {
 	Path   string `json:"path"`
 	Before string `json:"before"`
 	After  string `json:"after"`
 }
 
-// LifecycleApplyIntent is journaled before any file of the work tree
+// ApplyIntent is journaled before any file of the work tree
 // changes: which patch, under which approval, and every file's digests, so
 // that recovery can tell a half-applied tree and finish or undo it.
-type LifecycleApplyIntent struct {
-	Patch    string               `json:"patch_id"`
-	Approval string               `json:"approval_id"`
-	Files    []LifecycleApplyFile `json:"files"` // sorted by path
+type ApplyIntent struct {
+	Patch    string      `json:"patch_id"`
+	Approval string      `json:"approval_id"`
+	Files    []ApplyFile `json:"files"` // sorted by path
 }
 
 // ID is the content id of the intent.
-func (in LifecycleApplyIntent) ID() string { return mustID(tagLifecycleApplyIntent, in) }
+func (in ApplyIntent) ID() string { return contentid.MustOf(tagApplyIntent, in) }
 
-func (in LifecycleApplyIntent) validate() error {
+func (in ApplyIntent) validate() error {
 	if err := firstErr(checkID("intent.patch_id", in.Patch), checkID("intent.approval_id", in.Approval)); err != nil {
 		return err
 	}
@@ -561,7 +598,7 @@ func firstErr(errs ...error) error {
 
 func checkID(p, id string) error {
 	if !contentid.Valid(id) {
-		return fmt.Errorf("%s: malformed id %q; want b3:<64 hex>", p, clip(id, 80))
+		return fmt.Errorf("%s: malformed id %q; want b3:<64 hex>", p, safetext.Clip(id, 80))
 	}
 	return nil
 }
@@ -599,7 +636,7 @@ func checkCriteria(p string, digests []string) error {
 
 func checkEnum[T ~string](p string, v T, values []T) error {
 	if !slices.Contains(values, v) {
-		return fmt.Errorf("%s: unknown value %q; want one of %s", p, clip(string(v), 80), enumList(values))
+		return fmt.Errorf("%s: unknown value %q; want one of %s", p, safetext.Clip(string(v), 80), enum.List(values))
 	}
 	return nil
 }
@@ -623,7 +660,7 @@ func checkEventTexts(p string, texts []string, minLen, maxLen int) error {
 		return fmt.Errorf("%s: want %d to %d entries, got %d", p, minLen, maxLen, len(texts))
 	}
 	for i, s := range texts {
-		if err := checkEventText(fmt.Sprintf("%s[%d]", p, i), s, 1, LifecycleMaxTextBytes); err != nil {
+		if err := checkEventText(fmt.Sprintf("%s[%d]", p, i), s, 1, MaxTextBytes); err != nil {
 			return err
 		}
 	}
@@ -631,13 +668,13 @@ func checkEventTexts(p string, texts []string, minLen, maxLen int) error {
 }
 
 // checkPaths checks a sorted list of unique repository paths a patch may
-// hold (the rule of checkScopePath for an exact scope).
+// hold (the rule of CheckPath).
 func checkPaths(p string, paths []string) error {
 	if len(paths) < 1 || len(paths) > MaxPatchFiles {
 		return fmt.Errorf("%s: want 1 to %d paths, got %d", p, MaxPatchFiles, len(paths))
 	}
 	for i, path := range paths {
-		if err := checkScopePath(path, ScopeExact); err != nil {
+		if err := CheckPath(path); err != nil {
 			return fmt.Errorf("%s[%d]: %v", p, i, err)
 		}
 		if i > 0 && paths[i-1] >= path {
@@ -651,49 +688,49 @@ func checkPaths(p string, paths []string) error {
 // payload, and the payload digest (the content id of kind and payload
 // together, so a payload cannot be replayed under another kind).
 
-// LifecycleMaxEventBytes bounds one event's payload in the journal.
-const LifecycleMaxEventBytes = 64 << 10
+// MaxEventBytes bounds one event's payload in the journal.
+const MaxEventBytes = 64 << 10
 
-// EncodeLifecycleEvent returns an event's journal form.
-func EncodeLifecycleEvent(ev LifecycleEvent) (kind LifecycleEventKind, payload []byte, digest string) {
-	payload = []byte(mustJSON(ev))
+// EncodeEvent returns an event's journal form.
+func EncodeEvent(ev Event) (kind EventKind, payload []byte, digest string) {
+	payload = []byte(contentid.MustCanonical(ev))
 	return ev.Kind(), payload, eventDigest(ev.Kind(), payload)
 }
 
-// LifecycleEventDigest is the payload digest of an event: the content id
+// EventDigest is the payload digest of an event: the content id
 // of {"kind", "payload"} under the event tag.
-func LifecycleEventDigest(ev LifecycleEvent) string {
-	return eventDigest(ev.Kind(), []byte(mustJSON(ev)))
+func EventDigest(ev Event) string {
+	return eventDigest(ev.Kind(), []byte(contentid.MustCanonical(ev)))
 }
 
 // eventDigest hashes the canonical JSON of {"kind": kind, "payload":
 // payload} given the payload's canonical JSON: the keys in order, the kind
 // an ASCII word that needs no escaping. It is what the content id of that
-// object is (TestLifecycleEventDigest holds them equal), without encoding
+// object is (TestEventDigest holds them equal), without encoding
 // the payload twice.
-func eventDigest(kind LifecycleEventKind, payload []byte) string {
+func eventDigest(kind EventKind, payload []byte) string {
 	b := make([]byte, 0, len(payload)+len(kind)+24)
 	b = append(b, `{"kind":"`...)
 	b = append(b, kind...)
 	b = append(b, `","payload":`...)
 	b = append(b, payload...)
 	b = append(b, '}')
-	return contentid.OfBytes(tagLifecycleEvent, b)
+	return contentid.OfBytes(tagEvent, b)
 }
 
-// DecodeLifecycleEvent decodes an event from its journal form. The payload
+// DecodeEvent decodes an event from its journal form. The payload
 // must be exactly the canonical JSON the encoder writes (so unknown or
 // missing fields, duplicate keys, other spellings and trailing data are all
 // refused) and valid on its own. Errors are KindInvalidInput.
-func DecodeLifecycleEvent(kind string, payload []byte) (LifecycleEvent, error) {
-	k, ok := ParseLifecycleEventKind(kind)
+func DecodeEvent(kind string, payload []byte) (Event, error) {
+	k, ok := ParseEventKind(kind)
 	if !ok {
-		return nil, invalidf("lifecycle.event", "kind", "unknown event kind %q", clip(kind, 80))
+		return nil, invalidf("lifecycle.event", "kind", "unknown event kind %q", safetext.Clip(kind, 80))
 	}
-	if len(payload) > LifecycleMaxEventBytes {
-		return nil, invalidf("lifecycle.event", "payload", "%d bytes; the limit is %d", len(payload), LifecycleMaxEventBytes)
+	if len(payload) > MaxEventBytes {
+		return nil, invalidf("lifecycle.event", "payload", "%d bytes; the limit is %d", len(payload), MaxEventBytes)
 	}
-	ev, err := lifecycleEventDecoders[k](payload)
+	ev, err := eventDecoders[k](payload)
 	if err != nil {
 		return nil, invalidf("lifecycle.event", "payload", "%s: %v", k, err)
 	}
@@ -703,25 +740,25 @@ func DecodeLifecycleEvent(kind string, payload []byte) (LifecycleEvent, error) {
 	return ev, nil
 }
 
-var lifecycleEventDecoders = map[LifecycleEventKind]func([]byte) (LifecycleEvent, error){
-	LifecycleEventCreated:            decodeCanonical[LifecycleCreated],
-	LifecycleEventExploreCompleted:   decodeCanonical[LifecycleExploreCompleted],
-	LifecycleEventImplementCompleted: decodeCanonical[LifecycleImplementCompleted],
-	LifecycleEventTestCompleted:      decodeCanonical[LifecycleTestCompleted],
-	LifecycleEventReviewCompleted:    decodeCanonical[LifecycleReviewCompleted],
-	LifecycleEventVerifyCompleted:    decodeCanonical[LifecycleVerifyCompleted],
-	LifecycleEventPhaseFailed:        decodeCanonical[LifecyclePhaseFailed],
-	LifecycleEventApprovalGranted:    decodeCanonical[LifecycleApprovalGranted],
-	LifecycleEventApplyStarted:       decodeCanonical[LifecycleApplyStarted],
-	LifecycleEventApplyConflicted:    decodeCanonical[LifecycleApplyConflicted],
-	LifecycleEventApplyCompleted:     decodeCanonical[LifecycleApplyCompleted],
-	LifecycleEventApplyRolledBack:    decodeCanonical[LifecycleApplyRolledBack],
-	LifecycleEventCancelRequested:    decodeCanonical[LifecycleCancelRequested],
+var eventDecoders = map[EventKind]func([]byte) (Event, error){
+	EventCreated:            decodeCanonical[Created],
+	EventExploreCompleted:   decodeCanonical[ExploreCompleted],
+	EventImplementCompleted: decodeCanonical[ImplementCompleted],
+	EventTestCompleted:      decodeCanonical[TestCompleted],
+	EventReviewCompleted:    decodeCanonical[ReviewCompleted],
+	EventVerifyCompleted:    decodeCanonical[VerifyCompleted],
+	EventPhaseFailed:        decodeCanonical[PhaseFailed],
+	EventApprovalGranted:    decodeCanonical[ApprovalGranted],
+	EventApplyStarted:       decodeCanonical[ApplyStarted],
+	EventApplyConflicted:    decodeCanonical[ApplyConflicted],
+	EventApplyCompleted:     decodeCanonical[ApplyCompleted],
+	EventApplyRolledBack:    decodeCanonical[ApplyRolledBack],
+	EventCancelRequested:    decodeCanonical[CancelRequested],
 }
 
 // decodeCanonical decodes data into a T and insists that data is the
 // canonical encoding of what it decoded.
-func decodeCanonical[T LifecycleEvent](data []byte) (LifecycleEvent, error) {
+func decodeCanonical[T Event](data []byte) (Event, error) {
 	v, err := decodeCanonicalValue[T](data)
 	return v, err
 }

@@ -1,40 +1,40 @@
-package product
+package lifecycle
 
 import (
 	"errors"
 	"testing"
 )
 
-// FuzzStepLifecycle plays event sequences drawn from arbitrary bytes
-// through the machine (walkLifecycle): no step may panic, leave a state
+// FuzzStep plays event sequences drawn from arbitrary bytes
+// through the machine (walk): no step may panic, leave a state
 // that breaks an invariant or refuse untyped, and the journal of accepted
 // events must replay to the same state digest.
-func FuzzStepLifecycle(f *testing.F) {
+func FuzzStep(f *testing.F) {
 	f.Add([]byte{})
 	f.Add([]byte("\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff"))
 	f.Add([]byte("a lifecycle, from the bytes of a sentence, with some luck reaching the apply phase and beyond it"))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		walkLifecycle(t, data)
+		walk(t, data)
 	})
 }
 
-// FuzzDecodeLifecycleEvent feeds arbitrary journal rows to the event
+// FuzzDecodeEvent feeds arbitrary journal rows to the event
 // decoder. It must never panic and fail only with KindInvalidInput; what
 // it accepts is valid, and is exactly its own canonical encoding.
-func FuzzDecodeLifecycleEvent(f *testing.F) {
+func FuzzDecodeEvent(f *testing.F) {
 	states := statesByClass(f)
-	for _, class := range allLifecycleClasses {
-		for _, kind := range lifecycleEventKinds {
-			k, payload, _ := EncodeLifecycleEvent(wellFormed(states[class], kind))
+	for _, class := range allClasses {
+		for _, kind := range eventKinds {
+			k, payload, _ := EncodeEvent(WellFormed(states[class], kind))
 			f.Add(string(k), payload)
 		}
 	}
 	f.Add("verify_completed", []byte(`{"cost":{"tokens":0,"wall_ms":0},"invocation":"b3:","verification":{}}`))
 	f.Fuzz(func(t *testing.T, kind string, payload []byte) {
-		ev, err := DecodeLifecycleEvent(kind, payload)
+		ev, err := DecodeEvent(kind, payload)
 		if err != nil {
-			if KindOf(err) != KindInvalidInput {
-				t.Fatalf("refused with kind %s: %v", KindOf(err), err)
+			if !isInvalid(err) {
+				t.Fatalf("refused with %T: %v", err, err)
 			}
 			return
 		}
@@ -44,33 +44,33 @@ func FuzzDecodeLifecycleEvent(f *testing.F) {
 		if err := ev.validate(); err != nil {
 			t.Fatalf("accepted an invalid event: %v", err)
 		}
-		if _, again, _ := EncodeLifecycleEvent(ev); string(again) != string(payload) {
+		if _, again, _ := EncodeEvent(ev); string(again) != string(payload) {
 			t.Fatalf("accepted a payload that is not canonical:\n%s\n%s", payload, again)
 		}
 	})
 }
 
-// FuzzDecodeLifecycleState feeds arbitrary projection rows to the state
+// FuzzDecodeState feeds arbitrary projection rows to the state
 // decoder: it must never panic, and whatever it accepts holds every
 // invariant, is canonical, and accepts or refuses events without panicking.
-func FuzzDecodeLifecycleState(f *testing.F) {
+func FuzzDecodeState(f *testing.F) {
 	for _, s := range statesByClass(f) {
 		f.Add(s.Canonical())
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		s, err := DecodeLifecycleState(data)
+		s, err := DecodeState(data)
 		if err != nil {
-			if KindOf(err) != KindInvalidInput {
-				t.Fatalf("refused with kind %s: %v", KindOf(err), err)
+			if !isInvalid(err) {
+				t.Fatalf("refused with %T: %v", err, err)
 			}
 			return
 		}
 		if err := s.check(); err != nil || string(s.Canonical()) != string(data) {
 			t.Fatalf("accepted a state that is invalid (%v) or not canonical", err)
 		}
-		for _, kind := range lifecycleEventKinds {
-			if _, _, err := StepLifecycle(s, wellFormed(s, kind)); err != nil {
-				var se *LifecycleStepError
+		for _, kind := range eventKinds {
+			if _, _, err := Step(s, WellFormed(s, kind)); err != nil {
+				var se *StepError
 				if !errors.As(err, &se) {
 					t.Fatalf("untyped refusal: %v", err)
 				}

@@ -1,68 +1,13 @@
-package product
+package lifecycle
 
 import (
 	"errors"
 	"fmt"
 	"slices"
-)
 
-// The change lifecycle machine: an opt-in, depth-one state machine that
-// takes a change through exactly this worker order
-//
-//	explore -> implement -> test -> review -> verify -> apply
-//
-// StepLifecycle is pure, in the manner of etcd raft's Step: it takes the
-// state and one event and returns the next state and the effects the
-// parent must carry out, or a typed refusal that leaves the state as it
-// was. It reads no clock, file, database or network (purity_test.go and
-// machine_test.go hold that line), so replaying the journal of accepted
-// events from the zero state always rebuilds the same state, byte for byte
-// in its canonical encoding, and so the same state digest.
-//
-// The parent (the execution kernel) is the only transition authority. A
-// worker's completion is typed, bounded data: it names the invocation it
-// answers and what the worker produced, never a phase, a worker to start or
-// a transition; the machine alone decides what follows. Each phase runs one
-// adapter at a time (concurrency one) and no adapter can start another
-// (depth one). The effects come in two kinds: LifecycleConsumeRepair must
-// be written in the same SQLite transaction as the transition that returns
-// it; every other effect is carried out only after that transaction
-// committed (the driver persists before it acts). The effects after commit
-// are always LifecyclePending of the new state, so a parent that crashed
-// after a commit finds what to do next by replaying the journal.
-//
-// Status and phase together say where a lifecycle is:
-//
-//	explore..verify / running   the phase's adapter is to run (or running)
-//	apply / awaiting_approval   verified; the kernel stops for the user
-//	apply / approved            an approval bound to the patch, the
-//	                            verification and the lifecycle digest
-//	apply / applying            the apply intent is journaled; files move
-//	any / applied, rejected, inconclusive, failed, cancelled  (terminal)
-//
-// Terminal outcomes and their reasons:
-//
-//	applied       applied                    every file of the patch written
-//	rejected      patch_rejected             the first patch broke a rule (scope, …)
-//	              repair_rejected            the repair patch broke one or changed nothing
-//	              verification_rejected      the verifier rejected the approach
-//	              repair_exhausted           repairable again after the one repair
-//	inconclusive  verification_inconclusive  the verifier could not tell
-//	failed        test_evidence_missing      a frozen test plan has no result
-//	              test_evidence_unavailable  a frozen test plan could not run
-//	              worker_failed              an adapter failed twice in one phase
-//	              fail_closed                sandbox escape, checkout corruption,
-//	                                         unverifiable cleanup: never retried
-//	              budget_exhausted           tokens, wall time or worker runs spent
-//	cancelled     cancelled                  the user cancelled
-//
-// Missing or unavailable test evidence fails closed: it ends the lifecycle,
-// it never counts as passing, and a verification that says verified while
-// a test failed is refused. A lifecycle holds exactly one repair
-// reservation: the first repairable verdict consumes it (round 2 runs
-// implement, test, review and verify again) and a second repairable verdict
-// ends the lifecycle. The budget is cumulative over every adapter run and
-// is checked before each one; a run in flight is never cut short by it.
+	"github.com/needle-dev/needle/product/internal/contentid"
+	"github.com/needle-dev/needle/product/internal/enum"
+)
 
 // Phase is one step of the lifecycle's worker order.
 type Phase string
@@ -76,241 +21,241 @@ const (
 	PhaseApply     Phase = "apply"     // approval, then the journaled apply
 )
 
-// lifecyclePhases is the worker order.
-var lifecyclePhases = []Phase{PhaseExplore, PhaseImplement, PhaseTest, PhaseReview, PhaseVerify, PhaseApply}
+// Phases is the worker order.
+var Phases = []Phase{PhaseExplore, PhaseImplement, PhaseTest, PhaseReview, PhaseVerify, PhaseApply}
 
 func (p Phase) String() string { return string(p) }
 
 // ParsePhase returns the phase named s.
-func ParsePhase(s string) (Phase, bool) { return parseEnum(lifecyclePhases, s) }
+func ParsePhase(s string) (Phase, bool) { return enum.Parse(Phases, s) }
 
 // role is the profile role whose adapter runs the phase ("" for apply,
 // which Needle does itself).
-func (p Phase) role() LifecycleRole {
+func (p Phase) role() Role {
 	switch p {
 	case PhaseExplore:
-		return LifecycleRoleExplorer
+		return RoleExplorer
 	case PhaseImplement:
-		return LifecycleRoleImplementer
+		return RoleImplementer
 	case PhaseTest:
-		return LifecycleRoleTestRunner
+		return RoleTestRunner
 	case PhaseReview:
-		return LifecycleRoleReviewer
+		return RoleReviewer
 	case PhaseVerify:
-		return LifecycleRoleVerifier
+		return RoleVerifier
 	}
 	return ""
 }
 
-// LifecycleStatus says whether a lifecycle is running, waiting for the
+// Status says whether a lifecycle is running, waiting for the
 // user, applying, or has ended (the five terminal statuses).
-type LifecycleStatus string
+type Status string
 
 const (
-	LifecycleStatusRunning          LifecycleStatus = "running"
-	LifecycleStatusAwaitingApproval LifecycleStatus = "awaiting_approval"
-	LifecycleStatusApproved         LifecycleStatus = "approved"
-	LifecycleStatusApplying         LifecycleStatus = "applying"
-	LifecycleStatusApplied          LifecycleStatus = "applied"
-	LifecycleStatusRejected         LifecycleStatus = "rejected"
-	LifecycleStatusInconclusive     LifecycleStatus = "inconclusive"
-	LifecycleStatusFailed           LifecycleStatus = "failed"
-	LifecycleStatusCancelled        LifecycleStatus = "cancelled"
+	StatusRunning          Status = "running"
+	StatusAwaitingApproval Status = "awaiting_approval"
+	StatusApproved         Status = "approved"
+	StatusApplying         Status = "applying"
+	StatusApplied          Status = "applied"
+	StatusRejected         Status = "rejected"
+	StatusInconclusive     Status = "inconclusive"
+	StatusFailed           Status = "failed"
+	StatusCancelled        Status = "cancelled"
 )
 
-var lifecycleStatuses = []LifecycleStatus{LifecycleStatusRunning, LifecycleStatusAwaitingApproval,
-	LifecycleStatusApproved, LifecycleStatusApplying, LifecycleStatusApplied, LifecycleStatusRejected,
-	LifecycleStatusInconclusive, LifecycleStatusFailed, LifecycleStatusCancelled}
+var statuses = []Status{StatusRunning, StatusAwaitingApproval,
+	StatusApproved, StatusApplying, StatusApplied, StatusRejected,
+	StatusInconclusive, StatusFailed, StatusCancelled}
 
-func (s LifecycleStatus) String() string { return string(s) }
+func (s Status) String() string { return string(s) }
 
-// ParseLifecycleStatus returns the status named s.
-func ParseLifecycleStatus(s string) (LifecycleStatus, bool) { return parseEnum(lifecycleStatuses, s) }
+// ParseStatus returns the status named s.
+func ParseStatus(s string) (Status, bool) { return enum.Parse(statuses, s) }
 
 // Terminal reports whether a lifecycle in this status has ended: no event
 // is accepted any more.
-func (s LifecycleStatus) Terminal() bool {
+func (s Status) Terminal() bool {
 	switch s {
-	case LifecycleStatusApplied, LifecycleStatusRejected, LifecycleStatusInconclusive,
-		LifecycleStatusFailed, LifecycleStatusCancelled:
+	case StatusApplied, StatusRejected, StatusInconclusive,
+		StatusFailed, StatusCancelled:
 		return true
 	}
 	return false
 }
 
-// LifecycleReason says why a lifecycle ended ("" while it has not).
-type LifecycleReason string
+// Reason says why a lifecycle ended ("" while it has not).
+type Reason string
 
 const (
-	LifecycleReasonApplied                  LifecycleReason = "applied"
-	LifecycleReasonPatchRejected            LifecycleReason = "patch_rejected"
-	LifecycleReasonRepairRejected           LifecycleReason = "repair_rejected"
-	LifecycleReasonVerificationRejected     LifecycleReason = "verification_rejected"
-	LifecycleReasonRepairExhausted          LifecycleReason = "repair_exhausted"
-	LifecycleReasonVerificationInconclusive LifecycleReason = "verification_inconclusive"
-	LifecycleReasonTestEvidenceMissing      LifecycleReason = "test_evidence_missing"
-	LifecycleReasonTestEvidenceUnavailable  LifecycleReason = "test_evidence_unavailable"
-	LifecycleReasonWorkerFailed             LifecycleReason = "worker_failed"
-	LifecycleReasonFailClosed               LifecycleReason = "fail_closed"
-	LifecycleReasonBudgetExhausted          LifecycleReason = "budget_exhausted"
-	LifecycleReasonCancelled                LifecycleReason = "cancelled"
+	ReasonApplied                  Reason = "applied"
+	ReasonPatchRejected            Reason = "patch_rejected"
+	ReasonRepairRejected           Reason = "repair_rejected"
+	ReasonVerificationRejected     Reason = "verification_rejected"
+	ReasonRepairExhausted          Reason = "repair_exhausted"
+	ReasonVerificationInconclusive Reason = "verification_inconclusive"
+	ReasonTestEvidenceMissing      Reason = "test_evidence_missing"
+	ReasonTestEvidenceUnavailable  Reason = "test_evidence_unavailable"
+	ReasonWorkerFailed             Reason = "worker_failed"
+	ReasonFailClosed               Reason = "fail_closed"
+	ReasonBudgetExhausted          Reason = "budget_exhausted"
+	ReasonCancelled                Reason = "cancelled"
 )
 
-// lifecycleReasonStatus is the terminal status each reason belongs to.
-var lifecycleReasonStatus = map[LifecycleReason]LifecycleStatus{
-	LifecycleReasonApplied:                  LifecycleStatusApplied,
-	LifecycleReasonPatchRejected:            LifecycleStatusRejected,
-	LifecycleReasonRepairRejected:           LifecycleStatusRejected,
-	LifecycleReasonVerificationRejected:     LifecycleStatusRejected,
-	LifecycleReasonRepairExhausted:          LifecycleStatusRejected,
-	LifecycleReasonVerificationInconclusive: LifecycleStatusInconclusive,
-	LifecycleReasonTestEvidenceMissing:      LifecycleStatusFailed,
-	LifecycleReasonTestEvidenceUnavailable:  LifecycleStatusFailed,
-	LifecycleReasonWorkerFailed:             LifecycleStatusFailed,
-	LifecycleReasonFailClosed:               LifecycleStatusFailed,
-	LifecycleReasonBudgetExhausted:          LifecycleStatusFailed,
-	LifecycleReasonCancelled:                LifecycleStatusCancelled,
+// reasonStatus is the terminal status each reason belongs to.
+var reasonStatus = map[Reason]Status{
+	ReasonApplied:                  StatusApplied,
+	ReasonPatchRejected:            StatusRejected,
+	ReasonRepairRejected:           StatusRejected,
+	ReasonVerificationRejected:     StatusRejected,
+	ReasonRepairExhausted:          StatusRejected,
+	ReasonVerificationInconclusive: StatusInconclusive,
+	ReasonTestEvidenceMissing:      StatusFailed,
+	ReasonTestEvidenceUnavailable:  StatusFailed,
+	ReasonWorkerFailed:             StatusFailed,
+	ReasonFailClosed:               StatusFailed,
+	ReasonBudgetExhausted:          StatusFailed,
+	ReasonCancelled:                StatusCancelled,
 }
 
-func (r LifecycleReason) String() string { return string(r) }
+func (r Reason) String() string { return string(r) }
 
 // Bounds of the lifecycle. Everything a worker completion carries is
 // bounded by these, so a journal row has a known maximum size.
 const (
-	// LifecycleRepairReservations is how many repairs a lifecycle may use.
-	LifecycleRepairReservations = 1
-	// LifecycleMaxRetries is how often one phase run may be retried after
+	// RepairReservations is how many repairs a lifecycle may use.
+	RepairReservations = 1
+	// MaxRetries is how often one phase run may be retried after
 	// an ordinary adapter failure (a crash, a timeout, an invalid result).
-	LifecycleMaxRetries = 1
-	// LifecycleMaxTestPlans bounds the frozen certified test plans.
-	LifecycleMaxTestPlans = 32
-	// LifecycleMaxEvidence bounds the certified artifacts explore returns.
-	LifecycleMaxEvidence = 16
-	// LifecycleMaxFindings bounds a review's findings.
-	LifecycleMaxFindings = 16
-	// LifecycleMaxReasons bounds the reasons of a rejected patch.
-	LifecycleMaxReasons = 8
-	// LifecycleMaxTextBytes bounds one reason, finding or criterion note.
-	LifecycleMaxTextBytes = 512
-	// LifecycleMaxRepairBytes bounds a verifier's repair instructions.
-	LifecycleMaxRepairBytes = 2000
-	// LifecycleMaxWorkerRuns, LifecycleMaxTokens and LifecycleMaxWallMs
-	// bound a budget, and LifecycleMaxTokens and LifecycleMaxWallMs also
+	MaxRetries = 1
+	// MaxTestPlans bounds the frozen certified test plans.
+	MaxTestPlans = 32
+	// MaxEvidence bounds the certified artifacts explore returns.
+	MaxEvidence = 16
+	// MaxFindings bounds a review's findings.
+	MaxFindings = 16
+	// MaxReasons bounds the reasons of a rejected patch.
+	MaxReasons = 8
+	// MaxTextBytes bounds one reason, finding or criterion note.
+	MaxTextBytes = 512
+	// MaxRepairBytes bounds a verifier's repair instructions.
+	MaxRepairBytes = 2000
+	// MaxWorkerRuns, MaxTokens and MaxWallMs
+	// bound a budget, and MaxTokens and MaxWallMs also
 	// what one run may report, so no sum can overflow.
-	LifecycleMaxWorkerRuns = 64
-	LifecycleMaxTokens     = int64(1) << 36
-	LifecycleMaxWallMs     = int64(24 * 60 * 60 * 1000)
-	// LifecycleMaxRunsPerPhase bounds the worker runs one adapter run may
+	MaxWorkerRuns = 64
+	MaxTokens     = int64(1) << 36
+	MaxWallMs     = int64(24 * 60 * 60 * 1000)
+	// MaxRunsPerPhase bounds the worker runs one adapter run may
 	// count for (explore: one evidence worker per need).
-	LifecycleMaxRunsPerPhase = 8
+	MaxRunsPerPhase = 8
 )
 
-// LifecycleInvocationID is the deterministic identity of one adapter
+// InvocationID is the deterministic identity of one adapter
 // invocation: the same lifecycle, phase and attempt always give the same
 // id, so an adapter can find the side effects of an attempt whose
 // transition never committed and not repeat them.
-func LifecycleInvocationID(lifecycle string, phase Phase, attempt int) string {
-	return mustID(tagLifecycleInvocation, struct {
+func InvocationID(lifecycle string, phase Phase, attempt int) string {
+	return contentid.MustOf(tagInvocation, struct {
 		Lifecycle string `json:"lifecycle_id"`
 		Phase     Phase  `json:"phase"`
 		Attempt   int    `json:"attempt"`
 	}{lifecycle, phase, attempt})
 }
 
-// StepLifecycle applies one event to a state. It returns the next state
+// Step applies one event to a state. It returns the next state
 // and the effects to carry out, or a refusal (an *Error whose cause is a
-// *LifecycleStepError) and the state unchanged. It never panics on any
+// *StepError) and the state unchanged. It never panics on any
 // event value, and it never aliases the event's slices into the state.
-func StepLifecycle(s LifecycleState, ev LifecycleEvent) (LifecycleState, []LifecycleEffect, error) {
+func Step(s State, ev Event) (State, []Effect, error) {
 	if ev == nil {
-		return s, nil, refuse(s, "", LifecycleRefusalInvalidPayload, "no event")
+		return s, nil, refuse(s, "", RefusalInvalidPayload, "no event")
 	}
 	if err := ev.validate(); err != nil {
-		return s, nil, refuse(s, ev.Kind(), LifecycleRefusalInvalidPayload, "%v", err)
+		return s, nil, refuse(s, ev.Kind(), RefusalInvalidPayload, "%v", err)
 	}
 	if !slices.Contains(s.expects(), ev.Kind()) {
-		code := LifecycleRefusalIllegalTransition
+		code := RefusalIllegalTransition
 		if s.Status.Terminal() {
-			code = LifecycleRefusalTerminal
+			code = RefusalTerminal
 		}
-		return s, nil, refuse(s, ev.Kind(), code, "%s is not accepted in %s", ev.Kind(), s.where())
+		return s, nil, refuse(s, ev.Kind(), code, "%s is not accepted in %s", ev.Kind(), s.Where())
 	}
 	next := s.clone()
-	var fx []LifecycleEffect
+	var fx []Effect
 	var err error
 	switch ev := ev.(type) {
-	case LifecycleCreated:
+	case Created:
 		next = created(ev)
-	case LifecycleExploreCompleted:
+	case ExploreCompleted:
 		err = next.explored(ev)
-	case LifecycleImplementCompleted:
+	case ImplementCompleted:
 		err = next.implemented(ev)
-	case LifecycleTestCompleted:
+	case TestCompleted:
 		err = next.tested(ev)
-	case LifecycleReviewCompleted:
+	case ReviewCompleted:
 		err = next.reviewed(ev)
-	case LifecycleVerifyCompleted:
+	case VerifyCompleted:
 		fx, err = next.verified(ev)
-	case LifecyclePhaseFailed:
+	case PhaseFailed:
 		err = next.phaseFailed(ev)
-	case LifecycleApprovalGranted:
+	case ApprovalGranted:
 		err = next.approved(s, ev)
-	case LifecycleApplyStarted:
+	case ApplyStarted:
 		err = next.applyStarted(ev)
-	case LifecycleApplyConflicted:
+	case ApplyConflicted:
 		next.ApplyConflicts++
-	case LifecycleApplyCompleted:
+	case ApplyCompleted:
 		err = next.applyCompleted(ev)
-	case LifecycleApplyRolledBack:
+	case ApplyRolledBack:
 		err = next.applyRolledBack(ev)
-	case LifecycleCancelRequested:
-		next.end(LifecycleReasonCancelled)
+	case CancelRequested:
+		next.end(ReasonCancelled)
 	default:
 		err = fmt.Errorf("unknown event type %T", ev)
 	}
 	if err != nil {
-		var se *LifecycleStepError
+		var se *StepError
 		if !errors.As(err, &se) {
-			return s, nil, refuse(s, ev.Kind(), LifecycleRefusalInvalidPayload, "%v", err)
+			return s, nil, refuse(s, ev.Kind(), RefusalInvalidPayload, "%v", err)
 		}
 		se.Phase, se.Status, se.Event = s.Phase, s.Status, ev.Kind()
-		return s, nil, &Error{Op: "lifecycle.step", Kind: se.Code.kind(), Err: se}
+		return s, nil, se
 	}
 	next.Seq = s.Seq + 1
-	return next, append(fx, LifecyclePending(next)...), nil
+	return next, append(fx, Pending(next)...), nil
 }
 
 // expects lists the event kinds a state accepts; everything else is an
 // illegal transition. Workers' completions are accepted only for the
 // running phase, and only from its current invocation (checked later).
-func (s LifecycleState) expects() []LifecycleEventKind {
+func (s State) expects() []EventKind {
 	switch s.Status {
 	case "":
-		return []LifecycleEventKind{LifecycleEventCreated}
-	case LifecycleStatusRunning:
-		return []LifecycleEventKind{completionKind[s.Phase], LifecycleEventPhaseFailed, LifecycleEventCancelRequested}
-	case LifecycleStatusAwaitingApproval:
-		return []LifecycleEventKind{LifecycleEventApprovalGranted, LifecycleEventCancelRequested}
-	case LifecycleStatusApproved:
-		return []LifecycleEventKind{LifecycleEventApplyStarted, LifecycleEventApplyConflicted, LifecycleEventCancelRequested}
-	case LifecycleStatusApplying:
+		return []EventKind{EventCreated}
+	case StatusRunning:
+		return []EventKind{completionKind[s.Phase], EventPhaseFailed, EventCancelRequested}
+	case StatusAwaitingApproval:
+		return []EventKind{EventApprovalGranted, EventCancelRequested}
+	case StatusApproved:
+		return []EventKind{EventApplyStarted, EventApplyConflicted, EventCancelRequested}
+	case StatusApplying:
 		// No cancellation while files move: the apply ends all-or-nothing.
-		return []LifecycleEventKind{LifecycleEventApplyCompleted, LifecycleEventApplyRolledBack}
+		return []EventKind{EventApplyCompleted, EventApplyRolledBack}
 	}
 	return nil
 }
 
 // completionKind is the completion event of each worker phase.
-var completionKind = map[Phase]LifecycleEventKind{
-	PhaseExplore:   LifecycleEventExploreCompleted,
-	PhaseImplement: LifecycleEventImplementCompleted,
-	PhaseTest:      LifecycleEventTestCompleted,
-	PhaseReview:    LifecycleEventReviewCompleted,
-	PhaseVerify:    LifecycleEventVerifyCompleted,
+var completionKind = map[Phase]EventKind{
+	PhaseExplore:   EventExploreCompleted,
+	PhaseImplement: EventImplementCompleted,
+	PhaseTest:      EventTestCompleted,
+	PhaseReview:    EventReviewCompleted,
+	PhaseVerify:    EventVerifyCompleted,
 }
 
-func created(ev LifecycleCreated) LifecycleState {
-	s := LifecycleState{
+func created(ev Created) State {
+	s := State{
 		Lifecycle: ev.Lifecycle,
 		Freeze:    ev.Freeze.clone(),
 		Round:     1,
@@ -322,30 +267,30 @@ func created(ev LifecycleCreated) LifecycleState {
 
 // enter starts a phase run: one more attempt of the phase, no retries yet.
 // Without budget left for a worker run the lifecycle fails instead.
-func (s *LifecycleState) enter(p Phase) {
+func (s *State) enter(p Phase) {
 	s.Phase, s.Retries = p, 0
 	s.invoke()
 }
 
 // invoke issues the next attempt of the current phase, or ends the
 // lifecycle when the budget cannot pay for another worker run.
-func (s *LifecycleState) invoke() {
+func (s *State) invoke() {
 	if s.Usage.exhausts(s.Freeze.Budget) {
-		s.end(LifecycleReasonBudgetExhausted)
+		s.end(ReasonBudgetExhausted)
 		return
 	}
-	s.Status = LifecycleStatusRunning
+	s.Status = StatusRunning
 	*s.Attempts.of(s.Phase)++
 }
 
 // end makes the lifecycle terminal for reason, in the current phase.
-func (s *LifecycleState) end(reason LifecycleReason) {
-	s.Status, s.Reason = lifecycleReasonStatus[reason], reason
+func (s *State) end(reason Reason) {
+	s.Status, s.Reason = reasonStatus[reason], reason
 }
 
 // charge counts one finished adapter run: its worker runs and what it
 // reported.
-func (s *LifecycleState) charge(c LifecycleCost) {
+func (s *State) charge(c Cost) {
 	s.Usage.WorkerRuns += c.runs()
 	s.Usage.ExtraRuns += c.runs() - 1
 	s.Usage.Tokens += c.Tokens
@@ -355,19 +300,19 @@ func (s *LifecycleState) charge(c LifecycleCost) {
 // answers checks that a completion answers the current invocation: a
 // completion of an earlier attempt, another phase or another lifecycle is
 // stale and can never advance the lifecycle.
-func (s *LifecycleState) answers(invocation string) error {
+func (s *State) answers(invocation string) error {
 	if want := s.invocation(); invocation != want {
-		return stepErr(LifecycleRefusalStaleInvocation, "invocation %s is not the current one (%s attempt %d is %s)",
+		return stepErr(RefusalStaleInvocation, "invocation %s is not the current one (%s attempt %d is %s)",
 			invocation, s.Phase, *s.Attempts.of(s.Phase), want)
 	}
 	return nil
 }
 
-func (s *LifecycleState) invocation() string {
-	return LifecycleInvocationID(s.Lifecycle, s.Phase, *s.Attempts.of(s.Phase))
+func (s *State) invocation() string {
+	return InvocationID(s.Lifecycle, s.Phase, *s.Attempts.of(s.Phase))
 }
 
-func (s *LifecycleState) explored(ev LifecycleExploreCompleted) error {
+func (s *State) explored(ev ExploreCompleted) error {
 	if err := s.answers(ev.Invocation); err != nil {
 		return err
 	}
@@ -377,54 +322,54 @@ func (s *LifecycleState) explored(ev LifecycleExploreCompleted) error {
 	return nil
 }
 
-func (s *LifecycleState) implemented(ev LifecycleImplementCompleted) error {
+func (s *State) implemented(ev ImplementCompleted) error {
 	if err := s.answers(ev.Invocation); err != nil {
 		return err
 	}
 	if ev.Base != s.Freeze.Snapshot {
-		return stepErr(LifecycleRefusalWrongArtifact, "the patch is based on %s, not the frozen snapshot %s", ev.Base, s.Freeze.Snapshot)
+		return stepErr(RefusalWrongArtifact, "the patch is based on %s, not the frozen snapshot %s", ev.Base, s.Freeze.Snapshot)
 	}
-	if ev.Outcome == LifecyclePatchAccepted && ev.Patch == s.Prior.Patch {
-		return stepErr(LifecycleRefusalWrongArtifact, "the repair patch %s is the patch it repairs", ev.Patch)
+	if ev.Outcome == PatchAccepted && ev.Patch == s.Prior.Patch {
+		return stepErr(RefusalWrongArtifact, "the repair patch %s is the patch it repairs", ev.Patch)
 	}
 	s.charge(ev.Cost)
-	if ev.Outcome == LifecyclePatchRejected {
+	if ev.Outcome == PatchRejected {
 		if s.Round == 1 {
-			s.end(LifecycleReasonPatchRejected)
+			s.end(ReasonPatchRejected)
 		} else {
-			s.end(LifecycleReasonRepairRejected)
+			s.end(ReasonRepairRejected)
 		}
 		return nil
 	}
-	s.Patch = LifecyclePatchRef{ID: ev.Patch, Files: ev.Files, Bytes: ev.Bytes}
+	s.Patch = PatchRef{ID: ev.Patch, Files: ev.Files, Bytes: ev.Bytes}
 	s.enter(PhaseTest)
 	return nil
 }
 
-func (s *LifecycleState) tested(ev LifecycleTestCompleted) error {
+func (s *State) tested(ev TestCompleted) error {
 	if err := s.answers(ev.Invocation); err != nil {
 		return err
 	}
 	e := ev.Evidence
 	if e.Patch != s.Patch.ID {
-		return stepErr(LifecycleRefusalWrongArtifact, "the test evidence is for patch %s, not the current %s", e.Patch, s.Patch.ID)
+		return stepErr(RefusalWrongArtifact, "the test evidence is for patch %s, not the current %s", e.Patch, s.Patch.ID)
 	}
-	got := map[string]LifecycleTestOutcome{}
+	got := map[string]TestOutcome{}
 	for _, r := range e.Results {
 		if _, ok := slices.BinarySearch(s.Freeze.TestPlans, r.Plan); !ok {
-			return stepErr(LifecycleRefusalWrongArtifact, "test plan %s is not one the lifecycle froze", r.Plan)
+			return stepErr(RefusalWrongArtifact, "test plan %s is not one the lifecycle froze", r.Plan)
 		}
 		got[r.Plan] = r.Outcome
 	}
 	s.charge(ev.Cost)
-	sum := LifecycleTestSummary{Evidence: e.ID()}
+	sum := TestSummary{Evidence: e.ID()}
 	for _, plan := range s.Freeze.TestPlans {
 		switch outcome, ok := got[plan]; {
 		case !ok:
 			sum.Missing++
-		case outcome == LifecycleTestPassed:
+		case outcome == TestPassed:
 			sum.Passed++
-		case outcome == LifecycleTestFailed:
+		case outcome == TestFailed:
 			sum.Failed++
 		default:
 			sum.Errors++
@@ -433,31 +378,31 @@ func (s *LifecycleState) tested(ev LifecycleTestCompleted) error {
 	s.Tests = sum
 	switch {
 	case sum.Missing > 0:
-		s.end(LifecycleReasonTestEvidenceMissing)
+		s.end(ReasonTestEvidenceMissing)
 	case sum.Errors > 0:
-		s.end(LifecycleReasonTestEvidenceUnavailable)
+		s.end(ReasonTestEvidenceUnavailable)
 	default:
 		s.enter(PhaseReview)
 	}
 	return nil
 }
 
-func (s *LifecycleState) reviewed(ev LifecycleReviewCompleted) error {
+func (s *State) reviewed(ev ReviewCompleted) error {
 	if err := s.answers(ev.Invocation); err != nil {
 		return err
 	}
 	r := ev.Review
 	switch {
 	case r.Patch != s.Patch.ID:
-		return stepErr(LifecycleRefusalWrongArtifact, "the review is of patch %s, not the current %s", r.Patch, s.Patch.ID)
-	case r.Reviewer != s.Freeze.profile(LifecycleRoleReviewer):
-		return stepErr(LifecycleRefusalWrongArtifact, "the review was not made by the frozen reviewer profile")
+		return stepErr(RefusalWrongArtifact, "the review is of patch %s, not the current %s", r.Patch, s.Patch.ID)
+	case r.Reviewer != s.Freeze.Profile(RoleReviewer):
+		return stepErr(RefusalWrongArtifact, "the review was not made by the frozen reviewer profile")
 	case !slices.Equal(r.Criteria, s.Freeze.Criteria):
-		return stepErr(LifecycleRefusalWrongArtifact, "the review did not consume the frozen criterion digests")
+		return stepErr(RefusalWrongArtifact, "the review did not consume the frozen criterion digests")
 	}
 	for _, f := range r.Findings {
 		if f.Criterion > len(s.Freeze.Criteria) {
-			return stepErr(LifecycleRefusalWrongArtifact, "a finding names criterion %d of %d", f.Criterion, len(s.Freeze.Criteria))
+			return stepErr(RefusalWrongArtifact, "a finding names criterion %d of %d", f.Criterion, len(s.Freeze.Criteria))
 		}
 	}
 	s.charge(ev.Cost)
@@ -470,47 +415,47 @@ func (s *LifecycleState) reviewed(ev LifecycleReviewCompleted) error {
 // frozen verifier profile, judge the current patch with the current test
 // evidence, and be consistent: verified needs every criterion met and
 // every test passed, repairable needs repair instructions.
-func (s *LifecycleState) verified(ev LifecycleVerifyCompleted) ([]LifecycleEffect, error) {
+func (s *State) verified(ev VerifyCompleted) ([]Effect, error) {
 	if err := s.answers(ev.Invocation); err != nil {
 		return nil, err
 	}
 	v := ev.Verification
 	switch {
-	case v.Verifier != s.Freeze.profile(LifecycleRoleVerifier):
-		return nil, stepErr(LifecycleRefusalWrongArtifact, "the verification was not made by the frozen verifier profile (role %s)", v.Verifier.Role)
+	case v.Verifier != s.Freeze.Profile(RoleVerifier):
+		return nil, stepErr(RefusalWrongArtifact, "the verification was not made by the frozen verifier profile (role %s)", v.Verifier.Role)
 	case v.ID() == s.Review:
-		return nil, stepErr(LifecycleRefusalWrongArtifact, "the review artifact cannot stand for the verification")
+		return nil, stepErr(RefusalWrongArtifact, "the review artifact cannot stand for the verification")
 	case v.Patch != s.Patch.ID:
-		return nil, stepErr(LifecycleRefusalWrongArtifact, "the verification judges patch %s, not the current %s", v.Patch, s.Patch.ID)
+		return nil, stepErr(RefusalWrongArtifact, "the verification judges patch %s, not the current %s", v.Patch, s.Patch.ID)
 	case v.TestEvidence != s.Tests.Evidence:
-		return nil, stepErr(LifecycleRefusalWrongArtifact, "the verification cites test evidence %s, not the current %s", v.TestEvidence, s.Tests.Evidence)
+		return nil, stepErr(RefusalWrongArtifact, "the verification cites test evidence %s, not the current %s", v.TestEvidence, s.Tests.Evidence)
 	case len(v.Criteria) != len(s.Freeze.Criteria):
-		return nil, stepErr(LifecycleRefusalWrongArtifact, "the verification judges %d criteria, not the %d frozen", len(v.Criteria), len(s.Freeze.Criteria))
+		return nil, stepErr(RefusalWrongArtifact, "the verification judges %d criteria, not the %d frozen", len(v.Criteria), len(s.Freeze.Criteria))
 	}
 	met := true
 	for i, c := range v.Criteria {
 		if c.Criterion != i+1 || c.Digest != s.Freeze.Criteria[i] {
-			return nil, stepErr(LifecycleRefusalWrongArtifact, "criterion %d of the verification is not the frozen criterion %d", c.Criterion, i+1)
+			return nil, stepErr(RefusalWrongArtifact, "criterion %d of the verification is not the frozen criterion %d", c.Criterion, i+1)
 		}
 		met = met && c.Status == CriterionMet
 	}
 	switch {
 	case v.Outcome == VerdictVerified && !met:
-		return nil, stepErr(LifecycleRefusalInconsistentVerdict, "verified, but not every criterion is met")
+		return nil, stepErr(RefusalInconsistentVerdict, "verified, but not every criterion is met")
 	case v.Outcome == VerdictVerified && s.Tests.Failed > 0:
-		return nil, stepErr(LifecycleRefusalInconsistentVerdict, "verified, but %d test(s) failed", s.Tests.Failed)
+		return nil, stepErr(RefusalInconsistentVerdict, "verified, but %d test(s) failed", s.Tests.Failed)
 	case (v.Outcome == VerdictRepairable) != (v.Repair != ""):
-		return nil, stepErr(LifecycleRefusalInconsistentVerdict, "repair instructions come with a repairable verdict and only with it")
+		return nil, stepErr(RefusalInconsistentVerdict, "repair instructions come with a repairable verdict and only with it")
 	}
 	s.charge(ev.Cost)
-	s.Verification = LifecycleVerificationRef{ID: v.ID(), Outcome: v.Outcome}
+	s.Verification = VerificationRef{ID: v.ID(), Outcome: v.Outcome}
 	switch v.Outcome {
 	case VerdictVerified:
-		s.Phase, s.Status, s.Retries = PhaseApply, LifecycleStatusAwaitingApproval, 0
+		s.Phase, s.Status, s.Retries = PhaseApply, StatusAwaitingApproval, 0
 	case VerdictRejected:
-		s.end(LifecycleReasonVerificationRejected)
+		s.end(ReasonVerificationRejected)
 	case VerdictInconclusive:
-		s.end(LifecycleReasonVerificationInconclusive)
+		s.end(ReasonVerificationInconclusive)
 	case VerdictRepairable:
 		return s.repair(), nil
 	}
@@ -519,43 +464,43 @@ func (s *LifecycleState) verified(ev LifecycleVerifyCompleted) ([]LifecycleEffec
 
 // repair consumes the one repair reservation and starts round 2 with the
 // implement phase; the reservation is written in the transition's own
-// transaction (LifecycleConsumeRepair). Without a reservation, or without
+// transaction (ConsumeRepair). Without a reservation, or without
 // budget for another run, the lifecycle ends instead and nothing is
 // consumed.
-func (s *LifecycleState) repair() []LifecycleEffect {
+func (s *State) repair() []Effect {
 	switch {
-	case s.RepairsUsed >= LifecycleRepairReservations:
-		s.end(LifecycleReasonRepairExhausted)
+	case s.RepairsUsed >= RepairReservations:
+		s.end(ReasonRepairExhausted)
 		return nil
 	case s.Usage.exhausts(s.Freeze.Budget):
-		s.end(LifecycleReasonBudgetExhausted)
+		s.end(ReasonBudgetExhausted)
 		return nil
 	}
 	s.RepairsUsed++
 	s.Round = 2
-	s.Prior = LifecyclePrior{Patch: s.Patch.ID, Verification: s.Verification.ID}
-	s.Patch, s.Tests, s.Review, s.Verification = LifecyclePatchRef{}, LifecycleTestSummary{}, "", LifecycleVerificationRef{}
+	s.Prior = Prior{Patch: s.Patch.ID, Verification: s.Verification.ID}
+	s.Patch, s.Tests, s.Review, s.Verification = PatchRef{}, TestSummary{}, "", VerificationRef{}
 	s.enter(PhaseImplement)
-	return []LifecycleEffect{LifecycleConsumeRepair{Change: s.Freeze.ChangeID, Verification: s.Prior.Verification}}
+	return []Effect{ConsumeRepair{Change: s.Freeze.ChangeID, Verification: s.Prior.Verification}}
 }
 
 // phaseFailed takes an adapter failure. An ordinary failure is retried
 // once per phase run (a new attempt, a new invocation id); a fail-closed
 // failure (sandbox escape, checkout corruption, unverifiable cleanup) ends
 // the lifecycle at once.
-func (s *LifecycleState) phaseFailed(ev LifecyclePhaseFailed) error {
+func (s *State) phaseFailed(ev PhaseFailed) error {
 	if ev.Phase != s.Phase {
-		return stepErr(LifecycleRefusalStaleInvocation, "a failure of %s cannot end %s", ev.Phase, s.Phase)
+		return stepErr(RefusalStaleInvocation, "a failure of %s cannot end %s", ev.Phase, s.Phase)
 	}
 	if err := s.answers(ev.Invocation); err != nil {
 		return err
 	}
 	s.charge(ev.Cost)
 	switch {
-	case ev.Failure == LifecycleFailureFailClosed:
-		s.end(LifecycleReasonFailClosed)
-	case s.Retries >= LifecycleMaxRetries:
-		s.end(LifecycleReasonWorkerFailed)
+	case ev.Failure == FailureFailClosed:
+		s.end(ReasonFailClosed)
+	case s.Retries >= MaxRetries:
+		s.end(ReasonWorkerFailed)
 	default:
 		s.Retries++
 		s.invoke()
@@ -566,75 +511,75 @@ func (s *LifecycleState) phaseFailed(ev LifecyclePhaseFailed) error {
 // approved binds the user's approval to exactly what the user saw: the
 // current patch, the current verification and the digest of the state
 // awaiting approval. An approval for anything older is refused.
-func (s *LifecycleState) approved(prev LifecycleState, ev LifecycleApprovalGranted) error {
-	want := prev.binding()
+func (s *State) approved(prev State, ev ApprovalGranted) error {
+	want := prev.Binding()
 	b := ev.Binding
 	switch {
 	case b.Patch != want.Patch:
-		return stepErr(LifecycleRefusalApprovalMismatch, "the approval is for patch %s; the current patch is %s", b.Patch, want.Patch)
+		return stepErr(RefusalApprovalMismatch, "the approval is for patch %s; the current patch is %s", b.Patch, want.Patch)
 	case b.Verification != want.Verification:
-		return stepErr(LifecycleRefusalApprovalMismatch, "the approval is for verification %s; the current verification is %s", b.Verification, want.Verification)
+		return stepErr(RefusalApprovalMismatch, "the approval is for verification %s; the current verification is %s", b.Verification, want.Verification)
 	case b.Lifecycle != want.Lifecycle:
-		return stepErr(LifecycleRefusalApprovalMismatch, "the approval is for lifecycle digest %s; the current digest is %s", b.Lifecycle, want.Lifecycle)
+		return stepErr(RefusalApprovalMismatch, "the approval is for lifecycle digest %s; the current digest is %s", b.Lifecycle, want.Lifecycle)
 	}
 	s.Approval = b.id(s.Lifecycle)
-	s.Status = LifecycleStatusApproved
+	s.Status = StatusApproved
 	return nil
 }
 
-func (s *LifecycleState) binding() LifecycleApprovalBinding {
-	return LifecycleApprovalBinding{Patch: s.Patch.ID, Verification: s.Verification.ID, Lifecycle: s.Digest()}
+func (s *State) Binding() ApprovalBinding {
+	return ApprovalBinding{Patch: s.Patch.ID, Verification: s.Verification.ID, Lifecycle: s.Digest()}
 }
 
-func (s *LifecycleState) applyStarted(ev LifecycleApplyStarted) error {
+func (s *State) applyStarted(ev ApplyStarted) error {
 	in := ev.Intent
 	switch {
 	case in.Patch != s.Patch.ID:
-		return stepErr(LifecycleRefusalIntentMismatch, "the apply intent is for patch %s, not the approved %s", in.Patch, s.Patch.ID)
+		return stepErr(RefusalIntentMismatch, "the apply intent is for patch %s, not the approved %s", in.Patch, s.Patch.ID)
 	case in.Approval != s.Approval:
-		return stepErr(LifecycleRefusalIntentMismatch, "the apply intent cites approval %s, not %s", in.Approval, s.Approval)
+		return stepErr(RefusalIntentMismatch, "the apply intent cites approval %s, not %s", in.Approval, s.Approval)
 	case len(in.Files) != s.Patch.Files:
-		return stepErr(LifecycleRefusalIntentMismatch, "the apply intent lists %d files; the patch has %d", len(in.Files), s.Patch.Files)
+		return stepErr(RefusalIntentMismatch, "the apply intent lists %d files; the patch has %d", len(in.Files), s.Patch.Files)
 	}
 	s.ApplyIntent = in.ID()
-	s.Status = LifecycleStatusApplying
+	s.Status = StatusApplying
 	return nil
 }
 
-func (s *LifecycleState) applyCompleted(ev LifecycleApplyCompleted) error {
+func (s *State) applyCompleted(ev ApplyCompleted) error {
 	switch {
 	case ev.Intent != s.ApplyIntent:
-		return stepErr(LifecycleRefusalIntentMismatch, "apply intent %s is not the journaled %s", ev.Intent, s.ApplyIntent)
+		return stepErr(RefusalIntentMismatch, "apply intent %s is not the journaled %s", ev.Intent, s.ApplyIntent)
 	case ev.Files != s.Patch.Files:
-		return stepErr(LifecycleRefusalIntentMismatch, "%d files written; the intent has %d", ev.Files, s.Patch.Files)
+		return stepErr(RefusalIntentMismatch, "%d files written; the intent has %d", ev.Files, s.Patch.Files)
 	}
-	s.end(LifecycleReasonApplied)
+	s.end(ReasonApplied)
 	return nil
 }
 
 // applyRolledBack returns an interrupted or refused apply to approved: the
 // work tree holds none of the patch again, and apply may be asked again.
-func (s *LifecycleState) applyRolledBack(ev LifecycleApplyRolledBack) error {
+func (s *State) applyRolledBack(ev ApplyRolledBack) error {
 	if ev.Intent != s.ApplyIntent {
-		return stepErr(LifecycleRefusalIntentMismatch, "apply intent %s is not the journaled %s", ev.Intent, s.ApplyIntent)
+		return stepErr(RefusalIntentMismatch, "apply intent %s is not the journaled %s", ev.Intent, s.ApplyIntent)
 	}
 	s.ApplyIntent = ""
-	s.Status = LifecycleStatusApproved
+	s.Status = StatusApproved
 	return nil
 }
 
-// LifecyclePending is what a state asks the parent to do next: invoke the
+// Pending is what a state asks the parent to do next: invoke the
 // running phase's adapter, wait for the user, write the journaled apply, or
 // nothing more (done). The kernel calls it after replaying the journal, so
 // a crash between a commit and its effects loses nothing; it holds at most
 // one invocation (concurrency one).
-func LifecyclePending(s LifecycleState) []LifecycleEffect {
+func Pending(s State) []Effect {
 	switch s.Status {
 	case "":
 		return nil
-	case LifecycleStatusRunning:
-		inv := LifecycleInvoke{Phase: s.Phase, Round: s.Round, Attempt: *s.Attempts.of(s.Phase), Invocation: s.invocation(),
-			Profile: s.Freeze.profile(s.Phase.role())}
+	case StatusRunning:
+		inv := Invoke{Phase: s.Phase, Round: s.Round, Attempt: *s.Attempts.of(s.Phase), Invocation: s.invocation(),
+			Profile: s.Freeze.Profile(s.Phase.role())}
 		switch s.Phase {
 		case PhaseImplement:
 			inv.Patch, inv.RepairFrom = s.Prior.Patch, s.Prior.Verification
@@ -643,13 +588,13 @@ func LifecyclePending(s LifecycleState) []LifecycleEffect {
 		case PhaseVerify:
 			inv.Patch, inv.TestEvidence = s.Patch.ID, s.Tests.Evidence
 		}
-		return []LifecycleEffect{inv}
-	case LifecycleStatusAwaitingApproval:
-		return []LifecycleEffect{LifecycleAwaitApproval{Binding: s.binding()}}
-	case LifecycleStatusApproved:
-		return []LifecycleEffect{LifecycleAwaitApply{Patch: s.Patch.ID, Approval: s.Approval}}
-	case LifecycleStatusApplying:
-		return []LifecycleEffect{LifecycleWriteFiles{Intent: s.ApplyIntent}}
+		return []Effect{inv}
+	case StatusAwaitingApproval:
+		return []Effect{AwaitApproval{Binding: s.Binding()}}
+	case StatusApproved:
+		return []Effect{AwaitApply{Patch: s.Patch.ID, Approval: s.Approval}}
+	case StatusApplying:
+		return []Effect{WriteFiles{Intent: s.ApplyIntent}}
 	}
-	return []LifecycleEffect{LifecycleDone{Status: s.Status, Reason: s.Reason}}
+	return []Effect{Done{Status: s.Status, Reason: s.Reason}}
 }

@@ -1,4 +1,4 @@
-package product
+package lifecycle
 
 import (
 	"errors"
@@ -13,49 +13,49 @@ import (
 // seeded random bytes (and, under go test -fuzz, from the fuzzer), checked
 // step by step and replayed from their journal.
 
-// lifecycleRun plays events through StepLifecycle the way a kernel would,
+// run plays events through Step the way a kernel would,
 // keeping the journal of accepted events, and checks the machine's
 // properties at every step.
-type lifecycleRun struct {
+type run struct {
 	tb          testing.TB
-	state       LifecycleState
+	state       State
 	journal     []journalRow
 	invocations map[string]bool
-	history     []LifecycleState
+	history     []State
 }
 
 // journalRow is an accepted event in its journal form.
 type journalRow struct {
-	kind    LifecycleEventKind
+	kind    EventKind
 	payload []byte
 	digest  string
 }
 
-func newLifecycleRun(tb testing.TB) *lifecycleRun {
-	return &lifecycleRun{tb: tb, invocations: map[string]bool{}, history: []LifecycleState{{}}}
+func newRun(tb testing.TB) *run {
+	return &run{tb: tb, invocations: map[string]bool{}, history: []State{{}}}
 }
 
 // step applies ev and checks: a refusal changes nothing and is typed; an
 // accepted event yields a state that holds every invariant, survives its
 // canonical encoding, moves Seq by one, returns exactly the transactional
-// effects and then LifecyclePending of the new state with at most one
+// effects and then Pending of the new state with at most one
 // invocation (never one issued before), and steps the same from its
 // journal form.
-func (r *lifecycleRun) step(ev LifecycleEvent) ([]LifecycleEffect, error) {
+func (r *run) step(ev Event) ([]Effect, error) {
 	tb := r.tb
 	tb.Helper()
 	prev := r.state
 	saved := prev.clone()
-	next, fx, err := StepLifecycle(prev, ev)
+	next, fx, err := Step(prev, ev)
 	if !cmp.Equal(prev, saved) {
-		tb.Fatalf("StepLifecycle changed its input state")
+		tb.Fatalf("Step changed its input state")
 	}
 	if err != nil {
-		var se *LifecycleStepError
-		if !errors.As(err, &se) || KindOf(err) != se.Code.kind() || fx != nil || !cmp.Equal(next, saved) {
+		var se *StepError
+		if !errors.As(err, &se) || fx != nil || !cmp.Equal(next, saved) {
 			tb.Fatalf("refusal %v: not typed, or it returned effects %v or another state", err, fx)
 		}
-		if prev.Status.Terminal() && se.Code != LifecycleRefusalTerminal && se.Code != LifecycleRefusalInvalidPayload {
+		if prev.Status.Terminal() && se.Code != RefusalTerminal && se.Code != RefusalInvalidPayload {
 			tb.Fatalf("a terminal state refused with %s", se.Code)
 		}
 		return nil, err
@@ -65,19 +65,19 @@ func (r *lifecycleRun) step(ev LifecycleEvent) ([]LifecycleEffect, error) {
 	}
 	nextDigest := next.Digest()
 	if err := next.check(); err != nil {
-		tb.Fatalf("after %s in %s: invalid state: %v\n%s", ev.Kind(), prev.where(), err, next.Canonical())
+		tb.Fatalf("after %s in %s: invalid state: %v\n%s", ev.Kind(), prev.Where(), err, next.Canonical())
 	}
 	if next.Seq != prev.Seq+1 || next.RepairsUsed < prev.RepairsUsed {
 		tb.Fatalf("seq %d -> %d, repairs %d -> %d", prev.Seq, next.Seq, prev.RepairsUsed, next.RepairsUsed)
 	}
-	decoded, err := DecodeLifecycleState(next.Canonical())
+	decoded, err := DecodeState(next.Canonical())
 	if err != nil || decoded.Digest() != nextDigest {
 		tb.Fatalf("the canonical state does not decode to itself: %v", err)
 	}
-	pending := LifecyclePending(next)
-	var tx []LifecycleEffect
+	pending := Pending(next)
+	var tx []Effect
 	for _, e := range fx {
-		if _, ok := e.(LifecycleConsumeRepair); ok {
+		if _, ok := e.(ConsumeRepair); ok {
 			tx = append(tx, e)
 		}
 	}
@@ -87,18 +87,18 @@ func (r *lifecycleRun) step(ev LifecycleEvent) ([]LifecycleEffect, error) {
 	if len(tx) == 1 && (next.RepairsUsed != 1 || prev.RepairsUsed != 0) {
 		tb.Fatalf("consume-repair without consuming the reservation")
 	}
-	if inv, ok := pending[0].(LifecycleInvoke); ok {
+	if inv, ok := pending[0].(Invoke); ok {
 		if r.invocations[inv.Invocation] {
 			tb.Fatalf("invocation %s issued twice", inv.Invocation)
 		}
 		r.invocations[inv.Invocation] = true
 	}
-	kind, payload, digest := EncodeLifecycleEvent(ev)
-	again, err := DecodeLifecycleEvent(string(kind), payload)
-	if err != nil || LifecycleEventDigest(again) != digest {
+	kind, payload, digest := EncodeEvent(ev)
+	again, err := DecodeEvent(string(kind), payload)
+	if err != nil || EventDigest(again) != digest {
 		tb.Fatalf("the journal form of %s does not decode to itself: %v\n%s", kind, err, payload)
 	}
-	if replayed, _, err := StepLifecycle(prev, again); err != nil || replayed.Digest() != nextDigest {
+	if replayed, _, err := Step(prev, again); err != nil || replayed.Digest() != nextDigest {
 		tb.Fatalf("the decoded %s steps differently: %v", kind, err)
 	}
 	r.state = next
@@ -109,18 +109,18 @@ func (r *lifecycleRun) step(ev LifecycleEvent) ([]LifecycleEffect, error) {
 
 // replay rebuilds the state from the journal alone, checking each payload
 // digest as a reader of change_events would.
-func (r *lifecycleRun) replay() LifecycleState {
+func (r *run) replay() State {
 	r.tb.Helper()
-	s := LifecycleState{}
+	s := State{}
 	for i, row := range r.journal {
-		ev, err := DecodeLifecycleEvent(string(row.kind), row.payload)
+		ev, err := DecodeEvent(string(row.kind), row.payload)
 		if err != nil {
 			r.tb.Fatalf("journal row %d: %v", i+1, err)
 		}
-		if LifecycleEventDigest(ev) != row.digest {
+		if EventDigest(ev) != row.digest {
 			r.tb.Fatalf("journal row %d: payload digest mismatch", i+1)
 		}
-		if s, _, err = StepLifecycle(s, ev); err != nil {
+		if s, _, err = Step(s, ev); err != nil {
 			r.tb.Fatalf("journal row %d does not replay: %v", i+1, err)
 		}
 	}
@@ -152,39 +152,39 @@ func (e *entropy) chance(k int) bool { return int(e.byte()) < k }
 // event of any kind, sometimes a stale or mis-bound one, sometimes a
 // malformed one. It reads the state's fields, never the machine's
 // transition logic.
-func genEvent(e *entropy, s LifecycleState, history []LifecycleState) LifecycleEvent {
-	kind := lifecycleEventKinds[e.intn(len(lifecycleEventKinds))]
+func genEvent(e *entropy, s State, history []State) Event {
+	kind := eventKinds[e.intn(len(eventKinds))]
 	if !e.chance(48) {
 		kind = plausibleKind(e, s)
 	}
-	ev := wellFormed(s, kind)
+	ev := WellFormed(s, kind)
 	switch ev := ev.(type) {
-	case LifecycleExploreCompleted:
+	case ExploreCompleted:
 		ev.Evidence = ev.Evidence[:e.intn(2)]
 		ev.Cost = genCost(e)
 		if e.chance(48) {
-			ev.Cost.Runs = 2 + e.intn(LifecycleMaxRunsPerPhase-1) // evidence workers
+			ev.Cost.Runs = 2 + e.intn(MaxRunsPerPhase-1) // evidence workers
 		}
 		ev.Invocation = maybeStale(e, s, ev.Invocation)
 		return ev
-	case LifecycleImplementCompleted:
+	case ImplementCompleted:
 		ev.Cost = genCost(e)
 		ev.Files = 1 + e.intn(MaxPatchFiles)
 		switch e.intn(8) {
 		case 0:
-			ev.Outcome, ev.Patch, ev.Files, ev.Bytes, ev.Reasons = LifecyclePatchRejected, "", 0, 0, []string{"x.go: outside the declared scopes"}
+			ev.Outcome, ev.Patch, ev.Files, ev.Bytes, ev.Reasons = PatchRejected, "", 0, 0, []string{"x.go: outside the declared scopes"}
 		case 1:
 			ev.Patch = orID(s.Prior.Patch, "prior")
 		case 2:
-			ev.Base = testID("drifted")
+			ev.Base = SampleID("drifted")
 		}
 		ev.Invocation = maybeStale(e, s, ev.Invocation)
 		return ev
-	case LifecycleTestCompleted:
+	case TestCompleted:
 		ev.Cost = genCost(e)
-		outcomes := make([]LifecycleTestOutcome, len(ev.Evidence.Results))
+		outcomes := make([]TestOutcome, len(ev.Evidence.Results))
 		for i := range outcomes {
-			outcomes[i] = []LifecycleTestOutcome{LifecycleTestPassed, LifecycleTestPassed, LifecycleTestFailed, LifecycleTestError}[e.intn(4)]
+			outcomes[i] = []TestOutcome{TestPassed, TestPassed, TestFailed, TestError}[e.intn(4)]
 		}
 		ev.Evidence = testEvidence(s.Freeze, ev.Evidence.Patch, outcomes)
 		if e.chance(16) && len(ev.Evidence.Results) > 0 {
@@ -192,31 +192,31 @@ func genEvent(e *entropy, s LifecycleState, history []LifecycleState) LifecycleE
 		}
 		ev.Invocation = maybeStale(e, s, ev.Invocation)
 		return ev
-	case LifecycleReviewCompleted:
+	case ReviewCompleted:
 		ev.Cost = genCost(e)
 		if e.chance(16) {
-			ev.Review.Reviewer = s.Freeze.profile(LifecycleRoleVerifier)
+			ev.Review.Reviewer = s.Freeze.Profile(RoleVerifier)
 		}
 		ev.Invocation = maybeStale(e, s, ev.Invocation)
 		return ev
-	case LifecycleVerifyCompleted:
+	case VerifyCompleted:
 		ev.Cost = genCost(e)
-		outcome := allVerdicts[e.intn(len(allVerdicts))]
+		outcome := Verdicts[e.intn(len(Verdicts))]
 		ev.Verification = verification(s, s.Freeze, ev.Verification.Patch, outcome)
 		if e.chance(16) {
-			ev.Verification.Verifier = s.Freeze.profile(LifecycleRoleReviewer)
+			ev.Verification.Verifier = s.Freeze.Profile(RoleReviewer)
 		}
 		ev.Invocation = maybeStale(e, s, ev.Invocation)
 		return ev
-	case LifecyclePhaseFailed:
-		ev.Failure = lifecycleFailures[e.intn(len(lifecycleFailures))]
+	case PhaseFailed:
+		ev.Failure = failures[e.intn(len(failures))]
 		ev.Cost = genCost(e)
 		if ev.Phase == PhaseExplore && e.chance(48) {
-			ev.Cost.Runs = 2 + e.intn(LifecycleMaxRunsPerPhase-1)
+			ev.Cost.Runs = 2 + e.intn(MaxRunsPerPhase-1)
 		}
 		ev.Invocation = maybeStale(e, s, ev.Invocation)
 		return ev
-	case LifecycleApprovalGranted:
+	case ApprovalGranted:
 		if e.chance(48) && len(history) > 1 {
 			ev.Binding.Lifecycle = history[e.intn(len(history))].Digest()
 		}
@@ -224,16 +224,16 @@ func genEvent(e *entropy, s LifecycleState, history []LifecycleState) LifecycleE
 			ev.Binding.Patch = orID(s.Prior.Patch, "prior")
 		}
 		return ev
-	case LifecycleApplyRolledBack:
-		ev.Cause = lifecycleRollbackCauses[e.intn(len(lifecycleRollbackCauses))]
+	case ApplyRolledBack:
+		ev.Cause = rollbackCauses[e.intn(len(rollbackCauses))]
 		return ev
-	case LifecycleCreated:
+	case Created:
 		if e.chance(64) {
 			bad := badFreezes()
 			ev.Freeze = bad[e.intn(len(bad))].freeze
 		}
 		if e.chance(128) {
-			ev.Freeze.Budget = LifecycleBudget{Tokens: int64(1 + e.intn(5000)), WallMs: int64(1 + e.intn(50000)), WorkerRuns: 1 + e.intn(12)}
+			ev.Freeze.Budget = Budget{Tokens: int64(1 + e.intn(5000)), WallMs: int64(1 + e.intn(50000)), WorkerRuns: 1 + e.intn(12)}
 		}
 		return ev
 	}
@@ -241,59 +241,59 @@ func genEvent(e *entropy, s LifecycleState, history []LifecycleState) LifecycleE
 }
 
 // plausibleKind is the kind a parent would most likely send in s.
-func plausibleKind(e *entropy, s LifecycleState) LifecycleEventKind {
+func plausibleKind(e *entropy, s State) EventKind {
 	switch s.Status {
 	case "":
-		return LifecycleEventCreated
-	case LifecycleStatusRunning:
+		return EventCreated
+	case StatusRunning:
 		switch {
 		case e.chance(20):
-			return LifecycleEventPhaseFailed
+			return EventPhaseFailed
 		case e.chance(4):
-			return LifecycleEventCancelRequested
+			return EventCancelRequested
 		}
-		return map[Phase]LifecycleEventKind{PhaseExplore: LifecycleEventExploreCompleted, PhaseImplement: LifecycleEventImplementCompleted,
-			PhaseTest: LifecycleEventTestCompleted, PhaseReview: LifecycleEventReviewCompleted, PhaseVerify: LifecycleEventVerifyCompleted}[s.Phase]
-	case LifecycleStatusAwaitingApproval:
-		return LifecycleEventApprovalGranted
-	case LifecycleStatusApproved:
+		return map[Phase]EventKind{PhaseExplore: EventExploreCompleted, PhaseImplement: EventImplementCompleted,
+			PhaseTest: EventTestCompleted, PhaseReview: EventReviewCompleted, PhaseVerify: EventVerifyCompleted}[s.Phase]
+	case StatusAwaitingApproval:
+		return EventApprovalGranted
+	case StatusApproved:
 		if e.chance(64) {
-			return LifecycleEventApplyConflicted
+			return EventApplyConflicted
 		}
-		return LifecycleEventApplyStarted
-	case LifecycleStatusApplying:
+		return EventApplyStarted
+	case StatusApplying:
 		if e.chance(64) {
-			return LifecycleEventApplyRolledBack
+			return EventApplyRolledBack
 		}
-		return LifecycleEventApplyCompleted
+		return EventApplyCompleted
 	}
-	return LifecycleEventCancelRequested
+	return EventCancelRequested
 }
 
-func genCost(e *entropy) LifecycleCost {
-	c := LifecycleCost{Tokens: int64(e.intn(4)) * 250, WallMs: int64(e.intn(4)) * 2500}
+func genCost(e *entropy) Cost {
+	c := Cost{Tokens: int64(e.intn(4)) * 250, WallMs: int64(e.intn(4)) * 2500}
 	if e.chance(4) {
-		c.Tokens = LifecycleMaxTokens
+		c.Tokens = MaxTokens
 	}
 	return c
 }
 
 // maybeStale sometimes points a completion at an earlier attempt or
 // breaks its invocation id.
-func maybeStale(e *entropy, s LifecycleState, inv string) string {
+func maybeStale(e *entropy, s State, inv string) string {
 	switch e.intn(16) {
 	case 0:
-		return LifecycleInvocationID(orString(s.Lifecycle, testLifecycleID), s.Phase, max(*s.Attempts.of(s.Phase)-1, 0))
+		return InvocationID(orString(s.Lifecycle, SampleLifecycleID), s.Phase, max(*s.Attempts.of(s.Phase)-1, 0))
 	case 1:
 		return "b3:not-an-id"
 	}
 	return inv
 }
 
-// walkLifecycle plays events drawn from data and checks that the journal
+// walk plays events drawn from data and checks that the journal
 // of accepted events replays to the same state digest.
-func walkLifecycle(tb testing.TB, data []byte) *lifecycleRun {
-	r := newLifecycleRun(tb)
+func walk(tb testing.TB, data []byte) *run {
+	r := newRun(tb)
 	e := &entropy{data: data}
 	// A few events after the end are enough to see a terminal state refuse
 	// them all.
@@ -309,11 +309,11 @@ func walkLifecycle(tb testing.TB, data []byte) *lifecycleRun {
 	return r
 }
 
-// TestStepLifecycle_RandomWalks plays seeded random event sequences: no
+// TestStep_RandomWalks plays seeded random event sequences: no
 // step panics or leaves an invalid state, and every journal replays to the
 // digest of the state it ended in. It also checks that the walks reach
 // every class, so the properties were checked where it matters.
-func TestStepLifecycle_RandomWalks(t *testing.T) {
+func TestStep_RandomWalks(t *testing.T) {
 	walks := 400
 	if testing.Short() {
 		walks = 50
@@ -325,50 +325,50 @@ func TestStepLifecycle_RandomWalks(t *testing.T) {
 		for i := range data {
 			data[i] = byte(rng.Uint32())
 		}
-		r := walkLifecycle(t, data)
+		r := walk(t, data)
 		for _, s := range r.history {
-			reached[lifecycleClass(s)] = true
+			reached[classOf(s)] = true
 		}
 	}
 	if testing.Short() {
 		return // too few walks to promise every class
 	}
-	for _, c := range allLifecycleClasses {
+	for _, c := range allClasses {
 		if !reached[c] {
 			t.Errorf("no walk reached %s", c)
 		}
 	}
 }
 
-// BenchmarkStepLifecycle measures the pure machine over a whole lifecycle
+// BenchmarkStep measures the pure machine over a whole lifecycle
 // with one repair (16 events, each with its state digest), the floor
 // under any durable transition.
-func BenchmarkStepLifecycle(b *testing.B) {
-	var events []LifecycleEvent
-	s := LifecycleState{}
-	for _, kind := range []LifecycleEventKind{LifecycleEventCreated, LifecycleEventExploreCompleted,
-		LifecycleEventImplementCompleted, LifecycleEventTestCompleted, LifecycleEventReviewCompleted} {
-		ev := wellFormed(s, kind)
+func BenchmarkStep(b *testing.B) {
+	var events []Event
+	s := State{}
+	for _, kind := range []EventKind{EventCreated, EventExploreCompleted,
+		EventImplementCompleted, EventTestCompleted, EventReviewCompleted} {
+		ev := WellFormed(s, kind)
 		events = append(events, ev)
 		s = mustStep(b, s, ev)
 	}
-	ev := LifecycleVerifyCompleted{Invocation: currentInvocation(s), Verification: verification(s, s.Freeze, s.Patch.ID, VerdictRepairable)}
+	ev := VerifyCompleted{Invocation: currentInvocation(s), Verification: verification(s, s.Freeze, s.Patch.ID, VerdictRepairable)}
 	events = append(events, ev)
 	s = mustStep(b, s, ev)
-	for _, kind := range []LifecycleEventKind{LifecycleEventImplementCompleted, LifecycleEventTestCompleted,
-		LifecycleEventReviewCompleted, LifecycleEventVerifyCompleted, LifecycleEventApprovalGranted,
-		LifecycleEventApplyConflicted, LifecycleEventApplyStarted, LifecycleEventApplyCompleted} {
-		ev := wellFormed(s, kind)
+	for _, kind := range []EventKind{EventImplementCompleted, EventTestCompleted,
+		EventReviewCompleted, EventVerifyCompleted, EventApprovalGranted,
+		EventApplyConflicted, EventApplyStarted, EventApplyCompleted} {
+		ev := WellFormed(s, kind)
 		events = append(events, ev)
 		s = mustStep(b, s, ev)
 	}
 	b.ReportAllocs()
 	b.ResetTimer()
 	for b.Loop() {
-		s := LifecycleState{}
+		s := State{}
 		for _, ev := range events {
 			var err error
-			if s, _, err = StepLifecycle(s, ev); err != nil {
+			if s, _, err = Step(s, ev); err != nil {
 				b.Fatal(err)
 			}
 		}

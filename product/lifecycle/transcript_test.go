@@ -1,4 +1,4 @@
-package product
+package lifecycle
 
 import (
 	"bytes"
@@ -6,6 +6,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -54,8 +55,8 @@ var transcriptCoverage = struct {
 	edges map[string]bool
 }{map[[2]string]bool{}, map[string]bool{}}
 
-func TestLifecycleTranscripts(t *testing.T) {
-	if updateGolden {
+func TestTranscripts(t *testing.T) {
+	if os.Getenv("NEEDLE_UPDATE") == "1" {
 		if err := flag.Set("rewrite", "true"); err != nil {
 			t.Fatal(err)
 		}
@@ -68,15 +69,15 @@ func TestLifecycleTranscripts(t *testing.T) {
 	for _, path := range files {
 		t.Run(strings.TrimSuffix(filepath.Base(path), ".txt"), func(t *testing.T) {
 			ran++
-			d := &transcriptDriver{run: newLifecycleRun(t)}
+			d := &transcriptDriver{run: newRun(t)}
 			datadriven.RunTest(t, path, d.do)
 		})
 	}
 	if ran != len(files) || t.Failed() {
 		return // a filtered run cannot judge coverage
 	}
-	for _, class := range allLifecycleClasses {
-		for _, kind := range lifecycleEventKinds {
+	for _, class := range allClasses {
+		for _, kind := range eventKinds {
 			if !transcriptCoverage.pairs[[2]string{class, string(kind)}] {
 				t.Errorf("no transcript tries %s in %s", kind, class)
 			}
@@ -138,8 +139,8 @@ var requiredEdges = []string{
 
 // transcriptDriver plays one transcript.
 type transcriptDriver struct {
-	run    *lifecycleRun
-	review LifecycleReviewArtifact // the last accepted review
+	run    *run
+	review ReviewArtifact // the last accepted review
 }
 
 func (d *transcriptDriver) do(t *testing.T, td *datadriven.TestData) string {
@@ -165,9 +166,9 @@ func (d *transcriptDriver) do(t *testing.T, td *datadriven.TestData) string {
 }
 
 // step applies ev, records coverage and renders the outcome.
-func (d *transcriptDriver) step(ev LifecycleEvent) string {
+func (d *transcriptDriver) step(ev Event) string {
 	prev := d.run.state
-	class := lifecycleClass(prev)
+	class := classOf(prev)
 	transcriptCoverage.pairs[[2]string{class, string(ev.Kind())}] = true
 	fx, err := d.run.step(ev)
 	if err != nil {
@@ -175,7 +176,7 @@ func (d *transcriptDriver) step(ev LifecycleEvent) string {
 	}
 	next := d.run.state
 	transcriptCoverage.edges[class+" "+string(ev.Kind())+" "+edgeTarget(next)] = true
-	if r, ok := ev.(LifecycleReviewCompleted); ok {
+	if r, ok := ev.(ReviewCompleted); ok {
 		d.review = r.Review
 	}
 	var b strings.Builder
@@ -191,11 +192,11 @@ func (d *transcriptDriver) step(ev LifecycleEvent) string {
 func (d *transcriptDriver) matrix() string {
 	s := d.run.state
 	var b strings.Builder
-	for _, kind := range lifecycleEventKinds {
-		transcriptCoverage.pairs[[2]string{lifecycleClass(s), string(kind)}] = true
-		next, _, err := StepLifecycle(s, wellFormed(s, kind))
+	for _, kind := range eventKinds {
+		transcriptCoverage.pairs[[2]string{classOf(s), string(kind)}] = true
+		next, _, err := Step(s, WellFormed(s, kind))
 		if err != nil {
-			var se *LifecycleStepError
+			var se *StepError
 			_ = errors.As(err, &se)
 			fmt.Fprintf(&b, "%-20s refused %s\n", kind, se.Code)
 			continue
@@ -204,39 +205,39 @@ func (d *transcriptDriver) matrix() string {
 			fmt.Fprintf(&b, "%-20s INVALID STATE %v\n", kind, err)
 			continue
 		}
-		transcriptCoverage.edges[lifecycleClass(s)+" "+string(kind)+" "+edgeTarget(next)] = true
+		transcriptCoverage.edges[classOf(s)+" "+string(kind)+" "+edgeTarget(next)] = true
 		fmt.Fprintf(&b, "%-20s -> %s\n", kind, edgeTarget(next))
 	}
 	return b.String()
 }
 
-func edgeTarget(s LifecycleState) string {
+func edgeTarget(s State) string {
 	if s.Status.Terminal() {
 		return string(s.Status) + ":" + string(s.Reason)
 	}
-	return lifecycleClass(s)
+	return classOf(s)
 }
 
-func describe(s LifecycleState) string {
+func describe(s State) string {
 	if s.Status == "" {
 		return "no lifecycle"
 	}
-	out := s.where()
+	out := s.Where()
 	if s.Reason != "" {
 		out += " reason=" + string(s.Reason)
 	}
 	u, b := s.Usage, s.Freeze.Budget
 	return out + fmt.Sprintf(" round=%d seq=%d repairs=%d/%d retries=%d runs=%d/%d tokens=%d/%d wall_ms=%d/%d",
-		s.Round, s.Seq, s.RepairsUsed, LifecycleRepairReservations, s.Retries, u.WorkerRuns, b.WorkerRuns,
+		s.Round, s.Seq, s.RepairsUsed, RepairReservations, s.Retries, u.WorkerRuns, b.WorkerRuns,
 		u.Tokens, b.Tokens, u.WallMs, b.WallMs)
 }
 
 func refusalText(err error) string {
-	var se *LifecycleStepError
+	var se *StepError
 	if !errors.As(err, &se) {
 		return "UNTYPED " + err.Error()
 	}
-	return shortIDs(fmt.Sprintf("%s (%s): %s", se.Code, KindOf(err), se.Detail))
+	return shortIDs(fmt.Sprintf("%s: %s", se.Code, se.Detail))
 }
 
 var longID = regexp.MustCompile(`b3:([0-9a-f]{12})[0-9a-f]{52}`)
@@ -247,16 +248,16 @@ func shortIDs(s string) string { return longID.ReplaceAllString(s, "b3:$1") }
 func short(id string) string { return shortIDs(id) }
 
 // event builds the event a directive names.
-func (d *transcriptDriver) event(t *testing.T, td *datadriven.TestData, s LifecycleState) LifecycleEvent {
+func (d *transcriptDriver) event(t *testing.T, td *datadriven.TestData, s State) Event {
 	a := transcriptArgs{t: t, td: td}
 	switch td.Cmd {
 	case "create":
-		f := testFreeze(a.int("plans", 2), a.int("criteria", 2))
-		f.Budget = LifecycleBudget{Tokens: int64(a.int("tokens", 1_000_000)), WallMs: int64(a.int("wall", 3_600_000)), WorkerRuns: a.int("runs", 16)}
+		f := SampleFreeze(a.int("plans", 2), a.int("criteria", 2))
+		f.Budget = Budget{Tokens: int64(a.int("tokens", 1_000_000)), WallMs: int64(a.int("wall", 3_600_000)), WorkerRuns: a.int("runs", 16)}
 		if name := a.str("bad", ""); name != "" {
 			i := slices.IndexFunc(badFreezes(), func(b struct {
 				name   string
-				freeze LifecycleFreeze
+				freeze Freeze
 			}) bool {
 				return b.name == name
 			})
@@ -265,18 +266,18 @@ func (d *transcriptDriver) event(t *testing.T, td *datadriven.TestData, s Lifecy
 			}
 			f = badFreezes()[i].freeze
 		}
-		return LifecycleCreated{Lifecycle: testLifecycleID, Freeze: f}
+		return Created{Lifecycle: SampleLifecycleID, Freeze: f}
 	case "explore":
-		ev := wellFormed(s, LifecycleEventExploreCompleted).(LifecycleExploreCompleted)
+		ev := WellFormed(s, EventExploreCompleted).(ExploreCompleted)
 		ev.Evidence = []string{}
 		for i := range a.int("evidence", 1) {
-			ev.Evidence = append(ev.Evidence, testID(fmt.Sprintf("evidence %d", i)))
+			ev.Evidence = append(ev.Evidence, SampleID(fmt.Sprintf("evidence %d", i)))
 		}
 		slices.Sort(ev.Evidence)
 		ev.Invocation, ev.Cost = a.invocation(s), a.cost(ev.Cost)
 		return ev
 	case "implement":
-		ev := wellFormed(s, LifecycleEventImplementCompleted).(LifecycleImplementCompleted)
+		ev := WellFormed(s, EventImplementCompleted).(ImplementCompleted)
 		ev.Invocation, ev.Cost = a.invocation(s), a.cost(ev.Cost)
 		ev.Files = a.int("files", 2)
 		switch p := a.str("patch", ""); p {
@@ -284,27 +285,27 @@ func (d *transcriptDriver) event(t *testing.T, td *datadriven.TestData, s Lifecy
 		case "prior":
 			ev.Patch = s.Prior.Patch
 		default:
-			ev.Patch = testID("patch " + p)
+			ev.Patch = SampleID("patch " + p)
 		}
 		if a.str("base", "frozen") != "frozen" {
-			ev.Base = testID("another snapshot")
+			ev.Base = SampleID("another snapshot")
 		}
 		if a.str("outcome", "accepted") == "rejected" {
-			ev.Outcome, ev.Patch, ev.Files, ev.Bytes = LifecyclePatchRejected, "", 0, 0
+			ev.Outcome, ev.Patch, ev.Files, ev.Bytes = PatchRejected, "", 0, 0
 			ev.Reasons = []string{orString(strings.TrimSpace(td.Input), "cmd/x.go: outside the declared scopes")}
 		}
 		return ev
 	case "test":
-		ev := wellFormed(s, LifecycleEventTestCompleted).(LifecycleTestCompleted)
+		ev := WellFormed(s, EventTestCompleted).(TestCompleted)
 		ev.Invocation, ev.Cost = a.invocation(s), a.cost(ev.Cost)
 		patch := ev.Evidence.Patch
 		if a.str("patch", "current") != "current" {
-			patch = testID("another patch")
+			patch = SampleID("another patch")
 		}
-		var outcomes []LifecycleTestOutcome
+		var outcomes []TestOutcome
 		results := a.list("results", nil)
 		for _, r := range results {
-			outcomes = append(outcomes, LifecycleTestOutcome(r))
+			outcomes = append(outcomes, TestOutcome(r))
 		}
 		ev.Evidence = testEvidence(s.Freeze, patch, outcomes)
 		if results != nil {
@@ -315,13 +316,13 @@ func (d *transcriptDriver) event(t *testing.T, td *datadriven.TestData, s Lifecy
 		}
 		return ev
 	case "review":
-		ev := wellFormed(s, LifecycleEventReviewCompleted).(LifecycleReviewCompleted)
+		ev := WellFormed(s, EventReviewCompleted).(ReviewCompleted)
 		ev.Invocation, ev.Cost = a.invocation(s), a.cost(ev.Cost)
 		if a.str("patch", "current") != "current" {
-			ev.Review.Patch = testID("another patch")
+			ev.Review.Patch = SampleID("another patch")
 		}
 		if a.str("by", "reviewer") == "verifier" {
-			ev.Review.Reviewer = s.Freeze.profile(LifecycleRoleVerifier)
+			ev.Review.Reviewer = s.Freeze.Profile(RoleVerifier)
 		}
 		if a.str("criteria", "frozen") == "partial" {
 			ev.Review.Criteria = ev.Review.Criteria[:1]
@@ -330,21 +331,21 @@ func (d *transcriptDriver) event(t *testing.T, td *datadriven.TestData, s Lifecy
 	case "verify":
 		return d.verifyEvent(a, s)
 	case "fail":
-		ev := wellFormed(s, LifecycleEventPhaseFailed).(LifecyclePhaseFailed)
+		ev := WellFormed(s, EventPhaseFailed).(PhaseFailed)
 		ev.Invocation, ev.Cost = a.invocation(s), a.cost(ev.Cost)
-		ev.Failure = LifecycleFailure(a.str("failure", string(LifecycleFailureCrashed)))
+		ev.Failure = Failure(a.str("failure", string(FailureCrashed)))
 		if p := a.str("phase", ""); p != "" {
 			ev.Phase = Phase(p)
 		}
 		return ev
 	case "approve":
-		b := s.binding()
-		b.Patch = a.pick("patch", map[string]string{"current": b.Patch, "prior": s.Prior.Patch, "other": testID("another patch")})
+		b := s.Binding()
+		b.Patch = a.pick("patch", map[string]string{"current": b.Patch, "prior": s.Prior.Patch, "other": SampleID("another patch")})
 		b.Verification = a.pick("verification", map[string]string{"current": b.Verification, "prior": s.Prior.Verification,
-			"other": testID("another verification")})
+			"other": SampleID("another verification")})
 		switch l := a.str("lifecycle", "current"); {
 		case l == "other":
-			b.Lifecycle = testID("another lifecycle")
+			b.Lifecycle = SampleID("another lifecycle")
 		case strings.HasPrefix(l, "seq:"):
 			n, err := strconv.Atoi(strings.TrimPrefix(l, "seq:"))
 			if err != nil || n < 0 || n >= len(d.run.history) {
@@ -352,29 +353,29 @@ func (d *transcriptDriver) event(t *testing.T, td *datadriven.TestData, s Lifecy
 			}
 			b.Lifecycle = d.run.history[n].Digest()
 		}
-		return LifecycleApprovalGranted{Binding: b}
+		return ApprovalGranted{Binding: b}
 	case "apply-start":
-		patch := a.pick("patch", map[string]string{"current": s.Patch.ID, "other": testID("another patch")})
-		approval := a.pick("approval", map[string]string{"current": orID(s.Approval, "no approval yet"), "other": testID("another approval")})
-		return LifecycleApplyStarted{Intent: applyIntent(patch, approval, a.int("files", s.Patch.Files))}
+		patch := a.pick("patch", map[string]string{"current": s.Patch.ID, "other": SampleID("another patch")})
+		approval := a.pick("approval", map[string]string{"current": orID(s.Approval, "no approval yet"), "other": SampleID("another approval")})
+		return ApplyStarted{Intent: applyIntent(patch, approval, a.int("files", s.Patch.Files))}
 	case "apply-conflict":
-		return LifecycleApplyConflicted{Paths: a.list("paths", []string{"grep.go"})}
+		return ApplyConflicted{Paths: a.list("paths", []string{"grep.go"})}
 	case "apply-done":
-		intent := a.pick("intent", map[string]string{"current": orID(s.ApplyIntent, "no intent yet"), "other": testID("another intent")})
-		return LifecycleApplyCompleted{Intent: intent, Files: a.int("files", s.Patch.Files), Recovered: td.HasArg("recovered")}
+		intent := a.pick("intent", map[string]string{"current": orID(s.ApplyIntent, "no intent yet"), "other": SampleID("another intent")})
+		return ApplyCompleted{Intent: intent, Files: a.int("files", s.Patch.Files), Recovered: td.HasArg("recovered")}
 	case "apply-rollback":
-		intent := a.pick("intent", map[string]string{"current": orID(s.ApplyIntent, "no intent yet"), "other": testID("another intent")})
-		return LifecycleApplyRolledBack{Intent: intent, Cause: LifecycleRollbackCause(a.str("cause", string(LifecycleRollbackDrift)))}
+		intent := a.pick("intent", map[string]string{"current": orID(s.ApplyIntent, "no intent yet"), "other": SampleID("another intent")})
+		return ApplyRolledBack{Intent: intent, Cause: RollbackCause(a.str("cause", string(RollbackDrift)))}
 	case "cancel":
-		return LifecycleCancelRequested{Note: strings.TrimSpace(td.Input)}
+		return CancelRequested{Note: strings.TrimSpace(td.Input)}
 	}
 	t.Fatalf("unknown directive %q", td.Cmd)
 	return nil
 }
 
-func (d *transcriptDriver) verifyEvent(a transcriptArgs, s LifecycleState) LifecycleEvent {
+func (d *transcriptDriver) verifyEvent(a transcriptArgs, s State) Event {
 	outcome := Verdict(a.str("outcome", string(VerdictVerified)))
-	ev := LifecycleVerifyCompleted{Invocation: a.invocation(s), Cost: a.cost(LifecycleCost{Tokens: 400, WallMs: 4000}),
+	ev := VerifyCompleted{Invocation: a.invocation(s), Cost: a.cost(Cost{Tokens: 400, WallMs: 4000}),
 		Verification: verification(s, s.Freeze, s.Patch.ID, outcome)}
 	v := &ev.Verification
 	v.Repair = strings.TrimSpace(a.td.Input)
@@ -384,10 +385,10 @@ func (d *transcriptDriver) verifyEvent(a transcriptArgs, s LifecycleState) Lifec
 			v.Criteria[i].Status = CriterionStatus(cs[i])
 		}
 	}
-	v.TestEvidence = a.pick("tests", map[string]string{"current": v.TestEvidence, "other": testID("other test evidence"), "review": s.Review})
+	v.TestEvidence = a.pick("tests", map[string]string{"current": v.TestEvidence, "other": SampleID("other test evidence"), "review": s.Review})
 	v.Patch = a.pick("patch", map[string]string{"current": v.Patch, "prior": s.Prior.Patch})
-	role := map[string]LifecycleRole{"verifier": LifecycleRoleVerifier, "reviewer": LifecycleRoleReviewer, "implementer": LifecycleRoleImplementer}[a.str("by", "verifier")]
-	v.Verifier = s.Freeze.profile(role)
+	role := map[string]Role{"verifier": RoleVerifier, "reviewer": RoleReviewer, "implementer": RoleImplementer}[a.str("by", "verifier")]
+	v.Verifier = s.Freeze.Profile(role)
 	if a.str("artifact", "") == "review" {
 		// The review artifact standing for the verification: its patch,
 		// its reviewer, its criterion digests and no judgement of its own.
@@ -435,26 +436,26 @@ func (a transcriptArgs) pick(key string, choices map[string]string) string {
 	return v
 }
 
-func (a transcriptArgs) cost(c LifecycleCost) LifecycleCost {
-	return LifecycleCost{Tokens: int64(a.int("tokens", int(c.Tokens))), WallMs: int64(a.int("wall", int(c.WallMs))),
+func (a transcriptArgs) cost(c Cost) Cost {
+	return Cost{Tokens: int64(a.int("tokens", int(c.Tokens))), WallMs: int64(a.int("wall", int(c.WallMs))),
 		Runs: a.int("workers", c.Runs)}
 }
 
 // invocation is the completion's invocation id: the current one, the
 // previous attempt's, another lifecycle's, or another phase's first.
-func (a transcriptArgs) invocation(s LifecycleState) string {
+func (a transcriptArgs) invocation(s State) string {
 	switch v := a.str("invocation", "current"); v {
 	case "current":
 		return currentInvocation(s)
 	case "previous":
-		return LifecycleInvocationID(s.Lifecycle, s.Phase, *s.Attempts.of(s.Phase)-1)
+		return InvocationID(s.Lifecycle, s.Phase, *s.Attempts.of(s.Phase)-1)
 	case "other-lifecycle":
-		return LifecycleInvocationID("lcy_ffffffffffffffffffffffff", s.Phase, *s.Attempts.of(s.Phase))
+		return InvocationID("lcy_ffffffffffffffffffffffff", s.Phase, *s.Attempts.of(s.Phase))
 	default:
 		p, ok := ParsePhase(v)
 		if !ok {
 			a.t.Fatalf("invocation=%s: not a phase", v)
 		}
-		return LifecycleInvocationID(s.Lifecycle, p, 1)
+		return InvocationID(s.Lifecycle, p, 1)
 	}
 }

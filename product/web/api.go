@@ -25,7 +25,7 @@ import "time"
 //	GET  /api/v1/lifecycles?limit=&cursor=            Page[LifecycleSummary]    most recently updated first
 //	GET  /api/v1/lifecycles/{id}                      LifecycleDetail           journal replayed first
 //	                                                  ({id}: lcy_… or its change's chg_…)
-//	GET  /api/v1/lifecycles/{id}/events?after=&limit= Page[LifecycleEvent]      ascending seq
+//	GET  /api/v1/lifecycles/{id}/events?after=&limit= Page[lifecycle.Event]      ascending seq
 //	POST /api/v1/lifecycles/{id}/approvals            ApprovalRequest → 201 Approval | 409 Error(conflict)
 //	POST /api/v1/lifecycles/{id}/apply                ApplyRequest → 200 ApplyResult | 409 Error(conflict)
 //	POST /api/v1/logout                               204
@@ -387,7 +387,7 @@ type ApplyState struct {
 	Paths  []string `json:"paths"`
 }
 
-// LifecycleEvent is one entry of a lifecycle's journal, in seq order,
+// lifecycle.Event is one entry of a lifecycle's journal, in seq order,
 // with the phase and status it left the lifecycle in.
 type LifecycleEvent struct {
 	Seq     int64     `json:"seq"`

@@ -146,3 +146,23 @@ func (m *Memo) Of(tag string, v any) (string, error) {
 	m.byID[key] = id
 	return id, nil
 }
+
+// MustOf is Of for a value its caller built and that therefore always
+// encodes; it panics otherwise.
+func MustOf(tag string, v any) string {
+	id, err := Of(tag, v)
+	if err != nil {
+		panic(fmt.Sprintf("contentid: %s does not encode: %v", tag, err))
+	}
+	return id
+}
+
+// MustCanonical is Canonical, as a string, for a value its caller built;
+// it panics when the value does not encode.
+func MustCanonical(v any) string {
+	c, err := Canonical(v)
+	if err != nil {
+		panic(fmt.Sprintf("contentid: value does not encode: %v", err))
+	}
+	return string(c)
+}

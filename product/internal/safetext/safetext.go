@@ -125,3 +125,11 @@ func GitAlias(component string) bool {
 func hfsIgnorable(r rune) bool {
 	return r >= 0x200c && r <= 0x200f || r >= 0x202a && r <= 0x202e || r >= 0x206a && r <= 0x206f || r == 0xfeff
 }
+
+// Clip bounds s to max bytes without splitting a character.
+func Clip(s string, max int) string {
+	if len(s) <= max {
+		return s
+	}
+	return strings.ToValidUTF8(s[:max], "")
+}
