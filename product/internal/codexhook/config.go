@@ -1,6 +1,10 @@
 package codexhook
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/needle-dev/needle/product/internal/tomlstr"
+)
 
 // ConfigFacts is what an installer reads of a codex config.toml.
 type ConfigFacts struct {
@@ -45,5 +49,5 @@ func InspectConfig(path string) (ConfigFacts, error) {
 
 // ProjectLine is the config.toml table that makes codex trust a project.
 func ProjectLine(root string) string {
-	return fmt.Sprintf("[projects.%s]\ntrust_level = \"trusted\"", tomlQuote(root))
+	return fmt.Sprintf("[projects.%s]\ntrust_level = \"trusted\"", tomlstr.Quote(root))
 }

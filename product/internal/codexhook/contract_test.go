@@ -8,7 +8,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"github.com/needle-dev/needle/product/testenv"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -19,8 +18,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/needle-dev/needle/product/testenv"
+
 	"github.com/needle-dev/needle/product/internal/appserver"
 	"github.com/needle-dev/needle/product/internal/fakemodel"
+	"github.com/needle-dev/needle/product/internal/tomlstr"
 )
 
 // The contract tier of the hook protocol: the real pinned codex (`codex
@@ -368,7 +370,7 @@ func TestContractStopHook_Project(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	fmt.Fprintf(f, "\n[projects.%s]\ntrust_level = \"trusted\"\n", tomlQuote(s.work))
+	fmt.Fprintf(f, "\n[projects.%s]\ntrust_level = \"trusted\"\n", tomlstr.Quote(s.work))
 	f.Close()
 	if err := s.run(t, bin); err != nil {
 		t.Fatalf("codex exec: %v", err)

@@ -9,6 +9,7 @@ import (
 	"github.com/BurntSushi/toml"
 
 	"github.com/needle-dev/needle/product/internal/lazyregexp"
+	"github.com/needle-dev/needle/product/internal/tomlstr"
 )
 
 // Trust records in the user's config.toml at configPath that codex may run
@@ -36,7 +37,7 @@ func Trust(configPath, key, hash string) (bool, error) {
 	if inlineHooks(data) {
 		return false, &FileError{configPath, fmt.Sprintf(
 			"hooks or hooks.state is an inline table, which cannot be extended; add [hooks.state.%s] with trusted_hash = %s by hand",
-			tomlQuote(key), tomlQuote(hash))}
+			tomlstr.Quote(key), tomlstr.Quote(hash))}
 	}
 	entry, hasEntry := stateEntry(old, key)
 	if entry["trusted_hash"] == hash {
@@ -48,7 +49,7 @@ func Trust(configPath, key, hash string) (bool, error) {
 		if text, ok = replaceHashLine(data, key, hash); !ok {
 			return false, &FileError{configPath, fmt.Sprintf(
 				"hooks.state.%s is not written as a [hooks.state.%s] table with a trusted_hash line; set trusted_hash = %s there by hand",
-				tomlQuote(key), tomlQuote(key), tomlQuote(hash))}
+				tomlstr.Quote(key), tomlstr.Quote(key), tomlstr.Quote(hash))}
 		}
 	} else {
 		text = bytes.Clone(data)
@@ -186,14 +187,14 @@ func inlineHooks(data []byte) bool {
 }
 
 func trustBlock(key, hash string) string {
-	return "[hooks.state." + tomlQuote(key) + "]\ntrusted_hash = " + tomlQuote(hash) + "\n"
+	return "[hooks.state." + tomlstr.Quote(key) + "]\ntrusted_hash = " + tomlstr.Quote(hash) + "\n"
 }
 
 // replaceHashLine rewrites the trusted_hash line of a [hooks.state."key"]
 // table written in the form trustBlock writes.
 func replaceHashLine(data []byte, key, hash string) ([]byte, bool) {
 	lines := strings.SplitAfter(string(data), "\n")
-	header := "[hooks.state." + tomlQuote(key) + "]"
+	header := "[hooks.state." + tomlstr.Quote(key) + "]"
 	for i, l := range lines {
 		if strings.TrimSpace(l) != header {
 			continue
@@ -208,7 +209,7 @@ func replaceHashLine(data []byte, key, hash string) ([]byte, bool) {
 				if strings.HasSuffix(lines[j], "\n") {
 					nl = "\n"
 				}
-				lines[j] = "trusted_hash = " + tomlQuote(hash) + nl
+				lines[j] = "trusted_hash = " + tomlstr.Quote(hash) + nl
 				return []byte(strings.Join(lines, "")), true
 			}
 		}
@@ -275,23 +276,4 @@ func prune(v any) any {
 		out[k] = x
 	}
 	return out
-}
-
-// tomlQuote quotes s as a TOML basic string.
-func tomlQuote(s string) string {
-	var b strings.Builder
-	b.WriteByte('"')
-	for _, r := range s {
-		switch {
-		case r == '"' || r == '\\':
-			b.WriteByte('\\')
-			b.WriteRune(r)
-		case r < 0x20 || r == 0x7f:
-			fmt.Fprintf(&b, `\u%04X`, r)
-		default:
-			b.WriteRune(r)
-		}
-	}
-	b.WriteByte('"')
-	return b.String()
 }

@@ -6,8 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"strings"
 	"time"
+
+	"github.com/needle-dev/needle/product/internal/tomlstr"
 )
 
 // LoadScript reads a script from JSON, for scenarios kept as files:
@@ -164,29 +165,10 @@ remote_models = false
 
 [model_providers.mock_provider]
 name = "Mock provider (loopback)"
-base_url = ` + tomlString(baseURL) + `
+base_url = ` + tomlstr.Quote(baseURL) + `
 wire_api = "responses"
 request_max_retries = 0
 stream_max_retries = 0
 supports_websockets = false
 `
-}
-
-// tomlString quotes s as a TOML basic string.
-func tomlString(s string) string {
-	var b strings.Builder
-	b.WriteByte('"')
-	for _, r := range s {
-		switch {
-		case r == '"' || r == '\\':
-			b.WriteByte('\\')
-			b.WriteRune(r)
-		case r < 0x20 || r == 0x7f:
-			fmt.Fprintf(&b, `\u%04X`, r)
-		default:
-			b.WriteRune(r)
-		}
-	}
-	b.WriteByte('"')
-	return b.String()
 }

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/needle-dev/needle/product/internal/tomlstr"
 )
 
 func TestLoadScript(t *testing.T) {
@@ -87,7 +89,7 @@ supports_websockets = false
 	if diff := cmp.Diff(want, ConfigTOML("http://127.0.0.1:4242/v1")); diff != "" {
 		t.Errorf("config (-want +got):\n%s", diff)
 	}
-	if got := tomlString("a\"b\\c\n"); got != `"a\"b\\c\u000A"` {
+	if got := tomlstr.Quote("a\"b\\c\n"); got != `"a\"b\\c\u000A"` {
 		t.Errorf("tomlString = %s", got)
 	}
 }

@@ -14,6 +14,8 @@ import (
 	"strings"
 	"time"
 	"unicode"
+
+	"github.com/needle-dev/needle/product/internal/tomlstr"
 )
 
 // Sandbox runs commands through the pinned codex's Linux sandbox (`codex
@@ -70,7 +72,7 @@ func tomlString(s string) (string, error) {
 			return "", fmt.Errorf("sandbox: path %q has a control character", s)
 		}
 	}
-	return `"` + strings.NewReplacer(`\`, `\\`, `"`, `\"`).Replace(s) + `"`, nil
+	return tomlstr.Quote(s), nil
 }
 
 // env is the sandbox's own part of a command's environment.
