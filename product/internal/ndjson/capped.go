@@ -49,10 +49,14 @@ func (c *Capped) Truncated() bool {
 	return c.dropped
 }
 
-// Buffer keeps the first max bytes written to it (a Capped into memory).
+// Buffer keeps the first max bytes written to it (a Capped into memory)
+// and, when asked, the last bytes too: the end of a stream often says why
+// it stopped.
 type Buffer struct {
-	c   Capped
-	buf bytes.Buffer
+	c       Capped
+	buf     bytes.Buffer
+	tail    []byte
+	tailMax int
 }
 
 // NewBuffer returns a buffer keeping at most max bytes.
@@ -62,7 +66,32 @@ func NewBuffer(max int) *Buffer {
 	return b
 }
 
-func (b *Buffer) Write(p []byte) (int, error) { return b.c.Write(p) }
+// NewBufferTail returns a buffer keeping at most max bytes from the start
+// and the last tail bytes (Tail).
+func NewBufferTail(max, tail int) *Buffer {
+	b := NewBuffer(max)
+	b.tailMax = tail
+	return b
+}
+
+func (b *Buffer) Write(p []byte) (int, error) {
+	if b.tailMax > 0 {
+		b.c.mu.Lock()
+		b.tail = append(b.tail, p...)
+		if len(b.tail) > b.tailMax {
+			b.tail = append(b.tail[:0], b.tail[len(b.tail)-b.tailMax:]...)
+		}
+		b.c.mu.Unlock()
+	}
+	return b.c.Write(p)
+}
+
+// Tail returns a copy of the last bytes written (NewBufferTail's tail).
+func (b *Buffer) Tail() []byte {
+	b.c.mu.Lock()
+	defer b.c.mu.Unlock()
+	return bytes.Clone(b.tail)
+}
 
 // Truncated reports whether bytes were dropped.
 func (b *Buffer) Truncated() bool { return b.c.Truncated() }

@@ -56,3 +56,21 @@ func TestBuffer(t *testing.T) {
 		t.Error(errors.Unwrap(err))
 	}
 }
+
+// TestBufferTail keeps the start up to its cap and the end of the stream,
+// however the writes are cut.
+func TestBufferTail(t *testing.T) {
+	for _, chunk := range []int{1, 3, 7, 1000} {
+		b := NewBufferTail(5, 4)
+		stream := "0123456789abcdef"
+		for i := 0; i < len(stream); i += chunk {
+			_, _ = b.Write([]byte(stream[i:min(i+chunk, len(stream))]))
+		}
+		if b.String() != "01234" || string(b.Tail()) != "cdef" || !b.Truncated() {
+			t.Errorf("chunks of %d: kept %q, tail %q, truncated %v", chunk, b.String(), b.Tail(), b.Truncated())
+		}
+	}
+	if b := NewBuffer(5); len(b.Tail()) != 0 {
+		t.Errorf("a buffer without a tail kept %q", b.Tail())
+	}
+}

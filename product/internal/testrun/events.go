@@ -1,7 +1,6 @@
 package testrun
 
 import (
-	"bufio"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -9,6 +8,8 @@ import (
 	"strings"
 
 	"lukechampine.com/blake3"
+
+	"github.com/needle-dev/needle/product/internal/ndjson"
 )
 
 // event is one line of `go test -json` (cmd/test2json's TestEvent, with the
@@ -27,7 +28,7 @@ type event struct {
 // whole stream is hashed.
 type eventLog struct {
 	maxLine   int
-	output    capped
+	output    *ndjson.Buffer
 	hash      *blake3.Hasher
 	tests     map[string]string // test name → its last terminal action: pass, fail or skip
 	ran       map[string]bool   // tests that started
@@ -46,7 +47,7 @@ type eventLog struct {
 func newEventLog(maxOutput int) *eventLog {
 	return &eventLog{
 		maxLine: 1 << 20,
-		output:  capped{max: maxOutput},
+		output:  ndjson.NewBuffer(maxOutput),
 		hash:    blake3.New(32, nil),
 		tests:   map[string]string{},
 		ran:     map[string]bool{},
@@ -55,33 +56,20 @@ func newEventLog(maxOutput int) *eventLog {
 
 // read consumes the stream to EOF.
 func (l *eventLog) read(r io.Reader) error {
-	br := bufio.NewReaderSize(io.TeeReader(r, countingWriter{l}), 64<<10)
-	var line []byte
-	tooLong := false
+	lines := ndjson.NewReader(io.TeeReader(r, countingWriter{l}), l.maxLine)
+	lines.SkipTooLong = true
 	for {
-		chunk, isPrefix, err := br.ReadLine()
-		if err != nil {
-			if errors.Is(err, io.EOF) {
-				return nil
-			}
-			return err
-		}
-		if !tooLong {
-			if len(line)+len(chunk) > l.maxLine {
-				tooLong, line = true, line[:0]
-			} else {
-				line = append(line, chunk...)
-			}
-		}
-		if isPrefix {
-			continue
-		}
-		if tooLong {
+		line, err := lines.Next()
+		switch {
+		case errors.Is(err, io.EOF):
+			return nil
+		case errors.Is(err, ndjson.ErrTooLong):
 			l.malformed++
-		} else {
+		case err != nil:
+			return err
+		default:
 			l.line(line)
 		}
-		line, tooLong = line[:0], false
 	}
 }
 

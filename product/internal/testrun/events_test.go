@@ -29,7 +29,7 @@ func TestEventLog(t *testing.T) {
 	if l.malformed != 1 || l.build || l.timeout {
 		t.Errorf("malformed %d, build %v, timeout %v", l.malformed, l.build, l.timeout)
 	}
-	if got := l.output.buf.String(); got != "=== RUN   TestM\n--- PASS: TestM/a (0.00s)\nFAIL\n" {
+	if got := l.output.String(); got != "=== RUN   TestM\n--- PASS: TestM/a (0.00s)\nFAIL\n" {
 		t.Errorf("output %q", got)
 	}
 	if l.bytes != int64(len(stream)) || len(l.digest()) != 64 {
@@ -39,8 +39,8 @@ func TestEventLog(t *testing.T) {
 	t.Run("Build", func(t *testing.T) {
 		l := newEventLog(1 << 10)
 		_ = l.read(strings.NewReader(`{"ImportPath":"example.com/reach","Action":"build-output","Output":"x.go:1: bad\n"}` + "\n" + `{"ImportPath":"example.com/reach","Action":"build-fail"}` + "\n"))
-		if !l.build || l.output.buf.String() != "x.go:1: bad\n" {
-			t.Errorf("build %v, output %q", l.build, l.output.buf.String())
+		if !l.build || l.output.String() != "x.go:1: bad\n" {
+			t.Errorf("build %v, output %q", l.build, l.output.String())
 		}
 	})
 	t.Run("Timeout", func(t *testing.T) {
@@ -58,8 +58,8 @@ func TestEventLog(t *testing.T) {
 		if err := l.read(strings.NewReader(in)); err != nil {
 			t.Fatal(err)
 		}
-		if l.malformed != 1 || l.output.buf.Len() != 16 || !l.output.truncated || l.tests["TestX"] != "pass" {
-			t.Errorf("malformed %d, output %q (truncated %v), tests %v", l.malformed, l.output.buf.String(), l.output.truncated, l.tests)
+		if l.malformed != 1 || len(l.output.Bytes()) != 16 || !l.output.Truncated() || l.tests["TestX"] != "pass" {
+			t.Errorf("malformed %d, output %q (truncated %v), tests %v", l.malformed, l.output.String(), l.output.Truncated(), l.tests)
 		}
 	})
 }
@@ -74,8 +74,8 @@ func FuzzEventLog(f *testing.F) {
 		if err := l.read(bytes.NewReader(data)); err != nil {
 			t.Fatal(err)
 		}
-		if l.output.buf.Len() > 64 || l.bytes != int64(len(data)) {
-			t.Fatalf("output %d bytes, hashed %d of %d", l.output.buf.Len(), l.bytes, len(data))
+		if len(l.output.Bytes()) > 64 || l.bytes != int64(len(data)) {
+			t.Fatalf("output %d bytes, hashed %d of %d", len(l.output.Bytes()), l.bytes, len(data))
 		}
 		for name, action := range l.tests {
 			if name == "" || (action != "pass" && action != "fail" && action != "skip") {

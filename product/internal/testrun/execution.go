@@ -87,7 +87,7 @@ func (x *execution) run(ctx context.Context) {
 	if pr == nil {
 		return
 	}
-	x.res.Output, x.res.Truncated = log.output.buf.Bytes(), log.output.truncated
+	x.res.Output, x.res.Truncated = log.output.Bytes(), log.output.Truncated()
 	x.res.OutputDigest, x.res.Tests = log.digest(), log.tests
 	if !x.classify(log, pr) {
 		return
@@ -109,7 +109,7 @@ func (x *execution) run(ctx context.Context) {
 		x.res.Reason = "the baseline run (no test) did not end within the deadline"
 	case bpr.exitCode != 0 || blog.build:
 		x.res.Reason = fmt.Sprintf("the baseline run (no test) failed (exit %d): %s %s", bpr.exitCode,
-			tail(strings.TrimSpace(blog.output.buf.String()), 400), tail(strings.TrimSpace(string(bpr.stderr)), 400))
+			tail(strings.TrimSpace(blog.output.String()), 400), tail(strings.TrimSpace(string(bpr.stderr)), 400))
 	default:
 		if x.res.Baseline, err = readProfile(baseProfile); err != nil {
 			x.res.Reason = "the baseline's coverage profile: " + err.Error()
@@ -438,7 +438,7 @@ func (x *execution) classify(log *eventLog, pr *procResult) bool {
 		return true
 	}
 	ranAny := len(log.ran) > 0
-	out := log.output.buf.String()
+	out := log.output.String()
 	switch {
 	case log.build || (!ranAny && pr.exitCode != 0 && (strings.Contains(out, "[build failed]") || strings.Contains(out, "[setup failed]"))):
 		x.fail(BuildFailed, "the test binary did not build: "+tail(out, 2048))

@@ -1,13 +1,14 @@
 package testrun
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"io"
 	"os/exec"
 	"syscall"
 	"time"
+
+	"github.com/needle-dev/needle/product/internal/ndjson"
 )
 
 // proc is one subprocess run: its own process group, killed as a whole when
@@ -46,7 +47,7 @@ func (p proc) run(ctx context.Context) procResult {
 	cmd.Env = p.env
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	cmd.WaitDelay = waitDelay
-	stderr := &capped{max: p.maxErr}
+	stderr := ndjson.NewBufferTail(p.maxErr, tailMax)
 	cmd.Stderr = stderr
 	out, err := cmd.StdoutPipe()
 	if err != nil {
@@ -75,8 +76,8 @@ func (p proc) run(ctx context.Context) procResult {
 	if p.sandbox != "" {
 		reapErr = reap(p.sandbox)
 	}
-	res := procResult{exitCode: -1, killed: ctx.Err() != nil, stderr: stderr.buf.Bytes(), errTrunc: stderr.truncated, err: readErr,
-		stderrTail: stderr.tail}
+	res := procResult{exitCode: -1, killed: ctx.Err() != nil, stderr: stderr.Bytes(), errTrunc: stderr.Truncated(), err: readErr,
+		stderrTail: stderr.Tail()}
 	var exit *exec.ExitError
 	switch {
 	case waitErr == nil:
@@ -96,29 +97,5 @@ func (p proc) run(ctx context.Context) procResult {
 	return res
 }
 
-// capped keeps the first max bytes written to it, and the last tailMax.
-type capped struct {
-	max       int
-	buf       bytes.Buffer
-	truncated bool
-	tail      []byte
-}
-
-// tailMax is how much of the end of a capped stream is kept.
+// tailMax is how much of the end of a process's stderr is kept.
 const tailMax = 4 << 10
-
-func (c *capped) Write(p []byte) (int, error) {
-	c.tail = append(c.tail, p...)
-	if len(c.tail) > tailMax {
-		c.tail = append(c.tail[:0], c.tail[len(c.tail)-tailMax:]...)
-	}
-	if room := c.max - c.buf.Len(); room < len(p) {
-		c.truncated = true
-		if room > 0 {
-			c.buf.Write(p[:room])
-		}
-		return len(p), nil
-	}
-	c.buf.Write(p)
-	return len(p), nil
-}

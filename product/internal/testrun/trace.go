@@ -13,6 +13,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/needle-dev/needle/product/internal/ndjson"
 )
 
 // TraceSpec is one traced run: a scenario of a checkout run in the sandbox
@@ -238,7 +240,7 @@ func (t *tracer) tests(ctx context.Context) {
 		t.fail(Errored, err.Error())
 		return
 	}
-	t.tres.Output, t.tres.Tests = log.output.buf.Bytes(), log.tests
+	t.tres.Output, t.tres.Tests = log.output.Bytes(), log.tests
 	why := log.limit(t.lim)
 	switch {
 	case pr.err != nil && !pr.killed:
@@ -248,7 +250,7 @@ func (t *tracer) tests(ctx context.Context) {
 	case why != "":
 		t.fail(LimitExceeded, "the sandbox "+why)
 	case log.build || (len(log.ran) == 0 && pr.exitCode != 0):
-		t.fail(BuildFailed, "the test binary did not build or start: "+tail(log.output.buf.String(), 2048)+tail(string(pr.stderr), 1024))
+		t.fail(BuildFailed, "the test binary did not build or start: "+tail(log.output.String(), 2048)+tail(string(pr.stderr), 1024))
 	case log.timeout:
 		t.fail(TimedOut, "the test binary's timeout fired")
 	case len(log.ran) == 0:
@@ -284,10 +286,10 @@ func (t *tracer) command(ctx context.Context) {
 	if maxOut <= 0 {
 		maxOut = 1 << 20
 	}
-	out := &capped{max: maxOut}
+	out := ndjson.NewBuffer(maxOut)
 	cr := proc{argv: argv, dir: t.moduleDir, env: t.env, maxErr: maxOut, sandbox: t.box,
 		stdout: func(rd io.Reader) error { _, err := io.Copy(out, rd); return err }}.run(ctx)
-	t.tres.Output = append(out.buf.Bytes(), cr.stderr...)
+	t.tres.Output = append(out.Bytes(), cr.stderr...)
 	t.tres.ExitCode = cr.exitCode
 	why := limitIn(cr.stderrTail, false, t.lim)
 	switch {
