@@ -6,8 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"strings"
+
+	"github.com/needle-dev/needle/product/internal/atomicfile"
 )
 
 // TokenBytes is the entropy of a token, a login code and a session id.
@@ -43,7 +44,7 @@ func LoadOrCreateToken(path string) (string, error) {
 	fi, err := os.Lstat(path)
 	if errors.Is(err, os.ErrNotExist) {
 		tok := NewSecret()
-		if err := writeFileAtomic(path, []byte(tok+"\n"), 0o600); err != nil {
+		if err := atomicfile.Write(path, []byte(tok+"\n"), 0o600); err != nil {
 			return "", fmt.Errorf("create token %s: %w", path, err)
 		}
 		return tok, nil
@@ -66,38 +67,4 @@ func LoadOrCreateToken(path string) (string, error) {
 		return "", fmt.Errorf("token %s: not a token (want %d lower-case hex digits; remove the file to make a new one)", path, 2*TokenBytes)
 	}
 	return tok, nil
-}
-
-// writeFileAtomic writes data to path durably: a temp file in the same
-// directory, fsync, chmod, rename, fsync of the directory. A crash leaves
-// either no file or the whole file.
-func writeFileAtomic(path string, data []byte, perm os.FileMode) error {
-	dir := filepath.Dir(path)
-	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".*.tmp") // 0600
-	if err != nil {
-		return err
-	}
-	_, err = f.Write(data)
-	if err == nil {
-		err = f.Chmod(perm)
-	}
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(f.Name(), path)
-	}
-	if err != nil {
-		os.Remove(f.Name())
-		return err
-	}
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	return d.Sync()
 }
