@@ -17,7 +17,7 @@ type answerAccount struct {
 	Task          string // the step's task wording
 	Result        NeedResult
 	Plan          Plan
-	Observation   *Observation // nil when the answer is not priced (not a hit)
+	Observation   *observation // nil when the answer is not priced (not a hit)
 	Cost          resolutionCost
 }
 
@@ -41,7 +41,7 @@ type accountItem struct {
 // (store_pragma.go, openAccountingConn): no commit of its waits for an
 // fsync, which the durability rule allows for accounting alone.
 type accountant struct {
-	store *Store
+	store *store
 	queue chan accountItem
 	done  chan struct{}
 	conn  *accountingConn // the writer's connection, nil until its first commit or after it broke
@@ -53,7 +53,7 @@ type accountant struct {
 	err   error // the first write failure, reported by close
 }
 
-func newAccountant(s *Store) *accountant {
+func newAccountant(s *store) *accountant {
 	a := &accountant{store: s, queue: make(chan accountItem, maxAccountQueue), done: make(chan struct{})}
 	go a.run()
 	return a

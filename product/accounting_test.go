@@ -374,7 +374,7 @@ func TestNeedContext_MemoInvalidation(t *testing.T) {
 		if err := other.Close(); err != nil {
 			t.Fatal(err)
 		}
-		kindOf(t, te.needIn(session, needLocateNewSearcher), ResolutionContradicted)
+		kindOf(t, te.needIn(session, needLocateNewSearcher), resolutionContradicted)
 	})
 
 	t.Run("DependencyEdited", func(t *testing.T) {
@@ -392,7 +392,7 @@ func TestNeedContext_MemoInvalidation(t *testing.T) {
 				moved.Resolution.CertificateID, exact.Resolution.CertificateID, moved.Context)
 		}
 		editFile(t, filepath.Join(te.repo, "search.go"), "func NewSearcher(", "func newSearcher(")
-		if r := te.needIn(session, needLocateNewSearcher); r.Status == ResultHit {
+		if r := te.needIn(session, needLocateNewSearcher); r.Status == resultHit {
 			t.Errorf("the declaration is gone and the answer is a hit:\n%s", r.Context)
 		}
 	})

@@ -21,15 +21,15 @@ import (
 // builds the completion event itself (completion), so an adapter can
 // neither steer the machine nor smuggle unvalidated data into the journal.
 
-// LifecycleAdapters are the injected adapters, one per worker phase. The
+// lifecycleAdapters are the injected adapters, one per worker phase. The
 // engine's defaults run Codex App Server workers (explore, implement,
 // review, verify) and Needle's own sandboxed test runner (test).
-type LifecycleAdapters struct {
-	Explore   func(context.Context, ExploreRequest) (ExploreResult, error)
-	Implement func(context.Context, ImplementRequest) (ImplementResult, error)
-	Test      func(context.Context, TestRequest) (TestResult, error)
-	Review    func(context.Context, ReviewRequest) (ReviewResult, error)
-	Verify    func(context.Context, VerifyRequest) (VerifierResult, error)
+type lifecycleAdapters struct {
+	Explore   func(context.Context, exploreRequest) (exploreResult, error)
+	Implement func(context.Context, implementRequest) (implementResult, error)
+	Test      func(context.Context, testRequest) (testResult, error)
+	Review    func(context.Context, reviewRequest) (reviewResult, error)
+	Verify    func(context.Context, verifyRequest) (verifierResult, error)
 }
 
 // AdapterCall is what every adapter request carries. Invocation is the
@@ -43,78 +43,78 @@ type AdapterCall struct {
 	Round      int
 	Attempt    int
 	Profile    lifecycle.ProfileRef
-	Role       RoleSettings
+	Role       roleSettings
 	Root       string // the repository
 	Snapshot   string // the frozen source snapshot
 }
 
-// ExploreRequest asks the explorer for certified evidence of the change's
+// exploreRequest asks the explorer for certified evidence of the change's
 // needs.
-type ExploreRequest struct {
+type exploreRequest struct {
 	AdapterCall
 	Needs       []NeedRequest
 	ArtifactIDs []string
 	ClaimIDs    []string
 }
 
-// ExploreResult is the explorer's evidence: artifact ids, each of which the
+// exploreResult is the explorer's evidence: artifact ids, each of which the
 // kernel checks is certified and fresh, and what its evidence workers cost
 // (Workers: how many it started; Usage: their tokens, summed).
-type ExploreResult struct {
+type exploreResult struct {
 	Evidence []string
-	Usage    WorkerUsage
+	Usage    workerUsage
 	Workers  int
 	Thread   string
 }
 
-// PatchFile is one operation of a patch with its new content ("" for a
+// patchFile is one operation of a patch with its new content ("" for a
 // deletion).
-type PatchFile struct {
+type patchFile struct {
 	PatchOperation
 	Content string `json:"content"`
 }
 
-// RepairBrief is what a repair is told of the verification it follows: the
+// repairBrief is what a repair is told of the verification it follows: the
 // criteria not met and the repair instructions, never the verifier's
 // transcript.
-type RepairBrief struct {
-	Criteria     []CriterionVerdict
+type repairBrief struct {
+	Criteria     []criterionVerdict
 	Instructions string
 }
 
-// ImplementRequest asks the implementer for a patch. In round 2 Laid is the
+// implementRequest asks the implementer for a patch. In round 2 Laid is the
 // patch being repaired (laid on the checkout first) and Repair what the
 // verifier asked for.
-type ImplementRequest struct {
+type implementRequest struct {
 	AdapterCall
-	Request ChangeRequest
+	Request changeRequest
 	Context []string // certified citation lines
-	Laid    []PatchFile
-	Repair  *RepairBrief
+	Laid    []patchFile
+	Repair  *repairBrief
 }
 
-// ImplementResult is the patch Needle built from the implementer's checkout
+// implementResult is the patch Needle built from the implementer's checkout
 // (cumulative against Base), or why it refused it (Rejected).
-type ImplementResult struct {
+type implementResult struct {
 	Base     string
-	Patch    []PatchFile
+	Patch    []patchFile
 	Rejected []string
 	Report   string // the worker's final message
-	Usage    WorkerUsage
+	Usage    workerUsage
 	Thread   string
 }
 
-// TestRequest asks for the frozen test plans to be run on a fresh checkout
+// testRequest asks for the frozen test plans to be run on a fresh checkout
 // with the patch laid on it.
-type TestRequest struct {
+type testRequest struct {
 	AdapterCall
-	Patch []PatchFile
-	Plans []LifecycleTestPlan
+	Patch []patchFile
+	Plans []lifecycleTestPlan
 }
 
-// TestPlanRun is the run of one plan. A plan without a run is missing
+// testPlanRun is the run of one plan. A plan without a run is missing
 // evidence; an error outcome is unavailable evidence: both fail closed.
-type TestPlanRun struct {
+type testPlanRun struct {
 	Plan      string
 	Outcome   lifecycle.TestOutcome
 	Duration  time.Duration
@@ -123,64 +123,64 @@ type TestPlanRun struct {
 	Detail    string
 }
 
-// TestResult is the runs of the plans and what they depended on
+// testResult is the runs of the plans and what they depended on
 // (Dependencies: nil when the adapter cannot tell; drift.go).
-type TestResult struct {
-	Runs         []TestPlanRun
+type testResult struct {
+	Runs         []testPlanRun
 	Dependencies *TestDependencies
-	Usage        WorkerUsage
+	Usage        workerUsage
 	Thread       string
 }
 
-// ReviewRequest asks the reviewer, read-only, for findings on the current
+// reviewRequest asks the reviewer, read-only, for findings on the current
 // patch; it sees the criteria only as redacted digests.
-type ReviewRequest struct {
+type reviewRequest struct {
 	AdapterCall
-	Patch    []PatchFile
+	Patch    []patchFile
 	Diff     string
 	Criteria []string
 }
 
-// ReviewResult is the reviewer's final message (decoded by the kernel).
-type ReviewResult struct {
+// reviewResult is the reviewer's final message (decoded by the kernel).
+type reviewResult struct {
 	Answer string
-	Usage  WorkerUsage
+	Usage  workerUsage
 	Thread string
 }
 
-// VerifyRequest asks the distinct verifier, read-only, to judge the patched
+// verifyRequest asks the distinct verifier, read-only, to judge the patched
 // checkout against the criteria with the test evidence. It carries no
 // review and nothing the implementer said.
-type VerifyRequest struct {
+type verifyRequest struct {
 	AdapterCall
-	Request ChangeRequest
-	Patch   []PatchFile
+	Request changeRequest
+	Patch   []patchFile
 	Context []string
-	Tests   []TestLine
+	Tests   []testLine
 }
 
-// TestLine is one test plan's outcome as the verifier is told it.
-type TestLine struct {
+// testLine is one test plan's outcome as the verifier is told it.
+type testLine struct {
 	Test    string
 	Command string
 	Outcome lifecycle.TestOutcome
 }
 
-// VerifierResult is the verifier's final message (judged by the kernel).
-type VerifierResult struct {
+// verifierResult is the verifier's final message (judged by the kernel).
+type verifierResult struct {
 	Answer string
-	Usage  WorkerUsage
+	Usage  workerUsage
 	Thread string
 }
 
-// AdapterError classifies an adapter failure for the machine.
-type AdapterError struct {
+// adapterError classifies an adapter failure for the machine.
+type adapterError struct {
 	Failure lifecycle.Failure
 	Err     error
 }
 
-func (e *AdapterError) Error() string { return string(e.Failure) + ": " + e.Err.Error() }
-func (e *AdapterError) Unwrap() error { return e.Err }
+func (e *adapterError) Error() string { return string(e.Failure) + ": " + e.Err.Error() }
+func (e *adapterError) Unwrap() error { return e.Err }
 
 // errFailClosed marks failures that must never be retried: a sandbox
 // escape, a corrupt checkout, a cleanup that could not be verified.
@@ -189,7 +189,7 @@ var errFailClosed = errors.New("fail closed")
 // failureOf classifies an adapter error: fail closed, timeout,
 // unavailable, or (anything else) crashed.
 func failureOf(err error) lifecycle.Failure {
-	var ae *AdapterError
+	var ae *adapterError
 	var rf *recordedFailure
 	switch {
 	case errors.As(err, &ae):
@@ -200,7 +200,7 @@ func failureOf(err error) lifecycle.Failure {
 		return lifecycle.FailureFailClosed
 	case errors.Is(err, context.DeadlineExceeded):
 		return lifecycle.FailureTimeout
-	case KindOf(err) == KindUnavailable:
+	case KindOf(err) == kindUnavailable:
 		return lifecycle.FailureUnavailable
 	}
 	return lifecycle.FailureCrashed
@@ -211,7 +211,7 @@ func failureOf(err error) lifecycle.Failure {
 // scopes, operations consistent with their digests, contents matching
 // their digests, within the request's limits. It returns the reasons to
 // reject the patch (none when it may stand).
-func checkPatchFiles(req ChangeRequest, files []PatchFile) []string {
+func checkPatchFiles(req changeRequest, files []patchFile) []string {
 	var reasons []string
 	bytes := 0
 	if len(files) == 0 {
@@ -223,7 +223,7 @@ func checkPatchFiles(req ChangeRequest, files []PatchFile) []string {
 		case unsafePatchPath(p) != "":
 			reasons = append(reasons, fmt.Sprintf("%s: %s", showPath(p), unsafePatchPath(p)))
 			continue
-		case checkScopePath(p, ScopeExact) != nil:
+		case checkScopePath(p, scopeExact) != nil:
 			reasons = append(reasons, fmt.Sprintf("%s: not a clean repository path", showPath(p)))
 			continue
 		case !inScope(req.Scopes, p):
@@ -231,22 +231,22 @@ func checkPatchFiles(req ChangeRequest, files []PatchFile) []string {
 		case i > 0 && files[i-1].Path >= p:
 			reasons = append(reasons, fmt.Sprintf("%s: paths are not sorted, or one repeats", p))
 		}
-		want := PatchModify
+		want := patchModify
 		switch {
 		case f.Before == "":
-			want = PatchAdd
+			want = patchAdd
 		case f.After == "":
-			want = PatchDelete
+			want = patchDelete
 		}
 		digestOK := f.Before == "" || contentid.Valid(f.Before)
 		switch {
 		case f.Op != want || !digestOK || f.Before == f.After:
 			reasons = append(reasons, fmt.Sprintf("%s: operation %s does not fit its digests", p, f.Op))
-		case f.Op == PatchDelete && (f.Content != "" || f.Bytes != 0):
+		case f.Op == patchDelete && (f.Content != "" || f.Bytes != 0):
 			reasons = append(reasons, fmt.Sprintf("%s: a deletion has no content", p))
-		case f.Op != PatchDelete && (f.After != contentid.OfBytes(snapshot.FileTag, []byte(f.Content)) || f.Bytes != len(f.Content)):
+		case f.Op != patchDelete && (f.After != contentid.OfBytes(snapshot.FileTag, []byte(f.Content)) || f.Bytes != len(f.Content)):
 			reasons = append(reasons, fmt.Sprintf("%s: the content does not match its digest", p))
-		case f.Op != PatchDelete && (!utf8.ValidString(f.Content) || strings.ContainsRune(f.Content, 0)):
+		case f.Op != patchDelete && (!utf8.ValidString(f.Content) || strings.ContainsRune(f.Content, 0)):
 			reasons = append(reasons, fmt.Sprintf("%s: binary content (not UTF-8 text)", p))
 		}
 		bytes += f.Bytes
@@ -262,9 +262,9 @@ func checkPatchFiles(req ChangeRequest, files []PatchFile) []string {
 
 // patchID is the content id of a patch's operations (as prepare_change
 // names patches).
-func patchID(files []PatchFile) string { return mustID(tagPatch, publicOps(files)) }
+func patchID(files []patchFile) string { return mustID(tagPatch, publicOps(files)) }
 
-func publicOps(files []PatchFile) []PatchOperation {
+func publicOps(files []patchFile) []PatchOperation {
 	out := make([]PatchOperation, len(files))
 	for i, f := range files {
 		out[i] = f.PatchOperation
@@ -272,7 +272,7 @@ func publicOps(files []PatchFile) []PatchOperation {
 	return out
 }
 
-func patchBytes(files []PatchFile) int {
+func patchBytes(files []patchFile) int {
 	n := 0
 	for _, f := range files {
 		n += f.Bytes
@@ -282,7 +282,7 @@ func patchBytes(files []PatchFile) int {
 
 // storedOps and patchFiles convert between the lifecycle's patch files and
 // the change journal's stored operations (the same fields).
-func storedOps(files []PatchFile) []storedOperation {
+func storedOps(files []patchFile) []storedOperation {
 	out := make([]storedOperation, len(files))
 	for i, f := range files {
 		out[i] = storedOperation(f)
@@ -290,10 +290,10 @@ func storedOps(files []PatchFile) []storedOperation {
 	return out
 }
 
-func patchFiles(ops []storedOperation) []PatchFile {
-	out := make([]PatchFile, len(ops))
+func patchFiles(ops []storedOperation) []patchFile {
+	out := make([]patchFile, len(ops))
 	for i, op := range ops {
-		out[i] = PatchFile(op)
+		out[i] = patchFile(op)
 	}
 	return out
 }

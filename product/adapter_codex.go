@@ -24,8 +24,8 @@ import (
 // codexAdapters are the defaults of an engine with an App Server.
 type codexAdapters struct{ e *Engine }
 
-func (c codexAdapters) adapters(tests *testAdapter) LifecycleAdapters {
-	a := LifecycleAdapters{Explore: c.explore, Test: tests.run}
+func (c codexAdapters) adapters(tests *testAdapter) lifecycleAdapters {
+	a := lifecycleAdapters{Explore: c.explore, Test: tests.run}
 	if c.e.codex != nil {
 		a.Implement, a.Review, a.Verify = c.implement, c.review, c.verify
 	}
@@ -39,11 +39,11 @@ func (c codexAdapters) adapters(tests *testAdapter) LifecycleAdapters {
 // tokens, their number and their time. Each need is recorded apart
 // (invocation.go, parts 1…n): every evidence worker's start and result
 // are on record under the explore invocation.
-func (c codexAdapters) explore(ctx context.Context, req ExploreRequest) (ExploreResult, error) {
-	res := ExploreResult{Evidence: append([]string{}, req.ArtifactIDs...)}
+func (c codexAdapters) explore(ctx context.Context, req exploreRequest) (exploreResult, error) {
+	res := exploreResult{Evidence: append([]string{}, req.ArtifactIDs...)}
 	var threads []string
 	for i, n := range req.Needs {
-		r, err := recorded(ctx, c.e, req.AdapterCall, i+1, func(ctx context.Context) (ExploreResult, error) {
+		r, err := recorded(ctx, c.e, req.AdapterCall, i+1, func(ctx context.Context) (exploreResult, error) {
 			return c.exploreNeed(ctx, n)
 		})
 		res.Usage = res.Usage.add(r.Usage)
@@ -62,22 +62,22 @@ func (c codexAdapters) explore(ctx context.Context, req ExploreRequest) (Explore
 
 // exploreNeed resolves one need: the artifacts its answer cites (none for
 // a bypass), and the evidence worker it ran, if any.
-func (c codexAdapters) exploreNeed(ctx context.Context, n NeedRequest) (ExploreResult, error) {
+func (c codexAdapters) exploreNeed(ctx context.Context, n NeedRequest) (exploreResult, error) {
 	r, run, err := c.e.needContextRun(ctx, newSessionID("lcy"), n)
-	res := ExploreResult{Evidence: []string{}, Usage: run.Usage}
+	res := exploreResult{Evidence: []string{}, Usage: run.Usage}
 	if run.Spawned {
 		res.Workers = 1
 	}
 	if err != nil {
 		return res, err
 	}
-	if r.Status != ResultBypass {
+	if r.Status != resultBypass {
 		res.Evidence = r.Resolution.ArtifactIDs
 	}
 	return res, nil
 }
 
-func (c codexAdapters) implement(ctx context.Context, req ImplementRequest) (ImplementResult, error) {
+func (c codexAdapters) implement(ctx context.Context, req implementRequest) (implementResult, error) {
 	laid := storedOps(req.Laid)
 	att := patchAttempt{revision: req.Round}
 	var repair *verificationRecord
@@ -100,13 +100,13 @@ func (c codexAdapters) implement(ctx context.Context, req ImplementRequest) (Imp
 	out, err := c.e.codex.run(ctx, c.e.root, spec)
 	// run made the checkout of exactly the frozen snapshot (spec.Snapshot)
 	// before it laid anything: that is the patch's base.
-	res := ImplementResult{Base: req.Snapshot, Usage: out.Usage, Thread: out.Invocation}
+	res := implementResult{Base: req.Snapshot, Usage: out.Usage, Thread: out.Invocation}
 	if err != nil {
 		return res, err
 	}
 	att.finish(out, nil, len(req.Request.Criteria))
 	res.Report = att.raw
-	if att.status == PatchAccepted {
+	if att.status == patchAccepted {
 		res.Patch = patchFiles(att.ops)
 	} else {
 		res.Rejected = att.reasons
@@ -114,7 +114,7 @@ func (c codexAdapters) implement(ctx context.Context, req ImplementRequest) (Imp
 	return res, nil
 }
 
-func patchIDOrNone(files []PatchFile) string {
+func patchIDOrNone(files []patchFile) string {
 	if len(files) == 0 {
 		return ""
 	}
@@ -133,13 +133,13 @@ var reviewSchema = sync.OnceValue(func() json.RawMessage {
 	return json.RawMessage(mustJSON(schema.Strict(map[string]any{
 		"findings": map[string]any{"type": "array", "maxItems": lifecycle.MaxFindings, "items": schema.Strict(map[string]any{
 			"severity":  schema.Enum(lifecycle.FindingSeverities...),
-			"criterion": map[string]any{"type": "integer", "minimum": 0, "maximum": MaxCriteria},
+			"criterion": map[string]any{"type": "integer", "minimum": 0, "maximum": maxCriteria},
 			"summary":   map[string]any{"type": "string"},
 		})},
 	})))
 })
 
-func (c codexAdapters) review(ctx context.Context, req ReviewRequest) (ReviewResult, error) {
+func (c codexAdapters) review(ctx context.Context, req reviewRequest) (reviewResult, error) {
 	laid := storedOps(req.Patch)
 	spec := sessionSpec{
 		Scenario: "lifecycle-review ",
@@ -154,7 +154,7 @@ func (c codexAdapters) review(ctx context.Context, req ReviewRequest) (ReviewRes
 		Turns:        []turnSpec{{Label: "review", Prompt: reviewPrompt(req), Schema: reviewSchema()}},
 	}
 	out, err := c.e.codex.run(ctx, c.e.root, spec)
-	res := ReviewResult{Usage: out.Usage, Thread: out.Invocation}
+	res := reviewResult{Usage: out.Usage, Thread: out.Invocation}
 	if err == nil {
 		res.Answer = out.Finals[0]
 	}
@@ -162,7 +162,7 @@ func (c codexAdapters) review(ctx context.Context, req ReviewRequest) (ReviewRes
 }
 
 // reviewPrompt shows the reviewer the change and the redacted criteria.
-func reviewPrompt(req ReviewRequest) string {
+func reviewPrompt(req reviewRequest) string {
 	var b strings.Builder
 	b.WriteString("Review this change (the checkout holds it).\nFiles:\n")
 	for _, f := range req.Patch {
@@ -178,7 +178,7 @@ func reviewPrompt(req ReviewRequest) string {
 	return b.String()
 }
 
-func (c codexAdapters) verify(ctx context.Context, req VerifyRequest) (VerifierResult, error) {
+func (c codexAdapters) verify(ctx context.Context, req verifyRequest) (verifierResult, error) {
 	laid := storedOps(req.Patch)
 	requestID := mustID(tagChangeRequest, req.Request)
 	spec := sessionSpec{
@@ -194,7 +194,7 @@ func (c codexAdapters) verify(ctx context.Context, req VerifyRequest) (VerifierR
 		Turns:        []turnSpec{{Label: "verify", Prompt: lifecycleVerifyPrompt(req), Schema: verdictSchema()}},
 	}
 	out, err := c.e.codex.run(ctx, c.e.root, spec)
-	res := VerifierResult{Usage: out.Usage, Thread: out.Invocation}
+	res := verifierResult{Usage: out.Usage, Thread: out.Invocation}
 	if err == nil {
 		res.Answer = out.Finals[0]
 	}
@@ -204,7 +204,7 @@ func (c codexAdapters) verify(ctx context.Context, req VerifyRequest) (VerifierR
 // lifecycleVerifyPrompt is the verifier's prompt: the task, the criteria,
 // the files, the certified context and the outcome of every test Needle
 // ran on this checkout — no review and nothing the implementer said.
-func lifecycleVerifyPrompt(req VerifyRequest) string {
+func lifecycleVerifyPrompt(req verifyRequest) string {
 	var b strings.Builder
 	b.WriteString(verifyPrompt(req.Request, req.Context, publicOps(req.Patch)))
 	b.WriteString("Tests Needle ran on this checkout (a failing test means a criterion it covers is not met):\n")

@@ -53,19 +53,19 @@ func FuzzDecodeReview(f *testing.F) {
 // checkPatchFiles refuses what the real patch builder would: a path out of
 // scope, git metadata, a digest that does not match the content.
 func TestCheckPatchFiles(t *testing.T) {
-	req := ChangeRequest{Scopes: []PathScope{{Path: "a.go", Kind: ScopeExact}}, Constraints: ChangeConstraints{MaxFiles: 2, MaxBytes: 100}}
-	ok := PatchFile{PatchOperation: PatchOperation{Op: PatchAdd, Path: "a.go", After: digestOf("x"), Bytes: 1}, Content: "x"}
-	if r := checkPatchFiles(req, []PatchFile{ok}); len(r) != 0 {
+	req := changeRequest{Scopes: []pathScope{{Path: "a.go", Kind: scopeExact}}, Constraints: changeConstraints{MaxFiles: 2, MaxBytes: 100}}
+	ok := patchFile{PatchOperation: PatchOperation{Op: patchAdd, Path: "a.go", After: digestOf("x"), Bytes: 1}, Content: "x"}
+	if r := checkPatchFiles(req, []patchFile{ok}); len(r) != 0 {
 		t.Fatalf("a good patch: %v", r)
 	}
-	for name, f := range map[string]PatchFile{
-		"out of scope": {PatchOperation: PatchOperation{Op: PatchAdd, Path: "b.go", After: digestOf("x"), Bytes: 1}, Content: "x"},
-		"git":          {PatchOperation: PatchOperation{Op: PatchAdd, Path: ".git/config", After: digestOf("x"), Bytes: 1}, Content: "x"},
-		"digest":       {PatchOperation: PatchOperation{Op: PatchAdd, Path: "a.go", After: digestOf("y"), Bytes: 1}, Content: "x"},
-		"op":           {PatchOperation: PatchOperation{Op: PatchModify, Path: "a.go", After: digestOf("x"), Bytes: 1}, Content: "x"},
-		"delete body":  {PatchOperation: PatchOperation{Op: PatchDelete, Path: "a.go", Before: digestOf("x")}, Content: "x"},
+	for name, f := range map[string]patchFile{
+		"out of scope": {PatchOperation: PatchOperation{Op: patchAdd, Path: "b.go", After: digestOf("x"), Bytes: 1}, Content: "x"},
+		"git":          {PatchOperation: PatchOperation{Op: patchAdd, Path: ".git/config", After: digestOf("x"), Bytes: 1}, Content: "x"},
+		"digest":       {PatchOperation: PatchOperation{Op: patchAdd, Path: "a.go", After: digestOf("y"), Bytes: 1}, Content: "x"},
+		"op":           {PatchOperation: PatchOperation{Op: patchModify, Path: "a.go", After: digestOf("x"), Bytes: 1}, Content: "x"},
+		"delete body":  {PatchOperation: PatchOperation{Op: patchDelete, Path: "a.go", Before: digestOf("x")}, Content: "x"},
 	} {
-		if r := checkPatchFiles(req, []PatchFile{f}); len(r) == 0 {
+		if r := checkPatchFiles(req, []patchFile{f}); len(r) == 0 {
 			t.Errorf("%s: accepted", name)
 		}
 	}

@@ -86,11 +86,11 @@ func (t *testAdapter) setup() (*testrun.Runner, error) {
 
 // run runs the plans (once per invocation: the kernel records the results
 // the moment the last plan ran, invocation.go).
-func (t *testAdapter) run(ctx context.Context, req TestRequest) (res TestResult, err error) {
+func (t *testAdapter) run(ctx context.Context, req testRequest) (res testResult, err error) {
 	runner, rerr := t.setup()
 	if rerr != nil {
 		for _, p := range req.Plans {
-			res.Runs = append(res.Runs, TestPlanRun{Plan: p.ID, Outcome: lifecycle.TestError, Detail: "unavailable: " + rerr.Error()})
+			res.Runs = append(res.Runs, testPlanRun{Plan: p.ID, Outcome: lifecycle.TestError, Detail: "unavailable: " + rerr.Error()})
 		}
 		return res, nil
 	}
@@ -106,7 +106,7 @@ func (t *testAdapter) run(ctx context.Context, req TestRequest) (res TestResult,
 		return res, fmt.Errorf("snapshot: %w", err)
 	}
 	if snap.ID != req.Snapshot {
-		return res, &Error{Op: "lifecycle.test", Kind: KindConflict,
+		return res, &Error{Op: "lifecycle.test", Kind: kindConflict,
 			Err: fmt.Errorf("the work tree moved since the lifecycle froze snapshot %s: restore it, or cancel and start again", req.Snapshot)}
 	}
 	co, err := checkout.Create(ctx, repo, filepath.Join(t.e.cfg.DataDir, "checkouts"))
@@ -119,13 +119,13 @@ func (t *testAdapter) run(ctx context.Context, req TestRequest) (res TestResult,
 		}
 	}()
 	if co.Snapshot != req.Snapshot {
-		return res, &Error{Op: "lifecycle.test", Kind: KindConflict,
+		return res, &Error{Op: "lifecycle.test", Kind: kindConflict,
 			Err: fmt.Errorf("the work tree moved since the lifecycle froze snapshot %s: restore it, or cancel and start again", req.Snapshot)}
 	}
 	laid := storedOps(req.Patch)
 	for p, want := range baseOf(laid) {
 		if got, _ := co.BaseDigest(p); got != want {
-			return res, &Error{Op: "lifecycle.test", Kind: KindConflict, Err: fmt.Errorf("%s is not the base the patch was made against", p)}
+			return res, &Error{Op: "lifecycle.test", Kind: kindConflict, Err: fmt.Errorf("%s is not the base the patch was made against", p)}
 		}
 	}
 	if err := co.Apply(ctx, writes(laid)); err != nil {
@@ -141,7 +141,7 @@ func (t *testAdapter) run(ctx context.Context, req TestRequest) (res TestResult,
 			return res, ctx.Err()
 		}
 		compiled = append(compiled, r.Packages...)
-		run := TestPlanRun{Plan: p.ID, Outcome: testOutcome(r.Status), Duration: r.Duration, Output: r.Output,
+		run := testPlanRun{Plan: p.ID, Outcome: testOutcome(r.Status), Duration: r.Duration, Output: r.Output,
 			Truncated: r.Truncated, Detail: r.Status.String()}
 		if r.Reason != "" {
 			run.Detail += ": " + r.Reason

@@ -137,7 +137,7 @@ func TestLifecycle_CancelReachesTheTestRun(t *testing.T) {
 	if pids := processesNamed(t, cache, "grepx.test"); len(pids) > 0 {
 		t.Errorf("test processes still run when cancel returns: %v", pids)
 	}
-	if err := <-ran; KindOf(err) != KindConflict || !strings.Contains(err.Error(), "was cancelled while its test phase ran: the phase was interrupted") {
+	if err := <-ran; KindOf(err) != kindConflict || !strings.Contains(err.Error(), "was cancelled while its test phase ran: the phase was interrupted") {
 		t.Errorf("the runner: %v", err)
 	}
 }

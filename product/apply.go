@@ -19,6 +19,7 @@ import (
 
 	udiff "github.com/aymanbagabas/go-udiff"
 
+	"github.com/needle-dev/needle/product/internal/atomicfile"
 	"github.com/needle-dev/needle/product/internal/contentid"
 	"github.com/needle-dev/needle/product/internal/failpoint"
 	"github.com/needle-dev/needle/product/internal/runlock"
@@ -51,17 +52,17 @@ type ApprovalRequest struct {
 	By           string `json:"approved_by"`      // "cli" or "http"; the OS user is added
 }
 
-// ApprovalResult is a recorded approval.
-type ApprovalResult struct {
+// approvalResult is a recorded approval.
+type approvalResult struct {
 	ApprovalID  string `json:"approval_id"`
 	ChangeID    string `json:"change_id"`
 	LifecycleID string `json:"lifecycle_id"` // "" for a change without a lifecycle
 	PatchID     string `json:"patch_id"`
 }
 
-// ApplyResult is a finished apply. Applying an applied change again
+// applyResult is a finished apply. Applying an applied change again
 // answers the same result: the first apply's, with the time it finished.
-type ApplyResult struct {
+type applyResult struct {
 	ChangeID    string   `json:"change_id"`
 	LifecycleID string   `json:"lifecycle_id"`
 	IntentID    string   `json:"intent_id"`
@@ -77,54 +78,54 @@ type ApplyResult struct {
 
 // conflictf is the 409-class error of apply and approval.
 func conflictf(format string, args ...any) error {
-	return &Error{Op: opApply, Kind: KindConflict, Err: fmt.Errorf(format, args...)}
+	return &Error{Op: opApply, Kind: kindConflict, Err: fmt.Errorf(format, args...)}
 }
 
 // Approve records an approval of the patch of a lifecycle awaiting it (id
 // lcy_… or its chg_…) or of a verified change without a lifecycle (chg_…).
 // Every digest must be the current one; otherwise it is refused (a
-// KindConflict) and nothing is recorded.
-func (e *Engine) Approve(ctx context.Context, id string, req ApprovalRequest) (ApprovalResult, error) {
+// kindConflict) and nothing is recorded.
+func (e *Engine) Approve(ctx context.Context, id string, req ApprovalRequest) (approvalResult, error) {
 	for name, d := range map[string]string{"patch": req.Patch, "verification": req.Verification, "lifecycle": req.Lifecycle} {
 		if !contentid.Valid(d) {
-			return ApprovalResult{}, invalidf("change.approve", name, "malformed digest %q; want b3:<64 hex>", clip(d, 80))
+			return approvalResult{}, invalidf("change.approve", name, "malformed digest %q; want b3:<64 hex>", clip(d, 80))
 		}
 	}
 	by := approver(req.By)
 	lid, err := e.lifecycleIDOf(ctx, id)
 	if err != nil {
-		return ApprovalResult{}, err
+		return approvalResult{}, err
 	}
 	if lid == "" {
 		return e.approveChange(ctx, id, req, by)
 	}
 	release, err := e.lease(lid)
 	if err != nil {
-		return ApprovalResult{}, err
+		return approvalResult{}, err
 	}
 	defer release()
 	v, err := e.readLifecycle(ctx, lid)
 	if err != nil {
-		return ApprovalResult{}, err
+		return approvalResult{}, err
 	}
 	s := v.State
 	b := lifecycle.ApprovalBinding{Patch: req.Patch, Verification: req.Verification, Lifecycle: req.Lifecycle}
 	ev := lifecycle.ApprovalGranted{Binding: b}
 	next, _, err := stepLifecycle(s, ev)
 	if err != nil {
-		return ApprovalResult{}, err
+		return approvalResult{}, err
 	}
 	row := approvalRow{ID: next.Approval, ChangeID: v.ChangeID, Lifecycle: v.ID, Patch: b.Patch, Verification: b.Verification,
 		Subject: b.Lifecycle, By: by}
 	if _, err := e.store.commitTransition(ctx, v.ID, v.Stored.StateDigest, ev, next, transitionRows{approval: &row}, nil); err != nil {
-		return ApprovalResult{}, movedErr(err, v.ID)
+		return approvalResult{}, movedErr(err, v.ID)
 	}
-	return ApprovalResult{ApprovalID: next.Approval, ChangeID: v.ChangeID, LifecycleID: v.ID, PatchID: b.Patch}, nil
+	return approvalResult{ApprovalID: next.Approval, ChangeID: v.ChangeID, LifecycleID: v.ID, PatchID: b.Patch}, nil
 }
 
 func movedErr(err error, id string) error {
 	if errors.Is(err, errLifecycleMoved) {
-		return &Error{Op: opApply, Kind: KindConflict, Err: fmt.Errorf("lifecycle %s moved on meanwhile; nothing was recorded: look again (needle change show)", id)}
+		return &Error{Op: opApply, Kind: kindConflict, Err: fmt.Errorf("lifecycle %s moved on meanwhile; nothing was recorded: look again (needle change show)", id)}
 	}
 	return err
 }
@@ -167,7 +168,7 @@ func (e *Engine) changeBinding(ctx context.Context, id string) (changeBinding, e
 		return changeBinding{}, err
 	}
 	b := changeBinding{change: c}
-	if c.Status != ChangeVerified || c.Current == 0 {
+	if c.Status != changeVerified || c.Current == 0 {
 		return b, conflictf("change %s is %s, not verified: only a verified patch can be approved", id, c.Status)
 	}
 	_, b.patch, err = e.store.patchBlobs(ctx, id, c.Current)
@@ -194,7 +195,7 @@ func (e *Engine) changeBinding(ctx context.Context, id string) (changeBinding, e
 	}
 	b.subject = mustID(tagChangeProjection, struct {
 		Change        string       `json:"change_id"`
-		Status        ChangeStatus `json:"status"`
+		Status        changeStatus `json:"status"`
 		Revision      int          `json:"current_revision"`
 		Repairs       int          `json:"repairs_used"`
 		Verifications []string     `json:"verifications"`
@@ -209,58 +210,58 @@ func (b changeBinding) approvalID() string {
 	}{b.change.ID, lifecycle.ApprovalBinding{Patch: b.patch, Verification: b.verification, Lifecycle: b.subject}})
 }
 
-func (e *Engine) approveChange(ctx context.Context, id string, req ApprovalRequest, by string) (ApprovalResult, error) {
+func (e *Engine) approveChange(ctx context.Context, id string, req ApprovalRequest, by string) (approvalResult, error) {
 	b, err := e.changeBinding(ctx, id)
 	if err != nil {
-		return ApprovalResult{}, err
+		return approvalResult{}, err
 	}
 	switch {
 	case req.Patch != b.patch:
-		return ApprovalResult{}, conflictf("the approval is for patch %s; the current patch is %s", req.Patch, b.patch)
+		return approvalResult{}, conflictf("the approval is for patch %s; the current patch is %s", req.Patch, b.patch)
 	case req.Verification != b.verification:
-		return ApprovalResult{}, conflictf("the approval is for verification %s; the current verification is %s", req.Verification, b.verification)
+		return approvalResult{}, conflictf("the approval is for verification %s; the current verification is %s", req.Verification, b.verification)
 	case req.Lifecycle != b.subject:
-		return ApprovalResult{}, conflictf("the approval is for change digest %s; the current digest is %s", req.Lifecycle, b.subject)
+		return approvalResult{}, conflictf("the approval is for change digest %s; the current digest is %s", req.Lifecycle, b.subject)
 	}
 	row := approvalRow{ID: b.approvalID(), ChangeID: id, Patch: b.patch, Verification: b.verification, Subject: b.subject, By: by}
 	if err := e.store.putApproval(ctx, row); err != nil {
-		return ApprovalResult{}, err
+		return approvalResult{}, err
 	}
-	return ApprovalResult{ApprovalID: row.ID, ChangeID: id, PatchID: b.patch}, nil
+	return approvalResult{ApprovalID: row.ID, ChangeID: id, PatchID: b.patch}, nil
 }
 
 // Apply writes an approved patch to the work tree, journaled and all or
 // nothing. A file that changed since the patch was made is a conflict (a
-// KindConflict, the 409) and nothing is written. Apply is idempotent: an
+// kindConflict, the 409) and nothing is written. Apply is idempotent: an
 // applied change answers the first apply's outcome and time, and nothing
 // is written again.
-func (e *Engine) Apply(ctx context.Context, id string) (ApplyResult, error) {
+func (e *Engine) Apply(ctx context.Context, id string) (applyResult, error) {
 	lid, err := e.lifecycleIDOf(ctx, id)
 	if err != nil {
-		return ApplyResult{}, err
+		return applyResult{}, err
 	}
 	if err := e.guardDataDir(); err != nil {
-		return ApplyResult{}, err
+		return applyResult{}, err
 	}
 	unlock, err := e.applyLock()
 	if err != nil {
-		return ApplyResult{}, err
+		return applyResult{}, err
 	}
 	defer unlock()
 	if err := e.recoverApplies(ctx); err != nil {
-		return ApplyResult{}, err
+		return applyResult{}, err
 	}
 	if lid == "" {
 		return e.applyChange(ctx, id)
 	}
 	release, err := e.lease(lid)
 	if err != nil {
-		return ApplyResult{}, err
+		return applyResult{}, err
 	}
 	defer release()
 	v, err := e.readLifecycle(ctx, lid)
 	if err != nil {
-		return ApplyResult{}, err
+		return applyResult{}, err
 	}
 	s := v.State
 	if s.Status == lifecycle.StatusApplied {
@@ -269,20 +270,20 @@ func (e *Engine) Apply(ctx context.Context, id string) (ApplyResult, error) {
 		return e.applied(ctx, v.ChangeID, v.ID, s.Patch.ID, s.Approval)
 	}
 	if s.Status != lifecycle.StatusApproved {
-		return ApplyResult{}, conflictf("lifecycle %s is %s: only an approved patch is applied (needle change show %s)", v.ID, s.Where(), v.ID)
+		return applyResult{}, conflictf("lifecycle %s is %s: only an approved patch is applied (needle change show %s)", v.ID, s.Where(), v.ID)
 	}
 	k := &lifecycleKernel{e: e}
 	files, err := k.currentPatch(ctx, v)
 	if err != nil {
-		return ApplyResult{}, err
+		return applyResult{}, err
 	}
 	drifted, notes, err := e.proofDrift(ctx, v, files)
 	if err != nil {
-		return ApplyResult{}, err
+		return applyResult{}, err
 	}
 	j := applyJournal{e: e, view: &v}
 	if _, err := j.apply(ctx, files, s.Patch.ID, s.Approval, v.ChangeID, drifted...); err != nil {
-		return ApplyResult{ChangeID: v.ChangeID, LifecycleID: v.ID, PatchID: s.Patch.ID}, err
+		return applyResult{ChangeID: v.ChangeID, LifecycleID: v.ID, PatchID: s.Patch.ID}, err
 	}
 	res, err := e.applied(ctx, v.ChangeID, v.ID, s.Patch.ID, s.Approval)
 	res.Notes = notes
@@ -292,20 +293,20 @@ func (e *Engine) Apply(ctx context.Context, id string) (ApplyResult, error) {
 // applied is the outcome of a change's finished apply under approval, as
 // the apply journal recorded it: its intent, paths and the time its last
 // step was journaled. Every apply of an applied change answers it.
-func (e *Engine) applied(ctx context.Context, changeID, lifecycleID, patch, approval string) (ApplyResult, error) {
+func (e *Engine) applied(ctx context.Context, changeID, lifecycleID, patch, approval string) (applyResult, error) {
 	res, ok, err := e.appliedUnder(ctx, changeID, approval)
 	if err == nil && !ok {
-		err = &Error{Op: opApply, Kind: KindStore, Err: fmt.Errorf("change %s is applied, but its apply journal has no finished apply", changeID)}
+		err = &Error{Op: opApply, Kind: kindStore, Err: fmt.Errorf("change %s is applied, but its apply journal has no finished apply", changeID)}
 	}
 	res.LifecycleID, res.PatchID = lifecycleID, patch
 	return res, err
 }
 
 // appliedUnder finds the finished apply of a change under approval.
-func (e *Engine) appliedUnder(ctx context.Context, changeID, approval string) (ApplyResult, bool, error) {
+func (e *Engine) appliedUnder(ctx context.Context, changeID, approval string) (applyResult, bool, error) {
 	rows, err := e.store.applies(ctx, e.root, changeID, false)
 	if err != nil {
-		return ApplyResult{}, false, err
+		return applyResult{}, false, err
 	}
 	for i := len(rows) - 1; i >= 0; i-- {
 		if r := rows[i]; r.Status == "done" && r.Approval == approval {
@@ -313,26 +314,26 @@ func (e *Engine) appliedUnder(ctx context.Context, changeID, approval string) (A
 			for i, f := range r.Files {
 				paths[i] = f.Path
 			}
-			return ApplyResult{ChangeID: changeID, IntentID: r.IntentID, Paths: paths, Status: "applied", AppliedAt: r.FinishedAt}, true, nil
+			return applyResult{ChangeID: changeID, IntentID: r.IntentID, Paths: paths, Status: "applied", AppliedAt: r.FinishedAt}, true, nil
 		}
 	}
-	return ApplyResult{}, false, nil
+	return applyResult{}, false, nil
 }
 
-func (e *Engine) applyChange(ctx context.Context, id string) (ApplyResult, error) {
+func (e *Engine) applyChange(ctx context.Context, id string) (applyResult, error) {
 	b, err := e.changeBinding(ctx, id)
 	if err != nil {
-		return ApplyResult{}, err
+		return applyResult{}, err
 	}
 	a, ok, err := e.store.latestApproval(ctx, id)
 	if err != nil {
-		return ApplyResult{}, err
+		return applyResult{}, err
 	}
 	if !ok {
-		return ApplyResult{}, conflictf("change %s is not approved: needle change approve %s first", id, id)
+		return applyResult{}, conflictf("change %s is not approved: needle change approve %s first", id, id)
 	}
 	if a.ID != b.approvalID() {
-		return ApplyResult{}, conflictf("the approval of change %s is for an older patch, verification or change digest: approve it again", id)
+		return applyResult{}, conflictf("the approval of change %s is for an older patch, verification or change digest: approve it again", id)
 	}
 	if res, ok, err := e.appliedUnder(ctx, id, a.ID); ok || err != nil {
 		res.PatchID = b.patch
@@ -340,11 +341,11 @@ func (e *Engine) applyChange(ctx context.Context, id string) (ApplyResult, error
 	}
 	files, _, err := e.store.patchBlobs(ctx, id, b.change.Current)
 	if err != nil {
-		return ApplyResult{}, err
+		return applyResult{}, err
 	}
 	j := applyJournal{e: e}
 	if _, err := j.apply(ctx, files, b.patch, a.ID, id); err != nil {
-		return ApplyResult{}, err
+		return applyResult{}, err
 	}
 	return e.applied(ctx, id, "", b.patch, a.ID)
 }
@@ -377,7 +378,7 @@ func (j *applyJournal) transition(ctx context.Context, ev lifecycle.Event, rows 
 // (the other files the lifecycle's proof depended on that drifted,
 // drift.go), refuses any drift as the 409, naming every path; otherwise it
 // writes the patch, journaled.
-func (j *applyJournal) apply(ctx context.Context, files []PatchFile, patch, approval, changeID string, proof ...string) (string, error) {
+func (j *applyJournal) apply(ctx context.Context, files []patchFile, patch, approval, changeID string, proof ...string) (string, error) {
 	e := j.e
 	var drifted []string
 	row := applyRow{ChangeID: changeID, Approval: approval, Root: e.root, Status: "intent"}
@@ -401,11 +402,11 @@ func (j *applyJournal) apply(ctx context.Context, files []PatchFile, patch, appr
 		all := append(slices.Clone(drifted), proof...)
 		slices.Sort(all)
 		all = slices.Compact(all)
-		// The journal names at most MaxPatchFiles of them, each a path a
+		// The journal names at most maxPatchFiles of them, each a path a
 		// patch could write (a new file's name may be anything).
 		var named []string
 		for _, p := range all {
-			if len(named) < MaxPatchFiles && checkScopePath(p, ScopeExact) == nil {
+			if len(named) < maxPatchFiles && checkScopePath(p, scopeExact) == nil {
 				named = append(named, p)
 			}
 		}
@@ -448,11 +449,11 @@ func (j *applyJournal) apply(ctx context.Context, files []PatchFile, patch, appr
 			}
 			return "", conflictf("409 conflict: %s changed in the work tree during the apply; the apply was rolled back", f.Path)
 		}
-		if err := writeTreeFile(e.root, f.Path, f.Op == PatchDelete, []byte(contentOf(files, f.Path)), f.mode()); err != nil {
+		if err := writeTreeFile(e.root, f.Path, f.Op == patchDelete, []byte(contentOf(files, f.Path)), f.mode()); err != nil {
 			if rerr := j.rollback(ctx, row, lifecycle.RollbackIO); rerr != nil {
 				return "", fmt.Errorf("%v; rolling back: %w", err, rerr)
 			}
-			return "", &Error{Op: opApply, Kind: KindIO, Err: fmt.Errorf("write %s: %w; the apply was rolled back", f.Path, err)}
+			return "", &Error{Op: opApply, Kind: kindIO, Err: fmt.Errorf("write %s: %w; the apply was rolled back", f.Path, err)}
 		}
 		if err := e.store.journalApplyFile(ctx, row.ApplyID, i, "written", f.Path); err != nil {
 			return "", err
@@ -471,7 +472,7 @@ func (j *applyJournal) apply(ctx context.Context, files []PatchFile, patch, appr
 	return row.IntentID, nil
 }
 
-func contentOf(files []PatchFile, p string) string {
+func contentOf(files []patchFile, p string) string {
 	for _, f := range files {
 		if f.Path == p {
 			return f.Content
@@ -488,7 +489,7 @@ func writeOrder(files []applyFile) []int {
 		idx[i] = i
 	}
 	slices.SortStableFunc(idx, func(a, b int) int {
-		da, db := files[a].Op == PatchDelete, files[b].Op == PatchDelete
+		da, db := files[a].Op == patchDelete, files[b].Op == patchDelete
 		switch {
 		case da && !db:
 			return -1
@@ -583,7 +584,7 @@ func (e *Engine) restoreAfter(ctx context.Context, row applyRow, found []string)
 			continue
 		}
 		if err := writeTreeFile(e.root, f.Path, f.Before == "", []byte(f.BeforeContent), f.beforeMode()); err != nil {
-			return &Error{Op: opApply, Kind: KindIO, Err: fmt.Errorf("restore %s: %w", f.Path, err)}
+			return &Error{Op: opApply, Kind: kindIO, Err: fmt.Errorf("restore %s: %w", f.Path, err)}
 		}
 		if err := e.store.journalApplyFile(ctx, row.ApplyID, i, "restored", f.Path); err != nil {
 			return err
@@ -593,20 +594,20 @@ func (e *Engine) restoreAfter(ctx context.Context, row applyRow, found []string)
 	return nil
 }
 
-// AbandonedFile is one file of an abandoned apply: what it held (before,
+// abandonedFile is one file of an abandoned apply: what it held (before,
 // after or changed) and whether the patch was taken out of it.
-type AbandonedFile struct {
+type abandonedFile struct {
 	Path     string `json:"path"`
 	Found    string `json:"found"`
 	Restored bool   `json:"restored"`
 }
 
-// AbandonResult is an abandoned apply.
-type AbandonResult struct {
+// abandonResult is an abandoned apply.
+type abandonResult struct {
 	ChangeID    string          `json:"change_id"`
 	LifecycleID string          `json:"lifecycle_id,omitempty"`
 	IntentID    string          `json:"intent_id"`
-	Files       []AbandonedFile `json:"files"`
+	Files       []abandonedFile `json:"files"`
 	Status      string          `json:"status"` // the lifecycle's (approved again), or rolled_back
 }
 
@@ -619,18 +620,18 @@ type AbandonResult struct {
 // what it found per file, in one transaction; a lifecycle returns to
 // approved. A crash during it loses nothing: the restores are journaled,
 // and running it again finishes it. Without an interrupted apply it is
-// refused (a KindConflict) and changes nothing.
-func (e *Engine) AbandonApply(ctx context.Context, id, by string) (AbandonResult, error) {
+// refused (a kindConflict) and changes nothing.
+func (e *Engine) AbandonApply(ctx context.Context, id, by string) (abandonResult, error) {
 	lid, err := e.lifecycleIDOf(ctx, id)
 	if err != nil {
-		return AbandonResult{}, err
+		return abandonResult{}, err
 	}
 	if err := e.guardDataDir(); err != nil {
-		return AbandonResult{}, err
+		return abandonResult{}, err
 	}
 	unlock, err := e.applyLock()
 	if err != nil {
-		return AbandonResult{}, err
+		return abandonResult{}, err
 	}
 	defer unlock()
 	changeID := id
@@ -639,33 +640,33 @@ func (e *Engine) AbandonApply(ctx context.Context, id, by string) (AbandonResult
 	if lid != "" {
 		release, err := e.lease(lid)
 		if err != nil {
-			return AbandonResult{}, err
+			return abandonResult{}, err
 		}
 		defer release()
 		v, err := e.readLifecycle(ctx, lid)
 		if err != nil {
-			return AbandonResult{}, err
+			return abandonResult{}, err
 		}
 		j.view, changeID = &v, v.ChangeID
 	}
 	open, err := e.store.applies(ctx, e.root, changeID, true)
 	if err != nil {
-		return AbandonResult{}, err
+		return abandonResult{}, err
 	}
 	if len(open) != 1 {
-		return AbandonResult{}, conflictf("%s has no interrupted apply to abandon (needle change show %s)", id, id)
+		return abandonResult{}, conflictf("%s has no interrupted apply to abandon (needle change show %s)", id, id)
 	}
 	row := open[0]
 	found, err := e.classifyApply(row)
 	if err != nil {
-		return AbandonResult{}, err
+		return abandonResult{}, err
 	}
 	if err := e.restoreAfter(ctx, row, found); err != nil {
-		return AbandonResult{}, err
+		return abandonResult{}, err
 	}
-	res := AbandonResult{ChangeID: changeID, LifecycleID: lid, IntentID: row.IntentID, Status: "rolled_back"}
+	res := abandonResult{ChangeID: changeID, LifecycleID: lid, IntentID: row.IntentID, Status: "rolled_back"}
 	for i, f := range row.Files {
-		res.Files = append(res.Files, AbandonedFile{Path: f.Path, Found: found[i], Restored: found[i] == abandonAfter})
+		res.Files = append(res.Files, abandonedFile{Path: f.Path, Found: found[i], Restored: found[i] == abandonAfter})
 	}
 	end := applyEnd{ApplyID: row.ApplyID, Status: "rolled_back", Cause: string(lifecycle.RollbackRecovered)}
 	ab := applyAbandon{ApplyID: row.ApplyID, By: approver(by), Files: res.Files}
@@ -677,7 +678,7 @@ func (e *Engine) AbandonApply(ctx context.Context, id, by string) (AbandonResult
 		err = e.store.abandonApply(ctx, end, ab)
 	}
 	if err != nil {
-		return AbandonResult{}, err
+		return abandonResult{}, err
 	}
 	return res, nil
 }
@@ -740,7 +741,7 @@ func (e *Engine) recoverAtOpen(ctx context.Context) error {
 		return nil // a live apply holds it
 	}
 	defer unlock()
-	if err := e.recoverApplies(ctx); err != nil && KindOf(err) != KindConflict {
+	if err := e.recoverApplies(ctx); err != nil && KindOf(err) != kindConflict {
 		return err
 	}
 	return nil
@@ -765,7 +766,7 @@ func (e *Engine) lease(lid string) (func(), error) {
 func (e *Engine) lock(name, what string) (func(), error) {
 	dir := filepath.Join(e.cfg.DataDir, "locks")
 	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return nil, &Error{Op: "lifecycle.lock", Kind: KindIO, Err: err}
+		return nil, &Error{Op: "lifecycle.lock", Kind: kindIO, Err: err}
 	}
 	l, err := runlock.Acquire(filepath.Join(dir, name+".lock"), time.Now())
 	var held *runlock.HeldError
@@ -774,10 +775,10 @@ func (e *Engine) lock(name, what string) (func(), error) {
 		if held.Holder.PID > 0 {
 			who = held.Holder.String()
 		}
-		return nil, &Error{Op: "lifecycle.lock", Kind: KindConflict, Err: fmt.Errorf("%s is being run by %s; wait for it to finish", what, who)}
+		return nil, &Error{Op: "lifecycle.lock", Kind: kindConflict, Err: fmt.Errorf("%s is being run by %s; wait for it to finish", what, who)}
 	}
 	if err != nil {
-		return nil, &Error{Op: "lifecycle.lock", Kind: KindIO, Err: err}
+		return nil, &Error{Op: "lifecycle.lock", Kind: kindIO, Err: err}
 	}
 	return func() { _ = l.Release() }, nil
 }
@@ -805,13 +806,13 @@ func (e *Engine) treeDigest(rel string) (string, error) {
 	case errors.Is(err, fs.ErrNotExist):
 		return "", nil
 	case err != nil:
-		return "", &Error{Op: opApply, Kind: KindIO, Err: err}
+		return "", &Error{Op: opApply, Kind: kindIO, Err: err}
 	case !fi.Mode().IsRegular():
 		return "", conflictf("409 conflict: %s is not a regular file in the work tree; nothing was written", rel)
 	}
 	data, err := os.ReadFile(abs)
 	if err != nil {
-		return "", &Error{Op: opApply, Kind: KindIO, Err: err}
+		return "", &Error{Op: opApply, Kind: kindIO, Err: err}
 	}
 	return contentid.OfBytes(snapshot.FileTag, data), nil
 }
@@ -821,7 +822,7 @@ func (e *Engine) treeDigest(rel string) (string, error) {
 // drifted.
 func (e *Engine) baseContent(rel, want string) ([]byte, fs.FileMode, bool, error) {
 	got, err := e.treeDigest(rel)
-	if KindOf(err) == KindConflict {
+	if KindOf(err) == kindConflict {
 		return nil, 0, false, nil
 	}
 	if err != nil || got != want {
@@ -833,7 +834,7 @@ func (e *Engine) baseContent(rel, want string) ([]byte, fs.FileMode, bool, error
 	abs, _ := treePath(e.root, rel)
 	data, err := os.ReadFile(abs)
 	if err != nil {
-		return nil, 0, false, &Error{Op: opApply, Kind: KindIO, Err: err}
+		return nil, 0, false, &Error{Op: opApply, Kind: kindIO, Err: err}
 	}
 	fi, err := os.Lstat(abs)
 	if err != nil || contentid.OfBytes(snapshot.FileTag, data) != want {
@@ -864,7 +865,7 @@ func writeMode(existed bool, mode fs.FileMode, exec bool) fs.FileMode {
 // treePath is the absolute path of a repository path, refusing any parent
 // directory that is a symbolic link.
 func treePath(root, rel string) (string, error) {
-	if checkScopePath(rel, ScopeExact) != nil {
+	if checkScopePath(rel, scopeExact) != nil {
 		return "", conflictf("409 conflict: %s is not a path a patch may write", showPath(rel))
 	}
 	dir := root
@@ -876,7 +877,7 @@ func treePath(root, rel string) (string, error) {
 			break
 		}
 		if err != nil {
-			return "", &Error{Op: opApply, Kind: KindIO, Err: err}
+			return "", &Error{Op: opApply, Kind: kindIO, Err: err}
 		}
 		if !fi.IsDir() {
 			return "", conflictf("409 conflict: %s is not a directory in the work tree (a link or a file); nothing was written", path.Join(parts[:len(parts)-1]...))
@@ -898,43 +899,12 @@ func writeTreeFile(root, rel string, del bool, data []byte, mode fs.FileMode) er
 		if err := os.Remove(abs); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return err
 		}
-		return syncDir(dir)
+		return atomicfile.SyncDir(dir)
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
-	f, err := os.CreateTemp(dir, "."+filepath.Base(abs)+".needle-*")
-	if err != nil {
-		return err
-	}
-	tmp := f.Name()
-	defer os.Remove(tmp) // a no-op after the rename
-	_, err = f.Write(data)
-	if err == nil {
-		err = f.Chmod(mode)
-	}
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp, abs)
-	}
-	if err != nil {
-		return err
-	}
-	return syncDir(dir)
-}
-
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	return d.Sync()
+	return atomicfile.Write(abs, data, mode)
 }
 
 // ChangeDiff is the unified diff of a change's current patch (by lcy_… or
@@ -945,7 +915,7 @@ func (e *Engine) ChangeDiff(ctx context.Context, id string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	var files []PatchFile
+	var files []patchFile
 	if lid != "" {
 		v, err := e.readLifecycle(ctx, lid)
 		if err != nil {
@@ -977,7 +947,7 @@ func (e *Engine) ChangeDiff(ctx context.Context, id string) (string, error) {
 // before of each file comes from the work tree when it still has the
 // patch's base digest, else from HEAD; a base that cannot be found with
 // exactly that digest is an error, never a diff against something else.
-func unifiedDiff(root string, files []PatchFile) (string, error) {
+func unifiedDiff(root string, files []patchFile) (string, error) {
 	var b strings.Builder
 	for _, f := range files {
 		before, err := baseText(root, f)
@@ -991,10 +961,10 @@ func unifiedDiff(root string, files []PatchFile) (string, error) {
 		}
 		from, to := "a/"+f.Path, "b/"+f.Path
 		switch f.Op {
-		case PatchAdd:
+		case patchAdd:
 			fmt.Fprintf(&b, "new file mode %s\n", mode)
 			from = "/dev/null"
-		case PatchDelete:
+		case patchDelete:
 			fmt.Fprintf(&b, "deleted file mode 100644\n")
 			to = "/dev/null"
 		}
@@ -1003,7 +973,7 @@ func unifiedDiff(root string, files []PatchFile) (string, error) {
 	return b.String(), nil
 }
 
-func baseText(root string, f PatchFile) (string, error) {
+func baseText(root string, f patchFile) (string, error) {
 	if f.Before == "" {
 		return "", nil
 	}

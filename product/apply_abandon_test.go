@@ -73,7 +73,7 @@ func TestApply_AbandonInterruptedApplyTheUserEdited(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("--abandon exited %d:\n%s", code, out)
 	}
-	var res AbandonResult
+	var res abandonResult
 	if err := json.Unmarshal([]byte(out), &res); err != nil {
 		t.Fatalf("--abandon --json: %v\n%s", err, out)
 	}

@@ -58,7 +58,7 @@ func TestApply_PlainAgainAnswersTheFirstOutcome(t *testing.T) {
 	te, repo, res := mustApprovedPlainChange(t)
 	ctx := context.Background()
 	r := []string{"change", "apply", "--repository", repo, "--data-dir", te.data, "--json", res.ChangeID}
-	var outs [2]ApplyResult
+	var outs [2]applyResult
 	for i := range outs {
 		if err := json.Unmarshal([]byte(needleRun(t, "", r...)), &outs[i]); err != nil {
 			t.Fatal(err)

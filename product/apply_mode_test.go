@@ -27,7 +27,7 @@ func TestApply_KeepsModes(t *testing.T) {
 		t.Fatal(err)
 	}
 	req := f.request()
-	req.Scopes = append(req.Scopes, PathScope{Path: "tools", Kind: ScopeSubtree})
+	req.Scopes = append(req.Scopes, pathScope{Path: "tools", Kind: scopeSubtree})
 	d, err := f.te.StartLifecycle(ctx, LifecycleStart{Request: req, TestPlans: []string{f.plan}})
 	if err != nil {
 		t.Fatal(err)

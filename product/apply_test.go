@@ -12,7 +12,7 @@ import (
 // mustApprovedPlainChange makes a change without a lifecycle
 // (prepare_change and verify_change, as over MCP) in a grepx fixture and
 // approves its patch: ready to apply.
-func mustApprovedPlainChange(t *testing.T) (*testEngine, string, ChangeResult) {
+func mustApprovedPlainChange(t *testing.T) (*testEngine, string, changeResult) {
 	t.Helper()
 	ctx := context.Background()
 	repo := MustFixtureRepo(t, "grepx", true)
@@ -45,7 +45,7 @@ func TestApply_PlainVerifiedChange(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Before verification: no approval.
-	if _, err := te.Approve(ctx, res.ChangeID, ApprovalRequest{Patch: res.PatchID, Verification: res.PatchID, Lifecycle: res.PatchID}); KindOf(err) != KindConflict {
+	if _, err := te.Approve(ctx, res.ChangeID, ApprovalRequest{Patch: res.PatchID, Verification: res.PatchID, Lifecycle: res.PatchID}); KindOf(err) != kindConflict {
 		t.Errorf("approval of an unverified change: %v", err)
 	}
 	if _, err := te.VerifyChange(ctx, "s", res.ChangeID); err != nil {
@@ -65,14 +65,14 @@ func TestApply_PlainVerifiedChange(t *testing.T) {
 		t.Fatalf("git apply --check: %v\n%s", err, out)
 	}
 	before := treeDigest(t, repo)
-	if _, err := te.Apply(ctx, res.ChangeID); KindOf(err) != KindConflict || !strings.Contains(err.Error(), "not approved") {
+	if _, err := te.Apply(ctx, res.ChangeID); KindOf(err) != kindConflict || !strings.Contains(err.Error(), "not approved") {
 		t.Errorf("apply without approval: %v", err)
 	}
 	b, err := te.changeBinding(ctx, res.ChangeID)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := te.Approve(ctx, res.ChangeID, ApprovalRequest{Patch: b.patch, Verification: b.verification, Lifecycle: "b3:" + strings.Repeat("0", 64)}); KindOf(err) != KindConflict {
+	if _, err := te.Approve(ctx, res.ChangeID, ApprovalRequest{Patch: b.patch, Verification: b.verification, Lifecycle: "b3:" + strings.Repeat("0", 64)}); KindOf(err) != kindConflict {
 		t.Errorf("approval bound to an older change digest: %v", err)
 	}
 	if treeDigest(t, repo) != before {
@@ -112,10 +112,10 @@ func TestUnifiedDiff_GitApplies(t *testing.T) {
 	MustRun(t, repo, "git", "add", "-A")
 	MustRun(t, repo, "git", "-c", "user.name=t", "-c", "user.email=t@example.com", "commit", "-qm", "note")
 	base := func(p string) string { return digestOf(string(MustReadFile(t, filepath.Join(repo, p)))) }
-	files := []PatchFile{
-		{PatchOperation: PatchOperation{Op: PatchModify, Path: "note.txt", Before: base("note.txt"), After: digestOf("no newline\nanywhere"), Bytes: 19}, Content: "no newline\nanywhere"},
-		{PatchOperation: PatchOperation{Op: PatchDelete, Path: "options.go", Before: base("options.go")}},
-		{PatchOperation: PatchOperation{Op: PatchAdd, Path: "sub/new.go", After: digestOf("package sub\n"), Bytes: 12, Executable: true}, Content: "package sub\n"},
+	files := []patchFile{
+		{PatchOperation: PatchOperation{Op: patchModify, Path: "note.txt", Before: base("note.txt"), After: digestOf("no newline\nanywhere"), Bytes: 19}, Content: "no newline\nanywhere"},
+		{PatchOperation: PatchOperation{Op: patchDelete, Path: "options.go", Before: base("options.go")}},
+		{PatchOperation: PatchOperation{Op: patchAdd, Path: "sub/new.go", After: digestOf("package sub\n"), Bytes: 12, Executable: true}, Content: "package sub\n"},
 	}
 	diff, err := unifiedDiff(repo, files)
 	if err != nil {
@@ -137,7 +137,7 @@ func TestUnifiedDiff_GitApplies(t *testing.T) {
 	}
 	// A base that is neither in the tree nor at HEAD gives no diff.
 	files[0].Before = digestOf("something else")
-	if _, err := unifiedDiff(repo, files); KindOf(err) != KindConflict {
+	if _, err := unifiedDiff(repo, files); KindOf(err) != kindConflict {
 		t.Errorf("diff against an unknown base: %v", err)
 	}
 }

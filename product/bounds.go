@@ -8,22 +8,22 @@ package product
 // counts, Unicode code points ("characters" in messages), in the text as
 // sent; in bytes that is at most 4 times as much.
 const (
-	// MaxRequestBytes bounds a need_context request as JSON text.
-	MaxRequestBytes = 64 << 10
-	// MaxMarkerBytes bounds one @@need marker line.
-	MaxMarkerBytes = 8 << 10
-	// MaxJSONDepth bounds nesting of JSON arrays and objects; the request
+	// maxRequestBytes bounds a need_context request as JSON text.
+	maxRequestBytes = 64 << 10
+	// maxMarkerBytes bounds one @@need marker line.
+	maxMarkerBytes = 8 << 10
+	// maxJSONDepth bounds nesting of JSON arrays and objects; the request
 	// itself needs 3 levels.
-	MaxJSONDepth = 8
-	// MaxSubjectNameChars bounds subject.name (code points).
-	MaxSubjectNameChars = 256
-	// MaxObligations bounds required[] and preferred[] each, and together.
+	maxJSONDepth = 8
+	// maxSubjectNameChars bounds subject.name (code points).
+	maxSubjectNameChars = 256
+	// maxObligations bounds required[] and preferred[] each, and together.
 	// There are only three capability kinds, each at most once.
-	MaxObligations = 3
-	// MaxTaskChars bounds the free-text task (code points).
-	MaxTaskChars = 4096
-	// MaxNameBytes bounds a bounded name: a scenario, a platform or a feature.
-	MaxNameBytes = 64
-	// MaxFeatures bounds world.features when it is a list.
-	MaxFeatures = 16
+	maxObligations = 3
+	// maxTaskChars bounds the free-text task (code points).
+	maxTaskChars = 4096
+	// maxNameBytes bounds a bounded name: a scenario, a platform or a feature.
+	maxNameBytes = 64
+	// maxFeatures bounds world.features when it is a list.
+	maxFeatures = 16
 )

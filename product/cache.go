@@ -69,12 +69,12 @@ func (ev Evidence) clone() Evidence {
 
 // putDefinitionOnce stores this binary's semantic definition unless this
 // store already did.
-func (s *Store) putDefinitionOnce(ctx context.Context) error {
+func (s *store) putDefinitionOnce(ctx context.Context) error {
 	id := DefinitionID()
 	if _, ok := s.cache.definitions.Load(id); ok {
 		return nil
 	}
-	if err := s.PutDefinition(ctx, id, CompilerVersion, []byte(mustJSON(Definition()))); err != nil {
+	if err := s.PutDefinition(ctx, id, compilerVersion, []byte(mustJSON(definition()))); err != nil {
 		return err
 	}
 	s.cache.definitions.Store(id, true)

@@ -41,7 +41,7 @@ func TestStoreCache_NeverValidates(t *testing.T) {
 	}
 	search := filepath.Join(repo, "search.go")
 	MustWriteFile(t, search, strings.Replace(string(MustReadFile(t, search)), "func NewSearcher(", "func NewSearcherX(", 1))
-	if r := resolve(); r.Resolution.Kind != ResolutionStale || len(r.Resolution.ArtifactIDs) != 0 {
+	if r := resolve(); r.Resolution.Kind != resolutionStale || len(r.Resolution.ArtifactIDs) != 0 {
 		t.Fatalf("after the cited code changed: %s %v", r.Resolution.Kind, r.Resolution.ArtifactIDs)
 	}
 }

@@ -12,71 +12,71 @@ import (
 // Bounds of a prepare_change request. Like the need bounds they are part of
 // the MCP contract: the inputSchema advertises the same numbers.
 const (
-	// MaxChangeRequestBytes bounds a prepare_change request as JSON text.
-	MaxChangeRequestBytes = 64 << 10
-	// MaxCriteria bounds the acceptance criteria (at least one).
-	MaxCriteria = lifecycle.MaxCriteria
-	// MaxCriterionChars bounds one acceptance criterion (code points).
-	MaxCriterionChars = 512
-	// MaxScopes bounds the path scopes (at least one).
-	MaxScopes = 16
-	// MaxScopePathChars bounds one scope path (code points).
-	MaxScopePathChars = lifecycle.MaxPathChars
-	// MaxChangeRefs bounds artifact_ids and claim_ids each.
-	MaxChangeRefs = 16
-	// MaxConstraintNotes bounds constraints.notes; MaxNoteChars one note
+	// maxChangeRequestBytes bounds a prepare_change request as JSON text.
+	maxChangeRequestBytes = 64 << 10
+	// maxCriteria bounds the acceptance criteria (at least one).
+	maxCriteria = lifecycle.MaxCriteria
+	// maxCriterionChars bounds one acceptance criterion (code points).
+	maxCriterionChars = 512
+	// maxScopes bounds the path scopes (at least one).
+	maxScopes = 16
+	// maxScopePathChars bounds one scope path (code points).
+	maxScopePathChars = lifecycle.MaxPathChars
+	// maxChangeRefs bounds artifact_ids and claim_ids each.
+	maxChangeRefs = 16
+	// maxConstraintNotes bounds constraints.notes; maxNoteChars one note
 	// (code points).
-	MaxConstraintNotes = 4
-	MaxNoteChars       = 256
-	// MaxPatchFiles bounds the files one patch may touch (constraints.max_files
-	// may lower it); MaxPatchBytes bounds the new content of one patch
+	maxConstraintNotes = 4
+	maxNoteChars       = 256
+	// maxPatchFiles bounds the files one patch may touch (constraints.max_files
+	// may lower it); maxPatchBytes bounds the new content of one patch
 	// (constraints.max_bytes may lower it).
-	MaxPatchFiles = lifecycle.MaxPatchFiles
-	MaxPatchBytes = lifecycle.MaxPatchBytes
+	maxPatchFiles = lifecycle.MaxPatchFiles
+	maxPatchBytes = lifecycle.MaxPatchBytes
 )
 
 // Scope kinds: an exact file path, or a directory subtree.
 const (
-	ScopeExact   = "exact"
-	ScopeSubtree = "subtree"
+	scopeExact   = "exact"
+	scopeSubtree = "subtree"
 )
 
-// ChangeRequest is a prepare_change request as decoded.
-type ChangeRequest struct {
+// changeRequest is a prepare_change request as decoded.
+type changeRequest struct {
 	Task        string            `json:"task"`
 	Criteria    []string          `json:"acceptance_criteria"`
-	Scopes      []PathScope       `json:"scopes"`
+	Scopes      []pathScope       `json:"scopes"`
 	ArtifactIDs []string          `json:"artifact_ids"`
 	ClaimIDs    []string          `json:"claim_ids"`
-	Constraints ChangeConstraints `json:"constraints"`
+	Constraints changeConstraints `json:"constraints"`
 }
 
-// PathScope is one path the patch worker may write: a file (exact) or
+// pathScope is one path the patch worker may write: a file (exact) or
 // every file below a directory (subtree; "." is the whole repository).
-type PathScope struct {
+type pathScope struct {
 	Path string `json:"path"`
 	Kind string `json:"kind"`
 }
 
-// ChangeConstraints bound a patch further; zero values take the maxima.
-type ChangeConstraints struct {
+// changeConstraints bound a patch further; zero values take the maxima.
+type changeConstraints struct {
 	MaxFiles int      `json:"max_files"`
 	MaxBytes int      `json:"max_bytes"`
 	Notes    []string `json:"notes"`
 }
 
-// ChangeIDPattern is the syntax of an opaque change id.
-var ChangeIDPattern = lifecycle.ChangeIDPattern
+// changeIDPattern is the syntax of an opaque change id.
+var changeIDPattern = lifecycle.ChangeIDPattern
 
 // inScope reports whether a repository path is one the scopes declare,
 // comparing in NFC (the scopes are NFC already).
-func inScope(scopes []PathScope, p string) bool {
+func inScope(scopes []pathScope, p string) bool {
 	p = norm.NFC.String(p)
 	for _, s := range scopes {
 		switch {
-		case s.Kind == ScopeExact && s.Path == p:
+		case s.Kind == scopeExact && s.Path == p:
 			return true
-		case s.Kind == ScopeSubtree && (s.Path == "." || strings.HasPrefix(p, s.Path+"/")):
+		case s.Kind == scopeSubtree && (s.Path == "." || strings.HasPrefix(p, s.Path+"/")):
 			return true
 		}
 	}
@@ -85,107 +85,107 @@ func inScope(scopes []PathScope, p string) bool {
 
 // The states of a change, each with its valid values in one place.
 
-// ChangeStatus is the state of a change (changes.status): what
+// changeStatus is the state of a change (changes.status): what
 // prepare_change made of it, then what its newest verification said.
-type ChangeStatus string
+type changeStatus string
 
 const (
-	ChangePrepared             ChangeStatus = "prepared"              // a patch was built, not yet verified
-	ChangeRejected             ChangeStatus = "rejected"              // the patch broke a rule: no patch
-	ChangeFailed               ChangeStatus = "failed"                // the patch worker failed: no patch
-	ChangeVerified             ChangeStatus = "verified"              // the verifier found every criterion met
-	ChangeVerificationRejected ChangeStatus = "verification_rejected" // the verifier rejected the approach
-	ChangeRepairable           ChangeStatus = "repairable"            // a small fix would meet the criteria
-	ChangeInconclusive         ChangeStatus = "inconclusive"          // the verifier could not tell
+	ChangePrepared             changeStatus = "prepared"              // a patch was built, not yet verified
+	changeRejected             changeStatus = "rejected"              // the patch broke a rule: no patch
+	changeFailed               changeStatus = "failed"                // the patch worker failed: no patch
+	changeVerified             changeStatus = "verified"              // the verifier found every criterion met
+	changeVerificationRejected changeStatus = "verification_rejected" // the verifier rejected the approach
+	changeRepairable           changeStatus = "repairable"            // a small fix would meet the criteria
+	changeInconclusive         changeStatus = "inconclusive"          // the verifier could not tell
 )
 
 // prepareStatuses are the statuses prepare_change answers with.
-var prepareStatuses = []ChangeStatus{ChangePrepared, ChangeRejected, ChangeFailed}
+var prepareStatuses = []changeStatus{ChangePrepared, changeRejected, changeFailed}
 
 // verdictStatus is the status a change takes from the verdict.
-func verdictStatus(v lifecycle.Verdict) ChangeStatus {
+func verdictStatus(v lifecycle.Verdict) changeStatus {
 	switch v {
 	case lifecycle.VerdictVerified:
-		return ChangeVerified
+		return changeVerified
 	case lifecycle.VerdictRejected:
-		return ChangeVerificationRejected
+		return changeVerificationRejected
 	case lifecycle.VerdictRepairable:
-		return ChangeRepairable
+		return changeRepairable
 	}
-	return ChangeInconclusive
+	return changeInconclusive
 }
 
-// CoverageStatus is what the patch worker said of one acceptance criterion.
-type CoverageStatus string
+// coverageStatus is what the patch worker said of one acceptance criterion.
+type coverageStatus string
 
 const (
-	CoverageClaimed      CoverageStatus = "claimed"       // the worker says it addressed the criterion
-	CoverageNotAddressed CoverageStatus = "not_addressed" // the worker says it did not
-	CoverageUnreported   CoverageStatus = "unreported"    // the worker's report does not say
+	coverageClaimed      coverageStatus = "claimed"       // the worker says it addressed the criterion
+	coverageNotAddressed coverageStatus = "not_addressed" // the worker says it did not
+	coverageUnreported   coverageStatus = "unreported"    // the worker's report does not say
 )
 
-var allCoverageStatuses = []CoverageStatus{CoverageClaimed, CoverageNotAddressed, CoverageUnreported}
+var allCoverageStatuses = []coverageStatus{coverageClaimed, coverageNotAddressed, coverageUnreported}
 
-// RepairStatus says what happened to the one repair a change may use.
-type RepairStatus string
+// repairStatus says what happened to the one repair a change may use.
+type repairStatus string
 
 const (
-	RepairNotNeeded RepairStatus = "not_needed" // no repairable verdict
-	RepairApplied   RepairStatus = "applied"    // a repair patch was built and verified again
-	RepairRejected  RepairStatus = "rejected"   // the repair patch was refused: the first verdict stands
-	RepairFailed    RepairStatus = "failed"     // the repair worker failed: the first verdict stands
-	RepairExhausted RepairStatus = "exhausted"  // repairable again after the repair: no second one
+	repairNotNeeded repairStatus = "not_needed" // no repairable verdict
+	repairApplied   repairStatus = "applied"    // a repair patch was built and verified again
+	repairRejected  repairStatus = "rejected"   // the repair patch was refused: the first verdict stands
+	repairFailed    repairStatus = "failed"     // the repair worker failed: the first verdict stands
+	repairExhausted repairStatus = "exhausted"  // repairable again after the repair: no second one
 )
 
-var allRepairStatuses = []RepairStatus{RepairNotNeeded, RepairApplied, RepairRejected, RepairFailed, RepairExhausted}
+var allRepairStatuses = []repairStatus{repairNotNeeded, repairApplied, repairRejected, repairFailed, repairExhausted}
 
-// PatchStatus is the fate of one patch worker run (patches.status).
-type PatchStatus string
+// patchStatus is the fate of one patch worker run (patches.status).
+type patchStatus string
 
 const (
-	PatchAccepted PatchStatus = "accepted" // Needle built a patch within every rule
-	PatchRejected PatchStatus = "rejected" // the change broke a rule: no patch
-	PatchFailed   PatchStatus = "failed"   // the worker failed: no patch
+	patchAccepted patchStatus = "accepted" // Needle built a patch within every rule
+	patchRejected patchStatus = "rejected" // the change broke a rule: no patch
+	patchFailed   patchStatus = "failed"   // the worker failed: no patch
 )
 
 // changeStatus is the status a change takes from its first patch run.
-func (s PatchStatus) changeStatus() ChangeStatus {
+func (s patchStatus) changeStatus() changeStatus {
 	switch s {
-	case PatchAccepted:
+	case patchAccepted:
 		return ChangePrepared
-	case PatchRejected:
-		return ChangeRejected
+	case patchRejected:
+		return changeRejected
 	}
-	return ChangeFailed
+	return changeFailed
 }
 
 // repairStatus is what a repair whose patch run ended so amounts to.
-func (s PatchStatus) repairStatus() RepairStatus {
+func (s patchStatus) repairStatus() repairStatus {
 	switch s {
-	case PatchAccepted:
-		return RepairApplied
-	case PatchRejected:
-		return RepairRejected
+	case patchAccepted:
+		return repairApplied
+	case patchRejected:
+		return repairRejected
 	}
-	return RepairFailed
+	return repairFailed
 }
 
-// PatchOp is what a patch does to one file.
-type PatchOp string
+// patchOp is what a patch does to one file.
+type patchOp string
 
 const (
-	PatchAdd    PatchOp = checkout.OpAdd
-	PatchModify PatchOp = checkout.OpModify
-	PatchDelete PatchOp = checkout.OpDelete
+	patchAdd    patchOp = checkout.OpAdd
+	patchModify patchOp = checkout.OpModify
+	patchDelete patchOp = checkout.OpDelete
 )
 
-var allPatchOps = []PatchOp{PatchAdd, PatchModify, PatchDelete}
+var allPatchOps = []patchOp{patchAdd, patchModify, patchDelete}
 
 // PatchOperation is one file operation of a patch. Before and After are
 // content digests ("" for an absent file); the full new content is kept in
 // SQLite, never returned.
 type PatchOperation struct {
-	Op         PatchOp `json:"op"`
+	Op         patchOp `json:"op"`
 	Path       string  `json:"path"`
 	Before     string  `json:"before"`
 	After      string  `json:"after"`
@@ -199,16 +199,16 @@ type storedOperation struct {
 	Content string `json:"content"`
 }
 
-// CriterionCoverage is what the patch worker reported for one acceptance
+// criterionCoverage is what the patch worker reported for one acceptance
 // criterion: a claim, checked only by verify_change.
-type CriterionCoverage struct {
+type criterionCoverage struct {
 	Criterion int            `json:"criterion"`
-	Status    CoverageStatus `json:"status"`
+	Status    coverageStatus `json:"status"`
 	Note      string         `json:"note"`
 }
 
-// ChangeAccounting is the bounded accounting of one call.
-type ChangeAccounting struct {
+// changeAccounting is the bounded accounting of one call.
+type changeAccounting struct {
 	WorkerRuns   int     `json:"worker_runs"`
 	InputTokens  int64   `json:"input_tokens"`
 	OutputTokens int64   `json:"output_tokens"`
@@ -218,7 +218,7 @@ type ChangeAccounting struct {
 	Bytes        int     `json:"bytes"`
 }
 
-func (a *ChangeAccounting) add(u WorkerUsage) {
+func (a *changeAccounting) add(u workerUsage) {
 	a.WorkerRuns++
 	a.InputTokens += u.InputTokens
 	a.OutputTokens += u.OutputTokens
@@ -226,48 +226,48 @@ func (a *ChangeAccounting) add(u WorkerUsage) {
 	a.LatencyMs += u.LatencyMs
 }
 
-// ChangeResult is the result of prepare_change.
-type ChangeResult struct {
+// changeResult is the result of prepare_change.
+type changeResult struct {
 	ChangeID           string              `json:"change_id"`
-	Status             ChangeStatus        `json:"status"` // prepared | rejected | failed
+	Status             changeStatus        `json:"status"` // prepared | rejected | failed
 	PatchID            string              `json:"patch_id"`
 	Revision           int                 `json:"revision"`
 	Operations         []PatchOperation    `json:"operations"`
-	Acceptance         []CriterionCoverage `json:"acceptance"`
-	Accounting         ChangeAccounting    `json:"accounting"`
+	Acceptance         []criterionCoverage `json:"acceptance"`
+	Accounting         changeAccounting    `json:"accounting"`
 	ResidualRisks      []string            `json:"residual_risks"`
 	Reasons            []string            `json:"reasons"`
 	VerificationStatus string              `json:"verification_status"`
 	Context            string              `json:"context"`
 }
 
-// RepairOutcome says what happened to the one repair a change may use.
-type RepairOutcome struct {
-	Status      RepairStatus `json:"status"`
+// repairOutcome says what happened to the one repair a change may use.
+type repairOutcome struct {
+	Status      repairStatus `json:"status"`
 	FromPatchID string       `json:"from_patch_id"`
 	Reasons     []string     `json:"reasons"`
 }
 
-// VerifyResult is the result of verify_change.
-type VerifyResult struct {
+// verifyResult is the result of verify_change.
+type verifyResult struct {
 	ChangeID           string             `json:"change_id"`
 	PatchID            string             `json:"patch_id"`
 	Revision           int                `json:"revision"`
 	Verdict            lifecycle.Verdict  `json:"verdict"`
-	Criteria           []CriterionVerdict `json:"criteria"`
+	Criteria           []criterionVerdict `json:"criteria"`
 	Operations         []PatchOperation   `json:"operations"`
-	Repair             RepairOutcome      `json:"repair"`
+	Repair             repairOutcome      `json:"repair"`
 	RepairAvailable    bool               `json:"repair_available"`
 	Recorded           bool               `json:"recorded"` // the stored verdict, no worker ran
-	Accounting         ChangeAccounting   `json:"accounting"`
+	Accounting         changeAccounting   `json:"accounting"`
 	ResidualRisks      []string           `json:"residual_risks"`
 	Reasons            []string           `json:"reasons"`
 	VerificationStatus lifecycle.Verdict  `json:"verification_status"`
 	Context            string             `json:"context"`
 }
 
-// CriterionVerdict is a verifier's judgement of one acceptance criterion.
-type CriterionVerdict struct {
+// criterionVerdict is a verifier's judgement of one acceptance criterion.
+type criterionVerdict struct {
 	Criterion int                       `json:"criterion"`
 	Status    lifecycle.CriterionStatus `json:"status"`
 	Reason    string                    `json:"reason"`

@@ -18,12 +18,12 @@ import (
 // strict decoder of need requests (duplicate keys, unknown fields, wrong
 // types, trailing data, size and depth are errors). Errors are
 // KindInvalidInput with the JSON path; nothing is stored.
-func DecodeChangeRequest(data []byte) (ChangeRequest, error) {
+func DecodeChangeRequest(data []byte) (changeRequest, error) {
 	root, err := parseJSONTree(data)
 	if err != nil {
-		return ChangeRequest{}, err
+		return changeRequest{}, err
 	}
-	var r ChangeRequest
+	var r changeRequest
 	strings := func(dst *[]string) func(jsonValue, string) error {
 		return func(v jsonValue, p string) error { return bindStrings(v, p, dst) }
 	}
@@ -34,9 +34,9 @@ func DecodeChangeRequest(data []byte) (ChangeRequest, error) {
 			if v.kind != jsonArray {
 				return invalidf(opDecode, p, "want an array, got %s", v.kind)
 			}
-			r.Scopes = []PathScope{}
+			r.Scopes = []pathScope{}
 			for i, elem := range v.elems {
-				var s PathScope
+				var s pathScope
 				err := bindObject(elem, fmt.Sprintf("%s[%d]", p, i), map[string]func(jsonValue, string) error{
 					"path": func(v jsonValue, p string) error { return bindString(v, p, &s.Path) },
 					"kind": func(v jsonValue, p string) error { return bindString(v, p, &s.Kind) },
@@ -59,16 +59,16 @@ func DecodeChangeRequest(data []byte) (ChangeRequest, error) {
 		},
 	}, "task", "acceptance_criteria", "scopes")
 	if err != nil {
-		return ChangeRequest{}, err
+		return changeRequest{}, err
 	}
 	if err := checkChangeRequest(&r); err != nil {
-		return ChangeRequest{}, err
+		return changeRequest{}, err
 	}
 	return r, nil
 }
 
-// DecodeChangeID decodes a verify_change request: {"change_id":"chg_…"}.
-func DecodeChangeID(data []byte) (string, error) {
+// decodeChangeID decodes a verify_change request: {"change_id":"chg_…"}.
+func decodeChangeID(data []byte) (string, error) {
 	root, err := parseJSONTree(data)
 	if err != nil {
 		return "", err
@@ -80,7 +80,7 @@ func DecodeChangeID(data []byte) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	if !ChangeIDPattern.MatchString(id) {
+	if !changeIDPattern.MatchString(id) {
 		return "", invalidf(opChange, "change_id", "malformed change id %q; want chg_<24 hex>", id)
 	}
 	return id, nil
@@ -119,24 +119,24 @@ const opChange = "change.decode"
 
 // checkChangeRequest validates the values of a decoded request and
 // normalizes it: scopes and ids sorted and unique, limits filled in.
-func checkChangeRequest(r *ChangeRequest) error {
-	if err := checkText(r.Task, "task", 1, MaxTaskChars); err != nil {
+func checkChangeRequest(r *changeRequest) error {
+	if err := checkText(r.Task, "task", 1, maxTaskChars); err != nil {
 		return err
 	}
-	if len(r.Criteria) < 1 || len(r.Criteria) > MaxCriteria {
-		return invalidf(opChange, "acceptance_criteria", "want 1 to %d acceptance criteria, got %d", MaxCriteria, len(r.Criteria))
+	if len(r.Criteria) < 1 || len(r.Criteria) > maxCriteria {
+		return invalidf(opChange, "acceptance_criteria", "want 1 to %d acceptance criteria, got %d", maxCriteria, len(r.Criteria))
 	}
 	for i, c := range r.Criteria {
-		if err := checkText(c, fmt.Sprintf("acceptance_criteria[%d]", i), 1, MaxCriterionChars); err != nil {
+		if err := checkText(c, fmt.Sprintf("acceptance_criteria[%d]", i), 1, maxCriterionChars); err != nil {
 			return err
 		}
 	}
-	if len(r.Scopes) < 1 || len(r.Scopes) > MaxScopes {
-		return invalidf(opChange, "scopes", "want 1 to %d path scopes, got %d", MaxScopes, len(r.Scopes))
+	if len(r.Scopes) < 1 || len(r.Scopes) > maxScopes {
+		return invalidf(opChange, "scopes", "want 1 to %d path scopes, got %d", maxScopes, len(r.Scopes))
 	}
 	for i, s := range r.Scopes {
 		p := fmt.Sprintf("scopes[%d]", i)
-		if s.Kind != ScopeExact && s.Kind != ScopeSubtree {
+		if s.Kind != scopeExact && s.Kind != scopeSubtree {
 			return invalidf(opChange, p+".kind", "unknown scope kind %q; want exact or subtree", s.Kind)
 		}
 		if err := checkScopePath(s.Path, s.Kind); err != nil {
@@ -146,11 +146,11 @@ func checkChangeRequest(r *ChangeRequest) error {
 		// its é is composed.
 		r.Scopes[i].Path = norm.NFC.String(s.Path)
 	}
-	slices.SortFunc(r.Scopes, func(a, b PathScope) int { return strings.Compare(a.Kind+" "+a.Path, b.Kind+" "+b.Path) })
+	slices.SortFunc(r.Scopes, func(a, b pathScope) int { return strings.Compare(a.Kind+" "+a.Path, b.Kind+" "+b.Path) })
 	r.Scopes = slices.Compact(r.Scopes)
 	for name, ids := range map[string]*[]string{"artifact_ids": &r.ArtifactIDs, "claim_ids": &r.ClaimIDs} {
-		if len(*ids) > MaxChangeRefs {
-			return invalidf(opChange, name, "too many ids (%d); the limit is %d", len(*ids), MaxChangeRefs)
+		if len(*ids) > maxChangeRefs {
+			return invalidf(opChange, name, "too many ids (%d); the limit is %d", len(*ids), maxChangeRefs)
 		}
 		for i, id := range *ids {
 			if !contentid.Valid(id) {
@@ -164,23 +164,23 @@ func checkChangeRequest(r *ChangeRequest) error {
 		}
 	}
 	c := &r.Constraints
-	if c.MaxFiles < 0 || c.MaxFiles > MaxPatchFiles {
-		return invalidf(opChange, "constraints.max_files", "want 1 to %d, got %d", MaxPatchFiles, c.MaxFiles)
+	if c.MaxFiles < 0 || c.MaxFiles > maxPatchFiles {
+		return invalidf(opChange, "constraints.max_files", "want 1 to %d, got %d", maxPatchFiles, c.MaxFiles)
 	}
-	if c.MaxBytes < 0 || c.MaxBytes > MaxPatchBytes {
-		return invalidf(opChange, "constraints.max_bytes", "want 1 to %d, got %d", MaxPatchBytes, c.MaxBytes)
+	if c.MaxBytes < 0 || c.MaxBytes > maxPatchBytes {
+		return invalidf(opChange, "constraints.max_bytes", "want 1 to %d, got %d", maxPatchBytes, c.MaxBytes)
 	}
 	if c.MaxFiles == 0 {
-		c.MaxFiles = MaxPatchFiles
+		c.MaxFiles = maxPatchFiles
 	}
 	if c.MaxBytes == 0 {
-		c.MaxBytes = MaxPatchBytes
+		c.MaxBytes = maxPatchBytes
 	}
-	if len(c.Notes) > MaxConstraintNotes {
-		return invalidf(opChange, "constraints.notes", "too many notes (%d); the limit is %d", len(c.Notes), MaxConstraintNotes)
+	if len(c.Notes) > maxConstraintNotes {
+		return invalidf(opChange, "constraints.notes", "too many notes (%d); the limit is %d", len(c.Notes), maxConstraintNotes)
 	}
 	for i, n := range c.Notes {
-		if err := checkText(n, fmt.Sprintf("constraints.notes[%d]", i), 1, MaxNoteChars); err != nil {
+		if err := checkText(n, fmt.Sprintf("constraints.notes[%d]", i), 1, maxNoteChars); err != nil {
 			return err
 		}
 	}
@@ -211,7 +211,7 @@ func checkText(s, p string, minLen, maxChars int) error {
 // component that is .git on any file system). "." is allowed for a subtree
 // only.
 func checkScopePath(p, kind string) error {
-	if p == "." && kind == ScopeSubtree {
+	if p == "." && kind == scopeSubtree {
 		return safetext.CheckRepoPath(p)
 	}
 	return lifecycle.CheckPath(p)

@@ -24,9 +24,9 @@ func FuzzDecodeChangeRequest(f *testing.F) {
 	f.Add([]byte(`{"task":"t","acceptance_criteria":["c"],"scopes":[{"path":".","kind":"subtree"}],"constraints":{"max_files":1,"max_bytes":2,"notes":["n"]},"artifact_ids":["b3:` + "0000000000000000000000000000000000000000000000000000000000000000" + `"]}`))
 	f.Add([]byte(`{"change_id":"chg_000000000000000000000000"}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		if id, err := DecodeChangeID(data); err != nil {
+		if id, err := decodeChangeID(data); err != nil {
 			checkInvalid(t, err)
-		} else if !ChangeIDPattern.MatchString(id) {
+		} else if !changeIDPattern.MatchString(id) {
 			t.Fatalf("DecodeChangeID accepted %q", id)
 		}
 		req, err := DecodeChangeRequest(data)
@@ -34,9 +34,9 @@ func FuzzDecodeChangeRequest(f *testing.F) {
 			checkInvalid(t, err)
 			return
 		}
-		if len(req.Criteria) < 1 || len(req.Criteria) > MaxCriteria || len(req.Scopes) < 1 || len(req.Scopes) > MaxScopes ||
-			req.Constraints.MaxFiles < 1 || req.Constraints.MaxFiles > MaxPatchFiles ||
-			req.Constraints.MaxBytes < 1 || req.Constraints.MaxBytes > MaxPatchBytes {
+		if len(req.Criteria) < 1 || len(req.Criteria) > maxCriteria || len(req.Scopes) < 1 || len(req.Scopes) > maxScopes ||
+			req.Constraints.MaxFiles < 1 || req.Constraints.MaxFiles > maxPatchFiles ||
+			req.Constraints.MaxBytes < 1 || req.Constraints.MaxBytes > maxPatchBytes {
 			t.Fatalf("accepted a request out of bounds: %+v", req)
 		}
 		for _, s := range req.Scopes {

@@ -15,37 +15,37 @@ import (
 	"github.com/needle-dev/needle/product/internal/safetext"
 )
 
-// CompilerVersion changes whenever the compiler could give a request a
-// different NeedIR. It is part of the semantic-definition digest.
-const CompilerVersion = "needle-compiler/1"
+// compilerVersion changes whenever the compiler could give a request a
+// different needIR. It is part of the semantic-definition digest.
+const compilerVersion = "needle-compiler/1"
 
-// NeedIR is the canonical meaning of a need: what Compile makes of a request.
-// Two requests with the same NeedIR are the same need and share a need_id.
+// needIR is the canonical meaning of a need: what Compile makes of a request.
+// Two requests with the same needIR are the same need and share a need_id.
 // The task wording is not part of it.
-type NeedIR struct {
-	Route       Route        `json:"route"`
+type needIR struct {
+	Route       route        `json:"route"`
 	Subject     Subject      `json:"subject"`
-	Obligations []Obligation `json:"obligations"`
-	World       World        `json:"world"`
+	Obligations []obligation `json:"obligations"`
+	World       world        `json:"world"`
 }
 
 // Subject is what a need is about.
 type Subject struct {
-	Kind SubjectKind `json:"kind"`
+	Kind subjectKind `json:"kind"`
 	Name string      `json:"name"`
 }
 
-// Obligation is one capability a need asks for, with the facets that qualify
+// obligation is one capability a need asks for, with the facets that qualify
 // it. A facet left empty is unconstrained: the compiler never invents one
 // that neither the caller nor the route minimum named.
-type Obligation struct {
+type obligation struct {
 	Kind     CapabilityKind `json:"kind"`
-	Strength Strength       `json:"strength"`
-	Facets   Facets         `json:"facets"`
+	Strength strength       `json:"strength"`
+	Facets   facets         `json:"facets"`
 }
 
-// Facets qualify an obligation; each is empty when unconstrained.
-type Facets struct {
+// facets qualify an obligation; each is empty when unconstrained.
+type facets struct {
 	Polarity     string `json:"polarity,omitempty"`
 	Selection    string `json:"selection,omitempty"`
 	Scenario     string `json:"scenario,omitempty"`
@@ -54,30 +54,30 @@ type Facets struct {
 }
 
 // get returns the value of facet f.
-func (f *Facets) get(name FacetName) string { return *f.field(name) }
+func (f *facets) get(name facetName) string { return *f.field(name) }
 
 // set sets facet f.
-func (f *Facets) set(name FacetName, value string) { *f.field(name) = value }
+func (f *facets) set(name facetName, value string) { *f.field(name) = value }
 
-func (f *Facets) field(name FacetName) *string {
+func (f *facets) field(name facetName) *string {
 	switch name {
-	case FacetPolarity:
+	case facetPolarity:
 		return &f.Polarity
-	case FacetSelection:
+	case facetSelection:
 		return &f.Selection
-	case FacetScenario:
+	case facetScenario:
 		return &f.Scenario
-	case FacetCompleteness:
+	case facetCompleteness:
 		return &f.Completeness
-	case FacetGranularity:
+	case facetGranularity:
 		return &f.Granularity
 	}
 	panic("product: unknown facet " + string(name))
 }
 
-// World is the source, platform and feature set a need is asked against.
+// world is the source, platform and feature set a need is asked against.
 // Features nil means the default feature set.
-type World struct {
+type world struct {
 	Source   string   `json:"source"`
 	Platform string   `json:"platform"`
 	Features []string `json:"features"`
@@ -85,14 +85,14 @@ type World struct {
 
 // World defaults.
 const (
-	SourceCurrent   = "current"
-	PlatformCurrent = "current"
-	FeaturesDefault = "default"
+	sourceCurrent   = "current"
+	platformCurrent = "current"
+	featuresDefault = "default"
 )
 
 // MarshalJSON writes Features as "default" when nil, as in the request.
-func (w World) MarshalJSON() ([]byte, error) {
-	var features any = FeaturesDefault
+func (w world) MarshalJSON() ([]byte, error) {
+	var features any = featuresDefault
 	if w.Features != nil {
 		features = w.Features
 	}
@@ -103,9 +103,9 @@ func (w World) MarshalJSON() ([]byte, error) {
 	}{w.Source, w.Platform, features})
 }
 
-// UnmarshalJSON reads what MarshalJSON writes (a stored NeedIR): features
+// UnmarshalJSON reads what MarshalJSON writes (a stored needIR): features
 // "default" or a list.
-func (w *World) UnmarshalJSON(data []byte) error {
+func (w *world) UnmarshalJSON(data []byte) error {
 	var raw struct {
 		Source   string          `json:"source"`
 		Platform string          `json:"platform"`
@@ -114,17 +114,17 @@ func (w *World) UnmarshalJSON(data []byte) error {
 	if err := json.Unmarshal(data, &raw); err != nil {
 		return err
 	}
-	*w = World{Source: raw.Source, Platform: raw.Platform}
-	if string(raw.Features) == `"`+FeaturesDefault+`"` {
+	*w = world{Source: raw.Source, Platform: raw.Platform}
+	if string(raw.Features) == `"`+featuresDefault+`"` {
 		return nil
 	}
 	return json.Unmarshal(raw.Features, &w.Features)
 }
 
-// CompiledNeed is the result of Compile.
-type CompiledNeed struct {
+// compiledNeed is the result of Compile.
+type compiledNeed struct {
 	ID           string `json:"need_id"`
-	IR           NeedIR `json:"ir"`
+	IR           needIR `json:"ir"`
 	Task         string `json:"task"`
 	DefinitionID string `json:"definition_id"`
 }
@@ -134,41 +134,41 @@ type CompiledNeed struct {
 // tenth of an exact hit (issue 13). The id is the same function of the IR.
 var needIDs = contentid.NewMemo(1024)
 
-// Compile turns an untrusted request into its canonical NeedIR and need_id.
+// Compile turns an untrusted request into its canonical needIR and need_id.
 // It is pure. Every violation of the contract is a KindInvalidInput *Error
 // whose Path is the JSON path of the offending value.
-func Compile(req NeedRequest, routes RouteSet) (CompiledNeed, error) {
+func Compile(req NeedRequest, routes routeSet) (compiledNeed, error) {
 	route, err := compileRoute(req.Route, routes)
 	if err != nil {
-		return CompiledNeed{}, err
+		return compiledNeed{}, err
 	}
 	subject, err := compileSubject(req.Subject)
 	if err != nil {
-		return CompiledNeed{}, err
+		return compiledNeed{}, err
 	}
 	obligations, err := compileObligations(route, req.Required, req.Preferred)
 	if err != nil {
-		return CompiledNeed{}, err
+		return compiledNeed{}, err
 	}
 	world, err := compileWorld(req.World)
 	if err != nil {
-		return CompiledNeed{}, err
+		return compiledNeed{}, err
 	}
 	if err := checkTask(req.Task); err != nil {
-		return CompiledNeed{}, err
+		return compiledNeed{}, err
 	}
-	ir := NeedIR{Route: route, Subject: subject, Obligations: obligations, World: world}
+	ir := needIR{Route: route, Subject: subject, Obligations: obligations, World: world}
 	id, err := needIDs.Of(tagNeed, ir)
 	if err != nil {
-		return CompiledNeed{}, &Error{Op: opCompile, Kind: KindOther, Err: err}
+		return compiledNeed{}, &Error{Op: opCompile, Kind: kindOther, Err: err}
 	}
-	return CompiledNeed{ID: id, IR: ir, Task: req.Task, DefinitionID: DefinitionID()}, nil
+	return compiledNeed{ID: id, IR: ir, Task: req.Task, DefinitionID: DefinitionID()}, nil
 }
 
 const opCompile = "need.compile"
 
-func compileRoute(name string, routes RouteSet) (Route, error) {
-	route, ok := ParseRoute(name)
+func compileRoute(name string, routes routeSet) (route, error) {
+	route, ok := parseRoute(name)
 	if !ok {
 		return "", invalidf(opCompile, "route", "unknown route %q; want %s", name, enum.List(allRoutes))
 	}
@@ -179,7 +179,7 @@ func compileRoute(name string, routes RouteSet) (Route, error) {
 }
 
 func compileSubject(s SubjectRequest) (Subject, error) {
-	kind, ok := ParseSubjectKind(s.Kind)
+	kind, ok := parseSubjectKind(s.Kind)
 	if !ok {
 		return Subject{}, invalidf(opCompile, "subject.kind", "unknown subject kind %q; want %s", s.Kind, enum.List(allSubjectKinds))
 	}
@@ -187,9 +187,9 @@ func compileSubject(s SubjectRequest) (Subject, error) {
 	switch {
 	case !utf8.ValidString(name):
 		return Subject{}, invalidf(opCompile, "subject.name", "subject name is not valid UTF-8")
-	case utf8.RuneCountInString(name) > MaxSubjectNameChars: // as sent, like the schema's maxLength
+	case utf8.RuneCountInString(name) > maxSubjectNameChars: // as sent, like the schema's maxLength
 		return Subject{}, invalidf(opCompile, "subject.name", "subject name is %d characters; the limit is %d characters (Unicode code points)",
-			utf8.RuneCountInString(name), MaxSubjectNameChars)
+			utf8.RuneCountInString(name), maxSubjectNameChars)
 	}
 	name = norm.NFC.String(name)
 	switch {
@@ -205,21 +205,21 @@ func compileSubject(s SubjectRequest) (Subject, error) {
 
 // compileObligations validates both lists, merges the route minimums and
 // returns the obligations sorted by capability kind.
-func compileObligations(route Route, required, preferred []ObligationRequest) ([]Obligation, error) {
-	if len(required)+len(preferred) > MaxObligations {
+func compileObligations(route route, required, preferred []ObligationRequest) ([]obligation, error) {
+	if len(required)+len(preferred) > maxObligations {
 		path := "required"
 		if len(preferred) > len(required) {
 			path = "preferred"
 		}
-		return nil, invalidf(opCompile, path, "too many obligations (%d in all); the limit is %d", len(required)+len(preferred), MaxObligations)
+		return nil, invalidf(opCompile, path, "too many obligations (%d in all); the limit is %d", len(required)+len(preferred), maxObligations)
 	}
-	var out []Obligation
+	var out []obligation
 	seen := map[CapabilityKind]string{}
 	for _, list := range []struct {
 		key      string
-		strength Strength
+		strength strength
 		obls     []ObligationRequest
-	}{{"required", StrengthRequired, required}, {"preferred", StrengthPreferred, preferred}} {
+	}{{"required", StrengthRequired, required}, {"preferred", strengthPreferred, preferred}} {
 		for i, o := range list.obls {
 			path := fmt.Sprintf("%s[%d]", list.key, i)
 			ob, err := compileObligation(path, list.strength, o)
@@ -241,41 +241,41 @@ func compileObligations(route Route, required, preferred []ObligationRequest) ([
 	if err != nil {
 		return nil, err
 	}
-	slices.SortFunc(out, func(a, b Obligation) int {
+	slices.SortFunc(out, func(a, b obligation) int {
 		return slices.Index(allCapabilities, a.Kind) - slices.Index(allCapabilities, b.Kind)
 	})
 	return out, nil
 }
 
-func compileObligation(path string, strength Strength, o ObligationRequest) (Obligation, error) {
-	kind, ok := ParseCapabilityKind(o.Kind)
+func compileObligation(path string, strength strength, o ObligationRequest) (obligation, error) {
+	kind, ok := parseCapabilityKind(o.Kind)
 	if !ok {
-		return Obligation{}, invalidf(opCompile, path+".kind", "unknown capability kind %q; want %s", o.Kind, enum.List(allCapabilities))
+		return obligation{}, invalidf(opCompile, path+".kind", "unknown capability kind %q; want %s", o.Kind, enum.List(allCapabilities))
 	}
-	ob := Obligation{Kind: kind, Strength: strength}
+	ob := obligation{Kind: kind, Strength: strength}
 	for _, f := range o.Facets {
 		fpath := path + "." + f.Name
-		name, ok := ParseFacetName(f.Name)
+		name, ok := parseFacetName(f.Name)
 		if !ok {
-			return Obligation{}, invalidf(opCompile, fpath, "unknown field %q", f.Name)
+			return obligation{}, invalidf(opCompile, fpath, "unknown field %q", f.Name)
 		}
 		if !takesFacet(kind, name) {
-			return Obligation{}, invalidf(opCompile, fpath, "%s does not take facet %s; it takes %s", kind, name, enum.List(capabilityFacets[kind]))
+			return obligation{}, invalidf(opCompile, fpath, "%s does not take facet %s; it takes %s", kind, name, enum.List(capabilityFacets[kind]))
 		}
 		if ob.Facets.get(name) != "" {
-			return Obligation{}, invalidf(opCompile, fpath, "duplicate facet %s", name)
+			return obligation{}, invalidf(opCompile, fpath, "duplicate facet %s", name)
 		}
 		if err := checkFacetValue(fpath, name, f.Value); err != nil {
-			return Obligation{}, err
+			return obligation{}, err
 		}
 		ob.Facets.set(name, f.Value)
 	}
 	return ob, nil
 }
 
-func checkFacetValue(path string, name FacetName, value string) error {
-	if name == FacetScenario {
-		if value == ScenarioDefault {
+func checkFacetValue(path string, name facetName, value string) error {
+	if name == facetScenario {
+		if value == scenarioDefault {
 			return nil
 		}
 		return checkBoundedName(path, "scenario", value)
@@ -290,9 +290,9 @@ func checkFacetValue(path string, name FacetName, value string) error {
 // as required, a preferred one is promoted, and each facet the minimum names
 // is filled in when omitted, raised to the minimum when ordered and weaker,
 // and must agree when unordered.
-func mergeMinimums(route Route, obls []Obligation, paths map[CapabilityKind]string) ([]Obligation, error) {
+func mergeMinimums(route route, obls []obligation, paths map[CapabilityKind]string) ([]obligation, error) {
 	for _, min := range routeMinimums[route] {
-		i := slices.IndexFunc(obls, func(o Obligation) bool { return o.Kind == min.Kind })
+		i := slices.IndexFunc(obls, func(o obligation) bool { return o.Kind == min.Kind })
 		if i < 0 {
 			obls = append(obls, min)
 			continue
@@ -318,17 +318,17 @@ func mergeMinimums(route Route, obls []Obligation, paths map[CapabilityKind]stri
 	return obls, nil
 }
 
-func compileWorld(w WorldRequest) (World, error) {
-	out := World{Source: SourceCurrent, Platform: PlatformCurrent}
-	if w.Source != "" && w.Source != SourceCurrent {
+func compileWorld(w worldRequest) (world, error) {
+	out := world{Source: sourceCurrent, Platform: platformCurrent}
+	if w.Source != "" && w.Source != sourceCurrent {
 		if !contentid.Valid(w.Source) {
-			return World{}, invalidf(opCompile, "world.source", "malformed snapshot digest %q; want \"current\" or b3: and 64 lowercase hex digits", w.Source)
+			return world{}, invalidf(opCompile, "world.source", "malformed snapshot digest %q; want \"current\" or b3: and 64 lowercase hex digits", w.Source)
 		}
 		out.Source = w.Source
 	}
-	if w.Platform != "" && w.Platform != PlatformCurrent {
+	if w.Platform != "" && w.Platform != platformCurrent {
 		if err := checkBoundedName("world.platform", "platform", w.Platform); err != nil {
-			return World{}, err
+			return world{}, err
 		}
 		out.Platform = w.Platform
 	}
@@ -337,20 +337,20 @@ func compileWorld(w WorldRequest) (World, error) {
 	}
 	switch {
 	case len(w.Features) == 0:
-		return World{}, invalidf(opCompile, "world.features", "empty feature list; write \"default\" for the default features")
-	case len(w.Features) > MaxFeatures:
-		return World{}, invalidf(opCompile, "world.features", "%d features; the limit is %d", len(w.Features), MaxFeatures)
+		return world{}, invalidf(opCompile, "world.features", "empty feature list; write \"default\" for the default features")
+	case len(w.Features) > maxFeatures:
+		return world{}, invalidf(opCompile, "world.features", "%d features; the limit is %d", len(w.Features), maxFeatures)
 	}
 	for i, f := range w.Features {
 		path := fmt.Sprintf("world.features[%d]", i)
 		if err := checkBoundedName(path, "feature", f); err != nil {
-			return World{}, err
+			return world{}, err
 		}
-		if f == FeaturesDefault {
-			return World{}, invalidf(opCompile, path, "%q is not a feature name; write \"features\": \"default\" for the default features", f)
+		if f == featuresDefault {
+			return world{}, invalidf(opCompile, path, "%q is not a feature name; write \"features\": \"default\" for the default features", f)
 		}
 		if i > 0 && f <= w.Features[i-1] {
-			return World{}, invalidf(opCompile, path, "features must be sorted and unique: %q after %q", f, w.Features[i-1])
+			return world{}, invalidf(opCompile, path, "features must be sorted and unique: %q after %q", f, w.Features[i-1])
 		}
 	}
 	out.Features = slices.Clone(w.Features)
@@ -358,11 +358,11 @@ func compileWorld(w WorldRequest) (World, error) {
 }
 
 // checkBoundedName checks a scenario, platform or feature name: 1 to
-// MaxNameBytes of lowercase letters, digits and . _ - + /, starting with a
+// maxNameBytes of lowercase letters, digits and . _ - + /, starting with a
 // letter or digit.
 func checkBoundedName(path, what, s string) error {
-	if s == "" || len(s) > MaxNameBytes {
-		return invalidf(opCompile, path, "%s name must be 1 to %d bytes, got %d", what, MaxNameBytes, len(s))
+	if s == "" || len(s) > maxNameBytes {
+		return invalidf(opCompile, path, "%s name must be 1 to %d bytes, got %d", what, maxNameBytes, len(s))
 	}
 	for i, r := range s {
 		ok := 'a' <= r && r <= 'z' || '0' <= r && r <= '9' || i > 0 && strings.ContainsRune("._-+/", r)
@@ -377,8 +377,8 @@ func checkTask(task string) error {
 	if !utf8.ValidString(task) {
 		return invalidf(opCompile, "task", "task is not valid UTF-8")
 	}
-	if n := utf8.RuneCountInString(task); n > MaxTaskChars {
-		return invalidf(opCompile, "task", "task is %d characters; the limit is %d characters (Unicode code points)", n, MaxTaskChars)
+	if n := utf8.RuneCountInString(task); n > maxTaskChars {
+		return invalidf(opCompile, "task", "task is %d characters; the limit is %d characters (Unicode code points)", n, maxTaskChars)
 	}
 	if err := safetext.CheckText(task, true); err != nil {
 		return invalidf(opCompile, "task", "task %v", err)

@@ -9,17 +9,17 @@ import (
 	"unicode/utf8"
 )
 
-// CompileJSON decodes a need_context request and compiles it.
-func CompileJSON(data []byte, routes RouteSet) (CompiledNeed, error) {
+// compileJSON decodes a need_context request and compiles it.
+func compileJSON(data []byte, routes routeSet) (compiledNeed, error) {
 	req, err := DecodeNeedRequest(data)
 	if err != nil {
-		return CompiledNeed{}, err
+		return compiledNeed{}, err
 	}
 	return Compile(req, routes)
 }
 
 // DecodeNeedRequest decodes the JSON text of a need_context request strictly:
-// one JSON object, valid UTF-8, within MaxRequestBytes and MaxJSONDepth, no
+// one JSON object, valid UTF-8, within maxRequestBytes and maxJSONDepth, no
 // duplicate object keys at any level (encoding/json would silently keep the
 // last), no unknown fields, no wrong types, no trailing data. Values are
 // checked by Compile. Errors are KindInvalidInput with the JSON path.
@@ -65,8 +65,8 @@ type jsonMember struct {
 
 // parseJSONTree parses exactly one JSON value from data.
 func parseJSONTree(data []byte) (jsonValue, error) {
-	if len(data) > MaxRequestBytes {
-		return jsonValue{}, invalidf(opDecode, "$", "request is %d bytes; the limit is %d", len(data), MaxRequestBytes)
+	if len(data) > maxRequestBytes {
+		return jsonValue{}, invalidf(opDecode, "$", "request is %d bytes; the limit is %d", len(data), maxRequestBytes)
 	}
 	if !utf8.Valid(data) {
 		return jsonValue{}, invalidf(opDecode, "$", "request is not valid UTF-8")
@@ -123,8 +123,8 @@ func (p *treeParser) value(path string, depth int) (jsonValue, error) {
 	case string:
 		return jsonValue{kind: jsonString, str: tok}, nil
 	case json.Delim:
-		if depth >= MaxJSONDepth {
-			return jsonValue{}, invalidf(opDecode, path, "nesting deeper than %d levels", MaxJSONDepth)
+		if depth >= maxJSONDepth {
+			return jsonValue{}, invalidf(opDecode, path, "nesting deeper than %d levels", maxJSONDepth)
 		}
 		if tok == '[' {
 			return p.array(path, depth)
@@ -258,8 +258,8 @@ func bindObligations(v jsonValue, path string, dst *[]ObligationRequest) error {
 	if v.kind != jsonArray {
 		return invalidf(opDecode, path, "want an array, got %s", v.kind)
 	}
-	if len(v.elems) > MaxObligations {
-		return invalidf(opDecode, path, "too many obligations (%d); the limit is %d", len(v.elems), MaxObligations)
+	if len(v.elems) > maxObligations {
+		return invalidf(opDecode, path, "too many obligations (%d); the limit is %d", len(v.elems), maxObligations)
 	}
 	out := []ObligationRequest{}
 	for i, elem := range v.elems {
@@ -271,7 +271,7 @@ func bindObligations(v jsonValue, path string, dst *[]ObligationRequest) error {
 		for _, m := range elem.members {
 			mpath := joinPath(epath, m.key)
 			if m.key != "kind" {
-				if _, ok := ParseFacetName(m.key); !ok {
+				if _, ok := parseFacetName(m.key); !ok {
 					return invalidf(opDecode, mpath, "unknown field %q", m.key)
 				}
 			}
@@ -282,7 +282,7 @@ func bindObligations(v jsonValue, path string, dst *[]ObligationRequest) error {
 			if m.key == "kind" {
 				o.Kind = s
 			} else {
-				o.Facets = append(o.Facets, FacetRequest{Name: m.key, Value: s})
+				o.Facets = append(o.Facets, facetRequest{Name: m.key, Value: s})
 			}
 		}
 		if !hasMember(elem, "kind") {
@@ -294,14 +294,14 @@ func bindObligations(v jsonValue, path string, dst *[]ObligationRequest) error {
 	return nil
 }
 
-func bindWorld(v jsonValue, path string, w *WorldRequest) error {
+func bindWorld(v jsonValue, path string, w *worldRequest) error {
 	return bindObject(v, path, map[string]func(jsonValue, string) error{
 		"source":   func(v jsonValue, path string) error { return bindNonEmpty(v, path, &w.Source) },
 		"platform": func(v jsonValue, path string) error { return bindNonEmpty(v, path, &w.Platform) },
 		"features": func(v jsonValue, path string) error {
 			switch v.kind {
 			case jsonString:
-				if v.str != FeaturesDefault {
+				if v.str != featuresDefault {
 					return invalidf(opDecode, path, "want \"default\" or a sorted list of feature names, got %q", v.str)
 				}
 				w.Features = nil

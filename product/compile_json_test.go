@@ -32,7 +32,7 @@ func FuzzCompileJSON(f *testing.F) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		twin, err := CompileJSON(again, AllRoutes())
+		twin, err := compileJSON(again, AllRoutes())
 		if err != nil || twin.ID != need.ID {
 			t.Fatalf("JSON round trip of %q: %s / %v, want %s", data, twin.ID, err, need.ID)
 		}
@@ -40,7 +40,7 @@ func FuzzCompileJSON(f *testing.F) {
 		if err != nil {
 			t.Fatalf("FormatMarker of an accepted request: %v", err)
 		}
-		viaMarker, err := CompileMarker(line, AllRoutes())
+		viaMarker, err := compileMarker(line, AllRoutes())
 		if err != nil || viaMarker.ID != need.ID || viaMarker.Task != need.Task {
 			t.Fatalf("marker twin %q: %s / %v, want %s", line, viaMarker.ID, err, need.ID)
 		}
@@ -98,12 +98,12 @@ var invalidCases = []struct {
 	{"ErrBlankSubject", `{"route":"locate.implementation","subject":{"kind":"symbol","name":"   "}}`, "subject.name", "empty subject name"},
 	{"ErrPaddedSubject", `{"route":"locate.implementation","subject":{"kind":"symbol","name":" Run"}}`, "subject.name", "leading or trailing white space"},
 	{"ErrControlInSubject", `{"route":"locate.implementation","subject":{"kind":"symbol","name":"A\u0007B"}}`, "subject.name", "control character"},
-	{"ErrOversizedSubject", `{"route":"locate.implementation","subject":{"kind":"symbol","name":"` + strings.Repeat("a", MaxSubjectNameChars+1) + `"}}`, "subject.name", "the limit is 256"},
+	{"ErrOversizedSubject", `{"route":"locate.implementation","subject":{"kind":"symbol","name":"` + strings.Repeat("a", maxSubjectNameChars+1) + `"}}`, "subject.name", "the limit is 256"},
 	{"ErrTooManyObligations", `{"route":"locate.implementation","subject":{"kind":"symbol","name":"A"},"required":[{"kind":"implementation_location"},{"kind":"runtime_flow"},{"kind":"focused_tests"},{"kind":"focused_tests"}]}`, "required", "too many obligations"},
 	{"ErrTooManyObligationsInAll", `{"route":"locate.implementation","subject":{"kind":"symbol","name":"A"},"required":[{"kind":"implementation_location"}],"preferred":[{"kind":"focused_tests"},{"kind":"runtime_flow"},{"kind":"runtime_flow"}]}`, "preferred", "too many obligations"},
-	{"ErrOversizedTask", `{"route":"locate.implementation","subject":{"kind":"symbol","name":"A"},"task":"` + strings.Repeat("t", MaxTaskChars+1) + `"}`, "task", "the limit is 4096"},
+	{"ErrOversizedTask", `{"route":"locate.implementation","subject":{"kind":"symbol","name":"A"},"task":"` + strings.Repeat("t", maxTaskChars+1) + `"}`, "task", "the limit is 4096"},
 	{"ErrControlInTask", `{"route":"locate.implementation","subject":{"kind":"symbol","name":"A"},"task":"a\u001bb"}`, "task", "control character"},
-	{"ErrOversizedRequest", `{"task":"` + strings.Repeat("t", MaxRequestBytes) + `"}`, "$", "the limit is 65536"},
+	{"ErrOversizedRequest", `{"task":"` + strings.Repeat("t", maxRequestBytes) + `"}`, "$", "the limit is 65536"},
 	{"ErrRouteType", `{"route":7,"subject":{"kind":"symbol","name":"A"}}`, "route", "want a string, got number"},
 	{"ErrSubjectType", `{"route":"locate.implementation","subject":"A"}`, "subject", "want an object, got string"},
 	{"ErrRequiredType", `{"route":"locate.implementation","subject":{"kind":"symbol","name":"A"},"required":{"kind":"implementation_location"}}`, "required", "want an array, got object"},
@@ -122,10 +122,10 @@ var invalidCases = []struct {
 }
 
 func TestCompileJSON_Invalid(t *testing.T) {
-	routes := RouteSet{RouteLocateImplementation, RouteTraceStateFlow}
+	routes := routeSet{routeLocateImplementation, routeTraceStateFlow}
 	for _, tt := range invalidCases {
 		t.Run(tt.name, func(t *testing.T) {
-			need, err := CompileJSON([]byte(tt.src), routes)
+			need, err := compileJSON([]byte(tt.src), routes)
 			if err == nil {
 				t.Fatalf("accepted invalid input; IR %+v", need.IR)
 			}

@@ -9,40 +9,40 @@ import (
 	"github.com/needle-dev/needle/product/internal/mdblock"
 )
 
-// MarkerPrefix starts a @@need marker line. The grammar is in doc.go.
-const MarkerPrefix = "@@need"
+// markerPrefix starts a @@need marker line. The grammar is in doc.go.
+const markerPrefix = "@@need"
 
 const opMarker = "need.marker"
 
-// CompileMarker parses one @@need marker line and compiles it.
-func CompileMarker(line string, routes RouteSet) (CompiledNeed, error) {
+// compileMarker parses one @@need marker line and compiles it.
+func compileMarker(line string, routes routeSet) (compiledNeed, error) {
 	req, err := ParseMarker(line)
 	if err != nil {
-		return CompiledNeed{}, err
+		return compiledNeed{}, err
 	}
 	return Compile(req, routes)
 }
 
-// FindMarker returns the one @@need marker line of a message (MarkerLines).
+// findMarker returns the one @@need marker line of a message (markerLines).
 // No marker, or more than one, is KindInvalidInput.
-func FindMarker(message string) (string, error) {
-	found := MarkerLines(message)
+func findMarker(message string) (string, error) {
+	found := markerLines(message)
 	switch len(found) {
 	case 0:
-		return "", invalidf(opMarker, "marker", "no %s marker line", MarkerPrefix)
+		return "", invalidf(opMarker, "marker", "no %s marker line", markerPrefix)
 	case 1:
 		return found[0], nil
 	}
-	return "", invalidf(opMarker, "marker", "%d %s marker lines; want exactly one", len(found), MarkerPrefix)
+	return "", invalidf(opMarker, "marker", "%d %s marker lines; want exactly one", len(found), markerPrefix)
 }
 
-// MarkerLines returns the @@need marker lines of a message, leading spaces
+// markerLines returns the @@need marker lines of a message, leading spaces
 // removed: the lines of its top-level paragraphs (CommonMark block
 // structure, product/internal/mdblock) that start with "@@need" after at
 // most three spaces, followed by a blank or the end of the line. A marker
 // shown in a fenced or indented code block, an HTML block, a block quote
 // or a list item is not one; doc.go has the rule.
-func MarkerLines(message string) []string {
+func markerLines(message string) []string {
 	var found []string
 	for _, l := range mdblock.Lines(message) {
 		if !l.TopLevel {
@@ -52,7 +52,7 @@ func MarkerLines(message string) []string {
 		if len(l.Text)-len(line) > 3 {
 			continue
 		}
-		rest, ok := strings.CutPrefix(line, MarkerPrefix)
+		rest, ok := strings.CutPrefix(line, markerPrefix)
 		if ok && (rest == "" || rest[0] == ' ' || rest[0] == '\t') {
 			found = append(found, line)
 		}
@@ -66,8 +66,8 @@ func MarkerLines(message string) []string {
 // .granularity") or "marker" for a syntax error, and the message gives the
 // column.
 func ParseMarker(line string) (NeedRequest, error) {
-	if len(line) > MaxMarkerBytes {
-		return NeedRequest{}, invalidf(opMarker, "marker", "marker is %d bytes; the limit is %d", len(line), MaxMarkerBytes)
+	if len(line) > maxMarkerBytes {
+		return NeedRequest{}, invalidf(opMarker, "marker", "marker is %d bytes; the limit is %d", len(line), maxMarkerBytes)
 	}
 	if !utf8.ValidString(line) {
 		return NeedRequest{}, invalidf(opMarker, "marker", "marker is not valid UTF-8")
@@ -88,12 +88,12 @@ func (p *markerParser) errorf(path string, format string, args ...any) error {
 }
 
 func (p *markerParser) parse() (NeedRequest, error) {
-	if !strings.HasPrefix(p.s, MarkerPrefix) {
-		return NeedRequest{}, p.errorf("marker", "a marker starts with %s", MarkerPrefix)
+	if !strings.HasPrefix(p.s, markerPrefix) {
+		return NeedRequest{}, p.errorf("marker", "a marker starts with %s", markerPrefix)
 	}
-	p.pos = len(MarkerPrefix)
+	p.pos = len(markerPrefix)
 	if !p.blanks() {
-		return NeedRequest{}, p.errorf("marker", "want a blank after %s", MarkerPrefix)
+		return NeedRequest{}, p.errorf("marker", "want a blank after %s", markerPrefix)
 	}
 	route, err := p.word("route")
 	if err != nil {
@@ -235,8 +235,8 @@ func (p *markerParser) obligation(list string, dst *[]ObligationRequest) error {
 		*dst = []ObligationRequest{}
 	}
 	path := fmt.Sprintf("%s[%d]", list, len(*dst))
-	if len(*dst) == MaxObligations {
-		return p.errorf(list, "too many obligations; the limit is %d", MaxObligations)
+	if len(*dst) == maxObligations {
+		return p.errorf(list, "too many obligations; the limit is %d", maxObligations)
 	}
 	kind, err := p.word(path + ".kind")
 	if err != nil {
@@ -259,7 +259,7 @@ func (p *markerParser) obligation(list string, dst *[]ObligationRequest) error {
 			if err != nil {
 				return err
 			}
-			o.Facets = append(o.Facets, FacetRequest{Name: name, Value: value})
+			o.Facets = append(o.Facets, facetRequest{Name: name, Value: value})
 			if p.pos == len(p.s) {
 				return p.errorf(path, "unterminated facet list; want )")
 			}
@@ -336,7 +336,7 @@ func (p *markerParser) features() error {
 		}
 		p.pos++
 	}
-	if len(list) == 1 && list[0] == FeaturesDefault {
+	if len(list) == 1 && list[0] == featuresDefault {
 		list = nil
 	}
 	p.req.World.Features = list
@@ -348,7 +348,7 @@ func (p *markerParser) features() error {
 // (a route, capability or facet that is not a word).
 func FormatMarker(req NeedRequest) (string, error) {
 	var b strings.Builder
-	b.WriteString(MarkerPrefix + " ")
+	b.WriteString(markerPrefix + " ")
 	if !isWord(req.Route) {
 		return "", invalidf(opMarker, "route", "route %q is not a marker word", req.Route)
 	}

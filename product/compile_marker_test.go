@@ -17,15 +17,15 @@ import (
 )
 
 func TestParseMarker_SeedTwin(t *testing.T) {
-	fromJSON, err := CompileJSON(MustReadFile(t, "../fixtures/need-context.json"), AllRoutes())
+	fromJSON, err := compileJSON(MustReadFile(t, "../fixtures/need-context.json"), AllRoutes())
 	if err != nil {
 		t.Fatal(err)
 	}
-	line, err := FindMarker(string(MustReadFile(t, "../fixtures/need-context.marker")))
+	line, err := findMarker(string(MustReadFile(t, "../fixtures/need-context.marker")))
 	if err != nil {
 		t.Fatal(err)
 	}
-	fromMarker, err := CompileMarker(line, AllRoutes())
+	fromMarker, err := compileMarker(line, AllRoutes())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -55,7 +55,7 @@ func TestParseMarker_OK(t *testing.T) {
 				Required: []ObligationRequest{{Kind: "focused_tests"}}}},
 		{"World", "@@need locate.implementation symbol:Run source=b3:" + strings.Repeat("a", 64) + " platform=linux-amd64 features=cgo,race",
 			NeedRequest{Route: "locate.implementation", Subject: SubjectRequest{"symbol", "Run"},
-				World: WorldRequest{Source: "b3:" + strings.Repeat("a", 64), Platform: "linux-amd64", Features: []string{"cgo", "race"}}}},
+				World: worldRequest{Source: "b3:" + strings.Repeat("a", 64), Platform: "linux-amd64", Features: []string{"cgo", "race"}}}},
 		{"DefaultFeatures", "@@need locate.implementation symbol:Run features=default",
 			NeedRequest{Route: "locate.implementation", Subject: SubjectRequest{"symbol", "Run"}}},
 		{"TaskEscapes", `@@need locate.implementation symbol:Run task="a\tb\nc \\ d"`,
@@ -103,12 +103,12 @@ func TestParseMarker_Invalid(t *testing.T) {
 		{"ErrUnknownSubjectKind", "@@need locate.implementation class:A", "subject.kind", "unknown subject kind"},
 		{"ErrControlCharacter", "@@need locate.implementation behavior:\"a\x01b\"", "subject.name", "control character"},
 		{"ErrInvalidUTF8", "@@need locate.implementation symbol:\xff", "marker", "not valid UTF-8"},
-		{"ErrOversized", "@@need locate.implementation symbol:A task=\"" + strings.Repeat("t", MaxMarkerBytes) + "\"", "marker", "the limit is 8192"},
+		{"ErrOversized", "@@need locate.implementation symbol:A task=\"" + strings.Repeat("t", maxMarkerBytes) + "\"", "marker", "the limit is 8192"},
 	}
-	routes := RouteSet{RouteLocateImplementation, RouteTraceStateFlow}
+	routes := routeSet{routeLocateImplementation, routeTraceStateFlow}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			need, err := CompileMarker(tt.line, routes)
+			need, err := compileMarker(tt.line, routes)
 			if err == nil {
 				t.Fatalf("accepted invalid marker; IR %+v", need.IR)
 			}
@@ -128,7 +128,7 @@ func TestParseMarker_Invalid(t *testing.T) {
 
 func TestFindMarker(t *testing.T) {
 	msg := "I need to know where this lives.\n  @@need locate.implementation symbol:Run\r\nThanks. @@need is how I ask.\n"
-	line, err := FindMarker(msg)
+	line, err := findMarker(msg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -142,7 +142,7 @@ func TestFindMarker(t *testing.T) {
 		"ErrFenced":    "Ask like this:\n```\n@@need locate.implementation symbol:A\n```\n",
 	} {
 		t.Run(name, func(t *testing.T) {
-			if _, err := FindMarker(msg); KindOf(err) != KindInvalidInput {
+			if _, err := findMarker(msg); KindOf(err) != KindInvalidInput {
 				t.Errorf("FindMarker(%q) error %v, want invalid input", msg, err)
 			}
 		})
@@ -184,7 +184,7 @@ func TestMarkerLines(t *testing.T) {
 		{"NotAWord", "@@needs locate.implementation symbol:Greet", 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got := MarkerLines(tc.msg)
+			got := markerLines(tc.msg)
 			if len(got) != tc.want {
 				t.Fatalf("MarkerLines(%q) = %q, want %d", tc.msg, got, tc.want)
 			}
@@ -208,7 +208,7 @@ func TestMarkerLines_Recorded(t *testing.T) {
 		if err := json.Unmarshal(MustReadFile(t, "internal/codexhook/testdata/"+name+".json"), &ev); err != nil {
 			t.Fatal(err)
 		}
-		if got := MarkerLines(ev.Message); len(got) != want {
+		if got := markerLines(ev.Message); len(got) != want {
 			t.Errorf("%s: %d markers %q, want %d", name, len(got), got, want)
 		}
 	}
@@ -229,7 +229,7 @@ func TestMarkerLines_Oracle(t *testing.T) {
 			lines = append(lines, pieces[r.IntN(len(pieces))])
 		}
 		msg := strings.Join(lines, "\n")
-		if got, want := MarkerLines(msg), goldmarkMarkers(msg); !slices.Equal(got, want) {
+		if got, want := markerLines(msg), goldmarkMarkers(msg); !slices.Equal(got, want) {
 			t.Fatalf("MarkerLines(%q) = %q; goldmark says %q", msg, got, want)
 		}
 	}
@@ -325,7 +325,7 @@ func FuzzParseMarker(f *testing.F) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		twin, err := CompileJSON(data, AllRoutes())
+		twin, err := compileJSON(data, AllRoutes())
 		if err != nil || twin.ID != need.ID || twin.Task != need.Task {
 			t.Fatalf("JSON twin %s of %q: %s / %v, want %s", data, line, twin.ID, err, need.ID)
 		}
@@ -333,7 +333,7 @@ func FuzzParseMarker(f *testing.F) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		back, err := CompileMarker(canonical, AllRoutes())
+		back, err := compileMarker(canonical, AllRoutes())
 		if err != nil || back.ID != need.ID {
 			t.Fatalf("canonical marker %q of %q: %s / %v, want %s", canonical, line, back.ID, err, need.ID)
 		}

@@ -11,9 +11,9 @@ import (
 )
 
 // MustCompileJSON compiles src with every route enabled.
-func MustCompileJSON(tb testing.TB, src string) CompiledNeed {
+func MustCompileJSON(tb testing.TB, src string) compiledNeed {
 	tb.Helper()
-	need, err := CompileJSON([]byte(src), AllRoutes())
+	need, err := compileJSON([]byte(src), AllRoutes())
 	if err != nil {
 		tb.Fatalf("CompileJSON(%s): %v", src, err)
 	}
@@ -21,19 +21,19 @@ func MustCompileJSON(tb testing.TB, src string) CompiledNeed {
 }
 
 func TestCompile_SeedExample(t *testing.T) {
-	need, err := CompileJSON(MustReadFile(t, "../fixtures/need-context.json"), AllRoutes())
+	need, err := compileJSON(MustReadFile(t, "../fixtures/need-context.json"), AllRoutes())
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := NeedIR{
-		Route:   RouteTraceStateFlow,
-		Subject: Subject{Kind: SubjectCLIOption, Name: "--crlf"},
-		Obligations: []Obligation{
-			{Kind: CapImplementationLocation, Strength: StrengthRequired, Facets: Facets{Polarity: "positive", Selection: "primary"}},
-			{Kind: CapRuntimeFlow, Strength: StrengthRequired, Facets: Facets{Scenario: "default", Completeness: "contract_complete", Granularity: "stepwise"}},
-			{Kind: CapFocusedTests, Strength: StrengthPreferred, Facets: Facets{Polarity: "positive", Selection: "representative", Completeness: "open_world"}},
+	want := needIR{
+		Route:   routeTraceStateFlow,
+		Subject: Subject{Kind: subjectCLIOption, Name: "--crlf"},
+		Obligations: []obligation{
+			{Kind: capImplementationLocation, Strength: StrengthRequired, Facets: facets{Polarity: "positive", Selection: "primary"}},
+			{Kind: capRuntimeFlow, Strength: StrengthRequired, Facets: facets{Scenario: "default", Completeness: "contract_complete", Granularity: "stepwise"}},
+			{Kind: capFocusedTests, Strength: strengthPreferred, Facets: facets{Polarity: "positive", Selection: "representative", Completeness: "open_world"}},
 		},
-		World: World{Source: "current", Platform: "current"},
+		World: world{Source: "current", Platform: "current"},
 	}
 	if diff := cmp.Diff(want, need.IR); diff != "" {
 		t.Errorf("IR (-want +got):\n%s", diff)
@@ -125,26 +125,26 @@ func TestCompile_RouteMinimums(t *testing.T) {
 	tests := []struct {
 		name string
 		src  string
-		want []Obligation
+		want []obligation
 	}{
 		{"LocateAddsPrimaryLocation", `{"route":"locate.implementation","subject":{"kind":"symbol","name":"Run"}}`,
-			[]Obligation{{Kind: CapImplementationLocation, Strength: StrengthRequired, Facets: Facets{Selection: "primary"}}}},
+			[]obligation{{Kind: capImplementationLocation, Strength: StrengthRequired, Facets: facets{Selection: "primary"}}}},
 		{"TraceAddsLocationAndDefaultFlow", `{"route":"trace.state-flow","subject":{"kind":"symbol","name":"Run"}}`,
-			[]Obligation{
-				{Kind: CapImplementationLocation, Strength: StrengthRequired, Facets: Facets{Selection: "primary"}},
-				{Kind: CapRuntimeFlow, Strength: StrengthRequired, Facets: Facets{Scenario: "default"}}}},
+			[]obligation{
+				{Kind: capImplementationLocation, Strength: StrengthRequired, Facets: facets{Selection: "primary"}},
+				{Kind: capRuntimeFlow, Strength: StrengthRequired, Facets: facets{Scenario: "default"}}}},
 		{"TestsAddsRepresentative", `{"route":"tests.relevant","subject":{"kind":"symbol","name":"Run"}}`,
-			[]Obligation{{Kind: CapFocusedTests, Strength: StrengthRequired, Facets: Facets{Selection: "representative"}}}},
+			[]obligation{{Kind: capFocusedTests, Strength: StrengthRequired, Facets: facets{Selection: "representative"}}}},
 		{"StrongerSelectionKept", `{"route":"tests.relevant","subject":{"kind":"symbol","name":"Run"},"required":[{"kind":"focused_tests","selection":"exhaustive"}]}`,
-			[]Obligation{{Kind: CapFocusedTests, Strength: StrengthRequired, Facets: Facets{Selection: "exhaustive"}}}},
+			[]obligation{{Kind: capFocusedTests, Strength: StrengthRequired, Facets: facets{Selection: "exhaustive"}}}},
 		{"WeakerSelectionRaised", `{"route":"tests.relevant","subject":{"kind":"symbol","name":"Run"},"required":[{"kind":"focused_tests","selection":"primary"}]}`,
-			[]Obligation{{Kind: CapFocusedTests, Strength: StrengthRequired, Facets: Facets{Selection: "representative"}}}},
+			[]obligation{{Kind: capFocusedTests, Strength: StrengthRequired, Facets: facets{Selection: "representative"}}}},
 		{"PreferredPromoted", `{"route":"locate.implementation","subject":{"kind":"symbol","name":"Run"},"preferred":[{"kind":"implementation_location","polarity":"negative"}]}`,
-			[]Obligation{{Kind: CapImplementationLocation, Strength: StrengthRequired, Facets: Facets{Polarity: "negative", Selection: "primary"}}}},
+			[]obligation{{Kind: capImplementationLocation, Strength: StrengthRequired, Facets: facets{Polarity: "negative", Selection: "primary"}}}},
 		{"OtherPreferredKept", `{"route":"locate.implementation","subject":{"kind":"symbol","name":"Run"},"preferred":[{"kind":"focused_tests"}]}`,
-			[]Obligation{
-				{Kind: CapImplementationLocation, Strength: StrengthRequired, Facets: Facets{Selection: "primary"}},
-				{Kind: CapFocusedTests, Strength: StrengthPreferred}}},
+			[]obligation{
+				{Kind: capImplementationLocation, Strength: StrengthRequired, Facets: facets{Selection: "primary"}},
+				{Kind: capFocusedTests, Strength: strengthPreferred}}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -166,15 +166,15 @@ func MustCanonicalID(tb testing.TB, tag string, v any) string {
 	return id
 }
 
-// TestNeedIR_StoredRoundTrip: a stored NeedIR decodes to the IR it was.
+// TestNeedIR_StoredRoundTrip: a stored needIR decodes to the IR it was.
 func TestNeedIR_StoredRoundTrip(t *testing.T) {
 	for _, src := range []string{string(MustReadFile(t, "../fixtures/need-context.json")),
 		`{"route":"tests.relevant","subject":{"kind":"symbol","name":"A"},"world":{"features":["a","b"]}}`} {
-		need, err := CompileJSON([]byte(src), AllRoutes())
+		need, err := compileJSON([]byte(src), AllRoutes())
 		if err != nil {
 			t.Fatal(err)
 		}
-		var back NeedIR
+		var back needIR
 		if err := json.Unmarshal([]byte(mustJSON(need.IR)), &back); err != nil {
 			t.Fatal(err)
 		}

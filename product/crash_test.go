@@ -194,9 +194,9 @@ func (sc *crashScenario) prepareOnly(t *testing.T, dir string) {
 	te := &testEngine{tb: t, repo: repo, data: filepath.Join(sc.base, "data")}
 	te.reopen()
 	plan := te.mustCertify(focusedSplit).ArtifactID
-	d, err := te.StartLifecycle(context.Background(), LifecycleStart{TestPlans: []string{plan}, Request: ChangeRequest{
+	d, err := te.StartLifecycle(context.Background(), LifecycleStart{TestPlans: []string{plan}, Request: changeRequest{
 		Task: "Comment splitCRLF, add a note, drop options.go.", Criteria: []string{"The comment of splitCRLF names both CRLF and LF."},
-		Scopes: []PathScope{{Path: "search.go", Kind: ScopeExact}, {Path: "options.go", Kind: ScopeExact}, {Path: "notes", Kind: ScopeSubtree}}}})
+		Scopes: []pathScope{{Path: "search.go", Kind: scopeExact}, {Path: "options.go", Kind: scopeExact}, {Path: "notes", Kind: scopeSubtree}}}})
 	if err != nil {
 		t.Fatal(err)
 	}

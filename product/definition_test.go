@@ -13,10 +13,10 @@ func TestDefinitionID(t *testing.T) {
 	if id != DefinitionID() {
 		t.Fatal("definition id is not stable")
 	}
-	saved := routeMinimums[RouteTestsRelevant][0].Facets.Selection
-	t.Cleanup(func() { routeMinimums[RouteTestsRelevant][0].Facets.Selection = saved })
-	routeMinimums[RouteTestsRelevant][0].Facets.Selection = "exhaustive"
-	changed := MustCanonicalID(t, tagDefinition, Definition())
+	saved := routeMinimums[routeTestsRelevant][0].Facets.Selection
+	t.Cleanup(func() { routeMinimums[routeTestsRelevant][0].Facets.Selection = saved })
+	routeMinimums[routeTestsRelevant][0].Facets.Selection = "exhaustive"
+	changed := MustCanonicalID(t, tagDefinition, definition())
 	if changed == id {
 		t.Error("changing a route minimum did not change the definition id")
 	}

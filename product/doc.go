@@ -26,12 +26,12 @@
 //	-> bounded FrontierView -> main continuation
 //
 // Engine (Open, NeedContext, Propose) runs the whole pipeline in process.
-// Workers plug in through WorkerPort; without one (or with CacheOnly) a need
+// Workers plug in through workerPort; without one (or with CacheOnly) a need
 // the evidence cannot answer is a typed bypass.
 //
 // # Compilation and identity
 //
-// Compile turns a NeedRequest into a NeedIR: the route, the subject
+// Compile turns a NeedRequest into a needIR: the route, the subject
 // {kind, name} with the name in Unicode NFC, the obligations (capability
 // kind, required or preferred, and the facets that qualify it) sorted by
 // capability kind, and the world {source, platform, features}. The route's
@@ -49,12 +49,12 @@
 //	tests.relevant         focused_tests(selection=representative)
 //
 // The need_id is "b3:" + hex BLAKE3-256 over the tag tagNeed, a zero
-// byte and the canonical JSON of the NeedIR (sorted keys, no insignificant
+// byte and the canonical JSON of the needIR (sorted keys, no insignificant
 // white space, NFC strings). The task text is carried for the worker prompt
 // but is not part of the IR, so rewording it, reordering keys or obligations,
 // or spelling out defaults never changes the id; any change of meaning does.
 // The semantic-definition id (DefinitionID) hashes the route table, the
-// capability and facet tables, the subject kinds and CompilerVersion.
+// capability and facet tables, the subject kinds and compilerVersion.
 //
 // Input is closed at every level: unknown fields, duplicate JSON object keys,
 // wrong JSON types, trailing data, invalid UTF-8, duplicate capability kinds,
@@ -73,7 +73,7 @@
 // A model also shows markers it does not mean: it explains the syntax in a
 // code block or quotes the user. So a marker is a line the message says at
 // its top level, read as CommonMark block structure (messages are rendered
-// as Markdown; product/internal/mdblock): MarkerLines takes the lines
+// as Markdown; product/internal/mdblock): markerLines takes the lines
 // of paragraphs (and setext headings) that are direct children of the
 // message and start with "@@need", after at most three spaces, followed
 // by a blank or the end of the line. So these are not markers: a line in a
@@ -84,7 +84,7 @@
 // inline code or a heading ("# @@need …"). A paragraph continuation line
 // indented by four or more columns is not one either. Lines that are not
 // markers do not count, so a fenced example next to one real marker is one
-// request. FindMarker wants exactly one; none, or more than one, is
+// request. findMarker wants exactly one; none, or more than one, is
 // invalid input.
 //
 //	I need the implementation first.         prose
@@ -131,7 +131,7 @@
 //
 // Reading: a cited file must be a regular file of the snapshot named by its
 // own path: a path through a symbolic link (wherever it leads), an ignored
-// file, anything in .git, a file larger than MaxCitedFileBytes (8 MiB) and a
+// file, anything in .git, a file larger than maxCitedFileBytes (8 MiB) and a
 // path the file system refuses (a 300-byte name, a loop) are rejections with
 // a reason, recorded like any other, and nothing of such a file is stored.
 //
@@ -297,7 +297,7 @@
 // # Freshness and proof replay
 //
 // Evidence is fresh exactly when every dependency digest is unchanged and
-// it was certified by the current ValidatorVersion (older evidence is
+// it was certified by the current validatorVersion (older evidence is
 // replayed before it is served). The
 // check reads only the dependencies, through a persistent stat cache
 // (size, mtime, ctime, inode -> digest, in the store) that, like git's index,
@@ -345,15 +345,15 @@
 // citation: their context is a one-line reason. Preferred obligations are
 // served when evidence has them and never spawn a worker.
 //
-// Each answer has a plan: an acyclic DAG of at most MaxPlanNodes operators
+// Each answer has a plan: an acyclic DAG of at most maxPlanNodes operators
 // (reuse, replay, reuse_claim, worker, validate, assemble). Among valid plans
 // (the evidence plan and, with a worker, the all-worker plan) the cheapest by
 // expected cost is chosen. Costs are running aggregates (count, mean and
 // M2 by Welford's recurrence) per operator, pooled and per capability served
 // (operator_costs), folded in O(1) per observation: pricing costs the same
 // after any number of answers. A node is priced from its capability's
-// aggregate once that has MinObservations observations, else from the
-// operator's pooled one; with fewer than MinObservations observations of an
+// aggregate once that has minObservations observations, else from the
+// operator's pooled one; with fewer than minObservations observations of an
 // operator reuse is reported as advisory.
 // Evidence whose reuse cost is not yet observed is reused: a worker replaces
 // usable evidence only when it is reliably cheaper than a known reuse cost.
@@ -405,7 +405,7 @@
 // # Workers
 //
 // The Codex App Server evidence worker (worker_codex.go) implements
-// WorkerPort. Per request it makes a disposable checkout of the exact
+// workerPort. Per request it makes a disposable checkout of the exact
 // snapshot (product/internal/checkout: a git worktree plus the dirty
 // overlay, or a copy; its digest is verified after creation and after the
 // worker; cleanup is verified; any failure fails closed; a checkout whose
@@ -422,7 +422,7 @@
 // what it always was). A turn past its deadline is interrupted, then the
 // process group killed. Every server request is
 // answered (approvals declined). The final message goes through
-// DecodeProposal and validate like any proposal; token usage (deltas of the
+// decodeProposal and validate like any proposal; token usage (deltas of the
 // thread's total) is recorded in worker_runs and as an economic
 // observation. With CodexConfig.RecordDir set, each session is frozen into a
 // transcript (product/internal/transcript) that the replay server
@@ -443,7 +443,7 @@
 // and its cleanup are recorded), and at stdin EOF every accepted request is
 // answered before the server exits; SIGTERM and SIGINT stop it with status
 // 0 once running requests are cancelled and cleaned up. A request the
-// client cancels is never answered. At most MaxMCPInFlight (64) requests
+// client cancels is never answered. At most maxMCPInFlight (64) requests
 // are in flight (running, queued, or writing their answer); one more is
 // answered -32001 "server overloaded" by the reader itself, so a client
 // that never reads its answers stops being read instead of growing the
@@ -481,7 +481,7 @@
 // its transport's contract (name, negotiated protocol, and the need
 // request's schema for its routes; for MCP every tool's input and output
 // schema), of the @@need marker grammar for a marker transport (the
-// hook, needle exec: MarkerGrammarRevision and the readings of sample
+// hook, needle exec: markerGrammarRevision and the readings of sample
 // messages), and the revision and digest of the prompt profile: each
 // worker kind's prompt set (evidence, patch, review, verify: developer
 // instructions, turn prompts rendered for a fixed sample request, output
@@ -512,13 +512,13 @@
 // Codex session driven partly by each shares one ledger, rebuilt from the
 // store by every process (the hook runs once per stop).
 //
-// Reply answers nothing when the message has no marker (MarkerLines);
+// Reply answers nothing when the message has no marker (markerLines);
 // names the problem, in at most 1 KiB, when there are several or the one
 // does not parse or compile; answers nothing for a need already answered in
 // the same user turn (the model has it); otherwise resolves the need as
 // need_context does in the session — the same ledger, limits (3 needs, 3
 // workers, hard cap 8) and workers — and replies with its FrontierView or
-// typed bypass, in at most MaxReplyBytes. A user turn (a Codex turn for the
+// typed bypass, in at most maxReplyBytes. A user turn (a Codex turn for the
 // hook, whose continuations keep its turn id; the whole run for needle
 // exec) gets at most replyLimit replies, the need limit plus one; a bypass
 // because the session's need limit is reached, and the last reply the
@@ -539,7 +539,7 @@
 // config that is not a regular file is refused without blocking on it)
 // and records its trust, without which codex exec skips it silently. needle exec turns
 // hooks off for its thread and marks its App Server's environment
-// (ExecSessionEnv), so an installed hook stands down there. A resolution
+// (execSessionEnv), so an installed hook stands down there. A resolution
 // still running when needle exec's turn ends is delivered by a new turn;
 // only an interrupt cancels it (worker turn interrupted, process group
 // killed, cleanup recorded) and the running turn.
@@ -613,7 +613,7 @@
 // repair reservation) in the same transaction. Every read replays the
 // append-only change_events journal and checks the projection
 // (change_lifecycles) and every payload digest: a lifecycle that does not
-// check is a KindIntegrity error for every read and command (show,
+// check is a kindIntegrity error for every read and command (show,
 // events, run, approve, apply, cancel), and a listing (needle change
 // list, GET /api/v1/lifecycles, the UI) shows it as status corrupt with
 // its ids and what does not check, beside the others. Invocation ids are
@@ -628,9 +628,9 @@
 // whose test run is killed, its checkout removed and its stop recorded,
 // and only then lets go of the lifecycle's lease. CancelLifecycle waits
 // for that lease, so it returns once the cleanup is done; the runner
-// returns a KindConflict saying the lifecycle was cancelled.
+// returns a kindConflict saying the lifecycle was cancelled.
 // Approval binds the patch, verification and awaiting-approval state
-// digests; apply (apply.go) refuses drift (a KindConflict, exit 3, HTTP
+// digests; apply (apply.go) refuses drift (a kindConflict, exit 3, HTTP
 // 409) and writes nothing, journals intent, files and done, and a crashed
 // apply is finished or undone at the next open. Each file keeps its
 // permission bits (only its executable bits follow the patch, where the
@@ -664,12 +664,12 @@
 // verification's kept verdict must be the one it judged). Apply, diff,
 // every phase that reads the patch, verify_change and the served details
 // (needle change show, GET /api/v1/lifecycles/{id}) read through these
-// checks; a record that fails one is a KindIntegrity error naming it
+// checks; a record that fails one is a kindIntegrity error naming it
 // (exit 5, HTTP 500 with kind "integrity" and the message), nothing is
 // written or served from it, and the lifecycle goes no further.
 //
 // Data directories are made absolute where they enter (every command
-// through cli.path, Open, OpenStore, StartRuntime): checkouts, the test
+// through cli.path, Open, OpenStore, startRuntime): checkouts, the test
 // cache and sockets derived from a relative --data-dir would otherwise
 // depend on the working directory of whatever uses them (a test runner
 // refuses a relative cache). TestsConfig is resolved the same way: a
@@ -681,7 +681,7 @@
 //
 // # Resident runtime
 //
-// StartRuntime (needle serve) owns one data directory. It takes the
+// startRuntime (needle serve) owns one data directory. It takes the
 // profile lock (product/internal/runlock: a flock on DATA_DIR/serve.lock
 // with a holder record; a second runtime refuses naming the first, and a
 // crashed holder's record is taken over), opens the one Store every
@@ -700,8 +700,8 @@
 // serves the embedded UI (product/web) and the /api/v1 routes
 // (runtime_api*.go), which project stored rows into the explicit DTOs of
 // package web; the socket serves the same routes. What clients hold open
-// is bounded (RuntimeConfig): DefaultMaxConns (64) HTTP and
-// DefaultMaxIPCConns (256) IPC connections, past which a connection is
+// is bounded (runtimeConfig): defaultMaxConns (64) HTTP and
+// defaultMaxIPCConns (256) IPC connections, past which a connection is
 // answered 503 and closed (httpguard.LimitListener); 32 live event
 // streams (one more: 503); 10 s to send a request's headers; 2 minutes
 // idle for an authenticated connection, none for an unauthenticated one,
@@ -792,7 +792,7 @@
 // engine_need.go).
 //
 //	need.go              routes, subject kinds, capabilities, facets; NeedRequest
-//	compile*.go          the compiler (pure): NeedIR and need_id; JSON and @@need markers
+//	compile*.go          the compiler (pure): needIR and need_id; JSON and @@need markers
 //	definition.go        the semantic definition and its id
 //	bounds.go            bounds on untrusted need input
 //	identity.go          every content-id tag; mustID, mustJSON; random ids
@@ -812,9 +812,9 @@
 //	refresh.go           Refresh: re-prove changed evidence ahead of the needs
 //	refresher.go         mcp serve's background refresher: the change watcher and its loop
 //	resolve.go           the resolver (pure): ResolutionKind, decisions
-//	resolve_plan.go      plans (PlanOp) and their economic selection
+//	resolve_plan.go      plans (planOp) and their economic selection
 //	ledger.go            the session ledger: relations and limits
-//	result.go            NeedResult, ResultStatus, ReuseUnit, Failure
+//	result.go            NeedResult, resultStatus, reuseUnit, Failure
 //	frontier.go          the FrontierView text
 //	engine.go            Engine, Config, sessions, the FIFO turn
 //	engine_need.go       NeedContext: the need pipeline's effects; the memo of candidates
@@ -823,7 +823,7 @@
 //	engine_reply.go      Engine.Reply: per-turn limits, resolution, the record
 //	hook.go              the Codex Stop hook: answering a stop, installing the hook
 //	exec.go              needle exec: the main model's App Server thread and the delivery of replies
-//	worker.go            WorkerPort and its request and result types
+//	worker.go            workerPort and its request and result types
 //	worker_codex.go      the Codex App Server worker (sessions, checkouts, homes)
 //	worker_change.go     the change workers' prompts, answer schemas and judging
 //	change.go            supervised changes: the request, statuses, verdicts, results

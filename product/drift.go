@@ -23,7 +23,7 @@ import (
 // the test binaries compiled (and the go.mod, go.sum and go.work that
 // decide what they compile), with its digest in the snapshot, and, per
 // directory of a compiled package, the snapshot's files in it. Apply then
-// refuses (the 409: KindConflict, exit 3) when a file the patch touches
+// refuses (the 409: kindConflict, exit 3) when a file the patch touches
 // is not its base, a compiled file changed or is gone, or a new file
 // appeared in the directory of a compiled package (go would compile a new
 // .go file there), naming every one; nothing is written. Other changes —
@@ -37,20 +37,20 @@ import (
 // snapshot had it.
 type TestDependencies struct {
 	Head  string               `json:"head"`  // the snapshot's HEAD commit, "" without git
-	Files []TestDependencyFile `json:"files"` // every compiled file of the checkout and its modules' go.mod, go.sum (go.work), sorted by path
-	Dirs  []TestDependencyDir  `json:"dirs"`  // every directory of a compiled package, sorted by dir
+	Files []testDependencyFile `json:"files"` // every compiled file of the checkout and its modules' go.mod, go.sum (go.work), sorted by path
+	Dirs  []testDependencyDir  `json:"dirs"`  // every directory of a compiled package, sorted by dir
 }
 
-// TestDependencyFile is a compiled file with its digest in the snapshot: ""
+// testDependencyFile is a compiled file with its digest in the snapshot: ""
 // for a file the patch adds.
-type TestDependencyFile struct {
+type testDependencyFile struct {
 	Path   string `json:"path"`
 	Digest string `json:"digest"`
 }
 
-// TestDependencyDir is the directory of a compiled package ("." for the
+// testDependencyDir is the directory of a compiled package ("." for the
 // root) and the snapshot's files directly in it, sorted.
-type TestDependencyDir struct {
+type testDependencyDir struct {
 	Dir   string   `json:"dir"`
 	Files []string `json:"files"`
 }
@@ -61,7 +61,7 @@ func (d *TestDependencies) ID() string { return mustID(tagTestDependencies, d) }
 // check refuses dependencies that are not clean, sorted repository paths.
 func (d *TestDependencies) check() error {
 	for i, f := range d.Files {
-		if checkScopePath(f.Path, ScopeExact) != nil || (i > 0 && d.Files[i-1].Path >= f.Path) {
+		if checkScopePath(f.Path, scopeExact) != nil || (i > 0 && d.Files[i-1].Path >= f.Path) {
 			return fmt.Errorf("dependency %s: not a clean repository path in order", showPath(f.Path))
 		}
 		if f.Digest != "" && !contentid.Valid(f.Digest) {
@@ -69,11 +69,11 @@ func (d *TestDependencies) check() error {
 		}
 	}
 	for i, dir := range d.Dirs {
-		if (dir.Dir != "." && checkScopePath(dir.Dir, ScopeExact) != nil) || (i > 0 && d.Dirs[i-1].Dir >= dir.Dir) {
+		if (dir.Dir != "." && checkScopePath(dir.Dir, scopeExact) != nil) || (i > 0 && d.Dirs[i-1].Dir >= dir.Dir) {
 			return fmt.Errorf("dependency directory %s: not a clean repository path in order", showPath(dir.Dir))
 		}
 		for j, f := range dir.Files {
-			if path.Dir(f) != dir.Dir || checkScopePath(f, ScopeExact) != nil || (j > 0 && dir.Files[j-1] >= f) {
+			if path.Dir(f) != dir.Dir || checkScopePath(f, scopeExact) != nil || (j > 0 && dir.Files[j-1] >= f) {
 				return fmt.Errorf("dependency directory %s: %s is not a file of it in order", dir.Dir, showPath(f))
 			}
 		}
@@ -106,14 +106,14 @@ func testDependencies(snap snapshot.Snapshot, pkgs []testrun.CompiledPackage, mo
 			files[f] = true
 		}
 	}
-	d := &TestDependencies{Head: snap.Head, Files: []TestDependencyFile{}, Dirs: []TestDependencyDir{}}
+	d := &TestDependencies{Head: snap.Head, Files: []testDependencyFile{}, Dirs: []testDependencyDir{}}
 	for _, f := range slices.Sorted(maps.Keys(files)) {
-		d.Files = append(d.Files, TestDependencyFile{Path: f, Digest: digests[f]})
+		d.Files = append(d.Files, testDependencyFile{Path: f, Digest: digests[f]})
 	}
 	for _, dir := range slices.Sorted(maps.Keys(dirs)) {
 		names := slices.Clone(inDir[dir])
 		slices.Sort(names)
-		d.Dirs = append(d.Dirs, TestDependencyDir{Dir: dir, Files: append([]string{}, names...)})
+		d.Dirs = append(d.Dirs, testDependencyDir{Dir: dir, Files: append([]string{}, names...)})
 	}
 	return d
 }
@@ -122,14 +122,14 @@ func testDependencies(snap snapshot.Snapshot, pkgs []testrun.CompiledPackage, mo
 // proof depended on that changed or appeared (sorted; the patch's own
 // files are apply's to check against their base), and notes, the changes
 // it did not depend on, for the apply's result.
-func (e *Engine) proofDrift(ctx context.Context, v lifecycleView, files []PatchFile) (drifted, notes []string, err error) {
+func (e *Engine) proofDrift(ctx context.Context, v lifecycleView, files []patchFile) (drifted, notes []string, err error) {
 	deps, err := e.testDependencies(ctx, v)
 	if err != nil {
 		return nil, nil, err
 	}
 	snap, err := e.repo.Snapshot(ctx)
 	if err != nil {
-		return nil, nil, &Error{Op: opApply, Kind: KindIO, Err: err}
+		return nil, nil, &Error{Op: opApply, Kind: kindIO, Err: err}
 	}
 	frozen := v.State.Freeze.Snapshot
 	if deps == nil {
@@ -205,7 +205,7 @@ func (e *Engine) workTreeDigest(rel string) (string, error) {
 	case errors.Is(err, snapshot.ErrNotRegular) || errors.Is(err, snapshot.ErrUnsafePath):
 		return "not a regular file", nil
 	case err != nil:
-		return "", &Error{Op: opApply, Kind: KindIO, Err: err}
+		return "", &Error{Op: opApply, Kind: kindIO, Err: err}
 	}
 	return d, nil
 }

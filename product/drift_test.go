@@ -51,7 +51,7 @@ func TestApply_ProofDriftIs409(t *testing.T) {
 			c.edit(f.te.repo)
 			before := treeDigest(t, f.te.repo)
 			_, err := f.te.Apply(ctx, d.ID)
-			if KindOf(err) != KindConflict || changeExitCode(err) != 3 || !strings.Contains(err.Error(), "409 conflict: "+c.path) {
+			if KindOf(err) != kindConflict || changeExitCode(err) != 3 || !strings.Contains(err.Error(), "409 conflict: "+c.path) {
 				t.Fatalf("Apply after drift of %s = %v (exit %d), want the 409 naming it", c.path, err, changeExitCode(err))
 			}
 			if treeDigest(t, f.te.repo) != before {
@@ -110,7 +110,7 @@ func TestApply_UnknownDependenciesNeedTheSnapshot(t *testing.T) {
 	f.approve(d)
 	notes := filepath.Join(f.te.repo, "docs", "notes.md")
 	MustWriteFile(t, notes, "Unrelated notes.\n")
-	if _, err := f.te.Apply(ctx, d.ID); KindOf(err) != KindConflict || !strings.Contains(err.Error(), "before Needle recorded what they compiled") {
+	if _, err := f.te.Apply(ctx, d.ID); KindOf(err) != kindConflict || !strings.Contains(err.Error(), "before Needle recorded what they compiled") {
 		t.Fatalf("Apply with unknown dependencies after a change: %v, want the 409", err)
 	}
 	MustRun(t, f.te.repo, "rm", "-r", "docs")

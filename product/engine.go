@@ -16,10 +16,10 @@ import (
 type Config struct {
 	DataDir    string   // the profile's data directory (holds needle.db)
 	Repository string   // the repository root needs are resolved against
-	Routes     RouteSet // enabled routes; nil means all
-	Worker     WorkerPort
+	Routes     routeSet // enabled routes; nil means all
+	Worker     workerPort
 	// Codex, when set and Worker is nil, makes the Codex App Server
-	// evidence worker the WorkerPort.
+	// evidence worker the workerPort.
 	Codex     *CodexConfig
 	CacheOnly bool   // never spawn a worker, even with a port
 	Transport string // recorded with sessions: cli, mcp, hook, api (default)
@@ -31,10 +31,10 @@ type Config struct {
 	// FrontierBudget bounds the context text in bytes (default 6 KiB).
 	FrontierBudget int
 	// Prices weigh operator costs in economic selection (default: defaultPrices).
-	Prices *Prices
+	Prices *prices
 	// Lifecycle, when set, replaces the change lifecycle's adapters (the
 	// defaults: Codex App Server workers and Needle's test runner).
-	Lifecycle *LifecycleAdapters
+	Lifecycle *lifecycleAdapters
 	// Tests says how Needle runs tests: the focused_tests it certifies and
 	// the change lifecycle's test plans, in a sandbox (see TestsConfig).
 	Tests TestsConfig
@@ -45,7 +45,7 @@ type Config struct {
 // served.
 type Engine struct {
 	cfg   Config
-	store *Store
+	store *store
 	repo  *snapshot.Repo
 	root  string
 	turn  fifo
@@ -61,10 +61,10 @@ type Engine struct {
 	acct  *accountant // writes answers' accounting off the request path
 
 	mu      sync.Mutex
-	ledgers map[string]*Ledger
+	ledgers map[string]*ledger
 
 	// adapters run the change lifecycle's phases.
-	adapters LifecycleAdapters
+	adapters lifecycleAdapters
 
 	// Guarded by turn: one resolution at a time reads and writes them.
 	costs costBook             // the cost aggregates; nil until first needed
@@ -97,10 +97,10 @@ func Open(ctx context.Context, cfg Config) (*Engine, error) {
 
 // openEngine opens the repository cfg.Repository over an open store of
 // cfg.DataDir: the resident runtime's engines share its one store.
-func openEngine(ctx context.Context, cfg Config, st *Store) (*Engine, error) {
+func openEngine(ctx context.Context, cfg Config, st *store) (*Engine, error) {
 	dataDir, err := absDataDir(cfg.DataDir)
 	if err != nil {
-		return nil, &Error{Op: "engine.open", Kind: KindIO, Err: err}
+		return nil, &Error{Op: "engine.open", Kind: kindIO, Err: err}
 	}
 	cfg.DataDir = dataDir
 	cfg.Tests = cfg.Tests.resolve(dataDir)
@@ -111,7 +111,7 @@ func openEngine(ctx context.Context, cfg Config, st *Store) (*Engine, error) {
 		cfg.Transport = "api"
 	}
 	if cfg.FrontierBudget <= 0 {
-		cfg.FrontierBudget = DefaultFrontierBudget
+		cfg.FrontierBudget = defaultFrontierBudget
 	}
 	if cfg.Prices == nil {
 		cfg.Prices = &defaultPrices
@@ -123,9 +123,9 @@ func openEngine(ctx context.Context, cfg Config, st *Store) (*Engine, error) {
 	// it and fail, as opening would have, when git refuses the repository.
 	repo, err := snapshot.OpenAsync(ctx, cfg.Repository, nil)
 	if err != nil {
-		return nil, &Error{Op: "engine.open", Kind: KindIO, Err: err}
+		return nil, &Error{Op: "engine.open", Kind: kindIO, Err: err}
 	}
-	e := &Engine{cfg: cfg, store: st, root: repo.Root(), ledgers: map[string]*Ledger{}, memo: map[string]*needMemo{}, needs: map[string]bool{}}
+	e := &Engine{cfg: cfg, store: st, root: repo.Root(), ledgers: map[string]*ledger{}, memo: map[string]*needMemo{}, needs: map[string]bool{}}
 	e.stats = newStatCache(st, e.root)
 	e.repo = repo.WithCache(e.stats)
 	e.acct = newAccountant(st)
@@ -178,7 +178,7 @@ func (e *Engine) Close() error {
 		}
 	}
 	if aerr != nil {
-		return &Error{Op: "engine.close", Kind: KindStore, Err: fmt.Errorf("accounting: %w", aerr)}
+		return &Error{Op: "engine.close", Kind: kindStore, Err: fmt.Errorf("accounting: %w", aerr)}
 	}
 	return nil
 }
@@ -191,7 +191,7 @@ func (e *Engine) Root() string { return e.root }
 func (e *Engine) RoleProfile() ProfileRevision { return e.profile }
 
 // Routes returns the routes enabled for the engine's needs.
-func (e *Engine) Routes() RouteSet { return e.cfg.Routes }
+func (e *Engine) Routes() routeSet { return e.cfg.Routes }
 
 // ProposeResult is the outcome of an operator's proposal.
 type ProposeResult struct {
@@ -212,7 +212,7 @@ type ProposeResult struct {
 // stores the attempt; certified evidence becomes reusable. Invalid JSON is a
 // KindInvalidInput error and stores nothing.
 func (e *Engine) Propose(ctx context.Context, raw []byte) (ProposeResult, error) {
-	p, err := DecodeProposal(raw)
+	p, err := decodeProposal(raw)
 	if err != nil {
 		return ProposeResult{}, err
 	}
@@ -224,7 +224,7 @@ func (e *Engine) Propose(ctx context.Context, raw []byte) (ProposeResult, error)
 	defer e.repo.Release()
 	v, err := e.val.validate(ctx, p)
 	if err != nil {
-		return ProposeResult{}, &Error{Op: "evidence.propose", Kind: KindIO, Err: err}
+		return ProposeResult{}, &Error{Op: "evidence.propose", Kind: kindIO, Err: err}
 	}
 	rec, err := e.store.recordAttempt(ctx, e.root, "", "operator", raw, v, "")
 	if err != nil {
@@ -241,13 +241,13 @@ func (e *Engine) Propose(ctx context.Context, raw []byte) (ProposeResult, error)
 // ledger returns the session's ledger: the one this engine keeps, or the
 // one its stored steps rebuild (a session an earlier process started), or
 // a new one, creating the session.
-func (e *Engine) ledger(ctx context.Context, session string) (*Ledger, error) {
+func (e *Engine) ledger(ctx context.Context, session string) (*ledger, error) {
 	l, _, err := e.session(ctx, session, nil, false)
 	return l, err
 }
 
 // storedLedger is ledger once the session's row is stored.
-func (e *Engine) storedLedger(ctx context.Context, session string) (*Ledger, error) {
+func (e *Engine) storedLedger(ctx context.Context, session string) (*ledger, error) {
 	l, err := e.ledger(ctx, session)
 	if err != nil {
 		return nil, err
@@ -260,7 +260,7 @@ func (e *Engine) storedLedger(ctx context.Context, session string) (*Ledger, err
 // freeze are written once, in one transaction, by the accountant (doc.go,
 // "Durability"): an MCP initialize answer waits for no write. Whatever
 // must find the row stored first waits for it (storedSession).
-func (e *Engine) FreezeSession(ctx context.Context, session string, f SessionFreeze) error {
+func (e *Engine) FreezeSession(ctx context.Context, session string, f sessionFreeze) error {
 	_, _, err := e.session(ctx, session, &f, true)
 	return err
 }
@@ -273,7 +273,7 @@ func (e *Engine) FreezeSession(ctx context.Context, session string, f SessionFre
 // grammar or prompt profile than this process runs under is resumed, and
 // says so: SessionChanges names each, and every reply of the session
 // begins by saying it.
-func (e *Engine) ResumeSession(ctx context.Context, session string, f SessionFreeze) error {
+func (e *Engine) ResumeSession(ctx context.Context, session string, f sessionFreeze) error {
 	l, existed, err := e.session(ctx, session, &f, false)
 	if err != nil || !existed {
 		return err
@@ -283,7 +283,7 @@ func (e *Engine) ResumeSession(ctx context.Context, session string, f SessionFre
 	case err != nil:
 		return err
 	case ok && repo != e.root:
-		return &Error{Op: "session.resume", Kind: KindConflict, Err: fmt.Errorf("session %s belongs to the repository %s, not %s", session, repo, e.root)}
+		return &Error{Op: "session.resume", Kind: kindConflict, Err: fmt.Errorf("session %s belongs to the repository %s, not %s", session, repo, e.root)}
 	}
 	frozen, ok, err := e.store.frozenSession(ctx, session)
 	if err != nil || !ok {
@@ -350,7 +350,7 @@ func shortDigest(id string) string { return clip(id, 15) + "…" }
 // new one, creating the session with what it froze when f is not nil.
 // With fresh (FreezeSession), an existing session records f, and a new
 // one's row is queued to the accountant instead of written now.
-func (e *Engine) session(ctx context.Context, session string, f *SessionFreeze, fresh bool) (*Ledger, bool, error) {
+func (e *Engine) session(ctx context.Context, session string, f *sessionFreeze, fresh bool) (*ledger, bool, error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	var freeze *sessionFreezeRow
@@ -386,7 +386,7 @@ func (e *Engine) session(ctx context.Context, session string, f *SessionFreeze, 
 	}
 	start := sessionStart{id: session, definitionID: DefinitionID(), transport: e.cfg.Transport, protocol: protocol, routes: routes,
 		mainModel: e.cfg.MainModel, freeze: freeze}
-	l = &Ledger{}
+	l = &ledger{}
 	// A session a need starts (no freeze) is queued like a frozen one: its
 	// first answer waits for no write either. Only a resumed session's row
 	// is written now.
@@ -402,7 +402,7 @@ func (e *Engine) session(ctx context.Context, session string, f *SessionFreeze, 
 // storedSession waits until a session whose row was queued is written;
 // what writes a row that refers to the session (a change, a worker's
 // answer) or reads what it froze calls it first.
-func (e *Engine) storedSession(ctx context.Context, l *Ledger) error {
+func (e *Engine) storedSession(ctx context.Context, l *ledger) error {
 	if l.queued == "" {
 		return nil
 	}
@@ -414,7 +414,7 @@ func (e *Engine) storedSession(ctx context.Context, l *Ledger) error {
 		return err
 	}
 	if !ok {
-		return &Error{Op: "engine.session", Kind: KindStore, Err: fmt.Errorf("session %s could not be stored", l.queued)}
+		return &Error{Op: "engine.session", Kind: kindStore, Err: fmt.Errorf("session %s could not be stored", l.queued)}
 	}
 	l.queued = ""
 	return nil
@@ -486,7 +486,7 @@ func opError(op string, err error) error {
 	if _, ok := err.(*Error); ok {
 		return err
 	}
-	return &Error{Op: op, Kind: KindOther, Err: fmt.Errorf("%w", err)}
+	return &Error{Op: op, Kind: kindOther, Err: fmt.Errorf("%w", err)}
 }
 
 // inside reports whether path lies in (or is) dir, after resolving both.

@@ -28,41 +28,41 @@ import (
 // verification; there is no second repair, no escalation and no apply.
 
 // errNoChangeWorker: changes need the Codex App Server.
-var errNoChangeWorker = &Error{Op: "change", Kind: KindUnavailable,
+var errNoChangeWorker = &Error{Op: "change", Kind: kindUnavailable,
 	Err: errors.New("no App Server is configured (codex.command or --codex), or the server runs --cache-only")}
 
 // PrepareChange runs a patch worker for req in a disposable checkout and
 // stores the change, its request and the patch (or the reasons it was
 // rejected). Invalid input (including artifact or claim ids that are not
 // certified fresh evidence) is KindInvalidInput and stores nothing.
-func (e *Engine) PrepareChange(ctx context.Context, session string, req ChangeRequest) (ChangeResult, error) {
+func (e *Engine) PrepareChange(ctx context.Context, session string, req changeRequest) (changeResult, error) {
 	if err := checkChangeRequest(&req); err != nil {
-		return ChangeResult{}, err
+		return changeResult{}, err
 	}
 	if e.codex == nil {
-		return ChangeResult{}, errNoChangeWorker
+		return changeResult{}, errNoChangeWorker
 	}
 	if err := e.turn.lock(ctx); err != nil {
-		return ChangeResult{}, err
+		return changeResult{}, err
 	}
 	defer e.turn.unlock()
 	if _, err := e.storedLedger(ctx, session); err != nil {
-		return ChangeResult{}, err
+		return changeResult{}, err
 	}
 	refs, err := e.certifiedRefs(ctx, req)
 	if err != nil {
-		return ChangeResult{}, err
+		return changeResult{}, err
 	}
 	profile, err := e.sessionProfile(ctx, session)
 	if err != nil {
-		return ChangeResult{}, err
+		return changeResult{}, err
 	}
 	if profile.Profile.Sandbox.Patch != "workspace-write" {
-		return ChangeResult{}, &Error{Op: "change.prepare", Kind: KindUnavailable,
+		return changeResult{}, &Error{Op: "change.prepare", Kind: kindUnavailable,
 			Err: fmt.Errorf("role profile %s revision %d runs patch workers %s: no change can be prepared", profile.ID, profile.Revision, profile.Profile.Sandbox.Patch)}
 	}
 	requestID := mustID(tagChangeRequest, req)
-	res := ChangeResult{ChangeID: newChangeID(), Revision: 1, VerificationStatus: "not_requested"}
+	res := changeResult{ChangeID: newChangeID(), Revision: 1, VerificationStatus: "not_requested"}
 	var base string
 	att := patchAttempt{revision: 1}
 	spec := sessionSpec{
@@ -82,7 +82,7 @@ func (e *Engine) PrepareChange(ctx context.Context, session string, req ChangeRe
 	res.Accounting.add(out.Usage)
 	att.finish(out, runErr, len(req.Criteria))
 	res.Status, res.Reasons = att.status.changeStatus(), nonNil(att.reasons)
-	if att.status == PatchAccepted {
+	if att.status == patchAccepted {
 		res.PatchID = att.patchID
 	}
 	res.Operations = att.publicOps()
@@ -95,10 +95,10 @@ func (e *Engine) PrepareChange(ctx context.Context, session string, req ChangeRe
 	rec := changeRecord{ID: res.ChangeID, Session: session, Root: e.root, RequestID: requestID, Request: req,
 		Base: base, Profile: profile, Status: res.Status}
 	if err := e.store.putChange(context.WithoutCancel(ctx), rec, att); err != nil {
-		return ChangeResult{}, err
+		return changeResult{}, err
 	}
 	if runErr != nil && ctx.Err() != nil {
-		return ChangeResult{}, ctx.Err()
+		return changeResult{}, ctx.Err()
 	}
 	res.Context = changeText(res)
 	return res, nil
@@ -107,7 +107,7 @@ func (e *Engine) PrepareChange(ctx context.Context, session string, req ChangeRe
 // patchAttempt is one patch worker run and the patch Needle built from it.
 type patchAttempt struct {
 	revision int
-	status   PatchStatus
+	status   patchStatus
 	patchID  string
 	ops      []storedOperation
 	bytes    int
@@ -115,14 +115,14 @@ type patchAttempt struct {
 	report   *patchReport
 	raw      string
 	inv      string
-	usage    WorkerUsage
+	usage    workerUsage
 }
 
 // build compares the checkout with its base and makes the patch, rejecting
 // (fail closed) anything the worker may not do. laid is the patch the
 // checkout was given before the worker ran (a repair builds on it): the
 // result is cumulative against the original base.
-func (a *patchAttempt) build(ctx context.Context, co *checkout.Checkout, req ChangeRequest, laid []storedOperation) error {
+func (a *patchAttempt) build(ctx context.Context, co *checkout.Checkout, req changeRequest, laid []storedOperation) error {
 	changes, err := co.Changes(ctx)
 	if err != nil {
 		return fmt.Errorf("patch: %w", err)
@@ -160,7 +160,7 @@ func (a *patchAttempt) build(ctx context.Context, co *checkout.Checkout, req Cha
 			if op.Before == "" {
 				continue // added and removed again
 			}
-			op.Op = PatchDelete
+			op.Op = patchDelete
 		case err != nil:
 			a.reasons = append(a.reasons, fmt.Sprintf("%s: %v", p, err))
 			continue
@@ -171,9 +171,9 @@ func (a *patchAttempt) build(ctx context.Context, co *checkout.Checkout, req Cha
 			op.After = contentid.OfBytes(snapshot.FileTag, data)
 			op.Content, op.Bytes = string(data), len(data)
 			op.Executable = exec[p]
-			op.Op = PatchModify
+			op.Op = patchModify
 			if op.Before == "" {
-				op.Op = PatchAdd
+				op.Op = patchAdd
 			}
 		}
 		if op.Before == op.After && laidPath[p] {
@@ -190,7 +190,7 @@ func (a *patchAttempt) build(ctx context.Context, co *checkout.Checkout, req Cha
 	}
 	for _, op := range a.ops {
 		data, err := co.ReadFile(op.Path)
-		if (op.Op == PatchDelete) != (err != nil) || op.Op != PatchDelete && string(data) != op.Content {
+		if (op.Op == patchDelete) != (err != nil) || op.Op != patchDelete && string(data) != op.Content {
 			a.reasons = append(a.reasons, fmt.Sprintf("%s changed while the patch was being built", op.Path))
 		}
 	}
@@ -210,7 +210,7 @@ func (a *patchAttempt) build(ctx context.Context, co *checkout.Checkout, req Cha
 func (a *patchAttempt) finish(out sessionOutput, runErr error, criteria int) {
 	a.inv, a.usage = out.Invocation, out.Usage
 	if runErr != nil {
-		a.status, a.ops, a.bytes = PatchFailed, nil, 0
+		a.status, a.ops, a.bytes = patchFailed, nil, 0
 		a.reasons = []string{"the patch worker failed: " + oneLine(runErr.Error())}
 		return
 	}
@@ -219,13 +219,13 @@ func (a *patchAttempt) finish(out sessionOutput, runErr error, criteria int) {
 		a.report = decodePatchReport(a.raw, criteria)
 	}
 	if len(a.reasons) > 0 {
-		a.status = PatchRejected
+		a.status = patchRejected
 		for i := range a.ops {
 			a.ops[i].Content = "" // a rejected attempt keeps no blobs
 		}
 		return
 	}
-	a.status = PatchAccepted
+	a.status = patchAccepted
 	a.patchID = mustID(tagPatch, a.publicOps())
 }
 
@@ -251,7 +251,7 @@ func baseOf(ops []storedOperation) map[string]string {
 func writes(ops []storedOperation) []checkout.Write {
 	var dels, puts []checkout.Write
 	for _, op := range ops {
-		if op.Op == PatchDelete {
+		if op.Op == patchDelete {
 			dels = append(dels, checkout.Write{Path: op.Path, Delete: true})
 			continue
 		}
@@ -261,18 +261,18 @@ func writes(ops []storedOperation) []checkout.Write {
 }
 
 // coverage lays the patch worker's report over the criteria.
-func coverage(req ChangeRequest, r *patchReport) []CriterionCoverage {
-	out := make([]CriterionCoverage, len(req.Criteria))
+func coverage(req changeRequest, r *patchReport) []criterionCoverage {
+	out := make([]criterionCoverage, len(req.Criteria))
 	for i := range out {
-		out[i] = CriterionCoverage{Criterion: i + 1, Status: CoverageUnreported, Note: ""}
+		out[i] = criterionCoverage{Criterion: i + 1, Status: coverageUnreported, Note: ""}
 	}
 	if r == nil {
 		return out
 	}
 	for _, c := range r.Criteria {
-		out[c.Criterion-1].Status, out[c.Criterion-1].Note = CoverageNotAddressed, c.Note
+		out[c.Criterion-1].Status, out[c.Criterion-1].Note = coverageNotAddressed, c.Note
 		if c.Addressed {
-			out[c.Criterion-1].Status = CoverageClaimed
+			out[c.Criterion-1].Status = coverageClaimed
 		}
 	}
 	return out
@@ -280,9 +280,9 @@ func coverage(req ChangeRequest, r *patchReport) []CriterionCoverage {
 
 // residualRisks are what the caller should know before trusting the patch:
 // Needle's own findings first, then (bounded) what the worker reported.
-func residualRisks(req ChangeRequest, a patchAttempt) []string {
+func residualRisks(req changeRequest, a patchAttempt) []string {
 	risks := []string{}
-	if a.status != PatchAccepted {
+	if a.status != patchAccepted {
 		return risks
 	}
 	risks = append(risks, "unverified: acceptance coverage is the patch worker's claim until verify_change")
@@ -290,7 +290,7 @@ func residualRisks(req ChangeRequest, a patchAttempt) []string {
 		risks = append(risks, "the patch worker's report was missing or malformed")
 	}
 	for _, c := range coverage(req, a.report) {
-		if c.Status != CoverageClaimed {
+		if c.Status != coverageClaimed {
 			risks = append(risks, fmt.Sprintf("criterion %d: not claimed as addressed", c.Criterion))
 		}
 	}
@@ -310,7 +310,7 @@ func residualRisks(req ChangeRequest, a patchAttempt) []string {
 }
 
 // changeText is the bounded text of a prepare_change result.
-func changeText(r ChangeResult) string {
+func changeText(r changeResult) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "change %s: %s", r.ChangeID, r.Status)
 	if r.PatchID != "" {
@@ -330,13 +330,13 @@ func changeText(r ChangeResult) string {
 		fmt.Fprintf(&b, "  risk: %s\n", risk)
 	}
 	fmt.Fprintf(&b, "verification: %s; nothing is applied to your work tree.\n", r.VerificationStatus)
-	return clipLines(b.String(), DefaultFrontierBudget)
+	return clipLines(b.String(), defaultFrontierBudget)
 }
 
 // certifiedRefs turns the request's artifact and claim ids into citation
 // lines. Each must name certified evidence that is fresh for the current
 // source; anything else is invalid input (stale evidence is never passed on).
-func (e *Engine) certifiedRefs(ctx context.Context, req ChangeRequest) ([]string, error) {
+func (e *Engine) certifiedRefs(ctx context.Context, req changeRequest) ([]string, error) {
 	var lines []string
 	for i, id := range req.ArtifactIDs {
 		c, err := e.freshArtifact(ctx, id)
@@ -346,7 +346,7 @@ func (e *Engine) certifiedRefs(ctx context.Context, req ChangeRequest) ([]string
 		if c == nil {
 			return nil, invalidf(opChange, fmt.Sprintf("artifact_ids[%d]", i), "%s is not certified evidence fresh for the current source", id)
 		}
-		lines = append(lines, citeChoice(choice{Obligation: Obligation{Kind: c.Proposal.Kind}, Evidence: *c})...)
+		lines = append(lines, citeChoice(choice{Obligation: obligation{Kind: c.Proposal.Kind}, Evidence: *c})...)
 	}
 	for i, id := range req.ClaimIDs {
 		c, claim, err := e.freshClaim(ctx, id)
@@ -356,7 +356,7 @@ func (e *Engine) certifiedRefs(ctx context.Context, req ChangeRequest) ([]string
 		if c == nil {
 			return nil, invalidf(opChange, fmt.Sprintf("claim_ids[%d]", i), "%s is not a certified claim fresh for the current source", id)
 		}
-		lines = append(lines, citeChoice(choice{Obligation: Obligation{Kind: CapImplementationLocation}, Evidence: *c, Claim: claim})...)
+		lines = append(lines, citeChoice(choice{Obligation: obligation{Kind: capImplementationLocation}, Evidence: *c, Claim: claim})...)
 	}
 	return lines, nil
 }
@@ -369,7 +369,7 @@ func (e *Engine) freshArtifact(ctx context.Context, id string) (*candidate, erro
 	return e.freshEvidence(ctx, cert)
 }
 
-func (e *Engine) freshClaim(ctx context.Context, id string) (*candidate, *ClaimAt, error) {
+func (e *Engine) freshClaim(ctx context.Context, id string) (*candidate, *claimAt, error) {
 	// A claim is carried by every certificate that re-certified its
 	// artifact; the newest few are enough to find a fresh one.
 	certs, err := e.store.claimCertificates(ctx, id, 4)

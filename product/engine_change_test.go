@@ -49,7 +49,7 @@ func mustChangeScenario(t *testing.T, name string) changeScenario {
 
 // MustChangeRequest reads and decodes the prepare_change request of a
 // change scenario.
-func MustChangeRequest(t *testing.T, scenario string) ChangeRequest {
+func MustChangeRequest(t *testing.T, scenario string) changeRequest {
 	t.Helper()
 	req, err := DecodeChangeRequest(mustChangeScenario(t, scenario).Request)
 	if err != nil {
@@ -147,7 +147,7 @@ func TestChange_Undeclared(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.Status != ChangeRejected || res.PatchID != "" || len(res.Reasons) != 1 || !strings.Contains(res.Reasons[0], "NOTES.md: outside the declared scopes") {
+	if res.Status != changeRejected || res.PatchID != "" || len(res.Reasons) != 1 || !strings.Contains(res.Reasons[0], "NOTES.md: outside the declared scopes") {
 		t.Fatalf("prepare_change = %+v, want rejected for NOTES.md", res)
 	}
 	if got := treeDigest(t, repo); got != before {
@@ -157,7 +157,7 @@ func TestChange_Undeclared(t *testing.T) {
 	if status != "rejected" || len(ops) != 0 {
 		t.Errorf("stored attempt %s with %d operations", status, len(ops))
 	}
-	if _, err := te.VerifyChange(ctx, "s", res.ChangeID); KindOf(err) != KindConflict {
+	if _, err := te.VerifyChange(ctx, "s", res.ChangeID); KindOf(err) != kindConflict {
 		t.Errorf("verify_change of a rejected change = %v, want a conflict", err)
 	}
 	if n := count(t, te, `SELECT count(*) FROM verifications`); n != 0 {
@@ -173,7 +173,7 @@ func TestChange_Errors(t *testing.T) {
 	repo := MustFixtureRepo(t, "grepx", false)
 	te := MustEngine(t, repo)
 	req := MustChangeRequest(t, "verified")
-	if _, err := te.PrepareChange(ctx, "s", req); KindOf(err) != KindUnavailable {
+	if _, err := te.PrepareChange(ctx, "s", req); KindOf(err) != kindUnavailable {
 		t.Errorf("PrepareChange without a worker = %v, want unavailable", err)
 	}
 	te2 := MustEngine(t, repo, replayCodex(t, "verified"))
@@ -181,7 +181,7 @@ func TestChange_Errors(t *testing.T) {
 	if _, err := te2.PrepareChange(ctx, "s", req); KindOf(err) != KindInvalidInput || !strings.Contains(err.Error(), "artifact_ids[0]") {
 		t.Errorf("PrepareChange with an unknown artifact = %v, want invalid input", err)
 	}
-	if _, err := te2.VerifyChange(ctx, "s", "chg_"+strings.Repeat("0", 24)); KindOf(err) != KindNotFound {
+	if _, err := te2.VerifyChange(ctx, "s", "chg_"+strings.Repeat("0", 24)); KindOf(err) != kindNotFound {
 		t.Errorf("VerifyChange(unknown) = %v, want not found", err)
 	}
 	if _, err := te2.VerifyChange(ctx, "s", "chg_xyz"); KindOf(err) != KindInvalidInput {
@@ -200,8 +200,8 @@ func TestPatchBuild(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	req := ChangeRequest{Task: "t", Criteria: []string{"c"}, Scopes: []PathScope{{Path: "options.go", Kind: ScopeExact},
-		{Path: "internal", Kind: ScopeSubtree}, {Path: "cafe\u0301.txt", Kind: ScopeExact}}} // NFD: decoded as NFC
+	req := changeRequest{Task: "t", Criteria: []string{"c"}, Scopes: []pathScope{{Path: "options.go", Kind: scopeExact},
+		{Path: "internal", Kind: scopeSubtree}, {Path: "cafe\u0301.txt", Kind: scopeExact}}} // NFD: decoded as NFC
 	if err := checkChangeRequest(&req); err != nil {
 		t.Fatal(err)
 	}
@@ -333,7 +333,7 @@ func TestChange_Cancel(t *testing.T) {
 		}
 	}
 	var status, reasons string
-	if err := te.store.db.QueryRow(`SELECT c.status, p.reasons FROM changes c JOIN patches p USING (change_id)`).Scan(&status, &reasons); err != nil || status != string(ChangeFailed) {
+	if err := te.store.db.QueryRow(`SELECT c.status, p.reasons FROM changes c JOIN patches p USING (change_id)`).Scan(&status, &reasons); err != nil || status != string(changeFailed) {
 		t.Errorf("cancelled change recorded as %q %q (%v)", status, reasons, err)
 	}
 }

@@ -19,74 +19,74 @@ import (
 // judges the repaired patch. A change whose current patch was already
 // verified gets its recorded verdict back and nothing runs. Nothing is
 // ever applied to the work tree.
-func (e *Engine) VerifyChange(ctx context.Context, session, changeID string) (VerifyResult, error) {
-	if !ChangeIDPattern.MatchString(changeID) {
-		return VerifyResult{}, invalidf(opChange, "change_id", "malformed change id %q; want chg_<24 hex>", changeID)
+func (e *Engine) VerifyChange(ctx context.Context, session, changeID string) (verifyResult, error) {
+	if !changeIDPattern.MatchString(changeID) {
+		return verifyResult{}, invalidf(opChange, "change_id", "malformed change id %q; want chg_<24 hex>", changeID)
 	}
 	if err := e.turn.lock(ctx); err != nil {
-		return VerifyResult{}, err
+		return verifyResult{}, err
 	}
 	defer e.turn.unlock()
 	if _, err := e.storedLedger(ctx, session); err != nil {
-		return VerifyResult{}, err
+		return verifyResult{}, err
 	}
 	c, err := e.store.change(ctx, e.root, changeID)
 	if err != nil {
-		return VerifyResult{}, err
+		return verifyResult{}, err
 	}
 	// A lifecycle's change is verified by its own verify phase; another
 	// verifier here would race the lifecycle's journal.
 	if lid, err := e.store.lifecycleOfChange(ctx, changeID); err != nil || lid != "" {
 		if err != nil {
-			return VerifyResult{}, err
+			return verifyResult{}, err
 		}
-		return VerifyResult{}, &Error{Op: "change.verify", Kind: KindConflict,
+		return verifyResult{}, &Error{Op: "change.verify", Kind: kindConflict,
 			Err: fmt.Errorf("change %s is run by lifecycle %s: needle change run %s verifies it", changeID, lid, lid)}
 	}
 	if c.Current == 0 {
-		return VerifyResult{}, &Error{Op: "change.verify", Kind: KindConflict,
+		return verifyResult{}, &Error{Op: "change.verify", Kind: kindConflict,
 			Err: fmt.Errorf("change %s has no patch to verify (status %s)", changeID, c.Status)}
 	}
 	cur, err := e.store.patch(ctx, changeID, c.Current)
 	if err != nil {
-		return VerifyResult{}, err
+		return verifyResult{}, err
 	}
 	done, err := e.store.verifications(ctx, changeID)
 	if err != nil {
-		return VerifyResult{}, err
+		return verifyResult{}, err
 	}
 	// Whatever was or will be verified is base + patch: a work tree that
 	// changed under the patch is a conflict, recorded verdict or not.
 	if err := e.baseIntact(cur.ops); err != nil {
-		return VerifyResult{}, err
+		return verifyResult{}, err
 	}
 	if last := lastFor(done, c.Current); last != nil {
 		return e.recordedVerdict(ctx, c, cur, *last, done)
 	}
 	if e.codex == nil {
-		return VerifyResult{}, errNoChangeWorker
+		return verifyResult{}, errNoChangeWorker
 	}
 	refs, err := e.certifiedRefs(ctx, c.Request)
 	if err != nil {
 		// Evidence the request cited went stale since prepare_change: the
 		// verifier gets no context rather than stale context.
 		if KindOf(err) != KindInvalidInput {
-			return VerifyResult{}, err
+			return verifyResult{}, err
 		}
 		refs = nil
 	}
-	res := VerifyResult{ChangeID: changeID, Repair: RepairOutcome{Status: RepairNotNeeded, Reasons: []string{}}}
+	res := verifyResult{ChangeID: changeID, Repair: repairOutcome{Status: repairNotNeeded, Reasons: []string{}}}
 	v, err := e.verifyOnce(ctx, c, cur, refs, len(done)+1, &res.Accounting)
 	if err != nil {
-		return VerifyResult{}, err
+		return verifyResult{}, err
 	}
 	done = append(done, v)
 	c.Status = verdictStatus(v.Verdict)
 	if v.Verdict != lifecycle.VerdictRepairable || c.Repairs > 0 {
 		if err := e.store.putVerification(context.WithoutCancel(ctx), c, v, nil); err != nil {
-			return VerifyResult{}, err
+			return verifyResult{}, err
 		}
-		e.fill(&res, c, cur, done, RepairNotNeeded)
+		e.fill(&res, c, cur, done, repairNotNeeded)
 		return res, nil
 	}
 	// The first repairable verdict consumes the one repair: the verdict and
@@ -94,43 +94,43 @@ func (e *Engine) VerifyChange(ctx context.Context, session, changeID string) (Ve
 	// cancellation nor a crash can buy a second first verification.
 	c.Repairs = 1
 	if err := e.store.putVerification(context.WithoutCancel(ctx), c, v, nil); err != nil {
-		return VerifyResult{}, err
+		return verifyResult{}, err
 	}
 	att, err := e.repairOnce(ctx, c, cur, refs, v, &res.Accounting)
 	if err != nil {
-		return VerifyResult{}, err
+		return verifyResult{}, err
 	}
-	if att.status != PatchAccepted {
+	if att.status != patchAccepted {
 		if err := e.store.putPatch(context.WithoutCancel(ctx), c, att); err != nil {
-			return VerifyResult{}, err
+			return verifyResult{}, err
 		}
-		res.Repair = RepairOutcome{Status: att.status.repairStatus(), FromPatchID: cur.patchID, Reasons: nonNil(att.reasons)}
+		res.Repair = repairOutcome{Status: att.status.repairStatus(), FromPatchID: cur.patchID, Reasons: nonNil(att.reasons)}
 		e.fill(&res, c, cur, done, att.status.repairStatus())
 		return res, nil
 	}
 	c.Current = att.revision
 	if err := e.store.putPatch(context.WithoutCancel(ctx), c, att); err != nil {
-		return VerifyResult{}, err
+		return verifyResult{}, err
 	}
 	from := cur.patchID
 	cur = att
 	if v, err = e.verifyOnce(ctx, c, cur, refs, len(done)+1, &res.Accounting); err != nil {
-		return VerifyResult{}, err
+		return verifyResult{}, err
 	}
 	done = append(done, v)
 	c.Status = verdictStatus(v.Verdict)
 	if err := e.store.putVerification(context.WithoutCancel(ctx), c, v, nil); err != nil {
-		return VerifyResult{}, err
+		return verifyResult{}, err
 	}
-	res.Repair = RepairOutcome{FromPatchID: from, Reasons: []string{}}
-	e.fill(&res, c, cur, done, RepairApplied)
+	res.Repair = repairOutcome{FromPatchID: from, Reasons: []string{}}
+	e.fill(&res, c, cur, done, repairApplied)
 	return res, nil
 }
 
 // verifyOnce runs one independent verifier on a fresh checkout holding the
 // patch (laid only on the base it was made against). A verifier that fails
 // or changes its checkout is an error: no verdict, never verified.
-func (e *Engine) verifyOnce(ctx context.Context, c changeRecord, p patchAttempt, refs []string, ordinal int, acct *ChangeAccounting) (verificationRecord, error) {
+func (e *Engine) verifyOnce(ctx context.Context, c changeRecord, p patchAttempt, refs []string, ordinal int, acct *changeAccounting) (verificationRecord, error) {
 	spec := sessionSpec{
 		Scenario: "verify-worker ",
 		Invocation: func(snap string) string {
@@ -154,7 +154,7 @@ func (e *Engine) verifyOnce(ctx context.Context, c changeRecord, p patchAttempt,
 		if ctx.Err() != nil {
 			return verificationRecord{}, ctx.Err()
 		}
-		return verificationRecord{}, &Error{Op: "change.verify", Kind: KindOther, Err: fmt.Errorf("verifier: %w", err)}
+		return verificationRecord{}, &Error{Op: "change.verify", Kind: kindOther, Err: fmt.Errorf("verifier: %w", err)}
 	}
 	v := verificationRecord{Ordinal: ordinal, PatchRevision: p.revision, inv: out.Invocation, usage: out.Usage}
 	v.raw = out.Finals[0]
@@ -166,7 +166,7 @@ func (e *Engine) verifyOnce(ctx context.Context, c changeRecord, p patchAttempt,
 // repairOnce runs the one repair: a patch worker on a fresh checkout that
 // holds the current patch, told the verifier's findings. The new patch is
 // cumulative against the change's base.
-func (e *Engine) repairOnce(ctx context.Context, c changeRecord, cur patchAttempt, refs []string, v verificationRecord, acct *ChangeAccounting) (patchAttempt, error) {
+func (e *Engine) repairOnce(ctx context.Context, c changeRecord, cur patchAttempt, refs []string, v verificationRecord, acct *changeAccounting) (patchAttempt, error) {
 	att := patchAttempt{revision: cur.revision + 1}
 	spec := sessionSpec{
 		Scenario: "repair-worker ",
@@ -189,8 +189,8 @@ func (e *Engine) repairOnce(ctx context.Context, c changeRecord, cur patchAttemp
 		return att, ctx.Err()
 	}
 	att.finish(out, err, len(c.Request.Criteria))
-	if att.status == PatchAccepted && att.patchID == cur.patchID {
-		att.status, att.patchID, att.reasons = PatchRejected, "", []string{"the repair changed nothing"}
+	if att.status == patchAccepted && att.patchID == cur.patchID {
+		att.status, att.patchID, att.reasons = patchRejected, "", []string{"the repair changed nothing"}
 	}
 	return att, nil
 }
@@ -205,10 +205,10 @@ func (e *Engine) baseIntact(ops []storedOperation) error {
 		case errors.Is(err, snapshot.ErrNotExist) || errors.Is(err, fs.ErrNotExist):
 			got = ""
 		case err != nil:
-			return &Error{Op: "change.verify", Kind: KindIO, Err: err}
+			return &Error{Op: "change.verify", Kind: kindIO, Err: err}
 		}
 		if got != op.Before {
-			return &Error{Op: "change.verify", Kind: KindConflict,
+			return &Error{Op: "change.verify", Kind: kindConflict,
 				Err: fmt.Errorf("%s changed in the work tree since the patch was made; prepare the change again", op.Path)}
 		}
 	}
@@ -226,15 +226,15 @@ func lastFor(done []verificationRecord, revision int) *verificationRecord {
 
 // recordedVerdict answers a repeated verify_change from the store; what
 // happened to the repair is read from the stored patch revisions.
-func (e *Engine) recordedVerdict(ctx context.Context, c changeRecord, cur patchAttempt, last verificationRecord, done []verificationRecord) (VerifyResult, error) {
-	res := VerifyResult{ChangeID: c.ID, Recorded: true, Repair: RepairOutcome{Status: RepairNotNeeded, Reasons: []string{}}}
-	status := RepairNotNeeded
+func (e *Engine) recordedVerdict(ctx context.Context, c changeRecord, cur patchAttempt, last verificationRecord, done []verificationRecord) (verifyResult, error) {
+	res := verifyResult{ChangeID: c.ID, Recorded: true, Repair: repairOutcome{Status: repairNotNeeded, Reasons: []string{}}}
+	status := repairNotNeeded
 	if c.Repairs > 0 {
 		atts, err := e.store.patchAttempts(ctx, c.ID)
 		if err != nil {
 			return res, err
 		}
-		status = RepairFailed // consumed, but the repair never finished
+		status = repairFailed // consumed, but the repair never finished
 		if len(atts) > 1 {
 			status = atts[1].status.repairStatus()
 			res.Repair.Reasons = nonNil(atts[1].reasons)
@@ -248,13 +248,13 @@ func (e *Engine) recordedVerdict(ctx context.Context, c changeRecord, cur patchA
 // fill completes a result from the change's final state. repair is what
 // happened to the repair: not_needed, applied (exhausted when the repaired
 // patch is still only repairable), rejected or failed.
-func (e *Engine) fill(res *VerifyResult, c changeRecord, cur patchAttempt, done []verificationRecord, repair RepairStatus) {
+func (e *Engine) fill(res *verifyResult, c changeRecord, cur patchAttempt, done []verificationRecord, repair repairStatus) {
 	last := done[len(done)-1]
 	res.PatchID, res.Revision = cur.patchID, cur.revision
 	res.Verdict, res.Criteria, res.Reasons = last.Verdict, last.Criteria, nonNil(last.Reasons)
 	res.Operations = cur.publicOps()
-	if repair == RepairApplied && last.Verdict == lifecycle.VerdictRepairable {
-		repair = RepairExhausted
+	if repair == repairApplied && last.Verdict == lifecycle.VerdictRepairable {
+		repair = repairExhausted
 	}
 	res.Repair.Status = repair
 	res.RepairAvailable = last.Verdict == lifecycle.VerdictRepairable && c.Repairs == 0
@@ -271,7 +271,7 @@ func (e *Engine) fill(res *VerifyResult, c changeRecord, cur patchAttempt, done 
 	res.Context = verifyText(*res)
 }
 
-func verifyText(r VerifyResult) string {
+func verifyText(r verifyResult) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "change %s: %s (patch %s, revision %d)\n", r.ChangeID, r.Verdict, r.PatchID, r.Revision)
 	for _, c := range r.Criteria {
@@ -285,5 +285,5 @@ func verifyText(r VerifyResult) string {
 		fmt.Fprintf(&b, "  note: %s\n", reason)
 	}
 	fmt.Fprintf(&b, "repair: %s; no further repair. Nothing is applied to your work tree.\n", r.Repair.Status)
-	return clipLines(b.String(), DefaultFrontierBudget)
+	return clipLines(b.String(), defaultFrontierBudget)
 }

@@ -26,7 +26,7 @@ func TestChange_Verified(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.Status != ChangePrepared || !ChangeIDPattern.MatchString(res.ChangeID) || res.VerificationStatus != "not_requested" {
+	if res.Status != ChangePrepared || !changeIDPattern.MatchString(res.ChangeID) || res.VerificationStatus != "not_requested" {
 		t.Fatalf("prepare_change = %+v", res)
 	}
 	if len(res.Operations) != 1 || res.Operations[0].Op != "modify" || res.Operations[0].Path != "options.go" {
@@ -117,7 +117,7 @@ func TestChange_Repair(t *testing.T) {
 	if err := te.store.db.QueryRow(`SELECT status, current_revision, repairs_used FROM changes WHERE change_id = ?`, res.ChangeID).Scan(&status, &current, &repairs); err != nil {
 		t.Fatal(err)
 	}
-	if status != string(ChangeVerified) || current != 2 || repairs != 1 {
+	if status != string(changeVerified) || current != 2 || repairs != 1 {
 		t.Errorf("change row: %s, revision %d, repairs %d", status, current, repairs)
 	}
 	if got := treeDigest(t, repo); got != before {
@@ -180,7 +180,7 @@ func TestChange_BaseDrift(t *testing.T) {
 		t.Fatalf("prepare_change = %+v, %v", res, err)
 	}
 	MustWriteFile(t, filepath.Join(repo, "options.go"), "package main\n")
-	if _, err := te.VerifyChange(ctx, "s", res.ChangeID); KindOf(err) != KindConflict || !strings.Contains(err.Error(), "options.go changed") {
+	if _, err := te.VerifyChange(ctx, "s", res.ChangeID); KindOf(err) != kindConflict || !strings.Contains(err.Error(), "options.go changed") {
 		t.Errorf("verify_change after drift = %v, want a conflict naming options.go", err)
 	}
 	if n := count(t, te, `SELECT count(*) FROM verifications`); n != 0 {
@@ -256,7 +256,7 @@ func TestChange_CancelRepair(t *testing.T) {
 	}
 	var status string
 	var repairs int
-	if err := te.store.db.QueryRow(`SELECT status, repairs_used FROM changes`).Scan(&status, &repairs); err != nil || status != string(ChangeRepairable) || repairs != 1 {
+	if err := te.store.db.QueryRow(`SELECT status, repairs_used FROM changes`).Scan(&status, &repairs); err != nil || status != string(changeRepairable) || repairs != 1 {
 		t.Errorf("change after a cancelled repair: %s, repairs %d (%v)", status, repairs, err)
 	}
 	again, err := te.VerifyChange(context.Background(), "s", res.ChangeID)
@@ -278,7 +278,7 @@ func TestChange_BaseIntact(t *testing.T) {
 		t.Errorf("baseIntact(add of an absent file) = %v", err)
 	}
 	MustWriteFile(t, filepath.Join(repo, "internal", "new.go"), "package internal\n")
-	if err := te.baseIntact(add); KindOf(err) != KindConflict {
+	if err := te.baseIntact(add); KindOf(err) != kindConflict {
 		t.Errorf("baseIntact(add of a file that appeared) = %v, want a conflict", err)
 	}
 }

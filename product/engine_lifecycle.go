@@ -32,8 +32,8 @@ func (e *Engine) StartLifecycle(ctx context.Context, st LifecycleStart) (Lifecyc
 	if err := e.guardDataDir(); err != nil {
 		return LifecycleDetail{}, err
 	}
-	if len(st.Needs) > MaxLifecycleNeeds {
-		return LifecycleDetail{}, invalidf(opLifecycle, "needs", "%d needs; the limit is %d", len(st.Needs), MaxLifecycleNeeds)
+	if len(st.Needs) > maxLifecycleNeeds {
+		return LifecycleDetail{}, invalidf(opLifecycle, "needs", "%d needs; the limit is %d", len(st.Needs), maxLifecycleNeeds)
 	}
 	for i, n := range st.Needs {
 		if _, err := Compile(n, e.cfg.Routes); err != nil {
@@ -64,17 +64,17 @@ func (e *Engine) StartLifecycle(ctx context.Context, st LifecycleStart) (Lifecyc
 	}
 	snap, err := e.repo.Snapshot(ctx)
 	if err != nil {
-		return LifecycleDetail{}, &Error{Op: opLifecycle, Kind: KindIO, Err: err}
+		return LifecycleDetail{}, &Error{Op: opLifecycle, Kind: kindIO, Err: err}
 	}
 	budget := st.Budget
 	if budget.Tokens == 0 {
-		budget.Tokens = DefaultLifecycleTokens
+		budget.Tokens = defaultLifecycleTokens
 	}
 	if budget.WallMs == 0 {
-		budget.WallMs = DefaultLifecycleWall.Milliseconds()
+		budget.WallMs = defaultLifecycleWall.Milliseconds()
 	}
 	if budget.WorkerRuns == 0 {
-		budget.WorkerRuns = DefaultLifecycleRuns
+		budget.WorkerRuns = defaultLifecycleRuns
 	}
 	needs := nonNilNeeds(st.Needs)
 	f := lifecycle.Freeze{ChangeID: newChangeID(), RequestID: lifecycleRequestID(req, needs), Snapshot: snap.ID,
@@ -86,7 +86,7 @@ func (e *Engine) StartLifecycle(ctx context.Context, st LifecycleStart) (Lifecyc
 		f.Profiles = append(f.Profiles, roleRef(rev, role))
 	}
 	if impl := f.Profile(lifecycle.RoleImplementer); impl.Sandbox != "workspace-write" {
-		return LifecycleDetail{}, &Error{Op: opLifecycle, Kind: KindUnavailable,
+		return LifecycleDetail{}, &Error{Op: opLifecycle, Kind: kindUnavailable,
 			Err: fmt.Errorf("role profile %s revision %d runs the implementer %s: no change can be made", rev.ID, rev.Revision, impl.Sandbox)}
 	}
 	ev := lifecycle.Created{Lifecycle: newLifecycleID(), Freeze: f}
@@ -108,13 +108,13 @@ func (e *Engine) StartLifecycle(ctx context.Context, st LifecycleStart) (Lifecyc
 
 // testPlans expands certified focused_tests artifacts into test plans, one
 // per test, sorted by plan id. Each artifact must be certified and fresh.
-func (e *Engine) testPlans(ctx context.Context, ids []string) ([]LifecycleTestPlan, error) {
+func (e *Engine) testPlans(ctx context.Context, ids []string) ([]lifecycleTestPlan, error) {
 	if len(ids) == 0 {
 		return nil, invalidf(opLifecycle, "test_plans", "no certified test plan: name a certified focused_tests artifact (needle evidence propose)")
 	}
 	files, err := e.repo.Files(ctx)
 	if err != nil {
-		return nil, &Error{Op: opLifecycle, Kind: KindIO, Err: err}
+		return nil, &Error{Op: opLifecycle, Kind: kindIO, Err: err}
 	}
 	modules := map[string]bool{}
 	for _, f := range files {
@@ -125,14 +125,14 @@ func (e *Engine) testPlans(ctx context.Context, ids []string) ([]LifecycleTestPl
 	if modules[""] {
 		modules["."] = true
 	}
-	var plans []LifecycleTestPlan
+	var plans []lifecycleTestPlan
 	for i, id := range ids {
 		p := fmt.Sprintf("test_plans[%d]", i)
 		c, err := e.freshArtifact(ctx, id)
 		if err != nil {
 			return nil, err
 		}
-		if c == nil || c.Proposal.Kind != CapFocusedTests {
+		if c == nil || c.Proposal.Kind != capFocusedTests {
 			return nil, invalidf(opLifecycle, p, "%s is not certified focused_tests evidence fresh for the current source", clip(id, 80))
 		}
 		for _, t := range c.Proposal.Tests {
@@ -143,8 +143,8 @@ func (e *Engine) testPlans(ctx context.Context, ids []string) ([]LifecycleTestPl
 			plans = append(plans, newTestPlan(id, module, pkg, t.Name))
 		}
 	}
-	slices.SortFunc(plans, func(a, b LifecycleTestPlan) int { return strings.Compare(a.ID, b.ID) })
-	plans = slices.CompactFunc(plans, func(a, b LifecycleTestPlan) bool { return a.ID == b.ID })
+	slices.SortFunc(plans, func(a, b lifecycleTestPlan) int { return strings.Compare(a.ID, b.ID) })
+	plans = slices.CompactFunc(plans, func(a, b lifecycleTestPlan) bool { return a.ID == b.ID })
 	if len(plans) > lifecycle.MaxTestPlans {
 		return nil, invalidf(opLifecycle, "test_plans", "%d test plans; the limit is %d", len(plans), lifecycle.MaxTestPlans)
 	}
@@ -153,7 +153,7 @@ func (e *Engine) testPlans(ctx context.Context, ids []string) ([]LifecycleTestPl
 
 // RunLifecycle runs a lifecycle's kernel until it waits for the user's
 // approval or ends, reporting each committed transition to progress. A
-// second runner of the same lifecycle stops at once (KindConflict); a
+// second runner of the same lifecycle stops at once (kindConflict); a
 // runner that loses the compare-and-swap stops without committing.
 func (e *Engine) RunLifecycle(ctx context.Context, id string, progress func(LifecycleProgress)) (LifecycleDetail, error) {
 	lid, err := e.lifecycleIDOf(ctx, id)
@@ -161,7 +161,7 @@ func (e *Engine) RunLifecycle(ctx context.Context, id string, progress func(Life
 		return LifecycleDetail{}, err
 	}
 	if lid == "" {
-		return LifecycleDetail{}, &Error{Op: opLifecycle, Kind: KindNotFound, Err: fmt.Errorf("change %s has no lifecycle", id)}
+		return LifecycleDetail{}, &Error{Op: opLifecycle, Kind: kindNotFound, Err: fmt.Errorf("change %s has no lifecycle", id)}
 	}
 	if err := e.guardDataDir(); err != nil {
 		return LifecycleDetail{}, err
@@ -206,7 +206,7 @@ func orNoLifecycle(err error, id string) error {
 	if err != nil {
 		return err
 	}
-	return &Error{Op: opLifecycle, Kind: KindNotFound, Err: fmt.Errorf("change %s has no lifecycle", id)}
+	return &Error{Op: opLifecycle, Kind: kindNotFound, Err: fmt.Errorf("change %s has no lifecycle", id)}
 }
 
 // Lifecycles lists the repository's lifecycles, newest first, each replayed
@@ -221,7 +221,7 @@ func (e *Engine) Lifecycles(ctx context.Context) ([]LifecycleSummary, error) {
 	for _, ref := range refs {
 		v, err := e.readLifecycle(ctx, ref.ID)
 		switch {
-		case KindOf(err) == KindIntegrity:
+		case KindOf(err) == kindIntegrity:
 			out = append(out, corruptSummary(ref, err))
 		case err != nil:
 			return nil, err
@@ -232,25 +232,25 @@ func (e *Engine) Lifecycles(ctx context.Context) ([]LifecycleSummary, error) {
 	return out, nil
 }
 
-// ChangeSummary is a change that no lifecycle runs (prepare_change).
-type ChangeSummary struct {
+// changeSummary is a change that no lifecycle runs (prepare_change).
+type changeSummary struct {
 	ChangeID  string       `json:"change_id"`
 	Task      string       `json:"task"`
-	Status    ChangeStatus `json:"status"`
+	Status    changeStatus `json:"status"`
 	Revision  int          `json:"revision"`
 	Repairs   int          `json:"repairs_used"`
 	CreatedAt string       `json:"created_at"`
 }
 
 // Changes lists the repository's changes without a lifecycle, newest first.
-func (e *Engine) Changes(ctx context.Context) ([]ChangeSummary, error) {
+func (e *Engine) Changes(ctx context.Context) ([]changeSummary, error) {
 	cs, err := e.store.plainChanges(ctx, e.root, 200)
 	if err != nil {
 		return nil, err
 	}
-	out := []ChangeSummary{}
+	out := []changeSummary{}
 	for _, c := range cs {
-		out = append(out, ChangeSummary{ChangeID: c.ID, Task: clip(oneLine(c.Request.Task), 200), Status: c.Status,
+		out = append(out, changeSummary{ChangeID: c.ID, Task: clip(oneLine(c.Request.Task), 200), Status: c.Status,
 			Revision: c.Current, Repairs: c.Repairs, CreatedAt: c.CreatedAt})
 	}
 	return out, nil
@@ -264,7 +264,7 @@ func summaryOf(v lifecycleView) LifecycleSummary {
 }
 
 // LifecycleEvents is a lifecycle's journal in order, replayed and verified.
-func (e *Engine) LifecycleEvents(ctx context.Context, id string) ([]LifecycleEventView, error) {
+func (e *Engine) LifecycleEvents(ctx context.Context, id string) ([]lifecycleEventView, error) {
 	lid, err := e.lifecycleIDOf(ctx, id)
 	if err != nil || lid == "" {
 		return nil, orNoLifecycle(err, id)
@@ -273,10 +273,10 @@ func (e *Engine) LifecycleEvents(ctx context.Context, id string) ([]LifecycleEve
 	if err != nil {
 		return nil, err
 	}
-	out := make([]LifecycleEventView, len(v.Events))
+	out := make([]lifecycleEventView, len(v.Events))
 	for i, ev := range v.Events {
 		st := v.States[i]
-		out[i] = LifecycleEventView{Seq: i + 1, Kind: ev.Kind(), At: v.At[i], PayloadDigest: lifecycle.EventDigest(ev),
+		out[i] = lifecycleEventView{Seq: i + 1, Kind: ev.Kind(), At: v.At[i], PayloadDigest: lifecycle.EventDigest(ev),
 			StateDigest: st.Digest(), Phase: st.Phase, Status: st.Status, Summary: eventSummary(ev), Detail: eventDetail(ev)}
 	}
 	return out, nil
@@ -297,7 +297,7 @@ func (e *Engine) Lifecycle(ctx context.Context, id string) (LifecycleDetail, err
 	d := LifecycleDetail{LifecycleSummary: summaryOf(v), Scopes: v.Request.Scopes, Profiles: s.Freeze.Profiles,
 		Evidence: slices.Clone(s.Evidence), ApprovalID: s.Approval}
 	for i, c := range v.Request.Criteria {
-		d.Criteria = append(d.Criteria, LifecycleCriterionView{Criterion: i + 1, Text: c, Digest: s.Freeze.Criteria[i]})
+		d.Criteria = append(d.Criteria, lifecycleCriterionView{Criterion: i + 1, Text: c, Digest: s.Freeze.Criteria[i]})
 	}
 	results := map[string]lifecycle.TestResult{}
 	details := map[string]string{}
@@ -317,7 +317,7 @@ func (e *Engine) Lifecycle(ctx context.Context, id string) (LifecycleDetail, err
 	}
 	for _, p := range v.Plans {
 		r := results[p.ID]
-		pv := LifecycleTestPlanView{PlanID: p.ID, Test: p.Test, Module: p.Module, Command: p.Command(),
+		pv := lifecycleTestPlanView{PlanID: p.ID, Test: p.Test, Module: p.Module, Command: p.Command(),
 			Outcome: r.Outcome, DurationMs: r.DurationMs, OutputDigest: r.Output}
 		if r.Outcome == lifecycle.TestError {
 			pv.Detail = details[p.ID]
@@ -329,7 +329,7 @@ func (e *Engine) Lifecycle(ctx context.Context, id string) (LifecycleDetail, err
 		if err != nil || !ok {
 			return d, orMissing(err, "the current patch")
 		}
-		d.Patch = &LifecyclePatchView{PatchID: s.Patch.ID, Round: s.Round, Files: s.Patch.Files, Bytes: s.Patch.Bytes,
+		d.Patch = &lifecyclePatchView{PatchID: s.Patch.ID, Round: s.Round, Files: s.Patch.Files, Bytes: s.Patch.Bytes,
 			Operations: publicOps(a.Blobs.Patch)}
 	}
 	if s.Review != "" {
@@ -338,7 +338,7 @@ func (e *Engine) Lifecycle(ctx context.Context, id string) (LifecycleDetail, err
 			return d, orMissing(err, "the review")
 		}
 		if rc, isReview := a.Event.(lifecycle.ReviewCompleted); isReview {
-			d.Review = &LifecycleReviewView{ReviewID: s.Review, Findings: rc.Review.Findings}
+			d.Review = &lifecycleReviewView{ReviewID: s.Review, Findings: rc.Review.Findings}
 		}
 	}
 	if s.Verification.ID != "" {
@@ -347,7 +347,7 @@ func (e *Engine) Lifecycle(ctx context.Context, id string) (LifecycleDetail, err
 			return d, orMissing(err, "the verification")
 		}
 		vr := a.Blobs.Verdict
-		d.Verification = &LifecycleVerificationView{VerificationID: s.Verification.ID, Verdict: vr.Verdict, Criteria: vr.Criteria,
+		d.Verification = &lifecycleVerificationView{VerificationID: s.Verification.ID, Verdict: vr.Verdict, Criteria: vr.Criteria,
 			RepairInstructions: vr.Repair, Reasons: nonNil(vr.Reasons)}
 	}
 	if s.Status == lifecycle.StatusAwaitingApproval {
@@ -360,14 +360,14 @@ func (e *Engine) Lifecycle(ctx context.Context, id string) (LifecycleDetail, err
 	}
 	if n := len(applies); n > 0 {
 		a := applies[n-1]
-		d.Apply = &ApplyView{IntentID: a.IntentID, Status: a.Status, Cause: a.Cause, Paths: []string{}}
+		d.Apply = &applyView{IntentID: a.IntentID, Status: a.Status, Cause: a.Cause, Paths: []string{}}
 		for _, f := range a.Files {
 			d.Apply.Paths = append(d.Apply.Paths, f.Path)
 		}
 	}
 	d.Next = nextCommand(v.ID, s)
 	if d.Criteria == nil {
-		d.Criteria = []LifecycleCriterionView{}
+		d.Criteria = []lifecycleCriterionView{}
 	}
 	return d, nil
 }
@@ -386,13 +386,13 @@ func nextCommand(id string, s lifecycle.State) string {
 	return ""
 }
 
-// ChangeDetail is a change without a lifecycle (prepare_change and
+// changeDetail is a change without a lifecycle (prepare_change and
 // verify_change), as needle change show prints it: what approving and
 // applying it needs.
-type ChangeDetail struct {
+type changeDetail struct {
 	ChangeID   string           `json:"change_id"`
 	Task       string           `json:"task"`
-	Status     ChangeStatus     `json:"status"`
+	Status     changeStatus     `json:"status"`
 	Revision   int              `json:"revision"`
 	Repairs    int              `json:"repairs_used"`
 	PatchID    string           `json:"patch_id"`
@@ -401,23 +401,23 @@ type ChangeDetail struct {
 	// change is verified and not yet approved.
 	AwaitingApproval *lifecycle.ApprovalBinding `json:"awaiting_approval"`
 	ApprovalID       string                     `json:"approval_id"`
-	Apply            *ApplyView                 `json:"apply"`
+	Apply            *applyView                 `json:"apply"`
 	Next             string                     `json:"next"`
 }
 
 // Change is a change without a lifecycle in full.
-func (e *Engine) Change(ctx context.Context, id string) (ChangeDetail, error) {
+func (e *Engine) Change(ctx context.Context, id string) (changeDetail, error) {
 	if lid, err := e.lifecycleIDOf(ctx, id); err != nil || lid != "" {
 		if err == nil {
-			err = &Error{Op: "change", Kind: KindConflict, Err: fmt.Errorf("change %s is run by lifecycle %s", id, lid)}
+			err = &Error{Op: "change", Kind: kindConflict, Err: fmt.Errorf("change %s is run by lifecycle %s", id, lid)}
 		}
-		return ChangeDetail{}, err
+		return changeDetail{}, err
 	}
 	c, err := e.store.change(ctx, e.root, id)
 	if err != nil {
-		return ChangeDetail{}, err
+		return changeDetail{}, err
 	}
-	d := ChangeDetail{ChangeID: id, Task: clip(oneLine(c.Request.Task), 200), Status: c.Status, Revision: c.Current,
+	d := changeDetail{ChangeID: id, Task: clip(oneLine(c.Request.Task), 200), Status: c.Status, Revision: c.Current,
 		Repairs: c.Repairs, Operations: []PatchOperation{}}
 	if c.Current > 0 {
 		files, pid, err := e.store.patchBlobs(ctx, id, c.Current)
@@ -433,13 +433,13 @@ func (e *Engine) Change(ctx context.Context, id string) (ChangeDetail, error) {
 	done := false
 	if n := len(applies); n > 0 {
 		a := applies[n-1]
-		d.Apply = &ApplyView{IntentID: a.IntentID, Status: a.Status, Cause: a.Cause, Paths: []string{}}
+		d.Apply = &applyView{IntentID: a.IntentID, Status: a.Status, Cause: a.Cause, Paths: []string{}}
 		for _, f := range a.Files {
 			d.Apply.Paths = append(d.Apply.Paths, f.Path)
 		}
 		done = a.Status == "done"
 	}
-	if c.Status != ChangeVerified || done {
+	if c.Status != changeVerified || done {
 		return d, nil
 	}
 	b, err := e.changeBinding(ctx, id)

@@ -22,7 +22,7 @@ func (e *Engine) NeedContext(ctx context.Context, session string, req NeedReques
 // was spawned.
 type workerRun struct {
 	Spawned bool
-	Usage   WorkerUsage
+	Usage   workerUsage
 }
 
 // needContextRun is NeedContext that also says what its worker cost (the
@@ -41,7 +41,7 @@ func (e *Engine) needContextRun(ctx context.Context, session string, req NeedReq
 
 // needCompiled is NeedContext of a need compiled against the engine's
 // routes (the MCP server compiles it while decoding the call).
-func (e *Engine) needCompiled(ctx context.Context, session string, need CompiledNeed) (NeedResult, error) {
+func (e *Engine) needCompiled(ctx context.Context, session string, need compiledNeed) (NeedResult, error) {
 	if err := e.turn.lock(ctx); err != nil {
 		return NeedResult{}, err
 	}
@@ -52,12 +52,12 @@ func (e *Engine) needCompiled(ctx context.Context, session string, need Compiled
 
 // needContext resolves a compiled need for a session; the caller holds
 // the turn.
-func (e *Engine) needContext(ctx context.Context, session string, need CompiledNeed) (NeedResult, error) {
+func (e *Engine) needContext(ctx context.Context, session string, need compiledNeed) (NeedResult, error) {
 	r, _, err := e.resolveNeed(ctx, session, need)
 	return r, err
 }
 
-func (e *Engine) resolveNeed(ctx context.Context, session string, need CompiledNeed) (NeedResult, workerRun, error) {
+func (e *Engine) resolveNeed(ctx context.Context, session string, need compiledNeed) (NeedResult, workerRun, error) {
 	defer e.flushStats()
 	defer e.repo.Release() // the next resolution reads ignore rules afresh
 	started := time.Now()
@@ -82,10 +82,10 @@ func (e *Engine) resolveNeed(ctx context.Context, session string, need CompiledN
 		in.Bypass = fmt.Sprintf("session step limit (%d calls, repeats included) reached", HardSessionSteps)
 	case world != "":
 		in.Bypass = world
-	case relation == RelationIncompatible && incompatible:
+	case relation == relationIncompatible && incompatible:
 		in.Bypass = fmt.Sprintf("incompatible with step %d (need %s): the same %s %q in another world or with a facet set otherwise; "+
 			"both cannot hold in one session", earlier.Ordinal, earlier.NeedID, need.IR.Subject.Kind, need.IR.Subject.Name)
-	case relation != RelationRepeat && ledger.Needs >= e.cfg.Limits.Needs:
+	case relation != relationRepeat && ledger.Needs >= e.cfg.Limits.Needs:
 		in.Bypass = fmt.Sprintf("session need limit (%d) reached", e.cfg.Limits.Needs)
 	default:
 		if err := e.candidates(ctx, &in); err != nil {
@@ -118,12 +118,12 @@ func (e *Engine) resolveNeed(ctx context.Context, session string, need CompiledN
 	if spawned {
 		ledger.Workers++
 		d, cost.TokensSpent, err = e.runWorker(ctx, need, d)
-		run = workerRun{Spawned: true, Usage: WorkerUsage{TotalTokens: cost.TokensSpent}}
+		run = workerRun{Spawned: true, Usage: workerUsage{TotalTokens: cost.TokensSpent}}
 		if err != nil {
 			return NeedResult{}, run, err
 		}
 	}
-	if relation != RelationRepeat {
+	if relation != relationRepeat {
 		ledger.Needs++
 	}
 	if spawned {
@@ -135,11 +135,11 @@ func (e *Engine) resolveNeed(ctx context.Context, session string, need CompiledN
 	}
 	// A need refused as incompatible stays unrecorded: asked again, it is
 	// refused again rather than resolved as a repeat.
-	if ledger.Steps <= HardSessionSteps && !(relation == RelationIncompatible && incompatible) {
+	if ledger.Steps <= HardSessionSteps && !(relation == relationIncompatible && incompatible) {
 		ledger.add(ledgerEntry{NeedID: need.ID, IR: need.IR, Missing: r.Missing, Ordinal: r.Step.Ordinal})
 	}
-	if statusOf(d.Kind, 0, false) == ResultHit {
-		acct.Observation = &Observation{Operator: OpReuse, Capabilities: r.Satisfied, LatencyMs: sinceMs(started)}
+	if statusOf(d.Kind, 0, false) == resultHit {
+		acct.Observation = &observation{Operator: opReuse, Capabilities: r.Satisfied, LatencyMs: sinceMs(started)}
 		e.costs.observe(*acct.Observation) // the next need is priced with it, written or not
 	}
 	if spawned {
@@ -157,7 +157,7 @@ func (e *Engine) resolveNeed(ctx context.Context, session string, need CompiledN
 }
 
 // putNeed stores the compiled need unless this engine already did.
-func (e *Engine) putNeed(ctx context.Context, need CompiledNeed) error {
+func (e *Engine) putNeed(ctx context.Context, need compiledNeed) error {
 	if e.needs[need.ID] {
 		return nil
 	}
@@ -191,7 +191,7 @@ type needMemo struct {
 	exact        []candidate
 	artifacts    []candidate
 	claimSources []candidate
-	deps         []Dependency
+	deps         []dependency
 }
 
 // candidates fills in the classified candidates of a need: from its memo
@@ -226,7 +226,7 @@ func (e *Engine) candidates(ctx context.Context, in *resolveInput) error {
 // replayed one added a certificate (a new generation) anyway.
 func (e *Engine) remember(gen int64, in *resolveInput) {
 	m := &needMemo{gen: gen, exactCertID: in.ExactCertID, exact: in.Exact, artifacts: in.Artifacts, claimSources: in.ClaimSources}
-	seen := map[Dependency]bool{}
+	seen := map[dependency]bool{}
 	for _, cs := range [][]candidate{in.Exact, in.Artifacts, in.ClaimSources} {
 		for _, c := range cs {
 			if c.State != stateFresh {
@@ -249,9 +249,9 @@ func (e *Engine) remember(gen int64, in *resolveInput) {
 // foreignWorld applies the world rule (resolve.go) to a need's world: ""
 // when it is the current one, else why not. Only a need that names a source
 // digest costs a snapshot of the checkout (through the stat cache).
-func (e *Engine) foreignWorld(ctx context.Context, w World) (string, error) {
+func (e *Engine) foreignWorld(ctx context.Context, w world) (string, error) {
 	cur := currentWorld{Platform: runtime.GOOS + "-" + runtime.GOARCH}
-	if w.Source != SourceCurrent {
+	if w.Source != sourceCurrent {
 		snap, err := e.repo.Snapshot(ctx)
 		if err != nil {
 			return "", err
@@ -305,7 +305,7 @@ func (e *Engine) gatherWith(ctx context.Context, in *resolveInput, classify func
 		}
 		in.Artifacts = append(in.Artifacts, c)
 	}
-	if !slices.Contains(obligationKinds(ir), CapImplementationLocation) || ir.Subject.Kind != SubjectSymbol {
+	if !slices.Contains(obligationKinds(ir), capImplementationLocation) || ir.Subject.Kind != subjectSymbol {
 		return nil
 	}
 	srcs, err := e.store.claimSources(ctx, ir.Subject)
@@ -324,7 +324,7 @@ func (e *Engine) gatherWith(ctx context.Context, in *resolveInput, classify func
 
 // choosePlan prices the valid plans. When the all-worker plan is reliably
 // cheaper than reusing evidence, the decision becomes a fresh worker.
-func (e *Engine) choosePlan(ctx context.Context, need CompiledNeed, in resolveInput, d decision) (Plan, decision, error) {
+func (e *Engine) choosePlan(ctx context.Context, need compiledNeed, in resolveInput, d decision) (Plan, decision, error) {
 	plan, err := buildPlan(need.ID, d)
 	if err != nil {
 		return Plan{}, d, err
@@ -338,7 +338,7 @@ func (e *Engine) choosePlan(ctx context.Context, need CompiledNeed, in resolveIn
 		chosen := selectPlan(&plan, nil, e.costs, *e.cfg.Prices)
 		return chosen, d, nil
 	}
-	alt := decision{Kind: ResolutionMiss, Missing: required(need.IR), WorkerFor: required(need.IR)}
+	alt := decision{Kind: resolutionMiss, Missing: required(need.IR), WorkerFor: required(need.IR)}
 	workerPlan, err := buildPlan(need.ID, alt)
 	if err != nil {
 		return Plan{}, d, err
@@ -354,12 +354,12 @@ func (e *Engine) choosePlan(ctx context.Context, need CompiledNeed, in resolveIn
 // every proposal through the validators. A rejected proposal makes a miss
 // "rejected"; a failed worker makes it a bypass. Partial hits keep what the
 // evidence gave and list what is still missing.
-func (e *Engine) runWorker(ctx context.Context, need CompiledNeed, d decision) (_ decision, tokens int64, err error) {
-	req := WorkerRequest{NeedID: need.ID, IR: need.IR, Task: need.Task, Missing: slices.Clone(d.WorkerFor),
+func (e *Engine) runWorker(ctx context.Context, need compiledNeed, d decision) (_ decision, tokens int64, err error) {
+	req := workerRequest{NeedID: need.ID, IR: need.IR, Task: need.Task, Missing: slices.Clone(d.WorkerFor),
 		Repository: e.root, Schemas: map[CapabilityKind]json.RawMessage{},
 		Model: e.profile.Profile.WorkerModel, Effort: e.profile.Profile.Effort}
 	for _, ob := range d.WorkerFor {
-		schema, err := ProposalSchema(ob.Kind)
+		schema, err := proposalSchema(ob.Kind)
 		if err != nil {
 			return d, 0, err
 		}
@@ -374,11 +374,11 @@ func (e *Engine) runWorker(ctx context.Context, need CompiledNeed, d decision) (
 	if usage.LatencyMs == 0 {
 		usage.LatencyMs = sinceMs(started)
 	}
-	var obs *Observation
+	var obs *observation
 	if werr == nil {
 		// Only completed runs price the worker plan: a failure costs little
 		// and answers nothing, and must not make workers look cheap.
-		obs = &Observation{Operator: OpWorker, Capabilities: obligationKinds(NeedIR{Obligations: req.Missing}),
+		obs = &observation{Operator: opWorker, Capabilities: obligationKinds(needIR{Obligations: req.Missing}),
 			Tokens: usage.TotalTokens, CostUSD: usage.CostUSD, LatencyMs: usage.LatencyMs}
 		e.costs.observe(*obs)
 	}
@@ -388,7 +388,7 @@ func (e *Engine) runWorker(ctx context.Context, need CompiledNeed, d decision) (
 		return d, tokens, err
 	}
 	if werr != nil {
-		return e.workerFailed(d, Failure{FailureWorker, werr.Error()}, fmt.Sprintf("worker failed: %v", werr)), tokens, nil
+		return e.workerFailed(d, failure{FailureWorker, werr.Error()}, fmt.Sprintf("worker failed: %v", werr)), tokens, nil
 	}
 	var rejected []string
 	for _, raw := range res.Proposals {
@@ -397,7 +397,7 @@ func (e *Engine) runWorker(ctx context.Context, need CompiledNeed, d decision) (
 			return d, tokens, err
 		}
 		switch rec.Outcome() {
-		case OutcomeRejected:
+		case outcomeRejected:
 			rejected = append(rejected, rec.Reasons...)
 			continue
 		case OutcomeUndecided:
@@ -415,16 +415,16 @@ func (e *Engine) runWorker(ctx context.Context, need CompiledNeed, d decision) (
 	sortChosen(need.IR, d.Chosen)
 	switch {
 	case len(d.Missing) == 0:
-	case d.Kind == ResolutionMiss && len(rejected) > 0:
+	case d.Kind == resolutionMiss && len(rejected) > 0:
 		// The reasons cite the rejected locations: they stay in the attempt
 		// record, never in a context.
-		return decision{Kind: ResolutionRejected, Missing: required(need.IR), Undecided: d.Undecided,
+		return decision{Kind: resolutionRejected, Missing: required(need.IR), Undecided: d.Undecided,
 			Reason: fmt.Sprintf("the worker's proposal failed trusted validation (%d reasons recorded)", len(rejected))}, tokens, nil
-	case d.Kind == ResolutionMiss && len(d.Undecided) > 0:
-		return decision{Kind: ResolutionBypass, Missing: d.Missing, Undecided: d.Undecided, Failure: Failure{FailureUndecided, d.Undecided[0]},
+	case d.Kind == resolutionMiss && len(d.Undecided) > 0:
+		return decision{Kind: resolutionBypass, Missing: d.Missing, Undecided: d.Undecided, Failure: failure{failureUndecided, d.Undecided[0]},
 			Reason: "undecided: the worker's proposal could not be decided here (" + clip(d.Undecided[0], 300) + "); it is kept, never served, and tried again once it can be decided"}, tokens, nil
-	case d.Kind == ResolutionMiss:
-		return e.workerFailed(d, Failure{FailureWorkerNothing, kindList(d.Missing)}, "the worker proposed nothing for "+kindList(d.Missing)), tokens, nil
+	case d.Kind == resolutionMiss:
+		return e.workerFailed(d, failure{failureWorkerNothing, kindList(d.Missing)}, "the worker proposed nothing for "+kindList(d.Missing)), tokens, nil
 	default:
 		d.Reason = "still missing after the worker: " + kindList(d.Missing)
 	}
@@ -433,9 +433,9 @@ func (e *Engine) runWorker(ctx context.Context, need CompiledNeed, d decision) (
 
 // workerFailed is the decision after a worker that answered nothing: a
 // miss becomes a bypass; a partial hit keeps what the evidence gave.
-func (e *Engine) workerFailed(d decision, f Failure, reason string) decision {
-	if d.Kind == ResolutionMiss {
-		return decision{Kind: ResolutionBypass, Missing: d.Missing, Reason: reason, Failure: f}
+func (e *Engine) workerFailed(d decision, f failure, reason string) decision {
+	if d.Kind == resolutionMiss {
+		return decision{Kind: resolutionBypass, Missing: d.Missing, Reason: reason, Failure: f}
 	}
 	d.Reason, d.Failure = reason, f
 	return d
@@ -443,8 +443,8 @@ func (e *Engine) workerFailed(d decision, f Failure, reason string) decision {
 
 // certifyWorkerProposal decodes and validates one worker proposal and
 // records the attempt: certified, rejected (with reasons) or undecided.
-func (e *Engine) certifyWorkerProposal(ctx context.Context, need CompiledNeed, raw []byte) (candidate, attemptRecord, error) {
-	p, err := DecodeProposal(raw)
+func (e *Engine) certifyWorkerProposal(ctx context.Context, need compiledNeed, raw []byte) (candidate, attemptRecord, error) {
+	p, err := decodeProposal(raw)
 	if err != nil {
 		v := &validation{Reasons: []string{"proposal does not decode: " + err.Error()}}
 		rec, serr := e.store.recordAttempt(ctx, e.root, need.ID, "worker", raw, v, "")
@@ -471,8 +471,8 @@ func (e *Engine) certifyWorkerProposal(ctx context.Context, need CompiledNeed, r
 // undecided about the need's subject for the kinds it lacks: what their
 // proof needed may be here now (the module cache filled, a sandbox set
 // up). It returns how many were certified: they are evidence now.
-func (e *Engine) retryUndecided(ctx context.Context, need CompiledNeed, missing []Obligation) (int, error) {
-	kinds := obligationKinds(NeedIR{Obligations: missing})
+func (e *Engine) retryUndecided(ctx context.Context, need compiledNeed, missing []obligation) (int, error) {
+	kinds := obligationKinds(needIR{Obligations: missing})
 	list, err := e.store.undecidedFor(ctx, e.root, need.IR.Subject, kinds)
 	if err != nil {
 		return 0, err
@@ -486,7 +486,7 @@ func (e *Engine) retryUndecided(ctx context.Context, need CompiledNeed, missing 
 			e.retried = map[int64]bool{}
 		}
 		e.retried[u.ID] = true
-		p, err := DecodeProposal(u.Proposal)
+		p, err := decodeProposal(u.Proposal)
 		if err != nil {
 			continue // stored as it came; a decoder change may refuse it now
 		}
@@ -506,7 +506,7 @@ func (e *Engine) retryUndecided(ctx context.Context, need CompiledNeed, missing 
 }
 
 // sortChosen keeps choices in the need's obligation order.
-func sortChosen(ir NeedIR, chosen []choice) {
+func sortChosen(ir needIR, chosen []choice) {
 	slices.SortStableFunc(chosen, func(a, b choice) int {
 		return slices.Index(allCapabilities, a.Obligation.Kind) - slices.Index(allCapabilities, b.Obligation.Kind)
 	})
@@ -516,16 +516,16 @@ func sortChosen(ir NeedIR, chosen []choice) {
 // accounting — what it cost (latency since asked, worker tokens) and what
 // reuse saved — which the caller records once the answer is given. A new
 // need certificate is a certification: it is stored before the answer.
-func (e *Engine) finish(ctx context.Context, session string, ledger *Ledger, need CompiledNeed, rel Relation, in resolveInput, d decision, plan Plan, spawned bool, asked time.Time, cost resolutionCost) (NeedResult, answerAccount, error) {
+func (e *Engine) finish(ctx context.Context, session string, ledger *ledger, need compiledNeed, rel relation, in resolveInput, d decision, plan Plan, spawned bool, asked time.Time, cost resolutionCost) (NeedResult, answerAccount, error) {
 	r := NeedResult{
 		Route: need.IR.Route, Subject: need.IR.Subject, NeedID: need.ID,
 		Satisfied: []CapabilityKind{}, Missing: []CapabilityKind{}, ClaimIDs: []string{},
 		Resolution:    Resolution{Kind: d.Kind, ArtifactIDs: []string{}, PlanID: plan.ID(), Undecided: append([]string{}, d.Undecided...)},
 		Failure:       d.Failure,
-		ReuseUnit:     ReuseNone,
+		ReuseUnit:     reuseNone,
 		WorkerSpawned: spawned,
 	}
-	if d.Kind.unsafe() || d.Kind == ResolutionBypass {
+	if d.Kind.unsafe() || d.Kind == resolutionBypass {
 		d.Chosen = nil // unsafe outcomes carry nothing reusable
 	}
 	for _, c := range d.Chosen {
@@ -533,7 +533,7 @@ func (e *Engine) finish(ctx context.Context, session string, ledger *Ledger, nee
 		if !slices.Contains(r.Resolution.ArtifactIDs, c.Evidence.ArtifactID) {
 			r.Resolution.ArtifactIDs = append(r.Resolution.ArtifactIDs, c.Evidence.ArtifactID)
 		}
-		r.ReuseUnit = ReuseArtifact
+		r.ReuseUnit = reuseArtifact
 		if c.Claim != nil {
 			r.ClaimIDs = append(r.ClaimIDs, c.Claim.ID)
 		} else {
@@ -545,7 +545,7 @@ func (e *Engine) finish(ctx context.Context, session string, ledger *Ledger, nee
 		}
 	}
 	if slices.ContainsFunc(d.Chosen, func(c choice) bool { return c.Claim != nil }) {
-		r.ReuseUnit = ReuseClaim
+		r.ReuseUnit = reuseClaim
 	}
 	for _, ob := range d.Missing {
 		r.Missing = append(r.Missing, ob.Kind)
@@ -570,7 +570,7 @@ func (e *Engine) finish(ctx context.Context, session string, ledger *Ledger, nee
 			}
 		}
 	}
-	r.Step = StepInfo{Ordinal: ledger.nextOrdinal(), Relation: rel}
+	r.Step = stepInfo{Ordinal: ledger.nextOrdinal(), Relation: rel}
 	r.Context = frontierView(r, d, plan, e.cfg.FrontierBudget)
 	r.ResultDigest = mustID(tagResult, r)
 	if reused := countReused(d.Chosen); reused > 0 {

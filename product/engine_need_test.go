@@ -39,7 +39,7 @@ func TestNeedContext_Composite(t *testing.T) {
 	te.mustCertify(locCRLF)
 	te.mustCertify(flowCRLF)
 	r := te.need(needTraceCRLF)
-	kindOf(t, r, ResolutionComposite)
+	kindOf(t, r, resolutionComposite)
 	if len(r.Resolution.ArtifactIDs) != 2 || strings.Join(capabilityNames(r.Satisfied), ",") != "implementation_location,runtime_flow" {
 		t.Errorf("result %s", toJSON(r))
 	}
@@ -54,7 +54,7 @@ func TestNeedContext_Claim(t *testing.T) {
 	te := MustEngine(t, MustFixtureRepo(t, "grepx", false))
 	te.mustCertify(flowCRLF)
 	r := te.need(`{"route":"locate.implementation","subject":{"kind":"symbol","name":"newOptions"}}`)
-	kindOf(t, r, ResolutionClaim)
+	kindOf(t, r, resolutionClaim)
 	if r.ReuseUnit != "claim" || len(r.ClaimIDs) != 1 || !cites(r, "options.go", 11, 18) {
 		t.Errorf("result %s\n%s", toJSON(r), r.Context)
 	}
@@ -64,7 +64,7 @@ func TestNeedContext_PartialWithoutWorker(t *testing.T) {
 	te := MustEngine(t, MustFixtureRepo(t, "grepx", false))
 	te.mustCertify(locCRLF)
 	r := te.need(needTraceCRLF)
-	kindOf(t, r, ResolutionPartial)
+	kindOf(t, r, resolutionPartial)
 	if r.Status != "partial" || strings.Join(capabilityNames(r.Missing), ",") != "runtime_flow" || !cites(r, "flags.go", 6, 14) {
 		t.Errorf("result %s\n%s", toJSON(r), r.Context)
 	}
@@ -77,7 +77,7 @@ func TestNeedContext_PartialWithoutWorker(t *testing.T) {
 func TestNeedContext_BypassWithoutEvidence(t *testing.T) {
 	te := MustEngine(t, MustFixtureRepo(t, "grepx", false), func(c *Config) { c.CacheOnly = true })
 	r := te.need(needLocateNewSearcher)
-	kindOf(t, r, ResolutionBypass)
+	kindOf(t, r, resolutionBypass)
 	if r.Status != "bypass" || r.WorkerSpawned {
 		t.Errorf("result %s", toJSON(r))
 	}
@@ -91,7 +91,7 @@ func TestNeedContext_StaleAfterEdit(t *testing.T) {
 	// A real edit inside the cited span: the proof cannot be replayed.
 	falsifyNewSearcher(t, repo)
 	r := te.need(needLocateNewSearcher)
-	kindOf(t, r, ResolutionStale)
+	kindOf(t, r, resolutionStale)
 	if r.Status != "bypass" || strings.Contains(r.Context, "search.go:15-17") {
 		t.Errorf("stale result %s\n%s", toJSON(r), r.Context)
 	}
@@ -103,7 +103,7 @@ func TestNeedContext_ReplayAfterShiftedLines(t *testing.T) {
 	te.mustCertify(locCRLF)
 	te.mustCertify(flowCRLF)
 	first := te.need(needTraceCRLF)
-	kindOf(t, first, ResolutionComposite)
+	kindOf(t, first, resolutionComposite)
 	// Three lines inserted above the cited code: content intact, lines moved.
 	shiftCRLF(t, repo)
 	r := te.need(needTraceCRLF)
@@ -132,7 +132,7 @@ func TestNeedContext_Contradicted(t *testing.T) {
 	kindOf(t, te.need(needLocateNewSearcher), ResolutionCoverage)
 	// A second certified declaration elsewhere: two primary answers.
 	te.mustCertify(`{"kind":"implementation_location","subject":{"kind":"symbol","name":"NewSearcher"},"path":"legacy/search.go","start_line":4,"end_line":4}`)
-	kindOf(t, te.need(needLocateNewSearcher), ResolutionContradicted)
+	kindOf(t, te.need(needLocateNewSearcher), resolutionContradicted)
 }
 
 func TestNeedContext_Ambiguous(t *testing.T) {
@@ -148,14 +148,14 @@ func TestNeedContext_Ambiguous(t *testing.T) {
 		{"path":"legacy/search.go","start_line":7,"end_line":7,"summary":"use"},
 		{"path":"legacy/search.go","start_line":3,"end_line":4,"summary":"old"}]}`)
 	r := te.need(`{"route":"locate.implementation","subject":{"kind":"symbol","name":"NewSearcher"}}`)
-	kindOf(t, r, ResolutionAmbiguous)
+	kindOf(t, r, resolutionAmbiguous)
 	// Spans of one declaration with and without its doc comment agree.
 	te2 := MustEngine(t, MustFixtureRepo(t, "grepx", false))
 	te2.mustCertify(flowCRLF)
 	te2.mustCertify(`{"kind":"runtime_flow","subject":{"kind":"symbol","name":"parseFlags"},"scenario":"default","steps":[
 		{"path":"flags.go","start_line":5,"end_line":14,"summary":"parse"},
 		{"path":"options.go","start_line":10,"end_line":18,"summary":"build options"}]}`)
-	kindOf(t, te2.need(`{"route":"locate.implementation","subject":{"kind":"symbol","name":"newOptions"}}`), ResolutionClaim)
+	kindOf(t, te2.need(`{"route":"locate.implementation","subject":{"kind":"symbol","name":"newOptions"}}`), resolutionClaim)
 }
 
 func TestNeedContext_SessionLimits(t *testing.T) {
@@ -163,22 +163,22 @@ func TestNeedContext_SessionLimits(t *testing.T) {
 	te.mustCertify(locNewSearcher)
 	session := newSessionID("limits")
 	kindOf(t, te.needIn(session, needLocateNewSearcher), ResolutionCoverage)
-	kindOf(t, te.needIn(session, needLocateCRLF), ResolutionBypass)
+	kindOf(t, te.needIn(session, needLocateCRLF), resolutionBypass)
 	r := te.needIn(session, needTestsCRLF)
-	kindOf(t, r, ResolutionBypass)
+	kindOf(t, r, resolutionBypass)
 	if !strings.Contains(r.Context, "session need limit (2) reached") {
 		t.Errorf("limit bypass context:\n%s", r.Context)
 	}
 	// A fresh repeat re-projects with zero workers, even past the limit.
 	again := te.needIn(session, needLocateNewSearcher)
 	kindOf(t, again, ResolutionExact)
-	if again.Step.Relation != RelationRepeat || again.Step.Ordinal != 4 {
+	if again.Step.Relation != relationRepeat || again.Step.Ordinal != 4 {
 		t.Errorf("step %+v", again.Step)
 	}
 }
 
 func TestNeedContext_InvalidInputChangesNothing(t *testing.T) {
-	te := MustEngine(t, MustFixtureRepo(t, "grepx", false), func(c *Config) { c.Routes = RouteSet{RouteLocateImplementation} })
+	te := MustEngine(t, MustFixtureRepo(t, "grepx", false), func(c *Config) { c.Routes = routeSet{routeLocateImplementation} })
 	_, err := te.NeedContext(context.Background(), "s", NeedRequest{Route: "tests.relevant", Subject: SubjectRequest{"symbol", "X"}})
 	if KindOf(err) != KindInvalidInput {
 		t.Fatalf("error %v, want invalid input", err)
@@ -213,7 +213,7 @@ func mustAnswerCRLF(t *testing.T, repo string) *testEngine {
 	te.mustCertify(locCRLF)
 	te.mustCertify(flowCRLF)
 	te.mustCertify(locNewSearcher)
-	kindOf(t, te.need(needTraceCRLF), ResolutionComposite)
+	kindOf(t, te.need(needTraceCRLF), resolutionComposite)
 	kindOf(t, te.need(needLocateNewSearcher), ResolutionCoverage)
 	return te
 }
@@ -232,36 +232,36 @@ func editFile(tb testing.TB, name, old, new string) {
 
 func equalStrings(a, b []string) bool { return strings.Join(a, ",") == strings.Join(b, ",") }
 
-// scriptedWorker is a WorkerPort that answers with prepared proposals, one
+// scriptedWorker is a workerPort that answers with prepared proposals, one
 // per missing obligation kind, the way a bounded worker would; what it
 // proposes still goes through the real validators.
 type scriptedWorker struct {
 	answers map[CapabilityKind]string
 	err     error
-	calls   []WorkerRequest
+	calls   []workerRequest
 }
 
-func (w *scriptedWorker) Propose(ctx context.Context, req WorkerRequest) (WorkerResult, error) {
+func (w *scriptedWorker) Propose(ctx context.Context, req workerRequest) (workerResult, error) {
 	w.calls = append(w.calls, req)
 	if w.err != nil {
-		return WorkerResult{}, w.err
+		return workerResult{}, w.err
 	}
-	var res WorkerResult
+	var res workerResult
 	for _, ob := range req.Missing {
 		if a, ok := w.answers[ob.Kind]; ok {
 			res.Proposals = append(res.Proposals, []byte(a))
 		}
 	}
-	res.Usage = WorkerUsage{InputTokens: 1000, OutputTokens: 200, TotalTokens: 1200, LatencyMs: 1500}
+	res.Usage = workerUsage{InputTokens: 1000, OutputTokens: 200, TotalTokens: 1200, LatencyMs: 1500}
 	return res, nil
 }
 
 func TestNeedContext_Worker(t *testing.T) {
 	t.Run("MissThenExact", func(t *testing.T) {
-		w := &scriptedWorker{answers: map[CapabilityKind]string{CapImplementationLocation: locNewSearcher}}
+		w := &scriptedWorker{answers: map[CapabilityKind]string{capImplementationLocation: locNewSearcher}}
 		te := MustEngine(t, MustFixtureRepo(t, "grepx", true), func(c *Config) { c.Worker = w })
 		r := te.need(needLocateNewSearcher)
-		kindOf(t, r, ResolutionMiss)
+		kindOf(t, r, resolutionMiss)
 		if r.Status != "worker" || !r.WorkerSpawned || r.CacheHit || !cites(r, "search.go", 15, 17) {
 			t.Errorf("result %s\n%s", toJSON(r), r.Context)
 		}
@@ -282,10 +282,10 @@ func TestNeedContext_Worker(t *testing.T) {
 	})
 	t.Run("Rejected", func(t *testing.T) {
 		wrong := strings.Replace(locNewSearcher, `"start_line":15,"end_line":17`, `"start_line":20,"end_line":26`, 1)
-		w := &scriptedWorker{answers: map[CapabilityKind]string{CapImplementationLocation: wrong}}
+		w := &scriptedWorker{answers: map[CapabilityKind]string{capImplementationLocation: wrong}}
 		te := MustEngine(t, MustFixtureRepo(t, "grepx", false), func(c *Config) { c.Worker = w })
 		r := te.need(needLocateNewSearcher)
-		kindOf(t, r, ResolutionRejected)
+		kindOf(t, r, resolutionRejected)
 		if r.Status != "bypass" || !r.WorkerSpawned || !strings.Contains(r.Context, "failed trusted validation") {
 			t.Errorf("result %s\n%s", toJSON(r), r.Context)
 		}
@@ -296,15 +296,15 @@ func TestNeedContext_Worker(t *testing.T) {
 		}
 		// The rejected proposal is never served: with no worker, a bypass.
 		te.reopen(func(c *Config) { c.CacheOnly = true })
-		kindOf(t, te.need(needLocateNewSearcher), ResolutionBypass)
+		kindOf(t, te.need(needLocateNewSearcher), resolutionBypass)
 	})
 	t.Run("PartialRunsOnlyMissing", func(t *testing.T) {
-		w := &scriptedWorker{answers: map[CapabilityKind]string{CapRuntimeFlow: flowCRLF}}
+		w := &scriptedWorker{answers: map[CapabilityKind]string{capRuntimeFlow: flowCRLF}}
 		te := MustEngine(t, MustFixtureRepo(t, "grepx", false), func(c *Config) { c.Worker = w })
 		te.mustCertify(locCRLF)
 		r := te.need(needTraceCRLF)
-		kindOf(t, r, ResolutionPartial)
-		if len(w.calls) != 1 || len(w.calls[0].Missing) != 1 || w.calls[0].Missing[0].Kind != CapRuntimeFlow {
+		kindOf(t, r, resolutionPartial)
+		if len(w.calls) != 1 || len(w.calls[0].Missing) != 1 || w.calls[0].Missing[0].Kind != capRuntimeFlow {
 			t.Fatalf("worker asked for %+v", w.calls)
 		}
 		if r.Status != "worker" || len(r.Missing) != 0 || !r.CacheHit || !r.WorkerSpawned || w.calls[0].Task != "trace --crlf" {
@@ -315,11 +315,11 @@ func TestNeedContext_Worker(t *testing.T) {
 		w := &scriptedWorker{err: errors.New("turn deadline exceeded")}
 		te := MustEngine(t, MustFixtureRepo(t, "grepx", false), func(c *Config) { c.Worker = w })
 		r := te.need(needLocateNewSearcher)
-		kindOf(t, r, ResolutionBypass)
+		kindOf(t, r, resolutionBypass)
 		if !strings.Contains(r.Context, "worker failed: turn deadline exceeded") {
 			t.Errorf("context:\n%s", r.Context)
 		}
-		if r.Failure != (Failure{FailureWorker, "turn deadline exceeded"}) {
+		if r.Failure != (failure{FailureWorker, "turn deadline exceeded"}) {
 			t.Errorf("failure %+v, want the worker's error", r.Failure)
 		}
 	})
@@ -327,8 +327,8 @@ func TestNeedContext_Worker(t *testing.T) {
 		w := &scriptedWorker{} // answers, but proposes nothing
 		te := MustEngine(t, MustFixtureRepo(t, "grepx", false), func(c *Config) { c.Worker = w })
 		r := te.need(needLocateNewSearcher)
-		kindOf(t, r, ResolutionBypass)
-		if r.Failure.Reason != FailureWorkerNothing || !strings.Contains(r.Context, "the worker proposed nothing") {
+		kindOf(t, r, resolutionBypass)
+		if r.Failure.Reason != failureWorkerNothing || !strings.Contains(r.Context, "the worker proposed nothing") {
 			t.Errorf("failure %+v\n%s", r.Failure, r.Context)
 		}
 		if strings.Contains(toJSON(r), "worker_proposed_nothing") {
@@ -388,7 +388,7 @@ func TestNeedContext_World(t *testing.T) {
 		`{"features":["cgo","netgo"]}`: "world.features cgo,netgo are not the default features",
 	} {
 		r := te.need(need(world))
-		kindOf(t, r, ResolutionBypass)
+		kindOf(t, r, resolutionBypass)
 		if !strings.Contains(r.Context, says) || len(r.Resolution.ArtifactIDs) != 0 {
 			t.Errorf("world %s: context\n%s\nwant it to say %q and cite nothing", world, r.Context, says)
 		}
@@ -410,8 +410,8 @@ func TestNeedContext_Ledger(t *testing.T) {
 		other := `{"route":"locate.implementation","subject":{"kind":"cli_option","name":"--crlf"},"preferred":[{"kind":"runtime_flow","scenario":"on-error"}]}`
 		for range 2 {
 			r := te.needIn(session, other)
-			kindOf(t, r, ResolutionBypass)
-			if r.Step.Relation != RelationIncompatible || !strings.Contains(r.Context, fmt.Sprintf("incompatible with step %d (need %s)", first.Step.Ordinal, first.NeedID)) {
+			kindOf(t, r, resolutionBypass)
+			if r.Step.Relation != relationIncompatible || !strings.Contains(r.Context, fmt.Sprintf("incompatible with step %d (need %s)", first.Step.Ordinal, first.NeedID)) {
 				t.Errorf("step %+v, context\n%s", r.Step, r.Context)
 			}
 		}
@@ -426,7 +426,7 @@ func TestNeedContext_Ledger(t *testing.T) {
 			}
 		}
 		r := te.needIn(session, needLocateNewSearcher)
-		kindOf(t, r, ResolutionBypass)
+		kindOf(t, r, resolutionBypass)
 		if !strings.Contains(r.Context, fmt.Sprintf("session step limit (%d calls, repeats included) reached", HardSessionSteps)) {
 			t.Errorf("past the cap:\n%s", r.Context)
 		}
@@ -447,7 +447,7 @@ func TestNeedContext_Uncertifiable(t *testing.T) {
 		`{"route":"locate.implementation","subject":{"kind":"symbol","name":"NewSearcher"},"required":[{"kind":"implementation_location","polarity":"negative"}]}`: "no proposal can certify an absence",
 	} {
 		r := te.need(need)
-		kindOf(t, r, ResolutionBypass)
+		kindOf(t, r, resolutionBypass)
 		if r.WorkerSpawned || !strings.Contains(r.Context, says) {
 			t.Errorf("%s: worker %v, context\n%s", need, r.WorkerSpawned, r.Context)
 		}

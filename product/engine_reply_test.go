@@ -12,20 +12,20 @@ const markerNewSearcher = "I need to see where a Searcher is built.\n@@need loca
 
 // reply answers one message of the session's turn; with fresh it does so in
 // a new engine, as the Codex hook does once per stop.
-func (te *testEngine) reply(session, turn, text string) Reply {
+func (te *testEngine) reply(session, turn, text string) reply {
 	te.tb.Helper()
 	rev, err := te.Profile(context.Background(), DefaultProfileID)
 	if err != nil {
 		te.tb.Fatal(err)
 	}
-	if err := te.ResumeSession(context.Background(), session, SessionFreeze{Profile: rev, Protocol: "test"}); err != nil {
+	if err := te.ResumeSession(context.Background(), session, sessionFreeze{Profile: rev, Protocol: "test"}); err != nil {
 		te.tb.Fatal(err)
 	}
-	r, err := te.Reply(context.Background(), MarkerMessage{Session: session, Turn: turn, Text: text})
+	r, err := te.Reply(context.Background(), markerMessage{Session: session, Turn: turn, Text: text})
 	if err != nil {
 		te.tb.Fatalf("Reply(%q): %v", text, err)
 	}
-	if len(r.Text) > MaxReplyBytes || (r.Kind == ReplyNone) != (r.Text == "") {
+	if len(r.Text) > maxReplyBytes || (r.Kind == replyNone) != (r.Text == "") {
 		te.tb.Fatalf("reply %+v: text of %d bytes", r, len(r.Text))
 	}
 	return r
@@ -42,9 +42,9 @@ func (te *testEngine) replyRows(session string) (n int) {
 func TestReply_Hit(t *testing.T) {
 	te := MustEngine(t, MustFixtureRepo(t, "grepx", true))
 	te.mustCertify(locNewSearcher)
-	s := CodexSession("t1")
+	s := codexSession("t1")
 	r := te.reply(s, "turn1", markerNewSearcher)
-	if r.Kind != ReplyContext || r.Final || r.Result == nil || r.Result.Resolution.Kind != ResolutionCoverage {
+	if r.Kind != replyContext || r.Final || r.Result == nil || r.Result.Resolution.Kind != ResolutionCoverage {
 		t.Fatalf("reply %+v", r)
 	}
 	if !strings.Contains(r.Text, "search.go:15-17") || !strings.HasPrefix(r.Text, "Needle answered your @@need marker") ||
@@ -52,13 +52,13 @@ func TestReply_Hit(t *testing.T) {
 		t.Errorf("reply text:\n%s", r.Text)
 	}
 	// The model repeats the marker in the same turn: it has the answer.
-	if again := te.reply(s, "turn1", "Thanks.\n"+markerNewSearcher); again.Kind != ReplyNone {
+	if again := te.reply(s, "turn1", "Thanks.\n"+markerNewSearcher); again.Kind != replyNone {
 		t.Errorf("a need answered in this turn was answered again: %+v", again)
 	}
 	// A later user turn may ask again: an exact hit, free of the need limit.
 	te.reopen()
 	later := te.reply(s, "turn2", markerNewSearcher)
-	if later.Kind != ReplyContext || later.Result.Resolution.Kind != ResolutionExact || later.Result.Step.Relation != RelationRepeat {
+	if later.Kind != replyContext || later.Result.Resolution.Kind != ResolutionExact || later.Result.Step.Relation != relationRepeat {
 		t.Errorf("later turn: %+v", later)
 	}
 	if n := te.replyRows(s); n != 2 {
@@ -68,10 +68,10 @@ func TestReply_Hit(t *testing.T) {
 
 func TestReply_Nothing(t *testing.T) {
 	te := MustEngine(t, MustFixtureRepo(t, "grepx", false))
-	s := CodexSession("t2")
+	s := codexSession("t2")
 	for _, msg := range []string{"", "Done: NewSearcher builds it.", "Ask like this:\n```\n@@need locate.implementation symbol:X\n```",
 		"> @@need locate.implementation symbol:X"} {
-		if r := te.reply(s, "turn", msg); r.Kind != ReplyNone {
+		if r := te.reply(s, "turn", msg); r.Kind != replyNone {
 			t.Errorf("Reply(%q) = %+v", msg, r)
 		}
 	}
@@ -82,15 +82,15 @@ func TestReply_Nothing(t *testing.T) {
 
 func TestReply_Invalid(t *testing.T) {
 	te := MustEngine(t, MustFixtureRepo(t, "grepx", false))
-	s := CodexSession("t3")
+	s := codexSession("t3")
 	for name, tc := range map[string]struct{ msg, says string }{
 		"Malformed": {"Let me ask.\n@@need locate.implementation symbol:", "subject"},
 		"Two":       {"@@need locate.implementation symbol:A\n\n@@need tests.relevant symbol:A", "2 @@need marker lines; want exactly one"},
 		"Route":     {"@@need locate.everything symbol:A", "route"},
-		"Long":      {"@@need locate.implementation symbol:" + strings.Repeat("é", MaxMarkerBytes), "bytes"},
+		"Long":      {"@@need locate.implementation symbol:" + strings.Repeat("é", maxMarkerBytes), "bytes"},
 	} {
 		r := te.reply(s, "turn-"+name, tc.msg)
-		if r.Kind != ReplyInvalid || r.Result != nil || !strings.Contains(r.Text, tc.says) ||
+		if r.Kind != replyInvalid || r.Result != nil || !strings.Contains(r.Text, tc.says) ||
 			!strings.HasPrefix(r.Text, "Needle could not read your @@need marker") || len(r.Text) > maxInvalidReplyBytes+len(lastReplyNote) {
 			t.Errorf("%s: reply %+v (%d bytes)", name, r, len(r.Text))
 		}
@@ -111,8 +111,8 @@ func TestReply_AsksForever(t *testing.T) {
 		} {
 			t.Run(fmt.Sprintf("%s/fresh=%v", name, fresh), func(t *testing.T) {
 				te := MustEngine(t, MustFixtureRepo(t, "grepx", false), func(c *Config) { c.CacheOnly = true })
-				s := CodexSession("forever")
-				var got []Reply
+				s := codexSession("forever")
+				var got []reply
 				for i := range 3 * limit {
 					if fresh {
 						te.reopen(func(c *Config) { c.CacheOnly = true })
@@ -120,7 +120,7 @@ func TestReply_AsksForever(t *testing.T) {
 					got = append(got, te.reply(s, "turn", next(i)))
 				}
 				for i, r := range got {
-					if answered := r.Kind != ReplyNone; answered != (i < limit) {
+					if answered := r.Kind != replyNone; answered != (i < limit) {
 						t.Fatalf("reply %d of %d: %+v (limit %d)", i, len(got), r, limit)
 					}
 					final := i == limit-1
@@ -135,10 +135,10 @@ func TestReply_AsksForever(t *testing.T) {
 				// it gets the typed bypass once, as its last reply.
 				if name == "NewNeeds" {
 					r := te.reply(s, "turn2", next(99))
-					if r.Kind != ReplyBypass || !r.Final {
+					if r.Kind != replyBypass || !r.Final {
 						t.Errorf("next turn: %+v", r)
 					}
-					if again := te.reply(s, "turn2", next(100)); again.Kind != ReplyNone {
+					if again := te.reply(s, "turn2", next(100)); again.Kind != replyNone {
 						t.Errorf("next turn after its last reply: %+v", again)
 					}
 				}
@@ -150,11 +150,11 @@ func TestReply_AsksForever(t *testing.T) {
 // TestReply_SharesTheLedger: replies resolve in the session's ledger like
 // MCP calls, rebuilt from the store by a new process.
 func TestReply_SharesTheLedger(t *testing.T) {
-	w := &scriptedWorker{answers: map[CapabilityKind]string{CapImplementationLocation: locNewSearcher}}
+	w := &scriptedWorker{answers: map[CapabilityKind]string{capImplementationLocation: locNewSearcher}}
 	te := MustEngine(t, MustFixtureRepo(t, "grepx", true), func(c *Config) { c.Worker = w })
-	s := CodexSession("ledger")
+	s := codexSession("ledger")
 	r := te.reply(s, "turn", markerNewSearcher)
-	if r.Kind != ReplyContext || !r.Result.WorkerSpawned || r.Result.Status != ResultWorker {
+	if r.Kind != replyContext || !r.Result.WorkerSpawned || r.Result.Status != resultWorker {
 		t.Fatalf("reply %+v", r)
 	}
 	te.reopen(func(c *Config) { c.Worker = w })
@@ -167,20 +167,20 @@ func TestReply_SharesTheLedger(t *testing.T) {
 	}
 	// The same need through the engine's MCP path is a repeat of it.
 	again := te.needIn(s, needLocateNewSearcher)
-	if again.Step.Relation != RelationRepeat || again.Step.Ordinal != 2 {
+	if again.Step.Relation != relationRepeat || again.Step.Ordinal != 2 {
 		t.Errorf("step %+v", again.Step)
 	}
 }
 
 func TestResumeSession_OtherRepository(t *testing.T) {
 	te := MustEngine(t, MustFixtureRepo(t, "grepx", false))
-	s := CodexSession("moved")
+	s := codexSession("moved")
 	te.reply(s, "turn", "nothing")
 	other := MustFixtureRepo(t, "grepx", false)
 	te.reopen(func(c *Config) { c.Repository = other })
 	rev, _ := te.Profile(context.Background(), DefaultProfileID)
-	err := te.ResumeSession(context.Background(), s, SessionFreeze{Profile: rev})
-	if KindOf(err) != KindConflict {
+	err := te.ResumeSession(context.Background(), s, sessionFreeze{Profile: rev})
+	if KindOf(err) != kindConflict {
 		t.Errorf("ResumeSession in another repository: %v", err)
 	}
 }
@@ -193,7 +193,7 @@ func TestReply_SessionResumedUnderChanges(t *testing.T) {
 	hook := func(c *Config) { c.Transport = "codex-hook" }
 	te := MustEngine(t, MustFixtureRepo(t, "grepx", true), hook)
 	te.mustCertify(locNewSearcher)
-	s := CodexSession("t-changes")
+	s := codexSession("t-changes")
 	first := te.reply(s, "turn1", markerNewSearcher)
 	te.reopen(hook)
 	again := te.reply(s, "turn2", markerNewSearcher)
@@ -210,13 +210,13 @@ func TestReply_SessionResumedUnderChanges(t *testing.T) {
 	r := te.reply(s, "turn3", markerNewSearcher)
 	changes := te.SessionChanges(s)
 	for _, want := range []string{"the codex-hook transport's contract (b3:eeeeeeeeeeee… then", "the @@need marker grammar (b3:eeeeeeeeeeee… then",
-		"the worker prompt profile (revision 1 b3:eeeeeeeeeeee… then, revision 1 " + shortDigest(CurrentPromptProfile().Digest) + " now)"} {
+		"the worker prompt profile (revision 1 b3:eeeeeeeeeeee… then, revision 1 " + shortDigest(currentPromptProfile().Digest) + " now)"} {
 		if !slices.ContainsFunc(changes, func(c string) bool { return strings.HasPrefix(c, want) }) {
 			t.Errorf("changes %q lack %q", changes, want)
 		}
 	}
 	if len(changes) != 3 || !strings.HasPrefix(r.Text, "Needle note: since this session started, the codex-hook transport's contract") ||
-		!strings.Contains(r.Text, "\nNeedle answered your @@need marker") || r.Kind != ReplyContext {
+		!strings.Contains(r.Text, "\nNeedle answered your @@need marker") || r.Kind != replyContext {
 		t.Errorf("the reply does not say what changed first:\n%s", r.Text)
 	}
 }

@@ -181,7 +181,7 @@ func (te *testEngine) checkServedFresh(r NeedResult) {
 		if err := te.store.db.QueryRow(`SELECT body FROM artifacts WHERE artifact_id = ?`, id).Scan(&body); err != nil {
 			te.tb.Fatal(err)
 		}
-		var p Proposal
+		var p proposal
 		if err := json.Unmarshal([]byte(body), &p); err != nil {
 			te.tb.Fatal(err)
 		}
@@ -241,7 +241,7 @@ func (te *testEngine) checkServedFresh(r NeedResult) {
 // carry no evidence and no citation; hits cite every artifact they name.
 func checkResultInvariants(tb testing.TB, r NeedResult) {
 	tb.Helper()
-	if r.Resolution.Kind.unsafe() || r.Resolution.Kind == ResolutionBypass {
+	if r.Resolution.Kind.unsafe() || r.Resolution.Kind == resolutionBypass {
 		if len(r.Resolution.ArtifactIDs) > 0 || len(r.ClaimIDs) > 0 || len(r.Satisfied) > 0 || r.CacheHit {
 			tb.Errorf("%s result carries evidence: %+v", r.Resolution.Kind, r)
 		}

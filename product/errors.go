@@ -15,15 +15,15 @@ import (
 type Kind int
 
 const (
-	KindOther        Kind = iota // unclassified failure; clients see "internal error"
+	kindOther        Kind = iota // unclassified failure; clients see "internal error"
 	KindInvalidInput             // untrusted input violates the need contract
-	KindNotFound                 // a named thing does not exist
-	KindStore                    // the SQLite store failed or refused to open
-	KindMigration                // the applied schema does not match this binary
-	KindIO                       // reading or writing a local file failed
-	KindConflict                 // the request conflicts with the state of what it names
-	KindUnavailable              // what the request needs is not configured (no worker)
-	KindIntegrity                // a stored record does not match its content address
+	kindNotFound                 // a named thing does not exist
+	kindStore                    // the SQLite store failed or refused to open
+	kindMigration                // the applied schema does not match this binary
+	kindIO                       // reading or writing a local file failed
+	kindConflict                 // the request conflicts with the state of what it names
+	kindUnavailable              // what the request needs is not configured (no worker)
+	kindIntegrity                // a stored record does not match its content address
 )
 
 // kindInfo is how every surface reports an error of one Kind.
@@ -49,17 +49,17 @@ type kindInfo struct {
 
 // kinds is the one table of what each Kind means to a client.
 var kinds = [...]kindInfo{
-	KindOther:        {"other", 1, 0, false, 500, "internal"},
+	kindOther:        {"other", 1, 0, false, 500, "internal"},
 	KindInvalidInput: {"invalid input", 2, jsonrpc.CodeInvalidParams, true, 400, "invalid_input"},
-	KindNotFound:     {"not found", 1, jsonrpc.CodeInvalidParams, true, 404, "not_found"},
-	KindStore:        {"store", 1, 0, false, 500, "internal"},
-	KindMigration:    {"migration", 1, 0, false, 500, "internal"},
-	KindIO:           {"io", 1, 0, false, 500, "internal"},
-	KindConflict:     {"conflict", 1, 0, true, 409, "conflict"},
-	KindUnavailable:  {"unavailable", 1, 0, true, 503, "unavailable"},
+	kindNotFound:     {"not found", 1, jsonrpc.CodeInvalidParams, true, 404, "not_found"},
+	kindStore:        {"store", 1, 0, false, 500, "internal"},
+	kindMigration:    {"migration", 1, 0, false, 500, "internal"},
+	kindIO:           {"io", 1, 0, false, 500, "internal"},
+	kindConflict:     {"conflict", 1, 0, true, 409, "conflict"},
+	kindUnavailable:  {"unavailable", 1, 0, true, 503, "unavailable"},
 	// The message names the record and what does not check; it holds ids
 	// and digests only, so it is shown.
-	KindIntegrity: {"integrity", 5, 0, true, 500, "integrity"},
+	kindIntegrity: {"integrity", 5, 0, true, 500, "integrity"},
 }
 
 func (k Kind) info() kindInfo {
@@ -99,20 +99,20 @@ func invalidf(op, path, format string, args ...any) *Error {
 	return &Error{Op: op, Kind: KindInvalidInput, Path: path, Err: fmt.Errorf(format, args...)}
 }
 
-// integrityf builds a KindIntegrity error: record (a patch, a blob, an
+// integrityf builds a kindIntegrity error: record (a patch, a blob, an
 // artifact, a lifecycle: named by its id) does not match the content
 // address it is bound to. Nothing that reads it may act on it.
 func integrityf(op, record, format string, args ...any) *Error {
-	return &Error{Op: op, Kind: KindIntegrity, Err: fmt.Errorf("integrity: %s does not check: %s", record, fmt.Sprintf(format, args...))}
+	return &Error{Op: op, Kind: kindIntegrity, Err: fmt.Errorf("integrity: %s does not check: %s", record, fmt.Sprintf(format, args...))}
 }
 
-// KindOf reports the Kind of err, or KindOther when err is not an *Error.
+// KindOf reports the Kind of err, or kindOther when err is not an *Error.
 func KindOf(err error) Kind {
 	var e *Error
 	if errors.As(err, &e) {
 		return e.Kind
 	}
-	return KindOther
+	return kindOther
 }
 
 // userMessage is how a failure reads to a person at the product's edge (the

@@ -5,35 +5,35 @@ import (
 	"sort"
 )
 
-// DependencyKind is what a dependency's digest is of.
-type DependencyKind string
+// dependencyKind is what a dependency's digest is of.
+type dependencyKind string
 
 const (
-	DependencyFile DependencyKind = "file" // a file's content
-	DependencyDir  DependencyKind = "dir"  // a directory's listing (exhaustive or negative evidence)
+	dependencyFile dependencyKind = "file" // a file's content
+	dependencyDir  dependencyKind = "dir"  // a directory's listing (exhaustive or negative evidence)
 )
 
-// Dependency is one thing a certificate depends on: a file's content digest
+// dependency is one thing a certificate depends on: a file's content digest
 // or a directory listing's digest.
-type Dependency struct {
-	Kind   DependencyKind `json:"kind"`
+type dependency struct {
+	Kind   dependencyKind `json:"kind"`
 	Path   string         `json:"path"`
 	Digest string         `json:"digest"`
 }
 
-// CertificateBody is the canonical content of an artifact certificate; its
+// certificateBody is the canonical content of an artifact certificate; its
 // content id is the certificate_id. Nothing in it depends on where the
 // repository lives: dependencies are repository-relative paths with content
 // digests, so two clones that certify the same evidence at the same source
 // make the same certificate.
-type CertificateBody struct {
+type certificateBody struct {
 	Scope            string          `json:"scope"`
 	ArtifactID       string          `json:"artifact_id"`
 	ValidatorVersion string          `json:"validator_version"`
 	Level            string          `json:"level"`
-	Satisfies        Satisfies       `json:"satisfies"`
-	Dependencies     []Dependency    `json:"dependencies"`
-	Cited            []CitedLocation `json:"cited"`
+	Satisfies        satisfies       `json:"satisfies"`
+	Dependencies     []dependency    `json:"dependencies"`
+	Cited            []citedLocation `json:"cited"`
 	ClaimIDs         []string        `json:"claim_ids"`
 	Notes            []string        `json:"notes"`
 	// Reach is how focused_tests evidence reaches its subject: executed or
@@ -42,11 +42,11 @@ type CertificateBody struct {
 	// evidence it is how the flow is known, executed or static, and Flow
 	// says by which run.
 	Reach string      `json:"reach,omitempty"`
-	Tests []TestProof `json:"tests,omitempty"`
+	Tests []testProof `json:"tests,omitempty"`
 	// Links are, for runtime_flow evidence, the callees (go/types full
 	// names) that link each step to the next; nil for a lexical link.
 	Links [][]string `json:"links,omitempty"`
-	Flow  *FlowProof `json:"flow,omitempty"`
+	Flow  *flowProof `json:"flow,omitempty"`
 }
 
 // Evidence is a certified artifact with its newest certificate, as the
@@ -54,9 +54,9 @@ type CertificateBody struct {
 type Evidence struct {
 	ArtifactID    string
 	CertificateID string
-	Proposal      Proposal
-	Certificate   CertificateBody
-	Claims        []ClaimAt
+	Proposal      proposal
+	Certificate   certificateBody
+	Claims        []claimAt
 	Seq           int64 // insertion order of the certificate: newer is larger
 }
 
@@ -65,9 +65,9 @@ type Evidence struct {
 // validators and the resolver share: the validators refuse such a proposal
 // before reading anything, and the resolver never spends a worker on such
 // an obligation (it stays missing, with this reason).
-func uncertifiable(k SubjectKind, ob Obligation) string {
+func uncertifiable(k subjectKind, ob obligation) string {
 	switch {
-	case k == SubjectBehavior:
+	case k == subjectBehavior:
 		return "a behavior subject cannot be verified by trusted code"
 	case ob.Facets.Polarity == "negative":
 		return "no proposal can certify an absence (negative polarity) yet"
@@ -76,18 +76,18 @@ func uncertifiable(k SubjectKind, ob Obligation) string {
 }
 
 // certify turns a certified validation into its artifact id and certificate.
-func certify(v *validation) (artifactID string, body CertificateBody, certID string) {
+func certify(v *validation) (artifactID string, body certificateBody, certID string) {
 	artifactID = mustID(tagArtifact, v.Proposal)
-	body = CertificateBody{
-		Scope: "artifact", ArtifactID: artifactID, ValidatorVersion: ValidatorVersion,
+	body = certificateBody{
+		Scope: "artifact", ArtifactID: artifactID, ValidatorVersion: validatorVersion,
 		Level: v.Level, Satisfies: v.Satisfies, Cited: v.Cited, Notes: append([]string{}, v.Notes...),
 		Reach: v.Reach, Tests: v.Tests, Links: v.Links, Flow: v.Flow,
 	}
 	for p, d := range v.Files {
-		body.Dependencies = append(body.Dependencies, Dependency{DependencyFile, p, d})
+		body.Dependencies = append(body.Dependencies, dependency{dependencyFile, p, d})
 	}
 	for p, d := range v.Dirs {
-		body.Dependencies = append(body.Dependencies, Dependency{DependencyDir, p, d})
+		body.Dependencies = append(body.Dependencies, dependency{dependencyDir, p, d})
 	}
 	sort.Slice(body.Dependencies, func(i, j int) bool {
 		a, b := body.Dependencies[i], body.Dependencies[j]
@@ -100,9 +100,9 @@ func certify(v *validation) (artifactID string, body CertificateBody, certID str
 	return artifactID, body, mustID(tagCertificate, body)
 }
 
-// Satisfies lists, per facet, the values a certified artifact satisfies; an
+// satisfies lists, per facet, the values a certified artifact satisfies; an
 // obligation is satisfied when each facet it constrains has its value here.
-type Satisfies struct {
+type satisfies struct {
 	Kind         CapabilityKind `json:"kind"`
 	Polarity     []string       `json:"polarity,omitempty"`
 	Selection    []string       `json:"selection,omitempty"`
@@ -112,7 +112,7 @@ type Satisfies struct {
 }
 
 // satisfies reports whether an artifact with these facets meets ob.
-func (s Satisfies) satisfies(ob Obligation) bool {
+func (s satisfies) satisfies(ob obligation) bool {
 	if s.Kind != ob.Kind {
 		return false
 	}
@@ -123,42 +123,42 @@ func (s Satisfies) satisfies(ob Obligation) bool {
 		in(f.Completeness, s.Completeness) && in(f.Granularity, s.Granularity)
 }
 
-// CitedLocation is a span a certificate cites, with the exact text of the
+// citedLocation is a span a certificate cites, with the exact text of the
 // cited lines: proof replay looks for that text when the file changes.
-type CitedLocation struct {
+type citedLocation struct {
 	Path      string `json:"path"`
 	StartLine int    `json:"start_line"`
 	EndLine   int    `json:"end_line"`
 	Excerpt   string `json:"excerpt"`
 }
 
-// ClaimKind is the kind of fact a claim states.
-type ClaimKind string
+// claimKind is the kind of fact a claim states.
+type claimKind string
 
 const (
-	ClaimDeclared     ClaimKind = "declared"      // the subject (a symbol or test) is declared here
-	ClaimDefined      ClaimKind = "defined"       // the subject (a flag or key) is defined here (Detail: by what, how spelled)
-	ClaimReads        ClaimKind = "reads"         // the subject's value (a flag or key) is read here (Detail: how)
-	ClaimLiteral      ClaimKind = "literal"       // the subject (a flag or key) is named here, lexically
-	ClaimFile         ClaimKind = "file"          // the subject is this file
-	ClaimModule       ClaimKind = "module"        // the subject is the module of this go.mod
-	ClaimCalls        ClaimKind = "calls"         // a flow step calls the next (Detail: the callee)
-	ClaimTestReaches  ClaimKind = "test_reaches"  // a test reaches the subject (Detail: the test)
-	ClaimTestMentions ClaimKind = "test_mentions" // a test names the subject, reach unproven (Detail: the test)
+	claimDeclared     claimKind = "declared"      // the subject (a symbol or test) is declared here
+	claimDefined      claimKind = "defined"       // the subject (a flag or key) is defined here (Detail: by what, how spelled)
+	claimReads        claimKind = "reads"         // the subject's value (a flag or key) is read here (Detail: how)
+	claimLiteral      claimKind = "literal"       // the subject (a flag or key) is named here, lexically
+	claimFile         claimKind = "file"          // the subject is this file
+	claimModule       claimKind = "module"        // the subject is the module of this go.mod
+	claimCalls        claimKind = "calls"         // a flow step calls the next (Detail: the callee)
+	claimTestReaches  claimKind = "test_reaches"  // a test reaches the subject (Detail: the test)
+	claimTestMentions claimKind = "test_mentions" // a test names the subject, reach unproven (Detail: the test)
 )
 
 // Claim is an atomic fact drawn from a certified artifact. It carries no line
 // numbers, so the same fact keeps its id when the code moves.
 type Claim struct {
-	Kind          ClaimKind `json:"kind"`
+	Kind          claimKind `json:"kind"`
 	Subject       Subject   `json:"subject"`
 	Path          string    `json:"path"`
 	ExcerptDigest string    `json:"excerpt_digest"`
 	Detail        string    `json:"detail,omitempty"` // callee, test name, …
 }
 
-// ClaimAt is a claim and where the certificate found it.
-type ClaimAt struct {
+// claimAt is a claim and where the certificate found it.
+type claimAt struct {
 	Claim     Claim
 	ID        string
 	StartLine int
@@ -181,14 +181,14 @@ type needCertificate struct {
 	ID           string
 	Root         string // the checkout that stores it first; not part of the id
 	Body         needCertificateBody
-	Dependencies []Dependency // sorted by kind and path
+	Dependencies []dependency // sorted by kind and path
 }
 
 // newNeedCertificate is the need certificate of the choices that answered
 // needID in root.
 func newNeedCertificate(root, needID string, chosen []choice, satisfied []CapabilityKind) needCertificate {
 	body := needCertificateBody{Scope: "need", NeedID: needID, Satisfied: satisfied}
-	deps := map[Dependency]bool{}
+	deps := map[dependency]bool{}
 	for _, c := range chosen {
 		if !slices.Contains(body.Members, c.Evidence.CertificateID) {
 			body.Members = append(body.Members, c.Evidence.CertificateID)

@@ -51,34 +51,34 @@ import (
 // is not known offline (only what codex sends is). The thread runs with
 // hooks off (features.hooks=false) so
 // an installed Needle Stop hook cannot answer the same marker; the App
-// Server's environment carries ExecSessionEnv for a user who forces hooks
+// Server's environment carries execSessionEnv for a user who forces hooks
 // on. needle exec ends when a turn completes with nothing left to deliver
 // and no resolution running.
 
-// Coordination is how replies reach the main model.
-type Coordination string
+// coordination is how replies reach the main model.
+type coordination string
 
 const (
-	CoordinationNewTurn         Coordination = "new-turn"
-	CoordinationContinueWorking Coordination = "continue-working"
+	coordinationNewTurn         coordination = "new-turn"
+	coordinationContinueWorking coordination = "continue-working"
 )
 
-// ParseCoordination reads a coordination mode.
-func ParseCoordination(s string) (Coordination, error) {
-	switch c := Coordination(s); c {
-	case CoordinationNewTurn, CoordinationContinueWorking:
+// parseCoordination reads a coordination mode.
+func parseCoordination(s string) (coordination, error) {
+	switch c := coordination(s); c {
+	case coordinationNewTurn, coordinationContinueWorking:
 		return c, nil
 	}
 	return "", invalidf("exec", "coordination", "unknown coordination %q; want new-turn or continue-working", s)
 }
 
-// ExecConfig configures needle exec.
-type ExecConfig struct {
+// execConfig configures needle exec.
+type execConfig struct {
 	// Engine resolves the markers: its repository is the thread's working
 	// directory, its workers and limits are the session's.
 	Engine       *Engine
 	Command      []string // the main App Server command, argv before "app-server"
-	Coordination Coordination
+	Coordination coordination
 	Prompt       string
 	Sandbox      string // the thread's sandbox: read-only (default), workspace-write or danger-full-access
 	Model        string // "" for codex's configured model
@@ -92,18 +92,18 @@ type ExecConfig struct {
 	// Events, when set, sees what the driver does (tests, UIs). It is
 	// called from the driver's goroutine and, for turn_started, from the
 	// client's reader: it must be safe for that and must not block.
-	Events func(ExecEvent)
+	Events func(execEvent)
 }
 
-// ExecEvent is one step of needle exec.
-type ExecEvent struct {
+// execEvent is one step of needle exec.
+type execEvent struct {
 	Kind   string // turn_started, turn_completed, marker, resolution_started, resolution_done, delivered, steer_refused, cancelled
 	TurnID string
 	Detail string // the delivery (steer or new-turn), the reply kind, the refusal
 }
 
-// ExecResult is how needle exec ended.
-type ExecResult struct {
+// execResult is how needle exec ended.
+type execResult struct {
 	ThreadID string
 	Status   string   // the last turn's status: completed, failed or interrupted
 	Replies  []string // the kind of every reply said, in order
@@ -120,14 +120,14 @@ type agentMessage struct {
 
 // execDriver runs one needle exec session.
 type execDriver struct {
-	cfg    ExecConfig
+	cfg    execConfig
 	c      *appserver.Client
 	thread string
 	// userTurn names the user turn every reply of the run belongs to: the
 	// first turn, started with the user's prompt.
 	userTurn string
 	session  string
-	res      ExecResult
+	res      execResult
 
 	mu    sync.Mutex
 	inbox []agentMessage
@@ -139,12 +139,12 @@ type execDriver struct {
 	binds map[string]string
 }
 
-// RunExec runs the main thread until the model is done, or ctx ends (the
+// runExec runs the main thread until the model is done, or ctx ends (the
 // user interrupted): then the running resolution is cancelled and the
 // active turn interrupted. The error is ctx's, or what failed.
-func RunExec(ctx context.Context, cfg ExecConfig) (ExecResult, error) {
+func runExec(ctx context.Context, cfg execConfig) (execResult, error) {
 	if cfg.Coordination == "" {
-		cfg.Coordination = CoordinationNewTurn
+		cfg.Coordination = coordinationNewTurn
 	}
 	if cfg.Sandbox == "" {
 		cfg.Sandbox = "read-only"
@@ -153,17 +153,17 @@ func RunExec(ctx context.Context, cfg ExecConfig) (ExecResult, error) {
 	rec := transcript.NewRecorder()
 	spec := appserver.ProcSpec{
 		Command: append(append([]string{}, cfg.Command...), "app-server"), Dir: cfg.Engine.Root(),
-		Env:    append(os.Environ(), ExecSessionEnv+"="+strconv.Itoa(os.Getpid())),
+		Env:    append(os.Environ(), execSessionEnv+"="+strconv.Itoa(os.Getpid())),
 		Stderr: cfg.Log, OnRequest: answerMainRequest, OnNotification: d.notified,
 	}
 	if cfg.RecordDir != "" {
 		spec.Tee = rec.Record
 	}
 	sctx, cancel := context.WithTimeout(ctx, time.Minute)
-	c, err := appserver.Start(sctx, spec, appserver.ClientInfo{Name: "needle", Title: "Needle", Version: CodexVersion})
+	c, err := appserver.Start(sctx, spec, appserver.ClientInfo{Name: "needle", Title: "Needle", Version: codexVersion})
 	cancel()
 	if err != nil {
-		return d.res, &Error{Op: "exec", Kind: KindUnavailable, Err: fmt.Errorf("start the App Server: %w", err)}
+		return d.res, &Error{Op: "exec", Kind: kindUnavailable, Err: fmt.Errorf("start the App Server: %w", err)}
 	}
 	d.c = c
 	runErr := d.run(ctx)
@@ -172,7 +172,7 @@ func RunExec(ctx context.Context, cfg ExecConfig) (ExecResult, error) {
 		cerr = c.ExitErr() // the server exits by itself, with status 0, when its stdin closes
 	}
 	if runErr == nil && cerr != nil {
-		runErr = &Error{Op: "exec", Kind: KindOther, Err: fmt.Errorf("shutdown of the App Server: %w", cerr)}
+		runErr = &Error{Op: "exec", Kind: kindOther, Err: fmt.Errorf("shutdown of the App Server: %w", cerr)}
 	}
 	if cfg.RecordDir != "" {
 		if err := d.record(rec); err != nil && runErr == nil {
@@ -189,21 +189,21 @@ func (d *execDriver) run(ctx context.Context) error {
 		Config: map[string]any{"features": map[string]any{"hooks": false}},
 	})
 	if err != nil {
-		return &Error{Op: "exec", Kind: KindOther, Err: fmt.Errorf("thread/start: %w", err)}
+		return &Error{Op: "exec", Kind: kindOther, Err: fmt.Errorf("thread/start: %w", err)}
 	}
 	d.thread, d.res.ThreadID = th.ID, th.ID
-	d.session = CodexSession(th.ID)
+	d.session = codexSession(th.ID)
 	rev := d.cfg.Engine.RoleProfile()
-	if err := d.cfg.Engine.ResumeSession(ctx, d.session, SessionFreeze{Profile: rev, CacheOnly: d.cfg.CacheOnly,
-		Worker: d.cfg.Worker, Protocol: "codex-exec " + CodexVersion}); err != nil {
+	if err := d.cfg.Engine.ResumeSession(ctx, d.session, sessionFreeze{Profile: rev, CacheOnly: d.cfg.CacheOnly,
+		Worker: d.cfg.Worker, Protocol: "codex-exec " + codexVersion}); err != nil {
 		return err
 	}
 	turn, err := d.c.StartTurn(ctx, appserver.TurnStartParams{ThreadID: d.thread, Input: []appserver.UserInput{appserver.TextInput(d.cfg.Prompt)}})
 	if err != nil {
-		return &Error{Op: "exec", Kind: KindOther, Err: fmt.Errorf("turn/start: %w", err)}
+		return &Error{Op: "exec", Kind: kindOther, Err: fmt.Errorf("turn/start: %w", err)}
 	}
 	d.userTurn = turn.ID()
-	if d.cfg.Coordination == CoordinationContinueWorking {
+	if d.cfg.Coordination == coordinationContinueWorking {
 		return d.continueWorking(ctx, turn)
 	}
 	return d.newTurns(ctx, turn)
@@ -222,7 +222,7 @@ func (d *execDriver) newTurns(ctx context.Context, turn *appserver.Turn) error {
 			if err != nil {
 				return d.stop(ctx, nil, err)
 			}
-			if r.Kind != ReplyNone {
+			if r.Kind != replyNone {
 				texts = append(texts, r.Text)
 			}
 		}
@@ -243,7 +243,7 @@ type resolution struct {
 }
 
 type resolved struct {
-	r   Reply
+	r   reply
 	err error
 }
 
@@ -290,7 +290,7 @@ func (d *execDriver) continueWorking(ctx context.Context, turn *appserver.Turn) 
 				return d.stop(ctx, nil, got.err)
 			}
 			d.replied(got.r)
-			if got.r.Kind != ReplyNone {
+			if got.r.Kind != replyNone {
 				t, err := d.deliver(ctx, got.r.Text)
 				if err != nil {
 					return d.stop(ctx, nil, err)
@@ -305,18 +305,18 @@ func (d *execDriver) continueWorking(ctx context.Context, turn *appserver.Turn) 
 func (d *execDriver) startResolution(ctx context.Context, m agentMessage) *resolution {
 	rctx, cancel := context.WithCancel(ctx)
 	res := &resolution{cancel: cancel, done: make(chan resolved, 1)}
-	d.event(ExecEvent{Kind: "resolution_started", TurnID: m.turnID})
+	d.event(execEvent{Kind: "resolution_started", TurnID: m.turnID})
 	go func() {
-		r, err := d.cfg.Engine.Reply(rctx, MarkerMessage{Session: d.session, Turn: d.userTurn, Text: m.text})
+		r, err := d.cfg.Engine.Reply(rctx, markerMessage{Session: d.session, Turn: d.userTurn, Text: m.text})
 		res.done <- resolved{r, err}
 	}()
 	return res
 }
 
 // resolve decides the reply to one message (new-turn mode).
-func (d *execDriver) resolve(ctx context.Context, m agentMessage) (Reply, error) {
-	d.event(ExecEvent{Kind: "resolution_started", TurnID: m.turnID})
-	r, err := d.cfg.Engine.Reply(ctx, MarkerMessage{Session: d.session, Turn: d.userTurn, Text: m.text})
+func (d *execDriver) resolve(ctx context.Context, m agentMessage) (reply, error) {
+	d.event(execEvent{Kind: "resolution_started", TurnID: m.turnID})
+	r, err := d.cfg.Engine.Reply(ctx, markerMessage{Session: d.session, Turn: d.userTurn, Text: m.text})
 	if err == nil {
 		d.replied(r)
 	}
@@ -324,17 +324,17 @@ func (d *execDriver) resolve(ctx context.Context, m agentMessage) (Reply, error)
 }
 
 // replied notes a reply.
-func (d *execDriver) replied(r Reply) {
-	if r.Kind != ReplyNone {
+func (d *execDriver) replied(r reply) {
+	if r.Kind != replyNone {
 		d.res.Replies = append(d.res.Replies, string(r.Kind))
 	}
-	d.event(ExecEvent{Kind: "resolution_done", Detail: string(r.Kind)})
+	d.event(execEvent{Kind: "resolution_done", Detail: string(r.Kind)})
 	if r.Result != nil {
 		d.bind("CERT", r.Result.Resolution.CertificateID)
 		d.bind("PLAN", r.Result.Resolution.PlanID)
 	}
 	switch r.Kind {
-	case ReplyNone:
+	case replyNone:
 		d.logf("no reply: %s", r.Why)
 	default:
 		d.logf("reply: %s", r.Kind)
@@ -378,7 +378,7 @@ func (d *execDriver) deliver(ctx context.Context, text string) (*appserver.Turn,
 		_, err := d.c.Steer(ctx, d.thread, active.ID(), input)
 		if err == nil {
 			d.res.Deliveries = append(d.res.Deliveries, "steer")
-			d.event(ExecEvent{Kind: "delivered", TurnID: active.ID(), Detail: "steer"})
+			d.event(execEvent{Kind: "delivered", TurnID: active.ID(), Detail: "steer"})
 			return active, nil
 		}
 		var mismatch *appserver.TurnMismatchError
@@ -387,7 +387,7 @@ func (d *execDriver) deliver(ctx context.Context, text string) (*appserver.Turn,
 		case errors.As(err, &mismatch) && attempt < 3:
 			continue // another turn became active meanwhile: steer that one
 		case errors.As(err, &notSteerable), errors.Is(err, appserver.ErrNoActiveTurn):
-			d.event(ExecEvent{Kind: "steer_refused", TurnID: active.ID(), Detail: err.Error()})
+			d.event(execEvent{Kind: "steer_refused", TurnID: active.ID(), Detail: err.Error()})
 			d.logf("the turn cannot be steered (%v); the reply goes in a new turn", err)
 			select {
 			case <-active.Done():
@@ -396,7 +396,7 @@ func (d *execDriver) deliver(ctx context.Context, text string) (*appserver.Turn,
 			}
 			continue
 		}
-		return nil, &Error{Op: "exec", Kind: KindOther, Err: fmt.Errorf("turn/steer: %w", err)}
+		return nil, &Error{Op: "exec", Kind: kindOther, Err: fmt.Errorf("turn/steer: %w", err)}
 	}
 	return d.startTurn(ctx, text)
 }
@@ -406,14 +406,14 @@ func (d *execDriver) startTurn(ctx context.Context, text string) (*appserver.Tur
 	prev := d.c.ActiveTurn(d.thread)
 	t, err := d.c.StartTurn(ctx, appserver.TurnStartParams{ThreadID: d.thread, Input: []appserver.UserInput{appserver.TextInput(text)}})
 	if err != nil {
-		return nil, &Error{Op: "exec", Kind: KindOther, Err: fmt.Errorf("turn/start: %w", err)}
+		return nil, &Error{Op: "exec", Kind: kindOther, Err: fmt.Errorf("turn/start: %w", err)}
 	}
 	how := "new-turn"
 	if prev != nil && prev.ID() == t.ID() {
 		how = "steer" // merged into a turn that became active meanwhile
 	}
 	d.res.Deliveries = append(d.res.Deliveries, how)
-	d.event(ExecEvent{Kind: "delivered", TurnID: t.ID(), Detail: how})
+	d.event(execEvent{Kind: "delivered", TurnID: t.ID(), Detail: how})
 	return t, nil
 }
 
@@ -431,16 +431,16 @@ func (d *execDriver) waitTurn(ctx context.Context, turn *appserver.Turn) error {
 func (d *execDriver) finished(turn *appserver.Turn) error {
 	r, err := turn.Wait(context.Background()) // it is done
 	if err != nil {
-		return &Error{Op: "exec", Kind: KindOther, Err: fmt.Errorf("turn %s: %w", turn.ID(), err)}
+		return &Error{Op: "exec", Kind: kindOther, Err: fmt.Errorf("turn %s: %w", turn.ID(), err)}
 	}
 	d.res.Status = r.Status
-	d.event(ExecEvent{Kind: "turn_completed", TurnID: turn.ID(), Detail: r.Status})
+	d.event(execEvent{Kind: "turn_completed", TurnID: turn.ID(), Detail: r.Status})
 	if r.Status == appserver.StatusFailed {
 		msg := "failed"
 		if r.Error != nil {
 			msg = r.Error.Message
 		}
-		return &Error{Op: "exec", Kind: KindOther, Err: fmt.Errorf("the model's turn failed: %s", msg)}
+		return &Error{Op: "exec", Kind: kindOther, Err: fmt.Errorf("the model's turn failed: %s", msg)}
 	}
 	return nil
 }
@@ -451,7 +451,7 @@ func (d *execDriver) finished(turn *appserver.Turn) error {
 func (d *execDriver) stop(ctx context.Context, running *resolution, cause error) error {
 	if running != nil {
 		running.cancel()
-		if got := <-running.done; got.err == nil && got.r.Kind != ReplyNone {
+		if got := <-running.done; got.err == nil && got.r.Kind != replyNone {
 			d.res.Replies = append(d.res.Replies, string(got.r.Kind)) // decided, never delivered
 		}
 	}
@@ -465,7 +465,7 @@ func (d *execDriver) stop(ctx context.Context, running *resolution, cause error)
 		}
 	}
 	if errors.Is(cause, context.Canceled) || errors.Is(cause, context.DeadlineExceeded) {
-		d.event(ExecEvent{Kind: "cancelled"})
+		d.event(execEvent{Kind: "cancelled"})
 	}
 	return cause
 }
@@ -482,7 +482,7 @@ func (d *execDriver) notified(method string, params json.RawMessage) {
 			} `json:"turn"`
 		}
 		if json.Unmarshal(params, &p) == nil {
-			d.event(ExecEvent{Kind: "turn_started", TurnID: p.Turn.ID}) // any turn, whoever started it
+			d.event(execEvent{Kind: "turn_started", TurnID: p.Turn.ID}) // any turn, whoever started it
 		}
 	case "item/agentMessage/delta":
 		var p struct {
@@ -503,7 +503,7 @@ func (d *execDriver) notified(method string, params json.RawMessage) {
 			return
 		}
 		d.write("\n")
-		if len(MarkerLines(p.Item.Text)) == 0 {
+		if len(markerLines(p.Item.Text)) == 0 {
 			return
 		}
 		d.mu.Lock()
@@ -523,7 +523,7 @@ func (d *execDriver) take() []agentMessage {
 	out := d.inbox
 	d.inbox = nil
 	for _, m := range out {
-		d.event(ExecEvent{Kind: "marker", TurnID: m.turnID})
+		d.event(execEvent{Kind: "marker", TurnID: m.turnID})
 	}
 	return out
 }
@@ -549,7 +549,7 @@ func (d *execDriver) logf(format string, args ...any) {
 	}
 }
 
-func (d *execDriver) event(e ExecEvent) {
+func (d *execDriver) event(e execEvent) {
 	if d.cfg.Events != nil {
 		d.cfg.Events(e)
 	}
@@ -574,7 +574,7 @@ func (d *execDriver) record(rec *transcript.Recorder) error {
 	for k, v := range d.binds {
 		binds[k] = v
 	}
-	t, err := transcript.Freeze(transcript.Header{CodexVersion: CodexVersion, Scenario: "needle-exec " + string(d.cfg.Coordination),
+	t, err := transcript.Freeze(transcript.Header{CodexVersion: codexVersion, Scenario: "needle-exec " + string(d.cfg.Coordination),
 		Match: transcript.Match{IgnoreParamKeys: []string{"clientInfo.version"}}}, rec.Lines(), binds)
 	if err != nil {
 		return fmt.Errorf("freeze the main transcript: %w", err)

@@ -35,7 +35,7 @@ const (
 // without one proposes the true location of Greet itself (the validators
 // judge it either way). It gives up when its context ends.
 type gatedWorker struct {
-	next    WorkerPort
+	next    workerPort
 	gate    chan struct{}
 	once    sync.Once
 	started chan struct{} // closed when the worker is first asked
@@ -48,25 +48,25 @@ func newGatedWorker() *gatedWorker {
 
 func (w *gatedWorker) open() { w.once.Do(func() { close(w.gate) }) }
 
-func (w *gatedWorker) Propose(ctx context.Context, req WorkerRequest) (WorkerResult, error) {
+func (w *gatedWorker) Propose(ctx context.Context, req workerRequest) (workerResult, error) {
 	if w.calls.Add(1) == 1 {
 		close(w.started)
 	}
 	select {
 	case <-w.gate:
 	case <-ctx.Done():
-		return WorkerResult{}, ctx.Err()
+		return workerResult{}, ctx.Err()
 	}
 	if w.next != nil {
 		return w.next.Propose(ctx, req)
 	}
-	return WorkerResult{Proposals: [][]byte{[]byte(greetLocation)}, Usage: WorkerUsage{TotalTokens: 100}}, nil
+	return workerResult{Proposals: [][]byte{[]byte(greetLocation)}, Usage: workerUsage{TotalTokens: 100}}, nil
 }
 
 // execScenario is one needle exec scenario.
 type execScenario struct {
 	name         string
-	coordination Coordination
+	coordination coordination
 	// script is the main model's (contract tier).
 	script fakemodel.Script
 	// evidence certifies the location of Greet before the run.
@@ -76,7 +76,7 @@ type execScenario struct {
 	// Codex App Server worker, the real one recorded in the contract tier
 	// (frozen/exec/<name>/workers) and replayed in the replay tier.
 	gated       bool
-	gateOn      func(ev ExecEvent, first string) bool
+	gateOn      func(ev execEvent, first string) bool
 	codexWorker bool
 	// compact: a relay starts a compaction when the first turn ends
 	// (contract tier).
@@ -97,11 +97,11 @@ type execScenario struct {
 
 // execRun is what one run of a scenario produced.
 type execRun struct {
-	res ExecResult
+	res execResult
 	err error
 	te  *testEngine
 	mu  sync.Mutex
-	evs []ExecEvent
+	evs []execEvent
 	out lockedBuffer
 }
 
@@ -123,13 +123,13 @@ func (l *lockedBuffer) String() string {
 	return l.b.String()
 }
 
-func (r *execRun) add(ev ExecEvent) {
+func (r *execRun) add(ev execEvent) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.evs = append(r.evs, ev)
 }
 
-func (r *execRun) events() []ExecEvent {
+func (r *execRun) events() []execEvent {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return slices.Clone(r.evs)
@@ -206,7 +206,7 @@ var execScenarios = []execScenario{
 	{
 		// new-turn: the turn ends on the marker; its reply starts a new
 		// turn on the same thread.
-		name: "newturn_hit", coordination: CoordinationNewTurn, evidence: true,
+		name: "newturn_hit", coordination: coordinationNewTurn, evidence: true,
 		script: fakemodel.Script{Responses: []fakemodel.Response{msgResp(greetMarker), msgResp(greetDone)}},
 		check: func(t *testing.T, r *execRun) {
 			expectf(t, r.err == nil && r.res.Status == "completed", "run: %v, status %q", r.err, r.res.Status)
@@ -223,7 +223,7 @@ var execScenarios = []execScenario{
 	{
 		// continue-working, steer accepted: the marker is commentary before
 		// a tool call; the turn goes on and the reply is steered into it.
-		name: "continue_steer", coordination: CoordinationContinueWorking, evidence: true,
+		name: "continue_steer", coordination: coordinationContinueWorking, evidence: true,
 		script: fakemodel.Script{Responses: []fakemodel.Response{markerThenRead(), heldResp(neverSentReply), afterReply(greetDone)}},
 		check: func(t *testing.T, r *execRun) {
 			expectf(t, r.err == nil && r.res.Status == "completed", "run: %v, status %q", r.err, r.res.Status)
@@ -241,8 +241,8 @@ var execScenarios = []execScenario{
 	{
 		// continue-working, the main turn ends while the resolution runs:
 		// the reply comes as a new turn when it is ready.
-		name: "continue_after_turn", coordination: CoordinationContinueWorking, gated: true, codexWorker: true,
-		gateOn: func(ev ExecEvent, first string) bool { return ev.Kind == "turn_completed" && ev.TurnID == first },
+		name: "continue_after_turn", coordination: coordinationContinueWorking, gated: true, codexWorker: true,
+		gateOn: func(ev execEvent, first string) bool { return ev.Kind == "turn_completed" && ev.TurnID == first },
 		script: fakemodel.Script{Responses: []fakemodel.Response{msgResp(greetMarker), msgResp(greetDone)}},
 		check: func(t *testing.T, r *execRun) {
 			expectf(t, r.err == nil && r.res.Status == "completed", "run: %v, status %q", r.err, r.res.Status)
@@ -261,8 +261,8 @@ var execScenarios = []execScenario{
 		// continue-working, steer refused: when the reply is ready a
 		// compaction turn is active; codex refuses the steer
 		// (activeTurnNotSteerable) and the reply starts a new turn after it.
-		name: "continue_refused", coordination: CoordinationContinueWorking, gated: true, compact: true,
-		gateOn: func(ev ExecEvent, first string) bool { return ev.Kind == "turn_started" && ev.TurnID != first },
+		name: "continue_refused", coordination: coordinationContinueWorking, gated: true, compact: true,
+		gateOn: func(ev execEvent, first string) bool { return ev.Kind == "turn_started" && ev.TurnID != first },
 		script: fakemodel.Script{Responses: []fakemodel.Response{msgResp(greetMarker), heldResp("Summary: the user asked where Greet is."),
 			afterReply(greetDone)}},
 		releaseOn: "steer_refused",
@@ -285,7 +285,7 @@ var execScenarios = []execScenario{
 	{
 		// Cancellation: needle exec is interrupted while the worker works;
 		// the resolution is cancelled and the main turn interrupted.
-		name: "cancel", coordination: CoordinationContinueWorking, gated: true, codexWorker: true, cancel: true,
+		name: "cancel", coordination: coordinationContinueWorking, gated: true, codexWorker: true, cancel: true,
 		script: fakemodel.Script{Responses: []fakemodel.Response{markerThenRead(), heldResp(neverSentReply)}},
 		check: func(t *testing.T, r *execRun) {
 			expectf(t, errors.Is(r.err, context.Canceled), "run error %v", r.err)
@@ -306,13 +306,13 @@ type execEnv struct {
 	// workerCodex is the App Server worker behind the gate.
 	workerCodex *CodexConfig
 	// onEvent sees every event after the scenario's own reactions.
-	onEvent func(ev ExecEvent, r *execRun)
+	onEvent func(ev execEvent, r *execRun)
 	// cancelCh cancels a cancel scenario's run; by default it is the gated
 	// worker starting.
 	cancelCh <-chan struct{}
 }
 
-// run plays a scenario through RunExec.
+// run plays a scenario through runExec.
 func (sc execScenario) run(t *testing.T, env execEnv) *execRun {
 	t.Helper()
 	r := &execRun{}
@@ -344,9 +344,9 @@ func (sc execScenario) run(t *testing.T, env execEnv) *execRun {
 	defer cancel()
 	var first atomic.Value
 	first.Store("")
-	cfg := ExecConfig{Engine: r.te.Engine, Command: env.command, Coordination: sc.coordination, Prompt: "Where is Greet implemented?",
+	cfg := execConfig{Engine: r.te.Engine, Command: env.command, Coordination: sc.coordination, Prompt: "Where is Greet implemented?",
 		CacheOnly: !sc.gated, Worker: sc.gated, RecordDir: env.recordDir, Out: &r.out, Log: testWriter{t, "needle"},
-		Events: func(ev ExecEvent) {
+		Events: func(ev execEvent) {
 			if ev.Kind == "turn_started" && first.Load() == "" {
 				first.Store(ev.TurnID)
 			}
@@ -370,7 +370,7 @@ func (sc execScenario) run(t *testing.T, env execEnv) *execRun {
 			}
 		}()
 	}
-	r.res, r.err = RunExec(ctx, cfg)
+	r.res, r.err = runExec(ctx, cfg)
 	t.Logf("the model said:\n%s", r.out.String())
 	return r
 }

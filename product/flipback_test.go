@@ -54,7 +54,7 @@ func TestNeedContext_ProvenSinceIsServed(t *testing.T) {
 	te := MustEngine(t, repo)
 	te.mustCertify(locCRLF)
 	te.mustCertify(flowCRLF)
-	kindOf(t, te.need(needTraceCRLF), ResolutionComposite)
+	kindOf(t, te.need(needTraceCRLF), resolutionComposite)
 	kindOf(t, te.need(needLocateCRLF), ResolutionCoverage)
 	shiftCRLF(t, repo)
 	if r := te.need(needLocateCRLF); r.Replays != 1 {

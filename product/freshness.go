@@ -13,7 +13,7 @@ import (
 // current source. It reads only the dependencies (through the stat cache),
 // so its cost is O(dependencies), not O(repository). A dependency that
 // cannot be read is not fresh: unknown validity is never served.
-func isFresh(ctx context.Context, repo *snapshot.Repo, deps []Dependency) (bool, error) {
+func isFresh(ctx context.Context, repo *snapshot.Repo, deps []dependency) (bool, error) {
 	for _, d := range deps {
 		digest, known, err := dependencyDigest(ctx, repo, d)
 		if !known {
@@ -36,11 +36,11 @@ func isFresh(ctx context.Context, repo *snapshot.Repo, deps []Dependency) (bool,
 // dependencyDigest digests one dependency in the current source; known is
 // false for a dependency kind this build does not know, which is never
 // fresh.
-func dependencyDigest(ctx context.Context, repo *snapshot.Repo, d Dependency) (digest string, known bool, err error) {
+func dependencyDigest(ctx context.Context, repo *snapshot.Repo, d dependency) (digest string, known bool, err error) {
 	switch d.Kind {
-	case DependencyFile:
-		digest, err = repo.FileDigestMax(d.Path, MaxCitedFileBytes)
-	case DependencyDir:
+	case dependencyFile:
+		digest, err = repo.FileDigestMax(d.Path, maxCitedFileBytes)
+	case dependencyDir:
 		digest, err = repo.DirDigest(ctx, d.Path)
 	default:
 		return "", false, nil
@@ -51,8 +51,8 @@ func dependencyDigest(ctx context.Context, repo *snapshot.Repo, d Dependency) (d
 // relocate finds the cited text in the current file: unchanged at the same
 // lines, or intact at exactly one other place (the lines shifted). Anything
 // else (gone, edited, or now present more than once) fails.
-func relocate(repo *snapshot.Repo, c CitedLocation) (start, end int, ok bool) {
-	data, _, err := repo.ReadFileMax(c.Path, MaxCitedFileBytes)
+func relocate(repo *snapshot.Repo, c citedLocation) (start, end int, ok bool) {
+	data, _, err := repo.ReadFileMax(c.Path, maxCitedFileBytes)
 	if err != nil {
 		return 0, 0, false
 	}
@@ -92,27 +92,27 @@ func relocate(repo *snapshot.Repo, c CitedLocation) (start, end int, ok bool) {
 }
 
 // relocated returns the proposal moved to where its cited text now is.
-func relocated(p Proposal, cited []CitedLocation, repo *snapshot.Repo) (Proposal, bool) {
+func relocated(p proposal, cited []citedLocation, repo *snapshot.Repo) (proposal, bool) {
 	q := p
 	switch p.Kind {
-	case CapImplementationLocation:
+	case capImplementationLocation:
 		if len(cited) != 1 {
-			return Proposal{}, false
+			return proposal{}, false
 		}
 		start, end, ok := relocate(repo, cited[0])
 		if !ok {
-			return Proposal{}, false
+			return proposal{}, false
 		}
 		q.StartLine, q.EndLine = start, end
-	case CapRuntimeFlow:
+	case capRuntimeFlow:
 		if len(cited) != len(p.Steps) {
-			return Proposal{}, false
+			return proposal{}, false
 		}
-		q.Steps = append([]FlowStep(nil), p.Steps...)
+		q.Steps = append([]flowStep(nil), p.Steps...)
 		for i := range q.Steps {
 			start, end, ok := relocate(repo, cited[i])
 			if !ok {
-				return Proposal{}, false
+				return proposal{}, false
 			}
 			q.Steps[i].StartLine, q.Steps[i].EndLine = start, end
 		}
@@ -129,7 +129,7 @@ func relocated(p Proposal, cited []CitedLocation, repo *snapshot.Repo) (Proposal
 // what an older validator accepted is proven again before it is served.
 func (e *Engine) classify(ctx context.Context, ev Evidence) (candidate, error) {
 	fresh := false
-	if ev.Certificate.ValidatorVersion == ValidatorVersion {
+	if ev.Certificate.ValidatorVersion == validatorVersion {
 		var err error
 		if fresh, err = isFresh(ctx, e.repo, ev.Certificate.Dependencies); err != nil {
 			return candidate{}, err
@@ -177,7 +177,7 @@ func (e *Engine) provenSince(ctx context.Context, ev Evidence) (Evidence, bool, 
 		return Evidence{}, false, err
 	}
 	cur, err := e.store.evidenceByCertificate(ctx, id)
-	if err != nil || cur.Certificate.ValidatorVersion != ValidatorVersion {
+	if err != nil || cur.Certificate.ValidatorVersion != validatorVersion {
 		return Evidence{}, false, err
 	}
 	fresh, err := isFresh(ctx, e.repo, cur.Certificate.Dependencies)

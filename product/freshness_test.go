@@ -48,14 +48,14 @@ func BenchmarkFreshness(b *testing.B) {
 			}
 			e := MustEngine(b, root).Engine
 			ctx := context.Background()
-			var deps []Dependency
+			var deps []dependency
 			for i := range 20 {
 				p := paths[i*len(paths)/20]
 				digest, err := e.repo.FileDigest(p)
 				if err != nil {
 					b.Fatal(err)
 				}
-				deps = append(deps, Dependency{Kind: "file", Path: p, Digest: digest})
+				deps = append(deps, dependency{Kind: "file", Path: p, Digest: digest})
 			}
 			recorded := mustTrustStatCache(b, e, depPaths(deps))
 			b.ReportAllocs()
@@ -132,7 +132,7 @@ func mustSyntheticRepo(tb testing.TB, root string, n int) []string {
 	return paths
 }
 
-func depPaths(deps []Dependency) []string {
+func depPaths(deps []dependency) []string {
 	out := make([]string, len(deps))
 	for i, d := range deps {
 		out[i] = d.Path

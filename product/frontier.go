@@ -8,8 +8,8 @@ import (
 	"unicode"
 )
 
-// DefaultFrontierBudget bounds a FrontierView in bytes.
-const DefaultFrontierBudget = 6 << 10
+// defaultFrontierBudget bounds a FrontierView in bytes.
+const defaultFrontierBudget = 6 << 10
 
 // minFrontierBudget is the smallest budget that still fits the header.
 const minFrontierBudget = 512
@@ -34,7 +34,7 @@ func frontierView(r NeedResult, d decision, plan Plan, budget int) string {
 		fmt.Sprintf("Needle %s: %s %s", r.Route, r.Subject.Kind, printableText(r.Subject.Name)),
 		fmt.Sprintf("resolution %s (%s), need %s", r.Resolution.Kind, r.Status, r.NeedID),
 	}
-	if r.Resolution.Kind.unsafe() || r.Resolution.Kind == ResolutionBypass || len(d.Chosen) == 0 {
+	if r.Resolution.Kind.unsafe() || r.Resolution.Kind == resolutionBypass || len(d.Chosen) == 0 {
 		reason := d.Reason
 		if reason == "" {
 			reason = "no certified evidence"
@@ -55,7 +55,7 @@ func frontierView(r NeedResult, d decision, plan Plan, budget int) string {
 		body = append(body, "missing: "+strings.Join(capabilityNames(r.Missing), ", "))
 	}
 	if plan.Advisory {
-		body = append(body, fmt.Sprintf("reuse is advisory: fewer than %d cost observations", MinObservations))
+		body = append(body, fmt.Sprintf("reuse is advisory: fewer than %d cost observations", minObservations))
 	}
 	return fitBudget(head, body, budget)
 }
@@ -63,16 +63,16 @@ func frontierView(r NeedResult, d decision, plan Plan, budget int) string {
 func citeChoice(c choice) []string {
 	p, e := c.Evidence.Proposal, c.Evidence
 	level := ""
-	if e.Certificate.Level == LevelLexical {
+	if e.Certificate.Level == levelLexical {
 		level = " (lexical evidence)"
 	}
 	switch {
 	case c.Claim != nil:
 		return []string{fmt.Sprintf("%s: %s:%d-%d%s [claim %s from artifact %s]", c.Obligation.Kind,
 			c.Claim.Claim.Path, c.Claim.StartLine, c.Claim.EndLine, level, c.Claim.ID, e.ArtifactID)}
-	case p.Kind == CapImplementationLocation:
+	case p.Kind == capImplementationLocation:
 		return []string{fmt.Sprintf("implementation_location: %s:%d-%d%s [artifact %s]", p.Path, p.StartLine, p.EndLine, level, e.ArtifactID)}
-	case p.Kind == CapRuntimeFlow:
+	case p.Kind == capRuntimeFlow:
 		lines := []string{fmt.Sprintf("runtime_flow (scenario %s)%s%s [artifact %s]:", printableText(p.Scenario), level, flowReach(e.Certificate), e.ArtifactID)}
 		links := e.Certificate.Links
 		for i, s := range p.Steps {
@@ -90,10 +90,10 @@ func citeChoice(c choice) []string {
 			lines = append(lines, line)
 		}
 		return lines
-	case p.Kind == CapFocusedTests:
+	case p.Kind == capFocusedTests:
 		reach := e.Certificate.Reach
 		if reach == "" {
-			reach = ReachLexical
+			reach = reachLexical
 		}
 		lines := []string{fmt.Sprintf("focused_tests (reach: %s)%s [artifact %s]:", reach, level, e.ArtifactID)}
 		for _, t := range e.Certificate.Tests {
@@ -106,12 +106,12 @@ func citeChoice(c choice) []string {
 
 // flowReach says how Needle knows a flow: a run it made (and the command
 // that repeats it), or go/types alone, labelled static.
-func flowReach(c CertificateBody) string {
+func flowReach(c certificateBody) string {
 	f := c.Flow
 	switch {
-	case c.Level == LevelLexical:
+	case c.Level == levelLexical:
 		return ""
-	case f == nil || f.Reach != ReachExecuted:
+	case f == nil || f.Reach != reachExecuted:
 		return "; static: every call resolved by go/types, nothing run, not proven for the scenario"
 	case f.Derived:
 		return fmt.Sprintf("; executed by Needle in its sandbox: %s (Needle's choice of run), %s in %s", f.Scenario, f.Status, time.Duration(f.DurationMs)*time.Millisecond)
@@ -121,13 +121,13 @@ func flowReach(c CertificateBody) string {
 
 // citeTest says how Needle knows a test reaches the subject and how to run
 // it: Needle's own command, never the proposer's.
-func citeTest(t TestProof) string {
+func citeTest(t testProof) string {
 	head := fmt.Sprintf("%s in %s: ", printableText(t.Name), printableText(t.Path))
 	switch t.Reach {
-	case ReachExecuted:
+	case reachExecuted:
 		d := time.Duration(t.DurationMs) * time.Millisecond
 		return head + fmt.Sprintf("executed by Needle in its sandbox, %s in %s (%s), ran %s; run: %s", t.Status, d, t.GoVersion, t.Executed, t.Command)
-	case ReachStatic:
+	case reachStatic:
 		return head + fmt.Sprintf("static reach, not executed (%s); run: %s", strings.Join(t.CallPath, " -> "), t.Command)
 	}
 	return head + "lexical: the file names the subject, reach unproven; no trusted runner, so no command"

@@ -8,13 +8,13 @@ import (
 
 func TestFrontierView_Budget(t *testing.T) {
 	var d decision
-	p := Proposal{Kind: CapRuntimeFlow, Scenario: "default"}
+	p := proposal{Kind: capRuntimeFlow, Scenario: "default"}
 	for i := range 16 {
-		p.Steps = append(p.Steps, FlowStep{Path: "pkg/file.go", StartLine: 10 * i, EndLine: 10*i + 5, Summary: strings.Repeat("x", 200)})
+		p.Steps = append(p.Steps, flowStep{Path: "pkg/file.go", StartLine: 10 * i, EndLine: 10*i + 5, Summary: strings.Repeat("x", 200)})
 	}
-	d.Chosen = []choice{{Obligation: Obligation{Kind: CapRuntimeFlow}, Evidence: candidate{Evidence: Evidence{ArtifactID: "b3:a", Proposal: p}}}}
-	r := NeedResult{Route: RouteTraceStateFlow, Subject: Subject{SubjectSymbol, "Run"}, Resolution: Resolution{Kind: ResolutionCoverage}, Status: "hit"}
-	full := frontierView(r, d, Plan{}, DefaultFrontierBudget)
+	d.Chosen = []choice{{Obligation: obligation{Kind: capRuntimeFlow}, Evidence: candidate{Evidence: Evidence{ArtifactID: "b3:a", Proposal: p}}}}
+	r := NeedResult{Route: routeTraceStateFlow, Subject: Subject{subjectSymbol, "Run"}, Resolution: Resolution{Kind: ResolutionCoverage}, Status: "hit"}
+	full := frontierView(r, d, Plan{}, defaultFrontierBudget)
 	small := frontierView(r, d, Plan{}, 1200)
 	if len(small) > 1200 || !strings.Contains(small, "more lines omitted (context budget 1200 bytes)") {
 		t.Errorf("small view is %d bytes:\n%s", len(small), small)
@@ -52,7 +52,7 @@ func TestFrontierView_WorkerTextIsMarked(t *testing.T) {
 	flow := fmt.Sprintf(`{"kind":"runtime_flow","subject":%s,"scenario":"default","steps":[%s,%s]}`, subject,
 		step("command.go", runS, runE, evil), step("command.go", execS, execE, injection))
 	tests := fmt.Sprintf(`{"kind":"focused_tests","subject":%s,"tests":[{"path":"cli_test.go","name":"TestVerbose","command":%s}]}`, subject, jsonText(evil))
-	w := &scriptedWorker{answers: map[CapabilityKind]string{CapImplementationLocation: loc, CapRuntimeFlow: flow, CapFocusedTests: tests}}
+	w := &scriptedWorker{answers: map[CapabilityKind]string{capImplementationLocation: loc, capRuntimeFlow: flow, capFocusedTests: tests}}
 	te := MustEngine(t, repo, func(c *Config) { c.Worker = w; c.Limits = Limits{Needs: 8, Workers: 8} })
 	need := `{"route":"trace.state-flow","subject":{"kind":"symbol","name":"Command.Run"},"required":[{"kind":"focused_tests"}]}`
 	r := te.need(need)
@@ -68,9 +68,9 @@ func TestFrontierView_WorkerTextIsMarked(t *testing.T) {
 		fmt.Sprintf(`{"kind":"focused_tests","subject":%s,"tests":[{"path":"cli_test.go","name":%q}]}`, subject, "TestVerbose/"+injection),
 		fmt.Sprintf(`{"kind":"focused_tests","subject":%s,"tests":[{"path":"cli_test.go","name":%q}]}`, subject, injection),
 	} {
-		w.answers = map[CapabilityKind]string{CapImplementationLocation: bad, CapFocusedTests: bad}
+		w.answers = map[CapabilityKind]string{capImplementationLocation: bad, capFocusedTests: bad}
 		res := other.need(`{"route":"tests.relevant","subject":{"kind":"symbol","name":"Command.Run"},"required":[{"kind":"implementation_location"}]}`)
-		if res.Resolution.Kind != ResolutionRejected {
+		if res.Resolution.Kind != resolutionRejected {
 			t.Errorf("an injection in a checked field: %s\n%s", res.Resolution.Kind, res.Context)
 		}
 		contexts = append(contexts, res.Context)

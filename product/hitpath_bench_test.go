@@ -30,7 +30,7 @@ import (
 type exactHit struct {
 	te    *testEngine
 	req   NeedRequest
-	need  CompiledNeed
+	need  compiledNeed
 	first NeedResult
 	files []string
 }
@@ -156,9 +156,9 @@ func BenchmarkHitWrites(b *testing.B) {
 				for b.Loop() {
 					for i := range batch {
 						r := h.first
-						r.Step = StepInfo{Ordinal: ledger.nextOrdinal(), Relation: RelationRepeat}
+						r.Step = stepInfo{Ordinal: ledger.nextOrdinal(), Relation: relationRepeat}
 						batch[i] = answerAccount{Root: e.root, Session: session, Result: r, Plan: plan,
-							Observation: &Observation{Operator: OpReuse, Capabilities: r.Satisfied, LatencyMs: 1}}
+							Observation: &observation{Operator: opReuse, Capabilities: r.Satisfied, LatencyMs: 1}}
 					}
 					if err := e.store.putAccountingOn(ctx, on.conn, nil, batch, nil); err != nil {
 						b.Fatal(err)
@@ -209,7 +209,7 @@ func (h *exactHit) mustHistory(tb testing.TB, session string, n int) {
 	for i := range n {
 		l.add(ledgerEntry{NeedID: h.need.ID, IR: h.need.IR, Missing: []CapabilityKind{}})
 		l.nextOrdinal()
-		e.costs.observe(Observation{Operator: OpReuse, Capabilities: h.first.Satisfied, LatencyMs: 2.5 + float64(i%7)})
+		e.costs.observe(observation{Operator: opReuse, Capabilities: h.first.Satisfied, LatencyMs: 2.5 + float64(i%7)})
 	}
 	const series = `WITH RECURSIVE g(value) AS (SELECT 1 UNION ALL SELECT value + 1 FROM g WHERE value < ?) `
 	stmts := []string{
@@ -265,7 +265,7 @@ func BenchmarkObservations(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	worker, err := buildPlan(need.ID, decision{Kind: ResolutionMiss, WorkerFor: required(need.IR)})
+	worker, err := buildPlan(need.ID, decision{Kind: resolutionMiss, WorkerFor: required(need.IR)})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -273,16 +273,16 @@ func BenchmarkObservations(b *testing.B) {
 		book := costBook{}
 		for i := range n {
 			if i%10 == 0 {
-				book.observe(Observation{Operator: OpWorker, Capabilities: obligationKinds(need.IR), Tokens: int64(i % 5000), CostUSD: 0.001, LatencyMs: 900})
+				book.observe(observation{Operator: opWorker, Capabilities: obligationKinds(need.IR), Tokens: int64(i % 5000), CostUSD: 0.001, LatencyMs: 900})
 			} else {
-				book.observe(Observation{Operator: OpReuse, Capabilities: []CapabilityKind{need.IR.Obligations[i%len(need.IR.Obligations)].Kind}, LatencyMs: 2.5 + float64(i%7)})
+				book.observe(observation{Operator: opReuse, Capabilities: []CapabilityKind{need.IR.Obligations[i%len(need.IR.Obligations)].Kind}, LatencyMs: 2.5 + float64(i%7)})
 			}
 		}
 		b.Run(fmt.Sprintf("rows=%d/price", n), func(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
 				r, w := reuse, worker
-				if p := selectPlan(&r, &w, book, defaultPrices); p.Advisory != (n < 10*MinObservations) {
+				if p := selectPlan(&r, &w, book, defaultPrices); p.Advisory != (n < 10*minObservations) {
 					b.Fatalf("advisory %v after %d observations", p.Advisory, n)
 				}
 			}
@@ -303,7 +303,7 @@ func BenchmarkObservations(b *testing.B) {
 
 // mustPutCostBook stores the aggregates of book as they would be after
 // folding its observations one by one.
-func mustPutCostBook(tb testing.TB, s *Store, book costBook) {
+func mustPutCostBook(tb testing.TB, s *store, book costBook) {
 	tb.Helper()
 	for k, c := range book {
 		if _, err := s.db.Exec(`INSERT INTO operator_costs VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, '2026-01-01T00:00:00Z')`,
@@ -333,7 +333,7 @@ func BenchmarkLedgerClassify(b *testing.B) {
 	}
 	for _, n := range []int{1, 1_000, 10_000} {
 		b.Run(fmt.Sprintf("entries=%d", n), func(b *testing.B) {
-			l := &Ledger{}
+			l := &ledger{}
 			for range n {
 				l.add(ledgerEntry{NeedID: need.ID, IR: need.IR, Missing: []CapabilityKind{}})
 			}
@@ -341,7 +341,7 @@ func BenchmarkLedgerClassify(b *testing.B) {
 				b.Fatalf("%d repeats left %d ledger entries, want 1", n, len(l.Entries))
 			}
 			for b.Loop() {
-				if rel := l.classify(need.ID, need.IR); rel != RelationRepeat {
+				if rel := l.classify(need.ID, need.IR); rel != relationRepeat {
 					b.Fatalf("relation %s", rel)
 				}
 			}
@@ -399,7 +399,7 @@ func BenchmarkArtifacts(b *testing.B) {
 		b.Run(fmt.Sprintf("artifacts=%d/evidenceFor", n), func(b *testing.B) {
 			a.grow(b, n)
 			for b.Loop() {
-				evs, err := e.store.evidenceFor(ctx, subject, []CapabilityKind{CapImplementationLocation})
+				evs, err := e.store.evidenceFor(ctx, subject, []CapabilityKind{capImplementationLocation})
 				if err != nil || len(evs) != 1 {
 					b.Fatalf("evidenceFor: %d, %v", len(evs), err)
 				}
@@ -462,7 +462,7 @@ func BenchmarkDirDependency(b *testing.B) {
 				if err != nil {
 					b.Fatal(err)
 				}
-				deps := []Dependency{{Kind: "dir", Path: layout.dir, Digest: digest}}
+				deps := []dependency{{Kind: "dir", Path: layout.dir, Digest: digest}}
 				for b.Loop() {
 					if fresh, err := isFresh(ctx, e.repo, deps); err != nil || !fresh {
 						b.Fatalf("isFresh = %v, %v", fresh, err)

@@ -34,43 +34,43 @@ import (
 // installed with: at the deadline a running worker's turn is interrupted
 // and its process group killed, and the reply is the typed bypass.
 
-// ExecSessionEnv is set in the environment of the App Server needle exec
+// execSessionEnv is set in the environment of the App Server needle exec
 // runs: a hook started inside it stands down, because needle exec answers
 // the markers of its thread itself.
-const ExecSessionEnv = "NEEDLE_EXEC_SESSION"
+const execSessionEnv = "NEEDLE_EXEC_SESSION"
 
-// DefaultHookDeadline bounds one run of the hook: a need's worker session
+// defaultHookDeadline bounds one run of the hook: a need's worker session
 // (a turn per missing obligation) and its cleanup.
-const DefaultHookDeadline = 4 * time.Minute
+const defaultHookDeadline = 4 * time.Minute
 
 // hookTimeoutMargin is how much longer than its deadline codex lets the
 // hook run: room for interrupting a worker, killing its process group and
 // removing its checkout after the deadline.
 const hookTimeoutMargin = time.Minute
 
-// CodexHookConfig configures one run of the Codex hook.
-type CodexHookConfig struct {
+// codexHookConfig configures one run of the Codex hook.
+type codexHookConfig struct {
 	DataDir     string
 	RoleProfile string
-	Routes      RouteSet
+	Routes      routeSet
 	CacheOnly   bool
 	// CodexCommand overrides the codex.command setting: the workers' App
 	// Server command. The settings are read only for a stop that holds a
 	// marker, so the common stop opens nothing.
 	CodexCommand string
 	Deadline     time.Duration
-	// ExecSession is the value of ExecSessionEnv: when set, the hook
+	// ExecSession is the value of execSessionEnv: when set, the hook
 	// stands down.
 	ExecSession string
 	Log         io.Writer
 }
 
-// ServeCodexHook answers one hook event read from in, writing the answer
+// serveCodexHook answers one hook event read from in, writing the answer
 // (if any) to out. An error means the hook failed: the caller exits 1,
 // which codex takes as "let the turn end".
-func ServeCodexHook(ctx context.Context, cfg CodexHookConfig, in io.Reader, out io.Writer) error {
+func serveCodexHook(ctx context.Context, cfg codexHookConfig, in io.Reader, out io.Writer) error {
 	if cfg.Deadline <= 0 {
-		cfg.Deadline = DefaultHookDeadline
+		cfg.Deadline = defaultHookDeadline
 	}
 	// The deadline runs from the start: codex kills the hook at its
 	// timeout whatever it was doing, reading its input included.
@@ -87,7 +87,7 @@ func ServeCodexHook(ctx context.Context, cfg CodexHookConfig, in io.Reader, out 
 	case cfg.ExecSession != "":
 		hookLog(cfg, "needle exec session %s answers its own markers", cfg.ExecSession)
 		return nil
-	case !st.HasLastAssistantMessage || len(MarkerLines(st.LastAssistantMessage)) == 0:
+	case !st.HasLastAssistantMessage || len(markerLines(st.LastAssistantMessage)) == 0:
 		return nil // the common stop: nothing to open, nothing to say
 	}
 	var workers *CodexConfig
@@ -103,9 +103,9 @@ func ServeCodexHook(ctx context.Context, cfg CodexHookConfig, in io.Reader, out 
 		return err
 	}
 	defer eng.Close()
-	session := CodexSession(ev.SessionID)
-	if err := eng.ResumeSession(ctx, session, SessionFreeze{Profile: eng.RoleProfile(), CacheOnly: cfg.CacheOnly,
-		Worker: workers != nil, Protocol: "codex-hook " + CodexVersion}); err != nil {
+	session := codexSession(ev.SessionID)
+	if err := eng.ResumeSession(ctx, session, sessionFreeze{Profile: eng.RoleProfile(), CacheOnly: cfg.CacheOnly,
+		Worker: workers != nil, Protocol: "codex-hook " + codexVersion}); err != nil {
 		return err
 	}
 	if changes := eng.SessionChanges(session); len(changes) > 0 {
@@ -115,11 +115,11 @@ func ServeCodexHook(ctx context.Context, cfg CodexHookConfig, in io.Reader, out 
 	if turn == "" {
 		turn = "session" // no turn id: the whole session is one turn, the tighter bound
 	}
-	r, err := eng.Reply(ctx, MarkerMessage{Session: session, Turn: turn, Text: st.LastAssistantMessage})
+	r, err := eng.Reply(ctx, markerMessage{Session: session, Turn: turn, Text: st.LastAssistantMessage})
 	if err != nil {
 		return err
 	}
-	if r.Kind == ReplyNone {
+	if r.Kind == replyNone {
 		hookLog(cfg, "no reply: %s", r.Why)
 		return nil
 	}
@@ -147,14 +147,14 @@ func readHookEvent(ctx context.Context, in io.Reader, deadline time.Duration) (c
 		return r.ev, nil
 	case <-ctx.Done():
 		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-			return codexhook.Event{}, &Error{Op: "hook.codex", Kind: KindUnavailable,
+			return codexhook.Event{}, &Error{Op: "hook.codex", Kind: kindUnavailable,
 				Err: fmt.Errorf("no complete hook event on stdin within the deadline (%s)", deadline)}
 		}
 		return codexhook.Event{}, ctx.Err()
 	}
 }
 
-func hookLog(cfg CodexHookConfig, format string, args ...any) {
+func hookLog(cfg codexHookConfig, format string, args ...any) {
 	if cfg.Log != nil {
 		fmt.Fprintf(cfg.Log, "needle hook codex: "+format+"\n", args...)
 	}
@@ -186,13 +186,13 @@ func codexHome() (string, error) {
 	}
 	home, err := os.UserHomeDir()
 	if err != nil {
-		return "", &Error{Op: "hook.install", Kind: KindIO, Err: fmt.Errorf("no home directory for ~/.codex: %w", err)}
+		return "", &Error{Op: "hook.install", Kind: kindIO, Err: fmt.Errorf("no home directory for ~/.codex: %w", err)}
 	}
 	return filepath.Join(home, ".codex"), nil
 }
 
-// HookInstall is what needle hook install or uninstall did.
-type HookInstall struct {
+// hookInstall is what needle hook install or uninstall did.
+type hookInstall struct {
 	HooksFile  string
 	ConfigFile string
 	Changed    bool
@@ -201,13 +201,13 @@ type HookInstall struct {
 	Notes      []string
 }
 
-// InstallCodexHook merges the hook running argv into hooksFile and, with
+// installCodexHook merges the hook running argv into hooksFile and, with
 // trust, records its trust in configFile, the user's codex config. The
 // config is checked before the hooks file is touched, so a config Trust
 // could not edit leaves both files as they were. project is the trusted
 // project root a project hooks file needs ("" for the user's file).
-func InstallCodexHook(hooksFile, configFile, project string, argv []string, deadline time.Duration, trust bool) (HookInstall, error) {
-	res := HookInstall{HooksFile: hooksFile, ConfigFile: configFile}
+func installCodexHook(hooksFile, configFile, project string, argv []string, deadline time.Duration, trust bool) (hookInstall, error) {
+	res := hookInstall{HooksFile: hooksFile, ConfigFile: configFile}
 	facts, err := codexhook.InspectConfig(configFile)
 	if err != nil {
 		return res, hookFileError(err)
@@ -221,7 +221,7 @@ func InstallCodexHook(hooksFile, configFile, project string, argv []string, dead
 	res.Notes = append(res.Notes, retrust(configFile, in)...)
 	if trust {
 		if _, err := codexhook.Trust(configFile, in.Key, in.Hash); err != nil {
-			return res, &Error{Op: "hook.install", Kind: KindIO, Err: fmt.Errorf(
+			return res, &Error{Op: "hook.install", Kind: kindIO, Err: fmt.Errorf(
 				"the hook is installed in %s but its trust could not be recorded, so codex will not run it: %w", in.Path, err)}
 		}
 		res.Trusted = true
@@ -239,10 +239,10 @@ func InstallCodexHook(hooksFile, configFile, project string, argv []string, dead
 	return res, nil
 }
 
-// UninstallCodexHook removes Needle's hook from hooksFile and the trust
+// uninstallCodexHook removes Needle's hook from hooksFile and the trust
 // entries it recorded from configFile.
-func UninstallCodexHook(hooksFile, configFile string) (HookInstall, error) {
-	res := HookInstall{HooksFile: hooksFile, ConfigFile: configFile}
+func uninstallCodexHook(hooksFile, configFile string) (hookInstall, error) {
+	res := hookInstall{HooksFile: hooksFile, ConfigFile: configFile}
 	out, err := codexhook.Uninstall(hooksFile, codexHookSpec([]string{"needle", "hook", "codex"}, 0))
 	if err != nil {
 		return res, hookFileError(err)
@@ -279,7 +279,7 @@ func retrust(configFile string, r codexhook.Result) []string {
 func hookFileError(err error) error {
 	var fe *codexhook.FileError
 	if errors.As(err, &fe) {
-		return &Error{Op: "hook.install", Kind: KindConflict, Err: fmt.Errorf("%s: %s; nothing was changed", fe.Path, strings.TrimSpace(fe.Msg))}
+		return &Error{Op: "hook.install", Kind: kindConflict, Err: fmt.Errorf("%s: %s; nothing was changed", fe.Path, strings.TrimSpace(fe.Msg))}
 	}
-	return &Error{Op: "hook.install", Kind: KindIO, Err: err}
+	return &Error{Op: "hook.install", Kind: kindIO, Err: err}
 }

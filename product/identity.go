@@ -18,8 +18,8 @@ import (
 // directory listings and snapshots (snapshot.FileTag, DirTag, SnapshotTag)
 // and migrations (migrate.DigestTag).
 const (
-	tagNeed          = "needle.need.v1"           // NeedIR → need_id
-	tagDefinition    = "needle.definition.v1"     // SemanticDefinition → definition_id
+	tagNeed          = "needle.need.v1"           // needIR → need_id
+	tagDefinition    = "needle.definition.v1"     // semanticDefinition → definition_id
 	tagArtifact      = "needle.artifact.v1"       // Proposal → artifact_id
 	tagCertificate   = "needle.certificate.v1"    // an artifact's or a need's certificate body → certificate_id
 	tagClaim         = "needle.claim.v1"          // Claim → claim_id
@@ -27,7 +27,7 @@ const (
 	tagPlan          = "needle.plan.v1"           // a plan's operator DAG → plan_id
 	tagResult        = "needle.result.v1"         // NeedResult → result_digest
 	tagInvocation    = "needle.invocation.v1"     // what a worker session's prompts depend on → invocation id
-	tagChangeRequest = "needle.change_request.v1" // ChangeRequest → request_id
+	tagChangeRequest = "needle.change_request.v1" // changeRequest → request_id
 	tagPatch         = "needle.patch.v1"          // a patch's operations → patch_id
 	tagVerdict       = "needle.verdict.v1"        // a verifier's verdict → part of a repair's invocation
 	tagProfile       = "needle.profile.v1"        // Profile → a revision's digest
@@ -78,7 +78,7 @@ func mustJSON(v any) string { return contentid.MustCanonical(v) }
 // newSessionID returns a fresh session id: prefix, "-", 24 hex digits.
 func newSessionID(prefix string) string { return prefix + "-" + randomHex() }
 
-// newChangeID returns a fresh opaque change id (ChangeIDPattern).
+// newChangeID returns a fresh opaque change id (changeIDPattern).
 func newChangeID() string { return "chg_" + randomHex() }
 
 func randomHex() string {

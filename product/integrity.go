@@ -14,7 +14,7 @@ import (
 // read of one that is about to be acted on — apply, diff, a phase's
 // adapter, verify_change, a served detail — checks it against the
 // address it is bound to, here, and a record that does not check is a
-// KindIntegrity error naming it: nothing is written or served from it,
+// kindIntegrity error naming it: nothing is written or served from it,
 // and the lifecycle goes no further.
 
 const opIntegrity = "store.integrity"
@@ -23,12 +23,12 @@ const opIntegrity = "store.integrity"
 // bound to: the operations hash to id, every new content hashes to its
 // operation's after digest and has its size, and a deletion has none.
 // record names the patch for the error ("patch b3:… of change chg_…").
-func checkPatchBlob(record, id string, files []PatchFile) error {
+func checkPatchBlob(record, id string, files []patchFile) error {
 	if got := patchID(files); got != id {
 		return integrityf(opIntegrity, record, "its operations hash to %s", got)
 	}
 	for _, f := range files {
-		if f.Op == PatchDelete {
+		if f.Op == patchDelete {
 			if f.Content != "" || f.After != "" || f.Bytes != 0 {
 				return integrityf(opIntegrity, record, "the deletion of %s carries content", showPath(f.Path))
 			}

@@ -28,7 +28,7 @@ func tamper(t *testing.T, te *testEngine, trigger, stmt string, args ...any) {
 
 func wantIntegrity(t *testing.T, what string, err error, names string) {
 	t.Helper()
-	if KindOf(err) != KindIntegrity || exitCodeOf(err) != 5 || !strings.Contains(err.Error(), names) {
+	if KindOf(err) != kindIntegrity || exitCodeOf(err) != 5 || !strings.Contains(err.Error(), names) {
 		t.Errorf("%s = %v (kind %s), want the integrity error naming %s", what, err, KindOf(err), names)
 	}
 }

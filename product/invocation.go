@@ -46,31 +46,31 @@ import (
 
 // recordAll wraps every adapter of a so that it runs at most once per
 // invocation id (part 0), and not at all again after an interrupted run.
-func recordAll(e *Engine, a LifecycleAdapters) LifecycleAdapters {
-	out := LifecycleAdapters{}
+func recordAll(e *Engine, a lifecycleAdapters) lifecycleAdapters {
+	out := lifecycleAdapters{}
 	if f := a.Explore; f != nil {
-		out.Explore = func(ctx context.Context, req ExploreRequest) (ExploreResult, error) {
-			return recorded(ctx, e, req.AdapterCall, 0, func(ctx context.Context) (ExploreResult, error) { return f(ctx, req) })
+		out.Explore = func(ctx context.Context, req exploreRequest) (exploreResult, error) {
+			return recorded(ctx, e, req.AdapterCall, 0, func(ctx context.Context) (exploreResult, error) { return f(ctx, req) })
 		}
 	}
 	if f := a.Implement; f != nil {
-		out.Implement = func(ctx context.Context, req ImplementRequest) (ImplementResult, error) {
-			return recorded(ctx, e, req.AdapterCall, 0, func(ctx context.Context) (ImplementResult, error) { return f(ctx, req) })
+		out.Implement = func(ctx context.Context, req implementRequest) (implementResult, error) {
+			return recorded(ctx, e, req.AdapterCall, 0, func(ctx context.Context) (implementResult, error) { return f(ctx, req) })
 		}
 	}
 	if f := a.Test; f != nil {
-		out.Test = func(ctx context.Context, req TestRequest) (TestResult, error) {
-			return recorded(ctx, e, req.AdapterCall, 0, func(ctx context.Context) (TestResult, error) { return f(ctx, req) })
+		out.Test = func(ctx context.Context, req testRequest) (testResult, error) {
+			return recorded(ctx, e, req.AdapterCall, 0, func(ctx context.Context) (testResult, error) { return f(ctx, req) })
 		}
 	}
 	if f := a.Review; f != nil {
-		out.Review = func(ctx context.Context, req ReviewRequest) (ReviewResult, error) {
-			return recorded(ctx, e, req.AdapterCall, 0, func(ctx context.Context) (ReviewResult, error) { return f(ctx, req) })
+		out.Review = func(ctx context.Context, req reviewRequest) (reviewResult, error) {
+			return recorded(ctx, e, req.AdapterCall, 0, func(ctx context.Context) (reviewResult, error) { return f(ctx, req) })
 		}
 	}
 	if f := a.Verify; f != nil {
-		out.Verify = func(ctx context.Context, req VerifyRequest) (VerifierResult, error) {
-			return recorded(ctx, e, req.AdapterCall, 0, func(ctx context.Context) (VerifierResult, error) { return f(ctx, req) })
+		out.Verify = func(ctx context.Context, req verifyRequest) (verifierResult, error) {
+			return recorded(ctx, e, req.AdapterCall, 0, func(ctx context.Context) (verifierResult, error) { return f(ctx, req) })
 		}
 	}
 	return out
@@ -107,7 +107,7 @@ func (e *recordedFailure) Error() string { return e.Detail }
 // under it (a conflict). The kernel commits nothing for such a run, and
 // no record is kept of it.
 func producedNothing(ctx context.Context, err error) bool {
-	return err != nil && (ctx.Err() != nil || KindOf(err) == KindConflict)
+	return err != nil && (ctx.Err() != nil || KindOf(err) == kindConflict)
 }
 
 // recorded runs one recorded unit of an invocation (part) at most once: it
@@ -161,7 +161,7 @@ func recorded[R any](ctx context.Context, e *Engine, call AdapterCall, part int,
 func replayRecord[R any](rec invocationRecord) (R, error) {
 	var res R
 	if err := json.Unmarshal([]byte(rec.Result), &res); err != nil {
-		return res, &Error{Op: "lifecycle.invocation", Kind: KindStore,
+		return res, &Error{Op: "lifecycle.invocation", Kind: kindStore,
 			Err: fmt.Errorf("the recorded result of %s part %d does not decode: %w", rec.Invocation, rec.Part, err)}
 	}
 	if rec.Failure != "" {

@@ -33,7 +33,7 @@ import (
 // lifecycleKernel runs lifecycles of one engine with its adapters.
 type lifecycleKernel struct {
 	e        *Engine
-	adapters LifecycleAdapters
+	adapters lifecycleAdapters
 	clock    func() time.Time
 	// noLease skips the lease: tests of two runners meeting at the
 	// compare-and-swap alone.
@@ -69,12 +69,12 @@ type lifecycleView struct {
 // its payload digest, each was accepted by the machine from the state its
 // prev_digest names and led to the state its state_digest names, and the
 // last state is byte for byte the stored projection (and its columns
-// agree). Anything else is a corrupt lifecycle (KindIntegrity), never
+// agree). Anything else is a corrupt lifecycle (kindIntegrity), never
 // served: listed as corrupt, and refused by every read and command.
 func verifyLifecycle(l storedLifecycle) (lifecycleView, error) {
 	v := lifecycleView{lifecycleRecord: l.lifecycleRecord, Stored: l}
 	corrupt := func(format string, args ...any) (lifecycleView, error) {
-		return lifecycleView{}, &Error{Op: "lifecycle.read", Kind: KindIntegrity,
+		return lifecycleView{}, &Error{Op: "lifecycle.read", Kind: kindIntegrity,
 			Err: fmt.Errorf("integrity: lifecycle %s is corrupt: %s", l.ID, fmt.Sprintf(format, args...))}
 	}
 	s := lifecycle.State{}
@@ -133,7 +133,7 @@ func verifyLifecycle(l storedLifecycle) (lifecycleView, error) {
 	return v, nil
 }
 
-func planIDs(plans []LifecycleTestPlan) []string {
+func planIDs(plans []lifecycleTestPlan) []string {
 	ids := make([]string, len(plans))
 	for i, p := range plans {
 		ids[i] = p.ID
@@ -176,7 +176,7 @@ func (k *lifecycleKernel) run(ctx context.Context, id string, progress func(Life
 				return v.State, err
 			}
 		case lifecycle.WriteFiles:
-			return v.State, &Error{Op: "lifecycle.run", Kind: KindConflict,
+			return v.State, &Error{Op: "lifecycle.run", Kind: kindConflict,
 				Err: fmt.Errorf("lifecycle %s has an interrupted apply; needle change apply finishes or undoes it", v.ID)}
 		default:
 			return v.State, nil
@@ -216,7 +216,7 @@ func (k *lifecycleKernel) step(ctx context.Context, v lifecycleView, inv lifecyc
 	if err != nil {
 		// invoke only persists events the machine accepts in s, and s
 		// cannot move without committing one of them.
-		return &Error{Op: "lifecycle.run", Kind: KindStore, Err: fmt.Errorf("the artifact of %s is not accepted: %w", inv.Invocation, err)}
+		return &Error{Op: "lifecycle.run", Kind: kindStore, Err: fmt.Errorf("the artifact of %s is not accepted: %w", inv.Invocation, err)}
 	}
 	rows := k.rows(v, a, next, fx)
 	_, err = k.e.store.commitTransition(ctx, v.ID, v.Stored.StateDigest, a.Event, next, rows, func() { failpoint.Hit("transition.before_commit") })
@@ -229,10 +229,10 @@ func (k *lifecycleKernel) step(ctx context.Context, v lifecycleView, inv lifecyc
 		if rerr == nil && w.State.Status == lifecycle.StatusCancelled {
 			// The phase finished as the cancellation came: its result is
 			// stored (an artifact), never committed.
-			return &Error{Op: "lifecycle.run", Kind: KindConflict,
+			return &Error{Op: "lifecycle.run", Kind: kindConflict,
 				Err: fmt.Errorf("lifecycle %s was cancelled while its %s phase ran; its result was not committed", v.ID, inv.Phase)}
 		}
-		return &Error{Op: "lifecycle.run", Kind: KindConflict,
+		return &Error{Op: "lifecycle.run", Kind: kindConflict,
 			Err: fmt.Errorf("lifecycle %s moved on to %s while this run was at %s (another runner?); nothing was committed", v.ID, now, s.Where())}
 	}
 	if err != nil {
@@ -317,12 +317,12 @@ func (k *lifecycleKernel) invoke(ctx context.Context, v lifecycleView, inv lifec
 	}
 	a.Blobs, a.Raw, a.Thread, a.Usage, a.ArtifactID = out.blobs, out.raw, out.thread, out.usage, out.id
 	if err == nil && out.invalid != "" {
-		err = &AdapterError{Failure: lifecycle.FailureInvalidResult, Err: errors.New(out.invalid)}
+		err = &adapterError{Failure: lifecycle.FailureInvalidResult, Err: errors.New(out.invalid)}
 	}
 	if err == nil {
 		a.Event = out.event(cost)
 		if _, _, serr := stepLifecycle(s, a.Event); serr != nil {
-			err = &AdapterError{Failure: lifecycle.FailureInvalidResult, Err: serr}
+			err = &adapterError{Failure: lifecycle.FailureInvalidResult, Err: serr}
 		}
 	}
 	if err != nil {
@@ -342,7 +342,7 @@ type phaseOutput struct {
 	blobs   artifactBlobs
 	raw     string
 	thread  string
-	usage   WorkerUsage
+	usage   workerUsage
 	workers int // the worker runs it counts for, when more than one (explore's evidence workers)
 	invalid string
 }
@@ -355,7 +355,7 @@ func (k *lifecycleKernel) call(ctx context.Context, v lifecycleView, inv lifecyc
 	}
 	role := rev.Profile.effectiveRoles().role(inv.Profile.Role)
 	if roleRef(rev, inv.Profile.Role) != inv.Profile {
-		return AdapterCall{}, &Error{Op: "lifecycle.run", Kind: KindStore,
+		return AdapterCall{}, &Error{Op: "lifecycle.run", Kind: kindStore,
 			Err: fmt.Errorf("profile %s revision %d no longer has the %s settings the lifecycle froze", rev.ID, rev.Revision, inv.Profile.Role)}
 	}
 	return AdapterCall{Lifecycle: v.ID, Invocation: inv.Invocation, Phase: inv.Phase, Round: inv.Round, Attempt: inv.Attempt,
@@ -364,9 +364,9 @@ func (k *lifecycleKernel) call(ctx context.Context, v lifecycleView, inv lifecyc
 
 func (k *lifecycleKernel) explore(ctx context.Context, v lifecycleView, call AdapterCall) (phaseOutput, error) {
 	if k.adapters.Explore == nil {
-		return phaseOutput{}, &AdapterError{Failure: lifecycle.FailureUnavailable, Err: errors.New("no explore adapter")}
+		return phaseOutput{}, &adapterError{Failure: lifecycle.FailureUnavailable, Err: errors.New("no explore adapter")}
 	}
-	res, err := k.adapters.Explore(ctx, ExploreRequest{AdapterCall: call, Needs: v.Needs,
+	res, err := k.adapters.Explore(ctx, exploreRequest{AdapterCall: call, Needs: v.Needs,
 		ArtifactIDs: v.Request.ArtifactIDs, ClaimIDs: v.Request.ClaimIDs})
 	out := phaseOutput{usage: res.Usage, thread: res.Thread, workers: res.Workers}
 	if err != nil {
@@ -400,9 +400,9 @@ func (k *lifecycleKernel) explore(ctx context.Context, v lifecycleView, call Ada
 func (k *lifecycleKernel) implement(ctx context.Context, v lifecycleView, call AdapterCall) (phaseOutput, error) {
 	s := v.State
 	if k.adapters.Implement == nil {
-		return phaseOutput{}, &AdapterError{Failure: lifecycle.FailureUnavailable, Err: errors.New("no implement adapter")}
+		return phaseOutput{}, &adapterError{Failure: lifecycle.FailureUnavailable, Err: errors.New("no implement adapter")}
 	}
-	req := ImplementRequest{AdapterCall: call, Request: v.Request}
+	req := implementRequest{AdapterCall: call, Request: v.Request}
 	var err error
 	if req.Context, err = k.context(ctx, v); err != nil {
 		return phaseOutput{}, err
@@ -417,7 +417,7 @@ func (k *lifecycleKernel) implement(ctx context.Context, v lifecycleView, call A
 			return phaseOutput{}, orMissing(err, "the verification being followed")
 		}
 		req.Laid = prior.Blobs.Patch
-		brief := RepairBrief{Instructions: verdict.Blobs.Verdict.Repair}
+		brief := repairBrief{Instructions: verdict.Blobs.Verdict.Repair}
 		for _, c := range verdict.Blobs.Verdict.Criteria {
 			if c.Status != lifecycle.CriterionMet {
 				brief.Criteria = append(brief.Criteria, c)
@@ -459,11 +459,11 @@ func orMissing(err error, what string) error {
 	if err != nil {
 		return err
 	}
-	return &Error{Op: "lifecycle.run", Kind: KindStore, Err: fmt.Errorf("%s has no stored artifact", what)}
+	return &Error{Op: "lifecycle.run", Kind: kindStore, Err: fmt.Errorf("%s has no stored artifact", what)}
 }
 
 // currentPatch reads the blobs of the patch in force.
-func (k *lifecycleKernel) currentPatch(ctx context.Context, v lifecycleView) ([]PatchFile, error) {
+func (k *lifecycleKernel) currentPatch(ctx context.Context, v lifecycleView) ([]patchFile, error) {
 	a, ok, err := k.e.store.artifactByID(ctx, v.ID, v.State.Patch.ID)
 	if err != nil || !ok {
 		return nil, orMissing(err, "the current patch")
@@ -473,13 +473,13 @@ func (k *lifecycleKernel) currentPatch(ctx context.Context, v lifecycleView) ([]
 
 func (k *lifecycleKernel) test(ctx context.Context, v lifecycleView, call AdapterCall) (phaseOutput, error) {
 	if k.adapters.Test == nil {
-		return phaseOutput{}, &AdapterError{Failure: lifecycle.FailureUnavailable, Err: errors.New("no test adapter")}
+		return phaseOutput{}, &adapterError{Failure: lifecycle.FailureUnavailable, Err: errors.New("no test adapter")}
 	}
 	files, err := k.currentPatch(ctx, v)
 	if err != nil {
 		return phaseOutput{}, err
 	}
-	res, err := k.adapters.Test(ctx, TestRequest{AdapterCall: call, Patch: files, Plans: slices.Clone(v.Plans)})
+	res, err := k.adapters.Test(ctx, testRequest{AdapterCall: call, Patch: files, Plans: slices.Clone(v.Plans)})
 	out := phaseOutput{usage: res.Usage, thread: res.Thread}
 	if err != nil {
 		return out, err
@@ -523,7 +523,7 @@ func (k *lifecycleKernel) test(ctx context.Context, v lifecycleView, call Adapte
 
 func (k *lifecycleKernel) review(ctx context.Context, v lifecycleView, call AdapterCall) (phaseOutput, error) {
 	if k.adapters.Review == nil {
-		return phaseOutput{}, &AdapterError{Failure: lifecycle.FailureUnavailable, Err: errors.New("no review adapter")}
+		return phaseOutput{}, &adapterError{Failure: lifecycle.FailureUnavailable, Err: errors.New("no review adapter")}
 	}
 	files, err := k.currentPatch(ctx, v)
 	if err != nil {
@@ -531,7 +531,7 @@ func (k *lifecycleKernel) review(ctx context.Context, v lifecycleView, call Adap
 	}
 	diff, _ := unifiedDiff(k.e.root, files) // best effort: the reviewer also has the checkout
 	s := v.State
-	res, err := k.adapters.Review(ctx, ReviewRequest{AdapterCall: call, Patch: files, Diff: diff, Criteria: slices.Clone(s.Freeze.Criteria)})
+	res, err := k.adapters.Review(ctx, reviewRequest{AdapterCall: call, Patch: files, Diff: diff, Criteria: slices.Clone(s.Freeze.Criteria)})
 	out := phaseOutput{usage: res.Usage, thread: res.Thread, raw: res.Answer}
 	if err != nil {
 		return out, err
@@ -553,13 +553,13 @@ func (k *lifecycleKernel) review(ctx context.Context, v lifecycleView, call Adap
 func (k *lifecycleKernel) verify(ctx context.Context, v lifecycleView, call AdapterCall) (phaseOutput, error) {
 	s := v.State
 	if k.adapters.Verify == nil {
-		return phaseOutput{}, &AdapterError{Failure: lifecycle.FailureUnavailable, Err: errors.New("no verify adapter")}
+		return phaseOutput{}, &adapterError{Failure: lifecycle.FailureUnavailable, Err: errors.New("no verify adapter")}
 	}
 	files, err := k.currentPatch(ctx, v)
 	if err != nil {
 		return phaseOutput{}, err
 	}
-	req := VerifyRequest{AdapterCall: call, Request: v.Request, Patch: files}
+	req := verifyRequest{AdapterCall: call, Request: v.Request, Patch: files}
 	if req.Context, err = k.context(ctx, v); err != nil {
 		return phaseOutput{}, err
 	}
@@ -571,7 +571,7 @@ func (k *lifecycleKernel) verify(ctx context.Context, v lifecycleView, call Adap
 		for _, r := range tc.Evidence.Results {
 			for _, p := range v.Plans {
 				if p.ID == r.Plan {
-					req.Tests = append(req.Tests, TestLine{Test: p.Test, Command: p.Command(), Outcome: r.Outcome})
+					req.Tests = append(req.Tests, testLine{Test: p.Test, Command: p.Command(), Outcome: r.Outcome})
 				}
 			}
 		}
@@ -613,7 +613,7 @@ func (k *lifecycleKernel) context(ctx context.Context, v lifecycleView) ([]strin
 			return nil, err
 		}
 		if c != nil {
-			lines = append(lines, citeChoice(choice{Obligation: Obligation{Kind: c.Proposal.Kind}, Evidence: *c})...)
+			lines = append(lines, citeChoice(choice{Obligation: obligation{Kind: c.Proposal.Kind}, Evidence: *c})...)
 		}
 	}
 	for _, id := range req.ClaimIDs {
@@ -622,7 +622,7 @@ func (k *lifecycleKernel) context(ctx context.Context, v lifecycleView) ([]strin
 			return nil, err
 		}
 		if c != nil {
-			lines = append(lines, citeChoice(choice{Obligation: Obligation{Kind: CapImplementationLocation}, Evidence: *c, Claim: claim})...)
+			lines = append(lines, citeChoice(choice{Obligation: obligation{Kind: capImplementationLocation}, Evidence: *c, Claim: claim})...)
 		}
 	}
 	return lines, nil
@@ -635,21 +635,21 @@ func (k *lifecycleKernel) rows(v lifecycleView, a lifecycleArtifact, next lifecy
 	s := v.State
 	switch ev := a.Event.(type) {
 	case lifecycle.ImplementCompleted:
-		att := patchAttempt{revision: s.Round, status: PatchRejected, ops: []storedOperation{}, reasons: ev.Reasons,
+		att := patchAttempt{revision: s.Round, status: patchRejected, ops: []storedOperation{}, reasons: ev.Reasons,
 			report: a.Blobs.Report, raw: a.Raw, inv: a.Thread, usage: a.Usage}
 		if ev.Outcome == lifecycle.PatchAccepted {
-			att.status, att.patchID, att.ops, att.reasons = PatchAccepted, ev.Patch, storedOps(a.Blobs.Patch), []string{}
+			att.status, att.patchID, att.ops, att.reasons = patchAccepted, ev.Patch, storedOps(a.Blobs.Patch), []string{}
 		}
 		if s.Round == 1 {
 			c := k.changeRecord(v, ev.Base)
 			c.Status = att.status.changeStatus()
-			if att.status == PatchAccepted {
+			if att.status == patchAccepted {
 				c.Current = 1
 			}
 			return transitionRows{change: &c, patch: &att}
 		}
-		c := changeRecord{ID: s.Freeze.ChangeID, Status: ChangeRepairable, Current: 1, Repairs: next.RepairsUsed}
-		if att.status == PatchAccepted {
+		c := changeRecord{ID: s.Freeze.ChangeID, Status: changeRepairable, Current: 1, Repairs: next.RepairsUsed}
+		if att.status == patchAccepted {
 			c.Current = 2
 		}
 		return transitionRows{projection: &c, patch: &att}

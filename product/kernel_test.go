@@ -75,10 +75,10 @@ func (f *lifecycleFixture) config(c *Config) {
 	c.Lifecycle = &a
 }
 
-func (f *lifecycleFixture) request() ChangeRequest {
-	return ChangeRequest{Task: "Say in the comment of splitCRLF which line ends it cuts at.",
+func (f *lifecycleFixture) request() changeRequest {
+	return changeRequest{Task: "Say in the comment of splitCRLF which line ends it cuts at.",
 		Criteria: []string{"The comment of splitCRLF names both CRLF and LF."},
-		Scopes:   []PathScope{{Path: "search.go", Kind: ScopeExact}}}
+		Scopes:   []pathScope{{Path: "search.go", Kind: scopeExact}}}
 }
 
 func (f *lifecycleFixture) start() LifecycleDetail {
@@ -99,7 +99,7 @@ func (f *lifecycleFixture) run(id string) LifecycleDetail {
 	return d
 }
 
-func (f *lifecycleFixture) approve(d LifecycleDetail) ApprovalResult {
+func (f *lifecycleFixture) approve(d LifecycleDetail) approvalResult {
 	f.t.Helper()
 	b := d.AwaitingApproval
 	if b == nil {
@@ -211,7 +211,7 @@ func TestLifecycle_ExploreToApplied(t *testing.T) {
 	}
 	// The change journal agrees: the change is verified, its patch stored.
 	c, err := f.te.store.change(context.Background(), f.te.root, d.ChangeID)
-	if err != nil || c.Status != ChangeVerified || c.Current != 1 || c.Repairs != 0 {
+	if err != nil || c.Status != changeVerified || c.Current != 1 || c.Repairs != 0 {
 		t.Errorf("change row %+v, %v", c, err)
 	}
 	// Applying again writes nothing and says it is applied.
@@ -238,7 +238,7 @@ func TestLifecycle_RepairOnceThenVerified(t *testing.T) {
 		t.Fatalf("after run: %s/%s round %d repairs %d", d.Phase, d.Status, d.Round, d.RepairsUsed)
 	}
 	c, err := f.te.store.change(context.Background(), f.te.root, d.ChangeID)
-	if err != nil || c.Repairs != 1 || c.Current != 2 || c.Status != ChangeVerified {
+	if err != nil || c.Repairs != 1 || c.Current != 2 || c.Status != changeVerified {
 		t.Errorf("change row %+v, %v: the repair reservation and revision 2 belong to the journal", c, err)
 	}
 	f.approve(d)
@@ -269,7 +269,7 @@ func TestLifecycle_Inconclusive(t *testing.T) {
 	if d.Status != lifecycle.StatusInconclusive || d.Reason != lifecycle.ReasonVerificationInconclusive || d.Next != "" {
 		t.Fatalf("after run: %s/%s %s next %q", d.Phase, d.Status, d.Reason, d.Next)
 	}
-	if _, err := f.te.Apply(context.Background(), d.ID); KindOf(err) != KindConflict {
+	if _, err := f.te.Apply(context.Background(), d.ID); KindOf(err) != kindConflict {
 		t.Errorf("apply of an inconclusive lifecycle: %v", err)
 	}
 	if treeDigest(t, f.te.repo) != before {
@@ -323,7 +323,7 @@ func TestLifecycle_ApprovalBoundToCurrentDigests(t *testing.T) {
 	} {
 		_, err := f.te.Approve(context.Background(), d.ID, req)
 		var se *lifecycle.StepError
-		if KindOf(err) != KindConflict || !errors.As(err, &se) || se.Code != lifecycle.RefusalApprovalMismatch {
+		if KindOf(err) != kindConflict || !errors.As(err, &se) || se.Code != lifecycle.RefusalApprovalMismatch {
 			t.Errorf("%s: Approve = %v, want an approval_mismatch conflict", name, err)
 		}
 	}
@@ -334,12 +334,12 @@ func TestLifecycle_ApprovalBoundToCurrentDigests(t *testing.T) {
 	// lifecycle, and the same approval again is refused (it is no longer
 	// awaiting one).
 	f.approve(d)
-	if _, err := f.te.Approve(context.Background(), d.ID, ApprovalRequest{Patch: b.Patch, Verification: b.Verification, Lifecycle: b.Lifecycle}); KindOf(err) != KindConflict {
+	if _, err := f.te.Approve(context.Background(), d.ID, ApprovalRequest{Patch: b.Patch, Verification: b.Verification, Lifecycle: b.Lifecycle}); KindOf(err) != kindConflict {
 		t.Errorf("second approval: %v", err)
 	}
 }
 
-func mustEvents(t *testing.T, te *testEngine, id string) []LifecycleEventView {
+func mustEvents(t *testing.T, te *testEngine, id string) []lifecycleEventView {
 	t.Helper()
 	ev, err := te.LifecycleEvents(context.Background(), id)
 	if err != nil {
@@ -358,7 +358,7 @@ func TestLifecycle_DriftAtApplyIs409(t *testing.T) {
 	before := treeDigest(t, f.te.repo)
 	index := MustReadFile(t, filepath.Join(f.te.repo, ".git", "index"))
 	_, err := f.te.Apply(context.Background(), d.ID)
-	if KindOf(err) != KindConflict || changeExitCode(err) != 3 || !strings.Contains(err.Error(), "409 conflict: search.go changed") {
+	if KindOf(err) != kindConflict || changeExitCode(err) != 3 || !strings.Contains(err.Error(), "409 conflict: search.go changed") {
 		t.Fatalf("Apply after drift = %v (exit %d), want the 409 conflict", err, changeExitCode(err))
 	}
 	if treeDigest(t, f.te.repo) != before || !slices.Equal(MustReadFile(t, filepath.Join(f.te.repo, ".git", "index")), index) {
@@ -390,10 +390,10 @@ func TestLifecycle_CorruptProjectionIsRefused(t *testing.T) {
 			t.Cleanup(func() {
 				f.te.store.db.Exec(`UPDATE change_lifecycles SET state = ?, state_digest = ?, status = ?`, l.State, l.StateDigest, l.Status)
 			})
-			if _, err := f.te.Lifecycle(context.Background(), d.ID); KindOf(err) != KindIntegrity || !strings.Contains(err.Error(), "corrupt") {
+			if _, err := f.te.Lifecycle(context.Background(), d.ID); KindOf(err) != kindIntegrity || !strings.Contains(err.Error(), "corrupt") {
 				t.Errorf("Lifecycle after tampering the %s: %v", name, err)
 			}
-			if _, err := f.te.RunLifecycle(context.Background(), d.ID, nil); KindOf(err) != KindIntegrity {
+			if _, err := f.te.RunLifecycle(context.Background(), d.ID, nil); KindOf(err) != kindIntegrity {
 				t.Errorf("RunLifecycle after tampering the %s: %v", name, err)
 			}
 		})
@@ -433,7 +433,7 @@ func TestLifecycle_ArtifactWithoutTransition(t *testing.T) {
 	explored := 0
 	adapters := f.te.adapters
 	explore := adapters.Explore
-	adapters.Explore = func(ctx context.Context, r ExploreRequest) (ExploreResult, error) { explored++; return explore(ctx, r) }
+	adapters.Explore = func(ctx context.Context, r exploreRequest) (exploreResult, error) { explored++; return explore(ctx, r) }
 	k.adapters = adapters
 	if _, err := k.run(ctx, d.ID, nil); err != nil {
 		t.Fatal(err)
@@ -461,7 +461,7 @@ func TestLifecycle_TwoRunnersMeetAtTheCAS(t *testing.T) {
 	adapters := f.te.adapters
 	explore := adapters.Explore
 	explored := 0
-	adapters.Explore = func(ctx context.Context, r ExploreRequest) (ExploreResult, error) {
+	adapters.Explore = func(ctx context.Context, r exploreRequest) (exploreResult, error) {
 		explored++ // only ever one runner here at a time, or the test fails anyway
 		return explore(ctx, r)
 	}
@@ -498,7 +498,7 @@ func TestLifecycle_TwoRunnersMeetAtTheCAS(t *testing.T) {
 		switch {
 		case err == nil:
 			ok++
-		case KindOf(err) == KindConflict && strings.Contains(err.Error(), "moved on to") && strings.Contains(err.Error(), "nothing was committed"):
+		case KindOf(err) == kindConflict && strings.Contains(err.Error(), "moved on to") && strings.Contains(err.Error(), "nothing was committed"):
 			moved++
 		default:
 			t.Errorf("runner: %v", err)
@@ -527,7 +527,7 @@ func TestLifecycle_LeaseStopsASecondRunner(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err = f.te.RunLifecycle(context.Background(), d.ID, nil)
-	if KindOf(err) != KindConflict || !strings.Contains(err.Error(), "is being run by pid") {
+	if KindOf(err) != kindConflict || !strings.Contains(err.Error(), "is being run by pid") {
 		t.Errorf("second runner: %v", err)
 	}
 	release()
@@ -558,13 +558,13 @@ func TestLifecycle_CancelStopsTheRunner(t *testing.T) {
 	adapters := f.te.adapters
 	started := make(chan struct{})
 	work := filepath.Join(t.TempDir(), "checkout") // stands for the adapter's checkout
-	adapters.Implement = func(ctx context.Context, r ImplementRequest) (ImplementResult, error) {
+	adapters.Implement = func(ctx context.Context, r implementRequest) (implementResult, error) {
 		if err := os.Mkdir(work, 0o755); err != nil {
-			return ImplementResult{}, err
+			return implementResult{}, err
 		}
 		close(started)
 		<-ctx.Done() // a worker's turn, running until interrupted
-		return ImplementResult{}, errors.Join(ctx.Err(), os.Remove(work))
+		return implementResult{}, errors.Join(ctx.Err(), os.Remove(work))
 	}
 	k := &lifecycleKernel{e: f.te.Engine, adapters: adapters, clock: time.Now}
 	ctx, stopRunner := context.WithCancel(context.Background())
@@ -590,7 +590,7 @@ func TestLifecycle_CancelStopsTheRunner(t *testing.T) {
 		t.Errorf("after cancel: %s", after.Status)
 	}
 	stopRunner()
-	if err := <-ran; KindOf(err) != KindConflict || !strings.Contains(err.Error(), "was cancelled while its implement phase ran: the phase was interrupted") {
+	if err := <-ran; KindOf(err) != kindConflict || !strings.Contains(err.Error(), "was cancelled while its implement phase ran: the phase was interrupted") {
 		t.Errorf("the runner: %v", err)
 	}
 }
@@ -601,7 +601,7 @@ func TestStartLifecycle_InvalidInput(t *testing.T) {
 	for name, st := range map[string]LifecycleStart{
 		"no test plan":      {Request: f.request()},
 		"not focused tests": {Request: f.request(), TestPlans: []string{"b3:" + strings.Repeat("7", 64)}},
-		"no criterion":      {Request: ChangeRequest{Task: "t", Scopes: []PathScope{{Path: "a.go", Kind: ScopeExact}}}, TestPlans: []string{f.plan}},
+		"no criterion":      {Request: changeRequest{Task: "t", Scopes: []pathScope{{Path: "a.go", Kind: scopeExact}}}, TestPlans: []string{f.plan}},
 		"bad need":          {Request: f.request(), TestPlans: []string{f.plan}, Needs: []NeedRequest{{}}},
 	} {
 		if _, err := f.te.StartLifecycle(ctx, st); KindOf(err) != KindInvalidInput {
@@ -628,29 +628,29 @@ func TestLifecycle_RoleProfiles(t *testing.T) {
 	f := newLifecycleFixture(t, &fakeScript{Tests: []lifecycle.TestOutcome{lifecycle.TestPassed}, Verdicts: []string{fakeVerified}})
 	ctx := context.Background()
 	p := defaultProfile
-	p.Roles = &ProfileRoles{
-		Explorer:    RoleSettings{Sandbox: "read-only", Model: "small"},
-		Implementer: RoleSettings{Sandbox: "workspace-write", Model: "coder", Effort: "medium"},
-		TestRunner:  RoleSettings{Sandbox: "workspace-write"},
-		Reviewer:    RoleSettings{Sandbox: "read-only", Model: "small", Effort: "low"},
-		Verifier:    RoleSettings{Sandbox: "read-only", Model: "judge", Effort: "high"},
+	p.Roles = &profileRoles{
+		Explorer:    roleSettings{Sandbox: "read-only", Model: "small"},
+		Implementer: roleSettings{Sandbox: "workspace-write", Model: "coder", Effort: "medium"},
+		TestRunner:  roleSettings{Sandbox: "workspace-write"},
+		Reviewer:    roleSettings{Sandbox: "read-only", Model: "small", Effort: "low"},
+		Verifier:    roleSettings{Sandbox: "read-only", Model: "judge", Effort: "high"},
 	}
 	if _, err := f.te.store.putProfileRevision(ctx, "split", p, false); err != nil {
 		t.Fatal(err)
 	}
 	bad := p
-	bad.Roles = &ProfileRoles{Explorer: RoleSettings{Sandbox: "workspace-write"}}
+	bad.Roles = &profileRoles{Explorer: roleSettings{Sandbox: "workspace-write"}}
 	if _, err := f.te.store.putProfileRevision(ctx, "bad", bad, false); KindOf(err) != KindInvalidInput {
 		t.Errorf("a writing explorer: %v", err)
 	}
 	var seen []string
 	adapters := f.te.adapters
 	verify, implement := adapters.Verify, adapters.Implement
-	adapters.Verify = func(ctx context.Context, r VerifyRequest) (VerifierResult, error) {
+	adapters.Verify = func(ctx context.Context, r verifyRequest) (verifierResult, error) {
 		seen = append(seen, "verify:"+r.Role.Model+"/"+r.Role.Effort+"/"+string(r.Profile.Role))
 		return verify(ctx, r)
 	}
-	adapters.Implement = func(ctx context.Context, r ImplementRequest) (ImplementResult, error) {
+	adapters.Implement = func(ctx context.Context, r implementRequest) (implementResult, error) {
 		seen = append(seen, "implement:"+r.Role.Model+"/"+r.Role.Effort+"/"+string(r.Profile.Role))
 		return implement(ctx, r)
 	}
@@ -697,28 +697,28 @@ func TestLifecycle_InvocationRecords(t *testing.T) {
 	if err := f.te.store.putInvocationRun(ctx, call, 0, 1, "started"); err != nil {
 		t.Fatal(err)
 	}
-	if err := f.te.store.putInvocationRun(ctx, call, 0, 1, "started"); KindOf(err) != KindConflict {
+	if err := f.te.store.putInvocationRun(ctx, call, 0, 1, "started"); KindOf(err) != kindConflict {
 		t.Errorf("a second start of the same run: %v, want a conflict", err)
 	}
 	explored := map[string]int{}
 	adapters := f.te.adapters
 	explore := adapters.Explore
-	adapters.Explore = func(ctx context.Context, r ExploreRequest) (ExploreResult, error) {
+	adapters.Explore = func(ctx context.Context, r exploreRequest) (exploreResult, error) {
 		explored[r.Invocation]++
 		return explore(ctx, r)
 	}
 	// Cancel the retry's implement once: it stops and commits nothing.
 	implement := adapters.Implement
 	cancelled := 0
-	adapters.Implement = func(ctx context.Context, r ImplementRequest) (ImplementResult, error) {
+	adapters.Implement = func(ctx context.Context, r implementRequest) (implementResult, error) {
 		if cancelled == 0 {
 			cancelled++
-			return ImplementResult{}, &Error{Op: "test", Kind: KindConflict, Err: errors.New("the work tree moved")}
+			return implementResult{}, &Error{Op: "test", Kind: kindConflict, Err: errors.New("the work tree moved")}
 		}
 		return implement(ctx, r)
 	}
 	k := &lifecycleKernel{e: f.te.Engine, adapters: adapters, clock: time.Now}
-	if _, err := k.run(ctx, d.ID, nil); KindOf(err) != KindConflict {
+	if _, err := k.run(ctx, d.ID, nil); KindOf(err) != kindConflict {
 		t.Fatalf("run with a stopped implement: %v, want its conflict", err)
 	}
 	ev := mustEvents(t, f.te, d.ID)
@@ -761,8 +761,8 @@ func TestLifecycle_InvocationRecords(t *testing.T) {
 // tokens, so a budget of four runs leaves room for implement alone.
 func TestLifecycle_ExploreWorkersCountInTheBudget(t *testing.T) {
 	f := newLifecycleFixture(t, &fakeScript{Tests: []lifecycle.TestOutcome{lifecycle.TestPassed}, Verdicts: []string{fakeVerified}})
-	f.te.adapters.Explore = func(ctx context.Context, r ExploreRequest) (ExploreResult, error) {
-		return ExploreResult{Evidence: r.ArtifactIDs, Usage: WorkerUsage{TotalTokens: 3 * 1234}, Workers: 3}, nil
+	f.te.adapters.Explore = func(ctx context.Context, r exploreRequest) (exploreResult, error) {
+		return exploreResult{Evidence: r.ArtifactIDs, Usage: workerUsage{TotalTokens: 3 * 1234}, Workers: 3}, nil
 	}
 	d, err := f.te.StartLifecycle(context.Background(), LifecycleStart{Request: f.request(), TestPlans: []string{f.plan},
 		Budget: lifecycle.Budget{Tokens: 1 << 20, WallMs: 3600_000, WorkerRuns: 4}})

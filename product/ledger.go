@@ -2,30 +2,30 @@ package product
 
 import "slices"
 
-// Relation classifies a need against the earlier needs of its session.
-type Relation string
+// relation classifies a need against the earlier needs of its session.
+type relation string
 
 const (
-	RelationRepeat       Relation = "repeat"       // the same need again
-	RelationResidual     Relation = "residual"     // asks only for what an earlier need left missing
-	RelationExtension    Relation = "extension"    // an earlier need plus more obligations
-	RelationOverlap      Relation = "overlap"      // shares obligations with an earlier need
-	RelationIndependent  Relation = "independent"  // unrelated to every earlier need
-	RelationIncompatible Relation = "incompatible" // same subject, conflicting world or facets
+	relationRepeat       relation = "repeat"       // the same need again
+	relationResidual     relation = "residual"     // asks only for what an earlier need left missing
+	relationExtension    relation = "extension"    // an earlier need plus more obligations
+	relationOverlap      relation = "overlap"      // shares obligations with an earlier need
+	relationIndependent  relation = "independent"  // unrelated to every earlier need
+	relationIncompatible relation = "incompatible" // same subject, conflicting world or facets
 )
 
 // relationRank orders relations: a need related to several earlier needs
 // takes the first of these that applies.
-var relationRank = []Relation{RelationRepeat, RelationIncompatible, RelationResidual,
-	RelationExtension, RelationOverlap, RelationIndependent}
+var relationRank = []relation{relationRepeat, relationIncompatible, relationResidual,
+	relationExtension, relationOverlap, relationIndependent}
 
 // Session limits: defaults, and the hard cap no configuration can exceed.
 // HardSessionSteps caps every need_context call of a session, repeats
 // included: repeats are free of the need limit, but a session that asks
 // without end is not a session the ledger should keep growing for.
 const (
-	DefaultNeedLimit   = 3
-	DefaultWorkerLimit = 3
+	defaultNeedLimit   = 3
+	defaultWorkerLimit = 3
 	HardSessionLimit   = 8
 	HardSessionSteps   = 64
 )
@@ -44,23 +44,23 @@ func (l Limits) clamp() Limits {
 		}
 		return min(n, HardSessionLimit)
 	}
-	return Limits{Needs: fix(l.Needs, DefaultNeedLimit), Workers: fix(l.Workers, DefaultWorkerLimit)}
+	return Limits{Needs: fix(l.Needs, defaultNeedLimit), Workers: fix(l.Workers, defaultWorkerLimit)}
 }
 
 // ledgerEntry is one resolved need of a session.
 type ledgerEntry struct {
 	NeedID  string
-	IR      NeedIR
+	IR      needIR
 	Missing []CapabilityKind
 	Ordinal int // the step that first asked it
 }
 
-// Ledger is the bounded record of one session's needs, at most
+// ledger is the bounded record of one session's needs, at most
 // HardSessionSteps calls. A need asked again with the same outcome adds
 // nothing: the ledger holds one entry per distinct need and missing set (at
 // most 2^3 per need), so repeats never grow it and classifying a repeat
 // costs one map lookup.
-type Ledger struct {
+type ledger struct {
 	Entries []ledgerEntry // distinct entries, in the order first seen
 	Needs   int           // non-repeat needs counted against Limits.Needs
 	Workers int
@@ -74,7 +74,7 @@ type Ledger struct {
 }
 
 // add records an answered need unless an equal entry is already there.
-func (l *Ledger) add(e ledgerEntry) {
+func (l *ledger) add(e ledgerEntry) {
 	if l.asked == nil {
 		l.asked, l.entries = map[string]bool{}, map[string]bool{}
 		for _, x := range l.Entries {
@@ -101,7 +101,7 @@ func (e ledgerEntry) key() string {
 // nextOrdinal assigns the ordinal of the session's next step. The engine
 // that created the session is the only one that appends to it, one
 // resolution at a time, so the count is kept here rather than read back.
-func (l *Ledger) nextOrdinal() int {
+func (l *ledger) nextOrdinal() int {
 	l.ordinal++
 	return l.ordinal
 }
@@ -110,9 +110,9 @@ func (l *Ledger) nextOrdinal() int {
 // incompatible with (same subject, another world or a facet both set
 // differently): the two cannot both hold, so the later one is not
 // answered as if it were independent.
-func (l *Ledger) conflict(needID string, ir NeedIR) (ledgerEntry, bool) {
+func (l *ledger) conflict(needID string, ir needIR) (ledgerEntry, bool) {
 	for _, e := range l.Entries {
-		if relate(e, needID, ir) == RelationIncompatible {
+		if relate(e, needID, ir) == relationIncompatible {
 			return e, true
 		}
 	}
@@ -120,9 +120,9 @@ func (l *Ledger) conflict(needID string, ir NeedIR) (ledgerEntry, bool) {
 }
 
 // classify relates ir to the session's earlier needs. It is pure.
-func (l *Ledger) classify(needID string, ir NeedIR) Relation {
+func (l *ledger) classify(needID string, ir needIR) relation {
 	if l.asked[needID] {
-		return RelationRepeat // the first rank: no other relation can win
+		return relationRepeat // the first rank: no other relation can win
 	}
 	best := len(relationRank) - 1
 	for _, e := range l.Entries {
@@ -131,42 +131,42 @@ func (l *Ledger) classify(needID string, ir NeedIR) Relation {
 	return relationRank[best]
 }
 
-func relate(e ledgerEntry, needID string, ir NeedIR) Relation {
+func relate(e ledgerEntry, needID string, ir needIR) relation {
 	if e.NeedID == needID {
-		return RelationRepeat
+		return relationRepeat
 	}
 	if e.IR.Subject != ir.Subject {
-		return RelationIndependent
+		return relationIndependent
 	}
 	if !sameWorld(e.IR.World, ir.World) || conflictingFacets(e.IR, ir) {
-		return RelationIncompatible
+		return relationIncompatible
 	}
 	earlier, now := obligationKinds(e.IR), obligationKinds(ir)
 	switch {
 	case len(e.Missing) > 0 && subset(now, e.Missing):
-		return RelationResidual
+		return relationResidual
 	case subset(earlier, now) && len(now) > len(earlier):
-		return RelationExtension
+		return relationExtension
 	case intersects(earlier, now):
-		return RelationOverlap
+		return relationOverlap
 	}
-	return RelationIndependent
+	return relationIndependent
 }
 
-func sameWorld(a, b World) bool {
+func sameWorld(a, b world) bool {
 	return a.Source == b.Source && a.Platform == b.Platform && slices.Equal(a.Features, b.Features)
 }
 
 // conflictingFacets reports whether two needs ask the same capability with
 // unordered facets that cannot both hold (positive vs negative, two
 // scenarios).
-func conflictingFacets(a, b NeedIR) bool {
+func conflictingFacets(a, b needIR) bool {
 	for _, x := range a.Obligations {
 		for _, y := range b.Obligations {
 			if x.Kind != y.Kind {
 				continue
 			}
-			for _, f := range []FacetName{FacetPolarity, FacetScenario} {
+			for _, f := range []facetName{facetPolarity, facetScenario} {
 				vx, vy := x.Facets.get(f), y.Facets.get(f)
 				if vx != "" && vy != "" && vx != vy {
 					return true
@@ -177,7 +177,7 @@ func conflictingFacets(a, b NeedIR) bool {
 	return false
 }
 
-func obligationKinds(ir NeedIR) []CapabilityKind {
+func obligationKinds(ir needIR) []CapabilityKind {
 	var out []CapabilityKind
 	for _, ob := range ir.Obligations {
 		out = append(out, ob.Kind)

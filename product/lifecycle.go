@@ -20,13 +20,13 @@ import (
 
 // Bounds and defaults of starting a lifecycle.
 const (
-	// MaxLifecycleNeeds bounds the needs explore resolves.
-	MaxLifecycleNeeds = 4
-	// DefaultLifecycleTokens, DefaultLifecycleWall and
-	// DefaultLifecycleRuns are the budget when the start names none.
-	DefaultLifecycleTokens = int64(2_000_000)
-	DefaultLifecycleWall   = 30 * time.Minute
-	DefaultLifecycleRuns   = 16
+	// maxLifecycleNeeds bounds the needs explore resolves.
+	maxLifecycleNeeds = 4
+	// defaultLifecycleTokens, defaultLifecycleWall and
+	// defaultLifecycleRuns are the budget when the start names none.
+	defaultLifecycleTokens = int64(2_000_000)
+	defaultLifecycleWall   = 30 * time.Minute
+	defaultLifecycleRuns   = 16
 	// maxTestOutput bounds the output kept of one test run.
 	maxTestOutput = 64 << 10
 	// testPlanDeadline bounds one test plan's run.
@@ -37,18 +37,18 @@ const (
 // resolves for it, the certified focused_tests artifacts whose tests are
 // its test plans, a budget and the role profile.
 type LifecycleStart struct {
-	Request   ChangeRequest    `json:"request"`
+	Request   changeRequest    `json:"request"`
 	Needs     []NeedRequest    `json:"needs"`
 	TestPlans []string         `json:"test_plans"` // focused_tests artifact ids
 	Budget    lifecycle.Budget `json:"budget"`     // zero fields take the defaults
 	Profile   string           `json:"profile"`    // "" = default
 }
 
-// LifecycleTestPlan is one frozen certified test plan: a test that
+// lifecycleTestPlan is one frozen certified test plan: a test that
 // certified focused_tests evidence names, and where Needle runs it. The
 // command is derived by Needle from these fields, never copied from a
 // worker.
-type LifecycleTestPlan struct {
+type lifecycleTestPlan struct {
 	ID       string `json:"plan_id"`
 	Artifact string `json:"artifact_id"`
 	Module   string `json:"module"`  // the module's directory, relative to the root ("." for the root)
@@ -56,8 +56,8 @@ type LifecycleTestPlan struct {
 	Test     string `json:"test"`
 }
 
-func newTestPlan(artifact, module, pkg, test string) LifecycleTestPlan {
-	p := LifecycleTestPlan{Artifact: artifact, Module: module, Package: pkg, Test: test}
+func newTestPlan(artifact, module, pkg, test string) lifecycleTestPlan {
+	p := lifecycleTestPlan{Artifact: artifact, Module: module, Package: pkg, Test: test}
 	p.ID = mustID(tagTestPlan, struct {
 		Artifact string `json:"artifact_id"`
 		Module   string `json:"module"`
@@ -68,7 +68,7 @@ func newTestPlan(artifact, module, pkg, test string) LifecycleTestPlan {
 }
 
 // Command is the command the plan runs, in its module's directory.
-func (p LifecycleTestPlan) Command() string {
+func (p lifecycleTestPlan) Command() string {
 	return fmt.Sprintf("go test -count=1 -run '%s' %s", testrun.RunPattern(p.Test), p.Package)
 }
 
@@ -95,9 +95,9 @@ func testPackage(testFile string, modules map[string]bool) (module, pkg string, 
 
 // lifecycleRequestID is the freeze's request id: the change request and the
 // needs explore resolves, together.
-func lifecycleRequestID(req ChangeRequest, needs []NeedRequest) string {
+func lifecycleRequestID(req changeRequest, needs []NeedRequest) string {
 	return mustID(tagLifecycleRequest, struct {
-		Request ChangeRequest `json:"request"`
+		Request changeRequest `json:"request"`
 		Needs   []NeedRequest `json:"needs"`
 	}{req, needs})
 }
@@ -118,7 +118,7 @@ func roleRef(rev ProfileRevision, role lifecycle.Role) lifecycle.ProfileRef {
 	return lifecycle.ProfileRef{Role: role, Profile: rev.ID, Revision: rev.Revision, Sandbox: r.Sandbox,
 		Digest: mustID(tagRoleSettings, struct {
 			Role lifecycle.Role `json:"role"`
-			RoleSettings
+			roleSettings
 		}{role, r}), Worker: roleWorker(role, r)}
 }
 
@@ -132,10 +132,10 @@ func newLifecycleID() string { return "lcy_" + randomHex() }
 // and the artifacts it cites, never by serializing stored records: no raw
 // worker output, no host-local path, no blob.
 
-// LifecycleStatusCorrupt marks, in a listing only, a lifecycle whose
-// stored records do not check (a KindIntegrity error): it is never a
+// lifecycleStatusCorrupt marks, in a listing only, a lifecycle whose
+// stored records do not check (a kindIntegrity error): it is never a
 // state of the machine, and nothing runs, approves or applies it.
-const LifecycleStatusCorrupt lifecycle.Status = "corrupt"
+const lifecycleStatusCorrupt lifecycle.Status = "corrupt"
 
 // LifecycleSummary is one lifecycle in a list. A lifecycle that does not
 // check is listed with its ids, status corrupt and what does not check
@@ -161,40 +161,40 @@ type LifecycleSummary struct {
 // corruptSummary lists a lifecycle that does not check: its ids, where it
 // stands in the list, and the integrity error.
 func corruptSummary(ref lifecycleRef, err error) LifecycleSummary {
-	return LifecycleSummary{ID: ref.ID, ChangeID: ref.ChangeID, Status: LifecycleStatusCorrupt, CreatedAt: ref.CreatedAt,
+	return LifecycleSummary{ID: ref.ID, ChangeID: ref.ChangeID, Status: lifecycleStatusCorrupt, CreatedAt: ref.CreatedAt,
 		UpdatedAt: ref.UpdatedAt, Corrupt: clip(oneLine(err.Error()), 512)}
 }
 
 // LifecycleDetail is one lifecycle in full.
 type LifecycleDetail struct {
 	LifecycleSummary
-	Criteria     []LifecycleCriterionView   `json:"criteria"`
-	Scopes       []PathScope                `json:"scopes"`
+	Criteria     []lifecycleCriterionView   `json:"criteria"`
+	Scopes       []pathScope                `json:"scopes"`
 	Profiles     []lifecycle.ProfileRef     `json:"profiles"`
 	Evidence     []string                   `json:"evidence"`
-	TestPlans    []LifecycleTestPlanView    `json:"test_plans"`
-	Patch        *LifecyclePatchView        `json:"patch"`
-	Review       *LifecycleReviewView       `json:"review"`
-	Verification *LifecycleVerificationView `json:"verification"`
+	TestPlans    []lifecycleTestPlanView    `json:"test_plans"`
+	Patch        *lifecyclePatchView        `json:"patch"`
+	Review       *lifecycleReviewView       `json:"review"`
+	Verification *lifecycleVerificationView `json:"verification"`
 	// AwaitingApproval is the binding the user approves, while the
 	// lifecycle waits for it; ApprovalID the approval once granted.
 	AwaitingApproval *lifecycle.ApprovalBinding `json:"awaiting_approval"`
 	ApprovalID       string                     `json:"approval_id"`
-	Apply            *ApplyView                 `json:"apply"`
+	Apply            *applyView                 `json:"apply"`
 	// Next says what the user can do next, as a command.
 	Next string `json:"next"`
 }
 
-// LifecycleCriterionView is one acceptance criterion.
-type LifecycleCriterionView struct {
+// lifecycleCriterionView is one acceptance criterion.
+type lifecycleCriterionView struct {
 	Criterion int    `json:"criterion"`
 	Text      string `json:"text"`
 	Digest    string `json:"digest"`
 }
 
-// LifecycleTestPlanView is one frozen test plan with the current patch's
+// lifecycleTestPlanView is one frozen test plan with the current patch's
 // result, when there is one.
-type LifecycleTestPlanView struct {
+type lifecycleTestPlanView struct {
 	PlanID       string                `json:"plan_id"`
 	Test         string                `json:"test"`
 	Module       string                `json:"module"`
@@ -208,8 +208,8 @@ type LifecycleTestPlanView struct {
 	Detail string `json:"detail,omitempty"`
 }
 
-// LifecyclePatchView is the patch in force.
-type LifecyclePatchView struct {
+// lifecyclePatchView is the patch in force.
+type lifecyclePatchView struct {
 	PatchID    string           `json:"patch_id"`
 	Round      int              `json:"round"`
 	Files      int              `json:"files"`
@@ -217,32 +217,32 @@ type LifecyclePatchView struct {
 	Operations []PatchOperation `json:"operations"`
 }
 
-// LifecycleReviewView is the review of the patch in force.
-type LifecycleReviewView struct {
+// lifecycleReviewView is the review of the patch in force.
+type lifecycleReviewView struct {
 	ReviewID string                    `json:"review_id"`
 	Findings []lifecycle.ReviewFinding `json:"findings"`
 }
 
-// LifecycleVerificationView is the verification of the patch in force (or
+// lifecycleVerificationView is the verification of the patch in force (or
 // the one that ended the lifecycle).
-type LifecycleVerificationView struct {
+type lifecycleVerificationView struct {
 	VerificationID     string             `json:"verification_id"`
 	Verdict            lifecycle.Verdict  `json:"verdict"`
-	Criteria           []CriterionVerdict `json:"criteria"`
+	Criteria           []criterionVerdict `json:"criteria"`
 	RepairInstructions string             `json:"repair_instructions"`
 	Reasons            []string           `json:"reasons"`
 }
 
-// ApplyView is the newest apply of a change, from its journal.
-type ApplyView struct {
+// applyView is the newest apply of a change, from its journal.
+type applyView struct {
 	IntentID string   `json:"intent_id"`
 	Status   string   `json:"status"` // intent | done | rolled_back
 	Cause    string   `json:"cause"`  // drift | crash_recovered | io, when rolled back
 	Paths    []string `json:"paths"`
 }
 
-// LifecycleEventView is one event of the journal, as it may be shown.
-type LifecycleEventView struct {
+// lifecycleEventView is one event of the journal, as it may be shown.
+type lifecycleEventView struct {
 	Seq           int                 `json:"seq"`
 	Kind          lifecycle.EventKind `json:"kind"`
 	At            string              `json:"at"`

@@ -101,7 +101,7 @@ func (k *lifecycleKernel) watchCancel(ctx context.Context, v lifecycleView) (_ c
 // cancelledRun is what a runner whose phase a cancellation interrupted
 // returns: its adapter stopped and cleaned up, nothing was committed.
 func cancelledRun(id string, inv lifecycle.Invoke) error {
-	return &Error{Op: "lifecycle.run", Kind: KindConflict, Err: fmt.Errorf(
+	return &Error{Op: "lifecycle.run", Kind: kindConflict, Err: fmt.Errorf(
 		"lifecycle %s was cancelled while its %s phase ran: the phase was interrupted, its work cleaned up and the stop recorded; nothing was committed",
 		id, inv.Phase)}
 }
@@ -111,7 +111,7 @@ func cancelledRun(id string, inv lifecycle.Invoke) error {
 func (e *Engine) awaitRunner(ctx context.Context, id string) error {
 	unlock, err := filelock.Lock(ctx, filepath.Join(e.cfg.DataDir, "locks", id+".lock"))
 	if err != nil {
-		return &Error{Op: "lifecycle.cancel", Kind: KindIO, Err: fmt.Errorf("wait for the runner of %s to stop: %w", id, err)}
+		return &Error{Op: "lifecycle.cancel", Kind: kindIO, Err: fmt.Errorf("wait for the runner of %s to stop: %w", id, err)}
 	}
 	unlock()
 	return nil

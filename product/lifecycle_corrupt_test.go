@@ -50,7 +50,7 @@ func TestLifecycles_CorruptIsListed(t *testing.T) {
 	if len(ls) != 2 || byID[c.good.ID].Status != lifecycle.StatusRunning {
 		t.Fatalf("listed %+v, want both lifecycles", ls)
 	}
-	if b := byID[c.bad.ID]; b.Status != LifecycleStatusCorrupt || b.ChangeID != c.bad.ChangeID || !strings.Contains(b.Corrupt, "corrupt") {
+	if b := byID[c.bad.ID]; b.Status != lifecycleStatusCorrupt || b.ChangeID != c.bad.ChangeID || !strings.Contains(b.Corrupt, "corrupt") {
 		t.Errorf("the corrupt lifecycle is listed as %+v", b)
 	}
 

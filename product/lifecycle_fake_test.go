@@ -59,29 +59,29 @@ const fakeDelete = "\x00delete"
 
 // fakeEffect is what a fake recorded for one invocation.
 type fakeEffect struct {
-	Implement *ImplementResult `json:"implement,omitempty"`
-	Test      *TestResult      `json:"test,omitempty"`
+	Implement *implementResult `json:"implement,omitempty"`
+	Test      *testResult      `json:"test,omitempty"`
 	Answer    string           `json:"answer,omitempty"`
 	Crashed   bool             `json:"crashed,omitempty"`
 }
 
-func (f *fakeScript) adapters(root string) LifecycleAdapters {
-	return LifecycleAdapters{
-		Explore: func(ctx context.Context, req ExploreRequest) (ExploreResult, error) {
+func (f *fakeScript) adapters(root string) lifecycleAdapters {
+	return lifecycleAdapters{
+		Explore: func(ctx context.Context, req exploreRequest) (exploreResult, error) {
 			_, err := f.effect(req.AdapterCall, func() (fakeEffect, error) { return fakeEffect{}, nil })
-			return ExploreResult{Evidence: req.ArtifactIDs, Usage: f.usage(), Thread: "fake-explore"}, err
+			return exploreResult{Evidence: req.ArtifactIDs, Usage: f.usage(), Thread: "fake-explore"}, err
 		},
-		Implement: func(ctx context.Context, req ImplementRequest) (ImplementResult, error) {
+		Implement: func(ctx context.Context, req implementRequest) (implementResult, error) {
 			e, err := f.effect(req.AdapterCall, func() (fakeEffect, error) {
 				res, err := f.implement(root, req)
 				return fakeEffect{Implement: &res}, err
 			})
 			if err != nil {
-				return ImplementResult{}, err
+				return implementResult{}, err
 			}
 			return *e.Implement, nil
 		},
-		Test: func(ctx context.Context, req TestRequest) (TestResult, error) {
+		Test: func(ctx context.Context, req testRequest) (testResult, error) {
 			e, err := f.effect(req.AdapterCall, func() (fakeEffect, error) {
 				outcome := f.Tests[min(req.Round, len(f.Tests))-1]
 				deps, err := fakeDependencies(ctx, root, req.Patch)
@@ -91,27 +91,27 @@ func (f *fakeScript) adapters(root string) LifecycleAdapters {
 				if f.NoDependencies {
 					deps = nil
 				}
-				res := TestResult{Usage: f.usage(), Thread: "fake-test", Dependencies: deps}
+				res := testResult{Usage: f.usage(), Thread: "fake-test", Dependencies: deps}
 				for _, p := range req.Plans {
-					res.Runs = append(res.Runs, TestPlanRun{Plan: p.ID, Outcome: outcome, Duration: 25 * time.Millisecond,
+					res.Runs = append(res.Runs, testPlanRun{Plan: p.ID, Outcome: outcome, Duration: 25 * time.Millisecond,
 						Output: []byte(fmt.Sprintf("=== RUN   %s\n--- %s: %s\n", p.Test, strings.ToUpper(string(outcome)), p.Test))})
 				}
 				return fakeEffect{Test: &res}, nil
 			})
 			if err != nil {
-				return TestResult{}, err
+				return testResult{}, err
 			}
 			return *e.Test, nil
 		},
-		Review: func(ctx context.Context, req ReviewRequest) (ReviewResult, error) {
+		Review: func(ctx context.Context, req reviewRequest) (reviewResult, error) {
 			e, err := f.effect(req.AdapterCall, func() (fakeEffect, error) { return fakeEffect{Answer: f.Review}, nil })
-			return ReviewResult{Answer: e.Answer, Usage: f.usage(), Thread: "fake-review"}, err
+			return reviewResult{Answer: e.Answer, Usage: f.usage(), Thread: "fake-review"}, err
 		},
-		Verify: func(ctx context.Context, req VerifyRequest) (VerifierResult, error) {
+		Verify: func(ctx context.Context, req verifyRequest) (verifierResult, error) {
 			e, err := f.effect(req.AdapterCall, func() (fakeEffect, error) {
 				return fakeEffect{Answer: f.Verdicts[min(req.Round, len(f.Verdicts))-1]}, nil
 			})
-			return VerifierResult{Answer: e.Answer, Usage: f.usage(), Thread: "fake-verify"}, err
+			return verifierResult{Answer: e.Answer, Usage: f.usage(), Thread: "fake-verify"}, err
 		},
 	}
 }
@@ -119,7 +119,7 @@ func (f *fakeScript) adapters(root string) LifecycleAdapters {
 // fakeDependencies are what `go test .` compiles in the grepx fixture:
 // the root package's .go files (the patch's own among them), as the real
 // test adapter records them.
-func fakeDependencies(ctx context.Context, root string, patch []PatchFile) (*TestDependencies, error) {
+func fakeDependencies(ctx context.Context, root string, patch []patchFile) (*TestDependencies, error) {
 	repo, err := snapshot.Open(ctx, root, nil)
 	if err != nil {
 		return nil, err
@@ -142,8 +142,8 @@ func fakeDependencies(ctx context.Context, root string, patch []PatchFile) (*Tes
 	return testDependencies(snap, []testrun.CompiledPackage{pkg}, []string{"."}), nil
 }
 
-func (f *fakeScript) usage() WorkerUsage {
-	return WorkerUsage{InputTokens: f.Tokens, TotalTokens: f.Tokens}
+func (f *fakeScript) usage() workerUsage {
+	return workerUsage{InputTokens: f.Tokens, TotalTokens: f.Tokens}
 }
 
 // effect performs an invocation's side effect (act) and records it; a
@@ -218,13 +218,13 @@ func (f *fakeScript) gate() error {
 
 // implement builds the round's patch against the base content of the
 // repository, cumulative like the real patch builder.
-func (f *fakeScript) implement(root string, req ImplementRequest) (ImplementResult, error) {
-	res := ImplementResult{Base: req.Snapshot, Usage: f.usage(), Thread: "fake-implement",
+func (f *fakeScript) implement(root string, req implementRequest) (implementResult, error) {
+	res := implementResult{Base: req.Snapshot, Usage: f.usage(), Thread: "fake-implement",
 		Report: `{"summary":"done","criteria":[],"risks":[]}`}
 	edits := f.Patches[min(req.Round, len(f.Patches))-1]
 	for _, p := range slices.Sorted(mapKeys(edits)) {
 		content := edits[p]
-		file := PatchFile{PatchOperation: PatchOperation{Path: p}}
+		file := patchFile{PatchOperation: PatchOperation{Path: p}}
 		data, err := os.ReadFile(filepath.Join(root, filepath.FromSlash(p)))
 		switch {
 		case errors.Is(err, fs.ErrNotExist):
@@ -234,13 +234,13 @@ func (f *fakeScript) implement(root string, req ImplementRequest) (ImplementResu
 			file.Before = contentid.OfBytes(snapshot.FileTag, data)
 		}
 		if content == fakeDelete {
-			file.Op = PatchDelete
+			file.Op = patchDelete
 		} else {
-			file.Op, file.Content, file.Bytes = PatchModify, content, len(content)
+			file.Op, file.Content, file.Bytes = patchModify, content, len(content)
 			file.After = contentid.OfBytes(snapshot.FileTag, []byte(content))
 			file.Executable = slices.Contains(f.Executable, p)
 			if file.Before == "" {
-				file.Op = PatchAdd
+				file.Op = patchAdd
 			}
 		}
 		res.Patch = append(res.Patch, file)

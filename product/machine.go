@@ -16,7 +16,7 @@ func stepLifecycle(s lifecycle.State, ev lifecycle.Event) (lifecycle.State, []li
 	next, fx, err := lifecycle.Step(s, ev)
 	var se *lifecycle.StepError
 	if errors.As(err, &se) {
-		kind := KindConflict
+		kind := kindConflict
 		if se.Code == lifecycle.RefusalInvalidPayload {
 			kind = KindInvalidInput
 		}

@@ -27,8 +27,8 @@ func TestStepLifecycle_ErrorKinds(t *testing.T) {
 		code lifecycle.Refusal
 	}{
 		{"Malformed", lifecycle.State{}, bad, KindInvalidInput, lifecycle.RefusalInvalidPayload},
-		{"Illegal", s, created, KindConflict, lifecycle.RefusalIllegalTransition},
-		{"Terminal", mustCancel(t, s), lifecycle.WellFormed(s, lifecycle.EventExploreCompleted), KindConflict, lifecycle.RefusalTerminal},
+		{"Illegal", s, created, kindConflict, lifecycle.RefusalIllegalTransition},
+		{"Terminal", mustCancel(t, s), lifecycle.WellFormed(s, lifecycle.EventExploreCompleted), kindConflict, lifecycle.RefusalTerminal},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			_, fx, err := stepLifecycle(tt.s, tt.ev)

@@ -242,13 +242,13 @@ func (c *cli) parse(fs *flag.FlagSet, usage string, args []string) (int, bool) {
 	return 0, true
 }
 
-// ErrShutdown is the cause (context.Cause) of a Main context that the
+// errShutdown is the cause (context.Cause) of a Main context that the
 // user or the host ended on purpose (SIGINT, SIGTERM): a requested stop,
 // not a failure.
-var ErrShutdown = errors.New("shutdown requested")
+var errShutdown = errors.New("shutdown requested")
 
 // ShutdownContext returns a context that ends when one of signals arrives,
-// with cause ErrShutdown (naming the signal): what cmd/needle gives Main.
+// with cause errShutdown (naming the signal): what cmd/needle gives Main.
 // stop releases the signals.
 func ShutdownContext(parent context.Context, signals ...os.Signal) (ctx context.Context, stop func()) {
 	ctx, cancel := context.WithCancelCause(parent)
@@ -258,7 +258,7 @@ func ShutdownContext(parent context.Context, signals ...os.Signal) (ctx context.
 	go func() {
 		select {
 		case sig := <-ch:
-			cancel(fmt.Errorf("%w (%v)", ErrShutdown, sig))
+			cancel(fmt.Errorf("%w (%v)", errShutdown, sig))
 		case <-done:
 		}
 	}()
@@ -271,7 +271,7 @@ func ShutdownContext(parent context.Context, signals ...os.Signal) (ctx context.
 
 // stopping reports whether the command's context ended because a stop was
 // requested (see ShutdownContext).
-func (c *cli) stopping() bool { return errors.Is(context.Cause(c.ctx), ErrShutdown) }
+func (c *cli) stopping() bool { return errors.Is(context.Cause(c.ctx), errShutdown) }
 
 // fail reports err on one line and returns the exit status for its kind. A
 // command cut short by a requested stop says so instead of "context
@@ -315,14 +315,14 @@ func (c *cli) readInput(name string, limit int) ([]byte, error) {
 			if errors.As(err, &pe) {
 				pe.Path = name // as the user wrote it, wherever the command runs
 			}
-			return nil, &Error{Op: "read input", Kind: KindIO, Err: err}
+			return nil, &Error{Op: "read input", Kind: kindIO, Err: err}
 		}
 		defer f.Close()
 		r = f
 	}
 	data, err := io.ReadAll(io.LimitReader(r, int64(limit)+1))
 	if err != nil {
-		return nil, &Error{Op: "read input", Kind: KindIO, Err: err}
+		return nil, &Error{Op: "read input", Kind: kindIO, Err: err}
 	}
 	if len(data) > limit {
 		return nil, invalidf("read input", "$", "input is larger than %d bytes", limit)
@@ -346,7 +346,7 @@ func (c *cli) version(args []string) int {
 		return 2
 	}
 	fmt.Fprintf(c.stdout, "needle %s\ncompiler %s\nschema head %d\ndefinition %s\n",
-		Version(), CompilerVersion, schemaHead(), DefinitionID())
+		Version(), compilerVersion, schemaHead(), DefinitionID())
 	return 0
 }
 
@@ -370,7 +370,7 @@ func (c *cli) path(p string) string {
 
 // openStore opens the store in dataDir, or inside the resident runtime
 // lends the runtime's store. The caller calls release when done.
-func (c *cli) openStore(dataDir string) (st *Store, release func(), err error) {
+func (c *cli) openStore(dataDir string) (st *store, release func(), err error) {
 	if c.rt != nil {
 		if err := c.rt.serves(c.path(dataDir)); err != nil {
 			return nil, nil, err
@@ -435,10 +435,10 @@ func Version() string {
 }
 
 // routesFlag is the value of a --routes flag: every route when it is empty,
-// else the comma-separated list ParseRouteSet reads.
-func routesFlag(list string) (RouteSet, error) {
+// else the comma-separated list parseRouteSet reads.
+func routesFlag(list string) (routeSet, error) {
 	if list == "" {
 		return AllRoutes(), nil
 	}
-	return ParseRouteSet(list)
+	return parseRouteSet(list)
 }

@@ -25,7 +25,7 @@ const exitConflict = 3
 // changeExitCode is needle change's exit status for err: a conflict has
 // its own code; everything else is as elsewhere.
 func changeExitCode(err error) int {
-	if KindOf(err) == KindConflict {
+	if KindOf(err) == kindConflict {
 		return exitConflict
 	}
 	return exitCodeOf(err)
@@ -138,11 +138,11 @@ func (c *cli) changeList(args []string) int {
 	if *f.json {
 		return c.writeJSON(struct {
 			Lifecycles []LifecycleSummary `json:"lifecycles"`
-			Changes    []ChangeSummary    `json:"changes"`
+			Changes    []changeSummary    `json:"changes"`
 		}{ls, cs})
 	}
 	for _, l := range ls {
-		if l.Status == LifecycleStatusCorrupt {
+		if l.Status == lifecycleStatusCorrupt {
 			fmt.Fprintf(c.stdout, "%s  %s  %-26s %s\n", l.ID, l.ChangeID, l.Status, l.Corrupt)
 			continue
 		}
@@ -374,17 +374,17 @@ func (c *cli) changeStart(args []string) int {
 	if code, ok := c.parseChange(f, "start", usageChangeStart, args, 0); !ok {
 		return code
 	}
-	st := LifecycleStart{Request: ChangeRequest{Task: *task, Criteria: criteria, ArtifactIDs: artifacts, ClaimIDs: claims,
-		Constraints: ChangeConstraints{MaxFiles: *maxFiles, MaxBytes: *maxBytes, Notes: notes}},
+	st := LifecycleStart{Request: changeRequest{Task: *task, Criteria: criteria, ArtifactIDs: artifacts, ClaimIDs: claims,
+		Constraints: changeConstraints{MaxFiles: *maxFiles, MaxBytes: *maxBytes, Notes: notes}},
 		TestPlans: plans, Profile: *profile,
 		Budget: lifecycle.Budget{Tokens: *tokens, WallMs: wall.Milliseconds(), WorkerRuns: *runs}}
 	if *tokens < 0 || *runs < 0 || *wall < 0 {
 		return c.failChange("change start", invalidf(opLifecycle, "budget", "a budget is positive"))
 	}
 	for _, s := range scopes {
-		scope := PathScope{Path: s, Kind: ScopeExact}
+		scope := pathScope{Path: s, Kind: scopeExact}
 		if s == "." || strings.HasSuffix(s, "/") {
-			scope = PathScope{Path: strings.TrimSuffix(s, "/"), Kind: ScopeSubtree}
+			scope = pathScope{Path: strings.TrimSuffix(s, "/"), Kind: scopeSubtree}
 			if scope.Path == "" {
 				scope.Path = "."
 			}
@@ -392,7 +392,7 @@ func (c *cli) changeStart(args []string) int {
 		st.Request.Scopes = append(st.Request.Scopes, scope)
 	}
 	for i, name := range needs {
-		data, err := c.readInput(name, MaxRequestBytes)
+		data, err := c.readInput(name, maxRequestBytes)
 		if err != nil {
 			return c.failChange("change start", err)
 		}

@@ -22,11 +22,11 @@ func (c *cli) evidenceSchema(args []string) int {
 		fmt.Fprintf(c.stderr, "needle evidence schema: want one KIND\n\n%s", usageEvidenceSchema)
 		return 2
 	}
-	kind, ok := ParseCapabilityKind(fs.Arg(0))
+	kind, ok := parseCapabilityKind(fs.Arg(0))
 	if !ok {
 		return c.fail("evidence schema", invalidf("evidence.schema", "kind", "unknown proposal kind %q; want %s", fs.Arg(0), enum.List(allCapabilities)))
 	}
-	schema, err := ProposalSchema(kind)
+	schema, err := proposalSchema(kind)
 	if err != nil {
 		return c.fail("evidence schema", err)
 	}
@@ -77,11 +77,11 @@ func (c *cli) evidencePropose(args []string) int {
 		fmt.Fprintf(c.stderr, "needle evidence propose: --repository, --data-dir and one FILE are required\n\n%s", usageEvidencePropose)
 		return 2
 	}
-	data, err := c.readInput(fs.Arg(0), MaxProposalBytes)
+	data, err := c.readInput(fs.Arg(0), maxProposalBytes)
 	if err != nil {
 		return c.fail("evidence propose", err)
 	}
-	if _, err := DecodeProposal(data); err != nil {
+	if _, err := decodeProposal(data); err != nil {
 		return c.fail("evidence propose", err)
 	}
 	eng, err := c.validatingEngine(Config{DataDir: *dataDir, Repository: *repo, Transport: "cli"})

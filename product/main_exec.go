@@ -52,7 +52,7 @@ usage errors, 130 when interrupted.
 
 func (c *cli) exec(args []string) int {
 	fs := c.flags("exec")
-	coordination := fs.String("coordination", string(CoordinationNewTurn), "")
+	coordination := fs.String("coordination", string(coordinationNewTurn), "")
 	codex := fs.String("codex", "", "")
 	dataDir := fs.String("data-dir", "", "")
 	repo := fs.String("repository", ".", "")
@@ -65,7 +65,7 @@ func (c *cli) exec(args []string) int {
 	if code, ok := c.parse(fs, usageExec, args); !ok {
 		return code
 	}
-	mode, err := ParseCoordination(*coordination)
+	mode, err := parseCoordination(*coordination)
 	if err != nil || *codex == "" || *dataDir == "" || fs.NArg() != 1 || strings.TrimSpace(fs.Arg(0)) == "" {
 		fmt.Fprintf(c.stderr, "needle exec: --codex, --data-dir and one PROMPT are required; --coordination is new-turn or continue-working\n\n%s", usageExec)
 		return 2
@@ -100,7 +100,7 @@ func (c *cli) exec(args []string) int {
 		return c.fail("exec", err)
 	}
 	defer eng.Close()
-	res, err := RunExec(c.ctx, ExecConfig{Engine: eng, Command: main, Coordination: mode, Prompt: fs.Arg(0),
+	res, err := runExec(c.ctx, execConfig{Engine: eng, Command: main, Coordination: mode, Prompt: fs.Arg(0),
 		Sandbox: *sandbox, Model: *model, CacheOnly: *cacheOnly, Worker: cfg.Codex != nil, RecordDir: *record,
 		Out: c.stdout, Log: c.stderr})
 	switch {

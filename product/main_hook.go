@@ -52,7 +52,7 @@ func (c *cli) hookCodex(args []string) (code int) {
 	cacheOnly := fs.Bool("cache-only", false, "")
 	codex := fs.String("codex", "", "")
 	routeList := fs.String("routes", "", "")
-	deadline := fs.Duration("deadline", DefaultHookDeadline, "")
+	deadline := fs.Duration("deadline", defaultHookDeadline, "")
 	if code, ok := c.parse(fs, usageHookCodex, args); !ok {
 		return min(code, 1)
 	}
@@ -60,16 +60,16 @@ func (c *cli) hookCodex(args []string) (code int) {
 		fmt.Fprintf(c.stderr, "needle hook codex: --data-dir is required, the deadline positive, and there are no arguments\n")
 		return 1
 	}
-	cfg := CodexHookConfig{DataDir: c.path(*dataDir), RoleProfile: *profileID, CacheOnly: *cacheOnly, CodexCommand: *codex,
-		Deadline: *deadline, ExecSession: os.Getenv(ExecSessionEnv), Log: c.stderr}
+	cfg := codexHookConfig{DataDir: c.path(*dataDir), RoleProfile: *profileID, CacheOnly: *cacheOnly, CodexCommand: *codex,
+		Deadline: *deadline, ExecSession: os.Getenv(execSessionEnv), Log: c.stderr}
 	var err error
 	if *routeList != "" {
-		if cfg.Routes, err = ParseRouteSet(*routeList); err != nil {
+		if cfg.Routes, err = parseRouteSet(*routeList); err != nil {
 			c.fail("hook codex", err)
 			return 1
 		}
 	}
-	if err := ServeCodexHook(c.ctx, cfg, c.stdin, c.stdout); err != nil {
+	if err := serveCodexHook(c.ctx, cfg, c.stdin, c.stdout); err != nil {
 		c.fail("hook codex", err)
 		return 1
 	}
@@ -140,7 +140,7 @@ func (c *cli) hookFiles(project bool) (hooksFile, configFile, root string, err e
 func projectRoot() (string, error) {
 	wd, err := os.Getwd()
 	if err != nil {
-		return "", &Error{Op: "hook.install", Kind: KindIO, Err: err}
+		return "", &Error{Op: "hook.install", Kind: kindIO, Err: err}
 	}
 	if r, err := filepath.EvalSymlinks(wd); err == nil {
 		wd = r
@@ -163,7 +163,7 @@ func (c *cli) hookInstall(args []string) int {
 	dataDir := fs.String("data-dir", "", "")
 	profileID := fs.String("role-profile", DefaultProfileID, "")
 	cacheOnly := fs.Bool("cache-only", false, "")
-	deadline := fs.Duration("deadline", DefaultHookDeadline, "")
+	deadline := fs.Duration("deadline", defaultHookDeadline, "")
 	noTrust := fs.Bool("no-trust", false, "")
 	if code, ok := c.parse(fs, usageHookInstall, args); !ok {
 		return code
@@ -181,7 +181,7 @@ func (c *cli) hookInstall(args []string) int {
 		data, err = filepath.Abs(*dataDir)
 	}
 	if err != nil {
-		return c.fail("hook install", &Error{Op: "hook.install", Kind: KindIO, Err: err})
+		return c.fail("hook install", &Error{Op: "hook.install", Kind: kindIO, Err: err})
 	}
 	// The profile must exist now, not at the first stop.
 	st, err := OpenStore(c.ctx, data)
@@ -205,7 +205,7 @@ func (c *cli) hookInstall(args []string) int {
 	if err != nil {
 		return c.fail("hook install", err)
 	}
-	res, err := InstallCodexHook(hooksFile, configFile, root, argv, *deadline, !*noTrust)
+	res, err := installCodexHook(hooksFile, configFile, root, argv, *deadline, !*noTrust)
 	if err != nil {
 		return c.fail("hook install", err)
 	}
@@ -253,7 +253,7 @@ func (c *cli) hookUninstall(args []string) int {
 	if err != nil {
 		return c.fail("hook uninstall", err)
 	}
-	res, err := UninstallCodexHook(hooksFile, configFile)
+	res, err := uninstallCodexHook(hooksFile, configFile)
 	if err != nil {
 		return c.fail("hook uninstall", err)
 	}

@@ -303,7 +303,7 @@ func testMCPGoSDKChange(t *testing.T, mode string) {
 			text := prep["context"].(string)
 			id := strings.Fields(strings.TrimPrefix(text, "change "))[0]
 			id = strings.TrimSuffix(id, ":")
-			if !ChangeIDPattern.MatchString(id) || !strings.Contains(text, "prepared") || !strings.Contains(text, "verification: not_requested") {
+			if !changeIDPattern.MatchString(id) || !strings.Contains(text, "prepared") || !strings.Contains(text, "verification: not_requested") {
 				t.Fatalf("prepare_change context %q", text)
 			}
 			ver := call("verify_change", map[string]any{"change_id": id})

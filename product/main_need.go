@@ -36,7 +36,7 @@ func (c *cli) needCompile(args []string) int {
 	if err != nil {
 		return c.fail("need compile", err)
 	}
-	limit := MaxRequestBytes
+	limit := maxRequestBytes
 	if *marker {
 		limit = 1 << 20 // a whole message may surround the marker line
 	}
@@ -44,14 +44,14 @@ func (c *cli) needCompile(args []string) int {
 	if err != nil {
 		return c.fail("need compile", err)
 	}
-	var need CompiledNeed
+	var need compiledNeed
 	if *marker {
 		var line string
-		if line, err = FindMarker(string(data)); err == nil {
-			need, err = CompileMarker(line, routes)
+		if line, err = findMarker(string(data)); err == nil {
+			need, err = compileMarker(line, routes)
 		}
 	} else {
-		need, err = CompileJSON(data, routes)
+		need, err = compileJSON(data, routes)
 	}
 	if err != nil {
 		return c.fail("need compile", err)
@@ -108,7 +108,7 @@ func (c *cli) needResolve(args []string) int {
 	if err != nil {
 		return c.fail("need resolve", err)
 	}
-	data, err := c.readInput(fs.Arg(0), MaxRequestBytes)
+	data, err := c.readInput(fs.Arg(0), maxRequestBytes)
 	if err != nil {
 		return c.fail("need resolve", err)
 	}

@@ -139,7 +139,7 @@ func checkSetting(key, value string, setting bool) error {
 	return nil
 }
 
-func (c *cli) runConfig(st *Store, verb string, args []string) int {
+func (c *cli) runConfig(st *store, verb string, args []string) int {
 	if verb == "set" {
 		if err := st.SetSetting(c.ctx, args[0], args[1]); err != nil {
 			return c.fail("config set", err)
@@ -295,7 +295,7 @@ func (c *cli) profileCmd(args []string) int {
 	if !ok {
 		return code
 	}
-	var body Profile
+	var body profile
 	if verb == "create" {
 		data, err := c.readInput(rest[1], 64<<10)
 		if err == nil {
@@ -329,7 +329,7 @@ func (c *cli) profileCmd(args []string) int {
 }
 
 // decodeProfile decodes a profile body strictly: unknown fields are errors.
-func decodeProfile(data []byte, p *Profile) error {
+func decodeProfile(data []byte, p *profile) error {
 	if _, err := parseJSONTree(data); err != nil { // duplicate keys, trailing data, …
 		return err
 	}

@@ -61,7 +61,7 @@ func (c *cli) serve(args []string) int {
 		fmt.Fprintf(c.stderr, "needle serve: --data-dir DIR is required and takes no arguments\n\n%s", usageServe)
 		return 2
 	}
-	rt, err := StartRuntime(c.ctx, RuntimeConfig{DataDir: c.path(*dataDir), Addr: *addr, Log: c.stderr})
+	rt, err := startRuntime(c.ctx, runtimeConfig{DataDir: c.path(*dataDir), Addr: *addr, Log: c.stderr})
 	if err != nil {
 		return c.fail("serve", err)
 	}
@@ -96,7 +96,7 @@ func (c *cli) ui(args []string) int {
 	}
 	sock, err := filepath.Abs(filepath.Join(c.path(*dataDir), socketFileName))
 	if err != nil {
-		return c.fail("ui", &Error{Op: "ui", Kind: KindIO, Err: err})
+		return c.fail("ui", &Error{Op: "ui", Kind: kindIO, Err: err})
 	}
 	req, _ := http.NewRequestWithContext(c.ctx, http.MethodPost, ipc.BaseURL+"/ipc/v1/login", nil)
 	resp, err := ipc.Client(sock).Do(req)
@@ -105,12 +105,12 @@ func (c *cli) ui(args []string) int {
 		return 1
 	}
 	if err != nil {
-		return c.fail("ui", &Error{Op: "ui", Kind: KindIO, Err: err})
+		return c.fail("ui", &Error{Op: "ui", Kind: kindIO, Err: err})
 	}
 	defer resp.Body.Close()
 	var out loginResponse
 	if err := json.NewDecoder(resp.Body).Decode(&out); err != nil || resp.StatusCode != http.StatusOK {
-		return c.fail("ui", &Error{Op: "ui", Kind: KindOther, Err: fmt.Errorf("the runtime answered %s", resp.Status)})
+		return c.fail("ui", &Error{Op: "ui", Kind: kindOther, Err: fmt.Errorf("the runtime answered %s", resp.Status)})
 	}
 	fmt.Fprintln(c.stdout, out.URL)
 	return 0

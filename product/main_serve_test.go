@@ -144,7 +144,7 @@ func TestServe_SecondRefuses(t *testing.T) {
 	second := needleCommand(t, "serve", "--data-dir", dir)
 	out, err := second.CombinedOutput()
 	var exit *exec.ExitError
-	if want := KindConflict.info().exit; !errors.As(err, &exit) || exit.ExitCode() != want {
+	if want := kindConflict.info().exit; !errors.As(err, &exit) || exit.ExitCode() != want {
 		t.Fatalf("the second needle serve: %v, want exit %d (a conflict)\n%s", err, want, out)
 	}
 	for _, want := range []string{"held by another runtime", "pid " + strconv.Itoa(first.cmd.Process.Pid), first.url, "unix:" + first.sock} {

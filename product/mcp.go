@@ -98,17 +98,17 @@ func serveMCP(ctx context.Context, log io.Writer, opening *mcpOpening, in io.Rea
 		"notifications/initialized": {Handle: func(context.Context, jsonrpc.Request) (any, error) { return nil, nil },
 			BeforeInit: true, Notification: true},
 	}, jsonrpc.Options{Log: log, CancelMethod: "notifications/cancelled", InitMethod: "initialize", DrainOnEOF: true,
-		MaxInFlight: MaxMCPInFlight})
+		MaxInFlight: maxMCPInFlight})
 	err := srv.Serve(ctx, in, out)
 	s.wg.Wait()
 	return err
 }
 
-// MaxMCPInFlight bounds an MCP session's requests in flight (running,
+// maxMCPInFlight bounds an MCP session's requests in flight (running,
 // queued behind the one tool call that runs, or writing their answer):
 // one more is answered -32001 "server overloaded", and a client that
 // never reads its answers stops being read (product/internal/jsonrpc).
-const MaxMCPInFlight = jsonrpc.DefaultMaxInFlight
+const maxMCPInFlight = jsonrpc.DefaultMaxInFlight
 
 type initializeParams struct {
 	ProtocolVersion string `json:"protocolVersion"`
@@ -168,7 +168,7 @@ func (s *mcpSession) freeze(version string) (MCPConfig, error) {
 	if err != nil {
 		return cfg, err
 	}
-	return cfg, cfg.Engine.FreezeSession(s.ctx, s.id, SessionFreeze{Profile: cfg.Profile, CacheOnly: cfg.CacheOnly,
+	return cfg, cfg.Engine.FreezeSession(s.ctx, s.id, sessionFreeze{Profile: cfg.Profile, CacheOnly: cfg.CacheOnly,
 		Worker: cfg.WorkerReady && !cfg.CacheOnly, Protocol: version})
 }
 

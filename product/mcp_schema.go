@@ -15,23 +15,23 @@ import (
 // what a schema cannot (a capability kind at most once across both lists,
 // sorted features, byte lengths), so an input valid here can still be a
 // -32602; an input invalid here is always one.
-func needContextInputSchema(routes RouteSet) map[string]any {
-	obligations := map[string]any{"type": "array", "maxItems": MaxObligations, "items": map[string]any{"oneOf": obligationSchemas()}}
+func needContextInputSchema(routes routeSet) map[string]any {
+	obligations := map[string]any{"type": "array", "maxItems": maxObligations, "items": map[string]any{"oneOf": obligationSchemas()}}
 	name := map[string]any{"type": "string", "pattern": "^[a-z0-9][a-z0-9._+/-]{0,63}$"}
 	return schema.Object(map[string]any{
 		"route":     schema.Enum(routes...),
-		"subject":   schema.Object(map[string]any{"kind": schema.Enum(allSubjectKinds...), "name": map[string]any{"type": "string", "minLength": 1, "maxLength": MaxSubjectNameChars}}, "kind", "name"),
+		"subject":   schema.Object(map[string]any{"kind": schema.Enum(allSubjectKinds...), "name": map[string]any{"type": "string", "minLength": 1, "maxLength": maxSubjectNameChars}}, "kind", "name"),
 		"required":  obligations,
 		"preferred": obligations,
 		"world": schema.Object(map[string]any{
-			"source":   map[string]any{"type": "string", "pattern": "^(" + SourceCurrent + "|" + contentid.Regexp + ")$"},
+			"source":   map[string]any{"type": "string", "pattern": "^(" + sourceCurrent + "|" + contentid.Regexp + ")$"},
 			"platform": name,
 			"features": map[string]any{"oneOf": []any{
-				map[string]any{"type": "string", "const": FeaturesDefault},
-				map[string]any{"type": "array", "items": name, "minItems": 1, "maxItems": MaxFeatures, "uniqueItems": true},
+				map[string]any{"type": "string", "const": featuresDefault},
+				map[string]any{"type": "array", "items": name, "minItems": 1, "maxItems": maxFeatures, "uniqueItems": true},
 			}},
 		}),
-		"task": map[string]any{"type": "string", "maxLength": MaxTaskChars},
+		"task": map[string]any{"type": "string", "maxLength": maxTaskChars},
 	}, "route", "subject")
 }
 
@@ -42,7 +42,7 @@ func obligationSchemas() []any {
 	for _, k := range allCapabilities {
 		props := map[string]any{"kind": map[string]any{"type": "string", "const": string(k)}}
 		for _, f := range capabilityFacets[k] {
-			if f == FacetScenario {
+			if f == facetScenario {
 				props[string(f)] = map[string]any{"type": "string", "pattern": "^[a-z0-9][a-z0-9._+/-]{0,63}$"}
 				continue
 			}
@@ -96,20 +96,20 @@ func prepareChangeInputSchema() map[string]any {
 	text := func(maxLen int) map[string]any {
 		return map[string]any{"type": "string", "minLength": 1, "maxLength": maxLen}
 	}
-	ids := map[string]any{"type": "array", "maxItems": MaxChangeRefs, "items": map[string]any{"type": "string", "pattern": "^" + contentid.Regexp + "$"}}
+	ids := map[string]any{"type": "array", "maxItems": maxChangeRefs, "items": map[string]any{"type": "string", "pattern": "^" + contentid.Regexp + "$"}}
 	return schema.Object(map[string]any{
-		"task":                text(MaxTaskChars),
-		"acceptance_criteria": map[string]any{"type": "array", "minItems": 1, "maxItems": MaxCriteria, "items": text(MaxCriterionChars)},
-		"scopes": map[string]any{"type": "array", "minItems": 1, "maxItems": MaxScopes, "items": schema.Object(map[string]any{
-			"path": text(MaxScopePathChars),
-			"kind": schema.Enum(ScopeExact, ScopeSubtree),
+		"task":                text(maxTaskChars),
+		"acceptance_criteria": map[string]any{"type": "array", "minItems": 1, "maxItems": maxCriteria, "items": text(maxCriterionChars)},
+		"scopes": map[string]any{"type": "array", "minItems": 1, "maxItems": maxScopes, "items": schema.Object(map[string]any{
+			"path": text(maxScopePathChars),
+			"kind": schema.Enum(scopeExact, scopeSubtree),
 		}, "kind", "path")},
 		"artifact_ids": ids,
 		"claim_ids":    ids,
 		"constraints": schema.Object(map[string]any{
-			"max_files": map[string]any{"type": "integer", "minimum": 1, "maximum": MaxPatchFiles},
-			"max_bytes": map[string]any{"type": "integer", "minimum": 1, "maximum": MaxPatchBytes},
-			"notes":     map[string]any{"type": "array", "maxItems": MaxConstraintNotes, "items": text(MaxNoteChars)},
+			"max_files": map[string]any{"type": "integer", "minimum": 1, "maximum": maxPatchFiles},
+			"max_bytes": map[string]any{"type": "integer", "minimum": 1, "maximum": maxPatchBytes},
+			"notes":     map[string]any{"type": "array", "maxItems": maxConstraintNotes, "items": text(maxNoteChars)},
 		}),
 	}, "acceptance_criteria", "scopes", "task")
 }
@@ -142,7 +142,7 @@ func accountingSchema() map[string]any {
 
 func prepareChangeOutputSchema() map[string]any {
 	return schema.Strict(map[string]any{
-		"change_id":  map[string]any{"type": "string", "pattern": ChangeIDPattern.String()},
+		"change_id":  map[string]any{"type": "string", "pattern": changeIDPattern.String()},
 		"status":     schema.Enum(prepareStatuses...),
 		"patch_id":   schemaDigest,
 		"revision":   map[string]any{"type": "integer", "minimum": 1},
@@ -162,12 +162,12 @@ func prepareChangeOutputSchema() map[string]any {
 
 // verifyChangeInputSchema is the closed inputSchema of verify_change.
 func verifyChangeInputSchema() map[string]any {
-	return schema.Object(map[string]any{"change_id": map[string]any{"type": "string", "pattern": ChangeIDPattern.String()}}, "change_id")
+	return schema.Object(map[string]any{"change_id": map[string]any{"type": "string", "pattern": changeIDPattern.String()}}, "change_id")
 }
 
 func verifyChangeOutputSchema() map[string]any {
 	return schema.Strict(map[string]any{
-		"change_id": map[string]any{"type": "string", "pattern": ChangeIDPattern.String()},
+		"change_id": map[string]any{"type": "string", "pattern": changeIDPattern.String()},
 		"patch_id":  schemaDigest,
 		"revision":  map[string]any{"type": "integer", "minimum": 1},
 		"verdict":   schema.Enum(lifecycle.Verdicts...),

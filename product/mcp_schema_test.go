@@ -15,7 +15,7 @@ import (
 // Schema cannot state (a capability kind twice across required and
 // preferred, unsorted features, a route minimum's facet conflict).
 func TestMCP_SchemaAgreesWithCompiler(t *testing.T) {
-	routes := RouteSet{RouteLocateImplementation, RouteTraceStateFlow}
+	routes := routeSet{routeLocateImplementation, routeTraceStateFlow}
 	schema := compileSchema(t, roundTrip(t, needContextInputSchema(routes)))
 	rng := rand.New(rand.NewPCG(1, 2))
 	var schemaValid, bothAccept int
@@ -23,7 +23,7 @@ func TestMCP_SchemaAgreesWithCompiler(t *testing.T) {
 		args := genArguments(rng)
 		data, _ := json.Marshal(args)
 		serr := schema.Validate(roundTrip(t, args))
-		_, cerr := CompileJSON(data, routes)
+		_, cerr := compileJSON(data, routes)
 		switch {
 		case serr != nil && cerr == nil:
 			t.Fatalf("case %d: the schema rejects what the compiler accepts: %s\n%v", i, data, serr)
@@ -74,7 +74,7 @@ func genArguments(rng *rand.Rand) map[string]any {
 		"subject": map[string]any{"kind": damaged([]any{"symbol", "cli_option", "test"}, "class", 1),
 			// Wide characters at the bound: the schema's maxLength and the
 			// compiler must count the same unit (issue 12 item 18).
-			"name": damaged([]any{"Run", "--crlf", "a b", wide(MaxSubjectNameChars)}, "", 3, wide(MaxSubjectNameChars+1))},
+			"name": damaged([]any{"Run", "--crlf", "a b", wide(maxSubjectNameChars)}, "", 3, wide(maxSubjectNameChars+1))},
 	}
 	obligation := func() any {
 		kind := damaged([]any{"implementation_location", "runtime_flow", "focused_tests"}, "call_graph").(string)
@@ -105,7 +105,7 @@ func genArguments(rng *rand.Rand) map[string]any {
 			"features": pick("default", []any{"a", "b"}, []any{"b", "a"}, []any{}, "all")}
 	}
 	if rng.IntN(4) == 0 {
-		args["task"] = pick("trace it", 5, wide(MaxTaskChars), wide(MaxTaskChars+1))
+		args["task"] = pick("trace it", 5, wide(maxTaskChars), wide(maxTaskChars+1))
 	}
 	if rng.IntN(15) == 0 {
 		args["colour"] = "red"
@@ -173,13 +173,13 @@ func genChangeArguments(rng *rand.Rand) map[string]any {
 		return out
 	}
 	args := map[string]any{
-		"task": damaged([]any{"fix it", "Add a flag", wide(MaxTaskChars)}, "", "   ", 4, strings.Repeat("x", MaxTaskChars+1), wide(MaxTaskChars+1)),
+		"task": damaged([]any{"fix it", "Add a flag", wide(maxTaskChars)}, "", "   ", 4, strings.Repeat("x", maxTaskChars+1), wide(maxTaskChars+1)),
 		"acceptance_criteria": list(damaged([]any{1, 2, 8}, 0, 9).(int), func() any {
-			return damaged([]any{"works", "tests pass", wide(MaxCriterionChars)}, "", 3, wide(MaxCriterionChars+1))
+			return damaged([]any{"works", "tests pass", wide(maxCriterionChars)}, "", 3, wide(maxCriterionChars+1))
 		}),
 		"scopes": list(damaged([]any{1, 3, 16}, 0, 17).(int), func() any {
 			s := map[string]any{
-				"path": damaged([]any{"a.go", "internal", "cmd/x/main.go", wide(MaxScopePathChars)}, "", "/abs", "../up", "a/./b", "a/.git/x", ".", 5, wide(MaxScopePathChars+1)),
+				"path": damaged([]any{"a.go", "internal", "cmd/x/main.go", wide(maxScopePathChars)}, "", "/abs", "../up", "a/./b", "a/.git/x", ".", 5, wide(maxScopePathChars+1)),
 				"kind": damaged([]any{"exact", "subtree"}, "glob", 1),
 			}
 			if rng.IntN(20) == 0 {
@@ -202,11 +202,11 @@ func genChangeArguments(rng *rand.Rand) map[string]any {
 			c["max_files"] = damaged([]any{1, 16}, 0, 17, 1.5, "2")
 		}
 		if rng.IntN(2) == 0 {
-			c["max_bytes"] = damaged([]any{1, MaxPatchBytes}, 0, MaxPatchBytes+1)
+			c["max_bytes"] = damaged([]any{1, maxPatchBytes}, 0, maxPatchBytes+1)
 		}
 		if rng.IntN(2) == 0 {
 			c["notes"] = list(damaged([]any{0, 4}, 5).(int), func() any {
-				return damaged([]any{"no API change", wide(MaxNoteChars)}, "", 2, wide(MaxNoteChars+1))
+				return damaged([]any{"no API change", wide(maxNoteChars)}, "", 2, wide(maxNoteChars+1))
 			})
 		}
 		if rng.IntN(15) == 0 {

@@ -148,18 +148,18 @@ type slowWorker struct {
 	calls     int
 }
 
-func (w *slowWorker) Propose(ctx context.Context, _ WorkerRequest) (WorkerResult, error) {
+func (w *slowWorker) Propose(ctx context.Context, _ workerRequest) (workerResult, error) {
 	w.mu.Lock()
 	w.calls++
 	first := w.calls == 1
 	w.mu.Unlock()
 	if !first {
-		return WorkerResult{}, fmt.Errorf("busy")
+		return workerResult{}, fmt.Errorf("busy")
 	}
 	close(w.started)
 	<-ctx.Done()
 	close(w.cancelled)
-	return WorkerResult{}, ctx.Err()
+	return workerResult{}, ctx.Err()
 }
 
 func TestMCP_CancelAndFIFO(t *testing.T) {

@@ -34,10 +34,10 @@ var mcpTools = []mcpTool{
 		available:   func(*mcpSession) bool { return true },
 		input:       func(e *Engine) any { return needContextInputSchema(e.Routes()) },
 		output:      func() any { return needContextOutputSchema() },
-		call: typedCall("need_context", func(s *mcpSession, args []byte) (CompiledNeed, error) {
+		call: typedCall("need_context", func(s *mcpSession, args []byte) (compiledNeed, error) {
 			req, err := DecodeNeedRequest(args)
 			if err != nil {
-				return CompiledNeed{}, err
+				return compiledNeed{}, err
 			}
 			return Compile(req, s.cfg.Engine.Routes()) // invalid input changes nothing, not even the store
 		}, (*Engine).needCompiled, func(r NeedResult) string { return r.Context }),
@@ -58,8 +58,8 @@ var mcpTools = []mcpTool{
 		},
 		input:  func(*Engine) any { return prepareChangeInputSchema() },
 		output: func() any { return prepareChangeOutputSchema() },
-		call: typedCall("prepare_change", func(_ *mcpSession, args []byte) (ChangeRequest, error) { return DecodeChangeRequest(args) },
-			(*Engine).PrepareChange, func(r ChangeResult) string { return r.Context }),
+		call: typedCall("prepare_change", func(_ *mcpSession, args []byte) (changeRequest, error) { return DecodeChangeRequest(args) },
+			(*Engine).PrepareChange, func(r changeResult) string { return r.Context }),
 	},
 	{
 		name:  "verify_change",
@@ -73,8 +73,8 @@ var mcpTools = []mcpTool{
 		available:   func(s *mcpSession) bool { return s.workers() },
 		input:       func(*Engine) any { return verifyChangeInputSchema() },
 		output:      func() any { return verifyChangeOutputSchema() },
-		call: typedCall("verify_change", func(_ *mcpSession, args []byte) (string, error) { return DecodeChangeID(args) },
-			(*Engine).VerifyChange, func(r VerifyResult) string { return r.Context }),
+		call: typedCall("verify_change", func(_ *mcpSession, args []byte) (string, error) { return decodeChangeID(args) },
+			(*Engine).VerifyChange, func(r verifyResult) string { return r.Context }),
 	},
 }
 

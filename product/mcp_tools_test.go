@@ -31,7 +31,7 @@ func TestMCP_ChangeInvalidParams(t *testing.T) {
 		{"notObject", "prepare_change", `[]`, "$"},
 		{"missingTask", "prepare_change", `{"acceptance_criteria":["c"],"scopes":[{"path":"a","kind":"exact"}]}`, "task"},
 		{"blankTask", "prepare_change", `{"task":"  ","acceptance_criteria":["c"],"scopes":[{"path":"a","kind":"exact"}]}`, "task"},
-		{"oversizedTask", "prepare_change", `{"task":"` + strings.Repeat("x", MaxTaskChars+1) + `","acceptance_criteria":["c"],"scopes":[{"path":"a","kind":"exact"}]}`, "task"},
+		{"oversizedTask", "prepare_change", `{"task":"` + strings.Repeat("x", maxTaskChars+1) + `","acceptance_criteria":["c"],"scopes":[{"path":"a","kind":"exact"}]}`, "task"},
 		{"noCriteria", "prepare_change", `{"task":"t","acceptance_criteria":[],"scopes":[{"path":"a","kind":"exact"}]}`, "acceptance_criteria"},
 		{"nineCriteria", "prepare_change", `{"task":"t","acceptance_criteria":["1","2","3","4","5","6","7","8","9"],"scopes":[{"path":"a","kind":"exact"}]}`, "acceptance_criteria"},
 		{"criterionType", "prepare_change", `{"task":"t","acceptance_criteria":[1],"scopes":[{"path":"a","kind":"exact"}]}`, "acceptance_criteria[0]"},
@@ -189,7 +189,7 @@ func TestMCP_NeedContext(t *testing.T) {
 }
 
 func TestMCP_InvalidParams(t *testing.T) {
-	te := MustEngine(t, MustFixtureRepo(t, "grepx", false), func(c *Config) { c.Routes = RouteSet{RouteLocateImplementation, RouteTraceStateFlow} })
+	te := MustEngine(t, MustFixtureRepo(t, "grepx", false), func(c *Config) { c.Routes = routeSet{routeLocateImplementation, routeTraceStateFlow} })
 	p := MustMCP(t, te, true)
 	p.initialize("2025-06-18")
 	id := 10

@@ -9,35 +9,35 @@ import (
 	"github.com/needle-dev/needle/product/internal/enum"
 )
 
-// Route names a kind of need the main model may ask for. The set of routes a
-// session may use is frozen when the session starts (RouteSet).
-type Route string
+// route names a kind of need the main model may ask for. The set of routes a
+// session may use is frozen when the session starts (routeSet).
+type route string
 
 const (
-	RouteLocateImplementation Route = "locate.implementation"
-	RouteTraceStateFlow       Route = "trace.state-flow"
-	RouteTestsRelevant        Route = "tests.relevant"
+	routeLocateImplementation route = "locate.implementation"
+	routeTraceStateFlow       route = "trace.state-flow"
+	routeTestsRelevant        route = "tests.relevant"
 )
 
 // allRoutes lists every route in canonical order.
-var allRoutes = []Route{RouteLocateImplementation, RouteTraceStateFlow, RouteTestsRelevant}
+var allRoutes = []route{routeLocateImplementation, routeTraceStateFlow, routeTestsRelevant}
 
-func (r Route) String() string { return string(r) }
+func (r route) String() string { return string(r) }
 
-// ParseRoute returns the route named s.
-func ParseRoute(s string) (Route, bool) { return enum.Parse(allRoutes, s) }
+// parseRoute returns the route named s.
+func parseRoute(s string) (route, bool) { return enum.Parse(allRoutes, s) }
 
-// RouteSet is the set of routes enabled for a session or a command.
-type RouteSet []Route
+// routeSet is the set of routes enabled for a session or a command.
+type routeSet []route
 
-// AllRoutes returns a RouteSet with every route enabled.
-func AllRoutes() RouteSet { return append(RouteSet(nil), allRoutes...) }
+// AllRoutes returns a routeSet with every route enabled.
+func AllRoutes() routeSet { return append(routeSet(nil), allRoutes...) }
 
-// ParseRouteSet parses a comma-separated list of route names.
-func ParseRouteSet(s string) (RouteSet, error) {
-	var set RouteSet
+// parseRouteSet parses a comma-separated list of route names.
+func parseRouteSet(s string) (routeSet, error) {
+	var set routeSet
 	for _, name := range strings.Split(s, ",") {
-		r, ok := ParseRoute(strings.TrimSpace(name))
+		r, ok := parseRoute(strings.TrimSpace(name))
 		if !ok {
 			return nil, invalidf("routes", "", "unknown route %q; want one of %s", name, enum.List(allRoutes))
 		}
@@ -49,7 +49,7 @@ func ParseRouteSet(s string) (RouteSet, error) {
 }
 
 // Enabled reports whether r is in the set.
-func (s RouteSet) Enabled(r Route) bool {
+func (s routeSet) Enabled(r route) bool {
 	for _, x := range s {
 		if x == r {
 			return true
@@ -58,93 +58,93 @@ func (s RouteSet) Enabled(r Route) bool {
 	return false
 }
 
-// SubjectKind is what a need is about.
-type SubjectKind string
+// subjectKind is what a need is about.
+type subjectKind string
 
 const (
-	SubjectSymbol           SubjectKind = "symbol"
-	SubjectCLIOption        SubjectKind = "cli_option"
-	SubjectConfigurationKey SubjectKind = "configuration_key"
-	SubjectTest             SubjectKind = "test"
-	SubjectFile             SubjectKind = "file"
-	SubjectModule           SubjectKind = "module"
-	SubjectBehavior         SubjectKind = "behavior"
+	subjectSymbol           subjectKind = "symbol"
+	subjectCLIOption        subjectKind = "cli_option"
+	subjectConfigurationKey subjectKind = "configuration_key"
+	subjectTest             subjectKind = "test"
+	subjectFile             subjectKind = "file"
+	subjectModule           subjectKind = "module"
+	subjectBehavior         subjectKind = "behavior"
 )
 
-var allSubjectKinds = []SubjectKind{SubjectSymbol, SubjectCLIOption, SubjectConfigurationKey,
-	SubjectTest, SubjectFile, SubjectModule, SubjectBehavior}
+var allSubjectKinds = []subjectKind{subjectSymbol, subjectCLIOption, subjectConfigurationKey,
+	subjectTest, subjectFile, subjectModule, subjectBehavior}
 
-func (k SubjectKind) String() string { return string(k) }
+func (k subjectKind) String() string { return string(k) }
 
-// ParseSubjectKind returns the subject kind named s.
-func ParseSubjectKind(s string) (SubjectKind, bool) { return enum.Parse(allSubjectKinds, s) }
+// parseSubjectKind returns the subject kind named s.
+func parseSubjectKind(s string) (subjectKind, bool) { return enum.Parse(allSubjectKinds, s) }
 
 // CapabilityKind is a kind of evidence an obligation asks for.
 type CapabilityKind string
 
 const (
-	CapImplementationLocation CapabilityKind = "implementation_location"
-	CapRuntimeFlow            CapabilityKind = "runtime_flow"
-	CapFocusedTests           CapabilityKind = "focused_tests"
+	capImplementationLocation CapabilityKind = "implementation_location"
+	capRuntimeFlow            CapabilityKind = "runtime_flow"
+	capFocusedTests           CapabilityKind = "focused_tests"
 )
 
 // allCapabilities lists every capability kind in canonical order; compiled
 // obligations are sorted in this order.
-var allCapabilities = []CapabilityKind{CapImplementationLocation, CapRuntimeFlow, CapFocusedTests}
+var allCapabilities = []CapabilityKind{capImplementationLocation, capRuntimeFlow, capFocusedTests}
 
 func (k CapabilityKind) String() string { return string(k) }
 
-// ParseCapabilityKind returns the capability kind named s.
-func ParseCapabilityKind(s string) (CapabilityKind, bool) { return enum.Parse(allCapabilities, s) }
+// parseCapabilityKind returns the capability kind named s.
+func parseCapabilityKind(s string) (CapabilityKind, bool) { return enum.Parse(allCapabilities, s) }
 
-// FacetName names a facet, a qualifier of an obligation.
-type FacetName string
+// facetName names a facet, a qualifier of an obligation.
+type facetName string
 
 const (
-	FacetPolarity     FacetName = "polarity"
-	FacetSelection    FacetName = "selection"
-	FacetScenario     FacetName = "scenario"
-	FacetCompleteness FacetName = "completeness"
-	FacetGranularity  FacetName = "granularity"
+	facetPolarity     facetName = "polarity"
+	facetSelection    facetName = "selection"
+	facetScenario     facetName = "scenario"
+	facetCompleteness facetName = "completeness"
+	facetGranularity  facetName = "granularity"
 )
 
 // allFacets lists every facet in canonical order.
-var allFacets = []FacetName{FacetPolarity, FacetSelection, FacetScenario, FacetCompleteness, FacetGranularity}
+var allFacets = []facetName{facetPolarity, facetSelection, facetScenario, facetCompleteness, facetGranularity}
 
-// ParseFacetName returns the facet named s.
-func ParseFacetName(s string) (FacetName, bool) { return enum.Parse(allFacets, s) }
+// parseFacetName returns the facet named s.
+func parseFacetName(s string) (facetName, bool) { return enum.Parse(allFacets, s) }
 
 // capabilityFacets says which facets each capability kind takes.
-var capabilityFacets = map[CapabilityKind][]FacetName{
-	CapImplementationLocation: {FacetPolarity, FacetSelection},
-	CapRuntimeFlow:            {FacetScenario, FacetCompleteness, FacetGranularity},
-	CapFocusedTests:           {FacetPolarity, FacetSelection, FacetCompleteness},
+var capabilityFacets = map[CapabilityKind][]facetName{
+	capImplementationLocation: {facetPolarity, facetSelection},
+	capRuntimeFlow:            {facetScenario, facetCompleteness, facetGranularity},
+	capFocusedTests:           {facetPolarity, facetSelection, facetCompleteness},
 }
 
 // facetValues lists the values of each enumerated facet, weakest first where
 // the facet is ordered (see facetOrdered). Scenario is not enumerated: it is
-// ScenarioDefault or a bounded name.
-var facetValues = map[FacetName][]string{
-	FacetPolarity:     {"positive", "negative"},
-	FacetSelection:    {"primary", "representative", "exhaustive"},
-	FacetCompleteness: {"open_world", "contract_complete"},
-	FacetGranularity:  {"summary", "stepwise"},
+// scenarioDefault or a bounded name.
+var facetValues = map[facetName][]string{
+	facetPolarity:     {"positive", "negative"},
+	facetSelection:    {"primary", "representative", "exhaustive"},
+	facetCompleteness: {"open_world", "contract_complete"},
+	facetGranularity:  {"summary", "stepwise"},
 }
 
 // facetOrdered says which facets are ordered by strength. When a route
 // minimum and the caller both set an ordered facet, the stronger value wins;
 // an unordered facet (polarity, scenario) set by both must agree.
-var facetOrdered = map[FacetName]bool{
-	FacetSelection:    true,
-	FacetCompleteness: true,
-	FacetGranularity:  true,
+var facetOrdered = map[facetName]bool{
+	facetSelection:    true,
+	facetCompleteness: true,
+	facetGranularity:  true,
 }
 
-// ScenarioDefault is the runtime_flow scenario every program has.
-const ScenarioDefault = "default"
+// scenarioDefault is the runtime_flow scenario every program has.
+const scenarioDefault = "default"
 
 // takesFacet reports whether capability k takes facet f.
-func takesFacet(k CapabilityKind, f FacetName) bool {
+func takesFacet(k CapabilityKind, f facetName) bool {
 	for _, x := range capabilityFacets[k] {
 		if x == f {
 			return true
@@ -153,29 +153,29 @@ func takesFacet(k CapabilityKind, f FacetName) bool {
 	return false
 }
 
-// Strength says whether an obligation must be satisfied (required) or is
+// strength says whether an obligation must be satisfied (required) or is
 // welcome when cheap (preferred).
-type Strength string
+type strength string
 
 const (
-	StrengthRequired  Strength = "required"
-	StrengthPreferred Strength = "preferred"
+	StrengthRequired  strength = "required"
+	strengthPreferred strength = "preferred"
 )
 
 // routeMinimums are the obligations each route always carries, merged into
 // the caller's by the compiler (see "Compilation and identity" in doc.go).
 // Only the facets named here
 // are ever added to what the caller wrote.
-var routeMinimums = map[Route][]Obligation{
-	RouteLocateImplementation: {
-		{Kind: CapImplementationLocation, Strength: StrengthRequired, Facets: Facets{Selection: "primary"}},
+var routeMinimums = map[route][]obligation{
+	routeLocateImplementation: {
+		{Kind: capImplementationLocation, Strength: StrengthRequired, Facets: facets{Selection: "primary"}},
 	},
-	RouteTraceStateFlow: {
-		{Kind: CapImplementationLocation, Strength: StrengthRequired, Facets: Facets{Selection: "primary"}},
-		{Kind: CapRuntimeFlow, Strength: StrengthRequired, Facets: Facets{Scenario: ScenarioDefault}},
+	routeTraceStateFlow: {
+		{Kind: capImplementationLocation, Strength: StrengthRequired, Facets: facets{Selection: "primary"}},
+		{Kind: capRuntimeFlow, Strength: StrengthRequired, Facets: facets{Scenario: scenarioDefault}},
 	},
-	RouteTestsRelevant: {
-		{Kind: CapFocusedTests, Strength: StrengthRequired, Facets: Facets{Selection: "representative"}},
+	routeTestsRelevant: {
+		{Kind: capFocusedTests, Strength: StrengthRequired, Facets: facets{Selection: "representative"}},
 	},
 }
 
@@ -187,7 +187,7 @@ type NeedRequest struct {
 	Subject   SubjectRequest
 	Required  []ObligationRequest
 	Preferred []ObligationRequest
-	World     WorldRequest
+	World     worldRequest
 	Task      string
 }
 
@@ -201,18 +201,18 @@ type SubjectRequest struct {
 // a capability kind and the facets the caller set, in the order written.
 type ObligationRequest struct {
 	Kind   string
-	Facets []FacetRequest
+	Facets []facetRequest
 }
 
-// FacetRequest is one facet as written.
-type FacetRequest struct {
+// facetRequest is one facet as written.
+type facetRequest struct {
 	Name  string
 	Value string
 }
 
-// WorldRequest is the world as written; an empty field means its default.
+// worldRequest is the world as written; an empty field means its default.
 // Features nil means "default"; a non-nil slice is an explicit list.
-type WorldRequest struct {
+type worldRequest struct {
 	Source   string
 	Platform string
 	Features []string

@@ -7,32 +7,32 @@ import (
 	"github.com/needle-dev/needle/product/lifecycle"
 )
 
-// Profile is a role profile: how workers run for a session. Profiles are
+// profile is a role profile: how workers run for a session. Profiles are
 // versioned by immutable revisions; a session freezes the revision it
 // started with.
-type Profile struct {
+type profile struct {
 	WorkerModel string         `json:"worker_model"` // "" = the App Server's configured model
 	Effort      string         `json:"effort"`       // "" | low | medium | high
-	Limits      ProfileLimits  `json:"limits"`
-	Sandbox     ProfileSandbox `json:"sandbox"`
+	Limits      profileLimits  `json:"limits"`
+	Sandbox     profileSandbox `json:"sandbox"`
 	// Roles sets each lifecycle worker role apart (needle change). Absent,
 	// the roles follow WorkerModel, Effort and Sandbox (effectiveRoles); a
 	// profile written before roles existed keeps its digest.
-	Roles *ProfileRoles `json:"roles,omitempty"`
+	Roles *profileRoles `json:"roles,omitempty"`
 }
 
-// ProfileRoles are the settings of the lifecycle's worker roles, each with
+// profileRoles are the settings of the lifecycle's worker roles, each with
 // its own sandbox, model and effort.
-type ProfileRoles struct {
-	Explorer    RoleSettings `json:"explorer"`
-	Implementer RoleSettings `json:"implementer"`
-	TestRunner  RoleSettings `json:"test_runner"`
-	Reviewer    RoleSettings `json:"reviewer"`
-	Verifier    RoleSettings `json:"verifier"`
+type profileRoles struct {
+	Explorer    roleSettings `json:"explorer"`
+	Implementer roleSettings `json:"implementer"`
+	TestRunner  roleSettings `json:"test_runner"`
+	Reviewer    roleSettings `json:"reviewer"`
+	Verifier    roleSettings `json:"verifier"`
 }
 
-// RoleSettings say how one role's worker runs.
-type RoleSettings struct {
+// roleSettings say how one role's worker runs.
+type roleSettings struct {
 	Sandbox string `json:"sandbox"` // the role's one sandbox (lifecycle.RoleSandbox)
 	Model   string `json:"model"`   // "" = the App Server's configured model
 	Effort  string `json:"effort"`  // "" | low | medium | high
@@ -45,7 +45,7 @@ type RoleSettings struct {
 // roleWorker is the content id of what a role's worker is, whatever the
 // role is called: its sandbox, model, effort and prompt set with that
 // set's digest. Two roles with one roleWorker are the same worker.
-func roleWorker(role lifecycle.Role, r RoleSettings) string {
+func roleWorker(role lifecycle.Role, r roleSettings) string {
 	prompts := r.Prompts
 	if prompts == "" {
 		prompts = defaultRolePrompts[role]
@@ -56,14 +56,14 @@ func roleWorker(role lifecycle.Role, r RoleSettings) string {
 		Effort        string `json:"effort"`
 		Prompts       string `json:"prompts"`
 		PromptsDigest string `json:"prompts_digest"`
-	}{r.Sandbox, r.Model, r.Effort, prompts, CurrentPromptProfile().Sets[prompts]})
+	}{r.Sandbox, r.Model, r.Effort, prompts, currentPromptProfile().Sets[prompts]})
 }
 
 // checkDistinctVerifier refuses a profile whose verifier is the same
 // worker as its reviewer or its implementer: the same sandbox, model,
 // effort and prompts. The role names do not count: a verification is
 // independent only when another worker makes it.
-func checkDistinctVerifier(op string, p Profile) error {
+func checkDistinctVerifier(op string, p profile) error {
 	roles := p.effectiveRoles()
 	v := roleWorker(lifecycle.RoleVerifier, roles.Verifier)
 	for _, other := range []lifecycle.Role{lifecycle.RoleReviewer, lifecycle.RoleImplementer} {
@@ -79,13 +79,13 @@ func checkDistinctVerifier(op string, p Profile) error {
 
 // effectiveRoles are the profile's role settings: its roles when it sets
 // them, otherwise derived from the single-worker fields.
-func (p Profile) effectiveRoles() ProfileRoles {
+func (p profile) effectiveRoles() profileRoles {
 	if p.Roles != nil {
 		return *p.Roles
 	}
-	base := RoleSettings{Model: p.WorkerModel, Effort: p.Effort}
-	with := func(sandbox string) RoleSettings { r := base; r.Sandbox = sandbox; return r }
-	return ProfileRoles{
+	base := roleSettings{Model: p.WorkerModel, Effort: p.Effort}
+	with := func(sandbox string) roleSettings { r := base; r.Sandbox = sandbox; return r }
+	return profileRoles{
 		Explorer:    with(p.Sandbox.Evidence),
 		Implementer: with(p.Sandbox.Patch),
 		TestRunner:  with(lifecycle.RoleSandbox[lifecycle.RoleTestRunner]),
@@ -95,7 +95,7 @@ func (p Profile) effectiveRoles() ProfileRoles {
 }
 
 // role returns the settings of one lifecycle role.
-func (r ProfileRoles) role(role lifecycle.Role) RoleSettings {
+func (r profileRoles) role(role lifecycle.Role) roleSettings {
 	switch role {
 	case lifecycle.RoleExplorer:
 		return r.Explorer
@@ -109,16 +109,16 @@ func (r ProfileRoles) role(role lifecycle.Role) RoleSettings {
 	return r.Verifier
 }
 
-// ProfileLimits are the session limits of a profile.
-type ProfileLimits struct {
+// profileLimits are the session limits of a profile.
+type profileLimits struct {
 	Needs   int `json:"needs"`
 	Workers int `json:"workers"`
 }
 
-// ProfileSandbox is the sandbox of each worker role. Evidence workers and
+// profileSandbox is the sandbox of each worker role. Evidence workers and
 // verifiers are read-only; only the patch worker may write, and only inside
 // its disposable checkout.
-type ProfileSandbox struct {
+type profileSandbox struct {
 	Evidence string `json:"evidence"`
 	Patch    string `json:"patch"`
 	Verifier string `json:"verifier"`
@@ -129,7 +129,7 @@ type ProfileRevision struct {
 	ID       string  `json:"profile_id"`
 	Revision int     `json:"revision"`
 	Digest   string  `json:"digest"`
-	Profile  Profile `json:"profile"`
+	Profile  profile `json:"profile"`
 }
 
 // DefaultProfileID names the built-in profile every data directory has from
@@ -137,15 +137,15 @@ type ProfileRevision struct {
 const DefaultProfileID = "default"
 
 // defaultProfile is the built-in profile's first revision.
-var defaultProfile = Profile{
-	Limits:  ProfileLimits{Needs: DefaultNeedLimit, Workers: DefaultWorkerLimit},
-	Sandbox: ProfileSandbox{Evidence: "read-only", Patch: "workspace-write", Verifier: "read-only"},
+var defaultProfile = profile{
+	Limits:  profileLimits{Needs: defaultNeedLimit, Workers: defaultWorkerLimit},
+	Sandbox: profileSandbox{Evidence: "read-only", Patch: "workspace-write", Verifier: "read-only"},
 }
 
 var profileIDPattern = lifecycle.ProfileIDPattern
 
 // checkProfile validates a profile body.
-func checkProfile(p Profile) error {
+func checkProfile(p profile) error {
 	const op = "profile"
 	switch {
 	case p.Effort != "" && p.Effort != "low" && p.Effort != "medium" && p.Effort != "high":

@@ -11,12 +11,12 @@ import (
 
 // sameJudges is a profile whose verifier is its reviewer again: the same
 // sandbox, model, effort and prompts, under another role's name.
-var sameJudges = Profile{Limits: defaultProfile.Limits, Sandbox: defaultProfile.Sandbox, Roles: &ProfileRoles{
-	Explorer:    RoleSettings{Sandbox: "read-only"},
-	Implementer: RoleSettings{Sandbox: "workspace-write"},
-	TestRunner:  RoleSettings{Sandbox: "workspace-write"},
-	Reviewer:    RoleSettings{Sandbox: "read-only", Model: "judge", Effort: "high"},
-	Verifier:    RoleSettings{Sandbox: "read-only", Model: "judge", Effort: "high", Prompts: PromptsReview},
+var sameJudges = profile{Limits: defaultProfile.Limits, Sandbox: defaultProfile.Sandbox, Roles: &profileRoles{
+	Explorer:    roleSettings{Sandbox: "read-only"},
+	Implementer: roleSettings{Sandbox: "workspace-write"},
+	TestRunner:  roleSettings{Sandbox: "workspace-write"},
+	Reviewer:    roleSettings{Sandbox: "read-only", Model: "judge", Effort: "high"},
+	Verifier:    roleSettings{Sandbox: "read-only", Model: "judge", Effort: "high", Prompts: promptsReview},
 }}
 
 // TestProfile_DistinctVerifier: the verifier is compared with the reviewer
@@ -47,10 +47,10 @@ func TestProfile_DistinctVerifier(t *testing.T) {
 		t.Errorf("a verifier that is the reviewer again: %v", err)
 	}
 	// Any one setting apart makes another worker.
-	for name, edit := range map[string]func(*RoleSettings){
-		"Model":   func(r *RoleSettings) { r.Model = "second-judge" },
-		"Effort":  func(r *RoleSettings) { r.Effort = "medium" },
-		"Prompts": func(r *RoleSettings) { r.Prompts = "" },
+	for name, edit := range map[string]func(*roleSettings){
+		"Model":   func(r *roleSettings) { r.Model = "second-judge" },
+		"Effort":  func(r *roleSettings) { r.Effort = "medium" },
+		"Prompts": func(r *roleSettings) { r.Prompts = "" },
 	} {
 		p := sameJudges
 		roles := *p.Roles
@@ -64,8 +64,8 @@ func TestProfile_DistinctVerifier(t *testing.T) {
 	// verifier's prompts would be the verifier.
 	p := sameJudges
 	same := *p.Roles
-	same.Verifier = RoleSettings{Sandbox: "read-only"}
-	same.Implementer = RoleSettings{Sandbox: "read-only", Prompts: PromptsVerify}
+	same.Verifier = roleSettings{Sandbox: "read-only"}
+	same.Implementer = roleSettings{Sandbox: "read-only", Prompts: promptsVerify}
 	p.Roles = &same
 	if err := checkDistinctVerifier("profile", p); err == nil || !strings.Contains(err.Error(), "the implementer's") {
 		t.Errorf("a verifier that is the implementer: %v", err)

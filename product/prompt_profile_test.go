@@ -53,8 +53,8 @@ func checkRevision(t *testing.T, kind string, revision int, digest, bump string)
 // TestPromptProfile_Revisions: a change of what any worker is sent changes
 // the prompt profile's digest, and a shipped revision keeps its digest.
 func TestPromptProfile_Revisions(t *testing.T) {
-	p := CurrentPromptProfile()
-	if p.Revision != PromptProfileRevision || len(p.Sets) != len(promptSetNames) {
+	p := currentPromptProfile()
+	if p.Revision != promptProfileRevision || len(p.Sets) != len(promptSetNames) {
 		t.Fatalf("prompt profile %+v", p)
 	}
 	checkRevision(t, "prompt_profile", p.Revision, p.Digest,
@@ -127,5 +127,5 @@ func canonicalJSON(t *testing.T, raw json.RawMessage) string {
 // TestMarkerGrammar_Revisions: a change of how any sample message reads
 // changes the grammar's digest, and a shipped revision keeps its digest.
 func TestMarkerGrammar_Revisions(t *testing.T) {
-	checkRevision(t, "marker_grammar", MarkerGrammarRevision, MarkerGrammar(), "bump MarkerGrammarRevision")
+	checkRevision(t, "marker_grammar", markerGrammarRevision, markerGrammar(), "bump MarkerGrammarRevision")
 }

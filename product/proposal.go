@@ -17,20 +17,20 @@ import (
 // Proposal bounds: a proposal is untrusted (a model or an operator wrote it)
 // and is decoded as strictly as a need request.
 const (
-	MaxProposalBytes = 64 << 10
-	MaxPathBytes     = 512
+	maxProposalBytes = 64 << 10
+	maxPathBytes     = 512
 	MaxSpanLines     = 600
-	MaxFlowSteps     = 16
-	MaxFocusedTests  = 16
-	MaxSummaryBytes  = 240
-	MaxCommandBytes  = 512
-	MaxTestNameBytes = 256
+	maxFlowSteps     = 16
+	maxFocusedTests  = 16
+	maxSummaryBytes  = 240
+	maxCommandBytes  = 512
+	maxTestNameBytes = 256
 )
 
-// Proposal is typed evidence a worker or an operator proposes for a subject.
+// proposal is typed evidence a worker or an operator proposes for a subject.
 // Exactly the fields of its Kind are set. Trusted validators decide whether
 // it becomes certified evidence; nothing in it is believed until then.
-type Proposal struct {
+type proposal struct {
 	Kind    CapabilityKind `json:"kind"`
 	Subject Subject        `json:"subject"`
 
@@ -41,10 +41,10 @@ type Proposal struct {
 
 	// runtime_flow
 	Scenario string     `json:"scenario,omitempty"`
-	Steps    []FlowStep `json:"steps,omitempty"`
+	Steps    []flowStep `json:"steps,omitempty"`
 
 	// focused_tests
-	Tests []TestRef `json:"tests,omitempty"`
+	Tests []testRef `json:"tests,omitempty"`
 
 	// problems are values the proposal's JSON Schema allows that no
 	// validator can accept (a path leaving the repository, a backwards
@@ -54,20 +54,20 @@ type Proposal struct {
 	problems []string
 }
 
-// FlowStep is one step of a runtime flow: a location and what happens there.
-type FlowStep struct {
+// flowStep is one step of a runtime flow: a location and what happens there.
+type flowStep struct {
 	Path      string `json:"path"`
 	StartLine int    `json:"start_line"`
 	EndLine   int    `json:"end_line"`
 	Summary   string `json:"summary"`
 }
 
-// TestRef is one focused test: where it is and its name ("TestX", or a
+// testRef is one focused test: where it is and its name ("TestX", or a
 // subtest "TestX/case" as go test -v prints it). Command is how the
 // proposer would run it: a hint at most. It never decides a validation and
 // is never served; the command in a context is Needle's own, derived from
 // the package and the test name, and certified evidence does not keep it.
-type TestRef struct {
+type testRef struct {
 	Path    string `json:"path"`
 	Name    string `json:"name"`
 	Command string `json:"command,omitempty"`
@@ -75,32 +75,32 @@ type TestRef struct {
 
 const opProposal = "evidence.proposal"
 
-// DecodeProposal decodes a proposal strictly: the same closed-input rules as
+// decodeProposal decodes a proposal strictly: the same closed-input rules as
 // a need request (no unknown fields, duplicate keys, wrong types or trailing
 // data), every field of its kind present, and the bounds above.
-func DecodeProposal(data []byte) (Proposal, error) {
-	if len(data) > MaxProposalBytes {
-		return Proposal{}, invalidf(opProposal, "$", "proposal is %d bytes; the limit is %d", len(data), MaxProposalBytes)
+func decodeProposal(data []byte) (proposal, error) {
+	if len(data) > maxProposalBytes {
+		return proposal{}, invalidf(opProposal, "$", "proposal is %d bytes; the limit is %d", len(data), maxProposalBytes)
 	}
 	root, err := parseJSONTree(data)
 	if err != nil {
-		return Proposal{}, err
+		return proposal{}, err
 	}
 	if root.kind != jsonObject {
-		return Proposal{}, invalidf(opProposal, "$", "want an object, got %s", root.kind)
+		return proposal{}, invalidf(opProposal, "$", "want an object, got %s", root.kind)
 	}
-	var p Proposal
+	var p proposal
 	var kind string
 	for _, m := range root.members {
 		if m.key == "kind" {
 			if err := bindString(m.value, "kind", &kind); err != nil {
-				return Proposal{}, err
+				return proposal{}, err
 			}
 		}
 	}
-	k, ok := ParseCapabilityKind(kind)
+	k, ok := parseCapabilityKind(kind)
 	if !ok {
-		return Proposal{}, invalidf(opProposal, "kind", "unknown or missing proposal kind %q; want %s", kind, enum.List(allCapabilities))
+		return proposal{}, invalidf(opProposal, "kind", "unknown or missing proposal kind %q; want %s", kind, enum.List(allCapabilities))
 	}
 	p.Kind = k
 	binders := map[string]func(jsonValue, string) error{
@@ -109,21 +109,21 @@ func DecodeProposal(data []byte) (Proposal, error) {
 	}
 	required := []string{"kind", "subject"}
 	switch k {
-	case CapImplementationLocation:
+	case capImplementationLocation:
 		binders["path"] = func(v jsonValue, path string) error { return bindString(v, path, &p.Path) }
 		binders["start_line"] = func(v jsonValue, path string) error { return bindLine(v, path, &p.StartLine) }
 		binders["end_line"] = func(v jsonValue, path string) error { return bindLine(v, path, &p.EndLine) }
 		required = append(required, "path", "start_line", "end_line")
-	case CapRuntimeFlow:
+	case capRuntimeFlow:
 		binders["scenario"] = func(v jsonValue, path string) error { return bindString(v, path, &p.Scenario) }
 		binders["steps"] = func(v jsonValue, path string) error { return bindSteps(v, path, &p.Steps) }
 		required = append(required, "scenario", "steps")
-	case CapFocusedTests:
+	case capFocusedTests:
 		binders["tests"] = func(v jsonValue, path string) error { return bindTests(v, path, &p.Tests) }
 		required = append(required, "tests")
 	}
 	if err := bindObject(root, "$", binders, required...); err != nil {
-		return Proposal{}, err
+		return proposal{}, err
 	}
 	return checkProposal(p)
 }
@@ -141,7 +141,7 @@ func bindSubject(v jsonValue, path string, s *Subject, problems *[]string) error
 	if err != nil {
 		return err
 	}
-	kind, ok := ParseSubjectKind(req.Kind)
+	kind, ok := parseSubjectKind(req.Kind)
 	if !ok {
 		return invalidf(opCompile, path+".kind", "unknown subject kind %q; want %s", req.Kind, enum.List(allSubjectKinds))
 	}
@@ -178,9 +178,9 @@ func bindLine(v jsonValue, path string, dst *int) error {
 	return nil
 }
 
-func bindSteps(v jsonValue, path string, dst *[]FlowStep) error {
-	return bindArray(v, path, MaxFlowSteps, func(elem jsonValue, epath string) error {
-		var s FlowStep
+func bindSteps(v jsonValue, path string, dst *[]flowStep) error {
+	return bindArray(v, path, maxFlowSteps, func(elem jsonValue, epath string) error {
+		var s flowStep
 		err := bindObject(elem, epath, map[string]func(jsonValue, string) error{
 			"path":       func(v jsonValue, p string) error { return bindString(v, p, &s.Path) },
 			"start_line": func(v jsonValue, p string) error { return bindLine(v, p, &s.StartLine) },
@@ -192,9 +192,9 @@ func bindSteps(v jsonValue, path string, dst *[]FlowStep) error {
 	})
 }
 
-func bindTests(v jsonValue, path string, dst *[]TestRef) error {
-	return bindArray(v, path, MaxFocusedTests, func(elem jsonValue, epath string) error {
-		var t TestRef
+func bindTests(v jsonValue, path string, dst *[]testRef) error {
+	return bindArray(v, path, maxFocusedTests, func(elem jsonValue, epath string) error {
+		var t testRef
 		err := bindObject(elem, epath, map[string]func(jsonValue, string) error{
 			"path":    func(v jsonValue, p string) error { return bindString(v, p, &t.Path) },
 			"name":    func(v jsonValue, p string) error { return bindString(v, p, &t.Name) },
@@ -228,31 +228,31 @@ func bindArray(v jsonValue, path string, max int, bind func(jsonValue, string) e
 // leaves the repository or holds a control character, a backwards or
 // oversized span, a test name that is no name — is noted as a problem,
 // and the proposal is rejected for it before anything is read.
-func checkProposal(p Proposal) (Proposal, error) {
+func checkProposal(p proposal) (proposal, error) {
 	problem := func(format string, args ...any) { p.problems = append(p.problems, fmt.Sprintf(format, args...)) }
 	switch p.Kind {
-	case CapImplementationLocation:
+	case capImplementationLocation:
 		var why string
 		p.Path, why = checkLocation("", p.Path, p.StartLine, p.EndLine)
 		if why != "" {
 			problem("%s", why)
 		}
-	case CapRuntimeFlow:
-		p.Scenario = oneLineText(p.Scenario, MaxScenarioBytes)
+	case capRuntimeFlow:
+		p.Scenario = oneLineText(p.Scenario, maxScenarioBytes)
 		if p.Scenario == "" {
-			p.Scenario = ScenarioDefault
+			p.Scenario = scenarioDefault
 		}
-		p.Steps = append([]FlowStep(nil), p.Steps...)
+		p.Steps = append([]flowStep(nil), p.Steps...)
 		for i := range p.Steps {
 			s := &p.Steps[i]
 			var why string
 			if s.Path, why = checkLocation(fmt.Sprintf("steps[%d].", i), s.Path, s.StartLine, s.EndLine); why != "" {
 				problem("%s", why)
 			}
-			s.Summary = oneLineText(s.Summary, MaxSummaryBytes)
+			s.Summary = oneLineText(s.Summary, maxSummaryBytes)
 		}
-	case CapFocusedTests:
-		p.Tests = append([]TestRef(nil), p.Tests...)
+	case capFocusedTests:
+		p.Tests = append([]testRef(nil), p.Tests...)
 		for i := range p.Tests {
 			t := &p.Tests[i]
 			prefix := fmt.Sprintf("tests[%d].", i)
@@ -261,19 +261,19 @@ func checkProposal(p Proposal) (Proposal, error) {
 				problem("%s", why)
 			}
 			t.Name = strings.TrimSpace(t.Name)
-			if t.Name == "" || len(t.Name) > MaxTestNameBytes || !utf8.ValidString(t.Name) || strings.IndexFunc(t.Name, unsafeRune) >= 0 {
-				problem("%sname: test name %q must be 1 to %d bytes of printable text", prefix, t.Name, MaxTestNameBytes)
+			if t.Name == "" || len(t.Name) > maxTestNameBytes || !utf8.ValidString(t.Name) || strings.IndexFunc(t.Name, unsafeRune) >= 0 {
+				problem("%sname: test name %q must be 1 to %d bytes of printable text", prefix, t.Name, maxTestNameBytes)
 				t.Name = strings.ToValidUTF8(t.Name, "\uFFFD")
 			}
-			t.Command = oneLineText(t.Command, MaxCommandBytes)
+			t.Command = oneLineText(t.Command, maxCommandBytes)
 		}
 	}
 	return p, nil
 }
 
-// MaxScenarioBytes bounds a flow's scenario as kept (longer text is
+// maxScenarioBytes bounds a flow's scenario as kept (longer text is
 // clipped).
-const MaxScenarioBytes = 512
+const maxScenarioBytes = 512
 
 // oneLineText makes untrusted free text one line of printable text of at
 // most max bytes: invalid UTF-8 replaced, control, format and separator
@@ -322,8 +322,8 @@ func checkLocation(prefix, p string, start, end int) (string, string) {
 func checkRelPath(field, p string) (string, string) {
 	kept := strings.ToValidUTF8(p, "\uFFFD")
 	switch {
-	case p == "" || len(p) > MaxPathBytes:
-		return kept, fmt.Sprintf("%s: path must be 1 to %d bytes", field, MaxPathBytes)
+	case p == "" || len(p) > maxPathBytes:
+		return kept, fmt.Sprintf("%s: path must be 1 to %d bytes", field, maxPathBytes)
 	case !utf8.ValidString(p) || strings.IndexFunc(p, unsafeRune) >= 0:
 		return kept, fmt.Sprintf("%s: path %q has a control, format or line-separator character", field, p)
 	case strings.ContainsAny(p, "\\\x00") || strings.HasPrefix(p, "/"):
@@ -343,29 +343,29 @@ func unsafeRune(r rune) bool {
 	return unicode.IsControl(r) || unicode.Is(unicode.Cf, r) || r == '\u2028' || r == '\u2029'
 }
 
-// ProposalSchema returns the strict JSON Schema of a proposal of kind k:
+// proposalSchema returns the strict JSON Schema of a proposal of kind k:
 // every property required and additionalProperties false at every level, so
 // it can serve as a Codex turn's outputSchema.
-func ProposalSchema(k CapabilityKind) ([]byte, error) {
+func proposalSchema(k CapabilityKind) ([]byte, error) {
 	obj := schema.Strict
-	// Length bounds are enforced by DecodeProposal, not the schema: strict
+	// Length bounds are enforced by decodeProposal, not the schema: strict
 	// structured-output schemas do not accept minLength/maxLength.
 	str := func(int) map[string]any { return map[string]any{"type": "string"} }
 	line := map[string]any{"type": "integer", "minimum": 1}
 	props := map[string]any{
 		"kind":    schema.Enum(k),
-		"subject": obj(map[string]any{"kind": schema.Enum(allSubjectKinds...), "name": str(MaxSubjectNameChars)}),
+		"subject": obj(map[string]any{"kind": schema.Enum(allSubjectKinds...), "name": str(maxSubjectNameChars)}),
 	}
 	switch k {
-	case CapImplementationLocation:
-		props["path"], props["start_line"], props["end_line"] = str(MaxPathBytes), line, line
-	case CapRuntimeFlow:
-		props["scenario"] = str(MaxNameBytes)
-		step := obj(map[string]any{"path": str(MaxPathBytes), "start_line": line, "end_line": line, "summary": str(MaxSummaryBytes)})
-		props["steps"] = map[string]any{"type": "array", "items": step, "minItems": 1, "maxItems": MaxFlowSteps}
-	case CapFocusedTests:
-		test := obj(map[string]any{"path": str(MaxPathBytes), "name": str(128), "command": str(MaxCommandBytes)})
-		props["tests"] = map[string]any{"type": "array", "items": test, "minItems": 1, "maxItems": MaxFocusedTests}
+	case capImplementationLocation:
+		props["path"], props["start_line"], props["end_line"] = str(maxPathBytes), line, line
+	case capRuntimeFlow:
+		props["scenario"] = str(maxNameBytes)
+		step := obj(map[string]any{"path": str(maxPathBytes), "start_line": line, "end_line": line, "summary": str(maxSummaryBytes)})
+		props["steps"] = map[string]any{"type": "array", "items": step, "minItems": 1, "maxItems": maxFlowSteps}
+	case capFocusedTests:
+		test := obj(map[string]any{"path": str(maxPathBytes), "name": str(128), "command": str(maxCommandBytes)})
+		props["tests"] = map[string]any{"type": "array", "items": test, "minItems": 1, "maxItems": maxFocusedTests}
 	default:
 		return nil, invalidf(opProposal, "kind", "unknown proposal kind %q", k)
 	}

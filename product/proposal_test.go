@@ -10,12 +10,12 @@ import (
 
 func TestDecodeProposal(t *testing.T) {
 	for _, src := range []string{locNewSearcher, flowCRLF, testsCRLF} {
-		p, err := DecodeProposal([]byte(src))
+		p, err := decodeProposal([]byte(src))
 		if err != nil {
 			t.Fatalf("DecodeProposal(%s): %v", src, err)
 		}
 		again, _ := json.Marshal(p)
-		if q, err := DecodeProposal(again); err != nil || mustID("t", q) != mustID("t", p) {
+		if q, err := decodeProposal(again); err != nil || mustID("t", q) != mustID("t", p) {
 			t.Errorf("round trip of %s: %v", again, err)
 		}
 	}
@@ -31,7 +31,7 @@ func TestDecodeProposal(t *testing.T) {
 	}
 	for _, tt := range bad {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := DecodeProposal([]byte(tt.src))
+			_, err := decodeProposal([]byte(tt.src))
 			e, ok := err.(*Error)
 			if !ok || e.Kind != KindInvalidInput || e.Path != tt.path {
 				t.Errorf("error %v, want invalid input at %s", err, tt.path)
@@ -59,19 +59,19 @@ func TestDecodeProposal_SchemaAgrees(t *testing.T) {
 		{"LongCommand", `{"kind":"focused_tests","subject":{"kind":"symbol","name":"A"},"tests":[{"path":"a_test.go","name":" TestA ","command":` + jsonText(long) + `}]}`, ""},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			p, err := DecodeProposal([]byte(tt.src))
+			p, err := decodeProposal([]byte(tt.src))
 			if err != nil {
 				t.Fatalf("refused for shape: %v", err)
 			}
 			if got := strings.Join(p.problems, "; "); (tt.problem == "") != (got == "") || !strings.Contains(got, tt.problem) {
 				t.Errorf("problems %q, want one holding %q", got, tt.problem)
 			}
-			if p.Kind == CapRuntimeFlow {
-				if len(p.Scenario) > MaxScenarioBytes || strings.ContainsAny(p.Scenario, "\n\r") || len(p.Steps[0].Summary) > MaxSummaryBytes || strings.Contains(p.Steps[0].Summary, "\n") {
+			if p.Kind == capRuntimeFlow {
+				if len(p.Scenario) > maxScenarioBytes || strings.ContainsAny(p.Scenario, "\n\r") || len(p.Steps[0].Summary) > maxSummaryBytes || strings.Contains(p.Steps[0].Summary, "\n") {
 					t.Errorf("free text not made one bounded line: %q / %q", p.Scenario, p.Steps[0].Summary)
 				}
 			}
-			if p.Kind == CapFocusedTests && tt.problem == "" && (p.Tests[0].Name != "TestA" || len(p.Tests[0].Command) > MaxCommandBytes) {
+			if p.Kind == capFocusedTests && tt.problem == "" && (p.Tests[0].Name != "TestA" || len(p.Tests[0].Command) > maxCommandBytes) {
 				t.Errorf("test %+v", p.Tests[0])
 			}
 		})
@@ -80,7 +80,7 @@ func TestDecodeProposal_SchemaAgrees(t *testing.T) {
 
 func TestProposalSchema(t *testing.T) {
 	for _, k := range allCapabilities {
-		data, err := ProposalSchema(k)
+		data, err := proposalSchema(k)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -122,7 +122,7 @@ func FuzzDecodeProposal(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		p, err := DecodeProposal(data)
+		p, err := decodeProposal(data)
 		if err != nil {
 			checkInvalid(t, err)
 			return
@@ -131,19 +131,19 @@ func FuzzDecodeProposal(f *testing.F) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		q, err := DecodeProposal(again)
+		q, err := decodeProposal(again)
 		if err != nil || mustID("t", q) != mustID("t", p) {
 			t.Fatalf("round trip of %q via %s: %v", data, again, err)
 		}
 		var paths []string
 		switch p.Kind {
-		case CapImplementationLocation:
+		case capImplementationLocation:
 			paths = append(paths, p.Path)
-		case CapRuntimeFlow:
+		case capRuntimeFlow:
 			for _, s := range p.Steps {
 				paths = append(paths, s.Path)
 			}
-		case CapFocusedTests:
+		case capFocusedTests:
 			for _, tr := range p.Tests {
 				paths = append(paths, tr.Path)
 				if strings.IndexFunc(tr.Name, unsafeRune) >= 0 || !utf8.ValidString(tr.Name) {

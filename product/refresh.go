@@ -92,7 +92,7 @@ func (e *Engine) Refresh(ctx context.Context) (RefreshReport, error) {
 		}
 		rep.Needs++
 		d := resolve(in)
-		if statusOf(d.Kind, len(d.Missing), false) != ResultHit {
+		if statusOf(d.Kind, len(d.Missing), false) != resultHit {
 			rep.Unanswerable++
 			continue
 		}
@@ -207,7 +207,7 @@ func (e *Engine) warmEvidence(ctx context.Context, certs []string) error {
 }
 
 // warm gathers and remembers the candidates of one need, under the turn.
-func (e *Engine) warm(ctx context.Context, need CompiledNeed) (bool, error) {
+func (e *Engine) warm(ctx context.Context, need compiledNeed) (bool, error) {
 	if err := e.turn.lock(ctx); err != nil {
 		return false, err
 	}
@@ -227,7 +227,7 @@ func (e *Engine) warm(ctx context.Context, need CompiledNeed) (bool, error) {
 		if c, ok := seen[ev.CertificateID]; ok {
 			return c, nil
 		}
-		if ev.Certificate.ValidatorVersion != ValidatorVersion {
+		if ev.Certificate.ValidatorVersion != validatorVersion {
 			return candidate{}, errNotFresh
 		}
 		fresh, err := isFresh(ctx, e.repo, ev.Certificate.Dependencies)

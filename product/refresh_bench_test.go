@@ -25,7 +25,7 @@ func benchmarkFirstAsk(b *testing.B, warm bool) {
 	te := MustEngine(b, repo)
 	te.mustCertify(locCRLF)
 	te.mustCertify(flowCRLF)
-	kindOf(b, te.need(needTraceCRLF), ResolutionComposite)
+	kindOf(b, te.need(needTraceCRLF), resolutionComposite)
 	refresher, err := Open(context.Background(), Config{DataDir: te.data, Repository: repo, Tests: MustTestsConfig(b)})
 	if err != nil {
 		b.Fatal(err)

@@ -43,7 +43,7 @@ func TestRefresh_AheadOfTheNeed(t *testing.T) {
 		te.mustCertify(locCRLF)
 		te.mustCertify(flowCRLF)
 		te.mustCertify(testsCRLF)
-		kindOf(t, te.need(needTraceCRLF), ResolutionComposite)
+		kindOf(t, te.need(needTraceCRLF), resolutionComposite)
 		kindOf(t, te.need(needTestsCRLF), ResolutionCoverage)
 	}
 	if rep := withRefresh.refreshed(); rep.Reproven != 0 || rep.Renewed != 0 || rep.Stale != 0 || rep.Fresh != rep.Evidence || rep.Needs != 2 {
@@ -124,7 +124,7 @@ func TestWarm(t *testing.T) {
 	if n, err := te.Warm(ctx); err != nil || n != 0 {
 		t.Errorf("Warm after a false-making edit: %d, %v; want none", n, err)
 	}
-	kindOf(t, te.need(needLocateNewSearcher), ResolutionStale)
+	kindOf(t, te.need(needLocateNewSearcher), resolutionStale)
 }
 
 // TestRefresh_FalseStaysUnserved: an edit inside a cited span fails the
@@ -147,7 +147,7 @@ func TestRefresh_FalseStaysUnserved(t *testing.T) {
 	if after, err := te.store.evidenceGeneration(context.Background()); err != nil || after != gen {
 		t.Errorf("the refresh stored certificates (generation %d → %d, %v)", gen, after, err)
 	}
-	kindOf(t, te.need(needLocateNewSearcher), ResolutionStale)
+	kindOf(t, te.need(needLocateNewSearcher), resolutionStale)
 }
 
 // TestRefresh_Cancelled: a cancelled refresh stops with the context's error
@@ -163,7 +163,7 @@ func TestRefresh_Cancelled(t *testing.T) {
 	if _, err := te.Refresh(ctx); !errors.Is(err, context.Canceled) {
 		t.Fatalf("cancelled refresh: %v, want context.Canceled", err)
 	}
-	if r := te.need(needLocateCRLF); r.Status != ResultHit || r.Replays != 1 {
+	if r := te.need(needLocateCRLF); r.Status != resultHit || r.Replays != 1 {
 		t.Errorf("after a cancelled refresh: %s, %d replays", r.Resolution.Kind, r.Replays)
 	}
 }
@@ -193,7 +193,7 @@ func TestWarm_Evidence(t *testing.T) {
 	}
 	files := 0
 	for _, d := range ev.Certificate.Dependencies {
-		if d.Kind != DependencyFile {
+		if d.Kind != dependencyFile {
 			continue
 		}
 		files++

@@ -101,7 +101,7 @@ func (e *Engine) anyStale(ctx context.Context) (bool, error) {
 	defer e.turn.unlock()
 	defer e.flushStats()
 	defer e.repo.Release()
-	deps, older, err := e.store.refreshState(ctx, e.root, ValidatorVersion)
+	deps, older, err := e.store.refreshState(ctx, e.root, validatorVersion)
 	if err != nil || older {
 		return older, err
 	}
@@ -123,7 +123,7 @@ var errRefreshBusy = errors.New("another refresher of the repository is refreshi
 // retried at the next change and not before.
 func (e *Engine) refreshOnce(ctx context.Context, now func() time.Time) (RefreshReport, *refreshWatch, error) {
 	unlock, err := e.refreshLock()
-	if KindOf(err) == KindConflict {
+	if KindOf(err) == kindConflict {
 		return RefreshReport{}, nil, fmt.Errorf("%w: %v", errRefreshBusy, err)
 	}
 	if err != nil {

@@ -110,7 +110,7 @@ func BenchmarkReplay(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			if !ev.Certificate.Satisfies.satisfies(Obligation{Kind: CapFocusedTests, Facets: Facets{Selection: "representative"}}) {
+			if !ev.Certificate.Satisfies.satisfies(obligation{Kind: capFocusedTests, Facets: facets{Selection: "representative"}}) {
 				b.Fatalf("the evidence does not satisfy representative focused tests: %+v", ev.Certificate.Satisfies)
 			}
 			rp.shift(b)
@@ -246,7 +246,7 @@ func BenchmarkValidateTests(b *testing.B) {
 	for _, n := range replaySizes {
 		b.Run(fmt.Sprintf("tests=%d", n), func(b *testing.B) {
 			rp := mustReplayPackage(b, n)
-			p, err := DecodeProposal([]byte(rp.proposal))
+			p, err := decodeProposal([]byte(rp.proposal))
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -14,8 +14,8 @@ import (
 // share this decision, the session ledger and its limits; they differ only
 // in how the reply reaches the model.
 
-// MarkerMessage is a message of a main model that may hold a marker.
-type MarkerMessage struct {
+// markerMessage is a message of a main model that may hold a marker.
+type markerMessage struct {
 	// Session is the Needle session: "codex:" and the Codex thread id, so
 	// the hook and needle exec share the ledger of one Codex session.
 	Session string
@@ -27,37 +27,37 @@ type MarkerMessage struct {
 	Text string
 }
 
-// CodexSession is the Needle session of a Codex thread.
-func CodexSession(threadID string) string { return "codex:" + threadID }
+// codexSession is the Needle session of a Codex thread.
+func codexSession(threadID string) string { return "codex:" + threadID }
 
-// ReplyKind says what Needle answered.
-type ReplyKind string
+// replyKind says what Needle answered.
+type replyKind string
 
 const (
-	ReplyNone    ReplyKind = "none"    // nothing: the model ends its turn
-	ReplyContext ReplyKind = "context" // the FrontierView of a resolved need
-	ReplyBypass  ReplyKind = "bypass"  // a typed bypass: the model works natively
-	ReplyInvalid ReplyKind = "invalid" // the marker does not read; the problem is named
+	replyNone    replyKind = "none"    // nothing: the model ends its turn
+	replyContext replyKind = "context" // the FrontierView of a resolved need
+	replyBypass  replyKind = "bypass"  // a typed bypass: the model works natively
+	replyInvalid replyKind = "invalid" // the marker does not read; the problem is named
 )
 
-// Reply is Needle's answer to a marker message.
-type Reply struct {
-	Kind ReplyKind
-	// Text is the continuation for the main model (at most MaxReplyBytes);
-	// empty for ReplyNone.
+// reply is Needle's answer to a marker message.
+type reply struct {
+	Kind replyKind
+	// Text is the continuation for the main model (at most maxReplyBytes);
+	// empty for replyNone.
 	Text string
 	// Final: this turn gets no further reply.
 	Final bool
 	// Result is the resolution behind a context or bypass reply.
 	Result *NeedResult
-	// Why says, for ReplyNone, why nothing is said.
+	// Why says, for replyNone, why nothing is said.
 	Why string
 }
 
-// MaxReplyBytes bounds a reply's text: a header and a FrontierView within
+// maxReplyBytes bounds a reply's text: a header and a FrontierView within
 // its default budget fit; it stays below what codex passes on whole to a
 // model as a hook's continuation (codexhook.MaxReason).
-const MaxReplyBytes = 8 << 10
+const maxReplyBytes = 8 << 10
 
 // maxInvalidReplyBytes bounds the reply to a marker that does not read: it
 // names the problem, nothing more.
@@ -72,19 +72,19 @@ func replyLimit(l Limits) int { return l.Needs + 1 }
 // resolvedReply is the reply carrying a resolution: its FrontierView
 // behind a line that tells the model what it is. final adds that the turn
 // gets no more replies.
-func resolvedReply(r NeedResult, final bool) Reply {
-	kind, lead := ReplyContext, "Needle answered your @@need marker with certified evidence, proven fresh for the current source:"
+func resolvedReply(r NeedResult, final bool) reply {
+	kind, lead := replyContext, "Needle answered your @@need marker with certified evidence, proven fresh for the current source:"
 	switch {
-	case r.Status == ResultBypass:
-		kind, lead = ReplyBypass, "Needle has no answer to your @@need marker; do this work yourself:"
-	case r.Status == ResultPartial:
+	case r.Status == resultBypass:
+		kind, lead = replyBypass, "Needle has no answer to your @@need marker; do this work yourself:"
+	case r.Status == resultPartial:
 		lead = "Needle answered part of your @@need marker with certified evidence, proven fresh for the current source:"
 	}
 	text := lead + "\n" + r.Context
 	if final {
 		text += lastReplyNote
 	}
-	return Reply{Kind: kind, Text: clipReply(text, MaxReplyBytes), Final: final, Result: &r}
+	return reply{Kind: kind, Text: clipReply(text, maxReplyBytes), Final: final, Result: &r}
 }
 
 // sessionChangesNote begins every reply of a session resumed under other
@@ -99,7 +99,7 @@ const lastReplyNote = "Needle answers no more @@need markers in this turn.\n"
 
 // invalidReply names what is wrong with a marker, so the model can write
 // it again, or go on without it.
-func invalidReply(err error, routes RouteSet) Reply {
+func invalidReply(err error, routes routeSet) reply {
 	var e *Error
 	problem := err.Error()
 	if errors.As(err, &e) && e.Err != nil {
@@ -111,10 +111,10 @@ func invalidReply(err error, routes RouteSet) Reply {
 	text := fmt.Sprintf("Needle could not read your @@need marker: %s. To ask, write exactly one line "+
 		"\"@@need ROUTE KIND:NAME\" (routes: %s) on its own, outside code blocks, quotes and lists; "+
 		"or continue without it.\n", oneLine(problem), strings.Join(routeNames(routes), ", "))
-	return Reply{Kind: ReplyInvalid, Text: clipReply(text, maxInvalidReplyBytes)}
+	return reply{Kind: replyInvalid, Text: clipReply(text, maxInvalidReplyBytes)}
 }
 
-func routeNames(rs RouteSet) []string {
+func routeNames(rs routeSet) []string {
 	out := make([]string, len(rs))
 	for i, r := range rs {
 		out[i] = string(r)

@@ -12,21 +12,21 @@ type ResolutionKind string
 const (
 	ResolutionExact        ResolutionKind = "exact_hit"     // the same need, answered before, still fresh
 	ResolutionCoverage     ResolutionKind = "coverage_hit"  // one certified artifact covers it
-	ResolutionComposite    ResolutionKind = "composite_hit" // several certified artifacts together cover it
-	ResolutionClaim        ResolutionKind = "claim_hit"     // covered with a claim drawn from other evidence
-	ResolutionPartial      ResolutionKind = "partial_hit"   // some obligations from evidence, the rest missing or from a worker
-	ResolutionMiss         ResolutionKind = "miss"          // nothing reusable; a fresh worker answered
-	ResolutionStale        ResolutionKind = "stale"         // the evidence no longer matches the source
-	ResolutionRejected     ResolutionKind = "rejected"      // the worker's proposal failed trusted validation
-	ResolutionAmbiguous    ResolutionKind = "ambiguous"     // several distinct candidates for a primary selection
-	ResolutionContradicted ResolutionKind = "contradicted"  // fresh certified artifacts disagree
-	ResolutionBypass       ResolutionKind = "bypass"        // Needle does not answer; the main model works natively
+	resolutionComposite    ResolutionKind = "composite_hit" // several certified artifacts together cover it
+	resolutionClaim        ResolutionKind = "claim_hit"     // covered with a claim drawn from other evidence
+	resolutionPartial      ResolutionKind = "partial_hit"   // some obligations from evidence, the rest missing or from a worker
+	resolutionMiss         ResolutionKind = "miss"          // nothing reusable; a fresh worker answered
+	resolutionStale        ResolutionKind = "stale"         // the evidence no longer matches the source
+	resolutionRejected     ResolutionKind = "rejected"      // the worker's proposal failed trusted validation
+	resolutionAmbiguous    ResolutionKind = "ambiguous"     // several distinct candidates for a primary selection
+	resolutionContradicted ResolutionKind = "contradicted"  // fresh certified artifacts disagree
+	resolutionBypass       ResolutionKind = "bypass"        // Needle does not answer; the main model works natively
 )
 
 // unsafe reports whether a kind must never carry reusable context.
 func (k ResolutionKind) unsafe() bool {
 	switch k {
-	case ResolutionStale, ResolutionRejected, ResolutionAmbiguous, ResolutionContradicted:
+	case resolutionStale, resolutionRejected, resolutionAmbiguous, resolutionContradicted:
 		return true
 	}
 	return false
@@ -50,15 +50,15 @@ func (c candidate) usable() bool { return c.State == stateFresh || c.State == st
 // choice is how one obligation is satisfied: by an artifact, or by a claim
 // that some artifact's certificate carries.
 type choice struct {
-	Obligation Obligation
+	Obligation obligation
 	Evidence   candidate
-	Claim      *ClaimAt
+	Claim      *claimAt
 	FromWorker bool // certified from a worker's proposal in this resolution
 }
 
 // resolveInput is everything the pure resolver decides from.
 type resolveInput struct {
-	Need         CompiledNeed
+	Need         compiledNeed
 	Exact        []candidate // members of the need's newest need certificate, if any
 	ExactCertID  string
 	Artifacts    []candidate // the subject's own evidence of the obligation kinds
@@ -71,10 +71,10 @@ type resolveInput struct {
 type decision struct {
 	Kind      ResolutionKind
 	Chosen    []choice     // satisfied obligations, in obligation order
-	Missing   []Obligation // required obligations not satisfied
-	WorkerFor []Obligation // obligations to ask a worker for
+	Missing   []obligation // required obligations not satisfied
+	WorkerFor []obligation // obligations to ask a worker for
 	Reason    string
-	Failure   Failure // set by the engine when a worker failed
+	Failure   failure // set by the engine when a worker failed
 	// Undecided are the causes of proposals the validators could not
 	// decide here (set by the engine).
 	Undecided []string
@@ -99,15 +99,15 @@ type currentWorld struct {
 // platformNames are the spellings of a platform a need may use for the
 // current one.
 func (c currentWorld) platformNames() []string {
-	return []string{PlatformCurrent, c.Platform, strings.Replace(c.Platform, "-", "/", 1)}
+	return []string{platformCurrent, c.Platform, strings.Replace(c.Platform, "-", "/", 1)}
 }
 
 // foreignWorld says why a need's world is not the current one, or "" when
 // it is. It is pure; the engine computes the snapshot digest only for a
 // need that names one.
-func foreignWorld(w World, cur currentWorld) string {
+func foreignWorld(w world, cur currentWorld) string {
 	switch {
-	case w.Source != SourceCurrent && w.Source != cur.Source:
+	case w.Source != sourceCurrent && w.Source != cur.Source:
 		return fmt.Sprintf("world.source %s is not the current source, and Needle keeps no recorded snapshot it could answer on", w.Source)
 	case !slices.Contains(cur.platformNames(), w.Platform):
 		return fmt.Sprintf("world.platform %s is not the platform evidence is certified on (%s); its validity there is unknown", w.Platform, cur.Platform)
@@ -122,7 +122,7 @@ func foreignWorld(w World, cur currentWorld) string {
 // and after it, in the engine.
 func resolve(in resolveInput) decision {
 	if in.Bypass != "" {
-		return decision{Kind: ResolutionBypass, Missing: required(in.Need.IR), Reason: in.Bypass}
+		return decision{Kind: resolutionBypass, Missing: required(in.Need.IR), Reason: in.Bypass}
 	}
 	var d decision
 	var conflict, ambiguous, stale []string
@@ -146,14 +146,14 @@ func resolve(in resolveInput) decision {
 	if len(conflict) > 0 {
 		// Checked before the exact answer: evidence certified since that
 		// answer may contradict it, and then neither is served.
-		return decision{Kind: ResolutionContradicted, Missing: required(in.Need.IR),
+		return decision{Kind: resolutionContradicted, Missing: required(in.Need.IR),
 			Reason: "fresh certified evidence disagrees on " + strings.Join(conflict, ", ")}
 	}
 	if exact, ok := resolveExact(in); ok {
 		return exact
 	}
 	// A worker is asked only for what a proposal could ever certify.
-	var workable []Obligation
+	var workable []obligation
 	var never []string
 	for _, ob := range d.Missing {
 		if why := uncertifiable(in.Need.IR.Subject.Kind, ob); why != "" {
@@ -164,34 +164,34 @@ func resolve(in resolveInput) decision {
 	}
 	switch {
 	case len(ambiguous) > 0:
-		return decision{Kind: ResolutionAmbiguous, Missing: required(in.Need.IR),
+		return decision{Kind: resolutionAmbiguous, Missing: required(in.Need.IR),
 			Reason: "several distinct candidates for a primary " + strings.Join(ambiguous, ", ")}
 	case len(d.Missing) == 0:
 		d.Kind = hitKind(d.Chosen)
 		return d
 	case in.Worker && len(workable) > 0:
 		d.WorkerFor = workable
-		d.Kind = ResolutionPartial
+		d.Kind = resolutionPartial
 		if !satisfiesAnyRequired(d.Chosen) {
-			d.Kind = ResolutionMiss
+			d.Kind = resolutionMiss
 		}
 		if len(never) > 0 {
 			d.Reason = "not asked of the worker: " + strings.Join(never, "; ")
 		}
 		return d
 	case satisfiesAnyRequired(d.Chosen):
-		d.Kind, d.Reason = ResolutionPartial, "no worker: "+kindList(d.Missing)+" missing"
+		d.Kind, d.Reason = resolutionPartial, "no worker: "+kindList(d.Missing)+" missing"
 		if len(never) > 0 {
 			d.Reason = kindList(d.Missing) + " missing: " + strings.Join(never, "; ")
 		}
 		return d
 	case len(stale) > 0:
-		return decision{Kind: ResolutionStale, Missing: required(in.Need.IR),
+		return decision{Kind: resolutionStale, Missing: required(in.Need.IR),
 			Reason: "the certified evidence for " + strings.Join(stale, ", ") + " no longer matches the source"}
 	case len(never) > 0:
-		return decision{Kind: ResolutionBypass, Missing: d.Missing, Reason: "no certified evidence, and none can be: " + strings.Join(never, "; ")}
+		return decision{Kind: resolutionBypass, Missing: d.Missing, Reason: "no certified evidence, and none can be: " + strings.Join(never, "; ")}
 	}
-	return decision{Kind: ResolutionBypass, Missing: d.Missing, Reason: "no certified evidence and no worker"}
+	return decision{Kind: resolutionBypass, Missing: d.Missing, Reason: "no certified evidence and no worker"}
 }
 
 // resolveExact answers a need that was answered before when every member of
@@ -216,7 +216,7 @@ func resolveExact(in resolveInput) (decision, bool) {
 
 // choose picks the evidence for one obligation, or says why there is none:
 // "contradicted", "ambiguous", "stale" or "" (simply nothing).
-func choose(ob Obligation, in resolveInput) (*choice, string) {
+func choose(ob obligation, in resolveInput) (*choice, string) {
 	var usable []candidate
 	stale := false
 	for _, c := range in.Artifacts {
@@ -230,7 +230,7 @@ func choose(ob Obligation, in resolveInput) (*choice, string) {
 		}
 	}
 	if len(usable) > 0 {
-		if ob.Kind != CapFocusedTests && disagree(usable) {
+		if ob.Kind != capFocusedTests && disagree(usable) {
 			return nil, "contradicted"
 		}
 		newest := slices.MaxFunc(usable, func(a, b candidate) int { return int(a.Seq - b.Seq) })
@@ -247,10 +247,10 @@ func choose(ob Obligation, in resolveInput) (*choice, string) {
 
 // chooseClaim satisfies an implementation_location obligation for a symbol
 // with a "declared" claim another artifact's certificate carries.
-func chooseClaim(ob Obligation, in resolveInput) (*choice, string) {
+func chooseClaim(ob obligation, in resolveInput) (*choice, string) {
 	subject := in.Need.IR.Subject
-	if ob.Kind != CapImplementationLocation || subject.Kind != SubjectSymbol ||
-		!(Satisfies{Kind: ob.Kind, Polarity: []string{"positive"}, Selection: []string{"primary", "representative"}}).satisfies(ob) {
+	if ob.Kind != capImplementationLocation || subject.Kind != subjectSymbol ||
+		!(satisfies{Kind: ob.Kind, Polarity: []string{"positive"}, Selection: []string{"primary", "representative"}}).satisfies(ob) {
 		return nil, ""
 	}
 	var found []choice
@@ -259,7 +259,7 @@ func chooseClaim(ob Obligation, in resolveInput) (*choice, string) {
 			continue
 		}
 		for i, cl := range c.Claims {
-			if cl.Claim.Kind == ClaimDeclared && cl.Claim.Subject == subject {
+			if cl.Claim.Kind == claimDeclared && cl.Claim.Subject == subject {
 				found = append(found, choice{Obligation: ob, Evidence: c, Claim: &c.Claims[i]})
 			}
 		}
@@ -289,13 +289,13 @@ func disagree(cs []candidate) bool {
 	for i := range cs {
 		for j := i + 1; j < len(cs); j++ {
 			a, b := cs[i].Proposal, cs[j].Proposal
-			if a.Kind == CapImplementationLocation {
+			if a.Kind == capImplementationLocation {
 				if a.Path != b.Path || a.EndLine < b.StartLine || b.EndLine < a.StartLine {
 					return true
 				}
 				continue
 			}
-			if a.Kind == CapRuntimeFlow && a.Scenario != b.Scenario {
+			if a.Kind == capRuntimeFlow && a.Scenario != b.Scenario {
 				continue // flows of two scenarios are two answers, not a dispute
 			}
 			if answerKey(a) != answerKey(b) {
@@ -306,11 +306,11 @@ func disagree(cs []candidate) bool {
 	return false
 }
 
-func answerKey(p Proposal) string {
+func answerKey(p proposal) string {
 	switch p.Kind {
-	case CapImplementationLocation:
+	case capImplementationLocation:
 		return fmt.Sprintf("%s:%d-%d", p.Path, p.StartLine, p.EndLine)
-	case CapRuntimeFlow:
+	case capRuntimeFlow:
 		var steps []string
 		for _, s := range p.Steps {
 			steps = append(steps, fmt.Sprintf("%s:%d-%d", s.Path, s.StartLine, s.EndLine))
@@ -325,22 +325,22 @@ func hitKind(chosen []choice) ResolutionKind {
 	artifacts := map[string]bool{}
 	for _, c := range chosen {
 		if c.Claim != nil {
-			return ResolutionClaim
+			return resolutionClaim
 		}
 		artifacts[c.Evidence.ArtifactID] = true
 	}
 	if len(artifacts) == 1 {
 		return ResolutionCoverage
 	}
-	return ResolutionComposite
+	return resolutionComposite
 }
 
 func satisfiesAnyRequired(chosen []choice) bool {
 	return slices.ContainsFunc(chosen, func(c choice) bool { return c.Obligation.Strength == StrengthRequired })
 }
 
-func required(ir NeedIR) []Obligation {
-	var out []Obligation
+func required(ir needIR) []obligation {
+	var out []obligation
 	for _, ob := range ir.Obligations {
 		if ob.Strength == StrengthRequired {
 			out = append(out, ob)
@@ -349,7 +349,7 @@ func required(ir NeedIR) []Obligation {
 	return out
 }
 
-func kindList(obs []Obligation) string {
+func kindList(obs []obligation) string {
 	var names []string
 	for _, ob := range obs {
 		names = append(names, string(ob.Kind))
@@ -358,5 +358,5 @@ func kindList(obs []Obligation) string {
 }
 
 // allResolutionKinds lists every resolution kind.
-var allResolutionKinds = []ResolutionKind{ResolutionExact, ResolutionCoverage, ResolutionComposite, ResolutionClaim,
-	ResolutionPartial, ResolutionMiss, ResolutionStale, ResolutionRejected, ResolutionAmbiguous, ResolutionContradicted, ResolutionBypass}
+var allResolutionKinds = []ResolutionKind{ResolutionExact, ResolutionCoverage, resolutionComposite, resolutionClaim,
+	resolutionPartial, resolutionMiss, resolutionStale, resolutionRejected, resolutionAmbiguous, resolutionContradicted, resolutionBypass}

@@ -7,34 +7,34 @@ import (
 	"sort"
 )
 
-// MaxPlanNodes bounds a plan: plans are acyclic, parent-orchestrated DAGs
+// maxPlanNodes bounds a plan: plans are acyclic, parent-orchestrated DAGs
 // and never grow while they run.
-const MaxPlanNodes = 16
+const maxPlanNodes = 16
 
-// MinObservations is how many observations of an operator make its cost
+// minObservations is how many observations of an operator make its cost
 // estimate reliable; below it, reuse is reported as advisory.
-const MinObservations = 5
+const minObservations = 5
 
-// PlanOp is an operator of a plan.
-type PlanOp string
+// planOp is an operator of a plan.
+type planOp string
 
 const (
-	OpReuse      PlanOp = "reuse"       // serve a certified artifact
-	OpReplay     PlanOp = "replay"      // re-prove an artifact whose lines moved, then reuse it
-	OpReuseClaim PlanOp = "reuse_claim" // serve a claim another artifact's certificate carries
-	OpWorker     PlanOp = "worker"      // ask a worker for the missing obligations
-	OpValidate   PlanOp = "validate"    // validate what the worker proposed
-	OpAssemble   PlanOp = "assemble"    // assemble the answer
+	opReuse      planOp = "reuse"       // serve a certified artifact
+	opReplay     planOp = "replay"      // re-prove an artifact whose lines moved, then reuse it
+	opReuseClaim planOp = "reuse_claim" // serve a claim another artifact's certificate carries
+	opWorker     planOp = "worker"      // ask a worker for the missing obligations
+	opValidate   planOp = "validate"    // validate what the worker proposed
+	opAssemble   planOp = "assemble"    // assemble the answer
 )
 
 // pricedOps are the operators whose cost is observed and worth comparing;
 // reuse_claim is priced as reuse.
-var pricedOps = map[PlanOp]bool{OpReuse: true, OpReplay: true, OpWorker: true}
+var pricedOps = map[planOp]bool{opReuse: true, opReplay: true, opWorker: true}
 
-// PlanNode is one operator of a plan.
-type PlanNode struct {
+// planNode is one operator of a plan.
+type planNode struct {
 	ID     string   `json:"id"`
-	Op     PlanOp   `json:"op"`
+	Op     planOp   `json:"op"`
 	Ref    string   `json:"ref,omitempty"`
 	Inputs []string `json:"inputs,omitempty"`
 	// caps are the capabilities the node serves, which price it; they
@@ -45,7 +45,7 @@ type PlanNode struct {
 // Plan is a valid plan for a need, with its estimated cost.
 type Plan struct {
 	NeedID   string     `json:"need_id"`
-	Nodes    []PlanNode `json:"nodes"`
+	Nodes    []planNode `json:"nodes"`
 	Cost     float64    `json:"expected_cost"`
 	Advisory bool       `json:"advisory"`
 }
@@ -54,7 +54,7 @@ type Plan struct {
 func (p Plan) ID() string {
 	return memoID(tagPlan, struct {
 		NeedID string     `json:"need_id"`
-		Nodes  []PlanNode `json:"nodes"`
+		Nodes  []planNode `json:"nodes"`
 	}{p.NeedID, p.Nodes})
 }
 
@@ -65,9 +65,9 @@ func buildPlan(needID string, d decision) (Plan, error) {
 	p := Plan{NeedID: needID}
 	var inputs []string
 	var caps []CapabilityKind // of the node being added
-	add := func(op PlanOp, ref string, in ...string) string {
+	add := func(op planOp, ref string, in ...string) string {
 		id := fmt.Sprintf("n%d", len(p.Nodes)+1)
-		p.Nodes = append(p.Nodes, PlanNode{ID: id, Op: op, Ref: ref, Inputs: in, caps: caps})
+		p.Nodes = append(p.Nodes, planNode{ID: id, Op: op, Ref: ref, Inputs: in, caps: caps})
 		return id
 	}
 	seen := map[string]string{}
@@ -84,46 +84,46 @@ func buildPlan(needID string, d decision) (Plan, error) {
 		caps = []CapabilityKind{c.Obligation.Kind}
 		switch {
 		case c.Claim != nil:
-			id = add(OpReuseClaim, ref)
+			id = add(opReuseClaim, ref)
 		case c.Evidence.State == stateReplayed:
-			id = add(OpReuse, ref, add(OpReplay, ref))
+			id = add(opReuse, ref, add(opReplay, ref))
 		default:
-			id = add(OpReuse, ref)
+			id = add(opReuse, ref)
 		}
 		seen[ref] = id
 		inputs = append(inputs, id)
 	}
 	if len(d.WorkerFor) > 0 {
-		caps = obligationKinds(NeedIR{Obligations: d.WorkerFor})
-		w := add(OpWorker, kindList(d.WorkerFor))
-		inputs = append(inputs, add(OpValidate, kindList(d.WorkerFor), w))
+		caps = obligationKinds(needIR{Obligations: d.WorkerFor})
+		w := add(opWorker, kindList(d.WorkerFor))
+		inputs = append(inputs, add(opValidate, kindList(d.WorkerFor), w))
 	}
 	caps = nil
-	add(OpAssemble, "", inputs...)
-	if len(p.Nodes) > MaxPlanNodes {
-		return Plan{}, &Error{Op: "resolve.plan", Kind: KindOther, Err: fmt.Errorf("plan of %d nodes exceeds %d", len(p.Nodes), MaxPlanNodes)}
+	add(opAssemble, "", inputs...)
+	if len(p.Nodes) > maxPlanNodes {
+		return Plan{}, &Error{Op: "resolve.plan", Kind: kindOther, Err: fmt.Errorf("plan of %d nodes exceeds %d", len(p.Nodes), maxPlanNodes)}
 	}
 	return p, nil
 }
 
-// Observation is one recorded cost of a plan operator: what serving
+// observation is one recorded cost of a plan operator: what serving
 // Capabilities (the obligations the operation answered) cost.
-type Observation struct {
-	Operator     PlanOp
+type observation struct {
+	Operator     planOp
 	Capabilities []CapabilityKind
 	Tokens       int64
 	CostUSD      float64
 	LatencyMs    float64
 }
 
-// Prices turn an observation into one comparable cost.
-type Prices struct {
+// prices turn an observation into one comparable cost.
+type prices struct {
 	USDPerSecond float64 // what a second of the main model waiting is worth
 }
 
 // defaultPrices weigh latency at about what a frontier model's idle second
 // costs; the value only orders plans, never validates them.
-var defaultPrices = Prices{USDPerSecond: 0.002}
+var defaultPrices = prices{USDPerSecond: 0.002}
 
 // welford is the running mean and M2 (sum of squared deviations from the
 // mean) of one quantity, updated by Welford's recurrence: numerically
@@ -147,7 +147,7 @@ type operatorCost struct {
 	Latency, Cost, Tokens welford // latency in ms, cost in USD, tokens
 }
 
-func (c *operatorCost) add(o Observation) {
+func (c *operatorCost) add(o observation) {
 	c.Count++
 	c.Latency.add(o.LatencyMs, c.Count)
 	c.Cost.add(o.CostUSD, c.Count)
@@ -155,14 +155,14 @@ func (c *operatorCost) add(o Observation) {
 }
 
 // priced is the mean cost of one operation at prices p.
-func (c operatorCost) priced(p Prices) float64 {
+func (c operatorCost) priced(p prices) float64 {
 	return c.Cost.Mean + c.Latency.Mean/1000*p.USDPerSecond
 }
 
 // costKey names an aggregate: an operator and the capability it served,
 // "" for the operator's pooled aggregate.
 type costKey struct {
-	Operator   PlanOp
+	Operator   planOp
 	Capability CapabilityKind
 }
 
@@ -173,7 +173,7 @@ type costBook map[costKey]operatorCost
 
 // observe folds o into the operator's pooled aggregate and into the
 // aggregate of each capability it served.
-func (b costBook) observe(o Observation) {
+func (b costBook) observe(o observation) {
 	for _, k := range costKeys(o) {
 		c := b[k]
 		c.add(o)
@@ -183,7 +183,7 @@ func (b costBook) observe(o Observation) {
 
 // costKeys are the aggregates an observation updates: pooled first, then
 // one per distinct capability.
-func costKeys(o Observation) []costKey {
+func costKeys(o observation) []costKey {
 	keys := []costKey{{Operator: o.Operator}}
 	for _, k := range o.Capabilities {
 		if key := (costKey{o.Operator, k}); k != "" && !slices.Contains(keys, key) {
@@ -199,18 +199,18 @@ func costKeys(o Observation) []costKey {
 // otherwise the operator's pooled aggregate prices it. Reliability is the
 // pooled count, so a capability seen rarely never makes a plan look
 // trustworthy.
-func (b costBook) estimate(op PlanOp, caps []CapabilityKind, p Prices) (cost float64, reliable bool) {
+func (b costBook) estimate(op planOp, caps []CapabilityKind, p prices) (cost float64, reliable bool) {
 	pooled := b[costKey{Operator: op}]
 	if pooled.Count == 0 {
 		return math.Inf(1), false
 	}
 	c := pooled
 	if len(caps) == 1 {
-		if own := b[costKey{op, caps[0]}]; own.Count >= MinObservations {
+		if own := b[costKey{op, caps[0]}]; own.Count >= minObservations {
 			c = own
 		}
 	}
-	return c.priced(p), pooled.Count >= MinObservations
+	return c.priced(p), pooled.Count >= minObservations
 }
 
 // selectPlan prices the valid plans and returns the cheapest. Only plans
@@ -218,7 +218,7 @@ func (b costBook) estimate(op PlanOp, caps []CapabilityKind, p Prices) (cost flo
 // invalid plan valid. reuse is the evidence plan (nil when the need cannot
 // be answered from evidence) and worker the all-worker plan (nil without a
 // worker).
-func selectPlan(reuse, worker *Plan, costs costBook, p Prices) Plan {
+func selectPlan(reuse, worker *Plan, costs costBook, p prices) Plan {
 	type priced struct {
 		plan     *Plan
 		cost     float64
@@ -261,12 +261,12 @@ func less(a, b float64) bool {
 }
 
 // planCost sums the estimates of the plan's priced operators.
-func planCost(plan Plan, costs costBook, p Prices) (float64, bool) {
+func planCost(plan Plan, costs costBook, p prices) (float64, bool) {
 	total, reliable := 0.0, true
 	for _, n := range plan.Nodes {
 		op := n.Op
-		if op == OpReuseClaim {
-			op = OpReuse
+		if op == opReuseClaim {
+			op = opReuse
 		}
 		if !pricedOps[op] {
 			continue

@@ -7,16 +7,16 @@ import (
 )
 
 func TestSelectPlan(t *testing.T) {
-	reuse := Plan{NeedID: "n", Nodes: []PlanNode{{ID: "n1", Op: "reuse"}, {ID: "n2", Op: "assemble", Inputs: []string{"n1"}}}}
-	worker := Plan{NeedID: "n", Nodes: []PlanNode{{ID: "n1", Op: "worker"}, {ID: "n2", Op: "validate"}, {ID: "n3", Op: "assemble"}}}
-	obs := func(op PlanOp, n int, cost, ms float64) []Observation {
-		var out []Observation
+	reuse := Plan{NeedID: "n", Nodes: []planNode{{ID: "n1", Op: "reuse"}, {ID: "n2", Op: "assemble", Inputs: []string{"n1"}}}}
+	worker := Plan{NeedID: "n", Nodes: []planNode{{ID: "n1", Op: "worker"}, {ID: "n2", Op: "validate"}, {ID: "n3", Op: "assemble"}}}
+	obs := func(op planOp, n int, cost, ms float64) []observation {
+		var out []observation
 		for range n {
-			out = append(out, Observation{Operator: op, CostUSD: cost, LatencyMs: ms})
+			out = append(out, observation{Operator: op, CostUSD: cost, LatencyMs: ms})
 		}
 		return out
 	}
-	book := func(obs ...[]Observation) costBook {
+	book := func(obs ...[]observation) costBook {
 		b := costBook{}
 		for _, list := range obs {
 			for _, o := range list {
@@ -69,7 +69,7 @@ func TestBuildPlan(t *testing.T) {
 		return candidate{Evidence: Evidence{CertificateID: cert, ArtifactID: "a" + cert}, State: state}
 	}
 	d := decision{Chosen: []choice{{Evidence: ev("c1", stateFresh)}, {Evidence: ev("c2", stateReplayed)}, {Evidence: ev("c1", stateFresh)}},
-		WorkerFor: []Obligation{{Kind: CapFocusedTests}}}
+		WorkerFor: []obligation{{Kind: capFocusedTests}}}
 	p, err := buildPlan("need", d)
 	if err != nil {
 		t.Fatal(err)

@@ -3,15 +3,15 @@ package product
 // NeedResult is the structured result of need_context (its outputSchema is
 // needContextOutputSchema). Context is the FrontierView text.
 type NeedResult struct {
-	Status        ResultStatus     `json:"status"`
-	Route         Route            `json:"route"`
+	Status        resultStatus     `json:"status"`
+	Route         route            `json:"route"`
 	Subject       Subject          `json:"subject"`
 	NeedID        string           `json:"need_id"`
-	Step          StepInfo         `json:"step"`
+	Step          stepInfo         `json:"step"`
 	Satisfied     []CapabilityKind `json:"satisfied"`
 	Missing       []CapabilityKind `json:"missing"`
 	Resolution    Resolution       `json:"resolution"`
-	ReuseUnit     ReuseUnit        `json:"reuse_unit"`
+	ReuseUnit     reuseUnit        `json:"reuse_unit"`
 	ClaimIDs      []string         `json:"claim_ids"`
 	CacheHit      bool             `json:"cache_hit"`
 	WorkerSpawned bool             `json:"worker_spawned"`
@@ -20,7 +20,7 @@ type NeedResult struct {
 	// Failure says what failed when an operational failure, not a
 	// decision, left the result short. It is not part of the wire result
 	// (nor of result_digest): the context says it to the main model.
-	Failure Failure `json:"-"`
+	Failure failure `json:"-"`
 	// Replays counts the pieces of evidence this resolution re-proved by
 	// proof replay (a dependency had changed). Like Failure it is not part
 	// of the wire result nor of result_digest; benchmarks tell replayed
@@ -28,51 +28,51 @@ type NeedResult struct {
 	Replays int `json:"-"`
 }
 
-// ResultStatus is what the main model acts on.
-type ResultStatus string
+// resultStatus is what the main model acts on.
+type resultStatus string
 
 const (
-	ResultHit     ResultStatus = "hit"     // answered from certified evidence
-	ResultPartial ResultStatus = "partial" // some obligations answered, some missing
-	ResultWorker  ResultStatus = "worker"  // a worker answered what evidence could not
-	ResultBypass  ResultStatus = "bypass"  // no reusable answer: do the work natively
+	resultHit     resultStatus = "hit"     // answered from certified evidence
+	resultPartial resultStatus = "partial" // some obligations answered, some missing
+	resultWorker  resultStatus = "worker"  // a worker answered what evidence could not
+	resultBypass  resultStatus = "bypass"  // no reusable answer: do the work natively
 )
 
-var allResultStatuses = []ResultStatus{ResultHit, ResultPartial, ResultWorker, ResultBypass}
+var allResultStatuses = []resultStatus{resultHit, resultPartial, resultWorker, resultBypass}
 
-// ReuseUnit is what a result reuses: whole artifacts, claims drawn from
+// reuseUnit is what a result reuses: whole artifacts, claims drawn from
 // them, or nothing.
-type ReuseUnit string
+type reuseUnit string
 
 const (
-	ReuseArtifact ReuseUnit = "artifact"
-	ReuseClaim    ReuseUnit = "claim"
-	ReuseNone     ReuseUnit = "none"
+	reuseArtifact reuseUnit = "artifact"
+	reuseClaim    reuseUnit = "claim"
+	reuseNone     reuseUnit = "none"
 )
 
-var allReuseUnits = []ReuseUnit{ReuseArtifact, ReuseClaim, ReuseNone}
+var allReuseUnits = []reuseUnit{reuseArtifact, reuseClaim, reuseNone}
 
-// FailureReason classifies an operational failure behind a result.
-type FailureReason string
+// failureReason classifies an operational failure behind a result.
+type failureReason string
 
 const (
-	FailureNone          FailureReason = ""                        // nothing failed
-	FailureWorker        FailureReason = "worker_failed"           // the worker run returned an error
-	FailureWorkerNothing FailureReason = "worker_proposed_nothing" // the worker ran but proposed nothing for a need without evidence
-	FailureUndecided     FailureReason = "undecided"               // the worker's proposal could not be decided here (it is kept and tried again)
+	failureNone          failureReason = ""                        // nothing failed
+	FailureWorker        failureReason = "worker_failed"           // the worker run returned an error
+	failureWorkerNothing failureReason = "worker_proposed_nothing" // the worker ran but proposed nothing for a need without evidence
+	failureUndecided     failureReason = "undecided"               // the worker's proposal could not be decided here (it is kept and tried again)
 )
 
-// Failure is an operational failure behind a result: its reason and, for
+// failure is an operational failure behind a result: its reason and, for
 // a log, the error.
-type Failure struct {
-	Reason FailureReason
+type failure struct {
+	Reason failureReason
 	Detail string
 }
 
-// StepInfo places a need in its session ledger.
-type StepInfo struct {
+// stepInfo places a need in its session ledger.
+type stepInfo struct {
 	Ordinal  int      `json:"ordinal"`
-	Relation Relation `json:"relation"`
+	Relation relation `json:"relation"`
 }
 
 // Resolution is the tagged outcome with the ids that back it. Undecided
@@ -89,14 +89,14 @@ type Resolution struct {
 }
 
 // statusOf maps a resolution to the status the main model acts on.
-func statusOf(k ResolutionKind, missing int, worker bool) ResultStatus {
+func statusOf(k ResolutionKind, missing int, worker bool) resultStatus {
 	switch {
-	case k == ResolutionExact || k == ResolutionCoverage || k == ResolutionComposite || k == ResolutionClaim:
-		return ResultHit
-	case k == ResolutionPartial && missing > 0:
-		return ResultPartial
-	case (k == ResolutionPartial || k == ResolutionMiss) && worker:
-		return ResultWorker
+	case k == ResolutionExact || k == ResolutionCoverage || k == resolutionComposite || k == resolutionClaim:
+		return resultHit
+	case k == resolutionPartial && missing > 0:
+		return resultPartial
+	case (k == resolutionPartial || k == resolutionMiss) && worker:
+		return resultWorker
 	}
-	return ResultBypass
+	return resultBypass
 }

@@ -35,7 +35,7 @@ type TestsConfig struct {
 	// standard library and the module cache the type checker reads.
 	Go string
 	// Deadline bounds one focused_tests run, its build included (default
-	// DefaultTestDeadline). A run past it is killed and not certified.
+	// defaultTestDeadline). A run past it is killed and not certified.
 	Deadline time.Duration
 	// CacheDir is the Needle-owned build cache and scratch directory of the
 	// runs (default DATA_DIR/testrun, and DATA_DIR/testrun/<repository>
@@ -65,8 +65,8 @@ func (tc TestsConfig) resolve(dataDir string) TestsConfig {
 	return tc
 }
 
-// DefaultTestDeadline bounds one test run.
-const DefaultTestDeadline = 2 * time.Minute
+// defaultTestDeadline bounds one test run.
+const defaultTestDeadline = 2 * time.Minute
 
 // maxStaticDepth bounds the call chains static reach follows.
 const maxStaticDepth = 8
@@ -109,7 +109,7 @@ type validators struct {
 
 func newValidators(repo *snapshot.Repo, dataDir string, tests TestsConfig) *validators {
 	if tests.Deadline <= 0 {
-		tests.Deadline = DefaultTestDeadline
+		tests.Deadline = defaultTestDeadline
 	}
 	if tests.CacheDir == "" && dataDir != "" {
 		tests.CacheDir = filepath.Join(dataDir, "testrun", mustID(tagRunCache, repo.Root())[3:19])
@@ -203,21 +203,21 @@ func (vs *validators) noRunnerCause(ctx context.Context) string {
 func CheckTests(ctx context.Context, tc TestsConfig) error {
 	switch {
 	case tc.Codex == "":
-		return &Error{Op: "tests.check", Kind: KindUnavailable, Err: errors.New("no codex binary configured: Needle runs tests only in codex's sandbox")}
+		return &Error{Op: "tests.check", Kind: kindUnavailable, Err: errors.New("no codex binary configured: Needle runs tests only in codex's sandbox")}
 	case tc.CacheDir == "":
 		return &Error{Op: "tests.check", Kind: KindInvalidInput, Err: errors.New("no test cache directory")}
 	}
 	vs := &validators{tests: tc}
 	_, env, err := vs.toolchain(ctx)
 	if err != nil {
-		return &Error{Op: "tests.check", Kind: KindUnavailable, Err: err}
+		return &Error{Op: "tests.check", Kind: kindUnavailable, Err: err}
 	}
 	r, err := newTestRunner(tc, env)
 	if err == nil {
 		err = r.Check(ctx)
 	}
 	if err != nil {
-		return &Error{Op: "tests.check", Kind: KindUnavailable, Err: err}
+		return &Error{Op: "tests.check", Kind: kindUnavailable, Err: err}
 	}
 	return nil
 }

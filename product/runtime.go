@@ -29,8 +29,8 @@ const (
 	socketFileName = "needle.sock" // the IPC endpoint, 0600
 )
 
-// RuntimeConfig configures the resident runtime (needle serve).
-type RuntimeConfig struct {
+// runtimeConfig configures the resident runtime (needle serve).
+type runtimeConfig struct {
 	DataDir string
 	// Addr is the loopback address of the HTTP server (default
 	// 127.0.0.1:0); anything that is not loopback is refused.
@@ -44,8 +44,8 @@ type RuntimeConfig struct {
 	// committed (default 2s); its own commits are published at once.
 	Poll time.Duration
 	// MaxConns bounds the HTTP server's open connections (default
-	// DefaultMaxConns); MaxIPCConns the IPC socket's, each streaming
-	// command (an MCP session) holding one (default DefaultMaxIPCConns).
+	// defaultMaxConns); MaxIPCConns the IPC socket's, each streaming
+	// command (an MCP session) holding one (default defaultMaxIPCConns).
 	// A connection past the bound is answered 503 and closed.
 	MaxConns, MaxIPCConns int
 	// MaxStreams bounds the live event streams (default
@@ -53,10 +53,10 @@ type RuntimeConfig struct {
 	MaxStreams int
 }
 
-// The runtime's bounds on what clients hold open (RuntimeConfig).
+// The runtime's bounds on what clients hold open (runtimeConfig).
 const (
-	DefaultMaxConns    = 64
-	DefaultMaxIPCConns = 256
+	defaultMaxConns    = 64
+	defaultMaxIPCConns = 256
 	// headerTimeout bounds reading a request's headers: a connection that
 	// sends nothing is closed after it.
 	headerTimeout = 10 * time.Second
@@ -72,13 +72,13 @@ const (
 // commands of local clients on the IPC socket, and streams what happens
 // as server-sent events.
 type Runtime struct {
-	cfg     RuntimeConfig
+	cfg     runtimeConfig
 	dataDir string // absolute
 	log     *log.Logger
 	started time.Time
 
 	lock   *runlock.Lock
-	store  *Store
+	store  *store
 	broker *sse.Broker
 	guard  *httpguard.Guard
 	token  string
@@ -94,10 +94,10 @@ type Runtime struct {
 	roots    engines      // engines of the repositories, for the lifecycle routes
 }
 
-// StartRuntime takes the profile lock of cfg.DataDir, opens its store and
+// startRuntime takes the profile lock of cfg.DataDir, opens its store and
 // starts serving. A second runtime on the same data directory fails with
 // an error that names the first (errors.Is runlock.ErrHeld).
-func StartRuntime(ctx context.Context, cfg RuntimeConfig) (*Runtime, error) {
+func startRuntime(ctx context.Context, cfg runtimeConfig) (*Runtime, error) {
 	if cfg.Addr == "" {
 		cfg.Addr = "127.0.0.1:0"
 	}
@@ -108,17 +108,17 @@ func StartRuntime(ctx context.Context, cfg RuntimeConfig) (*Runtime, error) {
 		cfg.Poll = 2 * time.Second
 	}
 	if cfg.MaxConns <= 0 {
-		cfg.MaxConns = DefaultMaxConns
+		cfg.MaxConns = defaultMaxConns
 	}
 	if cfg.MaxIPCConns <= 0 {
-		cfg.MaxIPCConns = DefaultMaxIPCConns
+		cfg.MaxIPCConns = defaultMaxIPCConns
 	}
 	dir, err := filepath.Abs(cfg.DataDir)
 	if err != nil {
-		return nil, &Error{Op: "serve", Kind: KindIO, Err: err}
+		return nil, &Error{Op: "serve", Kind: kindIO, Err: err}
 	}
 	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return nil, &Error{Op: "serve", Kind: KindIO, Err: err}
+		return nil, &Error{Op: "serve", Kind: kindIO, Err: err}
 	}
 	// Refuse a non-loopback address before anything is locked or created.
 	addr, err := httpguard.LoopbackAddr(ctx, cfg.Addr)
@@ -139,9 +139,9 @@ func StartRuntime(ctx context.Context, cfg RuntimeConfig) (*Runtime, error) {
 	}()
 	if rt.lock, err = runlock.Acquire(filepath.Join(dir, lockFileName), rt.started); err != nil {
 		if errors.Is(err, runlock.ErrHeld) {
-			return nil, &Error{Op: "serve.start", Kind: KindConflict, Err: err}
+			return nil, &Error{Op: "serve.start", Kind: kindConflict, Err: err}
 		}
-		return nil, &Error{Op: "serve", Kind: KindIO, Err: err}
+		return nil, &Error{Op: "serve", Kind: kindIO, Err: err}
 	}
 	cleanup = append(cleanup, func() { rt.lock.Release() })
 	if prev := rt.lock.Previous(); prev != nil {
@@ -155,11 +155,11 @@ func StartRuntime(ctx context.Context, cfg RuntimeConfig) (*Runtime, error) {
 		return nil, err
 	}
 	if rt.token, err = httpguard.LoadOrCreateToken(filepath.Join(dir, tokenFileName)); err != nil {
-		return nil, &Error{Op: "serve", Kind: KindIO, Err: err}
+		return nil, &Error{Op: "serve", Kind: kindIO, Err: err}
 	}
 	httpL, err := httpguard.ListenLoopback(ctx, addr.String())
 	if err != nil {
-		return nil, &Error{Op: "serve", Kind: KindIO, Err: err}
+		return nil, &Error{Op: "serve", Kind: kindIO, Err: err}
 	}
 	cleanup = append(cleanup, func() { httpL.Close() })
 	bound := netip.MustParseAddrPort(httpL.Addr().String())
@@ -170,10 +170,10 @@ func StartRuntime(ctx context.Context, cfg RuntimeConfig) (*Runtime, error) {
 			rt.log.Printf("refused %s %s: %d %s", r.Method, r.URL.Path, status, reason)
 		}})
 	if err != nil {
-		return nil, &Error{Op: "serve", Kind: KindOther, Err: err}
+		return nil, &Error{Op: "serve", Kind: kindOther, Err: err}
 	}
 	if rt.ipcL, err = ipc.Listen(filepath.Join(dir, socketFileName)); err != nil {
-		return nil, &Error{Op: "serve", Kind: KindIO, Err: err}
+		return nil, &Error{Op: "serve", Kind: kindIO, Err: err}
 	}
 	cleanup = append(cleanup, func() { rt.ipcL.Close() })
 	rt.tail, err = startEventTail(ctx, rt)
@@ -198,7 +198,7 @@ func StartRuntime(ctx context.Context, cfg RuntimeConfig) (*Runtime, error) {
 	go func() { rt.served <- rt.ipcSrv.Serve(httpguard.LimitListener(rt.ipcL, cfg.MaxIPCConns)) }()
 	if err := rt.lock.Publish(rt.url, "unix:"+rt.ipcL.Path()); err != nil {
 		rt.Shutdown(context.Background())
-		return nil, &Error{Op: "serve", Kind: KindIO, Err: err}
+		return nil, &Error{Op: "serve", Kind: kindIO, Err: err}
 	}
 	return rt, nil
 }
@@ -238,7 +238,7 @@ func (rt *Runtime) Shutdown(ctx context.Context) error {
 	rt.ipcL.Close() // already closed by Shutdown; removes the socket if not
 	err = errors.Join(err, rt.store.Close(), rt.lock.Release())
 	if err != nil {
-		return &Error{Op: "serve.shutdown", Kind: KindOther, Err: err}
+		return &Error{Op: "serve.shutdown", Kind: kindOther, Err: err}
 	}
 	return nil
 }

@@ -59,7 +59,7 @@ func (rt *Runtime) apiHandler() http.Handler {
 	}
 	mux.Handle("GET /api/v1/events", rt.broker)
 	mux.HandleFunc("/api/", func(w http.ResponseWriter, r *http.Request) {
-		rt.writeError(w, r, &Error{Op: "api", Kind: KindNotFound, Err: errors.New("no such route")})
+		rt.writeError(w, r, &Error{Op: "api", Kind: kindNotFound, Err: errors.New("no such route")})
 	})
 	return mux
 }
@@ -290,14 +290,14 @@ func evidenceDTO(ctx context.Context, rec artifactRecord, now time.Time) (web.Ev
 		a.Status = "superseded"
 	}
 	switch p.Kind {
-	case CapImplementationLocation:
+	case capImplementationLocation:
 		a.Locations = append(a.Locations, web.Location{Path: p.Path, StartLine: p.StartLine, EndLine: p.EndLine, Symbol: symbolOf(p.Subject)})
-	case CapRuntimeFlow:
+	case capRuntimeFlow:
 		for i, s := range p.Steps {
 			a.Steps = append(a.Steps, web.FlowStep{Ordinal: i + 1, Location: web.Location{Path: s.Path, StartLine: s.StartLine, EndLine: s.EndLine},
 				Description: workerText(s.Summary)})
 		}
-	case CapFocusedTests:
+	case capFocusedTests:
 		// The command is Needle's, from the certificate: a proposal's
 		// command is worker text and never kept.
 		commands := map[[2]string]string{}
@@ -336,7 +336,7 @@ func evidenceDTO(ctx context.Context, rec artifactRecord, now time.Time) (web.Ev
 				// its scenario again).
 				v, verr := newValidators(repo, "", TestsConfig{}).validate(ctx, q)
 				if verr != nil {
-					return web.EvidenceDetail{}, &Error{Op: "api.evidence", Kind: KindIO, Err: verr}
+					return web.EvidenceDetail{}, &Error{Op: "api.evidence", Kind: kindIO, Err: verr}
 				}
 				if v.Certified() {
 					d.Freshness.State = "replayable"
@@ -348,7 +348,7 @@ func evidenceDTO(ctx context.Context, rec artifactRecord, now time.Time) (web.Ev
 }
 
 // dependencyState is fresh, changed or missing for one dependency now.
-func dependencyState(ctx context.Context, repo *snapshot.Repo, d Dependency) string {
+func dependencyState(ctx context.Context, repo *snapshot.Repo, d dependency) string {
 	digest, known, err := dependencyDigest(ctx, repo, d)
 	switch {
 	case !known, err != nil:
@@ -361,7 +361,7 @@ func dependencyState(ctx context.Context, repo *snapshot.Repo, d Dependency) str
 
 // symbolOf names the symbol a location is of, for symbol subjects.
 func symbolOf(s Subject) string {
-	if s.Kind == SubjectSymbol {
+	if s.Kind == subjectSymbol {
 		return safeText(s.Name, web.MaxTextBytes)
 	}
 	return ""
@@ -377,7 +377,7 @@ func testDir(path string) string {
 
 // obligationNames spells the facets a certificate satisfies:
 // "implementation_location(selection=primary)".
-func obligationNames(s Satisfies) []string {
+func obligationNames(s satisfies) []string {
 	var facets []string
 	add := func(name string, values []string) {
 		if len(values) > 0 {

@@ -131,7 +131,7 @@ func (rt *Runtime) lifecycleSummary(ctx context.Context, ref lifecycleRef) (web.
 		return web.LifecycleSummary{}, err
 	}
 	v, err := e.readLifecycle(ctx, ref.ID)
-	if KindOf(err) == KindIntegrity {
+	if KindOf(err) == kindIntegrity {
 		return lifecycleSummaryDTO(corruptSummary(ref, err)), nil
 	}
 	if err != nil {
@@ -247,7 +247,7 @@ func (rt *Runtime) approvalDTO(ctx context.Context, e *Engine, lid, approvalID s
 		return web.Approval{}, err
 	}
 	if !ok {
-		return web.Approval{}, &Error{Op: "api.lifecycle", Kind: KindStore, Err: errors.New("the lifecycle's approval is not stored")}
+		return web.Approval{}, &Error{Op: "api.lifecycle", Kind: kindStore, Err: errors.New("the lifecycle's approval is not stored")}
 	}
 	a := web.Approval{ApprovalID: row.ID, ChangeID: row.ChangeID,
 		Digests: web.ApprovalDigests{Patch: row.Patch, Verification: row.Verification, Lifecycle: row.Subject}}
@@ -300,7 +300,7 @@ func (rt *Runtime) getLifecycleEvents(w http.ResponseWriter, r *http.Request) er
 	return nil
 }
 
-func lifecycleEventDTO(ev LifecycleEventView) web.LifecycleEvent {
+func lifecycleEventDTO(ev lifecycleEventView) web.LifecycleEvent {
 	at, _ := time.Parse(time.RFC3339Nano, ev.At)
 	out := web.LifecycleEvent{Seq: int64(ev.Seq), At: at.UTC(), Kind: string(ev.Kind), Phase: string(ev.Phase), Status: string(ev.Status),
 		Summary: safeText(ev.Summary, web.MaxTextBytes), PayloadDigest: ev.PayloadDigest, StateDigest: ev.StateDigest}
@@ -315,7 +315,7 @@ func lifecycleEventDTO(ev LifecycleEventView) web.LifecycleEvent {
 func decodeBody(r *http.Request, v any) error {
 	data, err := io.ReadAll(io.LimitReader(r.Body, maxBody+1))
 	if err != nil {
-		return &Error{Op: "api.body", Kind: KindIO, Err: err}
+		return &Error{Op: "api.body", Kind: kindIO, Err: err}
 	}
 	if len(data) > maxBody {
 		return invalidf("api.body", "$", "body larger than %d bytes", maxBody)
@@ -334,7 +334,7 @@ func conflict(reason, msg string, expected, actual web.ApprovalDigests, paths []
 	if paths == nil {
 		paths = []string{}
 	}
-	return &Error{Op: "api.lifecycle", Kind: KindConflict, Err: &conflictError{msg: msg,
+	return &Error{Op: "api.lifecycle", Kind: kindConflict, Err: &conflictError{msg: msg,
 		conflict: web.Conflict{Reason: reason, Expected: expected, Actual: actual, Paths: paths}}}
 }
 
@@ -364,7 +364,7 @@ func (rt *Runtime) postApproval(w http.ResponseWriter, r *http.Request) error {
 		return conflict("digest_mismatch", "the approved digests are not the lifecycle's current ones; nothing was recorded", req.Digests, cur, nil)
 	}
 	res, err := e.Approve(r.Context(), lid, ApprovalRequest{Patch: cur.Patch, Verification: cur.Verification, Lifecycle: cur.Lifecycle, By: "http"})
-	if KindOf(err) == KindConflict {
+	if KindOf(err) == kindConflict {
 		return conflict("moved", publicMessage(err), req.Digests, web.ApprovalDigests{}, nil)
 	}
 	if err != nil {
@@ -431,7 +431,7 @@ func (rt *Runtime) postApply(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	res, err := e.Apply(r.Context(), lid)
-	if KindOf(err) == KindConflict {
+	if KindOf(err) == kindConflict {
 		// The approval still holds (expected and actual): the work tree,
 		// or the lifecycle, moved.
 		paths, derr := rt.driftedPaths(r.Context(), e, lid)

@@ -290,13 +290,13 @@ func TestAPI_CancelInterruptsTheRunner(t *testing.T) {
 	adapters := f.script.adapters(f.te.repo)
 	started := make(chan struct{})
 	work := filepath.Join(t.TempDir(), "checkout")
-	adapters.Implement = func(ctx context.Context, r ImplementRequest) (ImplementResult, error) {
+	adapters.Implement = func(ctx context.Context, r implementRequest) (implementResult, error) {
 		if err := os.Mkdir(work, 0o755); err != nil {
-			return ImplementResult{}, err
+			return implementResult{}, err
 		}
 		close(started)
 		<-ctx.Done()
-		return ImplementResult{}, errors.Join(ctx.Err(), os.Remove(work))
+		return implementResult{}, errors.Join(ctx.Err(), os.Remove(work))
 	}
 	k := &lifecycleKernel{e: eng, adapters: adapters, clock: time.Now}
 	ctx, stopRunner := context.WithCancel(context.Background())

@@ -43,14 +43,14 @@ func (f *apiFixture) workerTextLifecycles(t *testing.T) []string {
 	te.reopen(func(c *Config) {
 		a := script.adapters(repo)
 		implement, review := a.Implement, a.Review
-		a.Implement = func(ctx context.Context, req ImplementRequest) (ImplementResult, error) {
+		a.Implement = func(ctx context.Context, req implementRequest) (implementResult, error) {
 			res, err := implement(ctx, req)
 			res.Report = `{"summary":"` + canaryReport + `","criteria":[],"risks":["` + canaryReport + `"]}`
 			return res, err
 		}
-		a.Review = func(ctx context.Context, req ReviewRequest) (ReviewResult, error) {
+		a.Review = func(ctx context.Context, req reviewRequest) (reviewResult, error) {
 			if failReview { // what the Codex adapter returns when the App Server ends a turn failed
-				return ReviewResult{Thread: "fake-review"}, errors.New("worker turn for review ended failed: " + canaryFailure)
+				return reviewResult{Thread: "fake-review"}, errors.New("worker turn for review ended failed: " + canaryFailure)
 			}
 			return review(ctx, req)
 		}
@@ -60,9 +60,9 @@ func (f *apiFixture) workerTextLifecycles(t *testing.T) []string {
 	var ids []string
 	for _, fail := range []bool{false, true} {
 		failReview = fail
-		req := ChangeRequest{Task: "Say in the comment of splitCRLF which line ends it cuts at.",
+		req := changeRequest{Task: "Say in the comment of splitCRLF which line ends it cuts at.",
 			Criteria: []string{"The comment of splitCRLF names both CRLF and LF."},
-			Scopes:   []PathScope{{Path: "search.go", Kind: ScopeExact}}}
+			Scopes:   []pathScope{{Path: "search.go", Kind: scopeExact}}}
 		d, err := te.StartLifecycle(context.Background(), LifecycleStart{Request: req, TestPlans: []string{plan}})
 		if err != nil {
 			t.Fatal(err)
@@ -201,7 +201,7 @@ func TestAPI_WorkerTextLabelled(t *testing.T) {
 	if err := f.rt.tail.publishNew(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	var flow Proposal
+	var flow proposal
 	if err := json.Unmarshal([]byte(flowCRLF), &flow); err != nil {
 		t.Fatal(err)
 	}

@@ -53,7 +53,7 @@ func benchRuntime(b *testing.B, n int) (*Runtime, string) {
 		}
 	}
 	e.Close()
-	rt, err := StartRuntime(context.Background(), RuntimeConfig{DataDir: data, Ring: 4096})
+	rt, err := startRuntime(context.Background(), runtimeConfig{DataDir: data, Ring: 4096})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -37,7 +37,7 @@ func shortDir(tb testing.TB) string {
 // stops at cleanup.
 func mustRuntime(tb testing.TB, dataDir string) *Runtime {
 	tb.Helper()
-	rt, err := StartRuntime(context.Background(), RuntimeConfig{DataDir: dataDir, Log: testLog{tb}})
+	rt, err := startRuntime(context.Background(), runtimeConfig{DataDir: dataDir, Log: testLog{tb}})
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -252,7 +252,7 @@ func TestStartRuntime_FailureUndoes(t *testing.T) {
 	if err := os.Mkdir(filepath.Join(dir, socketFileName), 0o700); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := StartRuntime(context.Background(), RuntimeConfig{DataDir: dir}); err == nil {
+	if _, err := startRuntime(context.Background(), runtimeConfig{DataDir: dir}); err == nil {
 		t.Fatal("the runtime started over a directory where its socket goes")
 	}
 	os.Remove(filepath.Join(dir, socketFileName))
@@ -302,9 +302,9 @@ func TestJournalFloor(t *testing.T) {
 // and a refused (unauthenticated) connection is closed after its answer,
 // never kept idle.
 func TestRuntime_Bounds(t *testing.T) {
-	start := func(cfg RuntimeConfig) *Runtime {
+	start := func(cfg runtimeConfig) *Runtime {
 		cfg.DataDir, cfg.Log = shortDir(t), testLog{t}
-		rt, err := StartRuntime(context.Background(), cfg)
+		rt, err := startRuntime(context.Background(), cfg)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -312,7 +312,7 @@ func TestRuntime_Bounds(t *testing.T) {
 		return rt
 	}
 	t.Run("Streams", func(t *testing.T) {
-		rt := start(RuntimeConfig{MaxStreams: 1})
+		rt := start(runtimeConfig{MaxStreams: 1})
 		get := func(path string, auth bool) *http.Response {
 			req, _ := http.NewRequest("GET", rt.URL()+path, nil)
 			if auth {
@@ -343,7 +343,7 @@ func TestRuntime_Bounds(t *testing.T) {
 		}
 	})
 	t.Run("Connections", func(t *testing.T) {
-		rt := start(RuntimeConfig{MaxConns: 2})
+		rt := start(runtimeConfig{MaxConns: 2})
 		host := strings.TrimPrefix(rt.URL(), "http://")
 		dial := func() net.Conn {
 			c, err := net.Dial("tcp", host)

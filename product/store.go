@@ -58,9 +58,9 @@ func schemaHead() int {
 	return len(ms)
 }
 
-// Store is the SQLite store of one data directory, the source of truth for
+// store is the SQLite store of one data directory, the source of truth for
 // definitions, sessions and needs. It is safe for concurrent use.
-type Store struct {
+type store struct {
 	db         *sql.DB
 	dir        string // the data directory
 	path       string
@@ -76,18 +76,18 @@ type Store struct {
 	runners runners
 }
 
-// StoreReport describes an open store, as Check verified it.
-type StoreReport struct {
+// storeReport describes an open store, as Check verified it.
+type storeReport struct {
 	Path          string
 	SchemaVersion int // highest applied migration
 	HeadVersion   int // highest migration this binary has
 	JournalMode   string
 	ForeignKeys   bool
-	Migrations    []AppliedMigration
+	Migrations    []appliedMigration
 }
 
-// AppliedMigration is a migration recorded in the store.
-type AppliedMigration struct {
+// appliedMigration is a migration recorded in the store.
+type appliedMigration struct {
 	Version int
 	Name    string
 	Digest  string
@@ -95,16 +95,16 @@ type AppliedMigration struct {
 
 // OpenStore opens the store in dataDir, creating the directory and the
 // database if needed and applying pending migrations. It refuses, changing
-// nothing, a file that is not a Needle database (KindStore) and a database
-// whose applied migrations do not match this binary's (KindMigration).
-func OpenStore(ctx context.Context, dataDir string) (*Store, error) {
+// nothing, a file that is not a Needle database (kindStore) and a database
+// whose applied migrations do not match this binary's (kindMigration).
+func OpenStore(ctx context.Context, dataDir string) (*store, error) {
 	dataDir, err := absDataDir(dataDir)
 	if err != nil {
-		return nil, &Error{Op: "store.open", Kind: KindIO, Err: err}
+		return nil, &Error{Op: "store.open", Kind: kindIO, Err: err}
 	}
 	ms, err := storeMigrations()
 	if err != nil {
-		return nil, &Error{Op: "store.open", Kind: KindMigration, Err: err}
+		return nil, &Error{Op: "store.open", Kind: kindMigration, Err: err}
 	}
 	return openStore(ctx, dataDir, ms, time.Now)
 }
@@ -121,11 +121,11 @@ func absDataDir(dir string) (string, error) {
 
 // openStore is OpenStore with the migration set and clock as parameters, so
 // tests can open a store with an edited or truncated set.
-func openStore(ctx context.Context, dataDir string, ms []migrate.Migration, now func() time.Time) (*Store, error) {
+func openStore(ctx context.Context, dataDir string, ms []migrate.Migration, now func() time.Time) (*store, error) {
 	s, err := openStoreIn(ctx, dataDir, ms, now)
 	if err != nil {
 		var e *Error
-		if errors.As(err, &e) && (e.Kind == KindStore || e.Kind == KindIO) {
+		if errors.As(err, &e) && (e.Kind == kindStore || e.Kind == kindIO) {
 			e.Err = fileSystemFault(dataDir, e.Err)
 		}
 		return nil, err
@@ -134,10 +134,10 @@ func openStore(ctx context.Context, dataDir string, ms []migrate.Migration, now 
 }
 
 // openStoreIn is openStore before its failures are explained.
-func openStoreIn(ctx context.Context, dataDir string, ms []migrate.Migration, now func() time.Time) (*Store, error) {
+func openStoreIn(ctx context.Context, dataDir string, ms []migrate.Migration, now func() time.Time) (*store, error) {
 	const op = "store.open"
 	if err := os.MkdirAll(dataDir, 0o700); err != nil {
-		return nil, &Error{Op: op, Kind: KindIO, Err: err}
+		return nil, &Error{Op: op, Kind: kindIO, Err: err}
 	}
 	path := filepath.Join(dataDir, storeFileName)
 	// Opening is one critical section across processes: the guard's reads
@@ -148,17 +148,17 @@ func openStoreIn(ctx context.Context, dataDir string, ms []migrate.Migration, no
 	// finished store, never one half made.
 	unlock, err := filelock.Lock(ctx, filepath.Join(dataDir, openLockName))
 	if err != nil {
-		return nil, &Error{Op: op, Kind: KindIO, Err: err}
+		return nil, &Error{Op: op, Kind: kindIO, Err: err}
 	}
 	defer unlock()
 	if err := createPrivate(path); err != nil {
-		return nil, &Error{Op: op, Kind: KindIO, Err: err}
+		return nil, &Error{Op: op, Kind: kindIO, Err: err}
 	}
 	db, err := sql.Open(storeDriver, storeDSN(path))
 	if err != nil {
-		return nil, &Error{Op: op, Kind: KindStore, Err: err}
+		return nil, &Error{Op: op, Kind: kindStore, Err: err}
 	}
-	s := &Store{db: db, dir: dataDir, path: path, migrations: ms, now: now, cache: newStoreCache()}
+	s := &store{db: db, dir: dataDir, path: path, migrations: ms, now: now, cache: newStoreCache()}
 	if err := s.open(ctx); err != nil {
 		db.Close()
 		return nil, err
@@ -168,34 +168,34 @@ func openStoreIn(ctx context.Context, dataDir string, ms []migrate.Migration, no
 
 // open guards, sets up and checks the store on its first connection (one
 // connection serves a cold start), then migrates.
-func (s *Store) open(ctx context.Context) error {
+func (s *store) open(ctx context.Context) error {
 	const op = "store.open"
 	conn, err := s.db.Conn(ctx)
 	if err != nil {
-		return &Error{Op: op, Kind: KindStore, Err: fmt.Errorf("%s: %w", s.path, err)}
+		return &Error{Op: op, Kind: kindStore, Err: fmt.Errorf("%s: %w", s.path, err)}
 	}
 	defer conn.Close()
 	if err := guardApplicationID(ctx, conn, s.path); err != nil {
-		return &Error{Op: op, Kind: KindStore, Err: err}
+		return &Error{Op: op, Kind: kindStore, Err: err}
 	}
 	if err := keepPrivate(s.path); err != nil {
-		return &Error{Op: op, Kind: KindIO, Err: err}
+		return &Error{Op: op, Kind: kindIO, Err: err}
 	}
 	// Only now, on a Needle store: journal_mode is a property of the file,
 	// so setting it once here holds for every later connection.
 	if _, err := conn.ExecContext(ctx, "PRAGMA journal_mode = WAL"); err != nil {
-		return &Error{Op: op, Kind: KindStore, Err: fmt.Errorf("%s: set journal_mode: %w", s.path, err)}
+		return &Error{Op: op, Kind: kindStore, Err: fmt.Errorf("%s: set journal_mode: %w", s.path, err)}
 	}
 	p, err := readPragmas(ctx, conn)
 	if err == nil {
 		err = p.verify()
 	}
 	if err != nil {
-		return &Error{Op: op, Kind: KindStore, Err: fmt.Errorf("%s: %w", s.path, err)}
+		return &Error{Op: op, Kind: kindStore, Err: fmt.Errorf("%s: %w", s.path, err)}
 	}
 	conn.Close() // back to the pool, for the migrations
 	if err := migrate.Apply(ctx, s.db, s.migrations, s.now); err != nil {
-		return &Error{Op: op, Kind: KindMigration, Err: fmt.Errorf("%s: %w", s.path, err)}
+		return &Error{Op: op, Kind: kindMigration, Err: fmt.Errorf("%s: %w", s.path, err)}
 	}
 	return nil
 }
@@ -267,10 +267,10 @@ func sqliteDSN(path string, q url.Values) string {
 }
 
 // Close closes the store's connections.
-func (s *Store) Close() error {
+func (s *store) Close() error {
 	s.stmts.close()
 	if err := s.db.Close(); err != nil {
-		return &Error{Op: "store.close", Kind: KindStore, Err: err}
+		return &Error{Op: "store.close", Kind: kindStore, Err: err}
 	}
 	return nil
 }
@@ -278,55 +278,55 @@ func (s *Store) Close() error {
 // Check re-verifies the open store (PRAGMAs, application_id, every applied
 // migration's digest) and reports it. On error the report holds what was
 // read before the failure.
-func (s *Store) Check(ctx context.Context) (StoreReport, error) {
+func (s *store) Check(ctx context.Context) (storeReport, error) {
 	const op = "store.check"
-	r := StoreReport{Path: s.path, HeadVersion: len(s.migrations)}
+	r := storeReport{Path: s.path, HeadVersion: len(s.migrations)}
 	conn, err := s.db.Conn(ctx)
 	if err != nil {
-		return r, &Error{Op: op, Kind: KindStore, Err: err}
+		return r, &Error{Op: op, Kind: kindStore, Err: err}
 	}
 	p, err := readPragmas(ctx, conn)
 	conn.Close()
 	if err != nil {
-		return r, &Error{Op: op, Kind: KindStore, Err: err}
+		return r, &Error{Op: op, Kind: kindStore, Err: err}
 	}
 	r.JournalMode, r.ForeignKeys = p.journalMode, p.foreignKeys == 1
 	if err := p.verify(); err != nil {
-		return r, &Error{Op: op, Kind: KindStore, Err: fmt.Errorf("%s: %w", s.path, err)}
+		return r, &Error{Op: op, Kind: kindStore, Err: fmt.Errorf("%s: %w", s.path, err)}
 	}
 	records, err := migrate.Verify(ctx, s.db, s.migrations)
 	if err != nil {
-		return r, &Error{Op: op, Kind: KindMigration, Err: fmt.Errorf("%s: %w", s.path, err)}
+		return r, &Error{Op: op, Kind: kindMigration, Err: fmt.Errorf("%s: %w", s.path, err)}
 	}
 	r.SchemaVersion = len(records)
 	for _, rec := range records {
-		r.Migrations = append(r.Migrations, AppliedMigration{Version: rec.Version, Name: rec.Name, Digest: rec.Digest})
+		r.Migrations = append(r.Migrations, appliedMigration{Version: rec.Version, Name: rec.Name, Digest: rec.Digest})
 	}
 	return r, nil
 }
 
 // committed tells the watcher, if any, that a followed row was committed.
-func (s *Store) committed() {
+func (s *store) committed() {
 	if s.onCommit != nil {
 		s.onCommit()
 	}
 }
 
 // stamp returns the current time as stored: RFC 3339 UTC with nanoseconds.
-func (s *Store) stamp() string {
+func (s *store) stamp() string {
 	return s.now().UTC().Format(time.RFC3339Nano)
 }
 
 // inTx runs fn in one write transaction with one timestamp, mapping errors
-// to the product's Error: errStoreNotFound to KindNotFound, anything else to
-// KindStore.
-func (s *Store) inTx(ctx context.Context, op string, fn func(tx *sql.Tx, now string) error) error {
+// to the product's Error: errStoreNotFound to kindNotFound, anything else to
+// kindStore.
+func (s *store) inTx(ctx context.Context, op string, fn func(tx *sql.Tx, now string) error) error {
 	return s.inTxOn(ctx, nil, op, fn)
 }
 
 // inTxOn is inTx on conn, a connection taken out of the pool (the
 // accountant's, see accountingConn), or on the pool when conn is nil.
-func (s *Store) inTxOn(ctx context.Context, conn *sql.Conn, op string, fn func(tx *sql.Tx, now string) error) error {
+func (s *store) inTxOn(ctx context.Context, conn *sql.Conn, op string, fn func(tx *sql.Tx, now string) error) error {
 	var tx *sql.Tx
 	var err error
 	if conn != nil {
@@ -349,7 +349,7 @@ func (s *Store) inTxOn(ctx context.Context, conn *sql.Conn, op string, fn func(t
 
 // stmt returns query prepared once per store (see txStmt), for the reads
 // every answer makes.
-func (s *Store) stmt(ctx context.Context, query string) (*sql.Stmt, error) {
+func (s *store) stmt(ctx context.Context, query string) (*sql.Stmt, error) {
 	return s.stmts.get(ctx, s.db, query)
 }
 
@@ -357,7 +357,7 @@ func (s *Store) stmt(ctx context.Context, query string) (*sql.Stmt, error) {
 // store and reused by every transaction (database/sql keeps it prepared
 // per connection), which spares SQLite's parser on the statements the
 // accountant runs for every answer.
-func (s *Store) txStmt(ctx context.Context, tx *sql.Tx, query string) (*sql.Stmt, error) {
+func (s *store) txStmt(ctx context.Context, tx *sql.Tx, query string) (*sql.Stmt, error) {
 	st, err := s.stmt(ctx, query)
 	if err != nil {
 		return nil, err
@@ -367,11 +367,11 @@ func (s *Store) txStmt(ctx context.Context, tx *sql.Tx, query string) (*sql.Stmt
 
 // txError is storeError for a write transaction, which is where a full or
 // read-only file system shows: such a failure is told as that.
-func (s *Store) txError(op string, err error) error {
+func (s *store) txError(op string, err error) error {
 	if errors.Is(err, errStoreNotFound) {
 		return storeError(op, err)
 	}
-	return &Error{Op: op, Kind: KindStore, Err: fileSystemFault(s.dir, err)}
+	return &Error{Op: op, Kind: kindStore, Err: fileSystemFault(s.dir, err)}
 }
 
 // fileSystemFault tells a failure to read or write the store that the data
@@ -399,9 +399,9 @@ func fileSystemFault(dir string, err error) error {
 }
 
 func storeError(op string, err error) error {
-	kind := KindStore
+	kind := kindStore
 	if errors.Is(err, errStoreNotFound) {
-		kind = KindNotFound
+		kind = kindNotFound
 	}
 	return &Error{Op: op, Kind: kind, Err: err}
 }
@@ -417,7 +417,7 @@ func nonNil(s []string) []string {
 // store was edited behind the product's back.
 func decodeStored(data string, dst any) error {
 	if err := json.Unmarshal([]byte(data), dst); err != nil {
-		return &Error{Op: "store.decode", Kind: KindStore, Err: fmt.Errorf("stored record does not decode: %w", err)}
+		return &Error{Op: "store.decode", Kind: kindStore, Err: fmt.Errorf("stored record does not decode: %w", err)}
 	}
 	return nil
 }

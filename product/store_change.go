@@ -14,10 +14,10 @@ type changeRecord struct {
 	Session   string
 	Root      string
 	RequestID string
-	Request   ChangeRequest
+	Request   changeRequest
 	Base      string
 	Profile   ProfileRevision
-	Status    ChangeStatus
+	Status    changeStatus
 	Current   int // accepted patch revision in force; 0 when none
 	Repairs   int
 	CreatedAt string
@@ -25,9 +25,9 @@ type changeRecord struct {
 
 // putChange stores a new change with its first patch attempt, in one
 // transaction.
-func (s *Store) putChange(ctx context.Context, c changeRecord, a patchAttempt) error {
+func (s *store) putChange(ctx context.Context, c changeRecord, a patchAttempt) error {
 	current := 0
-	if a.status == PatchAccepted {
+	if a.status == patchAccepted {
 		current = 1
 	}
 	return s.inTx(ctx, "store.change", func(tx *sql.Tx, now string) error {
@@ -45,7 +45,7 @@ func (s *Store) putChange(ctx context.Context, c changeRecord, a patchAttempt) e
 
 func insertPatch(tx *sql.Tx, now, changeID string, a patchAttempt) error {
 	var patchID any
-	if a.status == PatchAccepted {
+	if a.status == patchAccepted {
 		patchID = a.patchID
 	}
 	ops := a.ops
@@ -64,14 +64,14 @@ func insertPatch(tx *sql.Tx, now, changeID string, a patchAttempt) error {
 }
 
 // change loads a change of root.
-func (s *Store) change(ctx context.Context, root, id string) (changeRecord, error) {
+func (s *store) change(ctx context.Context, root, id string) (changeRecord, error) {
 	c := changeRecord{ID: id}
 	var req string
 	err := s.db.QueryRowContext(ctx, `SELECT session_id, root, request_id, request, base_snapshot, profile_id,
 		profile_revision, status, current_revision, repairs_used FROM changes WHERE change_id = ? AND root = ?`, id, root).
 		Scan(&c.Session, &c.Root, &c.RequestID, &req, &c.Base, &c.Profile.ID, &c.Profile.Revision, &c.Status, &c.Current, &c.Repairs)
 	if errNoRows(err) {
-		return c, &Error{Op: "change", Kind: KindNotFound, Path: "change_id", Err: fmt.Errorf("no change %s in this repository", id)}
+		return c, &Error{Op: "change", Kind: kindNotFound, Path: "change_id", Err: fmt.Errorf("no change %s in this repository", id)}
 	}
 	if err != nil {
 		return c, storeError("store.change", err)
@@ -80,8 +80,8 @@ func (s *Store) change(ctx context.Context, root, id string) (changeRecord, erro
 }
 
 // patch loads an accepted patch revision of a change, checked against its
-// patch id (a KindIntegrity error when they differ).
-func (s *Store) patch(ctx context.Context, changeID string, revision int) (patchAttempt, error) {
+// patch id (a kindIntegrity error when they differ).
+func (s *store) patch(ctx context.Context, changeID string, revision int) (patchAttempt, error) {
 	a := patchAttempt{revision: revision}
 	var ops string
 	err := s.db.QueryRowContext(ctx, `SELECT status, patch_id, operations FROM patches
@@ -100,16 +100,16 @@ type verificationRecord struct {
 	Ordinal       int                `json:"ordinal"`
 	PatchRevision int                `json:"patch_revision"`
 	Verdict       lifecycle.Verdict  `json:"verdict"`
-	Criteria      []CriterionVerdict `json:"criteria"`
+	Criteria      []criterionVerdict `json:"criteria"`
 	Repair        string             `json:"repair_instructions"`
 	Reasons       []string           `json:"reasons"`
 	raw           string
 	inv           string
-	usage         WorkerUsage
+	usage         workerUsage
 }
 
 // verifications loads a change's verifications in order.
-func (s *Store) verifications(ctx context.Context, changeID string) ([]verificationRecord, error) {
+func (s *store) verifications(ctx context.Context, changeID string) ([]verificationRecord, error) {
 	return queryAll(ctx, s.db, "store.verifications", `SELECT body FROM verifications WHERE change_id = ? ORDER BY ordinal`, []any{changeID},
 		func(rows rowScanner, v *verificationRecord) error {
 			var body string
@@ -122,7 +122,7 @@ func (s *Store) verifications(ctx context.Context, changeID string) ([]verificat
 
 // putVerification stores a verification and the change's new projection,
 // in one transaction.
-func (s *Store) putVerification(ctx context.Context, c changeRecord, v verificationRecord, repair *patchAttempt) error {
+func (s *store) putVerification(ctx context.Context, c changeRecord, v verificationRecord, repair *patchAttempt) error {
 	return s.inTx(ctx, "store.verification", func(tx *sql.Tx, now string) error {
 		if v.Verdict != "" {
 			_, err := tx.Exec(`INSERT INTO verifications (change_id, ordinal, patch_revision, verdict, body, raw_output,
@@ -145,7 +145,7 @@ func (s *Store) putVerification(ctx context.Context, c changeRecord, v verificat
 
 // putPatch stores a patch attempt of a change and the change's new
 // projection, in one transaction.
-func (s *Store) putPatch(ctx context.Context, c changeRecord, a patchAttempt) error {
+func (s *store) putPatch(ctx context.Context, c changeRecord, a patchAttempt) error {
 	return s.inTx(ctx, "store.patch", func(tx *sql.Tx, now string) error {
 		if err := insertPatch(tx, now, c.ID, a); err != nil {
 			return err
@@ -158,7 +158,7 @@ func (s *Store) putPatch(ctx context.Context, c changeRecord, a patchAttempt) er
 
 // patchAttempts loads every patch attempt of a change (without blobs), by
 // revision.
-func (s *Store) patchAttempts(ctx context.Context, changeID string) ([]patchAttempt, error) {
+func (s *store) patchAttempts(ctx context.Context, changeID string) ([]patchAttempt, error) {
 	return queryAll(ctx, s.db, "store.patches", `SELECT revision, status, coalesce(patch_id, ''), reasons FROM patches
 		WHERE change_id = ? ORDER BY revision`, []any{changeID},
 		func(rows rowScanner, a *patchAttempt) error {

@@ -26,7 +26,7 @@ func (r attemptRecord) Outcome() string {
 	case len(r.Undecided) > 0 && len(r.Reasons) == 0:
 		return OutcomeUndecided
 	}
-	return OutcomeRejected
+	return outcomeRejected
 }
 
 // recordAttempt stores a validation made in the checkout at root: for a
@@ -35,14 +35,14 @@ func (r attemptRecord) Outcome() string {
 // another checkout stored first are shared, not copied); for an undecided
 // one a row of undecided_attempts, never a rejection. origin is the
 // artifact a proof replay started from.
-func (s *Store) recordAttempt(ctx context.Context, root, needID, source string, raw []byte, v *validation, origin string) (attemptRecord, error) {
+func (s *store) recordAttempt(ctx context.Context, root, needID, source string, raw []byte, v *validation, origin string) (attemptRecord, error) {
 	return s.recordDecision(ctx, root, needID, source, raw, v, origin, 0)
 }
 
 // recordDecision is recordAttempt; undecided, when not 0, is the
 // undecided_attempts row the validation tried again: it is linked to the
 // attempt that decided it, or left as it is when still undecided.
-func (s *Store) recordDecision(ctx context.Context, root, needID, source string, raw []byte, v *validation, origin string, undecided int64) (attemptRecord, error) {
+func (s *store) recordDecision(ctx context.Context, root, needID, source string, raw []byte, v *validation, origin string, undecided int64) (attemptRecord, error) {
 	rec := attemptRecord{Certified: v.Certified(), Reasons: append([]string{}, v.Reasons...)}
 	var nid any
 	if needID != "" {
@@ -63,7 +63,7 @@ func (s *Store) recordDecision(ctx context.Context, root, needID, source string,
 			return err
 		})
 	}
-	var body CertificateBody
+	var body certificateBody
 	if rec.Certified {
 		rec.ArtifactID, body, rec.CertificateID = certify(v)
 	}
@@ -83,7 +83,7 @@ func (s *Store) recordDecision(ctx context.Context, root, needID, source string,
 		if rec.Certified {
 			aid, cid = rec.ArtifactID, rec.CertificateID
 		}
-		status := map[bool]string{true: OutcomeCertified, false: OutcomeRejected}[rec.Certified]
+		status := map[bool]string{true: OutcomeCertified, false: outcomeRejected}[rec.Certified]
 		res, err := tx.Exec(`INSERT INTO attempts (root, need_id, source, proposal, status, reasons, artifact_id, certificate_id, created_at)
 			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`, root, nid, source, string(raw), status, mustJSON(nonNil(rec.Reasons)), aid, cid, now)
 		if err != nil || undecided == 0 {
@@ -110,7 +110,7 @@ type undecidedProposal struct {
 
 // undecidedFor returns the proposals still undecided about subject, of the
 // given kinds, in the checkout at root, oldest first.
-func (s *Store) undecidedFor(ctx context.Context, root string, subject Subject, kinds []CapabilityKind) ([]undecidedProposal, error) {
+func (s *store) undecidedFor(ctx context.Context, root string, subject Subject, kinds []CapabilityKind) ([]undecidedProposal, error) {
 	if len(kinds) == 0 {
 		return nil, nil
 	}
@@ -131,7 +131,7 @@ func (s *Store) undecidedFor(ctx context.Context, root string, subject Subject, 
 	})
 }
 
-func putArtifact(tx *sql.Tx, now, root, id string, p Proposal, origin string) error {
+func putArtifact(tx *sql.Tx, now, root, id string, p proposal, origin string) error {
 	var o any
 	if origin != "" && origin != id {
 		o = origin
@@ -158,7 +158,7 @@ func supersede(tx *sql.Tx, id, origin string) error {
 
 // putArtifactCertificate stores an artifact certificate; root records the
 // checkout that stored it first.
-func putArtifactCertificate(tx *sql.Tx, now, root, id string, body CertificateBody, claims []ClaimAt) error {
+func putArtifactCertificate(tx *sql.Tx, now, root, id string, body certificateBody, claims []claimAt) error {
 	res, err := tx.Exec(`INSERT INTO certificates (certificate_id, root, scope, artifact_id, validator_version, level, body, created_at)
 		VALUES (?, ?, 'artifact', ?, ?, ?, ?, ?) ON CONFLICT (certificate_id) DO NOTHING`,
 		id, root, body.ArtifactID, body.ValidatorVersion, body.Level, mustJSON(body), now)
@@ -187,7 +187,7 @@ func putArtifactCertificate(tx *sql.Tx, now, root, id string, body CertificateBo
 	return nil
 }
 
-func putDependencies(tx *sql.Tx, certID string, deps []Dependency) error {
+func putDependencies(tx *sql.Tx, certID string, deps []dependency) error {
 	for _, d := range deps {
 		if _, err := tx.Exec(`INSERT INTO dependencies (certificate_id, kind, path, digest) VALUES (?, ?, ?, ?)`,
 			certID, d.Kind, d.Path, d.Digest); err != nil {
@@ -209,7 +209,7 @@ const currentArtifact = `NOT EXISTS (SELECT 1 FROM superseded_artifacts s WHERE 
 // proof replay has superseded (superseded_artifacts) are left out: their
 // successor speaks for them, and is replayed back where the older text
 // still stands, which makes the older one current again.
-func (s *Store) evidenceFor(ctx context.Context, subject Subject, kinds []CapabilityKind) ([]Evidence, error) {
+func (s *store) evidenceFor(ctx context.Context, subject Subject, kinds []CapabilityKind) ([]Evidence, error) {
 	if len(kinds) == 0 {
 		return nil, nil
 	}
@@ -240,11 +240,11 @@ func (s *Store) evidenceFor(ctx context.Context, subject Subject, kinds []Capabi
 	return out, nil
 }
 
-func (s *Store) certificateClaims(ctx context.Context, certID string) ([]ClaimAt, error) {
+func (s *store) certificateClaims(ctx context.Context, certID string) ([]claimAt, error) {
 	return queryAll(ctx, s.db, "store.claims", `SELECT cl.claim_id, cl.body, cc.start_line, cc.end_line
 		FROM certificate_claims cc JOIN claims cl ON cl.claim_id = cc.claim_id
 		WHERE cc.certificate_id = ? ORDER BY cc.claim_id`, []any{certID},
-		func(rows rowScanner, c *ClaimAt) error {
+		func(rows rowScanner, c *claimAt) error {
 			var body string
 			if err := rows.Scan(&c.ID, &body, &c.StartLine, &c.EndLine); err != nil {
 				return err
@@ -256,7 +256,7 @@ func (s *Store) certificateClaims(ctx context.Context, certID string) ([]ClaimAt
 // claimSources returns the evidence whose certificates carry a claim about
 // subject, newest certificate per artifact, excluding evidence already in
 // have.
-func (s *Store) claimSources(ctx context.Context, subject Subject) ([]Evidence, error) {
+func (s *store) claimSources(ctx context.Context, subject Subject) ([]Evidence, error) {
 	type key struct {
 		subject Subject
 		kind    CapabilityKind
@@ -287,7 +287,7 @@ func (s *Store) claimSources(ctx context.Context, subject Subject) ([]Evidence, 
 
 // evidenceByCertificate loads the artifact evidence one artifact
 // certificate certifies, decoded once per process (cache.go).
-func (s *Store) evidenceByCertificate(ctx context.Context, certID string) (Evidence, error) {
+func (s *store) evidenceByCertificate(ctx context.Context, certID string) (Evidence, error) {
 	if ev, ok := s.cache.getEvidence(certID); ok {
 		return ev, nil
 	}
@@ -313,7 +313,7 @@ func (s *Store) evidenceByCertificate(ctx context.Context, certID string) (Evide
 // there is none.
 // Both statements run on every need (an exact hit starts with them): they
 // are prepared once per store.
-func (s *Store) needCertificate(ctx context.Context, needID string) (certID string, members []string, err error) {
+func (s *store) needCertificate(ctx context.Context, needID string) (certID string, members []string, err error) {
 	const op = "store.need_certificate"
 	st, err := s.stmt(ctx, `SELECT certificate_id FROM certificates
 		WHERE need_id = ? AND scope = 'need' ORDER BY rowid DESC LIMIT 1`)
@@ -349,12 +349,12 @@ func (s *Store) needCertificate(ctx context.Context, needID string) (certID stri
 
 // putNeedCertificate stores a need certificate (newNeedCertificate) unless
 // it is stored already.
-func (s *Store) putNeedCertificate(ctx context.Context, nc needCertificate) error {
+func (s *store) putNeedCertificate(ctx context.Context, nc needCertificate) error {
 	body := nc.Body
 	return s.inTx(ctx, "store.need_certificate", func(tx *sql.Tx, now string) error {
 		res, err := tx.Exec(`INSERT INTO certificates (certificate_id, root, scope, need_id, validator_version, level, body, created_at)
 			VALUES (?, ?, 'need', ?, ?, 'bundle', ?, ?) ON CONFLICT (certificate_id) DO NOTHING`,
-			nc.ID, nc.Root, body.NeedID, ValidatorVersion, mustJSON(body), now)
+			nc.ID, nc.Root, body.NeedID, validatorVersion, mustJSON(body), now)
 		if err != nil {
 			return err
 		}
@@ -396,7 +396,7 @@ func renewCertificate(tx *sql.Tx, id, newest, key string) error {
 // every certificate any process stores (nothing is ever deleted), so an
 // unchanged value means the candidates of every need are unchanged. One
 // read of the end of the table's b-tree.
-func (s *Store) evidenceGeneration(ctx context.Context) (int64, error) {
+func (s *store) evidenceGeneration(ctx context.Context) (int64, error) {
 	var gen int64
 	st, err := s.stmt(ctx, `SELECT coalesce(max(rowid), 0) FROM certificates`)
 	if err == nil {
@@ -423,7 +423,7 @@ func scanEvidence(row rowScanner, e *Evidence) error {
 
 // artifactCertificate returns the newest artifact certificate of an
 // artifact; ok is false when there is none.
-func (s *Store) artifactCertificate(ctx context.Context, artifactID string) (certID string, ok bool, err error) {
+func (s *store) artifactCertificate(ctx context.Context, artifactID string) (certID string, ok bool, err error) {
 	err = s.db.QueryRowContext(ctx, `SELECT certificate_id FROM certificates
 		WHERE artifact_id = ? AND scope = 'artifact' ORDER BY rowid DESC LIMIT 1`, artifactID).Scan(&certID)
 	switch {
@@ -443,7 +443,7 @@ const maxLineage = 64
 // speaks for artifactID now: itself, or the artifact that proof replays
 // superseded it by, followed to the end (superseded_artifacts; each hop a
 // primary-key read). ok is false when there is none.
-func (s *Store) currentCertificate(ctx context.Context, artifactID string) (certID string, ok bool, err error) {
+func (s *store) currentCertificate(ctx context.Context, artifactID string) (certID string, ok bool, err error) {
 	id := artifactID
 	for range maxLineage {
 		var by string
@@ -461,7 +461,7 @@ func (s *Store) currentCertificate(ctx context.Context, artifactID string) (cert
 
 // claimCertificates returns the newest certificates that carry a claim, at
 // most limit of them, newest first.
-func (s *Store) claimCertificates(ctx context.Context, claimID string, limit int) ([]string, error) {
+func (s *store) claimCertificates(ctx context.Context, claimID string, limit int) ([]string, error) {
 	return queryAll(ctx, s.db, "store.certificates", `SELECT cc.certificate_id FROM certificate_claims cc
 		JOIN certificates c ON c.certificate_id = cc.certificate_id
 		WHERE cc.claim_id = ? ORDER BY c.rowid DESC LIMIT ?`, []any{claimID, limit},
@@ -478,8 +478,8 @@ type artifactRecord struct {
 }
 
 // artifactRecord loads an artifact by id with its newest certificate;
-// KindNotFound when the store has no such artifact.
-func (s *Store) artifactRecord(ctx context.Context, artifactID string) (artifactRecord, error) {
+// kindNotFound when the store has no such artifact.
+func (s *store) artifactRecord(ctx context.Context, artifactID string) (artifactRecord, error) {
 	const op = "store.artifact"
 	var rec artifactRecord
 	var certID, at string
@@ -489,14 +489,14 @@ func (s *Store) artifactRecord(ctx context.Context, artifactID string) (artifact
 		FROM artifacts a JOIN certificates c ON c.artifact_id = a.artifact_id AND c.scope = 'artifact'
 		WHERE a.artifact_id = ? ORDER BY c.rowid DESC LIMIT 1`, artifactID).Scan(&rec.Root, &certID, &at, &superseded)
 	if errNoRows(err) {
-		return rec, &Error{Op: op, Kind: KindNotFound, Err: fmt.Errorf("no artifact %s", artifactID)}
+		return rec, &Error{Op: op, Kind: kindNotFound, Err: fmt.Errorf("no artifact %s", artifactID)}
 	}
 	if err != nil {
 		return rec, storeError(op, err)
 	}
 	rec.Superseded = superseded == 1
 	if rec.CertifiedAt, err = time.Parse(time.RFC3339Nano, at); err != nil {
-		return rec, &Error{Op: op, Kind: KindStore, Err: err}
+		return rec, &Error{Op: op, Kind: kindStore, Err: err}
 	}
 	rec.Evidence, err = s.evidenceByCertificate(ctx, certID)
 	return rec, err
@@ -504,13 +504,13 @@ func (s *Store) artifactRecord(ctx context.Context, artifactID string) (artifact
 
 // refreshNeeds returns the needs asked in the checkout at root that have a
 // need certificate there, the most recently answered first (Refresh).
-func (s *Store) refreshNeeds(ctx context.Context, root string) ([]CompiledNeed, error) {
+func (s *store) refreshNeeds(ctx context.Context, root string) ([]compiledNeed, error) {
 	return queryAll(ctx, s.db, "store.refresh", `
 		SELECT n.need_id, n.definition_id, n.ir
 		FROM needs n JOIN (SELECT need_id, max(rowid) AS newest FROM certificates
 			WHERE root = ? AND scope = 'need' GROUP BY need_id) c ON c.need_id = n.need_id
 		ORDER BY c.newest DESC`, []any{root},
-		func(rows rowScanner, n *CompiledNeed) error {
+		func(rows rowScanner, n *compiledNeed) error {
 			var ir string
 			if err := rows.Scan(&n.ID, &n.DefinitionID, &ir); err != nil {
 				return err
@@ -522,7 +522,7 @@ func (s *Store) refreshNeeds(ctx context.Context, root string) ([]CompiledNeed, 
 // refreshEvidence returns the newest certificate of every artifact first
 // stored by the checkout at root that no proof replay superseded, oldest
 // first (Refresh).
-func (s *Store) refreshEvidence(ctx context.Context, root string) ([]string, error) {
+func (s *store) refreshEvidence(ctx context.Context, root string) ([]string, error) {
 	return queryAll(ctx, s.db, "store.refresh", `
 		SELECT c.certificate_id
 		FROM artifacts a JOIN certificates c ON c.artifact_id = a.artifact_id
@@ -549,22 +549,22 @@ const currentCertificates = `WITH watched(certificate_id) AS (
 // refreshDependencies returns the distinct dependencies (kind and path;
 // the digest left empty) of the currentCertificates of the checkout at
 // root. The evidence refresher watches them for change.
-func (s *Store) refreshDependencies(ctx context.Context, root string) ([]Dependency, error) {
+func (s *store) refreshDependencies(ctx context.Context, root string) ([]dependency, error) {
 	return queryAll(ctx, s.db, "store.refresh", currentCertificates+`
 		SELECT DISTINCT d.kind, d.path FROM dependencies d JOIN watched w ON w.certificate_id = d.certificate_id
 		ORDER BY d.kind, d.path`, []any{root},
-		func(rows rowScanner, d *Dependency) error { return rows.Scan(&d.Kind, &d.Path) })
+		func(rows rowScanner, d *dependency) error { return rows.Scan(&d.Kind, &d.Path) })
 }
 
 // refreshState returns the distinct dependencies, digests included, of the
 // currentCertificates of the checkout at root, and whether one of them was
 // certified by another validator version than version: when every digest
 // still holds and none is older, a Refresh would find everything fresh.
-func (s *Store) refreshState(ctx context.Context, root, version string) (deps []Dependency, older bool, err error) {
+func (s *store) refreshState(ctx context.Context, root, version string) (deps []dependency, older bool, err error) {
 	deps, err = queryAll(ctx, s.db, "store.refresh", currentCertificates+`
 		SELECT DISTINCT d.kind, d.path, d.digest FROM dependencies d JOIN watched w ON w.certificate_id = d.certificate_id
 		ORDER BY d.kind, d.path`, []any{root},
-		func(rows rowScanner, d *Dependency) error { return rows.Scan(&d.Kind, &d.Path, &d.Digest) })
+		func(rows rowScanner, d *dependency) error { return rows.Scan(&d.Kind, &d.Path, &d.Digest) })
 	if err != nil {
 		return nil, false, err
 	}

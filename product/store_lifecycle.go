@@ -30,9 +30,9 @@ type lifecycleRecord struct {
 	ChangeID  string
 	Root      string
 	Session   string
-	Request   ChangeRequest
+	Request   changeRequest
 	Needs     []NeedRequest
-	Plans     []LifecycleTestPlan
+	Plans     []lifecycleTestPlan
 	CreatedAt string
 	UpdatedAt string
 }
@@ -78,7 +78,7 @@ type transitionRows struct {
 type applyAbandon struct {
 	ApplyID int64
 	By      string
-	Files   []AbandonedFile
+	Files   []abandonedFile
 }
 
 // approvalRow is a stored approval.
@@ -114,7 +114,7 @@ type applyRow struct {
 // executable bits).
 type applyFile struct {
 	Path          string  `json:"path"`
-	Op            PatchOp `json:"op"`
+	Op            patchOp `json:"op"`
 	Before        string  `json:"before"`
 	After         string  `json:"after"`
 	Executable    bool    `json:"executable"`
@@ -146,7 +146,7 @@ type applyEnd struct {
 
 // createLifecycle stores a new lifecycle: its session, the projection at
 // seq 1 and the created event, in one transaction.
-func (s *Store) createLifecycle(ctx context.Context, rec lifecycleRecord, ev lifecycle.Created, st lifecycle.State) error {
+func (s *store) createLifecycle(ctx context.Context, rec lifecycleRecord, ev lifecycle.Created, st lifecycle.State) error {
 	kind, payload, digest := lifecycle.EncodeEvent(ev)
 	defer s.committed() // after a failure, a spurious wake costs one query
 	return s.inTx(ctx, "store.lifecycle_create", func(tx *sql.Tx, now string) error {
@@ -188,12 +188,12 @@ const sqlMoveProjection = `UPDATE change_lifecycles SET seq = ?, phase = ?, stat
 // commitTransition is the compare-and-swap: in one transaction it moves the
 // projection to next, only if the stored state digest is still prevDigest
 // (the digest of the state the event was stepped from), appends the event and writes the change-journal rows. A lost
-// race is a KindConflict wrapping errLifecycleMoved, and nothing is
+// race is a kindConflict wrapping errLifecycleMoved, and nothing is
 // written. It returns the new state digest. before, when set, runs inside the transaction before COMMIT
 // (the crash injection's last point).
 // lifecycleHead reads a lifecycle's state digest and status, what a
 // runner watches for a cancellation committed elsewhere.
-func (s *Store) lifecycleHead(ctx context.Context, id string) (string, lifecycle.Status, error) {
+func (s *store) lifecycleHead(ctx context.Context, id string) (string, lifecycle.Status, error) {
 	var digest, status string
 	err := s.db.QueryRowContext(ctx, `SELECT state_digest, status FROM change_lifecycles WHERE lifecycle_id = ?`, id).Scan(&digest, &status)
 	if err != nil {
@@ -202,7 +202,7 @@ func (s *Store) lifecycleHead(ctx context.Context, id string) (string, lifecycle
 	return digest, lifecycle.Status(status), nil
 }
 
-func (s *Store) commitTransition(ctx context.Context, id, prevDigest string, ev lifecycle.Event, next lifecycle.State,
+func (s *store) commitTransition(ctx context.Context, id, prevDigest string, ev lifecycle.Event, next lifecycle.State,
 	rows transitionRows, before func()) (string, error) {
 	kind, payload, digest := lifecycle.EncodeEvent(ev)
 	nextState, nextDigest := next.Encoded()
@@ -232,7 +232,7 @@ func (s *Store) commitTransition(ctx context.Context, id, prevDigest string, ev 
 		if err != nil {
 			return "", storeError("store.lifecycle_transition", err)
 		}
-		return "", &Error{Op: "lifecycle.transition", Kind: KindConflict, Err: errLifecycleMoved}
+		return "", &Error{Op: "lifecycle.transition", Kind: kindConflict, Err: errLifecycleMoved}
 	}
 	if _, err := tx.StmtContext(ctx, event).ExecContext(ctx, id, next.Seq, kind, string(payload), digest, prevDigest, nextDigest, now); err != nil {
 		return "", storeError("store.lifecycle_transition", err)
@@ -345,7 +345,7 @@ func endApply(ctx context.Context, tx *sql.Tx, now string, a applyEnd) error {
 
 // loadLifecycle reads a lifecycle of root by its id or its change's id,
 // with its whole journal, as stored.
-func (s *Store) loadLifecycle(ctx context.Context, root, id string) (storedLifecycle, error) {
+func (s *store) loadLifecycle(ctx context.Context, root, id string) (storedLifecycle, error) {
 	var l storedLifecycle
 	var req, needs, plans string
 	column := "lifecycle_id"
@@ -358,7 +358,7 @@ func (s *Store) loadLifecycle(ctx context.Context, root, id string) (storedLifec
 		Scan(&l.ID, &l.ChangeID, &l.Root, &l.Session, &req, &needs, &plans, &l.Seq, &l.Phase, &l.Status, &l.State,
 			&l.StateDigest, &l.CreatedAt, &l.UpdatedAt)
 	if errNoRows(err) {
-		return l, &Error{Op: "lifecycle", Kind: KindNotFound, Err: fmt.Errorf("no lifecycle %s in this repository", id)}
+		return l, &Error{Op: "lifecycle", Kind: kindNotFound, Err: fmt.Errorf("no lifecycle %s in this repository", id)}
 	}
 	if err != nil {
 		return l, storeError("store.lifecycle", err)
@@ -380,14 +380,14 @@ func (s *Store) loadLifecycle(ctx context.Context, root, id string) (storedLifec
 }
 
 // lifecycleRefs lists the lifecycles of root, newest first.
-func (s *Store) lifecycleRefs(ctx context.Context, root string, limit int) ([]lifecycleRef, error) {
+func (s *store) lifecycleRefs(ctx context.Context, root string, limit int) ([]lifecycleRef, error) {
 	return queryAll(ctx, s.db, "store.lifecycles", `SELECT `+lifecycleRefColumns+` FROM change_lifecycles WHERE root = ?
 		ORDER BY created_at DESC, lifecycle_id LIMIT ?`, []any{root, limit}, scanLifecycleRef)
 }
 
 // lifecycleOfChange returns the lifecycle that runs a change ("" when the
 // change has none).
-func (s *Store) lifecycleOfChange(ctx context.Context, changeID string) (string, error) {
+func (s *store) lifecycleOfChange(ctx context.Context, changeID string) (string, error) {
 	var id string
 	err := s.db.QueryRowContext(ctx, `SELECT lifecycle_id FROM change_lifecycles WHERE change_id = ?`, changeID).Scan(&id)
 	if errNoRows(err) {
@@ -411,13 +411,13 @@ type lifecycleArtifact struct {
 	Blobs      artifactBlobs
 	Raw        string
 	Thread     string
-	Usage      WorkerUsage
+	Usage      workerUsage
 }
 
 // artifactBlobs are what an event only names: the patch's contents and the
 // worker's report, test output, the verifier's reasons.
 type artifactBlobs struct {
-	Patch   []PatchFile         `json:"patch,omitempty"`
+	Patch   []patchFile         `json:"patch,omitempty"`
 	Report  *patchReport        `json:"report,omitempty"`
 	Reasons []string            `json:"reasons,omitempty"`
 	Outputs []testOutput        `json:"outputs,omitempty"`
@@ -438,7 +438,7 @@ type testOutput struct {
 // putArtifact persists a validated artifact unless its invocation already
 // has one, and returns the one that is stored: a second runner (or a run
 // after a crash) gets the first artifact back, never a second one.
-func (s *Store) putArtifact(ctx context.Context, a lifecycleArtifact) (lifecycleArtifact, error) {
+func (s *store) putArtifact(ctx context.Context, a lifecycleArtifact) (lifecycleArtifact, error) {
 	kind, payload, digest := lifecycle.EncodeEvent(a.Event)
 	err := s.inTx(ctx, "store.lifecycle_artifact", func(tx *sql.Tx, now string) error {
 		_, err := tx.ExecContext(ctx, `INSERT INTO lifecycle_artifacts (invocation, lifecycle_id, phase, attempt, kind, event,
@@ -463,17 +463,17 @@ const artifactColumns = `invocation, lifecycle_id, phase, attempt, kind, event, 
 
 // artifact reads the artifact of an invocation, checking its event's
 // canonical form and payload digest.
-func (s *Store) artifact(ctx context.Context, invocation string) (lifecycleArtifact, bool, error) {
+func (s *store) artifact(ctx context.Context, invocation string) (lifecycleArtifact, bool, error) {
 	return s.artifactWhere(ctx, `invocation = ?`, invocation)
 }
 
 // artifactByID reads the artifact of a lifecycle that produced an id (a
 // patch, test evidence, a review, a verification).
-func (s *Store) artifactByID(ctx context.Context, lid, id string) (lifecycleArtifact, bool, error) {
+func (s *store) artifactByID(ctx context.Context, lid, id string) (lifecycleArtifact, bool, error) {
 	return s.artifactWhere(ctx, `lifecycle_id = ? AND artifact_id = ? ORDER BY attempt DESC LIMIT 1`, lid, id)
 }
 
-func (s *Store) artifactWhere(ctx context.Context, where string, args ...any) (lifecycleArtifact, bool, error) {
+func (s *store) artifactWhere(ctx context.Context, where string, args ...any) (lifecycleArtifact, bool, error) {
 	var a lifecycleArtifact
 	var kind, event, digest, blobs, usage string
 	// where is one of this file's constants, never input.
@@ -487,7 +487,7 @@ func (s *Store) artifactWhere(ctx context.Context, where string, args ...any) (l
 	}
 	ev, err := decodeLifecycleEvent(kind, []byte(event))
 	if err != nil || lifecycle.EventDigest(ev) != digest {
-		return a, false, &Error{Op: "store.lifecycle_artifact", Kind: KindStore,
+		return a, false, &Error{Op: "store.lifecycle_artifact", Kind: kindStore,
 			Err: fmt.Errorf("artifact %s is corrupt: its event does not match its digest (%v)", a.Invocation, err)}
 	}
 	a.Event = ev
@@ -502,7 +502,7 @@ func (s *Store) artifactWhere(ctx context.Context, where string, args ...any) (l
 
 // artifactCount counts a lifecycle's artifacts per phase and attempt (the
 // crash tests' view: at most one per invocation).
-func (s *Store) lifecycleArtifacts(ctx context.Context, lid string) ([]lifecycleArtifact, error) {
+func (s *store) lifecycleArtifacts(ctx context.Context, lid string) ([]lifecycleArtifact, error) {
 	invs, err := queryAll(ctx, s.db, "store.lifecycle_artifacts", `SELECT invocation FROM lifecycle_artifacts WHERE lifecycle_id = ?
 		ORDER BY created_at, invocation`, []any{lid}, func(rows rowScanner, inv *string) error { return rows.Scan(inv) })
 	if err != nil {
@@ -520,13 +520,13 @@ func (s *Store) lifecycleArtifacts(ctx context.Context, lid string) ([]lifecycle
 }
 
 // profileRevision reads one revision of a role profile.
-func (s *Store) profileRevision(ctx context.Context, id string, revision int) (ProfileRevision, error) {
+func (s *store) profileRevision(ctx context.Context, id string, revision int) (ProfileRevision, error) {
 	rev := ProfileRevision{ID: id, Revision: revision}
 	var body string
 	err := s.db.QueryRowContext(ctx, `SELECT body, digest FROM profile_revisions WHERE profile_id = ? AND revision = ?`,
 		id, revision).Scan(&body, &rev.Digest)
 	if errNoRows(err) {
-		return rev, &Error{Op: "profile", Kind: KindNotFound, Err: fmt.Errorf("no revision %d of role profile %q", revision, id)}
+		return rev, &Error{Op: "profile", Kind: kindNotFound, Err: fmt.Errorf("no revision %d of role profile %q", revision, id)}
 	}
 	if err != nil {
 		return rev, storeError("store.profile", err)
@@ -535,7 +535,7 @@ func (s *Store) profileRevision(ctx context.Context, id string, revision int) (P
 }
 
 // approval reads an approval.
-func (s *Store) approval(ctx context.Context, id string) (approvalRow, bool, error) {
+func (s *store) approval(ctx context.Context, id string) (approvalRow, bool, error) {
 	a := approvalRow{ID: id}
 	var lid sql.NullString
 	err := s.db.QueryRowContext(ctx, `SELECT change_id, lifecycle_id, patch_id, verification_id, subject_digest, approved_by
@@ -551,13 +551,13 @@ func (s *Store) approval(ctx context.Context, id string) (approvalRow, bool, err
 }
 
 // putApproval stores the approval of a change without a lifecycle.
-func (s *Store) putApproval(ctx context.Context, a approvalRow) error {
+func (s *store) putApproval(ctx context.Context, a approvalRow) error {
 	return s.inTx(ctx, "store.approval", func(tx *sql.Tx, now string) error { return insertApproval(ctx, tx, now, a) })
 }
 
 // latestApproval reads the newest approval of a change without a
 // lifecycle.
-func (s *Store) latestApproval(ctx context.Context, changeID string) (approvalRow, bool, error) {
+func (s *store) latestApproval(ctx context.Context, changeID string) (approvalRow, bool, error) {
 	var id string
 	err := s.db.QueryRowContext(ctx, `SELECT approval_id FROM approvals WHERE change_id = ? AND lifecycle_id IS NULL
 		ORDER BY created_at DESC, rowid DESC LIMIT 1`, changeID).Scan(&id)
@@ -571,7 +571,7 @@ func (s *Store) latestApproval(ctx context.Context, changeID string) (approvalRo
 }
 
 // startApply journals an apply intent of a change without a lifecycle.
-func (s *Store) startApply(ctx context.Context, a applyRow) (int64, error) {
+func (s *store) startApply(ctx context.Context, a applyRow) (int64, error) {
 	var id int64
 	err := s.inTx(ctx, "store.apply", func(tx *sql.Tx, now string) error {
 		var err error
@@ -582,20 +582,20 @@ func (s *Store) startApply(ctx context.Context, a applyRow) (int64, error) {
 }
 
 // finishApply ends an apply of a change without a lifecycle.
-func (s *Store) finishApply(ctx context.Context, a applyEnd) error {
+func (s *store) finishApply(ctx context.Context, a applyEnd) error {
 	return s.inTx(ctx, "store.apply", func(tx *sql.Tx, now string) error { return endApply(ctx, tx, now, a) })
 }
 
 // abandonApply ends an apply without a lifecycle as rolled back and
 // records its abandonment, in one transaction.
-func (s *Store) abandonApply(ctx context.Context, end applyEnd, ab applyAbandon) error {
+func (s *store) abandonApply(ctx context.Context, end applyEnd, ab applyAbandon) error {
 	return s.inTx(ctx, "store.apply", func(tx *sql.Tx, now string) error {
 		return transitionRows{applyEnd: &end, abandon: &ab}.write(ctx, tx, now)
 	})
 }
 
 // journalApplyFile records one file of an apply as written or restored.
-func (s *Store) journalApplyFile(ctx context.Context, applyID int64, ordinal int, step, path string) error {
+func (s *store) journalApplyFile(ctx context.Context, applyID int64, ordinal int, step, path string) error {
 	return s.inTx(ctx, "store.apply_file", func(tx *sql.Tx, now string) error {
 		_, err := tx.ExecContext(ctx, `INSERT INTO change_apply_files (apply_id, ordinal, step, path, created_at)
 			VALUES (?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`, applyID, ordinal, step, path, now)
@@ -605,7 +605,7 @@ func (s *Store) journalApplyFile(ctx context.Context, applyID int64, ordinal int
 
 // applies reads the applies of root, optionally only the open ones, oldest
 // first; changeID narrows them to one change.
-func (s *Store) applies(ctx context.Context, root, changeID string, openOnly bool) ([]applyRow, error) {
+func (s *store) applies(ctx context.Context, root, changeID string, openOnly bool) ([]applyRow, error) {
 	rows, err := queryAll(ctx, s.db, "store.applies", `SELECT apply_id, intent_id, change_id, coalesce(lifecycle_id, ''),
 		approval_id, root, files, status, cause, coalesce(finished_at, '') FROM change_applies
 		WHERE root = ? AND (? = '' OR change_id = ?) AND (? = 0 OR status = 'intent') ORDER BY apply_id`,
@@ -634,7 +634,7 @@ func (s *Store) applies(ctx context.Context, root, changeID string, openOnly boo
 
 // plainChanges lists the changes of root that no lifecycle runs, newest
 // first.
-func (s *Store) plainChanges(ctx context.Context, root string, limit int) ([]changeRecord, error) {
+func (s *store) plainChanges(ctx context.Context, root string, limit int) ([]changeRecord, error) {
 	return queryAll(ctx, s.db, "store.changes", `SELECT change_id, request, status, current_revision, repairs_used, created_at
 		FROM changes c WHERE root = ? AND NOT EXISTS (SELECT 1 FROM change_lifecycles l WHERE l.change_id = c.change_id)
 		ORDER BY created_at DESC, change_id LIMIT ?`, []any{root, limit},
@@ -649,24 +649,24 @@ func (s *Store) plainChanges(ctx context.Context, root string, limit int) ([]cha
 
 // storedVerification is a change's verification with the id of its stored
 // body.
-func (s *Store) verificationBodies(ctx context.Context, changeID string) ([]string, error) {
+func (s *store) verificationBodies(ctx context.Context, changeID string) ([]string, error) {
 	return queryAll(ctx, s.db, "store.verifications", `SELECT body FROM verifications WHERE change_id = ? ORDER BY ordinal`,
 		[]any{changeID}, func(rows rowScanner, body *string) error { return rows.Scan(body) })
 }
 
 // patchBlobs reads an accepted patch revision with its contents, checked
-// against its patch id (a KindIntegrity error when they differ).
-func (s *Store) patchBlobs(ctx context.Context, changeID string, revision int) ([]PatchFile, string, error) {
+// against its patch id (a kindIntegrity error when they differ).
+func (s *store) patchBlobs(ctx context.Context, changeID string, revision int) ([]patchFile, string, error) {
 	var ops, id string
 	err := s.db.QueryRowContext(ctx, `SELECT patch_id, operations FROM patches WHERE change_id = ? AND revision = ? AND status = 'accepted'`,
 		changeID, revision).Scan(&id, &ops)
 	if errNoRows(err) {
-		return nil, "", &Error{Op: "change", Kind: KindNotFound, Err: fmt.Errorf("change %s has no accepted patch revision %d", changeID, revision)}
+		return nil, "", &Error{Op: "change", Kind: kindNotFound, Err: fmt.Errorf("change %s has no accepted patch revision %d", changeID, revision)}
 	}
 	if err != nil {
 		return nil, "", storeError("store.patch", err)
 	}
-	var files []PatchFile
+	var files []patchFile
 	if err := decodeStored(ops, &files); err != nil {
 		return nil, "", err
 	}
@@ -690,7 +690,7 @@ func scanLifecycleRef(rows rowScanner, r *lifecycleRef) error {
 
 // lifecyclePage lists lifecycles of every root, most recently updated
 // first, after the (updated_at, lifecycle_id) cursor when it is set.
-func (s *Store) lifecyclePage(ctx context.Context, afterUpdated, afterID string, limit int) ([]lifecycleRef, error) {
+func (s *store) lifecyclePage(ctx context.Context, afterUpdated, afterID string, limit int) ([]lifecycleRef, error) {
 	where, args := "", []any{}
 	if afterID != "" {
 		where, args = `WHERE (updated_at, lifecycle_id) < (?, ?)`, []any{afterUpdated, afterID}
@@ -700,13 +700,13 @@ func (s *Store) lifecyclePage(ctx context.Context, afterUpdated, afterID string,
 }
 
 // lifecycleRef finds a lifecycle by its id or its change's id, in any
-// root; KindNotFound when there is none.
-func (s *Store) lifecycleRef(ctx context.Context, id string) (lifecycleRef, error) {
+// root; kindNotFound when there is none.
+func (s *store) lifecycleRef(ctx context.Context, id string) (lifecycleRef, error) {
 	var r lifecycleRef
 	err := scanLifecycleRef(s.db.QueryRowContext(ctx, `SELECT `+lifecycleRefColumns+` FROM change_lifecycles
 		WHERE lifecycle_id = ? OR change_id = ?`, id, id), &r)
 	if errNoRows(err) {
-		return r, &Error{Op: "lifecycle", Kind: KindNotFound, Err: fmt.Errorf("no lifecycle %s", id)}
+		return r, &Error{Op: "lifecycle", Kind: kindNotFound, Err: fmt.Errorf("no lifecycle %s", id)}
 	}
 	if err != nil {
 		return r, storeError("store.lifecycle", err)
@@ -724,7 +724,7 @@ type lifecycleProgress struct {
 // ("" for all), oldest update first: the resident runtime's event stream
 // follows the journal through them (it is one b-tree per lifecycle, with
 // no global order of its own).
-func (s *Store) lifecyclesUpdatedSince(ctx context.Context, since string) ([]lifecycleProgress, error) {
+func (s *store) lifecyclesUpdatedSince(ctx context.Context, since string) ([]lifecycleProgress, error) {
 	return queryAll(ctx, s.db, "store.lifecycles", `SELECT lifecycle_id, root, updated_at, seq FROM change_lifecycles
 		WHERE updated_at >= ? ORDER BY updated_at, lifecycle_id`, []any{since},
 		func(rows rowScanner, p *lifecycleProgress) error {
@@ -734,7 +734,7 @@ func (s *Store) lifecyclesUpdatedSince(ctx context.Context, since string) ([]lif
 
 // invocationResult reads the record of one part of an invocation
 // (invocation.go).
-func (s *Store) invocationResult(ctx context.Context, invocation string, part int) (invocationRecord, bool, error) {
+func (s *store) invocationResult(ctx context.Context, invocation string, part int) (invocationRecord, bool, error) {
 	r := invocationRecord{Invocation: invocation, Part: part}
 	var outcome string
 	err := s.db.QueryRowContext(ctx, `SELECT lifecycle_id, phase, attempt, outcome, failure, detail, result, wall_ms
@@ -751,7 +751,7 @@ func (s *Store) invocationResult(ctx context.Context, invocation string, part in
 
 // putInvocationResult records one part of an invocation unless it has a
 // record already, and returns the record as stored: the first one wins.
-func (s *Store) putInvocationResult(ctx context.Context, r invocationRecord) (invocationRecord, error) {
+func (s *store) putInvocationResult(ctx context.Context, r invocationRecord) (invocationRecord, error) {
 	outcome := "completed"
 	if r.Failure != "" {
 		outcome = "failed"
@@ -775,7 +775,7 @@ func (s *Store) putInvocationResult(ctx context.Context, r invocationRecord) (in
 
 // invocationWallMs is the wall time recorded for an invocation's adapter
 // run (part 0, which the kernel records around the whole adapter).
-func (s *Store) invocationWallMs(ctx context.Context, invocation string) (int64, error) {
+func (s *store) invocationWallMs(ctx context.Context, invocation string) (int64, error) {
 	var ms int64
 	err := s.db.QueryRowContext(ctx, `SELECT coalesce(sum(wall_ms), 0) FROM invocation_results WHERE invocation = ? AND part = 0`, invocation).Scan(&ms)
 	if err != nil {
@@ -787,7 +787,7 @@ func (s *Store) invocationWallMs(ctx context.Context, invocation string) (int64,
 // invocationRun is the last run event of one part of an invocation: its
 // seq (0: never started) and whether it is started (the run is live or
 // was interrupted).
-func (s *Store) invocationRun(ctx context.Context, invocation string, part int) (seq int, started bool, err error) {
+func (s *store) invocationRun(ctx context.Context, invocation string, part int) (seq int, started bool, err error) {
 	var event string
 	err = s.db.QueryRowContext(ctx, `SELECT seq, event FROM invocation_runs WHERE invocation = ? AND part = ?
 		ORDER BY seq DESC LIMIT 1`, invocation, part).Scan(&seq, &event)
@@ -802,8 +802,8 @@ func (s *Store) invocationRun(ctx context.Context, invocation string, part int) 
 
 // putInvocationRun appends a run event of one part of an invocation at
 // seq; a seq already taken means another runner got there first (a
-// KindConflict) and nothing is written.
-func (s *Store) putInvocationRun(ctx context.Context, call AdapterCall, part, seq int, event string) error {
+// kindConflict) and nothing is written.
+func (s *store) putInvocationRun(ctx context.Context, call AdapterCall, part, seq int, event string) error {
 	err := s.inTx(ctx, "store.invocation_run", func(tx *sql.Tx, now string) error {
 		var last int
 		if err := tx.QueryRowContext(ctx, `SELECT coalesce(max(seq), 0) FROM invocation_runs WHERE invocation = ? AND part = ?`,
@@ -818,7 +818,7 @@ func (s *Store) putInvocationRun(ctx context.Context, call AdapterCall, part, se
 		return err
 	})
 	if errors.Is(err, errInvocationRaced) {
-		return &Error{Op: "lifecycle.invocation", Kind: KindConflict,
+		return &Error{Op: "lifecycle.invocation", Kind: kindConflict,
 			Err: fmt.Errorf("invocation %s part %d was started or stopped by another runner meanwhile", call.Invocation, part)}
 	}
 	return err

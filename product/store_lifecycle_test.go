@@ -25,7 +25,7 @@ func BenchmarkLifecycleTransition(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer st.Close()
-	if err := st.PutDefinition(ctx, DefinitionID(), CompilerVersion, []byte(mustJSON(Definition()))); err != nil {
+	if err := st.PutDefinition(ctx, DefinitionID(), compilerVersion, []byte(mustJSON(definition()))); err != nil {
 		b.Fatal(err)
 	}
 	// Durable means fsync'd at every COMMIT: in WAL mode that is
@@ -46,7 +46,7 @@ func BenchmarkLifecycleTransition(b *testing.B) {
 		b.Fatal(err)
 	}
 	rec := lifecycleRecord{ID: created.Lifecycle, ChangeID: created.Freeze.ChangeID, Root: "/bench", Session: "lcy-bench",
-		Request: ChangeRequest{Task: "t", Criteria: []string{"c"}}, Needs: []NeedRequest{}, Plans: []LifecycleTestPlan{}}
+		Request: changeRequest{Task: "t", Criteria: []string{"c"}}, Needs: []NeedRequest{}, Plans: []lifecycleTestPlan{}}
 	if err := st.createLifecycle(ctx, rec, created, s); err != nil {
 		b.Fatal(err)
 	}

@@ -10,14 +10,14 @@ import (
 )
 
 // errStoreNotFound marks a store error about a row that does not exist; the
-// store maps it to KindNotFound.
+// store maps it to kindNotFound.
 var errStoreNotFound = errors.New("not found")
 
 // PutDefinition stores the semantic definition body (its canonical JSON)
 // under its content id. Storing it again is a no-op; storing a different body
 // under a stored id is refused, because an id names exactly one content and a
 // mismatch means a bug or a corrupted store, not a newer version.
-func (s *Store) PutDefinition(ctx context.Context, id, compilerVersion string, body []byte) error {
+func (s *store) PutDefinition(ctx context.Context, id, compilerVersion string, body []byte) error {
 	const lookup = "SELECT body FROM definitions WHERE definition_id = ?"
 	if done, err := s.storedAlready(ctx, "store.put_definition", id, string(body), lookup, id); done || err != nil {
 		return err
@@ -27,10 +27,10 @@ func (s *Store) PutDefinition(ctx context.Context, id, compilerVersion string, b
 	})
 }
 
-// PutNeed stores a compiled need (its NeedIR as canonical JSON) under its
+// PutNeed stores a compiled need (its needIR as canonical JSON) under its
 // need_id. The definition must be stored. Like PutDefinition it is a no-op
 // for the same IR and refuses a different IR under a stored id.
-func (s *Store) PutNeed(ctx context.Context, needID, definitionID, route, subjectKind, subjectName string, ir []byte) error {
+func (s *store) PutNeed(ctx context.Context, needID, definitionID, route, subjectKind, subjectName string, ir []byte) error {
 	// The definition must exist, as the write checks.
 	const lookup = "SELECT ir FROM needs WHERE need_id = ?1 AND EXISTS (SELECT 1 FROM definitions WHERE definition_id = ?2)"
 	if done, err := s.storedAlready(ctx, "store.put_need", needID, string(ir), lookup, needID, definitionID); done || err != nil {
@@ -51,7 +51,7 @@ func (s *Store) PutNeed(ctx context.Context, needID, definitionID, route, subjec
 // content (read by lookup with args). It is a read: storing what is already
 // there takes no write lock and no fsync. Anything else (absent, other
 // content, a malformed id) is left to the write, which reports it.
-func (s *Store) storedAlready(ctx context.Context, op, id, content, lookup string, args ...any) (bool, error) {
+func (s *store) storedAlready(ctx context.Context, op, id, content, lookup string, args ...any) (bool, error) {
 	if !contentid.Valid(id) {
 		return false, nil
 	}

@@ -12,7 +12,7 @@ import (
 )
 
 // MustPutDefinition stores body as a definition and returns its id.
-func MustPutDefinition(tb testing.TB, s *Store, body string) string {
+func MustPutDefinition(tb testing.TB, s *store, body string) string {
 	tb.Helper()
 	id := contentid.OfBytes("needle.test.definition", []byte(body))
 	if err := s.PutDefinition(context.Background(), id, "test", []byte(body)); err != nil {
@@ -22,7 +22,7 @@ func MustPutDefinition(tb testing.TB, s *Store, body string) string {
 }
 
 // MustPutNeed stores ir as a need under definition defID and returns its id.
-func MustPutNeed(tb testing.TB, s *Store, defID, ir string) string {
+func MustPutNeed(tb testing.TB, s *store, defID, ir string) string {
 	tb.Helper()
 	id := contentid.OfBytes("needle.test.need", []byte(ir))
 	if err := s.PutNeed(context.Background(), id, defID, "locate.implementation", "symbol", "crlf", []byte(ir)); err != nil {
@@ -48,16 +48,16 @@ func TestStore_PutDefinition(t *testing.T) {
 	})
 	t.Run("ErrConflict", func(t *testing.T) {
 		err := s.PutDefinition(ctx, id, "test", []byte(`{"routes":["b"]}`))
-		wantStoreError(t, err, KindStore, "store.put_definition", id, "already stored with different content")
+		wantStoreError(t, err, kindStore, "store.put_definition", id, "already stored with different content")
 	})
 	t.Run("ErrMalformedID", func(t *testing.T) {
 		err := s.PutDefinition(ctx, "b3:XYZ", "test", []byte(`{}`))
-		wantStoreError(t, err, KindStore, "malformed definition id")
+		wantStoreError(t, err, kindStore, "malformed definition id")
 	})
 	t.Run("ErrNotJSON", func(t *testing.T) {
 		body := []byte(`{not json`)
 		err := s.PutDefinition(ctx, contentid.OfBytes("x", body), "test", body)
-		wantStoreError(t, err, KindStore, "CHECK constraint failed")
+		wantStoreError(t, err, kindStore, "CHECK constraint failed")
 	})
 }
 
@@ -74,11 +74,11 @@ func TestStore_PutNeed(t *testing.T) {
 	})
 	t.Run("ErrConflict", func(t *testing.T) {
 		err := s.PutNeed(ctx, id, def, "locate.implementation", "symbol", "crlf", []byte(`{"route":"x"}`))
-		wantStoreError(t, err, KindStore, "need "+id+" is already stored with different content")
+		wantStoreError(t, err, kindStore, "need "+id+" is already stored with different content")
 	})
 	t.Run("ErrUnknownDefinition", func(t *testing.T) {
 		other := contentid.OfBytes("x", []byte("y"))
 		err := s.PutNeed(ctx, id, other, "locate.implementation", "symbol", "crlf", []byte(`{}`))
-		wantStoreError(t, err, KindNotFound, "definition "+other+": not found")
+		wantStoreError(t, err, kindNotFound, "definition "+other+": not found")
 	})
 }

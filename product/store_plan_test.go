@@ -368,8 +368,8 @@ func TestStorePlans_HitAndReplayPaths(t *testing.T) {
 		kindOf(t, te.needIn(session, needLocateNewSearcher), ResolutionCoverage)
 		kindOf(t, te.needIn(session, needLocateNewSearcher), ResolutionExact) // from gather
 		kindOf(t, te.needIn(session, needLocateNewSearcher), ResolutionExact) // from the memo
-		kindOf(t, te.need(needTraceCRLF), ResolutionComposite)
-		kindOf(t, te.need(`{"route":"locate.implementation","subject":{"kind":"symbol","name":"newOptions"}}`), ResolutionClaim)
+		kindOf(t, te.need(needTraceCRLF), resolutionComposite)
+		kindOf(t, te.need(`{"route":"locate.implementation","subject":{"kind":"symbol","name":"newOptions"}}`), resolutionClaim)
 		kindOf(t, te.need(`{"route":"tests.relevant","subject":{"kind":"cli_option","name":"--crlf"}}`), ResolutionCoverage)
 		shiftCRLF(t, repo)
 		kindOf(t, te.need(needTraceCRLF), ResolutionExact) // replayed

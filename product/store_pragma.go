@@ -111,7 +111,7 @@ type accountingConn struct{ conn *sql.Conn }
 // and sets it to synchronous NORMAL, after checking, on that connection,
 // that the store is in WAL mode (NORMAL outside WAL could corrupt the
 // file on a power loss).
-func (s *Store) openAccountingConn(ctx context.Context) (*accountingConn, error) {
+func (s *store) openAccountingConn(ctx context.Context) (*accountingConn, error) {
 	conn, err := s.db.Conn(ctx)
 	if err != nil {
 		return nil, err
@@ -133,7 +133,7 @@ func (s *Store) openAccountingConn(ctx context.Context) (*accountingConn, error)
 	}
 	if err != nil {
 		closeAccountingConn(&accountingConn{conn})
-		return nil, &Error{Op: "store.accounting", Kind: KindStore, Err: err}
+		return nil, &Error{Op: "store.accounting", Kind: kindStore, Err: err}
 	}
 	return &accountingConn{conn}, nil
 }

@@ -7,7 +7,7 @@ import (
 )
 
 // ensureDefaultProfile creates the built-in profile's first revision once.
-func (s *Store) ensureDefaultProfile(ctx context.Context) error {
+func (s *store) ensureDefaultProfile(ctx context.Context) error {
 	// A read first: once the profile exists (every open after the first)
 	// this takes no write lock.
 	var one int
@@ -24,7 +24,7 @@ func (s *Store) ensureDefaultProfile(ctx context.Context) error {
 
 // putProfileRevision appends a revision to a profile; with onlyFirst it
 // does nothing when the profile exists.
-func (s *Store) putProfileRevision(ctx context.Context, id string, p Profile, onlyFirst bool) (ProfileRevision, error) {
+func (s *store) putProfileRevision(ctx context.Context, id string, p profile, onlyFirst bool) (ProfileRevision, error) {
 	if !profileIDPattern.MatchString(id) {
 		return ProfileRevision{}, invalidf("profile", "id", "profile id %q must match %s", id, profileIDPattern)
 	}
@@ -50,13 +50,13 @@ func (s *Store) putProfileRevision(ctx context.Context, id string, p Profile, on
 }
 
 // profile returns the newest revision of a profile.
-func (s *Store) profile(ctx context.Context, id string) (ProfileRevision, error) {
+func (s *store) profile(ctx context.Context, id string) (ProfileRevision, error) {
 	rev := ProfileRevision{ID: id}
 	var body string
 	err := s.db.QueryRowContext(ctx, `SELECT revision, body, digest FROM profile_revisions WHERE profile_id = ?
 		ORDER BY revision DESC LIMIT 1`, id).Scan(&rev.Revision, &body, &rev.Digest)
 	if errNoRows(err) {
-		return rev, &Error{Op: "profile", Kind: KindNotFound, Err: fmt.Errorf("no role profile %q (needle profile list shows them)", id)}
+		return rev, &Error{Op: "profile", Kind: kindNotFound, Err: fmt.Errorf("no role profile %q (needle profile list shows them)", id)}
 	}
 	if err != nil {
 		return rev, storeError("store.profile", err)
@@ -65,7 +65,7 @@ func (s *Store) profile(ctx context.Context, id string) (ProfileRevision, error)
 }
 
 // profiles returns the newest revision of every profile.
-func (s *Store) profiles(ctx context.Context) ([]ProfileRevision, error) {
+func (s *store) profiles(ctx context.Context) ([]ProfileRevision, error) {
 	ids, err := queryAll(ctx, s.db, "store.profiles", `SELECT DISTINCT profile_id FROM profile_revisions ORDER BY profile_id`, nil,
 		func(rows rowScanner, id *string) error { return rows.Scan(id) })
 	if err != nil {
@@ -83,7 +83,7 @@ func (s *Store) profiles(ctx context.Context) ([]ProfileRevision, error) {
 }
 
 // SetSetting stores a profile setting.
-func (s *Store) SetSetting(ctx context.Context, key, value string) error {
+func (s *store) SetSetting(ctx context.Context, key, value string) error {
 	return s.inTx(ctx, "store.setting", func(tx *sql.Tx, now string) error {
 		_, err := tx.Exec(`INSERT INTO settings (key, value, updated_at) VALUES (?, ?, ?)
 			ON CONFLICT (key) DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at`, key, value, now)
@@ -92,7 +92,7 @@ func (s *Store) SetSetting(ctx context.Context, key, value string) error {
 }
 
 // Settings returns every profile setting.
-func (s *Store) Settings(ctx context.Context) (map[string]string, error) {
+func (s *store) Settings(ctx context.Context) (map[string]string, error) {
 	type setting struct{ key, value string }
 	all, err := queryAll(ctx, s.db, "store.settings", `SELECT key, value FROM settings ORDER BY key`, nil,
 		func(rows rowScanner, kv *setting) error { return rows.Scan(&kv.key, &kv.value) })

@@ -13,7 +13,7 @@ type turnReplies struct {
 }
 
 // turnReplies reads the replies recorded for a turn.
-func (s *Store) turnReplies(ctx context.Context, sessionID, turnID string) (turnReplies, error) {
+func (s *store) turnReplies(ctx context.Context, sessionID, turnID string) (turnReplies, error) {
 	type row struct {
 		need  sql.NullString
 		final int
@@ -36,7 +36,7 @@ func (s *Store) turnReplies(ctx context.Context, sessionID, turnID string) (turn
 }
 
 // putReply records a reply as the turn's next one.
-func (s *Store) putReply(ctx context.Context, sessionID, turnID string, r Reply) error {
+func (s *store) putReply(ctx context.Context, sessionID, turnID string, r reply) error {
 	return s.inTx(ctx, "store.reply", func(tx *sql.Tx, now string) error {
 		var need, step any
 		if r.Result != nil {

@@ -30,13 +30,13 @@ type resolutionCost struct {
 // committed. It commits on the pool, durably (a worker's answer is
 // recorded so before it is given); the accountant commits on its own
 // connection (putAccountingOn).
-func (s *Store) putAccounting(ctx context.Context, sessions []sessionStart, answers []answerAccount, stats []*statRows) error {
+func (s *store) putAccounting(ctx context.Context, sessions []sessionStart, answers []answerAccount, stats []*statRows) error {
 	return s.putAccountingOn(ctx, nil, sessions, answers, stats)
 }
 
 // putAccountingOn is putAccounting on conn (see accountingConn), or on the
 // pool when conn is nil.
-func (s *Store) putAccountingOn(ctx context.Context, c *accountingConn, sessions []sessionStart, answers []answerAccount, stats []*statRows) error {
+func (s *store) putAccountingOn(ctx context.Context, c *accountingConn, sessions []sessionStart, answers []answerAccount, stats []*statRows) error {
 	var conn *sql.Conn
 	if c != nil {
 		conn = c.conn
@@ -85,7 +85,7 @@ func (s *Store) putAccountingOn(ctx context.Context, c *accountingConn, sessions
 // workerTokensPerObligation is the mean worker tokens per obligation of the
 // newest completed worker runs (at most 200), 0 while there is none: what
 // answering one obligation from evidence instead of a worker saves.
-func (s *Store) workerTokensPerObligation(ctx context.Context) (int64, error) {
+func (s *store) workerTokensPerObligation(ctx context.Context) (int64, error) {
 	var tokens, obligations int64
 	st, err := s.stmt(ctx, `SELECT coalesce(sum(total_tokens), 0), coalesce(sum(json_array_length(obligations)), 0)
 		FROM (SELECT total_tokens, obligations FROM worker_runs WHERE status = 'completed' ORDER BY run_id DESC LIMIT 200)`)
@@ -158,7 +158,7 @@ const foldCostsSQL = `INSERT INTO operator_costs (operator, capability, count, l
 		updated_at = excluded.updated_at`
 
 // foldCosts merges the aggregates of delta into the stored ones.
-func (s *Store) foldCosts(ctx context.Context, tx *sql.Tx, now string, delta costBook) error {
+func (s *store) foldCosts(ctx context.Context, tx *sql.Tx, now string, delta costBook) error {
 	if len(delta) == 0 {
 		return nil
 	}
@@ -177,7 +177,7 @@ func (s *Store) foldCosts(ctx context.Context, tx *sql.Tx, now string, delta cos
 
 // operatorCosts reads the running cost aggregates: a handful of rows,
 // however many observations they fold.
-func (s *Store) operatorCosts(ctx context.Context) (costBook, error) {
+func (s *store) operatorCosts(ctx context.Context) (costBook, error) {
 	type row struct {
 		key costKey
 		c   operatorCost
@@ -203,7 +203,7 @@ type feedRow struct {
 	ID            int64
 	At            time.Time
 	NeedID        string
-	Route         Route
+	Route         route
 	Subject       Subject
 	Kind          ResolutionKind
 	WorkerSpawned bool
@@ -227,14 +227,14 @@ func scanFeedRow(rows rowScanner, f *feedRow) error {
 	f.WorkerSpawned = spawned == 1
 	var err error
 	if f.At, err = time.Parse(time.RFC3339Nano, at); err != nil {
-		return &Error{Op: "store.decode", Kind: KindStore, Err: fmt.Errorf("resolution %d: created_at %q: %w", f.ID, at, err)}
+		return &Error{Op: "store.decode", Kind: kindStore, Err: fmt.Errorf("resolution %d: created_at %q: %w", f.ID, at, err)}
 	}
 	return decodeStored(ids, &f.ArtifactIDs)
 }
 
 // resolutionFeed returns at most limit resolutions, newest first, older
 // than the resolution before (0: from the newest).
-func (s *Store) resolutionFeed(ctx context.Context, before int64, limit int) ([]feedRow, error) {
+func (s *store) resolutionFeed(ctx context.Context, before int64, limit int) ([]feedRow, error) {
 	if before <= 0 {
 		before = math.MaxInt64
 	}
@@ -245,13 +245,13 @@ func (s *Store) resolutionFeed(ctx context.Context, before int64, limit int) ([]
 // resolutionsAfter returns at most limit resolutions newer than after, in
 // the order they were committed (writers are serialized, so resolution
 // ids grow in commit order).
-func (s *Store) resolutionsAfter(ctx context.Context, after int64, limit int) ([]feedRow, error) {
+func (s *store) resolutionsAfter(ctx context.Context, after int64, limit int) ([]feedRow, error) {
 	return queryAll(ctx, s.db, "store.feed", feedQuery+`WHERE r.resolution_id > ? ORDER BY r.resolution_id LIMIT ?`,
 		[]any{after, limit}, scanFeedRow)
 }
 
 // lastResolutionID is the id of the newest resolution, 0 when none.
-func (s *Store) lastResolutionID(ctx context.Context) (int64, error) {
+func (s *store) lastResolutionID(ctx context.Context) (int64, error) {
 	var id int64
 	if err := s.db.QueryRowContext(ctx, `SELECT coalesce(max(resolution_id), 0) FROM resolutions`).Scan(&id); err != nil {
 		return 0, storeError("store.feed", err)
@@ -275,7 +275,7 @@ type accountingPoint struct {
 }
 
 // hitKinds are the resolution kinds answered from certified evidence alone.
-var hitKinds = []ResolutionKind{ResolutionExact, ResolutionCoverage, ResolutionComposite, ResolutionClaim}
+var hitKinds = []ResolutionKind{ResolutionExact, ResolutionCoverage, resolutionComposite, resolutionClaim}
 
 // hitKindsSQL is "?, ?, …" for hitKinds and its arguments.
 func hitKindsSQL() (string, []any) {
@@ -287,7 +287,7 @@ func hitKindsSQL() (string, []any) {
 }
 
 // accounting sums every resolution and worker run of the store.
-func (s *Store) accounting(ctx context.Context) (accountingTotals, error) {
+func (s *store) accounting(ctx context.Context) (accountingTotals, error) {
 	const op = "store.accounting"
 	t := accountingTotals{ByKind: map[ResolutionKind]int64{}}
 	marks, args := hitKindsSQL()
@@ -313,7 +313,7 @@ func (s *Store) accounting(ctx context.Context) (accountingTotals, error) {
 
 // accountingSeries splits the time from the first resolution to the last
 // into at most points equal buckets and sums each.
-func (s *Store) accountingSeries(ctx context.Context, points int) ([]accountingPoint, error) {
+func (s *store) accountingSeries(ctx context.Context, points int) ([]accountingPoint, error) {
 	const op = "store.accounting"
 	var first, last sql.NullString
 	if err := s.db.QueryRowContext(ctx, `SELECT min(created_at), max(created_at) FROM resolutions`).Scan(&first, &last); err != nil {
@@ -325,7 +325,7 @@ func (s *Store) accountingSeries(ctx context.Context, points int) ([]accountingP
 	t0, err0 := time.Parse(time.RFC3339Nano, first.String)
 	t1, err1 := time.Parse(time.RFC3339Nano, last.String)
 	if err := errors.Join(err0, err1); err != nil {
-		return nil, &Error{Op: op, Kind: KindStore, Err: err}
+		return nil, &Error{Op: op, Kind: kindStore, Err: err}
 	}
 	width := max(t1.Sub(t0)/time.Duration(points)+time.Millisecond, time.Millisecond)
 	marks, args := hitKindsSQL()

@@ -17,11 +17,11 @@ import (
 
 // randomObservations are n observations of the priced operators serving
 // random sets of capabilities, with costs spread over orders of magnitude.
-func randomObservations(r *rand.Rand, n int) []Observation {
-	ops := []PlanOp{OpReuse, OpReplay, OpWorker}
-	var out []Observation
+func randomObservations(r *rand.Rand, n int) []observation {
+	ops := []planOp{opReuse, opReplay, opWorker}
+	var out []observation
 	for range n {
-		o := Observation{Operator: ops[r.IntN(len(ops))], LatencyMs: r.ExpFloat64() * 40, CostUSD: r.Float64() / 100, Tokens: r.Int64N(20_000)}
+		o := observation{Operator: ops[r.IntN(len(ops))], LatencyMs: r.ExpFloat64() * 40, CostUSD: r.Float64() / 100, Tokens: r.Int64N(20_000)}
 		for _, k := range allCapabilities {
 			if r.IntN(2) == 0 {
 				o.Capabilities = append(o.Capabilities, k)
@@ -34,7 +34,7 @@ func randomObservations(r *rand.Rand, n int) []Observation {
 
 // gonumCosts is the oracle: per aggregate, the values folded into it and
 // gonum's two-pass mean and variance of them.
-func gonumCosts(obs []Observation) map[costKey][3][]float64 {
+func gonumCosts(obs []observation) map[costKey][3][]float64 {
 	vals := map[costKey][3][]float64{}
 	for _, o := range obs {
 		for _, k := range costKeys(o) {
@@ -48,7 +48,7 @@ func gonumCosts(obs []Observation) map[costKey][3][]float64 {
 
 // checkCosts compares aggregates with gonum's mean and variance of the
 // same values (M2 = variance × (n − 1)).
-func checkCosts(t *testing.T, what string, got costBook, obs []Observation) {
+func checkCosts(t *testing.T, what string, got costBook, obs []observation) {
 	t.Helper()
 	want := gonumCosts(obs)
 	if len(got) != len(want) {

@@ -9,13 +9,13 @@ import (
 // CreateSession starts a session, freezing its definition, transport,
 // enabled routes and main model. The definition must be stored and the
 // session id unused.
-func (s *Store) CreateSession(ctx context.Context, sessionID, definitionID, transport string, routes []string, mainModel string) error {
+func (s *store) CreateSession(ctx context.Context, sessionID, definitionID, transport string, routes []string, mainModel string) error {
 	return s.startSession(ctx, sessionStart{id: sessionID, definitionID: definitionID, transport: transport, routes: routes,
 		mainModel: mainModel})
 }
 
 // hasSession reports whether the session's row is stored.
-func (s *Store) hasSession(ctx context.Context, sessionID string) (bool, error) {
+func (s *store) hasSession(ctx context.Context, sessionID string) (bool, error) {
 	var one int
 	err := s.db.QueryRowContext(ctx, `SELECT 1 FROM sessions WHERE session_id = ?`, sessionID).Scan(&one)
 	if errNoRows(err) {
@@ -39,7 +39,7 @@ type sessionStart struct {
 }
 
 // startSession is CreateSession that also records what the session froze.
-func (s *Store) startSession(ctx context.Context, start sessionStart) error {
+func (s *store) startSession(ctx context.Context, start sessionStart) error {
 	return s.inTx(ctx, "store.create_session", func(tx *sql.Tx, now string) error {
 		return putSessionStart(ctx, tx, now, start)
 	})
@@ -67,7 +67,7 @@ func putSessionStart(ctx context.Context, tx *sql.Tx, now string, start sessionS
 // 1 for the session's first step, then one more than the last. The store's
 // transactions take the write lock at BEGIN, so concurrent appends to one
 // session get distinct ordinals.
-func (s *Store) AppendStep(ctx context.Context, sessionID, needID, relation, task string) (ordinal int, err error) {
+func (s *store) AppendStep(ctx context.Context, sessionID, needID, relation, task string) (ordinal int, err error) {
 	err = s.inTx(ctx, "store.append_step", func(tx *sql.Tx, now string) error {
 		ordinal, err = appendStep(ctx, tx, now, sessionID, needID, relation, task)
 		return err
@@ -108,7 +108,7 @@ type frozenSession struct {
 
 // frozenSession returns what a session froze; ok is false when there is
 // no such session.
-func (s *Store) frozenSession(ctx context.Context, sessionID string) (f frozenSession, ok bool, err error) {
+func (s *store) frozenSession(ctx context.Context, sessionID string) (f frozenSession, ok bool, err error) {
 	var routes string
 	d := &f.Digests
 	err = s.db.QueryRowContext(ctx, `SELECT s.definition_id, s.transport, s.routes, s.main_model, coalesce(d.transport_digest, ''),
@@ -143,10 +143,10 @@ func appendStep(ctx context.Context, tx *sql.Tx, now, sessionID, needID, relatio
 	return ordinal, nil
 }
 
-// SessionFreeze is what a connection freezes at its start beside what its
+// sessionFreeze is what a connection freezes at its start beside what its
 // session row holds: the role-profile revision, the worker policy and the
 // negotiated protocol version.
-type SessionFreeze struct {
+type sessionFreeze struct {
 	Profile   ProfileRevision
 	CacheOnly bool   // the connection never spawns workers
 	Worker    bool   // a worker may be spawned: a backend is configured and CacheOnly is off
@@ -165,12 +165,12 @@ type workerPolicy struct {
 // force.
 type sessionFreezeRow struct {
 	root   string
-	freeze SessionFreeze
+	freeze sessionFreeze
 	limits Limits
 }
 
 // freezeSession records what a session froze. The session must exist.
-func (s *Store) freezeSession(ctx context.Context, sessionID string, f sessionFreezeRow) error {
+func (s *store) freezeSession(ctx context.Context, sessionID string, f sessionFreezeRow) error {
 	return s.inTx(ctx, "store.session_freeze", func(tx *sql.Tx, _ string) error {
 		return putSessionFreeze(tx, sessionID, f)
 	})
@@ -185,7 +185,7 @@ func putSessionFreeze(tx *sql.Tx, sessionID string, f sessionFreezeRow) error {
 
 // sessionProfile returns the role-profile revision a session froze; ok is
 // false when it froze none.
-func (s *Store) sessionProfile(ctx context.Context, sessionID string) (rev ProfileRevision, ok bool, err error) {
+func (s *store) sessionProfile(ctx context.Context, sessionID string) (rev ProfileRevision, ok bool, err error) {
 	var body string
 	err = s.db.QueryRowContext(ctx, `SELECT f.profile_id, f.profile_revision, p.body, p.digest FROM session_freezes f
 		JOIN profile_revisions p ON p.profile_id = f.profile_id AND p.revision = f.profile_revision
@@ -206,7 +206,7 @@ func (s *Store) sessionProfile(ctx context.Context, sessionID string) (rev Profi
 // session. A process that answers one need of a long-lived session (the
 // Codex hook runs once per stop) so starts from the same ledger the
 // session's earlier processes left.
-func (s *Store) sessionLedger(ctx context.Context, sessionID string) (l *Ledger, ok bool, err error) {
+func (s *store) sessionLedger(ctx context.Context, sessionID string) (l *ledger, ok bool, err error) {
 	const op = "store.session_ledger"
 	var one int
 	switch err := s.db.QueryRowContext(ctx, `SELECT 1 FROM sessions WHERE session_id = ?`, sessionID).Scan(&one); {
@@ -231,17 +231,17 @@ func (s *Store) sessionLedger(ctx context.Context, sessionID string) (l *Ledger,
 	if err != nil {
 		return nil, false, err
 	}
-	l = &Ledger{}
+	l = &ledger{}
 	for _, r := range rows {
 		l.ordinal = r.ordinal // the next step continues after the last stored one
-		if r.relation != string(RelationRepeat) {
+		if r.relation != string(relationRepeat) {
 			l.Needs++
 		}
 		if !r.result.Valid {
 			continue // the step's resolution was never recorded (it failed)
 		}
 		l.Workers += int(r.spawned.Int64)
-		var ir NeedIR
+		var ir needIR
 		var res struct {
 			Missing []CapabilityKind `json:"missing"`
 		}
@@ -258,7 +258,7 @@ func (s *Store) sessionLedger(ctx context.Context, sessionID string) (l *Ledger,
 
 // sessionRepository returns the repository a session froze; ok is false
 // when it froze none.
-func (s *Store) sessionRepository(ctx context.Context, sessionID string) (repo string, ok bool, err error) {
+func (s *store) sessionRepository(ctx context.Context, sessionID string) (repo string, ok bool, err error) {
 	err = s.db.QueryRowContext(ctx, `SELECT repository FROM session_freezes WHERE session_id = ?`, sessionID).Scan(&repo)
 	switch {
 	case errNoRows(err):

@@ -11,7 +11,7 @@ import (
 )
 
 // MustCreateSession creates session id under definition defID.
-func MustCreateSession(tb testing.TB, s *Store, id, defID string) {
+func MustCreateSession(tb testing.TB, s *store, id, defID string) {
 	tb.Helper()
 	if err := s.CreateSession(context.Background(), id, defID, "mcp", []string{"locate.implementation"}, "gpt-5"); err != nil {
 		tb.Fatal(err)
@@ -35,11 +35,11 @@ func TestStore_CreateSession(t *testing.T) {
 	})
 	t.Run("ErrDuplicate", func(t *testing.T) {
 		err := s.CreateSession(ctx, "s1", def, "cli", nil, "")
-		wantStoreError(t, err, KindStore, "session s1 already exists")
+		wantStoreError(t, err, kindStore, "session s1 already exists")
 	})
 	t.Run("ErrUnknownDefinition", func(t *testing.T) {
 		err := s.CreateSession(ctx, "s3", contentid.OfBytes("x", nil), "cli", nil, "")
-		wantStoreError(t, err, KindNotFound, "not found")
+		wantStoreError(t, err, kindNotFound, "not found")
 	})
 }
 
@@ -85,12 +85,12 @@ func TestStore_AppendStep(t *testing.T) {
 	})
 	t.Run("ErrUnknownSession", func(t *testing.T) {
 		_, err := s.AppendStep(ctx, "nosuch", need, "repeat", "")
-		wantStoreError(t, err, KindNotFound, "session nosuch: not found")
+		wantStoreError(t, err, kindNotFound, "session nosuch: not found")
 	})
 	t.Run("ErrUnknownNeed", func(t *testing.T) {
 		other := contentid.OfBytes("x", nil)
 		_, err := s.AppendStep(ctx, "a", other, "repeat", "")
-		wantStoreError(t, err, KindNotFound, "need "+other+": not found")
+		wantStoreError(t, err, kindNotFound, "need "+other+": not found")
 	})
 }
 
@@ -126,10 +126,10 @@ func TestSession_FreezesDigests(t *testing.T) {
 		return e
 	}
 	mcp, hook := open("mcp"), open("codex-hook")
-	if err := mcp.FreezeSession(ctx, "mcp-1", SessionFreeze{Profile: rev, Protocol: "2025-06-18"}); err != nil {
+	if err := mcp.FreezeSession(ctx, "mcp-1", sessionFreeze{Profile: rev, Protocol: "2025-06-18"}); err != nil {
 		t.Fatal(err)
 	}
-	if err := hook.ResumeSession(ctx, "codex:1", SessionFreeze{Profile: rev, Protocol: "codex-hook " + CodexVersion}); err != nil {
+	if err := hook.ResumeSession(ctx, "codex:1", sessionFreeze{Profile: rev, Protocol: "codex-hook " + codexVersion}); err != nil {
 		t.Fatal(err)
 	}
 	te.need(needLocateNewSearcher)
@@ -143,16 +143,16 @@ func TestSession_FreezesDigests(t *testing.T) {
 	got := map[string]sessionDigests{"mcp": frozen(mcp, "mcp-1"), "codex-hook": frozen(hook, "codex:1"), "api": frozen(te.Engine, api)}
 	want := map[string]sessionDigests{
 		"mcp":        currentSessionDigests("mcp", "2025-06-18", AllRoutes()),
-		"codex-hook": currentSessionDigests("codex-hook", "codex-hook "+CodexVersion, AllRoutes()),
+		"codex-hook": currentSessionDigests("codex-hook", "codex-hook "+codexVersion, AllRoutes()),
 		"api":        currentSessionDigests("api", "", AllRoutes()),
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("frozen digests (-want +got):\n%s", diff)
 	}
-	p := CurrentPromptProfile()
+	p := currentPromptProfile()
 	for transport, d := range got {
-		if d.PromptRevision != PromptProfileRevision || d.PromptDigest != p.Digest || !contentid.Valid(d.Transport) ||
-			(d.Grammar == MarkerGrammar()) != (transport == "codex-hook") {
+		if d.PromptRevision != promptProfileRevision || d.PromptDigest != p.Digest || !contentid.Valid(d.Transport) ||
+			(d.Grammar == markerGrammar()) != (transport == "codex-hook") {
 			t.Errorf("%s session froze %+v", transport, d)
 		}
 	}
@@ -161,7 +161,7 @@ func TestSession_FreezesDigests(t *testing.T) {
 	}
 	// Another protocol or route set is another contract.
 	if currentSessionDigests("mcp", "2024-11-05", AllRoutes()).Transport == got["mcp"].Transport ||
-		currentSessionDigests("mcp", "2025-06-18", RouteSet{RouteLocateImplementation}).Transport == got["mcp"].Transport {
+		currentSessionDigests("mcp", "2025-06-18", routeSet{routeLocateImplementation}).Transport == got["mcp"].Transport {
 		t.Error("the MCP contract digest ignores the protocol or the routes")
 	}
 }

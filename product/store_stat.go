@@ -20,7 +20,7 @@ const maxStatMemory = 1 << 16
 // rehash later, never correctness: an entry is only ever trusted after its
 // stat and the racy window have been checked again.
 type statCache struct {
-	s    *Store
+	s    *store
 	root string
 
 	mu      sync.Mutex
@@ -30,7 +30,7 @@ type statCache struct {
 
 var _ snapshot.StatCache = (*statCache)(nil)
 
-func newStatCache(s *Store, root string) *statCache {
+func newStatCache(s *store, root string) *statCache {
 	return &statCache{s: s, root: root, mem: map[string]snapshot.Entry{}, pending: map[string]snapshot.Entry{}}
 }
 
@@ -97,7 +97,7 @@ const putStatSQL = `INSERT INTO file_stats (root, path, size, mtime_ns, ctime_ns
 	digest = excluded.digest, recorded_ns = excluded.recorded_ns`
 
 // putStats writes stat-cache entries, replacing older ones.
-func (s *Store) putStats(ctx context.Context, tx *sql.Tx, rows *statRows) error {
+func (s *store) putStats(ctx context.Context, tx *sql.Tx, rows *statRows) error {
 	stmt, err := s.txStmt(ctx, tx, putStatSQL)
 	if err != nil {
 		return err

@@ -34,7 +34,7 @@ func MustMigrations(tb testing.TB) []migrate.Migration {
 
 // MustOpenStore opens the store in dir with the test clock and closes it at
 // the end of the test.
-func MustOpenStore(tb testing.TB, dir string) *Store {
+func MustOpenStore(tb testing.TB, dir string) *store {
 	tb.Helper()
 	s, err := openStore(context.Background(), dir, MustMigrations(tb), storeTestClock)
 	if err != nil {
@@ -95,10 +95,10 @@ func TestOpenStore(t *testing.T) {
 			t.Fatal(err)
 		}
 		ms := MustMigrations(t)
-		want := StoreReport{Path: filepath.Join(dir, storeFileName), SchemaVersion: len(ms), HeadVersion: len(ms),
+		want := storeReport{Path: filepath.Join(dir, storeFileName), SchemaVersion: len(ms), HeadVersion: len(ms),
 			JournalMode: "wal", ForeignKeys: true}
 		for _, m := range ms {
-			want.Migrations = append(want.Migrations, AppliedMigration{Version: m.Version, Name: m.Name, Digest: m.Digest()})
+			want.Migrations = append(want.Migrations, appliedMigration{Version: m.Version, Name: m.Name, Digest: m.Digest()})
 		}
 		if diff := cmp.Diff(want, got); diff != "" {
 			t.Errorf("Check (-want +got):\n%s", diff)
@@ -180,7 +180,7 @@ func TestOpenStore_Foreign(t *testing.T) {
 			before := MustReadFile(t, path)
 
 			_, err = OpenStore(context.Background(), dir)
-			wantStoreError(t, err, KindStore, path+" is not a Needle database", fmt.Sprintf("(application_id 0x%08x)", appID))
+			wantStoreError(t, err, kindStore, path+" is not a Needle database", fmt.Sprintf("(application_id 0x%08x)", appID))
 			if !bytes.Equal(before, MustReadFile(t, path)) {
 				t.Error("refused open changed the file")
 			}
@@ -194,7 +194,7 @@ func TestOpenStore_Foreign(t *testing.T) {
 			t.Fatal(err)
 		}
 		_, err := OpenStore(context.Background(), dir)
-		wantStoreError(t, err, KindStore, path+" is not a Needle database")
+		wantStoreError(t, err, kindStore, path+" is not a Needle database")
 		if !bytes.Equal(text, MustReadFile(t, path)) {
 			t.Error("refused open changed the file")
 		}
@@ -257,7 +257,7 @@ func TestOpenStore_Migrations(t *testing.T) {
 		path := filepath.Join(dir, storeFileName)
 		before := storeState(t, path)
 		err := open()
-		wantStoreError(t, err, KindMigration, msgs...)
+		wantStoreError(t, err, kindMigration, msgs...)
 		if !errors.As(err, target) {
 			t.Errorf("error %v does not wrap a %T", err, target)
 		}

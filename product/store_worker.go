@@ -8,7 +8,7 @@ import (
 // putWorkerRun records one worker run in the accounting ledger and, when
 // obs is not nil, folds its economic observation into the cost aggregates
 // in the same transaction.
-func (s *Store) putWorkerRun(ctx context.Context, root, needID string, missing []Obligation, res WorkerResult, u WorkerUsage, runErr error, obs *Observation) error {
+func (s *store) putWorkerRun(ctx context.Context, root, needID string, missing []obligation, res workerResult, u workerUsage, runErr error, obs *observation) error {
 	status, msg := "completed", ""
 	if runErr != nil {
 		status, msg = "failed", runErr.Error()
@@ -29,7 +29,7 @@ func (s *Store) putWorkerRun(ctx context.Context, root, needID string, missing [
 }
 
 // workerTotals sums the worker runs recorded for root.
-func (s *Store) workerTotals(ctx context.Context, root string) (WorkerTotals, error) {
+func (s *store) workerTotals(ctx context.Context, root string) (WorkerTotals, error) {
 	var t WorkerTotals
 	err := s.db.QueryRowContext(ctx, `SELECT count(*), coalesce(sum(status = 'failed'), 0), coalesce(sum(input_tokens), 0),
 		coalesce(sum(output_tokens), 0), coalesce(sum(total_tokens), 0), coalesce(sum(cost_usd), 0) FROM worker_runs WHERE root = ?`, root).

@@ -13,11 +13,11 @@ import (
 // started and this one resumes is told apart when any of them changed
 // (Engine.ResumeSession, SessionChanges).
 
-// MarkerGrammarRevision is the revision of the @@need marker grammar:
-// which lines are markers (MarkerLines) and how one reads (ParseMarker).
+// markerGrammarRevision is the revision of the @@need marker grammar:
+// which lines are markers (markerLines) and how one reads (ParseMarker).
 // TestMarkerGrammar_Revisions holds each revision to one digest: a change
 // of how any sample reads must bump it.
-const MarkerGrammarRevision = 1
+const markerGrammarRevision = 1
 
 // markerSamples are messages whose readings the grammar digest covers:
 // every construct of the grammar, the lines that are not markers, and
@@ -37,9 +37,9 @@ var markerSamples = []string{
 	"@@need locate.implementation symbol:X task=\"unterminated", "@@needle locate.implementation symbol:X",
 }
 
-// MarkerGrammar is the grammar's revision and digest: the content id of
+// markerGrammar is the grammar's revision and digest: the content id of
 // the revision and the readings of the samples.
-var MarkerGrammar = sync.OnceValue(func() string {
+var markerGrammar = sync.OnceValue(func() string {
 	type reading struct {
 		Line    string       `json:"line"`
 		Request *NeedRequest `json:"request,omitempty"`
@@ -48,7 +48,7 @@ var MarkerGrammar = sync.OnceValue(func() string {
 	var readings [][]reading
 	for _, m := range markerSamples {
 		var rs []reading
-		for _, line := range MarkerLines(m) {
+		for _, line := range markerLines(m) {
 			r := reading{Line: line}
 			if req, err := ParseMarker(line); err != nil {
 				r.Error = err.Error()
@@ -62,7 +62,7 @@ var MarkerGrammar = sync.OnceValue(func() string {
 	return mustID(tagGrammar, struct {
 		Revision int         `json:"revision"`
 		Readings [][]reading `json:"readings"`
-	}{MarkerGrammarRevision, readings})
+	}{markerGrammarRevision, readings})
 })
 
 // markerTransport reports whether a transport reads needs as markers.
@@ -81,7 +81,7 @@ var transportDigests sync.Map // string → string
 // its name and negotiated protocol, the marker grammar for a marker
 // transport, and otherwise the need request's schema for the session's
 // routes — for MCP, every tool's input and output schema.
-func transportDigest(transport, protocol string, routes RouteSet) string {
+func transportDigest(transport, protocol string, routes routeSet) string {
 	key := transport + "\x00" + protocol + "\x00" + mustJSON(routes)
 	if d, ok := transportDigests.Load(key); ok {
 		return d.(string)
@@ -101,7 +101,7 @@ func transportDigest(transport, protocol string, routes RouteSet) string {
 	}{Name: transport, Protocol: protocol}
 	switch {
 	case markerTransport(transport):
-		contract.Grammar, contract.Reply = MarkerGrammar(), MaxReplyBytes
+		contract.Grammar, contract.Reply = markerGrammar(), maxReplyBytes
 	case transport == "mcp":
 		e := &Engine{cfg: Config{Routes: routes}}
 		for _, t := range toolTable() {
@@ -119,27 +119,27 @@ func transportDigest(transport, protocol string, routes RouteSet) string {
 // workers are sent, as a session records them.
 type sessionDigests struct {
 	Transport      string // transportDigest
-	Grammar        string // MarkerGrammar, for a marker transport
-	PromptRevision int    // CurrentPromptProfile
+	Grammar        string // markerGrammar, for a marker transport
+	PromptRevision int    // currentPromptProfile
 	PromptDigest   string
 }
 
 // currentSessionDigests are this Needle's digests for a session of
 // transport speaking protocol with routes.
-func currentSessionDigests(transport, protocol string, routes RouteSet) sessionDigests {
-	p := CurrentPromptProfile()
+func currentSessionDigests(transport, protocol string, routes routeSet) sessionDigests {
+	p := currentPromptProfile()
 	d := sessionDigests{Transport: transportDigest(transport, protocol, routes), PromptRevision: p.Revision, PromptDigest: p.Digest}
 	if markerTransport(transport) {
-		d.Grammar = MarkerGrammar()
+		d.Grammar = markerGrammar()
 	}
 	return d
 }
 
-// routeSetOf is the RouteSet of route names as a session row stores them.
-func routeSetOf(names []string) RouteSet {
-	rs := RouteSet{}
+// routeSetOf is the routeSet of route names as a session row stores them.
+func routeSetOf(names []string) routeSet {
+	rs := routeSet{}
 	for _, n := range names {
-		rs = append(rs, Route(n))
+		rs = append(rs, route(n))
 	}
 	return rs
 }

@@ -19,32 +19,32 @@ import (
 	"github.com/needle-dev/needle/product/internal/typecheck"
 )
 
-// ValidatorVersion changes whenever a validator could decide differently.
+// validatorVersion changes whenever a validator could decide differently.
 // Certificates record it; evidence certified by another version is proven
 // again before it is served.
-const ValidatorVersion = "needle-validators/3"
+const validatorVersion = "needle-validators/3"
 
-// Evidence levels a certificate records: LevelAST for proofs from code that
+// Evidence levels a certificate records: levelAST for proofs from code that
 // reads the source's syntax and types (go/types for Go; for focused_tests,
-// running the tests; the stored name predates go/types), LevelLexical for
+// running the tests; the stored name predates go/types), levelLexical for
 // matching lines of sources the product cannot type-check.
 const (
-	LevelAST     = "ast"
-	LevelLexical = "lexical"
+	levelAST     = "ast"
+	levelLexical = "lexical"
 )
 
 // How a focused test was shown to reach its subject.
 const (
-	ReachExecuted = "executed" // Needle ran it in a sandbox; coverage shows the subject's code ran
-	ReachStatic   = "static"   // a chain of type-resolved calls leads there; nothing was run
-	ReachLexical  = "lexical"  // a non-Go test that names the subject; reach unproven
+	reachExecuted = "executed" // Needle ran it in a sandbox; coverage shows the subject's code ran
+	reachStatic   = "static"   // a chain of type-resolved calls leads there; nothing was run
+	reachLexical  = "lexical"  // a non-Go test that names the subject; reach unproven
 )
 
-// MaxCitedFileBytes bounds every repository file the validators read or
+// maxCitedFileBytes bounds every repository file the validators read or
 // hash: a cited file past it is rejected, a package holding one cannot be
 // type-checked, and a dependency that grows past it is stale without being
 // hashed.
-const MaxCitedFileBytes = 8 << 20
+const maxCitedFileBytes = 8 << 20
 
 // validation is what the trusted validators concluded about a proposal
 // against one snapshot: certified (proven), rejected (proven false:
@@ -55,26 +55,26 @@ const MaxCitedFileBytes = 8 << 20
 type validation struct {
 	// Proposal is the proposal as certified: paths cleaned, spans brought
 	// to the declaration they cite, commands dropped.
-	Proposal  Proposal
+	Proposal  proposal
 	Reasons   []string
 	Undecided []string
 	Level     string
 	Reach     string
-	Satisfies Satisfies
+	Satisfies satisfies
 	Files     map[string]string // path → content digest read
 	Dirs      map[string]string // dir → listing digest
-	Cited     []CitedLocation
-	Claims    []ClaimAt
-	Tests     []TestProof
+	Cited     []citedLocation
+	Claims    []claimAt
+	Tests     []testProof
 	Links     [][]string
-	Flow      *FlowProof
+	Flow      *flowProof
 	Notes     []string
 }
 
 // The outcomes of a validation.
 const (
 	OutcomeCertified = "certified"
-	OutcomeRejected  = "rejected"
+	outcomeRejected  = "rejected"
 	OutcomeUndecided = "undecided"
 )
 
@@ -85,7 +85,7 @@ func (v *validation) Certified() bool { return len(v.Reasons) == 0 && len(v.Unde
 func (v *validation) Outcome() string {
 	switch {
 	case len(v.Reasons) > 0:
-		return OutcomeRejected
+		return outcomeRejected
 	case len(v.Undecided) > 0:
 		return OutcomeUndecided
 	}
@@ -117,27 +117,27 @@ type validator struct {
 // never consults a model; the only inputs are the proposal and the source
 // (and, for focused_tests, what running the tests shows). An error is an
 // operational failure (the repository cannot be read), not a rejection.
-func (vs *validators) validate(ctx context.Context, p Proposal) (*validation, error) {
+func (vs *validators) validate(ctx context.Context, p proposal) (*validation, error) {
 	val := &validator{ctx: ctx, vs: vs, repo: vs.repo, v: &validation{
-		Proposal: p, Level: LevelAST, Files: map[string]string{}, Dirs: map[string]string{},
-		Satisfies: Satisfies{Kind: p.Kind},
+		Proposal: p, Level: levelAST, Files: map[string]string{}, Dirs: map[string]string{},
+		Satisfies: satisfies{Kind: p.Kind},
 	}}
 	if len(p.problems) > 0 {
 		val.v.Reasons = append(val.v.Reasons, p.problems...)
 		return val.v, nil
 	}
 	val.v.Proposal = vs.modulePaths(p)
-	if why := uncertifiable(p.Subject.Kind, Obligation{Kind: p.Kind}); why != "" {
+	if why := uncertifiable(p.Subject.Kind, obligation{Kind: p.Kind}); why != "" {
 		val.v.reject("%s", why)
 		return val.v, nil
 	}
 	var err error
 	switch p.Kind {
-	case CapImplementationLocation:
+	case capImplementationLocation:
 		err = val.location()
-	case CapRuntimeFlow:
+	case capRuntimeFlow:
 		err = val.flow()
-	case CapFocusedTests:
+	case capFocusedTests:
 		err = val.tests()
 	default:
 		val.v.reject("unknown proposal kind %q", p.Kind)
@@ -155,7 +155,7 @@ func (vs *validators) validate(ctx context.Context, p Proposal) (*validation, er
 // module's import path ("github.com/x/y/sub/a.go", as a model that read
 // the import graph writes it) as the repository paths they are, when no
 // file of the repository has the path as written.
-func (vs *validators) modulePaths(p Proposal) Proposal {
+func (vs *validators) modulePaths(p proposal) proposal {
 	mod := vs.rootModule()
 	if mod == "" {
 		return p
@@ -171,15 +171,15 @@ func (vs *validators) modulePaths(p Proposal) Proposal {
 		return rest
 	}
 	switch p.Kind {
-	case CapImplementationLocation:
+	case capImplementationLocation:
 		p.Path = fix(p.Path)
-	case CapRuntimeFlow:
-		p.Steps = append([]FlowStep(nil), p.Steps...)
+	case capRuntimeFlow:
+		p.Steps = append([]flowStep(nil), p.Steps...)
 		for i := range p.Steps {
 			p.Steps[i].Path = fix(p.Steps[i].Path)
 		}
-	case CapFocusedTests:
-		p.Tests = append([]TestRef(nil), p.Tests...)
+	case capFocusedTests:
+		p.Tests = append([]testRef(nil), p.Tests...)
 		for i := range p.Tests {
 			p.Tests[i].Path = fix(p.Tests[i].Path)
 		}
@@ -201,7 +201,7 @@ func (vs *validators) rootModule() string {
 // read reads a cited file, recording it as a dependency. Evidence may only
 // cite the snapshot, by the file's own path: a path through a symbolic
 // link (wherever it leads: an ignored file, .git, outside), a path git
-// ignores or inside .git, a file past MaxCitedFileBytes and a path the file
+// ignores or inside .git, a file past maxCitedFileBytes and a path the file
 // system cannot follow are each a rejection with a reason, never an error,
 // and nothing of such a file is read.
 func (val *validator) read(field, rel string) ([]byte, bool, error) {
@@ -225,7 +225,7 @@ func (val *validator) read(field, rel string) ([]byte, bool, error) {
 		val.v.reject("%s: %q is not in the snapshot (ignored by git, or inside .git)", field, rel)
 		return nil, false, nil
 	}
-	data, digest, err := val.repo.ReadFileMax(rel, MaxCitedFileBytes)
+	data, digest, err := val.repo.ReadFileMax(rel, maxCitedFileBytes)
 	if ok, err := val.pathRejected(field, rel, err); !ok || err != nil {
 		return nil, false, err
 	}
@@ -245,7 +245,7 @@ func (val *validator) pathRejected(field, rel string, err error) (ok bool, _ err
 	case err == nil:
 		return true, nil
 	case errors.As(err, &tl):
-		val.v.reject("%s: %s is %d bytes; cited files are limited to %d bytes", field, rel, tl.Size, MaxCitedFileBytes)
+		val.v.reject("%s: %s is %d bytes; cited files are limited to %d bytes", field, rel, tl.Size, maxCitedFileBytes)
 	case errors.Is(err, snapshot.ErrUnsafePath):
 		val.v.reject("%s: path %q escapes the repository", field, rel)
 	case errors.Is(err, snapshot.ErrNotExist):
@@ -287,7 +287,7 @@ func (val *validator) span(field, rel string, start, end int) ([]byte, typecheck
 
 // cite records a cited span with its exact text.
 func (val *validator) cite(rel string, src []byte, span typecheck.Span) {
-	val.v.Cited = append(val.v.Cited, CitedLocation{Path: rel, StartLine: span.Start, EndLine: span.End, Excerpt: excerpt(src, span.Start, span.End)})
+	val.v.Cited = append(val.v.Cited, citedLocation{Path: rel, StartLine: span.Start, EndLine: span.End, Excerpt: excerpt(src, span.Start, span.End)})
 }
 
 // excerpt returns lines start..end of src, each with its newline.
@@ -316,8 +316,8 @@ func pathJoin(dir, name string) string {
 }
 
 func (val *validator) lexical() {
-	if val.v.Level != LevelLexical {
-		val.v.Level = LevelLexical
+	if val.v.Level != levelLexical {
+		val.v.Level = levelLexical
 		val.v.note("lexical evidence only: a cited file is not Go source")
 	}
 }
@@ -329,7 +329,7 @@ func (val *validator) addClaim(c Claim, span typecheck.Span) {
 			return
 		}
 	}
-	val.v.Claims = append(val.v.Claims, ClaimAt{Claim: c, ID: id, StartLine: span.Start, EndLine: span.End})
+	val.v.Claims = append(val.v.Claims, claimAt{Claim: c, ID: id, StartLine: span.Start, EndLine: span.End})
 }
 
 // location validates an implementation_location: the subject is declared
@@ -362,24 +362,24 @@ func (val *validator) location() error {
 func (val *validator) subjectAt(field string, s Subject, rel string, src []byte, span typecheck.Span) (Claim, typecheck.Span, bool, error) {
 	claim := Claim{Subject: s, Path: rel}
 	switch s.Kind {
-	case SubjectSymbol, SubjectTest:
-		claim.Kind = ClaimDeclared
+	case subjectSymbol, subjectTest:
+		claim.Kind = claimDeclared
 		if !isGo(rel) {
 			return val.lexicalDefinition(field, s, rel, src, span, claim)
 		}
 		at, ok, err := val.goSymbolAt(field, s, rel, src, span)
 		return claim, at, ok, err
-	case SubjectCLIOption, SubjectConfigurationKey:
+	case subjectCLIOption, subjectConfigurationKey:
 		if !isGo(rel) {
-			claim.Kind = ClaimLiteral
+			claim.Kind = claimLiteral
 			return val.lexicalOption(field, s, rel, src, span, claim)
 		}
-		claim.Kind = ClaimDefined
+		claim.Kind = claimDefined
 		detail, ok, err := val.goOptionAt(field, s, rel, span)
 		claim.Detail = detail
 		return claim, span, ok, err
-	case SubjectFile:
-		claim.Kind = ClaimFile
+	case subjectFile:
+		claim.Kind = claimFile
 		if rel != s.Name {
 			val.v.reject("%s: the file subject %q is not %s", field, s.Name, rel)
 			return Claim{}, span, false, nil
@@ -388,8 +388,8 @@ func (val *validator) subjectAt(field string, s Subject, rel string, src []byte,
 			val.lexical()
 		}
 		return claim, span, true, nil
-	case SubjectModule:
-		claim.Kind = ClaimModule
+	case subjectModule:
+		claim.Kind = claimModule
 		if path.Base(rel) != "go.mod" || !lexicalWord(src, s.Name, span) {
 			val.v.reject("%s: module %q is not named in %s:%d-%d", field, s.Name, rel, span.Start, span.End)
 			return Claim{}, span, false, nil
@@ -407,11 +407,11 @@ func (val *validator) subjectAt(field string, s Subject, rel string, src []byte,
 type repoSource struct {
 	repo    *snapshot.Repo
 	root    *os.Root
-	refused []string // files past MaxCitedFileBytes or unreadable: the check is incomplete
+	refused []string // files past maxCitedFileBytes or unreadable: the check is incomplete
 }
 
 func (s *repoSource) ReadFile(rel string) ([]byte, string, error) {
-	data, digest, err := s.repo.ReadFileMax(rel, MaxCitedFileBytes)
+	data, digest, err := s.repo.ReadFileMax(rel, maxCitedFileBytes)
 	switch {
 	case errors.Is(err, snapshot.ErrTooLarge) || errors.Is(err, snapshot.ErrUnreadable):
 		s.refused = append(s.refused, rel)
@@ -451,7 +451,7 @@ func (val *validator) goProgram(field string, files ...string) (*typecheck.Progr
 		return nil, false, fmt.Errorf("validate: type-check: %w", err)
 	}
 	if len(src.refused) > 0 {
-		val.v.reject("%s: %s cannot be read (larger than %d bytes, or unreadable): its package cannot be type-checked", field, strings.Join(src.refused, ", "), MaxCitedFileBytes)
+		val.v.reject("%s: %s cannot be read (larger than %d bytes, or unreadable): its package cannot be type-checked", field, strings.Join(src.refused, ", "), maxCitedFileBytes)
 		return nil, false, nil
 	}
 	for _, pkg := range prog.Packages() {

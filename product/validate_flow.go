@@ -18,12 +18,12 @@ type citedStep struct {
 	span typecheck.Span
 }
 
-// FlowProof is how Needle established a runtime_flow: by running a
+// flowProof is how Needle established a runtime_flow: by running a
 // scenario and seeing each step run and each link taken, in order
 // (executed), or by a chain of calls go/types resolves, nothing run
 // (static). Scenario is what ran, as Needle's own command; the proposal's
 // wording of it is only a label.
-type FlowProof struct {
+type flowProof struct {
 	Reach      string `json:"reach"`
 	Scenario   string `json:"scenario,omitempty"`
 	Derived    bool   `json:"derived,omitempty"` // Needle chose the run: the proposal named none it could run
@@ -138,11 +138,11 @@ func (val *validator) flow() error {
 		// ids when code moves. A link only a run showed names the function
 		// the run entered.
 		names := typecheck.Names(l.callees)
-		if len(names) == 0 && proof.Reach == ReachExecuted && i < len(proof.Entered) {
+		if len(names) == 0 && proof.Reach == reachExecuted && i < len(proof.Entered) {
 			names = []string{proof.Entered[i]}
 		}
 		shown := slices.Clone(names)
-		if proof.Reach == ReachExecuted && i < len(proof.Seen) {
+		if proof.Reach == reachExecuted && i < len(proof.Seen) {
 			shown = append(shown, "executed: "+proof.Seen[i])
 		}
 		val.v.Links = append(val.v.Links, shown)
@@ -151,7 +151,7 @@ func (val *validator) flow() error {
 		}
 		a, b := steps[i], steps[i+1]
 		detail := strings.Join(names, ", ") + " in " + b.path + " " + excerptDigest(b.src, b.span)
-		val.addClaim(Claim{Kind: ClaimCalls, Subject: p.Subject, Path: a.path, ExcerptDigest: excerptDigest(a.src, a.span), Detail: detail}, a.span)
+		val.addClaim(Claim{Kind: claimCalls, Subject: p.Subject, Path: a.path, ExcerptDigest: excerptDigest(a.src, a.span), Detail: detail}, a.span)
 	}
 	if len(val.v.Links) == 0 {
 		val.v.Links = nil
@@ -165,7 +165,7 @@ func (val *validator) flow() error {
 	val.v.Satisfies.Completeness = []string{"open_world"}
 	if len(steps) >= 2 {
 		val.v.Satisfies.Granularity = append(val.v.Satisfies.Granularity, "stepwise")
-		if proof.Reach == ReachExecuted && val.v.Level != LevelLexical {
+		if proof.Reach == reachExecuted && val.v.Level != levelLexical {
 			val.v.Satisfies.Completeness = append(val.v.Satisfies.Completeness, "contract_complete")
 		}
 	}
@@ -180,7 +180,7 @@ func satisfiedScenario(s string) string {
 	if scenarioFacet.MatchString(s) {
 		return s
 	}
-	return ScenarioDefault
+	return scenarioDefault
 }
 
 // subjectStep finds the step that holds the subject: a flow is about its
@@ -229,8 +229,8 @@ func (val *validator) flowStart(prog *typecheck.Program, s Subject, st citedStep
 	claim := Claim{Subject: s, Path: st.path, ExcerptDigest: excerptDigest(st.src, st.span)}
 	span := typecheck.Span{Start: st.span.Start, End: st.span.End}
 	switch s.Kind {
-	case SubjectSymbol, SubjectTest:
-		claim.Kind = ClaimDeclared
+	case subjectSymbol, subjectTest:
+		claim.Kind = claimDeclared
 		d, err := lookup(pkg, s.Name)
 		if err != nil {
 			val.typeFailure(field, st.path, err)
@@ -242,8 +242,8 @@ func (val *validator) flowStart(prog *typecheck.Program, s Subject, st citedStep
 			return Claim{}, false, nil
 		}
 		return claim, true, nil
-	case SubjectCLIOption, SubjectConfigurationKey:
-		claim.Kind = ClaimDefined
+	case subjectCLIOption, subjectConfigurationKey:
+		claim.Kind = claimDefined
 		defs, undecided := pkg.FindOption(s.Name, optionKinds(s.Kind)...)
 		defs = programDefs(defs) // a test's own flag is no step of the program's flow
 		for _, d := range defs {
@@ -254,7 +254,7 @@ func (val *validator) flowStart(prog *typecheck.Program, s Subject, st citedStep
 		}
 		for _, r := range pkg.Reads(s.Name, defs) {
 			if r.File == st.path && span.Contains(r.Line) {
-				claim.Kind, claim.Detail = ClaimReads, r.Kind.String()+" "+r.How
+				claim.Kind, claim.Detail = claimReads, r.Kind.String()+" "+r.How
 				return claim, true, nil
 			}
 		}
@@ -336,7 +336,7 @@ func (val *validator) declaredClaim(prog *typecheck.Program, s citedStep) {
 	if at, ok := natural(d, s.span); !ok || at != s.span {
 		return
 	}
-	val.addClaim(Claim{Kind: ClaimDeclared, Subject: Subject{Kind: SubjectSymbol, Name: d.Name()}, Path: s.path,
+	val.addClaim(Claim{Kind: claimDeclared, Subject: Subject{Kind: subjectSymbol, Name: d.Name()}, Path: s.path,
 		ExcerptDigest: excerptDigest(s.src, s.span)}, s.span)
 }
 

@@ -66,12 +66,12 @@ func shellWord(s string) string {
 // proveFlow decides how the flow is proven: by a run of its scenario
 // that shows every link (executed), by go/types alone (static), or not at
 // all (a rejection, or undecided when the run it needs cannot happen).
-func (val *validator) proveFlow(prog *typecheck.Program, steps []citedStep, links []stepLink) (*FlowProof, bool, error) {
-	static := &FlowProof{Reach: ReachStatic}
+func (val *validator) proveFlow(prog *typecheck.Program, steps []citedStep, links []stepLink) (*flowProof, bool, error) {
+	static := &flowProof{Reach: reachStatic}
 	staticOK := true // every link is resolved by go/types
 	for _, l := range links {
 		if l.lexical {
-			return &FlowProof{Reach: ReachLexical}, true, nil // a lexical flow: nothing Needle can run
+			return &flowProof{Reach: reachLexical}, true, nil // a lexical flow: nothing Needle can run
 		}
 		if len(l.callees) == 0 {
 			staticOK = false
@@ -161,7 +161,7 @@ func (val *validator) proveFlow(prog *typecheck.Program, steps []citedStep, link
 				}
 				val.v.Dirs[cp.Dir] = digest
 			}
-			return &FlowProof{Reach: ReachExecuted, Scenario: sc.String(), Derived: sc.derived, Status: res.Status.String(),
+			return &flowProof{Reach: reachExecuted, Scenario: sc.String(), Derived: sc.derived, Status: res.Status.String(),
 				DurationMs: res.Duration.Milliseconds(), GoVersion: res.GoVersion, Seen: seen, Entered: entered}, true, nil
 		}
 		if res.Status == testrun.TimedOut && named != nil {
@@ -188,7 +188,7 @@ func (val *validator) proveFlow(prog *typecheck.Program, steps []citedStep, link
 // staticFlow certifies a flow whose every link go/types resolves, labelled
 // static (why: what no run showed), unless TestsConfig.NoStatic refuses
 // static proofs.
-func (val *validator) staticFlow(static *FlowProof, why string) (*FlowProof, bool, error) {
+func (val *validator) staticFlow(static *flowProof, why string) (*flowProof, bool, error) {
 	if val.vs.tests.NoStatic {
 		val.v.reject("the flow is not shown by a run: %s; static flows are not accepted here", why)
 		return nil, false, nil
@@ -448,7 +448,7 @@ func derivedScenarios(pkg *typecheck.Package, steps []citedStep) []scenario {
 // that does not exist, or several.
 func (val *validator) namedScenario(pkg *typecheck.Package, steps []citedStep, label string) (*scenario, string) {
 	label = strings.TrimSpace(label)
-	if label == "" || label == ScenarioDefault {
+	if label == "" || label == scenarioDefault {
 		return nil, ""
 	}
 	mod := moduleFiles(val.repo.Root(), pkg.ModuleDir)

@@ -191,11 +191,11 @@ func TestValidate_FlowsWithoutSandbox(t *testing.T) {
 		t.Errorf("a static flow is not labelled static, or is contract_complete: %s", body)
 	}
 	r := te.need(`{"route":"trace.state-flow","subject":{"kind":"symbol","name":"Run"},"required":[{"kind":"runtime_flow","completeness":"contract_complete"}]}`)
-	if slices.Contains(r.Satisfied, CapRuntimeFlow) {
+	if slices.Contains(r.Satisfied, capRuntimeFlow) {
 		t.Errorf("a static flow satisfied contract_complete:\n%s", r.Context)
 	}
 	r = te.need(`{"route":"trace.state-flow","subject":{"kind":"symbol","name":"Run"}}`)
-	if !slices.Contains(r.Satisfied, CapRuntimeFlow) || !strings.Contains(r.Context, "static: every call resolved by go/types, nothing run") {
+	if !slices.Contains(r.Satisfied, capRuntimeFlow) || !strings.Contains(r.Context, "static: every call resolved by go/types, nothing run") {
 		t.Errorf("the static flow is not served, labelled, for an open-world need (%v):\n%s", r.Satisfied, r.Context)
 	}
 }

@@ -45,7 +45,7 @@ func (val *validator) goSymbolAt(field string, s Subject, rel string, src []byte
 		val.v.reject("%s: %s %q is declared in %s:%d-%d, not in %s", field, s.Kind, s.Name, d.File, d.Doc.Start, d.Span.End, rel)
 		return span, false, nil
 	}
-	if s.Kind == SubjectTest && !isTestFunc(d) {
+	if s.Kind == subjectTest && !isTestFunc(d) {
 		val.v.reject("%s: %s is not a test function (func %s(*testing.T) in a _test.go file)", field, s.Name, s.Name)
 		return span, false, nil
 	}
@@ -290,8 +290,8 @@ func isTestName(name string) bool {
 func isLowerLetter(r rune) bool { return strings.ToUpper(string(r)) != string(r) }
 
 // optionKinds are the definition kinds that define a subject of kind k.
-func optionKinds(k SubjectKind) []typecheck.DefKind {
-	if k == SubjectCLIOption {
+func optionKinds(k subjectKind) []typecheck.DefKind {
+	if k == subjectCLIOption {
 		return []typecheck.DefKind{typecheck.DefFlag}
 	}
 	return []typecheck.DefKind{typecheck.DefEnv, typecheck.DefConfigKey}

@@ -265,17 +265,17 @@ func (val *validator) lexicalOption(field string, s Subject, rel string, src []b
 	flagWords := regexp.MustCompile(`(?i)\b(long|flag|option|argument|arg|opt)\b`)
 	for n := span.Start; n <= span.End && n <= len(lines); n++ {
 		line := lines[n-1]
-		if s.Kind == SubjectConfigurationKey && assign.MatchString(line) {
+		if s.Kind == subjectConfigurationKey && assign.MatchString(line) {
 			return claim, span, true, nil
 		}
 		for _, lit := range quoted.FindAllString(line, -1) {
 			text := lit[1 : len(lit)-1]
 			switch {
-			case s.Kind == SubjectConfigurationKey && text == s.Name:
+			case s.Kind == subjectConfigurationKey && text == s.Name:
 				return claim, span, true, nil
-			case s.Kind == SubjectCLIOption && strings.HasPrefix(s.Name, "-") && lexicalWord([]byte(text), s.Name, typecheck.Span{Start: 1, End: 1}):
+			case s.Kind == subjectCLIOption && strings.HasPrefix(s.Name, "-") && lexicalWord([]byte(text), s.Name, typecheck.Span{Start: 1, End: 1}):
 				return claim, span, true, nil
-			case s.Kind == SubjectCLIOption && text == bare && flagWords.MatchString(line):
+			case s.Kind == subjectCLIOption && text == bare && flagWords.MatchString(line):
 				return claim, span, true, nil
 			}
 		}

@@ -70,7 +70,7 @@ func (val *validator) implicitOptionAt(field string, s Subject, pkg *typecheck.P
 	}
 	mod := moduleFiles(val.repo.Root(), pkg.ModuleDir)
 	var tries []scenario
-	if s.Kind == SubjectCLIOption && pkg.Name() == "main" {
+	if s.Kind == subjectCLIOption && pkg.Name() == "main" {
 		if arg := commandLineSpelling(s.Name); arg != "" {
 			tries = append(tries, scenario{pkgDir: pkg.Dir, command: []string{arg}})
 		}
@@ -111,7 +111,7 @@ func (val *validator) implicitOptionAt(field string, s Subject, pkg *typecheck.P
 			return p
 		}
 		regardless := map[int]string{} // probe → a test not given the option that ran it
-		if s.Kind == SubjectCLIOption && sc.command == nil {
+		if s.Kind == subjectCLIOption && sc.command == nil {
 			for _, ev := range res.Events {
 				if _, ok := owner[ev.Probe]; ok && ev.Test != "" && regardless[ev.Probe] == "" && !given(ev.Test) {
 					regardless[ev.Probe] = ev.Test
@@ -123,7 +123,7 @@ func (val *validator) implicitOptionAt(field string, s Subject, pkg *typecheck.P
 			if !ok {
 				continue
 			}
-			if s.Kind == SubjectCLIOption && sc.command == nil && (!given(ev.Test) || regardless[ev.Probe] != "") {
+			if s.Kind == subjectCLIOption && sc.command == nil && (!given(ev.Test) || regardless[ev.Probe] != "") {
 				if t := regardless[ev.Probe]; t != "" && ranRegardless == "" {
 					ranRegardless = fmt.Sprintf("; it ran in %s too, which is not given the option: it runs whatever the command line says", t)
 				}

@@ -130,7 +130,7 @@ func (te *testEngine) artifactBody(t *testing.T, id string) string {
 // "./x.go" is cleaned; a path leaving the repository is invalid input; a
 // symlink (to an ignored file, into .git, out of the repository, to a
 // directory or even to a tracked file), an ignored file, .git, a file past
-// MaxCitedFileBytes and a name the file system refuses are each rejected
+// maxCitedFileBytes and a name the file system refuses are each rejected
 // with a reason and recorded, and nothing of such a file is stored.
 func TestValidate_Paths(t *testing.T) {
 	repo := MustFixtureRepo(t, "grepx", false)
@@ -187,7 +187,7 @@ func TestValidate_Paths(t *testing.T) {
 		te.checkVerdict(t, locProposal("symbol", "X", p, 1, 1), "rejected", "path")
 	}
 	for in, want := range map[string]string{"./search.go": "search.go", "a//b.go": "a/b.go", "a/./b.go": "a/b.go", "a/x/../b.go": "a/b.go"} {
-		p, err := DecodeProposal([]byte(locProposal("symbol", "X", in, 1, 1)))
+		p, err := decodeProposal([]byte(locProposal("symbol", "X", in, 1, 1)))
 		if err != nil || p.Path != want {
 			t.Errorf("path %q decodes to %q, %v; want %q", in, p.Path, err, want)
 		}

@@ -15,12 +15,12 @@ import (
 	"github.com/needle-dev/needle/product/internal/typecheck"
 )
 
-// TestProof is how Needle established that one focused test reaches the
+// testProof is how Needle established that one focused test reaches the
 // subject: by running it (executed), by a chain of type-resolved calls
 // (static, nothing run), or, for a language Needle cannot run, by the test
 // naming the subject (lexical). Command is the command Needle derives for
 // the test; the proposer's own command is never kept or served.
-type TestProof struct {
+type testProof struct {
 	Path    string `json:"path"`
 	Name    string `json:"name"`
 	Reach   string `json:"reach"`
@@ -107,7 +107,7 @@ func (val *validator) tests() error {
 			return err
 		}
 	}
-	reach := ReachExecuted
+	reach := reachExecuted
 	for _, t := range val.v.Tests {
 		if reachRank(t.Reach) < reachRank(reach) {
 			reach = t.Reach
@@ -121,7 +121,7 @@ func (val *validator) tests() error {
 }
 
 func reachRank(r string) int {
-	return map[string]int{ReachLexical: 0, ReachStatic: 1, ReachExecuted: 2}[r]
+	return map[string]int{reachLexical: 0, reachStatic: 1, reachExecuted: 2}[r]
 }
 
 // goTestName is a Go test's name as go test -v prints it, from the ways
@@ -211,7 +211,7 @@ func (val *validator) runGoTests(idx []int, files []string, prog *typecheck.Prog
 			val.v.reject("%s: %s is in module %s, the subject in module %s: a test reaches only its own module here", field, t.Path, pkg.ModuleDir, target.pkg.ModuleDir)
 			return nil
 		}
-		proof := TestProof{Path: t.Path, Name: t.Name, Command: testCommand(pkg.ModuleDir, pkg.Dir, t.Name)}
+		proof := testProof{Path: t.Path, Name: t.Name, Command: testCommand(pkg.ModuleDir, pkg.Dir, t.Name)}
 		runner := val.vs.testRunner(val.ctx)
 		if runner == nil {
 			val.cannotRun(field, prog, d, target, t, val.vs.noRunnerCause(val.ctx))
@@ -245,7 +245,7 @@ func (val *validator) runGoTests(idx []int, files []string, prog *typecheck.Prog
 // proven only by running it. A chain of resolved calls from the test to the
 // subject, when there is one, is named as advisory: static reach is a
 // candidate, never a proof.
-func (val *validator) cannotRun(field string, prog *typecheck.Program, d *typecheck.Decl, target *reachTarget, t TestRef, cause string) {
+func (val *validator) cannotRun(field string, prog *typecheck.Program, d *typecheck.Decl, target *reachTarget, t testRef, cause string) {
 	advice := ""
 	if !strings.Contains(t.Name, "/") {
 		from := typecheck.Span{Start: d.Span.Start, End: d.Span.End}
@@ -266,7 +266,7 @@ func (val *validator) cannotRun(field string, prog *typecheck.Program, d *typech
 // traceTest proves reach of a subject declared in a _test.go file, which
 // coverage does not instrument: the test's run, with a probe at the
 // subject's entry, must enter it while the test runs.
-func (val *validator) traceTest(field string, rs *runSession, pkg *typecheck.Package, target *reachTarget, t TestRef, proof *TestProof) (done, ok bool, err error) {
+func (val *validator) traceTest(field string, rs *runSession, pkg *typecheck.Package, target *reachTarget, t testRef, proof *testProof) (done, ok bool, err error) {
 	var probes []testrun.Probe
 	for i, b := range target.bodies {
 		probes = append(probes, testrun.Probe{ID: i + 1, Kind: testrun.ProbeStatement, File: b.file, Line: b.span.Start, EndLine: b.span.End})
@@ -294,7 +294,7 @@ func (val *validator) traceTest(field string, rs *runSession, pkg *typecheck.Pac
 				return false, false, nil
 			}
 			b := target.bodies[ev.Probe-1]
-			proof.Reach, proof.Executed, proof.Status = ReachExecuted, "a statement of "+b.name+" (traced: it is in a _test.go file)", res.Status.String()
+			proof.Reach, proof.Executed, proof.Status = reachExecuted, "a statement of "+b.name+" (traced: it is in a _test.go file)", res.Status.String()
 			proof.DurationMs, proof.GoVersion = res.Duration.Milliseconds(), res.GoVersion
 			return true, true, nil
 		}
@@ -306,7 +306,7 @@ func (val *validator) traceTest(field string, rs *runSession, pkg *typecheck.Pac
 // runStatus judges how a test run ended: done false when it could not run
 // here (undecided, proof.Executed says why), ok false when the test is
 // rejected (it failed, skipped, did not build).
-func (val *validator) runStatus(field, name string, st testrun.Status, reason string, output []byte, proof *TestProof) (done, ok bool) {
+func (val *validator) runStatus(field, name string, st testrun.Status, reason string, output []byte, proof *testProof) (done, ok bool) {
 	switch st {
 	case testrun.Passed:
 		return true, true
@@ -346,22 +346,22 @@ func (val *validator) addRunFiles(field string, files map[string]string) bool {
 }
 
 // addTestProof records a test as reaching the subject.
-func (val *validator) addTestProof(proof TestProof, d *typecheck.Decl, prog *typecheck.Program) {
+func (val *validator) addTestProof(proof testProof, d *typecheck.Decl, prog *typecheck.Program) {
 	val.v.Tests = append(val.v.Tests, proof)
-	src, _, _ := val.repo.ReadFileMax(proof.Path, MaxCitedFileBytes)
+	src, _, _ := val.repo.ReadFileMax(proof.Path, maxCitedFileBytes)
 	span := typecheck.Span{Start: d.Span.Start, End: d.Span.End}
 	detail := proof.Name + " " + proof.Reach
-	if proof.Reach == ReachStatic {
+	if proof.Reach == reachStatic {
 		detail += ": " + strings.Join(proof.CallPath, " -> ")
 	}
-	val.addClaim(Claim{Kind: ClaimTestReaches, Subject: val.v.Proposal.Subject, Path: proof.Path,
+	val.addClaim(Claim{Kind: claimTestReaches, Subject: val.v.Proposal.Subject, Path: proof.Path,
 		ExcerptDigest: excerptDigest(src, span), Detail: detail}, span)
 }
 
 // executeTest runs one test and judges its coverage. done is false when the
 // run was impossible (the caller may fall back to static reach); ok false
 // when the test is rejected.
-func (val *validator) executeTest(field string, rs *runSession, pkg *typecheck.Package, target *reachTarget, t TestRef, proof *TestProof) (done, ok bool, err error) {
+func (val *validator) executeTest(field string, rs *runSession, pkg *typecheck.Package, target *reachTarget, t testRef, proof *testProof) (done, ok bool, err error) {
 	spec := testrun.Spec{Dir: pkg.ModuleDir, Package: relPackage(pkg.ModuleDir, pkg.Dir), Test: t.Name,
 		Cover: []string{relPackage(target.pkg.ModuleDir, target.pkg.Dir)}, Deadline: val.vs.tests.Deadline}
 	moduleless := ""
@@ -396,7 +396,7 @@ func (val *validator) executeTest(field string, rs *runSession, pkg *typecheck.P
 		}
 		val.v.Dirs[cp.Dir] = digest
 	}
-	proof.Reach, proof.Executed, proof.Status = ReachExecuted, what, res.Status.String()
+	proof.Reach, proof.Executed, proof.Status = reachExecuted, what, res.Status.String()
 	proof.DurationMs, proof.GoVersion, proof.OutputDigest = res.Duration.Milliseconds(), res.GoVersion, res.OutputDigest
 	return true, true, nil
 }
@@ -451,12 +451,12 @@ func (tg *reachTarget) executed(res *testrun.Result) (bool, string, error) {
 func (val *validator) reachTarget(field string, prog *typecheck.Program, files []string, testPkg *typecheck.Package) (*reachTarget, *typecheck.Program, bool, error) {
 	s := val.v.Proposal.Subject
 	switch s.Kind {
-	case SubjectSymbol, SubjectCLIOption, SubjectConfigurationKey, SubjectFile:
+	case subjectSymbol, subjectCLIOption, subjectConfigurationKey, subjectFile:
 	default:
 		val.v.reject("%s: a test cannot be shown to reach a %s subject", field, s.Kind)
 		return nil, prog, false, nil
 	}
-	if s.Kind == SubjectFile {
+	if s.Kind == subjectFile {
 		if !isGo(s.Name) || strings.HasSuffix(s.Name, "_test.go") {
 			val.v.reject("%s: a test reaches a file only by executing its code: %s is not a non-test Go file", field, s.Name)
 			return nil, prog, false, nil
@@ -549,7 +549,7 @@ func (val *validator) targetIn(pkgs []*typecheck.Package) (*reachTarget, bool) {
 	s := val.v.Proposal.Subject
 	for _, pkg := range pkgs {
 		switch s.Kind {
-		case SubjectSymbol:
+		case subjectSymbol:
 			d, err := lookup(pkg, s.Name)
 			if err != nil {
 				continue
@@ -558,7 +558,7 @@ func (val *validator) targetIn(pkgs []*typecheck.Package) (*reachTarget, bool) {
 			tg.subject = s
 			tg.testOnly = strings.HasSuffix(d.File, "_test.go")
 			return tg, true
-		case SubjectCLIOption, SubjectConfigurationKey:
+		case subjectCLIOption, subjectConfigurationKey:
 			defs, _ := pkg.FindOption(s.Name, optionKinds(s.Kind)...)
 			program := programDefs(defs)
 			if len(program) == 0 {
@@ -705,11 +705,11 @@ func shellQuote(s string) string {
 // defined in its file (a definition-shaped line, or a test-framework call
 // naming it) and the file names the subject. Reach is unproven, and no
 // command is served: Needle has no trusted runner for the language.
-func (val *validator) lexicalTest(field string, subject Subject, t TestRef, src []byte) bool {
+func (val *validator) lexicalTest(field string, subject Subject, t testRef, src []byte) bool {
 	val.lexical()
 	whole := typecheck.Span{Start: 1, End: lineCount(src)}
 	name := subject.Name
-	if subject.Kind == SubjectSymbol {
+	if subject.Kind == subjectSymbol {
 		parts := strings.Split(strings.TrimSuffix(name, "()"), ".")
 		name = parts[len(parts)-1]
 	}
@@ -719,8 +719,8 @@ func (val *validator) lexicalTest(field string, subject Subject, t TestRef, src 
 	case !lexicalWord(src, name, whole):
 		val.v.reject("%s: %s does not mention %q", field, t.Path, subject.Name)
 	default:
-		val.v.Tests = append(val.v.Tests, TestProof{Path: t.Path, Name: t.Name, Reach: ReachLexical})
-		c := Claim{Kind: ClaimTestMentions, Subject: subject, Path: t.Path, ExcerptDigest: excerptDigest(src, whole), Detail: t.Name}
+		val.v.Tests = append(val.v.Tests, testProof{Path: t.Path, Name: t.Name, Reach: reachLexical})
+		c := Claim{Kind: claimTestMentions, Subject: subject, Path: t.Path, ExcerptDigest: excerptDigest(src, whole), Detail: t.Name}
 		val.addClaim(c, whole)
 		return true
 	}

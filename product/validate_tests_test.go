@@ -127,7 +127,7 @@ func TestValidate_TestsStatic(t *testing.T) {
 		t.Errorf("%d undecided proposals kept; want 1", n)
 	}
 	r := te.need(`{"route":"tests.relevant","subject":{"kind":"symbol","name":"execute"}}`)
-	if r.Status != ResultBypass || strings.Contains(r.Context, "TestVerbose") {
+	if r.Status != resultBypass || strings.Contains(r.Context, "TestVerbose") {
 		t.Errorf("an undecided test was served:\n%s", r.Context)
 	}
 	te.checkVerdict(t, `{"kind":"focused_tests","subject":{"kind":"symbol","name":"execute"},"tests":[{"path":"cli_test.go","name":"TestTable/verbose"}]}`,
@@ -319,7 +319,7 @@ func TestValidate_TestsRelativeDataDir(t *testing.T) {
 	}
 	out, stderr, code := runMain(t, testsCRLF, "evidence", "propose", "--repository", repo, "--data-dir", "data", "-")
 	var res ProposeResult
-	if err := json.Unmarshal([]byte(out), &res); err != nil || code != 0 || res.Status != "certified" || res.Reach != ReachExecuted {
+	if err := json.Unmarshal([]byte(out), &res); err != nil || code != 0 || res.Status != "certified" || res.Reach != reachExecuted {
 		t.Fatalf("propose with --data-dir data: %d %v\n%s%s", code, err, out, stderr)
 	}
 	if cache, _ := filepath.Glob(filepath.Join("data", "testrun", "*", "go-build")); len(cache) != 1 {

@@ -5,19 +5,19 @@ import (
 	"encoding/json"
 )
 
-// WorkerPort receives worker requests for missing obligations. The Codex
+// workerPort receives worker requests for missing obligations. The Codex
 // App Server evidence worker implements it; so can any bounded worker. What
 // it returns is untrusted: every proposal goes through the validators.
-type WorkerPort interface {
-	Propose(ctx context.Context, req WorkerRequest) (WorkerResult, error)
+type workerPort interface {
+	Propose(ctx context.Context, req workerRequest) (workerResult, error)
 }
 
-// WorkerRequest asks for proposals for the missing obligations of a need.
-type WorkerRequest struct {
+// workerRequest asks for proposals for the missing obligations of a need.
+type workerRequest struct {
 	NeedID     string
-	IR         NeedIR
+	IR         needIR
 	Task       string
-	Missing    []Obligation
+	Missing    []obligation
 	Repository string
 	// Schemas holds the strict proposal JSON Schema of each missing kind.
 	Schemas map[CapabilityKind]json.RawMessage
@@ -26,15 +26,15 @@ type WorkerRequest struct {
 	Model, Effort string
 }
 
-// WorkerResult is what a worker proposed and what it cost.
-type WorkerResult struct {
+// workerResult is what a worker proposed and what it cost.
+type workerResult struct {
 	Proposals  [][]byte // raw proposal JSON, one per missing obligation
-	Usage      WorkerUsage
+	Usage      workerUsage
 	Invocation string // the worker's identity for this request, if it has one
 }
 
-// WorkerUsage is the accounting of one worker run.
-type WorkerUsage struct {
+// workerUsage is the accounting of one worker run.
+type workerUsage struct {
 	InputTokens  int64
 	OutputTokens int64
 	TotalTokens  int64
@@ -43,8 +43,8 @@ type WorkerUsage struct {
 }
 
 // add sums two runs' accounting.
-func (u WorkerUsage) add(v WorkerUsage) WorkerUsage {
-	return WorkerUsage{InputTokens: u.InputTokens + v.InputTokens, OutputTokens: u.OutputTokens + v.OutputTokens,
+func (u workerUsage) add(v workerUsage) workerUsage {
+	return workerUsage{InputTokens: u.InputTokens + v.InputTokens, OutputTokens: u.OutputTokens + v.OutputTokens,
 		TotalTokens: u.TotalTokens + v.TotalTokens, CostUSD: u.CostUSD + v.CostUSD, LatencyMs: u.LatencyMs + v.LatencyMs}
 }
 

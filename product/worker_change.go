@@ -33,7 +33,7 @@ var patchReportSchema = sync.OnceValue(func() json.RawMessage {
 	return json.RawMessage(mustJSON(schema.Strict(map[string]any{
 		"summary": map[string]any{"type": "string"},
 		"criteria": map[string]any{"type": "array", "items": schema.Strict(map[string]any{
-			"criterion": map[string]any{"type": "integer", "minimum": 1, "maximum": MaxCriteria},
+			"criterion": map[string]any{"type": "integer", "minimum": 1, "maximum": maxCriteria},
 			"addressed": map[string]any{"type": "boolean"},
 			"note":      map[string]any{"type": "string"},
 		})},
@@ -47,7 +47,7 @@ var verdictSchema = sync.OnceValue(func() json.RawMessage {
 	return json.RawMessage(mustJSON(schema.Strict(map[string]any{
 		"verdict": schema.Enum(lifecycle.Verdicts...),
 		"criteria": map[string]any{"type": "array", "items": schema.Strict(map[string]any{
-			"criterion": map[string]any{"type": "integer", "minimum": 1, "maximum": MaxCriteria},
+			"criterion": map[string]any{"type": "integer", "minimum": 1, "maximum": maxCriteria},
 			"status":    schema.Enum(lifecycle.CriterionStatuses...),
 			"reason":    map[string]any{"type": "string"},
 		})},
@@ -100,7 +100,7 @@ func decodePatchReport(raw string, n int) *patchReport {
 // verifierAnswer is a verifier's final message.
 type verifierAnswer struct {
 	Verdict  lifecycle.Verdict  `json:"verdict"`
-	Criteria []CriterionVerdict `json:"criteria"`
+	Criteria []criterionVerdict `json:"criteria"`
 	Repair   string             `json:"repair_instructions"`
 }
 
@@ -108,10 +108,10 @@ type verifierAnswer struct {
 // consistency. What comes back is the verdict Needle stands by, the
 // per-criterion judgements (one per criterion, "unknown" where the
 // verifier said nothing) and the reasons a verdict was downgraded.
-func judge(raw string, n int) (verdict lifecycle.Verdict, criteria []CriterionVerdict, repair string, reasons []string) {
-	criteria = make([]CriterionVerdict, n)
+func judge(raw string, n int) (verdict lifecycle.Verdict, criteria []criterionVerdict, repair string, reasons []string) {
+	criteria = make([]criterionVerdict, n)
 	for i := range criteria {
-		criteria[i] = CriterionVerdict{Criterion: i + 1, Status: lifecycle.CriterionUnknown, Reason: ""}
+		criteria[i] = criterionVerdict{Criterion: i + 1, Status: lifecycle.CriterionUnknown, Reason: ""}
 	}
 	var a verifierAnswer
 	if decodeStrict([]byte(raw), &a) != nil || !slices.Contains(lifecycle.Verdicts, a.Verdict) {
@@ -123,11 +123,11 @@ func judge(raw string, n int) (verdict lifecycle.Verdict, criteria []CriterionVe
 			return lifecycle.VerdictInconclusive, criteria, "", []string{"the verifier's answer named criteria that do not exist"}
 		}
 		seen[c.Criterion] = true
-		criteria[c.Criterion-1] = CriterionVerdict{Criterion: c.Criterion, Status: c.Status, Reason: clip(c.Reason, maxReportNote)}
+		criteria[c.Criterion-1] = criterionVerdict{Criterion: c.Criterion, Status: c.Status, Reason: clip(c.Reason, maxReportNote)}
 	}
 	verdict, repair = a.Verdict, clip(strings.TrimSpace(a.Repair), 2000)
 	switch {
-	case verdict == lifecycle.VerdictVerified && slices.ContainsFunc(criteria, func(c CriterionVerdict) bool { return c.Status != lifecycle.CriterionMet }):
+	case verdict == lifecycle.VerdictVerified && slices.ContainsFunc(criteria, func(c criterionVerdict) bool { return c.Status != lifecycle.CriterionMet }):
 		return lifecycle.VerdictInconclusive, criteria, "", []string{"the verifier said verified but did not find every criterion met"}
 	case verdict == lifecycle.VerdictRepairable && repair == "":
 		return lifecycle.VerdictInconclusive, criteria, "", []string{"the verifier said repairable without saying what to repair"}
@@ -139,13 +139,13 @@ func judge(raw string, n int) (verdict lifecycle.Verdict, criteria []CriterionVe
 
 // patchPrompt is the patch worker's turn prompt; a repair also gets the
 // verifier's findings (never its transcript).
-func patchPrompt(req ChangeRequest, refs []string, repair *verificationRecord) string {
+func patchPrompt(req changeRequest, refs []string, repair *verificationRecord) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "Task: %s\n", req.Task)
 	writeCriteria(&b, req.Criteria)
 	b.WriteString("You may write only these paths:\n")
 	for _, s := range req.Scopes {
-		if s.Kind == ScopeSubtree {
+		if s.Kind == scopeSubtree {
 			fmt.Fprintf(&b, "- every file under %s/\n", s.Path)
 		} else {
 			fmt.Fprintf(&b, "- %s\n", s.Path)
@@ -170,7 +170,7 @@ func patchPrompt(req ChangeRequest, refs []string, repair *verificationRecord) s
 
 // verifyPrompt is the verifier's turn prompt: the task, the criteria, the
 // files the patch changed and the certified context — no patcher output.
-func verifyPrompt(req ChangeRequest, refs []string, ops []PatchOperation) string {
+func verifyPrompt(req changeRequest, refs []string, ops []PatchOperation) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "A change was made for this task: %s\n", req.Task)
 	writeCriteria(&b, req.Criteria)

@@ -19,6 +19,6 @@ func TestDecodePatchReport(t *testing.T) {
 		if (r != nil) != tc.ok {
 			t.Errorf("decodePatchReport(%s) = %v", tc.raw, r)
 		}
-		_ = coverage(ChangeRequest{Criteria: []string{"c"}}, r)
+		_ = coverage(changeRequest{Criteria: []string{"c"}}, r)
 	}
 }

@@ -27,7 +27,7 @@ type CodexConfig struct {
 	// Home, when set, is a directory whose files (config.toml, auth.json)
 	// are copied into every worker's own CODEX_HOME.
 	Home string
-	// Deadline bounds each worker turn (default DefaultWorkerDeadline);
+	// Deadline bounds each worker turn (default defaultWorkerDeadline);
 	// turns never end by themselves without network.
 	Deadline time.Duration
 	// Path, when set, is the PATH of the App Server's environment (the
@@ -38,24 +38,24 @@ type CodexConfig struct {
 	// session, named by its invocation id.
 	RecordDir string
 	// USDPerMillionTokens prices worker tokens for accounting and plan
-	// selection (default DefaultUSDPerMillionTokens; tokens are what a
+	// selection (default defaultUSDPerMillionTokens; tokens are what a
 	// worker costs, so they are never free).
 	USDPerMillionTokens float64
 }
 
-// DefaultUSDPerMillionTokens prices worker tokens when the configuration
+// defaultUSDPerMillionTokens prices worker tokens when the configuration
 // does not: a blended price of a small worker model's input and output.
-const DefaultUSDPerMillionTokens = 2.0
+const defaultUSDPerMillionTokens = 2.0
 
-// DefaultWorkerDeadline bounds one evidence worker turn.
-const DefaultWorkerDeadline = 2 * time.Minute
+// defaultWorkerDeadline bounds one evidence worker turn.
+const defaultWorkerDeadline = 2 * time.Minute
 
 // workerScenario prefixes the scenario of a recorded worker session; the
 // invocation id follows.
 const workerScenario = "evidence-worker "
 
-// CodexVersion is the codex-cli version the adapter was verified against.
-const CodexVersion = "0.171.0"
+// codexVersion is the codex-cli version the adapter was verified against.
+const codexVersion = "0.171.0"
 
 // workerTools prunes the tools a read-only evidence worker is offered, as
 // thread/start config overrides codex 0.171.0 accepts: no web search,
@@ -66,7 +66,7 @@ var workerTools = map[string]any{
 		"apps": false, "image_generation": false},
 }
 
-// codexWorker is the WorkerPort backed by Codex App Server: one ephemeral
+// codexWorker is the workerPort backed by Codex App Server: one ephemeral
 // read-only thread in a disposable checkout per request, one turn per
 // missing obligation with the proposal schema as outputSchema.
 type codexWorker struct {
@@ -81,18 +81,18 @@ func newCodexWorker(ctx context.Context, cfg CodexConfig, dataDir string) (*code
 		return nil, &Error{Op: "worker.codex", Kind: KindInvalidInput, Err: errors.New("empty App Server command")}
 	}
 	if cfg.Deadline <= 0 {
-		cfg.Deadline = DefaultWorkerDeadline
+		cfg.Deadline = defaultWorkerDeadline
 	}
 	if cfg.USDPerMillionTokens <= 0 {
-		cfg.USDPerMillionTokens = DefaultUSDPerMillionTokens
+		cfg.USDPerMillionTokens = defaultUSDPerMillionTokens
 	}
 	w := &codexWorker{cfg: cfg, dataDir: dataDir}
 	if _, err := checkout.Sweep(ctx, w.checkouts()); err != nil {
-		return nil, &Error{Op: "worker.codex", Kind: KindIO, Err: fmt.Errorf("sweep checkouts: %w", err)}
+		return nil, &Error{Op: "worker.codex", Kind: kindIO, Err: fmt.Errorf("sweep checkouts: %w", err)}
 	}
 	// A crash must not leave copied credentials behind.
 	if err := procdir.Sweep(w.homes()); err != nil {
-		return nil, &Error{Op: "worker.codex", Kind: KindIO, Err: fmt.Errorf("sweep codex homes: %w", err)}
+		return nil, &Error{Op: "worker.codex", Kind: kindIO, Err: fmt.Errorf("sweep codex homes: %w", err)}
 	}
 	return w, nil
 }
@@ -103,7 +103,7 @@ func (w *codexWorker) homes() string { return filepath.Join(w.dataDir, "codex-ho
 
 // Propose runs one worker session for the missing obligations: one
 // read-only thread, one turn per obligation.
-func (w *codexWorker) Propose(ctx context.Context, req WorkerRequest) (WorkerResult, error) {
+func (w *codexWorker) Propose(ctx context.Context, req workerRequest) (workerResult, error) {
 	spec := sessionSpec{
 		Scenario:   workerScenario,
 		Invocation: func(snapshot string) string { return invocationID(req, snapshot) },
@@ -116,7 +116,7 @@ func (w *codexWorker) Propose(ctx context.Context, req WorkerRequest) (WorkerRes
 		spec.Turns = append(spec.Turns, turnSpec{Label: string(ob.Kind), Prompt: workerPrompt(req, ob), Schema: req.Schemas[ob.Kind]})
 	}
 	out, err := w.run(ctx, req.Repository, spec)
-	res := WorkerResult{Invocation: out.Invocation, Usage: out.Usage}
+	res := workerResult{Invocation: out.Invocation, Usage: out.Usage}
 	if err != nil {
 		return res, err
 	}
@@ -185,7 +185,7 @@ type turnSpec struct {
 type sessionOutput struct {
 	Invocation string
 	Finals     []string
-	Usage      WorkerUsage
+	Usage      workerUsage
 }
 
 // run runs one worker session in a fresh, verified checkout of the
@@ -207,12 +207,12 @@ func (w *codexWorker) run(ctx context.Context, root string, spec sessionSpec) (o
 		}
 	}()
 	if spec.Snapshot != "" && co.Snapshot != spec.Snapshot {
-		return out, &Error{Op: "worker.checkout", Kind: KindConflict,
+		return out, &Error{Op: "worker.checkout", Kind: kindConflict,
 			Err: fmt.Errorf("the work tree moved since the lifecycle froze snapshot %s (it is %s now): restore it, or cancel and start again", spec.Snapshot, co.Snapshot)}
 	}
 	for p, want := range spec.LayBase {
 		if got, _ := co.BaseDigest(p); got != want {
-			return out, &Error{Op: "worker.checkout", Kind: KindConflict,
+			return out, &Error{Op: "worker.checkout", Kind: kindConflict,
 				Err: fmt.Errorf("%s changed in the work tree since the patch was made; prepare the change again", p)}
 		}
 	}
@@ -256,10 +256,10 @@ func (w *codexWorker) run(ctx context.Context, root string, spec sessionSpec) (o
 
 // invocationID names a worker session by everything its prompt depends on,
 // so a recorded session can be found again from what the product sends.
-func invocationID(req WorkerRequest, snapshotID string) string {
+func invocationID(req workerRequest, snapshotID string) string {
 	return mustID(tagInvocation, struct {
 		NeedID   string       `json:"need_id"`
-		Missing  []Obligation `json:"missing"`
+		Missing  []obligation `json:"missing"`
 		Task     string       `json:"task"`
 		Snapshot string       `json:"snapshot"`
 	}{req.NeedID, req.Missing, req.Task, snapshotID})
@@ -303,7 +303,7 @@ func workerEnv(path, home string) []string {
 }
 
 // session drives the App Server through one thread and the spec's turns.
-func (w *codexWorker) session(ctx context.Context, spec sessionSpec, inv, dir, home string, rec *transcript.Recorder) ([]string, WorkerUsage, error) {
+func (w *codexWorker) session(ctx context.Context, spec sessionSpec, inv, dir, home string, rec *transcript.Recorder) ([]string, workerUsage, error) {
 	stderr := ndjson.NewBuffer(8 << 10)
 	// The handshake and every request are bounded too, not only the turns:
 	// a server that never answers must not hold the caller.
@@ -314,25 +314,25 @@ func (w *codexWorker) session(ctx context.Context, spec sessionSpec, inv, dir, h
 		Env: workerEnv(w.cfg.Path, home), CodexHome: home, Stderr: stderr,
 		Tee: rec.Record, OnRequest: spec.OnRequest,
 		OptOut: []string{"item/agentMessage/delta", "item/commandExecution/outputDelta", "account/rateLimits/updated"},
-	}, appserver.ClientInfo{Name: "needle", Title: "Needle", Version: CodexVersion})
+	}, appserver.ClientInfo{Name: "needle", Title: "Needle", Version: codexVersion})
 	if err != nil {
-		return nil, WorkerUsage{}, fmt.Errorf("start App Server: %w (stderr: %s)", err, strings.TrimSpace(stderr.String()))
+		return nil, workerUsage{}, fmt.Errorf("start App Server: %w (stderr: %s)", err, strings.TrimSpace(stderr.String()))
 	}
 	defer client.Close(context.WithoutCancel(ctx))
 	thread, err := client.StartThread(hctx, threadParams(spec, dir, inv))
 	if err != nil {
-		return nil, WorkerUsage{}, fmt.Errorf("thread/start: %w%s", err, stderrTail(stderr))
+		return nil, workerUsage{}, fmt.Errorf("thread/start: %w%s", err, stderrTail(stderr))
 	}
 	var finals []string
 	for _, t := range spec.Turns {
 		text, err := w.turn(ctx, client, thread.ID, spec, dir, t)
 		if err != nil {
-			return nil, WorkerUsage{}, fmt.Errorf("%w%s", err, stderrTail(stderr))
+			return nil, workerUsage{}, fmt.Errorf("%w%s", err, stderrTail(stderr))
 		}
 		finals = append(finals, text)
 	}
 	u := client.ThreadUsage(thread.ID)
-	return finals, WorkerUsage{InputTokens: u.InputTokens, OutputTokens: u.OutputTokens, TotalTokens: u.TotalTokens}, nil
+	return finals, workerUsage{InputTokens: u.InputTokens, OutputTokens: u.OutputTokens, TotalTokens: u.TotalTokens}, nil
 }
 
 // threadParams starts a worker's ephemeral thread: read-only, or
@@ -433,7 +433,7 @@ func developerInstructions(inv string) string {
 }
 
 // workerPrompt is the bounded turn prompt for one obligation.
-func workerPrompt(req WorkerRequest, ob Obligation) string {
+func workerPrompt(req workerRequest, ob obligation) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "Need %s: route %s, subject %s %q.\n", req.NeedID, req.IR.Route, req.IR.Subject.Kind, req.IR.Subject.Name)
 	fmt.Fprintf(&b, "Propose %s evidence", ob.Kind)
@@ -442,11 +442,11 @@ func workerPrompt(req WorkerRequest, ob Obligation) string {
 	}
 	b.WriteString(".\n")
 	switch ob.Kind {
-	case CapImplementationLocation:
+	case capImplementationLocation:
 		b.WriteString("Cite the span that declares or defines the subject.\n")
-	case CapRuntimeFlow:
+	case capRuntimeFlow:
 		b.WriteString("The first step holds the subject; each step must call a function declared in the next one.\n")
-	case CapFocusedTests:
+	case capFocusedTests:
 		b.WriteString("Each test must reach the subject; command is exactly: go test ./DIR -run '^TestName$' (go test . for the root).\n")
 	}
 	if task := strings.TrimSpace(req.Task); task != "" {
@@ -456,7 +456,7 @@ func workerPrompt(req WorkerRequest, ob Obligation) string {
 	return b.String()
 }
 
-func facetText(f Facets) string {
+func facetText(f facets) string {
 	var parts []string
 	for _, name := range allFacets {
 		if v := f.get(name); v != "" {
@@ -468,7 +468,7 @@ func facetText(f Facets) string {
 
 // record freezes the session's transcript into RecordDir.
 func (w *codexWorker) record(scenario, inv, dir, home string, rec *transcript.Recorder) error {
-	t, err := transcript.Freeze(transcript.Header{Kind: "header", Format: transcript.Format, CodexVersion: CodexVersion,
+	t, err := transcript.Freeze(transcript.Header{Kind: "header", Format: transcript.Format, CodexVersion: codexVersion,
 		Scenario: scenario + inv, Match: transcript.Match{IgnoreParamKeys: []string{"clientInfo.version"}}},
 		rec.Lines(), map[string]string{"CWD": dir, "CODEX_HOME": home})
 	if err != nil {
