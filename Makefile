@@ -19,7 +19,7 @@ CLAUDE_VERSION := 2.1.332
 CLAUDE_PREFIX := .cache/claude-code-$(CLAUDE_VERSION)
 CLAUDE_BIN ?= $(CURDIR)/$(CLAUDE_PREFIX)/node_modules/@anthropic-ai/claude-code-linux-x64/claude
 
-.PHONY: all build test test-unit test-contract codex claude frozen-worker frozen-changes frozen-hook frozen-exec frozen-lifecycle frozen-corpus corpus crash soak bench bench-smoke check lint fmt vet staticcheck demo fuzz clean
+.PHONY: all build test test-unit test-contract codex claude frozen-worker frozen-changes frozen-hook frozen-exec frozen-lifecycle frozen-corpus corpus crash soak bench bench-smoke check lint fmt vet staticcheck dupl demo fuzz clean
 
 all: build
 
@@ -158,8 +158,8 @@ frozen-corpus: build codex
 bench-smoke: codex
 	NEEDLE_CODEX_BIN=$(CODEX_BIN) $(GO) test -timeout 30m ./... -run '^$$' -bench . -benchtime 1x
 
-## lint: gofmt, go vet and staticcheck (pinned by the go.mod tool directive)
-lint: fmt vet staticcheck
+## lint: gofmt, go vet, staticcheck and dupl (both pinned by the go.mod tool directive)
+lint: fmt vet staticcheck dupl
 
 fmt:
 	@out=$$(gofmt -l .); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
@@ -169,6 +169,15 @@ vet:
 
 staticcheck:
 	$(GO) tool staticcheck ./...
+
+# dupl: no Go clone of DUPL_TOKENS syntax tokens or more (about eight
+# lines) anywhere in the tree, tests included: a copy fails lint, and the
+# code is shared instead (product/testenv for the tests' set-up).
+DUPL_TOKENS = 75
+dupl:
+	@out=$$(find . -name '*.go' -not -path './.cache/*' -not -path './.git/*' -not -path './bin/*' -not -path './tmp/*' \
+		-not -path './product/web/node_modules/*' | $(GO) tool dupl -files -t $(DUPL_TOKENS) -plumbing) || exit 1; \
+	if [ -n "$$out" ]; then echo "$$out"; echo "dupl: copies of $(DUPL_TOKENS) tokens or more: share the code"; exit 1; fi
 
 ## check: lint, then the tests, then the race detector on the product core
 check: lint test

@@ -4,8 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
-	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -42,32 +40,7 @@ func mustRealRepo(tb testing.TB, modVersion string, deps bool) string {
 		tb.Fatalf("%s: the proxy served %s, pinned %s", modVersion, d.Sum, validateModules[modVersion])
 	}
 	repo := filepath.Join(tb.TempDir(), strings.NewReplacer("/", "_", "@", "_").Replace(modVersion))
-	err = filepath.WalkDir(d.Dir, func(p string, e fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(d.Dir, p)
-		if e.IsDir() {
-			return os.MkdirAll(filepath.Join(repo, rel), 0o755)
-		}
-		in, err := os.Open(p)
-		if err != nil {
-			return err
-		}
-		defer in.Close()
-		out, err := os.Create(filepath.Join(repo, rel))
-		if err != nil {
-			return err
-		}
-		if _, err := io.Copy(out, in); err != nil {
-			out.Close()
-			return err
-		}
-		return out.Close()
-	})
-	if err != nil {
-		tb.Fatal(err)
-	}
+	testenv.CopyTree(tb, d.Dir, repo)
 	mustGit(tb, repo, "init", "-q")
 	mustGit(tb, repo, "add", "-A")
 	mustGit(tb, repo, "-c", "user.name=n", "-c", "user.email=n@example.com", "commit", "-qm", modVersion)

@@ -10,10 +10,9 @@ import (
 )
 
 // Bounds of a prepare_change request. Like the need bounds they are part of
-// the MCP contract: the inputSchema advertises the same numbers.
+// the MCP contract: the inputSchema advertises the same numbers. As JSON
+// text a request is bounded as a need is (maxRequestBytes, parseJSONTree).
 const (
-	// maxChangeRequestBytes bounds a prepare_change request as JSON text.
-	maxChangeRequestBytes = 64 << 10
 	// maxCriteria bounds the acceptance criteria (at least one).
 	maxCriteria = lifecycle.MaxCriteria
 	// maxCriterionChars bounds one acceptance criterion (code points).

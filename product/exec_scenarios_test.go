@@ -209,11 +209,7 @@ var execScenarios = []execScenario{
 		name: "newturn_hit", coordination: coordinationNewTurn, evidence: true,
 		script: fakemodel.Script{Responses: []fakemodel.Response{msgResp(greetMarker), msgResp(greetDone)}},
 		check: func(t *testing.T, r *execRun) {
-			expectf(t, r.err == nil && r.res.Status == "completed", "run: %v, status %q", r.err, r.res.Status)
-			expectf(t, fmt.Sprint(r.res.Replies, r.res.Deliveries) == "[context] [new-turn]", "replies %v, deliveries %v", r.res.Replies, r.res.Deliveries)
-			expectf(t, r.kinds() == "turn_completed(completed) marker resolution_started resolution_done(context) delivered(new-turn) turn_completed(completed)",
-				"events %s", r.kinds())
-			expectf(t, r.count("turn_started") == 2, "%d turns started", r.count("turn_started"))
+			r.expectCompleted(t, "[context] [new-turn]", "turn_completed(completed) marker resolution_started resolution_done(context) delivered(new-turn) turn_completed(completed)", 2)
 		},
 		checkModel: func(t *testing.T, in []string) {
 			expectf(t, len(in) == 2, "%d model requests", len(in))
@@ -226,10 +222,7 @@ var execScenarios = []execScenario{
 		name: "continue_steer", coordination: coordinationContinueWorking, evidence: true,
 		script: fakemodel.Script{Responses: []fakemodel.Response{markerThenRead(), heldResp(neverSentReply), afterReply(greetDone)}},
 		check: func(t *testing.T, r *execRun) {
-			expectf(t, r.err == nil && r.res.Status == "completed", "run: %v, status %q", r.err, r.res.Status)
-			expectf(t, fmt.Sprint(r.res.Replies, r.res.Deliveries) == "[context] [steer]", "replies %v, deliveries %v", r.res.Replies, r.res.Deliveries)
-			expectf(t, r.kinds() == "marker resolution_started resolution_done(context) delivered(steer) turn_completed(completed)", "events %s", r.kinds())
-			expectf(t, r.count("turn_started") == 1, "%d turns started", r.count("turn_started"))
+			r.expectCompleted(t, "[context] [steer]", "marker resolution_started resolution_done(context) delivered(steer) turn_completed(completed)", 1)
 		},
 		checkModel: func(t *testing.T, in []string) {
 			lastInputCarriesReply(t, in)
@@ -245,11 +238,7 @@ var execScenarios = []execScenario{
 		gateOn: func(ev execEvent, first string) bool { return ev.Kind == "turn_completed" && ev.TurnID == first },
 		script: fakemodel.Script{Responses: []fakemodel.Response{msgResp(greetMarker), msgResp(greetDone)}},
 		check: func(t *testing.T, r *execRun) {
-			expectf(t, r.err == nil && r.res.Status == "completed", "run: %v, status %q", r.err, r.res.Status)
-			expectf(t, fmt.Sprint(r.res.Replies, r.res.Deliveries) == "[context] [new-turn]", "replies %v, deliveries %v", r.res.Replies, r.res.Deliveries)
-			expectf(t, r.kinds() == "marker resolution_started turn_completed(completed) resolution_done(context) delivered(new-turn) turn_completed(completed)",
-				"events %s", r.kinds())
-			expectf(t, r.count("turn_started") == 2, "%d turns started", r.count("turn_started"))
+			r.expectCompleted(t, "[context] [new-turn]", "marker resolution_started turn_completed(completed) resolution_done(context) delivered(new-turn) turn_completed(completed)", 2)
 		},
 		checkModel: func(t *testing.T, in []string) {
 			expectf(t, len(in) == 2, "%d model requests", len(in))
@@ -386,4 +375,15 @@ func (w testWriter) Write(p []byte) (int, error) {
 		w.t.Logf("%s: %s", w.what, s)
 	}
 	return len(p), nil
+}
+
+// expectCompleted checks a run that completed with these replies and
+// deliveries ("[context] [new-turn]"), these events in order and this many
+// turns started.
+func (r *execRun) expectCompleted(t *testing.T, repliesDeliveries, events string, turns int) {
+	t.Helper()
+	expectf(t, r.err == nil && r.res.Status == "completed", "run: %v, status %q", r.err, r.res.Status)
+	expectf(t, fmt.Sprint(r.res.Replies, r.res.Deliveries) == repliesDeliveries, "replies %v, deliveries %v", r.res.Replies, r.res.Deliveries)
+	expectf(t, r.kinds() == events, "events %s", r.kinds())
+	expectf(t, r.count("turn_started") == turns, "%d turns started", r.count("turn_started"))
 }

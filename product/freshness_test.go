@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/needle-dev/needle/product/internal/snapshot"
+	"github.com/needle-dev/needle/product/testenv"
 )
 
 // Figures measured on the development VM (linux/amd64, 2 vCPU, ext4, Go
@@ -114,22 +115,7 @@ func BenchmarkNeedContextHit(b *testing.B) {
 // in a three-level layout, and returns their slash paths.
 func mustSyntheticRepo(tb testing.TB, root string, n int) []string {
 	tb.Helper()
-	paths := make([]string, 0, n)
-	for i := range n {
-		dir := i / 100
-		rel := fmt.Sprintf("d%d/d%d/d%d/f%d.go", dir/100, dir/10%10, dir%10, i)
-		p := filepath.Join(root, filepath.FromSlash(rel))
-		if i%100 == 0 {
-			if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-				tb.Fatal(err)
-			}
-		}
-		if err := os.WriteFile(p, fmt.Appendf(nil, "package p // %d\n", i), 0o644); err != nil {
-			tb.Fatal(err)
-		}
-		paths = append(paths, rel)
-	}
-	return paths
+	return testenv.SyntheticTree(tb, root, n)
 }
 
 func depPaths(deps []dependency) []string {

@@ -6,12 +6,17 @@
 package testenv
 
 import (
+	"fmt"
+	"io"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
+
+	"golang.org/x/tools/txtar"
 )
 
 // CodexVersion is the pinned codex (the Makefile's CODEX_VERSION).
@@ -82,4 +87,80 @@ func CheckedCodex(tb testing.TB) string {
 func Cache(tb testing.TB, name string) string {
 	tb.Helper()
 	return filepath.Join(ModuleRoot(tb), ".cache", name)
+}
+
+// Materialize writes the files of a txtar archive into a new temporary
+// directory and returns it.
+func Materialize(tb testing.TB, archive string) string {
+	tb.Helper()
+	ar, err := txtar.ParseFile(archive)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	dir := tb.TempDir()
+	for _, f := range ar.Files {
+		p := filepath.Join(dir, filepath.FromSlash(f.Name))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			tb.Fatal(err)
+		}
+		if err := os.WriteFile(p, f.Data, 0o644); err != nil {
+			tb.Fatal(err)
+		}
+	}
+	return dir
+}
+
+// CopyTree copies the directory tree src (a module in the read-only module
+// cache, say) into dst as new writable files.
+func CopyTree(tb testing.TB, src, dst string) {
+	tb.Helper()
+	err := filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(src, p)
+		if d.IsDir() {
+			return os.MkdirAll(filepath.Join(dst, rel), 0o755)
+		}
+		in, err := os.Open(p)
+		if err != nil {
+			return err
+		}
+		defer in.Close()
+		out, err := os.Create(filepath.Join(dst, rel))
+		if err != nil {
+			return err
+		}
+		if _, err := io.Copy(out, in); err != nil {
+			out.Close()
+			return err
+		}
+		return out.Close()
+	})
+	if err != nil {
+		tb.Fatal(err)
+	}
+}
+
+// SyntheticTree writes n small Go files under root, 100 to a directory and
+// ten directories to a parent (the depth a real repository has), and
+// returns their slash paths.
+func SyntheticTree(tb testing.TB, root string, n int) []string {
+	tb.Helper()
+	paths := make([]string, 0, n)
+	for i := range n {
+		dir := i / 100
+		rel := fmt.Sprintf("d%d/d%d/d%d/f%d.go", dir/100, dir/10%10, dir%10, i)
+		p := filepath.Join(root, filepath.FromSlash(rel))
+		if i%100 == 0 {
+			if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+				tb.Fatal(err)
+			}
+		}
+		if err := os.WriteFile(p, fmt.Appendf(nil, "package p // %d\n", i), 0o644); err != nil {
+			tb.Fatal(err)
+		}
+		paths = append(paths, rel)
+	}
+	return paths
 }

@@ -2,10 +2,10 @@ package snapshot
 
 import (
 	"fmt"
-	"os"
-	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/needle-dev/needle/product/testenv"
 )
 
 // BenchmarkFileDigest_Cached looks up the same 20 files through a warm
@@ -44,22 +44,7 @@ func BenchmarkFileDigest_Cached(b *testing.B) {
 // repository has — and returns their paths.
 func mustSyntheticTree(tb testing.TB, root string, n int) []string {
 	tb.Helper()
-	paths := make([]string, 0, n)
-	for i := range n {
-		dir := i / 100
-		rel := fmt.Sprintf("d%d/d%d/d%d/f%d.go", dir/100, dir/10%10, dir%10, i)
-		p := filepath.Join(root, filepath.FromSlash(rel))
-		if i%100 == 0 {
-			if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-				tb.Fatal(err)
-			}
-		}
-		if err := os.WriteFile(p, fmt.Appendf(nil, "package p // %d\n", i), 0o644); err != nil {
-			tb.Fatal(err)
-		}
-		paths = append(paths, rel)
-	}
-	return paths
+	return testenv.SyntheticTree(tb, root, n)
 }
 
 // sample returns k paths spread evenly over paths.

@@ -11,8 +11,6 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/rogpeppe/go-internal/txtar"
-
 	"github.com/needle-dev/needle/product/testenv"
 )
 
@@ -67,21 +65,7 @@ func MustRunner(tb testing.TB) *Runner {
 // MustMaterialize writes the files of testdata/name into a new directory.
 func MustMaterialize(tb testing.TB, name string) string {
 	tb.Helper()
-	ar, err := txtar.ParseFile(filepath.Join("testdata", name))
-	if err != nil {
-		tb.Fatal(err)
-	}
-	dir := tb.TempDir()
-	for _, f := range ar.Files {
-		p := filepath.Join(dir, filepath.FromSlash(f.Name))
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			tb.Fatal(err)
-		}
-		if err := os.WriteFile(p, f.Data, 0o644); err != nil {
-			tb.Fatal(err)
-		}
-	}
-	return dir
+	return testenv.Materialize(tb, filepath.Join("testdata", name))
 }
 
 // funcSpan finds the lines of a function or method declaration with go/ast

@@ -4,12 +4,12 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"io"
-	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"testing"
+
+	"github.com/needle-dev/needle/product/testenv"
 )
 
 // cobra v1.9.1, fetched through the module proxy and pinned by its go.sum
@@ -38,32 +38,7 @@ func MustCobraCheckout(tb testing.TB) string {
 		tb.Fatalf("go mod download %s: %v %s (hash %s, pinned %s)\n%s", cobraModule, err, info.Error, info.Sum, cobraSum, stderr.Bytes())
 	}
 	dir := tb.TempDir()
-	err = filepath.WalkDir(info.Dir, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(info.Dir, p)
-		if d.IsDir() {
-			return os.MkdirAll(filepath.Join(dir, rel), 0o755)
-		}
-		in, err := os.Open(p)
-		if err != nil {
-			return err
-		}
-		defer in.Close()
-		o, err := os.Create(filepath.Join(dir, rel))
-		if err != nil {
-			return err
-		}
-		if _, err := io.Copy(o, in); err != nil {
-			o.Close()
-			return err
-		}
-		return o.Close()
-	})
-	if err != nil {
-		tb.Fatal(err)
-	}
+	testenv.CopyTree(tb, info.Dir, dir)
 	dl := exec.Command("go", "mod", "download", "all")
 	dl.Dir = dir
 	dl.Env = append(os.Environ(), "GOFLAGS=-mod=mod")

@@ -3,13 +3,12 @@ package typecheck
 import (
 	"context"
 	"encoding/json"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"sync"
 	"testing"
 
-	"github.com/rogpeppe/go-internal/txtar"
+	"github.com/needle-dev/needle/product/testenv"
 )
 
 var goEnv = sync.OnceValues(func() (map[string]string, error) {
@@ -74,21 +73,7 @@ func MustNewLoader(tb testing.TB, withModCache bool) *Loader {
 // directory and returns it.
 func MustMaterialize(tb testing.TB, name string) string {
 	tb.Helper()
-	ar, err := txtar.ParseFile(filepath.Join("testdata", name))
-	if err != nil {
-		tb.Fatal(err)
-	}
-	dir := tb.TempDir()
-	for _, f := range ar.Files {
-		p := filepath.Join(dir, filepath.FromSlash(f.Name))
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			tb.Fatal(err)
-		}
-		if err := os.WriteFile(p, f.Data, 0o644); err != nil {
-			tb.Fatal(err)
-		}
-	}
-	return dir
+	return testenv.Materialize(tb, filepath.Join("testdata", name))
 }
 
 // MustSource opens dir as a Source for the test's lifetime.

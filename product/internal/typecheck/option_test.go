@@ -121,16 +121,7 @@ func TestPackage_FindOption(t *testing.T) {
 		{"server.port", []DefKind{DefConfigKey}, []string{"other.go:14"}},
 		{"db.url", []DefKind{DefConfigKey, DefEnv}, []string{"other.go:15"}},
 	} {
-		t.Run(tc.name, func(t *testing.T) {
-			defs, maybe := pkg.FindOption(tc.name, tc.kinds...)
-			var locs []string
-			for _, d := range defs {
-				locs = append(locs, fmt.Sprintf("%s:%d", d.File, d.Line))
-			}
-			if !slices.Equal(locs, tc.want) || len(maybe) != 0 {
-				t.Errorf("FindOption(%q) = %v (undecided %v), want %v", tc.name, locs, maybe, tc.want)
-			}
-		})
+		t.Run(tc.name, func(t *testing.T) { checkFindOption(t, pkg, tc.name, tc.kinds, tc.want) })
 	}
 }
 
@@ -276,16 +267,7 @@ func TestPackage_FindOptionByMeaning(t *testing.T) {
 		{"--help", flags, []string{"flags_test.go:10"}},
 		{"timeout", env, nil},
 	} {
-		t.Run(tc.name, func(t *testing.T) {
-			defs, maybe := pkg.FindOption(tc.name, tc.kinds...)
-			var locs []string
-			for _, d := range defs {
-				locs = append(locs, fmt.Sprintf("%s:%d", d.File, d.Line))
-			}
-			if !slices.Equal(locs, tc.want) || len(maybe) != 0 {
-				t.Errorf("FindOption(%q) = %v (undecided %v), want %v", tc.name, locs, maybe, tc.want)
-			}
-		})
+		t.Run(tc.name, func(t *testing.T) { checkFindOption(t, pkg, tc.name, tc.kinds, tc.want) })
 	}
 }
 
@@ -299,5 +281,19 @@ func TestEnumNames(t *testing.T) {
 		if c.got != c.want {
 			t.Errorf("%q, want %q", c.got, c.want)
 		}
+	}
+}
+
+// checkFindOption checks that FindOption finds exactly the definitions at
+// want (file:line) and leaves nothing undecided.
+func checkFindOption(t *testing.T, pkg *Package, name string, kinds []DefKind, want []string) {
+	t.Helper()
+	defs, maybe := pkg.FindOption(name, kinds...)
+	var locs []string
+	for _, d := range defs {
+		locs = append(locs, fmt.Sprintf("%s:%d", d.File, d.Line))
+	}
+	if !slices.Equal(locs, want) || len(maybe) != 0 {
+		t.Errorf("FindOption(%q) = %v (undecided %v), want %v", name, locs, maybe, want)
 	}
 }
