@@ -838,7 +838,11 @@
 //	adapter_codex.go     the Codex App Server adapters: explore, implement, review, verify
 //	adapter_testrun.go   the test adapter: Needle runs the frozen test plans, sandboxed
 //	invocation.go        invocation records around every adapter: no worker runs twice under one id
-//	apply.go             approval, the journaled all-or-nothing apply, recovery, diff
+//	apply.go             approval and apply: the binding an approval names, the apply's entry
+//	apply_journal.go     the journaled all-or-nothing apply and its rollback
+//	apply_recover.go     an interrupted apply finished, undone or abandoned; recovery at open
+//	apply_write.go       the locks an apply holds; the work tree's files read and written
+//	diff.go              the unified diff of a change's patch
 //	integrity.go         content addresses checked on read: patch blobs, lifecycle artifacts
 //	drift.go             the drift rule: what a lifecycle's proof depended on, checked at apply
 //	engine_lifecycle.go  StartLifecycle, RunLifecycle, Lifecycles, Lifecycle, LifecycleEvents
