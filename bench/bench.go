@@ -96,32 +96,41 @@ func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io
 	case "help", "-h", "-help", "--help":
 		fmt.Fprint(stdout, usage)
 		return 0
-	case "version":
-		if len(args) != 1 {
-			fmt.Fprintln(stderr, "needlebench version: takes no arguments")
-			return 2
+	}
+	for _, c := range commands {
+		if c.name == args[0] {
+			return c.run(h, args[1:])
 		}
-		fmt.Fprintf(stdout, "needlebench %s\nproduct definition %s\n", product.Version(), product.DefinitionID())
-		return 0
-	case "appserver-replay":
-		return h.replay(args[1:])
-	case "fake-model":
-		return h.fakeModel(args[1:])
-	case "record":
-		return h.record(args[1:])
-	case "run":
-		return h.run(args[1:])
-	case "corpus":
-		return h.corpus(args[1:])
-	case "record-change":
-		return h.recordChange(args[1:])
-	case "record-lifecycle":
-		return h.recordLifecycle(args[1:])
-	case "experiment":
-		return h.experiment(args[1:])
 	}
 	fmt.Fprintf(stderr, "needlebench: unknown command %q\n\n%s", args[0], usage)
 	return 2
+}
+
+// commands is needlebench's command table, in the order of its help; a
+// command with subcommands (corpus, experiment) dispatches them itself.
+var commands = []struct {
+	name string
+	run  func(h *harness, args []string) int
+}{
+	{"appserver-replay", (*harness).replay},
+	{"fake-model", (*harness).fakeModel},
+	{"corpus", (*harness).corpus},
+	{"run", (*harness).run},
+	{"record", (*harness).record},
+	{"record-change", (*harness).recordChange},
+	{"record-lifecycle", (*harness).recordLifecycle},
+	{"experiment", (*harness).experiment},
+	{"version", (*harness).version},
+}
+
+// version is needlebench version.
+func (h *harness) version(args []string) int {
+	if len(args) != 0 {
+		fmt.Fprintln(h.stderr, "needlebench version: takes no arguments")
+		return 2
+	}
+	fmt.Fprintf(h.stdout, "needlebench %s\nproduct definition %s\n", product.Version(), product.DefinitionID())
+	return 0
 }
 
 type harness struct {

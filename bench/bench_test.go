@@ -8,7 +8,9 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"regexp"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -84,5 +86,38 @@ func TestAppServerReplay_Mismatch(t *testing.T) {
 	}
 	if !strings.Contains(stderr.String(), "impostor") {
 		t.Errorf("stderr does not show the actual message:\n%s", stderr.String())
+	}
+}
+
+// TestCommandTable_MatchesHelp: every command of the table is in the help,
+// and every command the help lists is in the table (or is help itself).
+func TestCommandTable_MatchesHelp(t *testing.T) {
+	_, list, ok := strings.Cut(usage, "\nCommands:\n")
+	if !ok {
+		t.Fatal("the help has no Commands section")
+	}
+	list, _, _ = strings.Cut(list, "\nExit status:")
+	var helped []string
+	for _, m := range regexp.MustCompile(`(?m)^  ([a-z][a-z-]*)`).FindAllStringSubmatch(list, -1) {
+		if !slices.Contains(helped, m[1]) {
+			helped = append(helped, m[1])
+		}
+	}
+	var table []string
+	for _, c := range commands {
+		table = append(table, c.name)
+	}
+	for _, name := range helped {
+		if name != "help" && !slices.Contains(table, name) {
+			t.Errorf("the help lists %q, which the command table lacks", name)
+		}
+	}
+	for _, name := range table {
+		if !slices.Contains(helped, name) {
+			t.Errorf("the command table has %q, which the help does not list", name)
+		}
+	}
+	if len(table) < 5 {
+		t.Fatalf("found %d commands in the table", len(table))
 	}
 }
