@@ -205,3 +205,41 @@ func forEachString(t *testing.T, files []string, fn func(at token.Position, s st
 		})
 	}
 }
+
+// TestHandlersNeverReachTheStore: the /api/v1 handlers (runtime_api*.go)
+// decode, call an engine's or the runtime's methods (runtime_reads.go),
+// and encode; none names the store, its type or a way to open it.
+func TestHandlersNeverReachTheStore(t *testing.T) {
+	files, err := filepath.Glob("runtime_api*.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, name := range files {
+		if strings.HasSuffix(name, "_test.go") {
+			continue
+		}
+		n++
+		fset := token.NewFileSet()
+		f, err := parser.ParseFile(fset, name, nil, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ast.Inspect(f, func(node ast.Node) bool {
+			switch x := node.(type) {
+			case *ast.SelectorExpr:
+				if x.Sel.Name == "store" {
+					t.Errorf("%s: a handler reaches the store", fset.Position(x.Pos()))
+				}
+			case *ast.Ident:
+				if x.Name == "openStore" || x.Name == "OpenStore" || x.Name == "store" {
+					t.Errorf("%s: a handler names %s", fset.Position(x.Pos()), x.Name)
+				}
+			}
+			return true
+		})
+	}
+	if n < 2 {
+		t.Fatalf("found %d handler files; the test would check too little", n)
+	}
+}

@@ -188,7 +188,7 @@ func (rt *Runtime) getNeeds(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	eid := rt.broker.LastID() // before the read: see web.Page
-	rows, err := rt.store.resolutionFeed(r.Context(), before, limit+1)
+	rows, err := rt.needFeed(r.Context(), before, limit+1)
 	if err != nil {
 		return err
 	}
@@ -225,37 +225,6 @@ func (rt *Runtime) getAccounting(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-// accounting builds web.Accounting; the series only when asked (the event
-// stream sends totals).
-func (rt *Runtime) accounting(ctx context.Context, series bool) (web.Accounting, error) {
-	eid := rt.broker.LastID()
-	t, err := rt.store.accounting(ctx)
-	if err != nil {
-		return web.Accounting{}, err
-	}
-	a := web.Accounting{Resolutions: t.Resolutions, Hits: t.Hits, WorkerRuns: t.WorkerRuns, TokensSpent: t.TokensSpent,
-		TokensSaved: t.TokensSaved, TokensBaseline: t.TokensSpent + t.TokensSaved, ByKind: map[string]int64{},
-		Series: []web.AccountingPoint{}, EventID: eid}
-	if t.Resolutions > 0 {
-		a.HitRate = float64(t.Hits) / float64(t.Resolutions)
-	}
-	for k, n := range t.ByKind {
-		a.ByKind[string(k)] = n
-	}
-	if !series {
-		return a, nil
-	}
-	points, err := rt.store.accountingSeries(ctx, accountingSeriesPoints)
-	if err != nil {
-		return web.Accounting{}, err
-	}
-	for _, p := range points {
-		a.Series = append(a.Series, web.AccountingPoint{At: p.At.UTC(), Resolutions: p.Resolutions, Hits: p.Hits,
-			TokensSpent: p.TokensSpent, TokensSaved: p.TokensSaved})
-	}
-	return a, nil
-}
-
 // getEvidence is one artifact with its certificate and dependencies, and
 // its freshness checked against the current source now.
 func (rt *Runtime) getEvidence(w http.ResponseWriter, r *http.Request) error {
@@ -264,7 +233,7 @@ func (rt *Runtime) getEvidence(w http.ResponseWriter, r *http.Request) error {
 		return invalidf("api.evidence", "artifact_id", "not an artifact id (b3: and 64 hex digits)")
 	}
 	eid := rt.broker.LastID()
-	rec, err := rt.store.artifactRecord(r.Context(), id)
+	rec, err := rt.artifactRecord(r.Context(), id)
 	if err != nil {
 		return err
 	}

@@ -54,20 +54,6 @@ func (rt *Runtime) rootEngine(ctx context.Context, root string) (*Engine, error)
 	return e, nil
 }
 
-// lifecycleEngine finds the lifecycle named by id (lcy_… or chg_…) and
-// the engine of its repository.
-func (rt *Runtime) lifecycleEngine(ctx context.Context, id string) (*Engine, string, error) {
-	if !lifecycleOrChange.MatchString(id) {
-		return nil, "", invalidf("api.lifecycle", "id", "not a lifecycle id (lcy_ or chg_ and 24 hex digits)")
-	}
-	ref, err := rt.store.lifecycleRef(ctx, id)
-	if err != nil {
-		return nil, "", err
-	}
-	e, err := rt.rootEngine(ctx, ref.Root)
-	return e, ref.ID, err
-}
-
 // lifecycleCursor spells the (updated_at, lifecycle_id) position of a page
 // boundary, opaquely.
 func lifecycleCursor(r lifecycleRef) string {
@@ -103,7 +89,7 @@ func (rt *Runtime) getLifecycles(w http.ResponseWriter, r *http.Request) error {
 		}
 	}
 	eid := rt.broker.LastID()
-	refs, err := rt.store.lifecyclePage(r.Context(), afterUpdated, afterID, limit+1)
+	refs, err := rt.lifecyclePage(r.Context(), afterUpdated, afterID, limit+1)
 	if err != nil {
 		return err
 	}
@@ -242,7 +228,7 @@ func (rt *Runtime) lifecycleDetail(ctx context.Context, id string) (web.Lifecycl
 
 // approvalDTO projects a recorded approval, dated by its journal event.
 func (rt *Runtime) approvalDTO(ctx context.Context, e *Engine, lid, approvalID string) (web.Approval, error) {
-	row, ok, err := rt.store.approval(ctx, approvalID)
+	row, ok, err := rt.approval(ctx, approvalID)
 	if err != nil {
 		return web.Approval{}, err
 	}
