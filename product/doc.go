@@ -865,6 +865,7 @@
 //	runtime_reads.go     the runtime's reads for its handlers; the handlers never reach the store
 //	runtime_events.go    the event stream: committed rows published as server-sent events
 //	main.go              the needle command: dispatch, help, version
+//	datadir.go           the data directory's door for the commands without a repository
 //	main_*.go            its command families: need, evidence, profile (and
 //	                     config), mcp, db, change, serve (and ui)
 //

@@ -368,21 +368,6 @@ func (c *cli) path(p string) string {
 	return p
 }
 
-// openStore opens the store in dataDir, or inside the resident runtime
-// lends the runtime's store. The caller calls release when done.
-func (c *cli) openStore(dataDir string) (st *store, release func(), err error) {
-	if c.rt != nil {
-		if err := c.rt.serves(c.path(dataDir)); err != nil {
-			return nil, nil, err
-		}
-		return c.rt.store, func() {}, nil
-	}
-	if st, err = OpenStore(c.ctx, c.path(dataDir)); err != nil {
-		return nil, nil, err
-	}
-	return st, func() { st.Close() }, nil
-}
-
 // openEngine opens an engine for cfg: over its own store, or inside the
 // resident runtime over the runtime's store.
 func (c *cli) openEngine(cfg Config) (*Engine, error) {

@@ -87,12 +87,12 @@ var changeConfigHook func(*Config)
 // settings reads the profile settings of dataDir (the runtime's store,
 // inside it).
 func (c *cli) settings(dataDir string) (map[string]string, error) {
-	st, release, err := c.openStore(dataDir)
+	h, release, err := c.openDataHome(dataDir)
 	if err != nil {
 		return nil, err
 	}
 	defer release()
-	return st.Settings(c.ctx)
+	return h.Settings(c.ctx)
 }
 
 // stringList is a repeatable string flag.

@@ -26,12 +26,12 @@ func (c *cli) dbCheck(args []string) int {
 		fmt.Fprintf(c.stderr, "needle db check: --data-dir DIR is required and takes no arguments\n\n%s", usageDBCheck)
 		return 2
 	}
-	st, release, err := c.openStore(*dataDir)
+	h, release, err := c.openDataHome(*dataDir)
 	if err != nil {
 		return c.fail("db check", err)
 	}
 	defer release()
-	rep, err := st.Check(c.ctx)
+	rep, err := h.Check(c.ctx)
 	if err != nil {
 		return c.fail("db check", err)
 	}

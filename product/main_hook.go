@@ -184,15 +184,12 @@ func (c *cli) hookInstall(args []string) int {
 		return c.fail("hook install", &Error{Op: "hook.install", Kind: kindIO, Err: err})
 	}
 	// The profile must exist now, not at the first stop.
-	st, err := OpenStore(c.ctx, data)
+	h, release, err := c.openDataHome(data)
 	if err != nil {
 		return c.fail("hook install", err)
 	}
-	perr := st.ensureDefaultProfile(c.ctx)
-	if perr == nil {
-		_, perr = st.profile(c.ctx, *profileID)
-	}
-	st.Close()
+	_, perr := h.Profile(c.ctx, *profileID)
+	release()
 	if perr != nil {
 		return c.fail("hook install", perr)
 	}

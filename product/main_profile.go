@@ -118,12 +118,12 @@ func (c *cli) config(args []string) int {
 			return c.fail("config "+verb, err)
 		}
 	}
-	st, release, err := c.openStore(dataDir)
+	h, release, err := c.openDataHome(dataDir)
 	if err != nil {
 		return c.fail("config "+verb, err)
 	}
 	defer release()
-	return c.runConfig(st, verb, rest)
+	return c.runConfig(h, verb, rest)
 }
 
 func checkSetting(key, value string, setting bool) error {
@@ -139,14 +139,14 @@ func checkSetting(key, value string, setting bool) error {
 	return nil
 }
 
-func (c *cli) runConfig(st *store, verb string, args []string) int {
+func (c *cli) runConfig(h dataHome, verb string, args []string) int {
 	if verb == "set" {
-		if err := st.SetSetting(c.ctx, args[0], args[1]); err != nil {
+		if err := h.SetSetting(c.ctx, args[0], args[1]); err != nil {
 			return c.fail("config set", err)
 		}
 		return 0
 	}
-	all, err := st.Settings(c.ctx)
+	all, err := h.Settings(c.ctx)
 	if err != nil {
 		return c.fail("config "+verb, err)
 	}
@@ -305,22 +305,19 @@ func (c *cli) profileCmd(args []string) int {
 			return c.fail("profile create", err)
 		}
 	}
-	st, release, err := c.openStore(dataDir)
+	h, release, err := c.openDataHome(dataDir)
 	if err != nil {
 		return c.fail("profile "+verb, err)
 	}
 	defer release()
-	if err := st.ensureDefaultProfile(c.ctx); err != nil {
-		return c.fail("profile "+verb, err)
-	}
 	var out any
 	switch verb {
 	case "list":
-		out, err = st.profiles(c.ctx)
+		out, err = h.Profiles(c.ctx)
 	case "show":
-		out, err = st.profile(c.ctx, rest[0])
+		out, err = h.Profile(c.ctx, rest[0])
 	case "create":
-		out, err = st.putProfileRevision(c.ctx, rest[0], body, false)
+		out, err = h.CreateProfile(c.ctx, rest[0], body)
 	}
 	if err != nil {
 		return c.fail("profile "+verb, err)
