@@ -13,10 +13,11 @@ var dist embed.FS
 // Assets is the built UI: index.html and assets/.
 var Assets, _ = fs.Sub(dist, "dist")
 
-// Handler serves the UI: /assets/* as files (long-cacheable: their names
-// do not change, so no-cache with validation), and index.html for / and
-// for every other GET path that is not an API route, so that a reload of a
-// client-side route works.
+// Handler serves the UI: /assets/* as files, cached for a year (their
+// names carry a hash of their content, so new content is a new name), and
+// index.html, never cached without validation, for / and for every other
+// GET path that is not an API route, so that a reload of a client-side
+// route works.
 func Handler() http.Handler {
 	files := http.FileServerFS(Assets)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -25,11 +26,16 @@ func Handler() http.Handler {
 			http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
 			return
 		}
-		w.Header().Set("Cache-Control", "no-cache")
 		if strings.HasPrefix(r.URL.Path, "/assets/") {
+			// A name that is not there may be one day: only a built
+			// asset is cached.
+			if _, err := fs.Stat(Assets, strings.TrimPrefix(r.URL.Path, "/")); err == nil {
+				w.Header().Set("Cache-Control", "public, max-age=31536000, immutable")
+			}
 			files.ServeHTTP(w, r)
 			return
 		}
+		w.Header().Set("Cache-Control", "no-cache")
 		http.ServeFileFS(w, r, Assets, "index.html")
 	})
 }

@@ -9,16 +9,22 @@
 // in src/, bundled by `go generate ./product/web`, which runs
 // internal/build: it installs the npm packages if node_modules is missing
 // (npm ci), type-checks with tsc, and bundles with esbuild's Go API into
-// dist/. dist/ is committed and embedded, so building Needle needs no Node;
-// internal/build's test fails when dist/ is not what the sources build.
+// dist/: assets/app-HASH.js and .css, named by a hash of their content and
+// so served with a year's cache, and the index.html that names them (never
+// cached without validation). dist/ is committed and embedded, so building
+// Needle needs no Node; internal/build's test fails when dist/ is not what
+// the sources build.
 //
 // The page has no inline script or style, loads nothing from another
 // origin, and works under the guard's Content-Security-Policy.
 //
 //	api.go       the /api/v1 DTOs and routes (the contract)
 //	assets.go    the embedded dist/ and its handler
-//	index.html   the page shell (copied to dist/)
-//	src/         the React application (api.ts mirrors api.go)
+//	index.html   the page shell (dist/index.html names the hashed assets)
+//	src/         the React application (api.ts mirrors api.go); app.tsx the
+//	             shell and routes, src/views/ one file a view: feed (and
+//	             accounting), evidence, lifecycles, lifecycle (approval,
+//	             apply, cancel), common
 //	internal/build     the generator (esbuild Go API)
 //
 // The browser tests (chromedp driving chromium) run against a real

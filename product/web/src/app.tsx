@@ -1,6 +1,10 @@
 import { useCallback, useEffect, useRef, useState } from "react";
 import { Accounting, ApiError, LifecycleSummary, ResolutionSummary, api, openStream } from "./api";
-import { AccountingView, ErrorNote, EvidenceView, FeedView, LifecycleView, LifecyclesView } from "./views";
+import { ErrorNote } from "./views/common";
+import { EvidenceView } from "./views/evidence";
+import { AccountingView, FeedView } from "./views/feed";
+import { LifecycleView } from "./views/lifecycle";
+import { LifecyclesView } from "./views/lifecycles";
 
 // The feed keeps at most this many resolutions in memory.
 const FEED_MAX = 200;

@@ -37,7 +37,15 @@ func TestDistFresh(t *testing.T) {
 	if regexp.MustCompile(`(?i)(src|href)="(https?:)?//`).Match(index) {
 		t.Error("index.html loads from another origin")
 	}
-	if bytes.Contains(got["assets/app.css"], []byte("@import")) || bytes.Contains(got["assets/app.css"], []byte("url(http")) {
-		t.Error("app.css loads from another origin")
+	css := got[assetName(got, ".css")]
+	if len(css) == 0 || bytes.Contains(css, []byte("@import")) || bytes.Contains(css, []byte("url(http")) {
+		t.Error("the stylesheet is missing or loads from another origin")
+	}
+	// The page names exactly the hashed assets that were built.
+	for _, ext := range []string{".js", ".css"} {
+		name := assetName(got, ext)
+		if !regexp.MustCompile(`^assets/app-[A-Z0-9]{8,}\`+ext+`$`).MatchString(name) || !bytes.Contains(index, []byte(`"/`+name+`"`)) {
+			t.Errorf("index.html does not name the hashed asset %q", name)
+		}
 	}
 }

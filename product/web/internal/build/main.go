@@ -2,8 +2,8 @@
 // API: `go generate ./product/web` runs it in product/web. It installs the
 // pinned npm packages when node_modules is missing (npm ci: the lockfile
 // decides), type-checks the sources with tsc, bundles src/main.tsx (React,
-// minified, production) into dist/assets/app.js and app.css, and copies
-// index.html. The output is committed; the test in this directory fails
+// minified, production) into dist/assets/app-HASH.js and app-HASH.css
+// (the hash is of the content), and writes index.html naming them. The output is committed; the test in this directory fails
 // when it is not what the sources build.
 package main
 
@@ -94,7 +94,7 @@ func bundle(dir string) (map[string][]byte, error) {
 	res := api.Build(api.BuildOptions{
 		AbsWorkingDir:     dir,
 		EntryPoints:       []string{"src/main.tsx"},
-		EntryNames:        "app",
+		EntryNames:        "app-[hash]", // a new name for new content: served with a long cache
 		Outdir:            filepath.Join(dir, "dist", "assets"),
 		Bundle:            true,
 		Write:             false,
@@ -127,13 +127,36 @@ func bundle(dir string) (map[string][]byte, error) {
 	if err != nil {
 		return nil, err
 	}
+	// index.html names the unhashed assets; the built page names the
+	// hashed ones esbuild made.
+	for _, ext := range []string{".js", ".css"} {
+		name := assetName(files, ext)
+		if name == "" {
+			return nil, fmt.Errorf("esbuild made no assets/app-HASH%s", ext)
+		}
+		plain := "/assets/app" + ext
+		if !bytes.Contains(index, []byte(`"`+plain+`"`)) {
+			return nil, fmt.Errorf("index.html does not name %s", plain)
+		}
+		index = bytes.ReplaceAll(index, []byte(`"`+plain+`"`), []byte(`"/`+name+`"`))
+	}
 	files["index.html"] = index
-	for _, want := range []string{"assets/app.js", "assets/app.css"} {
-		if _, ok := files[want]; !ok {
-			return nil, fmt.Errorf("esbuild made no %s", want)
+	return files, nil
+}
+
+// assetName is the dist-relative name of the one built asset with the
+// extension ext ("assets/app-HASH.js"), or "".
+func assetName(files map[string][]byte, ext string) string {
+	found := ""
+	for name := range files {
+		if strings.HasPrefix(name, "assets/app-") && strings.HasSuffix(name, ext) {
+			if found != "" {
+				return ""
+			}
+			found = name
 		}
 	}
-	return files, nil
+	return found
 }
 
 func sortedNames(m map[string][]byte) []string {
