@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"modernc.org/sqlite" // also registers the "sqlite" database/sql driver
+	sqlite3 "modernc.org/sqlite/lib"
 
 	"github.com/needle-dev/needle/product/internal/filelock"
 	"github.com/needle-dev/needle/product/internal/fsinfo"
@@ -40,8 +41,13 @@ const applicationID = 0x4E45444C
 var storeDriver = "sqlite"
 
 // busyTimeoutMillis bounds how long a statement waits for another
-// connection's lock before failing with SQLITE_BUSY.
-const busyTimeoutMillis = 5000
+// connection's lock before failing with SQLITE_BUSY. Writers of one store
+// are many processes (mcp serve sessions, the runtime, a refresh, the
+// CLI) and a write may wait behind several: 5 seconds was too short on a
+// loaded machine (the soak beside other test suites answered need_context
+// with store.worker_run: database is locked). A wait this long is still
+// bounded, and what outlasts it is told as the store being busy.
+var busyTimeoutMillis = 30000
 
 //go:embed migrations/*.sql
 var migrationFiles embed.FS
@@ -371,7 +377,29 @@ func (s *store) txError(op string, err error) error {
 	if errors.Is(err, errStoreNotFound) {
 		return storeError(op, err)
 	}
+	if isBusy(err) {
+		return busyError(op, err)
+	}
 	return &Error{Op: op, Kind: kindStore, Err: fileSystemFault(s.dir, err)}
+}
+
+// isBusy reports whether err is SQLite's busy or locked: another
+// connection held the lock for longer than busyTimeoutMillis.
+func isBusy(err error) bool {
+	var se *sqlite.Error
+	if !errors.As(err, &se) {
+		return false
+	}
+	code := se.Code() & 0xff
+	return code == sqlite3.SQLITE_BUSY || code == sqlite3.SQLITE_LOCKED
+}
+
+// busyError tells a store that stayed locked as unavailable for now, not
+// as an internal failure: nothing is wrong with the request or the store,
+// and asking again may succeed.
+func busyError(op string, err error) error {
+	return &Error{Op: op, Kind: kindUnavailable,
+		Err: fmt.Errorf("the store stayed locked by another process for %d s; try again: %w", busyTimeoutMillis/1000, err)}
 }
 
 // fileSystemFault tells a failure to read or write the store that the data
@@ -400,8 +428,11 @@ func fileSystemFault(dir string, err error) error {
 
 func storeError(op string, err error) error {
 	kind := kindStore
-	if errors.Is(err, errStoreNotFound) {
+	switch {
+	case errors.Is(err, errStoreNotFound):
 		kind = kindNotFound
+	case isBusy(err):
+		return busyError(op, err)
 	}
 	return &Error{Op: op, Kind: kind, Err: err}
 }

@@ -515,3 +515,41 @@ func TestOpenStore_FilesArePrivate(t *testing.T) {
 	MustOpenStore(t, dir)
 	check("reopened", files...)
 }
+
+// TestStore_BusyIsUnavailable: a write that waits longer than the busy
+// timeout for another connection's write lock fails as unavailable ("the
+// store stayed locked ...; try again"), not as an internal store failure,
+// and changes nothing; once the lock is gone the same write succeeds.
+func TestStore_BusyIsUnavailable(t *testing.T) {
+	defer func(v int) { busyTimeoutMillis = v }(busyTimeoutMillis)
+	busyTimeoutMillis = 100
+	ctx := context.Background()
+	dir := filepath.Join(t.TempDir(), "data")
+	s := MustOpenStore(t, dir)
+	other, err := sql.Open(storeDriver, storeDSN(filepath.Join(dir, storeFileName)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	holder, err := other.BeginTx(ctx, nil) // BEGIN IMMEDIATE: the write lock
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := holder.ExecContext(ctx, `INSERT INTO settings (key, value, updated_at) VALUES ('tests.deadline', '1m', 'now')`); err != nil {
+		t.Fatal(err)
+	}
+	err = s.SetSetting(ctx, "tests.cache", "/elsewhere")
+	var e *Error
+	if !errors.As(err, &e) || e.Kind != kindUnavailable || !strings.Contains(err.Error(), "stayed locked by another process") {
+		t.Fatalf("a write behind a held lock: %v (kind %s); want unavailable, stayed locked", err, KindOf(err))
+	}
+	if err := holder.Rollback(); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := s.Settings(ctx); err != nil || got["tests.cache"] != "" || got["tests.deadline"] != "" {
+		t.Fatalf("settings after the refused write: %v, %v; want neither", got, err)
+	}
+	if err := s.SetSetting(ctx, "tests.cache", "/elsewhere"); err != nil {
+		t.Fatalf("the same write with the lock gone: %v", err)
+	}
+}
