@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/needle-dev/needle/product/lifecycle"
 	"github.com/needle-dev/needle/product/testenv"
 
 	"github.com/needle-dev/needle/product/codextest"
@@ -47,7 +48,7 @@ func TestContract_ChangeRepair(t *testing.T) {
 		t.Fatalf("prepare_change = %+v, %v", res, err)
 	}
 	v, err := te.VerifyChange(ctx, "c", res.ChangeID)
-	if err != nil || v.Verdict != VerdictVerified || v.Revision != 2 || v.Repair.Status != "applied" {
+	if err != nil || v.Verdict != lifecycle.VerdictVerified || v.Revision != 2 || v.Repair.Status != "applied" {
 		t.Fatalf("verify_change = %+v, %v", v, err)
 	}
 	if treeDigest(t, repo) != before {
@@ -87,7 +88,7 @@ func TestContract_ChangeConfined(t *testing.T) {
 	if _, err := os.Stat(escape); !os.IsNotExist(err) {
 		t.Errorf("the patch worker wrote into the active work tree: %v", err)
 	}
-	if res.Status != ChangeRejected || len(res.Reasons) != 1 || !strings.Contains(res.Reasons[0], "NOTES.md") {
+	if res.Status != changeRejected || len(res.Reasons) != 1 || !strings.Contains(res.Reasons[0], "NOTES.md") {
 		t.Errorf("prepare_change = %+v, want rejected for NOTES.md only", res)
 	}
 	if treeDigest(t, repo) != before {

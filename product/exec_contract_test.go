@@ -49,7 +49,7 @@ func TestContractExec(t *testing.T) {
 				}
 			}
 			if sc.releaseOn != "" {
-				env.onEvent = func(ev ExecEvent, _ *execRun) {
+				env.onEvent = func(ev execEvent, _ *execRun) {
 					if ev.Kind == sc.releaseOn {
 						model.Release()
 					}

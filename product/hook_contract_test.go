@@ -30,7 +30,7 @@ func contractCodex(t *testing.T) string {
 	t.Helper()
 	bin := testenv.Codex(t)
 	out, err := exec.Command(bin, "--version").Output()
-	if err != nil || strings.TrimSpace(string(out)) != "codex-cli "+CodexVersion {
+	if err != nil || strings.TrimSpace(string(out)) != "codex-cli "+codexVersion {
 		t.Fatalf("%s --version = %q, %v", bin, out, err)
 	}
 	return bin
@@ -123,7 +123,7 @@ func (r *hookRun) replies(t *testing.T) []string {
 	t.Helper()
 	st := MustOpenStore(t, r.data)
 	defer st.Close()
-	rows, err := st.db.Query(`SELECT kind || ':' || final FROM replies WHERE session_id = ? ORDER BY turn_id, ordinal`, CodexSession(r.thread))
+	rows, err := st.db.Query(`SELECT kind || ':' || final FROM replies WHERE session_id = ? ORDER BY turn_id, ordinal`, codexSession(r.thread))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -34,7 +34,7 @@ func TestContract_WorkerDeadline(t *testing.T) {
 	})
 	start := time.Now()
 	r := te.need(needLocateNewSearcher)
-	kindOf(t, r, ResolutionBypass)
+	kindOf(t, r, resolutionBypass)
 	if !r.WorkerSpawned || !strings.Contains(r.Context, "worker failed") || !strings.Contains(r.Context, "deadline") {
 		t.Errorf("result %s\n%s", toJSON(r), r.Context)
 	}
