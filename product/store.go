@@ -46,7 +46,9 @@ var storeDriver = "sqlite"
 // CLI) and a write may wait behind several: 5 seconds was too short on a
 // loaded machine (the soak beside other test suites answered need_context
 // with store.worker_run: database is locked). A wait this long is still
-// bounded, and what outlasts it is told as the store being busy.
+// bounded, and what outlasts it is told as the store being busy. It is a
+// variable only so that TestStore_BusyIsUnavailable can shorten it (no test
+// of the package runs in parallel); nothing else writes it.
 var busyTimeoutMillis = 30000
 
 //go:embed migrations/*.sql
