@@ -75,14 +75,15 @@ frozen-worker: build codex
 			--out frozen/worker/grepx || exit 1; \
 	done
 
-## frozen-changes: re-record the change-worker transcripts of
-## fixtures/changes (patch worker, verifier, repair) with the real codex and
-## the fake model (the update switch for frozen/changes)
+## frozen-changes: re-record the MCP change transcripts of fixtures/changes
+## (patch worker, reviewer, verifier, the repair; the certified tests run for
+## real in the codex sandbox) with the real codex and the fake model (the
+## update switch for frozen/changes)
 frozen-changes: build codex
 	rm -rf frozen/changes
 	for n in verified undeclared repair repair_twice repair_noop; do \
 		$(BIN)/needlebench record-change --codex $(CODEX_BIN) --repository fixtures/repos/grepx.txtar \
-			--scenario fixtures/changes/$$n.json --out frozen/changes/$$n || exit 1; \
+			--scenario fixtures/changes/$$n.json --out frozen/changes/$$n --tests-cache $(CURDIR)/.cache/testrun-lifecycle || exit 1; \
 	done
 
 ## frozen-hook: re-record the evidence-worker session the Codex hook's

@@ -54,7 +54,7 @@ Commands:
                     record a frozen evidence-worker transcript with the real
                     codex binary and a fake model that gives ANSWER, under the
                     role profile FILE if given (its worker model and effort)
-  record-change --codex BIN --repository DIR|FILE.txtar --scenario FILE --out DIR
+  record-change --codex BIN --repository DIR|FILE.txtar --scenario FILE --out DIR [--tests-cache DIR]
                     record the worker sessions of a supervised change
                     (prepare_change, then verify_change when the scenario
                     says so) with the real codex binary and a fake model

@@ -9,23 +9,28 @@ import (
 	"github.com/needle-dev/needle/product"
 )
 
-// changeScenario is a recorded supervised change: the prepare_change
-// request, the fake model's script for every worker session in order
-// (patch, verifier, repair, verifier) and whether to verify.
+// changeScenario is a recorded MCP change: the prepare_change request, the
+// focused_tests proposals certified first (prepare_change finds their tests
+// beside the scoped files), whether to verify, and the fake model's script
+// for every worker session in order (patch, reviewer, verifier; then the
+// repair, reviewer, verifier).
 type changeScenario struct {
-	Request json.RawMessage `json:"request"`
-	Script  json.RawMessage `json:"script"`
-	Verify  bool            `json:"verify"`
+	Request   json.RawMessage   `json:"request"`
+	TestPlans []json.RawMessage `json:"test_plans"`
+	Verify    bool              `json:"verify"`
+	Script    json.RawMessage   `json:"script"`
 }
 
-// recordChange records the worker sessions of one supervised change with
-// the real codex binary and a fake model playing the scenario's script.
+// recordChange records the worker sessions of one MCP change with the real
+// codex binary (which also sandboxes the certified test runs) and a fake
+// model playing the scenario's script.
 func (h *harness) recordChange(args []string) int {
 	fs := h.flags("record-change")
 	codex := fs.String("codex", "", "")
 	repo := fs.String("repository", "", "")
 	scenario := fs.String("scenario", "", "")
 	out := fs.String("out", "", "")
+	cache := fs.String("tests-cache", "", "")
 	if !h.parse(fs, args) {
 		return 2
 	}
@@ -33,7 +38,7 @@ func (h *harness) recordChange(args []string) int {
 		fmt.Fprintf(h.stderr, "needlebench record-change: --codex, --repository, --scenario and --out are required\n\n%s", usage)
 		return 2
 	}
-	summary, err := recordChange(h.ctx, *codex, *repo, *scenario, *out)
+	summary, err := recordChange(h.ctx, *codex, *repo, *scenario, *out, *cache)
 	if err != nil {
 		fmt.Fprintf(h.stderr, "needlebench record-change: %v\n", err)
 		return 1
@@ -42,7 +47,7 @@ func (h *harness) recordChange(args []string) int {
 	return 0
 }
 
-func recordChange(ctx context.Context, codex, repo, scenarioFile, out string) (string, error) {
+func recordChange(ctx context.Context, codex, repo, scenarioFile, out, cache string) (string, error) {
 	data, err := os.ReadFile(scenarioFile)
 	if err != nil {
 		return "", err
@@ -60,11 +65,22 @@ func recordChange(ctx context.Context, codex, repo, scenarioFile, out string) (s
 		return "", err
 	}
 	defer rec.Close()
-	eng, err := product.Open(ctx, rec.cfg)
+	cfg := rec.cfg
+	cfg.Tests = product.TestsConfig{Codex: codex, CacheDir: cache}
+	eng, err := product.Open(ctx, cfg)
 	if err != nil {
 		return "", err
 	}
 	defer eng.Close()
+	for _, raw := range sc.TestPlans {
+		p, err := eng.Propose(ctx, raw)
+		if err != nil {
+			return "", err
+		}
+		if p.Status != "certified" {
+			return "", fmt.Errorf("%s: test plan not certified: %v", scenarioFile, p.Reasons)
+		}
+	}
 	res, err := eng.PrepareChange(ctx, "record", req)
 	if err != nil {
 		return "", err
@@ -77,5 +93,5 @@ func recordChange(ctx context.Context, codex, repo, scenarioFile, out string) (s
 	if err != nil {
 		return "", err
 	}
-	return summary + fmt.Sprintf("\nverify_change: %s (repair %s, revision %d) %v", v.Verdict, v.Repair.Status, v.Revision, v.Reasons), nil
+	return summary + fmt.Sprintf("\nverify_change: %s (repair %s, revision %d, tests %v) %v", v.Verdict, v.Repair.Status, v.Revision, v.Tests, v.Reasons), nil
 }

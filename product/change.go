@@ -258,6 +258,9 @@ type verifyResult struct {
 	Repair             repairOutcome      `json:"repair"`
 	RepairAvailable    bool               `json:"repair_available"`
 	Recorded           bool               `json:"recorded"` // the stored verdict, no worker ran
+	Tests              []changeTest       `json:"tests"`     // the certified tests run on the patch in force
+	Lifecycle          string             `json:"lifecycle_id"`
+	Status             string             `json:"status"` // where the lifecycle is now (phase/status)
 	Accounting         changeAccounting   `json:"accounting"`
 	ResidualRisks      []string           `json:"residual_risks"`
 	Reasons            []string           `json:"reasons"`

@@ -19,90 +19,13 @@ import (
 	"github.com/needle-dev/needle/product/internal/snapshot"
 )
 
-// Supervised changes (prepare_change, verify_change). A patch worker writes
-// in a disposable checkout; Needle compares the checkout with its base
-// outside the sandbox and builds the patch itself, so nothing the worker
-// says about its change is trusted. An independent read-only verifier then
-// judges the patched tree against the acceptance criteria. A first
-// "repairable" verdict may consume one repair revision and one new
-// verification; there is no second repair, no escalation and no apply.
-
-// errNoChangeWorker: changes need the Codex App Server.
-var errNoChangeWorker = &Error{Op: "change", Kind: kindUnavailable,
-	Err: errors.New("no App Server is configured (codex.command or --codex), or the server runs --cache-only")}
-
-// PrepareChange runs a patch worker for req in a disposable checkout and
-// stores the change, its request and the patch (or the reasons it was
-// rejected). Invalid input (including artifact or claim ids that are not
-// certified fresh evidence) is KindInvalidInput and stores nothing.
-func (e *Engine) PrepareChange(ctx context.Context, session string, req changeRequest) (changeResult, error) {
-	if err := checkChangeRequest(&req); err != nil {
-		return changeResult{}, err
-	}
-	if e.codex == nil {
-		return changeResult{}, errNoChangeWorker
-	}
-	if err := e.turn.lock(ctx); err != nil {
-		return changeResult{}, err
-	}
-	defer e.turn.unlock()
-	if _, err := e.storedLedger(ctx, session); err != nil {
-		return changeResult{}, err
-	}
-	refs, err := e.certifiedRefs(ctx, req)
-	if err != nil {
-		return changeResult{}, err
-	}
-	profile, err := e.sessionProfile(ctx, session)
-	if err != nil {
-		return changeResult{}, err
-	}
-	if profile.Profile.Sandbox.Patch != "workspace-write" {
-		return changeResult{}, &Error{Op: "change.prepare", Kind: kindUnavailable,
-			Err: fmt.Errorf("role profile %s revision %d runs patch workers %s: no change can be prepared", profile.ID, profile.Revision, profile.Profile.Sandbox.Patch)}
-	}
-	requestID := mustID(tagChangeRequest, req)
-	res := changeResult{ChangeID: newChangeID(), Revision: 1, VerificationStatus: "not_requested"}
-	var base string
-	att := patchAttempt{revision: 1}
-	spec := sessionSpec{
-		Scenario: "patch-worker ",
-		Invocation: func(snap string) string {
-			base = snap
-			return mustID(tagInvocation, map[string]string{"role": "patch", "request": requestID, "snapshot": snap})
-		},
-		Instructions: patchInstructions,
-		OnRequest:    answerWorkerRequest,
-		Model:        profile.Profile.WorkerModel,
-		Effort:       profile.Profile.Effort,
-		Turns:        []turnSpec{{Label: "patch", Prompt: patchPrompt(req, refs, nil), Schema: patchReportSchema()}},
-		After:        func(ctx context.Context, co *checkout.Checkout) error { return att.build(ctx, co, req, nil) },
-	}
-	out, runErr := e.codex.run(ctx, e.root, spec)
-	res.Accounting.add(out.Usage)
-	att.finish(out, runErr, len(req.Criteria))
-	res.Status, res.Reasons = att.status.changeStatus(), nonNil(att.reasons)
-	if att.status == patchAccepted {
-		res.PatchID = att.patchID
-	}
-	res.Operations = att.publicOps()
-	res.Accounting.Files, res.Accounting.Bytes = len(att.ops), att.bytes
-	res.Acceptance = coverage(req, att.report)
-	res.ResidualRisks = residualRisks(req, att)
-	if base == "" { // the checkout never existed: nothing ran
-		base = "none"
-	}
-	rec := changeRecord{ID: res.ChangeID, Session: session, Root: e.root, RequestID: requestID, Request: req,
-		Base: base, Profile: profile, Status: res.Status}
-	if err := e.store.putChange(context.WithoutCancel(ctx), rec, att); err != nil {
-		return changeResult{}, err
-	}
-	if runErr != nil && ctx.Err() != nil {
-		return changeResult{}, ctx.Err()
-	}
-	res.Context = changeText(res)
-	return res, nil
-}
+// The patch Needle builds from a patch worker's checkout (the lifecycle's
+// implement phase, change_mcp.go for MCP). The worker writes in a
+// disposable checkout; Needle compares the checkout with its base outside
+// the sandbox and builds the patch itself, so nothing the worker says
+// about its change is trusted, and rejects (fail closed) any write the
+// request does not allow. Also here: the certified evidence a change
+// cites, each proven fresh for the current source.
 
 // patchAttempt is one patch worker run and the patch Needle built from it.
 type patchAttempt struct {

@@ -167,7 +167,7 @@ func (e *Engine) RunLifecycle(ctx context.Context, id string, progress func(Life
 		return LifecycleDetail{}, err
 	}
 	k := &lifecycleKernel{e: e, adapters: e.adapters, clock: time.Now}
-	if _, err := k.run(ctx, lid, progress); err != nil {
+	if _, err := k.run(ctx, lid, nil, progress); err != nil {
 		return LifecycleDetail{}, err
 	}
 	return e.Lifecycle(context.WithoutCancel(ctx), lid)

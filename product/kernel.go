@@ -153,8 +153,10 @@ func (e *Engine) readLifecycle(ctx context.Context, id string) (lifecycleView, e
 	return verifyLifecycle(l)
 }
 
-// run drives the lifecycle until it waits for the user or ends.
-func (k *lifecycleKernel) run(ctx context.Context, id string, progress func(LifecycleProgress)) (lifecycle.State, error) {
+// run drives the lifecycle until it waits for the user or ends, or, with
+// a non-nil until, until a committed state satisfies it (prepare_change
+// stops once the patch is made).
+func (k *lifecycleKernel) run(ctx context.Context, id string, until func(lifecycle.State) bool, progress func(LifecycleProgress)) (lifecycle.State, error) {
 	v, err := k.e.readLifecycle(ctx, id)
 	if err != nil {
 		return lifecycle.State{}, err
@@ -169,6 +171,9 @@ func (k *lifecycleKernel) run(ctx context.Context, id string, progress func(Life
 	for {
 		if v, err = k.e.readLifecycle(ctx, v.ID); err != nil {
 			return lifecycle.State{}, err
+		}
+		if until != nil && until(v.State) {
+			return v.State, nil
 		}
 		switch fx := lifecycle.Pending(v.State)[0].(type) {
 		case lifecycle.Invoke:
@@ -635,11 +640,7 @@ func (k *lifecycleKernel) rows(v lifecycleView, a lifecycleArtifact, next lifecy
 	s := v.State
 	switch ev := a.Event.(type) {
 	case lifecycle.ImplementCompleted:
-		att := patchAttempt{revision: s.Round, status: patchRejected, ops: []storedOperation{}, reasons: ev.Reasons,
-			report: a.Blobs.Report, raw: a.Raw, inv: a.Thread, usage: a.Usage}
-		if ev.Outcome == lifecycle.PatchAccepted {
-			att.status, att.patchID, att.ops, att.reasons = patchAccepted, ev.Patch, storedOps(a.Blobs.Patch), []string{}
-		}
+		att := implementAttempt(a, ev, s.Round)
 		if s.Round == 1 {
 			c := k.changeRecord(v, ev.Base)
 			c.Status = att.status.changeStatus()

@@ -435,7 +435,7 @@ func TestLifecycle_ArtifactWithoutTransition(t *testing.T) {
 	explore := adapters.Explore
 	adapters.Explore = func(ctx context.Context, r exploreRequest) (exploreResult, error) { explored++; return explore(ctx, r) }
 	k.adapters = adapters
-	if _, err := k.run(ctx, d.ID, nil); err != nil {
+	if _, err := k.run(ctx, d.ID, nil, nil); err != nil {
 		t.Fatal(err)
 	}
 	if explored != 0 {
@@ -486,7 +486,7 @@ func TestLifecycle_TwoRunnersMeetAtTheCAS(t *testing.T) {
 	for _, clock := range []func() time.Time{clockA, clockB} {
 		k := &lifecycleKernel{e: f.te.Engine, adapters: adapters, clock: clock, noLease: true}
 		explores.Add(1)
-		go func() { defer explores.Done(); _, err := k.run(context.Background(), d.ID, nil); errs <- err }()
+		go func() { defer explores.Done(); _, err := k.run(context.Background(), d.ID, nil, nil); errs <- err }()
 	}
 	explores.Wait()
 	if explored != 1 {
@@ -571,7 +571,7 @@ func TestLifecycle_CancelStopsTheRunner(t *testing.T) {
 	defer stopRunner() // only for a run the cancellation never reached
 	ran := make(chan error, 1)
 	go func() {
-		_, err := k.run(ctx, d.ID, nil)
+		_, err := k.run(ctx, d.ID, nil, nil)
 		ran <- err
 	}()
 	<-started
@@ -718,7 +718,7 @@ func TestLifecycle_InvocationRecords(t *testing.T) {
 		return implement(ctx, r)
 	}
 	k := &lifecycleKernel{e: f.te.Engine, adapters: adapters, clock: time.Now}
-	if _, err := k.run(ctx, d.ID, nil); KindOf(err) != kindConflict {
+	if _, err := k.run(ctx, d.ID, nil, nil); KindOf(err) != kindConflict {
 		t.Fatalf("run with a stopped implement: %v, want its conflict", err)
 	}
 	ev := mustEvents(t, f.te, d.ID)
@@ -742,7 +742,7 @@ func TestLifecycle_InvocationRecords(t *testing.T) {
 	if seq, started, err := f.te.store.invocationRun(ctx, impl.Invocation, 0); err != nil || seq != 2 || started {
 		t.Errorf("the stopped implement run: seq %d started %v (%v), want recorded as stopped", seq, started, err)
 	}
-	d2, err := k.run(ctx, d.ID, nil)
+	d2, err := k.run(ctx, d.ID, nil, nil)
 	if err != nil || d2.Status != lifecycle.StatusAwaitingApproval {
 		t.Fatalf("run again: %v, %s", err, d2.Status)
 	}
@@ -770,7 +770,7 @@ func TestLifecycle_ExploreWorkersCountInTheBudget(t *testing.T) {
 		t.Fatal(err)
 	}
 	k := &lifecycleKernel{e: f.te.Engine, adapters: f.te.adapters, clock: time.Now}
-	if _, err := k.run(context.Background(), d.ID, nil); err != nil {
+	if _, err := k.run(context.Background(), d.ID, nil, nil); err != nil {
 		t.Fatal(err)
 	}
 	s := checkJournal(t, f.te, d.ID)

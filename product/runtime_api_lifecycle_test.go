@@ -303,7 +303,7 @@ func TestAPI_CancelInterruptsTheRunner(t *testing.T) {
 	defer stopRunner()
 	ran := make(chan error, 1)
 	go func() {
-		_, err := k.run(ctx, d.ID, nil)
+		_, err := k.run(ctx, d.ID, nil, nil)
 		ran <- err
 	}()
 	<-started

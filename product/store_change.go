@@ -23,26 +23,6 @@ type changeRecord struct {
 	CreatedAt string
 }
 
-// putChange stores a new change with its first patch attempt, in one
-// transaction.
-func (s *store) putChange(ctx context.Context, c changeRecord, a patchAttempt) error {
-	current := 0
-	if a.status == patchAccepted {
-		current = 1
-	}
-	return s.inTx(ctx, "store.change", func(tx *sql.Tx, now string) error {
-		_, err := tx.Exec(`INSERT INTO changes (change_id, session_id, root, request_id, request, base_snapshot,
-			profile_id, profile_revision, status, current_revision, repairs_used, created_at)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0, ?)`,
-			c.ID, c.Session, c.Root, c.RequestID, mustJSON(c.Request), c.Base, c.Profile.ID, c.Profile.Revision,
-			c.Status, current, now)
-		if err != nil {
-			return err
-		}
-		return insertPatch(tx, now, c.ID, a)
-	})
-}
-
 func insertPatch(tx *sql.Tx, now, changeID string, a patchAttempt) error {
 	var patchID any
 	if a.status == patchAccepted {
@@ -118,42 +98,6 @@ func (s *store) verifications(ctx context.Context, changeID string) ([]verificat
 			}
 			return decodeStored(body, v)
 		})
-}
-
-// putVerification stores a verification and the change's new projection,
-// in one transaction.
-func (s *store) putVerification(ctx context.Context, c changeRecord, v verificationRecord, repair *patchAttempt) error {
-	return s.inTx(ctx, "store.verification", func(tx *sql.Tx, now string) error {
-		if v.Verdict != "" {
-			_, err := tx.Exec(`INSERT INTO verifications (change_id, ordinal, patch_revision, verdict, body, raw_output,
-				invocation, usage, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-				c.ID, v.Ordinal, v.PatchRevision, v.Verdict, mustJSON(v), v.raw, v.inv, mustJSON(v.usage), now)
-			if err != nil {
-				return err
-			}
-		}
-		if repair != nil {
-			if err := insertPatch(tx, now, c.ID, *repair); err != nil {
-				return err
-			}
-		}
-		_, err := tx.Exec(`UPDATE changes SET status = ?, current_revision = ?, repairs_used = ? WHERE change_id = ?`,
-			c.Status, c.Current, c.Repairs, c.ID)
-		return err
-	})
-}
-
-// putPatch stores a patch attempt of a change and the change's new
-// projection, in one transaction.
-func (s *store) putPatch(ctx context.Context, c changeRecord, a patchAttempt) error {
-	return s.inTx(ctx, "store.patch", func(tx *sql.Tx, now string) error {
-		if err := insertPatch(tx, now, c.ID, a); err != nil {
-			return err
-		}
-		_, err := tx.Exec(`UPDATE changes SET status = ?, current_revision = ?, repairs_used = ? WHERE change_id = ?`,
-			c.Status, c.Current, c.Repairs, c.ID)
-		return err
-	})
 }
 
 // patchAttempts loads every patch attempt of a change (without blobs), by

@@ -421,6 +421,16 @@ func scanEvidence(row rowScanner, e *Evidence) error {
 	return decodeStored(cbody, &e.Certificate)
 }
 
+// focusedTestArtifacts lists the current focused_tests artifacts, newest
+// certificate first, at most limit of them, whichever checkout certified
+// them: the caller checks each is fresh for its own source.
+func (s *store) focusedTestArtifacts(ctx context.Context, limit int) ([]string, error) {
+	return queryAll(ctx, s.db, "store.artifacts", `SELECT a.artifact_id
+		FROM artifacts a JOIN certificates c ON c.artifact_id = a.artifact_id
+		WHERE a.kind = 'focused_tests' AND `+currentArtifact+`
+		ORDER BY c.rowid DESC LIMIT ?`, []any{limit}, func(rows rowScanner, id *string) error { return rows.Scan(id) })
+}
+
 // artifactCertificate returns the newest artifact certificate of an
 // artifact; ok is false when there is none.
 func (s *store) artifactCertificate(ctx context.Context, artifactID string) (certID string, ok bool, err error) {
