@@ -14,8 +14,7 @@ import (
 // Approval and apply. A verified patch reaches the work tree only through
 // an explicit approval bound to the patch, the verification and the
 // subject digest the user was shown (the lifecycle's state digest awaiting
-// approval, or for a change without a lifecycle its projection digest);
-// an approval for anything older is refused. Apply then checks every file
+// approval); an approval for anything older is refused. Apply then checks every file
 // the patch touches against the base it was made from: any drift is a
 // conflict (the 409 of the seed: exit 3, HTTP 409) and nothing is written,
 // so the work tree, the index and HEAD stay byte-identical. Otherwise the
@@ -32,15 +31,15 @@ const opApply = "change.apply"
 type ApprovalRequest struct {
 	Patch        string `json:"patch_id"`
 	Verification string `json:"verification_id"`
-	Lifecycle    string `json:"lifecycle_digest"` // for a change without a lifecycle: its change digest
-	By           string `json:"approved_by"`      // "cli" or "http"; the OS user is added
+	Lifecycle    string `json:"lifecycle_digest"`
+	By           string `json:"approved_by"` // "cli" or "http"; the OS user is added
 }
 
 // approvalResult is a recorded approval.
 type approvalResult struct {
 	ApprovalID  string `json:"approval_id"`
 	ChangeID    string `json:"change_id"`
-	LifecycleID string `json:"lifecycle_id"` // "" for a change without a lifecycle
+	LifecycleID string `json:"lifecycle_id"`
 	PatchID     string `json:"patch_id"`
 }
 
@@ -66,7 +65,7 @@ func conflictf(format string, args ...any) error {
 }
 
 // Approve records an approval of the patch of a lifecycle awaiting it (id
-// lcy_… or its chg_…) or of a verified change without a lifecycle (chg_…).
+// lcy_… or its chg_…).
 // Every digest must be the current one; otherwise it is refused (a
 // kindConflict) and nothing is recorded.
 func (e *Engine) Approve(ctx context.Context, id string, req ApprovalRequest) (approvalResult, error) {
@@ -81,7 +80,7 @@ func (e *Engine) Approve(ctx context.Context, id string, req ApprovalRequest) (a
 		return approvalResult{}, err
 	}
 	if lid == "" {
-		return e.approveChange(ctx, id, req, by)
+		return approvalResult{}, errNoLifecycle(id)
 	}
 	release, err := e.lease(lid)
 	if err != nil {
@@ -105,6 +104,12 @@ func (e *Engine) Approve(ctx context.Context, id string, req ApprovalRequest) (a
 		return approvalResult{}, movedErr(err, v.ID)
 	}
 	return approvalResult{ApprovalID: next.Approval, ChangeID: v.ChangeID, LifecycleID: v.ID, PatchID: b.Patch}, nil
+}
+
+// errNoLifecycle refuses a change an earlier Needle prepared without a
+// lifecycle: every change is approved and applied through its lifecycle.
+func errNoLifecycle(id string) error {
+	return conflictf("change %s was prepared before changes ran as lifecycles: it cannot be approved or applied; prepare it again", id)
 }
 
 func movedErr(err error, id string) error {
@@ -136,84 +141,6 @@ func (e *Engine) lifecycleIDOf(ctx context.Context, id string) (string, error) {
 	return e.store.lifecycleOfChange(ctx, id)
 }
 
-// changeBinding is what an approval of a change without a lifecycle binds:
-// its current patch, its newest verification (which must say verified) and
-// its projection digest.
-type changeBinding struct {
-	change       changeRecord
-	patch        string
-	verification string
-	subject      string
-}
-
-func (e *Engine) changeBinding(ctx context.Context, id string) (changeBinding, error) {
-	c, err := e.store.change(ctx, e.root, id)
-	if err != nil {
-		return changeBinding{}, err
-	}
-	b := changeBinding{change: c}
-	if c.Status != changeVerified || c.Current == 0 {
-		return b, conflictf("change %s is %s, not verified: only a verified patch can be approved", id, c.Status)
-	}
-	_, b.patch, err = e.store.patchBlobs(ctx, id, c.Current)
-	if err != nil {
-		return b, err
-	}
-	bodies, err := e.store.verificationBodies(ctx, id)
-	if err != nil {
-		return b, err
-	}
-	var ids []string
-	for _, body := range bodies {
-		var v verificationRecord
-		if err := decodeStored(body, &v); err != nil {
-			return b, err
-		}
-		ids = append(ids, mustID(tagChangeVerification, v))
-		if v.PatchRevision == c.Current && v.Verdict == lifecycle.VerdictVerified {
-			b.verification = ids[len(ids)-1]
-		}
-	}
-	if b.verification == "" {
-		return b, conflictf("change %s has no verification of its current patch that says verified", id)
-	}
-	b.subject = mustID(tagChangeProjection, struct {
-		Change        string       `json:"change_id"`
-		Status        changeStatus `json:"status"`
-		Revision      int          `json:"current_revision"`
-		Repairs       int          `json:"repairs_used"`
-		Verifications []string     `json:"verifications"`
-	}{c.ID, c.Status, c.Current, c.Repairs, ids})
-	return b, nil
-}
-
-func (b changeBinding) approvalID() string {
-	return mustID(tagChangeApproval, struct {
-		Change  string                    `json:"change_id"`
-		Binding lifecycle.ApprovalBinding `json:"binding"`
-	}{b.change.ID, lifecycle.ApprovalBinding{Patch: b.patch, Verification: b.verification, Lifecycle: b.subject}})
-}
-
-func (e *Engine) approveChange(ctx context.Context, id string, req ApprovalRequest, by string) (approvalResult, error) {
-	b, err := e.changeBinding(ctx, id)
-	if err != nil {
-		return approvalResult{}, err
-	}
-	switch {
-	case req.Patch != b.patch:
-		return approvalResult{}, conflictf("the approval is for patch %s; the current patch is %s", req.Patch, b.patch)
-	case req.Verification != b.verification:
-		return approvalResult{}, conflictf("the approval is for verification %s; the current verification is %s", req.Verification, b.verification)
-	case req.Lifecycle != b.subject:
-		return approvalResult{}, conflictf("the approval is for change digest %s; the current digest is %s", req.Lifecycle, b.subject)
-	}
-	row := approvalRow{ID: b.approvalID(), ChangeID: id, Patch: b.patch, Verification: b.verification, Subject: b.subject, By: by}
-	if err := e.store.putApproval(ctx, row); err != nil {
-		return approvalResult{}, err
-	}
-	return approvalResult{ApprovalID: row.ID, ChangeID: id, PatchID: b.patch}, nil
-}
-
 // Apply writes an approved patch to the work tree, journaled and all or
 // nothing. A file that changed since the patch was made is a conflict (a
 // kindConflict, the 409) and nothing is written. Apply is idempotent: an
@@ -236,7 +163,7 @@ func (e *Engine) Apply(ctx context.Context, id string) (applyResult, error) {
 		return applyResult{}, err
 	}
 	if lid == "" {
-		return e.applyChange(ctx, id)
+		return applyResult{}, errNoLifecycle(id)
 	}
 	release, err := e.lease(lid)
 	if err != nil {
@@ -302,34 +229,4 @@ func (e *Engine) appliedUnder(ctx context.Context, changeID, approval string) (a
 		}
 	}
 	return applyResult{}, false, nil
-}
-
-func (e *Engine) applyChange(ctx context.Context, id string) (applyResult, error) {
-	b, err := e.changeBinding(ctx, id)
-	if err != nil {
-		return applyResult{}, err
-	}
-	a, ok, err := e.store.latestApproval(ctx, id)
-	if err != nil {
-		return applyResult{}, err
-	}
-	if !ok {
-		return applyResult{}, conflictf("change %s is not approved: needle change approve %s first", id, id)
-	}
-	if a.ID != b.approvalID() {
-		return applyResult{}, conflictf("the approval of change %s is for an older patch, verification or change digest: approve it again", id)
-	}
-	if res, ok, err := e.appliedUnder(ctx, id, a.ID); ok || err != nil {
-		res.PatchID = b.patch
-		return res, err // applied already: the first apply's outcome
-	}
-	files, _, err := e.store.patchBlobs(ctx, id, b.change.Current)
-	if err != nil {
-		return applyResult{}, err
-	}
-	j := applyJournal{e: e}
-	if _, err := j.apply(ctx, files, b.patch, a.ID, id); err != nil {
-		return applyResult{}, err
-	}
-	return e.applied(ctx, id, "", b.patch, a.ID)
 }

@@ -51,11 +51,11 @@ func TestApply_AgainAnswersTheFirstOutcome(t *testing.T) {
 	}
 }
 
-// A change without a lifecycle (prepare_change and verify_change over
-// MCP) applied twice with needle change apply: the second answers the
-// first outcome (it was a 409: the patched file no longer has its base).
-func TestApply_PlainAgainAnswersTheFirstOutcome(t *testing.T) {
-	te, repo, res := mustApprovedPlainChange(t)
+// A change made over MCP (prepare_change and verify_change) applied twice
+// with needle change apply: the second answers the first outcome (it was a
+// 409: the patched file no longer has its base).
+func TestApply_MCPAgainAnswersTheFirstOutcome(t *testing.T) {
+	te, repo, res := mustApprovedMCPChange(t)
 	ctx := context.Background()
 	r := []string{"change", "apply", "--repository", repo, "--data-dir", te.data, "--json", res.ChangeID}
 	var outs [2]applyResult

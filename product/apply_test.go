@@ -7,16 +7,18 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/needle-dev/needle/product/lifecycle"
 )
 
-// mustApprovedPlainChange makes a change without a lifecycle
-// (prepare_change and verify_change, as over MCP) in a grepx fixture and
-// approves its patch: ready to apply.
-func mustApprovedPlainChange(t *testing.T) (*testEngine, string, changeResult) {
+// mustApprovedMCPChange makes a change with prepare_change and
+// verify_change, as over MCP, in a grepx fixture and approves its patch
+// the way every lifecycle's is approved: ready to apply.
+func mustApprovedMCPChange(t *testing.T) (*testEngine, string, changeResult) {
 	t.Helper()
 	ctx := context.Background()
 	repo := MustFixtureRepo(t, "grepx", true)
-	te := MustEngine(t, repo, replayCodex(t, "verified"))
+	te, _ := changeEngine(t, repo, "verified")
 	res, err := te.PrepareChange(ctx, "s", MustChangeRequest(t, "verified"))
 	if err != nil {
 		t.Fatal(err)
@@ -24,22 +26,33 @@ func mustApprovedPlainChange(t *testing.T) (*testEngine, string, changeResult) {
 	if _, err := te.VerifyChange(ctx, "s", res.ChangeID); err != nil {
 		t.Fatal(err)
 	}
-	b, err := te.changeBinding(ctx, res.ChangeID)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := te.Approve(ctx, res.ChangeID, ApprovalRequest{Patch: b.patch, Verification: b.verification, Lifecycle: b.subject}); err != nil {
+	b := awaitingApproval(t, te, res.ChangeID)
+	if _, err := te.Approve(ctx, res.ChangeID, ApprovalRequest{Patch: b.Patch, Verification: b.Verification, Lifecycle: b.Lifecycle}); err != nil {
 		t.Fatal(err)
 	}
 	return te, repo, res
 }
 
-// A verified change from verify_change, without a lifecycle, is exported
-// as a diff git apply accepts and applied through the same approval path.
-func TestApply_PlainVerifiedChange(t *testing.T) {
+// awaitingApproval is the binding the change's lifecycle awaits approval
+// for, as needle change show prints it.
+func awaitingApproval(t *testing.T, te *testEngine, changeID string) lifecycle.ApprovalBinding {
+	t.Helper()
+	d, err := te.Lifecycle(context.Background(), changeID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.AwaitingApproval == nil {
+		t.Fatalf("change %s is %s/%s, not awaiting approval", changeID, d.Phase, d.Status)
+	}
+	return *d.AwaitingApproval
+}
+
+// A change verify_change verified is exported as a diff git apply accepts
+// and applied through its lifecycle's approval, like every change.
+func TestApply_MCPVerifiedChange(t *testing.T) {
 	ctx := context.Background()
 	repo := MustFixtureRepo(t, "grepx", true)
-	te := MustEngine(t, repo, replayCodex(t, "verified"))
+	te, _ := changeEngine(t, repo, "verified")
 	res, err := te.PrepareChange(ctx, "s", MustChangeRequest(t, "verified"))
 	if err != nil {
 		t.Fatal(err)
@@ -65,20 +78,17 @@ func TestApply_PlainVerifiedChange(t *testing.T) {
 		t.Fatalf("git apply --check: %v\n%s", err, out)
 	}
 	before := treeDigest(t, repo)
-	if _, err := te.Apply(ctx, res.ChangeID); KindOf(err) != kindConflict || !strings.Contains(err.Error(), "not approved") {
+	if _, err := te.Apply(ctx, res.ChangeID); KindOf(err) != kindConflict || !strings.Contains(err.Error(), "only an approved patch is applied") {
 		t.Errorf("apply without approval: %v", err)
 	}
-	b, err := te.changeBinding(ctx, res.ChangeID)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := te.Approve(ctx, res.ChangeID, ApprovalRequest{Patch: b.patch, Verification: b.verification, Lifecycle: "b3:" + strings.Repeat("0", 64)}); KindOf(err) != kindConflict {
+	b := awaitingApproval(t, te, res.ChangeID)
+	if _, err := te.Approve(ctx, res.ChangeID, ApprovalRequest{Patch: b.Patch, Verification: b.Verification, Lifecycle: "b3:" + strings.Repeat("0", 64)}); KindOf(err) != kindConflict {
 		t.Errorf("approval bound to an older change digest: %v", err)
 	}
 	if treeDigest(t, repo) != before {
 		t.Fatal("a refused approval or apply changed the tree")
 	}
-	if _, err := te.Approve(ctx, res.ChangeID, ApprovalRequest{Patch: b.patch, Verification: b.verification, Lifecycle: b.subject}); err != nil {
+	if _, err := te.Approve(ctx, res.ChangeID, ApprovalRequest{Patch: b.Patch, Verification: b.Verification, Lifecycle: b.Lifecycle}); err != nil {
 		t.Fatal(err)
 	}
 	applied, err := te.Apply(ctx, res.ChangeID)

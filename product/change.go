@@ -258,7 +258,7 @@ type verifyResult struct {
 	Repair             repairOutcome      `json:"repair"`
 	RepairAvailable    bool               `json:"repair_available"`
 	Recorded           bool               `json:"recorded"` // the stored verdict, no worker ran
-	Tests              []changeTest       `json:"tests"`     // the certified tests run on the patch in force
+	Tests              []changeTest       `json:"tests"`    // the certified tests run on the patch in force
 	Lifecycle          string             `json:"lifecycle_id"`
 	Status             string             `json:"status"` // where the lifecycle is now (phase/status)
 	Accounting         changeAccounting   `json:"accounting"`

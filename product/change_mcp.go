@@ -200,7 +200,7 @@ func (e *Engine) changeTestPlans(ctx context.Context, req changeRequest) ([]stri
 	}
 	if len(found) == 0 {
 		return nil, invalidf(opChange, "artifact_ids", "no certified test to run: cite a certified focused_tests artifact in artifact_ids, "+
-			"or resolve a focused_tests need (need_context) for the scoped code first")
+			"or resolve a tests.relevant need (need_context) for the scoped code first")
 	}
 	return found, nil
 }

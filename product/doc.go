@@ -828,8 +828,8 @@
 //	worker_change.go     the change workers' prompts, answer schemas and judging
 //	change.go            supervised changes: the request, statuses, verdicts, results
 //	change_json.go       decoding and checking a change request
-//	engine_change.go     PrepareChange: the patch worker and the patch builder
-//	engine_change_verify.go  VerifyChange: the verifier and the one repair
+//	engine_change.go     the patch builder; the certified evidence a change cites
+//	change_mcp.go        MCP's PrepareChange and VerifyChange, run on the lifecycle kernel
 //	machine.go           the lifecycle machine's refusals and decode failures as the product's errors
 //	lifecycle.go         starting a lifecycle, test plans, the safe views (DTOs)
 //	kernel.go            the execution kernel: replay, invoke, persist, CAS commit

@@ -18,8 +18,9 @@ import (
 )
 
 // contractChange runs a change scenario's worker sessions against the real
-// codex (NEEDLE_CODEX_BIN) with a fake model playing script.
-func contractChange(t *testing.T, repo string, script []byte) *testEngine {
+// codex with a fake model playing script, the scenario's focused_tests
+// certified (none for scenario "") and its test phase in the real sandbox.
+func contractChange(t *testing.T, repo, scenario string, script []byte) *testEngine {
 	t.Helper()
 	bin := testenv.Codex(t)
 	model, err := codextest.StartFakeModel(script)
@@ -29,20 +30,31 @@ func contractChange(t *testing.T, repo string, script []byte) *testEngine {
 	t.Cleanup(func() { model.Close() })
 	home := t.TempDir()
 	MustWriteFile(t, filepath.Join(home, "config.toml"), model.ConfigTOML())
-	return MustEngine(t, repo, func(c *Config) {
+	te := MustEngine(t, repo, func(c *Config) {
 		c.Codex = &CodexConfig{Command: []string{bin}, Home: home, Deadline: time.Minute}
+		c.Tests = TestsConfig{Codex: bin, CacheDir: testenv.Cache(t, "testrun-lifecycle")}
 	})
+	if scenario == "" {
+		return te
+	}
+	for _, raw := range mustChangeScenario(t, scenario).TestPlans {
+		if p, err := te.Propose(context.Background(), raw); err != nil || p.Status != "certified" {
+			t.Fatalf("the scenario's test plan: %+v, %v", p, err)
+		}
+	}
+	return te
 }
 
 // TestContract_ChangeRepair: with the real codex the patch worker's
-// apply_patch lands in its checkout, the verifier finds it repairable, the
-// one repair and a second verification verify it; the work tree is
-// untouched and nothing is left behind.
+// apply_patch lands in its checkout, the certified test runs in the real
+// sandbox, the verifier finds the patch repairable, the one repair and a
+// second verification verify it; the work tree is untouched and nothing is
+// left behind.
 func TestContract_ChangeRepair(t *testing.T) {
 	ctx := context.Background()
 	repo := MustFixtureRepo(t, "grepx", true)
 	before := treeDigest(t, repo)
-	te := contractChange(t, repo, mustChangeScenario(t, "repair").Script)
+	te := contractChange(t, repo, "repair", mustChangeScenario(t, "repair").Script)
 	res, err := te.PrepareChange(ctx, "c", MustChangeRequest(t, "repair"))
 	if err != nil || res.Status != ChangePrepared {
 		t.Fatalf("prepare_change = %+v, %v", res, err)
@@ -50,6 +62,9 @@ func TestContract_ChangeRepair(t *testing.T) {
 	v, err := te.VerifyChange(ctx, "c", res.ChangeID)
 	if err != nil || v.Verdict != lifecycle.VerdictVerified || v.Revision != 2 || v.Repair.Status != "applied" {
 		t.Fatalf("verify_change = %+v, %v", v, err)
+	}
+	if len(v.Tests) != 1 || v.Tests[0].Test != "TestCRLF" || v.Tests[0].Outcome != lifecycle.TestPassed {
+		t.Errorf("verify_change tests = %+v, want TestCRLF passed", v.Tests)
 	}
 	if treeDigest(t, repo) != before {
 		t.Error("the active work tree changed")
@@ -80,7 +95,7 @@ func TestContract_ChangeConfined(t *testing.T) {
 	touch, _ := json.Marshal(map[string]any{"function_call": map[string]any{"call_id": "call_escape", "name": "exec_command",
 		"arguments": string(args), "usage": map[string]any{"input": 100, "cached": 0, "output": 10, "reasoning": 0}}})
 	script, _ := json.Marshal(map[string]any{"responses": append([]json.RawMessage{touch}, sc.Responses...)})
-	te := contractChange(t, repo, script)
+	te := contractChange(t, repo, "undeclared", script)
 	res, err := te.PrepareChange(ctx, "c", MustChangeRequest(t, "undeclared"))
 	if err != nil {
 		t.Fatal(err)

@@ -17,6 +17,7 @@ import (
 	"github.com/needle-dev/needle/product/internal/checkout"
 	"github.com/needle-dev/needle/product/internal/contentid"
 	"github.com/needle-dev/needle/product/internal/snapshot"
+	"github.com/needle-dev/needle/product/testenv"
 )
 
 // replayCodex makes the engine's App Server the replay server serving the
@@ -31,11 +32,35 @@ func replayCodex(t *testing.T, scenario string) func(*Config) {
 }
 
 // changeScenario is a fixtures/changes/NAME.json scenario: the
-// prepare_change request and the fake model's script that recorded it.
+// prepare_change request, the focused_tests proposals certified first, and
+// the fake model's script that recorded it.
 type changeScenario struct {
-	Request json.RawMessage `json:"request"`
-	Script  json.RawMessage `json:"script"`
-	Verify  bool            `json:"verify"`
+	Request   json.RawMessage   `json:"request"`
+	TestPlans []json.RawMessage `json:"test_plans"`
+	Script    json.RawMessage   `json:"script"`
+	Verify    bool              `json:"verify"`
+}
+
+// changeEngine opens an engine on repo whose App Server replays the frozen
+// change scenario, whose test phase runs the certified tests in the real
+// codex sandbox, and which holds the scenario's certified focused_tests
+// evidence (prepare_change finds it beside the scoped file). It returns
+// the certified artifact ids too.
+func changeEngine(t *testing.T, repo, scenario string, mutate ...func(*Config)) (*testEngine, []string) {
+	t.Helper()
+	mutate = append([]func(*Config){replayCodex(t, scenario), func(c *Config) {
+		c.Tests = TestsConfig{Codex: MustSandbox(t), CacheDir: testenv.Cache(t, "testrun-lifecycle")}
+	}}, mutate...)
+	te := MustEngine(t, repo, mutate...)
+	var ids []string
+	for _, raw := range mustChangeScenario(t, scenario).TestPlans {
+		p, err := te.Propose(context.Background(), raw)
+		if err != nil || p.Status != "certified" {
+			t.Fatalf("the scenario's test plan: %+v, %v", p, err)
+		}
+		ids = append(ids, p.ArtifactID)
+	}
+	return te, ids
 }
 
 func mustChangeScenario(t *testing.T, name string) changeScenario {
@@ -142,7 +167,7 @@ func TestChange_Undeclared(t *testing.T) {
 	ctx := context.Background()
 	repo := MustFixtureRepo(t, "grepx", true)
 	before := treeDigest(t, repo)
-	te := MustEngine(t, repo, replayCodex(t, "undeclared"))
+	te, _ := changeEngine(t, repo, "undeclared")
 	res, err := te.PrepareChange(ctx, "s", MustChangeRequest(t, "undeclared"))
 	if err != nil {
 		t.Fatal(err)
@@ -176,7 +201,7 @@ func TestChange_Errors(t *testing.T) {
 	if _, err := te.PrepareChange(ctx, "s", req); KindOf(err) != kindUnavailable {
 		t.Errorf("PrepareChange without a worker = %v, want unavailable", err)
 	}
-	te2 := MustEngine(t, repo, replayCodex(t, "verified"))
+	te2, _ := changeEngine(t, repo, "verified")
 	req.ArtifactIDs = []string{"b3:" + strings.Repeat("0", 64)}
 	if _, err := te2.PrepareChange(ctx, "s", req); KindOf(err) != KindInvalidInput || !strings.Contains(err.Error(), "artifact_ids[0]") {
 		t.Errorf("PrepareChange with an unknown artifact = %v, want invalid input", err)
@@ -187,8 +212,52 @@ func TestChange_Errors(t *testing.T) {
 	if _, err := te2.VerifyChange(ctx, "s", "chg_xyz"); KindOf(err) != KindInvalidInput {
 		t.Errorf("VerifyChange(malformed) = %v, want invalid input", err)
 	}
-	if n := count(t, te2, `SELECT count(*) FROM changes`); n != 0 {
-		t.Errorf("%d changes stored by failed calls", n)
+	if n := count(t, te2, `SELECT count(*) FROM changes`) + count(t, te2, `SELECT count(*) FROM change_lifecycles`); n != 0 {
+		t.Errorf("%d changes or lifecycles stored by failed calls", n)
+	}
+}
+
+// TestChange_TestPlans: the lifecycle of an MCP change runs the
+// focused_tests artifacts the request cites; citing none, it runs the
+// certified tests Needle finds beside the scoped file; finding none is
+// invalid input that stores nothing.
+func TestChange_TestPlans(t *testing.T) {
+	ctx := context.Background()
+	repo := MustFixtureRepo(t, "grepx", false)
+	te, ids := changeEngine(t, repo, "verified")
+	plansOf := func(req changeRequest) []string {
+		t.Helper()
+		plans, err := te.changeTestPlans(ctx, req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return plans
+	}
+	req := MustChangeRequest(t, "verified")
+	if got := plansOf(req); !slices.Equal(got, ids) {
+		t.Errorf("found plans %v, want the certified focused_tests %v", got, ids)
+	}
+	// Another certified focused_tests artifact, cited: only it runs.
+	other, err := te.Propose(ctx, []byte(`{"kind":"focused_tests","subject":{"kind":"symbol","name":"splitCRLF"},"tests":[{"path":"search_test.go","name":"TestSplitCRLF","command":"go test . -run '^TestSplitCRLF$'"}]}`))
+	if err != nil || other.Status != "certified" {
+		t.Fatalf("propose: %+v, %v", other, err)
+	}
+	cited := req
+	cited.ArtifactIDs = []string{other.ArtifactID}
+	if got := plansOf(cited); !slices.Equal(got, []string{other.ArtifactID}) {
+		t.Errorf("cited plans %v, want %s", got, other.ArtifactID)
+	}
+	// A scope in a directory no certified test covers.
+	far := req
+	far.Scopes = []pathScope{{Path: "cmd/other/main.go", Kind: scopeExact}}
+	if _, err := te.changeTestPlans(ctx, far); KindOf(err) != KindInvalidInput || !strings.Contains(err.Error(), "no certified test to run") {
+		t.Errorf("no test beside the scope = %v, want invalid input", err)
+	}
+	if _, err := te.PrepareChange(ctx, "s", far); KindOf(err) != KindInvalidInput {
+		t.Errorf("PrepareChange without a test = %v, want invalid input", err)
+	}
+	if n := count(t, te, `SELECT count(*) FROM change_lifecycles`); n != 0 {
+		t.Errorf("%d lifecycles stored by a refused prepare_change", n)
 	}
 }
 
@@ -304,12 +373,16 @@ func TestPatchBuild(t *testing.T) {
 // TestChange_Cancel cancels prepare_change while the patch worker's turn
 // runs (the replay server holds a session cut right after turn/started):
 // the turn is interrupted, the process tree and the checkout are gone, and
-// the change is recorded as failed.
+// nothing is committed: the lifecycle waits in implement, with no change
+// row, and a run later starts the patch worker again.
 func TestChange_Cancel(t *testing.T) {
 	held := t.TempDir()
-	src := string(MustReadFile(t, filepath.Join("..", "frozen", "changes", "verified", "caf39d0fc07ee18538d51f6d7ac4caf4.jsonl")))
+	src := string(MustReadFile(t, filepath.Join("..", "frozen", "changes", "verified", "6db36ab113d0fafa080c07017d19b954.jsonl")))
+	if !strings.Contains(src, `"scenario":"lifecycle-implement `) {
+		t.Fatal("the frozen session is not the patch worker's; re-record (make frozen-changes) and name it here")
+	}
 	MustWriteFile(t, filepath.Join(held, "session.jsonl"), heldSession(t, src))
-	te := MustEngine(t, MustFixtureRepo(t, "grepx", false), replayTranscripts(t, held))
+	te, _ := changeEngine(t, MustFixtureRepo(t, "grepx", false), "verified", replayTranscripts(t, held))
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() {
@@ -332,8 +405,11 @@ func TestChange_Cancel(t *testing.T) {
 			t.Errorf("%s left behind after cancellation", dir)
 		}
 	}
-	var status, reasons string
-	if err := te.store.db.QueryRow(`SELECT c.status, p.reasons FROM changes c JOIN patches p USING (change_id)`).Scan(&status, &reasons); err != nil || status != string(changeFailed) {
-		t.Errorf("cancelled change recorded as %q %q (%v)", status, reasons, err)
+	if n := count(t, te, `SELECT count(*) FROM changes`); n != 0 {
+		t.Errorf("%d change rows after a cancelled patch worker, want 0", n)
+	}
+	var phase, status string
+	if err := te.store.db.QueryRow(`SELECT phase, status FROM change_lifecycles`).Scan(&phase, &status); err != nil || phase != "implement" || status != "running" {
+		t.Errorf("the cancelled lifecycle is %s/%s (%v), want implement/running", phase, status, err)
 	}
 }

@@ -405,7 +405,8 @@ type changeDetail struct {
 	Next             string                     `json:"next"`
 }
 
-// Change is a change without a lifecycle in full.
+// Change is a change without a lifecycle in full: one an earlier Needle
+// prepared over MCP, kept for reading (it can no longer be approved).
 func (e *Engine) Change(ctx context.Context, id string) (changeDetail, error) {
 	if lid, err := e.lifecycleIDOf(ctx, id); err != nil || lid != "" {
 		if err == nil {
@@ -439,20 +440,8 @@ func (e *Engine) Change(ctx context.Context, id string) (changeDetail, error) {
 		}
 		done = a.Status == "done"
 	}
-	if c.Status != changeVerified || done {
-		return d, nil
+	if c.Status == changeVerified && !done {
+		d.Next = "this change was prepared before changes ran as lifecycles: it cannot be approved or applied; prepare it again"
 	}
-	b, err := e.changeBinding(ctx, id)
-	if err != nil {
-		return d, err
-	}
-	if a, ok, err := e.store.latestApproval(ctx, id); err != nil {
-		return d, err
-	} else if ok && a.ID == b.approvalID() {
-		d.ApprovalID, d.Next = a.ID, "needle change apply "+id
-		return d, nil
-	}
-	d.AwaitingApproval = &lifecycle.ApprovalBinding{Patch: b.patch, Verification: b.verification, Lifecycle: b.subject}
-	d.Next = fmt.Sprintf("needle change approve --patch %s --verification %s --lifecycle %s %s", b.patch, b.verification, b.subject, id)
 	return d, nil
 }

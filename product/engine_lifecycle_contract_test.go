@@ -18,7 +18,7 @@ func TestContract_Lifecycle(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			sc := mustLifecycleScenario(t, name)
 			repo := MustFixtureRepo(t, "grepx", true)
-			te := contractChange(t, repo, sc.Script)
+			te := contractChange(t, repo, "", sc.Script)
 			te.reopen(func(c *Config) { c.Codex = te.cfg.Codex }, realTests(t))
 			d := playLifecycle(t, te, sc)
 			outputs := testOutputs(t, te, d.ID)

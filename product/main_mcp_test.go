@@ -3,6 +3,7 @@ package product
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -11,6 +12,8 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/needle-dev/needle/product/testenv"
 )
 
 // The official Go SDK client is the peer here: a real MCP client driving
@@ -226,6 +229,23 @@ func changeArgs(t *testing.T, scenario string) map[string]any {
 	return args
 }
 
+// seedChangeTests readies a data directory for an MCP change the way a
+// user does, with the needle binary: the test phase runs in the real
+// codex sandbox, and the scenario's focused_tests proposals are certified
+// (prepare_change finds them beside the scoped file).
+func seedChangeTests(t *testing.T, repo, data, scenario string) {
+	t.Helper()
+	needleRun(t, "", "config", "set", "--data-dir", data, "tests.codex", MustSandbox(t))
+	needleRun(t, "", "config", "set", "--data-dir", data, "tests.cache", testenv.Cache(t, "testrun-lifecycle"))
+	for i, raw := range mustChangeScenario(t, scenario).TestPlans {
+		plan := filepath.Join(t.TempDir(), fmt.Sprintf("plan%d.json", i))
+		MustWriteFile(t, plan, string(raw))
+		if out := needleRun(t, "", "evidence", "propose", "--repository", repo, "--data-dir", data, plan); !strings.Contains(out, "certified") {
+			t.Fatalf("needle evidence propose %s: %s", raw, out)
+		}
+	}
+}
+
 // TestMCP_GoSDKChange drives prepare_change and verify_change on the built
 // binary with the official SDK client, on both protocol versions, the App
 // Server being the replay of the repair scenario: tools/list offers all
@@ -248,6 +268,7 @@ func testMCPGoSDKChange(t *testing.T, mode string) {
 			before := treeDigest(t, repo)
 			data := t.TempDir()
 			t.Cleanup(mcpMode(t, mode, data))
+			seedChangeTests(t, repo, data, "repair")
 			cmd := needleCommand(t, "mcp", "serve", "--data-dir", data, "--repository", repo, "--main-model", "sdk-test",
 				"--role-profile", "default", "--codex", strings.Join(MustReplayCommand(t, frozen), " "))
 			var stderr strings.Builder
@@ -307,7 +328,8 @@ func testMCPGoSDKChange(t *testing.T, mode string) {
 				t.Fatalf("prepare_change context %q", text)
 			}
 			ver := call("verify_change", map[string]any{"change_id": id})
-			if text := ver["context"].(string); !strings.Contains(text, ": verified (patch") || !strings.Contains(text, "repair: applied") {
+			if text := ver["context"].(string); !strings.Contains(text, ": verified (patch") || !strings.Contains(text, "repair: applied") ||
+				!strings.Contains(text, "test TestCRLF: passed") {
 				t.Errorf("verify_change context %q", text)
 			}
 			if version == "2025-06-18" && (ver["verdict"] != "verified" || ver["revision"] != float64(2)) {

@@ -46,8 +46,9 @@ var mcpTools = []mcpTool{
 		name:  "prepare_change",
 		title: "Prepare change",
 		description: "Have a bounded patch worker make a change in a disposable checkout, writing only the declared paths. " +
-			"Needle builds the patch itself by comparing trees and rejects any write outside the scopes. Nothing is applied; " +
-			"call verify_change with the change_id for an independent verdict.",
+			"Needle builds the patch itself by comparing trees and rejects any write outside the scopes. The change's certified " +
+			"tests are the focused_tests artifacts it cites in artifact_ids, or those Needle finds beside the scoped files. " +
+			"Nothing is applied; call verify_change with the change_id for the tests and an independent verdict.",
 		// Each call makes a new change (a patch in Needle's store), so it is
 		// neither read-only nor idempotent; it never writes the work tree
 		// or anything outside its disposable checkout, so it destroys
@@ -64,11 +65,13 @@ var mcpTools = []mcpTool{
 	{
 		name:  "verify_change",
 		title: "Verify change",
-		description: "Verify a prepared change with an independent read-only verifier on a fresh checkout holding the patch. " +
-			"A first repairable verdict consumes the one repair and one new verification; there is no second repair and no apply.",
-		// It records a verdict (and may spend the change's one repair), so
-		// it is not read-only; asking again returns the recorded verdict;
-		// like prepare_change it never writes the work tree.
+		description: "Verify a prepared change: Needle runs its certified tests in the sandbox on the patched checkout, then a " +
+			"read-only reviewer and an independent verifier judge the patch. A first repairable verdict consumes the one repair " +
+			"and one new verification; there is no second repair and no apply (the user approves and applies a verified change).",
+		// It runs the change's lifecycle on and records its verdict (and
+		// may spend the one repair), so it is not read-only; asking again
+		// returns the recorded verdict; like prepare_change it never writes
+		// the work tree.
 		annotations: toolAnnotations{IdempotentHint: true},
 		available:   func(s *mcpSession) bool { return s.workers() },
 		input:       func(*Engine) any { return verifyChangeInputSchema() },

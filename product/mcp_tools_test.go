@@ -19,7 +19,7 @@ import (
 // worker runs or anything is stored; under --cache-only the change tools
 // are neither listed nor callable.
 func TestMCP_ChangeInvalidParams(t *testing.T) {
-	te := MustEngine(t, MustFixtureRepo(t, "grepx", false), replayCodex(t, "verified"))
+	te, _ := changeEngine(t, MustFixtureRepo(t, "grepx", false), "verified")
 	p := MustMCP(t, te, false)
 	p.initialize("2025-06-18")
 	list := p.call(1, "tools/list", `{}`)
@@ -90,7 +90,7 @@ func TestMCP_ChangeInvalidParams(t *testing.T) {
 // listed and calling it is an unknown tool (-32602); nothing runs or is
 // stored. verify_change, whose verifier is read-only, stays.
 func TestMCP_ChangeProfileReadOnly(t *testing.T) {
-	te := MustEngine(t, MustFixtureRepo(t, "grepx", false), replayCodex(t, "verified"))
+	te, _ := changeEngine(t, MustFixtureRepo(t, "grepx", false), "verified")
 	p := defaultProfile
 	p.Sandbox.Patch = "read-only"
 	rev, err := te.store.putProfileRevision(context.Background(), "cautious", p, false)
@@ -123,7 +123,7 @@ func TestMCP_ChangeProfileReadOnly(t *testing.T) {
 // again. Under Codex's approval rule (a tool that is read-only, or neither
 // destructive nor open-world, needs no approval) all three run unprompted.
 func TestMCP_ToolAnnotations(t *testing.T) {
-	te := MustEngine(t, MustFixtureRepo(t, "grepx", false), replayCodex(t, "verified"))
+	te, _ := changeEngine(t, MustFixtureRepo(t, "grepx", false), "verified")
 	p := MustMCP(t, te, false)
 	p.initialize("2025-06-18")
 	want := map[string]map[string]any{

@@ -550,26 +550,6 @@ func (s *store) approval(ctx context.Context, id string) (approvalRow, bool, err
 	return a, true, nil
 }
 
-// putApproval stores the approval of a change without a lifecycle.
-func (s *store) putApproval(ctx context.Context, a approvalRow) error {
-	return s.inTx(ctx, "store.approval", func(tx *sql.Tx, now string) error { return insertApproval(ctx, tx, now, a) })
-}
-
-// latestApproval reads the newest approval of a change without a
-// lifecycle.
-func (s *store) latestApproval(ctx context.Context, changeID string) (approvalRow, bool, error) {
-	var id string
-	err := s.db.QueryRowContext(ctx, `SELECT approval_id FROM approvals WHERE change_id = ? AND lifecycle_id IS NULL
-		ORDER BY created_at DESC, rowid DESC LIMIT 1`, changeID).Scan(&id)
-	if errNoRows(err) {
-		return approvalRow{}, false, nil
-	}
-	if err != nil {
-		return approvalRow{}, false, storeError("store.approval", err)
-	}
-	return s.approval(ctx, id)
-}
-
 // startApply journals an apply intent of a change without a lifecycle.
 func (s *store) startApply(ctx context.Context, a applyRow) (int64, error) {
 	var id int64
