@@ -71,9 +71,9 @@ func (a *accountant) enqueue(item accountItem) bool {
 	return true
 }
 
-// sync waits until everything queued before it has been written, or failed
+// flush waits until everything queued before it has been written, or failed
 // to be (close reports failures; what must find a row checks for it).
-func (a *accountant) sync(ctx context.Context) error {
+func (a *accountant) flush(ctx context.Context) error {
 	item := accountItem{synced: make(chan struct{})}
 	if !a.enqueue(item) {
 		return errors.New("accounting is closed")
@@ -115,7 +115,7 @@ func (a *accountant) fail(err error) {
 
 // accountLinger is how long the accountant lets a batch gather after its
 // first item before it commits (unless the batch fills, someone waits in
-// sync, or the accountant closes): answers given in a stream then share a
+// flush, or the accountant closes): answers given in a stream then share a
 // transaction, which writes each page they touch once, instead of costing
 // a transaction each. It is short because a batch is committed in one
 // burst of CPU, which delays whatever request it overlaps on a machine

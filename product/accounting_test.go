@@ -415,7 +415,7 @@ func TestNeedContext_ExactHitWritesNothing(t *testing.T) {
 				kindOf(t, te.needIn(session, src), ResolutionCoverage)
 				kindOf(t, te.needIn(session, src), ResolutionExact)
 				mustTrustStatCache(t, te.Engine, mustFixtureFiles(t, te.repo))
-				if err := te.acct.sync(context.Background()); err != nil {
+				if err := te.acct.flush(context.Background()); err != nil {
 					t.Fatal(err)
 				}
 				req := mustDecodeNeed(t, src)
@@ -543,7 +543,7 @@ func TestAccounting_ConnectionNotReturned(t *testing.T) {
 	te := mustExactHitStore(t)
 	te.reopen()
 	kindOf(t, te.need(needLocateNewSearcher), ResolutionExact)
-	if err := te.acct.sync(context.Background()); err != nil {
+	if err := te.acct.flush(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	if te.acct.conn == nil {

@@ -13,12 +13,12 @@ import (
 // lends the runtime's store. The caller calls release when done.
 func (c *cli) openStore(dataDir string) (st *store, release func(), err error) {
 	if c.rt != nil {
-		if err := c.rt.serves(c.path(dataDir)); err != nil {
+		if err := c.rt.serves(c.absPath(dataDir)); err != nil {
 			return nil, nil, err
 		}
 		return c.rt.store, func() {}, nil
 	}
-	if st, err = OpenStore(c.ctx, c.path(dataDir)); err != nil {
+	if st, err = OpenStore(c.ctx, c.absPath(dataDir)); err != nil {
 		return nil, nil, err
 	}
 	return st, func() { st.Close() }, nil

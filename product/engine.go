@@ -406,7 +406,7 @@ func (e *Engine) storedSession(ctx context.Context, l *ledger) error {
 	if l.queued == "" {
 		return nil
 	}
-	if err := e.acct.sync(ctx); err != nil && ctx.Err() != nil {
+	if err := e.acct.flush(ctx); err != nil && ctx.Err() != nil {
 		return err
 	}
 	ok, err := e.store.hasSession(ctx, l.queued)

@@ -66,7 +66,7 @@ func (e *Engine) Reply(ctx context.Context, m markerMessage) (reply, error) {
 		}
 		// The reply names its step: the answer's accounting, queued when
 		// needContext returned, is written first.
-		if err := e.acct.sync(context.WithoutCancel(ctx)); err != nil {
+		if err := e.acct.flush(context.WithoutCancel(ctx)); err != nil {
 			return reply{}, err
 		}
 		limited := res.Status == resultBypass && ledger.Needs > e.cfg.Limits.Needs

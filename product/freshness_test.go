@@ -149,7 +149,7 @@ func mustTrustStatCache(tb testing.TB, e *Engine, paths []string) int64 {
 			Digest: digest, RecordedNs: recorded})
 	}
 	e.flushStats()
-	if err := e.acct.sync(context.Background()); err != nil {
+	if err := e.acct.flush(context.Background()); err != nil {
 		tb.Fatal(err)
 	}
 	return recorded
@@ -162,7 +162,7 @@ func mustTrustStatCache(tb testing.TB, e *Engine, paths []string) int64 {
 func checkStatCacheKept(tb testing.TB, e *Engine, paths []string, recorded int64) {
 	tb.Helper()
 	e.flushStats()
-	if err := e.acct.sync(context.Background()); err != nil {
+	if err := e.acct.flush(context.Background()); err != nil {
 		tb.Fatal(err)
 	}
 	for _, p := range paths {

@@ -110,7 +110,7 @@ func BenchmarkHitWrites(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	if err := e.acct.sync(ctx); err != nil { // the session's row, queued, before answers refer to it
+	if err := e.acct.flush(ctx); err != nil { // the session's row, queued, before answers refer to it
 		b.Fatal(err)
 	}
 	certID, members, err := e.store.needCertificate(ctx, h.need.ID)
@@ -198,7 +198,7 @@ func (h *exactHit) mustHistory(tb testing.TB, session string, n int) {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	if err := e.acct.sync(ctx); err != nil { // the first hit's resolution, copied below
+	if err := e.acct.flush(ctx); err != nil { // the first hit's resolution, copied below
 		tb.Fatal(err)
 	}
 	if e.costs == nil {
@@ -519,7 +519,7 @@ func BenchmarkMCPExactHit(b *testing.B) {
 				c.steps++
 			}
 			b.StopTimer()
-			if err := h.te.acct.sync(context.Background()); err != nil {
+			if err := h.te.acct.flush(context.Background()); err != nil {
 				b.Fatal(err)
 			}
 			b.ReportMetric(float64(processCPU(b)-cpu0)/float64(b.N), "cpu-ns/op")

@@ -177,7 +177,7 @@ func (k *lifecycleKernel) run(ctx context.Context, id string, until func(lifecyc
 		}
 		switch fx := lifecycle.Pending(v.State)[0].(type) {
 		case lifecycle.Invoke:
-			if err := k.step(ctx, v, fx, progress); err != nil {
+			if err := k.advance(ctx, v, fx, progress); err != nil {
 				return v.State, err
 			}
 		case lifecycle.WriteFiles:
@@ -189,8 +189,8 @@ func (k *lifecycleKernel) run(ctx context.Context, id string, until func(lifecyc
 	}
 }
 
-// step runs the pending invocation (or finds its artifact) and commits.
-func (k *lifecycleKernel) step(ctx context.Context, v lifecycleView, inv lifecycle.Invoke, progress func(LifecycleProgress)) error {
+// advance runs the pending invocation (or finds its artifact) and commits.
+func (k *lifecycleKernel) advance(ctx context.Context, v lifecycleView, inv lifecycle.Invoke, progress func(LifecycleProgress)) error {
 	s := v.State
 	a, ok, err := k.e.store.artifact(ctx, inv.Invocation)
 	if err != nil {
@@ -223,7 +223,7 @@ func (k *lifecycleKernel) step(ctx context.Context, v lifecycleView, inv lifecyc
 		// cannot move without committing one of them.
 		return &Error{Op: "lifecycle.run", Kind: kindStore, Err: fmt.Errorf("the artifact of %s is not accepted: %w", inv.Invocation, err)}
 	}
-	rows := k.rows(v, a, next, fx)
+	rows := k.journalRows(v, a, next, fx)
 	_, err = k.e.store.commitTransition(ctx, v.ID, v.Stored.StateDigest, a.Event, next, rows, func() { failpoint.Hit("transition.before_commit") })
 	if errors.Is(err, errLifecycleMoved) {
 		now := "elsewhere"
@@ -280,7 +280,7 @@ func costOf(ev lifecycle.Event) (tokens, wallMs int64) {
 // produces nothing: the run stops and commits nothing.
 func (k *lifecycleKernel) invoke(ctx context.Context, v lifecycleView, inv lifecycle.Invoke) (lifecycleArtifact, error) {
 	s := v.State
-	call, err := k.call(ctx, v, inv)
+	call, err := k.adapterCall(ctx, v, inv)
 	if err != nil {
 		return lifecycleArtifact{}, err
 	}
@@ -296,7 +296,7 @@ func (k *lifecycleKernel) invoke(ctx context.Context, v lifecycleView, inv lifec
 	case lifecycle.PhaseImplement:
 		out, err = r.implement(ctx, v, call)
 	case lifecycle.PhaseTest:
-		out, err = r.test(ctx, v, call)
+		out, err = r.runTests(ctx, v, call)
 	case lifecycle.PhaseReview:
 		out, err = r.review(ctx, v, call)
 	case lifecycle.PhaseVerify:
@@ -352,8 +352,8 @@ type phaseOutput struct {
 	invalid string
 }
 
-// call is the common part of the invocation's request.
-func (k *lifecycleKernel) call(ctx context.Context, v lifecycleView, inv lifecycle.Invoke) (AdapterCall, error) {
+// adapterCall is the common part of the invocation's request.
+func (k *lifecycleKernel) adapterCall(ctx context.Context, v lifecycleView, inv lifecycle.Invoke) (AdapterCall, error) {
 	rev, err := k.e.store.profileRevision(ctx, inv.Profile.Profile, inv.Profile.Revision)
 	if err != nil {
 		return AdapterCall{}, err
@@ -409,7 +409,7 @@ func (k *lifecycleKernel) implement(ctx context.Context, v lifecycleView, call A
 	}
 	req := implementRequest{AdapterCall: call, Request: v.Request}
 	var err error
-	if req.Context, err = k.context(ctx, v); err != nil {
+	if req.Context, err = k.citations(ctx, v); err != nil {
 		return phaseOutput{}, err
 	}
 	if s.Round == 2 {
@@ -476,7 +476,7 @@ func (k *lifecycleKernel) currentPatch(ctx context.Context, v lifecycleView) ([]
 	return a.Blobs.Patch, nil
 }
 
-func (k *lifecycleKernel) test(ctx context.Context, v lifecycleView, call AdapterCall) (phaseOutput, error) {
+func (k *lifecycleKernel) runTests(ctx context.Context, v lifecycleView, call AdapterCall) (phaseOutput, error) {
 	if k.adapters.Test == nil {
 		return phaseOutput{}, &adapterError{Failure: lifecycle.FailureUnavailable, Err: errors.New("no test adapter")}
 	}
@@ -565,7 +565,7 @@ func (k *lifecycleKernel) verify(ctx context.Context, v lifecycleView, call Adap
 		return phaseOutput{}, err
 	}
 	req := verifyRequest{AdapterCall: call, Request: v.Request, Patch: files}
-	if req.Context, err = k.context(ctx, v); err != nil {
+	if req.Context, err = k.citations(ctx, v); err != nil {
 		return phaseOutput{}, err
 	}
 	ta, ok, err := k.e.store.artifactByID(ctx, v.ID, s.Tests.Evidence)
@@ -603,10 +603,10 @@ func (k *lifecycleKernel) verify(ctx context.Context, v lifecycleView, call Adap
 	return out, nil
 }
 
-// context is the certified context the implementer and the verifier get:
+// citations is the certified context the implementer and the verifier get:
 // citation lines of the request's artifacts and claims and of the explored
 // evidence, each still fresh (stale evidence is dropped, never passed on).
-func (k *lifecycleKernel) context(ctx context.Context, v lifecycleView) ([]string, error) {
+func (k *lifecycleKernel) citations(ctx context.Context, v lifecycleView) ([]string, error) {
 	req := v.Request
 	req.ArtifactIDs = append(slices.Clone(req.ArtifactIDs), v.State.Evidence...)
 	slices.Sort(req.ArtifactIDs)
@@ -633,10 +633,10 @@ func (k *lifecycleKernel) context(ctx context.Context, v lifecycleView) ([]strin
 	return lines, nil
 }
 
-// rows are the change-journal rows a transition writes with it: the
+// journalRows are the change-journal rows a transition writes with it: the
 // change and its first patch, a repair's patch, a verification and the
 // change's projection (the consumed repair included).
-func (k *lifecycleKernel) rows(v lifecycleView, a lifecycleArtifact, next lifecycle.State, fx []lifecycle.Effect) transitionRows {
+func (k *lifecycleKernel) journalRows(v lifecycleView, a lifecycleArtifact, next lifecycle.State, fx []lifecycle.Effect) transitionRows {
 	s := v.State
 	switch ev := a.Event.(type) {
 	case lifecycle.ImplementCompleted:

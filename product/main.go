@@ -309,7 +309,7 @@ func (c *cli) writeJSON(v any) int {
 func (c *cli) readInput(name string, limit int) ([]byte, error) {
 	r := c.stdin
 	if name != "-" {
-		f, err := os.Open(c.path(name))
+		f, err := os.Open(c.absPath(name))
 		if err != nil {
 			var pe *os.PathError
 			if errors.As(err, &pe) {
@@ -350,12 +350,12 @@ func (c *cli) version(args []string) int {
 	return 0
 }
 
-// path resolves a path the user gave against the caller's directory: the
+// absPath resolves a path the user gave against the caller's directory: the
 // IPC client's inside the resident runtime, this process's otherwise. The
 // result is absolute, so nothing downstream depends on a working
 // directory (a test runner refuses a relative cache; a checkout's command
 // runs elsewhere).
-func (c *cli) path(p string) string {
+func (c *cli) absPath(p string) string {
 	if p == "" || p == "-" || filepath.IsAbs(p) {
 		return p
 	}
@@ -371,7 +371,7 @@ func (c *cli) path(p string) string {
 // openEngine opens an engine for cfg: over its own store, or inside the
 // resident runtime over the runtime's store.
 func (c *cli) openEngine(cfg Config) (*Engine, error) {
-	cfg.Repository, cfg.DataDir = c.path(cfg.Repository), c.path(cfg.DataDir)
+	cfg.Repository, cfg.DataDir = c.absPath(cfg.Repository), c.absPath(cfg.DataDir)
 	if c.rt == nil {
 		return Open(c.ctx, cfg)
 	}
@@ -385,8 +385,8 @@ func (c *cli) openEngine(cfg Config) (*Engine, error) {
 // the profile settings: configure completes cfg from them, read from the
 // store the engine then opens over, so a command opens its store once.
 func (c *cli) openEngineSettings(cfg Config, configure func(settings map[string]string, cfg *Config) error) (*Engine, error) {
-	cfg.Repository = c.path(cfg.Repository)
-	cfg.DataDir = c.path(cfg.DataDir)
+	cfg.Repository = c.absPath(cfg.Repository)
+	cfg.DataDir = c.absPath(cfg.DataDir)
 	st, release, err := c.openStore(cfg.DataDir)
 	if err != nil {
 		return nil, err

@@ -80,7 +80,7 @@ func (c *cli) exec(args []string) int {
 	if err != nil {
 		return c.fail("exec", err)
 	}
-	cfg := Config{DataDir: c.path(*dataDir), Repository: *repo, CacheOnly: *cacheOnly, Transport: "codex-exec", RoleProfile: *profileID, MainModel: *model}
+	cfg := Config{DataDir: c.absPath(*dataDir), Repository: *repo, CacheOnly: *cacheOnly, Transport: "codex-exec", RoleProfile: *profileID, MainModel: *model}
 	if !*cacheOnly {
 		// The workers' command: the flag, else the codex.command setting,
 		// else the main thread's.

@@ -60,7 +60,7 @@ func (c *cli) hookCodex(args []string) (code int) {
 		fmt.Fprintf(c.stderr, "needle hook codex: --data-dir is required, the deadline positive, and there are no arguments\n")
 		return 1
 	}
-	cfg := codexHookConfig{DataDir: c.path(*dataDir), RoleProfile: *profileID, CacheOnly: *cacheOnly, CodexCommand: *codex,
+	cfg := codexHookConfig{DataDir: c.absPath(*dataDir), RoleProfile: *profileID, CacheOnly: *cacheOnly, CodexCommand: *codex,
 		Deadline: *deadline, ExecSession: os.Getenv(execSessionEnv), Log: c.stderr}
 	var err error
 	if *routeList != "" {

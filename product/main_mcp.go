@@ -84,7 +84,7 @@ func (c *cli) mcpServe(args []string) int {
 	// at once, and what needs the store waits for it (serveMCP). A store,
 	// profile or setting that fails fails those requests with its error,
 	// and the command with it once the client closes stdin.
-	base := MCPConfig{Repository: c.path(*repo), MainModel: *mainModel, CacheOnly: *cacheOnly, Log: c.stderr}
+	base := MCPConfig{Repository: c.absPath(*repo), MainModel: *mainModel, CacheOnly: *cacheOnly, Log: c.stderr}
 	opening := openMCP(func() (MCPConfig, error) {
 		eng, err := c.openEngineSettings(cfg, func(settings map[string]string, cfg *Config) error {
 			var err error

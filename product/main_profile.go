@@ -282,7 +282,7 @@ func (c *cli) lookPath(name string) (string, error) {
 		dirs = filepath.SplitList(c.pathEnv)
 	}
 	for _, d := range dirs {
-		p := c.path(filepath.Join(d, name))
+		p := c.absPath(filepath.Join(d, name))
 		if info, err := os.Stat(p); err == nil && info.Mode().IsRegular() && info.Mode().Perm()&0o111 != 0 {
 			return filepath.Abs(p)
 		}

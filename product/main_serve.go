@@ -61,7 +61,7 @@ func (c *cli) serve(args []string) int {
 		fmt.Fprintf(c.stderr, "needle serve: --data-dir DIR is required and takes no arguments\n\n%s", usageServe)
 		return 2
 	}
-	rt, err := startRuntime(c.ctx, runtimeConfig{DataDir: c.path(*dataDir), Addr: *addr, Log: c.stderr})
+	rt, err := startRuntime(c.ctx, runtimeConfig{DataDir: c.absPath(*dataDir), Addr: *addr, Log: c.stderr})
 	if err != nil {
 		return c.fail("serve", err)
 	}
@@ -94,7 +94,7 @@ func (c *cli) ui(args []string) int {
 		fmt.Fprintf(c.stderr, "needle ui: --data-dir DIR is required and takes no arguments\n\n%s", usageUI)
 		return 2
 	}
-	sock, err := filepath.Abs(filepath.Join(c.path(*dataDir), socketFileName))
+	sock, err := filepath.Abs(filepath.Join(c.absPath(*dataDir), socketFileName))
 	if err != nil {
 		return c.fail("ui", &Error{Op: "ui", Kind: kindIO, Err: err})
 	}

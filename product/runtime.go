@@ -283,7 +283,7 @@ func (t *execTracker) add(s *execSession) bool {
 	return true
 }
 
-func (t *execTracker) done(s *execSession) {
+func (t *execTracker) ended(s *execSession) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	delete(t.sessions, s)

@@ -50,8 +50,8 @@ func journalFloor(since time.Time) string {
 	return since.Add(-journalSlack).UTC().Format("2006-01-02T15:04:05")
 }
 
-// seen moves since to the update at, a stored stamp.
-func (t *eventTail) seen(at string) {
+// markSeen moves since to the update at, a stored stamp.
+func (t *eventTail) markSeen(at string) {
 	if u, err := time.Parse(time.RFC3339Nano, at); err == nil && u.After(t.since) {
 		t.since = u
 	}
@@ -73,7 +73,7 @@ func startEventTail(ctx context.Context, rt *Runtime) (*eventTail, error) {
 	}
 	for _, p := range present {
 		t.seqs[p.ID] = p.Seq
-		t.seen(p.UpdatedAt)
+		t.markSeen(p.UpdatedAt)
 	}
 	rt.store.onCommit = t.nudge
 	go t.run()
@@ -166,7 +166,7 @@ func (t *eventTail) publishJournal(ctx context.Context) error {
 		return err
 	}
 	for _, p := range moved {
-		t.seen(p.UpdatedAt)
+		t.markSeen(p.UpdatedAt)
 		if p.Seq <= t.seqs[p.ID] {
 			continue
 		}

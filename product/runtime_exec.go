@@ -251,7 +251,7 @@ func (rt *Runtime) serveExec(w http.ResponseWriter, r *http.Request) {
 		fail(1, "the resident runtime of %s is shutting down", rt.dataDir)
 		return
 	}
-	defer rt.execs.done(s)
+	defer rt.execs.ended(s)
 	rt.commands.Add(1)
 	go readClientFrames(conn, pw, cancel)
 	c := &cli{ctx: ctx, stdin: &askingReader{r: pr, ask: func() { f.Send(frameWant, nil) }},

@@ -373,7 +373,7 @@ func TestStorePlans_HitAndReplayPaths(t *testing.T) {
 		kindOf(t, te.need(`{"route":"tests.relevant","subject":{"kind":"cli_option","name":"--crlf"}}`), ResolutionCoverage)
 		shiftCRLF(t, repo)
 		kindOf(t, te.need(needTraceCRLF), ResolutionExact) // replayed
-		if err := te.acct.sync(ctx); err != nil {
+		if err := te.acct.flush(ctx); err != nil {
 			t.Fatal(err)
 		}
 	})

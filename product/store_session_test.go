@@ -108,7 +108,7 @@ func TestSession_FreezesDigests(t *testing.T) {
 	}
 	frozen := func(e *Engine, id string) sessionDigests {
 		t.Helper()
-		if err := e.acct.sync(ctx); err != nil {
+		if err := e.acct.flush(ctx); err != nil {
 			t.Fatal(err)
 		}
 		f, ok, err := e.store.frozenSession(ctx, id)
@@ -133,7 +133,7 @@ func TestSession_FreezesDigests(t *testing.T) {
 		t.Fatal(err)
 	}
 	te.need(needLocateNewSearcher)
-	if err := te.acct.sync(ctx); err != nil { // a session a need starts is the accounting of its answer
+	if err := te.acct.flush(ctx); err != nil { // a session a need starts is the accounting of its answer
 		t.Fatal(err)
 	}
 	var api string
