@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"os"
 
 	"github.com/needle-dev/needle/product"
 )
@@ -25,61 +24,20 @@ type changeScenario struct {
 // codex binary (which also sandboxes the certified test runs) and a fake
 // model playing the scenario's script.
 func (h *harness) recordChange(args []string) int {
-	fs := h.flags("record-change")
-	codex := fs.String("codex", "", "")
-	repo := fs.String("repository", "", "")
-	scenario := fs.String("scenario", "", "")
-	out := fs.String("out", "", "")
-	cache := fs.String("tests-cache", "", "")
-	if !h.parse(fs, args) {
-		return 2
-	}
-	if *codex == "" || *repo == "" || *scenario == "" || *out == "" || fs.NArg() != 0 {
-		fmt.Fprintf(h.stderr, "needlebench record-change: --codex, --repository, --scenario and --out are required\n\n%s", usage)
-		return 2
-	}
-	summary, err := recordChange(h.ctx, *codex, *repo, *scenario, *out, *cache)
-	if err != nil {
-		fmt.Fprintf(h.stderr, "needlebench record-change: %v\n", err)
-		return 1
-	}
-	fmt.Fprintln(h.stdout, summary)
-	return 0
+	return h.recordScenario("record-change", args, playChange)
 }
 
-func recordChange(ctx context.Context, codex, repo, scenarioFile, out, cache string) (string, error) {
-	data, err := os.ReadFile(scenarioFile)
-	if err != nil {
-		return "", err
-	}
+func playChange(ctx context.Context, eng *product.Engine, file string, data []byte) (string, error) {
 	var sc changeScenario
 	if err := decodeStrict(data, &sc); err != nil {
-		return "", fmt.Errorf("%s: %w", scenarioFile, err)
+		return "", fmt.Errorf("%s: %w", file, err)
 	}
 	req, err := product.DecodeChangeRequest(sc.Request)
 	if err != nil {
-		return "", fmt.Errorf("%s: request: %w", scenarioFile, err)
+		return "", fmt.Errorf("%s: request: %w", file, err)
 	}
-	rec, err := startRecording(codex, repo, out, sc.Script)
-	if err != nil {
-		return "", err
-	}
-	defer rec.Close()
-	cfg := rec.cfg
-	cfg.Tests = product.TestsConfig{Codex: codex, CacheDir: cache}
-	eng, err := product.Open(ctx, cfg)
-	if err != nil {
-		return "", err
-	}
-	defer eng.Close()
-	for _, raw := range sc.TestPlans {
-		p, err := eng.Propose(ctx, raw)
-		if err != nil {
-			return "", err
-		}
-		if p.Status != "certified" {
-			return "", fmt.Errorf("%s: test plan not certified: %v", scenarioFile, p.Reasons)
-		}
+	if _, err := certifyPlans(ctx, eng, sc.TestPlans); err != nil {
+		return "", fmt.Errorf("%s: %w", file, err)
 	}
 	res, err := eng.PrepareChange(ctx, "record", req)
 	if err != nil {

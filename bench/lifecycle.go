@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"os"
 	"strings"
 
 	"github.com/needle-dev/needle/product"
@@ -27,49 +26,14 @@ type lifecycleScenario struct {
 // recordLifecycle records the worker sessions of one lifecycle with the
 // real codex binary (which also sandboxes the test runs) and a fake model.
 func (h *harness) recordLifecycle(args []string) int {
-	fs := h.flags("record-lifecycle")
-	codex := fs.String("codex", "", "")
-	repo := fs.String("repository", "", "")
-	scenario := fs.String("scenario", "", "")
-	out := fs.String("out", "", "")
-	cache := fs.String("tests-cache", "", "")
-	if !h.parse(fs, args) {
-		return 2
-	}
-	if *codex == "" || *repo == "" || *scenario == "" || *out == "" || fs.NArg() != 0 {
-		fmt.Fprintf(h.stderr, "needlebench record-lifecycle: --codex, --repository, --scenario and --out are required\n\n%s", usage)
-		return 2
-	}
-	summary, err := recordLifecycle(h.ctx, *codex, *repo, *scenario, *out, *cache)
-	if err != nil {
-		fmt.Fprintf(h.stderr, "needlebench record-lifecycle: %v\n", err)
-		return 1
-	}
-	fmt.Fprintln(h.stdout, summary)
-	return 0
+	return h.recordScenario("record-lifecycle", args, playLifecycle)
 }
 
-func recordLifecycle(ctx context.Context, codex, repo, scenarioFile, out, cache string) (string, error) {
-	data, err := os.ReadFile(scenarioFile)
-	if err != nil {
-		return "", err
-	}
+func playLifecycle(ctx context.Context, eng *product.Engine, file string, data []byte) (string, error) {
 	var sc lifecycleScenario
 	if err := decodeStrict(data, &sc); err != nil {
-		return "", fmt.Errorf("%s: %w", scenarioFile, err)
+		return "", fmt.Errorf("%s: %w", file, err)
 	}
-	rec, err := startRecording(codex, repo, out, sc.Script)
-	if err != nil {
-		return "", err
-	}
-	defer rec.Close()
-	cfg := rec.cfg
-	cfg.Tests = product.TestsConfig{Codex: codex, CacheDir: cache}
-	eng, err := product.Open(ctx, cfg)
-	if err != nil {
-		return "", err
-	}
-	defer eng.Close()
 	d, err := runLifecycleScenario(ctx, eng, sc)
 	if err != nil {
 		return "", err
@@ -81,7 +45,7 @@ func recordLifecycle(ctx context.Context, codex, repo, scenarioFile, out, cache 
 				journal = append(journal, fmt.Sprintf("%d %s: %s", e.Seq, e.Kind, e.Summary))
 			}
 		}
-		return "", fmt.Errorf("%s: the lifecycle ended %s/%s (%s), want %s; journal:\n%s", scenarioFile, d.Phase, d.Status, d.Reason,
+		return "", fmt.Errorf("%s: the lifecycle ended %s/%s (%s), want %s; journal:\n%s", file, d.Phase, d.Status, d.Reason,
 			sc.Want, strings.Join(journal, "\n"))
 	}
 	return fmt.Sprintf("lifecycle %s: %s/%s round %d, %d worker runs, %d tokens", d.ID, d.Phase, d.Status, d.Round,
@@ -103,15 +67,8 @@ func runLifecycleScenario(ctx context.Context, eng *product.Engine, sc lifecycle
 		}
 		st.Needs = append(st.Needs, n)
 	}
-	for _, raw := range sc.TestPlans {
-		p, err := eng.Propose(ctx, raw)
-		if err != nil {
-			return product.LifecycleDetail{}, err
-		}
-		if p.Status != "certified" {
-			return product.LifecycleDetail{}, fmt.Errorf("test plan not certified: %v", p.Reasons)
-		}
-		st.TestPlans = append(st.TestPlans, p.ArtifactID)
+	if st.TestPlans, err = certifyPlans(ctx, eng, sc.TestPlans); err != nil {
+		return product.LifecycleDetail{}, err
 	}
 	d, err := eng.StartLifecycle(ctx, st)
 	if err != nil {
