@@ -268,6 +268,14 @@ type verifyResult struct {
 	Context            string             `json:"context"`
 }
 
+// changeTest is one certified test's outcome on the patch in force.
+type changeTest struct {
+	Test       string                `json:"test"`
+	Command    string                `json:"command"`
+	Outcome    lifecycle.TestOutcome `json:"outcome"`
+	DurationMs int64                 `json:"duration_ms"`
+}
+
 // criterionVerdict is a verifier's judgement of one acceptance criterion.
 type criterionVerdict struct {
 	Criterion int                       `json:"criterion"`

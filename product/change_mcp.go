@@ -76,18 +76,24 @@ func (e *Engine) PrepareChange(ctx context.Context, session string, req changeRe
 	if err != nil {
 		return changeResult{}, err
 	}
-	res := changeResult{ChangeID: d.ChangeID, Revision: 1, VerificationStatus: "not_requested", Status: changeFailed,
-		Reasons: []string{}, Operations: []PatchOperation{}}
+	v, err := e.readLifecycle(wctx, d.ID)
+	if err != nil {
+		return changeResult{}, err
+	}
+	return prepareResult(req, v, before, arts), nil
+}
+
+// prepareResult is prepare_change's answer from what the lifecycle's first
+// round stored: the patch attempt, or why there is none.
+func prepareResult(req changeRequest, v lifecycleView, before, arts []lifecycleArtifact) changeResult {
+	res := changeResult{ChangeID: v.ChangeID, Revision: 1, VerificationStatus: "not_requested", Status: changeFailed,
+		Reasons: []string{}, Operations: []PatchOperation{}, Acceptance: coverage(req, nil), ResidualRisks: []string{}}
 	res.Accounting = runAccounting(before, arts)
 	att, failed := firstAttempt(arts)
 	switch {
 	case failed != "":
 		res.Reasons = []string{"the patch worker failed: " + failed}
 	case att == nil:
-		v, err := e.readLifecycle(wctx, d.ID)
-		if err != nil {
-			return changeResult{}, err
-		}
 		res.Reasons = []string{fmt.Sprintf("the lifecycle ended %s before a patch was made: %s", v.State.Where(), v.State.Reason)}
 	default:
 		res.Status, res.Reasons = att.status.changeStatus(), nonNil(att.reasons)
@@ -99,14 +105,8 @@ func (e *Engine) PrepareChange(ctx context.Context, session string, req changeRe
 		res.Acceptance = coverage(req, att.report)
 		res.ResidualRisks = residualRisks(req, *att)
 	}
-	if res.Acceptance == nil {
-		res.Acceptance = coverage(req, nil)
-	}
-	if res.ResidualRisks == nil {
-		res.ResidualRisks = []string{}
-	}
 	res.Context = changeText(res)
-	return res, nil
+	return res
 }
 
 // patchMade says a lifecycle has its first patch (or no longer runs):
@@ -131,17 +131,6 @@ func firstAttempt(arts []lifecycleArtifact) (*patchAttempt, string) {
 		}
 	}
 	return nil, failed
-}
-
-// implementAttempt is the patch attempt an implement artifact records.
-func implementAttempt(a lifecycleArtifact, ev lifecycle.ImplementCompleted, round int) patchAttempt {
-	att := patchAttempt{revision: round, status: patchRejected, ops: []storedOperation{}, reasons: ev.Reasons,
-		report: a.Blobs.Report, raw: a.Raw, inv: a.Thread, usage: a.Usage}
-	if ev.Outcome == lifecycle.PatchAccepted {
-		att.status, att.patchID, att.ops, att.reasons = patchAccepted, ev.Patch, storedOps(a.Blobs.Patch), []string{}
-		att.bytes = ev.Bytes
-	}
-	return att
 }
 
 // runAccounting is what the worker runs between two readings of a
@@ -258,20 +247,26 @@ func (e *Engine) VerifyChange(ctx context.Context, session, changeID string) (ve
 	if _, err := k.run(ctx, lid, nil, nil); err != nil {
 		return verifyResult{}, err
 	}
-	wctx := context.WithoutCancel(ctx)
-	after, err := e.store.lifecycleArtifacts(wctx, lid)
+	return e.verifyResult(context.WithoutCancel(ctx), changeID, lid, before)
+}
+
+// verifyResult is verify_change's answer from what the change's lifecycle
+// stored: its newest verdict, the repair, the certified tests run on the
+// patch in force, and what the worker runs since before cost.
+func (e *Engine) verifyResult(ctx context.Context, changeID, lid string, before []lifecycleArtifact) (verifyResult, error) {
+	after, err := e.store.lifecycleArtifacts(ctx, lid)
 	if err != nil {
 		return verifyResult{}, err
 	}
-	c, err := e.store.change(wctx, e.root, changeID)
+	c, err := e.store.change(ctx, e.root, changeID)
 	if err != nil {
 		return verifyResult{}, err
 	}
-	v, err := e.readLifecycle(wctx, lid)
+	v, err := e.readLifecycle(ctx, lid)
 	if err != nil {
 		return verifyResult{}, err
 	}
-	done, err := e.store.verifications(wctx, changeID)
+	done, err := e.store.verifications(ctx, changeID)
 	if err != nil {
 		return verifyResult{}, err
 	}
@@ -279,27 +274,25 @@ func (e *Engine) VerifyChange(ctx context.Context, session, changeID string) (ve
 		return verifyResult{}, &Error{Op: "change.verify", Kind: kindConflict,
 			Err: fmt.Errorf("change %s has no verdict: its lifecycle %s is %s (%s)", changeID, lid, v.State.Where(), v.State.Reason)}
 	}
-	cur, err := e.store.patch(wctx, changeID, c.Current)
+	cur, err := e.store.patch(ctx, changeID, c.Current)
 	if err != nil {
 		return verifyResult{}, err
 	}
-	res, err := e.recordedVerdict(wctx, c, cur, done)
+	res, err := e.recordedVerdict(ctx, c, cur, done)
 	if err != nil {
 		return verifyResult{}, err
 	}
 	res.Accounting = runAccounting(before, after)
 	res.Recorded = res.Accounting.WorkerRuns == 0 && len(after) == len(before)
 	res.Lifecycle, res.Status = lid, v.State.Where()
-	if res.Tests, err = e.changeTests(wctx, v, cur.patchID, after); err != nil {
-		return verifyResult{}, err
-	}
+	res.Tests = changeTests(v, cur.patchID, after)
 	e.fill(&res, c, cur, done)
 	return res, nil
 }
 
 // changeTests are the outcomes of the certified test plans run on the
 // patch in force, newest run first found.
-func (e *Engine) changeTests(ctx context.Context, v lifecycleView, patch string, arts []lifecycleArtifact) ([]changeTest, error) {
+func changeTests(v lifecycleView, patch string, arts []lifecycleArtifact) []changeTest {
 	out := []changeTest{}
 	for i := len(arts) - 1; i >= 0; i-- {
 		tc, ok := arts[i].Event.(lifecycle.TestCompleted)
@@ -313,9 +306,9 @@ func (e *Engine) changeTests(ctx context.Context, v lifecycleView, patch string,
 				}
 			}
 		}
-		return out, nil
+		return out
 	}
-	return out, nil
+	return out
 }
 
 // recordedVerdict reads what happened to a change's repair from its stored
@@ -391,12 +384,4 @@ func verifyText(r verifyResult) string {
 	}
 	b.WriteString(".\n")
 	return clipLines(b.String(), defaultFrontierBudget)
-}
-
-// changeTest is one certified test's outcome on the patch in force.
-type changeTest struct {
-	Test       string                `json:"test"`
-	Command    string                `json:"command"`
-	Outcome    lifecycle.TestOutcome `json:"outcome"`
-	DurationMs int64                 `json:"duration_ms"`
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/needle-dev/needle/product/internal/contentid"
 	"github.com/needle-dev/needle/product/internal/safetext"
 	"github.com/needle-dev/needle/product/internal/snapshot"
+	"github.com/needle-dev/needle/product/lifecycle"
 )
 
 // The patch Needle builds from a patch worker's checkout (the lifecycle's
@@ -39,6 +40,17 @@ type patchAttempt struct {
 	raw      string
 	inv      string
 	usage    workerUsage
+}
+
+// implementAttempt is the patch attempt an implement artifact records.
+func implementAttempt(a lifecycleArtifact, ev lifecycle.ImplementCompleted, round int) patchAttempt {
+	att := patchAttempt{revision: round, status: patchRejected, ops: []storedOperation{}, reasons: ev.Reasons,
+		report: a.Blobs.Report, raw: a.Raw, inv: a.Thread, usage: a.Usage}
+	if ev.Outcome == lifecycle.PatchAccepted {
+		att.status, att.patchID, att.ops, att.reasons = patchAccepted, ev.Patch, storedOps(a.Blobs.Patch), []string{}
+		att.bytes = ev.Bytes
+	}
+	return att
 }
 
 // build compares the checkout with its base and makes the patch, rejecting

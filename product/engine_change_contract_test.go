@@ -32,7 +32,7 @@ func contractChange(t *testing.T, repo, scenario string, script []byte) *testEng
 	MustWriteFile(t, filepath.Join(home, "config.toml"), model.ConfigTOML())
 	te := MustEngine(t, repo, func(c *Config) {
 		c.Codex = &CodexConfig{Command: []string{bin}, Home: home, Deadline: time.Minute}
-		c.Tests = TestsConfig{Codex: bin, CacheDir: testenv.Cache(t, "testrun-lifecycle")}
+		c.Tests = TestsConfig{Codex: bin, CacheDir: testenv.Cache(t, "testrun-lifecycle"), Deadline: 10 * time.Minute}
 	})
 	if scenario == "" {
 		return te

@@ -49,7 +49,9 @@ type changeScenario struct {
 func changeEngine(t *testing.T, repo, scenario string, mutate ...func(*Config)) (*testEngine, []string) {
 	t.Helper()
 	mutate = append([]func(*Config){replayCodex(t, scenario), func(c *Config) {
-		c.Tests = TestsConfig{Codex: MustSandbox(t), CacheDir: testenv.Cache(t, "testrun-lifecycle")}
+		// A loaded machine may take minutes to build the test: the default
+		// deadline (2m) is for a user's machine, not for a shared CI one.
+		c.Tests = TestsConfig{Codex: MustSandbox(t), CacheDir: testenv.Cache(t, "testrun-lifecycle"), Deadline: 10 * time.Minute}
 	}}, mutate...)
 	te := MustEngine(t, repo, mutate...)
 	var ids []string

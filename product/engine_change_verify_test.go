@@ -288,7 +288,7 @@ func TestChange_CancelRepair(t *testing.T) {
 		t.Error("checkouts left behind")
 	}
 	te.reopen(replayCodex(t, "repair"), func(c *Config) {
-		c.Tests = TestsConfig{Codex: MustSandbox(t), CacheDir: testenv.Cache(t, "testrun-lifecycle")}
+		c.Tests = TestsConfig{Codex: MustSandbox(t), CacheDir: testenv.Cache(t, "testrun-lifecycle"), Deadline: 10 * time.Minute}
 	})
 	again, err := te.VerifyChange(context.Background(), "s", res.ChangeID)
 	if err != nil || again.Recorded || again.Verdict != lifecycle.VerdictVerified || again.Revision != 2 || again.Repair.Status != "applied" {

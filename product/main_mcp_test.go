@@ -237,6 +237,7 @@ func seedChangeTests(t *testing.T, repo, data, scenario string) {
 	t.Helper()
 	needleRun(t, "", "config", "set", "--data-dir", data, "tests.codex", MustSandbox(t))
 	needleRun(t, "", "config", "set", "--data-dir", data, "tests.cache", testenv.Cache(t, "testrun-lifecycle"))
+	needleRun(t, "", "config", "set", "--data-dir", data, "tests.deadline", "10m")
 	for i, raw := range mustChangeScenario(t, scenario).TestPlans {
 		plan := filepath.Join(t.TempDir(), fmt.Sprintf("plan%d.json", i))
 		MustWriteFile(t, plan, string(raw))
