@@ -429,9 +429,12 @@ func TestHarden_HostileScopesAndChangeText(t *testing.T) {
 			"scopes": []any{map[string]string{"path": scope, "kind": "exact"}}})
 		return string(b)
 	}
+	// The control passes every check of its text and stops at the next
+	// one: the repository has no certified test to run a change on.
+	const noTest = "no certified test to run"
 	r := p.call(1, "prepare_change", change("Rename Open.", "Open is renamed.", "store.go"))
-	if r.Error != nil {
-		t.Fatalf("the valid control request was refused: %s", short(r.raw))
+	if r.Error == nil || !strings.Contains(r.Error.Message, noTest) {
+		t.Fatalf("the valid control request was answered %s; want the refusal for want of a certified test", short(r.raw))
 	}
 	hostile := []struct{ name, task, criterion, scope string }{
 		{"ZeroWidthJoiner", "t", "c", ".git\u200d/config"},
@@ -449,15 +452,15 @@ func TestHarden_HostileScopesAndChangeText(t *testing.T) {
 	}
 	for i, h := range hostile {
 		r := p.call(100+i, "prepare_change", change(h.task, h.criterion, h.scope))
-		if r.Error == nil || r.Error.Code != -32602 {
-			t.Errorf("%s: %q / %q / %q was answered %s; want -32602", h.name, h.task, h.criterion, h.scope, short(r.raw))
+		if r.Error == nil || r.Error.Code != -32602 || strings.Contains(r.Error.Message, noTest) {
+			t.Errorf("%s: %q / %q / %q was answered %s; want -32602 for its text", h.name, h.task, h.criterion, h.scope, short(r.raw))
 		}
 	}
 	p.finish()
-	// Refused before anything runs: one change (the valid request's) and
-	// none of the hostile text is stored.
-	if n := queryInt(t, data, `SELECT count(*) FROM changes`); n != 1 {
-		t.Errorf("%d changes stored; only the valid request's may be", n)
+	// Refused before anything runs: no change, no lifecycle, and none of
+	// the hostile text is stored.
+	if n := queryInt(t, data, `SELECT count(*) FROM changes`) + queryInt(t, data, `SELECT count(*) FROM change_lifecycles`); n != 0 {
+		t.Errorf("%d changes or lifecycles stored by refused requests", n)
 	}
 	text := storeText(t, data)
 	for _, h := range hostile {
