@@ -855,8 +855,9 @@
 //	store.go             the SQLite store: open, check, transactions, queryAll
 //	store_pragma.go      PRAGMAs read back; the application_id guard; the accountant's connection
 //	store_*.go           the store's methods, one file per noun (need, session,
-//	                     evidence, resolution, worker, stat, profile, change,
-//	                     lifecycle)
+//	                     evidence, resolution, worker, stat, profile, change;
+//	                     and the lifecycle's by domain: lifecycle, artifact,
+//	                     apply, invocation)
 //	cache.go             hot caches of decoded immutable records
 //	runtime.go           the resident runtime (needle serve): lock, store, servers, shutdown
 //	runtime_exec.go      commands run in the runtime for IPC clients, and the client side

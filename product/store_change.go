@@ -113,3 +113,44 @@ func (s *store) patchAttempts(ctx context.Context, changeID string) ([]patchAtte
 			return decodeStored(reasons, &a.reasons)
 		})
 }
+
+// plainChanges lists the changes of root that no lifecycle runs, newest
+// first.
+func (s *store) plainChanges(ctx context.Context, root string, limit int) ([]changeRecord, error) {
+	return queryAll(ctx, s.db, "store.changes", `SELECT change_id, request, status, current_revision, repairs_used, created_at
+		FROM changes c WHERE root = ? AND NOT EXISTS (SELECT 1 FROM change_lifecycles l WHERE l.change_id = c.change_id)
+		ORDER BY created_at DESC, change_id LIMIT ?`, []any{root, limit},
+		func(rows rowScanner, c *changeRecord) error {
+			var req string
+			if err := rows.Scan(&c.ID, &req, &c.Status, &c.Current, &c.Repairs, &c.CreatedAt); err != nil {
+				return err
+			}
+			return decodeStored(req, &c.Request)
+		})
+}
+
+// storedVerification is a change's verification with the id of its stored
+// body.
+func (s *store) verificationBodies(ctx context.Context, changeID string) ([]string, error) {
+	return queryAll(ctx, s.db, "store.verifications", `SELECT body FROM verifications WHERE change_id = ? ORDER BY ordinal`,
+		[]any{changeID}, func(rows rowScanner, body *string) error { return rows.Scan(body) })
+}
+
+// patchBlobs reads an accepted patch revision with its contents, checked
+// against its patch id (a kindIntegrity error when they differ).
+func (s *store) patchBlobs(ctx context.Context, changeID string, revision int) ([]patchFile, string, error) {
+	var ops, id string
+	err := s.db.QueryRowContext(ctx, `SELECT patch_id, operations FROM patches WHERE change_id = ? AND revision = ? AND status = 'accepted'`,
+		changeID, revision).Scan(&id, &ops)
+	if errNoRows(err) {
+		return nil, "", &Error{Op: "change", Kind: kindNotFound, Err: fmt.Errorf("change %s has no accepted patch revision %d", changeID, revision)}
+	}
+	if err != nil {
+		return nil, "", storeError("store.patch", err)
+	}
+	var files []patchFile
+	if err := decodeStored(ops, &files); err != nil {
+		return nil, "", err
+	}
+	return files, id, checkPatchBlob(fmt.Sprintf("patch %s (revision %d of change %s)", id, revision, changeID), id, files)
+}

@@ -105,3 +105,18 @@ func (s *store) Settings(ctx context.Context) (map[string]string, error) {
 	}
 	return out, nil
 }
+
+// profileRevision reads one revision of a role profile.
+func (s *store) profileRevision(ctx context.Context, id string, revision int) (ProfileRevision, error) {
+	rev := ProfileRevision{ID: id, Revision: revision}
+	var body string
+	err := s.db.QueryRowContext(ctx, `SELECT body, digest FROM profile_revisions WHERE profile_id = ? AND revision = ?`,
+		id, revision).Scan(&body, &rev.Digest)
+	if errNoRows(err) {
+		return rev, &Error{Op: "profile", Kind: kindNotFound, Err: fmt.Errorf("no revision %d of role profile %q", revision, id)}
+	}
+	if err != nil {
+		return rev, storeError("store.profile", err)
+	}
+	return rev, decodeStored(body, &rev.Profile)
+}
