@@ -124,7 +124,7 @@ Commands:
                     manage role profiles (immutable revisions; "default" is built in)
   config set|get|list --data-dir DIR [KEY [VALUE]]
                     manage profile settings (codex.command, codex.home, worker.deadline,
-                    tests.codex, tests.cache)
+                    tests.codex, tests.cache, tests.deadline)
   db check --data-dir DIR
                     open the store in DIR (creating or upgrading it) and verify it
   serve --data-dir DIR [--addr 127.0.0.1:0]
