@@ -2,6 +2,7 @@ package product
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"path"
 	"strings"
@@ -20,7 +21,7 @@ import (
 
 // errNoChangeWorker: changes need the Codex App Server.
 var errNoChangeWorker = &Error{Op: "change", Kind: kindUnavailable,
-	Err: fmt.Errorf("no App Server is configured (codex.command or --codex), or the server runs --cache-only")}
+	Err: errors.New("no App Server is configured (codex.command or --codex), or the server runs --cache-only")}
 
 // maxFoundTestArtifacts bounds the stored focused_tests artifacts
 // prepare_change looks through for a change that cites none.
@@ -69,6 +70,12 @@ func (e *Engine) PrepareChange(ctx context.Context, session string, req changeRe
 	}
 	k := &lifecycleKernel{e: e, adapters: e.adapters, clock: time.Now}
 	if _, err := k.run(ctx, d.ID, patchMade, nil); err != nil {
+		// The caller never learns this change's id: nobody could go on
+		// with it, so it ends here rather than wait forever in implement.
+		note := "prepare_change stopped before the patch was made: " + clip(oneLine(err.Error()), 200)
+		if _, cerr := e.CancelLifecycle(context.WithoutCancel(ctx), d.ID, note); cerr != nil && KindOf(cerr) != kindConflict {
+			return changeResult{}, errors.Join(err, cerr)
+		}
 		return changeResult{}, err
 	}
 	wctx := context.WithoutCancel(ctx)
@@ -240,12 +247,20 @@ func (e *Engine) VerifyChange(ctx context.Context, session, changeID string) (ve
 	if err != nil {
 		return verifyResult{}, err
 	}
-	k := &lifecycleKernel{e: e, adapters: e.adapters, clock: time.Now}
-	if e.codex == nil {
-		k.adapters = lifecycleAdapters{} // a step that needs a worker fails closed, and says so
-	}
-	if _, err := k.run(ctx, lid, nil, nil); err != nil {
+	v, err := e.readLifecycle(ctx, lid)
+	if err != nil {
 		return verifyResult{}, err
+	}
+	if v.State.Status == lifecycle.StatusRunning {
+		// Without workers the run would commit phase failures the change
+		// could not undo: refuse before anything runs.
+		if e.codex == nil {
+			return verifyResult{}, errNoChangeWorker
+		}
+		k := &lifecycleKernel{e: e, adapters: e.adapters, clock: time.Now}
+		if _, err := k.run(ctx, lid, nil, nil); err != nil {
+			return verifyResult{}, err
+		}
 	}
 	return e.verifyResult(context.WithoutCancel(ctx), changeID, lid, before)
 }

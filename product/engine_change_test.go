@@ -17,6 +17,7 @@ import (
 	"github.com/needle-dev/needle/product/internal/checkout"
 	"github.com/needle-dev/needle/product/internal/contentid"
 	"github.com/needle-dev/needle/product/internal/snapshot"
+	"github.com/needle-dev/needle/product/lifecycle"
 	"github.com/needle-dev/needle/product/testenv"
 )
 
@@ -410,8 +411,36 @@ func TestChange_Cancel(t *testing.T) {
 	if n := count(t, te, `SELECT count(*) FROM changes`); n != 0 {
 		t.Errorf("%d change rows after a cancelled patch worker, want 0", n)
 	}
+	// Nobody learnt the change's id: its lifecycle ends, cancelled, and
+	// says why.
 	var phase, status string
-	if err := te.store.db.QueryRow(`SELECT phase, status FROM change_lifecycles`).Scan(&phase, &status); err != nil || phase != "implement" || status != "running" {
-		t.Errorf("the cancelled lifecycle is %s/%s (%v), want implement/running", phase, status, err)
+	if err := te.store.db.QueryRow(`SELECT phase, status FROM change_lifecycles`).Scan(&phase, &status); err != nil || phase != "implement" || status != "cancelled" {
+		t.Errorf("the lifecycle of a cancelled prepare_change is %s/%s (%v), want implement/cancelled", phase, status, err)
+	}
+}
+
+// TestChange_VerifyWithoutWorkers: verify_change on an engine without an
+// App Server refuses (unavailable) before anything runs: the lifecycle
+// commits no phase failure it could not undo, and an engine with workers
+// then verifies the change.
+func TestChange_VerifyWithoutWorkers(t *testing.T) {
+	ctx := context.Background()
+	te, _ := changeEngine(t, MustFixtureRepo(t, "grepx", true), "verified")
+	res, err := te.PrepareChange(ctx, "s", MustChangeRequest(t, "verified"))
+	if err != nil || res.Status != ChangePrepared {
+		t.Fatalf("prepare_change = %+v, %v", res, err)
+	}
+	events := count(t, te, `SELECT count(*) FROM change_events`)
+	cfg := te.cfg
+	te.reopen(func(c *Config) { *c = cfg; c.Codex = nil })
+	if _, err := te.VerifyChange(ctx, "s", res.ChangeID); KindOf(err) != kindUnavailable {
+		t.Fatalf("verify_change without workers = %v, want unavailable", err)
+	}
+	if n := count(t, te, `SELECT count(*) FROM change_events`); n != events {
+		t.Errorf("verify_change without workers journaled %d events", n-events)
+	}
+	te.reopen(replayCodex(t, "verified"), func(c *Config) { c.Tests = cfg.Tests })
+	if v, err := te.VerifyChange(ctx, "s", res.ChangeID); err != nil || v.Verdict != lifecycle.VerdictVerified {
+		t.Errorf("verify_change with workers again = %+v, %v", v, err)
 	}
 }
