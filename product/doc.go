@@ -817,6 +817,7 @@
 //	result.go            NeedResult, resultStatus, reuseUnit, Failure
 //	frontier.go          the FrontierView text
 //	engine.go            Engine, Config, sessions, the FIFO turn
+//	engine_open.go       Open and Close: the one place that wires the store, workers and adapters
 //	engine_need.go       NeedContext: the need pipeline's effects; the memo of candidates
 //	accounting.go        the accountant: answers' accounting, written after the answer
 //	reply.go             Reply: what Needle answers to a marker in a model's message

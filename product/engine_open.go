@@ -1,0 +1,116 @@
+package product
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/needle-dev/needle/product/internal/snapshot"
+)
+
+// Opening and closing an engine: the one place that wires the store, the
+// App Server worker, the accountant, the refresher and the lifecycle's
+// adapters together.
+
+// Open opens the store in cfg.DataDir and the repository cfg.Repository.
+// The engine owns that store: Close closes it.
+func Open(ctx context.Context, cfg Config) (*Engine, error) {
+	st, err := OpenStore(ctx, cfg.DataDir)
+	if err != nil {
+		return nil, err
+	}
+	e, err := openEngine(ctx, cfg, st)
+	if err != nil {
+		st.Close()
+		return nil, err
+	}
+	e.ownStore = true
+	return e, nil
+}
+
+// openEngine opens the repository cfg.Repository over an open store of
+// cfg.DataDir: the resident runtime's engines share its one store.
+func openEngine(ctx context.Context, cfg Config, st *store) (*Engine, error) {
+	dataDir, err := absDataDir(cfg.DataDir)
+	if err != nil {
+		return nil, &Error{Op: "engine.open", Kind: kindIO, Err: err}
+	}
+	cfg.DataDir = dataDir
+	cfg.Tests = cfg.Tests.resolve(dataDir)
+	if cfg.Routes == nil {
+		cfg.Routes = AllRoutes()
+	}
+	if cfg.Transport == "" {
+		cfg.Transport = "api"
+	}
+	if cfg.FrontierBudget <= 0 {
+		cfg.FrontierBudget = defaultFrontierBudget
+	}
+	if cfg.Prices == nil {
+		cfg.Prices = &defaultPrices
+	}
+	cfg.Limits = cfg.Limits.clamp()
+	// Whether the root is a git work tree takes a git rev-parse, which
+	// nothing before the first need waits for (initialize does not): the
+	// repository decides it in the background, and its methods wait for
+	// it and fail, as opening would have, when git refuses the repository.
+	repo, err := snapshot.OpenAsync(ctx, cfg.Repository, nil)
+	if err != nil {
+		return nil, &Error{Op: "engine.open", Kind: kindIO, Err: err}
+	}
+	e := &Engine{cfg: cfg, store: st, root: repo.Root(), ledgers: map[string]*ledger{}, memo: map[string]*needMemo{}, needs: map[string]bool{}}
+	e.stats = newStatCache(st, e.root)
+	e.repo = repo.WithCache(e.stats)
+	e.acct = newAccountant(st)
+	fail := func(err error) (*Engine, error) { // the store is the caller's to close
+		e.acct.close()
+		e.repo.Close()
+		return nil, err
+	}
+	e.val = newValidators(e.repo, cfg.DataDir, cfg.Tests)
+	if cfg.Worker == nil && cfg.Codex != nil && !cfg.CacheOnly {
+		if inside(e.root, cfg.DataDir) {
+			return fail(invalidf("engine.open", "data-dir", "the data directory %s is inside the repository %s: workers' checkouts must live outside it", cfg.DataDir, e.root))
+		}
+		w, err := newCodexWorker(ctx, *cfg.Codex, cfg.DataDir)
+		if err != nil {
+			return fail(err)
+		}
+		e.cfg.Worker = w
+		e.codex = w
+	}
+	if err := st.putDefinitionOnce(ctx); err != nil {
+		return fail(err)
+	}
+	if cfg.RoleProfile != "" {
+		if e.profile, err = e.Profile(ctx, cfg.RoleProfile); err != nil {
+			return fail(err)
+		}
+		e.cfg.Limits = Limits{Needs: e.profile.Profile.Limits.Needs, Workers: e.profile.Profile.Limits.Workers}.clamp()
+	}
+	e.adapters = codexAdapters{e}.adapters(&testAdapter{e: e, cfg: cfg.Tests})
+	if cfg.Lifecycle != nil {
+		e.adapters = *cfg.Lifecycle
+	}
+	if err := e.recoverAtOpen(ctx); err != nil {
+		return fail(err)
+	}
+	return e, nil
+}
+
+// Close writes the accounting still queued (doc.go, "Durability") and
+// closes the store if the engine owns it (Open); an engine of the resident
+// runtime leaves the shared store open.
+func (e *Engine) Close() error {
+	e.flushStats()
+	aerr := e.acct.close()
+	e.repo.Close() // stops its long-lived git processes
+	if e.ownStore {
+		if err := e.store.Close(); err != nil {
+			return err
+		}
+	}
+	if aerr != nil {
+		return &Error{Op: "engine.close", Kind: kindStore, Err: fmt.Errorf("accounting: %w", aerr)}
+	}
+	return nil
+}
