@@ -36,6 +36,13 @@ type Response struct {
 	// position in the script. Responses without Match are served in script
 	// order to the requests no keyed response matches.
 	Match []string
+	// Read fills the events from the request, as a model uses what its
+	// tools answered: every occurrence of a key in the events' JSON is
+	// replaced by the first match of its regular expression in the
+	// request's body (a tool's output, say). A key whose expression does
+	// not match fails the request (HTTP 500): a scripted turn never goes
+	// on with a value it did not read.
+	Read map[string]string
 }
 
 // Script is the queue of responses, served in order, one per request.

@@ -18,6 +18,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"regexp"
 	"strings"
 	"sync"
 	"time"
@@ -201,6 +202,11 @@ func (s *Server) respond(w http.ResponseWriter, r *http.Request, body []byte) {
 		}
 		return
 	}
+	events, err := p.filled(body)
+	if err != nil {
+		writeJSON(w, http.StatusInternalServerError, []byte(fmt.Sprintf(`{"error":{"message":%q,"type":"server_error"}}`, err.Error())))
+		return
+	}
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.Header().Set("Cache-Control", "no-cache")
 	w.WriteHeader(http.StatusOK)
@@ -209,7 +215,7 @@ func (s *Server) respond(w http.ResponseWriter, r *http.Request, body []byte) {
 	if p.hold && !s.hold(r) {
 		return
 	}
-	for i, ev := range p.events {
+	for i, ev := range events {
 		if i > 0 && p.delay > 0 && !s.pause(r, p.delay) {
 			return
 		}
@@ -218,6 +224,29 @@ func (s *Server) respond(w http.ResponseWriter, r *http.Request, body []byte) {
 			return
 		}
 	}
+}
+
+// filled is p's events with every Read key replaced by what the request
+// body holds.
+func (p prepared) filled(body []byte) ([]event, error) {
+	if len(p.read) == 0 {
+		return p.events, nil
+	}
+	out := make([]event, len(p.events))
+	copy(out, p.events)
+	for _, r := range p.read {
+		m := r.re.Find(body)
+		if m == nil {
+			return nil, fmt.Errorf("fakemodel: the request holds nothing that %s reads (%s)", r.key, r.re)
+		}
+		// The value goes into JSON strings: encode it as one.
+		v, _ := json.Marshal(string(m))
+		v = v[1 : len(v)-1]
+		for i := range out {
+			out[i].data = bytes.ReplaceAll(out[i].data, []byte(r.key), v)
+		}
+	}
+	return out, nil
 }
 
 // hold waits for Release; false means the request ended first.
@@ -271,11 +300,18 @@ func RecordedBody(body []byte) json.RawMessage {
 // prepared is a Response ready to serve: ids filled in, events encoded.
 type prepared struct {
 	match  []string
+	read   []reader
 	events []event
 	status int
 	body   []byte
 	hold   bool
 	delay  time.Duration
+}
+
+// reader is one Read entry, compiled.
+type reader struct {
+	key string
+	re  *regexp.Regexp
 }
 
 type event struct {
@@ -299,6 +335,13 @@ func prepare(s Script) ([]prepared, error) {
 
 func prepareOne(r Response, n int) (prepared, error) {
 	p := prepared{status: r.Status, hold: r.Hold, delay: r.Delay, match: r.Match}
+	for key, expr := range r.Read {
+		re, err := regexp.Compile(expr)
+		if err != nil || key == "" {
+			return p, fmt.Errorf("read %q: %v", key, err)
+		}
+		p.read = append(p.read, reader{key, re})
+	}
 	switch {
 	case r.Status != 0 && (r.Status < 100 || r.Status > 599):
 		return p, fmt.Errorf("invalid HTTP status %d", r.Status)

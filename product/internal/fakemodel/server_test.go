@@ -339,3 +339,24 @@ func TestServer_Keyed(t *testing.T) {
 		t.Errorf("an exhausted script answered %d", resp.StatusCode)
 	}
 }
+
+// TestServer_Read: a response reads its values from the request it
+// answers (here a tool's output naming an id), and a request that holds
+// nothing it reads fails rather than go on without the value.
+func TestServer_Read(t *testing.T) {
+	call := FunctionCall("", "call_2", "verify", `{"id":"$ID"}`, Usage{})
+	call.Read = map[string]string{"$ID": `chg_[0-9a-f]{4}`}
+	srv := MustStart(t, Script{Responses: []Response{call, call}})
+	resp, out := post(t, context.Background(), srv.URL()+"/responses",
+		`{"input":[{"type":"function_call_output","call_id":"call_1","output":"change chg_0a1f: prepared"}]}`)
+	if resp.StatusCode != 200 || !strings.Contains(out, `\"id\":\"chg_0a1f\"`) || strings.Contains(out, "$ID") {
+		t.Errorf("the call did not read the id from the request: %d\n%s", resp.StatusCode, out)
+	}
+	resp, out = post(t, context.Background(), srv.URL()+"/responses", `{"input":"no id here"}`)
+	if resp.StatusCode != 500 || !strings.Contains(out, "holds nothing that $ID reads") {
+		t.Errorf("a request without the value answered %d: %s", resp.StatusCode, out)
+	}
+	if _, err := Start(Script{Responses: []Response{{Events: call.Events, Read: map[string]string{"$X": "("}}}}); err == nil {
+		t.Error("Start accepted a Read expression that does not compile")
+	}
+}
