@@ -86,6 +86,17 @@ func MustChangeRequest(t *testing.T, scenario string) changeRequest {
 	return req
 }
 
+// mustPrepare runs prepare_change for the scenario's request on te and
+// fails the test unless the patch was made.
+func mustPrepare(t *testing.T, te *testEngine, scenario string) changeResult {
+	t.Helper()
+	res, err := te.PrepareChange(context.Background(), "s", MustChangeRequest(t, scenario))
+	if err != nil || res.Status != ChangePrepared {
+		t.Fatalf("prepare_change = %+v, %v", res, err)
+	}
+	return res
+}
+
 // heldSession is a frozen worker session cut right after its turn started:
 // replayed, the turn never ends by itself, so a test can cancel it.
 func heldSession(t *testing.T, transcript string) string {
@@ -426,10 +437,7 @@ func TestChange_Cancel(t *testing.T) {
 func TestChange_VerifyWithoutWorkers(t *testing.T) {
 	ctx := context.Background()
 	te, _ := changeEngine(t, MustFixtureRepo(t, "grepx", true), "verified")
-	res, err := te.PrepareChange(ctx, "s", MustChangeRequest(t, "verified"))
-	if err != nil || res.Status != ChangePrepared {
-		t.Fatalf("prepare_change = %+v, %v", res, err)
-	}
+	res := mustPrepare(t, te, "verified")
 	events := count(t, te, `SELECT count(*) FROM change_events`)
 	cfg := te.cfg
 	te.reopen(func(c *Config) { *c = cfg; c.Codex = nil })

@@ -107,10 +107,7 @@ func TestChange_Repair(t *testing.T) {
 	repo := MustFixtureRepo(t, "grepx", true)
 	before := treeDigest(t, repo)
 	te, _ := changeEngine(t, repo, "repair")
-	res, err := te.PrepareChange(ctx, "s", MustChangeRequest(t, "repair"))
-	if err != nil || res.Status != ChangePrepared {
-		t.Fatalf("prepare_change = %+v, %v", res, err)
-	}
+	res := mustPrepare(t, te, "repair")
 	v, err := te.VerifyChange(ctx, "s", res.ChangeID)
 	if err != nil {
 		t.Fatal(err)
@@ -147,10 +144,7 @@ func TestChange_Repair(t *testing.T) {
 func TestChange_RepairOnce(t *testing.T) {
 	ctx := context.Background()
 	te, _ := changeEngine(t, MustFixtureRepo(t, "grepx", true), "repair_twice")
-	res, err := te.PrepareChange(ctx, "s", MustChangeRequest(t, "repair_twice"))
-	if err != nil || res.Status != ChangePrepared {
-		t.Fatalf("prepare_change = %+v, %v", res, err)
-	}
+	res := mustPrepare(t, te, "repair_twice")
 	v, err := te.VerifyChange(ctx, "s", res.ChangeID)
 	if err != nil {
 		t.Fatal(err)
@@ -192,10 +186,7 @@ func TestChange_BaseDrift(t *testing.T) {
 	ctx := context.Background()
 	repo := MustFixtureRepo(t, "grepx", true)
 	te, _ := changeEngine(t, repo, "verified")
-	res, err := te.PrepareChange(ctx, "s", MustChangeRequest(t, "verified"))
-	if err != nil || res.Status != ChangePrepared {
-		t.Fatalf("prepare_change = %+v, %v", res, err)
-	}
+	res := mustPrepare(t, te, "verified")
 	MustWriteFile(t, filepath.Join(repo, "options.go"), "package main\n")
 	if _, err := te.VerifyChange(ctx, "s", res.ChangeID); KindOf(err) != kindConflict {
 		t.Errorf("verify_change after drift = %v, want a conflict", err)
@@ -211,10 +202,7 @@ func TestChange_BaseDrift(t *testing.T) {
 func TestChange_RepairNoop(t *testing.T) {
 	ctx := context.Background()
 	te, _ := changeEngine(t, MustFixtureRepo(t, "grepx", true), "repair_noop")
-	res, err := te.PrepareChange(ctx, "s", MustChangeRequest(t, "repair_noop"))
-	if err != nil || res.Status != ChangePrepared {
-		t.Fatalf("prepare_change = %+v, %v", res, err)
-	}
+	res := mustPrepare(t, te, "repair_noop")
 	v, err := te.VerifyChange(ctx, "s", res.ChangeID)
 	if err != nil {
 		t.Fatal(err)
@@ -258,10 +246,7 @@ func TestChange_CancelRepair(t *testing.T) {
 	}
 	repo := MustFixtureRepo(t, "grepx", true)
 	te, _ := changeEngine(t, repo, "repair", replayTranscripts(t, held))
-	res, err := te.PrepareChange(context.Background(), "s", MustChangeRequest(t, "repair"))
-	if err != nil || res.Status != ChangePrepared {
-		t.Fatalf("prepare_change = %+v, %v", res, err)
-	}
+	res := mustPrepare(t, te, "repair")
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() {

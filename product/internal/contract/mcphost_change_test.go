@@ -4,14 +4,11 @@ package contract
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/needle-dev/needle/product/codextest"
 	"github.com/needle-dev/needle/product/internal/fakemodel"
@@ -32,13 +29,7 @@ func TestContract_CodexExecHostRunsAChange(t *testing.T) {
 	needle := needleBin(t)
 	root := testenv.ModuleRoot(t)
 	repo := testenv.Materialize(t, filepath.Join(root, "fixtures", "repos", "grepx.txtar"))
-	for _, args := range [][]string{{"init", "-q"}, {"add", "-A"}, {"-c", "user.name=n", "-c", "user.email=n@example.com", "commit", "-qm", "grepx"}} {
-		cmd := exec.Command("git", args...)
-		cmd.Dir = repo
-		if out, err := cmd.CombinedOutput(); err != nil {
-			t.Fatalf("git %v: %v\n%s", args, err, out)
-		}
-	}
+	gitCommit(t, repo)
 	before, err := os.ReadFile(filepath.Join(repo, "options.go"))
 	if err != nil {
 		t.Fatal(err)
@@ -87,40 +78,20 @@ func TestContract_CodexExecHostRunsAChange(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer model.Close()
-	home := t.TempDir()
-	args, _ := json.Marshal([]string{"mcp", "serve", "--data-dir", data, "--repository", repo,
-		"--main-model", "gpt-5-codex", "--role-profile", "default"})
 	// The README's configuration, as for need_context: the change tools
 	// carry honest annotations (nothing destructive, no open world), so
-	// codex runs them under approval_policy "never" without asking; the
-	// README's tool_timeout_sec lets a verification (tests, a reviewer, a
-	// verifier, perhaps the repair) outlast codex's default.
-	config := "approval_policy = \"never\"\n" + fakemodel.ConfigTOML(model.URL()) +
-		"\n[mcp_servers.needle]\ncommand = " + tomlQuote(needle) + "\nargs = " + string(args) +
-		"\ntool_timeout_sec = 900\n"
-	if err := os.WriteFile(filepath.Join(home, "config.toml"), []byte(config), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, codex, "exec", "--json", "Document on Options.CRLF that NUL-terminated data disables CRLF handling.")
-	cmd.Dir = repo
-	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + home, "CODEX_HOME=" + home, "LC_ALL=C.UTF-8"}
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if err := cmd.Run(); err != nil {
-		t.Fatalf("codex exec: %v\nstdout:\n%s\nstderr:\n%s", err, stdout.String(), stderr.String())
-	}
+	// codex runs them under approval_policy "never" without asking.
+	stdout := codexExec(t, codex, needle, repo, data, model.URL(), "Document on Options.CRLF that NUL-terminated data disables CRLF handling.")
 
 	reqs := model.Requests()
 	if len(reqs) < 3 {
-		t.Fatalf("the model got %d requests; want prepare, verify and the answer\n%s", len(reqs), stdout.String())
+		t.Fatalf("the model got %d requests; want prepare, verify and the answer\n%s", len(reqs), stdout)
 	}
 	for _, tool := range []string{"prepare_change", "verify_change"} {
 		if !offersTool(reqs[0].Body, "mcp__needle", tool) {
 			t.Errorf("the first model request does not offer %s", tool)
 		}
-		if call := toolCallItem(t, stdout.Bytes(), "needle", tool); call.Status != "completed" || call.Error != nil {
+		if call := toolCallItem(t, stdout, "needle", tool); call.Status != "completed" || call.Error != nil {
 			t.Errorf("codex's %s item: status %q, error %v; want completed", tool, call.Status, string(call.Error))
 		}
 	}

@@ -64,13 +64,7 @@ func hostRepo(t *testing.T) (repo, data string) {
 	if err := os.WriteFile(filepath.Join(repo, "store.go"), []byte(hostStoreGo), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	for _, args := range [][]string{{"init", "-q"}, {"add", "-A"}, {"-c", "user.name=n", "-c", "user.email=n@example.com", "commit", "-qm", "store"}} {
-		cmd := exec.Command("git", args...)
-		cmd.Dir = repo
-		if out, err := cmd.CombinedOutput(); err != nil {
-			t.Fatalf("git %v: %v\n%s", args, err, out)
-		}
-	}
+	gitCommit(t, repo)
 	return repo, data
 }
 
@@ -86,6 +80,47 @@ func runNeedle(t *testing.T, bin, stdin string, args ...string) string {
 		t.Fatalf("needle %v: %v\n%s", args, err, errb.String())
 	}
 	return out.String()
+}
+
+// codexExec runs the real `codex exec --json PROMPT` in repo as the MCP
+// host of `needle mcp serve` over data, configured as the README tells a
+// user, with the fake model at modelURL as its model; it returns codex's
+// JSONL events and fails the test when codex fails.
+func codexExec(t *testing.T, codex, needle, repo, data, modelURL, prompt string) []byte {
+	t.Helper()
+	home := t.TempDir()
+	args, _ := json.Marshal([]string{"mcp", "serve", "--data-dir", data, "--repository", repo,
+		"--main-model", "gpt-5-codex", "--role-profile", "default"})
+	config := "approval_policy = \"never\"\n" + fakemodel.ConfigTOML(modelURL) +
+		"\n[mcp_servers.needle]\ncommand = " + tomlQuote(needle) + "\nargs = " + string(args) + "\ntool_timeout_sec = 900\n"
+	if err := os.WriteFile(filepath.Join(home, "config.toml"), []byte(config), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, codex, "exec", "--json", prompt)
+	cmd.Dir = repo
+	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + home, "CODEX_HOME=" + home, "LC_ALL=C.UTF-8"}
+	cmd.Stdin = nil // /dev/null: no prompt on stdin
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("codex exec: %v\nstdout:\n%s\nstderr:\n%s", err, stdout.String(), stderr.String())
+	}
+	return stdout.Bytes()
+}
+
+// gitCommit makes repo a git repository with everything in it committed
+// (codex exec runs only in a trusted directory: a git repository).
+func gitCommit(t *testing.T, repo string) {
+	t.Helper()
+	for _, args := range [][]string{{"init", "-q"}, {"add", "-A"}, {"-c", "user.name=n", "-c", "user.email=n@example.com", "commit", "-qm", "base"}} {
+		cmd := exec.Command("git", args...)
+		cmd.Dir = repo
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("git %v: %v\n%s", args, err, out)
+		}
+	}
 }
 
 // namespacedCall is the model calling an MCP tool the way codex 0.171.0
@@ -132,36 +167,18 @@ func TestContract_CodexExecHostCallsNeedContext(t *testing.T) {
 	}
 	defer model.Close()
 
-	home := t.TempDir()
-	args, _ := json.Marshal([]string{"mcp", "serve", "--data-dir", data, "--repository", repo,
-		"--main-model", "gpt-5-codex", "--role-profile", "default"})
-	config := "approval_policy = \"never\"\n" + fakemodel.ConfigTOML(model.URL()) +
-		"\n[mcp_servers.needle]\ncommand = " + tomlQuote(needle) + "\nargs = " + string(args) + "\n"
-	if err := os.WriteFile(filepath.Join(home, "config.toml"), []byte(config), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, codex, "exec", "--json", "Where is Open implemented in this repository?")
-	cmd.Dir = repo
-	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + home, "CODEX_HOME=" + home, "LC_ALL=C.UTF-8"}
-	cmd.Stdin = nil // /dev/null: no prompt on stdin
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if err := cmd.Run(); err != nil {
-		t.Fatalf("codex exec: %v\nstdout:\n%s\nstderr:\n%s", err, stdout.String(), stderr.String())
-	}
+	stdout := codexExec(t, codex, needle, repo, data, model.URL(), "Where is Open implemented in this repository?")
 
 	reqs := model.Requests()
 	if len(reqs) < 2 {
-		t.Fatalf("the model got %d requests; want the call and the turn after it\n%s", len(reqs), stdout.String())
+		t.Fatalf("the model got %d requests; want the call and the turn after it\n%s", len(reqs), stdout)
 	}
 	// What the model was offered: namespace mcp__needle, function need_context.
 	if !offersTool(reqs[0].Body, "mcp__needle", "need_context") {
 		t.Errorf("the first model request does not offer namespace mcp__needle with function need_context")
 	}
 	// What codex reported: the call completed, no approval was asked.
-	call := toolCallItem(t, stdout.Bytes(), "needle", "need_context")
+	call := toolCallItem(t, stdout, "needle", "need_context")
 	if call.Status != "completed" || call.Error != nil {
 		t.Errorf("codex's mcp_tool_call item: status %q, error %v; want completed without error", call.Status, string(call.Error))
 	}
