@@ -47,38 +47,17 @@ func (e *Engine) StartLifecycle(ctx context.Context, st LifecycleStart) (Lifecyc
 	if err != nil {
 		return LifecycleDetail{}, err
 	}
-	profileID := st.Profile
-	if profileID == "" {
-		profileID = DefaultProfileID
-	}
-	rev, err := e.Profile(ctx, profileID)
+	rev, err := e.lifecycleProfile(ctx, st.Profile)
 	if err != nil {
 		return LifecycleDetail{}, err
-	}
-	// A profile stored before this rule (or by another writer) is checked
-	// again: the verifier must be another worker than the reviewer.
-	if err := checkDistinctVerifier(opLifecycle, rev.Profile); err != nil {
-		var pe *Error
-		errors.As(err, &pe)
-		return LifecycleDetail{}, invalidf(opLifecycle, "profile", "role profile %s revision %d: %s: %v", rev.ID, rev.Revision, pe.Path, pe.Err)
 	}
 	snap, err := e.repo.Snapshot(ctx)
 	if err != nil {
 		return LifecycleDetail{}, &Error{Op: opLifecycle, Kind: kindIO, Err: err}
 	}
-	budget := st.Budget
-	if budget.Tokens == 0 {
-		budget.Tokens = defaultLifecycleTokens
-	}
-	if budget.WallMs == 0 {
-		budget.WallMs = defaultLifecycleWall.Milliseconds()
-	}
-	if budget.WorkerRuns == 0 {
-		budget.WorkerRuns = defaultLifecycleRuns
-	}
 	needs := nonNilNeeds(st.Needs)
 	f := lifecycle.Freeze{ChangeID: newChangeID(), RequestID: lifecycleRequestID(req, needs), Snapshot: snap.ID,
-		TestPlans: planIDs(plans), Budget: budget, Concurrency: 1}
+		TestPlans: planIDs(plans), Budget: budgetOrDefaults(st.Budget), Concurrency: 1}
 	for i, c := range req.Criteria {
 		f.Criteria = append(f.Criteria, criterionDigest(i, c))
 	}
@@ -104,6 +83,40 @@ func (e *Engine) StartLifecycle(ctx context.Context, st LifecycleStart) (Lifecyc
 		return LifecycleDetail{}, err
 	}
 	return e.Lifecycle(ctx, ev.Lifecycle)
+}
+
+// lifecycleProfile is the newest revision of the role profile id ("" is
+// the default) that a new lifecycle freezes.
+func (e *Engine) lifecycleProfile(ctx context.Context, id string) (ProfileRevision, error) {
+	if id == "" {
+		id = DefaultProfileID
+	}
+	rev, err := e.Profile(ctx, id)
+	if err != nil {
+		return rev, err
+	}
+	// A profile stored before this rule (or by another writer) is checked
+	// again: the verifier must be another worker than the reviewer.
+	if err := checkDistinctVerifier(opLifecycle, rev.Profile); err != nil {
+		var pe *Error
+		errors.As(err, &pe)
+		return rev, invalidf(opLifecycle, "profile", "role profile %s revision %d: %s: %v", rev.ID, rev.Revision, pe.Path, pe.Err)
+	}
+	return rev, nil
+}
+
+// budgetOrDefaults is a lifecycle's budget: b, each zero field the default.
+func budgetOrDefaults(b lifecycle.Budget) lifecycle.Budget {
+	if b.Tokens == 0 {
+		b.Tokens = defaultLifecycleTokens
+	}
+	if b.WallMs == 0 {
+		b.WallMs = defaultLifecycleWall.Milliseconds()
+	}
+	if b.WorkerRuns == 0 {
+		b.WorkerRuns = defaultLifecycleRuns
+	}
+	return b
 }
 
 // testPlans expands certified focused_tests artifacts into test plans, one
@@ -299,30 +312,8 @@ func (e *Engine) Lifecycle(ctx context.Context, id string) (LifecycleDetail, err
 	for i, c := range v.Request.Criteria {
 		d.Criteria = append(d.Criteria, lifecycleCriterionView{Criterion: i + 1, Text: c, Digest: s.Freeze.Criteria[i]})
 	}
-	results := map[string]lifecycle.TestResult{}
-	details := map[string]string{}
-	if s.Tests.Evidence != "" {
-		a, ok, err := e.store.artifactByID(ctx, v.ID, s.Tests.Evidence)
-		if err != nil {
-			return d, err
-		}
-		if tc, isTest := a.Event.(lifecycle.TestCompleted); ok && isTest {
-			for _, r := range tc.Evidence.Results {
-				results[r.Plan] = r
-			}
-			for _, o := range a.Blobs.Outputs {
-				details[o.Plan] = o.Detail
-			}
-		}
-	}
-	for _, p := range v.Plans {
-		r := results[p.ID]
-		pv := lifecycleTestPlanView{PlanID: p.ID, Test: p.Test, Module: p.Module, Command: p.Command(),
-			Outcome: r.Outcome, DurationMs: r.DurationMs, OutputDigest: r.Output}
-		if r.Outcome == lifecycle.TestError {
-			pv.Detail = details[p.ID]
-		}
-		d.TestPlans = append(d.TestPlans, pv)
+	if d.TestPlans, err = e.testPlanViews(ctx, v); err != nil {
+		return d, err
 	}
 	if s.Patch.ID != "" {
 		a, ok, err := e.store.artifactByID(ctx, v.ID, s.Patch.ID)
@@ -354,22 +345,61 @@ func (e *Engine) Lifecycle(ctx context.Context, id string) (LifecycleDetail, err
 		b := s.Binding()
 		d.AwaitingApproval = &b
 	}
-	applies, err := e.store.applies(ctx, e.root, v.ChangeID, false)
-	if err != nil {
+	if d.Apply, err = e.latestApply(ctx, v.ChangeID); err != nil {
 		return d, err
-	}
-	if n := len(applies); n > 0 {
-		a := applies[n-1]
-		d.Apply = &applyView{IntentID: a.IntentID, Status: a.Status, Cause: a.Cause, Paths: []string{}}
-		for _, f := range a.Files {
-			d.Apply.Paths = append(d.Apply.Paths, f.Path)
-		}
 	}
 	d.Next = nextCommand(v.ID, s)
 	if d.Criteria == nil {
 		d.Criteria = []lifecycleCriterionView{}
 	}
 	return d, nil
+}
+
+// testPlanViews are a lifecycle's frozen test plans with the outcomes of
+// the newest test run on its patch (and why a plan could not run).
+func (e *Engine) testPlanViews(ctx context.Context, v lifecycleView) ([]lifecycleTestPlanView, error) {
+	results := map[string]lifecycle.TestResult{}
+	details := map[string]string{}
+	if ev := v.State.Tests.Evidence; ev != "" {
+		a, ok, err := e.store.artifactByID(ctx, v.ID, ev)
+		if err != nil {
+			return nil, err
+		}
+		if tc, isTest := a.Event.(lifecycle.TestCompleted); ok && isTest {
+			for _, r := range tc.Evidence.Results {
+				results[r.Plan] = r
+			}
+			for _, o := range a.Blobs.Outputs {
+				details[o.Plan] = o.Detail
+			}
+		}
+	}
+	var out []lifecycleTestPlanView
+	for _, p := range v.Plans {
+		r := results[p.ID]
+		pv := lifecycleTestPlanView{PlanID: p.ID, Test: p.Test, Module: p.Module, Command: p.Command(),
+			Outcome: r.Outcome, DurationMs: r.DurationMs, OutputDigest: r.Output}
+		if r.Outcome == lifecycle.TestError {
+			pv.Detail = details[p.ID]
+		}
+		out = append(out, pv)
+	}
+	return out, nil
+}
+
+// latestApply is the newest apply of a change as the apply journal has it;
+// nil when it was never applied.
+func (e *Engine) latestApply(ctx context.Context, changeID string) (*applyView, error) {
+	applies, err := e.store.applies(ctx, e.root, changeID, false)
+	if err != nil || len(applies) == 0 {
+		return nil, err
+	}
+	a := applies[len(applies)-1]
+	view := &applyView{IntentID: a.IntentID, Status: a.Status, Cause: a.Cause, Paths: []string{}}
+	for _, f := range a.Files {
+		view.Paths = append(view.Paths, f.Path)
+	}
+	return view, nil
 }
 
 // nextCommand is what the user runs next.
@@ -427,20 +457,10 @@ func (e *Engine) Change(ctx context.Context, id string) (changeDetail, error) {
 		}
 		d.PatchID, d.Operations = pid, publicOps(files)
 	}
-	applies, err := e.store.applies(ctx, e.root, id, false)
-	if err != nil {
+	if d.Apply, err = e.latestApply(ctx, id); err != nil {
 		return d, err
 	}
-	done := false
-	if n := len(applies); n > 0 {
-		a := applies[n-1]
-		d.Apply = &applyView{IntentID: a.IntentID, Status: a.Status, Cause: a.Cause, Paths: []string{}}
-		for _, f := range a.Files {
-			d.Apply.Paths = append(d.Apply.Paths, f.Path)
-		}
-		done = a.Status == "done"
-	}
-	if c.Status == changeVerified && !done {
+	if c.Status == changeVerified && (d.Apply == nil || d.Apply.Status != "done") {
 		d.Next = "this change was prepared before changes ran as lifecycles: it cannot be approved or applied; prepare it again"
 	}
 	return d, nil
