@@ -62,60 +62,12 @@ func (a *patchAttempt) build(ctx context.Context, co *checkout.Checkout, req cha
 	if err != nil {
 		return fmt.Errorf("patch: %w", err)
 	}
-	before := map[string]string{}
-	exec := map[string]bool{}
-	paths := map[string]bool{}
-	laidPath := map[string]bool{}
-	for _, op := range laid {
-		before[op.Path], exec[op.Path], paths[op.Path], laidPath[op.Path] = op.Before, op.Executable, true, true
-	}
-	for _, ch := range changes {
-		exec[ch.Path] = ch.Mode&0o100 != 0
-		if !paths[ch.Path] {
-			before[ch.Path], _ = co.BaseDigest(ch.Path)
-			paths[ch.Path] = true
-		}
-		switch {
-		case unsafePatchPath(ch.Path) != "":
-			a.reasons = append(a.reasons, fmt.Sprintf("%s: %s", showPath(ch.Path), unsafePatchPath(ch.Path)))
-		case ch.Kind != checkout.KindFile:
-			a.reasons = append(a.reasons, fmt.Sprintf("%s: a %s is not a file a patch may hold", ch.Path, ch.Kind))
-		case !inScope(req.Scopes, ch.Path):
-			a.reasons = append(a.reasons, fmt.Sprintf("%s: outside the declared scopes", ch.Path))
-		}
-	}
+	base := a.scan(co, req.Scopes, laid, changes)
 	if len(a.reasons) > 0 {
 		return nil
 	}
-	for _, p := range slices.Sorted(maps.Keys(paths)) {
-		op := storedOperation{PatchOperation: PatchOperation{Path: p, Before: before[p]}}
-		data, err := co.ReadFile(p)
-		switch {
-		case errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR):
-			if op.Before == "" {
-				continue // added and removed again
-			}
-			op.Op = patchDelete
-		case err != nil:
-			a.reasons = append(a.reasons, fmt.Sprintf("%s: %v", p, err))
-			continue
-		case !utf8.Valid(data) || slices.Contains(data, 0):
-			a.reasons = append(a.reasons, fmt.Sprintf("%s: binary content (not UTF-8 text)", p))
-			continue
-		default:
-			op.After = contentid.OfBytes(snapshot.FileTag, data)
-			op.Content, op.Bytes = string(data), len(data)
-			op.Executable = exec[p]
-			op.Op = patchModify
-			if op.Before == "" {
-				op.Op = patchAdd
-			}
-		}
-		if op.Before == op.After && laidPath[p] {
-			continue // a repair took the file back to its base content
-		}
-		a.ops = append(a.ops, op)
-		a.bytes += op.Bytes
+	for _, p := range slices.Sorted(maps.Keys(base.paths)) {
+		a.readOp(co, p, base)
 	}
 	// A process of the worker that outlived it must not change the tree
 	// between the scan and the reads: scan and read again, and refuse any
@@ -129,16 +81,82 @@ func (a *patchAttempt) build(ctx context.Context, co *checkout.Checkout, req cha
 			a.reasons = append(a.reasons, fmt.Sprintf("%s changed while the patch was being built", op.Path))
 		}
 	}
-	switch {
+	switch c := req.Constraints; {
 	case len(a.reasons) > 0:
 	case len(a.ops) == 0:
 		a.reasons = append(a.reasons, "the patch worker changed nothing")
-	case len(a.ops) > req.Constraints.MaxFiles:
-		a.reasons = append(a.reasons, fmt.Sprintf("the patch touches %d files; the limit is %d", len(a.ops), req.Constraints.MaxFiles))
-	case a.bytes > req.Constraints.MaxBytes:
-		a.reasons = append(a.reasons, fmt.Sprintf("the patch writes %d bytes; the limit is %d", a.bytes, req.Constraints.MaxBytes))
+	case len(a.ops) > c.MaxFiles:
+		a.reasons = append(a.reasons, fmt.Sprintf("the patch touches %d files; the limit is %d", len(a.ops), c.MaxFiles))
+	case a.bytes > c.MaxBytes:
+		a.reasons = append(a.reasons, fmt.Sprintf("the patch writes %d bytes; the limit is %d", a.bytes, c.MaxBytes))
 	}
 	return nil
+}
+
+// patchBase is what each path a patch may touch was before: its base
+// content digest, whether it is executable, and whether the patch laid on
+// the checkout (a repair's) already held it.
+type patchBase struct {
+	before            map[string]string
+	exec, paths, laid map[string]bool
+}
+
+// scan collects the base of every path the laid patch or the worker
+// touched, rejecting (fail closed) a path no patch may hold.
+func (a *patchAttempt) scan(co *checkout.Checkout, scopes []pathScope, laid []storedOperation, changes []checkout.Change) patchBase {
+	b := patchBase{before: map[string]string{}, exec: map[string]bool{}, paths: map[string]bool{}, laid: map[string]bool{}}
+	for _, op := range laid {
+		b.before[op.Path], b.exec[op.Path], b.paths[op.Path], b.laid[op.Path] = op.Before, op.Executable, true, true
+	}
+	for _, ch := range changes {
+		b.exec[ch.Path] = ch.Mode&0o100 != 0
+		if !b.paths[ch.Path] {
+			b.before[ch.Path], _ = co.BaseDigest(ch.Path)
+			b.paths[ch.Path] = true
+		}
+		switch {
+		case unsafePatchPath(ch.Path) != "":
+			a.reasons = append(a.reasons, fmt.Sprintf("%s: %s", showPath(ch.Path), unsafePatchPath(ch.Path)))
+		case ch.Kind != checkout.KindFile:
+			a.reasons = append(a.reasons, fmt.Sprintf("%s: a %s is not a file a patch may hold", ch.Path, ch.Kind))
+		case !inScope(scopes, ch.Path):
+			a.reasons = append(a.reasons, fmt.Sprintf("%s: outside the declared scopes", ch.Path))
+		}
+	}
+	return b
+}
+
+// readOp reads path p from the checkout into the patch's operation on it
+// (none when it ends as it began).
+func (a *patchAttempt) readOp(co *checkout.Checkout, p string, b patchBase) {
+	op := storedOperation{PatchOperation: PatchOperation{Path: p, Before: b.before[p]}}
+	data, err := co.ReadFile(p)
+	switch {
+	case errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR):
+		if op.Before == "" {
+			return // added and removed again
+		}
+		op.Op = patchDelete
+	case err != nil:
+		a.reasons = append(a.reasons, fmt.Sprintf("%s: %v", p, err))
+		return
+	case !utf8.Valid(data) || slices.Contains(data, 0):
+		a.reasons = append(a.reasons, fmt.Sprintf("%s: binary content (not UTF-8 text)", p))
+		return
+	default:
+		op.After = contentid.OfBytes(snapshot.FileTag, data)
+		op.Content, op.Bytes = string(data), len(data)
+		op.Executable = b.exec[p]
+		op.Op = patchModify
+		if op.Before == "" {
+			op.Op = patchAdd
+		}
+	}
+	if op.Before == op.After && b.laid[p] {
+		return // a repair took the file back to its base content
+	}
+	a.ops = append(a.ops, op)
+	a.bytes += op.Bytes
 }
 
 // finish records the worker's output and decides the attempt's status.
