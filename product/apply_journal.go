@@ -13,8 +13,10 @@ import (
 // content, each file as written, then done; a rollback journals each
 // restored file.
 
-// applyJournal runs one apply; view is set for a lifecycle, whose every
-// apply step is also a transition.
+// applyJournal runs one apply of a lifecycle, whose every apply step is
+// also a transition; without a view it only finishes or undoes the
+// journal of an apply an earlier Needle made without a lifecycle
+// (apply_recover.go).
 type applyJournal struct {
 	e    *Engine
 	view *lifecycleView
@@ -43,64 +45,22 @@ func (j *applyJournal) transition(ctx context.Context, ev lifecycle.Event, rows 
 // writes the patch, journaled.
 func (j *applyJournal) apply(ctx context.Context, files []patchFile, patch, approval, changeID string, proof ...string) (string, error) {
 	e := j.e
-	var drifted []string
-	row := applyRow{ChangeID: changeID, Approval: approval, Root: e.root, Status: "intent"}
-	intent := lifecycle.ApplyIntent{Patch: patch, Approval: approval}
-	for _, f := range files {
-		af := applyFile{Path: f.Path, Op: f.Op, Before: f.Before, After: f.After, Executable: f.Executable}
-		data, mode, ok, err := e.baseContent(f.Path, f.Before)
-		if err != nil {
-			return "", err
-		}
-		if !ok {
-			drifted = append(drifted, f.Path)
-			continue
-		}
-		af.BeforeContent, af.BeforeExec, af.BeforeMode = string(data), mode&0o100 != 0, uint32(mode)
-		af.Mode = uint32(writeMode(f.Before != "", mode, f.Executable))
-		row.Files = append(row.Files, af)
-		intent.Files = append(intent.Files, lifecycle.ApplyFile{Path: f.Path, Before: f.Before, After: f.After})
+	row, intent, drifted, err := j.intent(files, patch, approval, changeID)
+	if err != nil {
+		return "", err
 	}
 	if len(drifted)+len(proof) > 0 {
-		all := append(slices.Clone(drifted), proof...)
-		slices.Sort(all)
-		all = slices.Compact(all)
-		// The journal names at most maxPatchFiles of them, each a path a
-		// patch could write (a new file's name may be anything).
-		var named []string
-		for _, p := range all {
-			if len(named) < maxPatchFiles && checkScopePath(p, scopeExact) == nil {
-				named = append(named, p)
-			}
-		}
-		if len(named) > 0 {
-			if err := j.transition(ctx, lifecycle.ApplyConflicted{Paths: named}, transitionRows{}); err != nil {
-				return "", err
-			}
-		}
-		if len(proof) == 0 {
-			return "", conflictf("409 conflict: %s changed in the work tree since the patch was made; nothing was written", namePaths(showPaths(all)))
-		}
-		return "", conflictf("409 conflict: %s changed in the work tree since the snapshot the patch was made, tested and verified on "+
-			"(a file it touches, a file its tests compiled, or a new file in a package they compiled); nothing was written", namePaths(showPaths(all)))
+		return "", j.conflicted(ctx, drifted, proof)
 	}
-	row.IntentID = intent.ID()
-	if j.view != nil {
-		row.Lifecycle = j.view.ID
-		if err := j.transition(ctx, lifecycle.ApplyStarted{Intent: intent}, transitionRows{applyStart: &row}); err != nil {
-			return "", err
-		}
-		open, err := e.store.applies(ctx, e.root, changeID, true)
-		if err != nil || len(open) != 1 {
-			return "", orMissing(err, "the journaled apply intent")
-		}
-		row.ApplyID = open[0].ApplyID
-	} else {
-		var err error
-		if row.ApplyID, err = e.store.startApply(ctx, row); err != nil {
-			return "", err
-		}
+	row.IntentID, row.Lifecycle = intent.ID(), j.view.ID
+	if err := j.transition(ctx, lifecycle.ApplyStarted{Intent: intent}, transitionRows{applyStart: &row}); err != nil {
+		return "", err
 	}
+	open, err := e.store.applies(ctx, e.root, changeID, true)
+	if err != nil || len(open) != 1 {
+		return "", orMissing(err, "the journaled apply intent")
+	}
+	row.ApplyID = open[0].ApplyID
 	failpoint.Hit("apply.after_intent")
 	for _, i := range writeOrder(row.Files) {
 		f := row.Files[i]
@@ -125,14 +85,62 @@ func (j *applyJournal) apply(ctx context.Context, files []patchFile, patch, appr
 	}
 	failpoint.Hit("apply.before_done")
 	end := applyEnd{ApplyID: row.ApplyID, Status: "done"}
-	if j.view != nil {
-		if err := j.transition(ctx, lifecycle.ApplyCompleted{Intent: row.IntentID, Files: len(row.Files)}, transitionRows{applyEnd: &end}); err != nil {
-			return "", err
-		}
-	} else if err := e.store.finishApply(ctx, end); err != nil {
+	if err := j.transition(ctx, lifecycle.ApplyCompleted{Intent: row.IntentID, Files: len(row.Files)}, transitionRows{applyEnd: &end}); err != nil {
 		return "", err
 	}
 	return row.IntentID, nil
+}
+
+// intent is the apply's journal row and intent: every file with its base
+// content and mode as the work tree holds them now, and the files whose
+// base is no longer there (drifted).
+func (j *applyJournal) intent(files []patchFile, patch, approval, changeID string) (applyRow, lifecycle.ApplyIntent, []string, error) {
+	row := applyRow{ChangeID: changeID, Approval: approval, Root: j.e.root, Status: "intent"}
+	intent := lifecycle.ApplyIntent{Patch: patch, Approval: approval}
+	var drifted []string
+	for _, f := range files {
+		af := applyFile{Path: f.Path, Op: f.Op, Before: f.Before, After: f.After, Executable: f.Executable}
+		data, mode, ok, err := j.e.baseContent(f.Path, f.Before)
+		if err != nil {
+			return row, intent, nil, err
+		}
+		if !ok {
+			drifted = append(drifted, f.Path)
+			continue
+		}
+		af.BeforeContent, af.BeforeExec, af.BeforeMode = string(data), mode&0o100 != 0, uint32(mode)
+		af.Mode = uint32(writeMode(f.Before != "", mode, f.Executable))
+		row.Files = append(row.Files, af)
+		intent.Files = append(intent.Files, lifecycle.ApplyFile{Path: f.Path, Before: f.Before, After: f.After})
+	}
+	return row, intent, drifted, nil
+}
+
+// conflicted journals an apply refused for drift (the files the patch
+// touches that changed, and what else the proof depended on) and returns
+// the 409 naming them; nothing is written.
+func (j *applyJournal) conflicted(ctx context.Context, drifted, proof []string) error {
+	all := append(slices.Clone(drifted), proof...)
+	slices.Sort(all)
+	all = slices.Compact(all)
+	// The journal names at most maxPatchFiles of them, each a path a
+	// patch could write (a new file's name may be anything).
+	var named []string
+	for _, p := range all {
+		if len(named) < maxPatchFiles && checkScopePath(p, scopeExact) == nil {
+			named = append(named, p)
+		}
+	}
+	if len(named) > 0 {
+		if err := j.transition(ctx, lifecycle.ApplyConflicted{Paths: named}, transitionRows{}); err != nil {
+			return err
+		}
+	}
+	if len(proof) == 0 {
+		return conflictf("409 conflict: %s changed in the work tree since the patch was made; nothing was written", namePaths(showPaths(all)))
+	}
+	return conflictf("409 conflict: %s changed in the work tree since the snapshot the patch was made, tested and verified on "+
+		"(a file it touches, a file its tests compiled, or a new file in a package they compiled); nothing was written", namePaths(showPaths(all)))
 }
 
 func contentOf(files []patchFile, p string) string {

@@ -134,17 +134,6 @@ func (s *store) approval(ctx context.Context, id string) (approvalRow, bool, err
 	return a, true, nil
 }
 
-// startApply journals an apply intent of a change without a lifecycle.
-func (s *store) startApply(ctx context.Context, a applyRow) (int64, error) {
-	var id int64
-	err := s.inTx(ctx, "store.apply", func(tx *sql.Tx, now string) error {
-		var err error
-		id, err = insertApply(ctx, tx, now, a)
-		return err
-	})
-	return id, err
-}
-
 // finishApply ends an apply of a change without a lifecycle.
 func (s *store) finishApply(ctx context.Context, a applyEnd) error {
 	return s.inTx(ctx, "store.apply", func(tx *sql.Tx, now string) error { return endApply(ctx, tx, now, a) })

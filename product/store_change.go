@@ -129,13 +129,6 @@ func (s *store) plainChanges(ctx context.Context, root string, limit int) ([]cha
 		})
 }
 
-// storedVerification is a change's verification with the id of its stored
-// body.
-func (s *store) verificationBodies(ctx context.Context, changeID string) ([]string, error) {
-	return queryAll(ctx, s.db, "store.verifications", `SELECT body FROM verifications WHERE change_id = ? ORDER BY ordinal`,
-		[]any{changeID}, func(rows rowScanner, body *string) error { return rows.Scan(body) })
-}
-
 // patchBlobs reads an accepted patch revision with its contents, checked
 // against its patch id (a kindIntegrity error when they differ).
 func (s *store) patchBlobs(ctx context.Context, changeID string, revision int) ([]patchFile, string, error) {
