@@ -549,35 +549,38 @@
 // PrepareChange (prepare_change) takes a task, 1-8 acceptance criteria, 1-16
 // exact or subtree path scopes, optional artifact and claim ids (each must
 // be certified evidence fresh for the current source: it becomes the
-// workers' certified context) and optional bounded constraints. A patch
-// worker runs in a disposable checkout with a workspace-write sandbox
-// confined to it (no network, no /tmp, approvals never asked and any request
-// declined by policy). Needle then compares the checkout with its base
-// outside the sandbox and builds the patch itself: every changed path must
-// lie in a scope, be a regular file holding UTF-8 text and not be git
-// metadata, within the file and byte limits, or the whole patch is rejected
-// (fail closed). The patch is a list of operations (add, modify, delete with
-// before/after content digests), content-addressed as patch_id; the blobs
-// and the worker's raw report are stored (changes, patches), never
-// returned. The worker's report of acceptance coverage is kept as a claim.
+// workers' certified context) and optional bounded constraints, and starts
+// a change lifecycle (below) under the session's role profile: there is
+// one change path. The lifecycle's certified test plans are the
+// focused_tests artifacts the request cites, or else the certified
+// focused_tests evidence fresh for the current source whose tests sit
+// beside a scoped file; none is invalid input. The kernel runs it until
+// the first patch is made. The patch worker runs in a disposable checkout
+// with a workspace-write sandbox confined to it (no network, no /tmp,
+// approvals never asked and any request declined by policy). Needle then
+// compares the checkout with its base outside the sandbox and builds the
+// patch itself: every changed path must lie in a scope, be a regular file
+// holding UTF-8 text and not be git metadata, within the file and byte
+// limits, or the whole patch is rejected (fail closed). The patch is a
+// list of operations (add, modify, delete with before/after content
+// digests), content-addressed as patch_id; the blobs and the worker's raw
+// report are stored, never returned. The worker's report of acceptance
+// coverage is kept as a claim. A prepare_change that stops before its
+// patch cancels its lifecycle: the caller never learnt its id.
 //
-// VerifyChange (verify_change, {"change_id"} only) loads the immutable
-// request and the current patch, checks that the patched files still have
-// their base content in the work tree, lays the patch on a fresh checkout
-// and runs an independent read-only verifier that gets the task, the
-// criteria, the touched paths and the certified context, never the patch
-// worker's output. Its verdict is decoded strictly and checked: verified
-// needs every criterion met, repairable needs repair instructions, anything
-// else is inconclusive; a verifier that cannot run leaves no verdict (an
-// error; the call can be repeated). A first repairable verdict consumes the
-// change's one repair, stored with that verdict before the repair starts
-// (a cancelled repair is still consumed): a patch worker on a fresh
-// checkout holding the patch, told the verifier's findings, makes revision
-// 2 (cumulative against the base; a repair that changes nothing is
-// rejected), and one new verification judges it. There is no second
-// repair, no escalation and no apply; a repeated verify_change returns the
-// recorded verdict. A patch is only ever laid on the base it was made
-// against: a patched file that changed in the work tree is a conflict.
+// VerifyChange (verify_change, {"change_id"} only) runs the change's
+// lifecycle on: Needle runs the certified tests in the codex sandbox on
+// the patched checkout, a read-only reviewer and the distinct verifier
+// judge it (the verifier gets the task, the criteria, the touched paths,
+// the certified context and the tests' outcomes, never the patch worker's
+// output), and a first repairable verdict consumes the change's one
+// repair round (implement, test, review, verify again; a repair that
+// changes nothing is rejected). It stops awaiting approval or at the
+// lifecycle's end, and answers the newest verdict with the tests run on
+// the patch in force; a repeated verify_change returns the recorded
+// verdict. There is no apply: a verified change is approved and applied as
+// every lifecycle is. A change an earlier Needle prepared without a
+// lifecycle is only shown.
 // Patches and verifications are immutable rows and the projection only
 // moves forward (triggers refuse anything else). Scope paths and the paths
 // a worker creates obey one repository-path rule (product/internal/
