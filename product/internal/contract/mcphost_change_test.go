@@ -10,7 +10,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/needle-dev/needle/product/codextest"
 	"github.com/needle-dev/needle/product/internal/fakemodel"
 	"github.com/needle-dev/needle/product/testenv"
 )
@@ -49,13 +48,17 @@ func TestContract_CodexExecHostRunsAChange(t *testing.T) {
 	}
 
 	// Needle's workers: the real codex against the scenario's fake model.
-	workers, err := codextest.StartFakeModel(sc.Script)
+	script, err := fakemodel.LoadScript(bytes.NewReader(sc.Script))
+	if err != nil {
+		t.Fatal(err)
+	}
+	workers, err := fakemodel.Start(script)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer workers.Close()
 	workerHome := t.TempDir()
-	if err := os.WriteFile(filepath.Join(workerHome, "config.toml"), []byte(workers.ConfigTOML()), 0o600); err != nil {
+	if err := os.WriteFile(filepath.Join(workerHome, "config.toml"), []byte(fakemodel.ConfigTOML(workers.URL())), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	for _, kv := range [][2]string{{"codex.command", codex}, {"codex.home", workerHome}, {"tests.codex", codex},
