@@ -395,7 +395,7 @@ func verifyText(r verifyResult) string {
 	}
 	fmt.Fprintf(&b, "repair: %s; no further repair. Nothing is applied to your work tree", r.Repair.Status)
 	if r.Verdict == lifecycle.VerdictVerified {
-		fmt.Fprintf(&b, ": needle change approve %s, then needle change apply, applies it", r.ChangeID)
+		fmt.Fprintf(&b, ": the user approves it with the line needle change show %s prints, then needle change apply applies it", r.ChangeID)
 	}
 	b.WriteString(".\n")
 	return clipLines(b.String(), defaultFrontierBudget)
