@@ -315,6 +315,16 @@ func decodeBody(r *http.Request, v any) error {
 	return nil
 }
 
+// decodeFor reads a request's body into a T and finds the engine of the
+// lifecycle its path names.
+func decodeFor[T any](rt *Runtime, r *http.Request) (req T, e *Engine, lid string, err error) {
+	if err = decodeBody(r, &req); err != nil {
+		return req, nil, "", err
+	}
+	e, lid, err = rt.lifecycleEngine(r.Context(), r.PathValue("id"))
+	return req, e, lid, err
+}
+
 // conflict is a 409 with its explanation.
 func conflict(reason, msg string, expected, actual web.ApprovalDigests, paths []string) error {
 	if paths == nil {
@@ -329,11 +339,7 @@ func conflict(reason, msg string, expected, actual web.ApprovalDigests, paths []
 // (409 wrong_phase); the engine's Approve checks them again and records
 // the approval, as needle change approve does.
 func (rt *Runtime) postApproval(w http.ResponseWriter, r *http.Request) error {
-	var req web.ApprovalRequest
-	if err := decodeBody(r, &req); err != nil {
-		return err
-	}
-	e, lid, err := rt.lifecycleEngine(r.Context(), r.PathValue("id"))
+	req, e, lid, err := decodeFor[web.ApprovalRequest](rt, r)
 	if err != nil {
 		return err
 	}
@@ -364,21 +370,11 @@ func (rt *Runtime) postApproval(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-// postApply applies the lifecycle's approved patch, as needle change apply
-// does: a work tree that drifted from the patch's base is a 409
-// work_tree_drift naming the paths, and nothing is written. A repeated
-// apply of an applied lifecycle answers 200 with the first apply's
-// outcome and time.
-
 // postCancel cancels a lifecycle as needle change cancel does: the work in
 // flight (a runner in this runtime, or in another process) is interrupted
 // and cleaned up before the answer, the cancelled lifecycle's detail.
 func (rt *Runtime) postCancel(w http.ResponseWriter, r *http.Request) error {
-	var req web.CancelRequest
-	if err := decodeBody(r, &req); err != nil {
-		return err
-	}
-	e, lid, err := rt.lifecycleEngine(r.Context(), r.PathValue("id"))
+	req, e, lid, err := decodeFor[web.CancelRequest](rt, r)
 	if err != nil {
 		return err
 	}
@@ -395,12 +391,13 @@ func (rt *Runtime) postCancel(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
+// postApply applies the lifecycle's approved patch, as needle change apply
+// does: a work tree that drifted from the patch's base is a 409
+// work_tree_drift naming the paths, and nothing is written. A repeated
+// apply of an applied lifecycle answers 200 with the first apply's
+// outcome and time.
 func (rt *Runtime) postApply(w http.ResponseWriter, r *http.Request) error {
-	var req web.ApplyRequest
-	if err := decodeBody(r, &req); err != nil {
-		return err
-	}
-	e, lid, err := rt.lifecycleEngine(r.Context(), r.PathValue("id"))
+	req, e, lid, err := decodeFor[web.ApplyRequest](rt, r)
 	if err != nil {
 		return err
 	}

@@ -6,6 +6,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"github.com/needle-dev/needle/product/testenv"
 	"os"
 	"path/filepath"
 	"strings"
@@ -225,25 +226,9 @@ func tableRows(tb testing.TB, db *sql.DB, table string) string {
 	if err != nil && strings.Contains(err.Error(), "no such column: rowid") {
 		rows, err = db.Query("SELECT * FROM " + table + " ORDER BY 1, 2") // a WITHOUT ROWID table
 	}
-	if err != nil {
-		tb.Fatal(err)
-	}
-	defer rows.Close()
-	cols, _ := rows.Columns()
 	var b strings.Builder
-	for rows.Next() {
-		vals := make([]any, len(cols))
-		ptrs := make([]any, len(cols))
-		for i := range vals {
-			ptrs[i] = &vals[i]
-		}
-		if err := rows.Scan(ptrs...); err != nil {
-			tb.Fatal(err)
-		}
+	for _, vals := range testenv.Rows(tb, rows, err) {
 		fmt.Fprintf(&b, "%s %q\n", table, vals)
-	}
-	if err := rows.Err(); err != nil {
-		tb.Fatal(err)
 	}
 	return b.String()
 }

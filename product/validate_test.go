@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	"github.com/needle-dev/needle/product/testenv"
 	"os"
 	"path/filepath"
 	"strings"
@@ -267,42 +268,11 @@ func (te *testEngine) count(t *testing.T, query string) int {
 func (te *testEngine) storeText(t *testing.T) string {
 	t.Helper()
 	var b strings.Builder
-	tables, err := te.store.db.Query(`SELECT name FROM sqlite_master WHERE type = 'table'`)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var names []string
-	for tables.Next() {
-		var n string
-		if err := tables.Scan(&n); err != nil {
-			t.Fatal(err)
+	for _, v := range testenv.Values(t, te.store.db) {
+		fmt.Fprintf(&b, "%v\n", v)
+		if raw, ok := v.([]byte); ok {
+			b.Write(raw)
 		}
-		names = append(names, n)
-	}
-	tables.Close()
-	for _, n := range names {
-		rows, err := te.store.db.Query(`SELECT * FROM "` + n + `"`)
-		if err != nil {
-			t.Fatal(err)
-		}
-		cols, _ := rows.Columns()
-		for rows.Next() {
-			vals := make([]any, len(cols))
-			ptrs := make([]any, len(cols))
-			for i := range vals {
-				ptrs[i] = &vals[i]
-			}
-			if err := rows.Scan(ptrs...); err != nil {
-				t.Fatal(err)
-			}
-			for _, v := range vals {
-				fmt.Fprintf(&b, "%v\n", v)
-				if raw, ok := v.([]byte); ok {
-					b.Write(raw)
-				}
-			}
-		}
-		rows.Close()
 	}
 	return b.String()
 }

@@ -10,6 +10,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/needle-dev/needle/product/testenv"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -156,40 +157,9 @@ func storeText(t *testing.T, data string) string {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	tables, err := db.Query(`SELECT name FROM sqlite_master WHERE type = 'table'`)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var names []string
-	for tables.Next() {
-		var n string
-		if err := tables.Scan(&n); err != nil {
-			t.Fatal(err)
-		}
-		names = append(names, n)
-	}
-	tables.Close()
 	var b strings.Builder
-	for _, n := range names {
-		rows, err := db.Query(`SELECT * FROM "` + n + `"`)
-		if err != nil {
-			t.Fatal(err)
-		}
-		cols, _ := rows.Columns()
-		for rows.Next() {
-			vals := make([]any, len(cols))
-			ptrs := make([]any, len(cols))
-			for i := range vals {
-				ptrs[i] = &vals[i]
-			}
-			if err := rows.Scan(ptrs...); err != nil {
-				t.Fatal(err)
-			}
-			for _, v := range vals {
-				fmt.Fprintf(&b, "%s\x00", v)
-			}
-		}
-		rows.Close()
+	for _, v := range testenv.Values(t, db) {
+		fmt.Fprintf(&b, "%s\x00", v)
 	}
 	return b.String()
 }
