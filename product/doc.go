@@ -832,13 +832,14 @@
 //	worker_change.go     the change workers' prompts, answer schemas and judging
 //	change.go            supervised changes: the request, statuses, verdicts, results
 //	change_json.go       decoding and checking a change request
+//	patch.go             a patch's files, operations and id; Needle's checks of it; one patch attempt
 //	engine_change.go     the patch builder; the certified evidence a change cites
 //	change_mcp.go        MCP's PrepareChange and VerifyChange, run on the lifecycle kernel
 //	machine.go           the lifecycle machine's refusals and decode failures as the product's errors
 //	lifecycle.go         starting a lifecycle, test plans, the safe views (DTOs)
 //	kernel.go            the execution kernel: replay, invoke, persist, CAS commit
 //	lifecycle_cancel.go  cancelling reaches the adapter in flight; waiting for its cleanup
-//	adapter.go           the adapters' bounded requests and results; Needle's checks
+//	adapter.go           the adapters' bounded requests and results
 //	adapter_codex.go     the Codex App Server adapters: explore, implement, review, verify
 //	adapter_testrun.go   the test adapter: Needle runs the frozen test plans, sandboxed
 //	invocation.go        invocation records around every adapter: no worker runs twice under one id

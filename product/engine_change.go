@@ -28,20 +28,6 @@ import (
 // request does not allow. Also here: the certified evidence a change
 // cites, each proven fresh for the current source.
 
-// patchAttempt is one patch worker run and the patch Needle built from it.
-type patchAttempt struct {
-	revision int
-	status   patchStatus
-	patchID  string
-	ops      []storedOperation
-	bytes    int
-	reasons  []string
-	report   *patchReport
-	raw      string
-	inv      string
-	usage    workerUsage
-}
-
 // implementAttempt is the patch attempt an implement artifact records.
 func implementAttempt(a lifecycleArtifact, ev lifecycle.ImplementCompleted, round int) patchAttempt {
 	att := patchAttempt{revision: round, status: patchRejected, ops: []storedOperation{}, reasons: ev.Reasons,
