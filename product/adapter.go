@@ -172,6 +172,15 @@ type adapterError struct {
 func (e *adapterError) Error() string { return string(e.Failure) + ": " + e.Err.Error() }
 func (e *adapterError) Unwrap() error { return e.Err }
 
+// recordedFailure is a failure returned from a record: its message is the
+// original error's, its class the one the original was given.
+type recordedFailure struct {
+	Failure lifecycle.Failure
+	Detail  string
+}
+
+func (e *recordedFailure) Error() string { return e.Detail }
+
 // errFailClosed marks failures that must never be retried: a sandbox
 // escape, a corrupt checkout, a cleanup that could not be verified.
 var errFailClosed = errors.New("fail closed")

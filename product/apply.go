@@ -24,8 +24,6 @@ import (
 // open, and the journal says which. Apply never touches the index or HEAD:
 // the user stages the result as after git apply.
 
-const opApply = "change.apply"
-
 // ApprovalRequest is the user's approval: the three digests the user was
 // shown (needle change show prints them), and who approves.
 type ApprovalRequest struct {
@@ -57,11 +55,6 @@ type applyResult struct {
 	// depend on (HEAD moved, other files): allowed (drift.go). Only the
 	// apply that wrote gives them.
 	Notes []string `json:"notes,omitempty"`
-}
-
-// conflictf is the 409-class error of apply and approval.
-func conflictf(format string, args ...any) error {
-	return &Error{Op: opApply, Kind: kindConflict, Err: fmt.Errorf(format, args...)}
 }
 
 // Approve records an approval of the patch of a lifecycle awaiting it (id

@@ -180,3 +180,10 @@ func writeTreeFile(root, rel string, del bool, data []byte, mode fs.FileMode) er
 	}
 	return atomicfile.Write(abs, data, mode)
 }
+
+const opApply = "change.apply"
+
+// conflictf is the 409-class error of apply and approval.
+func conflictf(format string, args ...any) error {
+	return &Error{Op: opApply, Kind: kindConflict, Err: fmt.Errorf(format, args...)}
+}

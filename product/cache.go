@@ -1,7 +1,6 @@
 package product
 
 import (
-	"context"
 	"slices"
 	"sync"
 
@@ -65,18 +64,4 @@ func (ev Evidence) clone() Evidence {
 	c.Notes = slices.Clone(c.Notes)
 	out.Claims = slices.Clone(ev.Claims)
 	return out
-}
-
-// putDefinitionOnce stores this binary's semantic definition unless this
-// store already did.
-func (s *store) putDefinitionOnce(ctx context.Context) error {
-	id := DefinitionID()
-	if _, ok := s.cache.definitions.Load(id); ok {
-		return nil
-	}
-	if err := s.PutDefinition(ctx, id, compilerVersion, []byte(mustJSON(definition()))); err != nil {
-		return err
-	}
-	s.cache.definitions.Store(id, true)
-	return nil
 }

@@ -7,7 +7,6 @@ import (
 	"maps"
 	"path"
 	"slices"
-	"strings"
 
 	"github.com/needle-dev/needle/product/internal/contentid"
 	"github.com/needle-dev/needle/product/internal/snapshot"
@@ -32,14 +31,6 @@ import (
 // lifecycle ran no tests: its proof is the files its patch touches. Test
 // evidence recorded before Needle recorded dependencies names none: then
 // the whole snapshot must be unchanged.
-
-// TestDependencies are what a test phase's runs depended on, as the frozen
-// snapshot had it.
-type TestDependencies struct {
-	Head  string               `json:"head"`  // the snapshot's HEAD commit, "" without git
-	Files []testDependencyFile `json:"files"` // every compiled file of the checkout and its modules' go.mod, go.sum (go.work), sorted by path
-	Dirs  []testDependencyDir  `json:"dirs"`  // every directory of a compiled package, sorted by dir
-}
 
 // testDependencyFile is a compiled file with its digest in the snapshot: ""
 // for a file the patch adds.
@@ -208,21 +199,4 @@ func (e *Engine) workTreeDigest(rel string) (string, error) {
 		return "", &Error{Op: opApply, Kind: kindIO, Err: err}
 	}
 	return d, nil
-}
-
-func showPaths(paths []string) []string {
-	out := make([]string, len(paths))
-	for i, p := range paths {
-		out[i] = showPath(p)
-	}
-	return out
-}
-
-// namePaths names paths in a message, at most a bounded number of them.
-func namePaths(paths []string) string {
-	const most = 32
-	if len(paths) <= most {
-		return strings.Join(paths, ", ")
-	}
-	return fmt.Sprintf("%s and %d more", strings.Join(paths[:most], ", "), len(paths)-most)
 }

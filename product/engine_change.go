@@ -7,10 +7,8 @@ import (
 	"io/fs"
 	"maps"
 	"slices"
-	"strconv"
 	"strings"
 	"syscall"
-	"unicode"
 	"unicode/utf8"
 
 	"github.com/needle-dev/needle/product/internal/checkout"
@@ -361,13 +359,4 @@ func unsafePatchPath(p string) string {
 		return pe.Reason
 	}
 	return ""
-}
-
-// showPath is a path as a reason may print it: quoted when it is not plain
-// printable UTF-8.
-func showPath(p string) string {
-	if !utf8.ValidString(p) || strings.ContainsFunc(p, func(r rune) bool { return !unicode.IsPrint(r) || r == '\\' }) {
-		return strconv.Quote(p)
-	}
-	return p
 }

@@ -80,28 +80,6 @@ func recordAll(e *Engine, a lifecycleAdapters) lifecycleAdapters {
 // interrupted.
 const errInterrupted = "interrupted: its worker was started and its runner died before it recorded a result; it is not run again under this invocation id"
 
-// invocationRecord is one row of invocation_results.
-type invocationRecord struct {
-	Invocation string
-	Part       int
-	Lifecycle  string
-	Phase      lifecycle.Phase
-	Attempt    int
-	Failure    lifecycle.Failure // "" when the run completed
-	Detail     string            // the failure's message
-	Result     string            // the adapter's result, JSON
-	WallMs     int64
-}
-
-// recordedFailure is a failure returned from a record: its message is the
-// original error's, its class the one the original was given.
-type recordedFailure struct {
-	Failure lifecycle.Failure
-	Detail  string
-}
-
-func (e *recordedFailure) Error() string { return e.Detail }
-
 // producedNothing reports whether an adapter's error means the run
 // produced nothing to commit: it was cancelled, or the work tree moved
 // under it (a conflict). The kernel commits nothing for such a run, and

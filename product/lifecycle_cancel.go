@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
-	"sync"
 	"time"
 
 	"github.com/needle-dev/needle/product/internal/filelock"
@@ -35,36 +34,6 @@ const cancelPoll = 200 * time.Millisecond
 // errLifecycleCancelled is the cause of an adapter's context that a
 // cancellation of its lifecycle ended.
 var errLifecycleCancelled = errors.New("the lifecycle was cancelled")
-
-// runners is a store's register of the lifecycle adapters running over it,
-// by lifecycle id.
-type runners struct {
-	mu   sync.Mutex
-	byID map[string]context.CancelCauseFunc
-}
-
-func (r *runners) add(id string, cancel context.CancelCauseFunc) (remove func()) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.byID == nil {
-		r.byID = map[string]context.CancelCauseFunc{}
-	}
-	r.byID[id] = cancel
-	return func() {
-		r.mu.Lock()
-		defer r.mu.Unlock()
-		delete(r.byID, id)
-	}
-}
-
-// cancel stops the adapter running for lifecycle id here, if any.
-func (r *runners) cancel(id string) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if c := r.byID[id]; c != nil {
-		c(errLifecycleCancelled)
-	}
-}
 
 // watchCancel returns the context an adapter of v runs under: it ends
 // when v is cancelled (here or in another process), with cause

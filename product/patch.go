@@ -125,3 +125,14 @@ type patchAttempt struct {
 	inv      string
 	usage    workerUsage
 }
+
+// patchReport is a patch worker's final message, decoded and bounded.
+type patchReport struct {
+	Summary  string `json:"summary"`
+	Criteria []struct {
+		Criterion int    `json:"criterion"`
+		Addressed bool   `json:"addressed"`
+		Note      string `json:"note"`
+	} `json:"criteria"`
+	Risks []string `json:"risks"`
+}

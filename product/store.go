@@ -528,3 +528,33 @@ func (c *stmtCache) close() {
 	}
 	c.m = nil
 }
+
+// runners is a store's register of the lifecycle adapters running over it,
+// by lifecycle id.
+type runners struct {
+	mu   sync.Mutex
+	byID map[string]context.CancelCauseFunc
+}
+
+func (r *runners) add(id string, cancel context.CancelCauseFunc) (remove func()) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.byID == nil {
+		r.byID = map[string]context.CancelCauseFunc{}
+	}
+	r.byID[id] = cancel
+	return func() {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		delete(r.byID, id)
+	}
+}
+
+// cancel stops the adapter running for lifecycle id here, if any.
+func (r *runners) cancel(id string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if c := r.byID[id]; c != nil {
+		c(errLifecycleCancelled)
+	}
+}

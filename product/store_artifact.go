@@ -130,3 +130,11 @@ func (s *store) lifecycleArtifacts(ctx context.Context, lid string) ([]lifecycle
 	}
 	return out, nil
 }
+
+// TestDependencies are what a test phase's runs depended on, as the frozen
+// snapshot had it.
+type TestDependencies struct {
+	Head  string               `json:"head"`  // the snapshot's HEAD commit, "" without git
+	Files []testDependencyFile `json:"files"` // every compiled file of the checkout and its modules' go.mod, go.sum (go.work), sorted by path
+	Dirs  []testDependencyDir  `json:"dirs"`  // every directory of a compiled package, sorted by dir
+}

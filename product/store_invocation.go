@@ -6,10 +6,25 @@ import (
 	"errors"
 	"fmt"
 	"os"
+
+	"github.com/needle-dev/needle/product/lifecycle"
 )
 
 // The store's invocation records: each adapter run's start and result,
 // so that no worker runs twice under one invocation id (invocation.go).
+
+// invocationRecord is one row of invocation_results.
+type invocationRecord struct {
+	Invocation string
+	Part       int
+	Lifecycle  string
+	Phase      lifecycle.Phase
+	Attempt    int
+	Failure    lifecycle.Failure // "" when the run completed
+	Detail     string            // the failure's message
+	Result     string            // the adapter's result, JSON
+	WallMs     int64
+}
 
 // invocationResult reads the record of one part of an invocation
 // (invocation.go).

@@ -113,3 +113,17 @@ func mustExist(ctx context.Context, tx *sql.Tx, what, table, column, id string) 
 	}
 	return err
 }
+
+// putDefinitionOnce stores this binary's semantic definition unless this
+// store already did.
+func (s *store) putDefinitionOnce(ctx context.Context) error {
+	id := DefinitionID()
+	if _, ok := s.cache.definitions.Load(id); ok {
+		return nil
+	}
+	if err := s.PutDefinition(ctx, id, compilerVersion, []byte(mustJSON(definition()))); err != nil {
+		return err
+	}
+	s.cache.definitions.Store(id, true)
+	return nil
+}

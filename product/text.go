@@ -4,7 +4,11 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"strconv"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/needle-dev/needle/product/internal/safetext"
 )
@@ -46,4 +50,30 @@ func decodeStrict(data []byte, v any) error {
 		return errors.New("data after the JSON value")
 	}
 	return nil
+}
+
+// showPath is a path as a reason may print it: quoted when it is not plain
+// printable UTF-8.
+func showPath(p string) string {
+	if !utf8.ValidString(p) || strings.ContainsFunc(p, func(r rune) bool { return !unicode.IsPrint(r) || r == '\\' }) {
+		return strconv.Quote(p)
+	}
+	return p
+}
+
+func showPaths(paths []string) []string {
+	out := make([]string, len(paths))
+	for i, p := range paths {
+		out[i] = showPath(p)
+	}
+	return out
+}
+
+// namePaths names paths in a message, at most a bounded number of them.
+func namePaths(paths []string) string {
+	const most = 32
+	if len(paths) <= most {
+		return strings.Join(paths, ", ")
+	}
+	return fmt.Sprintf("%s and %d more", strings.Join(paths[:most], ", "), len(paths)-most)
 }

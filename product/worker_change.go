@@ -62,17 +62,6 @@ const (
 	maxReportRisk  = 256
 )
 
-// patchReport is a patch worker's final message, decoded and bounded.
-type patchReport struct {
-	Summary  string `json:"summary"`
-	Criteria []struct {
-		Criterion int    `json:"criterion"`
-		Addressed bool   `json:"addressed"`
-		Note      string `json:"note"`
-	} `json:"criteria"`
-	Risks []string `json:"risks"`
-}
-
 // decodePatchReport decodes a report for n criteria strictly; nil when it
 // is malformed, names a criterion twice or out of range.
 func decodePatchReport(raw string, n int) *patchReport {
