@@ -338,7 +338,7 @@ func (e *Engine) choosePlan(ctx context.Context, need compiledNeed, in resolveIn
 		chosen := selectPlan(&plan, nil, e.costs, *e.cfg.Prices)
 		return chosen, d, nil
 	}
-	alt := decision{Kind: resolutionMiss, Missing: required(need.IR), WorkerFor: required(need.IR)}
+	alt := decision{Kind: resolutionMiss, Missing: requiredObligations(need.IR), WorkerFor: requiredObligations(need.IR)}
 	workerPlan, err := buildPlan(need.ID, alt)
 	if err != nil {
 		return Plan{}, d, err
@@ -418,7 +418,7 @@ func (e *Engine) runWorker(ctx context.Context, need compiledNeed, d decision) (
 	case d.Kind == resolutionMiss && len(rejected) > 0:
 		// The reasons cite the rejected locations: they stay in the attempt
 		// record, never in a context.
-		return decision{Kind: resolutionRejected, Missing: required(need.IR), Undecided: d.Undecided,
+		return decision{Kind: resolutionRejected, Missing: requiredObligations(need.IR), Undecided: d.Undecided,
 			Reason: fmt.Sprintf("the worker's proposal failed trusted validation (%d reasons recorded)", len(rejected))}, tokens, nil
 	case d.Kind == resolutionMiss && len(d.Undecided) > 0:
 		return decision{Kind: resolutionBypass, Missing: d.Missing, Undecided: d.Undecided, Failure: failure{failureUndecided, d.Undecided[0]},

@@ -265,7 +265,7 @@ func BenchmarkObservations(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	worker, err := buildPlan(need.ID, decision{Kind: resolutionMiss, WorkerFor: required(need.IR)})
+	worker, err := buildPlan(need.ID, decision{Kind: resolutionMiss, WorkerFor: requiredObligations(need.IR)})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -20,7 +20,7 @@ import (
 func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	c := &cli{ctx: ctx, stdin: stdin, stdout: stdout, stderr: stderr}
 	if len(args) == 0 {
-		fmt.Fprint(stderr, usage)
+		fmt.Fprint(stderr, usageNeedle)
 		return 2
 	}
 	return c.dispatch(args)
@@ -43,8 +43,8 @@ type cli struct {
 	terminal bool
 }
 
-// command is one leaf of the command tree.
-type command struct {
+// cliCommand is one leaf of the command tree.
+type cliCommand struct {
 	path  string // "need compile"
 	usage string // full help text
 	run   func(c *cli, args []string) int
@@ -55,10 +55,10 @@ type command struct {
 
 // commands is the command table; set in init, because the runtime's
 // commands run commands.
-var commands []command
+var commands []cliCommand
 
 func init() {
-	commands = []command{
+	commands = []cliCommand{
 		{"need compile", usageNeedCompile, (*cli).needCompile, local},
 		{"need resolve", usageNeedResolve, (*cli).needResolve, residentCall},
 		{"evidence schema", usageEvidenceSchema, (*cli).evidenceSchema, local},
@@ -89,7 +89,8 @@ func init() {
 	}
 }
 
-const usage = `Needle answers a coding model's typed needs from certified, provably fresh
+// usageNeedle is needle --help.
+const usageNeedle = `Needle answers a coding model's typed needs from certified, provably fresh
 evidence, or runs a bounded worker, or says to bypass.
 
 Usage:
@@ -167,19 +168,19 @@ func (c *cli) dispatch(args []string) int {
 		fmt.Fprintf(c.stderr, "needle: %q needs a subcommand\n\n%s", strings.Join(args, " "), group)
 		return 2
 	}
-	fmt.Fprintf(c.stderr, "needle: unknown command %q\n\n%s", strings.Join(args, " "), usage)
+	fmt.Fprintf(c.stderr, "needle: unknown command %q\n\n%s", strings.Join(args, " "), usageNeedle)
 	return 2
 }
 
 // lookupCommand finds the command args name and returns its arguments.
-func lookupCommand(args []string) (command, []string, bool) {
+func lookupCommand(args []string) (cliCommand, []string, bool) {
 	for _, cmd := range commands {
 		words := strings.Fields(cmd.path)
 		if len(args) >= len(words) && strings.Join(args[:len(words)], " ") == cmd.path {
 			return cmd, args[len(words):], true
 		}
 	}
-	return command{}, nil, false
+	return cliCommand{}, nil, false
 }
 
 func isHelpFlag(s string) bool { return s == "-h" || s == "-help" || s == "--help" }
@@ -202,7 +203,7 @@ func groupUsage(name string) string {
 
 func (c *cli) help(args []string) int {
 	if len(args) == 0 {
-		fmt.Fprint(c.stdout, usage)
+		fmt.Fprint(c.stdout, usageNeedle)
 		return 0
 	}
 	for _, cmd := range commands {

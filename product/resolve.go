@@ -122,7 +122,7 @@ func foreignWorld(w world, cur currentWorld) string {
 // and after it, in the engine.
 func resolve(in resolveInput) decision {
 	if in.Bypass != "" {
-		return decision{Kind: resolutionBypass, Missing: required(in.Need.IR), Reason: in.Bypass}
+		return decision{Kind: resolutionBypass, Missing: requiredObligations(in.Need.IR), Reason: in.Bypass}
 	}
 	var d decision
 	var conflict, ambiguous, stale []string
@@ -146,7 +146,7 @@ func resolve(in resolveInput) decision {
 	if len(conflict) > 0 {
 		// Checked before the exact answer: evidence certified since that
 		// answer may contradict it, and then neither is served.
-		return decision{Kind: resolutionContradicted, Missing: required(in.Need.IR),
+		return decision{Kind: resolutionContradicted, Missing: requiredObligations(in.Need.IR),
 			Reason: "fresh certified evidence disagrees on " + strings.Join(conflict, ", ")}
 	}
 	if exact, ok := resolveExact(in); ok {
@@ -164,7 +164,7 @@ func resolve(in resolveInput) decision {
 	}
 	switch {
 	case len(ambiguous) > 0:
-		return decision{Kind: resolutionAmbiguous, Missing: required(in.Need.IR),
+		return decision{Kind: resolutionAmbiguous, Missing: requiredObligations(in.Need.IR),
 			Reason: "several distinct candidates for a primary " + strings.Join(ambiguous, ", ")}
 	case len(d.Missing) == 0:
 		d.Kind = hitKind(d.Chosen)
@@ -186,7 +186,7 @@ func resolve(in resolveInput) decision {
 		}
 		return d
 	case len(stale) > 0:
-		return decision{Kind: resolutionStale, Missing: required(in.Need.IR),
+		return decision{Kind: resolutionStale, Missing: requiredObligations(in.Need.IR),
 			Reason: "the certified evidence for " + strings.Join(stale, ", ") + " no longer matches the source"}
 	case len(never) > 0:
 		return decision{Kind: resolutionBypass, Missing: d.Missing, Reason: "no certified evidence, and none can be: " + strings.Join(never, "; ")}
@@ -339,7 +339,9 @@ func satisfiesAnyRequired(chosen []choice) bool {
 	return slices.ContainsFunc(chosen, func(c choice) bool { return c.Obligation.Strength == StrengthRequired })
 }
 
-func required(ir needIR) []obligation {
+// requiredObligations are the obligations of ir that a resolution must
+// satisfy.
+func requiredObligations(ir needIR) []obligation {
 	var out []obligation
 	for _, ob := range ir.Obligations {
 		if ob.Strength == StrengthRequired {

@@ -325,8 +325,8 @@ func decodeFor[T any](rt *Runtime, r *http.Request) (req T, e *Engine, lid strin
 	return req, e, lid, err
 }
 
-// conflict is a 409 with its explanation.
-func conflict(reason, msg string, expected, actual web.ApprovalDigests, paths []string) error {
+// apiConflict is a 409 with its explanation.
+func apiConflict(reason, msg string, expected, actual web.ApprovalDigests, paths []string) error {
 	if paths == nil {
 		paths = []string{}
 	}
@@ -348,16 +348,16 @@ func (rt *Runtime) postApproval(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	if d.AwaitingApproval == nil {
-		return conflict("wrong_phase", "the lifecycle is "+string(d.Status)+", not awaiting approval; nothing was recorded", req.Digests, web.ApprovalDigests{}, nil)
+		return apiConflict("wrong_phase", "the lifecycle is "+string(d.Status)+", not awaiting approval; nothing was recorded", req.Digests, web.ApprovalDigests{}, nil)
 	}
 	b := d.AwaitingApproval
 	cur := web.ApprovalDigests{Patch: b.Patch, Verification: b.Verification, Lifecycle: b.Lifecycle}
 	if req.Digests != cur {
-		return conflict("digest_mismatch", "the approved digests are not the lifecycle's current ones; nothing was recorded", req.Digests, cur, nil)
+		return apiConflict("digest_mismatch", "the approved digests are not the lifecycle's current ones; nothing was recorded", req.Digests, cur, nil)
 	}
 	res, err := e.Approve(r.Context(), lid, ApprovalRequest{Patch: cur.Patch, Verification: cur.Verification, Lifecycle: cur.Lifecycle, By: "http"})
 	if KindOf(err) == kindConflict {
-		return conflict("moved", publicMessage(err), req.Digests, web.ApprovalDigests{}, nil)
+		return apiConflict("moved", publicMessage(err), req.Digests, web.ApprovalDigests{}, nil)
 	}
 	if err != nil {
 		return err
@@ -406,7 +406,7 @@ func (rt *Runtime) postApply(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	if d.ApprovalID == "" || d.ApprovalID != req.ApprovalID {
-		return conflict("wrong_phase", "the lifecycle is "+string(d.Status)+" and not approved with approval "+safeText(req.ApprovalID, 80)+"; nothing was written",
+		return apiConflict("wrong_phase", "the lifecycle is "+string(d.Status)+" and not approved with approval "+safeText(req.ApprovalID, 80)+"; nothing was written",
 			web.ApprovalDigests{}, web.ApprovalDigests{}, nil)
 	}
 	approved, err := rt.approvalDTO(r.Context(), e, lid, d.ApprovalID)
@@ -422,9 +422,9 @@ func (rt *Runtime) postApply(w http.ResponseWriter, r *http.Request) error {
 			return derr
 		}
 		if len(paths) > 0 {
-			return conflict("work_tree_drift", publicMessage(err), approved.Digests, approved.Digests, paths)
+			return apiConflict("work_tree_drift", publicMessage(err), approved.Digests, approved.Digests, paths)
 		}
-		return conflict("moved", publicMessage(err), approved.Digests, web.ApprovalDigests{}, nil)
+		return apiConflict("moved", publicMessage(err), approved.Digests, web.ApprovalDigests{}, nil)
 	}
 	if err != nil {
 		return err

@@ -95,7 +95,7 @@ const (
 
 // viaRuntime runs cmd in the resident runtime of its --data-dir, if one
 // runs; ok is false when none does and the caller runs it here.
-func (c *cli) viaRuntime(cmd command, args []string) (code int, ok bool) {
+func (c *cli) viaRuntime(cmd cliCommand, args []string) (code int, ok bool) {
 	dataDir := flagArg(args, "data-dir")
 	if dataDir == "" {
 		return 0, false
@@ -140,7 +140,7 @@ func flagArg(args []string, name string) string {
 
 // execRemote runs cmd with args in the runtime on conn and relays its
 // output; it returns the command's exit status.
-func (c *cli) execRemote(conn net.Conn, cmd command, args []string) int {
+func (c *cli) execRemote(conn net.Conn, cmd cliCommand, args []string) int {
 	dir, err := os.Getwd()
 	if err != nil {
 		fmt.Fprintf(c.stderr, "needle %s: %v\n", cmd.path, err)

@@ -24,10 +24,10 @@ import (
 // scenarioFacet is the form of a need's scenario facet (checkBoundedName).
 var scenarioFacet = lazyregexp.New(`^[a-z0-9][a-z0-9._+/-]{0,63}$`)
 
-// scenario is a runnable scenario of a flow: a test of a package, or a
+// flowScenario is a runnable scenario of a flow: a test of a package, or a
 // command of a main package with its arguments, or — derived — the tests
 // of the steps' packages.
-type scenario struct {
+type flowScenario struct {
 	pkgDir  string   // repository-relative directory of the package that runs
 	test    string   // TestX or TestX/sub; "" for a command or the package's tests
 	command []string // non-nil: run the main package with these arguments
@@ -35,7 +35,7 @@ type scenario struct {
 }
 
 // String is the scenario as Needle's own command.
-func (s scenario) String() string {
+func (s flowScenario) String() string {
 	pkg := "./" + s.pkgDir
 	if s.pkgDir == "." || s.pkgDir == "" {
 		pkg = "."
@@ -104,9 +104,9 @@ func (val *validator) proveFlow(prog *typecheck.Program, steps []citedStep, link
 		}
 		return nil, false, nil
 	}
-	var tries []scenario
+	var tries []flowScenario
 	if named != nil {
-		tries = []scenario{*named}
+		tries = []flowScenario{*named}
 	} else {
 		tries = derivedScenarios(pkg, steps)
 	}
@@ -425,14 +425,14 @@ func (fp *flowPlan) missing(res *testrun.TraceResult) string {
 // derivedScenarios are the runs Needle tries when the proposal names no
 // scenario it can run: the tests of the package of each step, the first
 // step's first, at most three packages.
-func derivedScenarios(pkg *typecheck.Package, steps []citedStep) []scenario {
-	var out []scenario
+func derivedScenarios(pkg *typecheck.Package, steps []citedStep) []flowScenario {
+	var out []flowScenario
 	for _, s := range steps {
 		dir := path.Dir(s.path)
-		if slices.ContainsFunc(out, func(o scenario) bool { return o.pkgDir == dir }) {
+		if slices.ContainsFunc(out, func(o flowScenario) bool { return o.pkgDir == dir }) {
 			continue
 		}
-		out = append(out, scenario{pkgDir: dir, derived: true})
+		out = append(out, flowScenario{pkgDir: dir, derived: true})
 		if len(out) == 3 {
 			break
 		}
@@ -446,7 +446,7 @@ func derivedScenarios(pkg *typecheck.Package, steps []citedStep) []scenario {
 // -v", "`grepx --crlf x`"). nil for "default" and for prose that names
 // neither: that is only a label. why is set when the scenario names a test
 // that does not exist, or several.
-func (val *validator) namedScenario(pkg *typecheck.Package, steps []citedStep, label string) (*scenario, string) {
+func (val *validator) namedScenario(pkg *typecheck.Package, steps []citedStep, label string) (*flowScenario, string) {
 	label = strings.TrimSpace(label)
 	if label == "" || label == scenarioDefault {
 		return nil, ""
@@ -482,13 +482,13 @@ func (val *validator) namedScenario(pkg *typecheck.Package, steps []citedStep, l
 			if sub != "" {
 				t += "/" + sub
 			}
-			return &scenario{pkgDir: dirs[0], test: t}, ""
+			return &flowScenario{pkgDir: dirs[0], test: t}, ""
 		default:
 			return nil, fmt.Sprintf("%q names the test %s, which several packages declare (%s): name the package", label, name, strings.Join(dirs, ", "))
 		}
 	}
 	if dir, args, ok := scenarioCommand(label, mod); ok {
-		return &scenario{pkgDir: dir, command: args}, ""
+		return &flowScenario{pkgDir: dir, command: args}, ""
 	}
 	return nil, ""
 }
@@ -733,7 +733,7 @@ func moduleFiles(root, dir string) *moduleIndex {
 // returns the run with the digests of the files it compiled (its
 // dependencies). Like test runs, a traced run is cached per snapshot: the
 // same scenario and probes on the same source run once.
-func (rs *runSession) trace(ctx context.Context, moduleDir string, sc scenario, probes []testrun.Probe, moduleless string, deadline time.Duration) (*testrun.TraceResult, map[string]string, error) {
+func (rs *runSession) trace(ctx context.Context, moduleDir string, sc flowScenario, probes []testrun.Probe, moduleless string, deadline time.Duration) (*testrun.TraceResult, map[string]string, error) {
 	key := mustID(tagRunCache, struct {
 		Snapshot, Module, Dir, Test string
 		Command                     []string

@@ -69,13 +69,13 @@ func (val *validator) implicitOptionAt(field string, s Subject, pkg *typecheck.P
 		moduleless = pkg.ModulePath
 	}
 	mod := moduleFiles(val.repo.Root(), pkg.ModuleDir)
-	var tries []scenario
+	var tries []flowScenario
 	if s.Kind == subjectCLIOption && pkg.Name() == "main" {
 		if arg := commandLineSpelling(s.Name); arg != "" {
-			tries = append(tries, scenario{pkgDir: pkg.Dir, command: []string{arg}})
+			tries = append(tries, flowScenario{pkgDir: pkg.Dir, command: []string{arg}})
 		}
 	}
-	tries = append(tries, scenario{pkgDir: pkg.Dir, derived: true})
+	tries = append(tries, flowScenario{pkgDir: pkg.Dir, derived: true})
 	var last *testrun.TraceResult
 	ranRegardless := ""
 	for _, sc := range tries {
@@ -134,7 +134,7 @@ func (val *validator) implicitOptionAt(field string, s Subject, pkg *typecheck.P
 			}
 			by := sc.String()
 			if sc.command == nil && ev.Test != "" {
-				by = scenario{pkgDir: pkg.Dir, test: ev.Test}.String()
+				by = flowScenario{pkgDir: pkg.Dir, test: ev.Test}.String()
 			}
 			how := c.Kind.String()
 			if c.Constant != "" {

@@ -279,7 +279,7 @@ func (val *validator) traceTest(field string, rs *runSession, pkg *typecheck.Pac
 	if pkg.Moduleless {
 		moduleless = pkg.ModulePath
 	}
-	sc := scenario{pkgDir: pkg.Dir, test: t.Name}
+	sc := flowScenario{pkgDir: pkg.Dir, test: t.Name}
 	res, files, err := rs.trace(val.ctx, pkg.ModuleDir, sc, probes, moduleless, val.vs.tests.Deadline)
 	if err != nil {
 		return false, false, err
