@@ -23,28 +23,36 @@ func FuzzCompileJSON(f *testing.F) {
 			checkInvalid(t, err)
 			return
 		}
-		need, err := Compile(req, AllRoutes())
-		if err != nil {
-			checkInvalid(t, err)
-			return
-		}
-		again, err := req.MarshalJSON()
-		if err != nil {
-			t.Fatal(err)
-		}
-		twin, err := compileJSON(again, AllRoutes())
-		if err != nil || twin.ID != need.ID {
-			t.Fatalf("JSON round trip of %q: %s / %v, want %s", data, twin.ID, err, need.ID)
-		}
-		line, err := FormatMarker(req)
-		if err != nil {
-			t.Fatalf("FormatMarker of an accepted request: %v", err)
-		}
-		viaMarker, err := compileMarker(line, AllRoutes())
-		if err != nil || viaMarker.ID != need.ID || viaMarker.Task != need.Task {
-			t.Fatalf("marker twin %q: %s / %v, want %s", line, viaMarker.ID, err, need.ID)
-		}
+		checkTwins(t, req, string(data))
 	})
+}
+
+// checkTwins checks what a decoder accepted: it compiles or fails with
+// typed invalid input, and a request that compiles has a JSON twin and a
+// canonical marker twin with its need_id and task.
+func checkTwins(t *testing.T, req NeedRequest, input string) {
+	t.Helper()
+	need, err := Compile(req, AllRoutes())
+	if err != nil {
+		checkInvalid(t, err)
+		return
+	}
+	data, err := req.MarshalJSON()
+	if err != nil {
+		t.Fatal(err)
+	}
+	twin, err := compileJSON(data, AllRoutes())
+	if err != nil || twin.ID != need.ID || twin.Task != need.Task {
+		t.Fatalf("JSON twin %s of %q: %s / %v, want %s", data, input, twin.ID, err, need.ID)
+	}
+	line, err := FormatMarker(req)
+	if err != nil {
+		t.Fatalf("FormatMarker of an accepted request: %v", err)
+	}
+	viaMarker, err := compileMarker(line, AllRoutes())
+	if err != nil || viaMarker.ID != need.ID || viaMarker.Task != need.Task {
+		t.Fatalf("marker twin %q of %q: %s / %v, want %s", line, input, viaMarker.ID, err, need.ID)
+	}
 }
 
 func checkInvalid(t *testing.T, err error) {

@@ -316,26 +316,6 @@ func FuzzParseMarker(f *testing.F) {
 			checkInvalid(t, err)
 			return
 		}
-		need, err := Compile(req, AllRoutes())
-		if err != nil {
-			checkInvalid(t, err)
-			return
-		}
-		data, err := req.MarshalJSON()
-		if err != nil {
-			t.Fatal(err)
-		}
-		twin, err := compileJSON(data, AllRoutes())
-		if err != nil || twin.ID != need.ID || twin.Task != need.Task {
-			t.Fatalf("JSON twin %s of %q: %s / %v, want %s", data, line, twin.ID, err, need.ID)
-		}
-		canonical, err := FormatMarker(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		back, err := compileMarker(canonical, AllRoutes())
-		if err != nil || back.ID != need.ID {
-			t.Fatalf("canonical marker %q of %q: %s / %v, want %s", canonical, line, back.ID, err, need.ID)
-		}
+		checkTwins(t, req, line)
 	})
 }

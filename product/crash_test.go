@@ -293,6 +293,17 @@ func (sc *crashScenario) binding(t *testing.T) lifecycle.ApprovalBinding {
 // stored is sc's lifecycle as stored, and its journal replayed and checked.
 func (sc *crashScenario) stored(t *testing.T) (storedLifecycle, lifecycleView) {
 	t.Helper()
+	l := sc.load(t)
+	v, err := verifyLifecycle(l)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l, v
+}
+
+// load is sc's lifecycle as its store holds it, unchecked.
+func (sc *crashScenario) load(t *testing.T) storedLifecycle {
+	t.Helper()
 	st, err := OpenStore(context.Background(), filepath.Join(sc.base, "data"))
 	if err != nil {
 		t.Fatal(err)
@@ -302,11 +313,7 @@ func (sc *crashScenario) stored(t *testing.T) (storedLifecycle, lifecycleView) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	v, err := verifyLifecycle(l)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return l, v
+	return l
 }
 
 func (sc *crashScenario) repoRoot(t *testing.T) string {
@@ -403,15 +410,7 @@ func (sc *crashScenario) ended(t *testing.T) bool {
 // with the work tree untouched.
 func (sc *crashScenario) checkInterrupted(t *testing.T, n int, tree string) {
 	t.Helper()
-	st, err := OpenStore(context.Background(), filepath.Join(sc.base, "data"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	l, err := st.loadLifecycle(context.Background(), sc.repoRoot(t), sc.id)
-	st.Close()
-	if err != nil {
-		t.Fatal(err)
-	}
+	l := sc.load(t)
 	seen := 0
 	for _, e := range l.Journal {
 		ev, err := decodeLifecycleEvent(e.Kind, []byte(e.Payload))
@@ -450,16 +449,7 @@ func (sc *crashScenario) checkInterrupted(t *testing.T, n int, tree string) {
 // events).
 func (sc *crashScenario) outcome(t *testing.T) (string, string) {
 	t.Helper()
-	st, err := OpenStore(context.Background(), filepath.Join(sc.base, "data"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	l, err := st.loadLifecycle(context.Background(), sc.repoRoot(t), sc.id)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := decodeLifecycleState([]byte(l.State))
+	s, err := decodeLifecycleState([]byte(sc.load(t).State))
 	if err != nil {
 		t.Fatal(err)
 	}
