@@ -1,8 +1,9 @@
 // Package testenv is the tests' shared set-up (like net/http/httptest, a
-// package for tests of product, bench and testscripts): where the repository is,
-// where `make codex` installed the pinned codex, and the repository's
-// ignored caches. Only tests import it. A test that needs the pinned codex
-// fails, never skips, when it is absent.
+// package for tests of product, bench and testscripts): where the
+// repository is, where `make codex` installed the pinned codex, the
+// repository's ignored caches, and a SQLite store's rows (sqlrows.go). Only
+// tests import it. A test that needs the pinned codex fails, never skips,
+// when it is absent.
 package testenv
 
 import (
