@@ -60,10 +60,7 @@ func (p *Program) Calls(file string, span Span) ([]Callee, []Unresolved, error) 
 		return nil, nil, err
 	}
 	f := pkg.file(file)
-	info := pkg.Info
-	consumed := map[ast.Node]bool{}
-	var out []Callee
-	var unresolved []Unresolved
+	s := &callScan{p: p, pkg: pkg, consumed: map[ast.Node]bool{}}
 	ast.Inspect(f.Syntax, func(n ast.Node) bool {
 		if n == nil {
 			return false
@@ -75,61 +72,84 @@ func (p *Program) Calls(file string, span Span) ([]Callee, []Unresolved, error) 
 		inSpan := span.Contains(start)
 		switch n := n.(type) {
 		case *ast.CallExpr:
-			fun := funNode(n.Fun)
-			if fun != nil {
-				consumed[fun] = true
-			}
-			tv := info.Types[n.Fun]
-			if tv.IsType() || tv.IsBuiltin() || !inSpan {
-				return true
-			}
-			if _, lit := ast.Unparen(n.Fun).(*ast.FuncLit); lit {
-				return true
-			}
-			fn := calleeFunc(info, n.Fun)
-			if fn == nil {
-				u := Unresolved{Line: start, Reason: "call through a function value"}
-				if tv.Type == nil || !validType(tv.Type) {
-					u.Reason = "callee does not type-check"
-					if len(pkg.Missing) > 0 {
-						u.Reason, u.Missing = "callee's types are missing", pkg.Missing
-					}
-				}
-				unresolved = append(unresolved, u)
-				return true
-			}
-			out = append(out, p.callee(fn, CallDirect, start))
+			s.call(n, start, inSpan)
 		case *ast.SelectorExpr:
-			consumed[n.Sel] = true
-			if consumed[n] || !inSpan {
-				return true
-			}
-			sel := info.Selections[n]
-			switch {
-			case sel == nil:
-				if fn, ok := info.Uses[n.Sel].(*types.Func); ok {
-					out = append(out, p.callee(fn.Origin(), RefFunc, start))
-				}
-			case sel.Kind() == types.MethodVal:
-				if fn, ok := sel.Obj().(*types.Func); ok {
-					out = append(out, p.callee(fn.Origin(), RefMethod, start))
-				}
-			case sel.Kind() == types.MethodExpr:
-				if fn, ok := sel.Obj().(*types.Func); ok {
-					out = append(out, p.callee(fn.Origin(), RefMethodExpr, start))
-				}
+			s.consumed[n.Sel] = true
+			if !s.consumed[n] && inSpan {
+				s.selector(n, start)
 			}
 		case *ast.Ident:
-			if consumed[n] || !inSpan {
+			if s.consumed[n] || !inSpan {
 				return true
 			}
-			if fn, ok := info.Uses[n].(*types.Func); ok {
-				out = append(out, p.callee(fn.Origin(), RefFunc, start))
+			if fn, ok := pkg.Info.Uses[n].(*types.Func); ok {
+				s.out = append(s.out, p.callee(fn.Origin(), RefFunc, start))
 			}
 		}
 		return true
 	})
-	return out, unresolved, nil
+	return s.out, s.unresolved, nil
+}
+
+// callScan is the state of one Calls walk: the function names already
+// counted as called (consumed), so that they are not counted again as
+// references, and what was found.
+type callScan struct {
+	p          *Program
+	pkg        *Package
+	consumed   map[ast.Node]bool
+	out        []Callee
+	unresolved []Unresolved
+}
+
+// call records the callee of a call on line start, or why it has none;
+// conversions, builtins and immediately called literals are no callees.
+func (s *callScan) call(n *ast.CallExpr, start int, inSpan bool) {
+	info := s.pkg.Info
+	if fun := funNode(n.Fun); fun != nil {
+		s.consumed[fun] = true
+	}
+	tv := info.Types[n.Fun]
+	if tv.IsType() || tv.IsBuiltin() || !inSpan {
+		return
+	}
+	if _, lit := ast.Unparen(n.Fun).(*ast.FuncLit); lit {
+		return
+	}
+	fn := calleeFunc(info, n.Fun)
+	if fn == nil {
+		u := Unresolved{Line: start, Reason: "call through a function value"}
+		if tv.Type == nil || !validType(tv.Type) {
+			u.Reason = "callee does not type-check"
+			if len(s.pkg.Missing) > 0 {
+				u.Reason, u.Missing = "callee's types are missing", s.pkg.Missing
+			}
+		}
+		s.unresolved = append(s.unresolved, u)
+		return
+	}
+	s.out = append(s.out, s.p.callee(fn, CallDirect, start))
+}
+
+// selector records a function or method a selector not called refers to:
+// pkg.F, a method value x.M or a method expression T.M.
+func (s *callScan) selector(n *ast.SelectorExpr, start int) {
+	info := s.pkg.Info
+	sel := info.Selections[n]
+	switch {
+	case sel == nil:
+		if fn, ok := info.Uses[n.Sel].(*types.Func); ok {
+			s.out = append(s.out, s.p.callee(fn.Origin(), RefFunc, start))
+		}
+	case sel.Kind() == types.MethodVal:
+		if fn, ok := sel.Obj().(*types.Func); ok {
+			s.out = append(s.out, s.p.callee(fn.Origin(), RefMethod, start))
+		}
+	case sel.Kind() == types.MethodExpr:
+		if fn, ok := sel.Obj().(*types.Func); ok {
+			s.out = append(s.out, s.p.callee(fn.Origin(), RefMethodExpr, start))
+		}
+	}
 }
 
 // funNode returns the identifier or selector a call's function expression
@@ -236,67 +256,85 @@ func (p *Program) Links(fromFile string, from Span, toFile string, to Span) ([]L
 // dispatched elsewhere all make it differ from execution.
 func (p *Program) StaticPath(fromFile string, from Span, target *types.Func, maxDepth int) []Callee {
 	tfile, tline, _ := p.position(target.Origin().Pos())
-	type node struct {
-		file string
-		span Span
-	}
-	type step struct {
-		c    Callee
-		prev int
-	}
-	var steps []step
-	frontier := []struct {
-		n    node
-		step int
-	}{{node{fromFile, from}, -1}}
-	seen := map[node]bool{{fromFile, from}: true}
+	var steps []pathStep
+	frontier := []pathFront{{pathNode{fromFile, from}, -1}}
+	seen := map[pathNode]bool{{fromFile, from}: true}
 	for depth := 0; depth < maxDepth && len(frontier) > 0; depth++ {
-		var next []struct {
-			n    node
-			step int
-		}
+		var next []pathFront
 		for _, fr := range frontier {
-			callees, _, err := p.Calls(fr.n.file, fr.n.span)
-			if err != nil {
-				continue
-			}
-			var expanded []Callee
-			for _, c := range callees {
-				if c.Dynamic {
-					expanded = append(expanded, p.implementations(c)...)
-					continue
-				}
-				expanded = append(expanded, c)
-			}
-			for _, c := range expanded {
-				if c.External {
-					continue
-				}
-				steps = append(steps, step{c, fr.step})
+			for _, c := range p.staticCallees(fr.n) {
+				steps = append(steps, pathStep{c, fr.step})
 				if c.File == tfile && c.NameLine == tline {
-					var path []Callee
-					for i := len(steps) - 1; i >= 0; i = steps[i].prev {
-						path = append(path, steps[i].c)
-					}
-					for l, r := 0, len(path)-1; l < r; l, r = l+1, r-1 {
-						path[l], path[r] = path[r], path[l]
-					}
-					return path
+					return stepPath(steps, len(steps)-1)
 				}
-				n := node{c.File, c.Decl}
+				n := pathNode{c.File, c.Decl}
 				if c.Decl == (Span{}) || seen[n] {
 					continue
 				}
 				seen[n] = true
-				next = append(next, struct {
-					n    node
-					step int
-				}{n, len(steps) - 1})
+				next = append(next, pathFront{n, len(steps) - 1})
 			}
 		}
 		frontier = next
 	}
 	return nil
+}
+
+// pathNode is a function body StaticPath searches from.
+type pathNode struct {
+	file string
+	span Span
+}
+
+// pathStep is one call StaticPath took, with the index of the step that
+// led to its caller (-1 from the start).
+type pathStep struct {
+	c    Callee
+	prev int
+}
+
+// pathFront is a body at StaticPath's frontier and the step that reached it.
+type pathFront struct {
+	n    pathNode
+	step int
+}
+
+// staticCallees are the callees of n that StaticPath follows: an interface
+// call stands for its implementations, and functions outside the
+// Program's packages are left out. A body that cannot be read has none.
+func (p *Program) staticCallees(n pathNode) []Callee {
+	callees, _, err := p.Calls(n.file, n.span)
+	if err != nil {
+		return nil
+	}
+	var expanded []Callee
+	for _, c := range callees {
+		if c.Dynamic {
+			expanded = append(expanded, p.implementations(c)...)
+			continue
+		}
+		expanded = append(expanded, c)
+	}
+	var out []Callee
+	for _, c := range expanded {
+		if !c.External {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// stepPath returns the callees of the steps leading to steps[last], first
+// call first.
+func stepPath(steps []pathStep, last int) []Callee {
+	var path []Callee
+	for i := last; i >= 0; i = steps[i].prev {
+		path = append(path, steps[i].c)
+	}
+	for l, r := 0, len(path)-1; l < r; l, r = l+1, r-1 {
+		path[l], path[r] = path[r], path[l]
+	}
+	return path
 }
 
 // implementations are the methods an interface call c may dispatch to:

@@ -80,32 +80,7 @@ func (pkg *Package) ImplicitOptions(name string, kinds ...DefKind) []Implicit {
 		if isTestFile(f.Path) {
 			continue
 		}
-		var stack []ast.Node
-		ast.Inspect(f.Syntax, func(n ast.Node) bool {
-			if n == nil {
-				stack = stack[:len(stack)-1]
-				return false
-			}
-			stack = append(stack, n)
-			switch n := n.(type) {
-			case *ast.BinaryExpr:
-				if n.Op == token.EQL {
-					out = append(out, pkg.comparison(f, stack, n.X, n.Y, false, match)...)
-				}
-			case *ast.CallExpr:
-				if fn := calleeFunc(pkg.Info, n.Fun); fn != nil && fn.Pkg() != nil && fn.Pkg().Path() == "strings" && fn.Name() == "EqualFold" && len(n.Args) == 2 {
-					out = append(out, pkg.comparison(f, stack, n.Args[0], n.Args[1], true, match)...)
-				}
-			case *ast.SwitchStmt:
-				out = append(out, pkg.switchCases(f, n, match)...)
-			case *ast.Ident:
-				if c, ok := pkg.Info.Uses[n].(*types.Const); ok && c.Pkg() == pkg.Types && pkg.constantUse(stack) {
-					ps := pkg.prog.fset.Position(n.Pos())
-					uses[c] = append(uses[c], Pos{File: f.Path, Line: ps.Line, Col: ps.Column})
-				}
-			}
-			return true
-		})
+		out = append(out, pkg.implicitsInFile(f, match, uses)...)
 	}
 	for c, at := range uses {
 		file, line, ok := pkg.prog.position(c.Pos())
@@ -124,6 +99,40 @@ func (pkg *Package) ImplicitOptions(name string, kinds ...DefKind) []Implicit {
 			return out[i].Line < out[j].Line
 		}
 		return out[i].Kind < out[j].Kind
+	})
+	return out
+}
+
+// implicitsInFile returns the comparisons in f that match, in source
+// order, and adds to uses where f uses a constant of the package as a map
+// key or an argument; which constants match is judged once all are seen.
+func (pkg *Package) implicitsInFile(f *File, match func(string, bool) (DefKind, bool), uses map[*types.Const][]Pos) []Implicit {
+	var out []Implicit
+	var stack []ast.Node
+	ast.Inspect(f.Syntax, func(n ast.Node) bool {
+		if n == nil {
+			stack = stack[:len(stack)-1]
+			return false
+		}
+		stack = append(stack, n)
+		switch n := n.(type) {
+		case *ast.BinaryExpr:
+			if n.Op == token.EQL {
+				out = append(out, pkg.comparison(f, stack, n.X, n.Y, false, match)...)
+			}
+		case *ast.CallExpr:
+			if fn := calleeFunc(pkg.Info, n.Fun); fn != nil && fn.Pkg() != nil && fn.Pkg().Path() == "strings" && fn.Name() == "EqualFold" && len(n.Args) == 2 {
+				out = append(out, pkg.comparison(f, stack, n.Args[0], n.Args[1], true, match)...)
+			}
+		case *ast.SwitchStmt:
+			out = append(out, pkg.switchCases(f, n, match)...)
+		case *ast.Ident:
+			if c, ok := pkg.Info.Uses[n].(*types.Const); ok && c.Pkg() == pkg.Types && pkg.constantUse(stack) {
+				ps := pkg.prog.fset.Position(n.Pos())
+				uses[c] = append(uses[c], Pos{File: f.Path, Line: ps.Line, Col: ps.Column})
+			}
+		}
+		return true
 	})
 	return out
 }

@@ -87,74 +87,99 @@ func (pkg *Package) literalDefinition(f *File, lit *ast.CompositeLit) []Definiti
 	if !ok {
 		return nil
 	}
-	base := Definition{Kind: DefFlag, Form: FormLiteral, Callee: obj.Pkg().Path() + "." + obj.Name(), File: f.Path, Site: pkg.prog.span(lit.Pos(), lit.End())}
-	var flags, envs []Definition
-	add := func(name string, from NameFrom, cname string, pos token.Pos) {
-		d := base
-		d.From, d.Constant, d.Line = from, cname, pkg.line(pos)
-		if utf8.RuneCountInString(name) == 1 {
-			d.Short = name
-		} else if name != "" {
-			d.Long = name
-		}
-		if from == FromDynamic || name != "" {
-			flags = append(flags, d)
-		}
-	}
-	addEnv := func(e ast.Expr) {
-		name, from, cname := pkg.constString(e)
-		if from == FromDynamic {
+	c := &literalDefs{pkg: pkg, base: Definition{Kind: DefFlag, Form: FormLiteral, Callee: obj.Pkg().Path() + "." + obj.Name(), File: f.Path, Site: pkg.prog.span(lit.Pos(), lit.End())}}
+	pkg.literalFields(lit, c.field)
+	return shareLiteralNames(c.flags, c.envs)
+}
+
+// literalDefs collects the definitions of one flag literal as its fields
+// are visited.
+type literalDefs struct {
+	pkg         *Package
+	base        Definition
+	flags, envs []Definition
+}
+
+// field adds the definitions one keyed field of the literal gives: a name,
+// aliases, a short name or the environment variables the flag reads.
+func (c *literalDefs) field(key string, value ast.Expr) {
+	pkg := c.pkg
+	switch {
+	case slices.Contains(literalNameFields, key):
+		name, from, cname := pkg.constString(value)
+		if from != FromDynamic && strings.Contains(name, ",") {
+			for part := range strings.SplitSeq(name, ",") {
+				c.addName(strings.TrimSpace(part), from, cname, value.Pos())
+			}
 			return
 		}
-		for part := range strings.SplitSeq(name, ",") {
-			if part = strings.TrimSpace(part); part != "" {
-				d := base
-				d.Kind, d.Long, d.From, d.Constant, d.Line = DefEnv, part, from, cname, pkg.line(e.Pos())
-				envs = append(envs, d)
-			}
+		c.addName(name, from, cname, value.Pos())
+	case key == "Aliases":
+		for _, a := range stringElts(value) {
+			name, from, cname := pkg.constString(a)
+			c.addName(name, from, cname, a.Pos())
 		}
-	}
-	pkg.literalFields(lit, func(key string, value ast.Expr) {
-		switch {
-		case slices.Contains(literalNameFields, key):
-			name, from, cname := pkg.constString(value)
-			if from != FromDynamic && strings.Contains(name, ",") {
-				for part := range strings.SplitSeq(name, ",") {
-					add(strings.TrimSpace(part), from, cname, value.Pos())
-				}
-				return
+	case slices.Contains(literalShortFields, key):
+		if name, from, cname := pkg.constString(value); from != FromDynamic && utf8.RuneCountInString(name) == 1 && name != "\x00" {
+			c.addName(name, from, cname, value.Pos())
+		}
+	case slices.Contains(literalEnvFields, key):
+		if elts := stringElts(value); elts != nil {
+			for _, e := range elts {
+				c.addEnv(e)
 			}
-			add(name, from, cname, value.Pos())
-		case key == "Aliases":
-			for _, a := range stringElts(value) {
-				name, from, cname := pkg.constString(a)
-				add(name, from, cname, a.Pos())
-			}
-		case slices.Contains(literalShortFields, key):
-			if name, from, cname := pkg.constString(value); from != FromDynamic && utf8.RuneCountInString(name) == 1 && name != "\x00" {
-				add(name, from, cname, value.Pos())
-			}
-		case slices.Contains(literalEnvFields, key):
-			if elts := stringElts(value); elts != nil {
-				for _, e := range elts {
-					addEnv(e)
-				}
-			} else {
-				addEnv(value)
-			}
-		case key == "Sources":
-			ast.Inspect(value, func(n ast.Node) bool {
-				if call, ok := n.(*ast.CallExpr); ok {
-					if fn := calleeFunc(pkg.Info, call.Fun); fn != nil && strings.Contains(fn.Name(), "Env") {
-						for _, a := range call.Args {
-							addEnv(a)
-						}
+		} else {
+			c.addEnv(value)
+		}
+	case key == "Sources":
+		ast.Inspect(value, func(n ast.Node) bool {
+			if call, ok := n.(*ast.CallExpr); ok {
+				if fn := calleeFunc(pkg.Info, call.Fun); fn != nil && strings.Contains(fn.Name(), "Env") {
+					for _, a := range call.Args {
+						c.addEnv(a)
 					}
 				}
-				return true
-			})
+			}
+			return true
+		})
+	}
+}
+
+// addName adds a flag definition for one name: a single rune is a short
+// name; an empty constant name adds nothing.
+func (c *literalDefs) addName(name string, from NameFrom, cname string, pos token.Pos) {
+	d := c.base
+	d.From, d.Constant, d.Line = from, cname, c.pkg.line(pos)
+	if utf8.RuneCountInString(name) == 1 {
+		d.Short = name
+	} else if name != "" {
+		d.Long = name
+	}
+	if from == FromDynamic || name != "" {
+		c.flags = append(c.flags, d)
+	}
+}
+
+// addEnv adds a definition for each environment variable e names (a
+// comma-separated list in urfave/cli v1's EnvVar); a dynamic name adds none.
+func (c *literalDefs) addEnv(e ast.Expr) {
+	name, from, cname := c.pkg.constString(e)
+	if from == FromDynamic {
+		return
+	}
+	for part := range strings.SplitSeq(name, ",") {
+		if part = strings.TrimSpace(part); part != "" {
+			d := c.base
+			d.Kind, d.Long, d.From, d.Constant, d.Line = DefEnv, part, from, cname, c.pkg.line(e.Pos())
+			c.envs = append(c.envs, d)
 		}
-	})
+	}
+}
+
+// shareLiteralNames gives each of a literal's flag definitions the flag's
+// other names as aliases and each environment definition all of them,
+// and returns the flags followed by the environment variables.
+func shareLiteralNames(flags, envs []Definition) []Definition {
 	var names []string
 	for _, d := range flags {
 		names = append(names, flagNames(d)...)

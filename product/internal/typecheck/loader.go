@@ -154,7 +154,32 @@ func (l *Loader) Load(ctx context.Context, src Source, files ...string) (*Progra
 		prog:    &Program{fset: l.fset, byFile: map[string]*Package{}, fileErr: map[string]error{}},
 		files:   files,
 	}
-	type rootDir struct{ mod, dir string }
+	roots := s.rootDirs(files)
+	s.markRootIDs(roots, files)
+	for _, r := range roots {
+		bl := s.lists[r.mod]
+		if bl == nil {
+			continue
+		}
+		if _, err := s.load(bl, bl.importPath(r.dir), false); err != nil {
+			return nil, err
+		}
+	}
+	for _, f := range files {
+		if _, ok := s.prog.byFile[f]; !ok && s.prog.fileErr[f] == nil {
+			s.prog.fileErr[f] = &Error{Kind: KindNotInBuild, Path: f, Err: errors.New("no package of this build holds the file")}
+		}
+	}
+	s.finish()
+	return s.prog, nil
+}
+
+// rootDir is a directory of a file given to Load, with its module root.
+type rootDir struct{ mod, dir string }
+
+// rootDirs returns the distinct directories of the Go files given to Load,
+// in order, recording a file error for each file that has none.
+func (s *session) rootDirs(files []string) []rootDir {
 	var roots []rootDir
 	seen := map[rootDir]bool{}
 	for _, f := range files {
@@ -176,6 +201,13 @@ func (l *Loader) Load(ctx context.Context, src Source, files ...string) (*Progra
 			roots = append(roots, r)
 		}
 	}
+	return roots
+}
+
+// markRootIDs reads the build list of each root's module and marks the
+// root packages' import paths before any is loaded; a module whose build
+// list cannot be read fails the Go files of its directories.
+func (s *session) markRootIDs(roots []rootDir, files []string) {
 	for _, r := range roots {
 		bl, err := s.buildList(r.mod)
 		if err != nil {
@@ -188,22 +220,6 @@ func (l *Loader) Load(ctx context.Context, src Source, files ...string) (*Progra
 		}
 		s.rootIDs[bl.importPath(r.dir)] = true
 	}
-	for _, r := range roots {
-		bl := s.lists[r.mod]
-		if bl == nil {
-			continue
-		}
-		if _, err := s.load(bl, bl.importPath(r.dir), false); err != nil {
-			return nil, err
-		}
-	}
-	for _, f := range files {
-		if _, ok := s.prog.byFile[f]; !ok && s.prog.fileErr[f] == nil {
-			s.prog.fileErr[f] = &Error{Kind: KindNotInBuild, Path: f, Err: errors.New("no package of this build holds the file")}
-		}
-	}
-	s.finish()
-	return s.prog, nil
 }
 
 // session is the state of one Load.
@@ -548,14 +564,41 @@ func packageClause(data []byte) string {
 // whose key matches.
 func (s *session) check(bl *buildList, loc location, mainFiles, testFiles []srcFile, imports []string, root bool) (*resolved, error) {
 	all := slices.Concat(mainFiles, testFiles)
-	mode := parser.SkipObjectResolution
-	if root {
-		mode |= parser.ParseComments
-	}
 	// Imports first: the key covers them, and checking needs them.
 	if imports == nil {
 		imports = importsOf(all)
 	}
+	key, deps, missing, err := s.loadImports(bl, loc, all, imports, root)
+	if err != nil {
+		return nil, err
+	}
+	cache := s.l.deps
+	if root {
+		cache = s.l.roots
+	}
+	if c, ok := cache[key]; ok {
+		r := &resolved{id: loc.id, chk: c}
+		if root {
+			s.register(bl, loc, c)
+		}
+		return r, nil
+	}
+	syntax, files := s.parseFiles(all, root)
+	c := &checked{key: key, missing: missing}
+	s.typeCheck(c, loc, deps, syntax, files, root)
+	if root {
+		s.l.putRoot(c)
+		s.register(bl, loc, c)
+	} else {
+		s.l.deps[key] = c
+	}
+	return &resolved{id: loc.id, chk: c}, nil
+}
+
+// loadImports loads the package's imports and returns its cache key (over
+// its location, build context, files and its imports' keys), the loaded
+// imports by path and the unreadable paths in its closure.
+func (s *session) loadImports(bl *buildList, loc location, all []srcFile, imports []string, root bool) (string, map[string]*resolved, map[string]string, error) {
 	fromStd := loc.std
 	deps := map[string]*resolved{}
 	missing := map[string]string{}
@@ -582,7 +625,7 @@ func (s *session) check(bl *buildList, loc location, mainFiles, testFiles []srcF
 		}
 		r, err := s.load(bl, ip, fromStd)
 		if err != nil {
-			return nil, err
+			return "", nil, nil, err
 		}
 		deps[ip] = r
 		keyParts = append(keyParts, ip, r.chk.key)
@@ -590,17 +633,15 @@ func (s *session) check(bl *buildList, loc location, mainFiles, testFiles []srcF
 			missing[m] = why
 		}
 	}
-	key := hashKey("typecheck.pkg.v1", keyParts...)
-	cache := s.l.deps
+	return hashKey("typecheck.pkg.v1", keyParts...), deps, missing, nil
+}
+
+// parseFiles parses the package's files, keeping comments and the Files
+// that questions are answered from only for a root package.
+func (s *session) parseFiles(all []srcFile, root bool) ([]*ast.File, []*File) {
+	mode := parser.SkipObjectResolution
 	if root {
-		cache = s.l.roots
-	}
-	if c, ok := cache[key]; ok {
-		r := &resolved{id: loc.id, chk: c}
-		if root {
-			s.register(bl, loc, c)
-		}
-		return r, nil
+		mode |= parser.ParseComments
 	}
 	var syntax []*ast.File
 	var files []*File
@@ -618,7 +659,12 @@ func (s *session) check(bl *buildList, loc location, mainFiles, testFiles []srcF
 			files = append(files, &File{Path: f.name, Syntax: af, ParseErr: perr})
 		}
 	}
-	c := &checked{key: key, missing: missing}
+	return syntax, files
+}
+
+// typeCheck type-checks syntax into c against the loaded imports; only a
+// root package keeps function bodies, type information and its files.
+func (s *session) typeCheck(c *checked, loc location, deps map[string]*resolved, syntax []*ast.File, files []*File, root bool) {
 	conf := types.Config{
 		Importer:         importerFunc(func(p string) (*types.Package, error) { return importFrom(deps, p) }),
 		GoVersion:        langVersion(loc.goVersion),
@@ -643,13 +689,6 @@ func (s *session) check(bl *buildList, loc location, mainFiles, testFiles []srcF
 	}
 	name := loc.id
 	c.types, _ = conf.Check(name, s.l.fset, syntax, c.info)
-	if root {
-		s.l.putRoot(c)
-		s.register(bl, loc, c)
-	} else {
-		s.l.deps[key] = c
-	}
-	return &resolved{id: loc.id, chk: c}, nil
 }
 
 // maxErrors bounds the type errors kept per package.

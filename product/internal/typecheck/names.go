@@ -50,76 +50,12 @@ func (pkg *Package) newNameFlow(defs []ast.Node, libs, own map[string]bool) *nam
 	nf := &nameFlow{pkg: pkg, defs: defs, libs: libs, own: own,
 		holders: map[types.Object]bool{}, names: map[types.Object]bool{}, slices: map[types.Object]bool{}}
 	assigns := map[types.Object][]source{}
-	add := func(lhs ast.Expr, s source) {
-		if obj := pkg.exprObject(lhs); obj != nil {
-			assigns[obj] = append(assigns[obj], s)
-		}
-	}
 	for _, f := range pkg.Files {
 		if isTestFile(f.Path) {
 			continue
 		}
 		ast.Inspect(f.Syntax, func(n ast.Node) bool {
-			switch n := n.(type) {
-			case *ast.AssignStmt:
-				switch {
-				case n.Tok != token.ASSIGN && n.Tok != token.DEFINE:
-					for _, l := range n.Lhs {
-						add(l, source{opaque: true})
-					}
-				case len(n.Lhs) == len(n.Rhs):
-					for i, l := range n.Lhs {
-						add(l, source{expr: n.Rhs[i]})
-					}
-				case len(n.Rhs) == 1 && len(n.Lhs) == 2 && commaOK(n.Rhs[0]):
-					add(n.Lhs[0], source{expr: n.Rhs[0]})
-					add(n.Lhs[1], source{opaque: true})
-				default:
-					for _, l := range n.Lhs {
-						add(l, source{opaque: true})
-					}
-				}
-			case *ast.ValueSpec:
-				switch {
-				case len(n.Values) == len(n.Names):
-					for i, id := range n.Names {
-						add(id, source{expr: n.Values[i]})
-					}
-				case len(n.Values) > 0:
-					for _, id := range n.Names {
-						add(id, source{opaque: true})
-					}
-				}
-			case *ast.RangeStmt:
-				if n.Key != nil {
-					add(n.Key, source{opaque: true})
-				}
-				if n.Value != nil {
-					add(n.Value, source{expr: n.X, elemOf: true})
-				}
-			case *ast.IncDecStmt:
-				add(n.X, source{opaque: true})
-			case *ast.CompositeLit:
-				tv, ok := pkg.Info.Types[n]
-				if !ok || tv.Type == nil {
-					return true
-				}
-				st, ok := tv.Type.Underlying().(*types.Struct)
-				if !ok {
-					return true
-				}
-				for i, elt := range n.Elts {
-					if kv, ok := elt.(*ast.KeyValueExpr); ok {
-						if key, ok := kv.Key.(*ast.Ident); ok {
-							if field, ok := pkg.Info.Uses[key].(*types.Var); ok && field.IsField() {
-								assigns[field] = append(assigns[field], source{expr: kv.Value})
-							}
-						}
-					} else if i < st.NumFields() {
-						assigns[st.Field(i)] = append(assigns[st.Field(i)], source{opaque: true})
-					}
-				}
-			}
+			pkg.addSources(assigns, n)
 			return true
 		})
 	}
@@ -140,6 +76,82 @@ func (pkg *Package) newNameFlow(defs []ast.Node, libs, own map[string]bool) *nam
 		}
 	}
 	return nf
+}
+
+// addSources records in assigns the values node n gives variables: an
+// assignment, a declaration, a range, x++ or a struct literal's fields.
+func (pkg *Package) addSources(assigns map[types.Object][]source, n ast.Node) {
+	add := func(lhs ast.Expr, s source) {
+		if obj := pkg.exprObject(lhs); obj != nil {
+			assigns[obj] = append(assigns[obj], s)
+		}
+	}
+	switch n := n.(type) {
+	case *ast.AssignStmt:
+		switch {
+		case n.Tok != token.ASSIGN && n.Tok != token.DEFINE:
+			for _, l := range n.Lhs {
+				add(l, source{opaque: true})
+			}
+		case len(n.Lhs) == len(n.Rhs):
+			for i, l := range n.Lhs {
+				add(l, source{expr: n.Rhs[i]})
+			}
+		case len(n.Rhs) == 1 && len(n.Lhs) == 2 && commaOK(n.Rhs[0]):
+			add(n.Lhs[0], source{expr: n.Rhs[0]})
+			add(n.Lhs[1], source{opaque: true})
+		default:
+			for _, l := range n.Lhs {
+				add(l, source{opaque: true})
+			}
+		}
+	case *ast.ValueSpec:
+		switch {
+		case len(n.Values) == len(n.Names):
+			for i, id := range n.Names {
+				add(id, source{expr: n.Values[i]})
+			}
+		case len(n.Values) > 0:
+			for _, id := range n.Names {
+				add(id, source{opaque: true})
+			}
+		}
+	case *ast.RangeStmt:
+		if n.Key != nil {
+			add(n.Key, source{opaque: true})
+		}
+		if n.Value != nil {
+			add(n.Value, source{expr: n.X, elemOf: true})
+		}
+	case *ast.IncDecStmt:
+		add(n.X, source{opaque: true})
+	case *ast.CompositeLit:
+		pkg.addFieldSources(assigns, n)
+	}
+}
+
+// addFieldSources records the values a struct literal gives its fields; a
+// positional element makes its field opaque.
+func (pkg *Package) addFieldSources(assigns map[types.Object][]source, n *ast.CompositeLit) {
+	tv, ok := pkg.Info.Types[n]
+	if !ok || tv.Type == nil {
+		return
+	}
+	st, ok := tv.Type.Underlying().(*types.Struct)
+	if !ok {
+		return
+	}
+	for i, elt := range n.Elts {
+		if kv, ok := elt.(*ast.KeyValueExpr); ok {
+			if key, ok := kv.Key.(*ast.Ident); ok {
+				if field, ok := pkg.Info.Uses[key].(*types.Var); ok && field.IsField() {
+					assigns[field] = append(assigns[field], source{expr: kv.Value})
+				}
+			}
+		} else if i < st.NumFields() {
+			assigns[st.Field(i)] = append(assigns[st.Field(i)], source{opaque: true})
+		}
+	}
 }
 
 // commaOK reports whether e is the single value of a two-valued

@@ -239,18 +239,38 @@ func (pkg *Package) callDefinition(f *File, call *ast.CallExpr) (d Definition, o
 	api, listed := paramAPIs[pkgPath]
 	if !listed {
 		api = generalParams
+	}
+	if !mayDefineByParams(fn, sig, api, listed) {
+		return d, false, false
+	}
+	longAt, shortAt, hasUsage := nameParams(sig.Params(), api, listed)
+	if !hasUsage || (longAt < 0 && shortAt < 0) || sig.Variadic() && max(longAt, shortAt) >= sig.Params().Len()-1 {
+		return d, false, false
+	}
+	return pkg.paramDefinition(base, api.kind, call, longAt, shortAt), true, false
+}
+
+// mayDefineByParams reports whether fn, judged by its name and types, may
+// define an option through its parameters: an unlisted function whose name
+// starts with a verb such as Get cannot, and an API that must say "flag"
+// somewhere (its name, result, receiver or package) must.
+func mayDefineByParams(fn *types.Func, sig *types.Signature, api paramAPI, listed bool) bool {
+	if !listed {
 		for _, verb := range notDefiners {
 			if hasWordPrefix(fn.Name(), verb) {
-				return d, false, false
+				return false
 			}
 		}
 	}
-	if api.flagNamed && !saysFlag(fn.Name()) && !saysFlag(typeName(firstResult(sig))) && !isFlagPackage(fn.Pkg().Name()) &&
-		(sig.Recv() == nil || !saysFlag(typeName(sig.Recv().Type()))) {
-		return d, false, false
-	}
-	params := sig.Params()
-	longAt, shortAt, hasUsage := -1, -1, false
+	return !api.flagNamed || saysFlag(fn.Name()) || saysFlag(typeName(firstResult(sig))) || isFlagPackage(fn.Pkg().Name()) ||
+		(sig.Recv() != nil && saysFlag(typeName(sig.Recv().Type())))
+}
+
+// nameParams finds by their names the parameters that take a long and a
+// short name (-1 if none) and whether one takes a usage text; an unlisted
+// API's parameter names are compared in lower case.
+func nameParams(params *types.Tuple, api paramAPI, listed bool) (longAt, shortAt int, hasUsage bool) {
+	longAt, shortAt = -1, -1
 	for i := range params.Len() {
 		p := params.At(i)
 		name := p.Name()
@@ -266,11 +286,14 @@ func (pkg *Package) callDefinition(f *File, call *ast.CallExpr) (d Definition, o
 			shortAt = i
 		}
 	}
-	if !hasUsage || (longAt < 0 && shortAt < 0) || sig.Variadic() && max(longAt, shortAt) >= params.Len()-1 {
-		return d, false, false
-	}
-	d = base
-	d.Kind = api.kind
+	return longAt, shortAt, hasUsage
+}
+
+// paramDefinition fills base with the names the call passes at longAt and
+// shortAt; the line and constant are the long name's when there is one.
+func (pkg *Package) paramDefinition(base Definition, kind DefKind, call *ast.CallExpr, longAt, shortAt int) Definition {
+	d := base
+	d.Kind = kind
 	d.From = FromLiteral
 	if longAt >= 0 && longAt < len(call.Args) {
 		d.Long, d.From, d.Constant = pkg.constString(call.Args[longAt])
@@ -287,7 +310,7 @@ func (pkg *Package) callDefinition(f *File, call *ast.CallExpr) (d Definition, o
 			d.Line = pkg.line(call.Args[shortAt].Pos())
 		}
 	}
-	return d, true, false
+	return d
 }
 
 // chained completes a flag definition call with the calls chained on its

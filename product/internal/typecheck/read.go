@@ -64,145 +64,206 @@ type Read struct {
 // A loop over another flag's names, or over names computed at run time
 // (for _, f := range flags { … f.Names() … }), is none.
 func (pkg *Package) Reads(name string, defs []Definition) []Read {
+	t := &readTargets{
+		bound:      map[types.Object]bool{},
+		kinds:      map[DefKind]bool{},
+		libs:       map[string]bool{},
+		flagNames:  map[string]bool{},
+		ownNames:   map[string]bool{},
+		funcFields: map[types.Object]bool{},
+	}
 	var out []Read
-	bound := map[types.Object]bool{}
-	kinds := map[DefKind]bool{}
-	libs := map[string]bool{} // the packages of the flag types and definition functions
-	flagNames := map[string]bool{}
-	var defNodes []ast.Node       // the definitions' literals and calls
-	ownNames := map[string]bool{} // the names the flag's definitions give it
-	// funcFields are tagged fields of function type (go-flags' built-in
-	// help: ShowHelp func() error `long:"help"`): the library calls the
-	// function the field holds when the option is given, so the function
-	// assigned to it is what reads the option.
-	funcFields := map[types.Object]bool{}
 	for _, d := range defs {
 		f := pkg.file(d.File)
 		if f == nil || isTestFile(d.File) {
 			continue
 		}
-		kinds[d.Kind] = true
-		if d.Kind == DefEnv && (d.Form != FormCall || len(d.Aliases) > 0) {
-			kinds[DefFlag] = true // the flag's value is the variable's
-			for _, n := range d.Aliases {
-				flagNames[n] = true
-			}
-		}
-		node := pkg.defNode(f, d)
-		if d.Kind == DefFlag && node != nil {
-			if !slices.Contains(defNodes, node) {
-				defNodes = append(defNodes, node)
-			}
-			for _, n := range append([]string{d.Long, d.Short}, d.Aliases...) {
-				ownNames[n] = n != ""
-			}
-		}
-		switch n := node.(type) {
-		case *ast.CallExpr:
-			fn := calleeFunc(pkg.Info, n.Fun)
-			if d.Kind == DefEnv && fn != nil && fn.Pkg() != nil && namedKinds[fn.Pkg().Path()] == DefEnv {
-				ps := pkg.prog.fset.Position(n.Pos())
-				out = append(out, Read{Kind: ReadEnv, How: d.Callee, File: d.File, Line: ps.Line, Col: ps.Column})
-				continue
-			}
-			if fn != nil && fn.Pkg() != nil {
-				libs[fn.Pkg().Path()] = true
-			}
-			for _, obj := range pkg.boundByCall(f, n) {
-				bound[obj] = true
-			}
-			for _, call := range pkg.chain(f, n) {
-				out = append(out, pkg.setters(call)...)
-			}
-		case *ast.CompositeLit:
-			if tv, ok := pkg.Info.Types[n]; ok {
-				if obj, ok := flagLiteralType(tv.Type); ok {
-					libs[obj.Pkg().Path()] = true
-				}
-			}
-			pkg.literalFields(n, func(key string, value ast.Expr) {
-				switch key {
-				case "Destination":
-					if obj := pkg.addrTarget(value); obj != nil {
-						bound[obj] = true
-					}
-				case "Value", "Action":
-					out = append(out, pkg.setterOf(value)...)
-				}
-			})
-		case *ast.Field:
-			for _, id := range n.Names {
-				if obj := pkg.Info.Defs[id]; obj != nil && id.Name == fieldOf(d.Callee) {
-					bound[obj] = true
-					out = append(out, pkg.fieldSetters(obj.Type())...)
-					if _, ok := obj.Type().Underlying().(*types.Signature); ok {
-						funcFields[obj] = true
-					}
-				}
-			}
-		}
+		out = append(out, pkg.addReadTarget(t, f, d)...)
 	}
 	matches := func(kind DefKind, v string) bool {
-		if kind == DefFlag && flagNames[v] {
+		if kind == DefFlag && t.flagNames[v] {
 			return true
 		}
 		return (Definition{Kind: kind, Long: v, Short: v}).Matches(name)
 	}
 	var names *nameFlow
-	if kinds[DefFlag] && len(defNodes) > 0 {
-		names = pkg.newNameFlow(defNodes, libs, ownNames)
+	if t.kinds[DefFlag] && len(t.defNodes) > 0 {
+		names = pkg.newNameFlow(t.defNodes, t.libs, t.ownNames)
 	}
 	for _, f := range pkg.Files {
 		if isTestFile(f.Path) {
 			continue
 		}
-		var stack []ast.Node
-		ast.Inspect(f.Syntax, func(n ast.Node) bool {
-			if n == nil {
-				stack = stack[:len(stack)-1]
-				return false
-			}
-			parent := ast.Node(nil)
-			if len(stack) > 0 {
-				parent = stack[len(stack)-1]
-			}
-			stack = append(stack, n)
-			switch n := n.(type) {
-			case *ast.Ident:
-				if sel, ok := parent.(*ast.SelectorExpr); ok && sel.Sel == n {
-					return true // the selector is judged as a whole
-				}
-				if kv, ok := parent.(*ast.KeyValueExpr); ok && kv.Key == n {
-					return true // a field set by a composite literal: a write
-				}
-				if obj := pkg.Info.Uses[n]; obj != nil && bound[obj] && !isWrite(n, parent) && !isAddrOf(parent) {
-					out = append(out, pkg.readAt(ReadVariable, "variable "+obj.Name(), f.Path, n.Pos()))
-				}
-			case *ast.SelectorExpr:
-				if sel := pkg.Info.Selections[n]; sel != nil && sel.Kind() == types.FieldVal && bound[sel.Obj()] && !isWrite(n, parent) && !isAddrOf(parent) {
-					out = append(out, pkg.readAt(ReadVariable, "field "+sel.Obj().Name(), f.Path, n.Sel.Pos()))
-				}
-			case *ast.AssignStmt:
-				for i, lhs := range n.Lhs {
-					sel, ok := ast.Unparen(lhs).(*ast.SelectorExpr)
-					if !ok || i >= len(n.Rhs) || len(n.Lhs) != len(n.Rhs) {
-						continue
-					}
-					if s := pkg.Info.Selections[sel]; s != nil && s.Kind() == types.FieldVal && funcFields[s.Obj()] {
-						out = append(out, pkg.functionsOf(n.Rhs[i], 3)...)
-					}
-				}
-			case *ast.CallExpr:
-				if how, ok := pkg.readByName(n, parent, matches, names, kinds, libs); ok {
-					out = append(out, pkg.readAt(ReadByName, how, f.Path, n.Pos()))
-				} else if how, ok := pkg.readThroughNames(n, names, kinds, libs); ok {
-					out = append(out, pkg.readAt(ReadByName, how, f.Path, n.Pos()))
-				}
-			}
-			return true
-		})
+		out = append(out, pkg.readsInFile(f, t, matches, names)...)
 	}
 	return out
+}
+
+// readTargets is what an option's definitions tell Reads to look for: the
+// objects that hold its value and the names and libraries that look it up.
+type readTargets struct {
+	bound     map[types.Object]bool
+	kinds     map[DefKind]bool
+	libs      map[string]bool // the packages of the flag types and definition functions
+	flagNames map[string]bool
+	defNodes  []ast.Node      // the definitions' literals and calls
+	ownNames  map[string]bool // the names the flag's definitions give it
+	// funcFields are tagged fields of function type (go-flags' built-in
+	// help: ShowHelp func() error `long:"help"`): the library calls the
+	// function the field holds when the option is given, so the function
+	// assigned to it is what reads the option.
+	funcFields map[types.Object]bool
+}
+
+// addReadTarget records in t what definition d, in file f, binds and
+// names, and returns the reads the definition itself implies (an
+// os.Getenv call, the setters a definition registers).
+func (pkg *Package) addReadTarget(t *readTargets, f *File, d Definition) []Read {
+	t.kinds[d.Kind] = true
+	if d.Kind == DefEnv && (d.Form != FormCall || len(d.Aliases) > 0) {
+		t.kinds[DefFlag] = true // the flag's value is the variable's
+		for _, n := range d.Aliases {
+			t.flagNames[n] = true
+		}
+	}
+	node := pkg.defNode(f, d)
+	if d.Kind == DefFlag && node != nil {
+		if !slices.Contains(t.defNodes, node) {
+			t.defNodes = append(t.defNodes, node)
+		}
+		for _, n := range append([]string{d.Long, d.Short}, d.Aliases...) {
+			t.ownNames[n] = n != ""
+		}
+	}
+	switch n := node.(type) {
+	case *ast.CallExpr:
+		return pkg.addCallTarget(t, f, d, n)
+	case *ast.CompositeLit:
+		return pkg.addLiteralTarget(t, n)
+	case *ast.Field:
+		return pkg.addFieldTarget(t, d, n)
+	}
+	return nil
+}
+
+// addCallTarget records what a definition call binds; an environment
+// variable read by os.Getenv and the like is itself the read.
+func (pkg *Package) addCallTarget(t *readTargets, f *File, d Definition, n *ast.CallExpr) []Read {
+	fn := calleeFunc(pkg.Info, n.Fun)
+	if d.Kind == DefEnv && fn != nil && fn.Pkg() != nil && namedKinds[fn.Pkg().Path()] == DefEnv {
+		ps := pkg.prog.fset.Position(n.Pos())
+		return []Read{{Kind: ReadEnv, How: d.Callee, File: d.File, Line: ps.Line, Col: ps.Column}}
+	}
+	if fn != nil && fn.Pkg() != nil {
+		t.libs[fn.Pkg().Path()] = true
+	}
+	for _, obj := range pkg.boundByCall(f, n) {
+		t.bound[obj] = true
+	}
+	var out []Read
+	for _, call := range pkg.chain(f, n) {
+		out = append(out, pkg.setters(call)...)
+	}
+	return out
+}
+
+// addLiteralTarget records the Destination a flag literal binds and
+// returns the functions its Value and Action fields register.
+func (pkg *Package) addLiteralTarget(t *readTargets, n *ast.CompositeLit) []Read {
+	if tv, ok := pkg.Info.Types[n]; ok {
+		if obj, ok := flagLiteralType(tv.Type); ok {
+			t.libs[obj.Pkg().Path()] = true
+		}
+	}
+	var out []Read
+	pkg.literalFields(n, func(key string, value ast.Expr) {
+		switch key {
+		case "Destination":
+			if obj := pkg.addrTarget(value); obj != nil {
+				t.bound[obj] = true
+			}
+		case "Value", "Action":
+			out = append(out, pkg.setterOf(value)...)
+		}
+	})
+	return out
+}
+
+// addFieldTarget records the tagged struct field a definition names and
+// returns the Set methods of its type.
+func (pkg *Package) addFieldTarget(t *readTargets, d Definition, n *ast.Field) []Read {
+	var out []Read
+	for _, id := range n.Names {
+		if obj := pkg.Info.Defs[id]; obj != nil && id.Name == fieldOf(d.Callee) {
+			t.bound[obj] = true
+			out = append(out, pkg.fieldSetters(obj.Type())...)
+			if _, ok := obj.Type().Underlying().(*types.Signature); ok {
+				t.funcFields[obj] = true
+			}
+		}
+	}
+	return out
+}
+
+// readsInFile walks f with a stack of ancestors, since whether a use is a
+// read depends on its parent (a write, an &v, a selector judged whole).
+func (pkg *Package) readsInFile(f *File, t *readTargets, matches func(DefKind, string) bool, names *nameFlow) []Read {
+	var out []Read
+	var stack []ast.Node
+	ast.Inspect(f.Syntax, func(n ast.Node) bool {
+		if n == nil {
+			stack = stack[:len(stack)-1]
+			return false
+		}
+		parent := ast.Node(nil)
+		if len(stack) > 0 {
+			parent = stack[len(stack)-1]
+		}
+		stack = append(stack, n)
+		out = append(out, pkg.readsAtNode(f, n, parent, t, matches, names)...)
+		return true
+	})
+	return out
+}
+
+// readsAtNode returns the reads node n, under parent, makes of the option.
+func (pkg *Package) readsAtNode(f *File, n, parent ast.Node, t *readTargets, matches func(DefKind, string) bool, names *nameFlow) []Read {
+	switch n := n.(type) {
+	case *ast.Ident:
+		if sel, ok := parent.(*ast.SelectorExpr); ok && sel.Sel == n {
+			return nil // the selector is judged as a whole
+		}
+		if kv, ok := parent.(*ast.KeyValueExpr); ok && kv.Key == n {
+			return nil // a field set by a composite literal: a write
+		}
+		if obj := pkg.Info.Uses[n]; obj != nil && t.bound[obj] && !isWrite(n, parent) && !isAddrOf(parent) {
+			return []Read{pkg.readAt(ReadVariable, "variable "+obj.Name(), f.Path, n.Pos())}
+		}
+	case *ast.SelectorExpr:
+		if sel := pkg.Info.Selections[n]; sel != nil && sel.Kind() == types.FieldVal && t.bound[sel.Obj()] && !isWrite(n, parent) && !isAddrOf(parent) {
+			return []Read{pkg.readAt(ReadVariable, "field "+sel.Obj().Name(), f.Path, n.Sel.Pos())}
+		}
+	case *ast.AssignStmt:
+		var out []Read
+		for i, lhs := range n.Lhs {
+			sel, ok := ast.Unparen(lhs).(*ast.SelectorExpr)
+			if !ok || i >= len(n.Rhs) || len(n.Lhs) != len(n.Rhs) {
+				continue
+			}
+			if s := pkg.Info.Selections[sel]; s != nil && s.Kind() == types.FieldVal && t.funcFields[s.Obj()] {
+				out = append(out, pkg.functionsOf(n.Rhs[i], 3)...)
+			}
+		}
+		return out
+	case *ast.CallExpr:
+		if how, ok := pkg.readByName(n, parent, matches, names, t.kinds, t.libs); ok {
+			return []Read{pkg.readAt(ReadByName, how, f.Path, n.Pos())}
+		}
+		if how, ok := pkg.readThroughNames(n, names, t.kinds, t.libs); ok {
+			return []Read{pkg.readAt(ReadByName, how, f.Path, n.Pos())}
+		}
+	}
+	return nil
 }
 
 func isTestFile(p string) bool { return strings.HasSuffix(p, "_test.go") }

@@ -36,72 +36,118 @@ func (s Subject) String() string {
 // Anything else is a KindSubject error. A two-part "a.b" is kept as Type
 // "a", Name "b"; Lookup decides whether a is a type or the package's name.
 func ParseSubject(s string) (Subject, error) {
-	bad := func(why string) (Subject, error) {
+	sub, why := parseSubject(s)
+	if why != "" {
 		return Subject{}, &Error{Kind: KindSubject, Name: s, Err: errors.New(why)}
 	}
+	return sub, nil
+}
+
+// parseSubject is ParseSubject peeling the subject's decorations off in
+// order; it returns why the subject is malformed, "" if it is not.
+func parseSubject(s string) (Subject, string) {
 	t := strings.TrimSpace(s)
 	if len(t) > 512 {
-		return bad("too long")
+		return Subject{}, "too long"
 	}
 	t = strings.TrimSpace(strings.TrimPrefix(t, "func "))
-	var importPath, qualifier string
-	// An import path: everything up to the last slash and the element
-	// after it, up to its first dot.
-	if i := strings.LastIndex(t, "/"); i >= 0 {
-		rest := t[i+1:]
-		j := strings.IndexByte(rest, '.')
-		if i == 0 || j <= 0 || strings.ContainsAny(t[:i+1+j], " \t()[]*") {
-			return bad("an import path without a name after it")
-		}
-		importPath, t = t[:i+1+j], rest[j+1:]
+	importPath, t, why := cutImportPath(t)
+	if why != "" {
+		return Subject{}, why
 	}
-	// "pkg.(*T).M": the package name before a parenthesized receiver.
-	if j := strings.Index(t, ".("); j > 0 && !strings.HasPrefix(t, "(") {
-		if !token.IsIdentifier(t[:j]) {
-			return bad(fmt.Sprintf("%q is not an identifier", t[:j]))
-		}
-		qualifier, t = t[:j], t[j+1:]
+	qualifier, t, why := cutQualifier(t)
+	if why != "" {
+		return Subject{}, why
 	}
-	// "(*T).M", "(T).M" and "(t *T) M": the receiver in parentheses.
-	if strings.HasPrefix(t, "(") {
-		i := strings.Index(t, ")")
-		if i < 0 || i+1 >= len(t) {
-			return bad("unbalanced receiver")
-		}
-		recv := strings.Fields(t[1:i])
-		if len(recv) == 0 || len(recv) > 2 {
-			return bad("not a receiver")
-		}
-		after := t[i+1:]
-		switch {
-		case after[0] == '.':
-		case after[0] == ' ' && len(recv) == 2:
-			after = "." + strings.TrimSpace(after)
-		default:
-			return bad("unbalanced receiver")
-		}
-		t = strings.TrimPrefix(recv[len(recv)-1], "*") + after
+	if t, why = cutReceiver(t); why != "" {
+		return Subject{}, why
 	}
-	// A parameter list, and the results after it.
+	if t, why = bareName(t); why != "" {
+		return Subject{}, why
+	}
+	return subjectOfParts(importPath, qualifier, t)
+}
+
+// cutImportPath splits off an import path: everything up to the last
+// slash and the element after it, up to its first dot.
+func cutImportPath(t string) (importPath, rest, why string) {
+	i := strings.LastIndex(t, "/")
+	if i < 0 {
+		return "", t, ""
+	}
+	after := t[i+1:]
+	j := strings.IndexByte(after, '.')
+	if i == 0 || j <= 0 || strings.ContainsAny(t[:i+1+j], " \t()[]*") {
+		return "", t, "an import path without a name after it"
+	}
+	return t[:i+1+j], after[j+1:], ""
+}
+
+// cutQualifier splits off the package name before a parenthesized
+// receiver: "pkg.(*T).M".
+func cutQualifier(t string) (qualifier, rest, why string) {
+	j := strings.Index(t, ".(")
+	if j <= 0 || strings.HasPrefix(t, "(") {
+		return "", t, ""
+	}
+	if !token.IsIdentifier(t[:j]) {
+		return "", t, fmt.Sprintf("%q is not an identifier", t[:j])
+	}
+	return t[:j], t[j+1:], ""
+}
+
+// cutReceiver rewrites a receiver in parentheses, "(*T).M", "(T).M" or
+// "(t *T) M", as "T.M".
+func cutReceiver(t string) (string, string) {
+	if !strings.HasPrefix(t, "(") {
+		return t, ""
+	}
+	i := strings.Index(t, ")")
+	if i < 0 || i+1 >= len(t) {
+		return t, "unbalanced receiver"
+	}
+	recv := strings.Fields(t[1:i])
+	if len(recv) == 0 || len(recv) > 2 {
+		return t, "not a receiver"
+	}
+	after := t[i+1:]
+	switch {
+	case after[0] == '.':
+	case after[0] == ' ' && len(recv) == 2:
+		after = "." + strings.TrimSpace(after)
+	default:
+		return t, "unbalanced receiver"
+	}
+	return strings.TrimPrefix(recv[len(recv)-1], "*") + after, ""
+}
+
+// bareName drops a parameter list (and the results after it), a leading
+// star and the type arguments of a generic receiver: T[K].M, T[K, V].M.
+func bareName(t string) (string, string) {
 	if i := strings.IndexByte(t, '('); i >= 0 {
 		t = strings.TrimSpace(t[:i])
 	}
 	t = strings.TrimPrefix(t, "*")
 	if t == "" {
-		return bad("empty")
+		return t, "empty"
 	}
-	// Type arguments of a generic receiver: T[K].M, T[K, V].M.
 	if i := strings.Index(t, "["); i >= 0 {
 		j := strings.LastIndex(t, "]")
 		if j < i {
-			return bad("unbalanced type arguments")
+			return t, "unbalanced type arguments"
 		}
 		t = t[:i] + t[j+1:]
 	}
+	return t, ""
+}
+
+// subjectOfParts makes the Subject of a dotted name of identifiers, with
+// the import path and package name cut from before it.
+func subjectOfParts(importPath, qualifier, t string) (Subject, string) {
 	parts := strings.Split(t, ".")
 	for _, p := range parts {
 		if !token.IsIdentifier(p) {
-			return bad(fmt.Sprintf("%q is not an identifier", p))
+			return Subject{}, fmt.Sprintf("%q is not an identifier", p)
 		}
 	}
 	if qualifier != "" {
@@ -116,12 +162,12 @@ func ParseSubject(s string) (Subject, error) {
 	case len(parts) == 3 && importPath == "":
 		sub.Qualifier, sub.Type, sub.Name = parts[0], parts[1], parts[2]
 	default:
-		return bad("too many parts")
+		return Subject{}, "too many parts"
 	}
 	if qualifier != "" && len(parts) == 2 {
-		return bad("a package name before a receiver needs a method after it")
+		return Subject{}, "a package name before a receiver needs a method after it"
 	}
-	return sub, nil
+	return sub, ""
 }
 
 // DeclKind is what kind of declaration a Decl is.

@@ -58,29 +58,7 @@ func (pkg *Package) tagDefinitions(f *File, st *ast.StructType, stack []ast.Node
 	if st.Fields == nil {
 		return nil
 	}
-	tags := make([]structTag, len(st.Fields.List))
-	marked, naming := false, false
-	dialect := dialectNone
-	for i, field := range st.Fields.List {
-		if field.Tag == nil {
-			continue
-		}
-		raw, err := strconv.Unquote(field.Tag.Value)
-		if err != nil {
-			continue
-		}
-		tags[i] = parseStructTag(raw)
-		for k, v := range tags[i] {
-			marked = marked || slices.Contains(flagTagKeys, k)
-			naming = naming || slices.Contains(namingKeys, k)
-			switch {
-			case k == "arg" && slices.ContainsFunc(v, func(s string) bool { return s != "" }):
-				dialect = dialectGoArg
-			case (k == "long" || k == "description") && dialect != dialectGoArg:
-				dialect = dialectGoFlags
-			}
-		}
-	}
+	tags, marked, naming, dialect := readFieldTags(st)
 	if !marked {
 		return nil
 	}
@@ -103,33 +81,71 @@ func (pkg *Package) tagDefinitions(f *File, st *ast.StructType, stack []ast.Node
 				continue
 			}
 			ft := fieldTag{tag: tags[i], field: name.Name, naming: naming}
-			long, short, aliases, envs, from, ok := ft.names(dialect)
-			if !ok {
-				continue
-			}
 			base := Definition{Form: FormTag, File: f.Path, Line: pkg.line(name.Pos()), Site: pkg.prog.span(field.Pos(), field.End()),
 				Callee: dialectNames[dialect] + " tag of field " + owner + "." + name.Name}
-			flag := base
-			flag.Kind, flag.Long, flag.Short, flag.Aliases, flag.From = DefFlag, long, short, aliases, from
-			if long != "" || short != "" {
-				defs = append(defs, flag)
-			}
-			for _, a := range aliases { // one definition per name, as for a literal
-				d := aliasDef(DefFlag, a)
-				d.Form, d.File, d.Line, d.Site, d.Callee, d.From = base.Form, base.File, base.Line, base.Site, base.Callee, FromTag
-				for _, n := range flagNames(flag) {
-					if n != a {
-						d.Aliases = append(d.Aliases, n)
-					}
-				}
-				defs = append(defs, d)
-			}
-			for _, e := range envs {
-				d := base
-				d.Kind, d.Long, d.From, d.Aliases = DefEnv, e, FromTag, flagNames(flag)
-				defs = append(defs, d)
+			defs = append(defs, ft.definitions(base, dialect)...)
+		}
+	}
+	return defs
+}
+
+// readFieldTags parses the tags of a struct's fields (by field index) and
+// reports whether one marks a flags struct, whether one says untagged
+// fields are flags too, and the dialect the tags alone tell (dialectNone
+// if they do not).
+func readFieldTags(st *ast.StructType) (tags []structTag, marked, naming bool, dialect tagDialect) {
+	tags = make([]structTag, len(st.Fields.List))
+	for i, field := range st.Fields.List {
+		if field.Tag == nil {
+			continue
+		}
+		raw, err := strconv.Unquote(field.Tag.Value)
+		if err != nil {
+			continue
+		}
+		tags[i] = parseStructTag(raw)
+		for k, v := range tags[i] {
+			marked = marked || slices.Contains(flagTagKeys, k)
+			naming = naming || slices.Contains(namingKeys, k)
+			switch {
+			case k == "arg" && slices.ContainsFunc(v, func(s string) bool { return s != "" }):
+				dialect = dialectGoArg
+			case (k == "long" || k == "description") && dialect != dialectGoArg:
+				dialect = dialectGoFlags
 			}
 		}
+	}
+	return tags, marked, naming, dialect
+}
+
+// definitions returns the definitions one field makes under a dialect, at
+// base: the flag, one per alias (as for a literal), one per environment
+// variable.
+func (ft fieldTag) definitions(base Definition, dialect tagDialect) []Definition {
+	long, short, aliases, envs, from, ok := ft.names(dialect)
+	if !ok {
+		return nil
+	}
+	var defs []Definition
+	flag := base
+	flag.Kind, flag.Long, flag.Short, flag.Aliases, flag.From = DefFlag, long, short, aliases, from
+	if long != "" || short != "" {
+		defs = append(defs, flag)
+	}
+	for _, a := range aliases {
+		d := aliasDef(DefFlag, a)
+		d.Form, d.File, d.Line, d.Site, d.Callee, d.From = base.Form, base.File, base.Line, base.Site, base.Callee, FromTag
+		for _, n := range flagNames(flag) {
+			if n != a {
+				d.Aliases = append(d.Aliases, n)
+			}
+		}
+		defs = append(defs, d)
+	}
+	for _, e := range envs {
+		d := base
+		d.Kind, d.Long, d.From, d.Aliases = DefEnv, e, FromTag, flagNames(flag)
+		defs = append(defs, d)
 	}
 	return defs
 }
@@ -157,68 +173,91 @@ type fieldTag struct {
 // names returns the names a field defines under a dialect; ok is false
 // for a field that is no flag.
 func (ft fieldTag) names(dialect tagDialect) (long, short string, aliases, envs []string, from NameFrom, ok bool) {
-	t := ft.tag
-	from = FromTag
 	switch dialect {
 	case dialectKong:
-		if t.has("cmd") || t.has("arg") || t.has("embed") || t.first("kong") == "-" {
-			return "", "", nil, nil, from, false
-		}
-		long = t.first("name")
-		if long == "" && ft.naming {
-			long, from = kebab(ft.field), FromFieldName
-		}
-		if s := t.first("short"); utf8.RuneCountInString(s) == 1 {
-			short = s
-		}
-		for _, a := range t["aliases"] {
-			aliases = append(aliases, splitList(a)...)
-		}
-		if t.has("negatable") && long != "" {
-			neg := t.first("negatable")
-			if neg == "" || neg == "_" {
-				neg = "no-" + long
-			}
-			aliases = append(aliases, neg)
-		}
-		for _, e := range t["env"] {
-			envs = append(envs, splitList(e)...)
-		}
-		if !ft.naming && long == "" && short == "" {
-			return "", "", nil, envs, from, len(envs) > 0
-		}
+		return ft.kongNames()
 	case dialectGoFlags:
-		if t.has("no-flag") && t.first("no-flag") != "" {
-			return "", "", nil, nil, from, false
-		}
-		long = t.first("long")
-		if s := t.first("short"); utf8.RuneCountInString(s) == 1 {
-			short = s
-		}
-		if long == "" && short == "" {
-			return "", "", nil, nil, from, false
-		}
-		if e := t.first("env"); e != "" {
-			envs = append(envs, e)
-		}
+		return ft.goFlagsNames()
 	case dialectGoArg:
-		spec := parseGoArg(t.first("arg"))
-		if spec.ignore || spec.positional || spec.subcommand {
-			return "", "", nil, nil, from, false
-		}
-		long, short = spec.long, spec.short
-		if long == "" {
-			long, from = strings.ToLower(ft.field), FromFieldName
-		}
-		if spec.env {
-			e := spec.envName
-			if e == "" {
-				e = strings.ToUpper(ft.field)
-			}
-			envs = append(envs, e)
-		}
-	default:
+		return ft.goArgNames()
+	}
+	return "", "", nil, nil, FromTag, false
+}
+
+// kongNames is names under kong: name:"x" or the field's name in kebab
+// case, short, aliases, negatable and env; a field tagged only with env is
+// an environment variable alone.
+func (ft fieldTag) kongNames() (long, short string, aliases, envs []string, from NameFrom, ok bool) {
+	t := ft.tag
+	from = FromTag
+	if t.has("cmd") || t.has("arg") || t.has("embed") || t.first("kong") == "-" {
 		return "", "", nil, nil, from, false
+	}
+	long = t.first("name")
+	if long == "" && ft.naming {
+		long, from = kebab(ft.field), FromFieldName
+	}
+	if s := t.first("short"); utf8.RuneCountInString(s) == 1 {
+		short = s
+	}
+	for _, a := range t["aliases"] {
+		aliases = append(aliases, splitList(a)...)
+	}
+	if t.has("negatable") && long != "" {
+		neg := t.first("negatable")
+		if neg == "" || neg == "_" {
+			neg = "no-" + long
+		}
+		aliases = append(aliases, neg)
+	}
+	for _, e := range t["env"] {
+		envs = append(envs, splitList(e)...)
+	}
+	if !ft.naming && long == "" && short == "" {
+		return "", "", nil, envs, from, len(envs) > 0
+	}
+	return long, short, aliases, envs, from, true
+}
+
+// goFlagsNames is names under jessevdk/go-flags: long, short and env; a
+// field with neither name is no flag.
+func (ft fieldTag) goFlagsNames() (long, short string, aliases, envs []string, from NameFrom, ok bool) {
+	t := ft.tag
+	from = FromTag
+	if t.has("no-flag") && t.first("no-flag") != "" {
+		return "", "", nil, nil, from, false
+	}
+	long = t.first("long")
+	if s := t.first("short"); utf8.RuneCountInString(s) == 1 {
+		short = s
+	}
+	if long == "" && short == "" {
+		return "", "", nil, nil, from, false
+	}
+	if e := t.first("env"); e != "" {
+		envs = append(envs, e)
+	}
+	return long, short, aliases, envs, from, true
+}
+
+// goArgNames is names under alexflint/go-arg: the arg:"…" tag's names, or
+// the field's name in lower case, and its environment variable.
+func (ft fieldTag) goArgNames() (long, short string, aliases, envs []string, from NameFrom, ok bool) {
+	from = FromTag
+	spec := parseGoArg(ft.tag.first("arg"))
+	if spec.ignore || spec.positional || spec.subcommand {
+		return "", "", nil, nil, from, false
+	}
+	long, short = spec.long, spec.short
+	if long == "" {
+		long, from = strings.ToLower(ft.field), FromFieldName
+	}
+	if spec.env {
+		e := spec.envName
+		if e == "" {
+			e = strings.ToUpper(ft.field)
+		}
+		envs = append(envs, e)
 	}
 	return long, short, aliases, envs, from, true
 }
