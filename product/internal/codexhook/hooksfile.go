@@ -80,15 +80,11 @@ func Uninstall(path string, spec Spec) (Result, error) {
 	return edit(path, spec, false)
 }
 
+// edit installs (install) or uninstalls spec's handler in the hooks file
+// at path, reporting the trust keys that moved or went away.
 func edit(path string, spec Spec, install bool) (Result, error) {
-	if !spec.Event.Known() {
-		return Result{}, fmt.Errorf("codexhook: unknown event %q", spec.Event)
-	}
-	if spec.Owns == nil || (install && !spec.Owns(spec.Handler.Command)) {
-		return Result{}, errors.New("codexhook: the spec does not own its own handler")
-	}
-	if install && (strings.TrimSpace(spec.Handler.Command) == "" || spec.Handler.Timeout < 0) {
-		return Result{}, errors.New("codexhook: a handler needs a command and a timeout of 0 (default) or more")
+	if err := checkSpec(spec, install); err != nil {
+		return Result{}, err
 	}
 	abs, err := filepath.Abs(path)
 	if err != nil {
@@ -122,29 +118,8 @@ func edit(path string, spec Spec, install bool) (Result, error) {
 		groups = dropOwned(groups, spec.Owns, nil)
 	}
 	after := positions(groups)
-	for n, from := range before {
-		if to, ok := after[n]; ok && to != from {
-			res.Moved = append(res.Moved, Moved{
-				From: TrustKey(abs, spec.Event, from[0], from[1]),
-				To:   TrustKey(abs, spec.Event, to[0], to[1])})
-		}
-	}
-	sortMoved(res.Moved)
-	for _, o := range owners {
-		if _, kept := after[o.node]; !kept && o.node != mine {
-			from := before[o.node]
-			res.Removed = append(res.Removed, Trusted{Key: TrustKey(abs, spec.Event, from[0], from[1]), Hash: o.hash})
-		}
-	}
-	hooks := root.get("hooks")
-	switch {
-	case len(groups.items) > 0 && hooks == nil:
-		root.set("hooks", objectNode(member{string(spec.Event), groups}))
-	case len(groups.items) > 0:
-		hooks.set(string(spec.Event), groups)
-	case hooks != nil:
-		hooks.remove(string(spec.Event))
-	}
+	res.Moved, res.Removed = trustChanges(abs, spec.Event, before, after, owners, mine)
+	setEventGroups(root, spec.Event, groups)
 	if install {
 		at := after[mine]
 		res.Key = TrustKey(abs, spec.Event, at[0], at[1])
@@ -162,6 +137,59 @@ func edit(path string, spec Spec, install bool) (Result, error) {
 	}
 	res.Changed = true
 	return res, nil
+}
+
+// checkSpec refuses a spec edit cannot apply safely: an unknown event, an
+// owner test that does not claim the spec's own handler (installing it
+// could not be undone), or a handler with no command or a negative timeout.
+func checkSpec(spec Spec, install bool) error {
+	if !spec.Event.Known() {
+		return fmt.Errorf("codexhook: unknown event %q", spec.Event)
+	}
+	if spec.Owns == nil || (install && !spec.Owns(spec.Handler.Command)) {
+		return errors.New("codexhook: the spec does not own its own handler")
+	}
+	if install && (strings.TrimSpace(spec.Handler.Command) == "" || spec.Handler.Timeout < 0) {
+		return errors.New("codexhook: a handler needs a command and a timeout of 0 (default) or more")
+	}
+	return nil
+}
+
+// trustChanges compares the handlers' positions before and after an edit:
+// the trust keys of handlers that kept their place elsewhere (moved, in
+// order) and of owned handlers that are gone, other than mine.
+func trustChanges(abs string, event EventName, before, after map[*node][2]int, owners []ownedHandler, mine *node) ([]Moved, []Trusted) {
+	var moved []Moved
+	var removed []Trusted
+	for n, from := range before {
+		if to, ok := after[n]; ok && to != from {
+			moved = append(moved, Moved{
+				From: TrustKey(abs, event, from[0], from[1]),
+				To:   TrustKey(abs, event, to[0], to[1])})
+		}
+	}
+	sortMoved(moved)
+	for _, o := range owners {
+		if _, kept := after[o.node]; !kept && o.node != mine {
+			from := before[o.node]
+			removed = append(removed, Trusted{Key: TrustKey(abs, event, from[0], from[1]), Hash: o.hash})
+		}
+	}
+	return moved, removed
+}
+
+// setEventGroups puts the event's groups under "hooks", creating it, or
+// removes the event when no group is left.
+func setEventGroups(root *node, event EventName, groups *node) {
+	hooks := root.get("hooks")
+	switch {
+	case len(groups.items) > 0 && hooks == nil:
+		root.set("hooks", objectNode(member{string(event), groups}))
+	case len(groups.items) > 0:
+		hooks.set(string(event), groups)
+	case hooks != nil:
+		hooks.remove(string(event))
+	}
 }
 
 // sameTree reports whether data already means tree.

@@ -125,37 +125,76 @@ func (r *Repo) gitDirListing(ctx context.Context, dir string) (names []string, w
 	if err != nil {
 		return nil, nil, false, err
 	}
-	seen := map[string]bool{}
-	add := func(p string) {
-		if !seen[p] {
-			seen[p] = true
-			watches = append(watches, watch(p))
-		}
-	}
-	add(r.abs(dir))
+	w := &watchList{seen: map[string]bool{}}
+	w.add(r.abs(dir))
 	for _, p := range inputs {
-		add(p)
+		w.add(p)
 	}
 	for _, f := range r.ignoreFiles(dir) {
-		add(f)
+		w.add(f)
 	}
-	prefix, spec := "", []string(nil)
+	prefix := ""
 	if dir != "" {
-		prefix, spec = dir+"/", []string{dir + "/"}
+		prefix = dir + "/"
+	}
+	listed, witness, err := r.lsFilesTagged(ctx, dir, prefix)
+	if err != nil {
+		return nil, nil, false, err
+	}
+	if names, err = r.dirNames(dir, listed); err != nil {
+		return nil, nil, false, err
+	}
+	for _, n := range names {
+		name, isDir := strings.CutSuffix(n, "/")
+		if wit := witness[name]; isDir && wit != "" {
+			w.add(r.abs(strings.TrimSuffix(wit, "/")))
+			for _, f := range r.ignoreFiles(path.Dir(strings.TrimSuffix(wit, "/"))) {
+				w.add(f)
+			}
+		}
+	}
+	cacheable, err = r.watchUncountedDirs(ctx, dir, prefix, names, w)
+	if err != nil {
+		return nil, nil, false, err
+	}
+	if !cacheable {
+		return names, nil, false, nil
+	}
+	return names, w.list, true, nil
+}
+
+// watchList is a list of watched paths without repeats.
+type watchList struct {
+	seen map[string]bool
+	list []watched
+}
+
+// add watches p unless it is watched already.
+func (w *watchList) add(p string) {
+	if !w.seen[p] {
+		w.seen[p] = true
+		w.list = append(w.list, watch(p))
+	}
+}
+
+// lsFilesTagged returns the paths git ls-files lists below dir (tracked
+// and untracked, not ignored) and, for each subdirectory name, a witness:
+// a path listed below it, "" when one is tracked (the index proves it).
+func (r *Repo) lsFilesTagged(ctx context.Context, dir, prefix string) (listed []string, witness map[string]string, err error) {
+	var spec []string
+	if dir != "" {
+		spec = []string{dir + "/"}
 	}
 	args := []string{"--literal-pathspecs", "ls-files", "-z", "-t", "--cached", "--others", "--exclude-standard", "--"}
 	out, err := runGit(ctx, r.root, append(args, spec...)...)
 	if err != nil {
-		return nil, nil, false, err
+		return nil, nil, err
 	}
-	// witness[name] is a path listed below the subdirectory name, tracked
-	// when it has one ("" for a tracked witness: the index proves it).
-	witness := map[string]string{}
-	var listed []string
+	witness = map[string]string{}
 	for _, rec := range splitNUL(out) {
 		tag, p, ok := strings.Cut(rec, " ")
 		if !ok {
-			return nil, nil, false, errors.New("git ls-files -t: unexpected output")
+			return nil, nil, errors.New("git ls-files -t: unexpected output")
 		}
 		listed = append(listed, p)
 		name, _, sub := strings.Cut(strings.TrimPrefix(p, prefix), "/")
@@ -170,22 +209,17 @@ func (r *Repo) gitDirListing(ctx context.Context, dir string) (names []string, w
 			}
 		}
 	}
-	if names, err = r.dirNames(dir, listed); err != nil {
-		return nil, nil, false, err
-	}
-	for _, n := range names {
-		name, isDir := strings.CutSuffix(n, "/")
-		if w := witness[name]; isDir && w != "" {
-			add(r.abs(strings.TrimSuffix(w, "/")))
-			for _, f := range r.ignoreFiles(path.Dir(strings.TrimSuffix(w, "/"))) {
-				add(f)
-			}
-		}
-	}
-	// Subdirectories on disk that git does not count.
+	return listed, witness, nil
+}
+
+// watchUncountedDirs watches every directory below the subdirectories of
+// dir on disk that git does not count and does not ignore, and their
+// .gitignore files, since a file appearing there would add a name.
+// cacheable is false when that would take more than maxUncountedDirs.
+func (r *Repo) watchUncountedDirs(ctx context.Context, dir, prefix string, names []string, w *watchList) (cacheable bool, err error) {
 	entries, err := os.ReadDir(r.abs(dir))
 	if err != nil {
-		return nil, nil, false, err
+		return false, err
 	}
 	budget := maxUncountedDirs
 	for _, e := range entries {
@@ -209,18 +243,18 @@ func (r *Repo) gitDirListing(ctx context.Context, dir string) (names []string, w
 			if budget--; budget < 0 {
 				return errTooManyDirs
 			}
-			add(p)
-			add(filepath.Join(p, ".gitignore"))
+			w.add(p)
+			w.add(filepath.Join(p, ".gitignore"))
 			return nil
 		})
 		if errors.Is(err, errTooManyDirs) {
-			return names, nil, false, nil
+			return false, nil
 		}
 		if err != nil {
-			return nil, nil, false, err
+			return false, err
 		}
 	}
-	return names, watches, true, nil
+	return true, nil
 }
 
 var errTooManyDirs = errors.New("too many directories to watch")

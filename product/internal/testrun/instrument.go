@@ -63,11 +63,30 @@ const traceEnv = "NEEDLE_TRACE_FILE"
 // whose place cannot be found are left out (placed says which were set).
 func instrument(checkout string, probes []Probe) (*instrumented, error) {
 	ins := &instrumented{placed: map[int]bool{}, saved: map[string][]byte{}}
+	files, byFile, err := probesByFile(probes)
+	if err != nil {
+		return nil, err
+	}
+	helpers := map[string]string{} // dir + " " + package clause → helper function name
+	for _, rel := range files {
+		if err := ins.instrumentFile(checkout, rel, byFile[rel], helpers); err != nil {
+			return nil, err
+		}
+	}
+	if err := ins.writeHelpers(checkout, helpers); err != nil {
+		return nil, err
+	}
+	return ins, nil
+}
+
+// probesByFile groups the probes by file, the files sorted, refusing a
+// path that is not a clean Go file path inside the checkout.
+func probesByFile(probes []Probe) ([]string, map[string][]Probe, error) {
 	byFile := map[string][]Probe{}
 	var files []string
 	for _, p := range probes {
 		if !strings.HasSuffix(p.File, ".go") || path.IsAbs(p.File) || path.Clean(p.File) != p.File || strings.HasPrefix(p.File, "../") {
-			return nil, fmt.Errorf("instrument: %q is not a Go file of the checkout", p.File)
+			return nil, nil, fmt.Errorf("instrument: %q is not a Go file of the checkout", p.File)
 		}
 		if _, ok := byFile[p.File]; !ok {
 			files = append(files, p.File)
@@ -75,44 +94,54 @@ func instrument(checkout string, probes []Probe) (*instrumented, error) {
 		byFile[p.File] = append(byFile[p.File], p)
 	}
 	sort.Strings(files)
-	helpers := map[string]string{} // dir + " " + package clause → helper function name
-	for _, rel := range files {
-		abs := filepath.Join(checkout, filepath.FromSlash(rel))
-		src, err := os.ReadFile(abs)
-		if err != nil {
-			return nil, fmt.Errorf("instrument: %w", err)
-		}
-		fset := token.NewFileSet()
-		f, err := parser.ParseFile(fset, rel, src, parser.SkipObjectResolution)
-		if err != nil {
-			continue // the build will say; nothing is placed here
-		}
-		pkgName := f.Name.Name
-		key := path.Dir(rel) + " " + pkgName
-		fn, ok := helpers[key]
-		if !ok {
-			fn = "needleTraceProbe_" + contentid.OfBytes("needle.trace-probe", []byte(key))[3:11]
-			helpers[key] = fn
-		}
-		var edits []edit
-		for _, p := range byFile[rel] {
-			if off, ok := probePlace(fset, f, p); ok {
-				text := fmt.Sprintf(" %s(%d, %d);", fn, p.ID, eventStatement)
-				if p.Kind == ProbeEntry {
-					text = fmt.Sprintf(" %s(%d, %d); defer %s(%d, %d);", fn, p.ID, eventEntry, fn, p.ID, eventExit)
-				}
-				edits = append(edits, edit{off, text})
-				ins.placed[p.ID] = true
+	return files, byFile, nil
+}
+
+// instrumentFile inserts the calls of the probes of the file rel, saving
+// its source for restore, and names in helpers the helper its package
+// needs; a file that does not parse is left alone.
+func (ins *instrumented) instrumentFile(checkout, rel string, probes []Probe, helpers map[string]string) error {
+	abs := filepath.Join(checkout, filepath.FromSlash(rel))
+	src, err := os.ReadFile(abs)
+	if err != nil {
+		return fmt.Errorf("instrument: %w", err)
+	}
+	fset := token.NewFileSet()
+	f, err := parser.ParseFile(fset, rel, src, parser.SkipObjectResolution)
+	if err != nil {
+		return nil // the build will say; nothing is placed here
+	}
+	pkgName := f.Name.Name
+	key := path.Dir(rel) + " " + pkgName
+	fn, ok := helpers[key]
+	if !ok {
+		fn = "needleTraceProbe_" + contentid.OfBytes("needle.trace-probe", []byte(key))[3:11]
+		helpers[key] = fn
+	}
+	var edits []edit
+	for _, p := range probes {
+		if off, ok := probePlace(fset, f, p); ok {
+			text := fmt.Sprintf(" %s(%d, %d);", fn, p.ID, eventStatement)
+			if p.Kind == ProbeEntry {
+				text = fmt.Sprintf(" %s(%d, %d); defer %s(%d, %d);", fn, p.ID, eventEntry, fn, p.ID, eventExit)
 			}
-		}
-		if len(edits) == 0 {
-			continue
-		}
-		ins.saved[rel] = src
-		if err := os.WriteFile(abs, applyEdits(src, edits), 0o644); err != nil {
-			return nil, fmt.Errorf("instrument: %w", err)
+			edits = append(edits, edit{off, text})
+			ins.placed[p.ID] = true
 		}
 	}
+	if len(edits) == 0 {
+		return nil
+	}
+	ins.saved[rel] = src
+	if err := os.WriteFile(abs, applyEdits(src, edits), 0o644); err != nil {
+		return fmt.Errorf("instrument: %w", err)
+	}
+	return nil
+}
+
+// writeHelpers writes the helper file of each package the probes need, in
+// key order, refusing to overwrite a file that exists.
+func (ins *instrumented) writeHelpers(checkout string, helpers map[string]string) error {
 	keys := make([]string, 0, len(helpers))
 	for k := range helpers {
 		keys = append(keys, k)
@@ -127,14 +156,14 @@ func instrument(checkout string, probes []Probe) (*instrumented, error) {
 		rel := path.Join(dir, name)
 		abs := filepath.Join(checkout, filepath.FromSlash(rel))
 		if _, err := os.Lstat(abs); err == nil {
-			return nil, fmt.Errorf("instrument: %s exists", rel)
+			return fmt.Errorf("instrument: %s exists", rel)
 		}
 		if err := os.WriteFile(abs, []byte(helperSource(pkgName, helpers[key])), 0o644); err != nil {
-			return nil, fmt.Errorf("instrument: %w", err)
+			return fmt.Errorf("instrument: %w", err)
 		}
 		ins.helpers = append(ins.helpers, rel)
 	}
-	return ins, nil
+	return nil
 }
 
 // restore puts the checkout's files back as they were.
@@ -246,6 +275,8 @@ const (
 // with the package's own names. It is compiled at the language version of
 // the module's go.mod, which may be old (pflag v1.0.5 says go 1.12): no
 // feature newer than that (a 0o octal literal is go1.13).
+// Not split: the body is one template of the generated Go file, kept whole
+// so that it reads as the program it writes into the checkout.
 func helperSource(pkgName, fn string) string {
 	return strings.NewReplacer("PKG", pkgName, "FN", fn).Replace(`// Code generated by Needle for a traced run. DO NOT EDIT.
 

@@ -144,20 +144,9 @@ func main() {
 // sandbox started, the write inside its writable root succeeded, every
 // socket and the write outside failed, and the limits held.
 func (s *Sandbox) probe(ctx context.Context, goBin string, goEnv []string, dir string, launch []string, lim Limits) error {
-	src := filepath.Join(dir, "src")
-	if err := os.MkdirAll(src, 0o755); err != nil {
+	bin, err := buildProbe(ctx, goBin, goEnv, dir)
+	if err != nil {
 		return err
-	}
-	if err := os.WriteFile(filepath.Join(src, "go.mod"), []byte("module needleprobe\n\ngo 1.21\n"), 0o644); err != nil {
-		return err
-	}
-	if err := os.WriteFile(filepath.Join(src, "main.go"), []byte(probeSource), 0o644); err != nil {
-		return err
-	}
-	bin := filepath.Join(dir, "probe")
-	build := proc{argv: []string{goBin, "build", "-o", bin, "."}, dir: src, env: goEnv, maxErr: 64 << 10}
-	if r := build.run(ctx); r.err != nil || r.exitCode != 0 {
-		return fmt.Errorf("build the sandbox probe: %v %s", r.err, r.stderr)
 	}
 
 	// The probe's directories hold unix sockets, whose paths the kernel
@@ -205,6 +194,36 @@ func (s *Sandbox) probe(ctx context.Context, goBin string, goEnv []string, dir s
 	if err := json.Unmarshal(out.Bytes(), &res); err != nil {
 		return fmt.Errorf("sandbox probe output %q: %w", out.Bytes(), err)
 	}
+	return judgeProbe(res, outside, lim)
+}
+
+// buildProbe writes the self-test's module under dir and builds it with
+// the go command, outside the sandbox, returning the binary's path.
+func buildProbe(ctx context.Context, goBin string, goEnv []string, dir string) (string, error) {
+	src := filepath.Join(dir, "src")
+	if err := os.MkdirAll(src, 0o755); err != nil {
+		return "", err
+	}
+	if err := os.WriteFile(filepath.Join(src, "go.mod"), []byte("module needleprobe\n\ngo 1.21\n"), 0o644); err != nil {
+		return "", err
+	}
+	if err := os.WriteFile(filepath.Join(src, "main.go"), []byte(probeSource), 0o644); err != nil {
+		return "", err
+	}
+	bin := filepath.Join(dir, "probe")
+	build := proc{argv: []string{goBin, "build", "-o", bin, "."}, dir: src, env: goEnv, maxErr: 64 << 10}
+	if r := build.run(ctx); r.err != nil || r.exitCode != 0 {
+		return "", fmt.Errorf("build the sandbox probe: %v %s", r.err, r.stderr)
+	}
+	return bin, nil
+}
+
+// judgeProbe checks the probe's report res (each check's error text, ""
+// for success; the limits it ran under): every socket and the write to
+// outside must have failed, leaving no file there, the write inside must
+// have succeeded, and each limit must be lim's. A check missing from the
+// report counts as an escape.
+func judgeProbe(res map[string]*string, outside string, lim Limits) error {
 	var escapes []string
 	for _, k := range []string{"tcp_connect", "tcp_listen", "udp_listen", "udp_dial", "unix_connect", "unix_listen", "write_outside"} {
 		if v, ok := res[k]; !ok || v == nil || *v == "" {
