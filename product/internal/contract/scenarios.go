@@ -515,59 +515,74 @@ func steerContext(experimental bool) Scenario {
 	}
 	return Scenario{
 		Name: name, Thread: readOnlyThread, Experimental: experimental,
-		Script: fakemodel.Script{Responses: []fakemodel.Response{held, message("steered", "steered answer", usageAnswer)}},
-		Drive: func(ctx context.Context, env *Env) error {
-			id, turn, err := startedTurn(ctx, env, "Start working.")
-			if err != nil {
-				return err
-			}
-			var res struct {
-				TurnID string `json:"turnId"`
-			}
-			cerr := env.Client.Call(ctx, "turn/steer", contextSteer(id, turn.ID()), &res)
-			var steerErr error
-			if !experimental {
-				var rpc *appserver.RPCError
-				steerErr = expect(errors.As(cerr, &rpc) && rpc.Code == appserver.CodeInvalidRequest &&
-					strings.Contains(rpc.Message, "additionalContext requires experimentalApi capability"), "steer with context: %v", cerr)
-				_, cerr = env.Client.Steer(ctx, id, turn.ID(), text("Context arrived."))
-			}
-			r, err := turn.Wait(ctx)
-			if err != nil {
-				return err
-			}
-			return errors.Join(steerErr, expect(cerr == nil, "steer: %v", cerr),
-				expect(r.Status == "completed" && r.FinalMessage == "steered answer", "turn %s %q", r.Status, r.FinalMessage))
-		},
-		CheckModel: func(reqs []fakemodel.Request) error {
-			if len(reqs) != 2 {
-				return fmt.Errorf("%d model requests, want 2", len(reqs))
-			}
-			var body struct {
-				Input []struct {
-					Type, Role, Name, Namespace, Output, CallID string
-					Content                                     []struct{ Text string }
-				} `json:"input"`
-			}
-			if err := json.Unmarshal(reqs[1].Body, &body); err != nil {
-				return err
-			}
-			n := len(body.Input)
-			last := body.Input[n-1]
-			steered := expect(last.Role == "user" && len(last.Content) == 1 && last.Content[0].Text == "Context arrived.",
-				"the steered input is not last: %+v", last)
-			if !experimental {
-				return errors.Join(steered, expect(!strings.Contains(string(reqs[1].Body), "needle_frontier"), "context reached the model"))
-			}
-			if n < 3 {
-				return fmt.Errorf("%d input items", n)
-			}
-			untrusted, app := body.Input[n-3], body.Input[n-2]
-			return errors.Join(steered,
-				expect(untrusted.Type == "function_call_output" && untrusted.Name == "needle_frontier" && untrusted.Namespace == "agent" &&
-					untrusted.CallID == "" && untrusted.Output == "greet.go:3-5 declares Greet", "untrusted context item %+v", untrusted),
-				expect(app.Type == "message" && app.Role == "developer" && len(app.Content) == 1 &&
-					app.Content[0].Text == "<needle_note>from Needle</needle_note>", "application context item %+v", app))
-		},
+		Script:     fakemodel.Script{Responses: []fakemodel.Response{held, message("steered", "steered answer", usageAnswer)}},
+		Drive:      driveContextSteer(experimental),
+		CheckModel: contextReachedModel(experimental),
+	}
+}
+
+// driveContextSteer steers a running turn with additionalContext; without
+// the experimental API the steer must be refused, and a plain steer is
+// sent instead. Either way the turn must finish with the steered answer.
+func driveContextSteer(experimental bool) func(ctx context.Context, env *Env) error {
+	return func(ctx context.Context, env *Env) error {
+		id, turn, err := startedTurn(ctx, env, "Start working.")
+		if err != nil {
+			return err
+		}
+		var res struct {
+			TurnID string `json:"turnId"`
+		}
+		cerr := env.Client.Call(ctx, "turn/steer", contextSteer(id, turn.ID()), &res)
+		var steerErr error
+		if !experimental {
+			var rpc *appserver.RPCError
+			steerErr = expect(errors.As(cerr, &rpc) && rpc.Code == appserver.CodeInvalidRequest &&
+				strings.Contains(rpc.Message, "additionalContext requires experimentalApi capability"), "steer with context: %v", cerr)
+			_, cerr = env.Client.Steer(ctx, id, turn.ID(), text("Context arrived."))
+		}
+		r, err := turn.Wait(ctx)
+		if err != nil {
+			return err
+		}
+		return errors.Join(steerErr, expect(cerr == nil, "steer: %v", cerr),
+			expect(r.Status == "completed" && r.FinalMessage == "steered answer", "turn %s %q", r.Status, r.FinalMessage))
+	}
+}
+
+// contextReachedModel checks the second model request: the steered input
+// comes last, preceded (experimental only) by the untrusted value as a
+// function_call_output and the application value as a developer message;
+// without the experimental API no context reaches the model.
+func contextReachedModel(experimental bool) func(reqs []fakemodel.Request) error {
+	return func(reqs []fakemodel.Request) error {
+		if len(reqs) != 2 {
+			return fmt.Errorf("%d model requests, want 2", len(reqs))
+		}
+		var body struct {
+			Input []struct {
+				Type, Role, Name, Namespace, Output, CallID string
+				Content                                     []struct{ Text string }
+			} `json:"input"`
+		}
+		if err := json.Unmarshal(reqs[1].Body, &body); err != nil {
+			return err
+		}
+		n := len(body.Input)
+		last := body.Input[n-1]
+		steered := expect(last.Role == "user" && len(last.Content) == 1 && last.Content[0].Text == "Context arrived.",
+			"the steered input is not last: %+v", last)
+		if !experimental {
+			return errors.Join(steered, expect(!strings.Contains(string(reqs[1].Body), "needle_frontier"), "context reached the model"))
+		}
+		if n < 3 {
+			return fmt.Errorf("%d input items", n)
+		}
+		untrusted, app := body.Input[n-3], body.Input[n-2]
+		return errors.Join(steered,
+			expect(untrusted.Type == "function_call_output" && untrusted.Name == "needle_frontier" && untrusted.Namespace == "agent" &&
+				untrusted.CallID == "" && untrusted.Output == "greet.go:3-5 declares Greet", "untrusted context item %+v", untrusted),
+			expect(app.Type == "message" && app.Role == "developer" && len(app.Content) == 1 &&
+				app.Content[0].Text == "<needle_note>from Needle</needle_note>", "application context item %+v", app))
 	}
 }

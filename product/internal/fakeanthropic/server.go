@@ -145,6 +145,8 @@ func (s *Server) fail(err error) {
 	s.mu.Unlock()
 }
 
+// messages answers /v1/messages with the model's reply, whole or as an
+// event stream as the request asks.
 func (s *Server) messages(w http.ResponseWriter, body []byte) {
 	var req MessagesRequest
 	if err := json.Unmarshal(body, &req); err != nil {
@@ -177,6 +179,13 @@ func (s *Server) messages(w http.ResponseWriter, body []byte) {
 		})
 		return
 	}
+	streamMessage(w, id, req.Model, reply, usage)
+}
+
+// streamMessage sends reply as the API's event stream: message_start, a
+// ping, each block's start, deltas and stop, message_delta, message_stop.
+// It stops at the first event the client no longer takes.
+func streamMessage(w http.ResponseWriter, id, model string, reply Reply, usage map[string]any) {
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.Header().Set("Cache-Control", "no-cache")
 	w.WriteHeader(http.StatusOK)
@@ -187,28 +196,14 @@ func (s *Server) messages(w http.ResponseWriter, body []byte) {
 		return rc.Flush() == nil
 	}
 	if !send(map[string]any{"type": "message_start", "message": map[string]any{
-		"id": id, "type": "message", "role": "assistant", "model": req.Model, "content": []any{},
+		"id": id, "type": "message", "role": "assistant", "model": model, "content": []any{},
 		"stop_reason": nil, "stop_sequence": nil,
 		"usage": map[string]any{"input_tokens": usage["input_tokens"], "output_tokens": 1},
 	}}) || !send(map[string]any{"type": "ping"}) {
 		return
 	}
 	for i, b := range reply.Content {
-		if !send(map[string]any{"type": "content_block_start", "index": i, "content_block": wireBlock(b, false)}) {
-			return
-		}
-		delta, piece := "text_delta", "text"
-		whole := b.Text
-		if b.Type == "tool_use" {
-			delta, piece = "input_json_delta", "partial_json"
-			whole = string(compact(b.Input))
-		}
-		for _, part := range split(whole, chunks) {
-			if !send(map[string]any{"type": "content_block_delta", "index": i, "delta": map[string]any{"type": delta, piece: part}}) {
-				return
-			}
-		}
-		if !send(map[string]any{"type": "content_block_stop", "index": i}) {
+		if !streamBlock(send, i, b) {
 			return
 		}
 	}
@@ -217,6 +212,26 @@ func (s *Server) messages(w http.ResponseWriter, body []byte) {
 		"usage": map[string]any{"output_tokens": usage["output_tokens"]}}) {
 		send(map[string]any{"type": "message_stop"})
 	}
+}
+
+// streamBlock sends block i of a reply: its start, its text or input JSON
+// in chunks, its stop. It reports whether every event went out.
+func streamBlock(send func(map[string]any) bool, i int, b Block) bool {
+	if !send(map[string]any{"type": "content_block_start", "index": i, "content_block": wireBlock(b, false)}) {
+		return false
+	}
+	delta, piece := "text_delta", "text"
+	whole := b.Text
+	if b.Type == "tool_use" {
+		delta, piece = "input_json_delta", "partial_json"
+		whole = string(compact(b.Input))
+	}
+	for _, part := range split(whole, chunks) {
+		if !send(map[string]any{"type": "content_block_delta", "index": i, "delta": map[string]any{"type": delta, piece: part}}) {
+			return false
+		}
+	}
+	return send(map[string]any{"type": "content_block_stop", "index": i})
 }
 
 // wireBlock is a reply block as the API sends it: whole in a JSON message;

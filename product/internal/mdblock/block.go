@@ -213,57 +213,18 @@ const (
 func (p *parser) continues(b *block) int {
 	switch b.kind {
 	case kindQuote:
-		if !p.indented && p.peek(p.nextNonspace) == '>' {
-			p.advanceNextNonspace()
-			p.advanceOffset(1, false)
-			if isSpaceOrTab(p.peek(p.offset)) {
-				p.advanceOffset(1, true)
-			}
-			return matched
-		}
-		return unmatched
+		return p.quoteContinues()
 	case kindList, kindDocument:
 		return matched
 	case kindItem:
-		switch {
-		case p.blank:
-			if !b.list.hasChildren {
-				return unmatched // a blank line after an empty item ends it
-			}
-			p.advanceNextNonspace()
-		case p.indent >= b.list.markerOffset+b.list.padding:
-			p.advanceOffset(b.list.markerOffset+b.list.padding, true)
-		default:
-			return unmatched
-		}
-		return matched
+		return p.itemContinues(b)
 	case kindParagraph:
 		if p.blank {
 			return unmatched
 		}
 		return matched
 	case kindCode:
-		if b.fenced {
-			if p.indent <= 3 && p.peek(p.nextNonspace) == b.fenceChar {
-				if n, ok := closingFence(p.rest(), b.fenceChar); ok && n >= b.fenceLen {
-					p.finalize(b)
-					return finished
-				}
-			}
-			for i := b.fenceOffset; i > 0 && isSpaceOrTab(p.peek(p.offset)); i-- {
-				p.advanceOffset(1, true)
-			}
-			return matched
-		}
-		switch {
-		case p.indent >= codeIndent:
-			p.advanceOffset(codeIndent, true)
-		case p.blank:
-			p.advanceNextNonspace()
-		default:
-			return unmatched
-		}
-		return matched
+		return p.codeContinues(b)
 	case kindHTML:
 		if p.blank && (b.htmlType == 6 || b.htmlType == 7) {
 			return unmatched
@@ -271,6 +232,64 @@ func (p *parser) continues(b *block) int {
 		return matched
 	}
 	return unmatched // headings and thematic breaks hold one line
+}
+
+// quoteContinues consumes a block quote's marker: '>' and one optional
+// space, at most three columns in.
+func (p *parser) quoteContinues() int {
+	if !p.indented && p.peek(p.nextNonspace) == '>' {
+		p.advanceNextNonspace()
+		p.advanceOffset(1, false)
+		if isSpaceOrTab(p.peek(p.offset)) {
+			p.advanceOffset(1, true)
+		}
+		return matched
+	}
+	return unmatched
+}
+
+// itemContinues consumes a list item's indentation (its marker's width and
+// padding); a blank line continues an item that has content.
+func (p *parser) itemContinues(b *block) int {
+	switch {
+	case p.blank:
+		if !b.list.hasChildren {
+			return unmatched // a blank line after an empty item ends it
+		}
+		p.advanceNextNonspace()
+	case p.indent >= b.list.markerOffset+b.list.padding:
+		p.advanceOffset(b.list.markerOffset+b.list.padding, true)
+	default:
+		return unmatched
+	}
+	return matched
+}
+
+// codeContinues ends a fenced block at a closing fence as long as its
+// opening one, else strips the fence's indentation; an indented block
+// continues on indented or blank lines.
+func (p *parser) codeContinues(b *block) int {
+	if b.fenced {
+		if p.indent <= 3 && p.peek(p.nextNonspace) == b.fenceChar {
+			if n, ok := closingFence(p.rest(), b.fenceChar); ok && n >= b.fenceLen {
+				p.finalize(b)
+				return finished
+			}
+		}
+		for i := b.fenceOffset; i > 0 && isSpaceOrTab(p.peek(p.offset)); i-- {
+			p.advanceOffset(1, true)
+		}
+		return matched
+	}
+	switch {
+	case p.indent >= codeIndent:
+		p.advanceOffset(codeIndent, true)
+	case p.blank:
+		p.advanceNextNonspace()
+	default:
+		return unmatched
+	}
+	return matched
 }
 
 // rest is the line from the next non-space character.

@@ -276,23 +276,8 @@ func (b *Broker) Subscribers() int {
 // ServeHTTP streams events to one client, resuming after its Last-Event-ID
 // header or, failing that, its last_event_id query parameter.
 func (b *Broker) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if r.Method != http.MethodGet {
-		w.Header().Set("Allow", "GET")
-		http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
-		return
-	}
-	last := r.Header.Get("Last-Event-ID")
-	if last == "" {
-		last = r.URL.Query().Get("last_event_id")
-	}
-	sub, err := b.Subscribe(last)
-	if errors.Is(err, ErrTooMany) {
-		w.Header().Set("Retry-After", strconv.Itoa(max(int(b.opts.Retry.Seconds()), 1)))
-		http.Error(w, fmt.Sprintf("too many event streams (the limit is %d)", b.opts.MaxSubscribers), http.StatusServiceUnavailable)
-		return
-	}
-	if err != nil {
-		http.Error(w, "event stream closed", http.StatusServiceUnavailable)
+	sub, ok := b.subscribeRequest(w, r)
+	if !ok {
 		return
 	}
 	defer sub.Close()
@@ -310,17 +295,7 @@ func (b *Broker) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		return rc.Flush() == nil
 	}
-	head := fmt.Appendf(nil, "retry: %d\n\n", b.opts.Retry.Milliseconds())
-	if sub.Reset {
-		data, _ := json.Marshal(struct {
-			Reason string `json:"reason"`
-		}{sub.ResetReason})
-		head = append(head, Encode(Event{ID: sub.ResetID, Type: ResetType, Data: data})...)
-	}
-	for _, ev := range sub.Backlog {
-		head = append(head, Encode(ev)...)
-	}
-	if !send(head) {
+	if !send(b.streamHead(sub)) {
 		return
 	}
 	var tick <-chan time.Time
@@ -345,6 +320,47 @@ func (b *Broker) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
+}
+
+// subscribeRequest subscribes a GET request after the event ID it last
+// saw; otherwise it answers the request with the error and reports false.
+func (b *Broker) subscribeRequest(w http.ResponseWriter, r *http.Request) (*Subscription, bool) {
+	if r.Method != http.MethodGet {
+		w.Header().Set("Allow", "GET")
+		http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
+		return nil, false
+	}
+	last := r.Header.Get("Last-Event-ID")
+	if last == "" {
+		last = r.URL.Query().Get("last_event_id")
+	}
+	sub, err := b.Subscribe(last)
+	if errors.Is(err, ErrTooMany) {
+		w.Header().Set("Retry-After", strconv.Itoa(max(int(b.opts.Retry.Seconds()), 1)))
+		http.Error(w, fmt.Sprintf("too many event streams (the limit is %d)", b.opts.MaxSubscribers), http.StatusServiceUnavailable)
+		return nil, false
+	}
+	if err != nil {
+		http.Error(w, "event stream closed", http.StatusServiceUnavailable)
+		return nil, false
+	}
+	return sub, true
+}
+
+// streamHead is what a stream starts with, sent in one write: the retry
+// interval, a reset event when the client's position is lost, the backlog.
+func (b *Broker) streamHead(sub *Subscription) []byte {
+	head := fmt.Appendf(nil, "retry: %d\n\n", b.opts.Retry.Milliseconds())
+	if sub.Reset {
+		data, _ := json.Marshal(struct {
+			Reason string `json:"reason"`
+		}{sub.ResetReason})
+		head = append(head, Encode(Event{ID: sub.ResetID, Type: ResetType, Data: data})...)
+	}
+	for _, ev := range sub.Backlog {
+		head = append(head, Encode(ev)...)
+	}
+	return head
 }
 
 // Encode spells ev in the event stream format: id, event, one data line per
