@@ -86,19 +86,9 @@ func (l stepLink) direct() bool {
 // summaries are the proposer's prose: kept, never verified, shown as such.
 func (val *validator) flow() error {
 	p := val.v.Proposal
-	var steps []citedStep
-	var goFiles []string
-	for i, s := range p.Steps {
-		src, span, ok, err := val.span(fmt.Sprintf("steps[%d]", i), s.Path, s.StartLine, s.EndLine)
-		if !ok || err != nil {
-			return err
-		}
-		steps = append(steps, citedStep{s.Path, src, span})
-		if isGo(s.Path) {
-			goFiles = append(goFiles, s.Path)
-		} else {
-			val.lexical()
-		}
+	steps, goFiles, ok, err := val.citedFlowSteps(p.Steps)
+	if !ok || err != nil {
+		return err
 	}
 	var prog *typecheck.Program
 	if len(goFiles) > 0 {
@@ -113,6 +103,54 @@ func (val *validator) flow() error {
 		return err
 	}
 	val.addClaim(claim, steps[held].span)
+	links, ok := val.linkFlowSteps(prog, steps)
+	if !ok {
+		return nil
+	}
+	proof, ok, err := val.proveFlow(prog, steps, links)
+	if !ok || err != nil {
+		return err
+	}
+	val.v.Flow = proof
+	val.v.Reach = proof.Reach
+	val.addFlowLinkClaims(p.Subject, steps, links, proof)
+	for _, s := range steps {
+		val.cite(s.path, s.src, s.span)
+		val.declaredClaim(prog, s)
+	}
+	val.v.Satisfies.Scenario = satisfiedScenario(p.Scenario)
+	val.v.Satisfies.Granularity = []string{"summary"}
+	val.v.Satisfies.Completeness = []string{"open_world"}
+	if len(steps) >= 2 {
+		val.v.Satisfies.Granularity = append(val.v.Satisfies.Granularity, "stepwise")
+		if proof.Reach == reachExecuted && val.v.Level != levelLexical {
+			val.v.Satisfies.Completeness = append(val.v.Satisfies.Completeness, "contract_complete")
+		}
+	}
+	return nil
+}
+
+// citedFlowSteps reads each step's cited lines, and lists the steps' Go
+// files; a step in another language makes the flow lexical.
+func (val *validator) citedFlowSteps(in []flowStep) (steps []citedStep, goFiles []string, ok bool, err error) {
+	for i, s := range in {
+		src, span, ok, err := val.span(fmt.Sprintf("steps[%d]", i), s.Path, s.StartLine, s.EndLine)
+		if !ok || err != nil {
+			return nil, nil, ok, err
+		}
+		steps = append(steps, citedStep{s.Path, src, span})
+		if isGo(s.Path) {
+			goFiles = append(goFiles, s.Path)
+		} else {
+			val.lexical()
+		}
+	}
+	return steps, goFiles, true, nil
+}
+
+// linkFlowSteps links each step to the next: by go/types between two Go
+// steps, lexically otherwise. ok is false when a link is refused.
+func (val *validator) linkFlowSteps(prog *typecheck.Program, steps []citedStep) ([]stepLink, bool) {
 	links := make([]stepLink, 0, len(steps)-1)
 	for i := 0; i+1 < len(steps); i++ {
 		a, b := steps[i], steps[i+1]
@@ -122,16 +160,16 @@ func (val *validator) flow() error {
 		}
 		l, ok := val.link(prog, i, a, b)
 		if !ok {
-			return nil
+			return nil, false
 		}
 		links = append(links, l)
 	}
-	proof, ok, err := val.proveFlow(prog, steps, links)
-	if !ok || err != nil {
-		return err
-	}
-	val.v.Flow = proof
-	val.v.Reach = proof.Reach
+	return links, true
+}
+
+// addFlowLinkClaims shows each link as the proof established it and
+// claims each Go link's call.
+func (val *validator) addFlowLinkClaims(subject Subject, steps []citedStep, links []stepLink, proof *flowProof) {
 	val.v.Links = nil
 	for i, l := range links {
 		// The claim names the callees, never a line: claims keep their
@@ -151,25 +189,11 @@ func (val *validator) flow() error {
 		}
 		a, b := steps[i], steps[i+1]
 		detail := strings.Join(names, ", ") + " in " + b.path + " " + excerptDigest(b.src, b.span)
-		val.addClaim(Claim{Kind: claimCalls, Subject: p.Subject, Path: a.path, ExcerptDigest: excerptDigest(a.src, a.span), Detail: detail}, a.span)
+		val.addClaim(Claim{Kind: claimCalls, Subject: subject, Path: a.path, ExcerptDigest: excerptDigest(a.src, a.span), Detail: detail}, a.span)
 	}
 	if len(val.v.Links) == 0 {
 		val.v.Links = nil
 	}
-	for _, s := range steps {
-		val.cite(s.path, s.src, s.span)
-		val.declaredClaim(prog, s)
-	}
-	val.v.Satisfies.Scenario = satisfiedScenario(p.Scenario)
-	val.v.Satisfies.Granularity = []string{"summary"}
-	val.v.Satisfies.Completeness = []string{"open_world"}
-	if len(steps) >= 2 {
-		val.v.Satisfies.Granularity = append(val.v.Satisfies.Granularity, "stepwise")
-		if proof.Reach == reachExecuted && val.v.Level != levelLexical {
-			val.v.Satisfies.Completeness = append(val.v.Satisfies.Completeness, "contract_complete")
-		}
-	}
-	return nil
 }
 
 // satisfiedScenario is the scenario facet a flow answers. A need names a

@@ -67,18 +67,12 @@ func shellWord(s string) string {
 // that shows every link (executed), by go/types alone (static), or not at
 // all (a rejection, or undecided when the run it needs cannot happen).
 func (val *validator) proveFlow(prog *typecheck.Program, steps []citedStep, links []stepLink) (*flowProof, bool, error) {
-	static := &flowProof{Reach: reachStatic}
-	staticOK := true // every link is resolved by go/types
-	for _, l := range links {
-		if l.lexical {
-			return &flowProof{Reach: reachLexical}, true, nil // a lexical flow: nothing Needle can run
-		}
-		if len(l.callees) == 0 {
-			staticOK = false
-		}
+	lexical, staticOK := flowLinksStatic(links)
+	if lexical {
+		return &flowProof{Reach: reachLexical}, true, nil // a lexical flow: nothing Needle can run
 	}
 	if prog == nil {
-		return static, true, nil
+		return &flowProof{Reach: reachStatic}, true, nil
 	}
 	pkg, err := prog.PackageOf(steps[0].path)
 	if err != nil {
@@ -93,22 +87,7 @@ func (val *validator) proveFlow(prog *typecheck.Program, steps []citedStep, link
 	}
 	runner := val.vs.testRunner(val.ctx)
 	if runner == nil {
-		cause := val.vs.noRunnerCause(val.ctx)
-		switch {
-		case named != nil:
-			val.v.undecide("scenario %q: the flow is for a scenario Needle must run (%s), and %s", label, named, cause)
-		case !staticOK:
-			val.v.undecide("a link through an interface or a function value is shown only by running the code, and %s", cause)
-		default:
-			return val.staticFlow(static, "nothing was run ("+cause+")")
-		}
-		return nil, false, nil
-	}
-	var tries []flowScenario
-	if named != nil {
-		tries = []flowScenario{*named}
-	} else {
-		tries = derivedScenarios(pkg, steps)
+		return val.flowWithoutRunner(named, label, staticOK)
 	}
 	rs, err := val.vs.newRunSession(val.ctx, runner)
 	if err != nil {
@@ -125,60 +104,135 @@ func (val *validator) proveFlow(prog *typecheck.Program, steps []citedStep, link
 		moduleless = pkg.ModulePath
 	}
 	var lastRun *testrun.TraceResult
-	for _, sc := range tries {
+	for _, sc := range flowScenarioTries(named, pkg, steps) {
 		res, files, rerr := rs.trace(val.ctx, pkg.ModuleDir, sc, probes, moduleless, val.vs.tests.Deadline)
 		if rerr != nil {
 			return nil, false, rerr
 		}
 		lastRun = res
-		switch res.Status {
-		case testrun.Unavailable:
-			val.v.undecide("Needle cannot run the scenario here: %s", oneLine(clip(res.Reason, 300)))
-			return nil, false, nil
-		case testrun.Invalid, testrun.Errored:
-			val.v.undecide("the run of %s failed: %s", sc, oneLine(clip(res.Reason, 300)))
-			return nil, false, nil
-		case testrun.BuildFailed:
-			if missingDependency(res.Reason) {
-				val.v.undecide("%s does not build here: a dependency is missing from the module cache (`go mod download` in the module fetches it): %s", sc, oneLine(clip(res.Reason, 300)))
-			} else {
-				val.v.reject("scenario %s does not build: %s", sc, oneLine(clip(res.Reason, 400)))
-			}
+		if val.flowRunStopped(sc, res) {
 			return nil, false, nil
 		}
 		if seen, entered, ok := plan.shown(res.Events); ok {
-			for f, digest := range files {
-				if prev, have := val.v.Files[f]; have && prev != digest {
-					val.v.reject("%s changed while the scenario ran", f)
-					return nil, false, nil
-				}
-				val.v.Files[f] = digest
-			}
-			for _, cp := range res.Packages {
-				digest, err := val.repo.DirDigest(val.ctx, cp.Dir)
-				if err != nil {
-					return nil, false, fmt.Errorf("validate: list %s: %w", cp.Dir, err)
-				}
-				val.v.Dirs[cp.Dir] = digest
+			if ok, err := val.recordFlowRun(files, res); !ok || err != nil {
+				return nil, false, err
 			}
 			return &flowProof{Reach: reachExecuted, Scenario: sc.String(), Derived: sc.derived, Status: res.Status.String(),
 				DurationMs: res.Duration.Milliseconds(), GoVersion: res.GoVersion, Seen: seen, Entered: entered}, true, nil
 		}
-		if res.Status == testrun.TimedOut && named != nil {
-			val.v.undecide("the run of %s did not end within %s and did not show the flow before it", sc, val.vs.tests.Deadline)
-			return nil, false, nil
-		}
-		if res.Status == testrun.LimitExceeded && named != nil {
-			val.v.undecide("the run of %s was stopped by the sandbox's limits (%s) and did not show the flow before it", sc, oneLine(clip(res.Reason, 200)))
+		if named != nil && val.flowRunCutShort(sc, res) {
 			return nil, false, nil
 		}
 	}
-	what := plan.missing(lastRun)
+	return val.flowNotShown(named, staticOK, plan.missing(lastRun), lastRun)
+}
+
+// flowLinksStatic reports whether a link crosses into another language
+// (lexical), and whether go/types resolves every link (staticOK).
+func flowLinksStatic(links []stepLink) (lexical, staticOK bool) {
+	staticOK = true
+	for _, l := range links {
+		if l.lexical {
+			return true, false
+		}
+		if len(l.callees) == 0 {
+			staticOK = false
+		}
+	}
+	return false, staticOK
+}
+
+// flowWithoutRunner decides a flow where nothing can run: undecided when
+// it needs a run (a named scenario, a link go/types cannot resolve), else
+// static.
+func (val *validator) flowWithoutRunner(named *flowScenario, label string, staticOK bool) (*flowProof, bool, error) {
+	cause := val.vs.noRunnerCause(val.ctx)
+	switch {
+	case named != nil:
+		val.v.undecide("scenario %q: the flow is for a scenario Needle must run (%s), and %s", label, named, cause)
+	case !staticOK:
+		val.v.undecide("a link through an interface or a function value is shown only by running the code, and %s", cause)
+	default:
+		return val.staticFlow(&flowProof{Reach: reachStatic}, "nothing was run ("+cause+")")
+	}
+	return nil, false, nil
+}
+
+// flowScenarioTries are the runs that may show the flow: the named
+// scenario alone, else those derived from the steps' packages.
+func flowScenarioTries(named *flowScenario, pkg *typecheck.Package, steps []citedStep) []flowScenario {
+	if named != nil {
+		return []flowScenario{*named}
+	}
+	return derivedScenarios(pkg, steps)
+}
+
+// flowRunStopped records a run that could not happen or did not build
+// (undecided, or a rejection for a scenario that does not build) and
+// reports whether it did.
+func (val *validator) flowRunStopped(sc flowScenario, res *testrun.TraceResult) bool {
+	switch res.Status {
+	case testrun.Unavailable:
+		val.v.undecide("Needle cannot run the scenario here: %s", oneLine(clip(res.Reason, 300)))
+		return true
+	case testrun.Invalid, testrun.Errored:
+		val.v.undecide("the run of %s failed: %s", sc, oneLine(clip(res.Reason, 300)))
+		return true
+	case testrun.BuildFailed:
+		if missingDependency(res.Reason) {
+			val.v.undecide("%s does not build here: a dependency is missing from the module cache (`go mod download` in the module fetches it): %s", sc, oneLine(clip(res.Reason, 300)))
+		} else {
+			val.v.reject("scenario %s does not build: %s", sc, oneLine(clip(res.Reason, 400)))
+		}
+		return true
+	}
+	return false
+}
+
+// recordFlowRun binds the verdict to the files and package directories
+// the run that showed the flow read; ok is false, with a rejection, when a
+// file changed while it ran.
+func (val *validator) recordFlowRun(files map[string]string, res *testrun.TraceResult) (bool, error) {
+	for f, digest := range files {
+		if prev, have := val.v.Files[f]; have && prev != digest {
+			val.v.reject("%s changed while the scenario ran", f)
+			return false, nil
+		}
+		val.v.Files[f] = digest
+	}
+	for _, cp := range res.Packages {
+		digest, err := val.repo.DirDigest(val.ctx, cp.Dir)
+		if err != nil {
+			return false, fmt.Errorf("validate: list %s: %w", cp.Dir, err)
+		}
+		val.v.Dirs[cp.Dir] = digest
+	}
+	return true, nil
+}
+
+// flowRunCutShort records as undecided a named scenario's run that a
+// deadline or the sandbox's limits stopped before it showed the flow.
+func (val *validator) flowRunCutShort(sc flowScenario, res *testrun.TraceResult) bool {
+	switch res.Status {
+	case testrun.TimedOut:
+		val.v.undecide("the run of %s did not end within %s and did not show the flow before it", sc, val.vs.tests.Deadline)
+		return true
+	case testrun.LimitExceeded:
+		val.v.undecide("the run of %s was stopped by the sandbox's limits (%s) and did not show the flow before it", sc, oneLine(clip(res.Reason, 200)))
+		return true
+	}
+	return false
+}
+
+// flowNotShown decides a flow no run showed (what: what the last run
+// lacked): a named scenario's is rejected, a statically linked one is
+// static, and any other is rejected for want of a run that takes it.
+func (val *validator) flowNotShown(named *flowScenario, staticOK bool, what string, lastRun *testrun.TraceResult) (*flowProof, bool, error) {
 	switch {
 	case named != nil:
 		val.v.reject("scenario %s ran (%s) and %s: the flow does not happen in that scenario", named, lastRun.Status, what)
 	case staticOK:
-		return val.staticFlow(static, "the tests of the steps' packages ran and did not show it ("+what+")")
+		return val.staticFlow(&flowProof{Reach: reachStatic}, "the tests of the steps' packages ran and did not show it ("+what+")")
 	default:
 		val.v.reject("no run shows the flow: the tests of the steps' packages ran and %s; a link through an interface or a function value is proven only by a run that takes it (name the scenario that does: a test, or a command with its arguments)", what)
 	}
@@ -284,7 +338,6 @@ func (fp *flowPlan) walk(events []testrun.TraceEvent) *flowWalk {
 	if len(fp.entries[0]) == 0 {
 		w.best = 0 // a package-level first step: there from initialization on
 	}
-	last := len(fp.steps) - 1
 	for _, ev := range events {
 		if w.done {
 			break
@@ -292,26 +345,7 @@ func (fp *flowPlan) walk(events []testrun.TraceEvent) *flowWalk {
 		stack := w.stacks[ev.Goroutine]
 		switch ev.Kind {
 		case testrun.Entered:
-			a := &activation{probe: ev.Probe, valid: map[int][]string{}}
-			for j := range fp.steps {
-				if !slices.Contains(fp.entries[j], ev.Probe) {
-					continue
-				}
-				if j == 0 {
-					a.valid[0] = []string{}
-					continue
-				}
-				if trail, ok := w.link(stack, j, ev); ok {
-					a.valid[j] = trail
-				}
-			}
-			for j, trail := range a.valid {
-				w.best = max(w.best, j)
-				if j == last && !fp.within[last] {
-					w.finish(trail)
-				}
-			}
-			w.stacks[ev.Goroutine] = append(stack, a)
+			w.enterFlowStep(ev, stack)
 		case testrun.Returned:
 			for k := len(stack) - 1; k >= 0; k-- {
 				if stack[k].probe == ev.Probe {
@@ -320,32 +354,75 @@ func (fp *flowPlan) walk(events []testrun.TraceEvent) *flowWalk {
 				}
 			}
 		case testrun.Ran:
-			if ev.Probe != fp.stmt[last] {
-				continue
-			}
-			if last == 0 {
-				w.finish(nil)
-				continue
-			}
-			for k := len(stack) - 1; k >= 0; k-- {
-				if slices.Contains(fp.entries[last], stack[k].probe) {
-					if trail, ok := stack[k].valid[last]; ok {
-						w.finish(trail)
-					}
-					break
-				}
-			}
+			w.ranFlowLastStep(ev, stack)
 		}
 	}
 	if len(fp.steps) == 1 && !w.done {
-		for _, ev := range events {
-			if ev.Kind == testrun.Entered && slices.Contains(fp.entries[0], ev.Probe) && !fp.within[0] {
-				w.finish(nil)
-				break
-			}
-		}
+		w.enteredSoleStep(events)
 	}
 	return w
+}
+
+// enterFlowStep pushes the activation an entry starts, valid for each step
+// whose chain it continues, and finishes the walk when it enters the last
+// step's function along a valid chain.
+func (w *flowWalk) enterFlowStep(ev testrun.TraceEvent, stack []*activation) {
+	fp := w.fp
+	last := len(fp.steps) - 1
+	a := &activation{probe: ev.Probe, valid: map[int][]string{}}
+	for j := range fp.steps {
+		if !slices.Contains(fp.entries[j], ev.Probe) {
+			continue
+		}
+		if j == 0 {
+			a.valid[0] = []string{}
+			continue
+		}
+		if trail, ok := w.link(stack, j, ev); ok {
+			a.valid[j] = trail
+		}
+	}
+	for j, trail := range a.valid {
+		w.best = max(w.best, j)
+		if j == last && !fp.within[last] {
+			w.finish(trail)
+		}
+	}
+	w.stacks[ev.Goroutine] = append(stack, a)
+}
+
+// ranFlowLastStep finishes the walk when the last step's first statement
+// runs inside an activation of its function that a valid chain entered.
+func (w *flowWalk) ranFlowLastStep(ev testrun.TraceEvent, stack []*activation) {
+	fp := w.fp
+	last := len(fp.steps) - 1
+	if ev.Probe != fp.stmt[last] {
+		return
+	}
+	if last == 0 {
+		w.finish(nil)
+		return
+	}
+	for k := len(stack) - 1; k >= 0; k-- {
+		if slices.Contains(fp.entries[last], stack[k].probe) {
+			if trail, ok := stack[k].valid[last]; ok {
+				w.finish(trail)
+			}
+			break
+		}
+	}
+}
+
+// enteredSoleStep finishes a one-step flow whose function the run entered
+// at all: there is no chain to follow.
+func (w *flowWalk) enteredSoleStep(events []testrun.TraceEvent) {
+	fp := w.fp
+	for _, ev := range events {
+		if ev.Kind == testrun.Entered && slices.Contains(fp.entries[0], ev.Probe) && !fp.within[0] {
+			w.finish(nil)
+			break
+		}
+	}
 }
 
 // link reports whether an entry into a function of step j continues a
@@ -540,55 +617,76 @@ func scenarioCommand(label string, mod *moduleIndex) (string, []string, bool) {
 	if len(mod.mains) == 0 {
 		return "", nil, false
 	}
-	names := func(prog string) (string, bool) {
-		prog = path.Base(prog)
-		for _, m := range mod.mains {
-			if path.Base(m) == prog || (m == mod.dir && prog == path.Base(mod.path)) {
-				return m, true
-			}
-		}
-		return "", false
+	if prog, args, ok, decided := scenarioCommandLine(label, mod); decided {
+		return prog, args, ok
 	}
+	return scenarioCommandInProse(label, mod)
+}
+
+// moduleMainNamed is the main package a program word names: by its
+// directory's name, or the module's last element for the module's root.
+func moduleMainNamed(mod *moduleIndex, prog string) (string, bool) {
+	prog = path.Base(prog)
+	for _, m := range mod.mains {
+		if path.Base(m) == prog || (m == mod.dir && prog == path.Base(mod.path)) {
+			return m, true
+		}
+	}
+	return "", false
+}
+
+// scenarioCommandLine reads a label that is a command line, or holds one
+// in backquotes: `go run DIR args`, a program of the module and its
+// arguments, or, in a module with one program, a program word followed by
+// flags. decided is false when the words are no such command, and the
+// label is read as prose.
+func scenarioCommandLine(label string, mod *moduleIndex) (prog string, args []string, ok, decided bool) {
 	text := label
 	if i := strings.Index(text, "`"); i >= 0 {
 		if j := strings.Index(text[i+1:], "`"); j >= 0 {
 			text = text[i+1 : i+1+j]
 		}
 	}
-	if words, ok := shellSplit(strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(text), "$"))); ok && len(words) > 0 {
-		if len(words) >= 3 && words[0] == "go" && words[1] == "run" {
-			dir := strings.TrimSuffix(strings.TrimPrefix(words[2], "./"), "/")
-			if dir == "" || dir == "." {
-				dir = mod.dir
-			} else {
-				dir = pathJoin(mod.dir, dir)
-			}
-			if slices.Contains(mod.mains, dir) {
-				return dir, words[3:], true
-			}
-			return "", nil, false
+	words, ok := shellSplit(strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(text), "$")))
+	if !ok || len(words) == 0 {
+		return "", nil, false, false
+	}
+	if len(words) >= 3 && words[0] == "go" && words[1] == "run" {
+		dir := strings.TrimSuffix(strings.TrimPrefix(words[2], "./"), "/")
+		if dir == "" || dir == "." {
+			dir = mod.dir
+		} else {
+			dir = pathJoin(mod.dir, dir)
 		}
-		if m, ok := names(words[0]); ok {
-			return m, words[1:], true
+		if slices.Contains(mod.mains, dir) {
+			return dir, words[3:], true, true
 		}
-		// "app --version": a program word and arguments that look like a
-		// command line, in a module with one program.
-		if len(mod.mains) == 1 && len(words) <= 8 && programWord.MatchString(words[0]) {
-			flags := 0
-			for _, w := range words[1:] {
-				if strings.HasPrefix(w, "-") {
-					flags++
-				}
+		return "", nil, false, true
+	}
+	if m, ok := moduleMainNamed(mod, words[0]); ok {
+		return m, words[1:], true, true
+	}
+	// "app --version": a program word and arguments that look like a
+	// command line, in a module with one program.
+	if len(mod.mains) == 1 && len(words) <= 8 && programWord.MatchString(words[0]) {
+		flags := 0
+		for _, w := range words[1:] {
+			if strings.HasPrefix(w, "-") {
+				flags++
 			}
-			if flags > 0 && flags*2 >= len(words)-1 {
-				return mod.mains[0], words[1:], true
-			}
+		}
+		if flags > 0 && flags*2 >= len(words)-1 {
+			return mod.mains[0], words[1:], true, true
 		}
 	}
-	// Prose naming a program of the module ("running textctl with no
-	// arguments", "textctl (no arguments)", "when the user runs app -v
-	// x"): its arguments are the words after it up to the first that is
-	// prose again.
+	return "", nil, false, false
+}
+
+// scenarioCommandInProse reads prose naming a program of the module
+// ("running textctl with no arguments", "textctl (no arguments)", "when
+// the user runs app -v x"): its arguments are the words after it up to the
+// first that is prose again.
+func scenarioCommandInProse(label string, mod *moduleIndex) (string, []string, bool) {
 	plain, ok := shellSplit(strings.Map(func(r rune) rune {
 		if strings.ContainsRune(",.;:!?()[]{}`\"'$<>|&*~", r) {
 			return ' '
@@ -599,7 +697,7 @@ func scenarioCommand(label string, mod *moduleIndex) (string, []string, bool) {
 		return "", nil, false
 	}
 	for i, w := range plain {
-		m, ok := names(w)
+		m, ok := moduleMainNamed(mod, w)
 		if !ok {
 			continue
 		}
