@@ -26,12 +26,7 @@ import (
 // the candidate too: then it runs whatever the command line says. It returns the claim's detail, or ok false with the
 // outcome recorded (rejected, or undecided when nothing can run here).
 func (val *validator) implicitOptionAt(field string, s Subject, pkg *typecheck.Package, rel string, span typecheck.Span) (string, bool, error) {
-	var cands []typecheck.Implicit
-	for _, c := range pkg.ImplicitOptions(s.Name, optionKinds(s.Kind)...) {
-		if c.File == rel && span.Contains(c.Line) {
-			cands = append(cands, c)
-		}
-	}
+	cands := implicitOptionCandidates(pkg, s, rel, span)
 	if len(cands) == 0 {
 		return "", false, nil
 	}
@@ -50,6 +45,61 @@ func (val *validator) implicitOptionAt(field string, s Subject, pkg *typecheck.P
 			err = cerr
 		}
 	}()
+	probes, owner := implicitOptionProbes(cands)
+	moduleless := ""
+	if pkg.Moduleless {
+		moduleless = pkg.ModulePath
+	}
+	mod := moduleFiles(val.repo.Root(), pkg.ModuleDir)
+	tries := implicitOptionScenarios(s, pkg)
+	var last *testrun.TraceResult
+	ranRegardless := ""
+	for _, sc := range tries {
+		res, files, err := rs.trace(val.ctx, pkg.ModuleDir, sc, probes, moduleless, val.vs.tests.Deadline)
+		if err != nil {
+			return "", false, err
+		}
+		last = res
+		usable, stop := val.implicitOptionRunUsable(field, sc, res)
+		if stop {
+			return "", false, nil
+		}
+		if !usable {
+			continue
+		}
+		detail, done, note := val.implicitOptionShown(field, s, pkg, sc, res, files, owner, mod)
+		if ranRegardless == "" {
+			ranRegardless = note
+		}
+		if done {
+			return detail, detail != "", nil
+		}
+	}
+	ran := "nothing could run"
+	if last != nil {
+		ran = fmt.Sprintf("%d run(s) of the package (%s)", len(tries), last.Status)
+	}
+	val.v.reject("%s: %s:%d compares or names %q, but no run given the option shows it deciding (%s%s): a string equal to the name is a use until a run shows otherwise",
+		field, rel, cands[0].Line, s.Name, ran, ranRegardless)
+	return "", false, nil
+}
+
+// implicitOptionCandidates are the package's implicit implementations of
+// the option that lie in the cited span.
+func implicitOptionCandidates(pkg *typecheck.Package, s Subject, rel string, span typecheck.Span) []typecheck.Implicit {
+	var cands []typecheck.Implicit
+	for _, c := range pkg.ImplicitOptions(s.Name, optionKinds(s.Kind)...) {
+		if c.File == rel && span.Contains(c.Line) {
+			cands = append(cands, c)
+		}
+	}
+	return cands
+}
+
+// implicitOptionProbes lays a statement probe on what shows each candidate
+// deciding (the block a comparison guards, each use of a constant) and
+// maps each probe to its candidate.
+func implicitOptionProbes(cands []typecheck.Implicit) ([]testrun.Probe, map[int]typecheck.Implicit) {
 	var probes []testrun.Probe
 	owner := map[int]typecheck.Implicit{}
 	for _, c := range cands {
@@ -64,92 +114,94 @@ func (val *validator) implicitOptionAt(field string, s Subject, pkg *typecheck.P
 			}
 		}
 	}
-	moduleless := ""
-	if pkg.Moduleless {
-		moduleless = pkg.ModulePath
-	}
-	mod := moduleFiles(val.repo.Root(), pkg.ModuleDir)
+	return probes, owner
+}
+
+// implicitOptionScenarios are the runs tried in order: a main package's
+// program given the flag as its argument, then the package's tests.
+func implicitOptionScenarios(s Subject, pkg *typecheck.Package) []flowScenario {
 	var tries []flowScenario
 	if s.Kind == subjectCLIOption && pkg.Name() == "main" {
 		if arg := commandLineSpelling(s.Name); arg != "" {
 			tries = append(tries, flowScenario{pkgDir: pkg.Dir, command: []string{arg}})
 		}
 	}
-	tries = append(tries, flowScenario{pkgDir: pkg.Dir, derived: true})
-	var last *testrun.TraceResult
-	ranRegardless := ""
-	for _, sc := range tries {
-		res, files, err := rs.trace(val.ctx, pkg.ModuleDir, sc, probes, moduleless, val.vs.tests.Deadline)
-		if err != nil {
-			return "", false, err
+	return append(tries, flowScenario{pkgDir: pkg.Dir, derived: true})
+}
+
+// implicitOptionRunUsable says whether a run's events can show a candidate
+// deciding; stop when nothing can run here (recorded as undecided), and
+// neither for a scenario that did not build or ran no test: the next one is
+// tried.
+func (val *validator) implicitOptionRunUsable(field string, sc flowScenario, res *testrun.TraceResult) (usable, stop bool) {
+	switch res.Status {
+	case testrun.Unavailable, testrun.Invalid, testrun.Errored, testrun.LimitExceeded:
+		val.v.undecide("%s: Needle cannot run %s here: %s", field, sc, oneLine(clip(res.Reason, 300)))
+		return false, true
+	case testrun.BuildFailed:
+		if missingDependency(res.Reason) {
+			val.v.undecide("%s: %s does not build here: a dependency is missing from the module cache (`go mod download` in the module fetches it)", field, sc)
+			return false, true
 		}
-		last = res
-		switch res.Status {
-		case testrun.Unavailable, testrun.Invalid, testrun.Errored, testrun.LimitExceeded:
-			val.v.undecide("%s: Needle cannot run %s here: %s", field, sc, oneLine(clip(res.Reason, 300)))
-			return "", false, nil
-		case testrun.BuildFailed:
-			if missingDependency(res.Reason) {
-				val.v.undecide("%s: %s does not build here: a dependency is missing from the module cache (`go mod download` in the module fetches it)", field, sc)
-				return "", false, nil
+		return false, false // a main package without tests, say: the next scenario
+	case testrun.NoTest:
+		return false, false
+	}
+	return true, false
+}
+
+// implicitOptionShown looks in one run's events for a candidate deciding
+// on the option. done with a detail is the claim's; done without one
+// stops the search (its files changed). note names a test not given the
+// flag that ran a candidate, which then runs whatever the command line says.
+func (val *validator) implicitOptionShown(field string, s Subject, pkg *typecheck.Package, sc flowScenario, res *testrun.TraceResult,
+	files map[string]string, owner map[int]typecheck.Implicit, mod *moduleIndex) (detail string, done bool, note string) {
+	// A candidate that also runs in a test not given the option runs
+	// whatever the command line says (kong's DefaultEnvars compares
+	// each flag's name with "help" while it builds the parser): it
+	// does not decide on the option, even where a test gives it.
+	passes := map[string]bool{}
+	given := func(test string) bool {
+		p, seen := passes[test]
+		if !seen {
+			p = testPassesOption(val.repo.Root(), mod, test, s.Name)
+			passes[test] = p
+		}
+		return p
+	}
+	regardless := map[int]string{} // probe → a test not given the option that ran it
+	if s.Kind == subjectCLIOption && sc.command == nil {
+		for _, ev := range res.Events {
+			if _, ok := owner[ev.Probe]; ok && ev.Test != "" && regardless[ev.Probe] == "" && !given(ev.Test) {
+				regardless[ev.Probe] = ev.Test
 			}
-			continue // a main package without tests, say: the next scenario
-		case testrun.NoTest:
+		}
+	}
+	for _, ev := range res.Events {
+		c, ok := owner[ev.Probe]
+		if !ok {
 			continue
 		}
-		// A candidate that also runs in a test not given the option runs
-		// whatever the command line says (kong's DefaultEnvars compares
-		// each flag's name with "help" while it builds the parser): it
-		// does not decide on the option, even where a test gives it.
-		passes := map[string]bool{}
-		given := func(test string) bool {
-			p, seen := passes[test]
-			if !seen {
-				p = testPassesOption(val.repo.Root(), mod, test, s.Name)
-				passes[test] = p
+		if s.Kind == subjectCLIOption && sc.command == nil && (!given(ev.Test) || regardless[ev.Probe] != "") {
+			if t := regardless[ev.Probe]; t != "" && note == "" {
+				note = fmt.Sprintf("; it ran in %s too, which is not given the option: it runs whatever the command line says", t)
 			}
-			return p
+			continue // the run did not give the option (a subcommand of that name, say), or it runs without it
 		}
-		regardless := map[int]string{} // probe → a test not given the option that ran it
-		if s.Kind == subjectCLIOption && sc.command == nil {
-			for _, ev := range res.Events {
-				if _, ok := owner[ev.Probe]; ok && ev.Test != "" && regardless[ev.Probe] == "" && !given(ev.Test) {
-					regardless[ev.Probe] = ev.Test
-				}
-			}
+		if !val.addRunFiles(field, files) {
+			return "", true, note
 		}
-		for _, ev := range res.Events {
-			c, ok := owner[ev.Probe]
-			if !ok {
-				continue
-			}
-			if s.Kind == subjectCLIOption && sc.command == nil && (!given(ev.Test) || regardless[ev.Probe] != "") {
-				if t := regardless[ev.Probe]; t != "" && ranRegardless == "" {
-					ranRegardless = fmt.Sprintf("; it ran in %s too, which is not given the option: it runs whatever the command line says", t)
-				}
-				continue // the run did not give the option (a subcommand of that name, say), or it runs without it
-			}
-			if !val.addRunFiles(field, files) {
-				return "", false, nil
-			}
-			by := sc.String()
-			if sc.command == nil && ev.Test != "" {
-				by = flowScenario{pkgDir: pkg.Dir, test: ev.Test}.String()
-			}
-			how := c.Kind.String()
-			if c.Constant != "" {
-				how += " " + c.Constant
-			}
-			return fmt.Sprintf("%s %s by %s, shown deciding by %s", c.Def, s.Name, how, by), true, nil
+		by := sc.String()
+		if sc.command == nil && ev.Test != "" {
+			by = flowScenario{pkgDir: pkg.Dir, test: ev.Test}.String()
 		}
+		how := c.Kind.String()
+		if c.Constant != "" {
+			how += " " + c.Constant
+		}
+		return fmt.Sprintf("%s %s by %s, shown deciding by %s", c.Def, s.Name, how, by), true, note
 	}
-	ran := "nothing could run"
-	if last != nil {
-		ran = fmt.Sprintf("%d run(s) of the package (%s)", len(tries), last.Status)
-	}
-	val.v.reject("%s: %s:%d compares or names %q, but no run given the option shows it deciding (%s%s): a string equal to the name is a use until a run shows otherwise",
-		field, rel, cands[0].Line, s.Name, ran, ranRegardless)
-	return "", false, nil
+	return "", false, note
 }
 
 // commandLineSpelling is an option as a user types it: "--name" for a long
