@@ -399,14 +399,8 @@ func (val *validator) unreferencedFlagVar(pkg *typecheck.Package, d typecheck.De
 			return err
 		}
 		if e.IsDir() {
-			n := e.Name()
-			if p != moduleDir && (strings.HasPrefix(n, ".") || strings.HasPrefix(n, "_") || n == "testdata" || n == "vendor") {
+			if referenceScanSkipsDir(p, moduleDir, e.Name()) {
 				return filepath.SkipDir
-			}
-			if p != moduleDir {
-				if _, err := os.Lstat(filepath.Join(p, "go.mod")); err == nil {
-					return filepath.SkipDir // another module
-				}
 			}
 			return nil
 		}
@@ -425,14 +419,9 @@ func (val *validator) unreferencedFlagVar(pkg *typecheck.Package, d typecheck.De
 		if err != nil {
 			return err
 		}
-		for i, line := range bytes.Split(src, []byte("\n")) {
-			if filepath.ToSlash(rel) == decl.File && decl.Doc.Start <= i+1 && i+1 <= decl.Span.End {
-				continue
-			}
-			if word.Match(line) {
-				found = true
-				return filepath.SkipAll
-			}
+		if mentionsOutsideDecl(src, filepath.ToSlash(rel), decl, word) {
+			found = true
+			return filepath.SkipAll
 		}
 		return nil
 	})
@@ -443,6 +432,34 @@ func (val *validator) unreferencedFlagVar(pkg *typecheck.Package, d typecheck.De
 		return "", nil
 	}
 	return name, nil
+}
+
+// referenceScanSkipsDir reports whether the reference scan leaves out a
+// directory below the module's root: hidden, underscored, testdata and
+// vendor directories, and nested modules.
+func referenceScanSkipsDir(p, moduleDir, name string) bool {
+	if p == moduleDir {
+		return false
+	}
+	if strings.HasPrefix(name, ".") || strings.HasPrefix(name, "_") || name == "testdata" || name == "vendor" {
+		return true
+	}
+	_, err := os.Lstat(filepath.Join(p, "go.mod"))
+	return err == nil // another module
+}
+
+// mentionsOutsideDecl reports whether a line of src (the file rel) matches
+// word, the lines of decl itself and its doc comment aside.
+func mentionsOutsideDecl(src []byte, rel string, decl *typecheck.Decl, word *regexp.Regexp) bool {
+	for i, line := range bytes.Split(src, []byte("\n")) {
+		if rel == decl.File && decl.Doc.Start <= i+1 && i+1 <= decl.Span.End {
+			continue
+		}
+		if word.Match(line) {
+			return true
+		}
+	}
+	return false
 }
 
 // otherDefs drops d from defs.

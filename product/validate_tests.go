@@ -189,14 +189,8 @@ func (val *validator) runGoTests(idx []int, files []string, prog *typecheck.Prog
 	for _, i := range idx {
 		t := p.Tests[i]
 		field := fmt.Sprintf("tests[%d]", i)
-		pkg, ok := val.goPackage(field+".path", prog, t.Path)
+		pkg, d, ok := val.goTestDecl(field, prog, t)
 		if !ok {
-			return nil
-		}
-		top, _, _ := strings.Cut(t.Name, "/")
-		d, lerr := pkg.Lookup(top)
-		if lerr != nil || d.File != t.Path || !isTestFunc(d) {
-			val.v.reject("%s.name: %s declares no func %s(*testing.T)", field, t.Path, top)
 			return nil
 		}
 		target := targets[pkg.Path]
@@ -239,6 +233,22 @@ func (val *validator) runGoTests(idx []int, files []string, prog *typecheck.Prog
 		val.addTestProof(proof, d, prog)
 	}
 	return nil
+}
+
+// goTestDecl finds a cited test's package and its top-level test
+// function, rejecting a name its file does not declare as func(*testing.T).
+func (val *validator) goTestDecl(field string, prog *typecheck.Program, t testRef) (*typecheck.Package, *typecheck.Decl, bool) {
+	pkg, ok := val.goPackage(field+".path", prog, t.Path)
+	if !ok {
+		return nil, nil, false
+	}
+	top, _, _ := strings.Cut(t.Name, "/")
+	d, lerr := pkg.Lookup(top)
+	if lerr != nil || d.File != t.Path || !isTestFunc(d) {
+		val.v.reject("%s.name: %s declares no func %s(*testing.T)", field, t.Path, top)
+		return nil, nil, false
+	}
+	return pkg, d, true
 }
 
 // cannotRun records a test Needle cannot run here as undecided: reach is
@@ -457,26 +467,43 @@ func (val *validator) reachTarget(field string, prog *typecheck.Program, files [
 		return nil, prog, false, nil
 	}
 	if s.Kind == subjectFile {
-		if !isGo(s.Name) || strings.HasSuffix(s.Name, "_test.go") {
-			val.v.reject("%s: a test reaches a file only by executing its code: %s is not a non-test Go file", field, s.Name)
-			return nil, prog, false, nil
-		}
-		all := append(slices.Clone(files), s.Name)
-		prog, ok, err := val.goProgram(field, all...)
-		if !ok || err != nil {
-			return nil, prog, ok, err
-		}
-		pkg, ok := val.goPackage(field, prog, s.Name)
-		if !ok {
-			return nil, prog, false, nil
-		}
-		src, ok, err := val.read(field, s.Name)
-		if !ok || err != nil {
-			return nil, prog, ok, err
-		}
-		return &reachTarget{subject: s, what: "statement of " + s.Name, pkg: pkg,
-			bodies: []targetBody{{"file " + s.Name, s.Name, typecheck.Span{Start: 1, End: lineCount(src)}}}}, prog, true, nil
+		return val.reachTargetOfFile(field, prog, files)
 	}
+	candidates := reachTargetCandidates(prog, testPkg)
+	if tg, ok := val.targetIn(candidates); ok {
+		return tg, prog, true, nil
+	}
+	return val.reachTargetImported(field, prog, files, candidates, testPkg)
+}
+
+// reachTargetOfFile is the target of a file subject: any statement of the
+// file, which must be a non-test Go file, loaded with the tests' files.
+func (val *validator) reachTargetOfFile(field string, prog *typecheck.Program, files []string) (*reachTarget, *typecheck.Program, bool, error) {
+	s := val.v.Proposal.Subject
+	if !isGo(s.Name) || strings.HasSuffix(s.Name, "_test.go") {
+		val.v.reject("%s: a test reaches a file only by executing its code: %s is not a non-test Go file", field, s.Name)
+		return nil, prog, false, nil
+	}
+	all := append(slices.Clone(files), s.Name)
+	prog, ok, err := val.goProgram(field, all...)
+	if !ok || err != nil {
+		return nil, prog, ok, err
+	}
+	pkg, ok := val.goPackage(field, prog, s.Name)
+	if !ok {
+		return nil, prog, false, nil
+	}
+	src, ok, err := val.read(field, s.Name)
+	if !ok || err != nil {
+		return nil, prog, ok, err
+	}
+	return &reachTarget{subject: s, what: "statement of " + s.Name, pkg: pkg,
+		bodies: []targetBody{{"file " + s.Name, s.Name, typecheck.Span{Start: 1, End: lineCount(src)}}}}, prog, true, nil
+}
+
+// reachTargetCandidates are the test's own package and the package an
+// external test package tests, the test's own first.
+func reachTargetCandidates(prog *typecheck.Program, testPkg *typecheck.Package) []*typecheck.Package {
 	var candidates []*typecheck.Package
 	for _, pkg := range prog.Packages() {
 		if pkg == testPkg || pkg.Dir == testPkg.Dir && pkg.Path == strings.TrimSuffix(testPkg.Path, "_test") {
@@ -484,35 +511,16 @@ func (val *validator) reachTarget(field string, prog *typecheck.Program, files [
 		}
 	}
 	slices.SortStableFunc(candidates, func(a, b *typecheck.Package) int { return boolInt(a != testPkg) - boolInt(b != testPkg) })
-	if tg, ok := val.targetIn(candidates); ok {
-		return tg, prog, true, nil
-	}
-	// The module's packages the test imports, directly or through other
-	// packages (a subject in an internal package that the tested package
-	// uses), each loaded with bodies.
-	more, dirs := slices.Clone(files), map[string]bool{}
-	seen := map[string]bool{}
-	var walk func(pkg *typecheck.Package, imps []*types.Package)
-	walk = func(pkg *typecheck.Package, imps []*types.Package) {
-		for _, imp := range imps {
-			if seen[imp.Path()] {
-				continue
-			}
-			seen[imp.Path()] = true
-			dir, ok := moduleDir(pkg, imp.Path())
-			if !ok {
-				continue // another module's: not the subject's
-			}
-			if f := val.aGoFile(dir); f != "" && !dirs[dir] {
-				dirs[dir] = true
-				more = append(more, f)
-			}
-			walk(pkg, imp.Imports())
-		}
-	}
-	for _, pkg := range candidates {
-		walk(pkg, pkg.Types.Imports())
-	}
+	return candidates
+}
+
+// reachTargetImported looks the subject up in the module's packages the
+// test imports, directly or through other packages (a subject in an
+// internal package that the tested package uses), each loaded with
+// bodies: it must be declared in exactly one.
+func (val *validator) reachTargetImported(field string, prog *typecheck.Program, files []string, candidates []*typecheck.Package, testPkg *typecheck.Package) (*reachTarget, *typecheck.Program, bool, error) {
+	s := val.v.Proposal.Subject
+	more, dirs := val.reachTargetImportFiles(candidates, files)
 	if len(dirs) > 0 {
 		var ok bool
 		var err error
@@ -542,6 +550,36 @@ func (val *validator) reachTarget(field string, prog *typecheck.Program, files [
 	}
 	val.v.reject("%s: %s %q is declared neither in the test's package %s nor in a package of its module it imports (directly or not)", field, s.Kind, s.Name, testPkg.Path)
 	return nil, prog, false, nil
+}
+
+// reachTargetImportFiles adds to files one Go file of each directory of
+// the module that the candidates import, directly or transitively, and
+// returns those directories.
+func (val *validator) reachTargetImportFiles(candidates []*typecheck.Package, files []string) ([]string, map[string]bool) {
+	more, dirs := slices.Clone(files), map[string]bool{}
+	seen := map[string]bool{}
+	var walk func(pkg *typecheck.Package, imps []*types.Package)
+	walk = func(pkg *typecheck.Package, imps []*types.Package) {
+		for _, imp := range imps {
+			if seen[imp.Path()] {
+				continue
+			}
+			seen[imp.Path()] = true
+			dir, ok := moduleDir(pkg, imp.Path())
+			if !ok {
+				continue // another module's: not the subject's
+			}
+			if f := val.aGoFile(dir); f != "" && !dirs[dir] {
+				dirs[dir] = true
+				more = append(more, f)
+			}
+			walk(pkg, imp.Imports())
+		}
+	}
+	for _, pkg := range candidates {
+		walk(pkg, pkg.Types.Imports())
+	}
+	return more, dirs
 }
 
 // targetIn looks the subject up in the first of pkgs that has it.
