@@ -124,25 +124,7 @@ func resolve(in resolveInput) decision {
 	if in.Bypass != "" {
 		return decision{Kind: resolutionBypass, Missing: requiredObligations(in.Need.IR), Reason: in.Bypass}
 	}
-	var d decision
-	var conflict, ambiguous, stale []string
-	for _, ob := range in.Need.IR.Obligations {
-		c, outcome := choose(ob, in)
-		switch {
-		case outcome == "" && c != nil:
-			d.Chosen = append(d.Chosen, *c)
-			continue
-		case ob.Strength != StrengthRequired:
-			continue // an unmet or unsafe preferred obligation is simply left out
-		case outcome == "contradicted":
-			conflict = append(conflict, string(ob.Kind))
-		case outcome == "ambiguous":
-			ambiguous = append(ambiguous, string(ob.Kind))
-		case outcome == "stale":
-			stale = append(stale, string(ob.Kind))
-		}
-		d.Missing = append(d.Missing, ob)
-	}
+	d, conflict, ambiguous, stale := chooseEachObligation(in)
 	if len(conflict) > 0 {
 		// Checked before the exact answer: evidence certified since that
 		// answer may contradict it, and then neither is served.
@@ -152,16 +134,7 @@ func resolve(in resolveInput) decision {
 	if exact, ok := resolveExact(in); ok {
 		return exact
 	}
-	// A worker is asked only for what a proposal could ever certify.
-	var workable []obligation
-	var never []string
-	for _, ob := range d.Missing {
-		if why := uncertifiable(in.Need.IR.Subject.Kind, ob); why != "" {
-			never = append(never, string(ob.Kind)+": "+why)
-			continue
-		}
-		workable = append(workable, ob)
-	}
+	workable, never := workableObligations(in.Need.IR.Subject.Kind, d.Missing)
 	switch {
 	case len(ambiguous) > 0:
 		return decision{Kind: resolutionAmbiguous, Missing: requiredObligations(in.Need.IR),
@@ -192,6 +165,44 @@ func resolve(in resolveInput) decision {
 		return decision{Kind: resolutionBypass, Missing: d.Missing, Reason: "no certified evidence, and none can be: " + strings.Join(never, "; ")}
 	}
 	return decision{Kind: resolutionBypass, Missing: d.Missing, Reason: "no certified evidence and no worker"}
+}
+
+// chooseEachObligation picks evidence for each obligation into d.Chosen and
+// puts each required one left unmet in d.Missing; the kinds whose
+// candidates contradict, are ambiguous or are stale are listed apart.
+func chooseEachObligation(in resolveInput) (d decision, conflict, ambiguous, stale []string) {
+	for _, ob := range in.Need.IR.Obligations {
+		c, outcome := choose(ob, in)
+		switch {
+		case outcome == "" && c != nil:
+			d.Chosen = append(d.Chosen, *c)
+			continue
+		case ob.Strength != StrengthRequired:
+			continue // an unmet or unsafe preferred obligation is simply left out
+		case outcome == "contradicted":
+			conflict = append(conflict, string(ob.Kind))
+		case outcome == "ambiguous":
+			ambiguous = append(ambiguous, string(ob.Kind))
+		case outcome == "stale":
+			stale = append(stale, string(ob.Kind))
+		}
+		d.Missing = append(d.Missing, ob)
+	}
+	return d, conflict, ambiguous, stale
+}
+
+// workableObligations splits the missing obligations: a worker is asked
+// only for what a proposal could ever certify; never says why the others
+// cannot be.
+func workableObligations(kind subjectKind, missing []obligation) (workable []obligation, never []string) {
+	for _, ob := range missing {
+		if why := uncertifiable(kind, ob); why != "" {
+			never = append(never, string(ob.Kind)+": "+why)
+			continue
+		}
+		workable = append(workable, ob)
+	}
+	return workable, never
 }
 
 // resolveExact answers a need that was answered before when every member of
