@@ -57,6 +57,8 @@ func (e *Engine) needContext(ctx context.Context, session string, need compiledN
 	return r, err
 }
 
+// resolveNeed resolves a compiled need for a session and reports the
+// worker it ran, if any; the caller holds the turn.
 func (e *Engine) resolveNeed(ctx context.Context, session string, need compiledNeed) (NeedResult, workerRun, error) {
 	defer e.flushStats()
 	defer e.repo.Release() // the next resolution reads ignore rules afresh
@@ -71,47 +73,13 @@ func (e *Engine) resolveNeed(ctx context.Context, session string, need compiledN
 	}
 	relation := ledger.classify(need.ID, need.IR)
 	ledger.Steps++
-	in := resolveInput{Need: need, Worker: e.cfg.Worker != nil && !e.cfg.CacheOnly && ledger.Workers < e.cfg.Limits.Workers}
-	world, err := e.foreignWorld(ctx, need.IR.World)
-	if err != nil {
-		return NeedResult{}, run, opError("need.resolve", err)
-	}
-	earlier, incompatible := ledger.conflict(need.ID, need.IR)
-	switch {
-	case ledger.Steps > HardSessionSteps:
-		in.Bypass = fmt.Sprintf("session step limit (%d calls, repeats included) reached", HardSessionSteps)
-	case world != "":
-		in.Bypass = world
-	case relation == relationIncompatible && incompatible:
-		in.Bypass = fmt.Sprintf("incompatible with step %d (need %s): the same %s %q in another world or with a facet set otherwise; "+
-			"both cannot hold in one session", earlier.Ordinal, earlier.NeedID, need.IR.Subject.Kind, need.IR.Subject.Name)
-	case relation != relationRepeat && ledger.Needs >= e.cfg.Limits.Needs:
-		in.Bypass = fmt.Sprintf("session need limit (%d) reached", e.cfg.Limits.Needs)
-	default:
-		if err := e.candidates(ctx, &in); err != nil {
-			return NeedResult{}, run, opError("need.resolve", err)
-		}
-	}
-	d := resolve(in)
-	plan, d, err := e.choosePlan(ctx, need, in, d)
+	in, incompatible, err := e.needResolveInput(ctx, ledger, need, relation)
 	if err != nil {
 		return NeedResult{}, run, err
 	}
-	if len(d.Missing) > 0 && in.Bypass == "" {
-		// A proposal kept undecided may be decidable now: it saves a worker.
-		n, err := e.retryUndecided(ctx, need, d.Missing)
-		if err != nil {
-			return NeedResult{}, run, opError("need.resolve", err)
-		}
-		if n > 0 {
-			if err := e.candidates(ctx, &in); err != nil {
-				return NeedResult{}, run, opError("need.resolve", err)
-			}
-			d = resolve(in)
-			if plan, d, err = e.choosePlan(ctx, need, in, d); err != nil {
-				return NeedResult{}, run, err
-			}
-		}
+	plan, d, err := e.decideNeed(ctx, need, &in)
+	if err != nil {
+		return NeedResult{}, run, err
 	}
 	spawned := len(d.WorkerFor) > 0
 	var cost resolutionCost
@@ -138,6 +106,69 @@ func (e *Engine) resolveNeed(ctx context.Context, session string, need compiledN
 	if ledger.Steps <= HardSessionSteps && !(relation == relationIncompatible && incompatible) {
 		ledger.add(ledgerEntry{NeedID: need.ID, IR: need.IR, Missing: r.Missing, Ordinal: r.Step.Ordinal})
 	}
+	if err := e.accountNeedAnswer(ctx, ledger, d, r, acct, spawned, started); err != nil {
+		return NeedResult{}, run, err
+	}
+	return r, run, nil
+}
+
+// needResolveInput is what the need is resolved from: its candidates, or
+// why it is bypassed (a session limit, a foreign world, a step it is
+// incompatible with). incompatible reports such an earlier step.
+func (e *Engine) needResolveInput(ctx context.Context, ledger *ledger, need compiledNeed, rel relation) (resolveInput, bool, error) {
+	in := resolveInput{Need: need, Worker: e.cfg.Worker != nil && !e.cfg.CacheOnly && ledger.Workers < e.cfg.Limits.Workers}
+	world, err := e.foreignWorld(ctx, need.IR.World)
+	if err != nil {
+		return in, false, opError("need.resolve", err)
+	}
+	earlier, incompatible := ledger.conflict(need.ID, need.IR)
+	switch {
+	case ledger.Steps > HardSessionSteps:
+		in.Bypass = fmt.Sprintf("session step limit (%d calls, repeats included) reached", HardSessionSteps)
+	case world != "":
+		in.Bypass = world
+	case rel == relationIncompatible && incompatible:
+		in.Bypass = fmt.Sprintf("incompatible with step %d (need %s): the same %s %q in another world or with a facet set otherwise; "+
+			"both cannot hold in one session", earlier.Ordinal, earlier.NeedID, need.IR.Subject.Kind, need.IR.Subject.Name)
+	case rel != relationRepeat && ledger.Needs >= e.cfg.Limits.Needs:
+		in.Bypass = fmt.Sprintf("session need limit (%d) reached", e.cfg.Limits.Needs)
+	default:
+		if err := e.candidates(ctx, &in); err != nil {
+			return in, incompatible, opError("need.resolve", err)
+		}
+	}
+	return in, incompatible, nil
+}
+
+// decideNeed resolves the need and chooses its plan; when obligations are
+// missing, proposals kept undecided are tried again first, and the need
+// is resolved again if one was certified (it saves a worker).
+func (e *Engine) decideNeed(ctx context.Context, need compiledNeed, in *resolveInput) (Plan, decision, error) {
+	d := resolve(*in)
+	plan, d, err := e.choosePlan(ctx, need, *in, d)
+	if err != nil {
+		return Plan{}, decision{}, err
+	}
+	if len(d.Missing) == 0 || in.Bypass != "" {
+		return plan, d, nil
+	}
+	n, err := e.retryUndecided(ctx, need, d.Missing)
+	if err != nil {
+		return Plan{}, decision{}, opError("need.resolve", err)
+	}
+	if n == 0 {
+		return plan, d, nil
+	}
+	if err := e.candidates(ctx, in); err != nil {
+		return Plan{}, decision{}, opError("need.resolve", err)
+	}
+	return e.choosePlan(ctx, need, *in, resolve(*in))
+}
+
+// accountNeedAnswer records what an answer cost and saved: a hit prices
+// the next need's reuse; a worker's answer is stored with its session
+// before it is given, any other answer's handed to the accountant.
+func (e *Engine) accountNeedAnswer(ctx context.Context, ledger *ledger, d decision, r NeedResult, acct answerAccount, spawned bool, started time.Time) error {
 	if statusOf(d.Kind, 0, false) == resultHit {
 		acct.Observation = &observation{Operator: opReuse, Capabilities: r.Satisfied, LatencyMs: sinceMs(started)}
 		e.costs.observe(*acct.Observation) // the next need is priced with it, written or not
@@ -145,15 +176,12 @@ func (e *Engine) resolveNeed(ctx context.Context, session string, need compiledN
 	if spawned {
 		// A worker's answer is recorded before it is given, like the run.
 		if err := e.storedSession(ctx, ledger); err != nil {
-			return NeedResult{}, run, err
+			return err
 		}
-		if err := e.store.putAccounting(ctx, nil, []answerAccount{acct}, nil); err != nil {
-			return NeedResult{}, run, err
-		}
-		return r, run, nil
+		return e.store.putAccounting(ctx, nil, []answerAccount{acct}, nil)
 	}
 	e.account(ctx, acct)
-	return r, run, nil
+	return nil
 }
 
 // putNeed stores the compiled need unless this engine already did.
@@ -355,15 +383,9 @@ func (e *Engine) choosePlan(ctx context.Context, need compiledNeed, in resolveIn
 // "rejected"; a failed worker makes it a bypass. Partial hits keep what the
 // evidence gave and list what is still missing.
 func (e *Engine) runWorker(ctx context.Context, need compiledNeed, d decision) (_ decision, tokens int64, err error) {
-	req := workerRequest{NeedID: need.ID, IR: need.IR, Task: need.Task, Missing: slices.Clone(d.WorkerFor),
-		Repository: e.root, Schemas: map[CapabilityKind]json.RawMessage{},
-		Model: e.profile.Profile.WorkerModel, Effort: e.profile.Profile.Effort}
-	for _, ob := range d.WorkerFor {
-		schema, err := proposalSchema(ob.Kind)
-		if err != nil {
-			return d, 0, err
-		}
-		req.Schemas[ob.Kind] = schema
+	req, err := e.workerRequestFor(need, d)
+	if err != nil {
+		return d, 0, err
 	}
 	started := time.Now()
 	res, werr := e.cfg.Worker.Propose(ctx, req)
@@ -390,27 +412,9 @@ func (e *Engine) runWorker(ctx context.Context, need compiledNeed, d decision) (
 	if werr != nil {
 		return e.workerFailed(d, failure{FailureWorker, werr.Error()}, fmt.Sprintf("worker failed: %v", werr)), tokens, nil
 	}
-	var rejected []string
-	for _, raw := range res.Proposals {
-		c, rec, err := e.certifyWorkerProposal(ctx, need, raw)
-		if err != nil {
-			return d, tokens, err
-		}
-		switch rec.Outcome() {
-		case outcomeRejected:
-			rejected = append(rejected, rec.Reasons...)
-			continue
-		case OutcomeUndecided:
-			d.Undecided = append(d.Undecided, rec.Undecided...)
-			continue
-		}
-		for i, ob := range d.Missing {
-			if c.Certificate.Satisfies.satisfies(ob) {
-				d.Chosen = append(d.Chosen, choice{Obligation: ob, Evidence: c, FromWorker: true})
-				d.Missing = slices.Delete(d.Missing, i, i+1)
-				break
-			}
-		}
+	d, rejected, err := e.certifyWorkerProposals(ctx, need, d, res.Proposals)
+	if err != nil {
+		return d, tokens, err
 	}
 	sortChosen(need.IR, d.Chosen)
 	switch {
@@ -429,6 +433,51 @@ func (e *Engine) runWorker(ctx context.Context, need compiledNeed, d decision) (
 		d.Reason = "still missing after the worker: " + kindList(d.Missing)
 	}
 	return d, tokens, nil
+}
+
+// workerRequestFor is the worker's task: the obligations the decision
+// leaves to it, each with the schema its proposal must follow.
+func (e *Engine) workerRequestFor(need compiledNeed, d decision) (workerRequest, error) {
+	req := workerRequest{NeedID: need.ID, IR: need.IR, Task: need.Task, Missing: slices.Clone(d.WorkerFor),
+		Repository: e.root, Schemas: map[CapabilityKind]json.RawMessage{},
+		Model: e.profile.Profile.WorkerModel, Effort: e.profile.Profile.Effort}
+	for _, ob := range d.WorkerFor {
+		schema, err := proposalSchema(ob.Kind)
+		if err != nil {
+			return req, err
+		}
+		req.Schemas[ob.Kind] = schema
+	}
+	return req, nil
+}
+
+// certifyWorkerProposals validates each proposal: a certified one
+// satisfies the first missing obligation it can, an undecided one is
+// noted in d, and a rejected one's reasons are returned.
+func (e *Engine) certifyWorkerProposals(ctx context.Context, need compiledNeed, d decision, proposals [][]byte) (decision, []string, error) {
+	var rejected []string
+	for _, raw := range proposals {
+		c, rec, err := e.certifyWorkerProposal(ctx, need, raw)
+		if err != nil {
+			return d, rejected, err
+		}
+		switch rec.Outcome() {
+		case outcomeRejected:
+			rejected = append(rejected, rec.Reasons...)
+			continue
+		case OutcomeUndecided:
+			d.Undecided = append(d.Undecided, rec.Undecided...)
+			continue
+		}
+		for i, ob := range d.Missing {
+			if c.Certificate.Satisfies.satisfies(ob) {
+				d.Chosen = append(d.Chosen, choice{Obligation: ob, Evidence: c, FromWorker: true})
+				d.Missing = slices.Delete(d.Missing, i, i+1)
+				break
+			}
+		}
+	}
+	return d, rejected, nil
 }
 
 // workerFailed is the decision after a worker that answered nothing: a
@@ -528,7 +577,40 @@ func (e *Engine) finish(ctx context.Context, session string, ledger *ledger, nee
 	if d.Kind.unsafe() || d.Kind == resolutionBypass {
 		d.Chosen = nil // unsafe outcomes carry nothing reusable
 	}
-	for _, c := range d.Chosen {
+	addChosenToResult(&r, d.Chosen)
+	for _, ob := range d.Missing {
+		r.Missing = append(r.Missing, ob.Kind)
+	}
+	r.Status = statusOf(d.Kind, len(r.Missing), spawned)
+	r.CacheHit = slices.ContainsFunc(d.Chosen, func(c choice) bool { return !c.FromWorker })
+	if len(d.Chosen) > 0 && len(r.Missing) == 0 {
+		nc := newNeedCertificate(e.root, need.ID, d.Chosen, r.Satisfied)
+		if nc.ID != in.ExactCertID { // an exact hit's certificate is stored already
+			if err := e.store.putNeedCertificate(ctx, nc); err != nil {
+				return NeedResult{}, answerAccount{}, err
+			}
+		}
+		r.Resolution.CertificateID = nc.ID
+	}
+	r.Replays = countReplays(in)
+	r.Step = stepInfo{Ordinal: ledger.nextOrdinal(), Relation: rel}
+	r.Context = frontierView(r, d, plan, e.cfg.FrontierBudget)
+	r.ResultDigest = mustID(tagResult, r)
+	if reused := countReused(d.Chosen); reused > 0 {
+		perObligation, err := e.workerTokensPerObligation(ctx)
+		if err != nil {
+			return NeedResult{}, answerAccount{}, err
+		}
+		cost.TokensSaved = int64(reused) * perObligation
+	}
+	cost.LatencyMs = sinceMs(asked)
+	return r, answerAccount{Root: e.root, Session: session, Task: need.Task, Result: r, Plan: plan, Cost: cost}, nil
+}
+
+// addChosenToResult lists in r what the chosen evidence satisfies, the
+// artifacts and claims it comes from, and what unit of it is reused.
+func addChosenToResult(r *NeedResult, chosen []choice) {
+	for _, c := range chosen {
 		r.Satisfied = append(r.Satisfied, c.Obligation.Kind)
 		if !slices.Contains(r.Resolution.ArtifactIDs, c.Evidence.ArtifactID) {
 			r.Resolution.ArtifactIDs = append(r.Resolution.ArtifactIDs, c.Evidence.ArtifactID)
@@ -544,44 +626,25 @@ func (e *Engine) finish(ctx context.Context, session string, ledger *ledger, nee
 			}
 		}
 	}
-	if slices.ContainsFunc(d.Chosen, func(c choice) bool { return c.Claim != nil }) {
+	if slices.ContainsFunc(chosen, func(c choice) bool { return c.Claim != nil }) {
 		r.ReuseUnit = reuseClaim
 	}
-	for _, ob := range d.Missing {
-		r.Missing = append(r.Missing, ob.Kind)
-	}
-	r.Status = statusOf(d.Kind, len(r.Missing), spawned)
-	r.CacheHit = slices.ContainsFunc(d.Chosen, func(c choice) bool { return !c.FromWorker })
-	if len(d.Chosen) > 0 && len(r.Missing) == 0 {
-		nc := newNeedCertificate(e.root, need.ID, d.Chosen, r.Satisfied)
-		if nc.ID != in.ExactCertID { // an exact hit's certificate is stored already
-			if err := e.store.putNeedCertificate(ctx, nc); err != nil {
-				return NeedResult{}, answerAccount{}, err
-			}
-		}
-		r.Resolution.CertificateID = nc.ID
-	}
+}
+
+// countReplays counts the distinct certificates among the candidates
+// that were replayed onto the current source to answer the need.
+func countReplays(in resolveInput) int {
+	n := 0
 	seen := map[string]bool{}
 	for _, cs := range [][]candidate{in.Exact, in.Artifacts, in.ClaimSources} {
 		for _, c := range cs {
 			if c.State == stateReplayed && !seen[c.CertificateID] {
 				seen[c.CertificateID] = true
-				r.Replays++
+				n++
 			}
 		}
 	}
-	r.Step = stepInfo{Ordinal: ledger.nextOrdinal(), Relation: rel}
-	r.Context = frontierView(r, d, plan, e.cfg.FrontierBudget)
-	r.ResultDigest = mustID(tagResult, r)
-	if reused := countReused(d.Chosen); reused > 0 {
-		perObligation, err := e.workerTokensPerObligation(ctx)
-		if err != nil {
-			return NeedResult{}, answerAccount{}, err
-		}
-		cost.TokensSaved = int64(reused) * perObligation
-	}
-	cost.LatencyMs = sinceMs(asked)
-	return r, answerAccount{Root: e.root, Session: session, Task: need.Task, Result: r, Plan: plan, Cost: cost}, nil
+	return n
 }
 
 // workerTokensPerObligation is the store's estimate of the worker tokens
