@@ -81,14 +81,28 @@ func (e *Engine) Refresh(ctx context.Context) (RefreshReport, error) {
 		}
 		return c, nil
 	}
+	if err := e.renewNeedCertificates(ctx, classify, &rep); err != nil {
+		return rep, opError("evidence.refresh", err)
+	}
+	if err := e.refreshUnboundEvidence(ctx, seen, classify); err != nil {
+		return rep, opError("evidence.refresh", err)
+	}
+	rep.Ms = sinceMs(started)
+	return rep, nil
+}
+
+// renewNeedCertificates resolves again each need asked here, from the
+// classified evidence, and stores a new need certificate for each still
+// answered in full by other certificates than before.
+func (e *Engine) renewNeedCertificates(ctx context.Context, classify func(Evidence) (candidate, error), rep *RefreshReport) error {
 	needs, err := e.store.refreshNeeds(ctx, e.root)
 	if err != nil {
-		return rep, opError("evidence.refresh", err)
+		return err
 	}
 	for _, need := range needs {
 		in := resolveInput{Need: need}
 		if err := e.gatherWith(ctx, &in, classify); err != nil {
-			return rep, opError("evidence.refresh", err)
+			return err
 		}
 		rep.Needs++
 		d := resolve(in)
@@ -105,15 +119,20 @@ func (e *Engine) Refresh(ctx context.Context) (RefreshReport, error) {
 			continue // answered from the same certificates: nothing to renew
 		}
 		if err := e.store.putNeedCertificate(ctx, nc); err != nil {
-			return rep, opError("evidence.refresh", err)
+			return err
 		}
 		rep.Renewed++
 	}
-	// Evidence no need certificate binds (a partial answer's) is re-proven
-	// too: a later need about its subject finds it fresh.
+	return nil
+}
+
+// refreshUnboundEvidence re-proves the evidence no need certificate binds
+// (a partial answer's) and that seen does not hold yet: a later need about
+// its subject finds it fresh.
+func (e *Engine) refreshUnboundEvidence(ctx context.Context, seen map[string]candidate, classify func(Evidence) (candidate, error)) error {
 	certs, err := e.store.refreshEvidence(ctx, e.root)
 	if err != nil {
-		return rep, opError("evidence.refresh", err)
+		return err
 	}
 	for _, id := range certs {
 		if _, ok := seen[id]; ok {
@@ -121,14 +140,13 @@ func (e *Engine) Refresh(ctx context.Context) (RefreshReport, error) {
 		}
 		ev, err := e.store.evidenceByCertificate(ctx, id)
 		if err != nil {
-			return rep, opError("evidence.refresh", err)
+			return err
 		}
 		if _, err := classify(ev); err != nil {
-			return rep, opError("evidence.refresh", err)
+			return err
 		}
 	}
-	rep.Ms = sinceMs(started)
-	return rep, nil
+	return nil
 }
 
 // errNotFresh stops Warm's gather at the first candidate that is not

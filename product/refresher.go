@@ -210,48 +210,9 @@ func (r *refresher) run(ctx context.Context) {
 			}
 		}
 		if due {
-			rep, next, err := r.engine.refreshOnce(ctx, now)
-			switch {
-			case ctx.Err() != nil:
-				// refreshOnce returns only after its cleanup: the test runs
-				// it started are killed and their checkouts removed.
-				if err != nil && !errors.Is(err, context.Canceled) {
-					r.logf("evidence refresh: cancelled; its cleanup failed: %v", err)
-				} else {
-					r.logf("evidence refresh: cancelled; what it ran was stopped and cleaned up")
-				}
+			var stop bool
+			if w, stop = r.refreshTurn(ctx, w, now); stop {
 				return
-			case errors.Is(err, errRefreshBusy):
-				// Refresh after the other one, on the same watch.
-			case err != nil:
-				r.fail("evidence refresh: %v (tried again at the next change)", err)
-				if next == nil && w == nil {
-					// Failed before it could record what it relied on:
-					// the next certificate stored is the change.
-					next = &refreshWatch{}
-					next.gen, _ = r.engine.store.evidenceGeneration(ctx)
-				}
-				if next != nil {
-					w = next
-				}
-			default:
-				w, r.failed = next, ""
-				if rep.Reproven > 0 || rep.Renewed > 0 {
-					r.logf("evidence refresh: %d of %d pieces of evidence re-proven (%d stale), %d of %d need certificates renewed (%d unanswerable), %.1f ms",
-						rep.Reproven, rep.Evidence, rep.Stale, rep.Renewed, rep.Needs, rep.Unanswerable, rep.Ms)
-				}
-				if rep.Renewed > 0 && r.warm != nil {
-					started := now()
-					n, err := r.warm(ctx)
-					switch {
-					case ctx.Err() != nil:
-						return
-					case err != nil:
-						r.fail("evidence refresh: readying the session for the renewed needs: %v", err)
-					default:
-						r.logf("evidence refresh: %d needs readied in %.1f ms", n, float64(now().Sub(started).Microseconds())/1000)
-					}
-				}
 			}
 		}
 		select {
@@ -260,6 +221,64 @@ func (r *refresher) run(ctx context.Context) {
 		case <-ticks:
 		}
 	}
+}
+
+// refreshTurn refreshes once and logs what it did, readying the serving
+// engine when it renewed need certificates. It returns the watch to poll
+// next (w again while another refresh is under way or after a failure that
+// recorded nothing), and stop once ctx ended.
+func (r *refresher) refreshTurn(ctx context.Context, w *refreshWatch, now func() time.Time) (*refreshWatch, bool) {
+	rep, next, err := r.engine.refreshOnce(ctx, now)
+	switch {
+	case ctx.Err() != nil:
+		// refreshOnce returns only after its cleanup: the test runs
+		// it started are killed and their checkouts removed.
+		if err != nil && !errors.Is(err, context.Canceled) {
+			r.logf("evidence refresh: cancelled; its cleanup failed: %v", err)
+		} else {
+			r.logf("evidence refresh: cancelled; what it ran was stopped and cleaned up")
+		}
+		return w, true
+	case errors.Is(err, errRefreshBusy):
+		// Refresh after the other one, on the same watch.
+	case err != nil:
+		r.fail("evidence refresh: %v (tried again at the next change)", err)
+		if next == nil && w == nil {
+			// Failed before it could record what it relied on:
+			// the next certificate stored is the change.
+			next = &refreshWatch{}
+			next.gen, _ = r.engine.store.evidenceGeneration(ctx)
+		}
+		if next != nil {
+			w = next
+		}
+	default:
+		w, r.failed = next, ""
+		if rep.Reproven > 0 || rep.Renewed > 0 {
+			r.logf("evidence refresh: %d of %d pieces of evidence re-proven (%d stale), %d of %d need certificates renewed (%d unanswerable), %.1f ms",
+				rep.Reproven, rep.Evidence, rep.Stale, rep.Renewed, rep.Needs, rep.Unanswerable, rep.Ms)
+		}
+		if rep.Renewed > 0 && r.warm != nil && !r.warmRenewed(ctx, now) {
+			return w, true
+		}
+	}
+	return w, false
+}
+
+// warmRenewed readies the serving engine for the renewed needs and logs
+// how it went; it returns false once ctx ended.
+func (r *refresher) warmRenewed(ctx context.Context, now func() time.Time) bool {
+	started := now()
+	n, err := r.warm(ctx)
+	switch {
+	case ctx.Err() != nil:
+		return false
+	case err != nil:
+		r.fail("evidence refresh: readying the session for the renewed needs: %v", err)
+	default:
+		r.logf("evidence refresh: %d needs readied in %.1f ms", n, float64(now().Sub(started).Microseconds())/1000)
+	}
+	return true
 }
 
 func (r *refresher) logf(format string, args ...any) {
