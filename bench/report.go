@@ -179,34 +179,7 @@ func buildReport(c *Corpus, outs []outcome, ev evaluation, verdicts []Verdict, r
 		Unjudged: []string{}, UnjudgedWhy: map[string]int{}, Undecided: []string{}, CoverageDisagreements: []string{},
 	}
 	for _, v := range verdicts {
-		class := v.Intended
-		if class == "" {
-			class = "right"
-		}
-		cc := r.Classes[class]
-		cc.Answers++
-		if !v.True {
-			cc.False++
-		}
-		if v.Certified {
-			cc.Certified++
-		}
-		r.Classes[class] = cc
-		switch {
-		case v.Truth == verdictUnjudged:
-			r.Unjudged = append(r.Unjudged, verdictLine(v))
-			r.UnjudgedWhy[unjudgedClass(v.Why)]++
-		case v.Outcome == outcomeUndecided:
-			r.Undecided = append(r.Undecided, verdictLine(v))
-		case !v.True && v.Certified:
-			r.FalseCertified = append(r.FalseCertified, verdictLine(v))
-		case v.True && !v.Certified:
-			r.TrueRejected = append(r.TrueRejected, verdictLine(v))
-		}
-		if v.Truth != verdictUnjudged && v.CoverageTruth != verdictUnjudged && v.Truth != v.CoverageTruth {
-			r.CoverageDisagreements = append(r.CoverageDisagreements, fmt.Sprintf("%s (%s@%s) %s for %s: intervention %s (%s); coverage %s (%s)",
-				v.Need, v.Module, v.Version, v.Kind, v.Subject, v.Truth, v.Why, v.CoverageTruth, v.CoverageWhy))
-		}
+		tallyVerdict(&r, v)
 	}
 	if r.Needs > 0 {
 		r.HitRate = round4(float64(r.Hits) / float64(r.Needs))
@@ -217,6 +190,45 @@ func buildReport(c *Corpus, outs []outcome, ev evaluation, verdicts []Verdict, r
 	for p, n := range ev.PatternNeeds {
 		r.Patterns[p] = PatternStat{Needs: n, Hits: ev.PatternHits[p]}
 	}
+	fillLatencies(&r, outs)
+	r.Bumps, r.RefreshMs, r.WarmMs = []BumpStat{}, []float64{}, []float64{}
+	return r
+}
+
+// tallyVerdict counts one validated answer by its intended class and lists it where it went wrong or was not decided.
+func tallyVerdict(r *Report, v Verdict) {
+	class := v.Intended
+	if class == "" {
+		class = "right"
+	}
+	cc := r.Classes[class]
+	cc.Answers++
+	if !v.True {
+		cc.False++
+	}
+	if v.Certified {
+		cc.Certified++
+	}
+	r.Classes[class] = cc
+	switch {
+	case v.Truth == verdictUnjudged:
+		r.Unjudged = append(r.Unjudged, verdictLine(v))
+		r.UnjudgedWhy[unjudgedClass(v.Why)]++
+	case v.Outcome == outcomeUndecided:
+		r.Undecided = append(r.Undecided, verdictLine(v))
+	case !v.True && v.Certified:
+		r.FalseCertified = append(r.FalseCertified, verdictLine(v))
+	case v.True && !v.Certified:
+		r.TrueRejected = append(r.TrueRejected, verdictLine(v))
+	}
+	if v.Truth != verdictUnjudged && v.CoverageTruth != verdictUnjudged && v.Truth != v.CoverageTruth {
+		r.CoverageDisagreements = append(r.CoverageDisagreements, fmt.Sprintf("%s (%s@%s) %s for %s: intervention %s (%s); coverage %s (%s)",
+			v.Need, v.Module, v.Version, v.Kind, v.Subject, v.Truth, v.Why, v.CoverageTruth, v.CoverageWhy))
+	}
+}
+
+// fillLatencies sets the latency quantiles of all needs and of each kind of hit, and the ratios to exact hits.
+func fillLatencies(r *Report, outs []outcome) {
 	var all, validation, exact, replay, carried []float64
 	carriedOver := carriedHits(outs)
 	for i, o := range outs {
@@ -241,8 +253,6 @@ func buildReport(c *Corpus, outs []outcome, ev evaluation, verdicts []Verdict, r
 		r.ReplayP95OverExactP50 = round4(r.ReplayHitMs.P95 / r.ExactHitMs.P50)
 		r.CarriedP95OverExactP50 = round4(r.CarriedHitMs.P95 / r.ExactHitMs.P50)
 	}
-	r.Bumps, r.RefreshMs, r.WarmMs = []BumpStat{}, []float64{}, []float64{}
-	return r
 }
 
 // BumpStat is one version bump of a module and what the product's Refresh
@@ -378,37 +388,55 @@ func writeCharts(base string, r Report) ([]string, error) {
 // markdown explains every number of the report.
 func markdown(r Report, charts []string) string {
 	var b bytes.Buffer
-	pct := func(a, n int) string {
-		if n == 0 {
-			return "–"
-		}
-		return fmt.Sprintf("%.1f%%", 100*float64(a)/float64(n))
+	markdownHeadline(&b, r)
+	markdownRefresh(&b, r)
+	markdownMeanings(&b, r)
+	markdownCharts(&b, charts)
+	markdownValidation(&b, r)
+	markdownBreakdowns(&b, r)
+	markdownFailureLists(&b, r)
+	return b.String()
+}
+
+// percentOf formats a as a percentage of n, or a dash when n is zero.
+func percentOf(a, n int) string {
+	if n == 0 {
+		return "–"
 	}
-	fmt.Fprintf(&b, "# needlebench report: corpus `%s`\n\n", r.Corpus)
-	fmt.Fprintf(&b, "Reproduce with %s. Every number except the latencies is\n", r.Reproduce)
+	return fmt.Sprintf("%.1f%%", 100*float64(a)/float64(n))
+}
+
+// markdownHeadline writes the title, how to reproduce the run and the headline table.
+func markdownHeadline(b *bytes.Buffer, r Report) {
+	fmt.Fprintf(b, "# needlebench report: corpus `%s`\n\n", r.Corpus)
+	fmt.Fprintf(b, "Reproduce with %s. Every number except the latencies is\n", r.Reproduce)
 	b.WriteString("deterministic: a second run gives the same figures.\n\n")
 	b.WriteString("## Headline\n\n| measure | value |\n|---|---|\n")
-	fmt.Fprintf(&b, "| needs played (sessions) | %d (%d) |\n", r.Needs, r.Sessions)
-	fmt.Fprintf(&b, "| hits (served from evidence, no worker) | %d (%s) |\n", r.Hits, pct(r.Hits, r.Needs))
-	fmt.Fprintf(&b, "| oracle hits | %d (Needle hits %s of them) |\n", r.OracleHits, pct(r.HitsInOracle, r.OracleHits))
-	fmt.Fprintf(&b, "| hits the oracle does not count | %d |\n", r.HitsBeyondOracle)
-	fmt.Fprintf(&b, "| stale answers returned by Needle | **%d** |\n", r.StaleReturned)
+	fmt.Fprintf(b, "| needs played (sessions) | %d (%d) |\n", r.Needs, r.Sessions)
+	fmt.Fprintf(b, "| hits (served from evidence, no worker) | %d (%s) |\n", r.Hits, percentOf(r.Hits, r.Needs))
+	fmt.Fprintf(b, "| oracle hits | %d (Needle hits %s of them) |\n", r.OracleHits, percentOf(r.HitsInOracle, r.OracleHits))
+	fmt.Fprintf(b, "| hits the oracle does not count | %d |\n", r.HitsBeyondOracle)
+	fmt.Fprintf(b, "| stale answers returned by Needle | **%d** |\n", r.StaleReturned)
 	all := r.Validation["all"]
-	fmt.Fprintf(&b, "| false answers the validators certified | **%d** of %d false |\n", all.FalseCertified, all.FalseCertified+all.FalseRejected)
-	fmt.Fprintf(&b, "| true answers the validators certified | %d of %d (%s) |\n", all.TrueCertified, all.TrueCertified+all.TrueRejected,
-		pct(all.TrueCertified, all.TrueCertified+all.TrueRejected))
-	fmt.Fprintf(&b, "| stale answers a naive exact-text cache would return | %d of its %d hits |\n", r.NaiveStaleReturned, r.NaiveHits)
-	fmt.Fprintf(&b, "| worker tokens: Needle / naive cache / no reuse | %d / %d / %d |\n", r.WorkerTokens, r.NaiveWorkerTokens, r.BaselineWorkerTokens)
-	fmt.Fprintf(&b, "| worker tokens saved against no reuse | %.1f%% |\n", r.TokensSavedPct)
-	fmt.Fprintf(&b, "| worker runs (failed) | %d (%d) |\n", r.WorkerRuns, r.WorkerRunsFailed)
-	fmt.Fprintf(&b, "| latency of all needs, ms (p50 / p95 / p99) | %.1f / %.1f / %.1f |\n", r.LatencyMs.P50, r.LatencyMs.P95, r.LatencyMs.P99)
-	fmt.Fprintf(&b, "| latency of hits, ms (p50 / p95 / p99) | %.1f / %.1f / %.1f |\n", r.ValidationMs.P50, r.ValidationMs.P95, r.ValidationMs.P99)
-	fmt.Fprintf(&b, "| latency of exact hits (%d), ms (p50 / p95 / p99) | %.3f / %.3f / %.3f |\n", r.ExactHitMs.N, r.ExactHitMs.P50, r.ExactHitMs.P95, r.ExactHitMs.P99)
-	fmt.Fprintf(&b, "| latency of hits by proof replay (%d), ms (p50 / p95 / p99) | %.3f / %.3f / %.3f |\n", r.ReplayHitMs.N, r.ReplayHitMs.P50, r.ReplayHitMs.P95, r.ReplayHitMs.P99)
-	fmt.Fprintf(&b, "| latency of first asks after a version bump (%d hits on the earlier version's evidence), ms (p50 / p95 / p99) | %.3f / %.3f / %.3f |\n",
+	fmt.Fprintf(b, "| false answers the validators certified | **%d** of %d false |\n", all.FalseCertified, all.FalseCertified+all.FalseRejected)
+	fmt.Fprintf(b, "| true answers the validators certified | %d of %d (%s) |\n", all.TrueCertified, all.TrueCertified+all.TrueRejected,
+		percentOf(all.TrueCertified, all.TrueCertified+all.TrueRejected))
+	fmt.Fprintf(b, "| stale answers a naive exact-text cache would return | %d of its %d hits |\n", r.NaiveStaleReturned, r.NaiveHits)
+	fmt.Fprintf(b, "| worker tokens: Needle / naive cache / no reuse | %d / %d / %d |\n", r.WorkerTokens, r.NaiveWorkerTokens, r.BaselineWorkerTokens)
+	fmt.Fprintf(b, "| worker tokens saved against no reuse | %.1f%% |\n", r.TokensSavedPct)
+	fmt.Fprintf(b, "| worker runs (failed) | %d (%d) |\n", r.WorkerRuns, r.WorkerRunsFailed)
+	fmt.Fprintf(b, "| latency of all needs, ms (p50 / p95 / p99) | %.1f / %.1f / %.1f |\n", r.LatencyMs.P50, r.LatencyMs.P95, r.LatencyMs.P99)
+	fmt.Fprintf(b, "| latency of hits, ms (p50 / p95 / p99) | %.1f / %.1f / %.1f |\n", r.ValidationMs.P50, r.ValidationMs.P95, r.ValidationMs.P99)
+	fmt.Fprintf(b, "| latency of exact hits (%d), ms (p50 / p95 / p99) | %.3f / %.3f / %.3f |\n", r.ExactHitMs.N, r.ExactHitMs.P50, r.ExactHitMs.P95, r.ExactHitMs.P99)
+	fmt.Fprintf(b, "| latency of hits by proof replay (%d), ms (p50 / p95 / p99) | %.3f / %.3f / %.3f |\n", r.ReplayHitMs.N, r.ReplayHitMs.P50, r.ReplayHitMs.P95, r.ReplayHitMs.P99)
+	fmt.Fprintf(b, "| latency of first asks after a version bump (%d hits on the earlier version's evidence), ms (p50 / p95 / p99) | %.3f / %.3f / %.3f |\n",
 		r.CarriedHitMs.N, r.CarriedHitMs.P50, r.CarriedHitMs.P95, r.CarriedHitMs.P99)
-	fmt.Fprintf(&b, "| first ask after a bump p95 ÷ exact hit p50 (goal ≤ 5) | %.2f |\n", r.CarriedP95OverExactP50)
-	fmt.Fprintf(&b, "| replay hit p95 ÷ exact hit p50 | %.2f |\n\n", r.ReplayP95OverExactP50)
+	fmt.Fprintf(b, "| first ask after a bump p95 ÷ exact hit p50 (goal ≤ 5) | %.2f |\n", r.CarriedP95OverExactP50)
+	fmt.Fprintf(b, "| replay hit p95 ÷ exact hit p50 | %.2f |\n\n", r.ReplayP95OverExactP50)
+}
+
+// markdownRefresh writes the table of refreshes at version bumps, or says the run played without them.
+func markdownRefresh(b *bytes.Buffer, r Report) {
 	if r.Refreshed {
 		b.WriteString("## Refresh at version bumps\n\n" +
 			"At each version bump the product's `Engine.Refresh` (what `needle mcp serve` runs in the background when the\n" +
@@ -420,13 +448,17 @@ func markdown(r Report, charts []string) string {
 			"| module | from → to | evidence | re-proven | stale | needs renewed | refresh ms | needs warmed | warm ms |\n" +
 			"|---|---|---|---|---|---|---|---|---|\n")
 		for i, x := range r.Bumps {
-			fmt.Fprintf(&b, "| %s | %s → %s | %d | %d | %d | %d of %d | %.1f | %d | %.1f |\n", x.Module, x.From, x.To, x.Evidence,
+			fmt.Fprintf(b, "| %s | %s → %s | %d | %d | %d | %d of %d | %.1f | %d | %.1f |\n", x.Module, x.From, x.To, x.Evidence,
 				x.Reproven, x.Stale, x.Renewed, x.Needs, r.RefreshMs[i], x.Warmed, r.WarmMs[i])
 		}
 		b.WriteString("\n")
 	} else {
 		b.WriteString("Played with `--no-refresh`: no refresh at version bumps; the needs re-proved the evidence they reached.\n\n")
 	}
+}
+
+// markdownMeanings writes the section that defines each measure of the headline.
+func markdownMeanings(b *bytes.Buffer, r Report) {
 	b.WriteString("## What the numbers mean\n\n")
 	b.WriteString("- **needs**: every need of every session, played in order through the unchanged product (`product.Open`, a fresh\n" +
 		"  data directory, the replay App Server serving `frozen/" + r.Corpus + "/`). Each module is a throwaway git repository in\n" +
@@ -443,7 +475,7 @@ func markdown(r Report, charts []string) string {
 		"  A cited span is mapped, by parsing, to the declarations whose name line it holds and within whose lines it lies\n" +
 		"  (doc comment in or out, the end one past); the records of those declarations decide. Per kind:\n")
 	for _, k := range []string{"implementation_location", "runtime_flow", "focused_tests"} {
-		fmt.Fprintf(&b, "  - *%s*: %s.\n", k, r.TruthMethods[k])
+		fmt.Fprintf(b, "  - *%s*: %s.\n", k, r.TruthMethods[k])
 	}
 	b.WriteString("  A case the interventions cannot decide (a mutant that survived, a program that did not show the flag) is\n" +
 		"  *unjudged*: counted and listed, never taken as false. The earlier truth — go/types declarations and links, test\n" +
@@ -467,10 +499,18 @@ func markdown(r Report, charts []string) string {
 		"  or claim last served at the module's earlier version, read from what the results cite; hits by proof replay:\n" +
 		"  those that re-proved evidence whose files changed at need time, which the refresh at the bump leaves to needs\n" +
 		"  asked before it finishes). Not deterministic; the counts are.\n\n")
+}
+
+// markdownCharts links the chart files written next to the report.
+func markdownCharts(b *bytes.Buffer, charts []string) {
 	b.WriteString("## Charts\n\n")
 	for _, c := range charts {
-		fmt.Fprintf(&b, "![%s](%s)\n\n", filepath.Base(c), filepath.Base(c))
+		fmt.Fprintf(b, "![%s](%s)\n\n", filepath.Base(c), filepath.Base(c))
 	}
+}
+
+// markdownValidation writes the validators' verdicts against the truth, per kind and per generator class.
+func markdownValidation(b *bytes.Buffer, r Report) {
 	b.WriteString("## Validation against the truth (every distinct scripted answer)\n\n" +
 		"Precision and recall count the answers the truth judged and the validators decided; *unjudged* answers (the\n" +
 		"truth could not decide) and *undecided* ones (the validators could not: no sandbox, a missing dependency, a\n" +
@@ -483,31 +523,35 @@ func markdown(r Report, charts []string) string {
 		if !ok {
 			continue
 		}
-		fmt.Fprintf(&b, "| %s | %d | %d | %d | **%d** | %d | %d | %d | %d / %d | %.4f | %.4f |\n", k, v.Answers, v.TrueCertified, v.TrueRejected,
+		fmt.Fprintf(b, "| %s | %d | %d | %d | **%d** | %d | %d | %d | %d / %d | %.4f | %.4f |\n", k, v.Answers, v.TrueCertified, v.TrueRejected,
 			v.FalseCertified, v.FalseRejected, v.Unjudged, v.Undecided, v.CertifiedExecuted, v.CertifiedStatic, v.Precision, v.Recall)
 	}
 	if len(r.UnjudgedWhy) > 0 {
 		b.WriteString("\nUnjudged answers by reason:")
 		for _, k := range slices.Sorted(mapKeys(r.UnjudgedWhy)) {
-			fmt.Fprintf(&b, " %s %d;", k, r.UnjudgedWhy[k])
+			fmt.Fprintf(b, " %s %d;", k, r.UnjudgedWhy[k])
 		}
 		b.WriteString("\n")
 	}
-	fmt.Fprintf(&b, "\nStale answers returned in the same run: **%d**.\n\n", r.StaleReturned)
+	fmt.Fprintf(b, "\nStale answers returned in the same run: **%d**.\n\n", r.StaleReturned)
 	b.WriteString("By the class the generator meant each answer in (the truth decides; a class meant wrong can be right):\n\n" +
 		"| class | answers | false by the truth | certified |\n|---|---|---|---|\n")
 	for _, k := range slices.Sorted(mapKeys(r.Classes)) {
 		c := r.Classes[k]
-		fmt.Fprintf(&b, "| %s | %d | %d | %d |\n", k, c.Answers, c.False, c.Certified)
+		fmt.Fprintf(b, "| %s | %d | %d | %d |\n", k, c.Answers, c.False, c.Certified)
 	}
 	b.WriteString("\n")
+}
+
+// markdownBreakdowns writes the count tables (resolution kinds, ledger classes, corpus patterns), the wrong-answer mix and the subjects.
+func markdownBreakdowns(b *bytes.Buffer, r Report) {
 	b.WriteString("## Resolution kinds\n\n| kind | needs |\n|---|---|\n")
 	for _, k := range slices.Sorted(mapKeys(r.ResolutionKinds)) {
-		fmt.Fprintf(&b, "| %s | %d |\n", k, r.ResolutionKinds[k])
+		fmt.Fprintf(b, "| %s | %d |\n", k, r.ResolutionKinds[k])
 	}
 	b.WriteString("\n## Ledger classes (how each need relates to the earlier needs of its session)\n\n| class | needs |\n|---|---|\n")
 	for _, k := range slices.Sorted(mapKeys(r.LedgerClasses)) {
-		fmt.Fprintf(&b, "| %s | %d |\n", k, r.LedgerClasses[k])
+		fmt.Fprintf(b, "| %s | %d |\n", k, r.LedgerClasses[k])
 	}
 	b.WriteString("\n## Corpus patterns\n\nfirst_ask: nobody asked before; repeat: the same request word for word, by another developer later;\n" +
 		"reworded: the same need, another task wording; marker: the same need as a `@@need` line; extension: adds\n" +
@@ -515,11 +559,11 @@ func markdown(r Report, charts []string) string {
 		"across_bump: asked before the version bump, asked again after it; new_after_bump: a first ask on the newer version.\n\n" +
 		"| pattern | needs | hits |\n|---|---|---|\n")
 	for _, k := range slices.Sorted(mapKeys(r.Patterns)) {
-		fmt.Fprintf(&b, "| %s | %d | %d |\n", k, r.Patterns[k].Needs, r.Patterns[k].Hits)
+		fmt.Fprintf(b, "| %s | %d | %d |\n", k, r.Patterns[k].Needs, r.Patterns[k].Hits)
 	}
-	fmt.Fprintf(&b, "\nScripted worker answers: %d, of which the generator meant %.1f%% to be wrong:", r.Wrong.Answer, 100*r.Wrong.Rate)
+	fmt.Fprintf(b, "\nScripted worker answers: %d, of which the generator meant %.1f%% to be wrong:", r.Wrong.Answer, 100*r.Wrong.Rate)
 	for _, k := range slices.Sorted(mapKeys(r.Wrong.Kinds)) {
-		fmt.Fprintf(&b, " %s %d;", k, r.Wrong.Kinds[k])
+		fmt.Fprintf(b, " %s %d;", k, r.Wrong.Kinds[k])
 	}
 	b.WriteString(" every answer the truth judges false must be rejected by Needle's validators, never served.\n\n## Subjects\n\n")
 	for _, s := range r.Subjects {
@@ -527,27 +571,30 @@ func markdown(r Report, charts []string) string {
 		for _, v := range s.Versions {
 			vs = append(vs, v.Version)
 		}
-		fmt.Fprintf(&b, "- `%s` %s\n", s.Module, strings.Join(vs, " → "))
+		fmt.Fprintf(b, "- `%s` %s\n", s.Module, strings.Join(vs, " → "))
 	}
+}
+
+// markdownFailureLists lists the needs and answers that went wrong or could not be decided, one section each when any.
+func markdownFailureLists(b *bytes.Buffer, r Report) {
 	if len(r.StaleNeeds) > 0 {
-		fmt.Fprintf(&b, "\n## Stale answers (must not happen)\n\n- %s\n", strings.Join(r.StaleNeeds, "\n- "))
+		fmt.Fprintf(b, "\n## Stale answers (must not happen)\n\n- %s\n", strings.Join(r.StaleNeeds, "\n- "))
 	}
 	if len(r.FalseCertified) > 0 {
-		fmt.Fprintf(&b, "\n## False answers certified (must not happen)\n\n- %s\n", strings.Join(r.FalseCertified, "\n- "))
+		fmt.Fprintf(b, "\n## False answers certified (must not happen)\n\n- %s\n", strings.Join(r.FalseCertified, "\n- "))
 	}
 	if len(r.TrueRejected) > 0 {
-		fmt.Fprintf(&b, "\n## True answers rejected\n\n- %s\n", strings.Join(r.TrueRejected, "\n- "))
+		fmt.Fprintf(b, "\n## True answers rejected\n\n- %s\n", strings.Join(r.TrueRejected, "\n- "))
 	}
 	if len(r.Undecided) > 0 {
-		fmt.Fprintf(&b, "\n## Answers the validators could not decide\n\n- %s\n", strings.Join(r.Undecided, "\n- "))
+		fmt.Fprintf(b, "\n## Answers the validators could not decide\n\n- %s\n", strings.Join(r.Undecided, "\n- "))
 	}
 	if len(r.Unjudged) > 0 {
-		fmt.Fprintf(&b, "\n## Answers the truth could not judge\n\n- %s\n", strings.Join(r.Unjudged, "\n- "))
+		fmt.Fprintf(b, "\n## Answers the truth could not judge\n\n- %s\n", strings.Join(r.Unjudged, "\n- "))
 	}
 	if len(r.CoverageDisagreements) > 0 {
-		fmt.Fprintf(&b, "\n## Where the coverage truth and the intervention truth disagree\n\n- %s\n", strings.Join(r.CoverageDisagreements, "\n- "))
+		fmt.Fprintf(b, "\n## Where the coverage truth and the intervention truth disagree\n\n- %s\n", strings.Join(r.CoverageDisagreements, "\n- "))
 	}
-	return b.String()
 }
 
 // ExperimentReport is reports/<experiment>.json: latency quantiles of the
