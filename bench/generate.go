@@ -132,21 +132,9 @@ func Generate(ctx context.Context, opts GenerateOptions, progress func(string)) 
 	g := &generator{opts: opts, rng: rand.New(rand.NewPCG(opts.Seed, opts.Seed^0x9e3779b97f4a7c15)), truths: truths{},
 		answers: map[string]map[string]ScriptedReply{}, patterns: map[string]int{}, wrong: map[string]int{}, forced: map[string]int{},
 		scenarios: map[string]ScenarioSpec{}, parsed: map[string]map[string]bool{}}
-	for _, spec := range opts.Modules {
-		mod, vers, ok := strings.Cut(spec, "@")
-		versions := strings.Split(vers, ",")
-		if !ok || len(versions) < 2 {
-			return nil, fmt.Errorf("module %q: want module@old,new", spec)
-		}
-		s := Subject{Module: mod}
-		for _, v := range versions {
-			d, err := moduleDownload(ctx, mod, v)
-			if err != nil {
-				return nil, err
-			}
-			s.Versions = append(s.Versions, ModuleVersion{Version: v, Sum: d.Sum})
-		}
-		g.subjects = append(g.subjects, s)
+	var err error
+	if g.subjects, err = downloadSubjects(ctx, opts.Modules); err != nil {
+		return nil, err
 	}
 	c := &Corpus{Manifest: Manifest{Format: CorpusFormat, Name: opts.Name, Seed: opts.Seed, Generator: opts.Command, Subjects: g.subjects},
 		coverage: map[string][]byte{}, truth: map[string][]byte{}}
@@ -164,6 +152,54 @@ func Generate(ctx context.Context, opts GenerateOptions, progress func(string)) 
 	}
 	covOpts := coverageOptions{sandbox: sb, scratch: root, progress: progress,
 		subtests: func(_, _ string, all []string) []string { return all[:min(len(all), maxSubtests)] }}
+	covs, err := g.coverVersions(ctx, c, covOpts, progress)
+	if err != nil {
+		return nil, err
+	}
+	for _, s := range g.subjects {
+		if g.parsed[s.Module], err = g.parsedFlags(ctx, covOpts, s.Module, s.Versions[0].Version); err != nil {
+			return nil, err
+		}
+	}
+	c.Sessions = g.planSessions()
+	its, err := g.computeTruths(ctx, c, covOpts, covs)
+	if err != nil {
+		return nil, err
+	}
+	if c.Manifest.Judged, err = judgeCorpus(c, its); err != nil {
+		return nil, err
+	}
+	g.fillManifest(c, sb)
+	return c, c.check()
+}
+
+// downloadSubjects parses the "module@old,new" specs and downloads every
+// version, pinning its sum.
+func downloadSubjects(ctx context.Context, specs []string) ([]Subject, error) {
+	var subjects []Subject
+	for _, spec := range specs {
+		mod, vers, ok := strings.Cut(spec, "@")
+		versions := strings.Split(vers, ",")
+		if !ok || len(versions) < 2 {
+			return nil, fmt.Errorf("module %q: want module@old,new", spec)
+		}
+		s := Subject{Module: mod}
+		for _, v := range versions {
+			d, err := moduleDownload(ctx, mod, v)
+			if err != nil {
+				return nil, err
+			}
+			s.Versions = append(s.Versions, ModuleVersion{Version: v, Sum: d.Sum})
+		}
+		subjects = append(subjects, s)
+	}
+	return subjects, nil
+}
+
+// coverVersions runs every module version's tests with coverage, stores
+// the encoded coverage in c, and loads each version's program for the
+// generator's truths.
+func (g *generator) coverVersions(ctx context.Context, c *Corpus, covOpts coverageOptions, progress func(string)) (map[string]*Coverage, error) {
 	covs := map[string]*Coverage{}
 	for i, s := range g.subjects {
 		r := g.repos[s.Module]
@@ -189,11 +225,11 @@ func Generate(ctx context.Context, opts GenerateOptions, progress func(string)) 
 			g.truths[s.Module+"@"+v.Version] = &truth{prog: prog, reach: newReach(cov)} // iv: computeTruths
 		}
 	}
-	for _, s := range g.subjects {
-		if g.parsed[s.Module], err = g.parsedFlags(ctx, covOpts, s.Module, s.Versions[0].Version); err != nil {
-			return nil, err
-		}
-	}
+	return covs, nil
+}
+
+// planSessions makes every module's sessions and numbers them and their needs.
+func (g *generator) planSessions() []Session {
 	var before, after []Session
 	for _, s := range g.subjects {
 		b, a := g.module(s)
@@ -201,21 +237,20 @@ func Generate(ctx context.Context, opts GenerateOptions, progress func(string)) 
 	}
 	// Developers work on several modules at once: interleave the modules'
 	// sessions, all of them before the version bump first.
-	c.Sessions = append(interleave(before, g.rng), interleave(after, g.rng)...)
-	for i := range c.Sessions {
-		c.Sessions[i].ID = fmt.Sprintf("s%03d", i+1)
-		for j := range c.Sessions[i].Needs {
+	sessions := append(interleave(before, g.rng), interleave(after, g.rng)...)
+	for i := range sessions {
+		sessions[i].ID = fmt.Sprintf("s%03d", i+1)
+		for j := range sessions[i].Needs {
 			g.needs++
-			c.Sessions[i].Needs[j].ID = fmt.Sprintf("s%03d.%d", i+1, j+1)
+			sessions[i].Needs[j].ID = fmt.Sprintf("s%03d.%d", i+1, j+1)
 		}
 	}
-	its, err := g.computeTruths(ctx, c, covOpts, covs)
-	if err != nil {
-		return nil, err
-	}
-	if c.Manifest.Judged, err = judgeCorpus(c, its); err != nil {
-		return nil, err
-	}
+	return sessions
+}
+
+// fillManifest records the generator's counts, its wrong-answer mix and the
+// notes that explain the corpus in c's manifest.
+func (g *generator) fillManifest(c *Corpus, sb *sandbox) {
 	c.Manifest.Patterns, c.Manifest.Needs, c.Manifest.Sessions = g.patterns, g.needs, len(c.Sessions)
 	wrongTotal := 0
 	for _, n := range g.wrong {
@@ -235,19 +270,24 @@ func Generate(ctx context.Context, opts GenerateOptions, progress func(string)) 
 	}
 	for _, s := range g.subjects {
 		if fl := g.parsed[s.Module]; len(fl) > 0 {
-			var yes, no []string
-			for _, name := range slices.Sorted(mapKeys(fl)) {
-				if fl[name] {
-					yes = append(yes, name)
-				} else {
-					no = append(no, name)
-				}
-			}
-			c.Manifest.Notes = append(c.Manifest.Notes, fmt.Sprintf("%s@%s flags (subjects prefer those a program parses): parsed %s; not parsed %s",
-				s.Module, s.Versions[0].Version, strings.Join(yes, " "), strings.Join(no, " ")))
+			c.Manifest.Notes = append(c.Manifest.Notes, parsedFlagsNote(s, fl))
 		}
 	}
-	return c, c.check()
+}
+
+// parsedFlagsNote is the manifest note listing which of a module's flags a
+// program parses at its first version.
+func parsedFlagsNote(s Subject, fl map[string]bool) string {
+	var yes, no []string
+	for _, name := range slices.Sorted(mapKeys(fl)) {
+		if fl[name] {
+			yes = append(yes, name)
+		} else {
+			no = append(no, name)
+		}
+	}
+	return fmt.Sprintf("%s@%s flags (subjects prefer those a program parses): parsed %s; not parsed %s",
+		s.Module, s.Versions[0].Version, strings.Join(yes, " "), strings.Join(no, " "))
 }
 
 // sandbox returns the sandbox the coverage runs use, checked by its probe.
@@ -288,6 +328,12 @@ func (g *generator) writerFor(module, version string) *writer {
 // the newer version.
 func (g *generator) candidates(module, oldV, newV string) []genSubject {
 	oldW, newT := g.writerFor(module, oldV), g.truths.of(module, newV)
+	return append(symbolCandidates(module, oldW, newT), g.flagCandidates(module, oldW, newT)...)
+}
+
+// symbolCandidates lists the exported declarations short enough to cite,
+// with what they offer (tests, a flow, a function value) and their drift.
+func symbolCandidates(module string, oldW *writer, newT *truth) []genSubject {
 	var out []genSubject
 	for _, name := range slices.Sorted(mapKeys(oldW.t.prog.byName)) {
 		d, ok := oldW.t.symbol(name)
@@ -314,6 +360,13 @@ func (g *generator) candidates(module, oldV, newV string) []genSubject {
 		}
 		out = append(out, s)
 	}
+	return out
+}
+
+// flagCandidates lists the module's own command-line flags, tests' flags
+// aside, with their drift by the text of their definitions.
+func (g *generator) flagCandidates(module string, oldW *writer, newT *truth) []genSubject {
+	var out []genSubject
 	flags := map[string]string{}
 	library := map[string]bool{}
 	for _, f := range oldW.t.prog.flags {
@@ -368,15 +421,27 @@ func (g *generator) module(s Subject) (before, after []Session) {
 	r := g.repos[s.Module]
 	oldV, newV := s.Versions[0].Version, s.Versions[len(s.Versions)-1].Version
 	picked := pickSubjects(g.candidates(s.Module, oldV, newV), g.rng, g.opts.Subjects)
-	var asked []plannedNeed
-	session := func(version string, needs ...plannedNeed) Session {
-		g.devs++
-		sess := Session{Developer: fmt.Sprintf("dev%02d", g.devs%9+1), Module: s.Module, Version: version}
-		for _, n := range needs {
-			sess.Needs = append(sess.Needs, g.need(r, version, n))
-		}
-		return sess
+	before, asked := g.firstAskSessions(r, s.Module, oldV, picked)
+	before = append(before, g.askAgainSessions(r, s.Module, oldV, asked)...)
+	after = g.acrossBumpSessions(r, s.Module, newV, asked)
+	after = g.newAfterBumpSessions(r, s, after, len(picked))
+	return before, after
+}
+
+// session makes one developer's session on a module version, writing the
+// scripted answers of its needs.
+func (g *generator) session(r *moduleRepo, module, version string, needs ...plannedNeed) Session {
+	g.devs++
+	sess := Session{Developer: fmt.Sprintf("dev%02d", g.devs%9+1), Module: module, Version: version}
+	for _, n := range needs {
+		sess.Needs = append(sess.Needs, g.need(r, version, n))
 	}
+	return sess
+}
+
+// firstAskSessions makes the first sessions on the old version, one per
+// picked subject, and returns them with the needs they asked.
+func (g *generator) firstAskSessions(r *moduleRepo, module, oldV string, picked []genSubject) (before []Session, asked []plannedNeed) {
 	flags := 0
 	for i, subj := range picked {
 		first := plannedNeed{subj: subj, route: "locate.implementation", task: taskText(subj, 0), pattern: "first_ask"}
@@ -391,42 +456,51 @@ func (g *generator) module(s Subject) (before, after []Session) {
 		if subj.Kind == "cli_option" {
 			flags++
 		}
-		switch {
-		case subj.value:
-			// locate, then how it runs through a function value, in the
-			// test that takes it: right by construction.
-			ext := plannedNeed{subj: subj, route: "trace.state-flow", task: flowTask(subj, 0), pattern: "extension"}
-			before = append(before, session(oldV, first, ext))
-			asked = append(asked, first, ext)
-		case subj.Kind == "symbol" && subj.tests && i%3 == 0:
-			// locate, then the same subject with its tests: an extension.
-			ext := plannedNeed{subj: subj, route: "tests.relevant", impl: true, task: testsTask(subj, 0), pattern: "extension"}
-			before = append(before, session(oldV, first, ext))
-			asked = append(asked, first, ext)
-		case subj.Kind == "symbol" && subj.tests && i%3 == 1:
-			// tests with the location, whose tests answer is wrong by
-			// construction; then only the tests: a residual need.
-			ext := plannedNeed{subj: subj, route: "tests.relevant", impl: true, task: testsTask(subj, 1), pattern: "first_ask",
-				forceKind: "focused_tests", forceClass: g.force("focused_tests", subj)}
-			res := plannedNeed{subj: subj, route: "tests.relevant", task: testsTask(subj, 2), pattern: "residual"}
-			before = append(before, session(oldV, ext, res))
-			asked = append(asked, ext, res)
-		case subj.flow:
-			// locate, then how it runs: an extension with a flow, two in
-			// three wrong by construction.
-			ext := plannedNeed{subj: subj, route: "trace.state-flow", task: flowTask(subj, 0), pattern: "extension"}
-			if g.forced["flows"]++; g.forced["flows"]%3 != 0 {
-				ext.forceKind, ext.forceClass = "runtime_flow", g.force("runtime_flow", subj)
-			}
-			before = append(before, session(oldV, first, ext))
-			asked = append(asked, first, ext)
-		default:
-			before = append(before, session(oldV, first))
-			asked = append(asked, first)
-		}
+		needs := g.followUps(i, subj, first)
+		before = append(before, g.session(r, module, oldV, needs...))
+		asked = append(asked, needs...)
 	}
-	// Other developers ask again before the bump: word for word, reworded,
-	// as a marker.
+	return before, asked
+}
+
+// followUps returns the needs of a subject's first session: its first
+// ask, alone or followed by an extension or a residual need, by the
+// subject's kind and its place i among the picked subjects.
+func (g *generator) followUps(i int, subj genSubject, first plannedNeed) []plannedNeed {
+	switch {
+	case subj.value:
+		// locate, then how it runs through a function value, in the
+		// test that takes it: right by construction.
+		ext := plannedNeed{subj: subj, route: "trace.state-flow", task: flowTask(subj, 0), pattern: "extension"}
+		return []plannedNeed{first, ext}
+	case subj.Kind == "symbol" && subj.tests && i%3 == 0:
+		// locate, then the same subject with its tests: an extension.
+		ext := plannedNeed{subj: subj, route: "tests.relevant", impl: true, task: testsTask(subj, 0), pattern: "extension"}
+		return []plannedNeed{first, ext}
+	case subj.Kind == "symbol" && subj.tests && i%3 == 1:
+		// tests with the location, whose tests answer is wrong by
+		// construction; then only the tests: a residual need.
+		ext := plannedNeed{subj: subj, route: "tests.relevant", impl: true, task: testsTask(subj, 1), pattern: "first_ask",
+			forceKind: "focused_tests", forceClass: g.force("focused_tests", subj)}
+		res := plannedNeed{subj: subj, route: "tests.relevant", task: testsTask(subj, 2), pattern: "residual"}
+		return []plannedNeed{ext, res}
+	case subj.flow:
+		// locate, then how it runs: an extension with a flow, two in
+		// three wrong by construction.
+		ext := plannedNeed{subj: subj, route: "trace.state-flow", task: flowTask(subj, 0), pattern: "extension"}
+		if g.forced["flows"]++; g.forced["flows"]%3 != 0 {
+			ext.forceKind, ext.forceClass = "runtime_flow", g.force("runtime_flow", subj)
+		}
+		return []plannedNeed{first, ext}
+	default:
+		return []plannedNeed{first}
+	}
+}
+
+// askAgainSessions makes the sessions in which other developers ask again
+// before the bump: word for word, reworded, as a marker.
+func (g *generator) askAgainSessions(r *moduleRepo, module, oldV string, asked []plannedNeed) []Session {
+	var before []Session
 	for i, n := range asked {
 		var again []plannedNeed
 		n.forceKind, n.forceClass = "", ""
@@ -444,10 +518,15 @@ func (g *generator) module(s Subject) (before, after []Session) {
 			m.pattern, m.forceKind, m.forceClass = "repeat", "", ""
 			again = append(again, m)
 		}
-		before = append(before, session(oldV, again...))
+		before = append(before, g.session(r, module, oldV, again...))
 	}
-	// After the bump: the same requests again (code that changed and code
-	// that did not), and subjects nobody asked about before.
+	return before
+}
+
+// acrossBumpSessions makes the sessions after the bump that ask the same
+// requests again, on code that changed and code that did not.
+func (g *generator) acrossBumpSessions(r *moduleRepo, module, newV string, asked []plannedNeed) []Session {
+	var after []Session
 	for i, n := range asked {
 		n.pattern, n.marker, n.forceKind, n.forceClass = "across_bump", false, "", ""
 		if n.subj.drift == "gone" {
@@ -458,24 +537,32 @@ func (g *generator) module(s Subject) (before, after []Session) {
 		}
 		later := []plannedNeed{n}
 		if i%3 == 0 {
-			r := n
-			r.pattern, r.forceKind = "repeat", ""
-			later = append(later, r)
+			repeat := n
+			repeat.pattern, repeat.forceKind = "repeat", ""
+			later = append(later, repeat)
 		}
-		after = append(after, session(newV, later...))
+		after = append(after, g.session(r, module, newV, later...))
 	}
+	return after
+}
+
+// newAfterBumpSessions appends to after sessions on exported symbols the
+// newer version adds, which nobody asked about before, until after holds
+// 2*picked+6 sessions.
+func (g *generator) newAfterBumpSessions(r *moduleRepo, s Subject, after []Session, picked int) []Session {
+	oldV, newV := s.Versions[0].Version, s.Versions[len(s.Versions)-1].Version
 	newT := g.truths.of(s.Module, newV)
 	oldT := g.truths.of(s.Module, oldV)
 	for _, name := range slices.Sorted(mapKeys(newT.prog.byName)) {
 		d, ok := newT.symbol(name)
-		if _, old := oldT.prog.byName[name]; old || !ok || !d.Exported || len(after) >= 2*len(picked)+6 {
+		if _, old := oldT.prog.byName[name]; old || !ok || !d.Exported || len(after) >= 2*picked+6 {
 			continue
 		}
 		subj := genSubject{subject: subject{Kind: "symbol", Name: name}, module: s.Module, drift: "new"}
 		n := plannedNeed{subj: subj, route: "locate.implementation", task: taskText(subj, 0), pattern: "new_after_bump"}
-		after = append(after, session(newV, n, plannedNeed{subj: subj, route: "locate.implementation", task: taskText(subj, 0), pattern: "repeat"}))
+		after = append(after, g.session(r, s.Module, newV, n, plannedNeed{subj: subj, route: "locate.implementation", task: taskText(subj, 0), pattern: "repeat"}))
 	}
-	return before, after
+	return after
 }
 
 // pickSubjects takes up to want (default 14) subjects spread over the
