@@ -73,28 +73,9 @@ func Run(ctx context.Context, opts RunOptions) (Report, []string, error) {
 	if err != nil {
 		return Report{}, nil, err
 	}
-	if opts.Frozen == "" {
-		opts.Frozen = defaultFrozen(opts.Corpus, c.Manifest.Name)
-	}
-	if opts.Reports == "" {
-		opts.Reports = "reports"
-	}
-	frozen, err := filepath.Abs(opts.Frozen)
+	frozen, err := opts.resolveInputs(c)
 	if err != nil {
 		return Report{}, nil, err
-	}
-	if _, err := os.Stat(frozen); err != nil {
-		return Report{}, nil, fmt.Errorf("frozen transcripts: %w (record them with needlebench record %s)", err, opts.Corpus)
-	}
-	if opts.Codex == "" {
-		return Report{}, nil, errors.New("no codex binary for the validators' test sandbox: pass --codex BIN (make bench uses the pinned one)")
-	}
-	if opts.Replay == nil {
-		self, err := selfCommand()
-		if err != nil {
-			return Report{}, nil, err
-		}
-		opts.Replay = self
 	}
 	// The outputs are prepared before the work, so a report directory or
 	// trace file that cannot be written fails the run at once, not after
@@ -118,67 +99,132 @@ func Run(ctx context.Context, opts RunOptions) (Report, []string, error) {
 	if err := tc.check(ctx); err != nil {
 		return Report{}, nil, err
 	}
-	prog := newProgress(opts.Stderr)
-	var phases []Phase
-	phase := func(name string, start time.Time) {
-		phases = append(phases, Phase{Name: name, Seconds: time.Since(start).Seconds()})
-	}
-	start := time.Now()
-	repos, err := materialize(ctx, c, filepath.Join(work, "repos"), prog.status)
+	pc, err := playAndJudge(ctx, c, opts, frozen, work, tc)
 	if err != nil {
 		return Report{}, nil, err
 	}
-	phase("materialize", start)
-	start = time.Now()
-	ts, err := loadTruths(ctx, c, repos, prog.status)
-	if err != nil {
+	if err := sandboxFailure(pc.verdicts); err != nil {
 		return Report{}, nil, err
 	}
-	phase("truth", start)
-	start = time.Now()
-	as := appServer{command: append(append([]string{}, opts.Replay...), "appserver-replay", "--transcripts", frozen)}
-	outs, bumps, totals, err := play(ctx, c, repos, filepath.Join(work, "data"), as, tc, !opts.NoRefresh, prog.needs)
-	if err != nil {
-		prog.done()
-		return Report{}, nil, err
-	}
-	phase("play", start)
-	start = time.Now()
-	verdicts, err := judgeAnswers(ctx, c, repos, ts, filepath.Join(work, "validate"), tc, prog.answers)
-	prog.done()
-	if err != nil {
-		return Report{}, nil, err
-	}
-	phase("validation", start)
-	for _, v := range verdicts {
-		for _, r := range v.Reasons {
-			if strings.Contains(r, errNoSandbox) {
-				return Report{}, nil, fmt.Errorf("the validators could not run the tests of %s in the sandbox: %s", v.Need, r)
-			}
-		}
-	}
-	ev := evaluate(outs, ts, repos, c)
+	ev := evaluate(pc.outs, pc.truths, pc.repos, c)
 	if trace != nil {
-		if err := writeTrace(trace, outs, ev); err != nil {
+		if err := writeTrace(trace, pc.outs, ev); err != nil {
 			return Report{}, nil, fmt.Errorf("trace: %w", err)
 		}
 	}
-	runs, failed := 0, 0
-	var tokens int64
-	for _, t := range totals {
-		runs, failed, tokens = runs+t.Runs, failed+t.Failed, tokens+t.TotalTokens
-	}
+	runs, failed, tokens := sumWorkerTotals(pc.totals)
 	if failed > 0 {
 		// A replayed worker never fails unless the frozen transcripts no
 		// longer match what the product sends.
 		return Report{}, nil, fmt.Errorf("%d worker runs failed: the frozen transcripts do not match; re-record them with needlebench record", failed)
 	}
-	r := buildReport(c, outs, ev, verdicts, runs, failed, tokens)
-	r.addBumps(!opts.NoRefresh, bumps)
-	r.Phases = phases
+	r := buildReport(c, pc.outs, ev, pc.verdicts, runs, failed, tokens)
+	r.addBumps(!opts.NoRefresh, pc.bumps)
+	r.Phases = pc.phases
 	r.Reproduce, r.CorpusDir = reproduceCommand(opts.Corpus), opts.Corpus
 	files, err := writeReport(opts.Reports, r)
 	return r, files, err
+}
+
+// resolveInputs fills the defaults that depend on the corpus, checks that
+// the frozen transcripts and the codex binary are there, and returns the
+// frozen transcripts' absolute path.
+func (o *RunOptions) resolveInputs(c *Corpus) (frozen string, err error) {
+	if o.Frozen == "" {
+		o.Frozen = defaultFrozen(o.Corpus, c.Manifest.Name)
+	}
+	if o.Reports == "" {
+		o.Reports = "reports"
+	}
+	frozen, err = filepath.Abs(o.Frozen)
+	if err != nil {
+		return "", err
+	}
+	if _, err := os.Stat(frozen); err != nil {
+		return "", fmt.Errorf("frozen transcripts: %w (record them with needlebench record %s)", err, o.Corpus)
+	}
+	if o.Codex == "" {
+		return "", errors.New("no codex binary for the validators' test sandbox: pass --codex BIN (make bench uses the pinned one)")
+	}
+	if o.Replay == nil {
+		self, err := selfCommand()
+		if err != nil {
+			return "", err
+		}
+		o.Replay = self
+	}
+	return frozen, nil
+}
+
+// playedCorpus is what the timed phases of a run produce: the module
+// repositories and truths, the played needs and the validators' verdicts.
+type playedCorpus struct {
+	repos    map[string]*moduleRepo
+	truths   truths
+	outs     []outcome
+	bumps    []bump
+	totals   map[string]product.WorkerTotals
+	verdicts []Verdict
+	phases   []Phase
+}
+
+// playAndJudge materializes the modules, loads their truths, plays the
+// corpus and judges every scripted answer, timing each phase.
+func playAndJudge(ctx context.Context, c *Corpus, opts RunOptions, frozen, work string, tc testsConfig) (playedCorpus, error) {
+	var pc playedCorpus
+	prog := newProgress(opts.Stderr)
+	phase := func(name string, start time.Time) {
+		pc.phases = append(pc.phases, Phase{Name: name, Seconds: time.Since(start).Seconds()})
+	}
+	start := time.Now()
+	var err error
+	if pc.repos, err = materialize(ctx, c, filepath.Join(work, "repos"), prog.status); err != nil {
+		return playedCorpus{}, err
+	}
+	phase("materialize", start)
+	start = time.Now()
+	if pc.truths, err = loadTruths(ctx, c, pc.repos, prog.status); err != nil {
+		return playedCorpus{}, err
+	}
+	phase("truth", start)
+	start = time.Now()
+	as := appServer{command: append(append([]string{}, opts.Replay...), "appserver-replay", "--transcripts", frozen)}
+	pc.outs, pc.bumps, pc.totals, err = play(ctx, c, pc.repos, filepath.Join(work, "data"), as, tc, !opts.NoRefresh, prog.needs)
+	if err != nil {
+		prog.done()
+		return playedCorpus{}, err
+	}
+	phase("play", start)
+	start = time.Now()
+	pc.verdicts, err = judgeAnswers(ctx, c, pc.repos, pc.truths, filepath.Join(work, "validate"), tc, prog.answers)
+	prog.done()
+	if err != nil {
+		return playedCorpus{}, err
+	}
+	phase("validation", start)
+	return pc, nil
+}
+
+// sandboxFailure returns an error naming the first answer whose validator
+// could not run a test in the sandbox at all, or nil.
+func sandboxFailure(verdicts []Verdict) error {
+	for _, v := range verdicts {
+		for _, r := range v.Reasons {
+			if strings.Contains(r, errNoSandbox) {
+				return fmt.Errorf("the validators could not run the tests of %s in the sandbox: %s", v.Need, r)
+			}
+		}
+	}
+	return nil
+}
+
+// sumWorkerTotals adds up the worker runs, failed runs and tokens of every
+// engine of the play.
+func sumWorkerTotals(totals map[string]product.WorkerTotals) (runs, failed int, tokens int64) {
+	for _, t := range totals {
+		runs, failed, tokens = runs+t.Runs, failed+t.Failed, tokens+t.TotalTokens
+	}
+	return runs, failed, tokens
 }
 
 // loadTruths type-checks every module version of the corpus and reads its
