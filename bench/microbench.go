@@ -112,16 +112,13 @@ func microbenchEvidence(ctx context.Context, repo, evidence, work string) (strin
 	return repo, props, nil
 }
 
+// microbenchRun certifies the evidence on a fresh engine, then times calls
+// rounds of need_context, a no-op tool call and ping over MCP sessions.
 func microbenchRun(ctx context.Context, reqFile, repo, evidence, codex string, calls int) (map[string]Quantiles, error) {
-	args, err := os.ReadFile(reqFile)
+	args, err := readMicrobenchRequest(reqFile)
 	if err != nil {
 		return nil, err
 	}
-	var compact bytes.Buffer
-	if err := json.Compact(&compact, args); err != nil {
-		return nil, fmt.Errorf("%s: %w", reqFile, err)
-	}
-	args = compact.Bytes() // one request, one line
 	work, err := os.MkdirTemp("", "needle-microbench-")
 	if err != nil {
 		return nil, err
@@ -146,10 +143,38 @@ func microbenchRun(ctx context.Context, reqFile, repo, evidence, codex string, c
 		return nil, err
 	}
 	defer eng.Close()
+	if err := certifyMicrobenchEvidence(ctx, eng, proposals); err != nil {
+		return nil, err
+	}
+	profile, err := eng.Profile(ctx, product.DefaultProfileID)
+	if err != nil {
+		return nil, err
+	}
+	needContext := `{"name":"need_context","arguments":` + string(args) + `}`
+	return timeMicrobenchCalls(ctx, eng, repo, profile, needContext, calls)
+}
+
+// readMicrobenchRequest reads the need_context arguments of reqFile,
+// compacted to one line: one request, one line.
+func readMicrobenchRequest(reqFile string) ([]byte, error) {
+	args, err := os.ReadFile(reqFile)
+	if err != nil {
+		return nil, err
+	}
+	var compact bytes.Buffer
+	if err := json.Compact(&compact, args); err != nil {
+		return nil, fmt.Errorf("%s: %w", reqFile, err)
+	}
+	return compact.Bytes(), nil
+}
+
+// certifyMicrobenchEvidence proposes every piece of evidence and fails
+// unless each is certified, or undecided only for want of a test run.
+func certifyMicrobenchEvidence(ctx context.Context, eng *product.Engine, proposals [][]byte) error {
 	for _, p := range proposals {
 		res, err := eng.Propose(ctx, p)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		switch res.Status {
 		case product.OutcomeCertified:
@@ -158,14 +183,19 @@ func microbenchRun(ctx context.Context, reqFile, repo, evidence, codex string, c
 			// runs none: the need's preferred tests stay missing, which
 			// does not keep it from being an exact hit.
 		default:
-			return nil, fmt.Errorf("evidence %s: %v\n%s", res.Status, res.Reasons, p)
+			return fmt.Errorf("evidence %s: %v\n%s", res.Status, res.Reasons, p)
 		}
 	}
-	profile, err := eng.Profile(ctx, product.DefaultProfileID)
-	if err != nil {
-		return nil, err
-	}
-	needContext := `{"name":"need_context","arguments":` + string(args) + `}`
+	return nil
+}
+
+// microbenchCall is one of the calls a microbenchmark round times.
+type microbenchCall struct{ name, method, params string }
+
+// timeMicrobenchCalls times calls rounds of need_context, a no-op tool
+// call and ping, each need_context an exact hit, and returns each call's
+// latency quantiles in milliseconds.
+func timeMicrobenchCalls(ctx context.Context, eng *product.Engine, repo string, profile product.ProfileRevision, needContext string, calls int) (map[string]Quantiles, error) {
 	// Every call counts toward a session's hard step limit (64): past it a
 	// need is a bypass. A new connection, a new session, every
 	// roundsPerSession rounds keeps every timed answer an exact hit.
@@ -175,12 +205,13 @@ func microbenchRun(ctx context.Context, reqFile, repo, evidence, codex string, c
 			_ = sess.close()
 		}
 	}()
-	methods := []struct{ name, method, params string }{
+	methods := []microbenchCall{
 		{"need_context", `"tools/call"`, needContext},
 		{"noop", `"tools/call"`, `{"name":"needlebench_noop","arguments":{}}`},
 		{"ping", `"ping"`, `{}`},
 	}
 	ms := map[string][]float64{}
+	var err error
 	for round := range calls {
 		if round%roundsPerSession == 0 {
 			if sess != nil {
@@ -200,18 +231,8 @@ func microbenchRun(ctx context.Context, reqFile, repo, evidence, codex string, c
 				}
 			}
 		}
-		for _, m := range methods {
-			d, reply, err := sess.c.call(m.method, m.params)
-			if m.name == "noop" && err != nil && strings.Contains(err.Error(), "unknown tool") {
-				err = nil // the answer a no-op gets, timed like any other
-			}
-			if err != nil {
-				return nil, fmt.Errorf("%s: %w", m.name, err)
-			}
-			if kind := resolutionKind(reply); m.name == "need_context" && kind != string(product.ResolutionExact) {
-				return nil, fmt.Errorf("need_context answered %q, not an exact hit: certify its evidence (--repository DIR --evidence FILE)", kind)
-			}
-			ms[m.name] = append(ms[m.name], float64(d.Microseconds())/1000)
+		if err := sess.timeRound(methods, ms); err != nil {
+			return nil, err
 		}
 	}
 	err = sess.close()
@@ -221,6 +242,25 @@ func microbenchRun(ctx context.Context, reqFile, repo, evidence, codex string, c
 		out[name] = quantiles(v)
 	}
 	return out, err
+}
+
+// timeRound makes each call once on the session and adds its latency to
+// ms, failing unless need_context is an exact hit.
+func (s *mcpSession) timeRound(methods []microbenchCall, ms map[string][]float64) error {
+	for _, m := range methods {
+		d, reply, err := s.c.call(m.method, m.params)
+		if m.name == "noop" && err != nil && strings.Contains(err.Error(), "unknown tool") {
+			err = nil // the answer a no-op gets, timed like any other
+		}
+		if err != nil {
+			return fmt.Errorf("%s: %w", m.name, err)
+		}
+		if kind := resolutionKind(reply); m.name == "need_context" && kind != string(product.ResolutionExact) {
+			return fmt.Errorf("need_context answered %q, not an exact hit: certify its evidence (--repository DIR --evidence FILE)", kind)
+		}
+		ms[m.name] = append(ms[m.name], float64(d.Microseconds())/1000)
+	}
+	return nil
 }
 
 // roundsPerSession is how many rounds (three calls each) one MCP session
