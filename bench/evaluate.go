@@ -146,57 +146,13 @@ func evaluate(outs []outcome, ts truths, repos map[string]*moduleRepo, c *Corpus
 			ev.Hits++
 			ev.PatternHits[o.Pattern]++
 		}
-		// Everything a context says it satisfies must be cited in a form the
-		// harness can judge; what it cannot judge counts as stale.
-		cs := citations(r.Context)
-		why := ""
-		if !covers(cs, r.Satisfied) {
-			why = "the context does not cite every capability it satisfies in a form the harness can judge"
-		} else if len(cs) > 0 {
-			// An unjudged context counts as stale: nothing unproven passes.
-			if j := t.iv.citations(subj, cs); j.V != tvTrue {
-				why = j.Why
-			}
-		}
-		if why != "" {
+		if why := staleWhy(o, t, subj); why != "" {
 			ev.Stale++
 			ev.StaleNeeds = append(ev.StaleNeeds, o.Session+" "+o.Need+": "+why)
 		}
 		ev.BaselineTokens += int64(len(o.Kinds)) * turnTokens
-		// The naive cache serves the first worker answers it got for the
-		// same text; on a miss it runs the worker for every obligation.
-		key := o.Module + "\x00" + o.Raw
-		if cached, ok := naive[key]; ok {
-			ev.NaiveHits++
-			for _, kind := range o.Kinds {
-				if t.iv.answer(subj, cached[kind].Proposal).V != tvTrue {
-					ev.NaiveStale++
-					break
-				}
-			}
-		} else {
-			ev.NaiveTokens += int64(len(o.Kinds)) * turnTokens
-			naive[key] = replies[o.Session+" "+o.Need]
-		}
-		// The oracle.
-		intactAll := true
-		for _, kind := range o.Kinds {
-			key := o.Module + " " + o.SubjectKind + " " + o.SubjectName + " " + kind
-			if now, ok := current(t, src, subj, established[key]); ok {
-				established[key] = now
-				continue
-			}
-			intactAll = false
-			delete(established, key)
-			// A worker's answer is evidence only if it is right: judged
-			// against the truth, never by the generator's label.
-			// A flow is evidence for the scenario the need asks about only.
-			reply := replies[o.Session+" "+o.Need][kind]
-			if t.iv.answer(subj, reply.Proposal).V == tvTrue && scenarioFits(t, subj, reply.Proposal, scenarios[o.Session+" "+o.Need]) {
-				established[key] = withText(proposalCitations(reply.Proposal)[0], src)
-			}
-		}
-		if intactAll {
+		ev.askNaiveCache(naive, o, t, subj, replies[o.Session+" "+o.Need])
+		if oracleHolds(established, o, t, src, subj, replies[o.Session+" "+o.Need], scenarios[o.Session+" "+o.Need]) {
 			ev.OracleHits++
 			ev.Oracle[o.Session+" "+o.Need] = true
 			if hit {
@@ -207,6 +163,67 @@ func evaluate(outs []outcome, ts truths, repos map[string]*moduleRepo, c *Corpus
 		}
 	}
 	return ev
+}
+
+// staleWhy says why the context of an outcome counts as stale, or is
+// empty when the truth judges everything it cites true.
+func staleWhy(o outcome, t *truth, subj subject) string {
+	// Everything a context says it satisfies must be cited in a form the
+	// harness can judge; what it cannot judge counts as stale.
+	cs := citations(o.Result.Context)
+	if !covers(cs, o.Result.Satisfied) {
+		return "the context does not cite every capability it satisfies in a form the harness can judge"
+	}
+	if len(cs) > 0 {
+		// An unjudged context counts as stale: nothing unproven passes.
+		if j := t.iv.citations(subj, cs); j.V != tvTrue {
+			return j.Why
+		}
+	}
+	return ""
+}
+
+// askNaiveCache plays the outcome's request against the naive cache, which
+// serves the first worker answers it got for the same text; on a miss it
+// runs the worker for every obligation and keeps the need's answers.
+func (ev *evaluation) askNaiveCache(naive map[string]map[string]ScriptedReply, o outcome, t *truth, subj subject, answers map[string]ScriptedReply) {
+	key := o.Module + "\x00" + o.Raw
+	if cached, ok := naive[key]; ok {
+		ev.NaiveHits++
+		for _, kind := range o.Kinds {
+			if t.iv.answer(subj, cached[kind].Proposal).V != tvTrue {
+				ev.NaiveStale++
+				break
+			}
+		}
+	} else {
+		ev.NaiveTokens += int64(len(o.Kinds)) * turnTokens
+		naive[key] = answers
+	}
+}
+
+// oracleHolds reports whether every obligation of the outcome was
+// answered by an earlier need whose citations still hold, and updates
+// established with what the ideal reuse layer holds after this need.
+func oracleHolds(established map[string]citation, o outcome, t *truth, src tree, subj subject, answers map[string]ScriptedReply, scenario string) bool {
+	intactAll := true
+	for _, kind := range o.Kinds {
+		key := o.Module + " " + o.SubjectKind + " " + o.SubjectName + " " + kind
+		if now, ok := current(t, src, subj, established[key]); ok {
+			established[key] = now
+			continue
+		}
+		intactAll = false
+		delete(established, key)
+		// A worker's answer is evidence only if it is right: judged
+		// against the truth, never by the generator's label.
+		// A flow is evidence for the scenario the need asks about only.
+		reply := answers[kind]
+		if t.iv.answer(subj, reply.Proposal).V == tvTrue && scenarioFits(t, subj, reply.Proposal, scenario) {
+			established[key] = withText(proposalCitations(reply.Proposal)[0], src)
+		}
+	}
+	return intactAll
 }
 
 // covers reports whether the citations cite every satisfied capability.
