@@ -196,22 +196,9 @@ func (c *computation) symbols() error {
 		}
 		cands = append(cands, c.named(name)...)
 		cands = dedupeUnits(cands)
-		// The packages where the reference compiles as the module is.
-		var dirs []string
-		refs := edit{}
-		for _, u := range c.named(name) {
-			dir := path.Dir(u.Path)
-			if slices.Contains(dirs, dir) {
-				continue
-			}
-			src, _ := reference(c.pkgName(dir), name)
-			if err := c.lab.apply(edit{path.Join(dir, refName): src}); err != nil {
-				return err
-			}
-			if _, ok := c.lab.build(dir); ok {
-				dirs = append(dirs, dir)
-				refs[path.Join(dir, refName)] = src
-			}
+		dirs, refs, err := c.compilingReferences(name)
+		if err != nil {
+			return err
 		}
 		for _, u := range cands {
 			lc := LocationCase{Subject: subj, Unit: c.unitID(u)}
@@ -220,44 +207,77 @@ func (c *computation) symbols() error {
 				c.d.Locations = append(c.d.Locations, lc)
 				continue
 			}
-			e := edit{u.Path: blankLines(c.t[u.Path], u.Doc, u.End)}
-			for k, v := range refs {
-				e[k] = v
-			}
-			if err := c.lab.apply(e); err != nil {
+			if err := c.judgeDeletion(&lc, name, u, dirs, refs); err != nil {
 				return err
-			}
-			lc.Verdict, lc.Why = verdictFalse, fmt.Sprintf("with %s (%s:%d-%d) deleted, a reference to %s still compiles", u.Name, u.Path, u.Doc, u.End, name)
-			for _, dir := range dirs {
-				out, ok := c.lab.build(dir)
-				_, line := reference("", name)
-				switch {
-				case ok:
-				case strings.Contains(out, fmt.Sprintf("%s:%d:", refName, line)):
-					lc.Verdict, lc.Why = verdictTrue, fmt.Sprintf("with %s (%s:%d-%d) deleted, the reference to %s no longer compiles", u.Name, u.Path, u.Doc, u.End, name)
-				case strings.Contains(out, "syntax error"):
-					lc.Verdict, lc.Why = verdictUnjudged, fmt.Sprintf("deleting %s (%s:%d-%d) leaves a file that does not parse", u.Name, u.Path, u.Doc, u.End)
-				}
-				if lc.Verdict != verdictFalse {
-					break
-				}
-			}
-			if lc.Verdict == verdictFalse && u.Kind == "method" && u.Name == name && len(dirs) > 0 {
-				// The reference may still compile through a method of the
-				// same name promoted from an embedded field (pkg/errors'
-				// fundamental embeds *stack, and both have Format).
-				own, why, err := c.ownMethod(u)
-				if err != nil {
-					return err
-				}
-				if own {
-					lc.Verdict, lc.Why = verdictTrue, why
-				}
 			}
 			c.d.Locations = append(c.d.Locations, lc)
 		}
 	}
 	return c.lab.reset()
+}
+
+// compilingReferences returns the package directories, among those that
+// declare name, where a reference to it compiles as the module is, and
+// the reference files written there.
+func (c *computation) compilingReferences(name string) ([]string, edit, error) {
+	var dirs []string
+	refs := edit{}
+	for _, u := range c.named(name) {
+		dir := path.Dir(u.Path)
+		if slices.Contains(dirs, dir) {
+			continue
+		}
+		src, _ := reference(c.pkgName(dir), name)
+		if err := c.lab.apply(edit{path.Join(dir, refName): src}); err != nil {
+			return nil, nil, err
+		}
+		if _, ok := c.lab.build(dir); ok {
+			dirs = append(dirs, dir)
+			refs[path.Join(dir, refName)] = src
+		}
+	}
+	return dirs, refs, nil
+}
+
+// judgeDeletion sets lc's verdict on u as name's location: true when,
+// with u deleted, a reference to name no longer compiles in one of dirs
+// (or u is its type's own method of that name).
+func (c *computation) judgeDeletion(lc *LocationCase, name string, u unit, dirs []string, refs edit) error {
+	e := edit{u.Path: blankLines(c.t[u.Path], u.Doc, u.End)}
+	for k, v := range refs {
+		e[k] = v
+	}
+	if err := c.lab.apply(e); err != nil {
+		return err
+	}
+	lc.Verdict, lc.Why = verdictFalse, fmt.Sprintf("with %s (%s:%d-%d) deleted, a reference to %s still compiles", u.Name, u.Path, u.Doc, u.End, name)
+	for _, dir := range dirs {
+		out, ok := c.lab.build(dir)
+		_, line := reference("", name)
+		switch {
+		case ok:
+		case strings.Contains(out, fmt.Sprintf("%s:%d:", refName, line)):
+			lc.Verdict, lc.Why = verdictTrue, fmt.Sprintf("with %s (%s:%d-%d) deleted, the reference to %s no longer compiles", u.Name, u.Path, u.Doc, u.End, name)
+		case strings.Contains(out, "syntax error"):
+			lc.Verdict, lc.Why = verdictUnjudged, fmt.Sprintf("deleting %s (%s:%d-%d) leaves a file that does not parse", u.Name, u.Path, u.Doc, u.End)
+		}
+		if lc.Verdict != verdictFalse {
+			break
+		}
+	}
+	if lc.Verdict == verdictFalse && u.Kind == "method" && u.Name == name && len(dirs) > 0 {
+		// The reference may still compile through a method of the
+		// same name promoted from an embedded field (pkg/errors'
+		// fundamental embeds *stack, and both have Format).
+		own, why, err := c.ownMethod(u)
+		if err != nil {
+			return err
+		}
+		if own {
+			lc.Verdict, lc.Why = verdictTrue, why
+		}
+	}
+	return nil
 }
 
 // ownName is the name ownMethod gives the method it renames.
@@ -520,55 +540,65 @@ func (c *computation) flags() error {
 		if prog.program == "" {
 			continue
 		}
-		d := dashesOf(name)
 		for _, f := range probe.Files {
 			occs := nameOccurrences(c.t[f], c.stringConsts(path.Dir(f)), flagName(name))
 			for i, o := range occs {
-				site := FlagSite{Subject: subj, Path: f, Line: o.line, Unit: -1}
-				if u, ok := unitHolding(c.units[f], o.line); ok {
-					site.Unit = c.unitID(u)
-				}
-				se := siteEdit{path: f, start: o.start, end: o.end, repl: fmt.Sprintf("needlebenchFlagName(%d, %q)", i, o.dashes)}
-				src := slices.Concat(c.t[f][:o.start], []byte(se.repl), c.t[f][o.end:])
-				if err := c.lab.apply(c.programEdit(prog.program, c.lab.withHook(edit{f: src}))); err != nil {
+				if err := c.renameSite(subj, name, f, i, o, prog); err != nil {
 					return err
 				}
-				bin, err := c.lab.buildBinary(programDir(prog.program))
-				if err != nil {
-					site.Verdict, site.Why = verdictFalse, fmt.Sprintf("the name at %s:%d cannot take a run-time value (the program does not build so)", f, o.line)
-					c.d.Sites = append(c.d.Sites, site)
-					continue
-				}
-				// The site renames the flag when, after the first prefix that
-				// recognised it, the program no longer recognises it or
-				// recognises the new name; after another (completion zsh,
-				// when each subcommand defines its own), when it no longer
-				// recognises it and recognises the new name: the flag moved
-				// to the new name there (a prefix whose handling merely
-				// changes, as __complete's completions do, is not enough).
-				site.Verdict, site.Why = verdictFalse, fmt.Sprintf("renamed at %s:%d, the program still recognises %s and not the new name", f, o.line, name)
-				for i, pre := range prog.prefixes {
-					orig, err1 := c.behaviour(bin, pre, name)
-					mut, err2 := c.behaviour(bin, pre, d+mutantFlag)
-					unknown, err3 := c.behaviour(bin, pre, d+unknownFlag)
-					gone, moved := orig == refusal(unknown, flagName(name)), mut != refusal(unknown, mutantFlag)
-					switch {
-					case err1 != nil || err2 != nil || err3 != nil:
-						site.Verdict, site.Why = verdictUnjudged, fmt.Sprintf("the program did not finish: %v %v %v", err1, err2, err3)
-						continue
-					case (i == 0 && (gone || moved)) || (gone && moved):
-						site.Verdict, site.Why = verdictTrue, fmt.Sprintf("renamed at %s:%d, %s is no longer recognised or the new name is (%s)", f, o.line, name, strings.Join(append(slices.Clone(pre), name), " "))
-						c.sites[subj] = append(c.sites[subj], se)
-					}
-					if site.Verdict == verdictTrue {
-						break
-					}
-				}
-				c.d.Sites = append(c.d.Sites, site)
 			}
 		}
 	}
 	return c.lab.reset()
+}
+
+// renameSite renames the i-th occurrence o of flag name in file f to a
+// run-time value, builds prog's program so, and records the site's
+// verdict: whether the program still recognises the flag there.
+func (c *computation) renameSite(subj, name, f string, i int, o occurrence, prog flagProgram) error {
+	d := dashesOf(name)
+	site := FlagSite{Subject: subj, Path: f, Line: o.line, Unit: -1}
+	if u, ok := unitHolding(c.units[f], o.line); ok {
+		site.Unit = c.unitID(u)
+	}
+	se := siteEdit{path: f, start: o.start, end: o.end, repl: fmt.Sprintf("needlebenchFlagName(%d, %q)", i, o.dashes)}
+	src := slices.Concat(c.t[f][:o.start], []byte(se.repl), c.t[f][o.end:])
+	if err := c.lab.apply(c.programEdit(prog.program, c.lab.withHook(edit{f: src}))); err != nil {
+		return err
+	}
+	bin, err := c.lab.buildBinary(programDir(prog.program))
+	if err != nil {
+		site.Verdict, site.Why = verdictFalse, fmt.Sprintf("the name at %s:%d cannot take a run-time value (the program does not build so)", f, o.line)
+		c.d.Sites = append(c.d.Sites, site)
+		return nil
+	}
+	// The site renames the flag when, after the first prefix that
+	// recognised it, the program no longer recognises it or
+	// recognises the new name; after another (completion zsh,
+	// when each subcommand defines its own), when it no longer
+	// recognises it and recognises the new name: the flag moved
+	// to the new name there (a prefix whose handling merely
+	// changes, as __complete's completions do, is not enough).
+	site.Verdict, site.Why = verdictFalse, fmt.Sprintf("renamed at %s:%d, the program still recognises %s and not the new name", f, o.line, name)
+	for i, pre := range prog.prefixes {
+		orig, err1 := c.behaviour(bin, pre, name)
+		mut, err2 := c.behaviour(bin, pre, d+mutantFlag)
+		unknown, err3 := c.behaviour(bin, pre, d+unknownFlag)
+		gone, moved := orig == refusal(unknown, flagName(name)), mut != refusal(unknown, mutantFlag)
+		switch {
+		case err1 != nil || err2 != nil || err3 != nil:
+			site.Verdict, site.Why = verdictUnjudged, fmt.Sprintf("the program did not finish: %v %v %v", err1, err2, err3)
+			continue
+		case (i == 0 && (gone || moved)) || (gone && moved):
+			site.Verdict, site.Why = verdictTrue, fmt.Sprintf("renamed at %s:%d, %s is no longer recognised or the new name is (%s)", f, o.line, name, strings.Join(append(slices.Clone(pre), name), " "))
+			c.sites[subj] = append(c.sites[subj], se)
+		}
+		if site.Verdict == verdictTrue {
+			break
+		}
+	}
+	c.d.Sites = append(c.d.Sites, site)
+	return nil
 }
 
 // unitHolding is the innermost unit whose lines hold line.
@@ -778,15 +808,7 @@ func (c *computation) outcomes() map[string]string {
 // flows instruments the planned functions and records the entries of
 // every test that can enter them and of every command scenario.
 func (c *computation) flows() error {
-	var fns []unit
-	for _, k := range slices.Sorted(mapKeys(c.plan.funcs)) {
-		for _, u := range c.byKey(k) {
-			if u.lbrace >= 0 {
-				fns = append(fns, u)
-			}
-		}
-	}
-	fns = dedupeUnits(fns)
+	fns := c.plannedFunctions()
 	ids := map[string]int{}
 	keys := map[string]bool{}
 	for i, u := range fns {
@@ -809,8 +831,33 @@ func (c *computation) flows() error {
 		e[f] = instrument(c.t[f], us, func(u unit) int { return ids[fmt.Sprintf("%s:%d", u.Path, u.lbrace)] })
 	}
 	e = c.lab.withHook(e)
-	// Tests: those whose coverage entered an instrumented function, and
-	// those a scenario names.
+	if err := c.traceTests(e, keys); err != nil {
+		return err
+	}
+	if err := c.traceScenarios(e); err != nil {
+		return err
+	}
+	return c.lab.reset()
+}
+
+// plannedFunctions are the units of the planned functions that have a
+// body to instrument, each once.
+func (c *computation) plannedFunctions() []unit {
+	var fns []unit
+	for _, k := range slices.Sorted(mapKeys(c.plan.funcs)) {
+		for _, u := range c.byKey(k) {
+			if u.lbrace >= 0 {
+				fns = append(fns, u)
+			}
+		}
+	}
+	return dedupeUnits(fns)
+}
+
+// traceTests runs, with the instrumentation e applied, the tests whose
+// coverage entered an instrumented function (keys) and those a scenario
+// names, and records their entries.
+func (c *computation) traceTests(e edit, keys map[string]bool) error {
 	named := map[string]bool{}
 	for _, s := range c.d.Scenarios {
 		if s.Kind == "test" {
@@ -847,6 +894,12 @@ func (c *computation) flows() error {
 			c.d.Runs = append(c.d.Runs, TraceRun{Dir: p.Dir, Test: r.name, Outcome: r.outcome, Entries: intsOrEmpty(r.trace), Cut: r.cut})
 		}
 	}
+	return nil
+}
+
+// traceScenarios runs each command scenario's program, built with the
+// instrumentation e, and records its entries.
+func (c *computation) traceScenarios(e edit) error {
 	for _, s := range c.d.Scenarios {
 		if s.Kind != "command" {
 			continue
@@ -866,7 +919,7 @@ func (c *computation) flows() error {
 		trace, cut := readIDs(path.Join(out, "trace"))
 		c.d.Runs = append(c.d.Runs, TraceRun{Scenario: s.Scenario, Outcome: "exit " + strconv.Itoa(code), Entries: intsOrEmpty(trace), Cut: cut})
 	}
-	return c.lab.reset()
+	return nil
 }
 
 func cloneEdit(e edit) edit {
