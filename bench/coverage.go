@@ -194,17 +194,9 @@ func coverModule(ctx context.Context, opts coverageOptions, module, version stri
 	if err != nil {
 		return nil, err
 	}
-	out, err := goCommand(ctx, src, "list", "-e", "-json", "./...")
+	pkgs, err := listPackages(ctx, src)
 	if err != nil {
 		return nil, err
-	}
-	var pkgs []goPackage
-	for dec := json.NewDecoder(bytes.NewReader(out)); dec.More(); {
-		var p goPackage
-		if err := dec.Decode(&p); err != nil {
-			return nil, err
-		}
-		pkgs = append(pkgs, p)
 	}
 	var cover []string
 	for _, p := range pkgs {
@@ -241,22 +233,45 @@ func coverModule(ctx context.Context, opts coverageOptions, module, version stri
 			}
 			cp.Error = listErr
 			for _, r := range runs {
-				ct := CoveredTest{Name: r.name, Outcome: r.outcome, Subtests: r.subtests, Executed: []int{}}
-				for _, key := range executedFuncs(r.profile, r.baseline, pkgs, src, funcs) {
-					n, ok := index[key]
-					if !ok {
-						n = len(c.Functions)
-						index[key] = n
-						c.Functions = append(c.Functions, key)
-					}
-					ct.Executed = append(ct.Executed, n)
-				}
-				cp.Tests = append(cp.Tests, ct)
+				cp.Tests = append(cp.Tests, c.coveredTest(r, index, executedFuncs(r.profile, r.baseline, pkgs, src, funcs)))
 			}
 		}
 		c.Packages = append(c.Packages, cp)
 	}
 	return c.canonical(), nil
+}
+
+// listPackages decodes go list -e -json ./... run in src.
+func listPackages(ctx context.Context, src string) ([]goPackage, error) {
+	out, err := goCommand(ctx, src, "list", "-e", "-json", "./...")
+	if err != nil {
+		return nil, err
+	}
+	var pkgs []goPackage
+	for dec := json.NewDecoder(bytes.NewReader(out)); dec.More(); {
+		var p goPackage
+		if err := dec.Decode(&p); err != nil {
+			return nil, err
+		}
+		pkgs = append(pkgs, p)
+	}
+	return pkgs, nil
+}
+
+// coveredTest is run r's record, the functions it executed (keys) given by
+// their index in c.Functions, which index extends with the new ones.
+func (c *Coverage) coveredTest(r testRun, index map[string]int, keys []string) CoveredTest {
+	ct := CoveredTest{Name: r.name, Outcome: r.outcome, Subtests: r.subtests, Executed: []int{}}
+	for _, key := range keys {
+		n, ok := index[key]
+		if !ok {
+			n = len(c.Functions)
+			index[key] = n
+			c.Functions = append(c.Functions, key)
+		}
+		ct.Executed = append(ct.Executed, n)
+	}
+	return ct
 }
 
 // encode writes the coverage as JSON, one test per line (diffs stay
