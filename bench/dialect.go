@@ -554,11 +554,17 @@ func (w *writer) flowOf(s subject, steps []span, wrong, scenario string) (json.R
 		p, _ := old.flow(s, "")
 		return p, wrong
 	}
+	return w.flowProposal(s, steps, scenario), wrong
+}
+
+// flowProposal is the runtime_flow proposal citing steps, each with a
+// worker's summary, in scenario.
+func (w *writer) flowProposal(s subject, steps []span, scenario string) json.RawMessage {
 	var list []any
 	for i, st := range steps {
 		list = append(list, map[string]any{"path": w.cite(st.Path), "start_line": st.Start, "end_line": st.End, "summary": w.summary(s, steps, i)})
 	}
-	return w.proposal("runtime_flow", s, map[string]any{"scenario": scenario, "steps": list}), wrong
+	return w.proposal("runtime_flow", s, map[string]any{"scenario": scenario, "steps": list})
 }
 
 // summary is a worker's prose for step i.
@@ -670,14 +676,64 @@ func (w *writer) command(test citedTest) string {
 // tests writes a focused_tests answer.
 func (w *writer) tests(s subject, wrong string) (json.RawMessage, string) {
 	d, ok := w.t.symbol(s.Name)
-	missing := func() (json.RawMessage, string) {
-		p := w.missingPath("needle_test.go")
-		return w.proposal("focused_tests", s, map[string]any{"tests": []any{map[string]any{"path": w.cite(p),
-			"name": "Test" + strings.ReplaceAll(s.Name, ".", "_"), "command": "go test -run Test" + strings.ReplaceAll(s.Name, ".", "_") + " ."}}}), "missing_file"
-	}
 	if !ok {
-		return missing()
+		return w.missingTests(s)
 	}
+	cited := w.rightTests(d)
+	switch wrong {
+	case "static_only", "names_only", "near":
+		bad := w.notExecuting(d, wrong)
+		if len(bad) == 0 {
+			next := map[string]string{"static_only": "names_only", "names_only": "near", "near": "missing_file"}[wrong]
+			return w.tests(s, next)
+		}
+		cited = []citedTest{bad[w.rng.IntN(len(bad))]}
+	case "failing_test":
+		// A test that runs the subject but fails as the module is.
+		failing := w.failingTests(d)
+		if len(failing) == 0 {
+			return w.tests(s, "static_only")
+		}
+		cited = []citedTest{failing[w.rng.IntN(len(failing))]}
+	case "build_excluded":
+		// A test of the subject's package declared in a _test.go file that
+		// a build constraint leaves out.
+		ex := w.excludedTests(path.Dir(d.Path))
+		if len(ex) == 0 {
+			return w.tests(s, "names_only")
+		}
+		cited = []citedTest{excludedPick(w.t.prog.tests, ex)}
+	case "one_not_executed":
+		bad := w.notExecuting(d, "near")
+		if len(bad) == 0 || len(cited) == 0 {
+			return w.tests(s, "static_only")
+		}
+		cited = []citedTest{cited[0], bad[w.rng.IntN(len(bad))]}
+	case "missing_file":
+		return w.missingTests(s)
+	}
+	if len(cited) == 0 {
+		return w.missingTests(s)
+	}
+	var list []any
+	for _, c := range cited {
+		list = append(list, map[string]any{"path": w.cite(c.decl.Path), "name": c.name, "command": w.command(c)})
+	}
+	return w.proposal("focused_tests", s, map[string]any{"tests": list}), wrong
+}
+
+// missingTests is a focused_tests answer citing a test in a file that
+// does not exist.
+func (w *writer) missingTests(s subject) (json.RawMessage, string) {
+	p := w.missingPath("needle_test.go")
+	return w.proposal("focused_tests", s, map[string]any{"tests": []any{map[string]any{"path": w.cite(p),
+		"name": "Test" + strings.ReplaceAll(s.Name, ".", "_"), "command": "go test -run Test" + strings.ReplaceAll(s.Name, ".", "_") + " ."}}}), "missing_file"
+}
+
+// rightTests picks the tests a right answer cites for d: the first passing
+// test that executes it and, of three or more, the middle one; now and
+// then a subtest in place of the first.
+func (w *writer) rightTests(d decl) []citedTest {
 	tests, subtests := w.executing(d)
 	var cited []citedTest
 	if len(tests) > 0 {
@@ -689,60 +745,33 @@ func (w *writer) tests(s subject, wrong string) (json.RawMessage, string) {
 			cited[0] = subtests[w.rng.IntN(len(subtests))]
 		}
 	}
-	switch wrong {
-	case "static_only", "names_only", "near":
-		bad := w.notExecuting(d, wrong)
-		if len(bad) == 0 {
-			next := map[string]string{"static_only": "names_only", "names_only": "near", "near": "missing_file"}[wrong]
-			return w.tests(s, next)
+	return cited
+}
+
+// failingTests are the tests that execute d but fail as the module is.
+func (w *writer) failingTests(d decl) []citedTest {
+	var failing []citedTest
+	for _, td := range w.t.prog.tests {
+		run, ok := w.t.reach.run(path.Dir(td.Path), td.Name)
+		if ok && run.Outcome == "fail" && w.t.reach.executed(run, d.Path+"#"+d.Name) {
+			failing = append(failing, citedTest{decl: td, name: td.Name})
 		}
-		cited = []citedTest{bad[w.rng.IntN(len(bad))]}
-	case "failing_test":
-		// A test that runs the subject but fails as the module is.
-		var failing []citedTest
-		for _, td := range w.t.prog.tests {
-			run, ok := w.t.reach.run(path.Dir(td.Path), td.Name)
-			if ok && run.Outcome == "fail" && w.t.reach.executed(run, d.Path+"#"+d.Name) {
-				failing = append(failing, citedTest{decl: td, name: td.Name})
-			}
-		}
-		if len(failing) == 0 {
-			return w.tests(s, "static_only")
-		}
-		cited = []citedTest{failing[w.rng.IntN(len(failing))]}
-	case "build_excluded":
-		// A test of the subject's package declared in a _test.go file that
-		// a build constraint leaves out (isatty_windows_test.go on linux),
-		// best one named like a test that does run.
-		ex := w.excludedTests(path.Dir(d.Path))
-		if len(ex) == 0 {
-			return w.tests(s, "names_only")
-		}
-		pick := ex[0]
-		for _, e := range ex {
-			if slices.ContainsFunc(w.t.prog.tests, func(td testDecl) bool { return td.Name == e.Name && path.Dir(td.Path) == path.Dir(e.Path) }) {
-				pick = e
-				break
-			}
-		}
-		cited = []citedTest{{decl: pick, name: pick.Name}}
-	case "one_not_executed":
-		bad := w.notExecuting(d, "near")
-		if len(bad) == 0 || len(cited) == 0 {
-			return w.tests(s, "static_only")
-		}
-		cited = []citedTest{cited[0], bad[w.rng.IntN(len(bad))]}
-	case "missing_file":
-		return missing()
 	}
-	if len(cited) == 0 {
-		return missing()
+	return failing
+}
+
+// excludedPick chooses among ex, tests a build constraint leaves out
+// (isatty_windows_test.go on linux), the first one named like a test of
+// the same package that does run, else the first.
+func excludedPick(tests, ex []testDecl) citedTest {
+	pick := ex[0]
+	for _, e := range ex {
+		if slices.ContainsFunc(tests, func(td testDecl) bool { return td.Name == e.Name && path.Dir(td.Path) == path.Dir(e.Path) }) {
+			pick = e
+			break
+		}
 	}
-	var list []any
-	for _, c := range cited {
-		list = append(list, map[string]any{"path": w.cite(c.decl.Path), "name": c.name, "command": w.command(c)})
-	}
-	return w.proposal("focused_tests", s, map[string]any{"tests": list}), wrong
+	return citedTest{decl: pick, name: pick.Name}
 }
 
 // excludedTests are the tests declared in the _test.go files of the
