@@ -140,6 +140,15 @@ func loadProgram(ctx context.Context, dir string, t tree) (*program, error) {
 	if err != nil {
 		return nil, err
 	}
+	p.walkPackages(pkgs, root)
+	p.indexDecls()
+	return p, nil
+}
+
+// walkPackages records the declarations, references and tests of every
+// file of the module the packages hold, each file once (a package and its
+// test variant share files).
+func (p *program) walkPackages(pkgs []*packages.Package, root string) {
 	seenFile := map[string]bool{}
 	seenDecl := map[string]bool{}
 	for _, pkg := range pkgs {
@@ -167,6 +176,11 @@ func loadProgram(ctx context.Context, dir string, t tree) (*program, error) {
 			pf.walk(seenDecl)
 		}
 	}
+}
+
+// indexDecls fills the look-ups by line and by name, resolves the functions
+// stored in function-typed variables, and sorts what was recorded.
+func (p *program) indexDecls() {
 	p.funcs = map[string]decl{}
 	for _, d := range p.decls {
 		if d.Kind == "func" || d.Kind == "method" {
@@ -191,7 +205,6 @@ func loadProgram(ctx context.Context, dir string, t tree) (*program, error) {
 		return strings.Compare(fmt.Sprintf("%s %08d", a.Path, a.Line), fmt.Sprintf("%s %08d", b.Path, b.Line))
 	})
 	slices.SortFunc(p.tests, func(a, b testDecl) int { return strings.Compare(a.Path+" "+a.Name, b.Path+" "+b.Name) })
-	return p, nil
 }
 
 // modulePath is the module path a go.mod declares.
@@ -247,69 +260,86 @@ func (pf *progFile) where(pos token.Pos) (string, int) {
 	return filepath.ToSlash(rel), position.Line
 }
 
+// walk records the file's declarations (functions, methods, types and
+// struct fields; each once across files, by seenDecl), its tests, its
+// references and flag definitions, and its string constants.
 func (pf *progFile) walk(seenDecl map[string]bool) {
-	info := pf.pkg.TypesInfo
-	add := func(d decl) {
-		key := fmt.Sprintf("%s:%d:%s", d.Path, d.Line, d.Name)
-		if seenDecl[key] {
-			return
-		}
-		seenDecl[key] = true
-		d.Test = pf.test
-		d.Text = lines(pf.p.t[d.Path], d.Start, d.End)
-		pf.p.decls = append(pf.p.decls, d)
-	}
 	for _, d := range pf.f.Decls {
 		switch d := d.(type) {
 		case *ast.FuncDecl:
-			fn, _ := info.Defs[d.Name].(*types.Func)
-			name, kind := d.Name.Name, "func"
-			if fn != nil {
-				if recv := fn.Signature().Recv(); recv != nil {
-					kind = "method"
-					name = baseTypeName(recv.Type()) + "." + d.Name.Name
-				}
-			}
-			dd := decl{Name: name, Kind: kind, Path: pf.rel, Line: pf.line(d.Name.Pos()), Start: pf.line(d.Pos()), End: pf.line(d.End()),
-				Exported: d.Name.IsExported()}
-			dd.Doc = dd.Start
-			if d.Doc != nil {
-				dd.Doc = pf.line(d.Doc.Pos())
-			}
-			add(dd)
-			if pf.test && d.Recv == nil && isTestFunc(d) {
-				pf.p.tests = append(pf.p.tests, testDecl{Name: d.Name.Name, Path: pf.rel, Start: pf.line(d.Pos()), End: pf.line(d.End())})
-			}
+			pf.funcDecl(seenDecl, d)
 		case *ast.GenDecl:
 			if d.Tok != token.TYPE {
 				continue
 			}
-			for _, s := range d.Specs {
-				ts := s.(*ast.TypeSpec)
-				start, doc := pf.line(ts.Pos()), pf.line(ts.Pos())
-				if len(d.Specs) == 1 || !d.Lparen.IsValid() {
-					start, doc = pf.line(d.Pos()), pf.line(d.Pos())
-					if d.Doc != nil {
-						doc = pf.line(d.Doc.Pos())
-					}
-				} else if ts.Doc != nil {
-					doc = pf.line(ts.Doc.Pos())
-				}
-				add(decl{Name: ts.Name.Name, Kind: "type", Path: pf.rel, Line: pf.line(ts.Name.Pos()), Start: start, Doc: doc,
-					End: pf.line(ts.End()), Exported: ts.Name.IsExported()})
-				if st, ok := ts.Type.(*ast.StructType); ok {
-					for _, fld := range st.Fields.List {
-						for _, n := range fld.Names {
-							add(decl{Name: ts.Name.Name + "." + n.Name, Kind: "field", Path: pf.rel, Line: pf.line(n.Pos()),
-								Start: pf.line(fld.Pos()), Doc: pf.line(fld.Pos()), End: pf.line(fld.End()), Exported: n.IsExported()})
-						}
-					}
-				}
-			}
+			pf.typeDecls(seenDecl, d)
 		}
 	}
 	pf.calls()
 	pf.constants()
+}
+
+// addDecl records d, with its text, unless a file walked before did.
+func (pf *progFile) addDecl(seenDecl map[string]bool, d decl) {
+	key := fmt.Sprintf("%s:%d:%s", d.Path, d.Line, d.Name)
+	if seenDecl[key] {
+		return
+	}
+	seenDecl[key] = true
+	d.Test = pf.test
+	d.Text = lines(pf.p.t[d.Path], d.Start, d.End)
+	pf.p.decls = append(pf.p.decls, d)
+}
+
+// funcDecl records a function or method ("Type.Method") and, in a test
+// file, a test function.
+func (pf *progFile) funcDecl(seenDecl map[string]bool, d *ast.FuncDecl) {
+	fn, _ := pf.pkg.TypesInfo.Defs[d.Name].(*types.Func)
+	name, kind := d.Name.Name, "func"
+	if fn != nil {
+		if recv := fn.Signature().Recv(); recv != nil {
+			kind = "method"
+			name = baseTypeName(recv.Type()) + "." + d.Name.Name
+		}
+	}
+	dd := decl{Name: name, Kind: kind, Path: pf.rel, Line: pf.line(d.Name.Pos()), Start: pf.line(d.Pos()), End: pf.line(d.End()),
+		Exported: d.Name.IsExported()}
+	dd.Doc = dd.Start
+	if d.Doc != nil {
+		dd.Doc = pf.line(d.Doc.Pos())
+	}
+	pf.addDecl(seenDecl, dd)
+	if pf.test && d.Recv == nil && isTestFunc(d) {
+		pf.p.tests = append(pf.p.tests, testDecl{Name: d.Name.Name, Path: pf.rel, Start: pf.line(d.Pos()), End: pf.line(d.End())})
+	}
+}
+
+// typeDecls records each type of a type declaration, its lines those of
+// the whole declaration when it declares one type, and the fields of each
+// struct type ("Type.Field").
+func (pf *progFile) typeDecls(seenDecl map[string]bool, d *ast.GenDecl) {
+	for _, s := range d.Specs {
+		ts := s.(*ast.TypeSpec)
+		start, doc := pf.line(ts.Pos()), pf.line(ts.Pos())
+		if len(d.Specs) == 1 || !d.Lparen.IsValid() {
+			start, doc = pf.line(d.Pos()), pf.line(d.Pos())
+			if d.Doc != nil {
+				doc = pf.line(d.Doc.Pos())
+			}
+		} else if ts.Doc != nil {
+			doc = pf.line(ts.Doc.Pos())
+		}
+		pf.addDecl(seenDecl, decl{Name: ts.Name.Name, Kind: "type", Path: pf.rel, Line: pf.line(ts.Name.Pos()), Start: start, Doc: doc,
+			End: pf.line(ts.End()), Exported: ts.Name.IsExported()})
+		if st, ok := ts.Type.(*ast.StructType); ok {
+			for _, fld := range st.Fields.List {
+				for _, n := range fld.Names {
+					pf.addDecl(seenDecl, decl{Name: ts.Name.Name + "." + n.Name, Kind: "field", Path: pf.rel, Line: pf.line(n.Pos()),
+						Start: pf.line(fld.Pos()), Doc: pf.line(fld.Pos()), End: pf.line(fld.End()), Exported: n.IsExported()})
+				}
+			}
+		}
+	}
 }
 
 // baseTypeName is the name of a receiver's base type.
