@@ -90,22 +90,11 @@ func play(ctx context.Context, c *Corpus, repos map[string]*moduleRepo, dataRoot
 		}
 		e, ok := engines[s.Module]
 		if ok && refresh && at[s.Module] != s.Version {
-			// The refresh runs on an engine of its own over the same store,
-			// as needle mcp serve's background refresher does: the serving
-			// engine's caches learn of the change only by asking.
-			rep, err := refreshModule(ctx, cfg)
+			b, err := refreshAtBump(ctx, cfg, e, s.Module, at[s.Module], s.Version)
 			if err != nil {
-				return nil, nil, nil, fmt.Errorf("refresh of %s at %s: %w", s.Module, s.Version, err)
+				return nil, nil, nil, err
 			}
-			// Then the serving engine readies itself for the renewed needs,
-			// as needle mcp serve's does after its refresher's report.
-			started := time.Now()
-			warmed, err := e.Warm(ctx)
-			if err != nil {
-				return nil, nil, nil, fmt.Errorf("warm-up of %s at %s: %w", s.Module, s.Version, err)
-			}
-			bumps = append(bumps, bump{Module: s.Module, From: at[s.Module], To: s.Version, Refresh: rep,
-				Warmed: warmed, WarmMs: float64(time.Since(started).Microseconds()) / 1000})
+			bumps = append(bumps, b)
 		}
 		at[s.Module] = s.Version
 		if !ok {
@@ -126,15 +115,46 @@ func play(ctx context.Context, c *Corpus, repos map[string]*moduleRepo, dataRoot
 			}
 		}
 	}
+	totals, err := workerTotals(ctx, engines)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	return out, bumps, totals, nil
+}
+
+// refreshAtBump runs the product's Refresh for module moved from one
+// version to another, then warms the serving engine e, as needle mcp
+// serve does in the background.
+func refreshAtBump(ctx context.Context, cfg product.Config, e *product.Engine, module, from, to string) (bump, error) {
+	// The refresh runs on an engine of its own over the same store,
+	// as needle mcp serve's background refresher does: the serving
+	// engine's caches learn of the change only by asking.
+	rep, err := refreshModule(ctx, cfg)
+	if err != nil {
+		return bump{}, fmt.Errorf("refresh of %s at %s: %w", module, to, err)
+	}
+	// Then the serving engine readies itself for the renewed needs,
+	// as needle mcp serve's does after its refresher's report.
+	started := time.Now()
+	warmed, err := e.Warm(ctx)
+	if err != nil {
+		return bump{}, fmt.Errorf("warm-up of %s at %s: %w", module, to, err)
+	}
+	return bump{Module: module, From: from, To: to, Refresh: rep,
+		Warmed: warmed, WarmMs: float64(time.Since(started).Microseconds()) / 1000}, nil
+}
+
+// workerTotals are the worker-run totals of each module's engine.
+func workerTotals(ctx context.Context, engines map[string]*product.Engine) (map[string]product.WorkerTotals, error) {
 	totals := map[string]product.WorkerTotals{}
 	for m, e := range engines {
 		t, err := e.WorkerTotals(ctx)
 		if err != nil {
-			return nil, nil, nil, err
+			return nil, err
 		}
 		totals[m] = t
 	}
-	return out, bumps, totals, nil
+	return totals, nil
 }
 
 // refreshModule runs the product's Refresh on an engine of its own.
