@@ -45,24 +45,7 @@ func (h *harness) hitLatency(args []string) int {
 	if !h.parse(fs, args) {
 		return 2
 	}
-	var err error
-	for _, l := range []struct {
-		dst  *[]int
-		flag string
-		val  string
-	}{{&opt.GrowHits, "grow-hits", *growHits}, {&opt.GrowArtifacts, "grow-artifacts", *growArtifacts}, {&opt.GrowFiles, "grow-files", *growFiles}} {
-		if *l.dst, err = parseCounts(l.val); err != nil {
-			err = fmt.Errorf("--%s: %w", l.flag, err)
-			break
-		}
-	}
-	if err == nil && (opt.Calls < 1 || opt.Warmup < 0 || opt.Cold < 0 || opt.Window < 1 || fs.NArg() != 0) {
-		err = errors.New("--calls and --window must be at least 1, --warmup and --cold at least 0, and no arguments")
-	}
-	if err == nil {
-		opt.Needle, err = needleCommand(*needle)
-	}
-	if err != nil {
+	if err := checkHitLatencyFlags(&opt, *growHits, *growArtifacts, *growFiles, *needle, fs.NArg()); err != nil {
 		fmt.Fprintf(h.stderr, "needlebench experiment mcp-hit-latency: %v\n\n%s", err, usageHitLatency)
 		return 2
 	}
@@ -90,6 +73,27 @@ func (h *harness) hitLatency(args []string) int {
 	}
 	fmt.Fprintf(h.stdout, "wrote %s\n", strings.Join(files, ", "))
 	return 0
+}
+
+// checkHitLatencyFlags parses the --grow-* lists into opt, checks the
+// counts and that no arguments remain (nargs), and resolves the needle
+// command.
+func checkHitLatencyFlags(opt *HitLatencyOptions, growHits, growArtifacts, growFiles, needle string, nargs int) error {
+	var err error
+	for _, l := range []struct {
+		dst  *[]int
+		flag string
+		val  string
+	}{{&opt.GrowHits, "grow-hits", growHits}, {&opt.GrowArtifacts, "grow-artifacts", growArtifacts}, {&opt.GrowFiles, "grow-files", growFiles}} {
+		if *l.dst, err = parseCounts(l.val); err != nil {
+			return fmt.Errorf("--%s: %w", l.flag, err)
+		}
+	}
+	if opt.Calls < 1 || opt.Warmup < 0 || opt.Cold < 0 || opt.Window < 1 || nargs != 0 {
+		return errors.New("--calls and --window must be at least 1, --warmup and --cold at least 0, and no arguments")
+	}
+	opt.Needle, err = needleCommand(needle)
+	return err
 }
 
 // parseCounts parses a comma-separated list of counts ("" is none).

@@ -37,6 +37,10 @@ func (u unit) key() string { return u.Path + "#" + u.Name }
 
 // fileUnits parses one Go file of a tree into its units, in file order.
 // A file that does not parse has none.
+// Not split: one type switch over the declaration forms (func, type with
+// its fields or methods, const/var), each case a unit literal built with
+// the same file-set closures (line, off, docOr) that helpers would each
+// have to take.
 func fileUnits(rel string, src []byte) []unit {
 	fset := token.NewFileSet()
 	f, err := parser.ParseFile(fset, rel, src, parser.ParseComments|parser.SkipObjectResolution)
