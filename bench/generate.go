@@ -428,9 +428,9 @@ func (g *generator) module(s Subject) (before, after []Session) {
 	return before, after
 }
 
-// session makes one developer's session on a module version, writing the
+// devSession makes one developer's session on a module version, writing the
 // scripted answers of its needs.
-func (g *generator) session(r *moduleRepo, module, version string, needs ...plannedNeed) Session {
+func (g *generator) devSession(r *moduleRepo, module, version string, needs ...plannedNeed) Session {
 	g.devs++
 	sess := Session{Developer: fmt.Sprintf("dev%02d", g.devs%9+1), Module: module, Version: version}
 	for _, n := range needs {
@@ -457,7 +457,7 @@ func (g *generator) firstAskSessions(r *moduleRepo, module, oldV string, picked 
 			flags++
 		}
 		needs := g.followUps(i, subj, first)
-		before = append(before, g.session(r, module, oldV, needs...))
+		before = append(before, g.devSession(r, module, oldV, needs...))
 		asked = append(asked, needs...)
 	}
 	return before, asked
@@ -518,7 +518,7 @@ func (g *generator) askAgainSessions(r *moduleRepo, module, oldV string, asked [
 			m.pattern, m.forceKind, m.forceClass = "repeat", "", ""
 			again = append(again, m)
 		}
-		before = append(before, g.session(r, module, oldV, again...))
+		before = append(before, g.devSession(r, module, oldV, again...))
 	}
 	return before
 }
@@ -541,7 +541,7 @@ func (g *generator) acrossBumpSessions(r *moduleRepo, module, newV string, asked
 			repeat.pattern, repeat.forceKind = "repeat", ""
 			later = append(later, repeat)
 		}
-		after = append(after, g.session(r, module, newV, later...))
+		after = append(after, g.devSession(r, module, newV, later...))
 	}
 	return after
 }
@@ -560,7 +560,7 @@ func (g *generator) newAfterBumpSessions(r *moduleRepo, s Subject, after []Sessi
 		}
 		subj := genSubject{subject: subject{Kind: "symbol", Name: name}, module: s.Module, drift: "new"}
 		n := plannedNeed{subj: subj, route: "locate.implementation", task: taskText(subj, 0), pattern: "new_after_bump"}
-		after = append(after, g.session(r, s.Module, newV, n, plannedNeed{subj: subj, route: "locate.implementation", task: taskText(subj, 0), pattern: "repeat"}))
+		after = append(after, g.devSession(r, s.Module, newV, n, plannedNeed{subj: subj, route: "locate.implementation", task: taskText(subj, 0), pattern: "repeat"}))
 	}
 	return after
 }

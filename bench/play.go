@@ -115,7 +115,7 @@ func play(ctx context.Context, c *Corpus, repos map[string]*moduleRepo, dataRoot
 			}
 		}
 	}
-	totals, err := workerTotals(ctx, engines)
+	totals, err := engineWorkerTotals(ctx, engines)
 	if err != nil {
 		return nil, nil, nil, err
 	}
@@ -144,8 +144,8 @@ func refreshAtBump(ctx context.Context, cfg product.Config, e *product.Engine, m
 		Warmed: warmed, WarmMs: float64(time.Since(started).Microseconds()) / 1000}, nil
 }
 
-// workerTotals are the worker-run totals of each module's engine.
-func workerTotals(ctx context.Context, engines map[string]*product.Engine) (map[string]product.WorkerTotals, error) {
+// engineWorkerTotals are the worker-run totals of each module's engine.
+func engineWorkerTotals(ctx context.Context, engines map[string]*product.Engine) (map[string]product.WorkerTotals, error) {
 	totals := map[string]product.WorkerTotals{}
 	for m, e := range engines {
 		t, err := e.WorkerTotals(ctx)
