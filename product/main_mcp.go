@@ -85,37 +85,10 @@ func (c *cli) mcpServe(args []string) int {
 	// profile or setting that fails fails those requests with its error,
 	// and the command with it once the client closes stdin.
 	base := MCPConfig{Repository: c.absPath(*repo), MainModel: *mainModel, CacheOnly: *cacheOnly, Log: c.stderr}
-	opening := openMCP(func() (MCPConfig, error) {
-		eng, err := c.openEngineSettings(cfg, func(settings map[string]string, cfg *Config) error {
-			var err error
-			if !*cacheOnly {
-				if cfg.Codex, err = c.codexSettings(settings, *codex); err != nil {
-					return err
-				}
-			}
-			cfg.Tests, err = c.testsSettings(settings, cfg.Codex)
-			return err
-		})
-		if err != nil {
-			return base, err
-		}
-		open := base
-		open.Engine, open.Profile, open.WorkerReady = eng, eng.RoleProfile(), eng.cfg.Codex != nil
-		return open, nil
-	})
+	opening := c.mcpServeOpening(cfg, base, *codex)
 	stopRefresher := func() {}
 	if *refreshEvery > 0 {
-		// After a refresh that renewed need certificates, the serving engine
-		// readies its memory for those needs, one need per turn.
-		warm := func(ctx context.Context) (int, error) {
-			open, err := opening.wait(ctx)
-			if err != nil {
-				return 0, nil
-			}
-			return open.Engine.Warm(ctx)
-		}
-		stopRefresher = startRefresher(c.ctx, refresher{every: *refreshEvery, log: c.stderr, prefix: "needle mcp serve: ", warm: warm},
-			func(ctx context.Context) (*Engine, error) { return c.refreshEngine(ctx, opening) })
+		stopRefresher = c.mcpServeRefresher(*refreshEvery, opening)
 	}
 	err = serveMCP(c.ctx, c.stderr, opening, c.stdin, c.stdout)
 	// The session is over: a refresh under way is cancelled (a test it
@@ -139,6 +112,46 @@ func (c *cli) mcpServe(args []string) int {
 	// cancelled every request and waited for its workers' cleanup; the
 	// deferred Close closes the store.
 	return 0
+}
+
+// mcpServeOpening opens the session's engine in the background, with the
+// workers' and tests' settings of the store, so that initialize never
+// waits for it.
+func (c *cli) mcpServeOpening(cfg Config, base MCPConfig, codex string) *mcpOpening {
+	return openMCP(func() (MCPConfig, error) {
+		eng, err := c.openEngineSettings(cfg, func(settings map[string]string, cfg *Config) error {
+			var err error
+			if !cfg.CacheOnly {
+				if cfg.Codex, err = c.codexSettings(settings, codex); err != nil {
+					return err
+				}
+			}
+			cfg.Tests, err = c.testsSettings(settings, cfg.Codex)
+			return err
+		})
+		if err != nil {
+			return base, err
+		}
+		open := base
+		open.Engine, open.Profile, open.WorkerReady = eng, eng.RoleProfile(), eng.cfg.Codex != nil
+		return open, nil
+	})
+}
+
+// mcpServeRefresher starts the background refresher beside the session
+// and returns its stop.
+func (c *cli) mcpServeRefresher(every time.Duration, opening *mcpOpening) (stop func()) {
+	// After a refresh that renewed need certificates, the serving engine
+	// readies its memory for those needs, one need per turn.
+	warm := func(ctx context.Context) (int, error) {
+		open, err := opening.wait(ctx)
+		if err != nil {
+			return 0, nil
+		}
+		return open.Engine.Warm(ctx)
+	}
+	return startRefresher(c.ctx, refresher{every: every, log: c.stderr, prefix: "needle mcp serve: ", warm: warm},
+		func(ctx context.Context) (*Engine, error) { return c.refreshEngine(ctx, opening) })
 }
 
 // defaultRefreshInterval is how often mcp serve's refresher polls for
