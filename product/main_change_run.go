@@ -68,16 +68,7 @@ func (c *cli) changeStart(args []string) int {
 	if *tokens < 0 || *runs < 0 || *wall < 0 {
 		return c.failChange("change start", invalidf(opLifecycle, "budget", "a budget is positive"))
 	}
-	for _, s := range scopes {
-		scope := pathScope{Path: s, Kind: scopeExact}
-		if s == "." || strings.HasSuffix(s, "/") {
-			scope = pathScope{Path: strings.TrimSuffix(s, "/"), Kind: scopeSubtree}
-			if scope.Path == "" {
-				scope.Path = "."
-			}
-		}
-		st.Request.Scopes = append(st.Request.Scopes, scope)
-	}
+	st.Request.Scopes = changeStartScopes(scopes)
 	for i, name := range needs {
 		data, err := c.readInput(name, maxRequestBytes)
 		if err != nil {
@@ -103,6 +94,23 @@ func (c *cli) changeStart(args []string) int {
 	}
 	writeDetail(c.stdout, d)
 	return 0
+}
+
+// changeStartScopes reads each --scope: a path ending in "/", or ".", is
+// a subtree; any other path is exact.
+func changeStartScopes(scopes []string) []pathScope {
+	var out []pathScope
+	for _, s := range scopes {
+		scope := pathScope{Path: s, Kind: scopeExact}
+		if s == "." || strings.HasSuffix(s, "/") {
+			scope = pathScope{Path: strings.TrimSuffix(s, "/"), Kind: scopeSubtree}
+			if scope.Path == "" {
+				scope.Path = "."
+			}
+		}
+		out = append(out, scope)
+	}
+	return out
 }
 
 const usageChangeRun = `Usage: needle change run --repository DIR --data-dir DIR [--codex CMD] [--json] ID

@@ -82,17 +82,8 @@ func (c *cli) exec(args []string) int {
 	}
 	cfg := Config{DataDir: c.absPath(*dataDir), Repository: *repo, CacheOnly: *cacheOnly, Transport: "codex-exec", RoleProfile: *profileID, MainModel: *model}
 	if !*cacheOnly {
-		// The workers' command: the flag, else the codex.command setting,
-		// else the main thread's.
-		cfg.Codex, err = c.codexConfig(*dataDir, *workerCodex)
-		if err == nil && cfg.Codex == nil {
-			cfg.Codex, err = c.codexConfig(*dataDir, *codex)
-		}
-		if err != nil {
+		if cfg.Codex, err = c.execWorkerCodex(*dataDir, *workerCodex, *codex, *record); err != nil {
 			return c.fail("exec", err)
-		}
-		if cfg.Codex != nil && *record != "" {
-			cfg.Codex.RecordDir = filepath.Join(*record, "workers")
 		}
 	}
 	eng, err := Open(c.ctx, cfg)
@@ -113,6 +104,23 @@ func (c *cli) exec(args []string) int {
 	fmt.Fprintf(c.stderr, "needle exec: thread %s %s; replies %v, delivered %v\n", res.ThreadID, res.Status,
 		nonNil(res.Replies), nonNil(res.Deliveries))
 	return 0
+}
+
+// execWorkerCodex is the workers' App Server configuration: the
+// --worker-codex command, else the codex.command setting, else the main
+// thread's; with --record, the workers' transcripts go under DIR/workers.
+func (c *cli) execWorkerCodex(dataDir, workerCodex, codex, record string) (*CodexConfig, error) {
+	cc, err := c.codexConfig(dataDir, workerCodex)
+	if err == nil && cc == nil {
+		cc, err = c.codexConfig(dataDir, codex)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if cc != nil && record != "" {
+		cc.RecordDir = filepath.Join(record, "workers")
+	}
+	return cc, nil
 }
 
 // commandArgv splits an App Server command at blanks and resolves its

@@ -184,14 +184,8 @@ func (c *cli) hookInstall(args []string) int {
 		return c.fail("hook install", &Error{Op: "hook.install", Kind: kindIO, Err: err})
 	}
 	// The profile must exist now, not at the first stop.
-	h, release, err := c.openDataHome(data)
-	if err != nil {
+	if err := c.checkHookProfile(data, *profileID); err != nil {
 		return c.fail("hook install", err)
-	}
-	_, perr := h.Profile(c.ctx, *profileID)
-	release()
-	if perr != nil {
-		return c.fail("hook install", perr)
 	}
 	argv := []string{exe, "hook", "codex", "--data-dir", data, "--role-profile", *profileID}
 	if *cacheOnly {
@@ -206,6 +200,25 @@ func (c *cli) hookInstall(args []string) int {
 	if err != nil {
 		return c.fail("hook install", err)
 	}
+	c.hookInstallReport(res)
+	return 0
+}
+
+// checkHookProfile fails unless the role profile exists in the data
+// directory.
+func (c *cli) checkHookProfile(data, profileID string) error {
+	h, release, err := c.openDataHome(data)
+	if err != nil {
+		return err
+	}
+	_, err = h.Profile(c.ctx, profileID)
+	release()
+	return err
+}
+
+// hookInstallReport prints where the hook went, whether it is trusted,
+// and the notes of the install.
+func (c *cli) hookInstallReport(res hookInstall) {
 	verb := "installed the Needle Stop hook in"
 	if !res.Changed {
 		verb = "the Needle Stop hook is already installed in"
@@ -217,7 +230,6 @@ func (c *cli) hookInstall(args []string) int {
 	for _, n := range res.Notes {
 		fmt.Fprintf(c.stdout, "note: %s\n", n)
 	}
-	return 0
 }
 
 // userAndProject reports whether both --user and --project were given.
