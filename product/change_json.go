@@ -131,6 +131,18 @@ func checkChangeRequest(r *changeRequest) error {
 			return err
 		}
 	}
+	if err := checkChangeScopes(r); err != nil {
+		return err
+	}
+	if err := checkChangeIDs(r); err != nil {
+		return err
+	}
+	return checkChangeConstraints(&r.Constraints)
+}
+
+// checkChangeScopes checks the path scopes and sorts them, unique and in
+// NFC.
+func checkChangeScopes(r *changeRequest) error {
 	if len(r.Scopes) < 1 || len(r.Scopes) > maxScopes {
 		return invalidf(opChange, "scopes", "want 1 to %d path scopes, got %d", maxScopes, len(r.Scopes))
 	}
@@ -148,6 +160,12 @@ func checkChangeRequest(r *changeRequest) error {
 	}
 	slices.SortFunc(r.Scopes, func(a, b pathScope) int { return strings.Compare(a.Kind+" "+a.Path, b.Kind+" "+b.Path) })
 	r.Scopes = slices.Compact(r.Scopes)
+	return nil
+}
+
+// checkChangeIDs checks the artifact and claim ids and sorts them,
+// unique and never nil.
+func checkChangeIDs(r *changeRequest) error {
 	for name, ids := range map[string]*[]string{"artifact_ids": &r.ArtifactIDs, "claim_ids": &r.ClaimIDs} {
 		if len(*ids) > maxChangeRefs {
 			return invalidf(opChange, name, "too many ids (%d); the limit is %d", len(*ids), maxChangeRefs)
@@ -163,7 +181,12 @@ func checkChangeRequest(r *changeRequest) error {
 			*ids = []string{}
 		}
 	}
-	c := &r.Constraints
+	return nil
+}
+
+// checkChangeConstraints checks the patch's constraints and fills in the
+// limits left at zero.
+func checkChangeConstraints(c *changeConstraints) error {
 	if c.MaxFiles < 0 || c.MaxFiles > maxPatchFiles {
 		return invalidf(opChange, "constraints.max_files", "want 1 to %d, got %d", maxPatchFiles, c.MaxFiles)
 	}

@@ -30,25 +30,10 @@ func Open(ctx context.Context, cfg Config) (*Engine, error) {
 // openEngine opens the repository cfg.Repository over an open store of
 // cfg.DataDir: the resident runtime's engines share its one store.
 func openEngine(ctx context.Context, cfg Config, st *store) (*Engine, error) {
-	dataDir, err := absDataDir(cfg.DataDir)
+	cfg, err := engineOpenDefaults(cfg)
 	if err != nil {
-		return nil, &Error{Op: "engine.open", Kind: kindIO, Err: err}
+		return nil, err
 	}
-	cfg.DataDir = dataDir
-	cfg.Tests = cfg.Tests.resolve(dataDir)
-	if cfg.Routes == nil {
-		cfg.Routes = AllRoutes()
-	}
-	if cfg.Transport == "" {
-		cfg.Transport = "api"
-	}
-	if cfg.FrontierBudget <= 0 {
-		cfg.FrontierBudget = defaultFrontierBudget
-	}
-	if cfg.Prices == nil {
-		cfg.Prices = &defaultPrices
-	}
-	cfg.Limits = cfg.Limits.clamp()
 	// Whether the root is a git work tree takes a git rev-parse, which
 	// nothing before the first need waits for (initialize does not): the
 	// repository decides it in the background, and its methods wait for
@@ -95,6 +80,31 @@ func openEngine(ctx context.Context, cfg Config, st *store) (*Engine, error) {
 		return fail(err)
 	}
 	return e, nil
+}
+
+// engineOpenDefaults makes cfg's data directory absolute and fills in
+// what cfg leaves unset.
+func engineOpenDefaults(cfg Config) (Config, error) {
+	dataDir, err := absDataDir(cfg.DataDir)
+	if err != nil {
+		return cfg, &Error{Op: "engine.open", Kind: kindIO, Err: err}
+	}
+	cfg.DataDir = dataDir
+	cfg.Tests = cfg.Tests.resolve(dataDir)
+	if cfg.Routes == nil {
+		cfg.Routes = AllRoutes()
+	}
+	if cfg.Transport == "" {
+		cfg.Transport = "api"
+	}
+	if cfg.FrontierBudget <= 0 {
+		cfg.FrontierBudget = defaultFrontierBudget
+	}
+	if cfg.Prices == nil {
+		cfg.Prices = &defaultPrices
+	}
+	cfg.Limits = cfg.Limits.clamp()
+	return cfg, nil
 }
 
 // Close writes the accounting still queued (doc.go, "Durability") and

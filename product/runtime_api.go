@@ -252,32 +252,7 @@ func (rt *Runtime) getEvidence(w http.ResponseWriter, r *http.Request) error {
 func evidenceDTO(ctx context.Context, rec artifactRecord, now time.Time) (web.EvidenceDetail, error) {
 	ev := rec.Evidence
 	p := ev.Proposal
-	a := web.Artifact{ArtifactID: ev.ArtifactID, Kind: string(p.Kind), Status: "certified",
-		Subject:   web.Subject{Kind: string(p.Subject.Kind), Name: safeText(p.Subject.Name, web.MaxTextBytes)},
-		Locations: []web.Location{}, Steps: []web.FlowStep{}, Tests: []web.TestRef{}, Reasons: []string{}}
-	if rec.Superseded {
-		a.Status = "superseded"
-	}
-	switch p.Kind {
-	case capImplementationLocation:
-		a.Locations = append(a.Locations, web.Location{Path: p.Path, StartLine: p.StartLine, EndLine: p.EndLine, Symbol: symbolOf(p.Subject)})
-	case capRuntimeFlow:
-		for i, s := range p.Steps {
-			a.Steps = append(a.Steps, web.FlowStep{Ordinal: i + 1, Location: web.Location{Path: s.Path, StartLine: s.StartLine, EndLine: s.EndLine},
-				Description: workerText(s.Summary)})
-		}
-	case capFocusedTests:
-		// The command is Needle's, from the certificate: a proposal's
-		// command is worker text and never kept.
-		commands := map[[2]string]string{}
-		for _, t := range ev.Certificate.Tests {
-			commands[[2]string{t.Path, t.Name}] = t.Command
-		}
-		for _, t := range p.Tests {
-			a.Tests = append(a.Tests, web.TestRef{Package: testDir(t.Path), Name: t.Name, Path: t.Path,
-				Command: safeText(commands[[2]string{t.Path, t.Name}], web.MaxTextBytes)})
-		}
-	}
+	a := evidenceArtifactDTO(rec)
 	c := ev.Certificate
 	cert := &web.Certificate{CertificateID: ev.CertificateID, ValidatorVersion: c.ValidatorVersion, Obligations: obligationNames(c.Satisfies),
 		CreatedAt: rec.CertifiedAt.UTC()}
@@ -314,6 +289,40 @@ func evidenceDTO(ctx context.Context, rec artifactRecord, now time.Time) (web.Ev
 		}
 	}
 	return d, nil
+}
+
+// evidenceArtifactDTO projects an artifact's proposal: its status and,
+// by kind, its location, flow steps or focused tests.
+func evidenceArtifactDTO(rec artifactRecord) web.Artifact {
+	ev := rec.Evidence
+	p := ev.Proposal
+	a := web.Artifact{ArtifactID: ev.ArtifactID, Kind: string(p.Kind), Status: "certified",
+		Subject:   web.Subject{Kind: string(p.Subject.Kind), Name: safeText(p.Subject.Name, web.MaxTextBytes)},
+		Locations: []web.Location{}, Steps: []web.FlowStep{}, Tests: []web.TestRef{}, Reasons: []string{}}
+	if rec.Superseded {
+		a.Status = "superseded"
+	}
+	switch p.Kind {
+	case capImplementationLocation:
+		a.Locations = append(a.Locations, web.Location{Path: p.Path, StartLine: p.StartLine, EndLine: p.EndLine, Symbol: symbolOf(p.Subject)})
+	case capRuntimeFlow:
+		for i, s := range p.Steps {
+			a.Steps = append(a.Steps, web.FlowStep{Ordinal: i + 1, Location: web.Location{Path: s.Path, StartLine: s.StartLine, EndLine: s.EndLine},
+				Description: workerText(s.Summary)})
+		}
+	case capFocusedTests:
+		// The command is Needle's, from the certificate: a proposal's
+		// command is worker text and never kept.
+		commands := map[[2]string]string{}
+		for _, t := range ev.Certificate.Tests {
+			commands[[2]string{t.Path, t.Name}] = t.Command
+		}
+		for _, t := range p.Tests {
+			a.Tests = append(a.Tests, web.TestRef{Package: testDir(t.Path), Name: t.Name, Path: t.Path,
+				Command: safeText(commands[[2]string{t.Path, t.Name}], web.MaxTextBytes)})
+		}
+	}
+	return a
 }
 
 // dependencyState is fresh, changed or missing for one dependency now.
