@@ -122,14 +122,8 @@ func (t *testAdapter) run(ctx context.Context, req testRequest) (res testResult,
 		return res, &Error{Op: "lifecycle.test", Kind: kindConflict,
 			Err: fmt.Errorf("the work tree moved since the lifecycle froze snapshot %s: restore it, or cancel and start again", req.Snapshot)}
 	}
-	laid := storedOps(req.Patch)
-	for p, want := range baseOf(laid) {
-		if got, _ := co.BaseDigest(p); got != want {
-			return res, &Error{Op: "lifecycle.test", Kind: kindConflict, Err: fmt.Errorf("%s is not the base the patch was made against", p)}
-		}
-	}
-	if err := co.Apply(ctx, writes(laid)); err != nil {
-		return res, fmt.Errorf("lay the patch on the checkout: %w", err)
+	if err := layTestCheckout(ctx, co, req.Patch); err != nil {
+		return res, err
 	}
 	var compiled []testrun.CompiledPackage
 	var modules []string
@@ -150,6 +144,21 @@ func (t *testAdapter) run(ctx context.Context, req testRequest) (res testResult,
 	}
 	res.Dependencies = testDependencies(snap, compiled, modules)
 	return res, nil
+}
+
+// layTestCheckout lays the patch on the checkout once every file it
+// touches holds the base the patch was made against.
+func layTestCheckout(ctx context.Context, co *checkout.Checkout, patch []patchFile) error {
+	laid := storedOps(patch)
+	for p, want := range baseOf(laid) {
+		if got, _ := co.BaseDigest(p); got != want {
+			return &Error{Op: "lifecycle.test", Kind: kindConflict, Err: fmt.Errorf("%s is not the base the patch was made against", p)}
+		}
+	}
+	if err := co.Apply(ctx, writes(laid)); err != nil {
+		return fmt.Errorf("lay the patch on the checkout: %w", err)
+	}
+	return nil
 }
 
 // testOutcome maps a run's status to the lifecycle's outcome: only a test

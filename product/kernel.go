@@ -73,9 +73,29 @@ type lifecycleView struct {
 // served: listed as corrupt, and refused by every read and command.
 func verifyLifecycle(l storedLifecycle) (lifecycleView, error) {
 	v := lifecycleView{lifecycleRecord: l.lifecycleRecord, Stored: l}
-	corrupt := func(format string, args ...any) (lifecycleView, error) {
-		return lifecycleView{}, &Error{Op: "lifecycle.read", Kind: kindIntegrity,
-			Err: fmt.Errorf("integrity: lifecycle %s is corrupt: %s", l.ID, fmt.Sprintf(format, args...))}
+	s, err := replayLifecycleJournal(l, &v)
+	if err != nil {
+		return lifecycleView{}, err
+	}
+	if err := checkLifecycleProjection(l, s); err != nil {
+		return lifecycleView{}, err
+	}
+	v.State = s
+	return v, nil
+}
+
+// lifecycleCorrupt is the integrity error of a corrupt lifecycle.
+func lifecycleCorrupt(l storedLifecycle, format string, args ...any) error {
+	return &Error{Op: "lifecycle.read", Kind: kindIntegrity,
+		Err: fmt.Errorf("integrity: lifecycle %s is corrupt: %s", l.ID, fmt.Sprintf(format, args...))}
+}
+
+// replayLifecycleJournal replays the journal from the zero state into v's
+// events, states and times, checking each event's digests, and returns
+// the last state; the journal must create this lifecycle.
+func replayLifecycleJournal(l storedLifecycle, v *lifecycleView) (lifecycle.State, error) {
+	corrupt := func(format string, args ...any) (lifecycle.State, error) {
+		return lifecycle.State{}, lifecycleCorrupt(l, format, args...)
 	}
 	s := lifecycle.State{}
 	for i, e := range l.Journal {
@@ -108,6 +128,13 @@ func verifyLifecycle(l storedLifecycle) (lifecycleView, error) {
 	if _, ok := v.Events[0].(lifecycle.Created); !ok || s.Lifecycle != l.ID || s.Freeze.ChangeID != l.ChangeID {
 		return corrupt("the journal does not create this lifecycle")
 	}
+	return s, nil
+}
+
+// checkLifecycleProjection checks that the stored projection, its columns,
+// request, test plans and criteria are byte for byte the replayed state s.
+func checkLifecycleProjection(l storedLifecycle, s lifecycle.State) error {
+	corrupt := func(format string, args ...any) error { return lifecycleCorrupt(l, format, args...) }
 	stored, err := decodeLifecycleState([]byte(l.State))
 	if err != nil {
 		return corrupt("projection: %v", err)
@@ -129,8 +156,7 @@ func verifyLifecycle(l storedLifecycle) (lifecycleView, error) {
 			return corrupt("criterion %d is not the frozen one", i+1)
 		}
 	}
-	v.State = s
-	return v, nil
+	return nil
 }
 
 func planIDs(plans []lifecycleTestPlan) []string {
@@ -226,19 +252,7 @@ func (k *lifecycleKernel) advance(ctx context.Context, v lifecycleView, inv life
 	rows := k.journalRows(v, a, next, fx)
 	_, err = k.e.store.commitTransition(ctx, v.ID, v.Stored.StateDigest, a.Event, next, rows, func() { failpoint.Hit("transition.before_commit") })
 	if errors.Is(err, errLifecycleMoved) {
-		now := "elsewhere"
-		w, rerr := k.e.readLifecycle(ctx, v.ID)
-		if rerr == nil {
-			now = w.State.Where()
-		}
-		if rerr == nil && w.State.Status == lifecycle.StatusCancelled {
-			// The phase finished as the cancellation came: its result is
-			// stored (an artifact), never committed.
-			return &Error{Op: "lifecycle.run", Kind: kindConflict,
-				Err: fmt.Errorf("lifecycle %s was cancelled while its %s phase ran; its result was not committed", v.ID, inv.Phase)}
-		}
-		return &Error{Op: "lifecycle.run", Kind: kindConflict,
-			Err: fmt.Errorf("lifecycle %s moved on to %s while this run was at %s (another runner?); nothing was committed", v.ID, now, s.Where())}
+		return k.lifecycleMovedError(ctx, v, inv)
 	}
 	if err != nil {
 		return err
@@ -251,6 +265,24 @@ func (k *lifecycleKernel) advance(ctx context.Context, v lifecycleView, inv life
 		progress(p)
 	}
 	return nil
+}
+
+// lifecycleMovedError says why a commit found the lifecycle moved on from
+// v: cancelled while inv's phase ran, or advanced by another runner.
+func (k *lifecycleKernel) lifecycleMovedError(ctx context.Context, v lifecycleView, inv lifecycle.Invoke) error {
+	now := "elsewhere"
+	w, rerr := k.e.readLifecycle(ctx, v.ID)
+	if rerr == nil {
+		now = w.State.Where()
+	}
+	if rerr == nil && w.State.Status == lifecycle.StatusCancelled {
+		// The phase finished as the cancellation came: its result is
+		// stored (an artifact), never committed.
+		return &Error{Op: "lifecycle.run", Kind: kindConflict,
+			Err: fmt.Errorf("lifecycle %s was cancelled while its %s phase ran; its result was not committed", v.ID, inv.Phase)}
+	}
+	return &Error{Op: "lifecycle.run", Kind: kindConflict,
+		Err: fmt.Errorf("lifecycle %s moved on to %s while this run was at %s (another runner?); nothing was committed", v.ID, now, v.State.Where())}
 }
 
 func costOf(ev lifecycle.Event) (tokens, wallMs int64) {

@@ -206,20 +206,8 @@ func (w *codexWorker) run(ctx context.Context, root string, spec sessionSpec) (o
 			out, err = sessionOutput{Invocation: out.Invocation}, fmt.Errorf("%w: checkout cleanup: %w", errFailClosed, rerr)
 		}
 	}()
-	if spec.Snapshot != "" && co.Snapshot != spec.Snapshot {
-		return out, &Error{Op: "worker.checkout", Kind: kindConflict,
-			Err: fmt.Errorf("the work tree moved since the lifecycle froze snapshot %s (it is %s now): restore it, or cancel and start again", spec.Snapshot, co.Snapshot)}
-	}
-	for p, want := range spec.LayBase {
-		if got, _ := co.BaseDigest(p); got != want {
-			return out, &Error{Op: "worker.checkout", Kind: kindConflict,
-				Err: fmt.Errorf("%s changed in the work tree since the patch was made; prepare the change again", p)}
-		}
-	}
-	if len(spec.Lay) > 0 {
-		if err := co.Apply(ctx, spec.Lay); err != nil {
-			return out, fmt.Errorf("lay the patch on the checkout: %w", err)
-		}
+	if err := prepareWorkerCheckout(ctx, co, spec); err != nil {
+		return out, err
 	}
 	inv := spec.invocation(co.Snapshot)
 	out.Invocation = inv
@@ -252,6 +240,27 @@ func (w *codexWorker) run(ctx context.Context, root string, spec sessionSpec) (o
 		}
 	}
 	return out, nil
+}
+
+// prepareWorkerCheckout checks that the checkout is of the snapshot and
+// base the session was frozen with, and lays its patch on it.
+func prepareWorkerCheckout(ctx context.Context, co *checkout.Checkout, spec sessionSpec) error {
+	if spec.Snapshot != "" && co.Snapshot != spec.Snapshot {
+		return &Error{Op: "worker.checkout", Kind: kindConflict,
+			Err: fmt.Errorf("the work tree moved since the lifecycle froze snapshot %s (it is %s now): restore it, or cancel and start again", spec.Snapshot, co.Snapshot)}
+	}
+	for p, want := range spec.LayBase {
+		if got, _ := co.BaseDigest(p); got != want {
+			return &Error{Op: "worker.checkout", Kind: kindConflict,
+				Err: fmt.Errorf("%s changed in the work tree since the patch was made; prepare the change again", p)}
+		}
+	}
+	if len(spec.Lay) > 0 {
+		if err := co.Apply(ctx, spec.Lay); err != nil {
+			return fmt.Errorf("lay the patch on the checkout: %w", err)
+		}
+	}
+	return nil
 }
 
 // invocationID names a worker session by everything its prompt depends on,
