@@ -118,6 +118,9 @@ type abandonResult struct {
 // approved. A crash during it loses nothing: the restores are journaled,
 // and running it again finishes it. Without an interrupted apply it is
 // refused (a kindConflict) and changes nothing.
+// Not split: the apply lock and the lifecycle lease are held by defers
+// across the whole find–classify–restore–commit sequence, and the commit
+// at its end needs six of its locals (lid, changeID, j, row, found, by).
 func (e *Engine) AbandonApply(ctx context.Context, id, by string) (abandonResult, error) {
 	lid, err := e.lifecycleIDOf(ctx, id)
 	if err != nil {

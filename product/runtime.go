@@ -97,6 +97,9 @@ type Runtime struct {
 // startRuntime takes the profile lock of cfg.DataDir, opens its store and
 // starts serving. A second runtime on the same data directory fails with
 // an error that names the first (errors.Is runlock.ErrHeld).
+// Not split: it is one linear start-up whose cleanup stack undoes, in
+// reverse, exactly what was set up so far until the servers run; helpers
+// would each have to take and extend that stack and the half-built rt.
 func startRuntime(ctx context.Context, cfg runtimeConfig) (*Runtime, error) {
 	if cfg.Addr == "" {
 		cfg.Addr = "127.0.0.1:0"
