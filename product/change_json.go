@@ -163,10 +163,14 @@ func checkChangeScopes(r *changeRequest) error {
 	return nil
 }
 
-// checkChangeIDs checks the artifact and claim ids and sorts them,
-// unique and never nil.
+// checkChangeIDs checks the artifact and claim ids, in that order, and
+// sorts them, unique and never nil.
 func checkChangeIDs(r *changeRequest) error {
-	for name, ids := range map[string]*[]string{"artifact_ids": &r.ArtifactIDs, "claim_ids": &r.ClaimIDs} {
+	for _, f := range []struct {
+		name string
+		ids  *[]string
+	}{{"artifact_ids", &r.ArtifactIDs}, {"claim_ids", &r.ClaimIDs}} {
+		name, ids := f.name, f.ids
 		if len(*ids) > maxChangeRefs {
 			return invalidf(opChange, name, "too many ids (%d); the limit is %d", len(*ids), maxChangeRefs)
 		}

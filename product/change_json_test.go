@@ -2,6 +2,7 @@ package product
 
 import (
 	"encoding/json"
+	"errors"
 	"testing"
 
 	"golang.org/x/text/unicode/norm"
@@ -52,4 +53,18 @@ func FuzzDecodeChangeRequest(f *testing.F) {
 			t.Fatalf("request id changed on a round trip: %s, %s", a, b)
 		}
 	})
+}
+
+// TestDecodeChangeRequest_FirstBadIDField shows the ids are checked in a
+// fixed order: with both lists malformed, the error always names
+// artifact_ids, whatever the run.
+func TestDecodeChangeRequest_FirstBadIDField(t *testing.T) {
+	data := []byte(`{"task":"t","acceptance_criteria":["c"],"scopes":[{"path":".","kind":"subtree"}],"artifact_ids":["x"],"claim_ids":["y"]}`)
+	for range 20 {
+		_, err := DecodeChangeRequest(data)
+		var e *Error
+		if !errors.As(err, &e) || e.Kind != KindInvalidInput || e.Path != "artifact_ids[0]" {
+			t.Fatalf("error %v, want invalid input at artifact_ids[0]", err)
+		}
+	}
 }

@@ -66,7 +66,8 @@ func shellWord(s string) string {
 // proveFlow decides how the flow is proven: by a run of its scenario
 // that shows every link (executed), by go/types alone (static), or not at
 // all (a rejection, or undecided when the run it needs cannot happen).
-func (val *validator) proveFlow(prog *typecheck.Program, steps []citedStep, links []stepLink) (*flowProof, bool, error) {
+// Failing to remove its run's checkout is its error.
+func (val *validator) proveFlow(prog *typecheck.Program, steps []citedStep, links []stepLink) (_ *flowProof, _ bool, err error) {
 	lexical, staticOK := flowLinksStatic(links)
 	if lexical {
 		return &flowProof{Reach: reachLexical}, true, nil // a lexical flow: nothing Needle can run

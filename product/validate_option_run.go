@@ -23,9 +23,11 @@ import (
 // be given the option: the module's program run with it as its argument,
 // or a test whose own source passes it as written on a command line
 // ("--help", "-h"), and no test of the run that is not given it may run
-// the candidate too: then it runs whatever the command line says. It returns the claim's detail, or ok false with the
-// outcome recorded (rejected, or undecided when nothing can run here).
-func (val *validator) implicitOptionAt(field string, s Subject, pkg *typecheck.Package, rel string, span typecheck.Span) (string, bool, error) {
+// the candidate too: then it runs whatever the command line says. It
+// returns the claim's detail, or ok false with the outcome recorded
+// (rejected, or undecided when nothing can run here); failing to remove
+// its run's checkout is its error.
+func (val *validator) implicitOptionAt(field string, s Subject, pkg *typecheck.Package, rel string, span typecheck.Span) (_ string, _ bool, err error) {
 	cands := implicitOptionCandidates(pkg, s, rel, span)
 	if len(cands) == 0 {
 		return "", false, nil
