@@ -108,13 +108,7 @@ func (pkg *Package) ImplicitOptions(name string, kinds ...DefKind) []Implicit {
 // key or an argument; which constants match is judged once all are seen.
 func (pkg *Package) implicitsInFile(f *File, match func(string, bool) (DefKind, bool), uses map[*types.Const][]Pos) []Implicit {
 	var out []Implicit
-	var stack []ast.Node
-	ast.Inspect(f.Syntax, func(n ast.Node) bool {
-		if n == nil {
-			stack = stack[:len(stack)-1]
-			return false
-		}
-		stack = append(stack, n)
+	inspectWithAncestors(f.Syntax, func(n ast.Node, stack []ast.Node) bool {
 		switch n := n.(type) {
 		case *ast.BinaryExpr:
 			if n.Op == token.EQL {

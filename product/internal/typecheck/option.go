@@ -180,13 +180,7 @@ func (pkg *Package) Definitions() ([]Definition, []Site) {
 	var defs []Definition
 	var undecided []Site
 	for _, f := range pkg.Files {
-		var stack []ast.Node
-		ast.Inspect(f.Syntax, func(n ast.Node) bool {
-			if n == nil {
-				stack = stack[:len(stack)-1]
-				return false
-			}
-			stack = append(stack, n)
+		inspectWithAncestors(f.Syntax, func(n ast.Node, stack []ast.Node) bool {
 			switch n := n.(type) {
 			case *ast.CallExpr:
 				d, ok, unknown := pkg.callDefinition(f, n)

@@ -209,17 +209,11 @@ func (pkg *Package) addFieldTarget(t *readTargets, d Definition, n *ast.Field) [
 // read depends on its parent (a write, an &v, a selector judged whole).
 func (pkg *Package) readsInFile(f *File, t *readTargets, matches func(DefKind, string) bool, names *nameFlow) []Read {
 	var out []Read
-	var stack []ast.Node
-	ast.Inspect(f.Syntax, func(n ast.Node) bool {
-		if n == nil {
-			stack = stack[:len(stack)-1]
-			return false
-		}
+	inspectWithAncestors(f.Syntax, func(n ast.Node, stack []ast.Node) bool {
 		parent := ast.Node(nil)
-		if len(stack) > 0 {
-			parent = stack[len(stack)-1]
+		if len(stack) > 1 {
+			parent = stack[len(stack)-2]
 		}
-		stack = append(stack, n)
 		out = append(out, pkg.readsAtNode(f, n, parent, t, matches, names)...)
 		return true
 	})
@@ -707,6 +701,25 @@ func isWrite(n ast.Node, parent ast.Node) bool {
 func isAddrOf(parent ast.Node) bool {
 	u, ok := parent.(*ast.UnaryExpr)
 	return ok && u.Op == token.AND
+}
+
+// inspectWithAncestors walks root as ast.Inspect does, handing visit each
+// node with the path to it (root first, the node itself last); visit's
+// false skips the node's children.
+func inspectWithAncestors(root ast.Node, visit func(n ast.Node, stack []ast.Node) bool) {
+	var stack []ast.Node
+	ast.Inspect(root, func(n ast.Node) bool {
+		if n == nil {
+			stack = stack[:len(stack)-1]
+			return false
+		}
+		stack = append(stack, n)
+		if !visit(n, stack) {
+			stack = stack[:len(stack)-1]
+			return false
+		}
+		return true
+	})
 }
 
 // pathTo returns the nodes from root to n, or nil.
