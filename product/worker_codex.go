@@ -483,18 +483,10 @@ func (w *codexWorker) record(scenario, inv, dir, home string, rec *transcript.Re
 	if err != nil {
 		return fmt.Errorf("freeze transcript: %w", err)
 	}
-	if err := os.MkdirAll(w.cfg.RecordDir, 0o755); err != nil {
+	if err := t.WriteFile(filepath.Join(w.cfg.RecordDir, strings.TrimPrefix(inv, "b3:")[:32]+".jsonl")); err != nil {
 		return fmt.Errorf("record: %w", err)
 	}
-	f, err := os.Create(filepath.Join(w.cfg.RecordDir, strings.TrimPrefix(inv, "b3:")[:32]+".jsonl"))
-	if err != nil {
-		return fmt.Errorf("record: %w", err)
-	}
-	if err := t.Write(f); err != nil {
-		f.Close()
-		return fmt.Errorf("record: %w", err)
-	}
-	return f.Close()
+	return nil
 }
 
 // stderrTail is the server's stderr for an error message, when there is any.

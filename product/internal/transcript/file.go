@@ -8,7 +8,9 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 
+	"github.com/needle-dev/needle/product/internal/atomicfile"
 	"github.com/needle-dev/needle/product/internal/ndjson"
 )
 
@@ -128,6 +130,20 @@ func (t *Transcript) Write(w io.Writer) error {
 		return fmt.Errorf("write transcript: %w", err)
 	}
 	return nil
+}
+
+// WriteFile writes t to the file name, making its directory: whole or not
+// at all (atomicfile), so an interrupted recording leaves no half
+// transcript behind.
+func (t *Transcript) WriteFile(name string) error {
+	var b bytes.Buffer
+	if err := t.Write(&b); err != nil {
+		return err
+	}
+	if err := os.MkdirAll(filepath.Dir(name), 0o755); err != nil {
+		return err
+	}
+	return atomicfile.Write(name, b.Bytes(), 0o644)
 }
 
 // encodeLine is the file line of l: {"dir":…,"msg":…} with the msg as
