@@ -390,6 +390,9 @@ func TestMain(m *testing.M) {
 		stop()
 		os.Exit(code)
 	}
+	// A command a test runs without --data-dir must not reach the
+	// developer's ~/.local/share/needle: the default points nowhere.
+	os.Setenv(envDataDir, "/dev/null/needle-tests-name-their-data-dir")
 	os.Exit(m.Run())
 }
 

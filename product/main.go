@@ -41,6 +41,9 @@ type cli struct {
 	// terminal: the client's stderr is a terminal (stderr is then the
 	// runtime's relay of it).
 	terminal bool
+	// defaults are the flags withDefaults filled in, by name: the
+	// client's, in the runtime (main_defaults.go).
+	defaults map[string]string
 }
 
 // cliCommand is one leaf of the command tree.
@@ -99,41 +102,48 @@ Usage:
 Commands:
   need compile [--marker] [--routes LIST] FILE|-
                     compile a need request; print its need_id and canonical IR
-  need resolve --repository DIR --data-dir DIR [--cache-only] [--codex CMD] [--routes LIST] FILE|-
+  need resolve [--repository DIR] [--data-dir DIR] [--cache-only] [--codex CMD] [--routes LIST] FILE|-
                     resolve a need against certified evidence; print the result
   evidence schema KIND
                     print the strict JSON Schema of a proposal of KIND
-  evidence propose --repository DIR --data-dir DIR FILE|-
+  evidence propose [--repository DIR] [--data-dir DIR] FILE|-
                     validate a proposal with the trusted validators and store it
-  evidence refresh --repository DIR --data-dir DIR
+  evidence refresh [--repository DIR] [--data-dir DIR]
                     re-prove changed evidence now, so the next asks are exact hits
-  mcp serve --data-dir DIR --repository DIR --main-model NAME --role-profile ID [--cache-only] [--codex CMD] [--routes LIST] [--refresh-interval DUR]
+  mcp serve [--data-dir DIR] [--repository DIR] --main-model NAME --role-profile ID [--cache-only] [--codex CMD] [--routes LIST] [--refresh-interval DUR]
                     serve the MCP tools (need_context, and with a worker the change tools) on stdio,
                     re-proving changed evidence in the background
-  exec [--coordination new-turn|continue-working] --codex CMD --data-dir DIR PROMPT
+  exec [--coordination new-turn|continue-working] --codex CMD [--data-dir DIR] PROMPT
                     run the main model as a Codex App Server thread and answer its @@need markers
-  hook codex --data-dir DIR [--role-profile ID] [--cache-only] [--codex CMD] [--deadline DUR]
+  hook codex [--data-dir DIR] [--role-profile ID] [--cache-only] [--codex CMD] [--deadline DUR]
                     the Codex Stop hook: answer a @@need marker in the model's last message
-  hook install --codex [--user|--project] --data-dir DIR [--no-trust] …
+  hook install --codex [--user|--project] [--data-dir DIR] [--no-trust] …
                     install the Codex Stop hook into codex's hooks file and trust it
   hook uninstall [--codex] [--user|--project]
                     remove the Codex Stop hook and its trust
-  change list|show|events|diff|start|run|approve|apply|cancel --repository DIR --data-dir DIR ...
+  change list|show|events|diff|start|run|approve|apply|cancel [--repository DIR] [--data-dir DIR] ...
                     a supervised change as a lifecycle: explore, implement, test,
                     review, verify, then apply after your approval
-  profile list|show|create --data-dir DIR [ID [FILE]]
+  profile list|show|create [--data-dir DIR] [ID [FILE]]
                     manage role profiles (immutable revisions; "default" is built in)
-  config set|get|list --data-dir DIR [KEY [VALUE]]
+  config set|get|list [--data-dir DIR] [KEY [VALUE]]
                     manage profile settings (codex.command, codex.home, worker.deadline,
                     tests.codex, tests.cache, tests.deadline)
-  db check --data-dir DIR
+  db check [--data-dir DIR]
                     open the store in DIR (creating or upgrading it) and verify it
-  serve --data-dir DIR [--addr 127.0.0.1:0]
+  serve [--data-dir DIR] [--addr 127.0.0.1:0]
                     run the resident runtime of DIR: IPC for the commands above,
                     the web UI and API on loopback HTTP
-  ui --data-dir DIR print a one-time login URL of the running runtime's web UI
+  ui [--data-dir DIR]
+                    print a one-time login URL of the running runtime's web UI
   version           print the version, compiler, schema head and definition id
+                    (also needle --version)
   help [COMMAND]    print help for a command
+
+Defaults: --data-dir is $NEEDLE_DATA_DIR, else $XDG_DATA_HOME/needle, else
+~/.local/share/needle; --repository is the git top level of the working
+directory. Commands print the next command to run with only the flags that
+differ from these.
 
 Exit status: 0 success, 1 failure, 2 invalid input or usage error, 5 a stored
 record that does not match its content address (nothing is written or served
@@ -147,11 +157,16 @@ func (c *cli) dispatch(args []string) int {
 	switch args[0] {
 	case "help", "-h", "-help", "--help":
 		return c.help(args[1:])
+	case "--version", "-version":
+		return c.version(args[1:])
 	}
 	if cmd, rest, ok := lookupCommand(args); ok {
 		if len(rest) == 1 && isHelpFlag(rest[0]) && !strings.Contains(cmd.path, " ") {
 			fmt.Fprint(c.stdout, cmd.usage)
 			return 0
+		}
+		if c.rt == nil {
+			rest = c.withDefaults(cmd, rest)
 		}
 		if cmd.resident != local && c.rt == nil {
 			if code, ok := c.viaRuntime(cmd, rest); ok {
@@ -412,12 +427,28 @@ func (c *cli) openEngineSettings(cfg Config, configure func(settings map[string]
 	return e, nil
 }
 
-// Version returns the module version of the running binary, or "(devel)".
+// Version returns the module version of the running binary, or "(devel)"
+// followed by the commit a build from a clone was made from.
 func Version() string {
-	if info, ok := debug.ReadBuildInfo(); ok && info.Main.Version != "" {
-		return info.Main.Version
+	info, ok := debug.ReadBuildInfo()
+	if !ok {
+		return "(devel)"
 	}
-	return "(devel)"
+	if v := info.Main.Version; v != "" && v != "(devel)" {
+		return v
+	}
+	// A build from a clone: the commit it was built from, when go build
+	// stamped it.
+	var rev, dirty string
+	for _, s := range info.Settings {
+		switch {
+		case s.Key == "vcs.revision" && len(s.Value) >= 12:
+			rev = " " + s.Value[:12]
+		case s.Key == "vcs.modified" && s.Value == "true":
+			dirty = "+dirty"
+		}
+	}
+	return "(devel)" + rev + dirty
 }
 
 // routesFlag is the value of a --routes flag: every route when it is empty,

@@ -7,7 +7,7 @@ import (
 
 // needle change approve, apply and cancel: the user's decisions.
 
-const usageChangeApprove = `Usage: needle change approve --repository DIR --data-dir DIR --patch b3:... --verification b3:... --lifecycle b3:... [--json] ID
+const usageChangeApprove = `Usage: needle change approve [--repository DIR] [--data-dir DIR] --patch b3:... --verification b3:... --lifecycle b3:... [--json] ID
 
 Approve applying the patch of a lifecycle awaiting approval (or of a
 verified change without a lifecycle). The three digests are the ones
@@ -35,11 +35,11 @@ func (c *cli) changeApprove(args []string) int {
 	if *f.json {
 		return c.writeJSON(a)
 	}
-	fmt.Fprintf(c.stdout, "approved %s (approval %s); next: needle change apply %s\n", a.PatchID, a.ApprovalID, f.fs.Arg(0))
+	fmt.Fprintf(c.stdout, "approved %s (approval %s); next: %s\n", a.PatchID, a.ApprovalID, c.runnable("needle change apply "+f.fs.Arg(0), *f.repo, *f.dataDir))
 	return 0
 }
 
-const usageChangeApply = `Usage: needle change apply --repository DIR --data-dir DIR [--abandon] [--json] ID
+const usageChangeApply = `Usage: needle change apply [--repository DIR] [--data-dir DIR] [--abandon] [--json] ID
 
 Write an approved patch to the work tree. What the proof depended on must be
 as the snapshot the patch was made, tested and verified on had it: every
@@ -111,7 +111,7 @@ func (c *cli) changeApply(args []string) int {
 	return 0
 }
 
-const usageChangeCancel = `Usage: needle change cancel --repository DIR --data-dir DIR [--note TEXT] [--json] ID
+const usageChangeCancel = `Usage: needle change cancel [--repository DIR] [--data-dir DIR] [--note TEXT] [--json] ID
 
 Cancel a lifecycle that is not applying. The work in flight stops, wherever
 its runner runs: the running phase's worker turn is interrupted and its
@@ -138,6 +138,6 @@ func (c *cli) changeCancel(args []string) int {
 	if *f.json {
 		return c.writeJSON(d)
 	}
-	writeDetail(c.stdout, d)
+	c.showDetail(f, d)
 	return 0
 }

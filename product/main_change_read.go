@@ -9,7 +9,7 @@ import (
 
 // needle change list, show, events and diff: the reads.
 
-const usageChangeList = `Usage: needle change list --repository DIR --data-dir DIR [--json]
+const usageChangeList = `Usage: needle change list [--repository DIR] [--data-dir DIR] [--json]
 
 List the repository's lifecycles (newest first: id, change, phase/status,
 round, task), then its changes without a lifecycle (prepare_change). Every
@@ -55,7 +55,7 @@ func (c *cli) changeList(args []string) int {
 	return 0
 }
 
-const usageChangeShow = `Usage: needle change show --repository DIR --data-dir DIR [--json] ID
+const usageChangeShow = `Usage: needle change show [--repository DIR] [--data-dir DIR] [--json] ID
 
 Show a lifecycle (ID is its lcy_… or its change's chg_…), or a change
 from prepare_change without one (its status, patch, apply journal and the
@@ -97,7 +97,7 @@ func (c *cli) changeShow(args []string) int {
 			fmt.Fprintf(c.stdout, "  apply %s: %s %s %s\n", a.IntentID, a.Status, a.Cause, strings.Join(a.Paths, ", "))
 		}
 		if cd.Next != "" {
-			fmt.Fprintf(c.stdout, "next: %s\n", cd.Next)
+			fmt.Fprintf(c.stdout, "next: %s\n", c.runnable(cd.Next, *f.repo, *f.dataDir))
 		}
 		return 0
 	}
@@ -108,7 +108,7 @@ func (c *cli) changeShow(args []string) int {
 	if *f.json {
 		return c.writeJSON(d)
 	}
-	writeDetail(c.stdout, d)
+	c.showDetail(f, d)
 	return 0
 }
 
@@ -165,7 +165,7 @@ func writeDetail(w io.Writer, d LifecycleDetail) {
 	}
 }
 
-const usageChangeEvents = `Usage: needle change events --repository DIR --data-dir DIR [--json] ID
+const usageChangeEvents = `Usage: needle change events [--repository DIR] [--data-dir DIR] [--json] ID
 
 Print a lifecycle's journal in order: seq, time, event kind, where the
 lifecycle was after it, and a one-line summary, each event's payload digest
@@ -200,7 +200,7 @@ func (c *cli) changeEvents(args []string) int {
 	return 0
 }
 
-const usageChangeDiff = `Usage: needle change diff --repository DIR --data-dir DIR ID
+const usageChangeDiff = `Usage: needle change diff [--repository DIR] [--data-dir DIR] ID
 
 Print the current patch of a change (a lifecycle's lcy_… or chg_…, or a
 change from prepare_change) as a unified diff that git apply accepts,
@@ -226,4 +226,11 @@ func (c *cli) changeDiff(args []string) int {
 	}
 	fmt.Fprint(c.stdout, diff)
 	return 0
+}
+
+// showDetail prints a lifecycle for a person, its next command runnable as
+// printed.
+func (c *cli) showDetail(f changeFlags, d LifecycleDetail) {
+	d.Next = c.runnable(d.Next, *f.repo, *f.dataDir)
+	writeDetail(c.stdout, d)
 }

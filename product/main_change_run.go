@@ -14,7 +14,7 @@ import (
 // needle change start and run: a lifecycle frozen, then driven with
 // progress until it waits for approval or ends.
 
-const usageChangeStart = `Usage: needle change start --repository DIR --data-dir DIR --task TEXT --criterion TEXT... --scope PATH...
+const usageChangeStart = `Usage: needle change start [--repository DIR] [--data-dir DIR] --task TEXT --criterion TEXT... --scope PATH...
                           --test-plan ARTIFACT_ID... [flags]
 
 Start a lifecycle: freeze the change id, the source snapshot, the role
@@ -92,7 +92,7 @@ func (c *cli) changeStart(args []string) int {
 	if *f.json {
 		return c.writeJSON(d)
 	}
-	writeDetail(c.stdout, d)
+	c.showDetail(f, d)
 	return 0
 }
 
@@ -113,7 +113,7 @@ func changeStartScopes(scopes []string) []pathScope {
 	return out
 }
 
-const usageChangeRun = `Usage: needle change run --repository DIR --data-dir DIR [--codex CMD] [--json] ID
+const usageChangeRun = `Usage: needle change run [--repository DIR] [--data-dir DIR] [--codex CMD] [--json] ID
 
 Run a lifecycle: replay its journal, run the one pending phase's worker
 (explore, implement, review and verify are Codex App Server workers; test is
@@ -161,7 +161,7 @@ func (c *cli) changeRun(args []string) int {
 		}
 		return code
 	}
-	writeDetail(c.stdout, d)
+	c.showDetail(f, d)
 	return code
 }
 

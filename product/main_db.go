@@ -5,7 +5,7 @@ import (
 	"path/filepath"
 )
 
-const usageDBCheck = `Usage: needle db check --data-dir DIR
+const usageDBCheck = `Usage: needle db check [--data-dir DIR]
 
 Open the Needle store DIR/needle.db, creating it or applying pending
 migrations, verify its PRAGMAs (WAL, foreign keys, busy timeout), its

@@ -34,7 +34,7 @@ func (c *cli) evidenceSchema(args []string) int {
 	return 0
 }
 
-const usageEvidencePropose = `Usage: needle evidence propose --repository DIR --data-dir DIR FILE|-
+const usageEvidencePropose = `Usage: needle evidence propose [--repository DIR] [--data-dir DIR] FILE|-
 
 Validate a proposal (JSON; - for stdin) against the current source of the
 repository with Needle's trusted validators (code, never a model), store the
@@ -105,7 +105,7 @@ func (c *cli) evidencePropose(args []string) int {
 	return 1
 }
 
-const usageEvidenceRefresh = `Usage: needle evidence refresh --repository DIR --data-dir DIR
+const usageEvidenceRefresh = `Usage: needle evidence refresh [--repository DIR] [--data-dir DIR]
 
 Re-prove, now, the certified evidence of the repository whose files changed
 (after a checkout, a version bump, an edit), and renew the need certificates

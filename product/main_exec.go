@@ -9,7 +9,7 @@ import (
 	"strings"
 )
 
-const usageExec = `Usage: needle exec [--coordination new-turn|continue-working] --codex CMD --data-dir DIR [flags] PROMPT
+const usageExec = `Usage: needle exec [--coordination new-turn|continue-working] --codex CMD [--data-dir DIR] [flags] PROMPT
 
 Run the main model as a Codex App Server thread ('CMD app-server'), like
 'codex exec': PROMPT starts the first turn and the model's messages stream to
@@ -34,7 +34,7 @@ turn is interrupted and its process group killed) and interrupts the turn.
 Flags:
   --coordination MODE   new-turn (default) or continue-working
   --codex CMD           the main thread's App Server command, argv before "app-server"
-  --data-dir DIR        the Needle data directory (holds needle.db)
+  --data-dir DIR        the Needle data directory (holds needle.db; default: see needle help)
   --repository DIR      the repository, and the thread's working directory (default .)
   --role-profile ID     the role profile the session freezes (default "default")
   --cache-only          never spawn a worker; misses are typed bypasses

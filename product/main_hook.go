@@ -7,7 +7,7 @@ import (
 	"strings"
 )
 
-const usageHookCodex = `Usage: needle hook codex --data-dir DIR [--role-profile ID] [--cache-only] [--codex CMD] [--routes LIST] [--deadline DUR]
+const usageHookCodex = `Usage: needle hook codex [--data-dir DIR] [--role-profile ID] [--cache-only] [--codex CMD] [--routes LIST] [--deadline DUR]
 
 The Codex Stop hook, as 'needle hook install --codex' installs it; codex runs
 it with one hook event on stdin. When the model's last message holds one
@@ -30,7 +30,7 @@ when it fails (codex then lets the turn end); never 2, which codex would feed
 to the model.
 
 Flags:
-  --data-dir DIR      the Needle data directory (holds needle.db)
+  --data-dir DIR      the Needle data directory (holds needle.db; default: see needle help)
   --role-profile ID   the role profile whose newest revision a new session freezes (default "default")
   --cache-only        never spawn a worker; misses are typed bypasses
   --codex CMD         the App Server command of workers (overrides the codex.command setting)
@@ -76,7 +76,7 @@ func (c *cli) hookCodex(args []string) (code int) {
 	return 0
 }
 
-const usageHookInstall = `Usage: needle hook install --codex [--user|--project] --data-dir DIR [--role-profile ID] [--cache-only] [--deadline DUR] [--no-trust]
+const usageHookInstall = `Usage: needle hook install --codex [--user|--project] [--data-dir DIR] [--role-profile ID] [--cache-only] [--deadline DUR] [--no-trust]
 
 Install the Codex Stop hook ('needle hook codex' with these flags, run by this
 needle binary) into codex's hooks file: the user's $CODEX_HOME/hooks.json

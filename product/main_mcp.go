@@ -7,7 +7,7 @@ import (
 	"time"
 )
 
-const usageMCPServe = `Usage: needle mcp serve --data-dir DIR --repository DIR --main-model NAME --role-profile ID [--cache-only] [--codex CMD] [--routes LIST] [--refresh-interval DUR]
+const usageMCPServe = `Usage: needle mcp serve [--data-dir DIR] [--repository DIR] --main-model NAME --role-profile ID [--cache-only] [--codex CMD] [--routes LIST] [--refresh-interval DUR]
 
 Serve the Model Context Protocol on stdin/stdout (newline-delimited JSON-RPC,
 protocol versions 2025-06-18 and 2024-11-05) for one client connection. The
@@ -40,8 +40,9 @@ re-proved or renewed something logs one line on stderr, and one that
 failed logs why and is tried again at the next change.
 
 Flags:
-  --data-dir DIR        the Needle data directory (holds needle.db)
-  --repository DIR      the repository root needs are resolved against
+  --data-dir DIR        the Needle data directory (holds needle.db; default: see needle help)
+  --repository DIR      the repository root needs are resolved against (default: the
+                        git top level of the working directory)
   --main-model NAME     the main model connecting (recorded with the session)
   --role-profile ID     the role profile whose newest revision the session freezes
   --cache-only          never spawn a worker; misses are typed bypasses

@@ -59,7 +59,7 @@ func (c *cli) needCompile(args []string) int {
 	return c.writeJSON(need)
 }
 
-const usageNeedResolve = `Usage: needle need resolve --repository DIR --data-dir DIR [--cache-only] [--codex CMD] [--routes LIST] FILE|-
+const usageNeedResolve = `Usage: needle need resolve [--repository DIR] [--data-dir DIR] [--cache-only] [--codex CMD] [--routes LIST] FILE|-
 
 Resolve a need_context request (JSON; - for stdin) against the certified
 evidence of the repository DIR, stored in the data directory, and print the
@@ -80,8 +80,9 @@ the codex.command setting (needle config); with neither, or with
 --cache-only, such a need is a typed bypass.
 
 Flags:
-  --repository DIR   the repository root (a git work tree or a plain directory)
-  --data-dir DIR     the Needle data directory (holds needle.db)
+  --repository DIR   the repository root (a git work tree or a plain directory;
+                     default: the git top level of the working directory)
+  --data-dir DIR     the Needle data directory (holds needle.db; default: see needle help)
   --cache-only       never spawn a worker; a miss becomes a bypass
   --codex CMD        the App Server command, argv before "app-server" split at
                      blanks (overrides the codex.command setting)

@@ -58,9 +58,9 @@ func checkDuration(v string) error {
 	return err
 }
 
-const usageConfig = `Usage: needle config set --data-dir DIR KEY VALUE
-       needle config get --data-dir DIR KEY
-       needle config list --data-dir DIR
+const usageConfig = `Usage: needle config set [--data-dir DIR] KEY VALUE
+       needle config get [--data-dir DIR] KEY
+       needle config list [--data-dir DIR]
 
 Manage the settings of the Needle profile in DIR. Keys:
   codex.command     the App Server command (argv before "app-server", split at
@@ -245,9 +245,9 @@ func (c *cli) testsSettings(settings map[string]string, codex *CodexConfig) (Tes
 	return cfg, nil
 }
 
-const usageProfile = `Usage: needle profile list --data-dir DIR
-       needle profile show --data-dir DIR ID
-       needle profile create --data-dir DIR ID FILE|-
+const usageProfile = `Usage: needle profile list [--data-dir DIR]
+       needle profile show [--data-dir DIR] ID
+       needle profile create [--data-dir DIR] ID FILE|-
 
 Manage role profiles: how workers run for a session (worker model, effort,
 session limits, sandbox per role). A profile is versioned by immutable

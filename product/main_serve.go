@@ -14,7 +14,7 @@ import (
 	"github.com/needle-dev/needle/product/internal/ipc"
 )
 
-const usageServe = `Usage: needle serve --data-dir DIR [--addr 127.0.0.1:0]
+const usageServe = `Usage: needle serve [--data-dir DIR] [--addr 127.0.0.1:0]
 
 Run the resident runtime of the data directory DIR until interrupted
 (SIGINT or SIGTERM): one per data directory. It holds the profile lock
@@ -42,7 +42,7 @@ their background evidence refresh), releases the lock and exits 0. A runtime tha
 over safely.
 
 Flags:
-  --data-dir DIR   the Needle data directory
+  --data-dir DIR   the Needle data directory (default: see needle help)
   --addr ADDR      the loopback address to listen on (default 127.0.0.1:0)
 `
 
@@ -76,7 +76,7 @@ func (c *cli) serve(args []string) int {
 	return 0
 }
 
-const usageUI = `Usage: needle ui --data-dir DIR
+const usageUI = `Usage: needle ui [--data-dir DIR]
 
 Print a fresh one-time login URL of the web UI of the resident runtime of
 DIR ('needle serve'). Opening it in a browser on this machine logs the

@@ -67,6 +67,9 @@ type execSpec struct {
 	// shows progress there (needle change run) shows it through the
 	// runtime too.
 	Terminal bool `json:"terminal,omitempty"`
+	// Defaults are the flags the client filled in from their defaults
+	// (main_defaults.go): the commands the runtime prints leave them out.
+	Defaults map[string]string `json:"defaults,omitempty"`
 }
 
 // decodeExecSpec decodes a spec strictly.
@@ -147,7 +150,7 @@ func (c *cli) execRemote(conn net.Conn, cmd cliCommand, args []string) int {
 		return 1
 	}
 	spec := execSpec{Args: append(strings.Fields(cmd.path), args...), Dir: dir, Path: os.Getenv("PATH"),
-		Definition: DefinitionID(), Schema: schemaHead(), Terminal: isTerminal(c.stderr)}
+		Definition: DefinitionID(), Schema: schemaHead(), Terminal: isTerminal(c.stderr), Defaults: c.defaults}
 	f := ipc.NewFramer(conn)
 	if err := f.Send(frameSpec, []byte(mustJSON(spec))); err != nil {
 		fmt.Fprintf(c.stderr, "needle %s: the resident runtime: %v\n", cmd.path, err)
@@ -256,7 +259,7 @@ func (rt *Runtime) serveExec(w http.ResponseWriter, r *http.Request) {
 	go readClientFrames(conn, pw, cancel)
 	c := &cli{ctx: ctx, stdin: &askingReader{r: pr, ask: func() { f.Send(frameWant, nil) }},
 		stdout: f.Writer(frameStdout), stderr: f.Writer(frameStderr), dir: spec.Dir, pathEnv: spec.Path, rt: rt,
-		terminal: spec.Terminal}
+		terminal: spec.Terminal, defaults: spec.Defaults}
 	code := c.dispatch(spec.Args)
 	f.Send(frameExit, []byte(strconv.Itoa(code)))
 }
