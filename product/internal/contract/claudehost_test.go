@@ -64,12 +64,12 @@ type claudeReadme struct {
 var headlessFlags = regexp.MustCompile("headless, pass `([^`]+)`")
 
 // readClaudeReadme finds the Claude Code configuration in the repository's
-// README.md: the first json code block after the paragraph that names
+// docs/mcp.md: the first json code block after the paragraph that names
 // `.mcp.json`, the first after the one that names `.claude/settings.json`,
 // and the flags of "headless, pass `…`".
 func readClaudeReadme(t *testing.T) claudeReadme {
 	t.Helper()
-	src, err := os.ReadFile("../../../README.md")
+	src, err := os.ReadFile("../../../docs/mcp.md")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -97,12 +97,12 @@ func readClaudeReadme(t *testing.T) claudeReadme {
 		}
 	}
 	if r.mcpJSON == "" || r.settings == "" || len(r.headless) == 0 {
-		t.Fatalf("README.md: no Claude Code configuration found (.mcp.json %t, settings %t, headless flags %q)",
+		t.Fatalf("docs/mcp.md: no Claude Code configuration found (.mcp.json %t, settings %t, headless flags %q)",
 			r.mcpJSON != "", r.settings != "", r.headless)
 	}
 	for _, block := range []string{r.mcpJSON, r.settings} {
 		if !json.Valid([]byte(block)) {
-			t.Fatalf("README.md: a Claude Code block is not JSON:\n%s", block)
+			t.Fatalf("docs/mcp.md: a Claude Code block is not JSON:\n%s", block)
 		}
 	}
 	return r
