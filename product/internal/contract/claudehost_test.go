@@ -4,9 +4,9 @@ package contract
 
 // The real-host contract of issue 12 for Claude Code: the real `claude`
 // (the pinned NEEDLE_CLAUDE_BIN) runs headless as the MCP host of `needle
-// mcp serve`, configured with the README's own .mcp.json and
-// .claude/settings.json (parsed out of README.md, only paths substituted)
-// and the README's headless flag, with a loopback fake Anthropic Messages
+// mcp serve`, configured with docs/mcp.md's own .mcp.json and
+// .claude/settings.json (parsed out of docs/mcp.md, only paths substituted)
+// and its headless flag, with a loopback fake Anthropic Messages
 // API playing the main model (`make test-contract` runs it).
 
 import (
@@ -54,7 +54,7 @@ func claudeBin(t *testing.T) string {
 	return bin
 }
 
-// claudeReadme is what the README tells a Claude Code user to write and run.
+// claudeReadme is what docs/mcp.md tells a Claude Code user to write and run.
 type claudeReadme struct {
 	mcpJSON  string   // .mcp.json at the repository root
 	settings string   // .claude/settings.json
@@ -243,7 +243,7 @@ type claudeRun struct {
 	failures       []error
 }
 
-// Where runClaude writes the README's settings.json.
+// Where runClaude writes docs/mcp.md's settings.json.
 const (
 	noSettings      = ""
 	projectSettings = "project" // repo/.claude/settings.json
@@ -251,13 +251,13 @@ const (
 	userSettings    = "user"    // ~/.claude/settings.json
 )
 
-// runClaude writes the README's .mcp.json into repo and its settings.json
+// runClaude writes docs/mcp.md's .mcp.json into repo and its settings.json
 // where settings says, and runs `claude -p prompt` in repo with flags.
 func runClaude(t *testing.T, claude, needle, repo, data string, readme claudeReadme, model *claudeModel, settings string, flags ...string) claudeRun {
 	t.Helper()
 	mcpJSON := strings.ReplaceAll(readme.mcpJSON, "/home/you/.needle", data)
 	if mcpJSON == readme.mcpJSON {
-		t.Fatalf("the README's .mcp.json has no /home/you/.needle to substitute:\n%s", readme.mcpJSON)
+		t.Fatalf("docs/mcp.md's .mcp.json has no /home/you/.needle to substitute:\n%s", readme.mcpJSON)
 	}
 	if err := os.WriteFile(filepath.Join(repo, ".mcp.json"), []byte(mcpJSON), 0o644); err != nil {
 		t.Fatal(err)
@@ -297,7 +297,7 @@ func runClaude(t *testing.T, claude, needle, repo, data string, readme claudeRea
 	cmd.Dir = repo
 	cmd.Stdin = nil // /dev/null
 	cmd.Env = []string{
-		// "needle" as the README writes it: found on PATH.
+		// "needle" as docs/mcp.md writes it: found on PATH.
 		"PATH=" + filepath.Dir(needle) + string(os.PathListSeparator) + os.Getenv("PATH"),
 		"HOME=" + home,
 		"CLAUDE_CONFIG_DIR=" + filepath.Join(home, ".claude"),
@@ -366,7 +366,7 @@ func claudeResolutions(t *testing.T, data, needID string) []string {
 	return out
 }
 
-// claudeSetup is the shared start of both tests: the binaries, the README's
+// claudeSetup is the shared start of both tests: the binaries, docs/mcp.md's
 // configuration, a repository with certified evidence for Open and the
 // need's id.
 func claudeSetup(t *testing.T) (claude, needle, repo, data string, readme claudeReadme, need, needID, artifactID string) {
@@ -394,9 +394,9 @@ func claudeSetup(t *testing.T) (claude, needle, repo, data string, readme claude
 	return claude, needle, repo, data, readme, need, compiled.NeedID, certified.ArtifactID
 }
 
-// TestContract_ClaudeCodeHostCallsNeedContext is the README's Claude Code
+// TestContract_ClaudeCodeHostCallsNeedContext is docs/mcp.md's Claude Code
 // configuration, run by the real Claude Code headless, with the tool
-// allowed each way the README gives — the permissions entry of the
+// allowed each way docs/mcp.md gives — the permissions entry of the
 // project's .claude/settings.json once the workspace is trusted, the same
 // in ~/.claude/settings.json, or the headless flag: the model's
 // need_context call reaches Needle, Needle resolves it from the certified
@@ -439,7 +439,7 @@ func TestContract_ClaudeCodeHostCallsNeedContext(t *testing.T) {
 				t.Errorf("claude -p printed %q; want %q\nstderr:\n%s", run.stdout, want, run.stderr)
 			}
 			t.Logf("claude -p printed: %s", strings.TrimSpace(run.stdout))
-			// What Needle recorded: an MCP session of the README's main
+			// What Needle recorded: an MCP session of docs/mcp.md's main
 			// model that answered the need from the certified evidence.
 			got := claudeResolutions(t, data, needID)
 			if len(got) != 1 || got[0] != "mcp claude-sonnet coverage_hit certified=true" {
@@ -449,7 +449,7 @@ func TestContract_ClaudeCodeHostCallsNeedContext(t *testing.T) {
 	}
 }
 
-// TestContract_ClaudeCodeRefusesUnallowedNeedle is the README's warning:
+// TestContract_ClaudeCodeRefusesUnallowedNeedle is docs/mcp.md's warning:
 // headless, without the tool allowed (no permissions entry, no
 // --allowedTools), Claude Code refuses the call and Needle never answers
 // it; and the project's .claude/settings.json does not allow it in a

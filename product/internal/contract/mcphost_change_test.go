@@ -81,7 +81,7 @@ func TestContract_CodexExecHostRunsAChange(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer model.Close()
-	// The README's configuration, as for need_context: the change tools
+	// docs/mcp.md's configuration, as for need_context: the change tools
 	// carry honest annotations (nothing destructive, no open world), so
 	// codex runs them under approval_policy "never" without asking.
 	stdout := codexExec(t, codex, needle, repo, data, model.URL(), "Document on Options.CRLF that NUL-terminated data disables CRLF handling.")

@@ -4,7 +4,7 @@ package contract
 
 // The real-host contract of issue 12: the real `codex exec` (the pinned
 // NEEDLE_CODEX_BIN) is the MCP host of `needle mcp serve`, configured the
-// way the README tells a user to, with the loopback fake model playing the
+// way docs/mcp.md tells a user to, with the loopback fake model playing the
 // main model (items 1 and 6; `make test-contract` runs them).
 
 import (
@@ -83,7 +83,7 @@ func runNeedle(t *testing.T, bin, stdin string, args ...string) string {
 }
 
 // codexExec runs the real `codex exec --json PROMPT` in repo as the MCP
-// host of `needle mcp serve` over data, configured as the README tells a
+// host of `needle mcp serve` over data, configured as docs/mcp.md tells a
 // user, with the fake model at modelURL as its model; it returns codex's
 // JSONL events and fails the test when codex fails.
 func codexExec(t *testing.T, codex, needle, repo, data, modelURL, prompt string) []byte {
@@ -137,8 +137,8 @@ func namespacedCall(callID, namespace, name, arguments string) fakemodel.Respons
 	return r
 }
 
-// TestContract_CodexExecHostCallsNeedContext is issue 12 item 1: with the
-// README's Codex configuration and approval_policy "never" (what codex exec
+// TestContract_CodexExecHostCallsNeedContext is issue 12 item 1: with
+// docs/mcp.md's Codex configuration and approval_policy "never" (what codex exec
 // runs under), the model's need_context call reaches Needle without an
 // approval, and the model's next request carries Needle's certified
 // context. Before need_context carried its annotations codex refused the
