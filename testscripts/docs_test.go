@@ -102,6 +102,7 @@ func TestDocs_StaleExamplesFail(t *testing.T) {
 		"flag":   "<!-- docs: not run: example -->\n```sh\nneedle need resolve --no-such-flag x.json\n```\n",
 		"cmd":    "<!-- docs: not run: example -->\n```sh\nneedle frobnicate --data-dir d\n```\n",
 		"make":   "<!-- docs: not run: example -->\n```sh\nmake no-such-target\n```\n",
+		"config": "```toml\n[mcp_servers.needle]\ncommand = \"needle\"\nargs = [\"mcp\", \"serve\", \"--data-dir\", \"d\", \"--role\", \"x\"]\n```\n",
 		"expect": "<!-- docs: expect \"kind\": \"exact_hit\" -->\n```sh\nneedle version\n```\n",
 	}
 	for name, md := range stale {
@@ -287,13 +288,17 @@ func newDocChecker(t *testing.T) *docChecker {
 // checkBlock checks every command line of b and runs b unless it is
 // marked not to be run.
 func (c *docChecker) checkBlock(t *testing.T, b docBlock) error {
+	var lines []string
 	switch b.lang {
 	case "sh", "console", "text":
+		lines = commandLines(b)
+	case "toml", "json":
+		lines = configuredCommands(b.text)
 	default:
 		return nil
 	}
 	var errs []error
-	for _, line := range commandLines(b) {
+	for _, line := range lines {
 		if err := c.checkLine(line); err != nil {
 			if b.pending {
 				t.Logf("%s:%d: pending: %v", b.file, b.line, err)
@@ -302,7 +307,7 @@ func (c *docChecker) checkBlock(t *testing.T, b docBlock) error {
 			errs = append(errs, err)
 		}
 	}
-	if len(errs) == 0 && b.notRun == "" && b.lang != "text" {
+	if len(errs) == 0 && b.notRun == "" && (b.lang == "sh" || b.lang == "console") {
 		errs = append(errs, c.run(t, b))
 	}
 	return errors.Join(errs...)
@@ -339,6 +344,25 @@ func commandLines(b docBlock) []string {
 		cur = ""
 	}
 	return out
+}
+
+var (
+	configCommand = regexp.MustCompile(`"?command"?\s*[:=]\s*"needle"[\s,]*"?args"?\s*[:=]\s*\[([^\]]*)\]`)
+	configString  = regexp.MustCompile(`"([^"]*)"`)
+)
+
+// configuredCommands returns the needle command lines a client
+// configuration (Codex's TOML, Claude Code's .mcp.json) registers.
+func configuredCommands(text string) []string {
+	var lines []string
+	for _, m := range configCommand.FindAllStringSubmatch(text, -1) {
+		line := "needle"
+		for _, a := range configString.FindAllStringSubmatch(m[1], -1) {
+			line += " " + a[1]
+		}
+		lines = append(lines, line)
+	}
+	return lines
 }
 
 // shellSegments drops a comment and splits a line at && || | ;, outside
