@@ -29,6 +29,10 @@ const (
 	socketFileName = "needle.sock" // the IPC endpoint, 0600
 )
 
+// loginHelp is what the page of a refused login says to do.
+const loginHelp = "For a new login link, run 'needle ui --open --data-dir DIR' on this machine, " +
+	"where DIR is the data directory of this 'needle serve'. A link works once, for ten minutes."
+
 // runtimeConfig configures the resident runtime (needle serve).
 type runtimeConfig struct {
 	DataDir string
@@ -168,7 +172,7 @@ func startRuntime(ctx context.Context, cfg runtimeConfig) (*Runtime, error) {
 	bound := netip.MustParseAddrPort(httpL.Addr().String())
 	rt.url = "http://" + bound.String()
 	rt.broker = sse.New(sse.Options{Ring: cfg.Ring, MaxSubscribers: cfg.MaxStreams})
-	rt.guard, err = httpguard.New(httpguard.Config{Token: rt.token, Addr: bound, Public: web.IsAsset,
+	rt.guard, err = httpguard.New(httpguard.Config{Token: rt.token, Addr: bound, Public: web.IsAsset, LoginHelp: loginHelp,
 		Refused: func(r *http.Request, status int, reason string) {
 			rt.log.Printf("refused %s %s: %d %s", r.Method, r.URL.Path, status, reason)
 		}})

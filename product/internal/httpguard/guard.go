@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"html/template"
 	"mime"
 	"net/http"
 	"net/netip"
@@ -55,6 +56,9 @@ type Config struct {
 	Now func() time.Time
 	// Refused, if set, hears every refusal (for a log or a counter).
 	Refused func(r *http.Request, status int, reason string)
+	// LoginHelp is plain text that the page of a refused login adds: how
+	// to get a new login link.
+	LoginHelp string
 }
 
 // Guard authenticates and screens the requests of one loopback server.
@@ -285,16 +289,16 @@ func (g *Guard) validSession(r *http.Request) bool {
 // login exchanges a one-time code for a session cookie.
 func (g *Guard) login(w http.ResponseWriter, r *http.Request) {
 	if r.Method != http.MethodGet {
-		g.refuse(w, r, http.StatusMethodNotAllowed, "method_not_allowed", "log in with GET of the login URL")
+		g.refuseLogin(w, r, http.StatusMethodNotAllowed, "method_not_allowed", "log in with GET of the login URL")
 		return
 	}
 	if site := r.Header.Get("Sec-Fetch-Site"); site == "cross-site" || site == "same-site" {
-		g.refuse(w, r, http.StatusForbidden, "forbidden_origin", "a login link followed from another site")
+		g.refuseLogin(w, r, http.StatusForbidden, "forbidden_origin", "a login link followed from another site")
 		return
 	}
 	code := r.URL.Query().Get("code")
 	if !validSecret(code) || !g.takeCode(code) {
-		g.refuse(w, r, http.StatusForbidden, "login_refused", "this login link is unknown, expired or already used; ask the runtime for a new one")
+		g.refuseLogin(w, r, http.StatusForbidden, "login_refused", "this login link is unknown, expired or already used; ask the runtime for a new one")
 		return
 	}
 	sid := NewSecret()
@@ -351,6 +355,31 @@ type Refusal struct {
 		Kind    string `json:"kind"`
 		Message string `json:"message"`
 	} `json:"error"`
+}
+
+// loginPage is the page of a refused login: a person followed the link
+// in a browser, so the refusal is a page, not JSON.
+var loginPage = template.Must(template.New("login").Parse(`<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><title>Needle: login refused</title></head>
+<body><main id="login-refused" data-kind="{{.Kind}}">
+<h1>Needle: this login link does not work</h1>
+<p role="alert">{{.Message}}.</p>
+{{if .Help}}<p>{{.Help}}</p>{{end}}
+</main></body></html>
+`))
+
+// refuseLogin refuses a login with an HTML page that says why and how to
+// get a new link.
+func (g *Guard) refuseLogin(w http.ResponseWriter, r *http.Request, status int, kind, msg string) {
+	if g.cfg.Refused != nil {
+		g.cfg.Refused(r, status, kind+": "+msg)
+	}
+	h := w.Header()
+	h.Set("Connection", "close")
+	h.Set("Content-Type", "text/html; charset=utf-8")
+	h.Set("Cache-Control", "no-store")
+	w.WriteHeader(status)
+	loginPage.Execute(w, struct{ Kind, Message, Help string }{kind, strings.ToUpper(msg[:1]) + msg[1:], g.cfg.LoginHelp})
 }
 
 func (g *Guard) refuse(w http.ResponseWriter, r *http.Request, status int, kind, msg string) {

@@ -46,10 +46,11 @@ func newServer(t *testing.T) *server {
 	s := &server{token: NewSecret(), clock: &fakeClock{t: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)}}
 	s.host = l.Addr().String()
 	s.guard, err = New(Config{
-		Token:  s.token,
-		Addr:   netip.MustParseAddrPort(s.host),
-		Now:    s.clock.Now,
-		Public: func(r *http.Request) bool { return strings.HasPrefix(r.URL.Path, "/assets/") || r.URL.Path == "/" },
+		Token:     s.token,
+		Addr:      netip.MustParseAddrPort(s.host),
+		Now:       s.clock.Now,
+		LoginHelp: "run needle ui <for> a new link",
+		Public:    func(r *http.Request) bool { return strings.HasPrefix(r.URL.Path, "/assets/") || r.URL.Path == "/" },
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -76,6 +77,13 @@ type req struct {
 
 func (s *server) do(t *testing.T, q req) *http.Response {
 	t.Helper()
+	resp, _ := s.doBody(t, q)
+	return resp
+}
+
+// doBody is do that also returns the answer's body.
+func (s *server) doBody(t *testing.T, q req) (*http.Response, []byte) {
+	t.Helper()
 	if q.method == "" {
 		q.method = http.MethodGet
 	}
@@ -99,9 +107,9 @@ func (s *server) do(t *testing.T, q req) *http.Response {
 	if err != nil {
 		t.Fatal(err)
 	}
-	io.Copy(io.Discard, resp.Body)
+	data, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
-	return resp
+	return resp, data
 }
 
 // login exchanges a fresh login URL and returns the session cookie header.
@@ -190,8 +198,14 @@ func TestGuard_Handler(t *testing.T) {
 			if resp.Close == authed {
 				t.Errorf("connection closed after the answer: %v, want %v", resp.Close, !authed)
 			}
-			if c.want >= 400 && resp.Header.Get("Content-Type") != "application/json" {
-				t.Errorf("refusal Content-Type %q", resp.Header.Get("Content-Type"))
+			// A refused login is a page for the person who followed the
+			// link; every other refusal is JSON.
+			want := "application/json"
+			if strings.HasPrefix(c.req.path, "/login") && c.want != http.StatusMisdirectedRequest {
+				want = "text/html; charset=utf-8"
+			}
+			if c.want >= 400 && resp.Header.Get("Content-Type") != want {
+				t.Errorf("refusal Content-Type %q, want %q", resp.Header.Get("Content-Type"), want)
 			}
 		})
 		if c.want >= 400 {
@@ -230,8 +244,19 @@ func TestGuard_Login(t *testing.T) {
 		if resp := s.do(t, req{path: p.RequestURI()}); resp.StatusCode != http.StatusSeeOther {
 			t.Fatalf("first use: %s", resp.Status)
 		}
-		if resp := s.do(t, req{path: p.RequestURI()}); resp.StatusCode != http.StatusForbidden {
+		resp, body := s.doBody(t, req{path: p.RequestURI()})
+		if resp.StatusCode != http.StatusForbidden {
 			t.Fatalf("second use: %s, want 403", resp.Status)
+		}
+		// The browser that followed the link shows a page that says why
+		// and what to do, not a JSON body.
+		if ct := resp.Header.Get("Content-Type"); ct != "text/html; charset=utf-8" {
+			t.Errorf("a used login link answers %q, want an HTML page", ct)
+		}
+		for _, want := range []string{"<h1>", "already used", "run needle ui &lt;for&gt; a new link"} {
+			if !strings.Contains(string(body), want) {
+				t.Errorf("the refused login's page lacks %q:\n%s", want, body)
+			}
 		}
 	})
 	t.Run("ErrExpired", func(t *testing.T) {
