@@ -98,3 +98,21 @@ func baseText(root string, f patchFile) (string, error) {
 	}
 	return "", conflictf("the base of %s (%s) is neither in the work tree nor at HEAD: no diff against anything else", f.Path, f.Before)
 }
+
+// lifecyclePatchDiff is the unified diff of a lifecycle's patch in force,
+// which must be patchID: a lifecycle that moved on to another patch since
+// its detail was read is a conflict, never the diff of the other patch.
+func (e *Engine) lifecyclePatchDiff(ctx context.Context, lid, patchID string) (string, error) {
+	v, err := e.readLifecycle(ctx, lid)
+	if err != nil {
+		return "", err
+	}
+	if v.State.Patch.ID != patchID {
+		return "", conflictf("lifecycle %s moved on from patch %s to %q", lid, patchID, v.State.Patch.ID)
+	}
+	files, err := (&lifecycleKernel{e: e}).currentPatch(ctx, v)
+	if err != nil {
+		return "", err
+	}
+	return unifiedDiff(e.root, files)
+}

@@ -868,6 +868,7 @@
 //	runtime_exec.go      commands run in the runtime for IPC clients, and the client side
 //	runtime_api.go       the /api/v1 handlers: explicit DTOs of product/web
 //	runtime_api_lifecycle.go  the lifecycle routes: reads, approval and apply
+//	runtime_api_review.go  what a person judges before approving: the diff, criteria, model text
 //	runtime_reads.go     the runtime's reads for its handlers; the handlers never reach the store
 //	runtime_events.go    the event stream: committed rows published as server-sent events
 //	main.go              the needle command: dispatch, help, version

@@ -3,6 +3,7 @@ package product
 import (
 	"fmt"
 	"path"
+	"strconv"
 	"strings"
 	"time"
 
@@ -296,6 +297,9 @@ func eventSummary(ev lifecycle.Event) string {
 	case lifecycle.ApplyRolledBack:
 		return fmt.Sprintf("apply rolled back (%s)", ev.Cause)
 	case lifecycle.CancelRequested:
+		if ev.Note != "" { // the user's words, as they cancelled (or rejected in the UI)
+			return "cancelled: " + strconv.Quote(ev.Note)
+		}
 		return "cancelled"
 	}
 	return string(ev.Kind())

@@ -186,7 +186,7 @@ func (rt *Runtime) lifecycleDetail(ctx context.Context, id string) (web.Lifecycl
 		return web.LifecycleDetail{}, err
 	}
 	out := web.LifecycleDetail{Summary: lifecycleSummaryDTO(d.LifecycleSummary), Phases: phaseStates(d.LifecycleSummary),
-		Criteria: []string{}, Tests: []web.TestOutcome{}}
+		Criteria: []string{}, Acceptance: acceptanceDTO(d), Tests: []web.TestOutcome{}, Review: reviewDTO(d)}
 	for _, c := range d.Criteria {
 		out.Criteria = append(out.Criteria, c.Digest)
 	}
@@ -199,6 +199,9 @@ func (rt *Runtime) lifecycleDetail(ctx context.Context, id string) (web.Lifecycl
 		for _, op := range p.Operations {
 			out.Patch.Files = append(out.Patch.Files, web.PatchFile{Path: op.Path, Op: string(op.Op), Bytes: op.Bytes})
 		}
+		if out.Diff, err = diffDTO(ctx, e, lid, p.PatchID); err != nil {
+			return web.LifecycleDetail{}, err
+		}
 	}
 	if v := d.Verification; v != nil {
 		out.Verification = &web.Verification{VerificationID: v.VerificationID, Verdict: string(v.Verdict), Criteria: []web.Criterion{}}
@@ -207,7 +210,8 @@ func (rt *Runtime) lifecycleDetail(ctx context.Context, id string) (web.Lifecycl
 			if c.Criterion >= 1 && c.Criterion <= len(out.Criteria) {
 				digest = out.Criteria[c.Criterion-1]
 			}
-			out.Verification.Criteria = append(out.Verification.Criteria, web.Criterion{Digest: digest, Status: string(c.Status)})
+			out.Verification.Criteria = append(out.Verification.Criteria, web.Criterion{Digest: digest, Status: string(c.Status),
+				Reason: workerText(c.Reason)})
 		}
 	}
 	if b := d.AwaitingApproval; b != nil {

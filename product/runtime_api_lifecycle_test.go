@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -74,6 +75,36 @@ func startLifecycle(t *testing.T, repo, data string) awaitingLifecycle {
 	return awaitingLifecycle{id: id, repo: repo, data: data, plan: res.ArtifactID, digests: web.ApprovalDigests{Patch: m[1], Verification: m[2], Lifecycle: m[3]}}
 }
 
+// checkReviewable checks that a detail shows what a person judges before
+// approving: the diff of the patch, marked line by line, and each criterion
+// in the words start gave it, with the verifier's verdict.
+func checkReviewable(t *testing.T, d web.LifecycleDetail) {
+	t.Helper()
+	if d.Diff == nil || d.Diff.Error != "" || d.Diff.Truncated {
+		t.Fatalf("the detail has no diff: %+v", d.Diff)
+	}
+	kinds := map[string][]string{}
+	for _, l := range d.Diff.Lines {
+		kinds[l.Kind] = append(kinds[l.Kind], l.Text)
+		if l.Kind == "file" && l.Path != "search.go" {
+			t.Errorf("the diff's file header names %q, want search.go", l.Path)
+		}
+	}
+	if len(kinds["file"]) != 1 || len(kinds["hunk"]) == 0 || !slices.Contains(kinds["add"], strings.TrimSuffix(splitComment, "\n")) || len(kinds["del"]) == 0 {
+		t.Errorf("the diff does not add the patch's comment as a marked line: %+v", kinds)
+	}
+	want := []string{"The comment of splitCRLF says it trims the carriage return of every line.",
+		`TestSplitCRLF passes: splitCRLF still cuts a\r\nb\n into a, b and an empty last line.`}
+	if len(d.Acceptance) != len(want) {
+		t.Fatalf("acceptance: %+v", d.Acceptance)
+	}
+	for i, a := range d.Acceptance {
+		if a.Ordinal != i+1 || a.Text != want[i] || a.Digest != d.Criteria[i] || a.Status != "met" {
+			t.Errorf("criterion %d: %+v, want the text %q, met", i+1, a, want[i])
+		}
+	}
+}
+
 // post sends a JSON body to the loopback server with the bearer token.
 func (f *apiFixture) post(t *testing.T, path string, body any, hdr map[string]string) (int, []byte) {
 	t.Helper()
@@ -122,6 +153,7 @@ func TestAPI_Lifecycle(t *testing.T) {
 		d.Verification.Verdict != "verified" || len(d.Tests) != 1 || d.Tests[0].Outcome != "passed" || len(d.Criteria) != 2 {
 		t.Fatalf("detail: %+v", d)
 	}
+	checkReviewable(t, d)
 	var events web.Page[web.LifecycleEvent]
 	mustGetJSON(t, http.DefaultClient, f.rt.URL()+base+"/events?limit=3", f.token, &events)
 	if len(events.Items) != 3 || events.Items[0].Seq != 1 || events.Items[0].Kind != "created" || events.NextCursor != "3" {

@@ -263,8 +263,8 @@ func TestAPI_WorkerTextLabelled(t *testing.T) {
 			c.Summary.LifecycleID == lifecycles[1] && c.Event.Seq == int64(c.Summary.Events)
 	}
 	// The answers showed worker text, labelled: the walk saw what it
-	// guards. (Review findings, reasons and reports are not shown at all.)
-	for _, p := range append([]string{canaryFailure}, w.planted[4:]...) {
+	// guards. (The patch worker's report is not shown at all.)
+	for _, p := range append([]string{canaryFailure, canaryReview, canaryReason}, w.planted[4:]...) {
 		if w.seen[p] == 0 {
 			t.Errorf("no answer showed the worker text %q: the test no longer reaches it", p)
 		}

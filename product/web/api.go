@@ -28,9 +28,11 @@ import "time"
 //	GET  /api/v1/lifecycles/{id}/events?after=&limit= Page[lifecycle.Event]      ascending seq
 //	POST /api/v1/lifecycles/{id}/approvals            ApprovalRequest → 201 Approval | 409 Error(conflict)
 //	POST /api/v1/lifecycles/{id}/apply                ApplyRequest → 200 ApplyResult | 409 Error(conflict)
+//	POST /api/v1/lifecycles/{id}/cancel               CancelRequest → 200 LifecycleDetail
 //	POST /api/v1/logout                               204
 //	GET  /api/v1/events?last_event_id=               text/event-stream (see StreamEvent types)
-//	GET  /login?code=                                 303 to / with the session cookie
+//	GET  /login?code=                                 303 to / with the session cookie; an unknown,
+//	                                                  used or expired code is an HTML page (403)
 //
 // Errors are Error bodies with the HTTP status of their kind: 400
 // invalid_input, 401 unauthorized, 403 forbidden_origin, 404 not_found,
@@ -266,11 +268,17 @@ type LifecycleSummary struct {
 type LifecycleDetail struct {
 	Summary LifecycleSummary `json:"summary"`
 	Phases  []PhaseState     `json:"phases"`
-	// Criteria are the acceptance criteria by digest, in order (their text
-	// stays in the store).
-	Criteria     []string      `json:"criteria"`
-	Tests        []TestOutcome `json:"tests"`
-	Patch        *Patch        `json:"patch,omitempty"`
+	// Criteria are the acceptance criteria by digest, in order.
+	Criteria []string `json:"criteria"`
+	// Acceptance are the same criteria as the user wrote them, each with
+	// the verifier's verdict and reason once verified.
+	Acceptance []AcceptanceCriterion `json:"acceptance"`
+	Tests      []TestOutcome         `json:"tests"`
+	Patch      *Patch                `json:"patch,omitempty"`
+	// Diff is the patch as a unified diff Needle computed from the stored
+	// patch against its base (needle change diff), with the patch.
+	Diff         *Diff         `json:"diff,omitempty"`
+	Review       *Review       `json:"review,omitempty"`
 	Verification *Verification `json:"verification,omitempty"`
 	// Approval is what the user would approve now: the three digests the
 	// approval binds, shown verbatim before the user approves; and the
@@ -308,6 +316,57 @@ type PatchFile struct {
 	Bytes int    `json:"bytes"` // size of the new content
 }
 
+// AcceptanceCriterion is one acceptance criterion: its text as the user
+// wrote it (bounded to MaxTextBytes), its digest, and the verifier's
+// status of it (met, unmet, unknown; "" before verification) with the
+// verifier's reason, model text.
+type AcceptanceCriterion struct {
+	Ordinal int        `json:"ordinal"` // 1-based
+	Digest  string     `json:"digest"`
+	Text    string     `json:"text"`
+	Status  string     `json:"status"`
+	Reason  WorkerText `json:"reason"`
+}
+
+// Diff is a patch as unified diff lines, in order. It is bounded to
+// MaxDiffBytes of line text; Truncated says lines were left out. Error,
+// set instead of lines, says why Needle could not compute it (the base
+// is neither in the work tree nor at HEAD).
+type Diff struct {
+	Lines     []DiffLine `json:"lines"`
+	Truncated bool       `json:"truncated"`
+	Error     string     `json:"error,omitempty"`
+}
+
+// MaxDiffBytes bounds a Diff's line text.
+const MaxDiffBytes = 512 << 10
+
+// DiffLine is one line of a diff. Kind is file (a "diff --git" header,
+// Path set), meta (mode, ---, +++), hunk (@@), add, del or context; Text
+// is the line without its marker character for add, del and context, with
+// tabs kept and other control characters blanked.
+type DiffLine struct {
+	Kind string `json:"kind"`
+	Text string `json:"text"`
+	Path string `json:"path,omitempty"`
+}
+
+// Review is the reviewer's advisory review of the patch: its findings are
+// model text.
+type Review struct {
+	ReviewID string    `json:"review_id"`
+	Findings []Finding `json:"findings"`
+}
+
+// Finding is one review finding: its severity (info, minor, major), the
+// 1-based criterion it concerns (0: the patch as a whole), and what the
+// reviewer wrote, unverified.
+type Finding struct {
+	Severity  string     `json:"severity"`
+	Criterion int        `json:"criterion"`
+	Summary   WorkerText `json:"summary"`
+}
+
 // Verification is the independent verifier's verdict on the patch.
 type Verification struct {
 	VerificationID string      `json:"verification_id"`
@@ -315,12 +374,12 @@ type Verification struct {
 	Criteria       []Criterion `json:"criteria"`
 }
 
-// Criterion is one acceptance criterion by digest (its text stays in the
-// store) and the verifier's judgement of it (met, not_met, unknown); the
-// verifier's prose is not shown.
+// Criterion is one acceptance criterion by digest and the verifier's
+// judgement of it (met, unmet, unknown) with its reason, model text.
 type Criterion struct {
-	Digest string `json:"digest"`
-	Status string `json:"status"`
+	Digest string     `json:"digest"`
+	Status string     `json:"status"`
+	Reason WorkerText `json:"reason"`
 }
 
 // ApprovalState says whether an approval is possible now, with what, and
@@ -353,7 +412,8 @@ type Approval struct {
 }
 
 // CancelRequest is the body of POST …/cancel: why (optional, at most
-// MaxTextBytes). The answer is the cancelled lifecycle's LifecycleDetail,
+// MaxTextBytes), recorded in the journal. The lifecycle has no reject
+// verb: the UI's Reject is a cancel whose note says so. The answer is the cancelled lifecycle's LifecycleDetail,
 // given once the work in flight is interrupted and cleaned up.
 type CancelRequest struct {
 	Note string `json:"note"`

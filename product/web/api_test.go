@@ -20,9 +20,10 @@ var dtos = map[string]any{
 	"Verification": Verification{}, "Criterion": Criterion{}, "ApprovalState": ApprovalState{},
 	"ApprovalDigests": ApprovalDigests{}, "ApprovalRequest": ApprovalRequest{}, "Approval": Approval{},
 	"ApplyRequest": ApplyRequest{}, "CancelRequest": CancelRequest{}, "ApplyResult": ApplyResult{}, "ApplyState": ApplyState{}, "LifecycleEvent": LifecycleEvent{},
-	"TestOutcome":     TestOutcome{},
-	"LifecycleChange": LifecycleChange{},
-	"WorkerText":      WorkerText{},
+	"TestOutcome":         TestOutcome{},
+	"LifecycleChange":     LifecycleChange{},
+	"WorkerText":          WorkerText{},
+	"AcceptanceCriterion": AcceptanceCriterion{}, "Diff": Diff{}, "DiffLine": DiffLine{}, "Review": Review{}, "Finding": Finding{},
 }
 
 // TestAPIMirror holds src/api.ts to api.go: the same interfaces with the

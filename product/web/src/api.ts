@@ -159,8 +159,11 @@ export interface LifecycleDetail {
   summary: LifecycleSummary;
   phases: PhaseState[];
   criteria: string[];
+  acceptance: AcceptanceCriterion[];
   tests: TestOutcome[];
   patch?: Patch;
+  diff?: Diff;
+  review?: Review;
   verification?: Verification;
   approval: ApprovalState;
   apply?: ApplyState;
@@ -200,6 +203,38 @@ export interface Verification {
 export interface Criterion {
   digest: string;
   status: string;
+  reason: WorkerText;
+}
+
+export interface AcceptanceCriterion {
+  ordinal: number;
+  digest: string;
+  text: string;
+  status: string;
+  reason: WorkerText;
+}
+
+export interface Diff {
+  lines: DiffLine[];
+  truncated: boolean;
+  error?: string;
+}
+
+export interface DiffLine {
+  kind: string;
+  text: string;
+  path?: string;
+}
+
+export interface Review {
+  review_id: string;
+  findings: Finding[];
+}
+
+export interface Finding {
+  severity: string;
+  criterion: number;
+  summary: WorkerText;
 }
 
 export interface ApprovalState {
@@ -315,13 +350,15 @@ export type StreamHandlers = {
   lifecycle?: (c: LifecycleChange) => void;
   accounting?: (a: Accounting) => void;
   reset?: () => void;
-  state?: (s: "live" | "reconnecting") => void;
+  state?: (s: "live" | "reconnecting" | "closed") => void;
 };
 
 // openStream subscribes to /api/v1/events resuming after lastEventId (the
 // event_id of the snapshot the caller holds). EventSource reconnects by
 // itself with Last-Event-ID; a "reset" means resume was impossible and the
-// caller must reload its state.
+// caller must reload its state. A stream the browser gave up on (its
+// server answered an error, such as 401 after a restart) is "closed": the
+// caller must find out why (probe /api/v1/status) and open a new one.
 export function openStream(lastEventId: string, h: StreamHandlers): () => void {
   const es = new EventSource(`/api/v1/events?last_event_id=${enc(lastEventId)}`);
   const on = <T,>(type: string, f?: (v: T) => void) => {
@@ -332,6 +369,6 @@ export function openStream(lastEventId: string, h: StreamHandlers): () => void {
   on("accounting", h.accounting);
   es.addEventListener("reset", () => h.reset?.());
   es.onopen = () => h.state?.("live");
-  es.onerror = () => h.state?.("reconnecting");
+  es.onerror = () => h.state?.(es.readyState === EventSource.CLOSED ? "closed" : "reconnecting");
   return () => es.close();
 }
