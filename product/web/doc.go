@@ -23,8 +23,9 @@
 //	index.html   the page shell (dist/index.html names the hashed assets)
 //	src/         the React application (api.ts mirrors api.go); app.tsx the
 //	             shell and routes, src/views/ one file a view: feed (and
-//	             accounting), evidence, lifecycles, lifecycle (approval,
-//	             apply, cancel), common
+//	             accounting), evidence, lifecycles, lifecycle, review (the
+//	             diff, criteria and model text a person judges), approval
+//	             (the two-step approval, apply, reject, cancel), common
 //	internal/build     the generator (esbuild Go API)
 //
 // The browser tests (chromedp driving chromium) run against a real

@@ -49,6 +49,25 @@ export function App() {
   const [live, setLive] = useState<Live>("connecting");
   const [generation, setGeneration] = useState(0); // bumped by a reset
   const acctTimer = useRef<number>(undefined);
+  const probeTimer = useRef<number>(undefined);
+  const wasAuthed = useRef(false);
+
+  // probe asks /api/v1/status why the stream failed: 401 (the runtime
+  // restarted, or the session ended) shows the login page; an answer
+  // means the server is back, so a closed stream is opened again over a
+  // fresh snapshot; no answer (the server is down) tries again later.
+  const probe = useCallback((closed: boolean) => {
+    window.clearTimeout(probeTimer.current);
+    api.status().then(
+      () => {
+        if (closed) setGeneration((g) => g + 1);
+      },
+      (e) => {
+        if (e instanceof ApiError && e.status === 401) setAuthed(false);
+        else if (closed) probeTimer.current = window.setTimeout(() => probe(true), 3000);
+      },
+    );
+  }, []);
 
   const refreshAccounting = useCallback(() => {
     window.clearTimeout(acctTimer.current);
@@ -65,6 +84,7 @@ export function App() {
         const [a, lc] = await Promise.all([api.accounting(), api.lifecycles()]);
         if (cancelled) return;
         setAuthed(true);
+        wasAuthed.current = true;
         setFeed(page.items);
         setAcct(a);
         setLifecycles(lc.items);
@@ -80,7 +100,10 @@ export function App() {
             setLcVersion((v) => ({ ...v, [c.summary.lifecycle_id]: (v[c.summary.lifecycle_id] ?? 0) + 1 }));
           },
           reset: () => setGeneration((g) => g + 1),
-          state: setLive,
+          state: (st) => {
+            setLive(st === "closed" ? "reconnecting" : st);
+            if (st !== "live") probe(st === "closed");
+          },
         });
       } catch (e) {
         if (cancelled) return;
@@ -90,11 +113,12 @@ export function App() {
     })();
     return () => {
       cancelled = true;
+      window.clearTimeout(probeTimer.current);
       close();
     };
-  }, [generation, refreshAccounting]);
+  }, [generation, refreshAccounting, probe]);
 
-  if (authed === false) return <Login />;
+  if (authed === false) return <Login ended={wasAuthed.current} />;
   if (authed === undefined && !err) return <p className="boot">Loading Needle…</p>;
 
   return (
@@ -142,15 +166,22 @@ function NavLink({ href, current, children }: { href: string; current: boolean; 
   );
 }
 
-function Login() {
+// Login is the page of a browser without a session: never logged in, or
+// its session ended (the runtime restarted: sessions live in its memory).
+function Login({ ended }: { ended: boolean }) {
   return (
     <main id="main" className="login">
       <h1>Needle</h1>
-      <p role="alert">You are not logged in.</p>
+      <p role="alert" id="login-why">
+        {ended
+          ? "Your session ended: the runtime restarted (or you logged out). The data this tab showed may be out of date, so it is not shown."
+          : "You are not logged in."}
+      </p>
       <p>
-        Open the one-time login link that <code>needle serve</code> printed when it started, or get a fresh one with{" "}
-        <code>needle ui --data-dir DIR</code>. API clients send <code>Authorization: Bearer</code> with the token from
-        the data directory instead.
+        To log in, run <code>needle ui --open --data-dir DIR</code> on this machine (DIR is the data directory of{" "}
+        <code>needle serve</code>): it opens a fresh one-time login link in your browser. Without <code>--open</code> it prints
+        the link; the one <code>needle serve</code> printed at start works once. API clients send{" "}
+        <code>Authorization: Bearer</code> with the token from the data directory instead.
       </p>
     </main>
   );
