@@ -131,11 +131,11 @@ Commands:
                     tests.codex, tests.cache, tests.deadline)
   db check [--data-dir DIR]
                     open the store in DIR (creating or upgrading it) and verify it
-  serve [--data-dir DIR] [--addr 127.0.0.1:0]
+  serve [--data-dir DIR] [--addr ADDR]
                     run the resident runtime of DIR: IPC for the commands above,
-                    the web UI and API on loopback HTTP
-  ui [--data-dir DIR]
-                    print a one-time login URL of the running runtime's web UI
+                    the web UI and API on loopback HTTP (a port kept per DIR)
+  ui [--data-dir DIR] [--open]
+                    print (and open) a one-time login URL of the running runtime's web UI
   version           print the version, compiler, schema head and definition id
                     (also needle --version)
   help [COMMAND]    print help for a command

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -270,5 +271,95 @@ func TestServe_Shutdown(t *testing.T) {
 			}
 			startServe(t, dir).stop(t, syscall.SIGTERM) // the lock is free
 		})
+	}
+}
+
+// TestServe_StablePort: without --addr, needle serve listens where it
+// listened the first time on the data directory, so a browser tab's URL
+// outlives a restart; when that port is taken, a start listens on a free
+// one, says so, and keeps the remembered one for the next start.
+func TestServe_StablePort(t *testing.T) {
+	dir := shortDir(t)
+	first := startServe(t, dir)
+	first.stop(t, syscall.SIGTERM)
+	kept := strings.TrimSpace(string(MustReadFile(t, filepath.Join(dir, addrFileName))))
+	if "http://"+kept != first.url {
+		t.Fatalf("%s holds %q; the first start listened on %s", addrFileName, kept, first.url)
+	}
+	second := startServe(t, dir)
+	if second.url != first.url {
+		t.Fatalf("the restarted runtime listens on %s, the first on %s: a browser tab loses it", second.url, first.url)
+	}
+	second.stop(t, syscall.SIGTERM)
+	squatter, err := net.Listen("tcp", kept)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer squatter.Close()
+	third := startServe(t, dir)
+	if third.url == first.url {
+		t.Fatalf("the third start claims the taken address %s", third.url)
+	}
+	if !third.stderr.waitCount("the remembered address "+kept, 1, time.Minute) || !strings.Contains(third.stderr.String(), "is taken") {
+		t.Errorf("the fallback is not told on stderr:\n%s", third.stderr.String())
+	}
+	third.stop(t, syscall.SIGTERM)
+	if got := strings.TrimSpace(string(MustReadFile(t, filepath.Join(dir, addrFileName)))); got != kept {
+		t.Errorf("the fallback replaced the remembered address %s with %s", kept, got)
+	}
+}
+
+// TestUI_Open: needle ui --open hands a live login URL to $BROWSER (a
+// script that records its argument), and says so when there is no
+// browser to hand it to; a link used twice answers an HTML page that
+// says what to run, not JSON.
+func TestUI_Open(t *testing.T) {
+	dir := shortDir(t)
+	srv := startServe(t, dir)
+	bin := t.TempDir()
+	got := filepath.Join(bin, "opened")
+	browser := filepath.Join(bin, "browser")
+	MustWriteFile(t, browser, "#!/bin/sh\nprintf '%s\\n' \"$@\" > "+got+"\n")
+	if err := os.Chmod(browser, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	ui := func(env ...string) (stdout, stderr string) {
+		t.Helper()
+		cmd := needleCommand(t, "ui", "--data-dir", dir, "--open")
+		cmd.Env = append(os.Environ(), env...)
+		var out, errb strings.Builder
+		cmd.Stdout, cmd.Stderr = &out, &errb
+		if err := cmd.Run(); err != nil {
+			t.Fatalf("needle ui --open: %v\n%s", err, errb.String())
+		}
+		return out.String(), errb.String()
+	}
+	stdout, stderr := ui("BROWSER=" + browser)
+	url := strings.TrimSpace(stdout)
+	if opened := strings.TrimSpace(string(MustReadFile(t, got))); opened != url || !strings.HasPrefix(url, srv.url+"/login?code=") {
+		t.Fatalf("$BROWSER was given %q; needle ui printed %q (%s)", opened, url, stderr)
+	}
+	if !strings.Contains(stderr, "opened the login URL with "+browser) {
+		t.Errorf("needle ui --open does not say what opened the URL: %q", stderr)
+	}
+	noRedirect := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	for i, want := range []int{http.StatusSeeOther, http.StatusForbidden} {
+		resp, err := noRedirect.Get(url)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != want {
+			t.Fatalf("use %d of the opened URL: %s, want %d", i+1, resp.Status, want)
+		}
+		if i == 1 && (resp.Header.Get("Content-Type") != "text/html; charset=utf-8" || !strings.Contains(string(body), "needle ui --open")) {
+			t.Errorf("a used login link answers %s:\n%s", resp.Header.Get("Content-Type"), body)
+		}
+	}
+	// No $BROWSER and no xdg-open on PATH: the URL, and why nothing opened.
+	stdout, stderr = ui("BROWSER=", "PATH="+t.TempDir())
+	if !strings.HasPrefix(stdout, srv.url+"/login?code=") || !strings.Contains(stderr, "$BROWSER is not set and xdg-open is not on PATH") {
+		t.Errorf("without a browser needle ui --open printed %q and said %q", stdout, stderr)
 	}
 }

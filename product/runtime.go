@@ -5,16 +5,19 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"log"
 	"net"
 	"net/http"
 	"net/netip"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/needle-dev/needle/product/internal/atomicfile"
 	"github.com/needle-dev/needle/product/internal/httpguard"
 	"github.com/needle-dev/needle/product/internal/ipc"
 	"github.com/needle-dev/needle/product/internal/runlock"
@@ -27,6 +30,7 @@ const (
 	lockFileName   = "serve.lock"  // the profile lock and its holder record
 	tokenFileName  = "token"       // the API bearer token, 0600
 	socketFileName = "needle.sock" // the IPC endpoint, 0600
+	addrFileName   = "serve.addr"  // the HTTP address chosen at the first start
 )
 
 // loginHelp is what the page of a refused login says to do.
@@ -36,8 +40,10 @@ const loginHelp = "For a new login link, run 'needle ui --open --data-dir DIR' o
 // runtimeConfig configures the resident runtime (needle serve).
 type runtimeConfig struct {
 	DataDir string
-	// Addr is the loopback address of the HTTP server (default
-	// 127.0.0.1:0); anything that is not loopback is refused.
+	// Addr is the loopback address of the HTTP server; anything that is
+	// not loopback is refused. Empty: the address remembered in the data
+	// directory (addrFileName), chosen on 127.0.0.1 by the first start, so
+	// that the UI's URL outlives a restart (listenHTTP).
 	Addr string
 	// Log receives refusals and failures (default: discarded).
 	Log io.Writer
@@ -105,7 +111,8 @@ type Runtime struct {
 // reverse, exactly what was set up so far until the servers run; helpers
 // would each have to take and extend that stack and the half-built rt.
 func startRuntime(ctx context.Context, cfg runtimeConfig) (*Runtime, error) {
-	if cfg.Addr == "" {
+	remembered := cfg.Addr == ""
+	if remembered {
 		cfg.Addr = "127.0.0.1:0"
 	}
 	if cfg.Log == nil {
@@ -164,9 +171,9 @@ func startRuntime(ctx context.Context, cfg runtimeConfig) (*Runtime, error) {
 	if rt.token, err = httpguard.LoadOrCreateToken(filepath.Join(dir, tokenFileName)); err != nil {
 		return nil, &Error{Op: "serve", Kind: kindIO, Err: err}
 	}
-	httpL, err := httpguard.ListenLoopback(ctx, addr.String())
+	httpL, err := rt.listenHTTP(ctx, addr.String(), remembered)
 	if err != nil {
-		return nil, &Error{Op: "serve", Kind: kindIO, Err: err}
+		return nil, err
 	}
 	cleanup = append(cleanup, func() { httpL.Close() })
 	bound := netip.MustParseAddrPort(httpL.Addr().String())
@@ -208,6 +215,52 @@ func startRuntime(ctx context.Context, cfg runtimeConfig) (*Runtime, error) {
 		return nil, &Error{Op: "serve", Kind: kindIO, Err: err}
 	}
 	return rt, nil
+}
+
+// listenHTTP listens on addr or, when remembered, on the address kept in
+// the data directory: the first start listens on 127.0.0.1:0 and keeps
+// the port it got. When the remembered address is taken, this start
+// listens on a free port and says so; the remembered one stays for the
+// next start. Called under the profile lock.
+func (rt *Runtime) listenHTTP(ctx context.Context, addr string, remembered bool) (net.Listener, error) {
+	ioErr := func(err error) error { return &Error{Op: "serve", Kind: kindIO, Err: err} }
+	if !remembered {
+		l, err := httpguard.ListenLoopback(ctx, addr)
+		if err != nil {
+			return nil, ioErr(err)
+		}
+		return l, nil
+	}
+	path := filepath.Join(rt.dataDir, addrFileName)
+	data, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		l, err := httpguard.ListenLoopback(ctx, addr)
+		if err != nil {
+			return nil, ioErr(err)
+		}
+		if err := atomicfile.Write(path, []byte(l.Addr().String()+"\n"), 0o600); err != nil {
+			l.Close()
+			return nil, ioErr(err)
+		}
+		return l, nil
+	}
+	if err != nil {
+		return nil, ioErr(err)
+	}
+	kept, perr := netip.ParseAddrPort(strings.TrimSpace(string(data)))
+	if perr != nil || !kept.Addr().IsLoopback() || kept.Port() == 0 {
+		return nil, invalidf("serve", addrFileName, "%s holds %q, not a loopback address with a port; remove it to choose a new one, or pass --addr", path, clip(string(data), 80))
+	}
+	l, err := httpguard.ListenLoopback(ctx, kept.String())
+	if err == nil {
+		return l, nil
+	}
+	l, err2 := httpguard.ListenLoopback(ctx, addr)
+	if err2 != nil {
+		return nil, ioErr(errors.Join(err, err2))
+	}
+	rt.log.Printf("the remembered address %s (%s) is taken (%v): listening on %s instead, for this start only", kept, path, err, l.Addr())
+	return l, nil
 }
 
 // URL returns the HTTP server's base URL, "http://127.0.0.1:PORT".
