@@ -30,7 +30,7 @@ export function DiffView({ patch, diff }: { patch: Patch; diff?: Diff }) {
         (the same as <code>needle change diff</code>).
       </p>
       {files.map((f) => (
-        <figure key={f.path} className="diff-file" data-diff-file={f.path}>
+        <figure key={f.path} className="diff-file" data-diff-file={f.path} aria-label={"Diff of " + f.path}>
           <figcaption>
             <code>{f.path}</code>
           </figcaption>
