@@ -404,20 +404,23 @@ func TestBrowser_Lifecycle(t *testing.T) {
 
 	// The journal as needle change events prints it: one line per event.
 	events := len(regexp.MustCompile(`(?m)^ *\d+  `).FindAllString(needleRun(t, "", "change", "events", "--repository", repo, "--data-dir", data, lc.id), -1))
-	p.do("the detail with its journal", click(row+` a`), visible(`.timeline li[data-seq="`+strconv.Itoa(events)+`"]`), visible(`.approve button`))
+	p.do("the detail with its journal", click(row+` a`), visible(`.timeline li[data-seq="`+strconv.Itoa(events)+`"]`), visible(`#review-approval`))
 	if n, err := chromedp.Run(ctx, chromedp.Evaluate[int](`document.querySelectorAll(".timeline li").length`)); err != nil || n != events || events < 6 {
 		t.Fatalf("the timeline shows %d events (%v); needle change events prints %d", n, err, events)
-	}
-	for kind, want := range map[string]string{"patch": lc.digests.Patch, "verification": lc.digests.Verification, "lifecycle": lc.digests.Lifecycle} {
-		if got := strings.TrimSpace(p.text(`.approve [data-digest="` + kind + `"]`)); got != want {
-			t.Fatalf("the UI asks to approve %s digest %q; needle change show says %s", kind, got, want)
-		}
 	}
 	p.shot("lifecycle")
 	audited += p.a11y("lifecycle")
 
+	// Approving is two steps: the review screen names the digests, then
+	// the confirmation approves and applies.
+	p.do("review the approval", click(`#review-approval`), visible(`#approval-review`))
+	for kind, want := range map[string]string{"patch": lc.digests.Patch, "verification": lc.digests.Verification, "lifecycle": lc.digests.Lifecycle} {
+		if got := strings.TrimSpace(p.text(`#approval-review [data-digest="` + kind + `"]`)); got != want {
+			t.Fatalf("the UI asks to approve %s digest %q; needle change show says %s", kind, got, want)
+		}
+	}
 	search := filepath.Join(repo, "search.go")
-	p.do("approve and apply", click(`.approve button`), visible(`#applied`), visible(`.timeline li[data-kind="apply_completed"]`))
+	p.do("approve and apply", click(`#confirm-approve`), visible(`#applied`), visible(`.timeline li[data-kind="apply_completed"]`))
 	if !strings.Contains(string(MustReadFile(t, search)), splitComment) {
 		t.Fatal("the apply did not write the patch")
 	}
@@ -499,8 +502,11 @@ func TestBrowser_Lifecycle(t *testing.T) {
 	MustWriteFile(t, filepath.Join(repo2, "search.go"), edited)
 	p.do("drift conflict, by keyboard",
 		chromedp.Navigate(srv.url+"/#/lifecycles/"+lc2.id),
-		visible(`.approve button`),
-		chromedp.Focus(chromedp.CSS(`.approve button`)),
+		visible(`#review-approval`),
+		chromedp.Focus(chromedp.CSS(`#review-approval`)),
+		chromedp.KeyEvent("\r"),
+		visible(`#confirm-approve`),
+		chromedp.Focus(chromedp.CSS(`#confirm-approve`)),
 		chromedp.KeyEvent("\r"),
 		visible(`#conflict`),
 	)
