@@ -702,7 +702,16 @@
 // session cookie from a one-time login URL, Host and Origin checks)
 // serves the embedded UI (product/web) and the /api/v1 routes
 // (runtime_api*.go), which project stored rows into the explicit DTOs of
-// package web; the socket serves the same routes. What clients hold open
+// package web; the socket serves the same routes. It listens where it
+// listened the first time on the data directory (DATA_DIR/serve.addr;
+// a taken port means a free one for that start, said on stderr), so a
+// tab's URL outlives a restart; sessions do not (they live in memory),
+// so the UI, whose stream is refused, probes /api/v1/status and shows
+// its login page, and a refused login link is an HTML page naming
+// needle ui --open. A lifecycle's detail carries the diff Needle computes
+// from the stored patch, each criterion's text with its verdict, and the
+// reviewer's and verifier's words as labelled model text; the UI
+// approves in two steps, and its Reject is a cancel whose note says so. What clients hold open
 // is bounded (runtimeConfig): defaultMaxConns (64) HTTP and
 // defaultMaxIPCConns (256) IPC connections, past which a connection is
 // answered 503 and closed (httpguard.LimitListener); 32 live event

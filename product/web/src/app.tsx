@@ -54,13 +54,14 @@ export function App() {
 
   // probe asks /api/v1/status why the stream failed: 401 (the runtime
   // restarted, or the session ended) shows the login page; an answer
-  // means the server is back, so a closed stream is opened again over a
-  // fresh snapshot; no answer (the server is down) tries again later.
+  // means the server is there, so a closed stream (refused, say 503 for
+  // too many streams) is opened again over a fresh snapshot, after a
+  // pause; no answer (the server is down) tries again later.
   const probe = useCallback((closed: boolean) => {
     window.clearTimeout(probeTimer.current);
     api.status().then(
       () => {
-        if (closed) setGeneration((g) => g + 1);
+        if (closed) probeTimer.current = window.setTimeout(() => setGeneration((g) => g + 1), 2000);
       },
       (e) => {
         if (e instanceof ApiError && e.status === 401) setAuthed(false);
