@@ -38,7 +38,7 @@ Commands:
                     answer by the truth and by the validators (which run
                     proposed tests in the sandbox of --codex BIN, default
                     codex on PATH; required), and write
-                    reports/NAME.{json,md} and charts (--trace: every
+                    reports/NAME.{json,md,html} and charts (--trace: every
                     need's outcome as JSONL); exit 1 if any stale answer
                     was returned, a false answer was certified, a worker
                     failed, or hits fall below 99% of the oracle's. At each

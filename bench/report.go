@@ -338,10 +338,15 @@ func writeReport(dir string, r Report) ([]string, error) {
 	if err := os.WriteFile(base+".md", []byte(markdown(r, charts)), 0o644); err != nil {
 		return nil, err
 	}
-	return append(files, charts...), nil
+	page, err := writeHTML(base, r, charts)
+	if err != nil {
+		return nil, err
+	}
+	return append(append(files, page), charts...), nil
 }
 
-// writeCharts draws the resolution kinds and the token comparison as SVG.
+// writeCharts draws the resolution kinds, the token comparison and the
+// stale answers against the naive cache as SVG.
 func writeCharts(base string, r Report) ([]string, error) {
 	kinds := slices.Sorted(mapKeys(r.ResolutionKinds))
 	kv := make(plotter.Values, len(kinds))
@@ -373,8 +378,12 @@ func writeCharts(base string, r Report) ([]string, error) {
 	p2.Add(b2)
 	p2.NominalX("Needle", "naive exact-text cache", "no reuse")
 	p2.X.Min, p2.X.Max = -0.75, 2.75
+	p3, err := staleChart(r)
+	if err != nil {
+		return nil, err
+	}
 	var out []string
-	for name, p := range map[string]*plot.Plot{"resolutions": p1, "tokens": p2} {
+	for name, p := range map[string]*plot.Plot{"resolutions": p1, "tokens": p2, "stale": p3} {
 		file := base + "-" + name + ".svg"
 		if err := p.Save(6*vg.Inch, 4*vg.Inch, file); err != nil {
 			return nil, err
