@@ -133,6 +133,24 @@ func makeWritable(dir string) error {
 // directories it removed. Markers of live processes and entries that are not
 // this package's are left alone. A missing parent holds nothing to sweep.
 func Sweep(ctx context.Context, parent string) ([]string, error) {
+	found, err := Stale(parent)
+	var removed []string
+	errs := []error{err}
+	for _, c := range found {
+		if err := c.Remove(ctx); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		removed = append(removed, c.Dir)
+	}
+	return removed, errors.Join(errs...)
+}
+
+// Stale returns the checkouts under parent whose creating process is no
+// longer running: what Sweep removes, each with Marker set (Remove deletes
+// both). A marker it cannot read is an error, and its checkout is left out.
+// A missing parent holds none.
+func Stale(parent string) ([]*Checkout, error) {
 	entries, err := os.ReadDir(parent)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
@@ -148,7 +166,7 @@ func Sweep(ctx context.Context, parent string) ([]string, error) {
 	if err != nil {
 		return nil, fmt.Errorf("sweep %s: %w", parent, err)
 	}
-	var removed []string
+	var found []*Checkout
 	var errs []error
 	for _, e := range entries {
 		c, err := stale(dir, e.Name())
@@ -156,14 +174,13 @@ func Sweep(ctx context.Context, parent string) ([]string, error) {
 			errs = append(errs, err)
 			continue
 		}
-		if err := c.Remove(ctx); err != nil {
-			errs = append(errs, err)
-			continue
-		}
-		removed = append(removed, c.Dir)
+		found = append(found, c)
 	}
-	return removed, errors.Join(errs...)
+	return found, errors.Join(errs...)
 }
+
+// Marker is the path of the checkout's marker file, <parent>/<name>.lock.
+func (c *Checkout) Marker() string { return c.marker }
 
 // stale returns the checkout a marker named name describes when its
 // creator is gone; nil when name is not a marker or its creator lives. The

@@ -53,23 +53,37 @@ func Make(parent, tag string) (string, error) {
 // is gone. Entries of any other shape are left alone, so parent may be
 // shared; a missing parent has nothing to sweep.
 func Sweep(parent string) error {
-	entries, err := os.ReadDir(parent)
-	if errors.Is(err, os.ErrNotExist) {
-		return nil
-	}
+	dead, err := Dead(parent)
 	if err != nil {
 		return err
 	}
+	for _, dir := range dead {
+		if err := os.RemoveAll(dir); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Dead returns the directories of parent that Make made for a process
+// that is gone: what Sweep removes. A missing parent holds none.
+func Dead(parent string) ([]string, error) {
+	entries, err := os.ReadDir(parent)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var dead []string
 	for _, e := range entries {
 		pid, start, ok := owner(e.Name())
 		if !ok || Alive(pid, start) {
 			continue
 		}
-		if err := os.RemoveAll(filepath.Join(parent, e.Name())); err != nil {
-			return err
-		}
+		dead = append(dead, filepath.Join(parent, e.Name()))
 	}
-	return nil
+	return dead, nil
 }
 
 // owner parses the owner out of a name Make gave: <tag>-<pid>[.<start>]-<random>.
