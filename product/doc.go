@@ -832,6 +832,7 @@
 //	engine_open.go       Open and Close: the one place that wires the store, workers and adapters
 //	engine_need.go       NeedContext: the need pipeline's effects; the memo of candidates
 //	accounting.go        the accountant: answers' accounting, written after the answer
+//	stats.go             needle stats: hits, tokens saved, stale evidence withheld, proofs by kind
 //	reply.go             Reply: what Needle answers to a marker in a model's message
 //	engine_reply.go      Engine.Reply: per-turn limits, resolution, the record
 //	hook.go              the Codex Stop hook: answering a stop, installing the hook
@@ -869,7 +870,7 @@
 //	store.go             the SQLite store: open, check, transactions, queryAll
 //	store_pragma.go      PRAGMAs read back; the application_id guard; the accountant's connection
 //	store_*.go           the store's methods, one file per noun (need, session,
-//	                     evidence, resolution, worker, stat, profile, change;
+//	                     evidence, resolution, worker, stat, stats, profile, change;
 //	                     and the lifecycle's by domain: lifecycle, artifact,
 //	                     apply, invocation)
 //	cache.go             hot caches of decoded immutable records
@@ -883,7 +884,7 @@
 //	main.go              the needle command: dispatch, help, version
 //	datadir.go           the data directory's door for the commands without a repository
 //	main_*.go            its command families: need, evidence, profile (and
-//	                     config), mcp, db, change, serve (and ui)
+//	                     config), mcp, db, change, serve (and ui), stats
 //
 // Outside the package: product/lifecycle (the change lifecycle machine,
 // pure: phases, states, events and their journal form, effects, digests,

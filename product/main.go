@@ -86,6 +86,7 @@ func init() {
 		{"profile", usageProfile, (*cli).profileCmd, residentCall},
 		{"config", usageConfig, (*cli).config, residentCall},
 		{"db check", usageDBCheck, (*cli).dbCheck, residentCall},
+		{"stats", usageStats, (*cli).stats, residentCall},
 		{"serve", usageServe, (*cli).serve, local},
 		{"ui", usageUI, (*cli).ui, local},
 		{"version", usageVersion, (*cli).version, local},
@@ -131,6 +132,8 @@ Commands:
                     tests.codex, tests.cache, tests.deadline)
   db check [--data-dir DIR]
                     open the store in DIR (creating or upgrading it) and verify it
+  stats [--data-dir DIR] [--json]
+                    what Needle saved: hits, tokens saved, stale evidence withheld, proofs by kind
   serve [--data-dir DIR] [--addr ADDR]
                     run the resident runtime of DIR: IPC for the commands above,
                     the web UI and API on loopback HTTP (a port kept per DIR)
