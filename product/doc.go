@@ -833,6 +833,7 @@
 //	engine_need.go       NeedContext: the need pipeline's effects; the memo of candidates
 //	accounting.go        the accountant: answers' accounting, written after the answer
 //	stats.go             needle stats: hits, tokens saved, stale evidence withheld, proofs by kind
+//	gc.go                needle gc: what processes that are gone left in a data directory
 //	reply.go             Reply: what Needle answers to a marker in a model's message
 //	engine_reply.go      Engine.Reply: per-turn limits, resolution, the record
 //	hook.go              the Codex Stop hook: answering a stop, installing the hook
@@ -884,7 +885,7 @@
 //	main.go              the needle command: dispatch, help, version
 //	datadir.go           the data directory's door for the commands without a repository
 //	main_*.go            its command families: need, evidence, profile (and
-//	                     config), mcp, db, change, serve (and ui), stats
+//	                     config), mcp, db, change, serve (and ui), stats, gc
 //
 // Outside the package: product/lifecycle (the change lifecycle machine,
 // pure: phases, states, events and their journal form, effects, digests,

@@ -87,6 +87,7 @@ func init() {
 		{"config", usageConfig, (*cli).config, residentCall},
 		{"db check", usageDBCheck, (*cli).dbCheck, residentCall},
 		{"stats", usageStats, (*cli).stats, residentCall},
+		{"gc", usageGC, (*cli).gc, local},
 		{"serve", usageServe, (*cli).serve, local},
 		{"ui", usageUI, (*cli).ui, local},
 		{"version", usageVersion, (*cli).version, local},
@@ -134,6 +135,8 @@ Commands:
                     open the store in DIR (creating or upgrading it) and verify it
   stats [--data-dir DIR] [--json]
                     what Needle saved: hits, tokens saved, stale evidence withheld, proofs by kind
+  gc [--data-dir DIR] [--dry-run]
+                    remove checkouts, codex homes and test scratch left by processes that are gone
   serve [--data-dir DIR] [--addr ADDR]
                     run the resident runtime of DIR: IPC for the commands above,
                     the web UI and API on loopback HTTP (a port kept per DIR)
