@@ -11,8 +11,10 @@ import (
 
 const usageStats = `Usage: needle stats --data-dir DIR [--json]
 
-Print what Needle saved, from the store of DIR. It reads only; a data
-directory without a store is an error (exit 1).
+Print what Needle saved, from the store of DIR. It writes nothing of its
+own (opening an older store applies this binary's pending migrations, as
+every command does); a data directory without a store is an error (exit 1)
+and none is created.
 
   answers        needs answered (every recorded resolution)
   hits           answered from certified evidence alone, no worker
