@@ -2,7 +2,7 @@ package product
 
 import "fmt"
 
-const usageGC = `Usage: needle gc --data-dir DIR [--dry-run]
+const usageGC = `Usage: needle gc [--data-dir DIR] [--dry-run]
 
 Remove what no process, certificate, lifecycle, approval or runtime needs
 from DIR: the disposable checkouts (DIR/checkouts), evidence workers'

@@ -92,7 +92,7 @@ browser in (a session cookie) and shows the UI; the URL works once, for ten
 minutes. A restarted runtime forgets its sessions: log in again.
 
 Flags:
-  --data-dir DIR   the Needle data directory
+  --data-dir DIR   the Needle data directory (default: see needle help)
   --open           also open the URL in a browser: with $BROWSER (its first
                    entry; %s in it stands for the URL, else the URL is the
                    last argument), else with xdg-open. When neither is

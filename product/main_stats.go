@@ -9,7 +9,7 @@ import (
 	"strings"
 )
 
-const usageStats = `Usage: needle stats --data-dir DIR [--json]
+const usageStats = `Usage: needle stats [--data-dir DIR] [--json]
 
 Print what Needle saved, from the store of DIR. It writes nothing of its
 own (opening an older store applies this binary's pending migrations, as
