@@ -79,6 +79,25 @@ Commands:
                     go-sdk server to the initialize answer; --grow: hits after
                     more earlier hits, artifacts and files. Writes
                     reports/mcp-hit-latency.{json,md}
+  demo [--root DIR] [--needle BIN] [--codex BIN] [--tests-cache DIR] [--keep] [--no-serve] [--wait]
+                    show Needle without model credentials: in a throwaway copy
+                    of fixtures/repos/grepx.txtar and a throwaway data
+                    directory (printed; removed at the end unless --keep), the
+                    replay App Server plays the real codex's sessions frozen
+                    in frozen/worker/grepx and frozen/lifecycle/verified: a
+                    need answered by a worker and certified, the same need as
+                    a hit, the answer following lines that moved, a change
+                    lifecycle run to awaiting approval, then needle serve with
+                    its login URL. With --wait, or stdin a terminal, it waits
+                    for Ctrl-C before stopping the runtime; otherwise it logs
+                    in through the URL once and stops (--no-serve: no
+                    runtime). --root is the Needle repository (default: the
+                    working directory's or the executable's, or a parent);
+                    --needle the needle command (default: beside needlebench,
+                    else on PATH); --codex the pinned codex whose sandbox runs
+                    the change's test (default codex on PATH; it talks to no
+                    model); --tests-cache its build cache (default
+                    ROOT/.cache/testrun-demo, kept so a second demo is fast)
   version           print the harness version and the product it drives
   help              print this help
 
@@ -120,6 +139,7 @@ var commands = []struct {
 	{"record-change", (*harness).recordChange},
 	{"record-lifecycle", (*harness).recordLifecycle},
 	{"experiment", (*harness).experiment},
+	{"demo", (*harness).demo},
 	{"version", (*harness).version},
 }
 
