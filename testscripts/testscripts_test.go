@@ -41,7 +41,11 @@ func TestMain(m *testing.M) {
 			os.Exit(code)
 		},
 		"needlebench": func() {
-			os.Exit(bench.Main(context.Background(), os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
+			// As cmd/needlebench: interrupt and terminate cancel the context.
+			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+			code := bench.Main(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
+			stop()
+			os.Exit(code)
 		},
 	})
 }
