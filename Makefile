@@ -184,11 +184,17 @@ dupl:
 check: lint test
 	$(GO) test -race ./product/...
 
-## demo: compile the bundled example need (the MCP seed's need_context) as
-## JSON and as a @@need marker
-demo: build
-	$(BIN)/needle need compile fixtures/need-context.json
-	$(BIN)/needle need compile --marker fixtures/need-context.marker
+## demo: Needle end to end without model credentials (needlebench demo): in
+## a throwaway repository and data directory, the replay App Server playing
+## the frozen real codex sessions answers a need with a worker (certified),
+## the same need is a hit, the answer follows moved lines, a change
+## lifecycle runs to awaiting approval; then needle serve prints its login
+## URL and, in a terminal, runs until Ctrl-C. The first run compiles the
+## standard library for the sandboxed test into .cache/testrun-demo (a
+## minute or two); later runs reuse it. DEMO_FLAGS: e.g. --keep, --no-serve
+DEMO_FLAGS ?=
+demo: build codex
+	$(BIN)/needlebench demo --codex $(CODEX_BIN) $(DEMO_FLAGS)
 
 ## fuzz: run each fuzz target of untrusted-input parsers for FUZZTIME (default 5m)
 FUZZTIME ?= 5m
