@@ -86,8 +86,9 @@ Commands:
                     replay App Server plays the real codex's sessions frozen
                     in frozen/worker/grepx and frozen/lifecycle/verified: a
                     need answered by a worker and certified, the same need as
-                    a hit, the answer following lines that moved, a change
-                    lifecycle run to awaiting approval, then needle serve with
+                    a hit, the answer following lines that moved and refused
+                    as stale once its code changed, a change lifecycle run to
+                    awaiting approval, then needle serve with
                     its login URL. With --wait, or stdin a terminal, it waits
                     for Ctrl-C before stopping the runtime; otherwise it logs
                     in through the URL once and stops (--no-serve: no
@@ -97,7 +98,9 @@ Commands:
                     else on PATH); --codex the pinned codex whose sandbox runs
                     the change's test (default codex on PATH; it talks to no
                     model); --tests-cache its build cache (default
-                    ROOT/.cache/testrun-demo, kept so a second demo is fast)
+                    ROOT/.cache/testrun-lifecycle, the lifecycle tests'; kept,
+                    so only a first run on a cold cache spends a minute or
+                    two compiling the standard library)
   version           print the harness version and the product it drives
   help              print this help
 

@@ -88,7 +88,9 @@ func (o *demoOptions) check() error {
 		return fmt.Errorf("the lifecycle's test run needs the pinned codex for its sandbox (--codex BIN; make demo installs it): %v", err)
 	}
 	if o.testsCache == "" {
-		o.testsCache = filepath.Join(o.root, ".cache", "testrun-demo")
+		// The lifecycle tests' and make frozen-lifecycle's cache: after
+		// either, even the first demo finds the standard library built.
+		o.testsCache = filepath.Join(o.root, ".cache", "testrun-lifecycle")
 	}
 	o.testsCache, err = filepath.Abs(o.testsCache)
 	return err
@@ -180,7 +182,7 @@ func runDemo(ctx context.Context, o demoOptions, out io.Writer) error {
 	d := &demoRun{ctx: ctx, o: o, out: out, dir: dir}
 	err = d.play()
 	if o.keep {
-		fmt.Fprintf(out, "\nkept %s (repo/, data/): try needle change show --repository %s --data-dir %s\n",
+		fmt.Fprintf(out, "\nkept %s (repo/, data/): try needle change list --repository %s --data-dir %s\n",
 			dir, filepath.Join(dir, "repo"), filepath.Join(dir, "data"))
 	} else if rerr := os.RemoveAll(dir); rerr != nil && err == nil {
 		err = rerr
@@ -195,7 +197,7 @@ func runDemo(ctx context.Context, o demoOptions, out io.Writer) error {
 
 // play runs the steps in order; the first that fails stops the demo.
 func (d *demoRun) play() error {
-	for _, step := range []func() error{d.setUp, d.workerStep, d.hitStep, d.followStep, d.lifecycleStep, d.serveStep} {
+	for _, step := range []func() error{d.setUp, d.workerStep, d.hitStep, d.followStep, d.staleStep, d.lifecycleStep, d.serveStep} {
 		if err := step(); err != nil {
 			return err
 		}
@@ -260,7 +262,7 @@ func (d *demoRun) setUp() error {
 	replay := d.replayCommand(self, "worker", "grepx")
 	d.say("\n0. Configure the data directory: the replay server stands in for codex app-server;")
 	d.say("   the change's test run uses the pinned codex's sandbox and a build cache kept across demos")
-	d.say("   (the first demo compiles the standard library into it, a minute or two; later ones reuse it).")
+	d.say("   (a cold cache costs the first demo a minute or two compiling the standard library; later ones reuse it).")
 	for _, kv := range [][2]string{{"codex.command", replay}, {"tests.codex", d.o.codex}, {"tests.cache", d.o.testsCache}} {
 		if _, err := d.needle("config", "set", "--data-dir", "data", kv[0], kv[1]); err != nil {
 			return err
@@ -297,9 +299,9 @@ func (r resolved) location() string {
 }
 
 // resolve runs need resolve on need.json and prints its outcome.
-func (d *demoRun) resolve() (resolved, error) {
+func (d *demoRun) resolve(flags ...string) (resolved, error) {
 	var r resolved
-	out, err := d.needle("need", "resolve", "--repository", "repo", "--data-dir", "data", "need.json")
+	out, err := d.needle(append(append([]string{"need", "resolve", "--repository", "repo", "--data-dir", "data"}, flags...), "need.json")...)
 	if err != nil {
 		return r, err
 	}
@@ -363,7 +365,7 @@ const (
 var spanRE = regexp.MustCompile(`search\.go:(\d+)-(\d+)`)
 
 // followStep: lines inserted above the cited code; the proof replays and
-// the answer moves with the code. search.go is restored afterwards.
+// the answer moves with the code.
 func (d *demoRun) followStep() error {
 	d.say("\n3. Edit the file: 3 lines (a constant) inserted in search.go above the Searcher type.")
 	d.say("   The cited code moved but did not change: Needle replays the proof and the answer follows it.")
@@ -393,6 +395,40 @@ func (d *demoRun) followStep() error {
 		return fmt.Errorf("step 3: want an exact hit 3 lines below line %d, got %s:\n%s", before, r.Resolution.Kind, r.Context)
 	}
 	d.say("   → followed: line %d is now line %s, no worker.", before, after[1])
+	return nil
+}
+
+// demoBody and demoBodyEdited are NewSearcher's body before and after the
+// stale step's edit.
+const (
+	demoBody       = "\treturn &Searcher{pattern: o.Pattern, split: lineSplitter(o)}\n"
+	demoBodyEdited = "\ts := &Searcher{pattern: o.Pattern, split: lineSplitter(o)}\n\treturn s\n"
+)
+
+// staleStep: the cited code itself changed; Needle serves nothing from
+// the old certificate. search.go is restored afterwards.
+func (d *demoRun) staleStep() error {
+	d.say("\n4. Edit the cited code itself (NewSearcher's body). The certificate no longer holds: Needle")
+	d.say("   serves nothing from it (--cache-only: answer from evidence or not at all, no worker).")
+	file := filepath.Join(d.dir, "repo", "search.go")
+	src, err := os.ReadFile(file)
+	if err != nil {
+		return err
+	}
+	if !strings.Contains(string(src), demoBody) {
+		return fmt.Errorf("step 4: search.go lacks the line %q", demoBody)
+	}
+	if err := os.WriteFile(file, []byte(strings.Replace(string(src), demoBody, demoBodyEdited, 1)), 0o644); err != nil {
+		return err
+	}
+	r, err := d.resolve("--cache-only")
+	if err != nil {
+		return err
+	}
+	if r.Resolution.Kind != "stale" || r.WorkerSpawned || r.location() != "" {
+		return fmt.Errorf("step 4: want stale evidence refused, got %s:\n%s", r.Resolution.Kind, r.Context)
+	}
+	d.say("   → stale: no context served; the old answer is never returned once its code changed.")
 	if _, err := git(d.ctx, filepath.Join(d.dir, "repo"), "checkout", "-q", "search.go"); err != nil {
 		return err
 	}

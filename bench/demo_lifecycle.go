@@ -30,7 +30,7 @@ var lifecycleIDRE = regexp.MustCompile(`lcy_[0-9a-f]{24}`)
 // lifecycleStep runs the change of fixtures/lifecycle/verified.json (the
 // one frozen/lifecycle/verified recorded) to awaiting approval.
 func (d *demoRun) lifecycleStep() error {
-	d.say("\n4. A change lifecycle: explore (the need answered by a worker), implement (a patch in a")
+	d.say("\n5. A change lifecycle: explore (the need answered by a worker), implement (a patch in a")
 	d.say("   disposable checkout), test (Needle runs the certified test plan in codex's sandbox), review,")
 	d.say("   verify. It stops awaiting your approval; nothing is written to repo/ until you approve and apply.")
 	// The lifecycle's sessions were recorded on their own: served beside
@@ -49,7 +49,7 @@ func (d *demoRun) lifecycleStep() error {
 	}
 	id := lifecycleIDRE.FindString(out)
 	if id == "" {
-		return fmt.Errorf("step 4: change start printed no lifecycle id:\n%s", out)
+		return fmt.Errorf("step 5: change start printed no lifecycle id:\n%s", out)
 	}
 	if out, err = d.needle("change", "run", "--repository", "repo", "--data-dir", "data", id); err != nil {
 		return err
@@ -61,14 +61,14 @@ func (d *demoRun) lifecycleStep() error {
 		}
 	}
 	if !strings.Contains(out, "apply/awaiting_approval") {
-		return fmt.Errorf("step 4: want the lifecycle awaiting approval, got:\n%s", out)
+		return fmt.Errorf("step 5: want the lifecycle awaiting approval, got:\n%s", out)
 	}
 	if out, err = d.needle("change", "diff", "--repository", "repo", "--data-dir", "data", id); err != nil {
 		return err
 	}
 	d.say("%s", indent(out, "   | "))
 	if st, err := git(d.ctx, filepath.Join(d.dir, "repo"), "status", "--porcelain"); err != nil || st != "" {
-		return fmt.Errorf("step 4: repo/ changed before any approval: %q %v", st, err)
+		return fmt.Errorf("step 5: repo/ changed before any approval: %q %v", st, err)
 	}
 	d.say("   → awaiting_approval: tests passed, the verifier verified; repo/ is untouched until")
 	d.say("     needle change approve (the line above) and needle change apply.")
@@ -105,7 +105,7 @@ func (d *demoRun) changeStartArgs() ([]string, error) {
 		ArtifactID string `json:"artifact_id"`
 	}
 	if err := json.Unmarshal([]byte(out), &p); err != nil || p.Status != "certified" {
-		return nil, fmt.Errorf("step 4: the test plan was not certified: %s", out)
+		return nil, fmt.Errorf("step 5: the test plan was not certified: %s", out)
 	}
 	d.say("   test plan certified: %s (its test ran and reaches the code)", p.ArtifactID)
 	args := []string{"change", "start", "--repository", "repo", "--data-dir", "data", "--task", ch.Task}

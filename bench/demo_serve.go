@@ -20,10 +20,10 @@ import (
 // runtime.
 func (d *demoRun) serveStep() error {
 	if d.o.noServe {
-		d.say("\n5. needle serve skipped (--no-serve).")
+		d.say("\n6. needle serve skipped (--no-serve).")
 		return nil
 	}
-	d.say("\n5. The resident runtime: needle serve holds the data directory and serves the web UI and the")
+	d.say("\n6. The resident runtime: needle serve holds the data directory and serves the web UI and the")
 	d.say("   API on loopback; a browser logs in once through the one-time login URL.")
 	d.say("   $ needle serve --data-dir data")
 	cmd := exec.Command(d.o.needle, "serve", "--data-dir", "data")
@@ -92,11 +92,11 @@ func (d *demoRun) showUI(login string) error {
 	client := &http.Client{Jar: jar, Timeout: 30 * time.Second}
 	resp, err := client.Get(login)
 	if err != nil {
-		return fmt.Errorf("step 5: the login URL: %v", err)
+		return fmt.Errorf("step 6: the login URL: %v", err)
 	}
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusOK || len(jar.Cookies(resp.Request.URL)) == 0 {
-		return fmt.Errorf("step 5: the login URL answered %s without a session", resp.Status)
+		return fmt.Errorf("step 6: the login URL answered %s without a session", resp.Status)
 	}
 	d.say("   → the demo logged in with that URL (%s, session cookie set): the UI answers at %s.", resp.Status, resp.Request.URL)
 	d.say("     stdin is not a terminal, so the demo stops the runtime now (--wait keeps it until Ctrl-C).")

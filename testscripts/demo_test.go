@@ -23,11 +23,12 @@ import (
 
 // demoSteps are what each step of the demo must print: the worker's
 // certified answer, the hit, the answer following the moved lines, the
-// lifecycle awaiting approval with its test passed and its patch verified.
+// stale answer refused, the lifecycle awaiting approval with its test passed and its patch verified.
 var demoSteps = []string{
 	`status worker, resolution miss, worker spawned: true\n   implementation_location: search\.go:15-17 \[artifact b3:[0-9a-f]{64}\]`,
 	`status hit, resolution exact_hit, worker spawned: false\n   implementation_location: search\.go:15-17 `,
 	`status hit, resolution exact_hit, worker spawned: false\n   implementation_location: search\.go:18-20 `,
+	`status bypass, resolution stale, worker spawned: false\n   → stale`,
 	`apply/awaiting_approval`,
 	`test TestSplitCRLF: passed`,
 	`verification b3:[0-9a-f]{64}: verified`,
