@@ -189,9 +189,10 @@ check: lint test
 ## the frozen real codex sessions answers a need with a worker (certified),
 ## the same need is a hit, the answer follows moved lines, a change
 ## lifecycle runs to awaiting approval; then needle serve prints its login
-## URL and, in a terminal, runs until Ctrl-C. The first run compiles the
-## standard library for the sandboxed test into .cache/testrun-demo (a
-## minute or two); later runs reuse it. DEMO_FLAGS: e.g. --keep, --no-serve
+## URL and, in a terminal, runs until Ctrl-C. The sandboxed test's build
+## cache is .cache/testrun-lifecycle (the lifecycle tests'): on a cold cache
+## the first run spends a minute or two compiling the standard library;
+## later runs take seconds. DEMO_FLAGS: e.g. --keep, --no-serve, --wait
 DEMO_FLAGS ?=
 demo: build codex
 	$(BIN)/needlebench demo --codex $(CODEX_BIN) $(DEMO_FLAGS)
