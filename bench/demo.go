@@ -184,8 +184,8 @@ func runDemo(ctx context.Context, o demoOptions, out io.Writer) error {
 	if o.keep {
 		fmt.Fprintf(out, "\nkept %s (repo/, data/): try needle change list --repository %s --data-dir %s\n",
 			dir, filepath.Join(dir, "repo"), filepath.Join(dir, "data"))
-	} else if rerr := os.RemoveAll(dir); rerr != nil && err == nil {
-		err = rerr
+	} else if rerr := os.RemoveAll(dir); rerr != nil {
+		err = errors.Join(err, rerr)
 	} else {
 		fmt.Fprintf(out, "\nremoved %s (--keep keeps it)\n", dir)
 	}
