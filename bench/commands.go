@@ -125,8 +125,8 @@ func (h *harness) corpus(args []string) int {
 	cmdline := "needlebench corpus generate " + strings.Join(kept, " ")
 	prog := newProgress(h.stderr)
 	c, err := Generate(h.ctx, GenerateOptions{Name: *name, Seed: *seed, Modules: fs.Args(), Subjects: *subjects, Command: cmdline,
-		Codex: *codex, Unsandboxed: *unsandboxed}, prog.status)
-	prog.done()
+		Codex: *codex, Unsandboxed: *unsandboxed}, stepStatus(prog))
+	prog.Close()
 	if err == nil {
 		err = c.Write(*out)
 	}

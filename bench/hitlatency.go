@@ -58,9 +58,10 @@ func (h *harness) hitLatency(args []string) int {
 		}
 	}
 	prog := newProgress(h.stderr)
-	opt.Status = prog.status
+	prog.Phase("mcp-hit-latency")
+	opt.Status = prog.Status
 	rep, err := HitLatency(h.ctx, opt)
-	prog.done()
+	prog.Close()
 	if err != nil {
 		fmt.Fprintf(h.stderr, "needlebench experiment mcp-hit-latency: %v\n", err)
 		return 1

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/needle-dev/needle/product"
+	"github.com/needle-dev/needle/product/progress"
 )
 
 // RunOptions configures needlebench run.
@@ -95,11 +96,14 @@ func Run(ctx context.Context, opts RunOptions) (Report, []string, error) {
 		return Report{}, nil, err
 	}
 	defer removeAll(work)
+	prog := newProgress(opts.Stderr)
+	defer prog.Close()
+	prog.Phase("sandbox check")
 	tc := testsConfig{codex: opts.Codex, cache: filepath.Join(work, "testrun")}
 	if err := tc.check(ctx); err != nil {
 		return Report{}, nil, err
 	}
-	pc, err := playAndJudge(ctx, c, opts, frozen, work, tc)
+	pc, err := playAndJudge(ctx, c, opts, frozen, work, tc, prog)
 	if err != nil {
 		return Report{}, nil, err
 	}
@@ -166,42 +170,44 @@ type playedCorpus struct {
 	totals   map[string]product.WorkerTotals
 	verdicts []Verdict
 	phases   []Phase
+	// phaseName is the phase being timed.
+	phaseName string
 }
 
 // playAndJudge materializes the modules, loads their truths, plays the
-// corpus and judges every scripted answer, timing each phase.
-func playAndJudge(ctx context.Context, c *Corpus, opts RunOptions, frozen, work string, tc testsConfig) (playedCorpus, error) {
+// corpus and judges every scripted answer, timing each phase and telling
+// prog.
+func playAndJudge(ctx context.Context, c *Corpus, opts RunOptions, frozen, work string, tc testsConfig, prog *progress.Reporter) (playedCorpus, error) {
 	var pc playedCorpus
-	prog := newProgress(opts.Stderr)
-	phase := func(name string, start time.Time) {
-		pc.phases = append(pc.phases, Phase{Name: name, Seconds: time.Since(start).Seconds()})
+	var start time.Time
+	phase := func(name string) {
+		if name != "materialize" {
+			pc.phases = append(pc.phases, Phase{Name: pc.phaseName, Seconds: time.Since(start).Seconds()})
+		}
+		pc.phaseName, start = name, time.Now()
+		prog.Phase(name)
 	}
-	start := time.Now()
+	phase("materialize")
 	var err error
-	if pc.repos, err = materialize(ctx, c, filepath.Join(work, "repos"), prog.status); err != nil {
+	if pc.repos, err = materialize(ctx, c, filepath.Join(work, "repos"), prog.Status); err != nil {
 		return playedCorpus{}, err
 	}
-	phase("materialize", start)
-	start = time.Now()
-	if pc.truths, err = loadTruths(ctx, c, pc.repos, prog.status); err != nil {
+	phase("truth")
+	if pc.truths, err = loadTruths(ctx, c, pc.repos, prog.Status); err != nil {
 		return playedCorpus{}, err
 	}
-	phase("truth", start)
-	start = time.Now()
+	phase("play")
 	as := appServer{command: append(append([]string{}, opts.Replay...), "appserver-replay", "--transcripts", frozen)}
-	pc.outs, pc.bumps, pc.totals, err = play(ctx, c, pc.repos, filepath.Join(work, "data"), as, tc, !opts.NoRefresh, prog.needs)
-	if err != nil {
-		prog.done()
+	needs := func(done, total int) { prog.Count(done, total, "needs") }
+	if pc.outs, pc.bumps, pc.totals, err = play(ctx, c, pc.repos, filepath.Join(work, "data"), as, tc, !opts.NoRefresh, needs); err != nil {
 		return playedCorpus{}, err
 	}
-	phase("play", start)
-	start = time.Now()
-	pc.verdicts, err = judgeAnswers(ctx, c, pc.repos, pc.truths, filepath.Join(work, "validate"), tc, prog.answers)
-	prog.done()
-	if err != nil {
+	phase("validation")
+	answers := func(done, total int) { prog.Count(done, total, "scripted answers judged") }
+	if pc.verdicts, err = judgeAnswers(ctx, c, pc.repos, pc.truths, filepath.Join(work, "validate"), tc, answers); err != nil {
 		return playedCorpus{}, err
 	}
-	phase("validation", start)
+	phase("evaluate")
 	return pc, nil
 }
 
@@ -280,12 +286,16 @@ func Record(ctx context.Context, corpusDir, codex, out string, stderr io.Writer)
 		return 0, err
 	}
 	prog := newProgress(stderr)
-	repos, err := materialize(ctx, c, filepath.Join(work, "repos"), prog.status)
+	defer prog.Close()
+	prog.Phase("materialize")
+	repos, err := materialize(ctx, c, filepath.Join(work, "repos"), prog.Status)
 	if err != nil {
 		return 0, err
 	}
-	_, _, totals, err := play(ctx, c, repos, filepath.Join(work, "data"), recordingServer(codex, home, staging), tc, true, prog.needs)
-	prog.done()
+	prog.Phase("record")
+	needs := func(done, total int) { prog.Count(done, total, "needs") }
+	_, _, totals, err := play(ctx, c, repos, filepath.Join(work, "data"), recordingServer(codex, home, staging), tc, true, needs)
+	prog.Close()
 	if err != nil {
 		return 0, err
 	}
@@ -344,52 +354,21 @@ func selfCommand() ([]string, error) {
 	return []string{p}, nil
 }
 
-// progress draws a progress bar on a terminal and nothing otherwise.
-type progress struct {
-	w      io.Writer
-	tty    bool
-	start  time.Time
-	active bool
-}
+// newProgress reports a needlebench command's progress on w: a live line
+// on a terminal, plain lines elsewhere (product/progress).
+func newProgress(w io.Writer) *progress.Reporter { return progress.New(w, "needlebench: ") }
 
-func newProgress(w io.Writer) *progress {
-	p := &progress{w: w, start: time.Now()}
-	if f, ok := w.(*os.File); ok {
-		if fi, err := f.Stat(); err == nil && fi.Mode()&os.ModeCharDevice != 0 {
-			p.tty = true
+// stepStatus is a status callback for steps named by their first word
+// ("coverage m@v ./cmd"): a new first word starts a phase of that name.
+func stepStatus(r *progress.Reporter) func(string) {
+	var step string
+	return func(msg string) {
+		word, rest, _ := strings.Cut(msg, " ")
+		if word != step {
+			step = word
+			r.Phase(word)
 		}
-	}
-	return p
-}
-
-func (p *progress) status(msg string) {
-	if p.tty {
-		fmt.Fprintf(p.w, "\r\033[K%s", msg)
-		p.active = true
-	}
-}
-
-func (p *progress) needs(done, total int) {
-	if !p.tty {
-		return
-	}
-	const width = 30
-	filled := width * done / max(total, 1)
-	fmt.Fprintf(p.w, "\r\033[K[%s%s] %d/%d needs  %s", strings.Repeat("#", filled), strings.Repeat(".", width-filled),
-		done, total, time.Since(p.start).Truncate(time.Second))
-	p.active = true
-}
-
-func (p *progress) answers(done, total int) {
-	if p.tty {
-		fmt.Fprintf(p.w, "\r\033[K%d/%d scripted answers judged  %s", done, total, time.Since(p.start).Truncate(time.Second))
-		p.active = true
-	}
-}
-
-func (p *progress) done() {
-	if p.tty && p.active {
-		fmt.Fprint(p.w, "\r\033[K")
+		r.Status(rest)
 	}
 }
 

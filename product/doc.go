@@ -892,7 +892,9 @@
 // with data-driven transcripts in its testdata), product/codextest (a
 // replay App Server and a fake model for tests and the harness, like
 // net/http/httptest), product/testenv (the tests' shared set-up: the module
-// root, the pinned codex, the caches, a store's rows), product/migrations (the embedded
+// root, the pinned codex, the caches, a store's rows), product/progress (a
+// long command's progress on stderr, for bench too: a live line on a
+// terminal, plain lines elsewhere), product/migrations (the embedded
 // SQL), product/web (the embedded UI and the /api/v1 DTOs), and the leaves under product/internal: appserver (the App Server client),
 // checkout (disposable checkouts), codexhook (codex's lifecycle-hook
 // protocol, hooks files and hook trust), contentid, contract (the contract

@@ -63,6 +63,7 @@ func TestSQLOnlyInStore(t *testing.T) {
 // modules and other leaves. product/testenv, the tests' set-up, sits
 // outside internal/ so that bench and testscripts may import it, and is a
 // leaf too: it imports nothing of the module, so a leaf's test may use it.
+// So is product/progress, which bench uses as well.
 func TestLeavesNeverImportProduct(t *testing.T) {
 	const module = "github.com/needle-dev/needle/"
 	files, err := filepath.Glob("internal/*/*.go")
@@ -77,15 +78,17 @@ func TestLeavesNeverImportProduct(t *testing.T) {
 			t.Errorf("%s imports %s: a leaf never imports the product", at, path)
 		}
 	})
-	testenv, err := filepath.Glob("testenv/*.go")
-	if err != nil || len(testenv) == 0 {
-		t.Fatalf("no testenv found: %v", err)
-	}
-	forEachImport(t, testenv, func(at token.Position, path string) {
-		if strings.HasPrefix(path, module) {
-			t.Errorf("%s imports %s: testenv, which leaves' tests import, imports nothing of the module", at, path)
+	for _, dir := range []string{"testenv", "progress"} {
+		outside, err := filepath.Glob(dir + "/*.go")
+		if err != nil || len(outside) == 0 {
+			t.Fatalf("no %s found: %v", dir, err)
 		}
-	})
+		forEachImport(t, outside, func(at token.Position, path string) {
+			if strings.HasPrefix(path, module) {
+				t.Errorf("%s imports %s: %s, a leaf outside internal/, imports nothing of the module", at, path, dir)
+			}
+		})
+	}
 }
 
 // TestPackageInitCompilesNothing keeps package init cheap: every needle

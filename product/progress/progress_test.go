@@ -1,0 +1,150 @@
+package progress
+
+import (
+	"bytes"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// fakeClock is a clock the test moves; ticks are sent by the test.
+type fakeClock struct {
+	mu    sync.Mutex
+	t     time.Time
+	ticks chan time.Time
+}
+
+func newFakeClock() *fakeClock {
+	return &fakeClock{t: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC), ticks: make(chan time.Time)}
+}
+
+func (c *fakeClock) now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.t
+}
+
+// advance moves the clock by d and delivers a tick. The tick channel is
+// unbuffered and a second tick is sent after it: when advance returns,
+// the reporter has handled the first completely.
+func (c *fakeClock) advance(d time.Duration) {
+	c.mu.Lock()
+	c.t = c.t.Add(d)
+	c.mu.Unlock()
+	c.ticks <- c.now()
+	c.ticks <- c.now()
+}
+
+func (c *fakeClock) clock() Clock { return Clock{Now: c.now, Ticks: c.ticks} }
+
+// syncBuffer is a buffer safe for the reporter's goroutine and the test.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.Write(p)
+}
+
+// take returns what was written since the last take.
+func (b *syncBuffer) take() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	s := b.b.String()
+	b.b.Reset()
+	return s
+}
+
+// TestReporter_PlainLines: off a terminal, a phase writes a line at once;
+// statuses and counts write nothing until Interval passed since the last
+// line, then the next tick writes the state; the tick after writes
+// nothing until Interval passes again.
+func TestReporter_PlainLines(t *testing.T) {
+	c, out := newFakeClock(), &syncBuffer{}
+	r := NewWith(out, "needlebench: ", false, c.clock())
+	defer r.Close()
+	c.advance(3 * time.Second)
+	if got := out.take(); got != "" {
+		t.Fatalf("a line before any phase: %q", got)
+	}
+	r.Phase("play")
+	if got, want := out.take(), "needlebench: play, 3s\n"; got != want {
+		t.Fatalf("phase line %q, want %q", got, want)
+	}
+	r.Count(120, 582, "needs")
+	c.advance(9 * time.Second)
+	if got := out.take(); got != "" {
+		t.Fatalf("a line 9 s after the last: %q", got)
+	}
+	c.advance(time.Second)
+	if got, want := out.take(), "needlebench: play: 120/582 needs, 13s\n"; got != want {
+		t.Fatalf("line due after 10 s: %q, want %q", got, want)
+	}
+	c.advance(time.Second)
+	if got := out.take(); got != "" {
+		t.Fatalf("a line 1 s after the last: %q", got)
+	}
+	r.Phase("validation")
+	r.Status("module example.com/m@v1.0.0")
+	c.advance(10 * time.Second)
+	want := "needlebench: validation, 14s\nneedlebench: validation: module example.com/m@v1.0.0, 24s\n"
+	if got := out.take(); got != want {
+		t.Fatalf("phase then status:\n%q\nwant\n%q", got, want)
+	}
+	r.Close()
+	if got := out.take(); got != "" {
+		t.Fatalf("Close off a terminal wrote %q", got)
+	}
+}
+
+// TestReporter_TerminalBar: on a terminal every report redraws one line in
+// place, a count as a bar, a tick redraws it with the clock moved, and
+// Close clears it; no newline is ever written.
+func TestReporter_TerminalBar(t *testing.T) {
+	c, out := newFakeClock(), &syncBuffer{}
+	r := NewWith(out, "needlebench: ", true, c.clock())
+	r.Phase("play")
+	r.Count(15, 30, "needs")
+	got := out.take()
+	want := "\r\033[Kneedlebench: play, 0s\r\033[Kneedlebench: play: [###############...............] 15/30 needs, 0s"
+	if got != want {
+		t.Fatalf("terminal:\n%q\nwant\n%q", got, want)
+	}
+	c.advance(time.Second)
+	if got, want := out.take(), "\r\033[Kneedlebench: play: [###############...............] 15/30 needs, 1s"; got != want {
+		t.Fatalf("tick on a terminal: %q, want %q", got, want)
+	}
+	r.Close()
+	if got := out.take(); got != "\r\033[K" {
+		t.Fatalf("Close on a terminal wrote %q, want the line cleared", got)
+	}
+}
+
+// TestIsTerminal: a pipe and /dev/null (a character device) are no
+// terminals.
+func TestIsTerminal(t *testing.T) {
+	pr, pw, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pr.Close()
+	defer pw.Close()
+	null, err := os.OpenFile(os.DevNull, os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer null.Close()
+	for _, w := range []*os.File{pw, null} {
+		if IsTerminal(w) {
+			t.Errorf("%s: a terminal", w.Name())
+		}
+	}
+	if IsTerminal(&strings.Builder{}) {
+		t.Error("a strings.Builder: a terminal")
+	}
+}
