@@ -44,6 +44,8 @@ type cli struct {
 	// defaults are the flags withDefaults filled in, by name: the
 	// client's, in the runtime (main_defaults.go).
 	defaults map[string]string
+	// files, in the resident runtime, reads input files from the client.
+	files *clientFiles
 }
 
 // cliCommand is one leaf of the command tree.
@@ -327,8 +329,12 @@ func (c *cli) writeJSON(v any) int {
 	return 0
 }
 
-// readInput reads FILE or stdin ("-"), refusing more than limit bytes.
+// readInput reads FILE or stdin ("-"), refusing more than limit bytes. In
+// the resident runtime the client reads FILE (runtime_exec.go).
 func (c *cli) readInput(name string, limit int) ([]byte, error) {
+	if name != "-" && c.files != nil {
+		return c.files.read(name, limit)
+	}
 	r := c.stdin
 	if name != "-" {
 		f, err := os.Open(c.absPath(name))

@@ -39,6 +39,12 @@ import (
 // stdin never consumes it) and frameCancel when it is interrupted. The
 // runtime sends stdout, stderr and at last the exit status. A connection
 // that breaks cancels the command, like a client killed mid-run.
+//
+// The client reads the command's input files too: the runtime asks for
+// each (frameWantFile, with the command's bound) and the client sends its
+// bytes. A path names what the client's process sees, which the runtime
+// may not: /dev/fd/63 of a shell's <(…) is the client's descriptor, and
+// /dev/stdin, a FIFO or a terminal are the client's to read.
 
 const execProto = "needle-exec/1"
 
@@ -51,6 +57,9 @@ const (
 	frameStdout   = 'o' // runtime → client: bytes of stdout
 	frameStderr   = 'r' // runtime → client: bytes of stderr
 	frameWant     = 'w' // runtime → client: the command reads stdin; send it
+	frameWantFile = 'f' // runtime → client: the command reads a file (a fileWant); send it
+	frameFile     = 'd' // client → runtime: bytes of the file asked for
+	frameFileEnd  = 'z' // client → runtime: the file ended; the payload is why it could not be read, or empty
 	frameExit     = 'x' // runtime → client: the exit status, last
 )
 
@@ -70,6 +79,13 @@ type execSpec struct {
 	// Defaults are the flags the client filled in from their defaults
 	// (main_defaults.go): the commands the runtime prints leave them out.
 	Defaults map[string]string `json:"defaults,omitempty"`
+}
+
+// fileWant is what the runtime asks of the client: the file name names (as
+// the user wrote it), at most Limit+1 bytes of it.
+type fileWant struct {
+	Name  string `json:"name"`
+	Limit int    `json:"limit"`
 }
 
 // decodeExecSpec decodes a spec strictly.
@@ -172,6 +188,13 @@ func (c *cli) execRemote(conn net.Conn, cmd cliCommand, args []string) int {
 			c.stderr.Write(p)
 		case frameWant:
 			pump.Do(func() { go sendStdin(c.stdin, f) })
+		case frameWantFile:
+			var want fileWant
+			if err := decodeStrict(p, &want); err != nil || want.Limit < 0 {
+				fmt.Fprintf(c.stderr, "needle %s: the resident runtime asked for a file wrongly: %q\n", cmd.path, p)
+				return 1
+			}
+			go c.sendFile(want, f)
 		case frameExit:
 			code, err := strconv.Atoi(string(p))
 			if err != nil {
@@ -197,6 +220,79 @@ func sendStdin(r io.Reader, f *ipc.Framer) {
 		if err != nil {
 			f.Send(frameStdinEOF, nil)
 			return
+		}
+	}
+}
+
+// sendFile sends the client's file want names, at most its limit and one
+// byte (the runtime refuses the larger), then its end: empty, or the error
+// reading it, as readInput would tell it.
+func (c *cli) sendFile(want fileWant, f *ipc.Framer) {
+	fail := func(err error) {
+		var pe *os.PathError
+		if errors.As(err, &pe) {
+			pe.Path = want.Name // as the user wrote it
+		}
+		f.Send(frameFileEnd, []byte(err.Error()))
+	}
+	file, err := os.Open(c.absPath(want.Name))
+	if err != nil {
+		fail(err)
+		return
+	}
+	defer file.Close()
+	if _, err := io.Copy(f.Writer(frameFile), io.LimitReader(file, int64(want.Limit)+1)); err != nil {
+		fail(err)
+		return
+	}
+	f.Send(frameFileEnd, nil)
+}
+
+// clientFiles reads a command's input files from its client (see the top
+// of this file), one at a time.
+type clientFiles struct {
+	mu     sync.Mutex
+	f      *ipc.Framer
+	frames chan clientFrame // the client's file frames; closed when the connection ends
+	ctx    context.Context
+}
+
+// clientFrame is one frame from the client.
+type clientFrame struct {
+	ch byte
+	p  []byte
+}
+
+// read asks the client for the file name and reads it, refusing more than
+// limit bytes; the errors are readInput's.
+func (cf *clientFiles) read(name string, limit int) ([]byte, error) {
+	cf.mu.Lock()
+	defer cf.mu.Unlock()
+	if err := cf.f.Send(frameWantFile, []byte(mustJSON(fileWant{Name: name, Limit: limit}))); err != nil {
+		return nil, &Error{Op: "read input", Kind: kindIO, Err: err}
+	}
+	var data []byte
+	for {
+		var fr clientFrame
+		var ok bool
+		select {
+		case <-cf.ctx.Done():
+			return nil, &Error{Op: "read input", Kind: kindIO, Err: cf.ctx.Err()}
+		case fr, ok = <-cf.frames:
+		}
+		switch {
+		case !ok:
+			return nil, &Error{Op: "read input", Kind: kindIO, Err: fmt.Errorf("%s: the client went away", name)}
+		case fr.ch == frameFile:
+			if len(data) <= limit {
+				data = append(data, fr.p...)
+			}
+		case len(fr.p) > 0:
+			return nil, &Error{Op: "read input", Kind: kindIO, Err: errors.New(string(fr.p))}
+		case len(data) > limit:
+			return nil, invalidf("read input", "$", "input is larger than %d bytes", limit)
+		default:
+			return data, nil
 		}
 	}
 }
@@ -256,17 +352,20 @@ func (rt *Runtime) serveExec(w http.ResponseWriter, r *http.Request) {
 	}
 	defer rt.execs.ended(s)
 	rt.commands.Add(1)
-	go readClientFrames(conn, pw, cancel)
+	files := &clientFiles{f: f, frames: make(chan clientFrame, 4), ctx: ctx}
+	go readClientFrames(ctx, conn, pw, files.frames, cancel)
 	c := &cli{ctx: ctx, stdin: &askingReader{r: pr, ask: func() { f.Send(frameWant, nil) }},
 		stdout: f.Writer(frameStdout), stderr: f.Writer(frameStderr), dir: spec.Dir, pathEnv: spec.Path, rt: rt,
-		terminal: spec.Terminal, defaults: spec.Defaults}
+		terminal: spec.Terminal, defaults: spec.Defaults, files: files}
 	code := c.dispatch(spec.Args)
 	f.Send(frameExit, []byte(strconv.Itoa(code)))
 }
 
-// readClientFrames feeds the client's stdin frames to stdin until it ends,
-// and cancels the command when the client interrupts it or goes away.
-func readClientFrames(conn net.Conn, stdin *io.PipeWriter, cancel context.CancelFunc) {
+// readClientFrames feeds the client's stdin frames to stdin until it ends
+// and its file frames to files, and cancels the command when the client
+// interrupts it or goes away.
+func readClientFrames(ctx context.Context, conn net.Conn, stdin *io.PipeWriter, files chan<- clientFrame, cancel context.CancelFunc) {
+	defer close(files)
 	for {
 		ch, p, err := ipc.ReadFrame(conn)
 		if err != nil {
@@ -275,6 +374,11 @@ func readClientFrames(conn net.Conn, stdin *io.PipeWriter, cancel context.Cancel
 			return
 		}
 		switch ch {
+		case frameFile, frameFileEnd:
+			select {
+			case files <- clientFrame{ch, p}:
+			case <-ctx.Done():
+			}
 		case frameStdin:
 			stdin.Write(p) // fails only once stdin was closed: the bytes are not wanted
 		case frameStdinEOF:
