@@ -3,12 +3,10 @@ package product
 import (
 	"fmt"
 	"io"
-	"os"
 	"strings"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/needle-dev/needle/product/lifecycle"
+	"github.com/needle-dev/needle/product/progress"
 )
 
 // needle change start and run: a lifecycle frozen, then driven with
@@ -120,8 +118,10 @@ Run a lifecycle: replay its journal, run the one pending phase's worker
 Needle running the frozen test plans in its sandbox), store what it produced,
 commit the transition, and go on until the lifecycle awaits approval or ends.
 A run that is interrupted or killed loses nothing: the next run takes up
-where the journal says, and no committed phase runs again. On a terminal,
-each committed phase prints a line on stderr.
+where the journal says, and no committed phase runs again. Each phase prints
+a line on stderr when its worker starts and one when it is committed; when
+stderr is no terminal (a log), a line every 10 s also tells the phase still
+running.
 
 Flags:
   --codex CMD   the App Server command (overrides the codex.command setting)
@@ -143,11 +143,22 @@ func (c *cli) changeRun(args []string) int {
 		return c.failChange("change run", err)
 	}
 	defer eng.Close()
-	var progress func(LifecycleProgress)
-	if c.terminal || isTerminal(c.stderr) {
-		progress = func(p LifecycleProgress) { writeProgress(c.stderr, p) }
+	report := func(p LifecycleProgress) { writeProgress(c.stderr, p) }
+	if !c.terminal && !isTerminal(c.stderr) {
+		r := progress.New(c.stderr, "needle change run: ") // no terminal: plain lines
+		defer r.Close()
+		report = func(p LifecycleProgress) {
+			var b strings.Builder
+			writeProgress(&b, p)
+			r.Line(b.String())
+			phase := "" // committed: nothing runs until the next phase starts
+			if p.Event == "" {
+				phase = fmt.Sprintf("%s round %d attempt %d still running", p.Phase, p.Round, p.Attempt)
+			}
+			r.Enter(phase)
+		}
 	}
-	d, err := eng.RunLifecycle(c.ctx, f.fs.Arg(0), progress)
+	d, err := eng.RunLifecycle(c.ctx, f.fs.Arg(0), report)
 	if err != nil {
 		return c.failChange("change run", err)
 	}
@@ -178,11 +189,4 @@ func writeProgress(w io.Writer, p LifecycleProgress) {
 
 // isTerminal reports whether w is a terminal: a file the terminal ioctl
 // answers for (a character device such as /dev/null is not one).
-func isTerminal(w io.Writer) bool {
-	f, ok := w.(*os.File)
-	if !ok {
-		return false
-	}
-	_, err := unix.IoctlGetTermios(int(f.Fd()), unix.TCGETS)
-	return err == nil
-}
+func isTerminal(w io.Writer) bool { return progress.IsTerminal(w) }

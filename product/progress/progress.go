@@ -110,6 +110,32 @@ func (r *Reporter) Phase(name string) {
 	r.line()
 }
 
+// Enter starts a phase without a line of its own: the next line due
+// tells it (a caller that wrote its own line with Line).
+func (r *Reporter) Enter(name string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.phase, r.status, r.total = name, "", 0
+	if r.tty {
+		r.draw()
+	}
+}
+
+// Line writes text as a line of its own, whatever the time: on a
+// terminal the live line is cleared first and drawn again below it.
+func (r *Reporter) Line(text string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.tty && r.drawn {
+		fmt.Fprint(r.w, "\r\033[K")
+	}
+	fmt.Fprintf(r.w, "%s\n", strings.TrimSuffix(text, "\n"))
+	r.last = r.now()
+	if r.tty && r.drawn {
+		r.draw()
+	}
+}
+
 // Status says what the current phase does now (a module being
 // materialized): on a terminal at once, elsewhere in the next line due.
 func (r *Reporter) Status(msg string) {

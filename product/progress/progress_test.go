@@ -102,6 +102,39 @@ func TestReporter_PlainLines(t *testing.T) {
 	}
 }
 
+// TestReporter_LineAndEnter: a caller's own line is written at once and
+// counts as the last line; a phase entered quietly is told by the next
+// line due; on a terminal a line goes above the live line.
+func TestReporter_LineAndEnter(t *testing.T) {
+	c, out := newFakeClock(), &syncBuffer{}
+	r := NewWith(out, "needle change run: ", false, c.clock())
+	defer r.Close()
+	r.Line("explore   round 1 attempt 1  running…\n")
+	r.Enter("explore round 1 attempt 1 running")
+	c.advance(9 * time.Second)
+	if got, want := out.take(), "explore   round 1 attempt 1  running…\n"; got != want {
+		t.Fatalf("Line then Enter: %q, want %q", got, want)
+	}
+	c.advance(time.Second)
+	c.advance(8 * time.Second)
+	r.Line("explore done")
+	c.advance(2 * time.Second)
+	c.advance(8 * time.Second)
+	want := "needle change run: explore round 1 attempt 1 running, 10s\nexplore done\nneedle change run: explore round 1 attempt 1 running, 28s\n"
+	if got := out.take(); got != want {
+		t.Fatalf("heartbeats:\n%q\nwant\n%q", got, want)
+	}
+
+	tc, tout := newFakeClock(), &syncBuffer{}
+	tr := NewWith(tout, "p: ", true, tc.clock())
+	tr.Enter("play")
+	tr.Line("a line")
+	tr.Close()
+	if got, want := tout.take(), "\r\033[Kp: play, 0s\r\033[Ka line\n\r\033[Kp: play, 0s\r\033[K"; got != want {
+		t.Fatalf("a line on a terminal: %q, want %q", got, want)
+	}
+}
+
 // TestReporter_TerminalBar: on a terminal every report redraws one line in
 // place, a count as a bar, a tick redraws it with the clock moved, and
 // Close clears it; no newline is ever written.
