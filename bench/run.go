@@ -45,13 +45,16 @@ type RunOptions struct {
 type testsConfig struct {
 	codex string
 	cache string
+	// notice is told what the product tells before long work (the first
+	// build into the empty cache).
+	notice func(string)
 }
 
 // of is the configuration of one module's engine. Static reach is refused:
 // the harness always runs tests in the sandbox, and a machine where it
 // cannot must fail the run (errNoSandbox), not certify by a weaker proof.
 func (tc testsConfig) of(*moduleRepo) product.TestsConfig {
-	return product.TestsConfig{Codex: tc.codex, CacheDir: tc.cache, NoStatic: true}
+	return product.TestsConfig{Codex: tc.codex, CacheDir: tc.cache, NoStatic: true, Notice: tc.notice}
 }
 
 // check fails unless the sandbox runs tests on this machine: the harness
@@ -99,7 +102,7 @@ func Run(ctx context.Context, opts RunOptions) (Report, []string, error) {
 	prog := newProgress(opts.Stderr)
 	defer prog.Close()
 	prog.Phase("sandbox check")
-	tc := testsConfig{codex: opts.Codex, cache: filepath.Join(work, "testrun")}
+	tc := testsConfig{codex: opts.Codex, cache: filepath.Join(work, "testrun"), notice: notice(prog)}
 	if err := tc.check(ctx); err != nil {
 		return Report{}, nil, err
 	}
@@ -275,7 +278,10 @@ func Record(ctx context.Context, corpusDir, codex, out string, stderr io.Writer)
 		return 0, err
 	}
 	defer removeAll(work)
-	tc := testsConfig{codex: codex, cache: filepath.Join(work, "testrun")}
+	prog := newProgress(stderr)
+	defer prog.Close()
+	prog.Phase("sandbox check")
+	tc := testsConfig{codex: codex, cache: filepath.Join(work, "testrun"), notice: notice(prog)}
 	if err := tc.check(ctx); err != nil {
 		return 0, err
 	}
@@ -285,8 +291,6 @@ func Record(ctx context.Context, corpusDir, codex, out string, stderr io.Writer)
 	if err := os.MkdirAll(home, 0o700); err != nil {
 		return 0, err
 	}
-	prog := newProgress(stderr)
-	defer prog.Close()
 	prog.Phase("materialize")
 	repos, err := materialize(ctx, c, filepath.Join(work, "repos"), prog.Status)
 	if err != nil {
@@ -357,6 +361,12 @@ func selfCommand() ([]string, error) {
 // newProgress reports a needlebench command's progress on w: a live line
 // on a terminal, plain lines elsewhere (product/progress).
 func newProgress(w io.Writer) *progress.Reporter { return progress.New(w, "needlebench: ") }
+
+// notice writes what the product tells before long work as a line of its
+// own.
+func notice(r *progress.Reporter) func(string) {
+	return func(msg string) { r.Line("needlebench: " + msg) }
+}
 
 // stepStatus is a status callback for steps named by their first word
 // ("coverage m@v ./cmd"): a new first word starts a phase of that name.

@@ -234,6 +234,10 @@ func (c *cli) testsSettings(settings map[string]string, codex *CodexConfig) (Tes
 		}
 	}
 	cfg.Codex, cfg.CacheDir = settings["tests.codex"], settings["tests.cache"]
+	if c.stderr != nil {
+		stderr := c.stderr
+		cfg.Notice = func(msg string) { fmt.Fprintf(stderr, "needle: %s\n", msg) }
+	}
 	if cfg.Codex == "" && codex != nil && len(codex.Command) > 0 && filepath.Base(codex.Command[0]) == "codex" {
 		cfg.Codex = codex.Command[0]
 	}

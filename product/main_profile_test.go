@@ -3,7 +3,9 @@ package product
 import (
 	"context"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 )
@@ -50,5 +52,36 @@ func TestTestsConfig(t *testing.T) {
 	}
 	if err := checkSetting("tests.codex", "codex", true); KindOf(err) != KindInvalidInput {
 		t.Errorf("a relative sandbox path: %v", err)
+	}
+}
+
+// TestTestsConfig_ColdCacheNotice: a command's tests configuration tells
+// its stderr, before the first test run into an empty cache, that the
+// standard library compiles there once. (The context is cancelled: the
+// runner's self-test stops before it builds anything.)
+func TestTestsConfig_ColdCacheNotice(t *testing.T) {
+	goBin, err := exec.LookPath("go")
+	if err != nil {
+		t.Skip("no go command")
+	}
+	var stderr strings.Builder
+	cache := t.TempDir()
+	c := &cli{ctx: context.Background(), stderr: &stderr}
+	cfg, err := c.testsSettings(map[string]string{"tests.codex": "/bin/true", "tests.cache": cache}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := newTestRunner(cfg, goToolchain{Go: goBin})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if r.Check(ctx) == nil {
+		t.Fatal("a self-test under a cancelled context passed")
+	}
+	want := "needle: compiling the Go standard library into the test cache " + filepath.Join(cache, "go-build") + ", once; this takes about a minute\n"
+	if stderr.String() != want {
+		t.Errorf("stderr %q, want %q", stderr.String(), want)
 	}
 }

@@ -45,6 +45,10 @@ type TestsConfig struct {
 	// NoStatic never certifies static reach: a test Needle cannot run is
 	// rejected.
 	NoStatic bool
+	// Notice, if set, is told before long work a user would otherwise
+	// wait on in silence: the first run into an empty build cache, which
+	// compiles the standard library (the commands print it on stderr).
+	Notice func(msg string)
 }
 
 // resolve makes tc's paths absolute: a relative CacheDir lies in the data
@@ -175,7 +179,7 @@ func newTestRunner(tc TestsConfig, env goToolchain) (*testrun.Runner, error) {
 		return nil, err
 	}
 	return &testrun.Runner{Go: env.Go, Sandbox: &testrun.Sandbox{Codex: tc.Codex, Home: home},
-		CacheDir: tc.CacheDir, ModCache: env.GOMODCACHE}, nil
+		CacheDir: tc.CacheDir, ModCache: env.GOMODCACHE, Notice: tc.Notice}, nil
 }
 
 // noRunnerCause says why the validators have no test runner, for an

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path"
 	"path/filepath"
@@ -72,6 +73,9 @@ type Runner struct {
 	MaxOutput int
 	// Limits bound every process of the sandbox (zero fields: DefaultLimits).
 	Limits Limits
+	// Notice, if set, is told before work that takes long only once: the
+	// first use of an empty build cache compiles the standard library.
+	Notice func(msg string)
 
 	launch  verdict[string] // the launcher's path
 	probe   verdict[struct{}]
@@ -431,11 +435,22 @@ func (r *Runner) available(ctx context.Context) error {
 	return err
 }
 
+// ColdCacheNotice is what a Runner's Notice is told before the first use
+// of the empty build cache gocache.
+func ColdCacheNotice(gocache string) string {
+	return fmt.Sprintf("compiling the Go standard library into the test cache %s, once; this takes about a minute", gocache)
+}
+
+// selfTest builds and runs the probe in the sandbox (sandbox.go).
 func (r *Runner) selfTest(ctx context.Context) error {
 	if fi, err := os.Stat(r.Sandbox.Codex); err != nil || !fi.Mode().IsRegular() || fi.Mode().Perm()&0o111 == 0 {
 		return fmt.Errorf("sandbox: %s is not an executable file", r.Sandbox.Codex)
 	}
-	if err := os.MkdirAll(filepath.Join(r.CacheDir, "go-build"), 0o755); err != nil {
+	gocache := filepath.Join(r.CacheDir, "go-build")
+	if entries, err := os.ReadDir(gocache); len(entries) == 0 && (err == nil || errors.Is(err, fs.ErrNotExist)) && r.Notice != nil {
+		r.Notice(ColdCacheNotice(gocache))
+	}
+	if err := os.MkdirAll(gocache, 0o755); err != nil {
 		return err
 	}
 	// A directory of its own: Runners of several processes may share a

@@ -575,3 +575,36 @@ func TestRunner_CancelDuringSelfTest(t *testing.T) {
 		t.Errorf("the stuck sandbox still runs: %v", pids)
 	}
 }
+
+// TestRunner_ColdCacheNotice: the first use of an empty build cache tells
+// Notice that the standard library compiles into it, once; a cache that
+// holds entries tells nothing. (The context is cancelled: the self-test
+// stops before it builds anything.)
+func TestRunner_ColdCacheNotice(t *testing.T) {
+	goBin, err := exec.LookPath("go")
+	if err != nil {
+		t.Skip("no go command")
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	check := func(cache string) []string {
+		var notices []string
+		r := &Runner{Go: goBin, Sandbox: &Sandbox{Codex: "/bin/true", Home: t.TempDir()}, CacheDir: cache,
+			Notice: func(msg string) { notices = append(notices, msg) }}
+		if err := r.Check(ctx); err == nil {
+			t.Fatal("a self-test under a cancelled context passed")
+		}
+		return notices
+	}
+	cold := t.TempDir()
+	want := "compiling the Go standard library into the test cache " + filepath.Join(cold, "go-build") + ", once; this takes about a minute"
+	if got := check(cold); len(got) != 1 || got[0] != want {
+		t.Errorf("an empty cache told %q, want %q", got, want)
+	}
+	if err := os.WriteFile(filepath.Join(cold, "go-build", "README"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if got := check(cold); len(got) != 0 {
+		t.Errorf("a cache holding entries told %q", got)
+	}
+}
