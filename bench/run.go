@@ -376,7 +376,8 @@ func stepStatus(r *progress.Reporter) func(string) {
 		word, rest, _ := strings.Cut(msg, " ")
 		if word != step {
 			step = word
-			r.Phase(word)
+			r.Step(word, rest)
+			return
 		}
 		r.Status(rest)
 	}

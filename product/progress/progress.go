@@ -99,10 +99,14 @@ func (r *Reporter) tick() {
 }
 
 // Phase starts a phase: a line of its own, whatever the time.
-func (r *Reporter) Phase(name string) {
+func (r *Reporter) Phase(name string) { r.Step(name, "") }
+
+// Step starts a phase doing status at once: a line of its own, whatever
+// the time.
+func (r *Reporter) Step(name, status string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.phase, r.status, r.total = name, "", 0
+	r.phase, r.status, r.total = name, status, 0
 	if r.tty {
 		r.draw()
 		return

@@ -96,6 +96,10 @@ func TestReporter_PlainLines(t *testing.T) {
 	if got := out.take(); got != want {
 		t.Fatalf("phase then status:\n%q\nwant\n%q", got, want)
 	}
+	r.Step("coverage", "example.com/m@v1.0.0 ./cmd")
+	if got, want := out.take(), "needlebench: coverage: example.com/m@v1.0.0 ./cmd, 24s\n"; got != want {
+		t.Fatalf("step line %q, want %q", got, want)
+	}
 	r.Close()
 	if got := out.take(); got != "" {
 		t.Fatalf("Close off a terminal wrote %q", got)
