@@ -173,8 +173,6 @@ type playedCorpus struct {
 	totals   map[string]product.WorkerTotals
 	verdicts []Verdict
 	phases   []Phase
-	// phaseName is the phase being timed.
-	phaseName string
 }
 
 // playAndJudge materializes the modules, loads their truths, plays the
@@ -182,12 +180,13 @@ type playedCorpus struct {
 // prog.
 func playAndJudge(ctx context.Context, c *Corpus, opts RunOptions, frozen, work string, tc testsConfig, prog *progress.Reporter) (playedCorpus, error) {
 	var pc playedCorpus
+	var current string // the phase being timed, since start
 	var start time.Time
 	phase := func(name string) {
-		if name != "materialize" {
-			pc.phases = append(pc.phases, Phase{Name: pc.phaseName, Seconds: time.Since(start).Seconds()})
+		if current != "" {
+			pc.phases = append(pc.phases, Phase{Name: current, Seconds: time.Since(start).Seconds()})
 		}
-		pc.phaseName, start = name, time.Now()
+		current, start = name, time.Now()
 		prog.Phase(name)
 	}
 	phase("materialize")
