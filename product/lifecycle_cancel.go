@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"time"
 
@@ -76,9 +77,15 @@ func cancelledRun(id string, inv lifecycle.Invoke) error {
 }
 
 // awaitRunner waits until no runner holds lifecycle id's lease: a runner
-// in flight has stopped and cleaned up. ctx bounds the wait.
+// in flight has stopped and cleaned up. ctx bounds the wait. The locks
+// directory is made as a runner makes it: a lifecycle cancelled before
+// any run of this data directory has no runner to wait for.
 func (e *Engine) awaitRunner(ctx context.Context, id string) error {
-	unlock, err := filelock.Lock(ctx, filepath.Join(e.cfg.DataDir, "locks", id+".lock"))
+	dir := filepath.Join(e.cfg.DataDir, "locks")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return &Error{Op: "lifecycle.cancel", Kind: kindIO, Err: err}
+	}
+	unlock, err := filelock.Lock(ctx, filepath.Join(dir, id+".lock"))
 	if err != nil {
 		return &Error{Op: "lifecycle.cancel", Kind: kindIO, Err: fmt.Errorf("wait for the runner of %s to stop: %w", id, err)}
 	}
