@@ -179,11 +179,39 @@ func (e *Engine) RunLifecycle(ctx context.Context, id string, progress func(Life
 	if err := e.guardDataDir(); err != nil {
 		return LifecycleDetail{}, err
 	}
+	if err := e.preflightRun(ctx, lid); err != nil {
+		return LifecycleDetail{}, err
+	}
 	k := &lifecycleKernel{e: e, adapters: e.adapters, clock: time.Now}
 	if _, err := k.run(ctx, lid, nil, progress); err != nil {
 		return LifecycleDetail{}, err
 	}
 	return e.Lifecycle(context.WithoutCancel(ctx), lid)
+}
+
+// errNoWorker is the cause of a run refused because the engine has no
+// App Server worker for the phases a running lifecycle still has to run.
+var errNoWorker = errors.New("no worker is configured: implement, review and verify run Codex App Server workers; " +
+	"set one with 'needle config set --data-dir DIR codex.command CMD' (the argv before app-server, e.g. codex) or pass --codex CMD; " +
+	"nothing was run or recorded")
+
+// preflightRun refuses, before anything is journaled or charged, to run a
+// lifecycle that is still running on an engine missing the adapters its
+// remaining phases need: every running lifecycle still has at least its
+// verify phase ahead, and without a worker it would fail for good.
+func (e *Engine) preflightRun(ctx context.Context, lid string) error {
+	a := e.adapters
+	if a.Explore != nil && a.Implement != nil && a.Test != nil && a.Review != nil && a.Verify != nil {
+		return nil
+	}
+	v, err := e.readLifecycle(ctx, lid)
+	if err != nil {
+		return err
+	}
+	if v.State.Status != lifecycle.StatusRunning {
+		return nil
+	}
+	return &Error{Op: opLifecycle, Kind: kindUnavailable, Err: errNoWorker}
 }
 
 // CancelLifecycle ends a lifecycle that is not applying, and reaches the

@@ -1,6 +1,7 @@
 package product
 
 import (
+	"errors"
 	"flag"
 	"fmt"
 	"strings"
@@ -16,10 +17,14 @@ import (
 const exitConflict = 3
 
 // changeExitCode is needle change's exit status for err: a conflict has
-// its own code; everything else is as elsewhere.
+// its own code, a run without a worker is a usage error (2); everything
+// else is as elsewhere.
 func changeExitCode(err error) int {
 	if KindOf(err) == kindConflict {
 		return exitConflict
+	}
+	if errors.Is(err, errNoWorker) {
+		return 2 // a usage error: the command needs a worker it was not given
 	}
 	return exitCodeOf(err)
 }

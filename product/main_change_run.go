@@ -18,7 +18,9 @@ const usageChangeStart = `Usage: needle change start [--repository DIR] [--data-
 Start a lifecycle: freeze the change id, the source snapshot, the role
 profile's explorer, implementer, test-runner, reviewer and verifier
 revisions, the certified test plans, the budget and concurrency one. Nothing
-runs until 'needle change run'. Prints the lifecycle (show's form).
+runs until 'needle change run'. Prints the lifecycle (show's form); when no
+worker is configured (codex.command) a note on stderr says that the run will
+need one.
 
 Flags:
   --task TEXT            what to change
@@ -87,11 +89,24 @@ func (c *cli) changeStart(args []string) int {
 	if err != nil {
 		return c.failChange("change start", err)
 	}
+	c.noteNoWorker(*f.dataDir)
 	if *f.json {
 		return c.writeJSON(d)
 	}
 	c.showDetail(f, d)
 	return 0
+}
+
+// noteNoWorker tells on stderr that 'needle change run' will need a
+// worker when the data directory configures none (codex.command): start
+// itself runs nothing, and a run may still name one with --codex.
+func (c *cli) noteNoWorker(dataDir string) {
+	settings, err := c.settings(dataDir)
+	if err != nil || strings.TrimSpace(settings["codex.command"]) != "" {
+		return
+	}
+	fmt.Fprintf(c.stderr, "needle change start: note: no worker is configured; 'needle change run' needs --codex CMD, "+
+		"or set one with: needle config set --data-dir %s codex.command CMD\n", dataDir)
 }
 
 // changeStartScopes reads each --scope: a path ending in "/", or ".", is
@@ -127,9 +142,14 @@ Flags:
   --codex CMD   the App Server command (overrides the codex.command setting)
   --json        print the lifecycle as JSON at the end
 
+A lifecycle still running needs a worker: with neither --codex nor the
+codex.command setting the run is refused (exit 2) before anything is run,
+charged or recorded.
+
 Exit status: 0 awaiting approval (or applied), 1 the lifecycle ended without
-a verified patch or a failure, 2 invalid input, 3 a conflict: another runner
-holds the lifecycle or moved it on, or the work tree moved under it.
+a verified patch or a failure, 2 invalid input or no worker configured, 3 a
+conflict: another runner holds the lifecycle or moved it on, or the work tree
+moved under it.
 `
 
 func (c *cli) changeRun(args []string) int {

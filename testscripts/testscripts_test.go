@@ -62,7 +62,7 @@ var codexBin string
 // runtime (TestScripts_Resident): the commands that use one.
 var residentScripts = []string{"need_resolve", "evidence_propose", "worker_evidence", "mcp_need_context",
 	"mcp_change", "mcp_change_rejected", "profile_manage", "evidence_refresh", "change_lifecycle", "change_conflict", "change_approval_stale",
-	"mcp_change_apply", "change_invalid"}
+	"mcp_change_apply", "change_invalid", "change_run_no_worker"}
 
 // TestScripts_Resident runs the resolve, propose, MCP and profile scripts
 // again with `needle serve` running on the script's data directory
