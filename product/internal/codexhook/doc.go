@@ -38,9 +38,9 @@
 //	event.go      Event, Stop, Decode, Read: the hook input
 //	output.go     StopOutput: the Stop hook's answer; Clip
 //	command.go    Command, Words: an argv as a hooks-file command line and back
-//	hooksfile.go  Install, Uninstall: merge a handler into hooks.json
+//	hooksfile.go  Install, Uninstall: merge a handler into hooks.json; Find reads it
 //	trust.go      TrustKey, TrustHash: codex's hook trust identity
-//	trustfile.go  Trust, Untrust, MoveTrust: the trust entry in the user's config.toml
+//	trustfile.go  Trust, Untrust, MoveTrust: the trust entry in the user's config.toml; TrustedHash reads it
 //	config.go     InspectConfig: TOML hooks, trusted projects, editability
 //	jsontree.go   an order-keeping JSON tree for faithful rewrites
 //	atomic.go     symlink-following reads and atomic writes

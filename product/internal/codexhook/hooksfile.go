@@ -380,3 +380,36 @@ func ownedHandlers(groups *node, spec Spec) []ownedHandler {
 	}
 	return out
 }
+
+// Find lists, reading only, the handlers of the hooks file at path that
+// spec owns, each with the trust key and hash codex gives it (a hash of ""
+// when its timeout is not a whole number codex would read). A missing file
+// has none; a file Install would refuse is a *FileError.
+func Find(path string, spec Spec) ([]Trusted, error) {
+	if !spec.Event.Known() || spec.Owns == nil {
+		return nil, fmt.Errorf("codexhook: unknown event %q or no owner test", spec.Event)
+	}
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return nil, err
+	}
+	_, data, _, exists, err := readTarget(abs)
+	if err != nil || !exists || len(bytes.TrimSpace(data)) == 0 {
+		return nil, err
+	}
+	root, err := parseTree(data)
+	if err != nil {
+		return nil, &FileError{abs, "not valid JSON: " + err.Error()}
+	}
+	groups, err := eventGroups(root, spec.Event)
+	if err != nil {
+		return nil, &FileError{abs, err.Error()}
+	}
+	at := positions(groups)
+	var out []Trusted
+	for _, o := range ownedHandlers(groups, spec) {
+		pos := at[o.node]
+		out = append(out, Trusted{Key: TrustKey(abs, spec.Event, pos[0], pos[1]), Hash: o.hash})
+	}
+	return out, nil
+}

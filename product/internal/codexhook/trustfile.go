@@ -277,3 +277,20 @@ func prune(v any) any {
 	}
 	return out
 }
+
+// TrustedHash is the trusted_hash the config.toml at configPath records
+// for the hook at key ("" when it records none, or the file is missing).
+// It only reads.
+func TrustedHash(configPath, key string) (string, error) {
+	_, data, _, exists, err := readTarget(configPath)
+	if err != nil || !exists {
+		return "", err
+	}
+	doc, err := decodeTOML(data)
+	if err != nil {
+		return "", &FileError{configPath, "not valid TOML: " + err.Error()}
+	}
+	entry, _ := stateEntry(doc, key)
+	hash, _ := entry["trusted_hash"].(string)
+	return hash, nil
+}
