@@ -884,8 +884,9 @@
 //	runtime_events.go    the event stream: committed rows published as server-sent events
 //	main.go              the needle command: dispatch, help, version
 //	datadir.go           the data directory's door for the commands without a repository
+//	doctor.go            needle doctor's checks: tools, data directory, sandbox, runtime, the hosts' MCP and hook files
 //	main_*.go            its command families: need, evidence, profile (and
-//	                     config), mcp, db, change, serve (and ui), stats, gc
+//	                     config), mcp, db, change, serve (and ui), stats, gc, doctor
 //
 // Outside the package: product/lifecycle (the change lifecycle machine,
 // pure: phases, states, events and their journal form, effects, digests,

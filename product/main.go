@@ -90,6 +90,7 @@ func init() {
 		{"db check", usageDBCheck, (*cli).dbCheck, residentCall},
 		{"stats", usageStats, (*cli).stats, residentCall},
 		{"gc", usageGC, (*cli).gc, local},
+		{"doctor", usageDoctor, (*cli).doctor, local}, // checks the caller's environment
 		{"serve", usageServe, (*cli).serve, local},
 		{"ui", usageUI, (*cli).ui, local},
 		{"version", usageVersion, (*cli).version, local},
@@ -139,6 +140,9 @@ Commands:
                     what Needle saved: hits, tokens saved, stale evidence withheld, proofs by kind
   gc [--data-dir DIR] [--dry-run]
                     remove checkouts, codex homes and test scratch left by processes that are gone
+  doctor [--data-dir DIR] [--repository DIR] [--json]
+                    check what Needle depends on (go, git, codex, the sandbox, the store,
+                    the runtime, MCP registrations, the Stop hook); each line says the fix
   serve [--data-dir DIR] [--addr ADDR]
                     run the resident runtime of DIR: IPC for the commands above,
                     the web UI and API on loopback HTTP (a port kept per DIR)
