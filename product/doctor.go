@@ -64,11 +64,12 @@ type doctorRun struct {
 // doctorProbeDeadline bounds each version probe (go, git, codex).
 const doctorProbeDeadline = 30 * time.Second
 
+// add appends a check's line.
 func (d *doctorRun) add(check string, status doctorStatus, fix, format string, args ...any) {
 	d.checks = append(d.checks, doctorCheck{Check: check, Status: status, Detail: fmt.Sprintf(format, args...), Fix: fix})
 }
 
-// doctor runs every check in order.
+// runDoctor runs every check in order.
 func (c *cli) runDoctor(dataDir, repo string) []doctorCheck {
 	d := &doctorRun{c: c, dataDir: dataDir, repo: repo}
 	d.tool("go", "install Go (https://go.dev/dl/) and put its bin directory on PATH", "env", "GOVERSION")
@@ -542,9 +543,11 @@ func (d *doctorRun) stopHook() {
 		}
 		for _, h := range found {
 			trusted, err := codexhook.TrustedHash(config, h.Key)
-			switch {
+			switch dir := hookDataDir(h.Command); {
 			case err != nil:
 				d.add("stop-hook", doctorFail, "repair "+config, "%s", oneLine(err.Error()))
+			case dir != d.dataDir:
+				d.add("stop-hook", doctorWarn, fix, "installed in %s for the data directory %q, not %s", file, dir, d.dataDir)
 			case h.Hash == "" || trusted != h.Hash:
 				d.add("stop-hook", doctorWarn, fix, "installed in %s but not trusted in %s: codex skips it", file, config)
 			case i == 1 && !d.projectTrusted(config):
@@ -557,6 +560,12 @@ func (d *doctorRun) stopHook() {
 		}
 	}
 	d.add("stop-hook", doctorWarn, fix, "not installed: @@need markers in Codex sessions go unanswered (MCP still works)")
+}
+
+// hookDataDir is the --data-dir of an installed hook's command line.
+func hookDataDir(command string) string {
+	words, _ := codexhook.Words(command)
+	return flagArg(words, "data-dir")
 }
 
 // projectTrusted reports whether the user's config trusts the repository.

@@ -29,7 +29,7 @@ func TestFind(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if diff := cmp.Diff([]Trusted{{Key: res.Key, Hash: res.Hash}}, got); diff != "" {
+	if diff := cmp.Diff([]Found{{Trusted{Key: res.Key, Hash: res.Hash}, spec.Handler.Command}}, got); diff != "" {
 		t.Errorf("Find (-want +got):\n%s", diff)
 	}
 	if h, err := TrustedHash(config, res.Key); err != nil || h != "" {

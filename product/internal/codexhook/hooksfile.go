@@ -381,11 +381,18 @@ func ownedHandlers(groups *node, spec Spec) []ownedHandler {
 	return out
 }
 
+// Found is an owned handler in a hooks file: its command line, and the
+// trust key and hash codex gives it.
+type Found struct {
+	Trusted
+	Command string
+}
+
 // Find lists, reading only, the handlers of the hooks file at path that
 // spec owns, each with the trust key and hash codex gives it (a hash of ""
 // when its timeout is not a whole number codex would read). A missing file
 // has none; a file Install would refuse is a *FileError.
-func Find(path string, spec Spec) ([]Trusted, error) {
+func Find(path string, spec Spec) ([]Found, error) {
 	if !spec.Event.Known() || spec.Owns == nil {
 		return nil, fmt.Errorf("codexhook: unknown event %q or no owner test", spec.Event)
 	}
@@ -406,10 +413,11 @@ func Find(path string, spec Spec) ([]Trusted, error) {
 		return nil, &FileError{abs, err.Error()}
 	}
 	at := positions(groups)
-	var out []Trusted
+	var out []Found
 	for _, o := range ownedHandlers(groups, spec) {
 		pos := at[o.node]
-		out = append(out, Trusted{Key: TrustKey(abs, spec.Event, pos[0], pos[1]), Hash: o.hash})
+		command, _ := o.node.get("command").str()
+		out = append(out, Found{Trusted{Key: TrustKey(abs, spec.Event, pos[0], pos[1]), Hash: o.hash}, command})
 	}
 	return out, nil
 }
