@@ -65,6 +65,10 @@ type Engine struct {
 
 	// adapters run the change lifecycle's phases.
 	adapters lifecycleAdapters
+	// tests is the test phase's own adapter when adapters.Test is it
+	// (nil when Config.Lifecycle replaces the adapters): what a run's
+	// preflight asks whether the test phase can run at all.
+	tests *testAdapter
 
 	// Guarded by turn: one resolution at a time reads and writes them.
 	costs costBook             // the cost aggregates; nil until first needed

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"slices"
 	"strings"
 	"time"
@@ -195,23 +196,53 @@ var errNoWorker = errors.New("no worker is configured: implement, review and ver
 	"set one with 'needle config set --data-dir DIR codex.command CMD' (the argv before app-server, e.g. codex) or pass --codex CMD; " +
 	"nothing was run or recorded")
 
+// errNoSandbox is the cause of a run refused because the test phase ahead
+// cannot run: Needle runs test plans only in codex's sandbox.
+var errNoSandbox = errors.New("the test phase cannot run: Needle runs the test plans only in codex's sandbox; " +
+	"set 'needle config set --data-dir DIR tests.codex /path/to/codex' or put codex on PATH; nothing was run or recorded")
+
 // preflightRun refuses, before anything is journaled or charged, to run a
-// lifecycle that is still running on an engine missing the adapters its
-// remaining phases need: every running lifecycle still has at least its
-// verify phase ahead, and without a worker it would fail for good.
+// lifecycle that is still running on an engine missing what its remaining
+// phases need: every running lifecycle has at least its verify phase
+// ahead, and without a worker it would fail for good; one that has not
+// passed its test phase needs the test sandbox's binaries (the sandbox's
+// self-test itself runs in the phase, whose failure says why).
 func (e *Engine) preflightRun(ctx context.Context, lid string) error {
 	a := e.adapters
-	if a.Explore != nil && a.Implement != nil && a.Test != nil && a.Review != nil && a.Verify != nil {
+	workers := a.Explore != nil && a.Implement != nil && a.Test != nil && a.Review != nil && a.Verify != nil
+	if workers && e.tests == nil {
 		return nil
 	}
 	v, err := e.readLifecycle(ctx, lid)
+	if err != nil || v.State.Status != lifecycle.StatusRunning {
+		return err
+	}
+	if !workers {
+		return &Error{Op: opLifecycle, Kind: kindUnavailable, Err: errNoWorker}
+	}
+	switch v.State.Phase {
+	case lifecycle.PhaseExplore, lifecycle.PhaseImplement, lifecycle.PhaseTest:
+		r, err := e.tests.setup()
+		if err == nil {
+			err = checkExecutable(r.Sandbox.Codex)
+		}
+		if err != nil {
+			return &Error{Op: opLifecycle, Kind: kindUnavailable, Err: fmt.Errorf("%w (%v)", errNoSandbox, err)}
+		}
+	}
+	return nil
+}
+
+// checkExecutable fails unless path is an executable regular file.
+func checkExecutable(path string) error {
+	fi, err := os.Stat(path)
 	if err != nil {
 		return err
 	}
-	if v.State.Status != lifecycle.StatusRunning {
-		return nil
+	if !fi.Mode().IsRegular() || fi.Mode().Perm()&0o111 == 0 {
+		return fmt.Errorf("%s is not an executable file", path)
 	}
-	return &Error{Op: opLifecycle, Kind: kindUnavailable, Err: errNoWorker}
+	return nil
 }
 
 // CancelLifecycle ends a lifecycle that is not applying, and reaches the

@@ -72,9 +72,10 @@ func openEngine(ctx context.Context, cfg Config, st *store) (*Engine, error) {
 		}
 		e.cfg.Limits = Limits{Needs: e.profile.Profile.Limits.Needs, Workers: e.profile.Profile.Limits.Workers}.clamp()
 	}
-	e.adapters = codexAdapters{e}.adapters(&testAdapter{e: e, cfg: cfg.Tests})
+	e.tests = &testAdapter{e: e, cfg: cfg.Tests}
+	e.adapters = codexAdapters{e}.adapters(e.tests)
 	if cfg.Lifecycle != nil {
-		e.adapters = *cfg.Lifecycle
+		e.adapters, e.tests = *cfg.Lifecycle, nil
 	}
 	if err := e.recoverAtOpen(ctx); err != nil {
 		return fail(err)

@@ -23,8 +23,8 @@ func changeExitCode(err error) int {
 	if KindOf(err) == kindConflict {
 		return exitConflict
 	}
-	if errors.Is(err, errNoWorker) {
-		return 2 // a usage error: the command needs a worker it was not given
+	if errors.Is(err, errNoWorker) || errors.Is(err, errNoSandbox) {
+		return 2 // a usage error: the run needs a part it was not given
 	}
 	return exitCodeOf(err)
 }

@@ -142,12 +142,13 @@ Flags:
   --codex CMD   the App Server command (overrides the codex.command setting)
   --json        print the lifecycle as JSON at the end
 
-A lifecycle still running needs a worker: with neither --codex nor the
-codex.command setting the run is refused (exit 2) before anything is run,
-charged or recorded.
+A lifecycle still running needs a worker, and one before its test phase the
+test sandbox's codex (tests.codex, the codex of codex.command, or codex on
+PATH): without them the run is refused (exit 2) before anything is run,
+charged or recorded. 'needle doctor' checks both.
 
 Exit status: 0 awaiting approval (or applied), 1 the lifecycle ended without
-a verified patch or a failure, 2 invalid input or no worker configured, 3 a
+a verified patch or a failure, 2 invalid input, or no worker or sandbox, 3 a
 conflict: another runner holds the lifecycle or moved it on, or the work tree
 moved under it.
 `
