@@ -621,7 +621,14 @@
 // list, GET /api/v1/lifecycles, the UI) shows it as status corrupt with
 // its ids and what does not check, beside the others. Invocation ids are
 // content ids of (lifecycle, phase, attempt): an artifact persisted before
-// a crash is committed by the next run without invoking anything.
+// a crash is committed by the next run without invoking anything. Before
+// a run invokes anything, RunLifecycle checks what the phases
+// ahead need (preflightRun): a running lifecycle on an engine without a
+// worker, or before its test phase without the sandbox's binaries, is
+// refused (kindUnavailable; needle change run exits 2) with nothing
+// journaled, charged or recorded, rather than failed for good. needle
+// doctor (doctor.go) checks those parts, and the rest Needle depends on,
+// without running a command that needs them.
 // Cancelling (CancelLifecycle: needle change cancel, the API and the UI)
 // commits cancel_requested and reaches the work in flight
 // (lifecycle_cancel.go): a runner in the same process is told through its
