@@ -27,7 +27,8 @@ import (
 // commands that use it would look for it, and the command that fixes it.
 // The checks read; they never run the hosts (Codex, Claude Code), and
 // they change nothing but what the sandbox's self-test makes in the test
-// cache (as the first test run would).
+// cache (as the first test run would) and an existing store's pending
+// migrations (as any command's open would).
 
 // doctorStatus is a check's verdict: ok, warn (Needle works, with less)
 // or fail (a command that needs the part will fail).
