@@ -75,6 +75,7 @@ func (c *cli) runDoctor(dataDir, repo string) []doctorCheck {
 	d := &doctorRun{c: c, dataDir: dataDir, repo: repo}
 	d.tool("go", "install Go (https://go.dev/dl/) and put its bin directory on PATH", "env", "GOVERSION")
 	d.tool("git", "install git (e.g. apt-get install git) and put it on PATH", "--version")
+	d.repository()
 	dirFailed := d.dataDirectory() == doctorFail
 	if !d.store(dirFailed) {
 		for _, check := range []string{"codex", "test-cache", "sandbox"} {
@@ -121,6 +122,25 @@ func (d *doctorRun) tool(name, fix string, args ...string) {
 		return
 	}
 	d.add(name, doctorOK, "", "%s (%s)", v, path)
+}
+
+// repository checks that the repository, when given, is a git work tree:
+// Needle snapshots a repository through git.
+func (d *doctorRun) repository() {
+	if d.repo == "" {
+		return
+	}
+	git, err := d.c.lookPath("git")
+	if err != nil {
+		d.add("repository", doctorFail, "install git (e.g. apt-get install git) and put it on PATH", "%s cannot be read without git", d.repo)
+		return
+	}
+	top, err := d.version(git, "-C", d.repo, "rev-parse", "--show-toplevel")
+	if err != nil {
+		d.add("repository", doctorFail, "git -C "+d.repo+" init", "%s is not a git work tree: Needle snapshots a repository through git", d.repo)
+		return
+	}
+	d.add("repository", doctorOK, "", "%s (git work tree %s)", d.repo, top)
 }
 
 // dataDirectory checks the data directory and the modes of the store's

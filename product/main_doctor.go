@@ -13,6 +13,7 @@ command that needs the part fails), with the command that fixes it.
 
   go          the go command on PATH (go env GOVERSION)
   git         git on PATH (git --version)
+  repository  with --repository: a git work tree
   data-dir    DIR exists, is yours, is not inside the repository; the
               store's files are 0600 and DIR is not open to others
   store       DIR/needle.db opens and verifies (as needle db check: a
@@ -33,7 +34,7 @@ command that needs the part fails), with the command that fixes it.
 
 The hosts' files are read, never the hosts run. Flags:
   --data-dir DIR     the Needle data directory
-  --repository DIR   the repository (for its .mcp.json and .codex/hooks.json)
+  --repository DIR   the repository (checked; its .mcp.json and .codex/hooks.json)
   --json             print the checks as a JSON array of
                      {"check","status","detail","fix"} (no fix when ok)
 
