@@ -5,7 +5,7 @@ import (
 	"io"
 )
 
-const usageDoctor = `Usage: needle doctor --data-dir DIR [--repository DIR] [--json]
+const usageDoctor = `Usage: needle doctor [--data-dir DIR] [--repository DIR] [--json]
 
 Check what Needle depends on, where the commands that use it look for it,
 and print one line per part: ok, warn (Needle works, with less) or fail (a
@@ -33,8 +33,9 @@ command that needs the part fails), with the command that fixes it.
               repository's .codex/hooks.json) and trusted in config.toml
 
 The hosts' files are read, never the hosts run. Flags:
-  --data-dir DIR     the Needle data directory
-  --repository DIR   the repository (checked; its .mcp.json and .codex/hooks.json)
+  --data-dir DIR     the Needle data directory (default: see needle help)
+  --repository DIR   the repository (checked; its .mcp.json and .codex/hooks.json;
+                     default: the git top level of the working directory)
   --json             print the checks as a JSON array of
                      {"check","status","detail","fix"} (no fix when ok)
 
