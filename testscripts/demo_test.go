@@ -86,7 +86,8 @@ func TestDemo_Wait(t *testing.T) {
 	if login == nil || lcy == "" {
 		t.Fatalf("no loopback login URL or lifecycle id in:\n%s", out.String())
 	}
-	checkDemoUI(t, login[1], lcy)
+	shootDemo(t, login[1], lcy)
+	checkDemoUI(t, freshLogin(t, out.String()), lcy)
 
 	if err := cmd.Process.Signal(syscall.SIGINT); err != nil {
 		t.Fatal(err)
@@ -101,6 +102,25 @@ func TestDemo_Wait(t *testing.T) {
 	if left, _ := os.ReadDir(tmp); len(left) != 0 {
 		t.Errorf("the demo left %v in its temporary directory", left)
 	}
+}
+
+// freshLogin is a new one-time login URL of the demo's runtime (the
+// printed one is used): needle ui on the demo's data directory.
+func freshLogin(t *testing.T, out string) string {
+	t.Helper()
+	dir := regexp.MustCompile(`Throwaway directory (\S+):`).FindStringSubmatch(out)
+	if dir == nil {
+		t.Fatalf("the demo names no throwaway directory:\n%s", out)
+	}
+	url, err := exec.Command("needle", "ui", "--data-dir", filepath.Join(dir[1], "data")).Output()
+	if err != nil {
+		t.Fatalf("needle ui on the demo's data directory: %v", err)
+	}
+	login := regexp.MustCompile(`http://127\.0\.0\.1:\d+/login\?code=[0-9a-f]+`).FindString(string(url))
+	if login == "" {
+		t.Fatalf("needle ui printed no login URL: %s", url)
+	}
+	return login
 }
 
 // checkDemoUI logs in through the login URL as a browser does and reads
