@@ -110,7 +110,7 @@ func TestRun_Tiny(t *testing.T) {
 		if r.WorkerTokens >= r.BaselineWorkerTokens || r.NaiveWorkerTokens > r.BaselineWorkerTokens {
 			t.Errorf("tokens: needle %d, naive %d, no reuse %d", r.WorkerTokens, r.NaiveWorkerTokens, r.BaselineWorkerTokens)
 		}
-		if len(files) != 4 {
+		if len(files) != 6 { // json, md, html and three charts
 			t.Errorf("files %v", files)
 		}
 		for _, f := range files {

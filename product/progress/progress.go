@@ -50,7 +50,7 @@ type Reporter struct {
 	ended  sync.WaitGroup
 }
 
-// New returns a Reporter writing to w, in the terminal form when w is a
+// New returns a Reporter writing to w (nil: nowhere), in the terminal form when w is a
 // terminal, ticking every second by the wall clock.
 func New(w io.Writer, prefix string) *Reporter {
 	t := time.NewTicker(time.Second)
@@ -62,6 +62,9 @@ func New(w io.Writer, prefix string) *Reporter {
 // NewWith returns a Reporter writing to w in the terminal form or not, on
 // clock.
 func NewWith(w io.Writer, prefix string, terminal bool, clock Clock) *Reporter {
+	if w == nil {
+		w = io.Discard // a caller with nowhere to show progress shows none
+	}
 	now := clock.Now()
 	r := &Reporter{w: w, prefix: prefix, tty: terminal, now: clock.Now, start: now, last: now, stop: make(chan struct{})}
 	r.ended.Add(1)

@@ -185,3 +185,13 @@ func TestIsTerminal(t *testing.T) {
 		t.Error("a strings.Builder: a terminal")
 	}
 }
+
+// TestReporter_NilWriter: a caller with nowhere to show progress (a
+// library caller's nil stderr) gets a Reporter that shows none, not a
+// panic.
+func TestReporter_NilWriter(t *testing.T) {
+	r := New(nil, "x: ")
+	r.Phase("play")
+	r.Line("a line")
+	r.Close()
+}
