@@ -15,7 +15,7 @@ import (
 	"strings"
 	"time"
 
-	"golang.org/x/sys/unix"
+	"github.com/needle-dev/needle/product/progress"
 )
 
 // needlebench demo shows Needle end to end without model credentials: the
@@ -151,11 +151,7 @@ func besideSelf(name string) string {
 // answers (/dev/null is a character device, not a terminal).
 func isTerminal(r io.Reader) bool {
 	f, ok := r.(*os.File)
-	if !ok {
-		return false
-	}
-	_, err := unix.IoctlGetTermios(int(f.Fd()), unix.TCGETS)
-	return err == nil
+	return ok && progress.IsTerminalFile(f)
 }
 
 // demoRun is one demo: its options, where it prints, and its throwaway
@@ -374,16 +370,7 @@ func (d *demoRun) followStep() error {
 		return fmt.Errorf("step 3: no search.go location in %q", d.cited)
 	}
 	before, _ := strconv.Atoi(m[1])
-	file := filepath.Join(d.dir, "repo", "search.go")
-	src, err := os.ReadFile(file)
-	if err != nil {
-		return err
-	}
-	if !strings.Contains(string(src), demoAnchor) {
-		return fmt.Errorf("step 3: search.go lacks the line %q", demoAnchor)
-	}
-	edited := strings.Replace(string(src), demoAnchor, demoInsert+demoAnchor, 1)
-	if err := os.WriteFile(file, []byte(edited), 0o644); err != nil {
+	if err := d.editSearch("step 3", demoAnchor, demoInsert+demoAnchor); err != nil {
 		return err
 	}
 	r, err := d.resolve()
@@ -398,6 +385,20 @@ func (d *demoRun) followStep() error {
 	return nil
 }
 
+// editSearch replaces the first old in the demo repository's search.go
+// with new; a search.go without old is the step's error.
+func (d *demoRun) editSearch(step, old, new string) error {
+	file := filepath.Join(d.dir, "repo", "search.go")
+	src, err := os.ReadFile(file)
+	if err != nil {
+		return err
+	}
+	if !strings.Contains(string(src), old) {
+		return fmt.Errorf("%s: search.go lacks the line %q", step, old)
+	}
+	return os.WriteFile(file, []byte(strings.Replace(string(src), old, new, 1)), 0o644)
+}
+
 // demoBody and demoBodyEdited are NewSearcher's body before and after the
 // stale step's edit.
 const (
@@ -410,15 +411,7 @@ const (
 func (d *demoRun) staleStep() error {
 	d.say("\n4. Edit the cited code itself (NewSearcher's body). The certificate no longer holds: Needle")
 	d.say("   serves nothing from it (--cache-only: answer from evidence or not at all, no worker).")
-	file := filepath.Join(d.dir, "repo", "search.go")
-	src, err := os.ReadFile(file)
-	if err != nil {
-		return err
-	}
-	if !strings.Contains(string(src), demoBody) {
-		return fmt.Errorf("step 4: search.go lacks the line %q", demoBody)
-	}
-	if err := os.WriteFile(file, []byte(strings.Replace(string(src), demoBody, demoBodyEdited, 1)), 0o644); err != nil {
+	if err := d.editSearch("step 4", demoBody, demoBodyEdited); err != nil {
 		return err
 	}
 	r, err := d.resolve("--cache-only")

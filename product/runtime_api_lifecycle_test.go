@@ -34,7 +34,7 @@ type awaitingLifecycle struct {
 	digests web.ApprovalDigests
 }
 
-var approveLine = regexp.MustCompile(`needle change approve --patch (b3:[0-9a-f]{64}) --verification (b3:[0-9a-f]{64}) --lifecycle (b3:[0-9a-f]{64}) (lcy_[0-9a-f]{24})`)
+var approveLine = regexp.MustCompile(`needle change approve (?:--repository \S+ )?(?:--data-dir \S+ )?--patch (b3:[0-9a-f]{64}) --verification (b3:[0-9a-f]{64}) --lifecycle (b3:[0-9a-f]{64}) (lcy_[0-9a-f]{24})`)
 
 // startLifecycle starts and runs a lifecycle in repo (a git repository of
 // the grepx fixture) on data.

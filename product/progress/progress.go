@@ -218,9 +218,11 @@ func (r *Reporter) draw() {
 // answers for (a character device such as /dev/null is not one).
 func IsTerminal(w io.Writer) bool {
 	f, ok := w.(*os.File)
-	if !ok {
-		return false
-	}
+	return ok && IsTerminalFile(f)
+}
+
+// IsTerminalFile reports whether f is a terminal.
+func IsTerminalFile(f *os.File) bool {
 	_, err := unix.IoctlGetTermios(int(f.Fd()), unix.TCGETS)
 	return err == nil
 }

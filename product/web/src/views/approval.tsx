@@ -11,6 +11,25 @@ import { ErrorNote } from "./common";
 // the lifecycle with the user's reason recorded in its journal, and says
 // so.
 
+// useAction runs a button's request, one at a time: busy while it runs,
+// and its error kept to show.
+function useAction() {
+  const [busy, setBusy] = useState(false);
+  const [err, setErr] = useState<unknown>();
+  const run = async (f: () => Promise<void>) => {
+    setBusy(true);
+    setErr(undefined);
+    try {
+      await f();
+    } catch (e) {
+      setErr(e);
+    } finally {
+      setBusy(false);
+    }
+  };
+  return { busy, err, run };
+}
+
 export function Digests({ title, d }: { title: string; d: { patch: string; verification: string; lifecycle: string } }) {
   return (
     <dl className="digests" aria-label={title}>
@@ -75,25 +94,17 @@ function ConflictNote({ c, message }: { c?: Conflict; message: string }) {
 // phase running now is interrupted (its worker's turn, or its test run)
 // and cleaned up before the answer comes.
 export function CancelPanel({ detail, onDone }: { detail: LifecycleDetail; onDone: () => void }) {
-  const [busy, setBusy] = useState(false);
-  const [err, setErr] = useState<unknown>();
+  const { busy, err, run } = useAction();
   const st = detail.summary.status;
   // Awaiting approval, Reject is the cancel (RejectPanel).
   if (st !== "running" && st !== "approved") {
     return null;
   }
-  const go = async () => {
-    setBusy(true);
-    setErr(undefined);
-    try {
+  const go = () =>
+    run(async () => {
       await api.cancel(detail.summary.lifecycle_id, { note: "cancelled in the UI" });
       onDone();
-    } catch (e) {
-      setErr(e);
-    } finally {
-      setBusy(false);
-    }
-  };
+    });
   return (
     <section className="cancel" aria-labelledby="cancel-h">
       <h2 id="cancel-h">Cancel</h2>
@@ -111,11 +122,10 @@ export function CancelPanel({ detail, onDone }: { detail: LifecycleDetail; onDon
 // approves exactly those and applies. An approved lifecycle (an apply
 // refused earlier, say) can be applied again.
 export function ApprovePanel({ detail, onDone }: { detail: LifecycleDetail; onDone: () => void }) {
-  const [busy, setBusy] = useState(false);
+  const { busy, err, run } = useAction();
   const [reviewing, setReviewing] = useState(false);
   const [result, setResult] = useState<ApplyResult>();
   const [approval, setApproval] = useState<Approval | undefined>(detail.approval.approval);
-  const [err, setErr] = useState<unknown>();
   const reviewHeading = useRef<HTMLHeadingElement>(null);
   useEffect(() => {
     if (reviewing) reviewHeading.current?.focus();
@@ -134,20 +144,13 @@ export function ApprovePanel({ detail, onDone }: { detail: LifecycleDetail; onDo
       </>
     );
   }
-  const go = async () => {
-    setBusy(true);
-    setErr(undefined);
-    try {
+  const go = () =>
+    run(async () => {
       const ap = approval ?? (await api.approve(detail.summary.lifecycle_id, { digests: a.digests }));
       setApproval(ap);
       setResult(await api.apply(detail.summary.lifecycle_id, { approval_id: ap.approval_id }));
       onDone();
-    } catch (e) {
-      setErr(e);
-    } finally {
-      setBusy(false);
-    }
-  };
+    });
   const files = detail.patch?.files ?? [];
   return (
     <section className="approve" aria-labelledby="ap-h">
@@ -217,22 +220,14 @@ export function ApprovePanel({ detail, onDone }: { detail: LifecycleDetail; onDo
 export function RejectPanel({ detail, onDone }: { detail: LifecycleDetail; onDone: () => void }) {
   const [open, setOpen] = useState(false);
   const [reason, setReason] = useState("");
-  const [busy, setBusy] = useState(false);
-  const [err, setErr] = useState<unknown>();
+  const { busy, err, run } = useAction();
   if (detail.summary.status !== "awaiting_approval") return null;
-  const go = async () => {
-    setBusy(true);
-    setErr(undefined);
-    try {
+  const go = () =>
+    run(async () => {
       const why = reason.trim();
       await api.cancel(detail.summary.lifecycle_id, { note: "rejected in the UI" + (why ? ": " + why : "") });
       onDone();
-    } catch (e) {
-      setErr(e);
-    } finally {
-      setBusy(false);
-    }
-  };
+    });
   return (
     <section className="reject" aria-labelledby="rej-h">
       <h2 id="rej-h">Reject</h2>
