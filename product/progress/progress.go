@@ -45,7 +45,8 @@ type Reporter struct {
 	done   int    // done and total of a count; total 0 when none
 	total  int
 	unit   string
-	drawn  bool // a terminal shows a live line
+	drawn  bool   // a terminal shows a live line
+	shown  string // the live line drawn last
 	stop   chan struct{}
 	ended  sync.WaitGroup
 }
@@ -91,7 +92,9 @@ func (r *Reporter) tick() {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.tty {
-		if r.drawn {
+		// A tick that changes nothing shown (the clock still in the same
+		// second) redraws nothing.
+		if r.drawn && r.prefix+r.state() != r.shown {
 			r.draw()
 		}
 		return
@@ -210,7 +213,8 @@ func (r *Reporter) line() {
 
 // draw redraws a terminal's live line.
 func (r *Reporter) draw() {
-	fmt.Fprintf(r.w, "\r\033[K%s%s", r.prefix, r.state())
+	r.shown = r.prefix + r.state()
+	fmt.Fprintf(r.w, "\r\033[K%s", r.shown)
 	r.drawn = true
 }
 
