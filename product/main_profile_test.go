@@ -62,7 +62,7 @@ func TestTestsConfig(t *testing.T) {
 func TestTestsConfig_ColdCacheNotice(t *testing.T) {
 	goBin, err := exec.LookPath("go")
 	if err != nil {
-		t.Skip("no go command")
+		t.Fatalf("the go command is not on PATH (go test runs it): %v", err)
 	}
 	var stderr strings.Builder
 	cache := t.TempDir()
