@@ -71,7 +71,7 @@ func (d *demoRun) lifecycleStep() error {
 		return fmt.Errorf("step 5: repo/ changed before any approval: %q %v", st, err)
 	}
 	d.say("   → awaiting_approval: tests passed, the verifier verified; repo/ is untouched until")
-	d.say("     needle change approve (the line above) and needle change apply.")
+	d.say("     needle change approve (the line above: it shows the patch and asks) and needle change apply.")
 	return nil
 }
 

@@ -467,8 +467,7 @@ func nextCommand(id string, s lifecycle.State) string {
 	case lifecycle.StatusRunning:
 		return "needle change run " + id
 	case lifecycle.StatusAwaitingApproval:
-		b := s.Binding()
-		return fmt.Sprintf("needle change approve --patch %s --verification %s --lifecycle %s %s", b.Patch, b.Verification, b.Lifecycle, id)
+		return "needle change approve " + id // it shows the patch and the digests it binds, and asks
 	case lifecycle.StatusApproved, lifecycle.StatusApplying:
 		return "needle change apply " + id
 	}

@@ -172,7 +172,7 @@ func TestLifecycle_ExploreToApplied(t *testing.T) {
 	if d.TestPlans[0].Outcome != lifecycle.TestPassed || d.Review == nil || len(d.Review.Findings) != 1 || d.Patch == nil || d.Patch.Files != 1 {
 		t.Errorf("detail: %+v", d)
 	}
-	if !strings.HasPrefix(d.Next, "needle change approve --patch "+d.Patch.PatchID) {
+	if d.Next != "needle change approve "+d.ID {
 		t.Errorf("next %q", d.Next)
 	}
 	// The run stops at awaiting approval: running again does nothing.

@@ -29,12 +29,10 @@ import (
 type awaitingLifecycle struct {
 	id, repo, data string
 	plan           string // the certified test plan it runs
-	// digests are the ones `needle change show` prints in its approve
-	// line: what the API must show, read independently of it.
+	// digests are the ones `needle change approve` prints before it
+	// asks: what the API must show, read independently of it.
 	digests web.ApprovalDigests
 }
-
-var approveLine = regexp.MustCompile(`needle change approve (?:--repository \S+ )?(?:--data-dir \S+ )?--patch (b3:[0-9a-f]{64}) --verification (b3:[0-9a-f]{64}) --lifecycle (b3:[0-9a-f]{64}) (lcy_[0-9a-f]{24})`)
 
 // startLifecycle starts and runs a lifecycle in repo (a git repository of
 // the grepx fixture) on data.
@@ -68,9 +66,11 @@ func startLifecycle(t *testing.T, repo, data string) awaitingLifecycle {
 		t.Fatalf("change start printed no lifecycle id:\n%s", out)
 	}
 	needleRun(t, "", append([]string{"change", "run", "--codex", strings.Join(MustReplayCommand(t, frozen), " ")}, append(r, id)...)...)
-	m := approveLine.FindStringSubmatch(needleRun(t, "", append([]string{"change", "show"}, append(r, id)...)...))
-	if m == nil || m[4] != id {
-		t.Fatalf("change show has no approve line for %s", id)
+	// The review needle change approve prints, answered no.
+	code, review, stderr := approve(t, "no\n", append(r, id)...)
+	m := boundDigests.FindStringSubmatch(review)
+	if code != 1 || m == nil {
+		t.Fatalf("change approve %s, answered no: exit %d, no binding\n%s%s", id, code, review, stderr)
 	}
 	return awaitingLifecycle{id: id, repo: repo, data: data, plan: res.ArtifactID, digests: web.ApprovalDigests{Patch: m[1], Verification: m[2], Lifecycle: m[3]}}
 }

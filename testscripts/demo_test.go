@@ -32,7 +32,7 @@ var demoSteps = []string{
 	`apply/awaiting_approval`,
 	`test TestSplitCRLF: passed`,
 	`verification b3:[0-9a-f]{64}: verified`,
-	`next: needle change approve --repository repo --data-dir data --patch b3:[0-9a-f]{64} `,
+	`next: needle change approve --repository repo --data-dir data lcy_[0-9a-f]{24}\n`,
 }
 
 // demoCommand is needlebench demo over this repository with a temporary
