@@ -30,13 +30,22 @@ build:
 ## test: every test: the unit and replay tiers with the testscript golden
 ## scenarios (go test ./...), then the contract tier against the real codex
 test: test-unit test-contract
+	@echo "The ten slowest tests of both tiers (go test -json timings):"
+	@cat $(TESTLOG)-unit.json $(TESTLOG)-contract*.json | $(GOTESTSUM) tool slowest --num 10
+
+# gotestsum runs go test -json, prints what go test prints without it
+# (standard-quiet), and keeps the JSON for the slowest-tests list; pinned,
+# and run with go run, so it is not a dependency of the module.
+GOTESTSUM := $(GO) run gotest.tools/gotestsum@v1.13.0
+TESTLOG := .cache/tests
 
 # The unit tier needs the pinned codex too: product/internal/testrun runs
 # tests inside its sandbox. The timeout only guards against a hang: the
 # product package alone takes about 16 minutes on 2 cores, and more than 30
 # beside a second `make test` (issue 24's runs under load).
 test-unit: codex
-	NEEDLE_CODEX_BIN=$(CODEX_BIN) $(GO) test -timeout 60m ./...
+	mkdir -p .cache
+	NEEDLE_CODEX_BIN=$(CODEX_BIN) $(GOTESTSUM) --format standard-quiet --jsonfile $(TESTLOG)-unit.json -- -timeout 60m ./...
 
 ## codex: install the pinned @openai/codex from npm (if absent) and check its version
 codex: $(CODEX_PREFIX)/.installed
@@ -61,8 +70,9 @@ test-contract: codex claude
 	rm -rf $(CODEX_SCHEMA)
 	$(CODEX_BIN) app-server generate-json-schema --out $(CODEX_SCHEMA)
 	NEEDLE_CODEX_BIN=$(CODEX_BIN) NEEDLE_CODEX_SCHEMA=$(CODEX_SCHEMA) NEEDLE_CLAUDE_BIN=$(CLAUDE_BIN) \
-		$(GO) test -tags contract -count=1 ./product/internal/contract/... ./product/internal/codexhook && \
-	NEEDLE_CODEX_BIN=$(CODEX_BIN) NEEDLE_CODEX_SCHEMA=$(CODEX_SCHEMA) $(GO) test -tags contract -count=1 -run '^TestContract' ./product
+		$(GOTESTSUM) --format standard-quiet --jsonfile $(TESTLOG)-contract.json -- -tags contract -count=1 ./product/internal/contract/... ./product/internal/codexhook && \
+	NEEDLE_CODEX_BIN=$(CODEX_BIN) NEEDLE_CODEX_SCHEMA=$(CODEX_SCHEMA) \
+		$(GOTESTSUM) --format standard-quiet --jsonfile $(TESTLOG)-contract-product.json -- -tags contract -count=1 -run '^TestContract' ./product
 
 ## frozen-worker: re-record the evidence-worker transcripts of fixtures/worker
 ## with the real codex and the fake model (the update switch for frozen/worker)
