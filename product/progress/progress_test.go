@@ -3,6 +3,7 @@ package progress
 import (
 	"bytes"
 	"os"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -66,7 +67,7 @@ func (b *syncBuffer) take() string {
 // nothing until Interval passes again.
 func TestReporter_PlainLines(t *testing.T) {
 	c, out := newFakeClock(), &syncBuffer{}
-	r := NewWith(out, "needlebench: ", false, c.clock())
+	r := NewWith(out, "needlebench: ", Options{}, c.clock())
 	defer r.Close()
 	c.advance(3 * time.Second)
 	if got := out.take(); got != "" {
@@ -111,7 +112,7 @@ func TestReporter_PlainLines(t *testing.T) {
 // line due; on a terminal a line goes above the live line.
 func TestReporter_LineAndEnter(t *testing.T) {
 	c, out := newFakeClock(), &syncBuffer{}
-	r := NewWith(out, "needle change run: ", false, c.clock())
+	r := NewWith(out, "needle change run: ", Options{}, c.clock())
 	defer r.Close()
 	r.Line("explore   round 1 attempt 1  running…\n")
 	r.Enter("explore round 1 attempt 1 running")
@@ -130,7 +131,7 @@ func TestReporter_LineAndEnter(t *testing.T) {
 	}
 
 	tc, tout := newFakeClock(), &syncBuffer{}
-	tr := NewWith(tout, "p: ", true, tc.clock())
+	tr := NewWith(tout, "p: ", Options{Terminal: true}, tc.clock())
 	tr.Enter("play")
 	tr.Line("a line")
 	tr.Close()
@@ -144,7 +145,7 @@ func TestReporter_LineAndEnter(t *testing.T) {
 // Close clears it; no newline is ever written.
 func TestReporter_TerminalBar(t *testing.T) {
 	c, out := newFakeClock(), &syncBuffer{}
-	r := NewWith(out, "needlebench: ", true, c.clock())
+	r := NewWith(out, "needlebench: ", Options{Terminal: true}, c.clock())
 	r.Phase("play")
 	r.Count(15, 30, "needs")
 	got := out.take()
@@ -194,4 +195,105 @@ func TestReporter_NilWriter(t *testing.T) {
 	r.Phase("play")
 	r.Line("a line")
 	r.Close()
+}
+
+// TestReporter_PhaseTime: with PhaseTime the time a line tells starts
+// again with each phase (Phase, Step, Enter), not with the command; a
+// status or a count leaves it running.
+func TestReporter_PhaseTime(t *testing.T) {
+	c, out := newFakeClock(), &syncBuffer{}
+	r := NewWith(out, "x: ", Options{PhaseTime: true}, c.clock())
+	defer r.Close()
+	c.advance(5 * time.Second)
+	r.Phase("explore")
+	c.advance(4 * time.Second)
+	r.Status("reading")
+	c.advance(6 * time.Second)
+	r.Enter("implement")
+	c.advance(10 * time.Second)
+	want := "x: explore, 0s\nx: explore: reading, 10s\nx: implement, 10s\n"
+	if got := out.take(); got != want {
+		t.Fatalf("plain lines with PhaseTime:\n%q\nwant\n%q", got, want)
+	}
+
+	tc, tout := newFakeClock(), &syncBuffer{}
+	tr := NewWith(tout, "", Options{Terminal: true, PhaseTime: true}, tc.clock())
+	tc.advance(7 * time.Second)
+	tr.Step("test", "phase 3 of 5")
+	tc.advance(2 * time.Second)
+	tr.Count(2, 9, "runs")
+	tr.Close()
+	want = "\r\033[Ktest: phase 3 of 5, 0s\r\033[Ktest: phase 3 of 5, 2s" +
+		"\r\033[Ktest: phase 3 of 5: [######........................] 2/9 runs, 2s\r\033[K"
+	if got := tout.take(); got != want {
+		t.Fatalf("a terminal with PhaseTime:\n%q\nwant\n%q", got, want)
+	}
+}
+
+// TestReporter_FitsTheTerminal: a live line is one cell narrower than the
+// terminal, so it never wraps: the bar narrows first (keeping room for the
+// time to grow to "59m59s", so it does not narrow as the time grows), is
+// left out when fewer than minBar cells fit, and a line too wide even then
+// is cut.
+func TestReporter_FitsTheTerminal(t *testing.T) {
+	line := "p: a phase: 3/4 units, 0s" // the line without its bar: 25 cells
+	for _, tc := range []struct {
+		cols int
+		want string
+	}{
+		{80, "p: a phase: [######################........] 3/4 units, 0s"}, // the full bar: 58 cells
+		{41, "p: a phase: [######..] 3/4 units, 0s"},                       // 40 cells, 4 for the time: a bar of 8
+		{38, "p: a phase: [###..] 3/4 units, 0s"},                          // minBar
+		{37, line},          // no room for minBar cells: no bar
+		{26, line},          // exactly one cell narrower
+		{12, "p: a phase…"}, // cut
+		{1, ""},             // no room at all
+	} {
+		c, out := newFakeClock(), &syncBuffer{}
+		r := NewWith(out, "p: ", Options{Terminal: true, Columns: tc.cols}, c.clock())
+		r.Enter("a phase")
+		out.take()
+		r.Count(3, 4, "units")
+		got := out.take()
+		r.Close()
+		if got != "\r\033[K"+tc.want {
+			t.Errorf("%d columns: %q, want %q", tc.cols, got, "\r\033[K"+tc.want)
+		}
+		if n := len([]rune(strings.TrimPrefix(got, "\r\033[K"))); n >= tc.cols {
+			t.Errorf("%d columns: a line of %d cells", tc.cols, n)
+		}
+	}
+
+	c, out := newFakeClock(), &syncBuffer{}
+	r := NewWith(out, "p: ", Options{Terminal: true, Columns: 41}, c.clock())
+	defer r.Close()
+	r.Enter("a phase")
+	r.Count(3, 4, "units")
+	out.take()
+	c.advance(10 * time.Second)
+	c.advance(50 * time.Minute)
+	want := "\r\033[Kp: a phase: [######..] 3/4 units, 10s\r\033[Kp: a phase: [######..] 3/4 units, 50m10s"
+	if got := out.take(); got != want {
+		t.Errorf("as the time grows:\n%q\nwant\n%q", got, want)
+	}
+}
+
+// TestNewFor: a Reporter on the wall clock told that w relays a terminal
+// (w itself is no file) draws the live line and clears it; told nothing,
+// it writes plain lines. (The wall clock may tick between: any number of
+// seconds, any number of redraws.)
+func TestNewFor(t *testing.T) {
+	tty, plain := &syncBuffer{}, &syncBuffer{}
+	r := NewFor(tty, "p: ", Options{Terminal: true})
+	r.Phase("play")
+	r.Close()
+	if got := tty.take(); !regexp.MustCompile(`^(\r\033\[Kp: play, \d+s)+\r\033\[K$`).MatchString(got) {
+		t.Errorf("told a terminal: %q, want the live line drawn, then cleared", got)
+	}
+	r = NewFor(plain, "p: ", Options{})
+	r.Phase("play")
+	r.Close()
+	if got := plain.take(); !regexp.MustCompile(`^(p: play, \d+s\n)+$`).MatchString(got) {
+		t.Errorf("told no terminal: %q, want plain lines", got)
+	}
 }
