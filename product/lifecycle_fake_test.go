@@ -68,11 +68,11 @@ type fakeEffect struct {
 func (f *fakeScript) adapters(root string) lifecycleAdapters {
 	return lifecycleAdapters{
 		Explore: func(ctx context.Context, req exploreRequest) (exploreResult, error) {
-			_, err := f.effect(req.AdapterCall, func() (fakeEffect, error) { return fakeEffect{}, nil })
+			_, err := f.effect(ctx, req.AdapterCall, func() (fakeEffect, error) { return fakeEffect{}, nil })
 			return exploreResult{Evidence: req.ArtifactIDs, Usage: f.usage(), Thread: "fake-explore"}, err
 		},
 		Implement: func(ctx context.Context, req implementRequest) (implementResult, error) {
-			e, err := f.effect(req.AdapterCall, func() (fakeEffect, error) {
+			e, err := f.effect(ctx, req.AdapterCall, func() (fakeEffect, error) {
 				res, err := f.implement(root, req)
 				return fakeEffect{Implement: &res}, err
 			})
@@ -82,7 +82,7 @@ func (f *fakeScript) adapters(root string) lifecycleAdapters {
 			return *e.Implement, nil
 		},
 		Test: func(ctx context.Context, req testRequest) (testResult, error) {
-			e, err := f.effect(req.AdapterCall, func() (fakeEffect, error) {
+			e, err := f.effect(ctx, req.AdapterCall, func() (fakeEffect, error) {
 				outcome := f.Tests[min(req.Round, len(f.Tests))-1]
 				deps, err := fakeDependencies(ctx, root, req.Patch)
 				if err != nil {
@@ -104,11 +104,11 @@ func (f *fakeScript) adapters(root string) lifecycleAdapters {
 			return *e.Test, nil
 		},
 		Review: func(ctx context.Context, req reviewRequest) (reviewResult, error) {
-			e, err := f.effect(req.AdapterCall, func() (fakeEffect, error) { return fakeEffect{Answer: f.Review}, nil })
+			e, err := f.effect(ctx, req.AdapterCall, func() (fakeEffect, error) { return fakeEffect{Answer: f.Review}, nil })
 			return reviewResult{Answer: e.Answer, Usage: f.usage(), Thread: "fake-review"}, err
 		},
 		Verify: func(ctx context.Context, req verifyRequest) (verifierResult, error) {
-			e, err := f.effect(req.AdapterCall, func() (fakeEffect, error) {
+			e, err := f.effect(ctx, req.AdapterCall, func() (fakeEffect, error) {
 				return fakeEffect{Answer: f.Verdicts[min(req.Round, len(f.Verdicts))-1]}, nil
 			})
 			return verifierResult{Answer: e.Answer, Usage: f.usage(), Thread: "fake-verify"}, err
@@ -149,15 +149,15 @@ func (f *fakeScript) usage() workerUsage {
 // effect performs an invocation's side effect (act) and records it; a
 // second one for the same invocation is recorded as a duplicate. A
 // scripted crash is a side effect too (the worker ran and died).
-func (f *fakeScript) effect(call AdapterCall, act func() (fakeEffect, error)) (fakeEffect, error) {
+func (f *fakeScript) effect(ctx context.Context, call AdapterCall, act func() (fakeEffect, error)) (fakeEffect, error) {
 	if f.Effects == "" { // no deduplication: act every time
-		if err := f.gate(); err != nil {
+		if err := f.gate(ctx); err != nil {
 			return fakeEffect{}, err
 		}
 		return act()
 	}
 	name := filepath.Join(f.Effects, strings.TrimPrefix(call.Invocation, "b3:")[:24]+"."+string(call.Phase))
-	if err := f.gate(); err != nil {
+	if err := f.gate(ctx); err != nil {
 		return fakeEffect{}, err
 	}
 	var e fakeEffect
@@ -194,9 +194,10 @@ func (f *fakeScript) effect(call AdapterCall, act func() (fakeEffect, error)) (f
 }
 
 // gate holds the fake at the FIFO Gate until a harness opens it for
-// writing and writes a byte; the first runner through removes it, so later
+// writing and writes a byte, or the run is cancelled (ctx ends: a stopped
+// run's adapter returns); the first runner through removes it, so later
 // invocations pass.
-func (f *fakeScript) gate() error {
+func (f *fakeScript) gate(ctx context.Context) error {
 	if f.Gate == "" {
 		return nil
 	}
@@ -208,9 +209,19 @@ func (f *fakeScript) gate() error {
 		return err
 	}
 	defer r.Close()
-	one := make([]byte, 1)
-	if _, err := r.Read(one); err != nil {
-		return fmt.Errorf("gate: %w", err)
+	read := make(chan error, 1)
+	go func() {
+		one := make([]byte, 1)
+		_, err := r.Read(one)
+		read <- err
+	}()
+	select {
+	case err := <-read:
+		if err != nil {
+			return fmt.Errorf("gate: %w", err)
+		}
+	case <-ctx.Done():
+		return fmt.Errorf("gate: %w", ctx.Err())
 	}
 	os.Remove(f.Gate)
 	return nil

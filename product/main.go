@@ -39,8 +39,9 @@ type cli struct {
 	// no store of its own but uses the runtime's.
 	rt *Runtime
 	// terminal: the client's stderr is a terminal (stderr is then the
-	// runtime's relay of it).
+	// runtime's relay of it), columns wide (0: unknown).
 	terminal bool
+	columns  int
 	// defaults are the flags withDefaults filled in, by name: the
 	// client's, in the runtime (main_defaults.go).
 	defaults map[string]string

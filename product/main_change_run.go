@@ -3,6 +3,7 @@ package product
 import (
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 
 	"github.com/needle-dev/needle/product/lifecycle"
@@ -134,9 +135,12 @@ Needle running the frozen test plans in its sandbox), store what it produced,
 commit the transition, and go on until the lifecycle awaits approval or ends.
 A run that is interrupted or killed loses nothing: the next run takes up
 where the journal says, and no committed phase runs again. Each phase prints
-a line on stderr when its worker starts and one when it is committed; when
-stderr is no terminal (a log), a line every 10 s also tells the phase still
-running.
+a line on stderr when it is committed. On a terminal a live line below them
+tells the phase running (its round and attempt after the first), how long it
+has run, and a bar of the phase runs done of the most a lifecycle makes (9:
+five, and four again in its one repair round); it is gone when the run ends,
+interrupted or not. Elsewhere (a log) a line also tells each phase starting,
+and one every 10 s the phase still running.
 
 Flags:
   --codex CMD   the App Server command (overrides the codex.command setting)
@@ -164,22 +168,10 @@ func (c *cli) changeRun(args []string) int {
 		return c.failChange("change run", err)
 	}
 	defer eng.Close()
-	report := func(p LifecycleProgress) { writeProgress(c.stderr, p) }
-	if !c.terminal && !isTerminal(c.stderr) {
-		r := progress.New(c.stderr, "needle change run: ") // no terminal: plain lines
-		defer r.Close()
-		report = func(p LifecycleProgress) {
-			var b strings.Builder
-			writeProgress(&b, p)
-			r.Line(b.String())
-			phase := "" // committed: nothing runs until the next phase starts
-			if p.Event == "" {
-				phase = fmt.Sprintf("%s round %d attempt %d still running", p.Phase, p.Round, p.Attempt)
-			}
-			r.Enter(phase)
-		}
-	}
+	report, done := c.changeRunProgress()
+	defer done() // a panic, too, leaves no live line behind
 	d, err := eng.RunLifecycle(c.ctx, f.fs.Arg(0), report)
+	done() // the live line is gone before anything else is written
 	if err != nil {
 		return c.failChange("change run", err)
 	}
@@ -197,6 +189,70 @@ func (c *cli) changeRun(args []string) int {
 	return code
 }
 
+// changeRunProgress shows a change run's progress on stderr: report
+// takes each phase starting and committed, done ends the display. On a
+// terminal (the client's too, through the resident runtime) a live line
+// tells the phase running (its round and attempt after the first), its
+// place in the lifecycle as a bar of phase runs (runPlace), and how long
+// it has run; each committed transition is a line of its own above it,
+// and done clears it, whether the run succeeded, failed or was
+// interrupted. Elsewhere (a log) each start and commit is a line, and a
+// line every 10 s tells the phase still running.
+func (c *cli) changeRunProgress() (report func(LifecycleProgress), done func()) {
+	if c.terminal || isTerminal(c.stderr) {
+		r := progress.NewFor(c.stderr, "", progress.Options{Terminal: true, Columns: c.columns, PhaseTime: true})
+		return func(p LifecycleProgress) {
+			if p.Event != "" {
+				var b strings.Builder
+				writeProgress(&b, p)
+				r.Line(b.String())
+				return
+			}
+			status := fmt.Sprintf("phase %d of %d", slices.Index(workerPhases, p.Phase)+1, len(workerPhases))
+			if p.Round > 1 {
+				status += fmt.Sprintf(", round %d", p.Round)
+			}
+			if p.Attempt > 1 {
+				status += fmt.Sprintf(", attempt %d", p.Attempt)
+			}
+			r.Step(string(p.Phase), status)
+			ran, most := runPlace(p.Phase, p.Round)
+			r.Count(ran, most, "runs")
+		}, r.Close
+	}
+	r := progress.NewFor(c.stderr, "needle change run: ", progress.Options{PhaseTime: true})
+	return func(p LifecycleProgress) {
+		var b strings.Builder
+		writeProgress(&b, p)
+		r.Line(b.String())
+		phase := "" // committed: nothing runs until the next phase starts
+		if p.Event == "" {
+			phase = fmt.Sprintf("%s round %d attempt %d still running", p.Phase, p.Round, p.Attempt)
+		}
+		r.Enter(phase)
+	}, r.Close
+}
+
+// workerPhases are the phases whose worker runs, in order: round 1 runs
+// them all, a repair round all but explore again.
+var workerPhases = lifecycle.Phases[:len(lifecycle.Phases)-1]
+
+// runPlace places the run of phase in round on a change run's bar: ran is
+// how many phase runs come before it, of the most a lifecycle makes (round
+// 1's five, and four more for each repair it may use). A retried phase
+// keeps its place, and a repair round's runs follow round 1's, so the bar
+// never moves back and never passes its end: a lifecycle verified in
+// round 1 ends with the repair round's part never filled.
+func runPlace(phase lifecycle.Phase, round int) (ran, most int) {
+	repairs := len(workerPhases) - 1
+	most = len(workerPhases) + repairs*lifecycle.RepairReservations
+	i := slices.Index(workerPhases, phase)
+	if round <= 1 {
+		return max(i, 0), most
+	}
+	return min(len(workerPhases)+repairs*(round-2)+max(i-1, 0), most), most
+}
+
 // writeProgress prints one progress line: a phase's worker starting, or
 // its transition committed with what it took.
 func writeProgress(w io.Writer, p LifecycleProgress) {
@@ -211,3 +267,7 @@ func writeProgress(w io.Writer, p LifecycleProgress) {
 // isTerminal reports whether w is a terminal: a file the terminal ioctl
 // answers for (a character device such as /dev/null is not one).
 func isTerminal(w io.Writer) bool { return progress.IsTerminal(w) }
+
+// terminalColumns returns the width of the terminal w is, 0 when it is no
+// terminal.
+func terminalColumns(w io.Writer) int { return progress.Columns(w) }

@@ -76,6 +76,9 @@ type execSpec struct {
 	// shows progress there (needle change run) shows it through the
 	// runtime too.
 	Terminal bool `json:"terminal,omitempty"`
+	// Columns is that terminal's width when the command started (0:
+	// unknown): a live progress line fits in it.
+	Columns int `json:"columns,omitempty"`
 	// Defaults are the flags the client filled in from their defaults
 	// (main_defaults.go): the commands the runtime prints leave them out.
 	Defaults map[string]string `json:"defaults,omitempty"`
@@ -99,6 +102,9 @@ func decodeExecSpec(data []byte) (execSpec, error) {
 	}
 	if !filepath.IsAbs(s.Dir) {
 		return execSpec{}, fmt.Errorf("dir %q is not absolute", s.Dir)
+	}
+	if s.Columns < 0 {
+		return execSpec{}, fmt.Errorf("columns %d is negative", s.Columns)
 	}
 	return s, nil
 }
@@ -166,7 +172,8 @@ func (c *cli) execRemote(conn net.Conn, cmd cliCommand, args []string) int {
 		return 1
 	}
 	spec := execSpec{Args: append(strings.Fields(cmd.path), args...), Dir: dir, Path: os.Getenv("PATH"),
-		Definition: DefinitionID(), Schema: schemaHead(), Terminal: isTerminal(c.stderr), Defaults: c.defaults}
+		Definition: DefinitionID(), Schema: schemaHead(), Terminal: isTerminal(c.stderr),
+		Columns: terminalColumns(c.stderr), Defaults: c.defaults}
 	f := ipc.NewFramer(conn)
 	if err := f.Send(frameSpec, []byte(mustJSON(spec))); err != nil {
 		fmt.Fprintf(c.stderr, "needle %s: the resident runtime: %v\n", cmd.path, err)
@@ -356,7 +363,7 @@ func (rt *Runtime) serveExec(w http.ResponseWriter, r *http.Request) {
 	go readClientFrames(ctx, conn, pw, files.frames, cancel)
 	c := &cli{ctx: ctx, stdin: &askingReader{r: pr, ask: func() { f.Send(frameWant, nil) }},
 		stdout: f.Writer(frameStdout), stderr: f.Writer(frameStderr), dir: spec.Dir, pathEnv: spec.Path, rt: rt,
-		terminal: spec.Terminal, defaults: spec.Defaults, files: files}
+		terminal: spec.Terminal, columns: spec.Columns, defaults: spec.Defaults, files: files}
 	code := c.dispatch(spec.Args)
 	f.Send(frameExit, []byte(strconv.Itoa(code)))
 }

@@ -228,17 +228,19 @@ func TestRuntime_MCPConnections(t *testing.T) {
 }
 
 // FuzzDecodeExecSpec: any first frame a client sends decodes to a spec
-// with arguments and an absolute directory, or is refused; never a panic.
+// with arguments, an absolute directory and no negative terminal width, or
+// is refused; never a panic.
 func FuzzDecodeExecSpec(f *testing.F) {
 	f.Add([]byte(`{"args":["need","resolve"],"dir":"/w","path":"/bin","definition":"b3:x","schema":7}`))
 	f.Add([]byte(`{"args":[],"dir":"rel"}`))
 	f.Add([]byte(`{"args":["a"],"dir":"/","extra":1}`))
+	f.Add([]byte(`{"args":["change","run"],"dir":"/","terminal":true,"columns":-1}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		s, err := decodeExecSpec(data)
 		if err != nil {
 			return
 		}
-		if len(s.Args) == 0 || len(s.Args) > 256 || !filepath.IsAbs(s.Dir) {
+		if len(s.Args) == 0 || len(s.Args) > 256 || !filepath.IsAbs(s.Dir) || s.Columns < 0 {
 			t.Fatalf("accepted %+v", s)
 		}
 	})
