@@ -66,7 +66,8 @@ Manage the settings of the Needle profile in DIR. Keys:
   codex.command     the App Server command (argv before "app-server", split at
                     blanks), e.g. "codex"; --codex on a command overrides it
   codex.home        a directory whose config.toml and auth.json are copied into
-                    every worker's own CODEX_HOME (provider, model, credentials)
+                    every worker's own CODEX_HOME (provider, model, credentials;
+                    the MCP servers of config.toml are left out), e.g. ~/.codex
   worker.deadline   the wall-clock bound of one worker turn (default 2m)
   tests.codex       the real codex binary whose "codex sandbox" confines the
                     tests Needle runs, to certify focused_tests and in a change

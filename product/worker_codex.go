@@ -1,6 +1,7 @@
 package product
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -10,6 +11,8 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/BurntSushi/toml"
 
 	"github.com/needle-dev/needle/product/internal/appserver"
 	"github.com/needle-dev/needle/product/internal/checkout"
@@ -25,7 +28,8 @@ type CodexConfig struct {
 	// {"codex"} or a replay server standing in for it.
 	Command []string
 	// Home, when set, is a directory whose files (config.toml, auth.json)
-	// are copied into every worker's own CODEX_HOME.
+	// are copied into every worker's own CODEX_HOME, config.toml without
+	// its MCP servers (workerConfig).
 	Home string
 	// Deadline bounds each worker turn (default defaultWorkerDeadline);
 	// turns never end by themselves without network.
@@ -292,6 +296,9 @@ func (w *codexWorker) codexHome(inv string) (string, error) {
 		if errors.Is(err, os.ErrNotExist) {
 			continue
 		}
+		if err == nil && name == "config.toml" {
+			data, err = workerConfig(data)
+		}
 		if err == nil {
 			err = os.WriteFile(filepath.Join(dir, name), data, 0o600)
 		}
@@ -300,6 +307,30 @@ func (w *codexWorker) codexHome(inv string) (string, error) {
 		}
 	}
 	return dir, nil
+}
+
+// workerConfig is the config.toml of a worker's CODEX_HOME: the configured
+// home's without its MCP servers. A worker needs the home's model provider,
+// model and credentials, never its MCP servers: the user's own
+// [mcp_servers.needle] (the README's quick start registers it in
+// ~/.codex/config.toml, the usual codex.home) would start a needle mcp
+// serve inside every worker and offer the worker need_context — a worker
+// asking Needle, which may start a worker. A config without MCP servers is
+// copied as it is.
+func workerConfig(data []byte) ([]byte, error) {
+	var doc map[string]any
+	if _, err := toml.Decode(string(data), &doc); err != nil {
+		return nil, fmt.Errorf("config.toml is not TOML: %w", err)
+	}
+	if _, ok := doc["mcp_servers"]; !ok {
+		return data, nil
+	}
+	delete(doc, "mcp_servers")
+	var b bytes.Buffer
+	if err := toml.NewEncoder(&b).Encode(doc); err != nil {
+		return nil, fmt.Errorf("config.toml: %w", err)
+	}
+	return b.Bytes(), nil
 }
 
 // workerEnv is the scrubbed environment of the App Server process: no
