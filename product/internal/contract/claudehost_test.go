@@ -118,6 +118,11 @@ func readClaudeReadme(t *testing.T) claudeReadme {
 // offers the tool in no way is a failure.
 type claudeModel struct {
 	need string
+	// quote picks out of Needle's answer what the final text quotes, said
+	// as say (a format of one %s); nil and "" mean quotePattern and the
+	// sentence about Open.
+	quote *regexp.Regexp
+	say   string
 
 	mu       sync.Mutex
 	searched bool                 // the model loaded need_context with ToolSearch
@@ -145,11 +150,12 @@ func (m *claudeModel) answer(req fakeanthropic.MessagesRequest) (fakeanthropic.R
 		if res.IsError {
 			return fakeanthropic.Say("Needle was not available: " + res.ResultText()), nil
 		}
-		quote := quotePattern.FindString(res.ResultText())
+		pattern, say := cmp.Or(m.quote, quotePattern), cmp.Or(m.say, "Needle says Open is implemented at %s.")
+		quote := pattern.FindString(res.ResultText())
 		if quote == "" {
-			return fakeanthropic.Reply{}, fmt.Errorf("Needle's answer names no store.go location: %s", clip(res.ResultText()))
+			return fakeanthropic.Reply{}, fmt.Errorf("Needle's answer holds nothing %s matches: %s", pattern, clip(res.ResultText()))
 		}
-		return fakeanthropic.Say("Needle says Open is implemented at " + quote + "."), nil
+		return fakeanthropic.Say(fmt.Sprintf(say, quote)), nil
 	}
 	tool, offered := req.Tool(needleTool)
 	search, searchable := req.Tool("ToolSearch")
