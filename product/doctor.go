@@ -2,6 +2,7 @@ package product
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -389,6 +390,9 @@ type mcpServer struct {
 	Command string
 	Args    []string
 	Source  string // the file (and table) that names it
+	// Getenv reads the environment the host starts the server with; nil
+	// means the doctor's own (the host passes its whole environment on).
+	Getenv func(string) string
 }
 
 // needleDataDir reports whether s runs needle mcp serve, and the data
@@ -407,6 +411,17 @@ func (d *doctorRun) judgeMCP(check, host, fix string, servers []mcpServer) {
 		if !ok {
 			continue
 		}
+		if dir == "" && s.Getenv != nil {
+			// No --data-dir: the server takes the default of the
+			// environment the host gives it, which may not be the
+			// doctor's.
+			def, err := dataDirIn(s.Getenv)
+			if def != d.dataDir || err != nil {
+				d.add(check, doctorWarn, fix, "%s's server %q (%s) names no --data-dir, and %s starts it without $%s or $XDG_DATA_HOME of this shell: it serves %s, not %s",
+					host, s.Name, s.Source, host, envDataDir, cmp.Or(def, "no data directory"), d.dataDir)
+				return
+			}
+		}
 		if dir != "" && d.c.absPath(dir) != d.dataDir {
 			d.add(check, doctorWarn, fix, "%s's server %q (%s) serves the data directory %s, not %s", host, s.Name, s.Source, dir, d.dataDir)
 			return
@@ -422,14 +437,44 @@ func (d *doctorRun) mcpServeArgs(repo, model string) string {
 	return "needle mcp serve --data-dir " + d.dataDir + " --repository " + repo + " --main-model " + model + " --role-profile default"
 }
 
+// codexServerEnv is the environment codex 0.171.0 starts a stdio MCP server
+// with: only a few variables of its own (codex-rs/rmcp-client,
+// DEFAULT_ENV_VARS: HOME, PATH, USER, LANG, …; not NEEDLE_DATA_DIR or
+// XDG_DATA_HOME), those the server's env_vars names, and its env table. It
+// starts the server in the session's working directory, so that needle mcp
+// serve's --repository default is the repository codex runs in.
+func codexServerEnv(env map[string]string, envVars []any) func(string) string {
+	return func(name string) string {
+		if v, ok := env[name]; ok {
+			return v
+		}
+		if name == "HOME" {
+			return os.Getenv(name)
+		}
+		for _, v := range envVars {
+			named, _ := v.(string)
+			if t, ok := v.(map[string]any); ok {
+				named, _ = t["name"].(string)
+			}
+			if named == name {
+				return os.Getenv(name)
+			}
+		}
+		return ""
+	}
+}
+
 // codexMCP reads codex's config.toml for an [mcp_servers.NAME] that runs
 // needle mcp serve.
 func (d *doctorRun) codexMCP() {
-	repo := d.repo
-	if repo == "" {
-		repo = "/path/to/repo"
+	// One registration serves every repository (codex starts the server
+	// where the session runs); --data-dir only when the server's default
+	// is not the doctor's.
+	fix := "codex mcp add needle -- needle mcp serve"
+	if def, err := dataDirIn(codexServerEnv(nil, nil)); err != nil || def != d.dataDir {
+		fix += " --data-dir " + d.dataDir
 	}
-	fix := "codex mcp add needle -- " + d.mcpServeArgs(repo, "gpt-5-codex")
+	fix += " --main-model gpt-5-codex --role-profile default"
 	home, err := codexHome()
 	if err != nil {
 		d.add("mcp-codex", doctorWarn, fix, "%s", oneLine(userMessage(err)))
@@ -443,9 +488,11 @@ func (d *doctorRun) codexMCP() {
 	}
 	var doc struct {
 		Servers map[string]struct {
-			Command string   `toml:"command"`
-			Args    []string `toml:"args"`
-			Enabled *bool    `toml:"enabled"`
+			Command string            `toml:"command"`
+			Args    []string          `toml:"args"`
+			Env     map[string]string `toml:"env"`
+			EnvVars []any             `toml:"env_vars"`
+			Enabled *bool             `toml:"enabled"`
 		} `toml:"mcp_servers"`
 	}
 	if _, err := toml.Decode(string(data), &doc); err != nil {
@@ -458,7 +505,7 @@ func (d *doctorRun) codexMCP() {
 		if s.Enabled != nil && !*s.Enabled {
 			continue
 		}
-		servers = append(servers, mcpServer{Name: name, Command: s.Command, Args: s.Args, Source: path})
+		servers = append(servers, mcpServer{Name: name, Command: s.Command, Args: s.Args, Source: path, Getenv: codexServerEnv(s.Env, s.EnvVars)})
 	}
 	d.judgeMCP("mcp-codex", "Codex", fix, servers)
 }

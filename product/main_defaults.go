@@ -35,17 +35,23 @@ var verbCommands = []string{"profile", "config"}
 // $NEEDLE_DATA_DIR (made absolute), else $XDG_DATA_HOME/needle, else
 // ~/.local/share/needle.
 func DefaultDataDir() (string, error) {
-	if d := os.Getenv(envDataDir); d != "" {
+	return dataDirIn(os.Getenv)
+}
+
+// dataDirIn is the default data directory of a needle started with the
+// environment getenv reads: the doctor asks it of the environment a
+// coding client gives the MCP servers it starts.
+func dataDirIn(getenv func(string) string) (string, error) {
+	if d := getenv(envDataDir); d != "" {
 		return filepath.Abs(d)
 	}
-	if x := os.Getenv("XDG_DATA_HOME"); filepath.IsAbs(x) {
+	if x := getenv("XDG_DATA_HOME"); filepath.IsAbs(x) {
 		return filepath.Join(x, "needle"), nil
 	}
-	home, err := os.UserHomeDir()
-	if err != nil {
-		return "", errors.New("no data directory: set --data-dir, $NEEDLE_DATA_DIR or $HOME")
+	if home := getenv("HOME"); home != "" {
+		return filepath.Join(home, ".local", "share", "needle"), nil
 	}
-	return filepath.Join(home, ".local", "share", "needle"), nil
+	return "", errors.New("no data directory: set --data-dir, $NEEDLE_DATA_DIR or $HOME")
 }
 
 // gitTopLevel is the top level of the git work tree the working directory

@@ -26,7 +26,9 @@ command that needs the part fails), with the command that fixes it.
               (no network, writes confined)
   runtime     a resident runtime answers on DIR/needle.sock (needle serve)
   mcp-codex   $CODEX_HOME/config.toml (~/.codex/config.toml) has an
-              [mcp_servers.NAME] running needle mcp serve for DIR
+              [mcp_servers.NAME] running needle mcp serve for DIR (one
+              without --data-dir serves the default of what codex passes
+              it: HOME, not $NEEDLE_DATA_DIR or $XDG_DATA_HOME)
   mcp-claude  Claude Code starts needle mcp serve for DIR: the repository's
               .mcp.json, or ~/.claude.json
   stop-hook   Needle's Codex Stop hook is in $CODEX_HOME/hooks.json (or the
