@@ -65,10 +65,12 @@ Commands:
                     model, then approve and apply when the scenario says so
   experiment mcp-contract-microbench --mcp-request-file FILE [--codex BIN] [--repository DIR [--evidence FILE]] [--calls N] [--reports DIR]
                     time need_context answered as an exact hit, a no-op
-                    tools/call and ping on one MCP stdio loop (in process;
+                    tools/call and ping on MCP stdio loops (in process; a
+                    new session, not timed, before a session's step cap;
                     without --repository, a generated repository whose
                     evidence answers the seed's request); print latency
-                    quantiles and write reports/mcp-contract-microbench.{json,md}
+                    quantiles and sessions, and write
+                    reports/mcp-contract-microbench.{json,md}
   experiment mcp-hit-latency [--needle CMD] [--calls N] [--warmup N] [--cold N]
         [--grow] [--grow-hits LIST] [--grow-artifacts LIST] [--grow-files LIST]
         [--window N] [--baseline-server CMD] [--settle DURATION] [--work DIR]

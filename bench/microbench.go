@@ -45,7 +45,8 @@ func (h *harness) experiment(args []string) int {
 		fmt.Fprintf(h.stderr, "needlebench experiment: %v\n", err)
 		return 1
 	}
-	fmt.Fprintf(h.stdout, "mcp-contract-microbench: %d calls each over stdio JSON-RPC loops, a new session every %d rounds (cache-only, in process); need_context is an exact hit\n", *calls, roundsPerSession)
+	fmt.Fprintf(h.stdout, "mcp-contract-microbench: %d calls each over stdio JSON-RPC loops, %d MCP sessions, a new one before a session's %d need_context steps (cache-only, in process; opening one is not timed); need_context is an exact hit (%d of %d)\n",
+		*calls, rep.Sessions, product.HardSessionSteps, rep.ExactHits, rep.Methods["need_context"].N)
 	fmt.Fprintf(h.stdout, "%-14s %10s %10s %10s %10s\n", "method", "p50 ms", "p95 ms", "p99 ms", "max ms")
 	for _, m := range []string{"need_context", "noop", "ping"} {
 		q := rep.Methods[m]
@@ -71,12 +72,13 @@ func (h *harness) experiment(args []string) int {
 func microbench(ctx context.Context, reqFile, repo, evidence, codex string, calls int) (ExperimentReport, error) {
 	rep := ExperimentReport{Experiment: "mcp-contract-microbench", Calls: calls, Methods: map[string]Quantiles{},
 		Setup: "need_context with " + filepath.Base(reqFile) + " answered as an exact hit, a no-op tools/call and ping, " +
-			"round-robin over stdio JSON-RPC loops of needle's MCP server, a new session every " + fmt.Sprint(roundsPerSession) + " rounds (cache-only, in process)"}
-	methods, err := microbenchRun(ctx, reqFile, repo, evidence, codex, calls)
+			"round-robin over stdio JSON-RPC loops of needle's MCP server, a new session (not timed) before a session's " +
+			fmt.Sprint(product.HardSessionSteps) + " need_context steps (cache-only, in process)"}
+	run, err := microbenchRun(ctx, reqFile, repo, evidence, codex, calls)
 	if err != nil {
 		return rep, err
 	}
-	rep.Methods = methods
+	rep.Methods, rep.Sessions, rep.ExactHits = run.methods, run.sessions, run.exactHits
 	return rep, nil
 }
 
@@ -114,41 +116,42 @@ func microbenchEvidence(ctx context.Context, repo, evidence, work string) (strin
 
 // microbenchRun certifies the evidence on a fresh engine, then times calls
 // rounds of need_context, a no-op tool call and ping over MCP sessions.
-func microbenchRun(ctx context.Context, reqFile, repo, evidence, codex string, calls int) (map[string]Quantiles, error) {
+func microbenchRun(ctx context.Context, reqFile, repo, evidence, codex string, calls int) (microbenchResult, error) {
+	var none microbenchResult
 	args, err := readMicrobenchRequest(reqFile)
 	if err != nil {
-		return nil, err
+		return none, err
 	}
 	work, err := os.MkdirTemp("", "needle-microbench-")
 	if err != nil {
-		return nil, err
+		return none, err
 	}
 	defer os.RemoveAll(work)
 	repo, proposals, err := microbenchEvidence(ctx, repo, evidence, work)
 	if err != nil {
-		return nil, err
+		return none, err
 	}
 	// The evidence is certified as a user's would be: a flow and a test by
 	// running them in codex's sandbox (the seed's request asks for a
 	// contract_complete flow, which only an executed one is).
 	if codex == "" {
 		if codex, err = exec.LookPath("codex"); err != nil {
-			return nil, errors.New("the evidence's flow and tests run in codex's sandbox and there is no codex on PATH: pass --codex BIN")
+			return none, errors.New("the evidence's flow and tests run in codex's sandbox and there is no codex on PATH: pass --codex BIN")
 		}
 	}
 	eng, err := product.Open(ctx, product.Config{DataDir: filepath.Join(work, "data"), Repository: repo, CacheOnly: true, Transport: "mcp",
 		Limits: product.Limits{Needs: product.HardSessionLimit},
 		Tests:  product.TestsConfig{Codex: codex, CacheDir: filepath.Join(work, "testrun")}})
 	if err != nil {
-		return nil, err
+		return none, err
 	}
 	defer eng.Close()
 	if err := certifyMicrobenchEvidence(ctx, eng, proposals); err != nil {
-		return nil, err
+		return none, err
 	}
 	profile, err := eng.Profile(ctx, product.DefaultProfileID)
 	if err != nil {
-		return nil, err
+		return none, err
 	}
 	needContext := `{"name":"need_context","arguments":` + string(args) + `}`
 	return timeMicrobenchCalls(ctx, eng, repo, profile, needContext, calls)
@@ -192,13 +195,24 @@ func certifyMicrobenchEvidence(ctx context.Context, eng *product.Engine, proposa
 // microbenchCall is one of the calls a microbenchmark round times.
 type microbenchCall struct{ name, method, params string }
 
+// microbenchResult is what a microbenchmark run timed: each call's latency
+// quantiles in milliseconds, the MCP sessions the rounds were spread over
+// and the timed need_context answers verified to be exact hits.
+type microbenchResult struct {
+	methods   map[string]Quantiles
+	sessions  int
+	exactHits int
+}
+
 // timeMicrobenchCalls times calls rounds of need_context, a no-op tool
-// call and ping, each need_context an exact hit, and returns each call's
-// latency quantiles in milliseconds.
-func timeMicrobenchCalls(ctx context.Context, eng *product.Engine, repo string, profile product.ProfileRevision, needContext string, calls int) (map[string]Quantiles, error) {
-	// Every call counts toward a session's hard step limit (64): past it a
-	// need is a bypass. A new connection, a new session, every
-	// roundsPerSession rounds keeps every timed answer an exact hit.
+// call and ping, each need_context an exact hit.
+//
+// Every need_context call counts toward a session's hard step limit
+// (product.HardSessionSteps), repeats included: past it a need is a bypass.
+// Like a client that reconnects, the run opens a new connection, a new
+// session, whenever the next round's need_context would pass the limit;
+// opening one (and its initialize) is not timed.
+func timeMicrobenchCalls(ctx context.Context, eng *product.Engine, repo string, profile product.ProfileRevision, needContext string, calls int) (microbenchResult, error) {
 	var sess *mcpSession
 	defer func() {
 		if sess != nil {
@@ -210,42 +224,51 @@ func timeMicrobenchCalls(ctx context.Context, eng *product.Engine, repo string, 
 		{"noop", `"tools/call"`, `{"name":"needlebench_noop","arguments":{}}`},
 		{"ping", `"ping"`, `{}`},
 	}
+	res := microbenchResult{methods: map[string]Quantiles{}}
 	ms := map[string][]float64{}
-	var err error
-	for round := range calls {
-		if round%roundsPerSession == 0 {
+	steps := 0 // need_context calls on sess, untimed ones included
+	for range calls {
+		if sess == nil || steps+1 > product.HardSessionSteps {
 			if sess != nil {
-				if err := sess.close(); err != nil {
-					return nil, err
+				err := sess.close()
+				sess = nil
+				if err != nil {
+					return res, err
 				}
 			}
+			var err error
 			if sess, err = openMCPSession(ctx, eng, repo, profile); err != nil {
-				return nil, err
+				return res, err
 			}
-			if round == 0 {
+			res.sessions++
+			steps = 0
+			if res.sessions == 1 {
 				// The first answer certifies the need (a coverage or
 				// composite hit); the next must be exact, or the evidence
 				// does not answer the request.
+				steps++
 				if _, _, err := sess.c.call(`"tools/call"`, needContext); err != nil {
-					return nil, fmt.Errorf("need_context: %w", err)
+					return res, fmt.Errorf("need_context: %w", err)
 				}
 			}
 		}
 		if err := sess.timeRound(methods, ms); err != nil {
-			return nil, err
+			return res, fmt.Errorf("session %d, step %d: %w", res.sessions, steps+1, err)
 		}
+		steps++
+		res.exactHits++ // timeRound failed unless it was one
 	}
-	err = sess.close()
+	err := sess.close()
 	sess = nil
-	out := map[string]Quantiles{}
 	for name, v := range ms {
-		out[name] = quantiles(v)
+		res.methods[name] = quantiles(v)
 	}
-	return out, err
+	return res, err
 }
 
 // timeRound makes each call once on the session and adds its latency to
-// ms, failing unless need_context is an exact hit.
+// ms, failing unless need_context is an exact hit. A no-op's error reply is
+// the answer it gets: its round trip is timed like any other.
 func (s *mcpSession) timeRound(methods []microbenchCall, ms map[string][]float64) error {
 	for _, m := range methods {
 		d, reply, err := s.c.call(m.method, m.params)
@@ -258,14 +281,14 @@ func (s *mcpSession) timeRound(methods []microbenchCall, ms map[string][]float64
 		if kind := resolutionKind(reply); m.name == "need_context" && kind != string(product.ResolutionExact) {
 			return fmt.Errorf("need_context answered %q, not an exact hit: certify its evidence (--repository DIR --evidence FILE)", kind)
 		}
-		ms[m.name] = append(ms[m.name], float64(d.Microseconds())/1000)
+		ms[m.name] = append(ms[m.name], millis(d))
 	}
 	return nil
 }
 
-// roundsPerSession is how many rounds (three calls each) one MCP session
-// of the microbenchmark serves: under the session's hard step limit.
-const roundsPerSession = 50
+// millis is d in milliseconds, to the nanosecond: a round trip of less
+// than a microsecond is not 0.
+func millis(d time.Duration) float64 { return float64(d.Nanoseconds()) / 1e6 }
 
 // mcpSession is one MCP connection to ServeMCP on pipes, initialized.
 type mcpSession struct {

@@ -613,6 +613,11 @@ type ExperimentReport struct {
 	Setup      string               `json:"setup"`
 	Calls      int                  `json:"calls"`
 	Methods    map[string]Quantiles `json:"methods_ms"`
+	// Sessions is how many MCP sessions the calls were spread over, and
+	// ExactHits how many timed need_context answers were verified to be
+	// exact hits (the contract microbenchmark; 0 and left out otherwise).
+	Sessions  int `json:"sessions,omitempty"`
+	ExactHits int `json:"exact_hits,omitempty"`
 }
 
 // writeExperiment writes <dir>/<experiment>.json and .md.
@@ -635,6 +640,10 @@ func writeExperiment(dir string, r ExperimentReport) ([]string, error) {
 	for _, m := range slices.Sorted(mapKeys(r.Methods)) {
 		q := r.Methods[m]
 		fmt.Fprintf(&b, "| %s | %.3f | %.3f | %.3f | %.3f |\n", m, q.P50, q.P95, q.P99, q.Max)
+	}
+	if r.Sessions > 0 {
+		fmt.Fprintf(&b, "\nThe calls were spread over %d MCP sessions (opening one is not timed); %d of the timed need_context answers were verified exact hits.\n",
+			r.Sessions, r.ExactHits)
 	}
 	if err := os.WriteFile(base+".md", b.Bytes(), 0o644); err != nil {
 		return nil, err
