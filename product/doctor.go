@@ -248,7 +248,7 @@ func (d *doctorRun) worker() *CodexConfig {
 			return nil
 		}
 		d.add("codex", doctorWarn, set+path,
-			"no worker configured (codex.command); %s on PATH (%s) is used once configured, or with --codex", v, path)
+			"no worker configured (codex.command); %s on PATH (%s) is used once configured, or by a registration's --codex", v, path)
 		return nil
 	}
 	cfg, err := d.c.codexSettings(d.settings, "")
@@ -261,7 +261,12 @@ func (d *doctorRun) worker() *CodexConfig {
 		d.add("codex", doctorWarn, set+"codex", "codex.command %q: %v", command, err)
 		return cfg
 	}
-	d.add("codex", doctorOK, "", "codex.command %q: %s (%s)", command, v, cfg.Command[0])
+	if cfg.Home == "" {
+		d.add("codex", doctorWarn, "needle config set --data-dir "+d.dataDir+" codex.home DIR",
+			"codex.command %q: %s (%s); no codex home ($CODEX_HOME, ~/.codex or codex.home): a worker has no model or credentials", command, v, cfg.Command[0])
+		return cfg
+	}
+	d.add("codex", doctorOK, "", "codex.command %q: %s (%s); worker home %s", command, v, cfg.Command[0], cfg.Home)
 	return cfg
 }
 

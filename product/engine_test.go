@@ -393,6 +393,8 @@ func TestMain(m *testing.M) {
 	// A command a test runs without --data-dir must not reach the
 	// developer's ~/.local/share/needle: the default points nowhere.
 	os.Setenv(envDataDir, "/dev/null/needle-tests-name-their-data-dir")
+	// Nor does a worker copy the developer's own codex home by default.
+	os.Setenv("CODEX_HOME", "/dev/null/needle-tests-have-no-codex-home")
 	os.Exit(m.Run())
 }
 

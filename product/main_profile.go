@@ -22,7 +22,7 @@ var settingKeys = map[string]struct {
 		}
 		return nil
 	}},
-	"codex.home": {"a directory whose config.toml and auth.json every worker's CODEX_HOME copies", func(v string) error {
+	"codex.home": {"a directory whose config.toml and auth.json every worker's CODEX_HOME copies (default: $CODEX_HOME, else ~/.codex, when it is a directory)", func(v string) error {
 		if !filepath.IsAbs(v) {
 			return fmt.Errorf("%q is not an absolute path", v)
 		}
@@ -200,12 +200,34 @@ func (c *cli) codexSettings(settings map[string]string, flagCommand string) (*Co
 	}
 	argv[0] = path
 	cfg := &CodexConfig{Command: argv, Home: settings["codex.home"], Path: c.pathEnv}
+	if cfg.Home == "" {
+		cfg.Home = defaultCodexHome()
+	}
 	if d := settings["worker.deadline"]; d != "" {
 		if cfg.Deadline, err = time.ParseDuration(d); err != nil {
 			return nil, invalidf("config", "worker.deadline", "%v", err)
 		}
 	}
 	return cfg, nil
+}
+
+// defaultCodexHome is the codex.home of a worker command without one: the
+// home the user's own codex reads, $CODEX_HOME, else ~/.codex, so a worker
+// runs with the model and credentials codex has. It is empty when that is
+// not a directory (a worker then gets an empty CODEX_HOME).
+func defaultCodexHome() string {
+	dir := os.Getenv("CODEX_HOME")
+	if dir == "" {
+		home, err := os.UserHomeDir()
+		if err != nil {
+			return ""
+		}
+		dir = filepath.Join(home, ".codex")
+	}
+	if info, err := os.Stat(dir); err != nil || !info.IsDir() || !filepath.IsAbs(dir) {
+		return ""
+	}
+	return dir
 }
 
 // testsConfig says how tests are run: the tests.codex, tests.cache and

@@ -229,7 +229,7 @@ func newQuickUser(t *testing.T) *quickUser {
 
 // codexConfig writes the user's ~/.codex/config.toml: their model is the
 // fake at url (for the main model, or only for Needle's workers through
-// codex.home).
+// the worker home, which defaults to ~/.codex).
 func (u *quickUser) codexConfig(url string) {
 	u.t.Helper()
 	dir := filepath.Join(u.home, ".codex")
@@ -479,7 +479,8 @@ func playQuickStart(t *testing.T, u *quickUser, q quickStart, client quickClient
 // question through codex exec (the non-interactive codex "…"), whose
 // model, the fake, asks need_context and answers with what Needle said.
 // The first session's answer comes from a worker (the real codex App
-// Server, configured by the README's codex.home, its model the same fake)
+// Server of the registration's --codex codex, with the default worker home
+// ~/.codex, its model the same fake)
 // and is certified; a second session asks again from the same
 // subdirectory and a third with codex -C from outside the repository
 // (codex starts MCP servers in the session's directory, not its own):
@@ -542,8 +543,14 @@ func TestQuickStart_Codex(t *testing.T) {
 	if _, err := toml.DecodeFile(filepath.Join(u.home, ".codex", "config.toml"), &cfg); err != nil {
 		t.Fatal(err)
 	}
-	if got := fmt.Sprint(cfg.Servers["needle"]); got != "map[args:[mcp serve --main-model gpt-5-codex --role-profile default] command:needle]" {
-		t.Errorf("codex mcp add registered %s", got)
+	var want string
+	for _, line := range readQuickStart(t).lines {
+		if words := strings.Fields(shellLine(line)); len(words) > 5 && strings.Join(words[:5], " ") == "codex mcp add needle --" {
+			want = fmt.Sprintf("map[args:%v command:%s]", words[6:], words[5])
+		}
+	}
+	if got := fmt.Sprint(cfg.Servers["needle"]); want == "" || got != want {
+		t.Errorf("codex mcp add registered %s; the README's line registers %s", got, want)
 	}
 	// What the user saw: codex's final answer quotes Needle's location.
 	final := regexp.MustCompile("^Needle says --verbose is handled at " + quickLocated + `\.$`)
@@ -556,8 +563,8 @@ func TestQuickStart_Codex(t *testing.T) {
 			t.Errorf("session %d: codex's final message is %q; want Needle's location of --verbose in %s", i+1, msg, quickFlagFile)
 		}
 	}
-	// The one worker was not offered need_context: codex.home is the
-	// user's ~/.codex, whose [mcp_servers.needle] a worker must not start.
+	// The one worker was not offered need_context: its home is the
+	// user's ~/.codex (the default), whose [mcp_servers.needle] a worker must not start.
 	var workers int
 	for _, r := range model.Requests() {
 		if bytes.Contains(r.Body, []byte(workerMarker)) {
