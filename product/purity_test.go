@@ -63,7 +63,7 @@ func TestSQLOnlyInStore(t *testing.T) {
 // modules and other leaves. product/testenv, the tests' set-up, sits
 // outside internal/ so that bench and testscripts may import it, and is a
 // leaf too: it imports nothing of the module, so a leaf's test may use it.
-// So is product/progress, which bench uses as well.
+// So are product/progress and product/complete, which bench uses as well.
 func TestLeavesNeverImportProduct(t *testing.T) {
 	const module = "github.com/needle-dev/needle/"
 	files, err := filepath.Glob("internal/*/*.go")
@@ -78,7 +78,7 @@ func TestLeavesNeverImportProduct(t *testing.T) {
 			t.Errorf("%s imports %s: a leaf never imports the product", at, path)
 		}
 	})
-	for _, dir := range []string{"testenv", "progress"} {
+	for _, dir := range []string{"testenv", "progress", "complete"} {
 		outside, err := filepath.Glob(dir + "/*.go")
 		if err != nil || len(outside) == 0 {
 			t.Fatalf("no %s found: %v", dir, err)
