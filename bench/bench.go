@@ -11,6 +11,7 @@ import (
 	"io"
 
 	"github.com/needle-dev/needle/product"
+	"github.com/needle-dev/needle/product/complete"
 )
 
 const usage = `needlebench is Needle's benchmark-and-replay harness.
@@ -71,7 +72,7 @@ Commands:
                     evidence answers the seed's request); print latency
                     quantiles and sessions, and write
                     reports/mcp-contract-microbench.{json,md}
-  experiment mcp-hit-latency [--needle CMD] [--calls N] [--warmup N] [--cold N]
+  experiment mcp-hit-latency [--needle CMD] [--codex BIN] [--calls N] [--warmup N] [--cold N]
         [--grow] [--grow-hits LIST] [--grow-artifacts LIST] [--grow-files LIST]
         [--window N] [--baseline-server CMD] [--settle DURATION] [--work DIR]
         [--reports DIR] [--server-cpuprofile FILE] [--server-trace FILE]
@@ -104,6 +105,10 @@ Commands:
                     so only a first run on a cold cache spends a minute or
                     two compiling the standard library)
   version           print the harness version and the product it drives
+  completion bash|zsh|fish
+                    print the shell's completion script: in bash, source
+                    <(needlebench completion bash); in zsh the same with zsh,
+                    after compinit; in fish, needlebench completion fish | source
   help              print this help
 
 Exit status: 0 success, 1 failure, 2 usage error.
@@ -119,6 +124,9 @@ func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io
 	switch args[0] {
 	case "help", "-h", "-help", "--help":
 		fmt.Fprint(stdout, usage)
+		return 0
+	case complete.Hidden: // what the completion scripts run: it reads the help alone
+		completionProgram().Complete(args[1:]).Write(stdout)
 		return 0
 	}
 	for _, c := range commands {
@@ -146,6 +154,7 @@ var commands = []struct {
 	{"experiment", (*harness).experiment},
 	{"demo", (*harness).demo},
 	{"version", (*harness).version},
+	{"completion", (*harness).completion},
 }
 
 // version is needlebench version.
@@ -162,12 +171,18 @@ type harness struct {
 	ctx            context.Context
 	stdin          io.Reader
 	stdout, stderr io.Writer
+	// sawFlags, when set, is given each flag set flags makes: the
+	// completion test holds them to the help.
+	sawFlags func(*flag.FlagSet)
 }
 
 // flags returns a silent flag set; parse reports errors with the usage.
 func (h *harness) flags(name string) *flag.FlagSet {
 	fs := flag.NewFlagSet("needlebench "+name, flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
+	if h.sawFlags != nil {
+		h.sawFlags(fs)
+	}
 	return fs
 }
 
