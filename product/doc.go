@@ -893,7 +893,8 @@
 //	datadir.go           the data directory's door for the commands without a repository
 //	doctor.go            needle doctor's checks: tools, data directory, sandbox, runtime, the hosts' MCP and hook files
 //	main_*.go            its command families: need, evidence, profile (and
-//	                     config), mcp, db, change, serve (and ui), stats, gc, doctor
+//	                     config), mcp, db, change, serve (and ui), stats, gc, doctor,
+//	                     completion (and the hidden __complete its scripts run)
 //
 // Outside the package: product/lifecycle (the change lifecycle machine,
 // pure: phases, states, events and their journal form, effects, digests,
@@ -902,7 +903,8 @@
 // net/http/httptest), product/testenv (the tests' shared set-up: the module
 // root, the pinned codex, the caches, a store's rows), product/progress (a
 // long command's progress on stderr, for bench too: a live line on a
-// terminal, plain lines elsewhere), product/migrations (the embedded
+// terminal, plain lines elsewhere), product/complete (shell completion
+// from a command table's help text, for bench too), product/migrations (the embedded
 // SQL), product/web (the embedded UI and the /api/v1 DTOs), and the leaves under product/internal: appserver (the App Server client),
 // checkout (disposable checkouts), codexhook (codex's lifecycle-hook
 // protocol, hooks files and hook trust), contentid, contract (the contract

@@ -12,6 +12,8 @@ import (
 	"path/filepath"
 	"runtime/debug"
 	"strings"
+
+	"github.com/needle-dev/needle/product/complete"
 )
 
 // Main is the needle command. It returns the process exit status: 0 on
@@ -47,6 +49,9 @@ type cli struct {
 	defaults map[string]string
 	// files, in the resident runtime, reads input files from the client.
 	files *clientFiles
+	// sawFlags, when set, is given each flag set flags makes: the
+	// completion test holds the commands' flag sets to their help.
+	sawFlags func(*flag.FlagSet)
 }
 
 // cliCommand is one leaf of the command tree.
@@ -95,6 +100,7 @@ func init() {
 		{"serve", usageServe, (*cli).serve, local},
 		{"ui", usageUI, (*cli).ui, local},
 		{"version", usageVersion, (*cli).version, local},
+		{"completion", usageCompletion, (*cli).completion, local},
 	}
 }
 
@@ -151,6 +157,8 @@ Commands:
                     print (and open) a one-time login URL of the running runtime's web UI
   version           print the version, compiler, schema head and definition id
                     (also needle --version)
+  completion bash|zsh|fish
+                    print the shell's completion script (needle help completion: how to load it)
   help [COMMAND]    print help for a command
 
 Defaults: --data-dir is $NEEDLE_DATA_DIR, else $XDG_DATA_HOME/needle, else
@@ -172,6 +180,8 @@ func (c *cli) dispatch(args []string) int {
 		return c.help(args[1:])
 	case "--version", "-version":
 		return c.version(args[1:])
+	case complete.Hidden:
+		return c.complete(args[1:]) // before any default is looked up: it opens nothing
 	}
 	if cmd, rest, ok := lookupCommand(args); ok {
 		if len(rest) == 1 && isHelpFlag(rest[0]) && !strings.Contains(cmd.path, " ") {
@@ -253,6 +263,9 @@ func (c *cli) flags(cmd string) *flag.FlagSet {
 	fs := flag.NewFlagSet("needle "+cmd, flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	fs.Usage = func() {}
+	if c.sawFlags != nil {
+		c.sawFlags(fs)
+	}
 	return fs
 }
 
