@@ -173,6 +173,19 @@ func (sc *crashScenario) prepare(t *testing.T, dir string) {
 
 // prepareOnly builds the template and leaves a copy at the trial
 // directory.
+// setGate makes the scenario's first fake worker wait at gate (a FIFO): a
+// child run of the prepared scenario holds there until the test opens it.
+func (sc *crashScenario) setGate(t *testing.T, gate string) {
+	t.Helper()
+	var script fakeScript
+	if err := json.Unmarshal(MustReadFile(t, filepath.Join(sc.base, "script.json")), &script); err != nil {
+		t.Fatal(err)
+	}
+	script.Gate = gate
+	data, _ := json.Marshal(script)
+	MustWriteFile(t, filepath.Join(sc.base, "script.json"), string(data))
+}
+
 func (sc *crashScenario) prepareOnly(t *testing.T, dir string) {
 	t.Helper()
 	sc.base = filepath.Join(dir, "trial")
@@ -655,13 +668,7 @@ func TestLifecycle_TwoChildRunners(t *testing.T) {
 	if err := syscall.Mkfifo(gate, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	var script fakeScript
-	if err := json.Unmarshal(MustReadFile(t, filepath.Join(sc.base, "script.json")), &script); err != nil {
-		t.Fatal(err)
-	}
-	script.Gate = gate
-	data, _ := json.Marshal(script)
-	MustWriteFile(t, filepath.Join(sc.base, "script.json"), string(data))
+	sc.setGate(t, gate)
 
 	args := []string{"change", "run", "--repository", filepath.Join(sc.base, "repo"), "--data-dir", filepath.Join(sc.base, "data"), sc.id}
 	first := needleCommand(t, args...)

@@ -149,13 +149,7 @@ func TestChangeRun_ProgressOnATerminalInterrupted(t *testing.T) {
 			if resident {
 				runtimeWithFakes(t, sc, gate)
 			} else {
-				var script fakeScript
-				if err := json.Unmarshal(MustReadFile(t, filepath.Join(sc.base, "script.json")), &script); err != nil {
-					t.Fatal(err)
-				}
-				script.Gate = gate
-				data, _ := json.Marshal(script)
-				MustWriteFile(t, filepath.Join(sc.base, "script.json"), string(data))
+				sc.setGate(t, gate)
 				cmd.Env = append(os.Environ(), "NEEDLE_FAKE_SCRIPT="+filepath.Join(sc.base, "script.json"))
 			}
 			wait, stdout := startWithTerminalStderr(t, cmd)

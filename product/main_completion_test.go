@@ -6,7 +6,6 @@ import (
 	"errors"
 	"flag"
 	"io/fs"
-	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -43,17 +42,8 @@ func TestCompletion_HelpIsTheFlagSet(t *testing.T) {
 				t.Errorf("needle %s -h: exit %d, %d flag sets, stderr %q; want its usage and one flag set", name, code, len(sets), errb.String())
 				continue
 			}
-			defined := map[string]bool{} // flag name → it takes a value
-			sets[0].VisitAll(func(f *flag.Flag) {
-				b, ok := f.Value.(interface{ IsBoolFlag() bool })
-				defined[f.Name] = !ok || !b.IsBoolFlag()
-			})
-			documented := map[string]bool{}
-			for _, f := range prog.CommandFlags(cmd.path, verb) {
-				documented[strings.TrimPrefix(f.Name, "--")] = f.Arg != ""
-			}
-			if !maps.Equal(defined, documented) {
-				t.Errorf("needle %s: its flag set defines %v, its help documents %v (flag: takes a value)", name, defined, documented)
+			if drift := prog.Drift(sets[0], cmd.path, verb); drift != "" {
+				t.Errorf("needle %s: %s", name, drift)
 			}
 			checked++
 		}

@@ -17,7 +17,10 @@ package complete
 
 import (
 	"bufio"
+	"flag"
+	"fmt"
 	"io"
+	"maps"
 	"slices"
 	"strings"
 )
@@ -274,4 +277,25 @@ func flagsReply(flags []Flag, args []string, cur string) Reply {
 		}
 	}
 	return r
+}
+
+// Drift compares the flags a command's flag set defines with the flags its
+// help documents for path and verb: it returns "" when they are the same
+// names, each taking a value in both or in neither, and otherwise says how
+// they differ. The tests of every command table call it, so completion,
+// which reads the help, cannot drift from what the command accepts.
+func (p Program) Drift(fs *flag.FlagSet, path, verb string) string {
+	defined := map[string]bool{} // flag name → it takes a value
+	fs.VisitAll(func(f *flag.Flag) {
+		b, ok := f.Value.(interface{ IsBoolFlag() bool })
+		defined[f.Name] = !ok || !b.IsBoolFlag()
+	})
+	documented := map[string]bool{}
+	for _, f := range p.CommandFlags(path, verb) {
+		documented[strings.TrimPrefix(f.Name, "--")] = f.Arg != ""
+	}
+	if maps.Equal(defined, documented) {
+		return ""
+	}
+	return fmt.Sprintf("its flag set defines %v, its help documents %v (flag: takes a value)", defined, documented)
 }
