@@ -321,7 +321,10 @@
 // refresh) re-proves the evidence of a checkout whose files changed and
 // renews the need certificates of the needs asked there, with the same
 // validators and resolver; Warm then readies a serving engine's memory for
-// those needs. needle mcp serve runs both in the background
+// those needs. needle mcp serve also readies its engine once it opens
+// (WarmOpen, main_mcp.go: Warm and the estimates a hit is priced with, read
+// in the background, one need per turn), so that a connection's first hit
+// costs what a later one does. needle mcp serve runs both in the background
 // (refresher.go): on an engine of its own at a lower CPU priority, one
 // --refresh-interval after it starts and then whenever the lstat of a
 // dependency changed (new certificates only widen the watch), comparing

@@ -193,11 +193,17 @@ func (e *Engine) putNeed(ctx context.Context, need compiledNeed) error {
 		need.IR.Subject.Name, []byte(mustJSON(need.IR))); err != nil {
 		return err
 	}
+	e.rememberStored(need.ID)
+	return nil
+}
+
+// rememberStored remembers that the need id is stored: putNeed reads
+// nothing for it again.
+func (e *Engine) rememberStored(id string) {
 	if len(e.needs) >= maxMemo {
 		clear(e.needs)
 	}
-	e.needs[need.ID] = true
-	return nil
+	e.needs[id] = true
 }
 
 // maxMemo bounds the needs an engine remembers (needMemo, stored needs);

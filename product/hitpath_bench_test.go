@@ -614,3 +614,74 @@ func BenchmarkHitReads(b *testing.B) {
 		}
 	})
 }
+
+// BenchmarkFirstHit times the first need_context of a new connection
+// (issue 26): each iteration reopens the engine on the same store, as a
+// new needle mcp serve process does, initializes an MCP connection outside
+// the timing and times its first call, an exact hit of a need the store
+// answered before. "cold" is the first hit of an engine nothing readied;
+// "warmed" of one readied by WarmOpen, as needle mcp serve readies it in
+// the background (the memo, the stored need, the estimates, the
+// statements prepared and the schema read); "later" times the same hit once
+// more on the same connection: the first should cost what it costs.
+func BenchmarkFirstHit(b *testing.B) {
+	for _, name := range []string{"cold", "warmed", "later"} {
+		b.Run(name, func(b *testing.B) {
+			h := mustExactHit(b, false)
+			if err := h.te.store.ensureDefaultProfile(context.Background()); err != nil {
+				b.Fatal(err)
+			}
+			mustTrustStatCache(b, h.te.Engine, h.files)
+			b.ReportAllocs()
+			for i := 0; b.Loop(); i++ {
+				b.StopTimer()
+				h.te.reopen()
+				if name == "warmed" {
+					if n, err := h.te.WarmOpen(context.Background()); err != nil || n != 1 {
+						b.Fatalf("WarmOpen: %d needs, %v", n, err)
+					}
+				}
+				c := openMCPBenchConnBare(b, h)
+				if name == "later" {
+					c.mustHit(b, 1)
+				}
+				b.StartTimer()
+				c.mustHit(b, 2)
+				b.StopTimer()
+				c.close(b)
+				b.StartTimer()
+			}
+		})
+	}
+}
+
+// openMCPBenchConnBare opens an MCP connection and answers initialize,
+// asking nothing else.
+func openMCPBenchConnBare(b *testing.B, h *exactHit) *mcpBenchConn {
+	b.Helper()
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	c := &mcpBenchConn{in: inW, out: bufio.NewReader(outR), done: make(chan error, 1)}
+	go func() {
+		c.done <- ServeMCP(context.Background(), MCPConfig{Engine: h.te.Engine, Repository: h.te.repo, MainModel: "bench",
+			Profile: ProfileRevision{ID: DefaultProfileID, Revision: 1, Profile: defaultProfile}, CacheOnly: true, Log: io.Discard}, inR, outW)
+		outW.Close()
+	}()
+	if line := c.ask(b, `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"bench","version":"1"}}}`); !strings.Contains(line, "protocolVersion") {
+		b.Fatalf("initialize: %.300s", line)
+	}
+	if _, err := io.WriteString(c.in, `{"jsonrpc":"2.0","method":"notifications/initialized"}`+"\n"); err != nil {
+		b.Fatal(err)
+	}
+	return c
+}
+
+// mustHit asks the exact hit of mustExactHit's need and fails unless it is
+// one.
+func (c *mcpBenchConn) mustHit(b *testing.B, id int) {
+	if line := c.ask(b, mcpNeedCall(id, needLocateNewSearcher)); !strings.Contains(line, `"kind":"exact_hit"`) {
+		b.Fatalf("answer %.300s, want an exact hit", line)
+	}
+	c.steps++
+}
+

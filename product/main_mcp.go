@@ -87,6 +87,7 @@ func (c *cli) mcpServe(args []string) int {
 	// and the command with it once the client closes stdin.
 	base := MCPConfig{Repository: c.absPath(*repo), MainModel: *mainModel, CacheOnly: *cacheOnly, Log: c.stderr}
 	opening := c.mcpServeOpening(cfg, base, *codex)
+	stopWarm := c.mcpServeWarm(opening)
 	stopRefresher := func() {}
 	if *refreshEvery > 0 {
 		stopRefresher = c.mcpServeRefresher(*refreshEvery, opening)
@@ -94,7 +95,8 @@ func (c *cli) mcpServe(args []string) int {
 	err = serveMCP(c.ctx, c.stderr, opening, c.stdin, c.stdout)
 	// The session is over: a refresh under way is cancelled (a test it
 	// runs is killed) and the refresher's engine closed before anything
-	// else closes.
+	// else closes; so is the warm-up.
+	stopWarm()
 	stopRefresher()
 	open, openErr := opening.wait(context.WithoutCancel(c.ctx))
 	if open.Engine != nil {
@@ -153,6 +155,30 @@ func (c *cli) mcpServeRefresher(every time.Duration, opening *mcpOpening) (stop 
 	}
 	return startRefresher(c.ctx, refresher{every: every, log: c.stderr, prefix: "needle mcp serve: ", warm: warm},
 		func(ctx context.Context) (*Engine, error) { return c.refreshEngine(ctx, opening) })
+}
+
+// mcpServeWarm readies the serving engine once it is open (Engine.WarmOpen),
+// in the background on a thread of lower CPU priority, so that the first
+// hit of the connection finds what a later one finds; it returns its stop,
+// which cancels it and waits for it. A failure costs the first hit its
+// reads, never an answer: it is logged and nothing else.
+func (c *cli) mcpServeWarm(opening *mcpOpening) (stop func()) {
+	ctx, cancel := context.WithCancel(c.ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		open, err := opening.wait(ctx)
+		if err != nil || open.Engine == nil {
+			return // the session fails with that error
+		}
+		if _, err := open.Engine.WarmOpen(ctx); err != nil && ctx.Err() == nil {
+			fmt.Fprintf(c.stderr, "needle mcp serve: readying the session: %v\n", err)
+		}
+	}()
+	return func() {
+		cancel()
+		<-done
+	}
 }
 
 // defaultRefreshInterval is how often mcp serve's refresher polls for

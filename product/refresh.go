@@ -266,5 +266,52 @@ func (e *Engine) warm(ctx context.Context, need compiledNeed) (bool, error) {
 		return false, err
 	}
 	e.remember(gen, &in)
+	// The need is stored (refreshNeeds read it from the needs table):
+	// the read putNeed would make on its next ask is made now.
+	if stored, err := e.store.needStored(ctx, need); err != nil {
+		return false, err
+	} else if stored {
+		e.rememberStored(need.ID)
+	}
 	return true, nil
+}
+
+// WarmOpen readies a serving engine that just opened, in the background
+// of a new connection (needle mcp serve), so that the connection's first
+// hit costs what a later one does (issue 26): it reads once what a hit
+// otherwise reads for the first time in a process — the operator costs,
+// the worker tokens estimate, and through Warm the candidates of the needs
+// asked in this checkout (their memo, at most maxMemo/2 of them), each
+// need's stored row and the current evidence's freshness — which also
+// prepares the statements of those reads on the store's connection and
+// reads its schema. It only reads, one turn at a time, so a need asked
+// meanwhile waits for at most one step; freshness is checked at every ask
+// as before (the memo holds only while every dependency digest does).
+func (e *Engine) WarmOpen(ctx context.Context) (int, error) {
+	if err := e.warmEstimates(ctx); err != nil {
+		return 0, opError("evidence.warm", err)
+	}
+	return e.Warm(ctx)
+}
+
+// warmEstimates reads the operator costs and the worker tokens estimate a
+// hit's plan is priced with, under the turn, unless a need read them.
+func (e *Engine) warmEstimates(ctx context.Context) error {
+	if err := e.turn.lock(ctx); err != nil {
+		return err
+	}
+	defer e.turn.unlock()
+	var err error
+	if e.costs == nil {
+		if e.costs, err = e.store.operatorCosts(ctx); err != nil {
+			return err
+		}
+	}
+	if !e.perObligation.known {
+		if e.gen, err = e.store.evidenceGeneration(ctx); err != nil {
+			return err
+		}
+		_, err = e.workerTokensPerObligation(ctx)
+	}
+	return err
 }

@@ -208,3 +208,35 @@ func TestWarm_Evidence(t *testing.T) {
 		t.Fatal("the certificate depends on no file")
 	}
 }
+
+// TestWarmOpen_FirstHit: a reopened engine (a new process) readied by
+// WarmOpen answers its first ask from memory — the need's memo, its stored
+// row and the estimates a hit is priced with are in place — and still
+// checks freshness on that ask: after a false-making edit the readied need
+// is stale, not a hit (issue 26).
+func TestWarmOpen_FirstHit(t *testing.T) {
+	repo := MustFixtureRepo(t, "grepx", true)
+	te := MustEngine(t, repo, func(c *Config) { c.CacheOnly = true })
+	te.mustCertify(locNewSearcher)
+	kindOf(t, te.need(needLocateNewSearcher), ResolutionCoverage)
+	te.reopen(func(c *Config) { c.CacheOnly = true })
+	ctx := context.Background()
+	if n, err := te.WarmOpen(ctx); err != nil || n != 1 {
+		t.Fatalf("WarmOpen: %d needs, %v; want 1", n, err)
+	}
+	req, _ := DecodeNeedRequest([]byte(needLocateNewSearcher))
+	need, err := Compile(req, AllRoutes())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if te.memo[need.ID] == nil || !te.needs[need.ID] || te.costs == nil || !te.perObligation.known {
+		t.Fatalf("after WarmOpen: memo %v, stored %v, costs %v, tokens estimate %+v", te.memo[need.ID] != nil, te.needs[need.ID], te.costs != nil, te.perObligation)
+	}
+	kindOf(t, te.need(needLocateNewSearcher), ResolutionExact)
+	te.reopen(func(c *Config) { c.CacheOnly = true })
+	if n, err := te.WarmOpen(ctx); err != nil || n != 1 {
+		t.Fatalf("WarmOpen again: %d needs, %v; want 1", n, err)
+	}
+	falsifyNewSearcher(t, repo)
+	kindOf(t, te.need(needLocateNewSearcher), resolutionStale)
+}

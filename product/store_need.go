@@ -27,13 +27,21 @@ func (s *store) PutDefinition(ctx context.Context, id, compilerVersion string, b
 	})
 }
 
+// sqlNeedStored reads a need's IR, if its definition is stored too (as
+// the write checks).
+const sqlNeedStored = "SELECT ir FROM needs WHERE need_id = ?1 AND EXISTS (SELECT 1 FROM definitions WHERE definition_id = ?2)"
+
+// needStored reports whether need is stored exactly as PutNeed would
+// store it: a read, which PutNeed makes first.
+func (s *store) needStored(ctx context.Context, need compiledNeed) (bool, error) {
+	return s.storedAlready(ctx, "store.put_need", need.ID, mustJSON(need.IR), sqlNeedStored, need.ID, need.DefinitionID)
+}
+
 // PutNeed stores a compiled need (its needIR as canonical JSON) under its
 // need_id. The definition must be stored. Like PutDefinition it is a no-op
 // for the same IR and refuses a different IR under a stored id.
 func (s *store) PutNeed(ctx context.Context, needID, definitionID, route, subjectKind, subjectName string, ir []byte) error {
-	// The definition must exist, as the write checks.
-	const lookup = "SELECT ir FROM needs WHERE need_id = ?1 AND EXISTS (SELECT 1 FROM definitions WHERE definition_id = ?2)"
-	if done, err := s.storedAlready(ctx, "store.put_need", needID, string(ir), lookup, needID, definitionID); done || err != nil {
+	if done, err := s.storedAlready(ctx, "store.put_need", needID, string(ir), sqlNeedStored, needID, definitionID); done || err != nil {
 		return err
 	}
 	return s.inTx(ctx, "store.put_need", func(tx *sql.Tx, now string) error {
