@@ -685,3 +685,39 @@ func (c *mcpBenchConn) mustHit(b *testing.B, id int) {
 	c.steps++
 }
 
+// BenchmarkNeedArgs times what a need_context call's arguments cost before
+// the engine resolves them (issue 26): "decode" decodes and compiles them,
+// as every call did; "remembered" is the connection's memory of the needs
+// it compiled (compiledArgs), which answers the same bytes with the same
+// need.
+func BenchmarkNeedArgs(b *testing.B) {
+	args := []byte(needLocateNewSearcher)
+	compile := func() (compiledNeed, error) {
+		req, err := DecodeNeedRequest(args)
+		if err != nil {
+			return compiledNeed{}, err
+		}
+		return Compile(req, AllRoutes())
+	}
+	want, err := compile()
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Run("decode", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if n, err := compile(); err != nil || n.ID != want.ID {
+				b.Fatalf("need %s: %v", n.ID, err)
+			}
+		}
+	})
+	b.Run("remembered", func(b *testing.B) {
+		var c compiledArgs
+		b.ReportAllocs()
+		for b.Loop() {
+			if n, err := c.compile(args, compile); err != nil || n.ID != want.ID {
+				b.Fatalf("need %s: %v", n.ID, err)
+			}
+		}
+	})
+}

@@ -44,6 +44,7 @@ type mcpSession struct {
 	wg        sync.WaitGroup  // the freeze
 	mu        sync.Mutex
 	version   string // negotiated protocol version, "" before initialize
+	compiled  compiledArgs
 }
 
 // mcpOpening is what a connection serves, opened while the connection

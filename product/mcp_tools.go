@@ -2,6 +2,8 @@ package product
 
 import (
 	"context"
+	"slices"
+	"sync"
 
 	"github.com/needle-dev/needle/product/internal/jsonrpc"
 )
@@ -35,11 +37,13 @@ var mcpTools = []mcpTool{
 		input:       func(e *Engine) any { return needContextInputSchema(e.Routes()) },
 		output:      func() any { return needContextOutputSchema() },
 		call: typedCall("need_context", func(s *mcpSession, args []byte) (compiledNeed, error) {
-			req, err := DecodeNeedRequest(args)
-			if err != nil {
-				return compiledNeed{}, err
-			}
-			return Compile(req, s.cfg.Engine.Routes()) // invalid input changes nothing, not even the store
+			return s.compiled.compile(args, func() (compiledNeed, error) {
+				req, err := DecodeNeedRequest(args)
+				if err != nil {
+					return compiledNeed{}, err
+				}
+				return Compile(req, s.cfg.Engine.Routes()) // invalid input changes nothing, not even the store
+			})
 		}, (*Engine).needCompiled, func(r NeedResult) string { return r.Context }),
 	},
 	{
@@ -85,6 +89,52 @@ var mcpTools = []mcpTool{
 // only decodes, calls the engine and encodes: decode turns the arguments
 // into the request (an error is -32602, before anything runs), run is the
 // engine's method for the session, and text is the result's content text.
+// compiledArgs remembers the needs a connection compiled by the exact
+// bytes of their arguments: a client asks the same needs again and again,
+// and decoding and compiling them was a fifth of an exact hit's request
+// path (issue 26). Decoding and Compile are pure functions of those bytes
+// and the engine's routes (one per connection), so a remembered need is
+// the need the bytes compile to; only what compiled is remembered (an
+// invalid request is decoded again, and fails again). Nothing about the
+// repository or the store is remembered: the resolution, freshness
+// included, runs on every call.
+type compiledArgs struct {
+	mu sync.Mutex
+	m  map[string]compiledNeed
+}
+
+// maxCompiledArgs bounds a connection's compiledArgs; past it the memory
+// starts over.
+const maxCompiledArgs = 256
+
+// compile returns the need args compile to, remembered or by compile.
+func (c *compiledArgs) compile(args []byte, compile func() (compiledNeed, error)) (compiledNeed, error) {
+	c.mu.Lock()
+	need, ok := c.m[string(args)]
+	c.mu.Unlock()
+	if ok {
+		return need.clone(), nil // the caller's own
+	}
+	need, err := compile()
+	if err != nil {
+		return need, err
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.m == nil || len(c.m) >= maxCompiledArgs {
+		c.m = map[string]compiledNeed{}
+	}
+	c.m[string(args)] = need.clone()
+	return need, nil
+}
+
+// clone is a copy of the need that shares no slice with it.
+func (n compiledNeed) clone() compiledNeed {
+	n.IR.Obligations = slices.Clone(n.IR.Obligations)
+	n.IR.World.Features = slices.Clone(n.IR.World.Features)
+	return n
+}
+
 func typedCall[Req, Res any](tool string, decode func(s *mcpSession, args []byte) (Req, error),
 	run func(e *Engine, ctx context.Context, session string, req Req) (Res, error), text func(Res) string,
 ) func(ctx context.Context, s *mcpSession, args []byte) (any, error) {

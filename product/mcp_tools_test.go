@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -221,4 +222,43 @@ func compileSchema(t *testing.T, schema any) *jsonschema.Schema {
 		t.Fatal(err)
 	}
 	return s
+}
+
+// TestCompiledArgs: a connection's memory of compiled needs answers the
+// same bytes with the same need, hands each caller a need of its own, and
+// never remembers a failure.
+func TestCompiledArgs(t *testing.T) {
+	var c compiledArgs
+	calls := 0
+	compile := func(src string) func() (compiledNeed, error) {
+		return func() (compiledNeed, error) {
+			calls++
+			req, err := DecodeNeedRequest([]byte(src))
+			if err != nil {
+				return compiledNeed{}, err
+			}
+			return Compile(req, AllRoutes())
+		}
+	}
+	args := []byte(needTraceCRLF)
+	first, err := c.compile(args, compile(needTraceCRLF))
+	if err != nil {
+		t.Fatal(err)
+	}
+	first.IR.Obligations[0].Kind = "mutated by the caller"
+	first.IR.World.Features = append(first.IR.World.Features[:0], "mutated")
+	again, err := c.compile(args, compile(needTraceCRLF))
+	want, _ := compile(needTraceCRLF)()
+	if err != nil || calls != 2 || !reflect.DeepEqual(again, want) {
+		t.Errorf("remembered need %+v (%v, %d compiles), want %+v", again, err, calls, want)
+	}
+	bad := []byte(`{"route":"no.such.route"}`)
+	for range 2 {
+		if _, err := c.compile(bad, compile(string(bad))); err == nil {
+			t.Fatal("an invalid need compiled")
+		}
+	}
+	if calls != 4 {
+		t.Errorf("%d compiles, want the invalid need compiled each time (4 in all)", calls)
+	}
 }
