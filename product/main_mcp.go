@@ -87,17 +87,12 @@ func (c *cli) mcpServe(args []string) int {
 	// and the command with it once the client closes stdin.
 	base := MCPConfig{Repository: c.absPath(*repo), MainModel: *mainModel, CacheOnly: *cacheOnly, Log: c.stderr}
 	opening := c.mcpServeOpening(cfg, base, *codex)
-	stopWarm := c.mcpServeWarm(opening)
-	stopRefresher := func() {}
-	if *refreshEvery > 0 {
-		stopRefresher = c.mcpServeRefresher(*refreshEvery, opening)
-	}
+	stopBackground := c.mcpServeBackground(*refreshEvery, opening)
 	err = serveMCP(c.ctx, c.stderr, opening, c.stdin, c.stdout)
 	// The session is over: a refresh under way is cancelled (a test it
 	// runs is killed) and the refresher's engine closed before anything
 	// else closes; so is the warm-up.
-	stopWarm()
-	stopRefresher()
+	stopBackground()
 	open, openErr := opening.wait(context.WithoutCancel(c.ctx))
 	if open.Engine != nil {
 		defer open.Engine.Close()
@@ -155,6 +150,19 @@ func (c *cli) mcpServeRefresher(every time.Duration, opening *mcpOpening) (stop 
 	}
 	return startRefresher(c.ctx, refresher{every: every, log: c.stderr, prefix: "needle mcp serve: ", warm: warm},
 		func(ctx context.Context) (*Engine, error) { return c.refreshEngine(ctx, opening) })
+}
+
+// mcpServeBackground starts what runs beside the session: the warm-up
+// (mcpServeWarm) and, unless every is 0, the refresher. Its stop stops both.
+func (c *cli) mcpServeBackground(every time.Duration, opening *mcpOpening) (stop func()) {
+	stopWarm, stopRefresher := c.mcpServeWarm(opening), func() {}
+	if every > 0 {
+		stopRefresher = c.mcpServeRefresher(every, opening)
+	}
+	return func() {
+		stopWarm()
+		stopRefresher()
+	}
 }
 
 // mcpServeWarm readies the serving engine once it is open (Engine.WarmOpen),
