@@ -17,7 +17,7 @@ import (
 )
 
 const usageHitLatency = `Usage: needlebench experiment mcp-hit-latency [--needle CMD] [--codex BIN] [--calls N] [--warmup N] [--cold N]
-       [--grow] [--grow-hits LIST] [--grow-artifacts LIST] [--grow-files LIST] [--window N]
+       [--first N] [--first-rounds N] [--first-idle DURATION] [--grow] [--grow-hits LIST] [--grow-artifacts LIST] [--grow-files LIST] [--window N]
        [--baseline-server CMD] [--settle DURATION] [--work DIR] [--reports DIR]
        [--server-cpuprofile FILE] [--server-trace FILE]
 `
@@ -32,6 +32,9 @@ func (h *harness) hitLatency(args []string) int {
 	fs.IntVar(&opt.Calls, "calls", 500, "")
 	fs.IntVar(&opt.Warmup, "warmup", 50, "")
 	fs.IntVar(&opt.Cold, "cold", 0, "")
+	fs.IntVar(&opt.First, "first", 0, "")
+	fs.IntVar(&opt.FirstRounds, "first-rounds", 10, "")
+	fs.DurationVar(&opt.FirstIdle, "first-idle", 250*time.Millisecond, "")
 	fs.BoolVar(&opt.Grow, "grow", false, "")
 	growHits := fs.String("grow-hits", "0,1000,10000", "")
 	growArtifacts := fs.String("grow-artifacts", "10,100,1000", "")
@@ -90,8 +93,11 @@ func checkHitLatencyFlags(opt *HitLatencyOptions, growHits, growArtifacts, growF
 			return fmt.Errorf("--%s: %w", l.flag, err)
 		}
 	}
-	if opt.Calls < 1 || opt.Warmup < 0 || opt.Cold < 0 || opt.Window < 1 || nargs != 0 {
-		return errors.New("--calls and --window must be at least 1, --warmup and --cold at least 0, and no arguments")
+	if opt.Calls < 1 || opt.Warmup < 0 || opt.Cold < 0 || opt.First < 0 || opt.Window < 1 || nargs != 0 {
+		return errors.New("--calls and --window must be at least 1, --warmup, --cold and --first at least 0, and no arguments")
+	}
+	if opt.FirstRounds < 1 || opt.FirstRounds+1 > product.HardSessionSteps {
+		return fmt.Errorf("--first-rounds must be from 1 to %d (one connection's need_context calls, the first hit included)", product.HardSessionSteps-1)
 	}
 	opt.Needle, err = needleCommand(needle)
 	return err
@@ -148,7 +154,15 @@ type HitLatencyOptions struct {
 	Calls    int      // measured calls of each method in the main run
 	Warmup   int      // unmeasured rounds before the main run and each grow window
 	Cold     int      // spawn pairs of --cold (0: none)
-	Grow     bool
+	// First is how many new connections time their first hit (0: none);
+	// FirstRounds is how many rounds of the same hit and the no-op each
+	// then times on the same connection.
+	First, FirstRounds int
+	// FirstIdle is how long a new connection is left alone between its
+	// tools/list answer and its first hit: a host's model takes at least
+	// that long to ask its first need.
+	FirstIdle time.Duration
+	Grow      bool
 	// The grow points: earlier hits, certified artifacts, data files.
 	GrowHits, GrowArtifacts, GrowFiles []int
 	Window                             int // measured calls per method at each grow point
@@ -180,6 +194,7 @@ func HitLatency(ctx context.Context, opt HitLatencyOptions) (HitLatencyReport, e
 	}{
 		{x.mainRun, false},
 		{x.coldRun, opt.Cold == 0},
+		{x.firstRun, opt.First == 0},
 		{x.growHits, !opt.Grow || len(opt.GrowHits) == 0},
 		{x.growArtifacts, !opt.Grow || len(opt.GrowArtifacts) == 0},
 		{x.growFiles, !opt.Grow || len(opt.GrowFiles) == 0},
@@ -666,6 +681,94 @@ func coldInitialize(ctx context.Context, argv []string) (time.Duration, error) {
 		err = cerr
 	}
 	return took, err
+}
+
+// firstRun times the first hit of new connections. A stdio connection is
+// a server process (Codex spawns one per session), so each connection is a
+// new needle mcp serve on the main run's store. As a host does, it sends
+// initialize, notifications/initialized and tools/list, then leaves the
+// connection alone for FirstIdle (the host's model's turn; process start
+// and opening the store are the cold series' figure, not this one); its
+// first tools/call is then a probe the store answered before, which must
+// be an exact hit, timed as first/hit. Then FirstRounds rounds of the same probe and the no-op
+// follow on the same connection (first/steady, first/noop), so the first
+// hit is compared with the same hit later and with the floor of a
+// tools/call on the same processes. Connections take the probes in turn;
+// one connection before them warms the page cache and is not recorded.
+func (x *hitLatency) firstRun(ctx context.Context) error {
+	probes := []probe{probeTrace, probeLocate, probeTests}
+	data := filepath.Join(x.work, "data-main")
+	if err := x.settle(ctx); err != nil {
+		return err
+	}
+	// The need_id of each probe, from the main run's store.
+	var ids []string
+	{
+		p, err := x.serve(ctx, x.repo, data)
+		if err != nil {
+			return err
+		}
+		ids, err = x.prime(p, probes...)
+		if cerr := p.close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			return err
+		}
+	}
+	for i := -1; i < x.opt.First; i++ {
+		k := max(i, 0) % len(probes)
+		hit := hitOp("first/hit", probes[k], ids[k])
+		p, err := x.serve(ctx, x.repo, data)
+		if err != nil {
+			return err
+		}
+		c := &hitConn{x: x, p: p}
+		err = c.ask([]op{toolsListOp()}, 0, false)
+		if err == nil {
+			err = idle(ctx, x.opt.FirstIdle)
+		}
+		if err == nil {
+			err = c.ask([]op{hit}, 0, i >= 0)
+		}
+		ops := []op{hitOp("first/steady", probes[k], ids[k]), noopOp("first/noop")}
+		for j := 0; err == nil && j < x.opt.FirstRounds; j++ {
+			err = c.ask(ops, j, i >= 0)
+		}
+		if cerr := p.close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			return fmt.Errorf("connection %d: %w", i+2, err)
+		}
+		x.status("first hits: connection %d of %d", i+2, x.opt.First+1)
+	}
+	x.rep.Connections["first"] = x.opt.First + 1
+	x.rep.sampleLoad("first hits")
+	return nil
+}
+
+// toolsListOp asks tools/list, which must list need_context.
+func toolsListOp() op {
+	return op{method: "tools/list", params: []byte(`{}`), check: func(r rpcReply) error {
+		if r.Error != nil || !strings.Contains(string(r.Result), `"need_context"`) {
+			return fmt.Errorf("tools/list: want need_context listed, got %+v %.200s", r.Error, r.Result)
+		}
+		return nil
+	}}
+}
+
+// idle waits d, or until ctx ends.
+func idle(ctx context.Context, d time.Duration) error {
+	if d <= 0 {
+		return nil
+	}
+	select {
+	case <-time.After(d):
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }
 
 // growHits times the trace probe after growing numbers of earlier hits on

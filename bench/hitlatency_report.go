@@ -56,6 +56,9 @@ type HitLatencyKnobs struct {
 	Calls         int    `json:"calls"`
 	Warmup        int    `json:"warmup"`
 	Cold          int    `json:"cold"`
+	First         int    `json:"first"`
+	FirstRounds   int    `json:"first_rounds"`
+	FirstIdle     string `json:"first_idle"`
 	Window        int    `json:"window"`
 	GrowHits      []int  `json:"grow_hits"`
 	GrowArtifacts []int  `json:"grow_artifacts"`
@@ -101,7 +104,7 @@ func newHitLatencyReport(opt HitLatencyOptions) HitLatencyReport {
 		Probes:  map[string]string{},
 		NoOp: "tools/call of a tool needle does not have (" + noopTool + "): the same transport, method table, serialized " +
 			"tool-call queue and params decoding as need_context, answered with the -32602 unknown-tool error",
-		Options: HitLatencyKnobs{Calls: opt.Calls, Warmup: opt.Warmup, Cold: opt.Cold, Window: opt.Window,
+		Options: HitLatencyKnobs{Calls: opt.Calls, Warmup: opt.Warmup, Cold: opt.Cold, First: opt.First, FirstRounds: opt.FirstRounds, FirstIdle: opt.FirstIdle.String(), Window: opt.Window,
 			GrowHits: nonNilInts(opt.GrowHits), GrowArtifacts: nonNilInts(opt.GrowArtifacts), GrowFiles: nonNilInts(opt.GrowFiles),
 			Settle: opt.Settle.String()},
 		Grow:        []GrowPoint{},
@@ -153,7 +156,8 @@ func (r *HitLatencyReport) finish(samples map[string][]float64, verified, extra 
 		q := quantiles(ms)
 		r.Methods[series] = q
 		r.Verified.Measured += q.N
-		if strings.HasSuffix(series, "/trace") || strings.HasSuffix(series, "/locate") || strings.HasSuffix(series, "/tests") {
+		if strings.HasSuffix(series, "/trace") || strings.HasSuffix(series, "/locate") || strings.HasSuffix(series, "/tests") ||
+			series == "first/hit" || series == "first/steady" {
 			r.Verified.ExactHits += q.N
 		}
 	}
@@ -178,6 +182,14 @@ func (r *HitLatencyReport) goals() {
 		if q, n := m["main/"+p], m["main/noop"]; q.N > 0 && n.N > 0 {
 			add("exact hit ÷ no-op tools/call p50, "+p, q.P50/n.P50, "x", 3)
 		}
+	}
+	// Issue 26: the first hit of a connection costs what a later one
+	// costs, and a steady hit at most 3× a no-op on the same connections.
+	if f, s, n := m["first/hit"], m["first/steady"], m["first/noop"]; f.N > 0 && s.N > 0 && n.N > 0 {
+		add("first hit on a new connection p50", f.P50, "ms", 1)
+		add("first hit on a new connection p99", f.P99, "ms", 1)
+		add("first hit ÷ the same hit later on the connection p50", f.P50/s.P50, "x", 1.5)
+		add("steady hit ÷ no-op tools/call p50, same connections", s.P50/n.P50, "x", 3)
 	}
 	if a, b := m["cold/needle"], m["cold/go-sdk-minimal"]; a.N > 0 && b.N > 0 {
 		add("cold start to initialize answer ÷ minimal go-sdk server p50", a.P50/b.P50, "x", 1.5)
@@ -243,7 +255,7 @@ func writeHitLatency(dir string, r HitLatencyReport) ([]string, error) {
 // markdown is what the report adds to the experiment's quantile table.
 func (r HitLatencyReport) markdown() []byte {
 	var b bytes.Buffer
-	b.WriteString("\n## Goals (issue 13)\n\nRatios are of p50s. Latencies depend on the machine and its load.\n\n")
+	b.WriteString("\n## Goals (issues 13 and 26)\n\nRatios are of p50s. Latencies depend on the machine and its load.\n\n")
 	b.WriteString("| figure | value | goal | met |\n|---|---|---|---|\n")
 	for _, g := range r.Goals {
 		unit := map[string]string{"ms": " ms", "x": "×"}[g.Unit]
@@ -262,11 +274,23 @@ func (r HitLatencyReport) markdown() []byte {
 		fmt.Fprintf(&b, "- probe `%s`: %s.\n", p, r.Probes[p])
 	}
 	fmt.Fprintf(&b, "- no-op: %s.\n", r.NoOp)
+	if n := r.Connections["first"]; n > 0 {
+		fmt.Fprintf(&b, "- `first/hit`, `first/steady`, `first/noop`: %d new connections (server processes, as Codex spawns one per session; one\n"+
+			"  more before them warms the page cache and is not recorded) on the main run's store, each taking the probes in turn:\n"+
+			"  initialize, notifications/initialized and tools/list as a host sends them, %s left alone (the host's model's turn),\n"+
+			"  then `first/hit`, the first tools/call, a need the store answered before (an exact hit; process start is not in it),\n"+
+			"  then %d rounds of the same probe (`first/steady`) and the no-op (`first/noop`) on that connection.\n",
+			r.Options.First, r.Options.FirstIdle, r.Options.FirstRounds)
+	}
 	b.WriteString("- `cold/needle`, `cold/go-sdk-minimal`: spawn to initialize answer, alternating which goes first; the minimal server is\n" +
 		"  the official go-sdk's smallest stdio server (bench/internal/mcpminimal); needle opens an existing store.\n")
-	fmt.Fprintf(&b, "- `grow-hits/N`: the trace probe and the no-op after N earlier hits on the same store (%d connections in all); `grow-artifacts/N`:\n"+
-		"  a new server with N certified artifacts in the store; `grow-files/N`: a new server on a repository with N more\n"+
-		"  files under data/. Each grow window is %d rounds after %d warm-up rounds.\n", r.Connections["grow-hits"], r.Options.Window, r.Options.Warmup)
+	if len(r.Grow) == 0 {
+		b.WriteString("- no grow series in this run (--grow not given).\n")
+	} else {
+		fmt.Fprintf(&b, "- `grow-hits/N`: the trace probe and the no-op after N earlier hits on the same store (%d connections in all); `grow-artifacts/N`:\n"+
+			"  a new server with N certified artifacts in the store; `grow-files/N`: a new server on a repository with N more\n"+
+			"  files under data/. Each grow window is %d rounds after %d warm-up rounds.\n", r.Connections["grow-hits"], r.Options.Window, r.Options.Warmup)
+	}
 	fmt.Fprintf(&b, "\n## Verification\n\n%d calls timed, %d verified (%d of them exact hits); %d more answers verified but not timed\n"+
 		"(first asks, warm-up, filler hits). A timed answer that is not what its series expects fails the run.\n",
 		r.Verified.Measured, r.Verified.Verified, r.Verified.ExactHits, r.Verified.UnmeasuredCalls)

@@ -28,6 +28,7 @@ func TestHitLatency_Tiny(t *testing.T) {
 	work, reports := t.TempDir(), t.TempDir()
 	var stdout, stderr bytes.Buffer
 	args := []string{"experiment", "mcp-hit-latency", "--needle", needle, "--codex", testenv.Codex(t), "--calls", "4", "--warmup", "1", "--cold", "2",
+		"--first", "2", "--first-rounds", "2", "--first-idle", "0s",
 		"--grow", "--grow-hits", "0,70", "--grow-artifacts", "5,9", "--grow-files", "3,20", "--window", "3",
 		"--settle", "0s", "--work", work, "--reports", reports}
 	if code := Main(context.Background(), args, nil, &stdout, &stderr); code != 0 {
@@ -42,7 +43,7 @@ func TestHitLatency_Tiny(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := map[string]int{"main/trace": 4, "main/locate": 4, "main/tests": 4, "main/noop": 4, "main/ping": 4,
-		"cold/needle": 2, "cold/go-sdk-minimal": 2,
+		"cold/needle": 2, "cold/go-sdk-minimal": 2, "first/hit": 2, "first/steady": 4, "first/noop": 4,
 		"grow-hits/000001/trace": 3, "grow-hits/000001/noop": 3, "grow-hits/000070/trace": 3, "grow-hits/000070/noop": 3,
 		"grow-artifacts/000005/trace": 3, "grow-artifacts/000005/locate": 3, "grow-artifacts/000005/noop": 3,
 		"grow-artifacts/000009/trace": 3, "grow-artifacts/000009/locate": 3, "grow-artifacts/000009/noop": 3,
@@ -65,20 +66,20 @@ func TestHitLatency_Tiny(t *testing.T) {
 	if r.Verified.Measured != total || r.Verified.Verified != total || r.Verified.ExactHits != hits {
 		t.Errorf("verified %+v, want %d measured and verified, %d exact hits", r.Verified, total, hits)
 	}
-	if len(r.Goals) != 17 || len(r.Grow) != 6 || len(r.Load) != 6 || r.Machine.CPUs < 1 {
-		t.Errorf("goals %d (want 17: 12, and 5 growth ratios taken against their windows' no-ops), grow points %d (want 6), load samples %d (want 6), machine %+v", len(r.Goals), len(r.Grow), len(r.Load), r.Machine)
+	if len(r.Goals) != 21 || len(r.Grow) != 6 || len(r.Load) != 7 || r.Machine.CPUs < 1 {
+		t.Errorf("goals %d (want 21: 12, 4 of the first hit, and 5 growth ratios taken against their windows' no-ops), grow points %d (want 6), load samples %d (want 7), machine %+v", len(r.Goals), len(r.Grow), len(r.Load), r.Machine)
 	}
 	// 70 earlier hits pass one connection's step cap: the series went on
 	// over a second server process (TestHitLatency_Tiny's stores then
 	// show every answer was still a hit).
-	if r.Connections["main"] != 1 || r.Connections["grow-hits"] != 2 {
-		t.Errorf("connections %v, want main 1 and grow-hits 2", r.Connections)
+	if r.Connections["main"] != 1 || r.Connections["grow-hits"] != 2 || r.Connections["first"] != 3 {
+		t.Errorf("connections %v, want main 1, grow-hits 2 and first 3 (one not timed)", r.Connections)
 	}
 	md, err := os.ReadFile(filepath.Join(reports, "mcp-hit-latency.md"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, s := range []string{"| main/trace |", "## Goals (issue 13)", "### Grow: hits", "### Grow: artifacts", "### Grow: files", "## Verification"} {
+	for _, s := range []string{"| main/trace |", "| first/hit |", "## Goals (issues 13 and 26)", "first hit on a new connection p50", "### Grow: hits", "### Grow: artifacts", "### Grow: files", "## Verification"} {
 		if !bytes.Contains(md, []byte(s)) {
 			t.Errorf("report Markdown lacks %q", s)
 		}
