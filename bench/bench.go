@@ -73,13 +73,16 @@ Commands:
                     quantiles and sessions, and write
                     reports/mcp-contract-microbench.{json,md}
   experiment mcp-hit-latency [--needle CMD] [--codex BIN] [--calls N] [--warmup N] [--cold N]
-        [--grow] [--grow-hits LIST] [--grow-artifacts LIST] [--grow-files LIST]
+        [--first N] [--first-rounds N] [--first-idle DURATION] [--grow] [--grow-hits LIST] [--grow-artifacts LIST] [--grow-files LIST]
         [--window N] [--baseline-server CMD] [--settle DURATION] [--work DIR]
         [--reports DIR] [--server-cpuprofile FILE] [--server-trace FILE]
                     spawn needle mcp serve and time exact hits (each answer
                     verified) against a no-op tools/call and ping on the same
                     connection; --cold N: N spawns of needle and of a minimal
-                    go-sdk server to the initialize answer; --grow: hits after
+                    go-sdk server to the initialize answer; --first N: the
+                    first hit of N new connections (each a new process, idle
+                    --first-idle after tools/list), then --first-rounds hits
+                    and no-ops on it; --grow: hits after
                     more earlier hits, artifacts and files. Writes
                     reports/mcp-hit-latency.{json,md}
   demo [--root DIR] [--needle BIN] [--codex BIN] [--tests-cache DIR] [--keep] [--no-serve] [--wait]
