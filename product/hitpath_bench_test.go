@@ -542,17 +542,7 @@ type mcpBenchConn struct {
 
 func openMCPBenchConn(b *testing.B, h *exactHit) *mcpBenchConn {
 	b.Helper()
-	inR, inW := io.Pipe()
-	outR, outW := io.Pipe()
-	c := &mcpBenchConn{in: inW, out: bufio.NewReader(outR), done: make(chan error, 1)}
-	go func() {
-		c.done <- ServeMCP(context.Background(), MCPConfig{Engine: h.te.Engine, Repository: h.te.repo, MainModel: "bench",
-			Profile: ProfileRevision{ID: DefaultProfileID, Revision: 1, Profile: defaultProfile}, CacheOnly: true, Log: io.Discard}, inR, outW)
-		outW.Close()
-	}()
-	if line := c.ask(b, `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"bench","version":"1"}}}`); !strings.Contains(line, "protocolVersion") {
-		b.Fatalf("initialize: %.300s", line)
-	}
+	c := initializeMCPBenchConn(b, h)
 	if line := c.ask(b, mcpNeedCall(1, needLocateNewSearcher)); !strings.Contains(line, "_hit") {
 		b.Fatalf("first ask: %.300s", line)
 	}
@@ -655,9 +645,9 @@ func BenchmarkFirstHit(b *testing.B) {
 	}
 }
 
-// openMCPBenchConnBare opens an MCP connection and answers initialize,
-// asking nothing else.
-func openMCPBenchConnBare(b *testing.B, h *exactHit) *mcpBenchConn {
+// initializeMCPBenchConn serves an in-process MCP connection on h's engine
+// and asks initialize.
+func initializeMCPBenchConn(b *testing.B, h *exactHit) *mcpBenchConn {
 	b.Helper()
 	inR, inW := io.Pipe()
 	outR, outW := io.Pipe()
@@ -670,6 +660,14 @@ func openMCPBenchConnBare(b *testing.B, h *exactHit) *mcpBenchConn {
 	if line := c.ask(b, `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"bench","version":"1"}}}`); !strings.Contains(line, "protocolVersion") {
 		b.Fatalf("initialize: %.300s", line)
 	}
+	return c
+}
+
+// openMCPBenchConnBare opens an MCP connection and answers initialize,
+// asking nothing else.
+func openMCPBenchConnBare(b *testing.B, h *exactHit) *mcpBenchConn {
+	b.Helper()
+	c := initializeMCPBenchConn(b, h)
 	if _, err := io.WriteString(c.in, `{"jsonrpc":"2.0","method":"notifications/initialized"}`+"\n"); err != nil {
 		b.Fatal(err)
 	}
