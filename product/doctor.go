@@ -439,7 +439,17 @@ func (d *doctorRun) judgeMCP(check, host, fix string, servers []mcpServer) {
 
 // mcpServeArgs are the arguments of needle mcp serve in a fix.
 func (d *doctorRun) mcpServeArgs(repo, model string) string {
-	return "needle mcp serve --data-dir " + d.dataDir + " --repository " + repo + " --main-model " + model + " --role-profile default"
+	return "needle mcp serve --data-dir " + d.dataDir + " --repository " + repo + " --main-model " + model + " --role-profile default" + d.workerFlag()
+}
+
+// workerFlag is what a registration adds for workers, as the README's
+// does: --codex codex while no codex.command setting gives every command
+// one (with it, the registration needs none).
+func (d *doctorRun) workerFlag() string {
+	if strings.TrimSpace(d.settings["codex.command"]) != "" {
+		return ""
+	}
+	return " --codex codex"
 }
 
 // codexServerEnv is the environment codex 0.171.0 starts a stdio MCP server
@@ -479,7 +489,7 @@ func (d *doctorRun) codexMCP() {
 	if def, err := dataDirIn(codexServerEnv(nil, nil)); err != nil || def != d.dataDir {
 		fix += " --data-dir " + d.dataDir
 	}
-	fix += " --main-model gpt-5-codex --role-profile default"
+	fix += " --main-model gpt-5-codex --role-profile default" + d.workerFlag()
 	home, err := codexHome()
 	if err != nil {
 		d.add("mcp-codex", doctorWarn, fix, "%s", oneLine(userMessage(err)))

@@ -79,7 +79,7 @@ func TestDoctor_CodexMCPDataDir(t *testing.T) {
 	t.Setenv(envDataDir, "")
 	def := filepath.Join(home, ".local", "share", "needle")
 	other := filepath.Join(t.TempDir(), "data")
-	readme := "[mcp_servers.needle]\ncommand = \"needle\"\nargs = [\"mcp\", \"serve\", \"--main-model\", \"gpt-5-codex\", \"--role-profile\", \"default\"]\n"
+	readme := "[mcp_servers.needle]\ncommand = \"needle\"\nargs = [\"mcp\", \"serve\", \"--main-model\", \"gpt-5-codex\", \"--role-profile\", \"default\", \"--codex\", \"codex\"]\n"
 
 	if c := codexMCPCheck(t, def, readme); c.Status != doctorOK {
 		t.Errorf("the README's registration, doctor of the default data directory: %+v", c)
@@ -90,7 +90,7 @@ func TestDoctor_CodexMCPDataDir(t *testing.T) {
 	t.Setenv("XDG_DATA_HOME", filepath.Join(home, "xdg"))
 	c := codexMCPCheck(t, other, readme)
 	if c.Status != doctorWarn || !strings.Contains(c.Detail, "names no --data-dir") || !strings.Contains(c.Detail, "it serves "+def+", not "+other) ||
-		c.Fix != "codex mcp add needle -- needle mcp serve --data-dir "+other+" --main-model gpt-5-codex --role-profile default" {
+		c.Fix != "codex mcp add needle -- needle mcp serve --data-dir "+other+" --main-model gpt-5-codex --role-profile default --codex codex" {
 		t.Errorf("the README's registration, NEEDLE_DATA_DIR set in the shell: %+v", c)
 	}
 	// Passed on by the env table (codex mcp add --env) or env_vars.
@@ -105,12 +105,12 @@ func TestDoctor_CodexMCPDataDir(t *testing.T) {
 	}
 	// No registration: the fix registers the README's way.
 	c = codexMCPCheck(t, other, "model = \"m\"\n")
-	if c.Status != doctorWarn || c.Fix != "codex mcp add needle -- needle mcp serve --data-dir "+other+" --main-model gpt-5-codex --role-profile default" {
+	if c.Status != doctorWarn || c.Fix != "codex mcp add needle -- needle mcp serve --data-dir "+other+" --main-model gpt-5-codex --role-profile default --codex codex" {
 		t.Errorf("no registration: %+v", c)
 	}
 	t.Setenv(envDataDir, "")
 	t.Setenv("XDG_DATA_HOME", "")
-	if c := codexMCPCheck(t, def, "model = \"m\"\n"); c.Fix != "codex mcp add needle -- needle mcp serve --main-model gpt-5-codex --role-profile default" {
+	if c := codexMCPCheck(t, def, "model = \"m\"\n"); c.Fix != "codex mcp add needle -- needle mcp serve --main-model gpt-5-codex --role-profile default --codex codex" {
 		t.Errorf("no registration, the default data directory: %+v", c)
 	}
 }
