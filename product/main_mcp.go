@@ -166,8 +166,10 @@ func (c *cli) mcpServeBackground(every time.Duration, opening *mcpOpening) (stop
 }
 
 // mcpServeWarm readies the serving engine once it is open (Engine.WarmOpen),
-// in the background on a thread of lower CPU priority, so that the first
-// hit of the connection finds what a later one finds; it returns its stop,
+// in the background, each step under the engine's turn, so that the first
+// hit of the connection finds what a later one finds. It runs at normal
+// priority: at a lower one, under load, it was starved while it held the
+// turn, and a first call waited longer. It returns its stop,
 // which cancels it and waits for it. A failure costs the first hit its
 // reads, never an answer: it is logged and nothing else.
 func (c *cli) mcpServeWarm(opening *mcpOpening) (stop func()) {
