@@ -63,9 +63,11 @@ approve line once verified). For a lifecycle: the task, the
 criteria, phase and status, rounds and the repair, budget and usage, the
 patch's operations, each frozen test plan with its result, the review's
 findings, the verification's judgement of each criterion, the apply
-journal, and what to run next — when it awaits approval, the exact
-'needle change approve' line with the digests to approve. The journal is
-replayed and every digest checked first.
+journal, and what to run next — when it awaits approval, the
+'needle change approve ID' line, which shows the patch and the digests the
+approval binds, and asks (--json has those digests under
+awaiting_approval, for scripts). The journal is replayed and every digest
+checked first.
 `
 
 func (c *cli) changeShow(args []string) int {
