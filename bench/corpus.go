@@ -144,11 +144,17 @@ func LoadCorpus(dir string) (*Corpus, error) {
 	return c, c.check()
 }
 
-// check verifies that every session names a pinned subject version and
-// every need is either a request or a marker.
+// check verifies that each module is one subject (its work tree is played
+// and judged by one goroutine), every session names a pinned subject
+// version and every need is either a request or a marker.
 func (c *Corpus) check() error {
 	pinned := map[string]bool{}
+	subjects := map[string]bool{}
 	for _, s := range c.Manifest.Subjects {
+		if subjects[s.Module] {
+			return fmt.Errorf("manifest: module %s is a subject twice; list its versions in one subject", s.Module)
+		}
+		subjects[s.Module] = true
 		for _, v := range s.Versions {
 			pinned[s.Module+"@"+v.Version] = true
 		}

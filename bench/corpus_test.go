@@ -2,6 +2,8 @@ package bench
 
 import (
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
@@ -129,4 +131,38 @@ func TestCorpus_DefaultDialect(t *testing.T) {
 		}
 	}
 	t.Logf("%d distinct answers: %v; classes %v", len(answers), kinds, classes)
+}
+
+// TestCorpus_ModuleIsOneSubject: a module listed as two subjects is
+// refused when the corpus loads, since play and validation give each
+// module's work tree to one goroutine.
+func TestCorpus_ModuleIsOneSubject(t *testing.T) {
+	dir := t.TempDir()
+	for _, name := range []string{"manifest.json", "sessions.jsonl"} {
+		data, err := os.ReadFile(filepath.Join("../corpus/tiny", name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if name == "manifest.json" {
+			var m map[string]any
+			if err := json.Unmarshal(data, &m); err != nil {
+				t.Fatal(err)
+			}
+			subjects := m["subjects"].([]any)
+			m["subjects"] = append(subjects, subjects[0])
+			if data, err = json.Marshal(m); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := os.WriteFile(filepath.Join(dir, name), data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := LoadCorpus("../corpus/tiny"); err != nil {
+		t.Fatalf("the bundled tiny corpus: %v", err)
+	}
+	_, err := LoadCorpus(dir)
+	if err == nil || !strings.Contains(err.Error(), "github.com/pkg/errors is a subject twice") {
+		t.Fatalf("a module listed twice: got %v", err)
+	}
 }

@@ -6,8 +6,12 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
+	"sync"
 	"time"
+
+	"golang.org/x/sync/errgroup"
 
 	"github.com/needle-dev/needle/product"
 	"github.com/needle-dev/needle/product/codextest"
@@ -47,6 +51,7 @@ type bump struct {
 	Refresh          product.RefreshReport
 	Warmed           int     // needs the serving engine readied (Engine.Warm)
 	WarmMs           float64 // how long that took
+	at               int     // the index of the session it came before, to keep the corpus's order
 }
 
 // appServer says which App Server the engines use.
@@ -62,64 +67,120 @@ type appServer struct {
 	before func(n CorpusNeed, needID string) (cleanup func(), err error)
 }
 
-// play runs every session of c against repos and returns the outcomes and
-// each module's worker totals.
+// play runs every session of c against repos and returns the outcomes (in
+// the corpus's order) and each module's worker totals. A module's sessions
+// play in order on its own engine, repository and data directory; modules
+// share nothing, so they play side by side, at most runtime.NumCPU() at
+// once, unless the App Server is recording (as.before points the one fake
+// model at one need at a time).
 func play(ctx context.Context, c *Corpus, repos map[string]*moduleRepo, dataRoot string, as appServer, tc testsConfig, refresh bool, progress func(done, total int)) ([]outcome, []bump, map[string]product.WorkerTotals, error) {
-	engines := map[string]*product.Engine{}
-	defer func() {
-		for _, e := range engines {
-			e.Close()
-		}
-	}()
+	var modules []string
+	sessions := map[string][]int{} // a module's sessions, by index in c.Sessions
 	total := 0
-	for _, s := range c.Sessions {
+	for i, s := range c.Sessions {
+		if _, ok := sessions[s.Module]; !ok {
+			modules = append(modules, s.Module)
+		}
+		sessions[s.Module] = append(sessions[s.Module], i)
 		total += len(s.Needs)
 	}
-	var out []outcome
-	var bumps []bump
-	at := map[string]string{} // each module's checked-out version
-	for _, s := range c.Sessions {
-		repo := repos[s.Module]
-		if err := repo.checkout(ctx, s.Version); err != nil {
-			return nil, nil, nil, err
+	outs := make([][]outcome, len(c.Sessions))
+	played := make([]modulePlay, len(modules))
+	var mu sync.Mutex
+	done := 0
+	counted := func() {
+		mu.Lock()
+		defer mu.Unlock()
+		done++
+		if progress != nil {
+			progress(done, total)
 		}
-		cfg := product.Config{
-			DataDir: filepath.Join(dataRoot, filepath.Base(repo.Dir)), Repository: repo.Dir,
-			Codex: &product.CodexConfig{Command: as.command, Home: as.home, RecordDir: as.record},
-			Tests: tc.of(repo),
-		}
-		e, ok := engines[s.Module]
-		if ok && refresh && at[s.Module] != s.Version {
-			b, err := refreshAtBump(ctx, cfg, e, s.Module, at[s.Module], s.Version)
-			if err != nil {
-				return nil, nil, nil, err
-			}
-			bumps = append(bumps, b)
-		}
-		at[s.Module] = s.Version
-		if !ok {
+	}
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(runtime.NumCPU())
+	if as.before != nil {
+		g.SetLimit(1)
+	}
+	for k, m := range modules {
+		g.Go(func() error {
 			var err error
-			if e, err = product.Open(ctx, cfg); err != nil {
-				return nil, nil, nil, err
-			}
-			engines[s.Module] = e
+			played[k], err = playModule(gctx, c, repos[m], sessions[m], outs, filepath.Join(dataRoot, filepath.Base(repos[m].Dir)), as, tc, refresh, counted)
+			return err
+		})
+	}
+	err := g.Wait()
+	engines := map[string]*product.Engine{}
+	var bumps []bump
+	for k, mp := range played {
+		if mp.engine != nil {
+			engines[modules[k]] = mp.engine
+			defer mp.engine.Close()
 		}
-		for _, n := range s.Needs {
-			o, err := playNeed(ctx, e, s, n, as)
-			if err != nil {
-				return nil, nil, nil, fmt.Errorf("session %s need %s: %w", s.ID, n.ID, err)
-			}
-			out = append(out, o)
-			if progress != nil {
-				progress(len(out), total)
-			}
-		}
+		bumps = append(bumps, mp.bumps...)
+	}
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	slices.SortStableFunc(bumps, func(a, b bump) int { return a.at - b.at })
+	var out []outcome
+	for _, o := range outs {
+		out = append(out, o...)
 	}
 	totals, err := engineWorkerTotals(ctx, engines)
 	if err != nil {
 		return nil, nil, nil, err
 	}
 	return out, bumps, totals, nil
+}
+
+// modulePlay is what one module's sessions left: its engine (open, for
+// the worker totals) and its bumps.
+type modulePlay struct {
+	engine *product.Engine
+	bumps  []bump
+}
+
+// playModule plays the sessions of one module (indices into c.Sessions, in
+// order) on one engine over dataDir, writing each session's outcomes to
+// outs at its index and calling counted after each need.
+func playModule(ctx context.Context, c *Corpus, repo *moduleRepo, sessions []int, outs [][]outcome, dataDir string, as appServer, tc testsConfig, refresh bool, counted func()) (modulePlay, error) {
+	var mp modulePlay
+	at := "" // the version checked out
+	for _, i := range sessions {
+		s := c.Sessions[i]
+		if err := repo.checkout(ctx, s.Version); err != nil {
+			return mp, err
+		}
+		cfg := product.Config{
+			DataDir: dataDir, Repository: repo.Dir,
+			Codex: &product.CodexConfig{Command: as.command, Home: as.home, RecordDir: as.record},
+			Tests: tc.of(repo),
+		}
+		if mp.engine != nil && refresh && at != s.Version {
+			b, err := refreshAtBump(ctx, cfg, mp.engine, s.Module, at, s.Version)
+			if err != nil {
+				return mp, err
+			}
+			b.at = i
+			mp.bumps = append(mp.bumps, b)
+		}
+		at = s.Version
+		if mp.engine == nil {
+			var err error
+			if mp.engine, err = product.Open(ctx, cfg); err != nil {
+				return mp, err
+			}
+		}
+		for _, n := range s.Needs {
+			o, err := playNeed(ctx, mp.engine, s, n, as)
+			if err != nil {
+				return mp, fmt.Errorf("session %s need %s: %w", s.ID, n.ID, err)
+			}
+			outs[i] = append(outs[i], o)
+			counted()
+		}
+	}
+	return mp, nil
 }
 
 // refreshAtBump runs the product's Refresh for module moved from one

@@ -5,8 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
+	"sync"
+
+	"golang.org/x/sync/errgroup"
 
 	"github.com/needle-dev/needle/product"
 )
@@ -158,62 +162,93 @@ func distinctAnswers(c *Corpus) ([]pendingAnswer, error) {
 	return out, nil
 }
 
-// judgeAnswers gives every distinct scripted answer its two verdicts.
+// judgeAnswers gives every distinct scripted answer its two verdicts, in
+// the manifest's order of modules and versions. A module's versions are
+// judged in turn (they share its work tree); modules share nothing, so
+// they are judged side by side, at most runtime.NumCPU() at once.
 func judgeAnswers(ctx context.Context, c *Corpus, repos map[string]*moduleRepo, ts truths, dataRoot string, tc testsConfig, progress func(done, total int)) ([]Verdict, error) {
 	pending, err := distinctAnswers(c)
 	if err != nil {
 		return nil, err
 	}
-	var out []Verdict
-	for _, s := range c.Manifest.Subjects {
-		for _, v := range s.Versions {
-			var batch []pendingAnswer
-			for _, p := range pending {
-				if p.Module == s.Module && p.Version == v.Version {
-					batch = append(batch, p)
-				}
-			}
-			if len(batch) == 0 {
-				continue
-			}
-			repo := repos[s.Module]
-			if err := repo.checkout(ctx, v.Version); err != nil {
-				return nil, err
-			}
-			e, err := product.Open(ctx, product.Config{DataDir: filepath.Join(dataRoot, filepath.Base(repo.Dir)+"@"+v.Version),
-				Repository: repo.Dir, CacheOnly: true, Transport: "cli", Tests: tc.of(repo)})
-			if err != nil {
-				return nil, err
-			}
-			t := ts.of(s.Module, v.Version)
-			for _, p := range batch {
-				j := t.iv.answer(p.subj, p.proposal)
-				p.Truth, p.True, p.Why = j.V.String(), j.V == tvTrue, j.Why
-				cok, cwhy := t.answer(p.subj, p.proposal)
-				p.CoverageTruth, p.CoverageWhy = verdictFalse, cwhy
-				switch {
-				case cok:
-					p.CoverageTruth = verdictTrue
-				case strings.Contains(cwhy, errUnjudged):
-					p.CoverageTruth = verdictUnjudged
-				}
-				out0, err := proposeOutcome(ctx, e, p.proposal)
-				if err != nil {
-					e.Close()
-					return nil, fmt.Errorf("propose the answer of %s (%s): %w", p.Need, p.Kind, err)
-				}
-				p.Outcome, p.Reach, p.Reasons = out0.Status, out0.Reach, out0.Reasons
-				p.Certified = p.Outcome == outcomeCertified
-				if p.Certified {
-					p.Reasons = nil
-				}
-				out = append(out, p.Verdict)
-				if progress != nil {
-					progress(len(out), len(pending))
-				}
-			}
-			e.Close()
+	judged := make([][]Verdict, len(c.Manifest.Subjects))
+	var mu sync.Mutex
+	done := 0
+	counted := func() {
+		mu.Lock()
+		defer mu.Unlock()
+		done++
+		if progress != nil {
+			progress(done, len(pending))
 		}
+	}
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(runtime.NumCPU())
+	for k, s := range c.Manifest.Subjects {
+		g.Go(func() error {
+			var err error
+			judged[k], err = judgeModule(gctx, s, repos[s.Module], ts, pending, dataRoot, tc, counted)
+			return err
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return nil, err
+	}
+	var out []Verdict
+	for _, v := range judged {
+		out = append(out, v...)
+	}
+	return out, nil
+}
+
+// judgeModule judges the pending answers of one subject module, version
+// by version, each on a fresh store with the work tree at that version.
+func judgeModule(ctx context.Context, s Subject, repo *moduleRepo, ts truths, pending []pendingAnswer, dataRoot string, tc testsConfig, counted func()) ([]Verdict, error) {
+	var out []Verdict
+	for _, v := range s.Versions {
+		var batch []pendingAnswer
+		for _, p := range pending {
+			if p.Module == s.Module && p.Version == v.Version {
+				batch = append(batch, p)
+			}
+		}
+		if len(batch) == 0 {
+			continue
+		}
+		if err := repo.checkout(ctx, v.Version); err != nil {
+			return nil, err
+		}
+		e, err := product.Open(ctx, product.Config{DataDir: filepath.Join(dataRoot, filepath.Base(repo.Dir)+"@"+v.Version),
+			Repository: repo.Dir, CacheOnly: true, Transport: "cli", Tests: tc.of(repo)})
+		if err != nil {
+			return nil, err
+		}
+		t := ts.of(s.Module, v.Version)
+		for _, p := range batch {
+			j := t.iv.answer(p.subj, p.proposal)
+			p.Truth, p.True, p.Why = j.V.String(), j.V == tvTrue, j.Why
+			cok, cwhy := t.answer(p.subj, p.proposal)
+			p.CoverageTruth, p.CoverageWhy = verdictFalse, cwhy
+			switch {
+			case cok:
+				p.CoverageTruth = verdictTrue
+			case strings.Contains(cwhy, errUnjudged):
+				p.CoverageTruth = verdictUnjudged
+			}
+			out0, err := proposeOutcome(ctx, e, p.proposal)
+			if err != nil {
+				e.Close()
+				return nil, fmt.Errorf("propose the answer of %s (%s): %w", p.Need, p.Kind, err)
+			}
+			p.Outcome, p.Reach, p.Reasons = out0.Status, out0.Reach, out0.Reasons
+			p.Certified = p.Outcome == outcomeCertified
+			if p.Certified {
+				p.Reasons = nil
+			}
+			out = append(out, p.Verdict)
+			counted()
+		}
+		e.Close()
 	}
 	return out, nil
 }
