@@ -43,7 +43,17 @@ type Response struct {
 	// not match fails the request (HTTP 500): a scripted turn never goes
 	// on with a value it did not read.
 	Read map[string]string
+	// MeasureInput replaces the scripted input_tokens of response.completed
+	// by the request body's size in bytes divided by BytesPerToken, rounded
+	// up: a model charges for everything a client sends, and a client that
+	// sends a longer history is charged more. Scripted usage cannot tell
+	// a client that resends what it sent before from one that does not.
+	MeasureInput bool
 }
+
+// BytesPerToken is the rough size of one input token MeasureInput
+// assumes: about four bytes of English or code per token.
+const BytesPerToken = 4
 
 // Script is the queue of responses, served in order, one per request.
 type Script struct {

@@ -24,7 +24,8 @@ import (
 //	]}
 //
 // Each response has exactly one of message, function_call, status (with an
-// optional body) or events, plus optional hold and delay_ms. Ids may be
+// optional body) or events, plus optional hold, delay_ms, match and
+// measure_input (Response.MeasureInput). Ids may be
 // omitted (Start derives them from the position). function_call arguments
 // are the JSON-encoded argument string of the Responses API, or, for
 // convenience, a JSON object that is encoded for you. Unknown keys are
@@ -65,6 +66,7 @@ type scriptResponse struct {
 	Hold         bool             `json:"hold"`
 	DelayMS      int64            `json:"delay_ms"`
 	Match        []string         `json:"match"`
+	MeasureInput bool             `json:"measure_input"`
 }
 
 type scriptMessage struct {
@@ -128,6 +130,7 @@ func (sr scriptResponse) response() (Response, error) {
 	resp.Hold = sr.Hold
 	resp.Delay = time.Duration(sr.DelayMS) * time.Millisecond
 	resp.Match = sr.Match
+	resp.MeasureInput = sr.MeasureInput
 	return resp, nil
 }
 

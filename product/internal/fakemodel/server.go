@@ -229,11 +229,16 @@ func (s *Server) respond(w http.ResponseWriter, r *http.Request, body []byte) {
 // filled is p's events with every Read key replaced by what the request
 // body holds.
 func (p prepared) filled(body []byte) ([]event, error) {
-	if len(p.read) == 0 {
+	if len(p.read) == 0 && !p.measure {
 		return p.events, nil
 	}
 	out := make([]event, len(p.events))
 	copy(out, p.events)
+	if p.measure {
+		if err := measureInput(out, int64(len(body))); err != nil {
+			return nil, err
+		}
+	}
 	for _, r := range p.read {
 		m := r.re.Find(body)
 		if m == nil {
@@ -247,6 +252,42 @@ func (p prepared) filled(body []byte) ([]event, error) {
 		}
 	}
 	return out, nil
+}
+
+// measureInput sets the input tokens of the response.completed event in
+// events to n bytes' worth (MeasureInput), keeping the cached tokens within
+// them and the total the sum of input and output.
+func measureInput(events []event, n int64) error {
+	for i, ev := range events {
+		if ev.typ != "response.completed" {
+			continue
+		}
+		var doc map[string]any
+		dec := json.NewDecoder(bytes.NewReader(ev.data))
+		dec.UseNumber()
+		if err := dec.Decode(&doc); err != nil {
+			return fmt.Errorf("fakemodel: measure input: %w", err)
+		}
+		resp, _ := doc["response"].(map[string]any)
+		usage, _ := resp["usage"].(map[string]any)
+		if usage == nil {
+			return errors.New("fakemodel: measure input: response.completed has no usage")
+		}
+		input := (n + BytesPerToken - 1) / BytesPerToken
+		output, _ := usage["output_tokens"].(json.Number).Int64()
+		usage["input_tokens"], usage["total_tokens"] = input, input+output
+		if details, ok := usage["input_tokens_details"].(map[string]any); ok {
+			if cached, _ := details["cached_tokens"].(json.Number).Int64(); cached > input {
+				details["cached_tokens"] = input
+			}
+		}
+		data, err := marshal(doc)
+		if err != nil {
+			return err
+		}
+		events[i].data = data
+	}
+	return nil
 }
 
 // hold waits for Release; false means the request ended first.
@@ -299,13 +340,14 @@ func RecordedBody(body []byte) json.RawMessage {
 
 // prepared is a Response ready to serve: ids filled in, events encoded.
 type prepared struct {
-	match  []string
-	read   []reader
-	events []event
-	status int
-	body   []byte
-	hold   bool
-	delay  time.Duration
+	match   []string
+	read    []reader
+	events  []event
+	status  int
+	body    []byte
+	hold    bool
+	delay   time.Duration
+	measure bool
 }
 
 // reader is one Read entry, compiled.
@@ -334,7 +376,7 @@ func prepare(s Script) ([]prepared, error) {
 }
 
 func prepareOne(r Response, n int) (prepared, error) {
-	p := prepared{status: r.Status, hold: r.Hold, delay: r.Delay, match: r.Match}
+	p := prepared{status: r.Status, hold: r.Hold, delay: r.Delay, match: r.Match, measure: r.MeasureInput}
 	for key, expr := range r.Read {
 		re, err := regexp.Compile(expr)
 		if err != nil || key == "" {

@@ -360,3 +360,34 @@ func TestServer_Read(t *testing.T) {
 		t.Error("Start accepted a Read expression that does not compile")
 	}
 }
+
+func TestServer_MeasureInput(t *testing.T) {
+	msg := Message("", "", "ok", Usage{Input: 999999, Cached: 500000, Output: 7})
+	msg.MeasureInput = true
+	srv := MustStart(t, Script{Responses: []Response{msg, msg}})
+	for _, body := range []string{`{"input":"short"}`, `{"input":"` + strings.Repeat("x", 4001) + `"}`} {
+		resp, out := post(t, context.Background(), srv.URL()+"/responses", body)
+		want := int64((len(body) + 3) / 4) // ceil(bytes / 4), independently of the server
+		var usage struct {
+			Input   int64 `json:"input_tokens"`
+			Total   int64 `json:"total_tokens"`
+			Output  int64 `json:"output_tokens"`
+			Details struct {
+				Cached int64 `json:"cached_tokens"`
+			} `json:"input_tokens_details"`
+		}
+		_, data, _ := strings.Cut(out, "event: response.completed\ndata: ")
+		data, _, _ = strings.Cut(data, "\n")
+		var doc struct {
+			Response struct {
+				Usage json.RawMessage `json:"usage"`
+			} `json:"response"`
+		}
+		if err := json.Unmarshal([]byte(data), &doc); err != nil || json.Unmarshal(doc.Response.Usage, &usage) != nil {
+			t.Fatalf("%d: no usage in %s (%v)", resp.StatusCode, out, err)
+		}
+		if usage.Input != want || usage.Output != 7 || usage.Total != want+7 || usage.Details.Cached > want {
+			t.Errorf("body of %d bytes: usage %+v, want input %d", len(body), usage, want)
+		}
+	}
+}
