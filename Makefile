@@ -19,7 +19,7 @@ CLAUDE_VERSION := 2.1.332
 CLAUDE_PREFIX := .cache/claude-code-$(CLAUDE_VERSION)
 CLAUDE_BIN ?= $(CURDIR)/$(CLAUDE_PREFIX)/node_modules/@anthropic-ai/claude-code-linux-x64/claude
 
-.PHONY: all build test test-unit test-contract codex claude frozen-worker frozen-changes frozen-hook frozen-exec frozen-lifecycle frozen-corpus corpus crash soak bench bench-smoke check lint fmt vet staticcheck dupl demo fuzz clean
+.PHONY: all build test test-unit test-contract codex claude frozen-worker frozen-continue frozen-changes frozen-hook frozen-exec frozen-lifecycle frozen-corpus corpus crash soak bench bench-smoke check lint fmt vet staticcheck dupl demo fuzz clean
 
 all: build
 
@@ -95,6 +95,12 @@ frozen-changes: build codex
 		$(BIN)/needlebench record-change --codex $(CODEX_BIN) --repository fixtures/repos/grepx.txtar \
 			--scenario fixtures/changes/$$n.json --out frozen/changes/$$n --tests-cache $(CURDIR)/.cache/testrun-lifecycle || exit 1; \
 	done
+
+## frozen-continue: re-record the worker continuation scenarios (a session's
+## extension need continuing its worker's thread, and the fresh threads it is
+## compared with) with the real codex and the fake model (frozen/continue)
+frozen-continue: codex
+	NEEDLE_UPDATE=1 NEEDLE_CODEX_BIN=$(CODEX_BIN) $(GO) test -tags contract -count=1 -run '^TestContract_WorkerContinue$$' ./product
 
 ## frozen-hook: re-record the evidence-worker session the Codex hook's
 ## testscripts and contract tier replay (frozen/hook/worker)

@@ -378,7 +378,9 @@
 // toward HardSessionSteps (64), repeats included; past a limit a need is a
 // normal bypass. One resolution runs at a time; the others wait in arrival
 // order. A repeat adds nothing to the ledger (one entry per distinct need
-// and outcome).
+// and outcome). The worker request of a residual or extension need names
+// its session and the earlier needs it is one of (ledger.continues), so a
+// worker may continue the thread that answered them (Workers below).
 //
 // An exact hit reads no evidence and writes nothing while the client waits.
 // The engine remembers, per need, the classified candidates its last
@@ -432,6 +434,29 @@
 // (product/internal/replay; product/codextest and needlebench
 // appserver-replay run it) can serve in
 // place of codex, choosing the session by the worker's invocation identity.
+//
+// Worker continuation (worker_continue.go; CodexConfig.Continue, the
+// worker.continue setting, off by default). With it, an evidence worker
+// is kept after its request: its App Server process, its ephemeral thread
+// and its verified checkout, at most one per engine (an MCP connection has
+// its own engine), closed when the engine closes, after CodexConfig.Idle
+// (default 2 minutes) without a request, or when another request does not
+// continue it. Ephemeral threads cannot be resumed in another process, so
+// the process is what is kept, and a continuation is a new turn/start on
+// the same thread id. A request continues it only when it is of the same
+// session, a residual or extension of a need the thread answered, under
+// the same worker model and effort, the process is still running, and the
+// repository's snapshot now is the very snapshot of the checkout the
+// thread read; otherwise the kept worker is closed and a fresh thread is
+// started in a fresh checkout. The continued turns ask only for the
+// missing obligations (the prompt of each, told that the checkout is the
+// one it already read). The request is charged what the thread's token
+// total grew by; the checkout is verified unchanged after every request,
+// and any failure closes the worker (a failed cleanup fails closed, and
+// one that failed off any request fails the next and Close). The answer
+// goes through the same decodeProposal and validate as any proposal. The
+// whole process's session is recorded under the first request's
+// invocation, so the replay server finds it by the kept home's name.
 //
 // # MCP
 //
@@ -850,6 +875,7 @@
 //	exec.go              needle exec: the main model's App Server thread and the delivery of replies
 //	worker.go            workerPort and its request and result types
 //	worker_codex.go      the Codex App Server worker (sessions, checkouts, homes)
+//	worker_continue.go   worker continuation: a session's kept evidence worker, continued by a new turn
 //	worker_change.go     the change workers' prompts, answer schemas and judging
 //	change.go            supervised changes: the request, statuses, verdicts, results
 //	change_json.go       decoding and checking a change request

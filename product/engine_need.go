@@ -85,7 +85,8 @@ func (e *Engine) resolveNeed(ctx context.Context, session string, need compiledN
 	var cost resolutionCost
 	if spawned {
 		ledger.Workers++
-		d, cost.TokensSpent, err = e.runWorker(ctx, need, d)
+		cont := workerSession{Session: session, Continues: ledger.continues(need.ID, need.IR, relation)}
+		d, cost.TokensSpent, err = e.runWorker(ctx, need, d, cont)
 		run = workerRun{Spawned: true, Usage: workerUsage{TotalTokens: cost.TokensSpent}}
 		if err != nil {
 			return NeedResult{}, run, err
@@ -388,8 +389,9 @@ func (e *Engine) choosePlan(ctx context.Context, need compiledNeed, in resolveIn
 // every proposal through the validators. A rejected proposal makes a miss
 // "rejected"; a failed worker makes it a bypass. Partial hits keep what the
 // evidence gave and list what is still missing.
-func (e *Engine) runWorker(ctx context.Context, need compiledNeed, d decision) (_ decision, tokens int64, err error) {
+func (e *Engine) runWorker(ctx context.Context, need compiledNeed, d decision, cont workerSession) (_ decision, tokens int64, err error) {
 	req, err := e.workerRequestFor(need, d)
+	req.Session, req.Continues = cont.Session, cont.Continues
 	if err != nil {
 		return d, 0, err
 	}
@@ -439,6 +441,13 @@ func (e *Engine) runWorker(ctx context.Context, need compiledNeed, d decision) (
 		d.Reason = "still missing after the worker: " + kindList(d.Missing)
 	}
 	return d, tokens, nil
+}
+
+// workerSession is where a worker request comes from: the session and the
+// earlier needs it may continue (workerRequest.Session, Continues).
+type workerSession struct {
+	Session   string
+	Continues []string
 }
 
 // workerRequestFor is the worker's task: the obligations the decision

@@ -108,12 +108,17 @@ func engineOpenDefaults(cfg Config) (Config, error) {
 	return cfg, nil
 }
 
-// Close writes the accounting still queued (doc.go, "Durability") and
-// closes the store if the engine owns it (Open); an engine of the resident
-// runtime leaves the shared store open.
+// Close writes the accounting still queued (doc.go, "Durability"), closes
+// the kept evidence worker, if any (worker_continue.go), and closes the
+// store if the engine owns it (Open); an engine of the resident runtime
+// leaves the shared store open.
 func (e *Engine) Close() error {
 	e.flushStats()
 	aerr := e.acct.close()
+	var werr error
+	if e.codex != nil {
+		werr = e.codex.Close() // the kept worker of a session ends with its engine
+	}
 	e.repo.Close() // stops its long-lived git processes
 	if e.ownStore {
 		if err := e.store.Close(); err != nil {
@@ -122,6 +127,9 @@ func (e *Engine) Close() error {
 	}
 	if aerr != nil {
 		return &Error{Op: "engine.close", Kind: kindStore, Err: fmt.Errorf("accounting: %w", aerr)}
+	}
+	if werr != nil {
+		return &Error{Op: "engine.close", Kind: kindIO, Err: fmt.Errorf("kept worker: %w", werr)}
 	}
 	return nil
 }

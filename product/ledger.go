@@ -131,6 +131,24 @@ func (l *ledger) classify(needID string, ir needIR) relation {
 	return relationRank[best]
 }
 
+// continues lists the earlier needs of the session that ir, classified
+// rel, is a residual or an extension of, newest first: the needs whose
+// worker's thread a continuation may pick up. Other relations continue
+// nothing.
+func (l *ledger) continues(needID string, ir needIR, rel relation) []string {
+	if rel != relationResidual && rel != relationExtension {
+		return nil
+	}
+	var out []string
+	for i := len(l.Entries) - 1; i >= 0; i-- {
+		e := l.Entries[i]
+		if relate(e, needID, ir) == rel && !slices.Contains(out, e.NeedID) {
+			out = append(out, e.NeedID)
+		}
+	}
+	return out
+}
+
 func relate(e ledgerEntry, needID string, ir needIR) relation {
 	if e.NeedID == needID {
 		return relationRepeat

@@ -140,7 +140,7 @@ Commands:
                     manage role profiles (immutable revisions; "default" is built in)
   config set|get|list [--data-dir DIR] [KEY [VALUE]]
                     manage profile settings (codex.command, codex.home, worker.deadline,
-                    tests.codex, tests.cache, tests.deadline)
+                    worker.continue, tests.codex, tests.cache, tests.deadline)
   db check [--data-dir DIR]
                     open the store in DIR (creating or upgrading it) and verify it
   stats [--data-dir DIR] [--json]

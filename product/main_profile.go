@@ -32,6 +32,12 @@ var settingKeys = map[string]struct {
 		return nil
 	}},
 	"worker.deadline": {"the wall-clock bound of one worker turn (a Go duration, e.g. 2m)", checkDuration},
+	"worker.continue": {"on: a residual or extension need continues its session's evidence worker thread (default off)", func(v string) error {
+		if v != "on" && v != "off" {
+			return fmt.Errorf("%q is neither on nor off", v)
+		}
+		return nil
+	}},
 	"tests.codex": {"the real codex binary whose sandbox confines the tests Needle runs", func(v string) error {
 		if !filepath.IsAbs(v) {
 			return fmt.Errorf("%q is not an absolute path", v)
@@ -69,6 +75,11 @@ Manage the settings of the Needle profile in DIR. Keys:
                     every worker's own CODEX_HOME (provider, model, credentials;
                     the MCP servers of config.toml are left out), e.g. ~/.codex
   worker.deadline   the wall-clock bound of one worker turn (default 2m)
+  worker.continue   on: a residual or extension need of a session continues
+                    the thread of the session's last evidence worker (a new
+                    turn for the missing obligations, in the same checkout,
+                    only while the work tree holds the same snapshot) instead
+                    of a fresh thread; default off
   tests.codex       the real codex binary whose "codex sandbox" confines the
                     tests Needle runs, to certify focused_tests and in a change
                     lifecycle (no network, writes confined); default: the codex
@@ -203,6 +214,7 @@ func (c *cli) codexSettings(settings map[string]string, flagCommand string) (*Co
 	if cfg.Home == "" {
 		cfg.Home = defaultCodexHome()
 	}
+	cfg.Continue = settings["worker.continue"] == "on"
 	if d := settings["worker.deadline"]; d != "" {
 		if cfg.Deadline, err = time.ParseDuration(d); err != nil {
 			return nil, invalidf("config", "worker.deadline", "%v", err)

@@ -24,6 +24,14 @@ type workerRequest struct {
 	// Model and Effort are the role profile's worker model and reasoning
 	// effort; "" leaves the worker's own default.
 	Model, Effort string
+	// Session is the session the need was asked in, and Continues the
+	// earlier needs of that session this one is a residual or an extension
+	// of (ledger.continues): a worker that still holds the thread one of
+	// them ran in may continue it rather than start afresh. Neither is
+	// part of the invocation identity: the prompt of a fresh worker does
+	// not depend on them.
+	Session   string
+	Continues []string
 }
 
 // workerResult is what a worker proposed and what it cost.

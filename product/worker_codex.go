@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/BurntSushi/toml"
@@ -45,6 +46,15 @@ type CodexConfig struct {
 	// selection (default defaultUSDPerMillionTokens; tokens are what a
 	// worker costs, so they are never free).
 	USDPerMillionTokens float64
+	// Continue keeps a session's evidence worker (its App Server process,
+	// thread and checkout) after its request, so that a residual or
+	// extension need of the same session continues its thread with a new
+	// turn instead of starting afresh (worker_continue.go). Off, every
+	// request has a fresh thread.
+	Continue bool
+	// Idle bounds how long a kept worker waits for its continuation
+	// (default defaultWorkerIdle).
+	Idle time.Duration
 }
 
 // defaultUSDPerMillionTokens prices worker tokens when the configuration
@@ -76,6 +86,12 @@ var workerTools = map[string]any{
 type codexWorker struct {
 	cfg     CodexConfig
 	dataDir string
+
+	// The kept worker of CodexConfig.Continue (worker_continue.go).
+	mu       sync.Mutex
+	live     *liveWorker // at most one, idle between requests
+	closed   bool        // Close ran: nothing is kept any more
+	cleanErr error       // a kept worker's cleanup that failed off any request
 }
 
 // newCodexWorker checks the configuration and sweeps checkouts a crashed
@@ -89,6 +105,9 @@ func newCodexWorker(ctx context.Context, cfg CodexConfig, dataDir string) (*code
 	}
 	if cfg.USDPerMillionTokens <= 0 {
 		cfg.USDPerMillionTokens = defaultUSDPerMillionTokens
+	}
+	if cfg.Idle <= 0 {
+		cfg.Idle = defaultWorkerIdle
 	}
 	w := &codexWorker{cfg: cfg, dataDir: dataDir}
 	if _, err := checkout.Sweep(ctx, w.checkouts()); err != nil {
@@ -106,8 +125,28 @@ func (w *codexWorker) checkouts() string { return filepath.Join(w.dataDir, "chec
 func (w *codexWorker) homes() string { return filepath.Join(w.dataDir, "codex-homes") }
 
 // Propose runs one worker session for the missing obligations: one
-// read-only thread, one turn per obligation.
+// read-only thread, one turn per obligation. With CodexConfig.Continue and
+// a session, the session's worker is kept and continued instead
+// (proposeLive, worker_continue.go).
 func (w *codexWorker) Propose(ctx context.Context, req workerRequest) (workerResult, error) {
+	if w.cfg.Continue && req.Session != "" {
+		return w.proposeLive(ctx, req)
+	}
+	spec := evidenceSpec(req)
+	out, err := w.run(ctx, req.Repository, spec)
+	res := workerResult{Invocation: out.Invocation, Usage: out.Usage}
+	if err != nil {
+		return res, err
+	}
+	for _, text := range out.Finals {
+		res.Proposals = append(res.Proposals, []byte(text))
+	}
+	return res, nil
+}
+
+// evidenceSpec is the session of an evidence worker for req: read-only,
+// one turn per missing obligation.
+func evidenceSpec(req workerRequest) sessionSpec {
 	spec := sessionSpec{
 		Scenario:   workerScenario,
 		Invocation: func(snapshot string) string { return invocationID(req, snapshot) },
@@ -119,15 +158,7 @@ func (w *codexWorker) Propose(ctx context.Context, req workerRequest) (workerRes
 	for _, ob := range req.Missing {
 		spec.Turns = append(spec.Turns, turnSpec{Label: string(ob.Kind), Prompt: workerPrompt(req, ob), Schema: req.Schemas[ob.Kind]})
 	}
-	out, err := w.run(ctx, req.Repository, spec)
-	res := workerResult{Invocation: out.Invocation, Usage: out.Usage}
-	if err != nil {
-		return res, err
-	}
-	for _, text := range out.Finals {
-		res.Proposals = append(res.Proposals, []byte(text))
-	}
-	return res, nil
+	return spec
 }
 
 // sessionSpec describes one worker session: the thread, its turns and what
@@ -349,6 +380,23 @@ func (w *codexWorker) session(ctx context.Context, spec sessionSpec, inv, dir, h
 	// a server that never answers must not hold the caller.
 	hctx, cancel := context.WithTimeout(ctx, w.cfg.Deadline)
 	defer cancel()
+	client, thread, err := w.startThread(hctx, spec, inv, dir, home, rec, stderr)
+	if client != nil {
+		defer client.Close(context.WithoutCancel(ctx))
+	}
+	if err != nil {
+		return nil, workerUsage{}, err
+	}
+	finals, err := w.turns(ctx, client, thread, spec, dir, stderr)
+	if err != nil {
+		return nil, workerUsage{}, err
+	}
+	return finals, usageOf(client.ThreadUsage(thread)), nil
+}
+
+// startThread starts the App Server in dir and the session's thread; the
+// client it returns, even with an error, is the caller's to close.
+func (w *codexWorker) startThread(hctx context.Context, spec sessionSpec, inv, dir, home string, rec *transcript.Recorder, stderr *ndjson.Buffer) (*appserver.Client, string, error) {
 	client, err := appserver.Start(hctx, appserver.ProcSpec{
 		Command: append(append([]string{}, w.cfg.Command...), "app-server"), Dir: dir,
 		Env: workerEnv(w.cfg.Path, home), CodexHome: home, Stderr: stderr,
@@ -356,23 +404,32 @@ func (w *codexWorker) session(ctx context.Context, spec sessionSpec, inv, dir, h
 		OptOut: []string{"item/agentMessage/delta", "item/commandExecution/outputDelta", "account/rateLimits/updated"},
 	}, appserver.ClientInfo{Name: "needle", Title: "Needle", Version: codexVersion})
 	if err != nil {
-		return nil, workerUsage{}, fmt.Errorf("start App Server: %w (stderr: %s)", err, strings.TrimSpace(stderr.String()))
+		return nil, "", fmt.Errorf("start App Server: %w (stderr: %s)", err, strings.TrimSpace(stderr.String()))
 	}
-	defer client.Close(context.WithoutCancel(ctx))
 	thread, err := client.StartThread(hctx, threadParams(spec, dir, inv))
 	if err != nil {
-		return nil, workerUsage{}, fmt.Errorf("thread/start: %w%s", err, stderrTail(stderr))
+		return client, "", fmt.Errorf("thread/start: %w%s", err, stderrTail(stderr))
 	}
+	return client, thread.ID, nil
+}
+
+// turns runs the spec's turns on the thread, one after the other, and
+// returns each one's final message.
+func (w *codexWorker) turns(ctx context.Context, client *appserver.Client, thread string, spec sessionSpec, dir string, stderr *ndjson.Buffer) ([]string, error) {
 	var finals []string
 	for _, t := range spec.Turns {
-		text, err := w.turn(ctx, client, thread.ID, spec, dir, t)
+		text, err := w.turn(ctx, client, thread, spec, dir, t)
 		if err != nil {
-			return nil, workerUsage{}, fmt.Errorf("%w%s", err, stderrTail(stderr))
+			return nil, fmt.Errorf("%w%s", err, stderrTail(stderr))
 		}
 		finals = append(finals, text)
 	}
-	u := client.ThreadUsage(thread.ID)
-	return finals, workerUsage{InputTokens: u.InputTokens, OutputTokens: u.OutputTokens, TotalTokens: u.TotalTokens}, nil
+	return finals, nil
+}
+
+// usageOf is a thread's usage as a worker run's.
+func usageOf(u appserver.Usage) workerUsage {
+	return workerUsage{InputTokens: u.InputTokens, OutputTokens: u.OutputTokens, TotalTokens: u.TotalTokens}
 }
 
 // threadParams starts a worker's ephemeral thread: read-only, or
