@@ -125,6 +125,11 @@ type Report struct {
 	// differently, with both verdicts.
 	CoverageDisagreements []string  `json:"coverage_disagreements"`
 	Subjects              []Subject `json:"subjects"`
+	// Continuation is the worker continuation figure (report_continue.go),
+	// read from frozen/continue when the report is written;
+	// ContinuationError says why it is not there.
+	Continuation      *ContinuationTokens `json:"continuation_tokens,omitempty"`
+	ContinuationError string              `json:"-"`
 }
 
 // truthMethods are the intervention truth's methods, per kind, as the
@@ -323,6 +328,15 @@ func writeReport(dir string, r Report) ([]string, error) {
 		return nil, err
 	}
 	base := filepath.Join(dir, r.Corpus)
+	if r.Continuation == nil && r.ContinuationError == "" {
+		// Not a figure of the corpus: of the recorded continuation
+		// sessions beside its frozen transcripts.
+		c, err := continuationTokens(continuationDir(r.CorpusDir))
+		if err != nil {
+			r.ContinuationError = err.Error()
+		}
+		r.Continuation = c
+	}
 	data, err := json.MarshalIndent(r, "", "  ")
 	if err != nil {
 		return nil, err
@@ -403,6 +417,7 @@ func markdown(r Report, charts []string) string {
 	markdownCharts(&b, charts)
 	markdownValidation(&b, r)
 	markdownBreakdowns(&b, r)
+	markdownContinuation(&b, r)
 	markdownFailureLists(&b, r)
 	return b.String()
 }
