@@ -448,7 +448,8 @@
 // the same worker model and effort, the process is still running, and the
 // repository's snapshot now is the very snapshot of the checkout the
 // thread read; otherwise the kept worker is closed and a fresh thread is
-// started in a fresh checkout. The continued turns ask only for the
+// started in a fresh checkout. A kept checkout that no longer verifies
+// (changed while idle) fails the request closed: no turn runs on it. The continued turns ask only for the
 // missing obligations (the prompt of each, told that the checkout is the
 // one it already read). The request is charged what the thread's token
 // total grew by; the checkout is verified unchanged after every request,

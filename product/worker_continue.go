@@ -69,9 +69,10 @@ func (w *codexWorker) proposeLive(ctx context.Context, req workerRequest) (worke
 // canContinue reports whether req may continue lw's thread: the same
 // session, a residual or extension of a need the thread answered, the same
 // model and effort, a process still running, and — what makes it correct —
-// a checkout of the very snapshot the repository holds now. A work tree
-// that moved since gets a fresh thread in a fresh checkout: the thread read
-// a source that is no longer the one proposals are validated against.
+// a checkout of the very snapshot the repository holds now, verified still
+// to hold it. A work tree that moved since gets a fresh thread in a fresh
+// checkout: the thread read a source that is no longer the one proposals
+// are validated against.
 func (w *codexWorker) canContinue(ctx context.Context, lw *liveWorker, req workerRequest) (bool, error) {
 	if lw.session != req.Session || lw.model != req.Model || lw.effort != req.Effort ||
 		!slices.ContainsFunc(req.Continues, func(n string) bool { return slices.Contains(lw.needs, n) }) {
@@ -90,7 +91,16 @@ func (w *codexWorker) canContinue(ctx context.Context, lw *liveWorker, req worke
 	if err != nil {
 		return false, fmt.Errorf("snapshot: %w", err)
 	}
-	return snap.ID == lw.co.Snapshot, nil
+	if snap.ID != lw.co.Snapshot {
+		return false, nil
+	}
+	// The thread read the checkout; it is continued only on exactly what it
+	// read. A kept checkout that changed while idle is not a reason for a
+	// fresh thread but a broken confinement: fail closed.
+	if err := lw.co.Verify(ctx); err != nil {
+		return false, fmt.Errorf("%w: kept checkout before continuing: %w", errFailClosed, err)
+	}
+	return true, nil
 }
 
 // startLive runs req in a fresh worker and keeps the worker.

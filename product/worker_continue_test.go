@@ -358,3 +358,43 @@ func TestWorkerContinue_IdleExpiry(t *testing.T) {
 		t.Errorf("second need after expiry: %s\n%s", toJSON(second), second.Context)
 	}
 }
+
+// TestWorkerContinue_TamperedCheckout: a kept checkout that changed while
+// its worker was idle is never continued, and the need does not get a
+// fresh thread either: the worker fails closed, the location stays served
+// from evidence, nothing is certified from the flow, and the checkout is
+// removed.
+func TestWorkerContinue_TamperedCheckout(t *testing.T) {
+	frozen, err := filepath.Abs(filepath.Join("..", "frozen", "continue", "continued"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	codex := CodexConfig{Command: MustReplayCommand(t, frozen), Deadline: time.Minute, Continue: true}
+	te := MustEngine(t, MustFixtureRepo(t, "grepx", false), func(c *Config) { c.Codex = &codex })
+	session := newSessionID("test")
+	kindOf(t, te.needIn(session, needLocateCRLF), resolutionMiss)
+	te.codex.mu.Lock()
+	lw := te.codex.live
+	te.codex.mu.Unlock()
+	if lw == nil {
+		t.Fatal("no worker kept after the first need")
+	}
+	MustWriteFile(t, filepath.Join(lw.co.Dir, "options.go"), "package grepx\n")
+	second := te.needIn(session, needTraceCRLF)
+	if !slices.Equal(second.Satisfied, []CapabilityKind{capImplementationLocation}) || !slices.Equal(second.Missing, []CapabilityKind{capRuntimeFlow}) ||
+		second.Failure.Reason != FailureWorker || !strings.Contains(second.Failure.Detail, "fail closed") {
+		t.Errorf("second need on a tampered checkout: %s\n%s", toJSON(second), second.Context)
+	}
+	var status, msg string
+	if err := te.store.db.QueryRow(`SELECT status, error FROM worker_runs ORDER BY rowid DESC LIMIT 1`).Scan(&status, &msg); err != nil ||
+		status != "failed" || !strings.Contains(msg, "kept checkout before continuing") {
+		t.Errorf("worker run %q %q (%v)", status, msg, err)
+	}
+	var n int
+	if err := te.store.db.QueryRow(`SELECT count(*) FROM attempts WHERE source = 'worker' AND proposal LIKE '%runtime_flow%'`).Scan(&n); err != nil || n != 0 {
+		t.Errorf("flow attempts %d (%v)", n, err)
+	}
+	if _, err := os.Stat(lw.co.Dir); !os.IsNotExist(err) {
+		t.Errorf("the tampered checkout is still there: %v", err)
+	}
+}
