@@ -50,7 +50,8 @@ type PatternStat struct {
 
 // Report is reports/<corpus>.json. Everything but the latencies
 // (latency_ms, validation_ms, exact_hit_ms, replay_hit_ms, carried_hit_ms,
-// their ratios, refresh_ms and warm_ms) is deterministic: two runs give the same numbers.
+// their ratios, refresh_ms and warm_ms) and the phases' wall times
+// (phases) is deterministic: two runs give the same numbers.
 type Report struct {
 	Corpus               string    `json:"corpus"`
 	Reproduce            string    `json:"-"` // the command that plays the corpus again, as markdown
@@ -106,9 +107,10 @@ type Report struct {
 	// Classes counts the same answers by the class the generator meant
 	// them in ("right", or how it meant them to be wrong).
 	Classes map[string]ClassCounts `json:"answer_classes"`
-	// Phases are the wall times of the run's phases: not deterministic,
-	// printed in the summary only.
-	Phases         []Phase  `json:"-"`
+	// Phases are the wall times of the run's phases, in order (sandbox
+	// check, materialize, truth, play, validation, evaluate; writing the
+	// report is not in them): not deterministic, like the latencies.
+	Phases         []Phase  `json:"phases"`
 	FalseCertified []string `json:"false_certified"`
 	TrueRejected   []string `json:"true_rejected"`
 	// TruthMethods says, per capability kind, how the intervention truth
@@ -158,8 +160,17 @@ func unjudgedClass(why string) string {
 
 // Phase is the wall time of one phase of a run.
 type Phase struct {
-	Name    string
-	Seconds float64
+	Name    string  `json:"name"`
+	Seconds float64 `json:"seconds"`
+}
+
+// phaseTotal is the wall time of every phase together.
+func phaseTotal(ps []Phase) float64 {
+	total := 0.0
+	for _, p := range ps {
+		total += p.Seconds
+	}
+	return total
 }
 
 // ClassCounts are the verdicts on the answers of one intended class.
@@ -413,6 +424,7 @@ func markdown(r Report, charts []string) string {
 	var b bytes.Buffer
 	markdownHeadline(&b, r)
 	markdownRefresh(&b, r)
+	markdownPhases(&b, r)
 	markdownMeanings(&b, r)
 	markdownCharts(&b, charts)
 	markdownValidation(&b, r)
@@ -433,7 +445,7 @@ func percentOf(a, n int) string {
 // markdownHeadline writes the title, how to reproduce the run and the headline table.
 func markdownHeadline(b *bytes.Buffer, r Report) {
 	fmt.Fprintf(b, "# needlebench report: corpus `%s`\n\n", r.Corpus)
-	fmt.Fprintf(b, "Reproduce with %s. Every number except the latencies is\n", r.Reproduce)
+	fmt.Fprintf(b, "Reproduce with %s. Every number except the latencies and wall times is\n", r.Reproduce)
 	b.WriteString("deterministic: a second run gives the same figures.\n\n")
 	b.WriteString("## Headline\n\n| measure | value |\n|---|---|\n")
 	fmt.Fprintf(b, "| needs played (sessions) | %d (%d) |\n", r.Needs, r.Sessions)
@@ -479,6 +491,29 @@ func markdownRefresh(b *bytes.Buffer, r Report) {
 	} else {
 		b.WriteString("Played with `--no-refresh`: no refresh at version bumps; the needs re-proved the evidence they reached.\n\n")
 	}
+}
+
+// markdownPhases writes the wall time of each phase of the run, where the
+// time of make bench goes.
+func markdownPhases(b *bytes.Buffer, r Report) {
+	if len(r.Phases) == 0 {
+		return
+	}
+	total := phaseTotal(r.Phases)
+	b.WriteString("## Wall time by phase\n\nEach phase from its start to the next one's, on this run's machine and load (not deterministic);\n" +
+		"writing the report is not in them.\n\n| phase | seconds | share |\n|---|---|---|\n")
+	for _, p := range r.Phases {
+		fmt.Fprintf(b, "| %s | %.1f | %s |\n", p.Name, p.Seconds, percentOfFloat(p.Seconds, total))
+	}
+	fmt.Fprintf(b, "| all | %.1f | |\n\n", total)
+}
+
+// percentOfFloat formats a as a percentage of n, or a dash when n is zero.
+func percentOfFloat(a, n float64) string {
+	if n == 0 {
+		return "–"
+	}
+	return fmt.Sprintf("%.1f%%", 100*a/n)
 }
 
 // markdownMeanings writes the section that defines each measure of the headline.

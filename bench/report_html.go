@@ -7,6 +7,7 @@ import (
 	"image/color"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
@@ -64,7 +65,7 @@ figure { margin: 2em 0; }
 </head>
 <body>
 <h1>needlebench report: corpus <code>{{.Corpus}}</code></h1>
-<p>Every number except the latencies is deterministic: a second run gives the same figures.
+<p>Every number except the latencies and wall times is deterministic: a second run gives the same figures.
 The full explanation of each number is in <a href="{{.Markdown}}">{{.Markdown}}</a>.</p>
 <h2>Headline</h2>
 <table>
@@ -119,7 +120,7 @@ func stripXMLDecl(svg []byte) []byte {
 // answers of Needle and of the naive cache first, then the tokens.
 func headlineRows(r Report) []htmlRow {
 	all := r.Validation["all"]
-	return []htmlRow{
+	rows := []htmlRow{
 		{"needs played (sessions)", fmt.Sprintf("%d (%d)", r.Needs, r.Sessions)},
 		{"hits (served from evidence, no worker)", fmt.Sprintf("%d (%s)", r.Hits, percentOf(r.Hits, r.Needs))},
 		{"stale answers returned by Needle", fmt.Sprint(r.StaleReturned)},
@@ -130,4 +131,12 @@ func headlineRows(r Report) []htmlRow {
 		{"worker runs (failed)", fmt.Sprintf("%d (%d)", r.WorkerRuns, r.WorkerRunsFailed)},
 		{"latency of hits, ms (p50 / p95 / p99)", fmt.Sprintf("%.1f / %.1f / %.1f", r.ValidationMs.P50, r.ValidationMs.P95, r.ValidationMs.P99)},
 	}
+	if len(r.Phases) > 0 {
+		var ph []string
+		for _, p := range r.Phases {
+			ph = append(ph, fmt.Sprintf("%s %.1f", p.Name, p.Seconds))
+		}
+		rows = append(rows, htmlRow{"wall time by phase, s", fmt.Sprintf("%s (all %.1f)", strings.Join(ph, ", "), phaseTotal(r.Phases))})
+	}
+	return rows
 }

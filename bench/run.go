@@ -101,12 +101,9 @@ func Run(ctx context.Context, opts RunOptions) (Report, []string, error) {
 	defer removeAll(work)
 	prog := newProgress(opts.Stderr)
 	defer prog.Close()
-	prog.Phase("sandbox check")
+	clock := &phaseClock{prog: prog}
 	tc := testsConfig{codex: opts.Codex, cache: filepath.Join(work, "testrun"), notice: notice(prog)}
-	if err := tc.check(ctx); err != nil {
-		return Report{}, nil, err
-	}
-	pc, err := playAndJudge(ctx, c, opts, frozen, work, tc, prog)
+	pc, err := playAndJudge(ctx, c, opts, frozen, work, tc, clock)
 	if err != nil {
 		return Report{}, nil, err
 	}
@@ -127,7 +124,8 @@ func Run(ctx context.Context, opts RunOptions) (Report, []string, error) {
 	}
 	r := buildReport(c, pc.outs, ev, pc.verdicts, runs, failed, tokens)
 	r.addBumps(!opts.NoRefresh, pc.bumps)
-	r.Phases = pc.phases
+	clock.stop() // the report's own writing is not in it
+	r.Phases = clock.phases
 	r.Reproduce, r.CorpusDir = reproduceCommand(opts.Corpus), opts.Corpus
 	files, err := writeReport(opts.Reports, r)
 	return r, files, err
@@ -172,22 +170,42 @@ type playedCorpus struct {
 	bumps    []bump
 	totals   map[string]product.WorkerTotals
 	verdicts []Verdict
-	phases   []Phase
 }
 
-// playAndJudge materializes the modules, loads their truths, plays the
-// corpus and judges every scripted answer, timing each phase and telling
-// prog.
-func playAndJudge(ctx context.Context, c *Corpus, opts RunOptions, frozen, work string, tc testsConfig, prog *progress.Reporter) (playedCorpus, error) {
+// phaseClock times the phases of a run, each from its start to the next
+// one's (or stop), and tells prog as each starts.
+type phaseClock struct {
+	prog    *progress.Reporter
+	phases  []Phase
+	current string // the phase being timed, since start
+	start   time.Time
+}
+
+// next ends the current phase, if any, and starts name.
+func (c *phaseClock) next(name string) {
+	c.stop()
+	c.current, c.start = name, time.Now()
+	c.prog.Phase(name)
+}
+
+// stop ends the current phase, if any.
+func (c *phaseClock) stop() {
+	if c.current != "" {
+		c.phases = append(c.phases, Phase{Name: c.current, Seconds: round4(time.Since(c.start).Seconds())})
+		c.current = ""
+	}
+}
+
+// playAndJudge checks the sandbox, materializes the modules, loads their
+// truths, plays the corpus and judges every scripted answer, timing each
+// phase on clock and leaving the last one, evaluate, running for the
+// caller.
+func playAndJudge(ctx context.Context, c *Corpus, opts RunOptions, frozen, work string, tc testsConfig, clock *phaseClock) (playedCorpus, error) {
 	var pc playedCorpus
-	var current string // the phase being timed, since start
-	var start time.Time
-	phase := func(name string) {
-		if current != "" {
-			pc.phases = append(pc.phases, Phase{Name: current, Seconds: time.Since(start).Seconds()})
-		}
-		current, start = name, time.Now()
-		prog.Phase(name)
+	prog, phase := clock.prog, clock.next
+	phase("sandbox check")
+	if err := tc.check(ctx); err != nil {
+		return playedCorpus{}, err
 	}
 	phase("materialize")
 	var err error

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -45,9 +46,10 @@ func mustCommand(t testing.TB, name string) string {
 // mustBench builds cmd/needlebench once: the replay App Server of a run.
 func mustBench(t *testing.T) []string { return []string{mustCommand(t, "needlebench")} }
 
-// latencyFields are the report's fields that are not deterministic.
+// latencyFields are the report's fields that are not deterministic: the
+// latencies and the phases' wall times.
 var latencyFields = []string{"latency_ms", "validation_ms", "exact_hit_ms", "replay_hit_ms", "replay_hit_p95_over_exact_hit_p50",
-	"carried_hit_ms", "carried_hit_p95_over_exact_hit_p50", "refresh_ms", "warm_ms"}
+	"carried_hit_ms", "carried_hit_p95_over_exact_hit_p50", "refresh_ms", "warm_ms", "phases"}
 
 // deterministic is a report without its latencies, as generic JSON.
 func deterministic(t *testing.T, file string) map[string]any {
@@ -109,6 +111,13 @@ func TestRun_Tiny(t *testing.T) {
 		}
 		if r.WorkerTokens >= r.BaselineWorkerTokens || r.NaiveWorkerTokens > r.BaselineWorkerTokens {
 			t.Errorf("tokens: needle %d, naive %d, no reuse %d", r.WorkerTokens, r.NaiveWorkerTokens, r.BaselineWorkerTokens)
+		}
+		var phases []string
+		for _, p := range r.Phases {
+			phases = append(phases, p.Name)
+		}
+		if want := []string{"sandbox check", "materialize", "truth", "play", "validation", "evaluate"}; !slices.Equal(phases, want) {
+			t.Errorf("phases timed %q, want %q", phases, want)
 		}
 		if len(files) != 6 { // json, md, html and three charts
 			t.Errorf("files %v", files)
