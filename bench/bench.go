@@ -85,6 +85,20 @@ Commands:
                     and no-ops on it; --grow: hits after
                     more earlier hits, artifacts and files. Writes
                     reports/mcp-hit-latency.{json,md}
+  experiment proof-latency [--needle CMD] [--codex BIN] [--rounds N] [--cold N] [--fixture FILE]
+        [--tests-cache DIR] [--gocache DIR] [--work DIR] [--out DIR]
+                    time a user's focused-test proof (needle evidence propose
+                    of fixtures/repos/grepx.txtar's TestCRLF, run in the
+                    sandbox of --codex BIN, default codex on PATH; each must
+                    be certified by running it) beside a bare go test -cover
+                    -count=1 of the same test, in the same run: --rounds N
+                    (default 10) with warm build caches (--tests-cache, the
+                    proofs' tests.cache, and --gocache, the bare runs'
+                    GOCACHE; default new ones, each warmed by an untimed
+                    run), --cold N (default 3) in a new data directory
+                    against a new GOCACHE. Writes proof ÷ bare and
+                    p50/p95/min/max to DIR/proof-latency.{json,md} (--out,
+                    default reports)
   demo [--root DIR] [--needle BIN] [--codex BIN] [--tests-cache DIR] [--keep] [--no-serve] [--wait]
                     show Needle without model credentials: in a throwaway copy
                     of fixtures/repos/grepx.txtar and a throwaway data

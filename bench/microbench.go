@@ -22,8 +22,11 @@ func (h *harness) experiment(args []string) int {
 	if len(args) > 0 && args[0] == "mcp-hit-latency" {
 		return h.hitLatency(args[1:])
 	}
+	if len(args) > 0 && args[0] == "proof-latency" {
+		return h.proofLatency(args[1:])
+	}
 	if len(args) == 0 || args[0] != "mcp-contract-microbench" {
-		fmt.Fprintf(h.stderr, "needlebench experiment: want mcp-contract-microbench or mcp-hit-latency\n\n%s", usage)
+		fmt.Fprintf(h.stderr, "needlebench experiment: want mcp-contract-microbench, mcp-hit-latency or proof-latency\n\n%s", usage)
 		return 2
 	}
 	fs := h.flags("experiment mcp-contract-microbench")
