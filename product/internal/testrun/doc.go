@@ -12,21 +12,54 @@
 //
 //	go list -e -json <cover packages>                 their import paths
 //	go list -e -deps -test -json <package>            the checkout's files the binary compiles
-//	go test -json -exec <sandbox> -run '^TestX$/^sub$' -count=1 -vet=off
-//	        -covermode=count -coverpkg=<cover> -coverprofile=… -timeout=<deadline> <package>
-//	go test … -run '^$' …                             the baseline: no test at all
+//	go test -c -json -o <bins>/<key>.test -vet=off -covermode=count -coverpkg=<cover> <package>
+//	<sandbox> <launcher> <key>.test -test.run='^TestX$/^sub$' -test.v=test2json
+//	        -test.coverprofile=<box>/test.cover -test.timeout=<deadline> …  | test2json
+//	<sandbox> <launcher> <key>.test -test.run='^$' …  the baseline: no test at all
 //
-// The go command runs outside the sandbox; every binary built from the
-// checkout runs inside it: go test hands the test binary to -exec, a
-// script that starts it through the sandbox and the launcher (below). So
-// listing and building, which run none of the module's code (the go
-// command's own rule: nothing runs at build time, cgo's flags are checked
-// against an allow list), are the only work done outside, and all the
-// module's code runs confined.
+// The go command runs outside the sandbox and builds the test binary into
+// the Runner's directory of binaries (CacheDir/bins, which no sandbox can
+// write); the binary runs inside the sandbox through the launcher (below),
+// in the tested package's directory as go test runs it, its output (stdout
+// and stderr merged, as go test merges them) turned into go test -json's
+// events by the toolchain's own test2json, outside. So listing and
+// building, which run none of the module's code (the go command's own
+// rule: nothing runs at build time, cgo's flags are checked against an
+// allow list), are the only work done outside, and all the module's code
+// runs confined. (Trace still runs go test -exec with a script that starts
+// the test binary the same way.)
+//
+// A binary is built once per key: the checkout's directory (the binary
+// records its source paths, which a test may read through
+// runtime.Caller) and a digest of its source — the module, the package,
+// the cover packages, the toolchain, the module mode, the path and
+// content of every file of the checkout it compiles, the names of the
+// buildable files in each of its packages' directories, go.mod, go.sum
+// and vendor/modules.txt. A second test of the same package on the same
+// checkout runs the same binary (Result.Built is false): no link, and with
+// Spec.Prepared no listing either. A file that changed, appeared or went
+// away is a new key, so a new binary with a new digest. A kept binary is
+// digested again before each use; one whose file no longer has its digest
+// is built anew. A Runner keeps at most 32 binaries (the least recently
+// used go first) in a directory of its process, swept once the process is
+// gone.
+//
+// Spec.Prepared skips the listings, but not the source digest: a run
+// whose checkout's compiled files differ from those its Prepared was made
+// from (a test of the earlier run wrote into the checkout) is Errored and
+// runs nothing. Spec.Snapshot, the caller's name for the checkout's
+// content, lets the Runner keep the baseline per (binary digest, Snapshot)
+// and prove each (binary digest, test, cover packages, deadline, limits,
+// Snapshot) once: a later or concurrent run of the same waits for the
+// first and is answered from it (Result.Memo), in memory, for the Runner's
+// life. The baseline is not kept by the binary digest alone: package
+// initialization and TestMain may read files of the checkout that are not
+// compiled (testdata), which only the caller can vouch for. At most
+// Runner.Parallel runs (default: the number of CPUs) execute at once.
 //
 // The environment is built from nothing: PATH (the toolchain's directory,
 // /usr/bin, /bin), HOME (a Needle-owned empty directory, or Runner.Home),
-// GOCACHE (Needle's shared one; the test binary's is the run's own),
+// GOCACHE (Needle's shared one; the test binary's is the run's own box/gocache),
 // GOMODCACHE (the user's), TMPDIR and GOTMPDIR (the run's box, below),
 // GOPROXY=off, GOSUMDB=off, GOTOOLCHAIN=local, GOWORK=off, GOENV=off,
 // GOTELEMETRY=off and GOFLAGS=-mod=mod (-mod=vendor when the module
@@ -41,7 +74,8 @@
 // with bounded lines and a bounded copy of the output, and hashed whole):
 // Passed, Failed or Skipped when the named test reached that outcome;
 // NoTest when the package built but no such test ran (go test passes such
-// a run); LimitExceeded when the launcher stopped it past a limit;
+// a run), or it has no test files at all (go test -c builds no binary);
+// BuildFailed when go test -c fails; LimitExceeded when the launcher stopped it past a limit;
 // BuildFailed, TimedOut, Errored otherwise. Past the deadline, or when
 // the caller's context ends, the process group is killed; the sandbox's
 // processes live in a PID namespace and session of their own, which die
@@ -82,7 +116,8 @@
 // writable exactly the checkout and the run's box: a directory of the
 // run's scratch that holds TMPDIR, GOTMPDIR (go test's work directory,
 // where it has the test binary write its coverage) and the test binary's
-// own GOCACHE. Before the first run a Runner builds a probe and runs it in
+// own GOCACHE; the test binary writes its coverage profile there too.
+// Before the first run a Runner builds a probe and runs it in
 // the sandbox under the launcher: TCP connect and listen, UDP, a Unix
 // socket connect and listen, and a write outside must all fail, a write
 // inside must succeed, and the probe must find the limits set. Until that
@@ -108,7 +143,10 @@
 // writable overlay through GOCACHEPROG, which needs a cache program
 // inside the sandbox and still lets the test binary speak to it; and over
 // verifying outputs, which the go command cannot do for an entry it did
-// not build (it trusts an output by its index entry). The price is that
+// not build (it trusts an output by its index entry). The test binaries
+// a Runner keeps (CacheDir/bins) follow the same rule: the go command
+// alone writes them, the sandbox only reads them, and each is digested
+// again before it runs. The price is that
 // the go command runs outside the sandbox: building is the go command's
 // own security boundary (it runs none of the module's code), and the
 // module cache, read-only to the test binary, is writable to it (it may
@@ -144,7 +182,9 @@
 // # Files
 //
 //	runner.go     Runner, Spec, Result, Status, Executed, validation, the environment
-//	execution.go  one run: go list, go test -exec, classification, the baseline
+//	execution.go  one run: go list, the source digest, classification, the test and the baseline
+//	binary.go     test binaries (built once per source and checkout, run in the sandbox through
+//	              test2json), kept baselines and outcomes, the Parallel bound
 //	limits.go     Limits, the launcher (its source and build), reading why it stopped
 //	sandbox.go    Sandbox: the codex command line, the probe, mount-point cleanup
 //	proc.go       subprocesses: process groups, deadlines, bounded stderr

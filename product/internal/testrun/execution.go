@@ -20,15 +20,17 @@ type execution struct {
 	scratch string
 	res     *Result
 
-	moduleDir string
-	checkout  string // Spec.Checkout with symlinks resolved, to relate go list's directories to it
-	box       string // the part of the scratch directory the sandbox may write
-	writable  []string
-	env       []string
-	modfile   string   // -modfile: a scratch copy of go.mod that go may rewrite, "" for none
-	lim       Limits   // the run's limits, defaults filled in
-	launch    []string // the launcher and its arguments, up to "--"
-	exec      string   // go test -exec: the script that runs the test binary in the sandbox
+	moduleDir  string
+	checkout   string // Spec.Checkout with symlinks resolved, to relate go list's directories to it
+	box        string // the part of the scratch directory the sandbox may write
+	writable   []string
+	env        []string
+	modfile    string   // -modfile: a scratch copy of go.mod that go may rewrite, "" for none
+	lim        Limits   // the run's limits, defaults filled in
+	launch     []string // the launcher and its arguments, up to "--"
+	exec       string   // go test -exec: the script that runs the test binary in the sandbox
+	pkgDir     string   // the tested package's directory: where the test binary runs
+	importPath string   // the tested package's import path
 }
 
 // setup prepares what every command of the run shares: the environment,
@@ -67,6 +69,11 @@ func (x *execution) setup(ctx context.Context, fail func(Status, string)) bool {
 	return true
 }
 
+// run is one Run: the listings (unless Prepared), the test binary (built
+// once per source and checkout), the test, and the baseline (unless
+// Prepared or kept for the binary and Snapshot). It is long because it
+// is the sequence doc.go's "A run" describes, each step's failure a
+// Status; its parts are in their own functions.
 func (x *execution) run(ctx context.Context) {
 	if !x.setup(ctx, x.fail) {
 		return
@@ -75,15 +82,62 @@ func (x *execution) run(ctx context.Context) {
 		before := present(root)
 		defer cleanup(root, before)
 	}
-	var err error
+	if !x.r.acquire(ctx) {
+		x.fail(TimedOut, "deadline passed while waiting for a free slot (Runner.Parallel)")
+		return
+	}
+	defer x.r.releaseSlot()
 
-	if pre := x.spec.Prepared; pre != nil {
+	pre := x.spec.Prepared
+	if pre != nil {
 		x.res.CoverPackages, x.res.Packages = pre.coverPackages, pre.packages
 	} else if !x.list(ctx) {
 		return
 	}
-	testProfile := filepath.Join(x.scratch, "test.cover") // written by the go command, outside the sandbox
-	log, pr := x.goTest(ctx, RunPattern(x.spec.Test), testProfile)
+	source, err := x.sourceDigest(x.res.GoVersion)
+	if err != nil {
+		x.fail(Errored, "digest the test's source: "+err.Error())
+		return
+	}
+	if pre != nil && pre.source != "" && pre.source != source {
+		x.fail(Errored, "the checkout's compiled files differ from those of the run that prepared this one: a test changed them, or the snapshot is not the same")
+		return
+	}
+	x.res.source = source
+	bin, release, ok := x.binary(ctx, binKey(x.checkout, source))
+	if !ok {
+		return
+	}
+	defer release()
+	if bin == nil {
+		x.fail(NoTest, "the package has no test files: no test named "+x.spec.Test+" ran")
+		return
+	}
+	if !x.testPackage() {
+		return
+	}
+	if x.spec.Snapshot != "" {
+		entry := x.r.memo(memoKey(x.spec, bin.digest, x.res.CoverPackages, x.lim))
+		entry.mu.Lock()
+		defer entry.mu.Unlock()
+		if entry.res != nil {
+			x.answer(entry.res)
+			return
+		}
+		defer func() {
+			if ctx.Err() == nil && (x.res.Status.Ran() && x.res.Baseline != nil || x.res.Status == NoTest) {
+				kept := *x.res
+				entry.res = &kept
+			}
+		}()
+	}
+	x.test(ctx, bin)
+}
+
+// test runs the test and then, unless it is known, the baseline.
+func (x *execution) test(ctx context.Context, bin *testBinary) {
+	testProfile := filepath.Join(x.box, "test.cover")
+	log, pr := x.runBinary(ctx, bin, RunPattern(x.spec.Test), testProfile)
 	if pr == nil {
 		return
 	}
@@ -92,16 +146,23 @@ func (x *execution) run(ctx context.Context) {
 	if !x.classify(log, pr) {
 		return
 	}
+	var err error
 	if x.res.Coverage, err = readProfile(testProfile); err != nil {
 		x.fail(Errored, "the test's coverage profile: "+err.Error())
 		return
 	}
-	if pre := x.spec.Prepared; pre != nil {
+	if pre := x.spec.Prepared; pre != nil && pre.baseline != nil {
 		x.res.Baseline = pre.baseline
 		return
 	}
-	baseProfile := filepath.Join(x.scratch, "baseline.cover")
-	blog, bpr := x.goTest(ctx, "^$", baseProfile)
+	bkey := baseKey(bin.digest, x.spec.Snapshot)
+	if x.spec.Snapshot != "" {
+		if x.res.Baseline = x.r.baseline(bkey); x.res.Baseline != nil {
+			return
+		}
+	}
+	baseProfile := filepath.Join(x.box, "baseline.cover")
+	blog, bpr := x.runBinary(ctx, bin, "^$", baseProfile)
 	switch {
 	case bpr == nil:
 		x.res.Reason = "the baseline run (no test): " + x.res.Reason
@@ -117,7 +178,33 @@ func (x *execution) run(ctx context.Context) {
 	}
 	if x.res.Baseline == nil {
 		x.res.Reason += "; coverage cannot be told apart from initialization"
+	} else if x.spec.Snapshot != "" && ctx.Err() == nil {
+		x.r.keepBaseline(bkey, x.res.Baseline)
 	}
+}
+
+// answer sets the run's outcome from an earlier run of the same binary,
+// test and Snapshot (memoKey): nothing runs again.
+func (x *execution) answer(prev *Result) {
+	r := x.res
+	r.Status, r.Reason, r.Output, r.Truncated, r.OutputDigest = prev.Status, prev.Reason, prev.Output, prev.Truncated, prev.OutputDigest
+	r.Tests, r.Coverage, r.Baseline = prev.Tests, prev.Coverage, prev.Baseline
+	r.Memo = true
+}
+
+// testPackage finds the directory go test would run the test binary in
+// (the tested package's) and the package's import path.
+func (x *execution) testPackage() bool {
+	for _, p := range x.res.Packages {
+		if p.Role == RoleTest && (x.pkgDir == "" || !strings.HasSuffix(p.ImportPath, "_test")) {
+			x.pkgDir, x.importPath = filepath.Join(x.spec.Checkout, filepath.FromSlash(p.Dir)), strings.TrimSuffix(p.ImportPath, "_test")
+		}
+	}
+	if x.pkgDir == "" {
+		x.fail(Errored, "the listing names no tested package in the checkout: "+x.spec.Package)
+		return false
+	}
+	return true
 }
 
 func (x *execution) fail(s Status, reason string) {
@@ -382,33 +469,6 @@ func (x *execution) relDir(dir string) (string, bool) {
 		return "", false
 	}
 	return filepath.ToSlash(rel), true
-}
-
-// goTest runs go test with the given -run pattern and coverage profile.
-func (x *execution) goTest(ctx context.Context, pattern, profile string) (*eventLog, *procResult) {
-	maxOut := x.r.MaxOutput
-	if maxOut <= 0 {
-		maxOut = 1 << 20
-	}
-	log := newEventLog(maxOut)
-	coverpkg := strings.Join(x.res.CoverPackages, ",")
-	exec, err := execFlag(x.exec)
-	if err != nil {
-		x.fail(Errored, err.Error())
-		return nil, nil
-	}
-	pr, err := x.goCmd(ctx, log.read, "test", "-json", "-exec", exec, "-run", pattern, "-count=1", "-vet=off",
-		"-covermode=count", "-coverpkg="+coverpkg, "-coverprofile="+profile,
-		"-timeout="+x.spec.Deadline.String(), x.spec.Package)
-	if err != nil {
-		x.fail(Errored, err.Error())
-		return nil, nil
-	}
-	if pr.err != nil && !pr.killed {
-		x.fail(Errored, "go test: "+pr.err.Error())
-		return nil, nil
-	}
-	return log, &pr
 }
 
 // classify sets the status from the test run; it reports whether the test

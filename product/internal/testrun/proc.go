@@ -23,6 +23,9 @@ type proc struct {
 	// starts has on its command line (reap): run returns only once they
 	// are all dead.
 	sandbox string
+	// mergeErr sends stderr to the stdout consumer, as go test merges a
+	// test binary's output; maxErr then keeps nothing.
+	mergeErr bool
 }
 
 // procResult is how a proc ended.
@@ -52,6 +55,9 @@ func (p proc) run(ctx context.Context) procResult {
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		return procResult{exitCode: -1, err: err}
+	}
+	if p.mergeErr {
+		cmd.Stderr = cmd.Stdout
 	}
 	if err := cmd.Start(); err != nil {
 		return procResult{exitCode: -1, err: err}

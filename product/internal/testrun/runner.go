@@ -13,6 +13,7 @@ import (
 	"regexp"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/needle-dev/needle/product/internal/lazyregexp"
@@ -76,12 +77,21 @@ type Runner struct {
 	// Notice, if set, is told before work that takes long only once: the
 	// first use of an empty build cache compiles the standard library.
 	Notice func(msg string)
+	// Parallel bounds the runs executing at once (default: the number of
+	// CPUs); a run waiting for its turn waits within its deadline.
+	Parallel int
 
 	launch  verdict[string] // the launcher's path
+	t2j     verdict[string] // the toolchain's test2json
 	probe   verdict[struct{}]
 	version verdict[string] // go env GOVERSION
 
 	sweepOnce sync.Once // the scratch of processes that are gone, swept once
+
+	bins    binCache     // test binaries, baselines and outcomes (binary.go)
+	builds  atomic.Int64 // test binaries built (Builds)
+	semOnce sync.Once
+	sem     chan struct{} // Parallel's slots
 }
 
 // verdict memoizes a check for a Runner's life — unless the caller's
@@ -134,7 +144,17 @@ type Spec struct {
 	// established (Result.Prepared): the run then skips both listings and
 	// the baseline and runs only the test. The caller vouches that the
 	// snapshot is the same; a different checkout directory does not matter.
+	// The run checks it: a checkout whose compiled files differ from those
+	// the Prepared run built from (a test of it wrote into the checkout) is
+	// Errored, and nothing runs.
 	Prepared *Prepared
+	// Snapshot, when set, is the caller's name for the checkout's content
+	// (a snapshot id): the Runner then keeps the baseline of each test
+	// binary for that Snapshot and proves each (binary, test, cover
+	// packages, deadline, limits) once, answering a later run from the
+	// first. Empty: every run of a test runs it (a caller that changes
+	// the checkout's data between runs must leave it empty).
+	Snapshot string
 }
 
 // Prepared is what a run learns besides its test's outcome, the same for
@@ -145,6 +165,7 @@ type Prepared struct {
 	coverPackages []string
 	packages      []CompiledPackage
 	baseline      *Profile
+	source        string // the source digest of the binary (sourceDigest)
 }
 
 // Prepared returns what a later run of the same package, cover packages and
@@ -153,7 +174,7 @@ func (r *Result) Prepared() *Prepared {
 	if !r.Status.Ran() || r.Baseline == nil || r.CoverPackages == nil {
 		return nil
 	}
-	return &Prepared{coverPackages: r.CoverPackages, packages: r.Packages, baseline: r.Baseline}
+	return &Prepared{coverPackages: r.CoverPackages, packages: r.Packages, baseline: r.Baseline, source: r.source}
 }
 
 // Result is what a run established.
@@ -180,6 +201,15 @@ type Result struct {
 	Packages []CompiledPackage
 	// CoverPackages are the import paths of Spec.Cover.
 	CoverPackages []string
+	// BinaryDigest is the hex BLAKE3-256 of the test binary that ran;
+	// Built says this run had the go command build it (false: an earlier
+	// run's binary of the same source and checkout ran); Memo says the
+	// outcome is an earlier run's of the same binary, test and Snapshot
+	// (Spec.Snapshot), and nothing ran.
+	BinaryDigest string
+	Built, Memo  bool
+
+	source string // sourceDigest, for Prepared
 }
 
 // Role is why a package is in a test binary.

@@ -469,7 +469,7 @@ func TestRunner_Baseline(t *testing.T) {
 		status Status
 		reason string
 	}{
-		{"exit", Passed, "the baseline run (no test) failed (exit 1)"},
+		{"exit", Passed, "the baseline run (no test) failed (exit 3)"}, // the fixture's os.Exit(3)
 		{"hang", TimedOut, "deadline 6s passed"},
 	} {
 		t.Run(tc.mode, func(t *testing.T) {
