@@ -221,8 +221,8 @@
 // makes the flow undecided.
 //
 // A focused test reaches the subject only if Needle, running it itself,
-// sees it execute the subject's code: each Go test runs with `go test
-// -run '^TestX$'` (subtests as TestX/case) in a disposable checkout of the
+// sees it execute the subject's code: each Go test runs as `go test
+// -run '^TestX$'` would (subtests as TestX/case) in a disposable checkout of the
 // exact snapshot, its binary inside the sandbox of the pinned codex (no
 // network, writes confined to the checkout and the run's scratch, a
 // deadline, resource limits, -vet=off, GOPROXY=off; product/internal/
@@ -244,8 +244,12 @@
 // duration, toolchain, output digest and the label executed; its
 // dependencies are the files the test binary compiled (so a replay re-runs
 // the test only when one of them changed). Runs are cached per snapshot;
-// a run's scratch directory belongs to its process, and a killed
-// process's is swept by the next run.
+// the runner builds each package's test binary once (go test -c, outside
+// the sandbox) and runs the binary itself in the sandbox for each of its
+// tests, keeps its baseline per snapshot and proves a (binary, test,
+// snapshot) once, however many proposals ask at once (product/internal/
+// testrun, "A run"); a run's scratch directory belongs to its process,
+// and a killed process's is swept by the next run.
 // A subject declared in a _test.go file, which coverage does not
 // instrument, is traced instead: the test must run a statement of its
 // body. Static reach is never a proof: where Needle cannot run the test

@@ -295,6 +295,9 @@ func (rs *runSession) run(ctx context.Context, spec testrun.Spec, moduleless str
 	}
 	synthetic := moduleless != ""
 	spec.Checkout = rs.co.Dir
+	// The runner keeps baselines and outcomes per snapshot: a test it
+	// proved on this snapshot is not run again, by this session or another.
+	spec.Snapshot = rs.snapshot + " " + moduleless
 	pkey := prepKey(rs.snapshot+" "+moduleless, spec)
 	rs.vs.mu.Lock()
 	spec.Prepared = rs.vs.prepared[pkey]
