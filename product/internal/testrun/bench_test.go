@@ -2,15 +2,140 @@ package testrun
 
 import (
 	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
 	"testing"
+
+	"github.com/needle-dev/needle/product/internal/procdir"
 )
 
-// BenchmarkRun_Fixture runs one test of a small package on a warm cache:
-// the sandbox, two go list calls, go test with coverage, the baseline.
+// BenchmarkRun_Fixture runs one test of a small package on a warm cache,
+// again and again on the same checkout and without Spec.Prepared: the two
+// go list calls, the source digest, the test binary the first run built
+// (the Runner keeps it), the test and the baseline in the sandbox.
 func BenchmarkRun_Fixture(b *testing.B) {
 	r := MustRunner(b)
 	dir := MustMaterialize(b, "reach.txtar")
 	benchRun(b, r, reachSpec(dir, "TestEarly"))
+}
+
+// BenchmarkRun_Fixture_NewCheckout is a first proof on a warm build cache:
+// each run is on a new checkout of the package, so the go command lists it
+// and links a new test binary (its compiled packages are in the cache),
+// and the test and the baseline run.
+func BenchmarkRun_Fixture_NewCheckout(b *testing.B) {
+	r := MustRunner(b)
+	warm := MustMaterialize(b, "reach.txtar")
+	if res := r.Run(context.Background(), reachSpec(warm, "TestEarly")); res.Status != Passed {
+		b.Fatalf("warm-up: %v %s", res.Status, res.Reason)
+	}
+	for b.Loop() {
+		b.StopTimer()
+		dir := MustMaterialize(b, "reach.txtar")
+		b.StartTimer()
+		if res := r.Run(context.Background(), reachSpec(dir, "TestEarly")); res.Status != Passed || !res.Built {
+			b.Fatalf("%v %s built %v", res.Status, res.Reason, res.Built)
+		}
+	}
+}
+
+// BenchmarkRun_Fixture_SecondTest is another test of the same package after
+// one ran, as the product asks it (Spec.Prepared from the first, the same
+// Snapshot): no listing, no build, no baseline; the test alone runs in the
+// sandbox. Each iteration asks under a new Snapshot with the first run's
+// Prepared, so the Runner's memo never answers.
+func BenchmarkRun_Fixture_SecondTest(b *testing.B) {
+	r := MustRunner(b)
+	dir := MustMaterialize(b, "reach.txtar")
+	first := r.Run(context.Background(), reachSpec(dir, "TestEarly"))
+	if first.Status != Passed {
+		b.Fatalf("first test: %v %s", first.Status, first.Reason)
+	}
+	spec := reachSpec(dir, "TestClosure")
+	spec.Prepared = first.Prepared()
+	n := 0
+	for b.Loop() {
+		n++
+		spec.Snapshot = "bench " + strconv.Itoa(n)
+		if res := r.Run(context.Background(), spec); res.Status != Passed || res.Built || res.Memo {
+			b.Fatalf("%v %s built %v memo %v", res.Status, res.Reason, res.Built, res.Memo)
+		}
+	}
+}
+
+// BenchmarkBareGoTest_Fixture is the anchor: a bare `go test -cover
+// -count=1 -run '^TestEarly$'` of the same materialized package, outside
+// any sandbox, on the Runner's warm build cache.
+func BenchmarkBareGoTest_Fixture(b *testing.B) {
+	r := MustRunner(b)
+	dir := MustMaterialize(b, "reach.txtar")
+	env := append(os.Environ(), "GOCACHE="+filepath.Join(r.CacheDir, "go-build"), "GOFLAGS=-mod=mod", "GOPROXY=off")
+	bare := func() {
+		cmd := exec.Command(r.Go, "test", "-cover", "-count=1", "-run", "^TestEarly$", ".")
+		cmd.Dir, cmd.Env = dir, env
+		if out, err := cmd.CombinedOutput(); err != nil {
+			b.Fatalf("go test: %v\n%s", err, out)
+		}
+	}
+	bare()
+	for b.Loop() {
+		bare()
+	}
+}
+
+// The cold pair: "cold" is an empty build cache (GOCACHE), so both compile
+// the standard library packages they need; the module cache and the
+// operating system's file cache stay as they are (the fixture has no
+// dependencies). The Runner's first proof also builds and runs its sandbox
+// probe and its launcher, and builds test2json: what a new data directory
+// costs.
+
+// BenchmarkCold_Run_Fixture is the first proof of a Runner in a new cache
+// directory.
+func BenchmarkCold_Run_Fixture(b *testing.B) {
+	s := MustRunner(b)
+	for b.Loop() {
+		b.StopTimer()
+		dir := MustMaterialize(b, "reach.txtar")
+		cache, err := procdir.Make(filepath.Join(os.TempDir(), "needle-bench-cold"), "cold")
+		if err != nil {
+			b.Fatal(err)
+		}
+		r := &Runner{Go: s.Go, Sandbox: s.Sandbox, CacheDir: cache, ModCache: s.ModCache, Home: s.Home}
+		b.StartTimer()
+		res := r.Run(context.Background(), reachSpec(dir, "TestEarly"))
+		b.StopTimer()
+		if res.Status != Passed {
+			b.Fatalf("%v %s", res.Status, res.Reason)
+		}
+		os.RemoveAll(cache)
+		b.StartTimer()
+	}
+}
+
+// BenchmarkCold_BareGoTest_Fixture is the anchor of the cold pair: a bare
+// `go test -cover -count=1 -run '^TestEarly$'` into an empty build cache.
+func BenchmarkCold_BareGoTest_Fixture(b *testing.B) {
+	for b.Loop() {
+		b.StopTimer()
+		dir := MustMaterialize(b, "reach.txtar")
+		cache, err := procdir.Make(filepath.Join(os.TempDir(), "needle-bench-cold"), "bare")
+		if err != nil {
+			b.Fatal(err)
+		}
+		cmd := exec.Command(MustGo(b), "test", "-cover", "-count=1", "-run", "^TestEarly$", ".")
+		cmd.Dir, cmd.Env = dir, append(os.Environ(), "GOCACHE="+cache, "GOFLAGS=-mod=mod", "GOPROXY=off")
+		b.StartTimer()
+		out, err := cmd.CombinedOutput()
+		b.StopTimer()
+		if err != nil {
+			b.Fatalf("go test: %v\n%s", err, out)
+		}
+		os.RemoveAll(cache)
+		b.StartTimer()
+	}
 }
 
 // BenchmarkRun_Cobra runs one test of real cobra v1.9.1 on a warm cache.
