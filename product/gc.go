@@ -17,8 +17,9 @@ import (
 // What needle gc removes from a data directory: only what a process made
 // for itself and left behind when it ended — the disposable checkouts of
 // workers and test runs (DATA_DIR/checkouts), the private CODEX_HOMEs of
-// evidence workers (DATA_DIR/codex-homes) and the scratch of sandboxed
-// test runs (DATA_DIR/testrun/*/runs) whose creating process is gone, as
+// evidence workers (DATA_DIR/codex-homes), the scratch of sandboxed test
+// runs (DATA_DIR/testrun/*/runs) and the test binaries a test runner kept
+// (DATA_DIR/testrun/*/bins) whose creating process is gone, as
 // its marker or name records it (pid and start time; procdir.Alive counts
 // an uncertain process as alive). No certificate, lifecycle, approval or
 // apply refers to any of them: those are rows of the store, which gc never
@@ -29,9 +30,10 @@ import (
 type gcKind string
 
 const (
-	gcCheckout    gcKind = "checkout"     // a disposable checkout and its marker
-	gcCodexHome   gcKind = "codex_home"   // an evidence worker's private CODEX_HOME
-	gcTestScratch gcKind = "test_scratch" // a sandboxed test run's scratch directory
+	gcCheckout    gcKind = "checkout"      // a disposable checkout and its marker
+	gcCodexHome   gcKind = "codex_home"    // an evidence worker's private CODEX_HOME
+	gcTestScratch gcKind = "test_scratch"  // a sandboxed test run's scratch directory
+	gcTestBins    gcKind = "test_binaries" // the test binaries a process's test runner kept
 )
 
 // GCItem is one thing gc removed (or, in a dry run, would remove).
@@ -115,15 +117,20 @@ func garbage(dataDir string) ([]GCItem, error) {
 		kind   gcKind
 		parent string
 	}{{gcCodexHome, filepath.Join(dataDir, "codex-homes")}}
-	runs, err := filepath.Glob(filepath.Join(dataDir, "testrun", "*", "runs"))
-	if err != nil {
-		return nil, err
-	}
-	for _, r := range runs {
-		dirs = append(dirs, struct {
-			kind   gcKind
-			parent string
-		}{gcTestScratch, r})
+	for _, sub := range []struct {
+		kind gcKind
+		name string
+	}{{gcTestScratch, "runs"}, {gcTestBins, "bins"}} {
+		parents, err := filepath.Glob(filepath.Join(dataDir, "testrun", "*", sub.name))
+		if err != nil {
+			return nil, err
+		}
+		for _, r := range parents {
+			dirs = append(dirs, struct {
+				kind   gcKind
+				parent string
+			}{sub.kind, r})
+		}
 	}
 	for _, d := range dirs {
 		more, err := deadDirs(dataDir, d.kind, d.parent)

@@ -130,24 +130,30 @@ func TestGC(t *testing.T) {
 	}
 	MustWriteFile(t, filepath.Join(liveHome, "auth.json"), "{}")
 	MustWriteFile(t, filepath.Join(liveRun, "box", "tmp", "cover.out"), "mode: set\n")
+	liveBins, err := procdir.Make(filepath.Join(cache, "bins"), "bins")
+	if err != nil {
+		t.Fatal(err)
+	}
+	MustWriteFile(t, filepath.Join(liveBins, "0123.test"), "binary")
 	buildCache := filepath.Join(cache, "go-build", "00", "entry-d")
 	MustWriteFile(t, buildCache, "compiled")
 	// Not needed: what a crashed worker and a killed test run left.
 	dead := mustCheckout(t, repo, data, true)
 	deadHome := mustDeadDir(t, filepath.Join(data, "codex-homes"), "abcdef", map[string]string{"auth.json": `{"token":"x"}`, "config.toml": "model = \"m\"\n"})
 	deadRun := mustDeadDir(t, filepath.Join(cache, "runs"), "run", map[string]string{"go.mod": "module x\n", "box/tmp/cover.out": strings.Repeat("c", 1000)})
-	wantBytes, wantFiles := treeSize(t, dead.Dir, dead.Marker(), deadHome, deadRun)
+	deadBins := mustDeadDir(t, filepath.Join(cache, "bins"), "bins", map[string]string{"0123.test": strings.Repeat("b", 2000)})
+	wantBytes, wantFiles := treeSize(t, dead.Dir, dead.Marker(), deadHome, deadRun, deadBins)
 
 	t.Run("DryRun", func(t *testing.T) {
 		out, stderr, code := runMain(t, "", "gc", "--data-dir", data, "--dry-run")
 		if code != 0 {
 			t.Fatalf("gc --dry-run: %d %s", code, stderr)
 		}
-		want := "would free " + strconv.FormatInt(wantBytes, 10) + " bytes in " + strconv.FormatInt(wantFiles, 10) + " files (3 items)\n"
+		want := "would free " + strconv.FormatInt(wantBytes, 10) + " bytes in " + strconv.FormatInt(wantFiles, 10) + " files (4 items)\n"
 		if !strings.HasSuffix(out, want) {
 			t.Errorf("gc --dry-run printed\n%s\nwant it to end %q", out, want)
 		}
-		for _, p := range []string{dead.Dir, dead.Marker(), deadHome, deadRun} {
+		for _, p := range []string{dead.Dir, dead.Marker(), deadHome, deadRun, deadBins} {
 			if !exists(t, p) {
 				t.Errorf("gc --dry-run removed %s", p)
 			}
@@ -158,18 +164,19 @@ func TestGC(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("gc: %d %s", code, stderr)
 	}
-	want := "freed " + strconv.FormatInt(wantBytes, 10) + " bytes in " + strconv.FormatInt(wantFiles, 10) + " files (3 items)\n"
+	want := "freed " + strconv.FormatInt(wantBytes, 10) + " bytes in " + strconv.FormatInt(wantFiles, 10) + " files (4 items)\n"
 	if !strings.HasSuffix(out, want) {
 		t.Errorf("gc printed\n%s\nwant it to end %q", out, want)
 	}
 	for _, line := range []string{"removed checkout checkouts/" + filepath.Base(dead.Dir) + " (",
 		"removed codex_home codex-homes/" + filepath.Base(deadHome) + " (",
-		"removed test_scratch testrun/0123456789abcdef/runs/" + filepath.Base(deadRun) + " ("} {
+		"removed test_scratch testrun/0123456789abcdef/runs/" + filepath.Base(deadRun) + " (",
+		"removed test_binaries testrun/0123456789abcdef/bins/" + filepath.Base(deadBins) + " ("} {
 		if !strings.Contains(out, line) {
 			t.Errorf("gc printed\n%s\nwithout %q", out, line)
 		}
 	}
-	for _, p := range []string{dead.Dir, dead.Marker(), deadHome, deadRun} {
+	for _, p := range []string{dead.Dir, dead.Marker(), deadHome, deadRun, deadBins} {
 		if exists(t, p) {
 			t.Errorf("gc left %s", p)
 		}
@@ -177,7 +184,7 @@ func TestGC(t *testing.T) {
 	if wt := MustRun(t, repo, "git", "worktree", "list"); strings.Contains(wt, dead.Dir) {
 		t.Errorf("the removed checkout is still a worktree of the repository:\n%s", wt)
 	}
-	for _, p := range []string{live.Dir, live.Marker(), liveHome, liveRun, buildCache, filepath.Join(data, storeFileName)} {
+	for _, p := range []string{live.Dir, live.Marker(), liveHome, liveRun, liveBins, buildCache, filepath.Join(data, storeFileName)} {
 		if !exists(t, p) {
 			t.Errorf("gc removed %s, which is needed", p)
 		}

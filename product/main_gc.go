@@ -6,8 +6,8 @@ const usageGC = `Usage: needle gc [--data-dir DIR] [--dry-run]
 
 Remove what no process, certificate, lifecycle, approval or runtime needs
 from DIR: the disposable checkouts (DIR/checkouts), evidence workers'
-codex homes (DIR/codex-homes) and test-run scratch (DIR/testrun/*/runs)
-left by processes that are gone. Anything whose creator may still run is
+codex homes (DIR/codex-homes), test-run scratch (DIR/testrun/*/runs) and
+kept test binaries (DIR/testrun/*/bins) left by processes that are gone. Anything whose creator may still run is
 kept, and so are the store, the shared build cache and the settings.
 Print each item and how much was freed (bytes, files); --dry-run removes
 nothing and prints what would go.
