@@ -381,6 +381,13 @@ func (x *execution) runBinary(ctx context.Context, bin *testBinary, pattern, pro
 		x.fail(Errored, err.Error())
 		return nil, nil
 	}
+	// A profile a test left at the path (the box is writable to it) must
+	// never pass for this run's: a binary that cannot write its profile
+	// still exits 0.
+	if err := os.Remove(profile); err != nil && !errors.Is(err, os.ErrNotExist) {
+		x.fail(Errored, err.Error())
+		return nil, nil
+	}
 	covdir, err := os.MkdirTemp(filepath.Join(x.box, "tmp"), "gocover-")
 	if err != nil {
 		x.fail(Errored, err.Error())
