@@ -209,3 +209,55 @@ func TestRunner_ProvesOnce(t *testing.T) {
 		t.Errorf("two runs at once: %d answered from the other, %d builds; want 1 and 1", memo, r.Builds())
 	}
 }
+
+// TestRunner_CoverOtherPackage: a cover package other than the test's
+// own is listed on its own; the test's own package given as the cover is
+// resolved from the test's listing. Either way the profile answers for
+// the cover packages' files, and only for them.
+func TestRunner_CoverOtherPackage(t *testing.T) {
+	dir := t.TempDir()
+	for name, content := range map[string]string{
+		"go.mod":      "module example.com/two\n\ngo 1.22\n",
+		"two.go":      "package two\n\nimport \"example.com/two/lib\"\n\nfunc Call() int { return lib.F() }\n",
+		"two_test.go": "package two\n\nimport \"testing\"\n\nfunc TestCall(t *testing.T) {\n\tif Call() != 1 {\n\t\tt.Fatal(\"Call() != 1\")\n\t}\n}\n",
+		"lib/lib.go":  "package lib\n\nfunc F() int {\n\treturn 1\n}\n\nfunc G() int {\n\treturn 2\n}\n",
+	} {
+		p := filepath.Join(dir, filepath.FromSlash(name))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r := MustRunner(t)
+	fStart, fEnd := funcSpan(t, filepath.Join(dir, "lib", "lib.go"), "F")
+	gStart, gEnd := funcSpan(t, filepath.Join(dir, "lib", "lib.go"), "G")
+	for _, tc := range []struct {
+		cover []string
+		want  []string
+	}{
+		{[]string{"./lib"}, []string{"example.com/two/lib"}},
+		{[]string{".", "./lib"}, []string{"example.com/two", "example.com/two/lib"}},
+		{[]string{"."}, []string{"example.com/two"}},
+	} {
+		res := r.Run(context.Background(), Spec{Checkout: dir, Package: ".", Test: "TestCall", Cover: tc.cover, Deadline: deadline})
+		if res.Status != Passed {
+			t.Fatalf("cover %v: %v (%s)\n%s", tc.cover, res.Status, res.Reason, res.Output)
+		}
+		if strings.Join(res.CoverPackages, ",") != strings.Join(tc.want, ",") {
+			t.Errorf("cover %v: cover packages %v, want %v", tc.cover, res.CoverPackages, tc.want)
+		}
+		f, ferr := res.Executed("lib/lib.go", fStart, fEnd)
+		g, gerr := res.Executed("lib/lib.go", gStart, gEnd)
+		if len(tc.want) == 1 && tc.want[0] == "example.com/two" {
+			if ferr == nil || gerr == nil {
+				t.Errorf("cover %v: lib.go answered (%v, %v) outside the cover packages", tc.cover, ferr, gerr)
+			}
+			continue
+		}
+		if ferr != nil || gerr != nil || !f || g {
+			t.Errorf("cover %v: F executed %v (%v), G executed %v (%v); want F only", tc.cover, f, ferr, g, gerr)
+		}
+	}
+}

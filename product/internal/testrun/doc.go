@@ -10,8 +10,9 @@
 // paths that stay in the module), makes sure the sandbox works (below),
 // and then, within one wall-clock deadline:
 //
-//	go list -e -json <cover packages>                 their import paths
 //	go list -e -deps -test -json <package>            the checkout's files the binary compiles
+//	go list -e -json <cover packages>                 their import paths (none when the
+//	                                                  cover package is the test's own)
 //	go test -c -json -o <bins>/<key>.test -vet=off -covermode=count -coverpkg=<cover> <package>
 //	<sandbox> <launcher> <key>.test -test.run='^TestX$/^sub$' -test.v=test2json
 //	        -test.coverprofile=<box>/test.cover -test.timeout=<deadline> …  | test2json

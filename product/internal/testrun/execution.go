@@ -344,8 +344,50 @@ const listFields = "ImportPath,Dir,ForTest,Match,Module,GoFiles,CgoFiles,CFiles,
 const maxListBytes = 64 << 20
 
 // list resolves the cover packages and records the checkout's packages the
-// test binary compiles.
+// test binary compiles. A cover package given as the test's own package is
+// resolved from the test's listing; any other takes a listing of its own.
 func (x *execution) list(ctx context.Context) bool {
+	deps, pr, err := x.goList(ctx, []string{"list", "-e", "-deps", "-test", "-json=" + listFields, x.spec.Package})
+	if err != nil || pr.exitCode != 0 {
+		x.fail(x.buildOrError(pr), fmt.Sprintf("go list %s: %v %s", x.spec.Package, err, pr.stderr))
+		return false
+	}
+	if root := rootPackage(deps); root != nil && root.Error == nil && allEqual(x.spec.Cover, x.spec.Package) {
+		x.res.CoverPackages = []string{root.ImportPath}
+	} else if !x.listCover(ctx) {
+		return false
+	}
+	x.res.Packages = x.compiled(deps)
+	return true
+}
+
+// rootPackage is the package a listing was asked for (not a test variant),
+// nil if there is not exactly one.
+func rootPackage(list []listedPackage) *listedPackage {
+	var root *listedPackage
+	for i, p := range list {
+		if len(p.Match) == 0 || p.ForTest != "" || strings.Contains(p.ImportPath, " ") || strings.HasSuffix(p.ImportPath, ".test") {
+			continue
+		}
+		if root != nil {
+			return nil
+		}
+		root = &list[i]
+	}
+	return root
+}
+
+func allEqual(list []string, s string) bool {
+	for _, x := range list {
+		if x != s {
+			return false
+		}
+	}
+	return len(list) > 0
+}
+
+// listCover resolves the cover packages with a listing of their own.
+func (x *execution) listCover(ctx context.Context) bool {
 	cover, pr, err := x.goList(ctx, append([]string{"list", "-e", "-json=ImportPath,Dir,Error"}, x.spec.Cover...))
 	if err != nil || pr.exitCode != 0 {
 		x.fail(x.buildOrError(pr), fmt.Sprintf("go list %s: %v %s", strings.Join(x.spec.Cover, " "), err, pr.stderr))
@@ -358,12 +400,6 @@ func (x *execution) list(ctx context.Context) bool {
 		}
 		x.res.CoverPackages = append(x.res.CoverPackages, p.ImportPath)
 	}
-	deps, pr, err := x.goList(ctx, []string{"list", "-e", "-deps", "-test", "-json=" + listFields, x.spec.Package})
-	if err != nil || pr.exitCode != 0 {
-		x.fail(x.buildOrError(pr), fmt.Sprintf("go list %s: %v %s", x.spec.Package, err, pr.stderr))
-		return false
-	}
-	x.res.Packages = x.compiled(deps)
 	return true
 }
 
