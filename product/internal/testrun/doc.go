@@ -118,8 +118,9 @@
 // run's scratch that holds TMPDIR, GOTMPDIR (go test's work directory,
 // where it has the test binary write its coverage) and the test binary's
 // own GOCACHE; the test binary writes its coverage profile there too.
-// Before the first run a Runner builds a probe and runs it in
-// the sandbox under the launcher: TCP connect and listen, UDP, a Unix
+// Before the first run a Runner runs a probe in the sandbox under the
+// launcher (the probe, like the launcher, is built once per toolchain
+// into the cache, outside the sandbox, and every Runner runs it again): TCP connect and listen, UDP, a Unix
 // socket connect and listen, and a write outside must all fail, a write
 // inside must succeed, and the probe must find the limits set. Until that
 // holds every run is Unavailable: nothing is ever run unsandboxed or

@@ -185,13 +185,22 @@ func (r *Runner) launcher(ctx context.Context) (string, error) {
 }
 
 func (r *Runner) buildLauncher(ctx context.Context) (string, error) {
+	return r.buildOwn(ctx, "launch", "needlelaunch", "needle-launch", launcherSource)
+}
+
+// buildOwn builds one of Needle's own programs (the launcher, the
+// sandbox probe) from source with the go command, outside the sandbox,
+// once per toolchain and source into CacheDir/kind/<digest>/name, and
+// returns the binary's path. A later process finds it there: the sandbox
+// cannot write CacheDir, so what is there is what the go command built.
+func (r *Runner) buildOwn(ctx context.Context, kind, module, name, source string) (string, error) {
 	version, reason := r.goVersion(ctx)
 	if reason != "" {
 		return "", errors.New(reason)
 	}
-	sum := sha256.Sum256([]byte(version + "\x00" + launcherSource))
-	dir := filepath.Join(r.CacheDir, "launch", hex.EncodeToString(sum[:8]))
-	bin := filepath.Join(dir, "needle-launch")
+	sum := sha256.Sum256([]byte(version + "\x00" + source))
+	dir := filepath.Join(r.CacheDir, kind, hex.EncodeToString(sum[:8]))
+	bin := filepath.Join(dir, name)
 	if fi, err := os.Stat(bin); err == nil && fi.Mode().IsRegular() {
 		return bin, nil
 	}
@@ -203,21 +212,21 @@ func (r *Runner) buildLauncher(ctx context.Context) (string, error) {
 		return "", err
 	}
 	defer os.RemoveAll(src)
-	for name, data := range map[string]string{"go.mod": "module needlelaunch\n\ngo 1.21\n", "main.go": launcherSource} {
-		if err := os.WriteFile(filepath.Join(src, name), []byte(data), 0o644); err != nil {
+	for file, data := range map[string]string{"go.mod": "module " + module + "\n\ngo 1.21\n", "main.go": source} {
+		if err := os.WriteFile(filepath.Join(src, file), []byte(data), 0o644); err != nil {
 			return "", err
 		}
 	}
-	tmp := filepath.Join(src, "needle-launch")
+	tmp := filepath.Join(src, name)
 	bctx, cancel := context.WithTimeout(ctx, probeDeadline)
 	defer cancel()
 	env := append(r.goEnv(filepath.Join(src, "tmp")), "CGO_ENABLED=0")
 	res := proc{argv: []string{r.Go, "build", "-trimpath", "-o", tmp, "."}, dir: src, env: env, maxErr: 64 << 10}.run(bctx)
 	if res.err != nil || res.exitCode != 0 {
-		return "", fmt.Errorf("build the sandbox launcher: %v %s", res.err, bytes.TrimSpace(res.stderr))
+		return "", fmt.Errorf("build the sandbox %s: %v %s", kind, res.err, bytes.TrimSpace(res.stderr))
 	}
 	// A rename is atomic: a concurrent build of another process finds
-	// either no launcher or a whole one.
+	// either no binary or a whole one.
 	if err := os.Rename(tmp, bin); err != nil {
 		return "", err
 	}

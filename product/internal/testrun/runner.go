@@ -483,23 +483,22 @@ func (r *Runner) selfTest(ctx context.Context) error {
 	if err := os.MkdirAll(gocache, 0o755); err != nil {
 		return err
 	}
-	// A directory of its own: Runners of several processes may share a
-	// CacheDir (its build cache is safe for that; fixed paths are not).
-	dir, err := os.MkdirTemp(r.CacheDir, "probe-")
-	if err != nil {
-		return err
-	}
-	defer os.RemoveAll(dir)
 	ctx, cancel := context.WithTimeout(ctx, probeDeadline)
 	defer cancel()
 	launch, err := r.launcher(ctx)
 	if err != nil {
 		return err
 	}
+	// The probe is built once per toolchain, like the launcher; every
+	// Runner runs it again: the verdict is about the sandbox now.
+	bin, err := r.buildOwn(ctx, "probe", "needleprobe", "needle-probe", probeSource)
+	if err != nil {
+		return err
+	}
 	// The self-test runs under the launcher with the limits of a run of
 	// probeDeadline, and checks that they hold.
 	lim := r.Limits.limits(probeDeadline)
-	return r.Sandbox.probe(ctx, r.Go, r.goEnv(filepath.Join(r.CacheDir, "tmp-probe")), dir, append([]string{launch}, lim.args()...), lim)
+	return r.Sandbox.probe(ctx, bin, append([]string{launch}, lim.args()...), lim)
 }
 
 // probeDeadline bounds the self-test, a cold build of the probe included.

@@ -608,3 +608,36 @@ func TestRunner_ColdCacheNotice(t *testing.T) {
 		t.Errorf("a cache holding entries told %q", got)
 	}
 }
+
+// TestRunner_ProbeBuiltOnce: the sandbox probe is built once per
+// toolchain into the cache, like the launcher: a second Runner on the same
+// cache runs the self-test again (its verdict is about the sandbox now)
+// with the binary the first built, which it does not replace.
+func TestRunner_ProbeBuiltOnce(t *testing.T) {
+	shared := MustRunner(t)
+	if err := shared.Check(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	bins, err := filepath.Glob(filepath.Join(shared.CacheDir, "probe", "*", "needle-probe"))
+	if err != nil || len(bins) != 1 {
+		t.Fatalf("probe binaries in the cache: %v %v, want one", bins, err)
+	}
+	before, err := os.Stat(bins[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	second := &Runner{Go: shared.Go, Sandbox: shared.Sandbox, CacheDir: shared.CacheDir, ModCache: shared.ModCache, Home: shared.Home}
+	if err := second.Check(context.Background()); err != nil {
+		t.Fatalf("a second Runner's self-test: %v", err)
+	}
+	after, err := os.Stat(bins[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !os.SameFile(before, after) || !after.ModTime().Equal(before.ModTime()) {
+		t.Errorf("the second Runner replaced the probe binary (%v %v → %v %v)", before.ModTime(), before.Size(), after.ModTime(), after.Size())
+	}
+	if left, _ := filepath.Glob(filepath.Join(shared.CacheDir, "probe", "*", "src-*")); len(left) != 0 {
+		t.Errorf("build directories left behind: %v", left)
+	}
+}

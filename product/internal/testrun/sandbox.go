@@ -138,16 +138,12 @@ func main() {
 }
 `
 
-// probe builds the self-test with the go command (outside the sandbox: it
-// is Needle's own code) into dir and runs it in the sandbox through launch
-// (the launcher and its arguments for lim). It returns nil only when the
+// probe runs the self-test bin (built by the go command outside the
+// sandbox: it is Needle's own code) in the sandbox through launch (the
+// launcher and its arguments for lim). It returns nil only when the
 // sandbox started, the write inside its writable root succeeded, every
 // socket and the write outside failed, and the limits held.
-func (s *Sandbox) probe(ctx context.Context, goBin string, goEnv []string, dir string, launch []string, lim Limits) error {
-	bin, err := buildProbe(ctx, goBin, goEnv, dir)
-	if err != nil {
-		return err
-	}
+func (s *Sandbox) probe(ctx context.Context, bin string, launch []string, lim Limits) error {
 
 	// The probe's directories hold unix sockets, whose paths the kernel
 	// bounds (108 bytes): they go to a short temporary directory rather than
@@ -195,27 +191,6 @@ func (s *Sandbox) probe(ctx context.Context, goBin string, goEnv []string, dir s
 		return fmt.Errorf("sandbox probe output %q: %w", out.Bytes(), err)
 	}
 	return judgeProbe(res, outside, lim)
-}
-
-// buildProbe writes the self-test's module under dir and builds it with
-// the go command, outside the sandbox, returning the binary's path.
-func buildProbe(ctx context.Context, goBin string, goEnv []string, dir string) (string, error) {
-	src := filepath.Join(dir, "src")
-	if err := os.MkdirAll(src, 0o755); err != nil {
-		return "", err
-	}
-	if err := os.WriteFile(filepath.Join(src, "go.mod"), []byte("module needleprobe\n\ngo 1.21\n"), 0o644); err != nil {
-		return "", err
-	}
-	if err := os.WriteFile(filepath.Join(src, "main.go"), []byte(probeSource), 0o644); err != nil {
-		return "", err
-	}
-	bin := filepath.Join(dir, "probe")
-	build := proc{argv: []string{goBin, "build", "-o", bin, "."}, dir: src, env: goEnv, maxErr: 64 << 10}
-	if r := build.run(ctx); r.err != nil || r.exitCode != 0 {
-		return "", fmt.Errorf("build the sandbox probe: %v %s", r.err, r.stderr)
-	}
-	return bin, nil
 }
 
 // judgeProbe checks the probe's report res (each check's error text, ""
