@@ -91,6 +91,9 @@ func create(ctx context.Context, repo *snapshot.Repo, src snapshot.Snapshot, par
 	if err := writeMarker(c.marker, m); err != nil {
 		return nil, err
 	}
+	if stable := stableName(repo.Root(), src.ID); claimName(parent, name, stable) {
+		c.Dir, c.marker = filepath.Join(parent, stable), filepath.Join(parent, stable+markerExt)
+	}
 	if err := c.populate(ctx, repo, src); err != nil {
 		return nil, c.rollback(ctx, err)
 	}

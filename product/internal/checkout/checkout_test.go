@@ -372,3 +372,68 @@ func testGitEnv() []string {
 	}
 	return env
 }
+
+// TestCreate_StableName: a checkout takes the same path as the last one of
+// the same snapshot once that one is removed (what a build cache keyed on
+// paths needs), a live one keeps its path to itself, another snapshot gets
+// another path, and a directory at the stable path that no marker owns is
+// never built into or touched.
+func TestCreate_StableName(t *testing.T) {
+	ctx := context.Background()
+	src := MustRepo(t, map[string]string{"a.txt": "a"})
+	repo, parent := MustOpen(t, src), t.TempDir()
+	first, err := Create(ctx, repo, parent)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := first.Dir
+	second := MustCreate(t, repo, parent)
+	if second.Dir == dir {
+		t.Fatalf("two live checkouts share %s", dir)
+	}
+	checkCheckout(t, second, repo, map[string]string{"a.txt": "a"})
+	if err := first.Remove(ctx); err != nil {
+		t.Fatal(err)
+	}
+	third, err := Create(ctx, repo, parent)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if third.Dir != dir {
+		t.Errorf("a checkout of the same snapshot after the first was removed: %s, want %s", third.Dir, dir)
+	}
+	checkCheckout(t, third, repo, map[string]string{"a.txt": "a"})
+	if err := third.Remove(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Lstat(dir + markerExt); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("the stable marker outlived its checkout: %v", err)
+	}
+
+	MustWrite(t, src, map[string]string{"a.txt": "changed"})
+	other := MustCreate(t, repo, parent)
+	if other.Dir == dir {
+		t.Errorf("another snapshot took the first snapshot's path %s", dir)
+	}
+	checkCheckout(t, other, repo, map[string]string{"a.txt": "changed"})
+
+	// Something at the first snapshot's path that no marker owns.
+	MustWrite(t, src, map[string]string{"a.txt": "a"})
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	MustWrite(t, dir, map[string]string{"foreign": "keep"})
+	fourth := MustCreate(t, repo, parent)
+	if fourth.Dir == dir {
+		t.Fatalf("built into a directory no marker owned: %s", dir)
+	}
+	if got := ReadTree(t, dir); len(got) != 1 {
+		t.Errorf("the foreign directory changed: %v", got)
+	}
+	if _, err := os.Lstat(dir + markerExt); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("a marker was left for the foreign directory: %v", err)
+	}
+	if left, _ := filepath.Glob(filepath.Join(parent, "*"+markerExt)); len(left) != 3 {
+		t.Errorf("markers %v, want the three live checkouts' (second, other, fourth)", left)
+	}
+}

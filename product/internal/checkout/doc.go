@@ -43,7 +43,13 @@
 // Before anything is created, a marker <parent>/<name>.lock records the
 // creating process (pid and, on linux, its start time, so a reused pid is
 // not mistaken for the creator), the source root and the checkout's kind.
-// The checkout is <parent>/<name>. Remove deletes the directory, prunes the
+// The checkout is <parent>/<name>. The name is derived from the source and
+// the snapshot id when no live checkout holds it (the marker is linked to
+// that name, which fails when its marker exists, and given up when a
+// directory no marker owns lies there), else random: a checkout of the same
+// snapshot made after the last one was removed gets the same path, so a
+// build cache that keys on source paths (the go command's) is warm for it.
+// Remove deletes the directory, prunes the
 // source's worktree registry, checks that the directory is gone and no longer
 // registered, and only then deletes the marker; a failed cleanup leaves the
 // marker so that Sweep retries it. Sweep, run at start, removes every

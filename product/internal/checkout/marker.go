@@ -2,11 +2,13 @@ package checkout
 
 import (
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 
@@ -41,6 +43,39 @@ func newName() string {
 	var b [8]byte
 	rand.Read(b[:]) // never fails (crypto/rand)
 	return "co-" + hex.EncodeToString(b[:])
+}
+
+// stableName is the name a checkout of snapshot id of source takes when
+// no other live checkout holds it: the same path for the same content, so
+// that what a build cache keys on paths (the go command's compile actions,
+// which record the source directory) is found again by the next checkout
+// of the same snapshot, in this process or a later one.
+func stableName(source, id string) string {
+	sum := sha256.Sum256([]byte(source + "\x00" + id))
+	return "co-" + hex.EncodeToString(sum[:8])
+}
+
+// claimName tries to move the checkout named name (only its marker exists
+// yet) to the name stable: it links name's marker to stable's, which fails
+// when stable's exists (a live checkout, or one Sweep has yet to remove),
+// and then gives it up again if something already lies at the stable path
+// without a marker. On success name's marker is removed; on failure
+// nothing changed and the checkout keeps name. A crash in between leaves
+// whole markers of checkouts not yet made, which Sweep removes.
+func claimName(parent, name, stable string) bool {
+	from, to := filepath.Join(parent, name+markerExt), filepath.Join(parent, stable+markerExt)
+	if err := os.Link(from, to); err != nil {
+		return false
+	}
+	if _, err := os.Lstat(filepath.Join(parent, stable)); !errors.Is(err, fs.ErrNotExist) {
+		_ = os.Remove(to) // never build into a directory this checkout did not make
+		return false
+	}
+	if os.Remove(from) != nil {
+		return true // two markers for one checkout: Remove deletes the one it names, Sweep the other
+	}
+	_ = atomicfile.SyncDir(parent)
+	return true
 }
 
 // newMarker describes c as created by this process.
