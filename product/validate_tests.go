@@ -167,6 +167,17 @@ func (val *validator) goTests(idx []int) (err error) {
 			files = append(files, t.Path)
 		}
 	}
+	// The runner's self-test and test2json do not depend on the program:
+	// they get ready while it is type-checked. Nothing of it outlives the
+	// validation (its files are in the runner's cache).
+	if r := val.vs.testRunner(val.ctx); r != nil {
+		prepared := make(chan struct{})
+		go func() {
+			defer close(prepared)
+			_ = r.Prepare(val.ctx)
+		}()
+		defer func() { <-prepared }()
+	}
 	prog, ok, err := val.goProgram("tests", files...)
 	if !ok || err != nil {
 		return err

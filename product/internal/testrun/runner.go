@@ -448,6 +448,20 @@ func (r *Runner) Run(ctx context.Context, spec Spec) *Result {
 	return res
 }
 
+// Prepare readies, once per Runner, what every run needs before its test
+// is built: the sandbox's self-test (with the launcher and the probe) and
+// the toolchain's test2json. A caller may start it beside work of its own
+// (the product type-checks the program meanwhile); a Run then waits for
+// what Prepare started rather than doing it again. Its error is the one
+// the next Run would report.
+func (r *Runner) Prepare(ctx context.Context) error {
+	if err := r.available(ctx); err != nil {
+		return err
+	}
+	_, err := r.test2json(ctx)
+	return err
+}
+
 // Check runs the sandbox's self-test (once per Runner) and says whether
 // this Runner can run tests at all; Run reports the same as Unavailable.
 func (r *Runner) Check(ctx context.Context) error { return r.available(ctx) }

@@ -641,3 +641,25 @@ func TestRunner_ProbeBuiltOnce(t *testing.T) {
 		t.Errorf("build directories left behind: %v", left)
 	}
 }
+
+// TestRunner_Prepare: Prepare leaves the self-test's verdict and
+// test2json's path to the Runner, so the first Run repeats neither; on a
+// Runner whose sandbox cannot run it reports what Run would.
+func TestRunner_Prepare(t *testing.T) {
+	shared := MustRunner(t)
+	r := &Runner{Go: shared.Go, Sandbox: shared.Sandbox, CacheDir: shared.CacheDir, ModCache: shared.ModCache, Home: shared.Home}
+	if err := r.Prepare(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if !r.probe.done || r.probe.err != nil || !r.t2j.done || r.t2j.err != nil || r.t2j.v == "" {
+		t.Errorf("after Prepare: probe done %v (%v), test2json done %v %q (%v)", r.probe.done, r.probe.err, r.t2j.done, r.t2j.v, r.t2j.err)
+	}
+	bad := &Runner{Go: shared.Go, Sandbox: &Sandbox{Codex: "/nonexistent/codex", Home: shared.Sandbox.Home}, CacheDir: shared.CacheDir, ModCache: shared.ModCache, Home: shared.Home}
+	err := bad.Prepare(context.Background())
+	if err == nil || !strings.Contains(err.Error(), "not an executable file") {
+		t.Errorf("Prepare without a sandbox: %v", err)
+	}
+	if res := bad.Run(context.Background(), Spec{Checkout: t.TempDir(), Package: ".", Test: "TestX", Cover: []string{"."}, Deadline: time.Minute}); res.Status != Unavailable {
+		t.Errorf("Run after a failed Prepare: %v %s, want Unavailable", res.Status, res.Reason)
+	}
+}
