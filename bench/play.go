@@ -86,16 +86,7 @@ func play(ctx context.Context, c *Corpus, repos map[string]*moduleRepo, dataRoot
 	}
 	outs := make([][]outcome, len(c.Sessions))
 	played := make([]modulePlay, len(modules))
-	var mu sync.Mutex
-	done := 0
-	counted := func() {
-		mu.Lock()
-		defer mu.Unlock()
-		done++
-		if progress != nil {
-			progress(done, total)
-		}
-	}
+	counted := countDone(total, progress)
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(runtime.NumCPU())
 	if as.before != nil {
@@ -131,6 +122,21 @@ func play(ctx context.Context, c *Corpus, repos map[string]*moduleRepo, dataRoot
 		return nil, nil, nil, err
 	}
 	return out, bumps, totals, nil
+}
+
+// countDone returns a function that counts one more of total done and
+// tells progress (which may be nil), safe for concurrent use.
+func countDone(total int, progress func(done, total int)) func() {
+	var mu sync.Mutex
+	done := 0
+	return func() {
+		mu.Lock()
+		defer mu.Unlock()
+		done++
+		if progress != nil {
+			progress(done, total)
+		}
+	}
 }
 
 // modulePlay is what one module's sessions left: its engine (open, for

@@ -152,21 +152,7 @@ func (r ProofLatencyReport) summaryText() string {
 
 // writeProofLatency writes <dir>/proof-latency.json and .md.
 func writeProofLatency(dir string, r ProofLatencyReport) ([]string, error) {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, err
-	}
-	base := filepath.Join(dir, r.Experiment)
-	data, err := json.MarshalIndent(r, "", "  ")
-	if err != nil {
-		return nil, err
-	}
-	if err := os.WriteFile(base+".json", append(data, '\n'), 0o644); err != nil {
-		return nil, err
-	}
-	if err := os.WriteFile(base+".md", r.markdown(), 0o644); err != nil {
-		return nil, err
-	}
-	return []string{base + ".json", base + ".md"}, nil
+	return writeJSONAndMarkdown(dir, r.Experiment, r, r.markdown())
 }
 
 // markdown is the report as reports/proof-latency.md.

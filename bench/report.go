@@ -672,17 +672,6 @@ type ExperimentReport struct {
 
 // writeExperiment writes <dir>/<experiment>.json and .md.
 func writeExperiment(dir string, r ExperimentReport) ([]string, error) {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, err
-	}
-	base := filepath.Join(dir, r.Experiment)
-	data, err := json.MarshalIndent(r, "", "  ")
-	if err != nil {
-		return nil, err
-	}
-	if err := os.WriteFile(base+".json", append(data, '\n'), 0o644); err != nil {
-		return nil, err
-	}
 	var b bytes.Buffer
 	fmt.Fprintf(&b, "# needlebench experiment `%s`\n\n%s; %d calls per method, latency of each round trip in\n", r.Experiment, r.Setup, r.Calls)
 	b.WriteString("milliseconds (empirical quantiles, gonum/stat). Latencies depend on the machine and are not deterministic.\n\n")
@@ -695,7 +684,24 @@ func writeExperiment(dir string, r ExperimentReport) ([]string, error) {
 		fmt.Fprintf(&b, "\nThe calls were spread over %d MCP sessions (opening one is not timed); %d of the timed need_context answers were verified exact hits.\n",
 			r.Sessions, r.ExactHits)
 	}
-	if err := os.WriteFile(base+".md", b.Bytes(), 0o644); err != nil {
+	return writeJSONAndMarkdown(dir, r.Experiment, r, b.Bytes())
+}
+
+// writeJSONAndMarkdown writes v as <dir>/<name>.json (indented) and md as
+// <dir>/<name>.md, making dir, and returns the two paths.
+func writeJSONAndMarkdown(dir, name string, v any, md []byte) ([]string, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	base := filepath.Join(dir, name)
+	data, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return nil, err
+	}
+	if err := os.WriteFile(base+".json", append(data, '\n'), 0o644); err != nil {
+		return nil, err
+	}
+	if err := os.WriteFile(base+".md", md, 0o644); err != nil {
 		return nil, err
 	}
 	return []string{base + ".json", base + ".md"}, nil

@@ -8,7 +8,6 @@ import (
 	"runtime"
 	"slices"
 	"strings"
-	"sync"
 
 	"golang.org/x/sync/errgroup"
 
@@ -172,16 +171,7 @@ func judgeAnswers(ctx context.Context, c *Corpus, repos map[string]*moduleRepo, 
 		return nil, err
 	}
 	judged := make([][]Verdict, len(c.Manifest.Subjects))
-	var mu sync.Mutex
-	done := 0
-	counted := func() {
-		mu.Lock()
-		defer mu.Unlock()
-		done++
-		if progress != nil {
-			progress(done, len(pending))
-		}
-	}
+	counted := countDone(len(pending), progress)
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(runtime.NumCPU())
 	for k, s := range c.Manifest.Subjects {
