@@ -400,7 +400,10 @@ func (x *execution) runBinary(ctx context.Context, bin *testBinary, pattern, pro
 		x.fail(Errored, err.Error())
 		return nil, nil
 	}
-	env := append(append([]string{}, x.env...), "GOCACHE="+filepath.Join(x.box, "gocache"))
+	// As go test -cover runs a test binary: GOCOVERDIR as well as the flag
+	// (a tool the test builds and runs writes its coverage there instead of
+	// warning on stderr), and PWD naming the package's directory.
+	env := append(append([]string{}, x.env...), "GOCACHE="+filepath.Join(x.box, "gocache"), "GOCOVERDIR="+covdir, "PWD="+x.pkgDir)
 	pr := proc{argv: argv, dir: x.pkgDir, env: env, maxErr: 64 << 10, sandbox: x.box, mergeErr: true,
 		stdout: func(rd io.Reader) error { return convert(ctx, t2j, x.importPath, rd, log.read) }}.run(ctx)
 	if pr.err != nil && !pr.killed {

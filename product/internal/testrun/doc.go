@@ -21,7 +21,8 @@
 // The go command runs outside the sandbox and builds the test binary into
 // the Runner's directory of binaries (CacheDir/bins, which no sandbox can
 // write); the binary runs inside the sandbox through the launcher (below),
-// in the tested package's directory as go test runs it, its output (stdout
+// in the tested package's directory as go test runs it (with PWD naming
+// it, and GOCOVERDIR set as well as -test.gocoverdir), its output (stdout
 // and stderr merged, as go test merges them) turned into go test -json's
 // events by the toolchain's own test2json, outside. So listing and
 // building, which run none of the module's code (the go command's own

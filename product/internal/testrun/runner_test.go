@@ -663,3 +663,22 @@ func TestRunner_Prepare(t *testing.T) {
 		t.Errorf("Run after a failed Prepare: %v %s, want Unavailable", res.Status, res.Reason)
 	}
 }
+
+// TestRunner_GoTestEnvironment: the test binary runs with the environment
+// go test -cover gives it: GOCOVERDIR (tests that build and run tools rely
+// on it; without it a covered tool warns on stderr) and PWD naming its
+// working directory, the package's. The fixture's test checks both, and
+// passes under a bare go test -cover (the oracle).
+func TestRunner_GoTestEnvironment(t *testing.T) {
+	dir := MustMaterialize(t, "goenv.txtar")
+	bare := exec.Command(MustGo(t), "test", "-cover", "-count=1", "-run", "^TestEnv$", "./sub")
+	bare.Dir = dir
+	bare.Env = append(os.Environ(), "GOFLAGS=-mod=mod", "GOWORK=off")
+	if out, err := bare.CombinedOutput(); err != nil {
+		t.Fatalf("bare go test -cover: %v\n%s", err, out)
+	}
+	res := MustRunner(t).Run(context.Background(), Spec{Checkout: dir, Package: "./sub", Test: "TestEnv", Cover: []string{"./sub"}, Deadline: deadline})
+	if res.Status != Passed {
+		t.Fatalf("%v %s\n%s", res.Status, res.Reason, res.Output)
+	}
+}
