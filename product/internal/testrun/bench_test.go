@@ -6,6 +6,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"sync"
 	"testing"
 
 	"github.com/needle-dev/needle/product/internal/procdir"
@@ -110,6 +111,38 @@ func BenchmarkCold_Run_Fixture(b *testing.B) {
 		if res.Status != Passed {
 			b.Fatalf("%v %s", res.Status, res.Reason)
 		}
+		os.RemoveAll(cache)
+		b.StartTimer()
+	}
+}
+
+// BenchmarkCold_TwoRunners_Fixture is two Runners (two repositories'
+// engines, as the bench plays two modules side by side) starting on one
+// new cache at once, each proving a test of its own checkout: the go
+// command shares no work in flight, so without coldBuild both compile the
+// standard library; with it the second waits and reuses the first's.
+func BenchmarkCold_TwoRunners_Fixture(b *testing.B) {
+	s := MustRunner(b)
+	for b.Loop() {
+		b.StopTimer()
+		dirs := []string{MustMaterialize(b, "reach.txtar"), MustMaterialize(b, "plant.txtar")}
+		specs := []Spec{reachSpec(dirs[0], "TestEarly"), {Checkout: dirs[1], Package: ".", Test: "TestLate", Cover: []string{"."}, Deadline: deadline}}
+		cache, err := procdir.Make(filepath.Join(os.TempDir(), "needle-bench-cold"), "two")
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.StartTimer()
+		var wg sync.WaitGroup
+		for _, spec := range specs {
+			wg.Go(func() {
+				r := &Runner{Go: s.Go, Sandbox: s.Sandbox, CacheDir: cache, ModCache: s.ModCache, Home: s.Home}
+				if res := r.Run(context.Background(), spec); res.Status != Passed {
+					b.Errorf("%s: %v %s", spec.Test, res.Status, res.Reason)
+				}
+			})
+		}
+		wg.Wait()
+		b.StopTimer()
 		os.RemoveAll(cache)
 		b.StartTimer()
 	}

@@ -220,11 +220,9 @@ func (x *execution) build(ctx context.Context, out string) bool {
 	}
 	log := newEventLog(maxOut)
 	x.r.countGo()
-	pr, err := x.goCmd(ctx, log.read, "test", "-c", "-json", "-o", out, "-vet=off",
-		"-covermode=count", "-coverpkg="+strings.Join(x.res.CoverPackages, ","), x.spec.Package)
+	pr := x.r.coldBuild(ctx, classTest, x.goProc(log.read, "test", "-c", "-json", "-o", out, "-vet=off",
+		"-covermode=count", "-coverpkg="+strings.Join(x.res.CoverPackages, ","), x.spec.Package).runner(ctx))
 	switch {
-	case err != nil:
-		x.fail(Errored, err.Error())
 	case pr.killed:
 		x.fail(TimedOut, "deadline passed while building the test binary")
 	case pr.err != nil:
@@ -349,7 +347,7 @@ func (r *Runner) test2json(ctx context.Context) (string, error) {
 		}
 		if _, err := os.Stat(p); err != nil {
 			// Not built yet: running it once builds it into the cache.
-			res := proc{argv: []string{r.Go, "tool", "test2json", "-h"}, dir: r.CacheDir, env: env, maxErr: 4096}.run(ctx)
+			res := r.coldBuild(ctx, classTest, proc{argv: []string{r.Go, "tool", "test2json", "-h"}, dir: r.CacheDir, env: env, maxErr: 4096}.runner(ctx))
 			if res.err != nil {
 				return "", fmt.Errorf("go tool test2json: %v %s", res.err, res.stderr)
 			}

@@ -155,6 +155,17 @@
 // module cache, read-only to the test binary, is writable to it (it may
 // extract a zip already downloaded; GOPROXY=off fetches nothing).
 //
+// The go command shares no work in flight: builds started at once into
+// an empty cache, by one process or several, each compile the standard
+// library. So until one build of a class (coldcache.go: the test
+// binaries, test2json and scenario programs; the launcher and probe) has
+// completed into the cache with this toolchain, the builds of a cache
+// take turns on CacheDir/warm.lock (an flock), and the first to complete
+// marks the class warm (CacheDir/warm-HASH); later builds run side by
+// side. A test that runs the go command itself still compiles what it
+// builds into its throwaway GOCACHE, the standard library included: the
+// price of keeping the shared cache out of the sandbox's reach.
+//
 // # Limits
 //
 // Every sandboxed command starts with the launcher, a small program
@@ -189,6 +200,7 @@
 //	binary.go     test binaries (built once per source and checkout, run in the sandbox through
 //	              test2json), kept baselines and outcomes, the Parallel bound
 //	limits.go     Limits, the launcher (its source and build), reading why it stopped
+//	coldcache.go  the builds of a cold cache in turn, one compile of the standard library
 //	sandbox.go    Sandbox: the codex command line, the probe, mount-point cleanup
 //	proc.go       subprocesses: process groups, deadlines, bounded stderr
 //	events.go     the go test -json stream

@@ -44,6 +44,11 @@ type procResult struct {
 // exits or is killed: a grandchild that kept them open is not waited for.
 const waitDelay = 2 * time.Second
 
+// runner is p.run(ctx) to be run later (coldBuild's build).
+func (p proc) runner(ctx context.Context) func() procResult {
+	return func() procResult { return p.run(ctx) }
+}
+
 func (p proc) run(ctx context.Context) procResult {
 	cmd := exec.Command(p.argv[0], p.argv[1:]...)
 	cmd.Dir = p.dir

@@ -88,10 +88,13 @@ type Runner struct {
 
 	sweepOnce sync.Once // the scratch of processes that are gone, swept once
 
-	bins    binCache     // test binaries, baselines and outcomes (binary.go)
-	builds  atomic.Int64 // test binaries built (Builds)
-	semOnce sync.Once
-	sem     chan struct{} // Parallel's slots
+	bins   binCache     // test binaries, baselines and outcomes (binary.go)
+	builds atomic.Int64 // test binaries built (Builds)
+	// coldWaits counts the builds waiting for a first build into the
+	// cold cache (coldcache.go).
+	coldWaits atomic.Int64
+	semOnce   sync.Once
+	sem       chan struct{} // Parallel's slots
 }
 
 // verdict memoizes a check for a Runner's life — unless the caller's

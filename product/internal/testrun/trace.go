@@ -264,11 +264,7 @@ func (t *tracer) tests(ctx context.Context) {
 
 func (t *tracer) command(ctx context.Context) {
 	bin := filepath.Join(t.scratch, "scenario")
-	pr, err := t.goCmd(ctx, nil, "build", "-buildvcs=false", "-o", bin, t.ts.Package)
-	if err != nil {
-		t.fail(Errored, err.Error())
-		return
-	}
+	pr := t.r.coldBuild(ctx, classTest, t.goProc(nil, "build", "-buildvcs=false", "-o", bin, t.ts.Package).runner(ctx))
 	if pr.killed {
 		t.fail(TimedOut, "deadline passed while building")
 		return

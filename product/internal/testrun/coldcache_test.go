@@ -1,0 +1,129 @@
+package testrun
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"runtime"
+	"testing"
+
+	"github.com/needle-dev/needle/product/internal/filelock"
+)
+
+// coldRunner is a Runner on a cache directory of its own that has never
+// seen a build (no warm marker), whose GOCACHE is the tests' warm one (a
+// symlink), so that its builds are quick and what is checked is the
+// turn-taking alone.
+func coldRunner(t *testing.T) *Runner {
+	t.Helper()
+	s := MustRunner(t)
+	cache := t.TempDir()
+	if err := os.Symlink(filepath.Join(s.CacheDir, "go-build"), filepath.Join(cache, "go-build")); err != nil {
+		t.Fatal(err)
+	}
+	return &Runner{Go: s.Go, Sandbox: s.Sandbox, CacheDir: cache, ModCache: s.ModCache, Home: s.Home}
+}
+
+func warmMarkers(t *testing.T, r *Runner) []string {
+	t.Helper()
+	m, err := filepath.Glob(filepath.Join(r.CacheDir, "warm-*"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+// TestRunner_ColdCacheBuildsInTurn: until a build into a cache has
+// completed, a Runner's build waits for the one in flight, here another
+// process's (the test holds the cache's lock); once the first completes
+// the cache is marked warm for the class, and later builds, another
+// Runner's included, no longer wait, though the lock is held again.
+func TestRunner_ColdCacheBuildsInTurn(t *testing.T) {
+	r := coldRunner(t)
+	dir := MustMaterialize(t, "reach.txtar")
+	unlock, err := filelock.Lock(context.Background(), filepath.Join(r.CacheDir, "warm.lock"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan *Result, 1)
+	go func() { done <- r.Run(context.Background(), reachSpec(dir, "TestEarly")) }()
+	for r.coldWaits.Load() == 0 {
+		select {
+		case res := <-done:
+			unlock()
+			t.Fatalf("the run built into a cold cache while another build held it: %v %s", res.Status, res.Reason)
+		default:
+			runtime.Gosched()
+		}
+	}
+	if m := warmMarkers(t, r); len(m) != 0 {
+		t.Errorf("warm markers before any build completed: %v", m)
+	}
+	unlock()
+	if res := <-done; res.Status != Passed {
+		t.Fatalf("the run after the first build: %v %s", res.Status, res.Reason)
+	}
+	if m := warmMarkers(t, r); len(m) != 2 { // the launcher's class and the test binary's
+		t.Errorf("warm markers after the first builds: %v, want the own and test classes'", m)
+	}
+
+	// Warm: a build of another Runner on the same cache does not take the
+	// lock, which the test holds again.
+	unlock, err = filelock.Lock(context.Background(), filepath.Join(r.CacheDir, "warm.lock"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unlock()
+	other := &Runner{Go: r.Go, Sandbox: r.Sandbox, CacheDir: r.CacheDir, ModCache: r.ModCache, Home: r.Home}
+	go func() { done <- other.Run(context.Background(), reachSpec(dir, "TestMethodValue/a")) }()
+	for {
+		select {
+		case res := <-done:
+			if res.Status != Passed || !res.Built {
+				t.Fatalf("the warm run: %v %s (built %v)", res.Status, res.Reason, res.Built)
+			}
+			return
+		default:
+			if other.coldWaits.Load() != 0 {
+				t.Fatal("a build into a warm cache waited for the cache's lock")
+			}
+			runtime.Gosched()
+		}
+	}
+}
+
+// TestRunner_ColdCacheCancelledWait: a build waiting for its turn gives up
+// when its context ends, and is then no verdict (not a build failure);
+// a cancelled wait leaves the cache cold.
+func TestRunner_ColdCacheCancelledWait(t *testing.T) {
+	r := coldRunner(t)
+	unlock, err := filelock.Lock(context.Background(), filepath.Join(r.CacheDir, "warm.lock"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unlock()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan procResult, 1)
+	go func() {
+		done <- r.coldBuild(ctx, classTest, func() procResult {
+			t.Error("the build ran while another held the cold cache")
+			return procResult{}
+		})
+	}()
+	for r.coldWaits.Load() == 0 {
+		select {
+		case <-done:
+			t.Fatal("the build did not wait for its turn")
+		default:
+			runtime.Gosched()
+		}
+	}
+	cancel()
+	res := <-done
+	if !res.killed || res.err == nil {
+		t.Errorf("a cancelled wait: %+v, want killed with the cause", res)
+	}
+	if m := warmMarkers(t, r); len(m) != 0 {
+		t.Errorf("a cancelled wait marked the cache warm: %v", m)
+	}
+}
