@@ -244,6 +244,7 @@ fuzz:
 	$(GO) test ./product/internal/typecheck -run '^$$' -fuzz '^FuzzBuildList$$' -fuzztime $(FUZZTIME)
 	NEEDLE_CODEX_BIN=$(CODEX_BIN) $(GO) test ./product/internal/testrun -run '^$$' -fuzz '^FuzzParseProfile$$' -fuzztime $(FUZZTIME)
 	NEEDLE_CODEX_BIN=$(CODEX_BIN) $(GO) test ./product/internal/testrun -run '^$$' -fuzz '^FuzzEventLog$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./product/internal/testrun/cacheprog -run '^$$' -fuzz '^FuzzServe$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./product/internal/codexhook -run '^$$' -fuzz '^FuzzDecode$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./product/internal/codexhook -run '^$$' -fuzz '^FuzzInstall$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./product/internal/codexhook -run '^$$' -fuzz '^FuzzTrust$$' -fuzztime $(FUZZTIME)

@@ -402,6 +402,9 @@ func (x *execution) runBinary(ctx context.Context, bin *testBinary, pattern, pro
 	// (a tool the test builds and runs writes its coverage there instead of
 	// warning on stderr), and PWD naming the package's directory.
 	env := append(append([]string{}, x.env...), "GOCACHE="+filepath.Join(x.box, "gocache"), "GOCOVERDIR="+covdir, "PWD="+x.pkgDir)
+	if x.cacheprog != "" {
+		env = append(env, "GOCACHEPROG="+x.cacheprog)
+	}
 	pr := proc{argv: argv, dir: x.pkgDir, env: env, maxErr: 64 << 10, sandbox: x.box, mergeErr: true,
 		stdout: func(rd io.Reader) error { return convert(ctx, t2j, x.importPath, rd, log.read) }}.run(ctx)
 	if pr.err != nil && !pr.killed {

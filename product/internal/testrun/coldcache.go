@@ -3,9 +3,11 @@ package testrun
 import (
 	"context"
 	"crypto/sha256"
+	_ "embed"
 	"encoding/hex"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/needle-dev/needle/product/internal/filelock"
 )
@@ -59,4 +61,34 @@ func (r *Runner) coldBuild(ctx context.Context, class string, build func() procR
 		}
 	}
 	return res
+}
+
+// cacheprogSource is needle-cacheprog (cacheprog/main.go), the GOCACHEPROG
+// of the go commands a test runs in the sandbox: the shared cache read,
+// the run's box written.
+//
+//go:embed cacheprog/main.go
+var cacheprogSource string
+
+// cacheProgram returns the GOCACHEPROG value for a run whose box is box:
+// needle-cacheprog over the shared cache, keeping what is built in
+// box/gocacheprog. "" when it could not be built, or a path cannot be
+// quoted for the go command: the test's go command then builds into the
+// box's GOCACHE alone, as it did before.
+func (x *execution) cacheProgram(ctx context.Context) string {
+	bin, err := x.r.cacheProg.get(ctx, func(ctx context.Context) (string, error) {
+		return x.r.buildOwn(ctx, "cacheprog", "needlecacheprog", "needle-cacheprog", cacheprogSource)
+	})
+	if err != nil {
+		return ""
+	}
+	var fields []string
+	for _, p := range []string{bin, filepath.Join(x.r.CacheDir, "go-build"), filepath.Join(x.box, "gocacheprog")} {
+		q, err := execFlag(p)
+		if err != nil {
+			return ""
+		}
+		fields = append(fields, q)
+	}
+	return strings.Join(fields, " ")
 }

@@ -5,6 +5,8 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/needle-dev/needle/product/internal/filelock"
@@ -125,5 +127,51 @@ func TestRunner_ColdCacheCancelledWait(t *testing.T) {
 	}
 	if m := warmMarkers(t, r); len(m) != 0 {
 		t.Errorf("a cancelled wait marked the cache warm: %v", m)
+	}
+}
+
+// compiledPackages lists the packages a go build -x trace compiled (the
+// compile tool's -p flag), read from the go command's own trace.
+func compiledPackages(t *testing.T, log string) []string {
+	t.Helper()
+	data, err := os.ReadFile(log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var pkgs []string
+	for line := range strings.Lines(string(data)) {
+		f := strings.Fields(line)
+		if len(f) == 0 || !strings.HasSuffix(f[0], "/compile") {
+			continue
+		}
+		for i := 1; i+1 < len(f); i++ {
+			if f[i] == "-p" {
+				pkgs = append(pkgs, f[i+1])
+			}
+		}
+	}
+	return pkgs
+}
+
+// TestRunner_TestsGoCommandReadsSharedCache: a test that runs the go
+// command in the sandbox builds with needle-cacheprog, which serves the
+// shared cache's standard library (the go command's -x trace shows no
+// compile of it, only of the program's own package), while the same
+// build without it compiles runtime into the box's throwaway cache. The
+// shared cache stays out of the test's reach: needle-cacheprog writes
+// what the test builds into the box.
+func TestRunner_TestsGoCommandReadsSharedCache(t *testing.T) {
+	r := freshRunner(t)
+	dir := MustMaterialize(t, "gocmd.txtar")
+	res := r.Run(context.Background(), Spec{Checkout: dir, Package: ".", Test: "TestBuildsWithGo", Cover: []string{"."}, Deadline: deadline})
+	if res.Status != Passed {
+		t.Fatalf("%v %s\n%s", res.Status, res.Reason, res.Output)
+	}
+	withProg := compiledPackages(t, filepath.Join(dir, "build-prog.log"))
+	if len(withProg) != 1 || withProg[0] != "main" {
+		t.Errorf("with needle-cacheprog the test's go build compiled %v, want only its main package", withProg)
+	}
+	if box := compiledPackages(t, filepath.Join(dir, "build-box.log")); !slices.Contains(box, "runtime") {
+		t.Errorf("without it the build compiled %v, which lacks runtime: the trace cannot tell", box)
 	}
 }

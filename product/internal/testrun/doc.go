@@ -61,7 +61,8 @@
 //
 // The environment is built from nothing: PATH (the toolchain's directory,
 // /usr/bin, /bin), HOME (a Needle-owned empty directory, or Runner.Home),
-// GOCACHE (Needle's shared one; the test binary's is the run's own box/gocache),
+// GOCACHE (Needle's shared one; the test binary's is the run's own box/gocache,
+// with GOCACHEPROG reading the shared one),
 // GOMODCACHE (the user's), TMPDIR and GOTMPDIR (the run's box, below),
 // GOPROXY=off, GOSUMDB=off, GOTOOLCHAIN=local, GOWORK=off, GOENV=off,
 // GOTELEMETRY=off and GOFLAGS=-mod=mod (-mod=vendor when the module
@@ -162,9 +163,18 @@
 // completed into the cache with this toolchain, the builds of a cache
 // take turns on CacheDir/warm.lock (an flock), and the first to complete
 // marks the class warm (CacheDir/warm-HASH); later builds run side by
-// side. A test that runs the go command itself still compiles what it
-// builds into its throwaway GOCACHE, the standard library included: the
-// price of keeping the shared cache out of the sandbox's reach.
+// side.
+//
+// A test that runs the go command itself (go-internal's testscript tests
+// do) builds with GOCACHEPROG set to needle-cacheprog (cacheprog/main.go,
+// built like the launcher): it serves what the shared cache holds, which
+// the sandbox can only read, and keeps what the test's go command builds
+// in the run's box. So such a test no longer compiles the standard
+// library into a throwaway cache on every run (make bench, profiled with
+// strace: eight runs of go-internal's tests, about 1,050 of the run's
+// 1,153 repeated compiles), and nothing it runs can write what a later
+// run trusts. A test that clears GOCACHEPROG builds into the box's
+// GOCACHE alone, as before.
 //
 // # Limits
 //
@@ -200,7 +210,8 @@
 //	binary.go     test binaries (built once per source and checkout, run in the sandbox through
 //	              test2json), kept baselines and outcomes, the Parallel bound
 //	limits.go     Limits, the launcher (its source and build), reading why it stopped
-//	coldcache.go  the builds of a cold cache in turn, one compile of the standard library
+//	coldcache.go  the builds of a cold cache in turn; GOCACHEPROG for a test's own go command
+//	cacheprog/    needle-cacheprog: the shared cache read, the run's box written
 //	sandbox.go    Sandbox: the codex command line, the probe, mount-point cleanup
 //	proc.go       subprocesses: process groups, deadlines, bounded stderr
 //	events.go     the go test -json stream

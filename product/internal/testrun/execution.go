@@ -26,6 +26,7 @@ type execution struct {
 	writable   []string
 	env        []string
 	modfile    string   // -modfile: a scratch copy of go.mod that go may rewrite, "" for none
+	cacheprog  string   // GOCACHEPROG for the go commands the test runs, "" for none (coldcache.go)
 	lim        Limits   // the run's limits, defaults filled in
 	launch     []string // the launcher and its arguments, up to "--"
 	exec       string   // go test -exec: the script that runs the test binary in the sandbox
@@ -60,6 +61,7 @@ func (x *execution) setup(ctx context.Context, fail func(Status, string)) bool {
 		fail(Unavailable, err.Error())
 		return false
 	}
+	x.cacheprog = x.cacheProgram(ctx)
 	x.lim = x.r.Limits.limits(x.spec.Deadline)
 	x.launch = append([]string{launch}, x.lim.args()...)
 	if x.exec, err = x.writeExec(); err != nil {
@@ -288,7 +290,11 @@ func (x *execution) writeExec() (string, error) {
 	}
 	var b strings.Builder
 	b.WriteString("#!/bin/sh\n# needle: run a test binary in the sandbox (go test -exec)\n")
-	b.WriteString("export GOCACHE=" + shellQuote(filepath.Join(x.box, "gocache")) + "\nexec")
+	b.WriteString("export GOCACHE=" + shellQuote(filepath.Join(x.box, "gocache")) + "\n")
+	if x.cacheprog != "" {
+		b.WriteString("export GOCACHEPROG=" + shellQuote(x.cacheprog) + "\n")
+	}
+	b.WriteString("exec")
 	for _, a := range argv {
 		if a == pwd {
 			b.WriteString(` "$PWD"`)

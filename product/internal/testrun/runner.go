@@ -85,6 +85,8 @@ type Runner struct {
 	t2j     verdict[string] // the toolchain's test2json
 	probe   verdict[struct{}]
 	version verdict[string] // go env GOVERSION
+	// cacheProg is needle-cacheprog's path (coldcache.go).
+	cacheProg verdict[string]
 
 	sweepOnce sync.Once // the scratch of processes that are gone, swept once
 
