@@ -33,7 +33,7 @@ Commands:
                     coverage of every test of every module version, each
                     run on its own inside codex's sandbox (--codex BIN,
                     default codex on PATH; --unsandboxed runs them bare)
-  run [--frozen DIR] [--reports DIR] [--trace FILE] [--codex BIN] [--no-refresh] CORPUS
+  run [--frozen DIR] [--reports DIR] [--trace FILE] [--codex BIN] [--no-refresh] [--tests-cache DIR] CORPUS
                     play a corpus through the product with the replay App
                     Server (frozen/NAME), judge every distinct scripted
                     answer by the truth and by the validators (which run
@@ -46,7 +46,9 @@ Commands:
                     version bump of a module the product's evidence refresh
                     runs before the next need, as needle mcp serve's
                     background refresh does (--no-refresh: the needs
-                    re-prove the evidence they reach, at need time)
+                    re-prove the evidence they reach, at need time).
+                    --tests-cache DIR: the validators' build cache, kept
+                    (default: a new one, removed after the run)
   record [--codex BIN] [--out DIR] CORPUS
                     re-record a corpus's frozen transcripts (frozen/NAME)
                     with the real codex binary (default: codex on PATH)

@@ -7,7 +7,7 @@ import (
 	"strings"
 )
 
-// run is needlebench run [--frozen DIR] [--reports DIR] [--trace FILE] [--codex BIN] CORPUS.
+// run is needlebench run [--frozen DIR] [--reports DIR] [--trace FILE] [--codex BIN] [--tests-cache DIR] CORPUS.
 func (h *harness) run(args []string) int {
 	fs := h.flags("run")
 	frozen := fs.String("frozen", "", "")
@@ -15,6 +15,7 @@ func (h *harness) run(args []string) int {
 	trace := fs.String("trace", "", "")
 	codex := fs.String("codex", "", "")
 	noRefresh := fs.Bool("no-refresh", false, "")
+	testsCache := fs.String("tests-cache", "", "")
 	if !h.parse(fs, args) {
 		return 2
 	}
@@ -27,7 +28,7 @@ func (h *harness) run(args []string) int {
 		fmt.Fprintf(h.stderr, "needlebench run: want one CORPUS directory\n\n%s", usage)
 		return 2
 	}
-	r, files, err := Run(h.ctx, RunOptions{Corpus: fs.Arg(0), Frozen: *frozen, Reports: *reports, Trace: *trace, Codex: *codex, NoRefresh: *noRefresh, Stderr: h.stderr})
+	r, files, err := Run(h.ctx, RunOptions{Corpus: fs.Arg(0), Frozen: *frozen, Reports: *reports, Trace: *trace, Codex: *codex, NoRefresh: *noRefresh, TestsCache: *testsCache, Stderr: h.stderr})
 	if err != nil {
 		fmt.Fprintf(h.stderr, "needlebench run: %v\n", err)
 		return 1

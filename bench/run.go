@@ -32,7 +32,12 @@ type RunOptions struct {
 	// the needs that reach it (proof replay at need time) instead of the
 	// product's Refresh at the bump.
 	NoRefresh bool
-	Stderr    io.Writer
+	// TestsCache, when set, is the validators' build cache and scratch
+	// (product TestsConfig.CacheDir), kept after the run; by default a
+	// new one in the run's work directory, removed with it, so every run
+	// compiles the standard library once.
+	TestsCache string
+	Stderr     io.Writer
 }
 
 // testsConfig is how the engines of one run or recording run tests: in
@@ -103,6 +108,11 @@ func Run(ctx context.Context, opts RunOptions) (Report, []string, error) {
 	defer prog.Close()
 	clock := &phaseClock{prog: prog}
 	tc := testsConfig{codex: opts.Codex, cache: filepath.Join(work, "testrun"), notice: notice(prog)}
+	if opts.TestsCache != "" {
+		if tc.cache, err = filepath.Abs(opts.TestsCache); err != nil {
+			return Report{}, nil, fmt.Errorf("tests cache: %w", err)
+		}
+	}
 	pc, err := playAndJudge(ctx, c, opts, frozen, work, tc, clock)
 	if err != nil {
 		return Report{}, nil, err

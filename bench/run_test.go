@@ -89,7 +89,7 @@ func TestRun_Tiny(t *testing.T) {
 	var reports []string
 	for _, noRefresh := range []bool{false, true} {
 		dir := t.TempDir()
-		r, files, err := Run(context.Background(), RunOptions{Corpus: "../corpus/tiny", Reports: dir, Replay: replay, Codex: testenv.Codex(t), NoRefresh: noRefresh})
+		r, files, err := Run(context.Background(), RunOptions{Corpus: "../corpus/tiny", Reports: dir, Replay: replay, Codex: testenv.Codex(t), NoRefresh: noRefresh, TestsCache: testsCache(t)})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -186,7 +186,7 @@ func TestRun_ReplayMismatch(t *testing.T) {
 		}
 	}
 	reports := t.TempDir()
-	_, _, err = Run(context.Background(), RunOptions{Corpus: "../corpus/tiny", Frozen: frozen, Reports: reports, Replay: replay, Codex: testenv.Codex(t)})
+	_, _, err = Run(context.Background(), RunOptions{Corpus: "../corpus/tiny", Frozen: frozen, Reports: reports, Replay: replay, Codex: testenv.Codex(t), TestsCache: testsCache(t)})
 	if err == nil || !strings.Contains(err.Error(), "frozen transcripts do not match") {
 		t.Fatalf("Run with mismatching transcripts = %v", err)
 	}
@@ -217,11 +217,20 @@ func TestRecord_NoCodex(t *testing.T) {
 func TestRun_NoSandbox(t *testing.T) {
 	replay := mustBench(t)
 	reports := t.TempDir()
-	_, _, err := Run(context.Background(), RunOptions{Corpus: "../corpus/tiny", Reports: reports, Replay: replay, Codex: "/bin/true"})
+	_, _, err := Run(context.Background(), RunOptions{Corpus: "../corpus/tiny", Reports: reports, Replay: replay, Codex: "/bin/true", TestsCache: testsCache(t)})
 	if err == nil || !strings.Contains(err.Error(), "codex's sandbox, which does not work here") {
 		t.Fatalf("Run with a codex that is no sandbox = %v", err)
 	}
 	if entries, _ := os.ReadDir(reports); len(entries) != 0 {
 		t.Errorf("a failed run wrote a report: %v", entries)
 	}
+}
+
+// testsCache is the build cache the tests' runs share (the repository's
+// ignored .cache/testrun-validators, the validators' tests' too): only the
+// first run on a machine compiles the standard library. testscripts'
+// bench_run checks a run's default, a new cache of its own.
+func testsCache(t *testing.T) string {
+	t.Helper()
+	return testenv.Cache(t, "testrun-validators")
 }
