@@ -66,17 +66,18 @@ Commands:
                     implement, review, verify; Needle runs the tests itself in
                     the codex sandbox) with the real codex binary and a fake
                     model, then approve and apply when the scenario says so
-  experiment mcp-contract-microbench --mcp-request-file FILE [--codex BIN] [--repository DIR [--evidence FILE]] [--calls N] [--reports DIR]
+  experiment mcp-contract-microbench --mcp-request-file FILE [--codex BIN] [--repository DIR [--evidence FILE]] [--calls N] [--tests-cache DIR] [--reports DIR]
                     time need_context answered as an exact hit, a no-op
                     tools/call and ping on MCP stdio loops (in process; a
                     new session, not timed, before a session's step cap;
                     without --repository, a generated repository whose
                     evidence answers the seed's request); print latency
                     quantiles and sessions, and write
-                    reports/mcp-contract-microbench.{json,md}
+                    reports/mcp-contract-microbench.{json,md} (--tests-cache:
+                    the proofs' build cache, default a new one)
   experiment mcp-hit-latency [--needle CMD] [--codex BIN] [--calls N] [--warmup N] [--cold N]
         [--first N] [--first-rounds N] [--first-idle DURATION] [--grow] [--grow-hits LIST] [--grow-artifacts LIST] [--grow-files LIST]
-        [--window N] [--baseline-server CMD] [--settle DURATION] [--work DIR]
+        [--window N] [--baseline-server CMD] [--settle DURATION] [--work DIR] [--tests-cache DIR]
         [--reports DIR] [--server-cpuprofile FILE] [--server-trace FILE]
                     spawn needle mcp serve and time exact hits (each answer
                     verified) against a no-op tools/call and ping on the same
@@ -85,8 +86,9 @@ Commands:
                     first hit of N new connections (each a new process, idle
                     --first-idle after tools/list), then --first-rounds hits
                     and no-ops on it; --grow: hits after
-                    more earlier hits, artifacts and files. Writes
-                    reports/mcp-hit-latency.{json,md}
+                    more earlier hits, artifacts and files (--tests-cache:
+                    the stores' build cache, default one in the work
+                    directory). Writes reports/mcp-hit-latency.{json,md}
   experiment proof-latency [--needle CMD] [--codex BIN] [--rounds N] [--cold N] [--fixture FILE]
         [--tests-cache DIR] [--gocache DIR] [--work DIR] [--out DIR]
                     time a user's focused-test proof (needle evidence propose

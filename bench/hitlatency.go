@@ -18,7 +18,7 @@ import (
 
 const usageHitLatency = `Usage: needlebench experiment mcp-hit-latency [--needle CMD] [--codex BIN] [--calls N] [--warmup N] [--cold N]
        [--first N] [--first-rounds N] [--first-idle DURATION] [--grow] [--grow-hits LIST] [--grow-artifacts LIST] [--grow-files LIST] [--window N]
-       [--baseline-server CMD] [--settle DURATION] [--work DIR] [--reports DIR]
+       [--baseline-server CMD] [--settle DURATION] [--work DIR] [--tests-cache DIR] [--reports DIR]
        [--server-cpuprofile FILE] [--server-trace FILE]
 `
 
@@ -42,6 +42,7 @@ func (h *harness) hitLatency(args []string) int {
 	fs.IntVar(&opt.Window, "window", 100, "")
 	fs.DurationVar(&opt.Settle, "settle", 2500*time.Millisecond, "")
 	fs.StringVar(&opt.Work, "work", "", "")
+	fs.StringVar(&opt.TestsCache, "tests-cache", "", "")
 	reports := fs.String("reports", "reports", "")
 	fs.StringVar(&opt.ServerCPUProfile, "server-cpuprofile", "", "")
 	fs.StringVar(&opt.ServerTrace, "server-trace", "", "")
@@ -55,7 +56,7 @@ func (h *harness) hitLatency(args []string) int {
 	if *baseline != "" {
 		opt.Baseline = strings.Fields(*baseline)
 	}
-	for _, f := range []*string{&opt.Work, &opt.ServerCPUProfile, &opt.ServerTrace, &opt.Codex} {
+	for _, f := range []*string{&opt.Work, &opt.TestsCache, &opt.ServerCPUProfile, &opt.ServerTrace, &opt.Codex} {
 		if *f != "" {
 			*f, _ = filepath.Abs(*f)
 		}
@@ -171,6 +172,9 @@ type HitLatencyOptions struct {
 	// entries (product RacyWindow: 2s) as it does for files at rest.
 	Settle time.Duration
 	Work   string // keep repositories and data directories here ("" = a temporary directory, removed)
+	// TestsCache is the stores' tests.cache ("" = WORK/testrun, one for
+	// every store of the run, so the standard library compiles once).
+	TestsCache string
 	// ServerCPUProfile and ServerTrace, when set, run the main run's server
 	// under bench/internal/needleprof, which writes a CPU profile and an
 	// execution trace of it.
@@ -293,7 +297,10 @@ func (x *hitLatency) certifyCore(ctx context.Context, repo, data string) error {
 	}
 	if x.opt.Codex != "" {
 		settings := [][2]string{{"tests.codex", x.opt.Codex}}
-		if x.work != "" {
+		switch {
+		case x.opt.TestsCache != "":
+			settings = append(settings, [2]string{"tests.cache", x.opt.TestsCache})
+		case x.work != "":
 			// One build cache for every store of the run: the standard
 			// library compiles once.
 			settings = append(settings, [2]string{"tests.cache", filepath.Join(x.work, "testrun")})

@@ -30,7 +30,7 @@ func TestHitLatency_Tiny(t *testing.T) {
 	args := []string{"experiment", "mcp-hit-latency", "--needle", needle, "--codex", testenv.Codex(t), "--calls", "4", "--warmup", "1", "--cold", "2",
 		"--first", "2", "--first-rounds", "2", "--first-idle", "0s",
 		"--grow", "--grow-hits", "0,70", "--grow-artifacts", "5,9", "--grow-files", "3,20", "--window", "3",
-		"--settle", "0s", "--work", work, "--reports", reports}
+		"--settle", "0s", "--work", work, "--tests-cache", testenv.Cache(t, "testrun-validators"), "--reports", reports}
 	if code := Main(context.Background(), args, nil, &stdout, &stderr); code != 0 {
 		t.Fatalf("exit %d\n%s\n%s", code, stdout.String(), stderr.String())
 	}
@@ -146,7 +146,7 @@ func TestHitLatency_Checks(t *testing.T) {
 	if err := writeLatencyRepo(ctx, repo, 0); err != nil {
 		t.Fatal(err)
 	}
-	x := &hitLatency{opt: HitLatencyOptions{Needle: []string{needle}, Codex: testenv.Codex(t), Status: func(string) {}}}
+	x := &hitLatency{opt: HitLatencyOptions{Needle: []string{needle}, Codex: testenv.Codex(t), TestsCache: testenv.Cache(t, "testrun-validators"), Status: func(string) {}}}
 	p, err := x.serve(ctx, repo, data)
 	if err != nil {
 		t.Fatal(err)

@@ -36,6 +36,7 @@ func (h *harness) experiment(args []string) int {
 	calls := fs.Int("calls", 200, "")
 	reports := fs.String("reports", "reports", "")
 	codex := fs.String("codex", "", "")
+	testsCache := fs.String("tests-cache", "", "")
 	if !h.parse(fs, args[1:]) {
 		return 2
 	}
@@ -43,7 +44,7 @@ func (h *harness) experiment(args []string) int {
 		fmt.Fprintf(h.stderr, "needlebench experiment mcp-contract-microbench: --mcp-request-file FILE is required (--evidence goes with --repository)\n\n%s", usage)
 		return 2
 	}
-	rep, err := microbench(h.ctx, *reqFile, *repo, *evidence, *codex, *calls)
+	rep, err := microbench(h.ctx, *reqFile, *repo, *evidence, *codex, *testsCache, *calls)
 	if err != nil {
 		fmt.Fprintf(h.stderr, "needlebench experiment: %v\n", err)
 		return 1
@@ -71,13 +72,14 @@ func (h *harness) experiment(args []string) int {
 // the latency experiment's generated repository with its evidence
 // certified (which answers the seed's request, fixtures/mcp-request.json);
 // with one it certifies the proposals of the evidence file (a JSON array)
-// there. Every timed need_context answer must be an exact hit.
-func microbench(ctx context.Context, reqFile, repo, evidence, codex string, calls int) (ExperimentReport, error) {
+// there. Every timed need_context answer must be an exact hit. The
+// proofs build into testsCache ("" = a new cache, removed after).
+func microbench(ctx context.Context, reqFile, repo, evidence, codex, testsCache string, calls int) (ExperimentReport, error) {
 	rep := ExperimentReport{Experiment: "mcp-contract-microbench", Calls: calls, Methods: map[string]Quantiles{},
 		Setup: "need_context with " + filepath.Base(reqFile) + " answered as an exact hit, a no-op tools/call and ping, " +
 			"round-robin over stdio JSON-RPC loops of needle's MCP server, a new session (not timed) before a session's " +
 			fmt.Sprint(product.HardSessionSteps) + " need_context steps (cache-only, in process)"}
-	run, err := microbenchRun(ctx, reqFile, repo, evidence, codex, calls)
+	run, err := microbenchRun(ctx, reqFile, repo, evidence, codex, testsCache, calls)
 	if err != nil {
 		return rep, err
 	}
@@ -119,7 +121,7 @@ func microbenchEvidence(ctx context.Context, repo, evidence, work string) (strin
 
 // microbenchRun certifies the evidence on a fresh engine, then times calls
 // rounds of need_context, a no-op tool call and ping over MCP sessions.
-func microbenchRun(ctx context.Context, reqFile, repo, evidence, codex string, calls int) (microbenchResult, error) {
+func microbenchRun(ctx context.Context, reqFile, repo, evidence, codex, testsCache string, calls int) (microbenchResult, error) {
 	var none microbenchResult
 	args, err := readMicrobenchRequest(reqFile)
 	if err != nil {
@@ -142,9 +144,14 @@ func microbenchRun(ctx context.Context, reqFile, repo, evidence, codex string, c
 			return none, errors.New("the evidence's flow and tests run in codex's sandbox and there is no codex on PATH: pass --codex BIN")
 		}
 	}
+	if testsCache == "" {
+		testsCache = filepath.Join(work, "testrun")
+	} else if testsCache, err = filepath.Abs(testsCache); err != nil {
+		return none, err
+	}
 	eng, err := product.Open(ctx, product.Config{DataDir: filepath.Join(work, "data"), Repository: repo, CacheOnly: true, Transport: "mcp",
 		Limits: product.Limits{Needs: product.HardSessionLimit},
-		Tests:  product.TestsConfig{Codex: codex, CacheDir: filepath.Join(work, "testrun")}})
+		Tests:  product.TestsConfig{Codex: codex, CacheDir: testsCache}})
 	if err != nil {
 		return none, err
 	}
