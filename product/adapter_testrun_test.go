@@ -32,6 +32,7 @@ func realTestPhase(t *testing.T, f *lifecycleFixture, dataDir string, tc TestsCo
 func TestLifecycle_TestPhaseRelativeDataDir(t *testing.T) {
 	f := newLifecycleFixture(t, &fakeScript{Verdicts: []string{fakeVerified}})
 	parent, base := filepath.Split(f.te.data)
+	warmGoBuild(t, filepath.Join(f.te.data, "testrun"))
 	t.Chdir(parent)
 	realTestPhase(t, f, base, TestsConfig{Codex: MustSandbox(t)})
 	d := f.run(f.start().ID)

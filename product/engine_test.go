@@ -98,6 +98,31 @@ func MustTestsConfig(tb testing.TB) TestsConfig {
 	return TestsConfig{Codex: MustSandbox(tb), CacheDir: cache}
 }
 
+// warmGoBuild makes the GOCACHE of the test cache directory cache (a
+// default one, which the test under way checks is where the product puts
+// it) a symlink to the tests' warm one, so that the test does not compile
+// the standard library again: what it checks is where the cache lies and
+// that its runs work, not a cold build (testrun's and bench's tests time
+// and check those).
+// Call it before the test changes directory: the tests' cache is found
+// from the working directory.
+func warmGoBuild(tb testing.TB, cache string) {
+	tb.Helper()
+	shared := filepath.Join(MustTestsConfig(tb).CacheDir, "go-build")
+	cache, err := filepath.Abs(cache)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	for _, dir := range []string{shared, cache} {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			tb.Fatal(err)
+		}
+	}
+	if err := os.Symlink(shared, filepath.Join(cache, "go-build")); err != nil {
+		tb.Fatal(err)
+	}
+}
+
 // withoutSandbox configures an engine that can run no test.
 func withoutSandbox(c *Config) { c.Tests = TestsConfig{} }
 

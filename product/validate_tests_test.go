@@ -313,7 +313,13 @@ func TestGoTestName(t *testing.T) {
 // (a runner refuses a relative cache).
 func TestValidate_TestsRelativeDataDir(t *testing.T) {
 	repo := MustFixtureRepo(t, "grepx", true)
-	t.Chdir(t.TempDir())
+	root, err := filepath.EvalSymlinks(repo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	work := t.TempDir()
+	warmGoBuild(t, filepath.Join(work, "data", "testrun", mustID(tagRunCache, root)[3:19]))
+	t.Chdir(work)
 	if _, stderr, code := runMain(t, "", "config", "set", "--data-dir", "data", "tests.codex", MustSandbox(t)); code != 0 {
 		t.Fatalf("config set: %d %s", code, stderr)
 	}
