@@ -291,6 +291,7 @@ func TestBrowser_Feed(t *testing.T) {
 	data, repo := shortDir(t), MustFixtureRepo(t, "grepx", false)
 	// The focused test below is certified by running it, in codex's sandbox.
 	needleRun(t, "", "config", "set", "--data-dir", data, "tests.codex", MustSandbox(t))
+	needleRun(t, "", "config", "set", "--data-dir", data, "tests.cache", MustTestsConfig(t).CacheDir)
 	srv := startServe(t, data)
 	r := []string{"--repository", repo, "--data-dir", data}
 	frozen, err := filepath.Abs("../frozen/worker/grepx")
