@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/needle-dev/needle/product/lifecycle"
+	"github.com/needle-dev/needle/product/testenv"
 )
 
 // realTestPhase reopens the fixture's engine with dataDir, tc and the fake
@@ -89,10 +90,7 @@ func TestLifecycle_CancelReachesTheTestRun(t *testing.T) {
 	// The patch makes every test binary of the package spin for ever.
 	hang := string(MustReadFile(t, filepath.Join(f.te.repo, "search.go"))) + "\nfunc init() {\n\tfor {\n\t}\n}\n"
 	f.script.Patches = []map[string]string{{"search.go": hang}}
-	cache, err := filepath.Abs(filepath.Join("..", ".cache", "testrun-lifecycle"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	cache := testenv.Cache(t, "testrun-lifecycle")
 	realTestPhase(t, f, f.te.data, TestsConfig{Codex: MustSandbox(t), CacheDir: cache})
 	d := f.start()
 	inTest := make(chan struct{})

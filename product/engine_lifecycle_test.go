@@ -46,10 +46,7 @@ func mustLifecycleScenario(t *testing.T, name string) lifecycleScenario {
 func realTests(t *testing.T) func(*Config) {
 	t.Helper()
 	bin := testenv.Codex(t)
-	cache, err := filepath.Abs(filepath.Join("..", ".cache", "testrun-lifecycle"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	cache := testenv.Cache(t, "testrun-lifecycle")
 	return func(c *Config) { c.Tests = TestsConfig{Codex: bin, CacheDir: cache} }
 }
 

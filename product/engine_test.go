@@ -91,11 +91,7 @@ func MustSandbox(tb testing.TB) string {
 // themselves: they check that no scratch is left in it.
 func MustTestsConfig(tb testing.TB) TestsConfig {
 	tb.Helper()
-	cache, err := filepath.Abs(filepath.Join("..", ".cache", "testrun-validators"))
-	if err != nil {
-		tb.Fatal(err)
-	}
-	return TestsConfig{Codex: MustSandbox(tb), CacheDir: cache}
+	return TestsConfig{Codex: MustSandbox(tb), CacheDir: testenv.Cache(tb, "testrun-validators")}
 }
 
 // warmGoBuild makes the GOCACHE of the test cache directory cache (a

@@ -115,8 +115,12 @@ func setupEnv(env *testscript.Env) error {
 	// The change lifecycle runs its tests in the pinned codex's
 	// sandbox, with the repository's shared test cache.
 	env.Setenv("NEEDLE_CODEX_BIN", codexBin)
-	env.Setenv("NEEDLE_TESTRUN_CACHE", filepath.Join(filepath.Dir(frozen), ".cache", "testrun-lifecycle"))
-	return err
+	cache := filepath.Join(filepath.Dir(frozen), ".cache", "testrun-lifecycle")
+	env.Setenv("NEEDLE_TESTRUN_CACHE", cache)
+	if err != nil {
+		return err
+	}
+	return testenv.ShareGoBuild(cache)
 }
 
 // startRuntime starts `needle serve --data-dir dataDir` in the script's

@@ -7,6 +7,7 @@
 package testenv
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"io/fs"
@@ -84,10 +85,39 @@ func CheckedCodex(tb testing.TB) string {
 }
 
 // Cache is the directory name under the module root's ignored .cache,
-// made absolute (not created).
+// made absolute. A test cache of Needle's (a name starting "testrun") is
+// made, with its GOCACHE shared (ShareGoBuild).
 func Cache(tb testing.TB, name string) string {
 	tb.Helper()
-	return filepath.Join(ModuleRoot(tb), ".cache", name)
+	dir := filepath.Join(ModuleRoot(tb), ".cache", name)
+	if strings.HasPrefix(name, "testrun") {
+		if err := ShareGoBuild(dir); err != nil {
+			tb.Fatal(err)
+		}
+	}
+	return dir
+}
+
+// ShareGoBuild makes the GOCACHE of the test cache directory cache
+// (cache/go-build), unless it has one, a symlink to .cache/go-build-tests
+// beside it, which every test cache of the repository shares: the go
+// command alone writes a GOCACHE Needle runs tests with (outside the
+// sandbox), so Needle lets any of its caches share one, and the tests of
+// a clean checkout compile the standard library once rather than once per
+// cache. Test packages run at once may both try: the second finds the
+// first's link.
+func ShareGoBuild(cache string) error {
+	shared := filepath.Join(filepath.Dir(cache), "go-build-tests")
+	for _, dir := range []string{shared, cache} {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return err
+		}
+	}
+	link := filepath.Join(cache, "go-build")
+	if err := os.Symlink(shared, link); err != nil && !errors.Is(err, fs.ErrExist) {
+		return err
+	}
+	return nil
 }
 
 // Materialize writes the files of a txtar archive into a new temporary
