@@ -107,12 +107,7 @@ func Run(ctx context.Context, opts RunOptions) (Report, []string, error) {
 	prog := newProgress(opts.Stderr)
 	defer prog.Close()
 	clock := &phaseClock{prog: prog}
-	tc := testsConfig{codex: opts.Codex, cache: filepath.Join(work, "testrun"), notice: notice(prog)}
-	if opts.TestsCache != "" {
-		if tc.cache, err = filepath.Abs(opts.TestsCache); err != nil {
-			return Report{}, nil, fmt.Errorf("tests cache: %w", err)
-		}
-	}
+	tc := opts.testsConfig(work, prog)
 	pc, err := playAndJudge(ctx, c, opts, frozen, work, tc, clock)
 	if err != nil {
 		return Report{}, nil, err
@@ -141,6 +136,17 @@ func Run(ctx context.Context, opts RunOptions) (Report, []string, error) {
 	return r, files, err
 }
 
+// testsConfig is how the run's engines run tests: in the sandbox of
+// o.Codex, building into o.TestsCache (made absolute by resolveInputs),
+// else into a new cache in work.
+func (o *RunOptions) testsConfig(work string, prog *progress.Reporter) testsConfig {
+	tc := testsConfig{codex: o.Codex, cache: filepath.Join(work, "testrun"), notice: notice(prog)}
+	if o.TestsCache != "" {
+		tc.cache = o.TestsCache
+	}
+	return tc
+}
+
 // resolveInputs fills the defaults that depend on the corpus, checks that
 // the frozen transcripts and the codex binary are there, and returns the
 // frozen transcripts' absolute path.
@@ -160,6 +166,11 @@ func (o *RunOptions) resolveInputs(c *Corpus) (frozen string, err error) {
 	}
 	if o.Codex == "" {
 		return "", errors.New("no codex binary for the validators' test sandbox: pass --codex BIN (make bench uses the pinned one)")
+	}
+	if o.TestsCache != "" {
+		if o.TestsCache, err = filepath.Abs(o.TestsCache); err != nil {
+			return "", fmt.Errorf("tests cache: %w", err)
+		}
 	}
 	if o.Replay == nil {
 		self, err := selfCommand()
