@@ -171,8 +171,8 @@
 // the sandbox can only read, and keeps what the test's go command builds
 // in the run's box. So such a test no longer compiles the standard
 // library into a throwaway cache on every run (make bench, profiled with
-// strace: eight runs of go-internal's tests, about 1,050 of the run's
-// 1,153 repeated compiles), and nothing it runs can write what a later
+// strace: eight runs of go-internal's tests, 1,039 of the run's 1,153
+// repeated compiles), and nothing it runs can write what a later
 // run trusts. A test that clears GOCACHEPROG builds into the box's
 // GOCACHE alone, as before.
 //
