@@ -104,17 +104,11 @@ func MustTestsConfig(tb testing.TB) TestsConfig {
 // from the working directory.
 func warmGoBuild(tb testing.TB, cache string) {
 	tb.Helper()
-	shared := filepath.Join(MustTestsConfig(tb).CacheDir, "go-build")
 	cache, err := filepath.Abs(cache)
+	if err == nil {
+		err = testenv.LinkGoBuild(cache, filepath.Join(MustTestsConfig(tb).CacheDir, "go-build"))
+	}
 	if err != nil {
-		tb.Fatal(err)
-	}
-	for _, dir := range []string{shared, cache} {
-		if err := os.MkdirAll(dir, 0o755); err != nil {
-			tb.Fatal(err)
-		}
-	}
-	if err := os.Symlink(shared, filepath.Join(cache, "go-build")); err != nil {
 		tb.Fatal(err)
 	}
 }

@@ -107,14 +107,19 @@ func Cache(tb testing.TB, name string) string {
 // cache. Test packages run at once may both try: the second finds the
 // first's link.
 func ShareGoBuild(cache string) error {
-	shared := filepath.Join(filepath.Dir(cache), "go-build-tests")
-	for _, dir := range []string{shared, cache} {
+	return LinkGoBuild(cache, filepath.Join(filepath.Dir(cache), "go-build-tests"))
+}
+
+// LinkGoBuild makes cache/go-build, unless it exists, a symlink to the
+// GOCACHE directory target, making both directories as needed: a test
+// cache that builds into another's warm GOCACHE.
+func LinkGoBuild(cache, target string) error {
+	for _, dir := range []string{target, cache} {
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			return err
 		}
 	}
-	link := filepath.Join(cache, "go-build")
-	if err := os.Symlink(shared, link); err != nil && !errors.Is(err, fs.ErrExist) {
+	if err := os.Symlink(target, filepath.Join(cache, "go-build")); err != nil && !errors.Is(err, fs.ErrExist) {
 		return err
 	}
 	return nil

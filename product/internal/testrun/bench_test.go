@@ -148,6 +148,22 @@ func BenchmarkCold_TwoRunners_Fixture(b *testing.B) {
 	}
 }
 
+// BenchmarkRun_TestRunsGo_Fixture proves a test that runs go build
+// itself (as go-internal's testscript tests do): its go command reads the
+// shared cache through needle-cacheprog, so it compiles only its own main
+// package. BenchmarkRun_TestRunsGo_BoxCache_Fixture is the same build
+// without GOCACHEPROG, into the run's throwaway GOCACHE, as every such
+// test built before: the standard library compiles on every run.
+func BenchmarkRun_TestRunsGo_Fixture(b *testing.B) { benchGoCmd(b, "TestGoBuildShared") }
+
+func BenchmarkRun_TestRunsGo_BoxCache_Fixture(b *testing.B) { benchGoCmd(b, "TestGoBuildBox") }
+
+func benchGoCmd(b *testing.B, test string) {
+	r := MustRunner(b)
+	dir := MustMaterialize(b, "gocmd.txtar")
+	benchRun(b, r, Spec{Checkout: dir, Package: ".", Test: test, Cover: []string{"."}, Deadline: deadline})
+}
+
 // BenchmarkCold_BareGoTest_Fixture is the anchor of the cold pair: a bare
 // `go test -cover -count=1 -run '^TestEarly$'` into an empty build cache.
 func BenchmarkCold_BareGoTest_Fixture(b *testing.B) {

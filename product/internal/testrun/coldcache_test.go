@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/needle-dev/needle/product/internal/filelock"
+	"github.com/needle-dev/needle/product/testenv"
 )
 
 // coldRunner is a Runner on a cache directory of its own that has never
@@ -20,7 +21,7 @@ func coldRunner(t *testing.T) *Runner {
 	t.Helper()
 	s := MustRunner(t)
 	cache := t.TempDir()
-	if err := os.Symlink(filepath.Join(s.CacheDir, "go-build"), filepath.Join(cache, "go-build")); err != nil {
+	if err := testenv.LinkGoBuild(cache, filepath.Join(s.CacheDir, "go-build")); err != nil {
 		t.Fatal(err)
 	}
 	return &Runner{Go: s.Go, Sandbox: s.Sandbox, CacheDir: cache, ModCache: s.ModCache, Home: s.Home}
