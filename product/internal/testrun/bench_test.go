@@ -204,3 +204,43 @@ func benchRun(b *testing.B, r *Runner, spec Spec) {
 		}
 	}
 }
+
+// BenchmarkCheck_NewRunner is a new Runner's readiness on a sandbox this
+// process has already checked (another engine of the same process, as
+// needlebench's phases and needle serve open them): the self-test passed
+// once per process (passedProbes). BenchmarkCheck_NewSandbox is the same
+// with a self-test each time (a new cache directory, so a new key): what
+// every Runner paid before.
+func BenchmarkCheck_NewRunner(b *testing.B) {
+	s := MustRunner(b)
+	if err := s.Check(context.Background()); err != nil {
+		b.Fatal(err)
+	}
+	for b.Loop() {
+		r := &Runner{Go: s.Go, Sandbox: s.Sandbox, CacheDir: s.CacheDir, ModCache: s.ModCache, Home: s.Home}
+		if err := r.Check(context.Background()); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkCheck_NewSandbox(b *testing.B) {
+	s := MustRunner(b)
+	if err := s.Check(context.Background()); err != nil {
+		b.Fatal(err)
+	}
+	for b.Loop() {
+		b.StopTimer()
+		cache := b.TempDir()
+		for _, kind := range []string{"launch", "probe"} { // built once: what is timed is the probe
+			if err := os.Symlink(filepath.Join(s.CacheDir, kind), filepath.Join(cache, kind)); err != nil {
+				b.Fatal(err)
+			}
+		}
+		r := &Runner{Go: s.Go, Sandbox: s.Sandbox, CacheDir: cache, ModCache: s.ModCache, Home: s.Home}
+		b.StartTimer()
+		if err := r.Check(context.Background()); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -176,3 +176,82 @@ func TestRunner_TestsGoCommandReadsSharedCache(t *testing.T) {
 		t.Errorf("without it the build compiled %v, which lacks runtime: the trace cannot tell", box)
 	}
 }
+
+// TestRunner_OwnBuildsShareTheStandardLibrary: the launcher is built into
+// a new cache with the flags of the test builds (no -trimpath, which would
+// give every package of the standard library another action), so a later
+// build of a program that imports what the launcher imports compiles only
+// its own main package. Before, a new data directory's first proof
+// compiled the standard library twice (profiled: the launcher's build
+// took 8.7 s of a 22 s cold proof).
+func TestRunner_OwnBuildsShareTheStandardLibrary(t *testing.T) {
+	s := MustRunner(t)
+	r := &Runner{Go: s.Go, Sandbox: s.Sandbox, CacheDir: t.TempDir(), ModCache: s.ModCache, Home: s.Home}
+	if _, err := r.launcher(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	src := t.TempDir()
+	files := map[string]string{
+		"go.mod":  "module sharestd\n\ngo 1.21\n",
+		"main.go": "package main\n\nimport (\n\t\"os\"\n\t\"syscall\"\n)\n\nfunc main() { os.Exit(syscall.Getpid() & 0) }\n",
+	}
+	for name, data := range files {
+		if err := os.WriteFile(filepath.Join(src, name), []byte(data), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	res := proc{argv: []string{r.Go, "build", "-x", "-o", filepath.Join(src, "prog"), "."}, dir: src,
+		env: append(r.goEnv(filepath.Join(src, "tmp")), "CGO_ENABLED=0"), maxErr: 1 << 20}.run(context.Background())
+	if res.err != nil || res.exitCode != 0 {
+		t.Fatalf("go build: %v %s", res.err, res.stderr)
+	}
+	var compiled []string
+	for line := range strings.Lines(string(res.stderr)) {
+		if strings.Contains(line, "/compile ") {
+			_, after, _ := strings.Cut(line, " -p ")
+			pkg, _, _ := strings.Cut(after, " ")
+			compiled = append(compiled, pkg)
+		}
+	}
+	if !slices.Equal(compiled, []string{"main"}) {
+		t.Errorf("after the launcher's build, a program of os and syscall compiled %q, want only its main package", compiled)
+	}
+}
+
+// TestRunner_OneProbePerProcess: the sandbox's self-test passes once per
+// process and sandbox; a second Runner on the same sandbox does not run
+// it again, one with other limits does, and a failed self-test is not
+// remembered.
+func TestRunner_OneProbePerProcess(t *testing.T) {
+	s := MustRunner(t)
+	cache := t.TempDir()
+	newRunner := func(l Limits) *Runner {
+		return &Runner{Go: s.Go, Sandbox: s.Sandbox, CacheDir: cache, ModCache: s.ModCache, Home: s.Home, Limits: l}
+	}
+	first, second := newRunner(Limits{}), newRunner(Limits{})
+	for _, r := range []*Runner{first, second} {
+		if err := r.Check(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := passedProbes.entry(first.probeKey()).runs; n != 1 {
+		t.Errorf("two Runners on one sandbox ran %d self-tests, want 1", n)
+	}
+	other := newRunner(Limits{Processes: 200})
+	if err := other.Check(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if n := passedProbes.entry(other.probeKey()).runs; n != 1 || other.probeKey() == first.probeKey() {
+		t.Errorf("a Runner with other limits ran %d self-tests under the first's key: want its own", n)
+	}
+	broken := &Sandbox{Codex: filepath.Join(t.TempDir(), "codex"), Home: s.Sandbox.Home}
+	for range 2 {
+		r := &Runner{Go: s.Go, Sandbox: broken, CacheDir: cache, ModCache: s.ModCache, Home: s.Home}
+		if err := r.Check(context.Background()); err == nil {
+			t.Fatal("a sandbox without codex passed its self-test")
+		}
+	}
+	if n := passedProbes.entry((&Runner{Go: s.Go, Sandbox: broken, CacheDir: cache}).probeKey()).runs; n != 2 {
+		t.Errorf("a failed self-test was run %d times by two Runners, want 2 (a failure is not remembered)", n)
+	}
+}

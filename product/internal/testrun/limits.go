@@ -221,7 +221,7 @@ func (r *Runner) buildOwn(ctx context.Context, kind, module, name, source string
 	bctx, cancel := context.WithTimeout(ctx, probeDeadline)
 	defer cancel()
 	env := append(r.goEnv(filepath.Join(src, "tmp")), "CGO_ENABLED=0")
-	res := r.coldBuild(bctx, classOwn, proc{argv: []string{r.Go, "build", "-trimpath", "-o", tmp, "."}, dir: src, env: env, maxErr: 64 << 10}.runner(bctx))
+	res := r.coldBuild(bctx, classOwn, proc{argv: []string{r.Go, "build", "-o", tmp, "."}, dir: src, env: env, maxErr: 64 << 10}.runner(bctx))
 	if res.err != nil || res.exitCode != 0 {
 		return "", fmt.Errorf("build the sandbox %s: %v %s", kind, res.err, bytes.TrimSpace(res.stderr))
 	}

@@ -480,8 +480,75 @@ func (r *Runner) available(ctx context.Context) error {
 	if r.Go == "" || !filepath.IsAbs(r.Go) || r.CacheDir == "" || !filepath.IsAbs(r.CacheDir) {
 		return errors.New("runner: Go and CacheDir must be absolute paths")
 	}
-	_, err := r.probe.get(ctx, func(ctx context.Context) (struct{}, error) { return struct{}{}, r.selfTest(ctx) })
+	_, err := r.probe.get(ctx, func(ctx context.Context) (struct{}, error) {
+		return struct{}{}, passedProbes.check(ctx, r.probeKey(), r.selfTest)
+	})
 	return err
+}
+
+// passedProbes are the sandboxes whose self-test passed in this process:
+// one probe per process and sandbox, not one per Runner (a process holds a
+// Runner per repository and per engine: needlebench's phases, needle serve).
+var passedProbes = probeCache{entries: map[string]*probeEntry{}}
+
+// probeCache runs one self-test per key at a time and remembers a pass for
+// the process's life. A failure is not remembered: the next Runner probes
+// again (and each Runner keeps its own verdict, as before).
+type probeCache struct {
+	mu      sync.Mutex
+	entries map[string]*probeEntry
+}
+
+type probeEntry struct {
+	turn   chan struct{} // one probe of the key at a time
+	passed bool          // guarded by turn
+	runs   int           // probes run, guarded by turn
+}
+
+func (c *probeCache) entry(key string) *probeEntry {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	e := c.entries[key]
+	if e == nil {
+		e = &probeEntry{turn: make(chan struct{}, 1)}
+		c.entries[key] = e
+	}
+	return e
+}
+
+func (c *probeCache) check(ctx context.Context, key string, probe func(context.Context) error) error {
+	e := c.entry(key)
+	select {
+	case e.turn <- struct{}{}: // a free turn is taken even under a cancelled ctx: the self-test says why it stops
+	default:
+		select {
+		case e.turn <- struct{}{}:
+		case <-ctx.Done():
+			return context.Cause(ctx)
+		}
+	}
+	defer func() { <-e.turn }()
+	if e.passed {
+		return nil
+	}
+	e.runs++
+	if err := probe(ctx); err != nil {
+		return err
+	}
+	e.passed = true
+	return nil
+}
+
+// probeKey is everything a self-test's verdict depends on: the codex
+// binary (its path and the file there now), its home, the toolchain that
+// builds the launcher and the probe, the cache they are built into, and the
+// limits the probe checks.
+func (r *Runner) probeKey() string {
+	ident := ""
+	if fi, err := os.Stat(r.Sandbox.Codex); err == nil {
+		ident = fmt.Sprintf("%d %d %v", fi.Size(), fi.ModTime().UnixNano(), fi.Mode())
+	}
+	return fmt.Sprintf("%q %s %q %q %q %+v", r.Sandbox.Codex, ident, r.Sandbox.Home, r.Go, r.CacheDir, r.Limits.limits(probeDeadline))
 }
 
 // ColdCacheNotice is what a Runner's Notice is told before the first use
@@ -508,8 +575,8 @@ func (r *Runner) selfTest(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	// The probe is built once per toolchain, like the launcher; every
-	// Runner runs it again: the verdict is about the sandbox now.
+	// The probe is built once per toolchain, like the launcher, and run
+	// once per process and sandbox (passedProbes).
 	bin, err := r.buildOwn(ctx, "probe", "needleprobe", "needle-probe", probeSource)
 	if err != nil {
 		return err
