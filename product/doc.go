@@ -223,7 +223,10 @@
 // A focused test reaches the subject only if Needle, running it itself,
 // sees it execute the subject's code: each Go test runs as `go test
 // -run '^TestX$'` would (subtests as TestX/case) in a disposable checkout of the
-// exact snapshot, its binary inside the sandbox of the pinned codex (no
+// exact snapshot (one per snapshot: a proposal's checkout is kept for the
+// next proposal on the same snapshot and taken only when it still verifies
+// to hold exactly it, up to one per CPU, removed when the engine closes;
+// runner.go), its binary inside the sandbox of the pinned codex (no
 // network, writes confined to the checkout and the run's scratch, a
 // deadline, resource limits, -vet=off, GOPROXY=off; product/internal/
 // testrun), with coverage of the subject's package, and passes; coverage must show, beyond what package

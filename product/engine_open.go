@@ -109,9 +109,10 @@ func engineOpenDefaults(cfg Config) (Config, error) {
 }
 
 // Close writes the accounting still queued (doc.go, "Durability"), closes
-// the kept evidence worker, if any (worker_continue.go), and closes the
-// store if the engine owns it (Open); an engine of the resident runtime
-// leaves the shared store open.
+// the kept evidence worker, if any (worker_continue.go), removes the test
+// checkouts kept between proposals (runner.go, takeCheckout), and closes
+// the store if the engine owns it (Open); an engine of the resident
+// runtime leaves the shared store open.
 func (e *Engine) Close() error {
 	e.flushStats()
 	aerr := e.acct.close()
@@ -119,7 +120,8 @@ func (e *Engine) Close() error {
 	if e.codex != nil {
 		werr = e.codex.Close() // the kept worker of a session ends with its engine
 	}
-	e.repo.Close() // stops its long-lived git processes
+	cerr := e.val.close(context.Background()) // so do the test checkouts kept between proposals
+	e.repo.Close()                            // stops its long-lived git processes
 	if e.ownStore {
 		if err := e.store.Close(); err != nil {
 			return err
@@ -130,6 +132,9 @@ func (e *Engine) Close() error {
 	}
 	if werr != nil {
 		return &Error{Op: "engine.close", Kind: kindIO, Err: fmt.Errorf("kept worker: %w", werr)}
+	}
+	if cerr != nil {
+		return &Error{Op: "engine.close", Kind: kindIO, Err: cerr}
 	}
 	return nil
 }

@@ -101,9 +101,13 @@ func garbage(dataDir string) ([]GCItem, error) {
 		return nil, err
 	}
 	var items []GCItem
-	cos, err := checkout.Stale(filepath.Join(dataDir, "checkouts"))
-	if err != nil {
-		return nil, err
+	var cos []*checkout.Checkout
+	for _, parent := range []string{"checkouts", testCheckouts} {
+		stale, err := checkout.Stale(filepath.Join(dataDir, parent))
+		if err != nil {
+			return nil, err
+		}
+		cos = append(cos, stale...)
 	}
 	for _, co := range cos {
 		it, err := measure(dataDir, gcCheckout, co.Dir, co.Marker())

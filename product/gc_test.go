@@ -34,16 +34,17 @@ func deadPID(tb testing.TB) int {
 	return cmd.Process.Pid
 }
 
-// mustCheckout makes a real checkout of repo under data/checkouts; with
-// dead set its marker is then made to name a process that is gone, as a
-// crash during a worker leaves it.
-func mustCheckout(tb testing.TB, repo, data string, dead bool) *checkout.Checkout {
+// mustCheckout makes a real checkout of repo under data/parent (a
+// worker's "checkouts", or testCheckouts); with dead set its marker is then
+// made to name a process that is gone, as a crash during a worker or
+// between proposals leaves it.
+func mustCheckout(tb testing.TB, repo, data, parent string, dead bool) *checkout.Checkout {
 	tb.Helper()
 	r, err := snapshot.Open(context.Background(), repo, nil)
 	if err != nil {
 		tb.Fatal(err)
 	}
-	co, err := checkout.Create(context.Background(), r, filepath.Join(data, "checkouts"))
+	co, err := checkout.Create(context.Background(), r, filepath.Join(data, parent))
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -118,7 +119,7 @@ func TestGC(t *testing.T) {
 	}
 	// Needed: a live process's checkout, codex home and test scratch, and
 	// the shared build cache.
-	live := mustCheckout(t, repo, data, false)
+	live := mustCheckout(t, repo, data, "checkouts", false)
 	liveHome, err := procdir.Make(filepath.Join(data, "codex-homes"), "live")
 	if err != nil {
 		t.Fatal(err)
@@ -137,23 +138,25 @@ func TestGC(t *testing.T) {
 	MustWriteFile(t, filepath.Join(liveBins, "0123.test"), "binary")
 	buildCache := filepath.Join(cache, "go-build", "00", "entry-d")
 	MustWriteFile(t, buildCache, "compiled")
-	// Not needed: what a crashed worker and a killed test run left.
-	dead := mustCheckout(t, repo, data, true)
+	// Not needed: what a crashed worker, a crashed process's test
+	// checkout and a killed test run left.
+	dead := mustCheckout(t, repo, data, "checkouts", true)
+	deadTests := mustCheckout(t, repo, data, testCheckouts, true)
 	deadHome := mustDeadDir(t, filepath.Join(data, "codex-homes"), "abcdef", map[string]string{"auth.json": `{"token":"x"}`, "config.toml": "model = \"m\"\n"})
 	deadRun := mustDeadDir(t, filepath.Join(cache, "runs"), "run", map[string]string{"go.mod": "module x\n", "box/tmp/cover.out": strings.Repeat("c", 1000)})
 	deadBins := mustDeadDir(t, filepath.Join(cache, "bins"), "bins", map[string]string{"0123.test": strings.Repeat("b", 2000)})
-	wantBytes, wantFiles := treeSize(t, dead.Dir, dead.Marker(), deadHome, deadRun, deadBins)
+	wantBytes, wantFiles := treeSize(t, dead.Dir, dead.Marker(), deadTests.Dir, deadTests.Marker(), deadHome, deadRun, deadBins)
 
 	t.Run("DryRun", func(t *testing.T) {
 		out, stderr, code := runMain(t, "", "gc", "--data-dir", data, "--dry-run")
 		if code != 0 {
 			t.Fatalf("gc --dry-run: %d %s", code, stderr)
 		}
-		want := "would free " + strconv.FormatInt(wantBytes, 10) + " bytes in " + strconv.FormatInt(wantFiles, 10) + " files (4 items)\n"
+		want := "would free " + strconv.FormatInt(wantBytes, 10) + " bytes in " + strconv.FormatInt(wantFiles, 10) + " files (5 items)\n"
 		if !strings.HasSuffix(out, want) {
 			t.Errorf("gc --dry-run printed\n%s\nwant it to end %q", out, want)
 		}
-		for _, p := range []string{dead.Dir, dead.Marker(), deadHome, deadRun, deadBins} {
+		for _, p := range []string{dead.Dir, dead.Marker(), deadTests.Dir, deadTests.Marker(), deadHome, deadRun, deadBins} {
 			if !exists(t, p) {
 				t.Errorf("gc --dry-run removed %s", p)
 			}
@@ -164,11 +167,12 @@ func TestGC(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("gc: %d %s", code, stderr)
 	}
-	want := "freed " + strconv.FormatInt(wantBytes, 10) + " bytes in " + strconv.FormatInt(wantFiles, 10) + " files (4 items)\n"
+	want := "freed " + strconv.FormatInt(wantBytes, 10) + " bytes in " + strconv.FormatInt(wantFiles, 10) + " files (5 items)\n"
 	if !strings.HasSuffix(out, want) {
 		t.Errorf("gc printed\n%s\nwant it to end %q", out, want)
 	}
 	for _, line := range []string{"removed checkout checkouts/" + filepath.Base(dead.Dir) + " (",
+		"removed checkout " + testCheckouts + "/" + filepath.Base(deadTests.Dir) + " (",
 		"removed codex_home codex-homes/" + filepath.Base(deadHome) + " (",
 		"removed test_scratch testrun/0123456789abcdef/runs/" + filepath.Base(deadRun) + " (",
 		"removed test_binaries testrun/0123456789abcdef/bins/" + filepath.Base(deadBins) + " ("} {
@@ -176,12 +180,12 @@ func TestGC(t *testing.T) {
 			t.Errorf("gc printed\n%s\nwithout %q", out, line)
 		}
 	}
-	for _, p := range []string{dead.Dir, dead.Marker(), deadHome, deadRun, deadBins} {
+	for _, p := range []string{dead.Dir, dead.Marker(), deadTests.Dir, deadTests.Marker(), deadHome, deadRun, deadBins} {
 		if exists(t, p) {
 			t.Errorf("gc left %s", p)
 		}
 	}
-	if wt := MustRun(t, repo, "git", "worktree", "list"); strings.Contains(wt, dead.Dir) {
+	if wt := MustRun(t, repo, "git", "worktree", "list"); strings.Contains(wt, dead.Dir) || strings.Contains(wt, deadTests.Dir) {
 		t.Errorf("the removed checkout is still a worktree of the repository:\n%s", wt)
 	}
 	for _, p := range []string{live.Dir, live.Marker(), liveHome, liveRun, liveBins, buildCache, filepath.Join(data, storeFileName)} {

@@ -9,6 +9,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -109,7 +111,18 @@ type validators struct {
 	runs     map[string]*testRun          // by runKey
 	traces   map[string]*tracedRun        // traced runs, by scenario, probes and snapshot
 	prepared map[string]*testrun.Prepared // by prepKey: listings and baselines
+	idle     []*checkout.Checkout         // test checkouts between proposals, oldest first (takeCheckout)
+	closed   bool                         // close ran: nothing more is kept
 }
+
+// testCheckouts is the directory of a data directory that holds the test
+// checkouts, apart from the workers' (DATA/checkouts): these outlive the
+// proposal that made them (takeCheckout).
+const testCheckouts = "test-checkouts"
+
+// maxIdleCheckouts bounds the test checkouts kept between proposals: as
+// many as proposals are validated at once.
+var maxIdleCheckouts = runtime.NumCPU()
 
 func newValidators(repo *snapshot.Repo, dataDir string, tests TestsConfig) *validators {
 	if tests.Deadline <= 0 {
@@ -253,19 +266,21 @@ func prepKey(snapshotID string, spec testrun.Spec) string {
 }
 
 // runSession runs the tests of one proposal: at most one disposable
-// checkout of the snapshot, made on the first run the cache cannot answer
-// and removed when the session closes.
+// checkout of the snapshot, taken or made on the first run the cache
+// cannot answer and kept for the next proposal when the session closes
+// (takeCheckout), removed when the engine closes.
 type runSession struct {
-	vs       *validators
-	runner   *testrun.Runner
-	snapshot string // the snapshot id the cache is keyed on
-	co       *checkout.Checkout
+	vs        *validators
+	runner    *testrun.Runner
+	snapshot  string // the snapshot id the cache is keyed on
+	co        *checkout.Checkout
+	synthetic bool // co got a go.mod for a module-less repository: not kept
 }
 
 // newRunSession starts a session on the current snapshot.
 func (vs *validators) newRunSession(ctx context.Context, runner *testrun.Runner) (*runSession, error) {
 	// Checkouts a crashed process left behind go first.
-	vs.sweepOnce.Do(func() { _, _ = checkout.Sweep(ctx, filepath.Join(vs.dataDir, "checkouts")) })
+	vs.sweepOnce.Do(func() { _, _ = checkout.Sweep(ctx, filepath.Join(vs.dataDir, testCheckouts)) })
 	snap, err := vs.repo.Snapshot(ctx)
 	if err != nil {
 		return nil, err
@@ -329,14 +344,20 @@ func (rs *runSession) run(ctx context.Context, spec testrun.Spec, moduleless str
 // nothing, so that the go command builds the code as GOPATH mode would.
 func (rs *runSession) ensureCheckout(ctx context.Context, moduleless string) (string, error) {
 	if rs.co == nil {
-		co, err := checkout.Create(ctx, rs.vs.repo, filepath.Join(rs.vs.dataDir, "checkouts"))
+		co, err := rs.vs.takeCheckout(ctx, rs.snapshot)
 		if err != nil {
-			return "", fmt.Errorf("checkout for a test run: %w", err)
+			return "", err
+		}
+		if co == nil {
+			if co, err = checkout.Create(ctx, rs.vs.repo, filepath.Join(rs.vs.dataDir, testCheckouts)); err != nil {
+				return "", fmt.Errorf("checkout for a test run: %w", err)
+			}
 		}
 		rs.co = co
 		rs.snapshot = co.Snapshot // the source may have changed since the session began: key on what runs
 	}
 	if moduleless != "" {
+		rs.synthetic = true
 		gomod := filepath.Join(rs.co.Dir, "go.mod")
 		if _, err := os.Lstat(gomod); errors.Is(err, os.ErrNotExist) {
 			_, env, _ := rs.vs.toolchain(ctx)
@@ -387,16 +408,88 @@ func goLanguage(goVersion string) string {
 	return parts[0] + "." + strings.TrimRightFunc(parts[1], func(r rune) bool { return r < '0' || r > '9' })
 }
 
-// close removes the session's checkout; a checkout that cannot be shown to
-// be gone is an error (fail closed).
+// close hands the session's checkout to the next proposal on the same
+// snapshot (putCheckout), or removes it; a checkout that cannot be shown
+// to be gone is an error (fail closed).
 func (rs *runSession) close(ctx context.Context) error {
 	if rs.co == nil {
 		return nil
 	}
-	err := rs.co.Remove(context.WithoutCancel(ctx))
+	co := rs.co
 	rs.co = nil
+	if !rs.synthetic && ctx.Err() == nil {
+		co = rs.vs.putCheckout(co)
+	}
+	return removeCheckout(ctx, co)
+}
+
+// removeCheckout removes co (nil: nothing to remove).
+func removeCheckout(ctx context.Context, co *checkout.Checkout) error {
+	if co == nil {
+		return nil
+	}
+	err := co.Remove(context.WithoutCancel(ctx))
 	if err != nil && !errors.Is(err, context.Canceled) {
 		return fmt.Errorf("remove the test checkout: %w", err)
 	}
 	return err
+}
+
+// takeCheckout returns an idle test checkout of snapshot, verified to hold
+// exactly it, or nil when there is none. A checkout per snapshot rather
+// than per proposal: the tests of every proposal on one snapshot run in
+// checkouts made once. One that no longer verifies (a test wrote into it)
+// is removed, and the caller makes a new one.
+func (vs *validators) takeCheckout(ctx context.Context, snapshot string) (*checkout.Checkout, error) {
+	for {
+		vs.mu.Lock()
+		i := slices.IndexFunc(vs.idle, func(co *checkout.Checkout) bool { return co.Snapshot == snapshot })
+		if i < 0 {
+			vs.mu.Unlock()
+			return nil, nil
+		}
+		co := vs.idle[i]
+		vs.idle = slices.Delete(vs.idle, i, i+1)
+		vs.mu.Unlock()
+		if err := co.Verify(ctx); err == nil {
+			return co, nil
+		}
+		if err := removeCheckout(ctx, co); err != nil {
+			return nil, err
+		}
+	}
+}
+
+// putCheckout keeps co for the next proposal on its snapshot and returns
+// the checkout to remove now: none, or the oldest idle one past
+// maxIdleCheckouts.
+func (vs *validators) putCheckout(co *checkout.Checkout) *checkout.Checkout {
+	vs.mu.Lock()
+	defer vs.mu.Unlock()
+	if vs.closed {
+		return co
+	}
+	vs.idle = append(vs.idle, co)
+	if len(vs.idle) <= maxIdleCheckouts {
+		return nil
+	}
+	oldest := vs.idle[0]
+	vs.idle = slices.Delete(vs.idle, 0, 1)
+	return oldest
+}
+
+// close removes the idle test checkouts; those it cannot remove are an
+// error (a later Sweep retries them). The validators keep none after.
+func (vs *validators) close(ctx context.Context) error {
+	vs.mu.Lock()
+	idle := vs.idle
+	vs.idle, vs.closed = nil, true
+	vs.mu.Unlock()
+	var errs []error
+	for _, co := range idle {
+		if err := removeCheckout(ctx, co); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
 }

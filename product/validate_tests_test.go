@@ -7,6 +7,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -182,14 +183,76 @@ func TestValidate_TestSandbox(t *testing.T) {
 	if _, err := os.Stat(outside); !os.IsNotExist(err) {
 		t.Errorf("a sandboxed test wrote %s: %v", outside, err)
 	}
-	if entries, _ := os.ReadDir(filepath.Join(te.data, "checkouts")); len(entries) != 0 {
-		t.Errorf("checkouts left behind: %v", entries)
+	if err := te.Close(); err != nil {
+		t.Fatal(err)
+	}
+	for _, dir := range []string{"checkouts", testCheckouts} {
+		if entries, _ := os.ReadDir(filepath.Join(te.data, dir)); len(entries) != 0 {
+			t.Errorf("%s left behind after the engine closed: %v", dir, entries)
+		}
 	}
 	procs, _ := filepath.Glob("/proc/[0-9]*/cmdline")
 	for _, p := range procs {
 		if data, err := os.ReadFile(p); err == nil && (strings.Contains(string(data), "hostile.test") || strings.Contains(string(data), "sleep\x00600")) {
 			t.Errorf("a test process is still running: %s %q", p, data)
 		}
+	}
+}
+
+// TestValidate_TestCheckoutPerSnapshot: the tests of every proposal on one
+// snapshot run in one checkout, made once; a kept checkout that no longer
+// holds exactly the snapshot (as after a test that wrote into it) is
+// removed and another made; the engine's close removes what it kept.
+func TestValidate_TestCheckoutPerSnapshot(t *testing.T) {
+	repo := MustEvidenceRepo(t, true, nil)
+	te := MustEngine(t, repo)
+	checkouts := func() []string {
+		t.Helper()
+		entries, err := os.ReadDir(filepath.Join(te.data, testCheckouts))
+		if err != nil && !os.IsNotExist(err) {
+			t.Fatal(err)
+		}
+		var dirs []string
+		for _, e := range entries {
+			if e.IsDir() {
+				dirs = append(dirs, e.Name())
+			}
+		}
+		return dirs
+	}
+	p := func(kind, name, test string) string {
+		return fmt.Sprintf(`{"kind":"focused_tests","subject":{"kind":%q,"name":%q},"tests":[{"path":"cli_test.go","name":%q}]}`, kind, name, test)
+	}
+	te.mustCertify(p("symbol", "execute", "TestVerbose"))
+	first := checkouts()
+	if len(first) != 1 {
+		t.Fatalf("after one proposal the data directory holds checkouts %q, want the one kept", first)
+	}
+	// A checkout's name is its source's and snapshot's: the directory's
+	// identity tells the kept one from a new one.
+	dir := filepath.Join(te.data, testCheckouts, first[0])
+	kept, err := os.Stat(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	te.mustCertify(p("symbol", "Command", "TestNoArgs"))
+	if now, err := os.Stat(dir); err != nil || !os.SameFile(now, kept) || !slices.Equal(checkouts(), first) {
+		t.Errorf("a second proposal on the same snapshot left checkouts %q (%v), want the first's %q reused", checkouts(), err, first)
+	}
+	stray := filepath.Join(dir, "stray.go")
+	MustWriteFile(t, stray, "package cli\n")
+	te.mustCertify(p("file", "env.go", "TestHome"))
+	if got := checkouts(); len(got) != 1 {
+		t.Errorf("after the kept checkout changed, checkouts are %q, want one new one", got)
+	}
+	if _, err := os.Stat(stray); !os.IsNotExist(err) {
+		t.Errorf("the changed checkout was not removed: %v", err)
+	}
+	if err := te.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if got := checkouts(); len(got) != 0 {
+		t.Errorf("checkouts left after the engine closed: %q", got)
 	}
 }
 
@@ -285,6 +348,38 @@ func BenchmarkValidate_FocusedTests(b *testing.B) {
 			}
 		}
 	})
+}
+
+// BenchmarkTestCheckout is what a proposal's test checkout costs: Kept
+// takes the one the previous proposal on the snapshot kept and verifies it
+// (runner.go, takeCheckout); New makes and removes one per proposal, as
+// every proposal did before.
+func BenchmarkTestCheckout(b *testing.B) {
+	repo := MustEvidenceRepo(b, true, nil)
+	ctx := context.Background()
+	for _, c := range []struct {
+		name string
+		idle int
+	}{{"Kept", maxIdleCheckouts}, {"New", 0}} {
+		b.Run(c.name, func(b *testing.B) {
+			defer func(n int) { maxIdleCheckouts = n }(maxIdleCheckouts)
+			maxIdleCheckouts = c.idle
+			te := MustEngine(b, repo)
+			runner := te.val.testRunner(ctx)
+			for b.Loop() {
+				rs, err := te.val.newRunSession(ctx, runner)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if _, err := rs.ensureCheckout(ctx, ""); err != nil {
+					b.Fatal(err)
+				}
+				if err := rs.close(ctx); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
 }
 
 // TestGoTestName: a Go test written the ways people write it is the name go
