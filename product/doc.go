@@ -443,7 +443,10 @@
 // place of codex, choosing the session by the worker's invocation identity.
 //
 // Worker continuation (worker_continue.go; CodexConfig.Continue, the
-// worker.continue setting, off by default). With it, an evidence worker
+// worker.continue setting, on by default for the CLI's engines: needle mcp
+// serve, exec, the hook; off with worker.continue off; a Config built in
+// Go has it off unless set, as needlebench's corpus play, whose frozen
+// transcripts are fresh threads). With it, an evidence worker
 // is kept after its request: its App Server process, its ephemeral thread
 // and its verified checkout, at most one per engine (an MCP connection has
 // its own engine), closed when the engine closes, after CodexConfig.Idle

@@ -11,7 +11,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// TestMCP_WorkerContinue: with worker.continue on, the trace of --crlf
+// TestMCP_WorkerContinue: by default (no worker.continue set), the trace of --crlf
 // after its location, on the same MCP connection, continues the first
 // worker's thread — the App Server is the replay server holding only the
 // continued session, so a fresh thread would fail the worker — and the
@@ -29,9 +29,6 @@ func testMCPWorkerContinue(t *testing.T, mode string) {
 	}
 	repo := MustFixtureRepo(t, "grepx", false)
 	data := t.TempDir()
-	if out, err := needleCommand(t, "config", "set", "--data-dir", data, "worker.continue", "on").CombinedOutput(); err != nil {
-		t.Fatalf("config set: %v\n%s", err, out)
-	}
 	t.Cleanup(mcpMode(t, mode, data))
 	cmd := needleCommand(t, "mcp", "serve", "--data-dir", data, "--repository", repo, "--main-model", "sdk-test",
 		"--role-profile", "default", "--codex", strings.Join(MustReplayCommand(t, frozen), " "))

@@ -32,7 +32,7 @@ var settingKeys = map[string]struct {
 		return nil
 	}},
 	"worker.deadline": {"the wall-clock bound of one worker turn (a Go duration, e.g. 2m)", checkDuration},
-	"worker.continue": {"on: a residual or extension need continues its session's evidence worker thread (default off)", func(v string) error {
+	"worker.continue": {"on: a residual or extension need continues its session's evidence worker thread; off: a fresh thread every time (default on)", func(v string) error {
 		if v != "on" && v != "off" {
 			return fmt.Errorf("%q is neither on nor off", v)
 		}
@@ -79,7 +79,7 @@ Manage the settings of the Needle profile in DIR. Keys:
                     the thread of the session's last evidence worker (a new
                     turn for the missing obligations, in the same checkout,
                     only while the work tree holds the same snapshot) instead
-                    of a fresh thread; default off
+                    of a fresh thread; default on (off: a fresh thread each time)
   tests.codex       the real codex binary whose "codex sandbox" confines the
                     tests Needle runs, to certify focused_tests and in a change
                     lifecycle (no network, writes confined); default: the codex
@@ -214,7 +214,7 @@ func (c *cli) codexSettings(settings map[string]string, flagCommand string) (*Co
 	if cfg.Home == "" {
 		cfg.Home = defaultCodexHome()
 	}
-	cfg.Continue = settings["worker.continue"] == "on"
+	cfg.Continue = settings["worker.continue"] != "off" // on unless turned off
 	if d := settings["worker.deadline"]; d != "" {
 		if cfg.Deadline, err = time.ParseDuration(d); err != nil {
 			return nil, invalidf("config", "worker.deadline", "%v", err)

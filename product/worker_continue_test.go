@@ -299,11 +299,11 @@ func TestNeedContext_WorkerContinues(t *testing.T) {
 	}
 }
 
-// TestCodexSettings_Continue: worker.continue turns continuation on; it is
-// off by default, and a value other than on or off is refused.
+// TestCodexSettings_Continue: continuation is on by default, worker.continue
+// off turns it off, and a value other than on or off is refused.
 func TestCodexSettings_Continue(t *testing.T) {
 	c := &cli{}
-	for value, want := range map[string]bool{"on": true, "off": false, "": false} {
+	for value, want := range map[string]bool{"on": true, "off": false, "": true} {
 		settings := map[string]string{"codex.command": "sh"}
 		if value != "" {
 			settings["worker.continue"] = value
