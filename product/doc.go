@@ -225,8 +225,10 @@
 // -run '^TestX$'` would (subtests as TestX/case) in a disposable checkout of the
 // exact snapshot (one per snapshot: a proposal's checkout is kept for the
 // next proposal on the same snapshot and taken only when it still verifies
-// to hold exactly it, up to one per CPU, removed when the engine closes;
-// runner.go), its binary inside the sandbox of the pinned codex (no
+// to hold exactly it, up to one per CPU, removed when the engine closes; it
+// lies in the test cache, TestsConfig.CacheDir/checkouts, so that data
+// directories sharing the cache share its compiled packages; runner.go),
+// its binary inside the sandbox of the pinned codex (no
 // network, writes confined to the checkout and the run's scratch, a
 // deadline, resource limits, -vet=off, GOPROXY=off; product/internal/
 // testrun), with coverage of the subject's package, and passes; coverage must show, beyond what package

@@ -101,9 +101,15 @@ func garbage(dataDir string) ([]GCItem, error) {
 		return nil, err
 	}
 	var items []GCItem
+	// The workers' checkouts, and the test checkouts of the default
+	// test cache (DATA/testrun/<repository>/checkouts).
+	parents, err := filepath.Glob(filepath.Join(dataDir, "testrun", "*", testCheckouts))
+	if err != nil {
+		return nil, err
+	}
 	var cos []*checkout.Checkout
-	for _, parent := range []string{"checkouts", testCheckouts} {
-		stale, err := checkout.Stale(filepath.Join(dataDir, parent))
+	for _, parent := range append([]string{filepath.Join(dataDir, "checkouts")}, parents...) {
+		stale, err := checkout.Stale(parent)
 		if err != nil {
 			return nil, err
 		}

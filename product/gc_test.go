@@ -34,17 +34,17 @@ func deadPID(tb testing.TB) int {
 	return cmd.Process.Pid
 }
 
-// mustCheckout makes a real checkout of repo under data/parent (a
-// worker's "checkouts", or testCheckouts); with dead set its marker is then
-// made to name a process that is gone, as a crash during a worker or
-// between proposals leaves it.
-func mustCheckout(tb testing.TB, repo, data, parent string, dead bool) *checkout.Checkout {
+// mustCheckout makes a real checkout of repo under parent (a worker's
+// DATA/checkouts, or a test cache's testCheckouts); with dead set its
+// marker is then made to name a process that is gone, as a crash during a
+// worker or between proposals leaves it.
+func mustCheckout(tb testing.TB, repo, parent string, dead bool) *checkout.Checkout {
 	tb.Helper()
 	r, err := snapshot.Open(context.Background(), repo, nil)
 	if err != nil {
 		tb.Fatal(err)
 	}
-	co, err := checkout.Create(context.Background(), r, filepath.Join(data, parent))
+	co, err := checkout.Create(context.Background(), r, parent)
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -119,7 +119,7 @@ func TestGC(t *testing.T) {
 	}
 	// Needed: a live process's checkout, codex home and test scratch, and
 	// the shared build cache.
-	live := mustCheckout(t, repo, data, "checkouts", false)
+	live := mustCheckout(t, repo, filepath.Join(data, "checkouts"), false)
 	liveHome, err := procdir.Make(filepath.Join(data, "codex-homes"), "live")
 	if err != nil {
 		t.Fatal(err)
@@ -140,8 +140,8 @@ func TestGC(t *testing.T) {
 	MustWriteFile(t, buildCache, "compiled")
 	// Not needed: what a crashed worker, a crashed process's test
 	// checkout and a killed test run left.
-	dead := mustCheckout(t, repo, data, "checkouts", true)
-	deadTests := mustCheckout(t, repo, data, testCheckouts, true)
+	dead := mustCheckout(t, repo, filepath.Join(data, "checkouts"), true)
+	deadTests := mustCheckout(t, repo, filepath.Join(cache, testCheckouts), true)
 	deadHome := mustDeadDir(t, filepath.Join(data, "codex-homes"), "abcdef", map[string]string{"auth.json": `{"token":"x"}`, "config.toml": "model = \"m\"\n"})
 	deadRun := mustDeadDir(t, filepath.Join(cache, "runs"), "run", map[string]string{"go.mod": "module x\n", "box/tmp/cover.out": strings.Repeat("c", 1000)})
 	deadBins := mustDeadDir(t, filepath.Join(cache, "bins"), "bins", map[string]string{"0123.test": strings.Repeat("b", 2000)})
@@ -172,7 +172,7 @@ func TestGC(t *testing.T) {
 		t.Errorf("gc printed\n%s\nwant it to end %q", out, want)
 	}
 	for _, line := range []string{"removed checkout checkouts/" + filepath.Base(dead.Dir) + " (",
-		"removed checkout " + testCheckouts + "/" + filepath.Base(deadTests.Dir) + " (",
+		"removed checkout testrun/0123456789abcdef/" + testCheckouts + "/" + filepath.Base(deadTests.Dir) + " (",
 		"removed codex_home codex-homes/" + filepath.Base(deadHome) + " (",
 		"removed test_scratch testrun/0123456789abcdef/runs/" + filepath.Base(deadRun) + " (",
 		"removed test_binaries testrun/0123456789abcdef/bins/" + filepath.Base(deadBins) + " ("} {

@@ -357,7 +357,7 @@ func TestMCP_BackgroundRefreshCancelled(t *testing.T) {
 	shiftCRLF(t, te.repo) // search_test.go's test binary compiles flags.go
 	before := replayAttempts(t, te.data)
 	s, stderr := refreshSessionTerm(t, te, "Standalone", 10*time.Minute, "--refresh-interval", "50ms")
-	checkouts := filepath.Join(te.data, testCheckouts)
+	checkouts := te.val.checkoutsDir()
 	for deadline := time.Now().Add(2 * time.Minute); !hasEntries(checkouts); runtimeYield() {
 		if time.Now().After(deadline) {
 			t.Fatalf("the refresher never ran the test; stderr:\n%s", stderr)

@@ -115,10 +115,17 @@ type validators struct {
 	closed   bool                         // close ran: nothing more is kept
 }
 
-// testCheckouts is the directory of a data directory that holds the test
-// checkouts, apart from the workers' (DATA/checkouts): these outlive the
-// proposal that made them (takeCheckout).
-const testCheckouts = "test-checkouts"
+// testCheckouts is the directory of the test cache (TestsConfig.CacheDir)
+// that holds the test checkouts, apart from the workers' (DATA/checkouts):
+// they outlive the proposal that made them (takeCheckout), and a checkout
+// of a snapshot takes the same path in every data directory that shares
+// the cache (checkout's stable names), so the go command, whose compile
+// actions key on the source directory, compiles a repository's packages
+// once for all of them (needlebench's play and validation phases).
+const testCheckouts = "checkouts"
+
+// checkoutsDir is where the validators' test checkouts live.
+func (vs *validators) checkoutsDir() string { return filepath.Join(vs.tests.CacheDir, testCheckouts) }
 
 // maxIdleCheckouts bounds the test checkouts kept between proposals: as
 // many as proposals are validated at once.
@@ -177,7 +184,7 @@ func (vs *validators) toolchain(ctx context.Context) (*typecheck.Loader, goToolc
 func (vs *validators) testRunner(ctx context.Context) *testrun.Runner {
 	vs.runOnce.Do(func() {
 		_, env, err := vs.toolchain(ctx)
-		if err != nil || vs.tests.Codex == "" || vs.tests.CacheDir == "" || inside(vs.repo.Root(), vs.dataDir) {
+		if err != nil || vs.tests.Codex == "" || vs.tests.CacheDir == "" || inside(vs.repo.Root(), vs.dataDir) || inside(vs.repo.Root(), vs.tests.CacheDir) {
 			return
 		}
 		vs.runner, _ = newTestRunner(vs.tests, env)
@@ -208,6 +215,8 @@ func (vs *validators) noRunnerCause(ctx context.Context) string {
 		return "no test cache directory is configured"
 	case inside(vs.repo.Root(), vs.dataDir):
 		return "the data directory lies inside the repository, where Needle makes no checkout"
+	case inside(vs.repo.Root(), vs.tests.CacheDir):
+		return "the test cache (tests.cache) lies inside the repository, where Needle makes no checkout"
 	}
 	return "the sandbox cannot be set up here"
 }
@@ -280,7 +289,7 @@ type runSession struct {
 // newRunSession starts a session on the current snapshot.
 func (vs *validators) newRunSession(ctx context.Context, runner *testrun.Runner) (*runSession, error) {
 	// Checkouts a crashed process left behind go first.
-	vs.sweepOnce.Do(func() { _, _ = checkout.Sweep(ctx, filepath.Join(vs.dataDir, testCheckouts)) })
+	vs.sweepOnce.Do(func() { _, _ = checkout.Sweep(ctx, vs.checkoutsDir()) })
 	snap, err := vs.repo.Snapshot(ctx)
 	if err != nil {
 		return nil, err
@@ -349,7 +358,7 @@ func (rs *runSession) ensureCheckout(ctx context.Context, moduleless string) (st
 			return "", err
 		}
 		if co == nil {
-			if co, err = checkout.Create(ctx, rs.vs.repo, filepath.Join(rs.vs.dataDir, testCheckouts)); err != nil {
+			if co, err = checkout.Create(ctx, rs.vs.repo, rs.vs.checkoutsDir()); err != nil {
 				return "", fmt.Errorf("checkout for a test run: %w", err)
 			}
 		}

@@ -186,8 +186,8 @@ func TestValidate_TestSandbox(t *testing.T) {
 	if err := te.Close(); err != nil {
 		t.Fatal(err)
 	}
-	for _, dir := range []string{"checkouts", testCheckouts} {
-		if entries, _ := os.ReadDir(filepath.Join(te.data, dir)); len(entries) != 0 {
+	for _, dir := range []string{filepath.Join(te.data, "checkouts"), te.val.checkoutsDir()} {
+		if entries, _ := os.ReadDir(dir); len(entries) != 0 {
 			t.Errorf("%s left behind after the engine closed: %v", dir, entries)
 		}
 	}
@@ -208,7 +208,7 @@ func TestValidate_TestCheckoutPerSnapshot(t *testing.T) {
 	te := MustEngine(t, repo)
 	checkouts := func() []string {
 		t.Helper()
-		entries, err := os.ReadDir(filepath.Join(te.data, testCheckouts))
+		entries, err := os.ReadDir(te.val.checkoutsDir())
 		if err != nil && !os.IsNotExist(err) {
 			t.Fatal(err)
 		}
@@ -230,7 +230,7 @@ func TestValidate_TestCheckoutPerSnapshot(t *testing.T) {
 	}
 	// A checkout's name is its source's and snapshot's: the directory's
 	// identity tells the kept one from a new one.
-	dir := filepath.Join(te.data, testCheckouts, first[0])
+	dir := filepath.Join(te.val.checkoutsDir(), first[0])
 	kept, err := os.Stat(dir)
 	if err != nil {
 		t.Fatal(err)
