@@ -54,7 +54,11 @@
 // and prove each (binary digest, test, cover packages, deadline, limits,
 // Snapshot) once: a later or concurrent run of the same waits for the
 // first and is answered from it (Result.Memo), in memory, for the Runner's
-// life. The baseline is not kept by the binary digest alone: package
+// life. The baseline is also stored in CacheDir/baselines (baseline.go),
+// so a later process running the same binary on the same Snapshot takes
+// it from there; what it reads back is parsed like any profile, and a file
+// of another key or that does not parse is ignored. The baseline is not
+// kept by the binary digest alone: package
 // initialization and TestMain may read files of the checkout that are not
 // compiled (testdata), which only the caller can vouch for. At most
 // Runner.Parallel runs (default: the number of CPUs) execute at once.
@@ -209,6 +213,7 @@
 //	execution.go  one run: go list, the source digest, classification, the test and the baseline
 //	binary.go     test binaries (built once per source and checkout, run in the sandbox through
 //	              test2json), kept baselines and outcomes, the Parallel bound
+//	baseline.go   baselines stored in the cache for later processes
 //	limits.go     Limits, the launcher (its source and build), reading why it stopped
 //	coldcache.go  the builds of a cold cache in turn; GOCACHEPROG for a test's own go command
 //	cacheprog/    needle-cacheprog: the shared cache read, the run's box written

@@ -162,6 +162,10 @@ func (x *execution) test(ctx context.Context, bin *testBinary) {
 		if x.res.Baseline = x.r.baseline(bkey); x.res.Baseline != nil {
 			return
 		}
+		if x.res.Baseline = x.r.loadBaseline(bkey); x.res.Baseline != nil { // an earlier process's (baseline.go)
+			x.r.keepBaseline(bkey, x.res.Baseline)
+			return
+		}
 	}
 	baseProfile := filepath.Join(x.box, "baseline.cover")
 	blog, bpr := x.runBinary(ctx, bin, "^$", baseProfile)
@@ -182,6 +186,7 @@ func (x *execution) test(ctx context.Context, bin *testBinary) {
 		x.res.Reason += "; coverage cannot be told apart from initialization"
 	} else if x.spec.Snapshot != "" && ctx.Err() == nil {
 		x.r.keepBaseline(bkey, x.res.Baseline)
+		x.r.storeBaseline(bkey, x.res.Baseline)
 	}
 }
 
