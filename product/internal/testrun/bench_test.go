@@ -248,27 +248,35 @@ func BenchmarkCheck_NewSandbox(b *testing.B) {
 
 // BenchmarkRun_NewProcess_Fixture is a proof by a new Runner (a new
 // process: no binary, baseline or outcome in memory) on a checkout and
-// snapshot an earlier one proved a test of: StoredBaseline takes the
-// baseline the earlier Runner stored in the cache (baseline.go);
-// RunBaseline asks under a new Snapshot each time, so its baseline runs,
-// as every new process's did before.
+// snapshot an earlier one proved a test of. Kept takes the test binary
+// (sharedbin.go) and the baseline (baseline.go) the earlier Runner stored
+// in the cache; RunBaseline asks under a new Snapshot each time, so its
+// baseline runs; BuildBinary also finds no binary stored, so the go
+// command links it: what every new process paid before.
 func BenchmarkRun_NewProcess_Fixture(b *testing.B) {
 	s := MustRunner(b)
 	dir := MustMaterialize(b, "reach.txtar")
 	for _, c := range []struct {
-		name  string
-		fresh bool
-	}{{"StoredBaseline", false}, {"RunBaseline", true}} {
+		name                  string
+		freshSnapshot, noBins bool
+	}{{"Kept", false, false}, {"RunBaseline", true, false}, {"BuildBinary", true, true}} {
 		b.Run(c.name, func(b *testing.B) {
 			spec := reachSpec(dir, "TestEarly")
 			spec.Snapshot = "bench new process"
 			n, call := 0, strconv.FormatInt(time.Now().UnixNano(), 10) // a call of its own: never an earlier call's snapshot
 			for b.Loop() {
-				if c.fresh {
+				if c.freshSnapshot {
 					n++
 					spec.Snapshot = "bench new process " + call + " " + strconv.Itoa(n)
 				}
 				r := &Runner{Go: s.Go, Sandbox: s.Sandbox, CacheDir: s.CacheDir, ModCache: s.ModCache, Home: s.Home}
+				if c.noBins {
+					b.StopTimer()
+					if err := os.RemoveAll(r.sharedBinDir()); err != nil {
+						b.Fatal(err)
+					}
+					b.StartTimer()
+				}
 				if res := r.Run(context.Background(), spec); res.Status != Passed {
 					b.Fatalf("%v %s", res.Status, res.Reason)
 				}

@@ -192,7 +192,15 @@ func (x *execution) binary(ctx context.Context, key string) (bin *testBinary, re
 	}
 	out := filepath.Join(dir, key[:32]+".test")
 	_ = os.Remove(out) // a binary that failed its digest
-	if !x.build(ctx, out) {
+	args := x.buildArgs(out)
+	skey := sharedKey(key, slices.DeleteFunc(slices.Clone(args), func(a string) bool { return a == out }))
+	if digest := x.r.linkShared(skey, out); digest != "" { // an earlier process's (sharedbin.go)
+		bin = &testBinary{path: out, digest: digest, users: 1}
+		x.r.keepBinary(key, bin)
+		x.res.BinaryDigest = digest
+		return bin, func() { x.r.releaseBinary(bin) }, true
+	}
+	if !x.build(ctx, args) {
 		return nil, nil, false
 	}
 	x.res.Built = true
@@ -206,22 +214,28 @@ func (x *execution) binary(ctx context.Context, key string) (bin *testBinary, re
 	}
 	bin = &testBinary{path: out, digest: digest, users: 1}
 	x.r.keepBinary(key, bin)
+	x.r.keepShared(skey, out, digest)
 	x.res.BinaryDigest = digest
 	return bin, func() { x.r.releaseBinary(bin) }, true
 }
 
+// buildArgs are the go command's arguments that build the test binary
+// with coverage of the cover packages into out.
+func (x *execution) buildArgs(out string) []string {
+	return []string{"test", "-c", "-json", "-o", out, "-vet=off",
+		"-covermode=count", "-coverpkg=" + strings.Join(x.res.CoverPackages, ","), x.spec.Package}
+}
+
 // build has the go command, outside the sandbox, build the test binary
-// with coverage of the cover packages into out: go test -c, which runs
-// none of the module's code.
-func (x *execution) build(ctx context.Context, out string) bool {
+// (buildArgs): go test -c, which runs none of the module's code.
+func (x *execution) build(ctx context.Context, args []string) bool {
 	maxOut := x.r.MaxOutput
 	if maxOut <= 0 {
 		maxOut = 1 << 20
 	}
 	log := newEventLog(maxOut)
 	x.r.countGo()
-	pr := x.r.coldBuild(ctx, classTest, x.goProc(log.read, "test", "-c", "-json", "-o", out, "-vet=off",
-		"-covermode=count", "-coverpkg="+strings.Join(x.res.CoverPackages, ","), x.spec.Package).runner(ctx))
+	pr := x.r.coldBuild(ctx, classTest, x.goProc(log.read, args...).runner(ctx))
 	switch {
 	case pr.killed:
 		x.fail(TimedOut, "deadline passed while building the test binary")

@@ -77,8 +77,11 @@ func TestRunner_ColdCacheBuildsInTurn(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer unlock()
+	// Another checkout: its binary is built, not linked from the first's
+	// (sharedbin.go).
 	other := &Runner{Go: r.Go, Sandbox: r.Sandbox, CacheDir: r.CacheDir, ModCache: r.ModCache, Home: r.Home}
-	go func() { done <- other.Run(context.Background(), reachSpec(dir, "TestMethodValue/a")) }()
+	otherDir := MustMaterialize(t, "reach.txtar")
+	go func() { done <- other.Run(context.Background(), reachSpec(otherDir, "TestMethodValue/a")) }()
 	for {
 		select {
 		case res := <-done:

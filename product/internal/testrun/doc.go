@@ -44,7 +44,10 @@
 // digested again before each use; one whose file no longer has its digest
 // is built anew. A Runner keeps at most 32 binaries (the least recently
 // used go first) in a directory of its process, swept once the process is
-// gone.
+// gone. A binary the go command built is also kept for later processes in
+// CacheDir/testbins under its key and build arguments, with its digest
+// (sharedbin.go): a later Runner links it into its own directory, checks
+// the digest, and uses it without building; at most 48 are kept there.
 //
 // Spec.Prepared skips the listings, but not the source digest: a run
 // whose checkout's compiled files differ from those its Prepared was made
@@ -214,6 +217,7 @@
 //	binary.go     test binaries (built once per source and checkout, run in the sandbox through
 //	              test2json), kept baselines and outcomes, the Parallel bound
 //	baseline.go   baselines stored in the cache for later processes
+//	sharedbin.go  test binaries kept in the cache for later processes
 //	limits.go     Limits, the launcher (its source and build), reading why it stopped
 //	coldcache.go  the builds of a cold cache in turn; GOCACHEPROG for a test's own go command
 //	cacheprog/    needle-cacheprog: the shared cache read, the run's box written

@@ -59,8 +59,9 @@ type Runner struct {
 	// unsandboxed.
 	Sandbox *Sandbox
 	// CacheDir is Needle-owned: the GOCACHE of the runs (CacheDir/go-build),
-	// their scratch directories (CacheDir/runs), the baselines
-	// (CacheDir/baselines), the sandbox self-test and launcher. Only the go command, outside the sandbox, writes its
+	// their scratch directories (CacheDir/runs), the baselines and test
+	// binaries kept for later processes (CacheDir/baselines, testbins), the
+	// sandbox self-test and launcher. Only the go command, outside the sandbox, writes its
 	// GOCACHE: no code a run executes can, so Runners of any repositories
 	// may share it (doc.go, "The build cache").
 	CacheDir string
