@@ -9,8 +9,6 @@ import (
 	"slices"
 	"strings"
 	"time"
-
-	"github.com/needle-dev/needle/product/internal/atomicfile"
 )
 
 // Test binaries outlive the process too. A binary the go command built
@@ -89,7 +87,7 @@ func (r *Runner) keepShared(skey, out, digest string) {
 		return
 	}
 	data, _ := json.Marshal(sharedBinary{Key: skey, Digest: digest})
-	if atomicfile.Write(base+".json", data, 0o644) != nil {
+	if writeCacheFile(base+".json", data) != nil {
 		return
 	}
 	r.evictShared(dir)
