@@ -47,7 +47,7 @@ var settingKeys = map[string]struct {
 		}
 		return nil
 	}},
-	"tests.cache": {"the directory of the test runs (GOCACHE, scratch)", func(v string) error {
+	"tests.cache": {"the directory of the test runs (GOCACHE, scratch, test checkouts, kept test binaries and baselines)", func(v string) error {
 		if !filepath.IsAbs(v) {
 			return fmt.Errorf("%q is not an absolute path", v)
 		}
@@ -85,10 +85,13 @@ Manage the settings of the Needle profile in DIR. Keys:
                     lifecycle (no network, writes confined); default: the codex
                     of codex.command, else codex on PATH; with none, no test
                     runs (focused_tests: static reach only)
-  tests.cache       the directory of those test runs: GOCACHE and scratch
-                    (default: DIR/testrun, one per repository for focused_tests);
-                    only the go command writes the GOCACHE, never a test, so
-                    repositories may share one
+  tests.cache       the directory of those test runs: GOCACHE, scratch, the
+                    test checkouts, and the test binaries and baselines kept
+                    for later processes (default: DIR/testrun, one per
+                    repository for focused_tests); a test writes only its
+                    checkout and scratch, never the GOCACHE or what is kept,
+                    so repositories and data directories may share one
+                    (outside the repository)
   tests.deadline    the wall-clock bound of one test run, build included
                     (default 2m)
 `
