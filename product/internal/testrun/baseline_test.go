@@ -30,8 +30,7 @@ func TestRunner_BaselineOutlivesTheProcess(t *testing.T) {
 	}
 	later := func() *Result {
 		t.Helper()
-		r := &Runner{Go: first.Go, Sandbox: first.Sandbox, CacheDir: first.CacheDir, ModCache: first.ModCache, Home: first.Home}
-		res := r.Run(ctx, spec)
+		res := freshRunner(t).Run(ctx, spec) // another process's Runner on the same cache
 		if res.Status != Passed || res.Baseline == nil || res.BinaryDigest != ran.BinaryDigest {
 			t.Fatalf("later run: %v (%s) digest %s", res.Status, res.Reason, res.BinaryDigest)
 		}

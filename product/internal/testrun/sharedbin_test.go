@@ -25,8 +25,7 @@ func TestRunner_BinaryOutlivesTheProcess(t *testing.T) {
 	}
 	later := func() *Result {
 		t.Helper()
-		r := &Runner{Go: first.Go, Sandbox: first.Sandbox, CacheDir: first.CacheDir, ModCache: first.ModCache, Home: first.Home}
-		res := r.Run(ctx, spec)
+		res := freshRunner(t).Run(ctx, spec) // another process's Runner on the same cache
 		if res.Status != Passed {
 			t.Fatalf("later run: %v (%s)", res.Status, res.Reason)
 		}
