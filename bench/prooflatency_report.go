@@ -79,7 +79,9 @@ func newProofLatencyReport(opt ProofLatencyOptions, needle string) ProofLatencyR
 		Proposal: proofProposal(),
 		Meaning: map[string]string{
 			"warm/proof": "a new data directory (its store created before the timing, so no earlier proof is in it) whose tests.cache is a build cache " +
-				"an untimed proof of the same test filled: the standard library, the package and its test binary are built",
+				"an untimed proof of the same test filled: the standard library and the package are compiled, and the test binary and its baseline " +
+				"(the binary run with no test) are kept there for later processes, so the proof links neither nor runs the baseline; it still " +
+				"lists the package, checks out the snapshot and runs the test itself in the sandbox, while go test links its binary every time",
 			"warm/bare": "GOCACHE an untimed run of the same command filled",
 			"cold/proof": "the first proof in a new data directory: the default tests.cache (DATA/testrun) is new and empty, so the go command " +
 				"compiles the standard library, the package and the test binary; the module cache, codex and the page cache are warm",
