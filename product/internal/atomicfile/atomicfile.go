@@ -1,7 +1,10 @@
-// Package atomicfile replaces files durably: a reader sees the old content
-// or the new, never a part, and a crash leaves one of the two. It is the
-// one atomic write of the module (work-tree files at apply, checkout
-// markers, the loopback token, codex's hooks and config files).
+// Package atomicfile replaces files atomically: a reader sees the old
+// content or the new, never a part. Write is also durable (a crash leaves
+// one of the two); Replace is not (for caches, where a crash may lose the
+// new file but never leaves it torn). It is the one atomic write of the
+// module (work-tree files at apply, checkout markers, the loopback token,
+// codex's hooks and config files; the test runner's kept baselines and
+// binary records).
 package atomicfile
 
 import (
@@ -16,7 +19,20 @@ import (
 // written, chmod'ed and fsync'ed, renamed over path, then the directory
 // fsync'ed so the rename itself survives a crash. The directory must exist.
 // On any failure the temporary file is removed and path is as it was.
-func Write(path string, data []byte, perm fs.FileMode) (err error) {
+func Write(path string, data []byte, perm fs.FileMode) error {
+	if err := replace(path, data, perm, true); err != nil {
+		return err
+	}
+	return SyncDir(filepath.Dir(path))
+}
+
+// Replace replaces path with data and the permission bits perm as Write
+// does, without its fsyncs: atomic, not durable.
+func Replace(path string, data []byte, perm fs.FileMode) error {
+	return replace(path, data, perm, false)
+}
+
+func replace(path string, data []byte, perm fs.FileMode, durable bool) (err error) {
 	dir := filepath.Dir(path)
 	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".needle-*")
 	if err != nil {
@@ -32,7 +48,7 @@ func Write(path string, data []byte, perm fs.FileMode) (err error) {
 	if err == nil {
 		err = f.Chmod(perm)
 	}
-	if err == nil {
+	if err == nil && durable {
 		err = f.Sync()
 	}
 	if cerr := f.Close(); err == nil {
@@ -41,10 +57,7 @@ func Write(path string, data []byte, perm fs.FileMode) (err error) {
 	if err == nil {
 		err = os.Rename(tmp, path)
 	}
-	if err != nil {
-		return err
-	}
-	return SyncDir(dir)
+	return err
 }
 
 // SyncDir makes the entries of dir durable: a rename, a creation or a

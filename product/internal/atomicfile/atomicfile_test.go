@@ -6,15 +6,21 @@ import (
 	"testing"
 )
 
-// TestWrite replaces a file with the content and mode asked for and leaves
-// no temporary file behind.
+// TestWrite: Write and Replace replace a file with the content and mode
+// asked for and leave no temporary file behind.
 func TestWrite(t *testing.T) {
+	for name, write := range map[string]func(string, []byte, os.FileMode) error{"Write": Write, "Replace": Replace} {
+		t.Run(name, func(t *testing.T) { testWrite(t, write) })
+	}
+}
+
+func testWrite(t *testing.T, write func(string, []byte, os.FileMode) error) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "f")
 	if err := os.WriteFile(path, []byte("old"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if err := Write(path, []byte("new content"), 0o640); err != nil {
+	if err := write(path, []byte("new content"), 0o640); err != nil {
 		t.Fatal(err)
 	}
 	data, err := os.ReadFile(path)

@@ -4,11 +4,12 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/needle-dev/needle/product/internal/atomicfile"
 )
 
 // Baselines outlive the process: a baseline (the test binary run with no
@@ -59,7 +60,7 @@ func (r *Runner) storeBaseline(key string, p *Profile) {
 	}
 	path := r.baselinePath(key)
 	if os.MkdirAll(filepath.Dir(path), 0o755) == nil {
-		_ = writeCacheFile(path, data)
+		_ = atomicfile.Replace(path, data, 0o644)
 	}
 }
 
@@ -71,30 +72,4 @@ func (p *Profile) text() string {
 		fmt.Fprintf(&b, "%s:%d.%d,%d.%d %d %d\n", bl.File, bl.StartLine, bl.StartCol, bl.EndLine, bl.EndCol, bl.NumStmt, bl.Count)
 	}
 	return b.String()
-}
-
-// writeCacheFile replaces path with data by a rename, so a reader finds
-// the old file or the new one whole; it is not synced: what the cache
-// holds may be lost in a crash (a record that does not decode, or
-// names another key, is ignored), never read torn.
-func writeCacheFile(path string, data []byte) error {
-	f, err := os.CreateTemp(filepath.Dir(path), ".tmp-*")
-	if err != nil {
-		return err
-	}
-	_, werr := f.Write(data)
-	cerr := f.Close()
-	if err := errors.Join(werr, cerr); err != nil {
-		_ = os.Remove(f.Name())
-		return err
-	}
-	if err := os.Chmod(f.Name(), 0o644); err != nil {
-		_ = os.Remove(f.Name())
-		return err
-	}
-	if err := os.Rename(f.Name(), path); err != nil {
-		_ = os.Remove(f.Name())
-		return err
-	}
-	return nil
 }

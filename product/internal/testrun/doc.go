@@ -129,7 +129,9 @@
 // own GOCACHE; the test binary writes its coverage profile there too.
 // Before the first run a Runner runs a probe in the sandbox under the
 // launcher (the probe, like the launcher, is built once per toolchain
-// into the cache, outside the sandbox, and every Runner runs it again): TCP connect and listen, UDP, a Unix
+// into the cache, outside the sandbox, and runs once per process and
+// sandbox: a pass stands for the process's life, a failure is probed again
+// by the next Runner): TCP connect and listen, UDP, a Unix
 // socket connect and listen, and a write outside must all fail, a write
 // inside must succeed, and the probe must find the limits set. Until that
 // holds every run is Unavailable: nothing is ever run unsandboxed or

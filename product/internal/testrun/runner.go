@@ -468,12 +468,14 @@ func (r *Runner) Prepare(ctx context.Context) error {
 	return err
 }
 
-// Check runs the sandbox's self-test (once per Runner) and says whether
+// Check runs the sandbox's self-test (once per process and sandbox when it
+// passes: passedProbes) and says whether
 // this Runner can run tests at all; Run reports the same as Unavailable.
 func (r *Runner) Check(ctx context.Context) error { return r.available(ctx) }
 
-// available runs the sandbox's self-test once per Runner, under its own
-// deadline: its verdict stands for the Runner's life (verdict).
+// available runs the sandbox's self-test under its own deadline, once per
+// process and sandbox when it passes (passedProbes); a Runner's verdict
+// stands for its life (verdict).
 func (r *Runner) available(ctx context.Context) error {
 	if r.Sandbox == nil {
 		return errors.New("no sandbox: Needle does not run tests unsandboxed")

@@ -4,11 +4,14 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/needle-dev/needle/product/internal/atomicfile"
 )
 
 // Test binaries outlive the process too. A binary the go command built
@@ -73,21 +76,16 @@ func (r *Runner) keepShared(skey, out, digest string) {
 		return
 	}
 	base := filepath.Join(dir, skey)
-	tmp, err := os.CreateTemp(dir, "link-*")
-	if err != nil {
+	tmp := filepath.Join(dir, fmt.Sprintf(".link-%d-%d", os.Getpid(), time.Now().UnixNano())) // linked, then renamed into place
+	if os.Link(out, tmp) != nil {
 		return
 	}
-	tmp.Close()
-	_ = os.Remove(tmp.Name())
-	if os.Link(out, tmp.Name()) != nil {
-		return
-	}
-	if os.Rename(tmp.Name(), base+".test") != nil {
-		_ = os.Remove(tmp.Name())
+	if os.Rename(tmp, base+".test") != nil {
+		_ = os.Remove(tmp)
 		return
 	}
 	data, _ := json.Marshal(sharedBinary{Key: skey, Digest: digest})
-	if writeCacheFile(base+".json", data) != nil {
+	if atomicfile.Replace(base+".json", data, 0o644) != nil {
 		return
 	}
 	r.evictShared(dir)
