@@ -94,6 +94,18 @@ func MustTestsConfig(tb testing.TB) TestsConfig {
 	return TestsConfig{Codex: MustSandbox(tb), CacheDir: testenv.Cache(tb, "testrun-validators")}
 }
 
+// privateTestsConfig is MustTestsConfig with a test cache of the test's
+// own, whose GOCACHE is the tests' warm one: for a test that checks what
+// lies in the cache's checkouts directory, which the shared cache holds
+// for the engines of every test package running at once (bench's too).
+func privateTestsConfig(tb testing.TB) TestsConfig {
+	tb.Helper()
+	tc := MustTestsConfig(tb)
+	tc.CacheDir = tb.TempDir()
+	warmGoBuild(tb, tc.CacheDir)
+	return tc
+}
+
 // warmGoBuild makes the GOCACHE of the test cache directory cache (a
 // default one, which the test under way checks is where the product puts
 // it) a symlink to the tests' warm one, so that the test does not compile

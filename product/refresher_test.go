@@ -348,7 +348,7 @@ func TestMCP_BackgroundRefreshOff(t *testing.T) {
 func TestMCP_BackgroundRefreshCancelled(t *testing.T) {
 	te := MustEngine(t, MustFixtureRepo(t, "grepx", true))
 	te.mustCertify(testsCRLF)
-	tests := MustTestsConfig(t)
+	tests := privateTestsConfig(t) // the test checks its cache's checkouts directory
 	for k, v := range map[string]string{"tests.codex": tests.Codex, "tests.cache": tests.CacheDir} {
 		if err := te.store.SetSetting(context.Background(), k, v); err != nil {
 			t.Fatal(err)
@@ -357,7 +357,7 @@ func TestMCP_BackgroundRefreshCancelled(t *testing.T) {
 	shiftCRLF(t, te.repo) // search_test.go's test binary compiles flags.go
 	before := replayAttempts(t, te.data)
 	s, stderr := refreshSessionTerm(t, te, "Standalone", 10*time.Minute, "--refresh-interval", "50ms")
-	checkouts := te.val.checkoutsDir()
+	checkouts := filepath.Join(tests.CacheDir, testCheckouts) // the server's test checkouts
 	for deadline := time.Now().Add(2 * time.Minute); !hasEntries(checkouts); runtimeYield() {
 		if time.Now().After(deadline) {
 			t.Fatalf("the refresher never ran the test; stderr:\n%s", stderr)

@@ -159,7 +159,9 @@ func TestValidate_TestSandbox(t *testing.T) {
 	}()
 	outside := filepath.Join(t.TempDir(), "escaped")
 	repo := MustEvidenceRepo(t, true, map[string]string{"ADDR": ln.Addr().String(), "OUTSIDE": outside})
-	te := MustEngine(t, repo, func(c *Config) { c.Tests.Deadline = 15e9 })
+	tests := privateTestsConfig(t) // the test checks its cache's checkouts directory
+	tests.Deadline = 15e9
+	te := MustEngine(t, repo, func(c *Config) { c.Tests = tests })
 	p := func(name string) string {
 		return `{"kind":"focused_tests","subject":{"kind":"symbol","name":"Touch"},"tests":[{"path":"hostile/hostile_test.go","name":"` + name + `"}]}`
 	}
@@ -205,7 +207,8 @@ func TestValidate_TestSandbox(t *testing.T) {
 // removed and another made; the engine's close removes what it kept.
 func TestValidate_TestCheckoutPerSnapshot(t *testing.T) {
 	repo := MustEvidenceRepo(t, true, nil)
-	te := MustEngine(t, repo)
+	tests := privateTestsConfig(t) // the test checks its cache's checkouts directory
+	te := MustEngine(t, repo, func(c *Config) { c.Tests = tests })
 	checkouts := func() []string {
 		t.Helper()
 		entries, err := os.ReadDir(te.val.checkoutsDir())
