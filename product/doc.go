@@ -254,7 +254,10 @@
 // tests, keeps its baseline per snapshot and proves a (binary, test,
 // snapshot) once, however many proposals ask at once (product/internal/
 // testrun, "A run"); a run's scratch directory belongs to its process,
-// and a killed process's is swept by the next run.
+// and a killed process's is swept by the next run. A proposal's first
+// test starts running beside its type check, as its path says it will
+// run; its outcome counts only when the type check then names that run
+// (run_ahead.go).
 // A subject declared in a _test.go file, which coverage does not
 // instrument, is traced instead: the test must run a statement of its
 // body. Static reach is never a proof: where Needle cannot run the test
@@ -867,6 +870,7 @@
 //	validate_tests.go    focused_tests: reach by running the test (static reach only advises); Needle's commands
 //	validate_lexical.go  lexical evidence for other languages: definition-shaped lines
 //	runner.go            TestsConfig; the type checker, the sandboxed test runner and its cache
+//	run_ahead.go         a proposal's first test run, started beside its type check
 //	evidence.go          Evidence, certificates, dependencies, claims
 //	freshness.go         freshness through the stat cache; proof replay
 //	refresh.go           Refresh: re-prove changed evidence ahead of the needs

@@ -13,6 +13,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/needle-dev/needle/product/internal/checkout"
@@ -113,6 +114,8 @@ type validators struct {
 	prepared map[string]*testrun.Prepared // by prepKey: listings and baselines
 	idle     []*checkout.Checkout         // test checkouts between proposals, oldest first (takeCheckout)
 	closed   bool                         // close ran: nothing more is kept
+
+	ranAhead atomic.Int64 // proofs whose outcome is the run started before their type check (run_ahead.go)
 }
 
 // testCheckouts is the directory of the test cache (TestsConfig.CacheDir)

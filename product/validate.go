@@ -111,6 +111,9 @@ type validator struct {
 	vs   *validators
 	repo *snapshot.Repo
 	v    *validation
+	// ahead is the focused tests' run started before their type check
+	// (run_ahead.go), while goTests runs; nil otherwise.
+	ahead *runAhead
 }
 
 // validate runs the trusted validators on p against the current source. It

@@ -167,36 +167,45 @@ func (val *validator) goTests(idx []int) (err error) {
 			files = append(files, t.Path)
 		}
 	}
-	// The runner's self-test and test2json do not depend on the program:
-	// they get ready while it is type-checked. Nothing of it outlives the
-	// validation (its files are in the runner's cache).
-	if r := val.vs.testRunner(val.ctx); r != nil {
+	// Nothing of a run session outlives the validation: its checkout is
+	// kept for the next proposal or removed, and its files are in the
+	// runner's cache.
+	var rs *runSession
+	if runner := val.vs.testRunner(val.ctx); runner != nil {
+		if rs, err = val.vs.newRunSession(val.ctx, runner); err != nil {
+			return err
+		}
+		defer func() {
+			if cerr := rs.close(val.ctx); cerr != nil && err == nil {
+				err = cerr
+			}
+		}()
+		// The runner's self-test and test2json do not depend on the
+		// program: they get ready while it is type-checked, and so does
+		// the first test's run (run_ahead.go).
 		prepared := make(chan struct{})
 		go func() {
 			defer close(prepared)
-			_ = r.Prepare(val.ctx)
+			_ = runner.Prepare(val.ctx)
 		}()
 		defer func() { <-prepared }()
+		ahead := val.startRunAhead(rs, p.Tests[idx[0]])
+		defer ahead.stop() // before the session closes
+		val.ahead = ahead
+		defer func() { val.ahead = nil }()
 	}
 	prog, ok, err := val.goProgram("tests", files...)
 	if !ok || err != nil {
 		return err
 	}
-	return val.runGoTests(idx, files, prog)
+	return val.runGoTests(idx, files, prog, rs)
 }
 
-// runGoTests proves each Go test's reach, running it when Needle can.
-func (val *validator) runGoTests(idx []int, files []string, prog *typecheck.Program) (err error) {
+// runGoTests proves each Go test's reach on rs (nil when Needle cannot run
+// tests here), running it when Needle can.
+func (val *validator) runGoTests(idx []int, files []string, prog *typecheck.Program, rs *runSession) (err error) {
 	p := &val.v.Proposal
 	targets := map[string]*reachTarget{} // by the test package's import path
-	var rs *runSession
-	defer func() {
-		if rs != nil {
-			if cerr := rs.close(val.ctx); cerr != nil && err == nil {
-				err = cerr
-			}
-		}
-	}()
 	for _, i := range idx {
 		t := p.Tests[i]
 		field := fmt.Sprintf("tests[%d]", i)
@@ -217,19 +226,14 @@ func (val *validator) runGoTests(idx []int, files []string, prog *typecheck.Prog
 			return nil
 		}
 		proof := testProof{Path: t.Path, Name: t.Name, Command: testCommand(pkg.ModuleDir, pkg.Dir, t.Name)}
-		runner := val.vs.testRunner(val.ctx)
-		if runner == nil {
+		if rs == nil {
 			val.cannotRun(field, prog, d, target, t, val.vs.noRunnerCause(val.ctx))
 			return nil
-		}
-		if rs == nil {
-			if rs, err = val.vs.newRunSession(val.ctx, runner); err != nil {
-				return err
-			}
 		}
 		var done, passed bool
 		var xerr error
 		if target.testOnly {
+			val.ahead.stop() // a traced run is another run
 			done, passed, xerr = val.traceTest(field, rs, pkg, target, t, &proof)
 		} else {
 			done, passed, xerr = val.executeTest(field, rs, pkg, target, t, &proof)
@@ -389,7 +393,13 @@ func (val *validator) executeTest(field string, rs *runSession, pkg *typecheck.P
 	if pkg.Moduleless {
 		moduleless = pkg.ModulePath
 	}
-	tr, err := rs.run(val.ctx, spec, moduleless)
+	tr, err := val.ahead.take(spec, moduleless)
+	if tr != nil {
+		val.vs.ranAhead.Add(1)
+	}
+	if tr == nil && err == nil {
+		tr, err = rs.run(val.ctx, spec, moduleless)
+	}
 	if err != nil {
 		return false, false, err
 	}

@@ -10,6 +10,10 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/needle-dev/needle/product/internal/testrun"
 )
 
 // TestValidate_TestsByExecution: Needle runs each proposed test in its
@@ -300,7 +304,8 @@ func TestValidate_TestsReplay(t *testing.T) {
 
 // BenchmarkValidate_FocusedTests measures what certifying focused_tests
 // costs: Cold is a new engine on a snapshot (the type check, a checkout,
-// the test's listings, run and baseline; the sandbox's build cache warm),
+// the test's listings, run and baseline, the run beside the type check;
+// the sandbox's build cache warm),
 // Replayed is the proof replay after a compiled file changed (the test run
 // again), Cached a second proposal of the same test on the same snapshot
 // (no run).
@@ -310,6 +315,23 @@ func BenchmarkValidate_FocusedTests(b *testing.B) {
 	repo := MustEvidenceRepo(b, true, nil)
 	ctx := context.Background()
 	b.Run("Cold", func(b *testing.B) {
+		for b.Loop() {
+			b.StopTimer()
+			te := MustEngine(b, repo)
+			b.StartTimer()
+			if res, err := te.Propose(ctx, []byte(proposal)); err != nil || res.Status != "certified" {
+				b.Fatalf("%+v %v", res, err)
+			}
+			b.StopTimer()
+			te.Close()
+			b.StartTimer()
+		}
+	})
+	// ColdTypeCheckFirst is Cold with the test run started only after the
+	// type check (as before run_ahead.go).
+	b.Run("ColdTypeCheckFirst", func(b *testing.B) {
+		defer func() { runTestsAhead = true }()
+		runTestsAhead = false
 		for b.Loop() {
 			b.StopTimer()
 			te := MustEngine(b, repo)
@@ -382,6 +404,60 @@ func BenchmarkTestCheckout(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// TestValidate_TestRunsAhead: a proposal's first Go test starts running
+// before its type check, as its path says it will run, and the proof takes
+// that run's outcome when the type check names the same run: the test's
+// own package, covered, in the module of the nearest go.mod. When the type
+// check names another run (the subject in a package the test imports) or
+// rejects the test, the early run is stopped and the verdict is what it is
+// without it.
+func TestValidate_TestRunsAhead(t *testing.T) {
+	repo := MustEvidenceRepo(t, true, nil)
+	te := MustEngine(t, repo)
+	for _, c := range []struct {
+		kind, name, path, test, status string
+		taken                          bool
+	}{
+		{"symbol", "execute", "cli_test.go", "TestVerbose", "certified", true},
+		{"file", "env.go", "cli_test.go", "TestHome", "certified", true},
+		{"symbol", "Command", "cli_test.go", "TestNoArgs", "certified", true},
+		{"symbol", "IP", "ext/ext_test.go", "TestExternal", "certified", false},      // IP is in the package ext imports
+		{"symbol", "execute", "deep/deep_test.go", "TestLaunch", "certified", false}, // through another package
+		{"symbol", "execute", "cli_test.go", "TestNoArgs", "rejected", true},         // ran, and executed no statement
+		{"symbol", "Home", "cli_test.go", "TestNope", "rejected", false},             // no such test: the type check rejects it
+	} {
+		p := fmt.Sprintf(`{"kind":"focused_tests","subject":{"kind":%q,"name":%q},"tests":[{"path":%q,"name":%q}]}`, c.kind, c.name, c.path, c.test)
+		before := te.val.ranAhead.Load()
+		te.checkVerdict(t, p, c.status, "")
+		if taken := te.val.ranAhead.Load() > before; taken != c.taken {
+			t.Errorf("%s %s by %s: the proof took the early run: %v, want %v", c.kind, c.name, c.test, taken, c.taken)
+		}
+	}
+
+	// Where the path cannot say how the test runs, nothing runs early.
+	val := &validator{ctx: context.Background(), vs: te.val, repo: te.val.repo, v: &validation{}}
+	rs, err := te.val.newRunSession(val.ctx, te.val.testRunner(val.ctx))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rs.close(val.ctx)
+	for _, path := range []string{"testdata/x_test.go", "ext/vendor/v_test.go", "_old/x_test.go", "third/.hidden/x_test.go"} {
+		if ra := val.startRunAhead(rs, testRef{Path: path, Name: "TestX"}); ra != nil {
+			ra.stop()
+			t.Errorf("%s: a run started early", path)
+		}
+	}
+	// In a nested module, the early run is the nested module's.
+	ra := val.startRunAhead(rs, testRef{Path: "third/getopt/getopt_test.go", Name: "TestX"})
+	if ra == nil {
+		t.Fatal("no early run in a nested module")
+	}
+	ra.stop()
+	if want := (testrun.Spec{Dir: "third/getopt", Package: ".", Test: "TestX", Cover: []string{"."}, Deadline: te.val.tests.Deadline}); !cmp.Equal(ra.spec, want) {
+		t.Errorf("the nested module's early run: %+v, want %+v", ra.spec, want)
 	}
 }
 
