@@ -85,7 +85,8 @@ Commands:
                     go-sdk server to the initialize answer; --first N: the
                     first hit of N new connections (each a new process, idle
                     --first-idle after tools/list), then --first-rounds hits
-                    and no-ops on it; --grow: hits after
+                    and no-ops on it, and one hit and one no-op each
+                    after another --first-idle; --grow: hits after
                     more earlier hits, artifacts and files (--tests-cache:
                     the stores' build cache, default one in the work
                     directory). Writes reports/mcp-hit-latency.{json,md}

@@ -97,8 +97,8 @@ func checkHitLatencyFlags(opt *HitLatencyOptions, growHits, growArtifacts, growF
 	if opt.Calls < 1 || opt.Warmup < 0 || opt.Cold < 0 || opt.First < 0 || opt.Window < 1 || nargs != 0 {
 		return errors.New("--calls and --window must be at least 1, --warmup, --cold and --first at least 0, and no arguments")
 	}
-	if opt.FirstRounds < 1 || opt.FirstRounds+1 > product.HardSessionSteps {
-		return fmt.Errorf("--first-rounds must be from 1 to %d (one connection's need_context calls, the first hit included)", product.HardSessionSteps-1)
+	if opt.FirstRounds < 1 || opt.FirstRounds+2 > product.HardSessionSteps {
+		return fmt.Errorf("--first-rounds must be from 1 to %d (one connection's need_context calls, the first hit and the hit after a pause included)", product.HardSessionSteps-2)
 	}
 	opt.Needle, err = needleCommand(needle)
 	return err
@@ -700,7 +700,10 @@ func coldInitialize(ctx context.Context, argv []string) (time.Duration, error) {
 // be an exact hit, timed as first/hit. Then FirstRounds rounds of the same probe and the no-op
 // follow on the same connection (first/steady, first/noop), so the first
 // hit is compared with the same hit later and with the floor of a
-// tools/call on the same processes. Connections take the probes in turn;
+// tools/call on the same processes; last, each after another FirstIdle,
+// the same hit once more (first/idle-hit) and the no-op
+// (first/idle-noop): a later hit, and the floor, after the same
+// pause. Connections take the probes in turn;
 // one connection before them warms the page cache and is not recorded.
 func (x *hitLatency) firstRun(ctx context.Context) error {
 	probes := []probe{probeTrace, probeLocate, probeTests}
@@ -741,6 +744,17 @@ func (x *hitLatency) firstRun(ctx context.Context) error {
 		ops := []op{hitOp("first/steady", probes[k], ids[k]), noopOp("first/noop")}
 		for j := 0; err == nil && j < x.opt.FirstRounds; j++ {
 			err = c.ask(ops, j, i >= 0)
+		}
+		// The same hit, and the no-op, each after the same pause on the
+		// now warm connection: what of the first hit's cost is the
+		// pause's (a machine's idle CPU waking), not the first's.
+		for _, o := range []op{hitOp("first/idle-hit", probes[k], ids[k]), noopOp("first/idle-noop")} {
+			if err == nil {
+				err = idle(ctx, x.opt.FirstIdle)
+			}
+			if err == nil {
+				err = c.ask([]op{o}, 0, i >= 0)
+			}
 		}
 		if cerr := p.close(); err == nil {
 			err = cerr

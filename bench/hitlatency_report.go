@@ -157,7 +157,7 @@ func (r *HitLatencyReport) finish(samples map[string][]float64, verified, extra 
 		r.Methods[series] = q
 		r.Verified.Measured += q.N
 		if strings.HasSuffix(series, "/trace") || strings.HasSuffix(series, "/locate") || strings.HasSuffix(series, "/tests") ||
-			series == "first/hit" || series == "first/steady" {
+			series == "first/hit" || series == "first/steady" || series == "first/idle-hit" {
 			r.Verified.ExactHits += q.N
 		}
 	}
@@ -189,6 +189,11 @@ func (r *HitLatencyReport) goals() {
 		add("first hit on a new connection p50", f.P50, "ms", 1)
 		add("first hit on a new connection p99", f.P99, "ms", 1)
 		add("first hit ÷ the same hit later on the connection p50", f.P50/s.P50, "x", 1.5)
+		// A host's first call always follows a pause (the model's turn):
+		// the same hit after the same pause is the later hit it is.
+		if a := m["first/idle-hit"]; a.N > 0 {
+			add("first hit ÷ the same hit later after the same pause p50", f.P50/a.P50, "x", 1.5)
+		}
 		add("steady hit ÷ no-op tools/call p50, same connections", s.P50/n.P50, "x", 3)
 	}
 	if a, b := m["cold/needle"], m["cold/go-sdk-minimal"]; a.N > 0 && b.N > 0 {
@@ -279,7 +284,9 @@ func (r HitLatencyReport) markdown() []byte {
 			"  more before them warms the page cache and is not recorded) on the main run's store, each taking the probes in turn:\n"+
 			"  initialize, notifications/initialized and tools/list as a host sends them, %s left alone (the host's model's turn),\n"+
 			"  then `first/hit`, the first tools/call, a need the store answered before (an exact hit; process start is not in it),\n"+
-			"  then %d rounds of the same probe (`first/steady`) and the no-op (`first/noop`) on that connection.\n",
+			"  then %d rounds of the same probe (`first/steady`) and the no-op (`first/noop`) on that connection, then, each after\n"+
+			"  the same pause, the same probe once more (`first/idle-hit`: a later hit after a pause, not a first) and the no-op\n"+
+			"  (`first/idle-noop`: the floor of a tools/call after a pause).\n",
 			r.Options.First, r.Options.FirstIdle, r.Options.FirstRounds)
 	}
 	b.WriteString("- `cold/needle`, `cold/go-sdk-minimal`: spawn to initialize answer, alternating which goes first; the minimal server is\n" +
