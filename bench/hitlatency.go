@@ -728,38 +728,7 @@ func (x *hitLatency) firstRun(ctx context.Context) error {
 	}
 	for i := -1; i < x.opt.First; i++ {
 		k := max(i, 0) % len(probes)
-		hit := hitOp("first/hit", probes[k], ids[k])
-		p, err := x.serve(ctx, x.repo, data)
-		if err != nil {
-			return err
-		}
-		c := &hitConn{x: x, p: p}
-		err = c.ask([]op{toolsListOp()}, 0, false)
-		if err == nil {
-			err = idle(ctx, x.opt.FirstIdle)
-		}
-		if err == nil {
-			err = c.ask([]op{hit}, 0, i >= 0)
-		}
-		ops := []op{hitOp("first/steady", probes[k], ids[k]), noopOp("first/noop")}
-		for j := 0; err == nil && j < x.opt.FirstRounds; j++ {
-			err = c.ask(ops, j, i >= 0)
-		}
-		// The same hit, and the no-op, each after the same pause on the
-		// now warm connection: what of the first hit's cost is the
-		// pause's (a machine's idle CPU waking), not the first's.
-		for _, o := range []op{hitOp("first/idle-hit", probes[k], ids[k]), noopOp("first/idle-noop")} {
-			if err == nil {
-				err = idle(ctx, x.opt.FirstIdle)
-			}
-			if err == nil {
-				err = c.ask([]op{o}, 0, i >= 0)
-			}
-		}
-		if cerr := p.close(); err == nil {
-			err = cerr
-		}
-		if err != nil {
+		if err := x.firstConn(ctx, data, probes[k], ids[k], i >= 0); err != nil {
 			return fmt.Errorf("connection %d: %w", i+2, err)
 		}
 		x.status("first hits: connection %d of %d", i+2, x.opt.First+1)
@@ -767,6 +736,42 @@ func (x *hitLatency) firstRun(ctx context.Context) error {
 	x.rep.Connections["first"] = x.opt.First + 1
 	x.rep.sampleLoad("first hits")
 	return nil
+}
+
+// firstConn is one connection of firstRun, asking pr (the need id): its
+// series are timed when timed is set.
+func (x *hitLatency) firstConn(ctx context.Context, data string, pr probe, id string, timed bool) error {
+	p, err := x.serve(ctx, x.repo, data)
+	if err != nil {
+		return err
+	}
+	c := &hitConn{x: x, p: p}
+	err = c.ask([]op{toolsListOp()}, 0, false)
+	if err == nil {
+		err = idle(ctx, x.opt.FirstIdle)
+	}
+	if err == nil {
+		err = c.ask([]op{hitOp("first/hit", pr, id)}, 0, timed)
+	}
+	ops := []op{hitOp("first/steady", pr, id), noopOp("first/noop")}
+	for j := 0; err == nil && j < x.opt.FirstRounds; j++ {
+		err = c.ask(ops, j, timed)
+	}
+	// The same hit, and the no-op, each after the same pause on the now
+	// warm connection: what of the first hit's cost is the pause's (a
+	// machine's idle CPU waking), not the first's.
+	for _, o := range []op{hitOp("first/idle-hit", pr, id), noopOp("first/idle-noop")} {
+		if err == nil {
+			err = idle(ctx, x.opt.FirstIdle)
+		}
+		if err == nil {
+			err = c.ask([]op{o}, 0, timed)
+		}
+	}
+	if cerr := p.close(); err == nil {
+		err = cerr
+	}
+	return err
 }
 
 // toolsListOp asks tools/list, which must list need_context.
