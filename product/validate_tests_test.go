@@ -314,7 +314,7 @@ func BenchmarkValidate_FocusedTests(b *testing.B) {
 	const need = `{"route":"tests.relevant","subject":{"kind":"symbol","name":"execute"}}`
 	repo := MustEvidenceRepo(b, true, nil)
 	ctx := context.Background()
-	b.Run("Cold", func(b *testing.B) {
+	cold := func(b *testing.B) {
 		for b.Loop() {
 			b.StopTimer()
 			te := MustEngine(b, repo)
@@ -326,23 +326,14 @@ func BenchmarkValidate_FocusedTests(b *testing.B) {
 			te.Close()
 			b.StartTimer()
 		}
-	})
+	}
+	b.Run("Cold", cold)
 	// ColdTypeCheckFirst is Cold with the test run started only after the
 	// type check (as before run_ahead.go).
 	b.Run("ColdTypeCheckFirst", func(b *testing.B) {
 		defer func() { runTestsAhead = true }()
 		runTestsAhead = false
-		for b.Loop() {
-			b.StopTimer()
-			te := MustEngine(b, repo)
-			b.StartTimer()
-			if res, err := te.Propose(ctx, []byte(proposal)); err != nil || res.Status != "certified" {
-				b.Fatalf("%+v %v", res, err)
-			}
-			b.StopTimer()
-			te.Close()
-			b.StartTimer()
-		}
+		cold(b)
 	})
 	b.Run("Cached", func(b *testing.B) {
 		te := MustEngine(b, repo)
