@@ -257,7 +257,7 @@
 // and a killed process's is swept by the next run. A proposal's first
 // test starts running beside its type check, as its path says it will
 // run; its outcome counts only when the type check then names that run
-// (run_ahead.go).
+// (run_ahead.go; it is never cancelled halfway).
 // A subject declared in a _test.go file, which coverage does not
 // instrument, is traced instead: the test must run a statement of its
 // body. Static reach is never a proof: where Needle cannot run the test

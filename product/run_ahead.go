@@ -1,7 +1,6 @@
 package product
 
 import (
-	"context"
 	"path"
 	"strings"
 
@@ -15,23 +14,25 @@ import (
 // coverage of that package, or of a file subject's). When the type check
 // then names exactly that run, its outcome is the proof's and the proof
 // costs the longer of the two instead of their sum; when it names another
-// run, or rejects the proposal, the early run is cancelled and waited for
-// before anything else runs. The early run is an ordinary run of the
-// session — the same checkout, sandbox, deadline and run cache (one that
-// finished is kept there as any run of the snapshot; a cancelled one is
-// not) — so it can change nothing a later run would not; it only starts
-// sooner.
+// run, or rejects the proposal, the early run is waited for before
+// anything else runs, and its outcome does not count. It is never
+// cancelled halfway: an early run cancelled so waited once, in make
+// bench, eleven minutes for its sandboxed test's output to close, until
+// the harness was stopped (only the caller's context cancels it). The
+// early run is an ordinary run of the session — the same checkout,
+// sandbox, deadline and run cache, where its outcome is kept as any run's
+// of the snapshot — so it can change nothing a later run would not; it
+// only starts sooner.
 
 // runTestsAhead turns the early run on (benchmarks compare without it).
 var runTestsAhead = true
 
 // runAhead is a test run started before the type check.
 type runAhead struct {
-	spec   testrun.Spec
-	cancel context.CancelFunc
-	done   chan struct{}
-	tr     *testRun // when done
-	err    error
+	spec testrun.Spec
+	done chan struct{}
+	tr   *testRun // when done
+	err  error
 }
 
 // startRunAhead starts t's run as its path says it will run, on rs; nil
@@ -47,22 +48,22 @@ func (val *validator) startRunAhead(rs *runSession, t testRef) *runAhead {
 	if !runTestsAhead || !ok || skippedDir(dir) || skippedDir(cover) || !inDir(mod, cover) {
 		return nil
 	}
-	ctx, cancel := context.WithCancel(val.ctx)
 	ra := &runAhead{
 		spec: testrun.Spec{Dir: mod, Package: relPackage(mod, dir), Test: t.Name,
 			Cover: []string{relPackage(mod, cover)}, Deadline: val.vs.tests.Deadline},
-		cancel: cancel, done: make(chan struct{}),
+		done: make(chan struct{}),
 	}
 	go func() {
 		defer close(ra.done)
-		ra.tr, ra.err = rs.run(ctx, ra.spec, "")
+		ra.tr, ra.err = rs.run(val.ctx, ra.spec, "")
 	}()
 	return ra
 }
 
 // take returns the early run's outcome when it is spec's (and the
-// repository has a go.mod); otherwise it stops the early run and returns
-// nil. Either way the session is the caller's alone afterwards.
+// repository has a go.mod); otherwise it waits for the early run to end
+// and returns nil. Either way the session is the caller's alone
+// afterwards.
 func (ra *runAhead) take(spec testrun.Spec, moduleless string) (*testRun, error) {
 	if ra == nil {
 		return nil, nil
@@ -71,20 +72,18 @@ func (ra *runAhead) take(spec testrun.Spec, moduleless string) (*testRun, error)
 		ra.spec.Test == spec.Test && ra.spec.Deadline == spec.Deadline &&
 		strings.Join(ra.spec.Cover, "\x00") == strings.Join(spec.Cover, "\x00")
 	if !same {
-		ra.stop()
+		ra.wait()
 		return nil, nil
 	}
 	<-ra.done
 	return ra.tr, ra.err
 }
 
-// stop cancels the early run and waits for it (nil: nothing to stop).
-func (ra *runAhead) stop() {
-	if ra == nil {
-		return
+// wait waits for the early run to end (nil: nothing to wait for).
+func (ra *runAhead) wait() {
+	if ra != nil {
+		<-ra.done
 	}
-	ra.cancel()
-	<-ra.done
 }
 
 // moduleDirOf is the nearest directory at or above dir with a go.mod in

@@ -190,7 +190,7 @@ func (val *validator) goTests(idx []int) (err error) {
 		}()
 		defer func() { <-prepared }()
 		ahead := val.startRunAhead(rs, p.Tests[idx[0]])
-		defer ahead.stop() // before the session closes
+		defer ahead.wait() // before the session closes
 		val.ahead = ahead
 		defer func() { val.ahead = nil }()
 	}
@@ -233,7 +233,7 @@ func (val *validator) runGoTests(idx []int, files []string, prog *typecheck.Prog
 		var done, passed bool
 		var xerr error
 		if target.testOnly {
-			val.ahead.stop() // a traced run is another run
+			val.ahead.wait() // a traced run is another run
 			done, passed, xerr = val.traceTest(field, rs, pkg, target, t, &proof)
 		} else {
 			done, passed, xerr = val.executeTest(field, rs, pkg, target, t, &proof)

@@ -403,8 +403,8 @@ func BenchmarkTestCheckout(b *testing.B) {
 // that run's outcome when the type check names the same run: the test's
 // own package, covered, in the module of the nearest go.mod. When the type
 // check names another run (the subject in a package the test imports) or
-// rejects the test, the early run is stopped and the verdict is what it is
-// without it.
+// rejects the test, the early run's outcome does not count and the verdict
+// is what it is without it.
 func TestValidate_TestRunsAhead(t *testing.T) {
 	repo := MustEvidenceRepo(t, true, nil)
 	te := MustEngine(t, repo)
@@ -437,7 +437,7 @@ func TestValidate_TestRunsAhead(t *testing.T) {
 	defer rs.close(val.ctx)
 	for _, path := range []string{"testdata/x_test.go", "ext/vendor/v_test.go", "_old/x_test.go", "third/.hidden/x_test.go"} {
 		if ra := val.startRunAhead(rs, testRef{Path: path, Name: "TestX"}); ra != nil {
-			ra.stop()
+			ra.wait()
 			t.Errorf("%s: a run started early", path)
 		}
 	}
@@ -446,7 +446,7 @@ func TestValidate_TestRunsAhead(t *testing.T) {
 	if ra == nil {
 		t.Fatal("no early run in a nested module")
 	}
-	ra.stop()
+	ra.wait()
 	if want := (testrun.Spec{Dir: "third/getopt", Package: ".", Test: "TestX", Cover: []string{"."}, Deadline: te.val.tests.Deadline}); !cmp.Equal(ra.spec, want) {
 		t.Errorf("the nested module's early run: %+v, want %+v", ra.spec, want)
 	}
