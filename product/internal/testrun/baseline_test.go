@@ -16,9 +16,8 @@ import (
 // is ignored and the baseline runs.
 func TestRunner_BaselineOutlivesTheProcess(t *testing.T) {
 	first := freshRunner(t)
-	dir := MustMaterialize(t, "plant.txtar")
+	spec := earlySpec(t, "s1")
 	ctx := context.Background()
-	spec := Spec{Checkout: dir, Package: ".", Test: "TestEarly", Cover: []string{"."}, Deadline: deadline, Snapshot: "s1"}
 	ran := first.Run(ctx, spec)
 	if ran.Status != Passed || ran.Baseline == nil {
 		t.Fatalf("first run: %v (%s)", ran.Status, ran.Reason)

@@ -18,6 +18,14 @@ func freshRunner(t *testing.T) *Runner {
 	return &Runner{Go: s.Go, Sandbox: s.Sandbox, CacheDir: s.CacheDir, ModCache: s.ModCache, Home: s.Home}
 }
 
+// earlySpec materializes the plant fixture and returns the run of its
+// TestEarly with coverage of its package, under snapshot ("": none).
+func earlySpec(t *testing.T, snapshot string) Spec {
+	t.Helper()
+	return Spec{Checkout: MustMaterialize(t, "plant.txtar"), Package: ".", Test: "TestEarly", Cover: []string{"."},
+		Deadline: deadline, Snapshot: snapshot}
+}
+
 // lateSpan is the lines of Late in the plant fixture, read with go/ast.
 func lateSpan(t *testing.T, dir string) (int, int) {
 	return funcSpan(t, filepath.Join(dir, "plant.go"), "Late")
@@ -29,9 +37,8 @@ func lateSpan(t *testing.T, dir string) (int, int) {
 // the same test again is answered from the first run.
 func TestRunner_SecondTestReusesBinary(t *testing.T) {
 	r := freshRunner(t)
-	dir := MustMaterialize(t, "plant.txtar")
-	ctx := context.Background()
-	spec := Spec{Checkout: dir, Package: ".", Test: "TestEarly", Cover: []string{"."}, Deadline: deadline, Snapshot: "s1"}
+	spec := earlySpec(t, "s1")
+	dir, ctx := spec.Checkout, context.Background()
 	first := r.Run(ctx, spec)
 	if first.Status != Passed || !first.Built || first.Memo || first.BinaryDigest == "" {
 		t.Fatalf("first run: %v (%s) built %v memo %v digest %q", first.Status, first.Reason, first.Built, first.Memo, first.BinaryDigest)
@@ -92,9 +99,8 @@ func TestRunner_SecondTestReusesBinary(t *testing.T) {
 // checkout.
 func TestRunner_ChangedSourceNewBinary(t *testing.T) {
 	r := freshRunner(t)
-	dir := MustMaterialize(t, "plant.txtar")
-	ctx := context.Background()
-	spec := Spec{Checkout: dir, Package: ".", Test: "TestEarly", Cover: []string{"."}, Deadline: deadline, Snapshot: "s"}
+	spec := earlySpec(t, "s")
+	dir, ctx := spec.Checkout, context.Background()
 	first := r.Run(ctx, spec)
 	if first.Status != Passed || !first.Built {
 		t.Fatalf("first run: %v (%s) built %v", first.Status, first.Reason, first.Built)
@@ -135,9 +141,8 @@ func TestRunner_ChangedSourceNewBinary(t *testing.T) {
 // snapshot again, the earlier proof stands.
 func TestRunner_PlantingTestChangesNothingLater(t *testing.T) {
 	r := freshRunner(t)
-	dir := MustMaterialize(t, "plant.txtar")
-	ctx := context.Background()
-	spec := Spec{Checkout: dir, Package: ".", Test: "TestEarly", Cover: []string{"."}, Deadline: deadline, Snapshot: "s"}
+	spec := earlySpec(t, "s")
+	dir, ctx := spec.Checkout, context.Background()
 	first := r.Run(ctx, spec)
 	if first.Status != Passed {
 		t.Fatalf("first run: %v (%s)", first.Status, first.Reason)

@@ -16,9 +16,8 @@ import (
 // digest the binary does not have is not used, and the binary is built.
 func TestRunner_BinaryOutlivesTheProcess(t *testing.T) {
 	first := freshRunner(t)
-	dir := MustMaterialize(t, "plant.txtar")
+	spec := earlySpec(t, "")
 	ctx := context.Background()
-	spec := Spec{Checkout: dir, Package: ".", Test: "TestEarly", Cover: []string{"."}, Deadline: deadline}
 	ran := first.Run(ctx, spec)
 	if ran.Status != Passed || !ran.Built {
 		t.Fatalf("first run: %v (%s) built %v", ran.Status, ran.Reason, ran.Built)
