@@ -501,7 +501,8 @@ func markdownPhases(b *bytes.Buffer, r Report) {
 	}
 	total := phaseTotal(r.Phases)
 	b.WriteString("## Wall time by phase\n\nEach phase from its start to the next one's, on this run's machine and load (not deterministic);\n" +
-		"writing the report is not in them.\n\n| phase | seconds | share |\n|---|---|---|\n")
+		"writing the report is not in them. The sandbox check starts with materialize and runs beside it and truth; its row\n" +
+		"is what was left of it after truth.\n\n| phase | seconds | share |\n|---|---|---|\n")
 	for _, p := range r.Phases {
 		fmt.Fprintf(b, "| %s | %.1f | %s |\n", p.Name, p.Seconds, percentOfFloat(p.Seconds, total))
 	}

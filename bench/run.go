@@ -12,6 +12,8 @@ import (
 	"strings"
 	"time"
 
+	"golang.org/x/sync/errgroup"
+
 	"github.com/needle-dev/needle/product"
 	"github.com/needle-dev/needle/product/progress"
 )
@@ -221,22 +223,34 @@ func (c *phaseClock) stop() {
 // truths, plays the corpus and judges every scripted answer, timing each
 // phase on clock and leaving the last one, evaluate, running for the
 // caller.
+//
+// The sandbox check (mostly a cold build of its probe) runs beside
+// materialize and truth, which need neither the sandbox nor its build
+// cache; its phase is what is left of it after truth (0 when it was done
+// first). A failed check stops them, and a failure of theirs stops the
+// check.
 func playAndJudge(ctx context.Context, c *Corpus, opts RunOptions, frozen, work string, tc testsConfig, clock *phaseClock) (playedCorpus, error) {
 	var pc playedCorpus
 	prog, phase := clock.prog, clock.next
-	phase("sandbox check")
-	if err := tc.check(ctx); err != nil {
-		return playedCorpus{}, err
-	}
 	phase("materialize")
+	g, gctx := errgroup.WithContext(ctx)
+	g.Go(func() error { return tc.check(gctx) })
+	g.Go(func() error {
+		var err error
+		if pc.repos, err = materialize(gctx, c, filepath.Join(work, "repos"), prog.Status); err != nil {
+			return err
+		}
+		phase("truth")
+		if pc.truths, err = loadTruths(gctx, c, pc.repos, prog.Status); err != nil {
+			return err
+		}
+		phase("sandbox check")
+		return nil
+	})
+	if err := g.Wait(); err != nil {
+		return playedCorpus{}, err
+	}
 	var err error
-	if pc.repos, err = materialize(ctx, c, filepath.Join(work, "repos"), prog.Status); err != nil {
-		return playedCorpus{}, err
-	}
-	phase("truth")
-	if pc.truths, err = loadTruths(ctx, c, pc.repos, prog.Status); err != nil {
-		return playedCorpus{}, err
-	}
 	phase("play")
 	as := appServer{command: append(append([]string{}, opts.Replay...), "appserver-replay", "--transcripts", frozen)}
 	needs := func(done, total int) { prog.Count(done, total, "needs") }

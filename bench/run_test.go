@@ -116,7 +116,7 @@ func TestRun_Tiny(t *testing.T) {
 		for _, p := range r.Phases {
 			phases = append(phases, p.Name)
 		}
-		if want := []string{"sandbox check", "materialize", "truth", "play", "validation", "evaluate"}; !slices.Equal(phases, want) {
+		if want := []string{"materialize", "truth", "sandbox check", "play", "validation", "evaluate"}; !slices.Equal(phases, want) {
 			t.Errorf("phases timed %q, want %q", phases, want)
 		}
 		if len(files) != 6 { // json, md, html and three charts
