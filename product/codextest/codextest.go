@@ -35,6 +35,10 @@ func ServeAppServerReplay(ctx context.Context, paths []string, stdin io.Reader, 
 	if err != nil {
 		return err
 	}
+	home := os.Getenv("CODEX_HOME")
+	if files, err = sessionFiles(files, home); err != nil {
+		return err
+	}
 	var ts []*transcript.Transcript
 	for _, f := range files {
 		t, err := transcript.ReadFile(f)
@@ -44,36 +48,42 @@ func ServeAppServerReplay(ctx context.Context, paths []string, stdin io.Reader, 
 		ts = append(ts, t)
 	}
 	env := map[string]string{}
-	home := os.Getenv("CODEX_HOME")
 	if home != "" {
 		env["CODEX_HOME"] = home
 	}
-	return replay.Serve(ctx, replay.Config{Transcripts: selectSession(ts, home), Env: env, ApplyFileChanges: true}, stdin, stdout, stderr)
+	return replay.Serve(ctx, replay.Config{Transcripts: ts, Env: env, ApplyFileChanges: true}, stdin, stdout, stderr)
 }
 
-// selectSession picks the recorded worker session the product is starting:
-// every worker's CODEX_HOME is named after its invocation id (the identity
-// of everything its prompt depends on), and so is the session's scenario
-// ("<role>-worker <invocation>"). The lines a real server sends before the first client message
-// that tells sessions apart (warnings, timestamps) vary between recordings,
-// so sessions are chosen by identity rather than by lockstep. Without a
-// match every transcript stays a candidate and the replay decides.
-func selectSession(ts []*transcript.Transcript, home string) []*transcript.Transcript {
+// sessionFiles picks the files of the recorded worker session the product
+// is starting: every worker's CODEX_HOME is named after its invocation id
+// (the identity of everything its prompt depends on), and so is the
+// session's scenario ("<role>-worker <invocation>"). The lines a real
+// server sends before the first client message that tells sessions apart
+// (warnings, timestamps) vary between recordings, so sessions are chosen
+// by identity rather than by lockstep. Only the headers are read to
+// choose: a corpus holds hundreds of transcripts, and a replay server is
+// started for every worker. Without a match every transcript stays a
+// candidate and the replay decides.
+func sessionFiles(files []string, home string) ([]string, error) {
 	base := filepath.Base(home)
 	prefix, _, ok := strings.Cut(base, "-") // <invocation>-<owner>-<random> (procdir.Make)
 	if home == "" || !ok || len(prefix) != 16 {
-		return ts
+		return files, nil
 	}
-	var chosen []*transcript.Transcript
-	for _, t := range ts {
-		if _, inv, _ := strings.Cut(t.Header.Scenario, " "); strings.HasPrefix(inv, "b3:"+prefix) {
-			chosen = append(chosen, t)
+	var chosen []string
+	for _, f := range files {
+		h, err := transcript.ReadHeader(f)
+		if err != nil {
+			return nil, err
+		}
+		if _, inv, _ := strings.Cut(h.Scenario, " "); strings.HasPrefix(inv, "b3:"+prefix) {
+			chosen = append(chosen, f)
 		}
 	}
 	if len(chosen) == 0 {
-		return ts
+		return files, nil
 	}
-	return chosen
+	return chosen, nil
 }
 
 // FakeModel is a loopback Responses API server playing a scripted model.

@@ -70,6 +70,45 @@ func ReadFile(name string) (*Transcript, error) {
 	return t, nil
 }
 
+// ReadHeader reads only the header, the first line, of the transcript in
+// the named file, as strictly as Read does: a reader that picks one
+// transcript of many parses the rest only for the one it picked. Errors
+// about the content are *Error.
+func ReadHeader(name string) (*Header, error) {
+	f, err := os.Open(name)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	h, err := readHeader(f)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	return h, nil
+}
+
+func readHeader(r io.Reader) (*Header, error) {
+	lr := ndjson.NewReader(r, MaxLine)
+	lr.RequireNewline = true
+	line, err := lr.Next()
+	switch {
+	case err == io.EOF:
+		err = errors.New("empty transcript: no header")
+	case errors.Is(err, ndjson.ErrTooLong):
+		err = fmt.Errorf("line longer than %d bytes", MaxLine)
+	case errors.Is(err, ndjson.ErrNoNewline):
+		err = errors.New("missing final newline (truncated file?)")
+	}
+	if err != nil {
+		return nil, &Error{Line: 1, Err: err}
+	}
+	var h Header
+	if err := parseHeader(line, &h); err != nil {
+		return nil, &Error{Line: 1, Err: err}
+	}
+	return &h, nil
+}
+
 func parseHeader(line []byte, h *Header) error {
 	if err := json.Unmarshal(line, h); err != nil {
 		return fmt.Errorf("header: %w", err)

@@ -114,6 +114,52 @@ func TestRead(t *testing.T) {
 	}
 }
 
+// TestReadHeader reads the header of every frozen transcript alone, as
+// Read reads it, and refuses a file whose first line is not one.
+func TestReadHeader(t *testing.T) {
+	for _, name := range MustFrozenFiles(t) {
+		h, err := ReadHeader(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tr, err := ReadFile(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff(tr.Header, *h); diff != "" {
+			t.Errorf("%s: header (-Read +ReadHeader):\n%s", name, diff)
+		}
+	}
+	dir := t.TempDir()
+	for name, content := range map[string]string{
+		"empty":      "",
+		"no newline": testHeader,
+		"not json":   "{\n",
+		"a message":  `{"dir":"c2s","msg":{"method":"x","id":"a"}}` + "\n",
+	} {
+		path := filepath.Join(dir, strings.ReplaceAll(name, " ", "-")+".jsonl")
+		if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		var e *Error
+		if _, err := ReadHeader(path); !errors.As(err, &e) || e.Line != 1 {
+			t.Errorf("%s: err = %v, want *Error at line 1", name, err)
+		}
+	}
+	// The rest of the file is not read: a header over a broken body is a
+	// header (ReadFile refuses the file).
+	path := filepath.Join(dir, "broken-body.jsonl")
+	if err := os.WriteFile(path, []byte(testHeader+"\nnot json\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if h, err := ReadHeader(path); err != nil || h.Scenario != "t" {
+		t.Errorf("ReadHeader over a broken body = %+v, %v", h, err)
+	}
+	if _, err := ReadFile(path); err == nil {
+		t.Error("ReadFile accepted a broken body")
+	}
+}
+
 func TestReadFile_ErrMissing(t *testing.T) {
 	if _, err := ReadFile("testdata/does-not-exist.jsonl"); err == nil {
 		t.Fatal("no error for a missing file")
@@ -199,7 +245,9 @@ func TestTranscript_Write(t *testing.T) {
 }
 
 // FuzzRead checks that Read never panics, reports failures as *Error, and
-// that whatever it accepts survives a Write/Read cycle unchanged.
+// that whatever it accepts survives a Write/Read cycle unchanged; and that
+// reading the header alone never accepts what Read rejects in the header,
+// and gives Read's header for what Read accepts.
 func FuzzRead(f *testing.F) {
 	for _, name := range MustFrozenFiles(f) {
 		data := MustReadFile(f, name)
@@ -217,10 +265,23 @@ func FuzzRead(f *testing.F) {
 	f.Add([]byte(""))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		tr, err := Read(bytes.NewReader(data))
+		h, herr := readHeader(bytes.NewReader(data))
+		var he *Error
+		switch {
+		case herr != nil && (!errors.As(herr, &he) || he.Line != 1):
+			t.Fatalf("header error %v is not an *Error at line 1", herr)
+		case herr != nil && err == nil:
+			t.Fatalf("the header alone was refused (%v) but Read accepted the transcript", herr)
+		case err == nil && !cmp.Equal(*h, tr.Header):
+			t.Fatalf("header alone differs from Read's: %s", cmp.Diff(tr.Header, *h))
+		}
 		if err != nil {
 			var e *Error
 			if !errors.As(err, &e) || e.Line < 1 {
 				t.Fatalf("error %v is not an *Error with a line", err)
+			}
+			if e.Line == 1 && herr == nil {
+				t.Fatalf("Read refused line 1 (%v) but the header alone was accepted", err)
 			}
 			return
 		}
