@@ -139,6 +139,13 @@
 // .agents and .aws inside writable roots; killed, it leaves their empty
 // directories behind, and Run removes those it created.
 //
+// Exec runs a command that is not a Go test in the same sandbox, under the
+// same launcher, limits and deadline: another language's front end (the
+// product reads Python declarations with the repository's interpreter,
+// which may be the repository's own .venv). Its directory is read-only to
+// it and its box, HOME and TMPDIR, the one place it writes; its input is
+// stdin and its output stdout, bounded.
+//
 // # The build cache
 //
 // What a run executes must not change what any later run builds or
@@ -224,6 +231,7 @@
 //	coldcache.go  the builds of a cold cache in turn; GOCACHEPROG for a test's own go command
 //	cacheprog/    needle-cacheprog: the shared cache read, the run's box written
 //	sandbox.go    Sandbox: the codex command line, the probe, mount-point cleanup
+//	exec.go       Exec: a command that is not a Go test, in the sandbox
 //	proc.go       subprocesses: process groups, deadlines, bounded stderr
 //	events.go     the go test -json stream
 //	cover.go      coverage profiles: ParseProfile, ExecutedIn

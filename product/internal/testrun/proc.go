@@ -17,6 +17,7 @@ type proc struct {
 	argv   []string
 	dir    string
 	env    []string
+	stdin  io.Reader             // nil: no input
 	stdout func(io.Reader) error // consumes stdout; nil discards it
 	maxErr int                   // stderr bytes kept
 	// sandbox, when set, is a token every process of a sandbox the run
@@ -53,6 +54,7 @@ func (p proc) run(ctx context.Context) procResult {
 	cmd := exec.Command(p.argv[0], p.argv[1:]...)
 	cmd.Dir = p.dir
 	cmd.Env = p.env
+	cmd.Stdin = p.stdin
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	cmd.WaitDelay = waitDelay
 	stderr := ndjson.NewBufferTail(p.maxErr, tailMax)
