@@ -1,0 +1,91 @@
+package testenv
+
+import (
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// inspectScript is Python's runtime view of a package's modules, independent of
+// the script: each module is imported and every class, function and
+// method defined in it (a property's getter and setter, a static or class
+// method's function, a decorated function unwrapped) is located by
+// inspect.getsourcelines, which finds a function by its code object's
+// first line and a block by tokenizing, not by the ast walk decls.py does.
+const inspectScript = `
+import importlib, inspect, json, sys
+out = []
+for name in sys.argv[1:]:
+    try:
+        m = importlib.import_module(name)
+    except Exception:
+        continue
+    seen = set()
+    def visit(obj):
+        fn = inspect.unwrap(obj) if callable(obj) else obj
+        if not (inspect.isclass(fn) or inspect.isfunction(fn)) or id(fn) in seen:
+            return
+        seen.add(id(fn))
+        if getattr(fn, "__module__", None) != m.__name__ or "<locals>" in fn.__qualname__ or "<lambda>" in fn.__qualname__:
+            return
+        if inspect.isfunction(fn) and fn.__code__.co_filename != m.__file__:
+            return
+        try:
+            lines, start = inspect.getsourcelines(fn)
+        except (OSError, TypeError):
+            return
+        out.append({"file": m.__file__, "name": fn.__qualname__, "start": start, "end": start + len(lines) - 1})
+        if inspect.isclass(fn):
+            for v in vars(fn).values():
+                if isinstance(v, (staticmethod, classmethod)):
+                    v = v.__func__
+                if isinstance(v, property):
+                    for f in (v.fget, v.fset, v.fdel):
+                        if f is not None:
+                            visit(f)
+                    continue
+                visit(v)
+    for v in list(vars(m).values()):
+        visit(v)
+json.dump(out, sys.stdout)
+`
+
+// Located is where Python's runtime locates a declaration: its file, its
+// __qualname__ and its lines (from the first decorator to the end of the
+// block).
+type Located struct {
+	File, Name string
+	Start, End int
+}
+
+// InspectDecls imports the modules of files (Python files under site, a
+// directory on sys.path) with python and returns what inspect locates in
+// them: the tests' oracle for where Python declarations lie, independent
+// of the parser the product uses. A module that does not import on this
+// machine is left out.
+func InspectDecls(tb testing.TB, python, site string, files []string) []Located {
+	tb.Helper()
+	var modules []string
+	for _, f := range files {
+		rel, err := filepath.Rel(site, f)
+		if err != nil || strings.HasPrefix(rel, "..") {
+			tb.Fatalf("testenv: %s is not under %s", f, site)
+		}
+		m := strings.ReplaceAll(strings.TrimSuffix(rel, ".py"), string(filepath.Separator), ".")
+		modules = append(modules, strings.TrimSuffix(m, ".__init__"))
+	}
+	cmd := exec.Command(python, append([]string{"-c", inspectScript}, modules...)...) // not -I: PYTHONPATH finds the package
+	cmd.Env = append(os.Environ(), "PYTHONPATH="+site, "PYTHONDONTWRITEBYTECODE=1")
+	out, err := cmd.Output()
+	if err != nil {
+		tb.Fatalf("testenv: inspect: %v", err)
+	}
+	var located []Located
+	if err := json.Unmarshal(out, &located); err != nil {
+		tb.Fatal(err)
+	}
+	return located
+}
