@@ -54,6 +54,15 @@ var settingKeys = map[string]struct {
 		return nil
 	}},
 	"tests.deadline": {"the wall-clock bound of one test run, build included (a Go duration)", checkDuration},
+	"python.interpreter": {"the Python interpreter whose parser reads the repository's Python source, in the sandbox", func(v string) error {
+		if !filepath.IsAbs(v) {
+			return fmt.Errorf("%q is not an absolute path", v)
+		}
+		if info, err := os.Stat(v); err != nil || info.IsDir() {
+			return fmt.Errorf("%q is not a file", v)
+		}
+		return nil
+	}},
 }
 
 func checkDuration(v string) error {
@@ -94,6 +103,11 @@ Manage the settings of the Needle profile in DIR. Keys:
                     (outside the repository)
   tests.deadline    the wall-clock bound of one test run, build included
                     (default 2m)
+  python.interpreter
+                    the Python whose own parser (ast) reads the repository's
+                    Python source, run in the tests' sandbox; default: the
+                    repository's .venv, else python3 on PATH; with none,
+                    Python declarations are checked lexically
 `
 
 // verbArgs parses `needle NAME VERB --data-dir DIR ARGS…` for commands made
@@ -271,7 +285,7 @@ func (c *cli) testsSettings(settings map[string]string, codex *CodexConfig) (Tes
 			return TestsConfig{}, invalidf("config", "tests.deadline", "%v", err)
 		}
 	}
-	cfg.Codex, cfg.CacheDir = settings["tests.codex"], settings["tests.cache"]
+	cfg.Codex, cfg.CacheDir, cfg.Python = settings["tests.codex"], settings["tests.cache"], settings["python.interpreter"]
 	if c.stderr != nil {
 		stderr := c.stderr
 		cfg.Notice = func(msg string) { fmt.Fprintf(stderr, "needle: %s\n", msg) }

@@ -30,7 +30,8 @@ and none is created.
                  before it was served; superseded: artifacts whose lines
                  moved, replaced by the re-proven one
   proofs         proofs made (artifact certificates, re-proofs included) by
-                 how: types (go/types over the exact source), execution
+                 how: types (go/types over the exact source), parser
+                 (Python's own parser over the exact source), execution
                  (run by Needle in its sandbox), static (only checked
                  statically: every call resolved, nothing run), lexical
 
@@ -93,6 +94,6 @@ func (c *cli) printStats(st Stats) {
 	fmt.Fprintf(c.stdout, "tokens saved  %d (estimated); spent %d in %d worker runs\n", st.TokensSaved, st.TokensSpent, st.WorkerRuns)
 	fmt.Fprintf(c.stdout, "stale         withheld %d (answered stale, evidence not returned); re-proven %d; superseded %d\n",
 		st.Stale.Withheld, st.Stale.Reproven, st.Stale.Superseded)
-	fmt.Fprintf(c.stdout, "proofs        types %d, execution %d, static %d (only checked statically), lexical %d\n",
-		st.Proofs[string(proofTypes)], st.Proofs[string(proofExecution)], st.Proofs[string(proofStatic)], st.Proofs[string(proofLexical)])
+	fmt.Fprintf(c.stdout, "proofs        types %d, parser %d, execution %d, static %d (only checked statically), lexical %d\n",
+		st.Proofs[string(proofTypes)], st.Proofs[string(proofParser)], st.Proofs[string(proofExecution)], st.Proofs[string(proofStatic)], st.Proofs[string(proofLexical)])
 }

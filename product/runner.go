@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/needle-dev/needle/product/internal/checkout"
+	"github.com/needle-dev/needle/product/internal/pydecl"
 	"github.com/needle-dev/needle/product/internal/snapshot"
 	"github.com/needle-dev/needle/product/internal/testrun"
 	"github.com/needle-dev/needle/product/internal/typecheck"
@@ -34,6 +35,10 @@ type TestsConfig struct {
 	// at all with NoStatic); the lifecycle looks for codex on PATH and,
 	// without one, reports its tests unavailable.
 	Codex string
+	// Python is the Python interpreter that reads Python source (its ast
+	// module, in the sandbox); default: the repository's .venv, else
+	// python3 on PATH.
+	Python string
 	// Go is the go command (default: go on PATH). It also locates the
 	// standard library and the module cache the type checker reads.
 	Go string
@@ -113,6 +118,7 @@ type validators struct {
 	traces   map[string]*tracedRun        // traced runs, by scenario, probes and snapshot
 	prepared map[string]*testrun.Prepared // by prepKey: listings and baselines
 	idle     []*checkout.Checkout         // test checkouts between proposals, oldest first (takeCheckout)
+	pyFiles  map[string]*pydecl.File      // Python declarations, by interpreter and content (pyDecls)
 	closed   bool                         // close ran: nothing more is kept
 
 	ranAhead atomic.Int64 // proofs whose outcome is the run started before their type check (run_ahead.go)

@@ -8,13 +8,15 @@ type proofKind string
 
 const (
 	proofTypes     proofKind = "types"     // go/types over the exact source (a location)
+	proofParser    proofKind = "parser"    // Python's own parser over the exact source (a Python location)
 	proofExecution proofKind = "execution" // Needle ran it in the sandbox and saw it (a test's reach, a flow)
 	proofStatic    proofKind = "static"    // only checked statically: every call resolved by go/types, nothing run (a flow)
 	proofLexical   proofKind = "lexical"   // definition-shaped lines of a language Needle cannot type-check
 )
 
-// proofKindOf classifies a certificate by its level and reach.
-func proofKindOf(level, reach string) proofKind {
+// proofKindOf classifies a certificate by its level, its reach and the
+// path of its first cited location.
+func proofKindOf(level, reach, cited string) proofKind {
 	switch {
 	case level == levelLexical || reach == reachLexical:
 		return proofLexical
@@ -22,6 +24,8 @@ func proofKindOf(level, reach string) proofKind {
 		return proofExecution
 	case reach == reachStatic:
 		return proofStatic
+	case isPython(cited):
+		return proofParser
 	}
 	return proofTypes
 }
@@ -81,7 +85,7 @@ func (h dataHome) Stats(ctx context.Context) (Stats, error) {
 	if err != nil {
 		return Stats{}, err
 	}
-	for _, k := range []proofKind{proofTypes, proofExecution, proofStatic, proofLexical} {
+	for _, k := range []proofKind{proofTypes, proofParser, proofExecution, proofStatic, proofLexical} {
 		st.Proofs[string(k)] = proofs[k]
 	}
 	return st, nil

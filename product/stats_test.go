@@ -26,7 +26,7 @@ func TestStats_ProofKinds(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &st); err != nil {
 		t.Fatal(err)
 	}
-	want := map[string]int64{"types": 1, "execution": 1, "static": 0, "lexical": 0}
+	want := map[string]int64{"types": 1, "parser": 0, "execution": 1, "static": 0, "lexical": 0}
 	if diff := cmp.Diff(want, st.Proofs); diff != "" {
 		t.Errorf("proofs (-want +got):\n%s", diff)
 	}

@@ -28,18 +28,19 @@ func (s *store) staleCounts(ctx context.Context) (staleCounts, error) {
 // by replay included) by proofKind.
 func (s *store) proofCounts(ctx context.Context) (map[proofKind]int64, error) {
 	type row struct {
-		level, reach string
-		n            int64
+		level, reach, cited string
+		n                   int64
 	}
-	rows, err := queryAll(ctx, s.db, "store.stats", `SELECT level, coalesce(json_extract(body, '$.reach'), ''), count(*)
-		FROM certificates WHERE scope = 'artifact' GROUP BY 1, 2`, nil,
-		func(rs rowScanner, r *row) error { return rs.Scan(&r.level, &r.reach, &r.n) })
+	rows, err := queryAll(ctx, s.db, "store.stats", `SELECT level, coalesce(json_extract(body, '$.reach'), ''),
+		coalesce(json_extract(body, '$.cited[0].path'), ''), count(*)
+		FROM certificates WHERE scope = 'artifact' GROUP BY 1, 2, 3`, nil,
+		func(rs rowScanner, r *row) error { return rs.Scan(&r.level, &r.reach, &r.cited, &r.n) })
 	if err != nil {
 		return nil, err
 	}
 	out := map[proofKind]int64{}
 	for _, r := range rows {
-		out[proofKindOf(r.level, r.reach)] += r.n
+		out[proofKindOf(r.level, r.reach, r.cited)] += r.n
 	}
 	return out, nil
 }

@@ -367,6 +367,14 @@ func (val *validator) subjectAt(field string, s Subject, rel string, src []byte,
 	switch s.Kind {
 	case subjectSymbol, subjectTest:
 		claim.Kind = claimDeclared
+		if isPython(rel) {
+			if at, ok, handled := val.pySymbolAt(field, s, rel, src, span); handled {
+				if !ok {
+					return Claim{}, span, false, nil
+				}
+				return claim, at, true, nil
+			}
+		}
 		if !isGo(rel) {
 			return val.lexicalDefinition(field, s, rel, src, span, claim)
 		}

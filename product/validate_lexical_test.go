@@ -48,7 +48,8 @@ fn main() {
 // TestValidate_Lexical: in a language Needle cannot type-check, a location
 // needs a line shaped like a definition of the whole qualified name in that
 // language: a call site, prose, or a qualifier that is not there is none.
-// Such evidence is labelled lexical; a non-Go test gets no command.
+// Such evidence is labelled lexical; a non-Go test gets no command. A
+// Python declaration is read by Python's own parser instead.
 func TestValidate_Lexical(t *testing.T) {
 	repo := MustFixtureRepo(t, "notes", true)
 	for name, content := range lexFiles {
@@ -56,6 +57,7 @@ func TestValidate_Lexical(t *testing.T) {
 	}
 	te := MustEngine(t, repo)
 	const shape, prose, undefined = "has the shape of a definition", "cannot hold a definition", "is not defined in"
+	const pyNot = "is not declared in store.py" // Python's own parser reads Python (validate_python.go)
 	for _, c := range []struct {
 		kind, name, path string
 		line             int
@@ -65,11 +67,12 @@ func TestValidate_Lexical(t *testing.T) {
 		{"symbol", "Store.archive", "store.py", 2, ""},
 		{"symbol", "store.Store.archive", "store.py", 2, ""}, // the file's module qualifies it
 		{"symbol", "Store", "store.py", 1, ""},
-		{"symbol", "archive", "store.py", 8, shape},             // a call site
-		{"symbol", "Nonexistent.archive", "store.py", 2, shape}, // the qualifier is not there
-		{"symbol", "main.archive", "store.py", 2, shape},        // not inside main
+		{"symbol", "archive", "store.py", 8, pyNot},             // a call site
+		{"symbol", "Nonexistent.archive", "store.py", 2, pyNot}, // the qualifier is not there
+		{"symbol", "main.archive", "store.py", 2, pyNot},        // not inside main
 		{"symbol", "Store.archive", "store.js", 2, ""},
 		{"symbol", "archive", "store.js", 8, shape},
+		{"symbol", "main", "store.js", 7, ""},
 		{"symbol", "Other.archive", "store.js", 2, shape},
 		{"symbol", "Store.archive", "store.rs", 4, ""}, // inside impl Store
 		{"symbol", "archive", "store.rs", 10, shape},
@@ -92,9 +95,13 @@ func TestValidate_Lexical(t *testing.T) {
 		"certified", "a lexical test")
 	te.checkVerdict(t, `{"kind":"focused_tests","subject":{"kind":"cli_option","name":"--verbose"},"tests":[{"path":"test_tool.py","name":"test_other"}]}`,
 		"rejected", "defines no test")
-	r := te.need(`{"route":"locate.implementation","subject":{"kind":"symbol","name":"Store"}}`)
+	r := te.need(`{"route":"locate.implementation","subject":{"kind":"symbol","name":"main"}}`)
 	if r.Status != "hit" || !strings.Contains(r.Context, "(lexical evidence)") {
 		t.Errorf("a lexical location is not labelled lexical:\n%s", r.Context)
+	}
+	r = te.need(`{"route":"locate.implementation","subject":{"kind":"symbol","name":"Store"}}`)
+	if r.Status != "hit" || strings.Contains(r.Context, "lexical") {
+		t.Errorf("a Python location, proven by Python's parser, is labelled lexical:\n%s", r.Context)
 	}
 	r = te.need(`{"route":"tests.relevant","subject":{"kind":"cli_option","name":"--verbose"}}`)
 	if !strings.Contains(r.Context, "focused_tests (reach: lexical) (lexical evidence)") || !strings.Contains(r.Context, "no trusted runner, so no command") ||
