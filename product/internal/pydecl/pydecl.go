@@ -12,6 +12,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"strings"
 
 	"github.com/needle-dev/needle/product/internal/lazyregexp"
@@ -88,8 +89,8 @@ func Parse(out []byte, lines int) (*File, error) {
 	if err := dec.Decode(&f); err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrOutput, err)
 	}
-	if dec.More() {
-		return nil, fmt.Errorf("%w: more than one value", ErrOutput)
+	if _, err := dec.Token(); err != io.EOF {
+		return nil, fmt.Errorf("%w: more after the value", ErrOutput)
 	}
 	if !version.MatchString(f.Python) {
 		return nil, fmt.Errorf("%w: Python version %q", ErrOutput, f.Python)
@@ -140,7 +141,7 @@ func (d Decl) Tail(lines []string) int {
 	if d.Kind == KindVariable || d.Line > len(lines) {
 		return d.End
 	}
-	indent := indentOf(lines[d.Line-1])
+	indent := Indent(lines[d.Line-1])
 	tail := d.End
 	for n := d.End + 1; n <= len(lines); n++ {
 		l := lines[n-1]
@@ -148,7 +149,7 @@ func (d Decl) Tail(lines []string) int {
 		switch {
 		case trimmed == "":
 			continue
-		case strings.HasPrefix(trimmed, "#") && indentOf(l) > indent:
+		case strings.HasPrefix(trimmed, "#") && Indent(l) > indent:
 			tail = n
 			continue
 		}
@@ -157,9 +158,9 @@ func (d Decl) Tail(lines []string) int {
 	return tail
 }
 
-// indentOf is the width of a line's leading blanks, a tab counting to the
+// Indent is the width of a line's leading blanks, a tab counting to the
 // next multiple of 8 as Python's tokenizer counts it.
-func indentOf(line string) int {
+func Indent(line string) int {
 	w := 0
 	for _, r := range line {
 		switch r {

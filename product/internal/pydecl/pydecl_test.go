@@ -158,6 +158,7 @@ func TestParse_Refuses(t *testing.T) {
 	for name, out := range map[string]string{
 		"not json":        `{`,
 		"two values":      `{"python":"3.11.2","decls":[]} {}`,
+		"a stray bracket": `{"python":"3.11.2","decls":[]}]`,
 		"unknown field":   `{"python":"3.11.2","decls":[],"x":1}`,
 		"bad version":     `{"python":"3.11","decls":[]}`,
 		"bad name":        `{"python":"3.11.2","decls":[{"name":"a..b","kind":"class","line":1,"first":1,"end":1}]}`,

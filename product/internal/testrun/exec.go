@@ -83,7 +83,7 @@ func (r *Runner) Exec(ctx context.Context, spec ExecSpec) *ExecResult {
 	defer b.end()
 	ctx = b.ctx
 	if !r.acquire(ctx) {
-		res.Status, res.Reason = TimedOut, fmt.Sprintf("deadline %s passed waiting for a free slot", spec.Deadline)
+		res.Status, res.Reason = TimedOut, ended(ctx, spec.Deadline)+" waiting for a free slot"
 		return res
 	}
 	defer r.releaseSlot()
@@ -115,6 +115,9 @@ func (r *Runner) Exec(ctx context.Context, spec ExecSpec) *ExecResult {
 		}}.run(ctx)
 	res.ExitCode, res.Stderr = pr.exitCode, pr.stderrTail
 	res.Status, res.Reason = execOutcome(pr, over, lim, spec.Deadline, maxOut)
+	if res.Status == TimedOut {
+		res.Reason = ended(ctx, spec.Deadline)
+	}
 	if res.Status == Passed || res.Status == Failed {
 		res.Stdout = out.Bytes()
 	}
@@ -138,4 +141,12 @@ func execOutcome(pr procResult, over bool, lim Limits, deadline time.Duration, m
 		return Failed, fmt.Sprintf("the command exited %d", pr.exitCode)
 	}
 	return Passed, ""
+}
+
+// ended says why ctx, a run's context under its deadline, ended.
+func ended(ctx context.Context, deadline time.Duration) string {
+	if errors.Is(ctx.Err(), context.Canceled) {
+		return "cancelled"
+	}
+	return fmt.Sprintf("deadline %s passed", deadline)
 }
