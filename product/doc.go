@@ -167,36 +167,46 @@
 //
 // Python declarations are proven by Python's own parser
 // (validate_python.go, product/internal/pydecl): the ast module of the
-// repository's interpreter (python.interpreter, else its .venv, else
-// python3 on PATH) reads the cited file's content from the snapshot, on
-// stdin, in the tests' sandbox. The ast module was chosen over
-// tree-sitter-python: it is the grammar of the very Python the repository
-// runs (a tree-sitter grammar lags new syntax and knows no version), it
-// needs no cgo, so go install keeps working on any machine, and the
-// sandbox it needs is the one that already runs tests; the price is a
-// process per file, memoized by content (for click's core.py, 2,998
-// lines: 0.03-0.06 s with Debian's python3 outside the sandbox, 0.14-0.37 s
-// through a pyenv shim inside it; /usr/bin/time). It runs sandboxed
-// because the interpreter may be the repository's own (.venv/bin/python
-// is whatever the repository holds); the script imports and executes
-// nothing of the source, and its output is checked like any untrusted
-// input (pydecl.Parse). Names are read as Python writes them: a dotted
-// module path's suffix may qualify them (pkg.mod.Class.method,
+// repository's interpreter (python.interpreter; else its .venv, when the
+// venv's python is an interpreter outside the repository; else python3 on
+// PATH) reads the cited file's content from the snapshot, on stdin, in the
+// tests' sandbox. The ast module was chosen over tree-sitter-python: it is
+// the grammar of the very Python the repository runs (a tree-sitter
+// grammar lags new syntax and knows no version), it needs no cgo, so go
+// install keeps working on any machine, and the sandbox it needs is the
+// one that already runs tests; the price is a process per file, memoized
+// by content (for click's core.py, 2,998 lines: 0.03-0.06 s with Debian's
+// python3 outside the sandbox, 0.14-0.37 s through a pyenv shim inside
+// it; /usr/bin/time). It runs sandboxed because the interpreter may be the
+// repository's own, and for the same reason its answer is not taken on
+// its word: the output is parsed as untrusted (pydecl.Parse), and every
+// declaration a proof uses is checked against the source itself (its
+// line defines the name, its first decorator line is a decorator, its
+// block ends where it says: pyAgrees); an answer the source does not bear
+// out leaves the proposal undecided. Names are read as Python writes
+// them: a dotted module path's suffix may qualify them (pkg.mod.Class.method,
 // mod:Class.method), a __qualname__'s <locals> and a trailing "()" are
 // dropped, a nested function is outer.inner, a property's getter and
 // setter are both Class.name, and a bare name that no module-level
 // declaration has is the one class's method of that name. A test subject
 // must be what pytest or unittest collect with their defaults (test* in a
-// test_*.py or *_test.py file, a method test* of a class Test* there or
-// of a *TestCase anywhere), named by its pytest node id
-// (path::Class::test[param]) or qualified name. The span rule is Go's:
-// from the def, class or assignment line, or from or inside its
-// decorators, to its last line (or the comments that trail its block, as
-// Python's inspect counts them), or the signature alone for the whole.
-// Without an interpreter or a sandbox the lexical rule stands in for
-// declarations, labelled lexical, with a note saying why; a file Python's
-// parser refuses is a rejection. Options, keys, focused tests and flows
-// in Python are still lexical.
+// test_*.py or *_test.py file, a method test* of a class Test* there, or
+// of a *TestCase in such a file or a test*.py one), named by its
+// qualified name or its pytest node id (path::Class::test, the path being
+// the cited file's; a [param] only for a test a parametrize mark
+// decorates). The span rule is Go's: from the def, class or assignment
+// line, or from or inside its decorators, to its last line (or the
+// comments that trail its block, as Python's inspect counts them), or the
+// signature alone for the whole. Without an interpreter or a sandbox, and
+// for a file with a carriage return that ends no line (Python counts it as
+// a line break, Needle does not), the lexical rule stands in for
+// declarations, labelled lexical, with a note saying why. An interpreter
+// that runs and gives no answer (it fails, times out, prints what Parse
+// refuses) leaves the proposal undecided, and so does a syntax error from
+// python3 on PATH, which may be another Python than the repository's; the
+// repository's or the configured interpreter's syntax error is a
+// rejection. Options, keys, focused tests and flows in Python are still
+// lexical.
 //
 // A validation has three outcomes: certified, rejected (proven false) and
 // undecided — the proof needs what this machine lacks: types of a

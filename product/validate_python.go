@@ -36,42 +36,45 @@ func isPython(rel string) bool {
 const pyDeadline = 30 * time.Second
 
 // pySymbolAt proves that the symbol or test subject s is declared in the
-// Python file rel at span; handled is false when Python's parser could
-// not run here, and the caller falls back to the lexical rule.
+// Python file rel at span; handled is false when Python's parser cannot
+// run here at all, and the caller falls back to the lexical rule. A parser
+// that ran and did not answer, or answered against the source, leaves the
+// proposal undecided: it is never certified on a weaker proof.
 func (val *validator) pySymbolAt(field string, s Subject, rel string, src []byte, span typecheck.Span) (at typecheck.Span, ok, handled bool) {
-	f, why := val.vs.pyDecls(val.ctx, src)
-	if f == nil {
-		val.v.note("Python's parser could not read %s here (%s): checked lexically", rel, why)
+	if loneCR(src) {
+		val.v.note("%s has a carriage return that ends no line: Python counts it as a line break, Needle's lines do not; checked lexically", rel)
 		return span, false, false
 	}
+	r := val.vs.pyDecls(val.ctx, src)
+	switch {
+	case r.fallback != "":
+		val.v.note("Python's parser could not read %s here (%s): checked lexically", rel, r.fallback)
+		return span, false, false
+	case r.undecided != "":
+		val.v.undecide("%s: Python's parser gave no answer for %s: %s", field, rel, r.undecided)
+		return span, false, true
+	}
+	f := r.file
 	if f.SyntaxError != nil {
-		val.v.reject("%s: %s does not parse as Python %s: %s (line %d)", field, rel, f.Python, f.SyntaxError.Msg, f.SyntaxError.Line)
+		msg := printableText(tailString(f.SyntaxError.Msg, 200))
+		if !r.own {
+			val.v.undecide("%s: Python %s (python3 on PATH, not the repository's) does not parse %s: %s (line %d); set python.interpreter to the repository's Python",
+				field, f.Python, rel, msg, f.SyntaxError.Line)
+			return span, false, true
+		}
+		val.v.reject("%s: %s does not parse as Python %s: %s (line %d)", field, rel, f.Python, msg, f.SyntaxError.Line)
 		return span, false, true
 	}
 	lines := strings.Split(string(src), "\n")
-	var found []pydecl.Decl
-	for _, name := range pyNames(s, rel) {
-		found = append(found, f.Lookup(name)...)
+	found, ok := val.pyFind(field, s, rel, f)
+	if !ok {
+		return span, false, true
 	}
-	if len(found) == 0 {
-		// A bare name that no module-level declaration has may name a
-		// method, as for Go (lookup): when one class has it.
-		var owners []string
-		if found, owners = pyMethodsNamed(f, s.Name); len(owners) > 1 {
-			val.v.reject("%s: %s %q: several classes of %s have a method of that name (%s): name the class", field, s.Kind, s.Name, rel, strings.Join(owners, ", "))
+	for _, d := range found {
+		if n, why := pyAgrees(d, lines); why != "" {
+			val.v.undecide("%s: the interpreter's answer for %s does not match the source at %s:%d (%s)", field, d.Name, rel, n, why)
 			return span, false, true
 		}
-	}
-	if s.Kind == subjectTest {
-		found = pyTests(found, f, rel)
-	}
-	if len(found) == 0 {
-		what := "declared"
-		if s.Kind == subjectTest {
-			what = "a test function (pytest's test* in a test_*.py or *_test.py file, or a method test* of a Test* class or a TestCase)"
-		}
-		val.v.reject("%s: %s %q is not %s in %s (Python %s's ast)", field, s.Kind, s.Name, what, rel, f.Python)
-		return span, false, true
 	}
 	for _, d := range found {
 		if at, ok := pyNatural(d, d.Tail(lines), span); ok {
@@ -83,6 +86,152 @@ func (val *validator) pySymbolAt(field string, s Subject, rel string, src []byte
 	val.v.reject("%s: %s %q is not declared in %s:%d-%d; its declaration is %s:%d-%d (%d-%d with its decorators; Python %s's ast)",
 		field, s.Kind, s.Name, rel, span.Start, span.End, rel, d.Line, d.End, d.First, d.End, f.Python)
 	return span, false, true
+}
+
+// pyFind returns the declarations of f the subject names, rejecting the
+// proposal (ok false) when there are none.
+func (val *validator) pyFind(field string, s Subject, rel string, f *pydecl.File) (found []pydecl.Decl, ok bool) {
+	names, param, inFile := pyNames(s, rel)
+	if !inFile {
+		val.v.reject("%s: the node id %q names another file than %s", field, s.Name, rel)
+		return nil, false
+	}
+	for _, name := range names {
+		found = append(found, f.Lookup(name)...)
+	}
+	if len(found) == 0 && s.Kind == subjectSymbol {
+		// A bare name that no module-level declaration has may name a
+		// method, as for Go (lookup): when one class has it.
+		var owners []string
+		if found, owners = pyMethodsNamed(f, s.Name); len(owners) > 1 {
+			val.v.reject("%s: %s %q: several classes of %s have a method of that name (%s): name the class", field, s.Kind, s.Name, rel, strings.Join(owners, ", "))
+			return nil, false
+		}
+	}
+	what := "declared"
+	if s.Kind == subjectTest {
+		found = pyTests(found, f, rel)
+		what = "a test function (pytest's test* in a test_*.py or *_test.py file, or a method test* of a Test* class there or of a TestCase in a test*.py file)"
+		if param {
+			found = slices.DeleteFunc(found, func(d pydecl.Decl) bool { return !pyParametrized(d, f) })
+			what = "a parametrized test function (a node id's [id] names a parameter set of pytest.mark.parametrize)"
+		}
+	}
+	if len(found) == 0 {
+		val.v.reject("%s: %s %q is not %s in %s (Python %s's ast)", field, s.Kind, s.Name, what, rel, f.Python)
+		return nil, false
+	}
+	return found, true
+}
+
+// loneCR reports whether src has a carriage return not followed by a
+// newline.
+func loneCR(src []byte) bool {
+	for i, c := range src {
+		if c == '\r' && (i+1 == len(src) || src[i+1] != '\n') {
+			return true
+		}
+	}
+	return false
+}
+
+// pyAgrees checks a declaration the interpreter reported against the
+// source itself, since the interpreter may be the repository's: its line
+// defines its name (def, async def, class, or an assignment binding it),
+// its first decorator line is a decorator, and its block ends where it
+// says (no declaration at its own or an outer level inside it, and the
+// next statement after it at its level or outside). It returns the line
+// and what is wrong, or "".
+func pyAgrees(d pydecl.Decl, lines []string) (int, string) {
+	line := func(n int) string { return strings.TrimRight(lines[n-1], "\r") }
+	if d.End > len(lines) {
+		return d.End, "past the end"
+	}
+	name := d.Name[strings.LastIndex(d.Name, ".")+1:]
+	head := strings.TrimSpace(line(d.Line))
+	switch d.Kind {
+	case pydecl.KindClass:
+		if !pyHead(head, "class "+name) {
+			return d.Line, "no class " + name
+		}
+	case pydecl.KindFunction, pydecl.KindMethod:
+		if !pyHead(head, "def "+name) && !pyHead(head, "async def "+name) {
+			return d.Line, "no def " + name
+		}
+	case pydecl.KindVariable:
+		target, _, _ := strings.Cut(head, "=")
+		if !hasWord(target, name) {
+			return d.Line, "no assignment to " + name
+		}
+		return 0, ""
+	}
+	if d.First < d.Line && !strings.HasPrefix(strings.TrimSpace(line(d.First)), "@") {
+		return d.First, "no decorator"
+	}
+	indent := pydecl.Indent(line(d.Line))
+	for n := d.Line + 1; n <= d.End; n++ {
+		l := line(n)
+		t := strings.TrimSpace(l)
+		if t != "" && !strings.HasPrefix(t, "#") && pydecl.Indent(l) <= indent && (pyHead(t, "def") || pyHead(t, "async def") || pyHead(t, "class") || strings.HasPrefix(t, "@")) {
+			return n, "another declaration inside the block"
+		}
+	}
+	for n := d.End + 1; n <= len(lines); n++ {
+		l := line(n)
+		if t := strings.TrimSpace(l); t == "" || strings.HasPrefix(t, "#") {
+			continue
+		}
+		if pydecl.Indent(l) > indent {
+			return n, "the block goes on"
+		}
+		break
+	}
+	return 0, ""
+}
+
+// pyHead reports whether a stripped line starts with keyword and name
+// followed by what may follow a name there.
+func pyHead(line, prefix string) bool {
+	rest, ok := strings.CutPrefix(line, prefix)
+	return ok && (rest == "" || strings.ContainsRune(" \t(:[", rune(rest[0])))
+}
+
+// hasWord reports whether name occurs in s as a whole identifier, not an
+// attribute (x.name).
+func hasWord(s, name string) bool {
+	isID := func(r byte) bool {
+		return r == '_' || r >= '0' && r <= '9' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= 0x80
+	}
+	for i := 0; ; {
+		j := strings.Index(s[i:], name)
+		if j < 0 {
+			return false
+		}
+		j += i
+		k := j + len(name)
+		if (j == 0 || !isID(s[j-1]) && s[j-1] != '.') && (k == len(s) || !isID(s[k])) {
+			return true
+		}
+		i = j + 1
+	}
+}
+
+// pyParametrized reports whether the test d, or its class, is decorated
+// with a parametrize mark (pytest.mark.parametrize): only then does a
+// node id's [id] name one of its runs.
+func pyParametrized(d pydecl.Decl, f *pydecl.File) bool {
+	decs := slices.Clone(d.Decorators)
+	if owner, _, ok := strings.Cut(d.Name, "."); ok {
+		for _, c := range f.Lookup(owner) {
+			decs = append(decs, c.Decorators...)
+		}
+	}
+	for _, dec := range decs {
+		if strings.HasSuffix(dec, ".parametrize") || dec == "parametrize" {
+			return true
+		}
+	}
+	return false
 }
 
 // pyMethodsNamed returns the methods named name (a bare name) and the
@@ -138,27 +287,31 @@ func pyNatural(d pydecl.Decl, tail int, span typecheck.Span) (typecheck.Span, bo
 // the whole name, and each tail of it whose head is a suffix of the file's
 // dotted module path (pkg/mod.py is pkg.mod, pkg/__init__.py is pkg). The
 // forms models and tools write are read as Python means them: a pytest
-// node id (tests/test_x.py::TestC::test_y[param]), module:qualname, a
-// __qualname__'s <locals>, a trailing "()".
-func pyNames(s Subject, rel string) []string {
+// node id (tests/test_x.py::TestC::test_y[param], its file being rel
+// itself; param reports the [param]), module:qualname, a __qualname__'s
+// <locals>, a trailing "()". inFile is false for a node id of another
+// file.
+func pyNames(s Subject, rel string) (names []string, param, inFile bool) {
 	name := strings.TrimSuffix(strings.TrimSpace(s.Name), "()")
 	if file, rest, ok := strings.Cut(name, "::"); ok {
-		if file != rel && !strings.HasSuffix(rel, "/"+file) {
-			return nil
+		if file != rel {
+			return nil, false, false
 		}
 		name = strings.ReplaceAll(rest, "::", ".")
 	}
-	name = pyParam.Regexp().ReplaceAllString(name, "")
+	if s.Kind == subjectTest {
+		stripped := pyParam.Regexp().ReplaceAllString(name, "")
+		param, name = stripped != name, stripped
+	}
 	name = strings.ReplaceAll(strings.ReplaceAll(name, ":", "."), ".<locals>", "")
 	parts := strings.Split(name, ".")
 	module := strings.Split(strings.TrimSuffix(strings.TrimSuffix(rel, path.Ext(rel)), "/__init__"), "/")
-	var out []string
 	for k := 0; k < len(parts); k++ {
 		if pySuffix(module, parts[:k]) {
-			out = append(out, strings.Join(parts[k:], "."))
+			names = append(names, strings.Join(parts[k:], "."))
 		}
 	}
-	return out
+	return names, param, true
 }
 
 // pyParam is a pytest parametrization id at the end of a node id.
@@ -181,10 +334,12 @@ func pySuffix(module, head []string) bool {
 // pyTests keeps the declarations that pytest or unittest would collect as
 // tests with their default settings: a function test* at module level of
 // a test_*.py or *_test.py file, or a method test* of a class Test* there
-// (without __init__), or of a class deriving from a *TestCase anywhere.
+// (without __init__), or of a class deriving from a *TestCase in such a
+// file or in one unittest's discovery finds (test*.py).
 func pyTests(found []pydecl.Decl, f *pydecl.File, rel string) []pydecl.Decl {
 	base := path.Base(rel)
 	pytestFile := strings.HasPrefix(base, "test_") && strings.HasSuffix(base, ".py") || strings.HasSuffix(base, "_test.py")
+	unittestFile := strings.HasPrefix(base, "test") && strings.HasSuffix(base, ".py")
 	var out []pydecl.Decl
 	for _, d := range found {
 		owner, name, nested := strings.Cut(d.Name, ".")
@@ -201,7 +356,7 @@ func pyTests(found []pydecl.Decl, f *pydecl.File, rel string) []pydecl.Decl {
 			if c.Kind != pydecl.KindClass {
 				continue
 			}
-			if pytestFile && strings.HasPrefix(owner, "Test") && len(f.Lookup(owner+".__init__")) == 0 || testCaseBase(c.Bases) {
+			if pytestFile && strings.HasPrefix(owner, "Test") && len(f.Lookup(owner+".__init__")) == 0 || (pytestFile || unittestFile) && testCaseBase(c.Bases) {
 				out = append(out, d)
 				break
 			}
@@ -219,40 +374,60 @@ func testCaseBase(bases []string) bool {
 	return false
 }
 
+// pyResult is what running the declarations script on a file gave: the
+// declarations; or fallback, why Python's parser cannot run here at all
+// (no interpreter, no sandbox), when the lexical rule stands in; or
+// undecided, why it ran and gave no answer. own is true when the
+// interpreter is the repository's (its .venv) or the configured one, so a
+// syntax error is the repository's Python's verdict.
+type pyResult struct {
+	file      *pydecl.File
+	fallback  string
+	undecided string
+	own       bool
+}
+
+// maxPyFiles bounds the memo of declarations (pyDecls).
+const maxPyFiles = 1024
+
 // pyDecls runs the declarations script on src with the repository's
-// interpreter in the sandbox, once per content; nil and why when it
-// cannot run here.
-func (vs *validators) pyDecls(ctx context.Context, src []byte) (*pydecl.File, string) {
-	interp, env, why := vs.pythonInterpreter()
-	if interp == "" {
-		return nil, why
+// interpreter in the sandbox, once per interpreter and content.
+func (vs *validators) pyDecls(ctx context.Context, src []byte) pyResult {
+	py := vs.pythonInterpreter()
+	if py.path == "" {
+		return pyResult{fallback: py.why}
 	}
 	r := vs.testRunner(ctx)
 	if r == nil {
-		return nil, vs.noRunnerCause(ctx)
+		return pyResult{fallback: vs.noRunnerCause(ctx)}
 	}
-	key := interp + "\x00" + fileDigest(src)
+	key := py.key + "\x00" + fileDigest(src)
 	vs.mu.Lock()
 	f := vs.pyFiles[key]
 	vs.mu.Unlock()
 	if f != nil {
-		return f, ""
+		return pyResult{file: f, own: py.own}
 	}
-	res := r.Exec(ctx, testrun.ExecSpec{Dir: vs.repo.Root(), Argv: pydecl.Argv(interp), Env: env, Stdin: src, Deadline: pyDeadline, MaxOutput: 16 << 20})
-	if res.Status != testrun.Passed {
-		return nil, fmt.Sprintf("%s: %s %s", interp, res.Reason, strings.TrimSpace(tailString(string(res.Stderr), 512)))
+	res := r.Exec(ctx, testrun.ExecSpec{Dir: vs.repo.Root(), Argv: pydecl.Argv(py.path), Env: py.env, Stdin: src, Deadline: pyDeadline, MaxOutput: 16 << 20})
+	why := fmt.Sprintf("%s: %s %s", py.path, res.Reason, printableText(strings.TrimSpace(tailString(string(res.Stderr), 512))))
+	switch res.Status {
+	case testrun.Passed:
+	case testrun.Unavailable:
+		return pyResult{fallback: why}
+	default:
+		return pyResult{undecided: why}
 	}
-	f, err := pydecl.Parse(res.Stdout, strings.Count(string(src), "\n")+1)
+	f, err := pydecl.Parse(res.Stdout, lineCount(src))
 	if err != nil {
-		return nil, fmt.Sprintf("%s: %v", interp, err)
+		return pyResult{undecided: fmt.Sprintf("%s: %v", py.path, err)}
 	}
 	vs.mu.Lock()
-	if vs.pyFiles == nil {
+	if vs.pyFiles == nil || len(vs.pyFiles) >= maxPyFiles {
 		vs.pyFiles = map[string]*pydecl.File{}
 	}
 	vs.pyFiles[key] = f
 	vs.mu.Unlock()
-	return f, ""
+	return pyResult{file: f, own: py.own}
 }
 
 func tailString(s string, n int) string {
@@ -262,41 +437,57 @@ func tailString(s string, n int) string {
 	return s
 }
 
+// python is the interpreter that reads Python source: its path, the
+// environment it runs with, what its answers depend on besides the source
+// (key), and whether it is the repository's own or the configured one.
+type python struct {
+	path, key, why string
+	env            []string
+	own            bool
+}
+
 // pythonInterpreter is the repository's Python: the one configured
-// (python.interpreter), else the repository's .venv, else python3 on
-// PATH; "" and why when there is none. env is what it runs with: a PATH
-// that finds its own directory first, no bytecode written, UTF-8 I/O, and
-// pyenv's root when the interpreter is a pyenv shim.
-func (vs *validators) pythonInterpreter() (interp string, env []string, why string) {
+// (python.interpreter), else the repository's .venv when its python is
+// an interpreter outside the repository (a venv's link to its base
+// Python, not a file the repository holds), else python3 on PATH; path is
+// "" and why says so when there is none. It runs with the system's PATH
+// (its own directory last), and with PYENV_VERSION when set: a pyenv shim
+// picks the version by it or by the repository's .python-version, so both
+// are in the key.
+func (vs *validators) pythonInterpreter() python {
+	root := vs.repo.Root()
+	var py python
 	switch {
 	case vs.tests.Python != "":
-		interp = vs.tests.Python
-	case executable(filepath.Join(vs.repo.Root(), ".venv", "bin", "python3")):
-		interp = filepath.Join(vs.repo.Root(), ".venv", "bin", "python3")
-	case executable(filepath.Join(vs.repo.Root(), ".venv", "bin", "python")):
-		interp = filepath.Join(vs.repo.Root(), ".venv", "bin", "python")
+		py.path, py.own = vs.tests.Python, true
 	default:
+		for _, name := range []string{"python3", "python"} {
+			p := filepath.Join(root, ".venv", "bin", name)
+			if real, err := filepath.EvalSymlinks(p); err == nil && executable(real) && !inside(root, real) {
+				py.path, py.own = p, true
+				break
+			}
+		}
+	}
+	if py.path == "" {
 		p, err := exec.LookPath("python3")
 		if err == nil {
 			p, err = filepath.Abs(p)
 		}
 		if err != nil {
-			return "", nil, "no Python interpreter: no .venv in the repository, no python3 on PATH (set python.interpreter)"
+			py.why = "no Python interpreter: no .venv in the repository with an interpreter outside it, no python3 on PATH (set python.interpreter)"
+			return py
 		}
-		interp = p
+		py.path = p
 	}
-	env = []string{"PATH=" + filepath.Dir(interp) + ":/usr/local/bin:/usr/bin:/bin", "PYTHONDONTWRITEBYTECODE=1", "PYTHONIOENCODING=utf-8", "LANG=C.UTF-8"}
-	if shims := filepath.Dir(interp); filepath.Base(shims) == "shims" {
-		root := os.Getenv("PYENV_ROOT")
-		if root == "" {
-			root = filepath.Dir(shims)
-		}
-		env = append(env, "PYENV_ROOT="+root)
-		if v := os.Getenv("PYENV_VERSION"); v != "" {
-			env = append(env, "PYENV_VERSION="+v)
-		}
+	py.env = []string{"PATH=/usr/local/bin:/usr/bin:/bin:" + filepath.Dir(py.path), "LANG=C.UTF-8"}
+	version := os.Getenv("PYENV_VERSION")
+	if version != "" {
+		py.env = append(py.env, "PYENV_VERSION="+version)
 	}
-	return interp, env, ""
+	pin, _ := os.ReadFile(filepath.Join(root, ".python-version"))
+	py.key = py.path + "\x00" + version + "\x00" + string(pin)
+	return py
 }
 
 func executable(p string) bool {

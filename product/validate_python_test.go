@@ -93,22 +93,30 @@ func TestValidate_PythonDeclarations(t *testing.T) {
 
 // TestValidate_PythonTests locates pytest's tests in networkx's suite: a
 // method test* of a class Test* in a test_*.py file, by pytest's node id
-// or a qualified name; not its setup_class, nor a helper function.
+// (its file being the cited one) or a qualified name, and a parameter
+// set's node id only for a parametrized test; not its setup_class, nor a
+// helper function.
 func TestValidate_PythonTests(t *testing.T) {
 	repo := mustPythonRepo(t, pythonNetworkx)
 	te := MustEngine(t, repo)
 	file := "networkx/algorithms/tests/test_cycles.py"
 	start := lineWith(t, repo, file, "    def test_simple_cycles(self):")
 	end := lineWith(t, repo, file, "    def test_simple_cycles_graph(self):") - 2
-	for _, name := range []string{file + "::TestCycles::test_simple_cycles", "test_cycles.py::TestCycles::test_simple_cycles[G0]", "TestCycles.test_simple_cycles"} {
+	for _, name := range []string{file + "::TestCycles::test_simple_cycles", "TestCycles.test_simple_cycles"} {
 		te.checkVerdict(t, locProposal("test", name, file, start, end), "certified", name)
 	}
-	te.checkVerdict(t, locProposal("test", "networkx/algorithms/tests/test_cuts.py::TestCycles::test_simple_cycles", file, start, end), "rejected", "is not a test function")
+	te.checkVerdict(t, locProposal("test", "test_cycles.py::TestCycles::test_simple_cycles", file, start, end), "rejected", "names another file")
+	te.checkVerdict(t, locProposal("test", "networkx/algorithms/tests/test_cuts.py::TestCycles::test_simple_cycles", file, start, end), "rejected", "names another file")
+	te.checkVerdict(t, locProposal("test", file+"::TestCycles::test_simple_cycles[G0]", file, start, end), "rejected", "is not a parametrized test function")
 	setup := lineWith(t, repo, file, "    def setup_class(cls):")
 	te.checkVerdict(t, locProposal("test", "TestCycles.setup_class", file, setup, setup), "rejected", "is not a test function")
 	helper := lineWith(t, repo, file, "def assert_basis_equal(")
 	te.checkVerdict(t, locProposal("test", "assert_basis_equal", file, helper, helper), "rejected", "is not a test function")
 	te.checkVerdict(t, locProposal("symbol", "assert_basis_equal", file, helper, helper), "certified", "a helper is a symbol")
+
+	chordal := "networkx/algorithms/tests/test_chordal.py"
+	mark := lineWith(t, repo, chordal, "    @pytest.mark.parametrize(\"G\", (nx.DiGraph(), nx.MultiGraph(), nx.MultiDiGraph()))")
+	te.checkVerdict(t, locProposal("test", chordal+"::TestMCS::test_is_chordal_not_implemented[G1]", chordal, mark, mark+1), "certified", "a parameter set of a parametrized test")
 	// needle stats counts them as proofs by Python's parser, not go/types.
 	proofs, err := te.store.proofCounts(context.Background())
 	if err != nil || proofs[proofParser] != 4 || proofs[proofTypes] != 0 {
@@ -116,33 +124,69 @@ func TestValidate_PythonTests(t *testing.T) {
 	}
 }
 
-// TestValidate_PythonWithoutParser: with no sandbox, or an interpreter
-// that cannot run, Python declarations are checked lexically, labelled
-// so, and the note says why.
+// TestValidate_PythonWithoutParser: with no sandbox Python declarations
+// are checked lexically, labelled so, and the note says why; an
+// interpreter that gives no answer leaves them undecided; a syntax error
+// is a rejection only when the repository's Python says so.
 func TestValidate_PythonWithoutParser(t *testing.T) {
 	repo := mustPythonRepo(t, testenv.PythonClick)
 	line := lineWith(t, repo, "click/core.py", "class Context:")
-	for name, mutate := range map[string]func(*Config){
-		"no sandbox": withoutSandbox,
-		"no python":  func(c *Config) { c.Tests.Python = filepath.Join(t.TempDir(), "python3") },
-		"not python": func(c *Config) { c.Tests.Python = "/bin/false" },
-	} {
-		te := MustEngine(t, repo, mutate)
-		res := te.propose(locProposal("symbol", "Context", "click/core.py", line, line))
-		if res.Status != "certified" || res.Level != "lexical" {
-			t.Errorf("%s: %s %s %v", name, res.Status, res.Level, res.Reasons)
-			continue
-		}
-		if notes := te.certificateNotes(t, res.CertificateID); !strings.Contains(notes, "Python's parser could not read click/core.py here") {
-			t.Errorf("%s: the notes do not say why: %s", name, notes)
-		}
+	noSandbox := MustEngine(t, repo, withoutSandbox)
+	res := noSandbox.propose(locProposal("symbol", "Context", "click/core.py", line, line))
+	if res.Status != "certified" || res.Level != "lexical" {
+		t.Errorf("no sandbox: %s %s %v", res.Status, res.Level, res.Reasons)
+	} else if notes := noSandbox.certificateNotes(t, res.CertificateID); !strings.Contains(notes, "Python's parser could not read click/core.py here") {
+		t.Errorf("no sandbox: the notes do not say why: %s", notes)
 	}
-	// A syntax error is Python's verdict, not a reason to fall back.
+	// An interpreter that runs and gives no answer is no reason for a
+	// weaker proof: undecided, saying why.
+	for _, python := range []string{filepath.Join(t.TempDir(), "python3"), "/bin/false"} {
+		te := MustEngine(t, repo, func(c *Config) { c.Tests.Python = python })
+		te.checkVerdict(t, locProposal("symbol", "Context", "click/core.py", line, line), "undecided", "Python's parser gave no answer for click/core.py: "+python)
+	}
+	// A syntax error is the repository's Python's verdict (the configured
+	// interpreter's); python3 on PATH may be another version, and leaves
+	// it undecided.
 	MustWriteFile(t, filepath.Join(repo, "broken.py"), "def f(:\n    pass\n")
-	te := MustEngine(t, repo)
+	te := MustEngine(t, repo, func(c *Config) { c.Tests.Python = testenv.Python3(t) })
 	te.checkVerdict(t, locProposal("symbol", "f", "broken.py", 1, 2), "rejected", "broken.py does not parse as Python")
-	if _, err := os.Stat(filepath.Join(repo, "click", "__pycache__")); err == nil {
-		t.Error("the parser wrote bytecode into the repository")
+	te = MustEngine(t, repo)
+	te.checkVerdict(t, locProposal("symbol", "f", "broken.py", 1, 2), "undecided", "not the repository's")
+	// A carriage return that ends no line shifts Python's line numbers
+	// against Needle's: the lexical rule stands in.
+	MustWriteFile(t, filepath.Join(repo, "cr.py"), "def f():\n    return 1  # a\r b\n")
+	res = te.checkVerdict(t, locProposal("symbol", "f", "cr.py", 1, 2), "certified", "a lone carriage return")
+	if res.Level != "lexical" {
+		t.Errorf("a file with a lone carriage return: level %s", res.Level)
+	}
+	if out := MustRun(t, repo, "git", "status", "--porcelain", "--untracked-files=all"); out != "?? broken.py\n?? cr.py\n" {
+		t.Errorf("the parser's runs changed the repository:\n%s", out)
+	}
+}
+
+// TestValidate_PythonLyingInterpreter: the interpreter may be the
+// repository's own (.venv); what it says is checked against the source,
+// and an answer the source does not bear out leaves the proposal
+// undecided, never certified.
+func TestValidate_PythonLyingInterpreter(t *testing.T) {
+	repo := mustPythonRepo(t, testenv.PythonClick)
+	line := lineWith(t, repo, "click/core.py", "class Context:")
+	liar := filepath.Join(t.TempDir(), "python3")
+	for name, out := range map[string]string{
+		"a name at a line that does not define it": `{"python":"3.11.2","decls":[{"name":"Forged","kind":"class","line":%d,"first":%d,"end":%d}]}`,
+		"a block that ends early":                  `{"python":"3.11.2","decls":[{"name":"Context","kind":"class","line":%d,"first":%d,"end":%d}]}`,
+	} {
+		end := line + 1
+		subject := "Forged"
+		if strings.Contains(name, "ends early") {
+			subject = "Context"
+		}
+		MustWriteFile(t, liar, "#!/bin/sh\ncat >/dev/null\nprintf '%s' '"+fmt.Sprintf(out, line, line, end)+"'\n")
+		if err := os.Chmod(liar, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		te := MustEngine(t, repo, func(c *Config) { c.Tests.Python = liar })
+		te.checkVerdict(t, locProposal("symbol", subject, "click/core.py", line, end), "undecided", "does not match the source")
 	}
 }
 
