@@ -232,25 +232,10 @@ func (c *phaseClock) stop() {
 func playAndJudge(ctx context.Context, c *Corpus, opts RunOptions, frozen, work string, tc testsConfig, clock *phaseClock) (playedCorpus, error) {
 	var pc playedCorpus
 	prog, phase := clock.prog, clock.next
-	phase("materialize")
-	g, gctx := errgroup.WithContext(ctx)
-	g.Go(func() error { return tc.check(gctx) })
-	g.Go(func() error {
-		var err error
-		if pc.repos, err = materialize(gctx, c, filepath.Join(work, "repos"), prog.Status); err != nil {
-			return err
-		}
-		phase("truth")
-		if pc.truths, err = loadTruths(gctx, c, pc.repos, prog.Status); err != nil {
-			return err
-		}
-		phase("sandbox check")
-		return nil
-	})
-	if err := g.Wait(); err != nil {
+	var err error
+	if pc.repos, pc.truths, err = prepare(ctx, c, work, tc, clock); err != nil {
 		return playedCorpus{}, err
 	}
-	var err error
 	phase("play")
 	as := appServer{command: append(append([]string{}, opts.Replay...), "appserver-replay", "--transcripts", frozen)}
 	needs := func(done, total int) { prog.Count(done, total, "needs") }
@@ -395,6 +380,47 @@ func copyDir(src, dst string) error {
 		}
 	}
 	return nil
+}
+
+// checkBeside runs the sandbox check beside materialize and truth; false
+// runs it first, alone, as before (BenchmarkPrepare compares the two).
+var checkBeside = true
+
+// prepare checks the sandbox, materializes the modules and loads their
+// truths, timing each phase on clock (see playAndJudge).
+func prepare(ctx context.Context, c *Corpus, work string, tc testsConfig, clock *phaseClock) (map[string]*moduleRepo, truths, error) {
+	prog, phase := clock.prog, clock.next
+	var repos map[string]*moduleRepo
+	var ts truths
+	modules := func(ctx context.Context) error {
+		var err error
+		phase("materialize")
+		if repos, err = materialize(ctx, c, filepath.Join(work, "repos"), prog.Status); err != nil {
+			return err
+		}
+		phase("truth")
+		ts, err = loadTruths(ctx, c, repos, prog.Status)
+		return err
+	}
+	if !checkBeside {
+		phase("sandbox check")
+		if err := tc.check(ctx); err != nil {
+			return nil, nil, err
+		}
+		err := modules(ctx)
+		return repos, ts, err
+	}
+	g, gctx := errgroup.WithContext(ctx)
+	g.Go(func() error { return tc.check(gctx) })
+	g.Go(func() error {
+		if err := modules(gctx); err != nil {
+			return err
+		}
+		phase("sandbox check")
+		return nil
+	})
+	err := g.Wait() // before repos and ts are read: the goroutine sets them
+	return repos, ts, err
 }
 
 // selfCommand is the command that runs this needlebench: the executable

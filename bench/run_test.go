@@ -234,3 +234,34 @@ func testsCache(t *testing.T) string {
 	t.Helper()
 	return testenv.Cache(t, "testrun-validators")
 }
+
+// BenchmarkPrepare times what comes before play on the tiny corpus, with
+// a new test cache each time (so the sandbox check builds its launcher and
+// probe, as a run's first check does): /Beside runs the check beside
+// materialize and truth, /CheckFirst runs it alone first, as before.
+func BenchmarkPrepare(b *testing.B) {
+	c, err := LoadCorpus("../corpus/tiny")
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, beside := range []bool{true, false} {
+		name := "Beside"
+		if !beside {
+			name = "CheckFirst"
+		}
+		b.Run(name, func(b *testing.B) {
+			defer func(was bool) { checkBeside = was }(checkBeside)
+			checkBeside = beside
+			for b.Loop() {
+				work := b.TempDir()
+				tc := testsConfig{codex: testenv.Codex(b), cache: filepath.Join(work, "testrun")}
+				clock := &phaseClock{prog: newProgress(io.Discard)}
+				repos, ts, err := prepare(context.Background(), c, work, tc, clock)
+				clock.prog.Close()
+				if err != nil || len(repos) == 0 || len(ts) == 0 {
+					b.Fatalf("prepare: %d repos, %d truths, %v", len(repos), len(ts), err)
+				}
+			}
+		})
+	}
+}
