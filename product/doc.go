@@ -167,23 +167,30 @@
 //
 // Python declarations are proven by Python's own parser
 // (validate_python.go, product/internal/pydecl): the ast module of the
-// repository's interpreter (python.interpreter; else its .venv, when the
-// venv's python is an interpreter outside the repository; else python3 on
-// PATH) reads the cited file's content from the snapshot, on stdin, in the
-// tests' sandbox. The ast module was chosen over tree-sitter-python: it is
+// repository's interpreter (python.interpreter; else the interpreter its
+// .venv links to, when that lies outside the repository, run by its real
+// path so that no pyvenv.cfg of the repository's configures it; else
+// python3 on PATH) reads the cited file's content from the snapshot, on
+// stdin, in the tests' sandbox. The ast module was chosen over tree-sitter-python: it is
 // the grammar of the very Python the repository runs (a tree-sitter
 // grammar lags new syntax and knows no version), it needs no cgo, so go
 // install keeps working on any machine, and the sandbox it needs is the
 // one that already runs tests; the price is a process per file, memoized
 // by content (for click's core.py, 2,998 lines: 0.03-0.06 s with Debian's
 // python3 outside the sandbox, 0.14-0.37 s through a pyenv shim inside
-// it; /usr/bin/time). It runs sandboxed because the interpreter may be the
-// repository's own, and for the same reason its answer is not taken on
-// its word: the output is parsed as untrusted (pydecl.Parse), and every
-// declaration a proof uses is checked against the source itself (its
-// line defines the name, its first decorator line is a decorator, its
-// block ends where it says: pyAgrees); an answer the source does not bear
-// out leaves the proposal undecided. Names are read as Python writes
+// it; /usr/bin/time). The trust rests on the interpreter: it lies
+// outside the repository (or the user named it), runs isolated (-I -S:
+// nothing of the repository is imported, and the source is only parsed),
+// and runs in the sandbox all the same. Its output is still parsed as
+// untrusted (pydecl.Parse), and every declaration a proof uses, with the
+// declarations enclosing it, is checked against the source (its line
+// defines the name: def, class, or an assignment whose targets bind it;
+// its first decorator line is a decorator; no declaration at its level
+// inside its block, and its block ends where it says: pyAgrees); an answer
+// the source does not bear out leaves the proposal undecided. That check
+// is a consistency check, not a second parser: it catches an interpreter
+// that reports the wrong file or lies crudely, and it cannot tell a def
+// inside a string literal from one outside. Names are read as Python writes
 // them: a dotted module path's suffix may qualify them (pkg.mod.Class.method,
 // mod:Class.method), a __qualname__'s <locals> and a trailing "()" are
 // dropped, a nested function is outer.inner, a property's getter and
@@ -193,8 +200,10 @@
 // test_*.py or *_test.py file, a method test* of a class Test* there, or
 // of a *TestCase in such a file or a test*.py one), named by its
 // qualified name or its pytest node id (path::Class::test, the path being
-// the cited file's; a [param] only for a test a parametrize mark
-// decorates). The span rule is Go's: from the def, class or assignment
+// the cited file's; a [param] for a test a parametrize mark decorates).
+// A node id relative to a directory below the root, and a [param] on a
+// test no mark parametrizes (a parametrized fixture may make one), are
+// undecided: pytest's rootdir and fixtures are not read. The span rule is Go's: from the def, class or assignment
 // line, or from or inside its decorators, to its last line (or the
 // comments that trail its block, as Python's inspect counts them), or the
 // signature alone for the whole. Without an interpreter or a sandbox, and

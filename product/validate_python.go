@@ -66,14 +66,16 @@ func (val *validator) pySymbolAt(field string, s Subject, rel string, src []byte
 		return span, false, true
 	}
 	lines := strings.Split(string(src), "\n")
-	found, ok := val.pyFind(field, s, rel, f)
+	found, ok := val.pyFind(field, s, rel, f, lines)
 	if !ok {
 		return span, false, true
 	}
 	for _, d := range found {
-		if n, why := pyAgrees(d, lines); why != "" {
-			val.v.undecide("%s: the interpreter's answer for %s does not match the source at %s:%d (%s)", field, d.Name, rel, n, why)
-			return span, false, true
+		for _, c := range append(pyOwners(f, d), d) {
+			if n, why := pyAgrees(c, lines); why != "" {
+				val.v.undecide("%s: the interpreter's answer for %s does not match the source at %s:%d (%s)", field, c.Name, rel, n, why)
+				return span, false, true
+			}
 		}
 	}
 	for _, d := range found {
@@ -90,10 +92,14 @@ func (val *validator) pySymbolAt(field string, s Subject, rel string, src []byte
 
 // pyFind returns the declarations of f the subject names, rejecting the
 // proposal (ok false) when there are none.
-func (val *validator) pyFind(field string, s Subject, rel string, f *pydecl.File) (found []pydecl.Decl, ok bool) {
-	names, param, inFile := pyNames(s, rel)
-	if !inFile {
+func (val *validator) pyFind(field string, s Subject, rel string, f *pydecl.File, lines []string) (found []pydecl.Decl, ok bool) {
+	names, param, in := pyNames(s, rel)
+	switch in {
+	case nodeOther:
 		val.v.reject("%s: the node id %q names another file than %s", field, s.Name, rel)
+		return nil, false
+	case nodeBelow:
+		val.v.undecide("%s: the node id %q is relative to a directory below the repository's root; whether pytest's rootdir is there is not checked", field, s.Name)
 		return nil, false
 	}
 	for _, name := range names {
@@ -110,11 +116,13 @@ func (val *validator) pyFind(field string, s Subject, rel string, f *pydecl.File
 	}
 	what := "declared"
 	if s.Kind == subjectTest {
-		found = pyTests(found, f, rel)
+		found = pyTests(found, f, rel, lines)
 		what = "a test function (pytest's test* in a test_*.py or *_test.py file, or a method test* of a Test* class there or of a TestCase in a test*.py file)"
-		if param {
-			found = slices.DeleteFunc(found, func(d pydecl.Decl) bool { return !pyParametrized(d, f) })
-			what = "a parametrized test function (a node id's [id] names a parameter set of pytest.mark.parametrize)"
+		if param && len(found) > 0 {
+			if found = slices.DeleteFunc(found, func(d pydecl.Decl) bool { return !pyParametrized(d, f, lines) }); len(found) == 0 {
+				val.v.undecide("%s: the node id %q names a parameter set, and no parametrize mark decorates the test or its class (a parametrized fixture may make one: not checked)", field, s.Name)
+				return nil, false
+			}
 		}
 	}
 	if len(found) == 0 {
@@ -122,6 +130,26 @@ func (val *validator) pyFind(field string, s Subject, rel string, f *pydecl.File
 		return nil, false
 	}
 	return found, true
+}
+
+// pyOwners are the declarations enclosing d by its name (C of C.m, f and
+// f.g of f.g.h) that the interpreter reports around it, to be checked
+// too; one it does not report is a declaration at line 0, which pyAgrees
+// refuses.
+func pyOwners(f *pydecl.File, d pydecl.Decl) []pydecl.Decl {
+	var out []pydecl.Decl
+	parts := strings.Split(d.Name, ".")
+	for k := 1; k < len(parts); k++ {
+		owner := strings.Join(parts[:k], ".")
+		found := slices.DeleteFunc(f.Lookup(owner), func(o pydecl.Decl) bool {
+			return o.Kind == pydecl.KindVariable || o.Line >= d.Line || o.End < d.End
+		})
+		if len(found) == 0 {
+			found = []pydecl.Decl{{Name: owner, Kind: pydecl.KindClass}}
+		}
+		out = append(out, found[0])
+	}
+	return out
 }
 
 // loneCR reports whether src has a carriage return not followed by a
@@ -144,8 +172,8 @@ func loneCR(src []byte) bool {
 // and what is wrong, or "".
 func pyAgrees(d pydecl.Decl, lines []string) (int, string) {
 	line := func(n int) string { return strings.TrimRight(lines[n-1], "\r") }
-	if d.End > len(lines) {
-		return d.End, "past the end"
+	if d.Line < 1 || d.End > len(lines) {
+		return d.Line, "not in the interpreter's answer, or past the end"
 	}
 	name := d.Name[strings.LastIndex(d.Name, ".")+1:]
 	head := strings.TrimSpace(line(d.Line))
@@ -159,8 +187,7 @@ func pyAgrees(d pydecl.Decl, lines []string) (int, string) {
 			return d.Line, "no def " + name
 		}
 	case pydecl.KindVariable:
-		target, _, _ := strings.Cut(head, "=")
-		if !hasWord(target, name) {
+		if !assigns(head, name) {
 			return d.Line, "no assignment to " + name
 		}
 		return 0, ""
@@ -196,6 +223,81 @@ func pyHead(line, prefix string) bool {
 	return ok && (rest == "" || strings.ContainsRune(" \t(:[", rune(rest[0])))
 }
 
+// assigns reports whether the statement line binds name: an assignment
+// (x = ..., x = y = ..., a, (b, *c) = ..., x: T = ..., x: T) whose
+// targets, every part before the last "=" (or the annotated name), name
+// it; an attribute or a subscript target binds no name.
+func assigns(line, name string) bool {
+	parts := splitAssign(line)
+	if len(parts) == 1 {
+		target, _, ok := strings.Cut(parts[0], ":")
+		return ok && strings.TrimSpace(target) == name
+	}
+	for i, t := range parts[:len(parts)-1] {
+		if target, _, ok := strings.Cut(t, ":"); ok && i == 0 && len(parts) == 2 {
+			t = target // x: T = value
+		}
+		if bindsName(t, name) {
+			return true
+		}
+	}
+	return false
+}
+
+// bindsName reports whether the assignment target t (a name, or names in
+// a tuple or list, starred or not) binds name.
+func bindsName(t, name string) bool {
+	for i := 0; i < len(t); i++ {
+		if t[i] == '.' || t[i] == '[' && i > 0 && strings.ContainsRune(")]_", rune(t[i-1])) ||
+			t[i] == '[' && i > 0 && isIdentByte(t[i-1]) || t[i] == '(' && i > 0 && isIdentByte(t[i-1]) {
+			return false // an attribute, a subscript, a call
+		}
+	}
+	for _, f := range strings.FieldsFunc(t, func(r rune) bool { return strings.ContainsRune(" \t,()[]*", r) }) {
+		if f == name {
+			return true
+		}
+	}
+	return false
+}
+
+func isIdentByte(c byte) bool {
+	return c == '_' || c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= 0x80
+}
+
+// splitAssign splits a line at each "=" that is an assignment's, not part
+// of ==, !=, <=, >=, :=, an augmented operator or a keyword argument
+// inside brackets.
+func splitAssign(line string) []string {
+	var parts []string
+	depth, from := 0, 0
+	for i := 0; i < len(line); i++ {
+		switch c := line[i]; c {
+		case '(', '[', '{':
+			depth++
+		case ')', ']', '}':
+			depth--
+		case '#':
+			return append(parts, line[from:i])
+		case '=':
+			prev, next := byte(0), byte(0)
+			if i > 0 {
+				prev = line[i-1]
+			}
+			if i+1 < len(line) {
+				next = line[i+1]
+			}
+			if depth == 0 && next != '=' && !strings.ContainsRune("=!<>:+-*/%&|^@", rune(prev)) {
+				parts = append(parts, line[from:i])
+				from = i + 1
+			} else if next == '=' {
+				i++
+			}
+		}
+	}
+	return append(parts, line[from:])
+}
+
 // hasWord reports whether name occurs in s as a whole identifier, not an
 // attribute (x.name).
 func hasWord(s, name string) bool {
@@ -219,19 +321,35 @@ func hasWord(s, name string) bool {
 // pyParametrized reports whether the test d, or its class, is decorated
 // with a parametrize mark (pytest.mark.parametrize): only then does a
 // node id's [id] name one of its runs.
-func pyParametrized(d pydecl.Decl, f *pydecl.File) bool {
-	decs := slices.Clone(d.Decorators)
+func pyParametrized(d pydecl.Decl, f *pydecl.File, lines []string) bool {
+	marked := func(d pydecl.Decl) bool {
+		for _, dec := range d.Decorators {
+			if (strings.HasSuffix(dec, ".parametrize") || dec == "parametrize") && strings.Contains(pyLines(lines, d.First, d.Line), "parametrize") {
+				return true
+			}
+		}
+		return false
+	}
+	if marked(d) {
+		return true
+	}
 	if owner, _, ok := strings.Cut(d.Name, "."); ok {
 		for _, c := range f.Lookup(owner) {
-			decs = append(decs, c.Decorators...)
-		}
-	}
-	for _, dec := range decs {
-		if strings.HasSuffix(dec, ".parametrize") || dec == "parametrize" {
-			return true
+			if marked(c) {
+				return true
+			}
 		}
 	}
 	return false
+}
+
+// pyLines is lines from..to (1-based, inclusive, clipped) of the source.
+func pyLines(lines []string, from, to int) string {
+	from, to = max(from, 1), min(to, len(lines))
+	if from > to {
+		return ""
+	}
+	return strings.Join(lines[from-1:to], "\n")
 }
 
 // pyMethodsNamed returns the methods named name (a bare name) and the
@@ -289,13 +407,17 @@ func pyNatural(d pydecl.Decl, tail int, span typecheck.Span) (typecheck.Span, bo
 // forms models and tools write are read as Python means them: a pytest
 // node id (tests/test_x.py::TestC::test_y[param], its file being rel
 // itself; param reports the [param]), module:qualname, a __qualname__'s
-// <locals>, a trailing "()". inFile is false for a node id of another
-// file.
-func pyNames(s Subject, rel string) (names []string, param, inFile bool) {
+// <locals>, a trailing "()". in says how a node id's file is rel.
+func pyNames(s Subject, rel string) (names []string, param bool, in nodeFile) {
 	name := strings.TrimSuffix(strings.TrimSpace(s.Name), "()")
+	in = nodeSame
 	if file, rest, ok := strings.Cut(name, "::"); ok {
-		if file != rel {
-			return nil, false, false
+		switch {
+		case file == rel:
+		case strings.HasSuffix(rel, "/"+file):
+			in = nodeBelow
+		default:
+			return nil, false, nodeOther
 		}
 		name = strings.ReplaceAll(rest, "::", ".")
 	}
@@ -311,8 +433,17 @@ func pyNames(s Subject, rel string) (names []string, param, inFile bool) {
 			names = append(names, strings.Join(parts[k:], "."))
 		}
 	}
-	return names, param, true
+	return names, param, in
 }
+
+// nodeFile is how a pytest node id's file is the cited one.
+type nodeFile int
+
+const (
+	nodeSame  nodeFile = iota // the same path, or no node id
+	nodeBelow                 // a path relative to a directory below the repository's root (a pytest rootdir there?)
+	nodeOther                 // another file
+)
 
 // pyParam is a pytest parametrization id at the end of a node id.
 var pyParam = lazyregexp.New(`\[[^\]]*\]$`)
@@ -336,7 +467,7 @@ func pySuffix(module, head []string) bool {
 // a test_*.py or *_test.py file, or a method test* of a class Test* there
 // (without __init__), or of a class deriving from a *TestCase in such a
 // file or in one unittest's discovery finds (test*.py).
-func pyTests(found []pydecl.Decl, f *pydecl.File, rel string) []pydecl.Decl {
+func pyTests(found []pydecl.Decl, f *pydecl.File, rel string, lines []string) []pydecl.Decl {
 	base := path.Base(rel)
 	pytestFile := strings.HasPrefix(base, "test_") && strings.HasSuffix(base, ".py") || strings.HasSuffix(base, "_test.py")
 	unittestFile := strings.HasPrefix(base, "test") && strings.HasSuffix(base, ".py")
@@ -356,7 +487,7 @@ func pyTests(found []pydecl.Decl, f *pydecl.File, rel string) []pydecl.Decl {
 			if c.Kind != pydecl.KindClass {
 				continue
 			}
-			if pytestFile && strings.HasPrefix(owner, "Test") && len(f.Lookup(owner+".__init__")) == 0 || (pytestFile || unittestFile) && testCaseBase(c.Bases) {
+			if pytestFile && strings.HasPrefix(owner, "Test") && len(f.Lookup(owner+".__init__")) == 0 || (pytestFile || unittestFile) && testCaseBase(c.Bases) && strings.Contains(pyLines(lines, c.Line, c.Line+4), "TestCase") {
 				out = append(out, d)
 				break
 			}
@@ -464,7 +595,9 @@ func (vs *validators) pythonInterpreter() python {
 		for _, name := range []string{"python3", "python"} {
 			p := filepath.Join(root, ".venv", "bin", name)
 			if real, err := filepath.EvalSymlinks(p); err == nil && executable(real) && !inside(root, real) {
-				py.path, py.own = p, true
+				// Run by its real path: so no pyvenv.cfg of the
+				// repository's tells it where its standard library is.
+				py.path, py.own = real, true
 				break
 			}
 		}

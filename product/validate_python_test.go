@@ -94,8 +94,9 @@ func TestValidate_PythonDeclarations(t *testing.T) {
 // TestValidate_PythonTests locates pytest's tests in networkx's suite: a
 // method test* of a class Test* in a test_*.py file, by pytest's node id
 // (its file being the cited one) or a qualified name, and a parameter
-// set's node id only for a parametrized test; not its setup_class, nor a
-// helper function.
+// set's node id for a parametrized test; not its setup_class, nor a
+// helper function. A node id relative to a directory below the root, or
+// with a parameter set of a test no mark parametrizes, is undecided.
 func TestValidate_PythonTests(t *testing.T) {
 	repo := mustPythonRepo(t, pythonNetworkx)
 	te := MustEngine(t, repo)
@@ -105,9 +106,9 @@ func TestValidate_PythonTests(t *testing.T) {
 	for _, name := range []string{file + "::TestCycles::test_simple_cycles", "TestCycles.test_simple_cycles"} {
 		te.checkVerdict(t, locProposal("test", name, file, start, end), "certified", name)
 	}
-	te.checkVerdict(t, locProposal("test", "test_cycles.py::TestCycles::test_simple_cycles", file, start, end), "rejected", "names another file")
+	te.checkVerdict(t, locProposal("test", "test_cycles.py::TestCycles::test_simple_cycles", file, start, end), "undecided", "relative to a directory below the repository's root")
 	te.checkVerdict(t, locProposal("test", "networkx/algorithms/tests/test_cuts.py::TestCycles::test_simple_cycles", file, start, end), "rejected", "names another file")
-	te.checkVerdict(t, locProposal("test", file+"::TestCycles::test_simple_cycles[G0]", file, start, end), "rejected", "is not a parametrized test function")
+	te.checkVerdict(t, locProposal("test", file+"::TestCycles::test_simple_cycles[G0]", file, start, end), "undecided", "no parametrize mark decorates the test")
 	setup := lineWith(t, repo, file, "    def setup_class(cls):")
 	te.checkVerdict(t, locProposal("test", "TestCycles.setup_class", file, setup, setup), "rejected", "is not a test function")
 	helper := lineWith(t, repo, file, "def assert_basis_equal(")
@@ -172,14 +173,24 @@ func TestValidate_PythonLyingInterpreter(t *testing.T) {
 	repo := mustPythonRepo(t, testenv.PythonClick)
 	line := lineWith(t, repo, "click/core.py", "class Context:")
 	liar := filepath.Join(t.TempDir(), "python3")
+	use := lineWith(t, repo, "click/core.py", "        return self._meta")
 	for name, out := range map[string]string{
 		"a name at a line that does not define it": `{"python":"3.11.2","decls":[{"name":"Forged","kind":"class","line":%d,"first":%d,"end":%d}]}`,
 		"a block that ends early":                  `{"python":"3.11.2","decls":[{"name":"Context","kind":"class","line":%d,"first":%d,"end":%d}]}`,
+		"a method without its class":               `{"python":"3.11.2","decls":[{"name":"Context.__init__","kind":"method","line":%d,"first":%d,"end":%d}]}`,
+		"a variable where the name is only used":   `{"python":"3.11.2","decls":[{"name":"_meta","kind":"variable","line":%d,"first":%d,"end":%d}]}`,
 	} {
 		end := line + 1
-		subject := "Forged"
-		if strings.Contains(name, "ends early") {
-			subject = "Context"
+		subject := map[string]string{"a block that ends early": "Context", "a method without its class": "Context.__init__", "a variable where the name is only used": "_meta"}[name]
+		if subject == "" {
+			subject = "Forged"
+		}
+		if subject == "_meta" {
+			line, end = use, use
+		}
+		if subject == "Context.__init__" {
+			line = lineWith(t, repo, "click/core.py", "    def __init__(")
+			end = line + 1
 		}
 		MustWriteFile(t, liar, "#!/bin/sh\ncat >/dev/null\nprintf '%s' '"+fmt.Sprintf(out, line, line, end)+"'\n")
 		if err := os.Chmod(liar, 0o755); err != nil {
@@ -187,6 +198,36 @@ func TestValidate_PythonLyingInterpreter(t *testing.T) {
 		}
 		te := MustEngine(t, repo, func(c *Config) { c.Tests.Python = liar })
 		te.checkVerdict(t, locProposal("symbol", subject, "click/core.py", line, end), "undecided", "does not match the source")
+		line = lineWith(t, repo, "click/core.py", "class Context:")
+	}
+}
+
+// TestAssigns reads the targets of assignment lines as Python binds them.
+func TestAssigns(t *testing.T) {
+	for _, c := range []struct {
+		line, name string
+		want       bool
+	}{
+		{"x = 1", "x", true},
+		{"x = y = None", "y", true},
+		{"x = y = None", "None", false},
+		{"a, (b, *c) = f()", "c", true},
+		{"[a, b] = 1, 2", "b", true},
+		{"x: int = 1", "x", true},
+		{"x: int", "x", true},
+		{"x: Dict[str, int] = {}", "str", false},
+		{"self.x = 1", "x", false},
+		{"d[x] = 1", "x", false},
+		{"f(x=1)", "x", false},
+		{"return x", "x", false},
+		{"if x == 1:", "x", false},
+		{"x += 1", "x", false},
+		{"y = x  # x = 2", "x", false},
+		{"(n := 3)", "n", false},
+	} {
+		if got := assigns(c.line, c.name); got != c.want {
+			t.Errorf("assigns(%q, %q) = %v, want %v", c.line, c.name, got, c.want)
+		}
 	}
 }
 
