@@ -298,26 +298,6 @@ func splitAssign(line string) []string {
 	return append(parts, line[from:])
 }
 
-// hasWord reports whether name occurs in s as a whole identifier, not an
-// attribute (x.name).
-func hasWord(s, name string) bool {
-	isID := func(r byte) bool {
-		return r == '_' || r >= '0' && r <= '9' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= 0x80
-	}
-	for i := 0; ; {
-		j := strings.Index(s[i:], name)
-		if j < 0 {
-			return false
-		}
-		j += i
-		k := j + len(name)
-		if (j == 0 || !isID(s[j-1]) && s[j-1] != '.') && (k == len(s) || !isID(s[k])) {
-			return true
-		}
-		i = j + 1
-	}
-}
-
 // pyParametrized reports whether the test d, or its class, is decorated
 // with a parametrize mark (pytest.mark.parametrize): only then does a
 // node id's [id] name one of its runs.
