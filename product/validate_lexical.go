@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"path"
 	"regexp"
+	"slices"
 	"strings"
 
 	"github.com/needle-dev/needle/product/internal/typecheck"
@@ -158,17 +159,12 @@ func lexEnclosed(lang lexLang, rel string, lines []string, n int, quals []string
 // moduleNames reports whether quals name the file as a module: its base
 // name without extension, preceded by its directories.
 func moduleNames(rel string, quals []string) bool {
-	parts := strings.Split(strings.TrimSuffix(rel, path.Ext(rel)), "/")
-	if len(quals) > len(parts) {
-		return false
-	}
-	tail := parts[len(parts)-len(quals):]
-	for i := range quals {
-		if tail[i] != quals[i] {
-			return false
-		}
-	}
-	return true
+	return hasSuffix(strings.Split(strings.TrimSuffix(rel, path.Ext(rel)), "/"), quals)
+}
+
+// hasSuffix reports whether parts ends with tail.
+func hasSuffix(parts, tail []string) bool {
+	return len(tail) <= len(parts) && slices.Equal(parts[len(parts)-len(tail):], tail)
 }
 
 // lexHolds reports whether the container defined at line c holds line n:

@@ -409,7 +409,7 @@ func pyNames(s Subject, rel string) (names []string, param bool, in nodeFile) {
 	parts := strings.Split(name, ".")
 	module := strings.Split(strings.TrimSuffix(strings.TrimSuffix(rel, path.Ext(rel)), "/__init__"), "/")
 	for k := 0; k < len(parts); k++ {
-		if pySuffix(module, parts[:k]) {
+		if hasSuffix(module, parts[:k]) {
 			names = append(names, strings.Join(parts[k:], "."))
 		}
 	}
@@ -427,20 +427,6 @@ const (
 
 // pyParam is a pytest parametrization id at the end of a node id.
 var pyParam = lazyregexp.New(`\[[^\]]*\]$`)
-
-// pySuffix reports whether head is a suffix of the module path's parts.
-func pySuffix(module, head []string) bool {
-	if len(head) > len(module) {
-		return false
-	}
-	tail := module[len(module)-len(head):]
-	for i := range head {
-		if tail[i] != head[i] {
-			return false
-		}
-	}
-	return true
-}
 
 // pyTests keeps the declarations that pytest or unittest would collect as
 // tests with their default settings: a function test* at module level of

@@ -57,34 +57,28 @@ func Read(r io.Reader) (*Transcript, error) {
 }
 
 // ReadFile reads the transcript in the named file.
-func ReadFile(name string) (*Transcript, error) {
-	f, err := os.Open(name)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	t, err := Read(f)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", name, err)
-	}
-	return t, nil
-}
+func ReadFile(name string) (*Transcript, error) { return readNamed(name, Read) }
 
 // ReadHeader reads only the header, the first line, of the transcript in
 // the named file, as strictly as Read does: a reader that picks one
 // transcript of many parses the rest only for the one it picked. Errors
 // about the content are *Error.
-func ReadHeader(name string) (*Header, error) {
+func ReadHeader(name string) (*Header, error) { return readNamed(name, readHeader) }
+
+// readNamed reads the named file with read, naming the file in an error
+// about its content.
+func readNamed[T any](name string, read func(io.Reader) (T, error)) (T, error) {
 	f, err := os.Open(name)
 	if err != nil {
-		return nil, err
+		var zero T
+		return zero, err
 	}
 	defer f.Close()
-	h, err := readHeader(f)
+	v, err := read(f)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", name, err)
+		return v, fmt.Errorf("%s: %w", name, err)
 	}
-	return h, nil
+	return v, nil
 }
 
 func readHeader(r io.Reader) (*Header, error) {
