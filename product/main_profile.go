@@ -339,7 +339,7 @@ func (c *cli) lookPath(name string) (string, error) {
 	}
 	for _, d := range dirs {
 		p := c.absPath(filepath.Join(d, name))
-		if info, err := os.Stat(p); err == nil && info.Mode().IsRegular() && info.Mode().Perm()&0o111 != 0 {
+		if executable(p) {
 			return filepath.Abs(p)
 		}
 	}

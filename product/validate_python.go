@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/needle-dev/needle/product/internal/lazyregexp"
 	"github.com/needle-dev/needle/product/internal/pydecl"
@@ -56,7 +57,7 @@ func (val *validator) pySymbolAt(field string, s Subject, rel string, src []byte
 	}
 	f := r.file
 	if f.SyntaxError != nil {
-		msg := printableText(tailString(f.SyntaxError.Msg, 200))
+		msg := printableText(headString(f.SyntaxError.Msg, 200))
 		if !r.own {
 			val.v.undecide("%s: Python %s (python3 on PATH, not the repository's) does not parse %s: %s (line %d); set python.interpreter to the repository's Python",
 				field, f.Python, rel, msg, f.SyntaxError.Line)
@@ -527,6 +528,18 @@ func (vs *validators) pyDecls(ctx context.Context, src []byte) pyResult {
 	return pyResult{file: f, own: py.own}
 }
 
+// headString is s cut to its first n bytes, at a rune boundary.
+func headString(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + "…"
+}
+
+// tailString is s cut to its last n bytes.
 func tailString(s string, n int) string {
 	if len(s) > n {
 		return s[len(s)-n:]
@@ -589,6 +602,7 @@ func (vs *validators) pythonInterpreter() python {
 	return py
 }
 
+// executable reports whether p is a regular file someone may execute.
 func executable(p string) bool {
 	fi, err := os.Stat(p)
 	return err == nil && fi.Mode().IsRegular() && fi.Mode().Perm()&0o111 != 0
