@@ -203,7 +203,8 @@
 // the cited file's; a [param] for a test a parametrize mark decorates).
 // A node id relative to a directory below the root, and a [param] on a
 // test no mark parametrizes (a parametrized fixture may make one), are
-// undecided: pytest's rootdir and fixtures are not read. The span rule is Go's: from the def, class or assignment
+// undecided: pytest's rootdir and fixtures are not read. The collection
+// rule is static (pytest is not run), and the certificate's notes say so. The span rule is Go's: from the def, class or assignment
 // line, or from or inside its decorators, to its last line (or the
 // comments that trail its block, as Python's inspect counts them), or the
 // signature alone for the whole. Without an interpreter or a sandbox, and

@@ -82,6 +82,9 @@ func (val *validator) pySymbolAt(field string, s Subject, rel string, src []byte
 	for _, d := range found {
 		if at, ok := pyNatural(d, d.Tail(lines), span); ok {
 			val.v.note("%s %q: declared in %s:%d-%d, as Python %s's ast reads it", s.Kind, s.Name, rel, d.First, d.End, f.Python)
+			if s.Kind == subjectTest {
+				val.v.note("static: that pytest or unittest collects %q was judged by their default collection rules, not by running them", s.Name)
+			}
 			return at, true, true
 		}
 	}

@@ -104,7 +104,10 @@ func TestValidate_PythonTests(t *testing.T) {
 	start := lineWith(t, repo, file, "    def test_simple_cycles(self):")
 	end := lineWith(t, repo, file, "    def test_simple_cycles_graph(self):") - 2
 	for _, name := range []string{file + "::TestCycles::test_simple_cycles", "TestCycles.test_simple_cycles"} {
-		te.checkVerdict(t, locProposal("test", name, file, start, end), "certified", name)
+		res := te.checkVerdict(t, locProposal("test", name, file, start, end), "certified", name)
+		if notes := te.certificateNotes(t, res.CertificateID); !strings.Contains(notes, "static: that pytest or unittest collects") {
+			t.Errorf("the collection rule is not labelled static: %s", notes)
+		}
 	}
 	te.checkVerdict(t, locProposal("test", "test_cycles.py::TestCycles::test_simple_cycles", file, start, end), "undecided", "relative to a directory below the repository's root")
 	te.checkVerdict(t, locProposal("test", "networkx/algorithms/tests/test_cuts.py::TestCycles::test_simple_cycles", file, start, end), "rejected", "names another file")
