@@ -14,6 +14,8 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/needle-dev/needle/product/internal/lazyregexp"
 )
@@ -64,11 +66,56 @@ type SyntaxError struct {
 type File struct {
 	Python      string       `json:"python"` // the interpreter's version, X.Y.Z
 	Decls       []Decl       `json:"decls"`
+	Options     []Option     `json:"options"`
 	SyntaxError *SyntaxError `json:"syntax_error,omitempty"`
 }
 
-// maxDecls bounds the declarations of one file.
+// Kinds of option.
+const (
+	OptionFlag = "flag" // a command-line flag
+	OptionEnv  = "env"  // an environment variable the program reads
+)
+
+// APIs that define options, as an Option names them: the module whose
+// call defines it (click-like modules by their own name), or "os" for a
+// read of os.environ (os.environ[...], .get, .setdefault, .pop, in) or
+// os.getenv.
+var apis = map[string]bool{"argparse": true, "optparse": true, "click": true, "rich_click": true, "cloup": true, "asyncclick": true, "typer": true, "os": true}
+
+// An Option is a command-line flag or an environment variable that the
+// source defines by meaning: argparse's add_argument, optparse's
+// add_option, click's option decorators and Option class and the envvar
+// of its parameters, typer's parameters (an Option default or Annotated
+// metadata, or any parameter with a default of a typer command), and
+// reads of os.environ and os.getenv. A string constant names each; a
+// string that merely equals a name defines nothing, and is not one.
+type Option struct {
+	Kind string `json:"kind"`
+	// Names are the flag's names as declared (--x, -x; both of click's
+	// --x/--no-x) or the variable's.
+	Names []string `json:"names"`
+	API   string   `json:"api"`
+	// Line is the line of the name (a parameter's, when Derived); Start
+	// and End the lines of the call, subscript or comparison defining it,
+	// with the name; Outer those of the function (with its decorators) or
+	// module-level statement holding it.
+	Line  int    `json:"line"`
+	Start int    `json:"start"`
+	End   int    `json:"end"`
+	Outer [2]int `json:"outer"`
+	// Flags are the names of the flag an environment variable feeds
+	// (click's and typer's envvar).
+	Flags []string `json:"flags,omitempty"`
+	// Derived is a typer flag named after its parameter (user_name is
+	// --user-name; a bool's is --x and --no-x).
+	Derived bool `json:"derived,omitempty"`
+}
+
+// maxDecls bounds the declarations, and the options, of one file.
 const maxDecls = 1 << 16
+
+// maxName bounds the length of an option's name.
+const maxName = 256
 
 var (
 	version   = lazyregexp.New(`^[0-9]{1,3}\.[0-9]{1,3}\.[0-9]{1,3}$`)
@@ -96,7 +143,7 @@ func Parse(out []byte, lines int) (*File, error) {
 		return nil, fmt.Errorf("%w: Python version %q", ErrOutput, f.Python)
 	}
 	if f.SyntaxError != nil {
-		if len(f.Decls) != 0 || f.SyntaxError.Line < 0 || f.SyntaxError.Line > lines+1 {
+		if len(f.Decls) != 0 || len(f.Options) != 0 || f.SyntaxError.Line < 0 || f.SyntaxError.Line > lines+1 {
 			return nil, fmt.Errorf("%w: syntax error at line %d of %d, with declarations", ErrOutput, f.SyntaxError.Line, lines)
 		}
 		return &f, nil
@@ -104,12 +151,60 @@ func Parse(out []byte, lines int) (*File, error) {
 	if len(f.Decls) > maxDecls {
 		return nil, fmt.Errorf("%w: %d declarations", ErrOutput, len(f.Decls))
 	}
+	if len(f.Options) > maxDecls {
+		return nil, fmt.Errorf("%w: %d options", ErrOutput, len(f.Options))
+	}
 	for _, d := range f.Decls {
 		if err := d.check(lines); err != nil {
 			return nil, fmt.Errorf("%w: %v", ErrOutput, err)
 		}
 	}
+	for _, o := range f.Options {
+		if err := o.check(lines); err != nil {
+			return nil, fmt.Errorf("%w: %v", ErrOutput, err)
+		}
+	}
 	return &f, nil
+}
+
+func (o Option) check(lines int) error {
+	switch {
+	case o.Kind != OptionFlag && o.Kind != OptionEnv:
+		return fmt.Errorf("option kind %q", o.Kind)
+	case !apis[o.API]:
+		return fmt.Errorf("option API %q", o.API)
+	case len(o.Names) == 0 || len(o.Names) > 64 || len(o.Flags) > 64:
+		return fmt.Errorf("option with %d names, %d flags", len(o.Names), len(o.Flags))
+	case o.Kind == OptionEnv && (len(o.Names) != 1 || o.Derived):
+		return fmt.Errorf("variable %q: %d names", o.Names[0], len(o.Names))
+	case !(1 <= o.Outer[0] && o.Outer[0] <= o.Start && o.Start <= o.Line && o.Line <= o.End && o.End <= o.Outer[1] && o.Outer[1] <= lines):
+		return fmt.Errorf("option %q: lines %d, %d-%d in %d-%d outside 1-%d", o.Names[0], o.Line, o.Start, o.End, o.Outer[0], o.Outer[1], lines)
+	}
+	for _, n := range o.Names {
+		if !optionName(n, o.Kind == OptionFlag) {
+			return fmt.Errorf("option name %q", n)
+		}
+	}
+	for _, n := range o.Flags {
+		if !optionName(n, true) {
+			return fmt.Errorf("flag name %q", n)
+		}
+	}
+	return nil
+}
+
+// optionName reports whether n can name a flag (one that starts with -)
+// or a variable: printable, without blanks, at most maxName bytes.
+func optionName(n string, flag bool) bool {
+	if n == "" || len(n) > maxName || !utf8.ValidString(n) || flag && (!strings.HasPrefix(n, "-") || strings.Trim(n, "-") == "") {
+		return false
+	}
+	for _, r := range n {
+		if !unicode.IsPrint(r) || unicode.IsSpace(r) {
+			return false
+		}
+	}
+	return true
 }
 
 func (d Decl) check(lines int) error {

@@ -156,18 +156,30 @@ if TYPE_CHECKING:
 // TestParse_Refuses output no run of the script prints.
 func TestParse_Refuses(t *testing.T) {
 	for name, out := range map[string]string{
-		"not json":        `{`,
-		"two values":      `{"python":"3.11.2","decls":[]} {}`,
-		"a stray bracket": `{"python":"3.11.2","decls":[]}]`,
-		"unknown field":   `{"python":"3.11.2","decls":[],"x":1}`,
-		"bad version":     `{"python":"3.11","decls":[]}`,
-		"bad name":        `{"python":"3.11.2","decls":[{"name":"a..b","kind":"class","line":1,"first":1,"end":1}]}`,
-		"bad kind":        `{"python":"3.11.2","decls":[{"name":"a","kind":"module","line":1,"first":1,"end":1}]}`,
-		"past the end":    `{"python":"3.11.2","decls":[{"name":"a","kind":"class","line":1,"first":1,"end":9}]}`,
-		"first after def": `{"python":"3.11.2","decls":[{"name":"a","kind":"class","line":1,"first":2,"end":2}]}`,
-		"variable bases":  `{"python":"3.11.2","decls":[{"name":"a","kind":"variable","line":1,"first":1,"end":1,"bases":["B"]}]}`,
-		"bad decorator":   `{"python":"3.11.2","decls":[{"name":"a","kind":"function","line":2,"first":1,"end":2,"decorators":["a b"]}]}`,
-		"error and decls": `{"python":"3.11.2","decls":[{"name":"a","kind":"class","line":1,"first":1,"end":1}],"syntax_error":{"line":1,"msg":"x"}}`,
+		"not json":          `{`,
+		"two values":        `{"python":"3.11.2","decls":[]} {}`,
+		"a stray bracket":   `{"python":"3.11.2","decls":[]}]`,
+		"unknown field":     `{"python":"3.11.2","decls":[],"x":1}`,
+		"bad version":       `{"python":"3.11","decls":[]}`,
+		"bad name":          `{"python":"3.11.2","decls":[{"name":"a..b","kind":"class","line":1,"first":1,"end":1}]}`,
+		"bad kind":          `{"python":"3.11.2","decls":[{"name":"a","kind":"module","line":1,"first":1,"end":1}]}`,
+		"past the end":      `{"python":"3.11.2","decls":[{"name":"a","kind":"class","line":1,"first":1,"end":9}]}`,
+		"first after def":   `{"python":"3.11.2","decls":[{"name":"a","kind":"class","line":1,"first":2,"end":2}]}`,
+		"variable bases":    `{"python":"3.11.2","decls":[{"name":"a","kind":"variable","line":1,"first":1,"end":1,"bases":["B"]}]}`,
+		"bad decorator":     `{"python":"3.11.2","decls":[{"name":"a","kind":"function","line":2,"first":1,"end":2,"decorators":["a b"]}]}`,
+		"error and decls":   `{"python":"3.11.2","decls":[{"name":"a","kind":"class","line":1,"first":1,"end":1}],"syntax_error":{"line":1,"msg":"x"}}`,
+		"error and options": `{"python":"3.11.2","decls":[],"options":[{"kind":"env","names":["X"],"api":"os","line":1,"start":1,"end":1,"outer":[1,1]}],"syntax_error":{"line":1,"msg":"x"}}`,
+		"option kind":       `{"python":"3.11.2","decls":[],"options":[{"kind":"arg","names":["--x"],"api":"argparse","line":1,"start":1,"end":1,"outer":[1,1]}]}`,
+		"option API":        `{"python":"3.11.2","decls":[],"options":[{"kind":"flag","names":["--x"],"api":"docopt","line":1,"start":1,"end":1,"outer":[1,1]}]}`,
+		"no names":          `{"python":"3.11.2","decls":[],"options":[{"kind":"flag","names":[],"api":"argparse","line":1,"start":1,"end":1,"outer":[1,1]}]}`,
+		"a flag without -":  `{"python":"3.11.2","decls":[],"options":[{"kind":"flag","names":["x"],"api":"argparse","line":1,"start":1,"end":1,"outer":[1,1]}]}`,
+		"dashes only":       `{"python":"3.11.2","decls":[],"options":[{"kind":"flag","names":["--"],"api":"argparse","line":1,"start":1,"end":1,"outer":[1,1]}]}`,
+		"a blank in a name": `{"python":"3.11.2","decls":[],"options":[{"kind":"env","names":["A B"],"api":"os","line":1,"start":1,"end":1,"outer":[1,1]}]}`,
+		"two variables":     `{"python":"3.11.2","decls":[],"options":[{"kind":"env","names":["A","B"],"api":"os","line":1,"start":1,"end":1,"outer":[1,1]}]}`,
+		"name outside call": `{"python":"3.11.2","decls":[],"options":[{"kind":"flag","names":["--x"],"api":"click","line":3,"start":1,"end":2,"outer":[1,3]}]}`,
+		"call outside":      `{"python":"3.11.2","decls":[],"options":[{"kind":"flag","names":["--x"],"api":"click","line":2,"start":1,"end":3,"outer":[2,3]}]}`,
+		"option past end":   `{"python":"3.11.2","decls":[],"options":[{"kind":"flag","names":["--x"],"api":"click","line":2,"start":1,"end":2,"outer":[1,4]}]}`,
+		"bad feeding flag":  `{"python":"3.11.2","decls":[],"options":[{"kind":"env","names":["X"],"api":"click","line":1,"start":1,"end":1,"outer":[1,1],"flags":["x"]}]}`,
 	} {
 		if _, err := Parse([]byte(out), 3); !errors.Is(err, ErrOutput) {
 			t.Errorf("%s: err = %v, want ErrOutput", name, err)
@@ -180,6 +192,7 @@ func TestParse_Refuses(t *testing.T) {
 func FuzzParse(f *testing.F) {
 	f.Add([]byte(`{"python":"3.11.2","decls":[{"name":"C.m","kind":"method","line":2,"first":1,"end":3,"decorators":["property"]}]}`), 3)
 	f.Add([]byte(`{"python":"3.11.2","decls":[],"syntax_error":{"line":1,"msg":"invalid syntax"}}`), 1)
+	f.Add([]byte(`{"python":"3.11.2","decls":[],"options":[{"kind":"flag","names":["--x","-x"],"api":"click","line":2,"start":1,"end":3,"outer":[1,3]},{"kind":"env","names":["X"],"api":"typer","line":2,"start":2,"end":2,"outer":[1,3],"flags":["--x"]}]}`), 3)
 	f.Fuzz(func(t *testing.T, out []byte, lines int) {
 		file, err := Parse(out, lines)
 		if err != nil {
@@ -191,6 +204,16 @@ func FuzzParse(f *testing.F) {
 		for _, d := range file.Decls {
 			if d.First < 1 || d.End > lines || d.First > d.Line || d.Line > d.End {
 				t.Fatalf("accepted %+v for %d lines", d, lines)
+			}
+		}
+		for _, o := range file.Options {
+			if o.Outer[0] < 1 || o.Outer[1] > lines || o.Start < o.Outer[0] || o.End > o.Outer[1] || o.Line < o.Start || o.Line > o.End || len(o.Names) == 0 {
+				t.Fatalf("accepted %+v for %d lines", o, lines)
+			}
+			for _, n := range o.Names {
+				if strings.ContainsAny(n, " \t\n") || o.Kind == OptionFlag && !strings.HasPrefix(n, "-") {
+					t.Fatalf("accepted the name %q of %+v", n, o)
+				}
 			}
 		}
 	})
