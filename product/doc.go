@@ -215,7 +215,22 @@
 // refuses) leaves the proposal undecided, and so does a syntax error from
 // python3 on PATH, which may be another Python than the repository's; the
 // repository's or the configured interpreter's syntax error is a
-// rejection. Options, keys, focused tests and flows in Python are still
+// rejection.
+//
+// Python options and keys are known by meaning (validate_python_option.go):
+// the same parser run reports the calls and reads that define a flag or
+// an environment variable, each named by a string constant —
+// argparse's add_argument and its parsers' own -h/--help, optparse's
+// add_option, click's option decorators, Option class and envvar, typer's
+// parameters (an Option default or Annotated metadata, or any parameter
+// with a default of a typer command: user_name is --user-name, a bool's
+// also --no-user-name), and reads of os.environ (subscript, get,
+// setdefault, pop, in) and os.getenv. A write to os.environ, a help text,
+// a test passing the flag define nothing; a definition in a test file
+// defines it for tests only. The interpreter's report is checked against
+// the source (the name quoted there, the API's word there); that the call
+// is argparse's or click's is judged by its name and the imports, so the
+// certificate says static. Focused tests and flows in Python are still
 // lexical.
 //
 // A validation has three outcomes: certified, rejected (proven false) and
@@ -922,6 +937,7 @@
 //	validate_option_run.go  options no definition names (a parser comparing names, constant keys), proven by a run
 //	validate_tests.go    focused_tests: reach by running the test (static reach only advises); Needle's commands
 //	validate_python.go   Python declarations by Python's own parser, in the sandbox: names, natural spans, tests
+//	validate_python_option.go  Python flags and environment variables by meaning: argparse, click, typer, os.environ
 //	validate_lexical.go  lexical evidence for other languages: definition-shaped lines
 //	runner.go            TestsConfig; the type checker, the sandboxed test runner and its cache
 //	run_ahead.go         a proposal's first test run, started beside its type check

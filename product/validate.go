@@ -22,7 +22,7 @@ import (
 // validatorVersion changes whenever a validator could decide differently.
 // Certificates record it; evidence certified by another version is proven
 // again before it is served.
-const validatorVersion = "needle-validators/4"
+const validatorVersion = "needle-validators/5"
 
 // Evidence levels a certificate records: levelAST for proofs from code that
 // reads the source's syntax and types (go/types for Go; for focused_tests,
@@ -381,6 +381,12 @@ func (val *validator) subjectAt(field string, s Subject, rel string, src []byte,
 		at, ok, err := val.goSymbolAt(field, s, rel, src, span)
 		return claim, at, ok, err
 	case subjectCLIOption, subjectConfigurationKey:
+		if isPython(rel) {
+			if detail, ok, handled := val.pyOptionAt(field, s, rel, src, span); handled {
+				claim.Kind, claim.Detail = claimDefined, detail
+				return claim, span, ok, nil
+			}
+		}
 		if !isGo(rel) {
 			claim.Kind = claimLiteral
 			return val.lexicalOption(field, s, rel, src, span, claim)

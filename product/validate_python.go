@@ -42,29 +42,9 @@ const pyDeadline = 30 * time.Second
 // that ran and did not answer, or answered against the source, leaves the
 // proposal undecided: it is never certified on a weaker proof.
 func (val *validator) pySymbolAt(field string, s Subject, rel string, src []byte, span typecheck.Span) (at typecheck.Span, ok, handled bool) {
-	if loneCR(src) {
-		val.v.note("%s has a carriage return that ends no line: Python counts it as a line break, Needle's lines do not; checked lexically", rel)
-		return span, false, false
-	}
-	r := val.vs.pyDecls(val.ctx, src)
-	switch {
-	case r.fallback != "":
-		val.v.note("Python's parser could not read %s here (%s): checked lexically", rel, r.fallback)
-		return span, false, false
-	case r.undecided != "":
-		val.v.undecide("%s: Python's parser gave no answer for %s: %s", field, rel, r.undecided)
-		return span, false, true
-	}
-	f := r.file
-	if f.SyntaxError != nil {
-		msg := printableText(headString(f.SyntaxError.Msg, 200))
-		if !r.own {
-			val.v.undecide("%s: Python %s (python3 on PATH, not the repository's) does not parse %s: %s (line %d); set python.interpreter to the repository's Python",
-				field, f.Python, rel, msg, f.SyntaxError.Line)
-			return span, false, true
-		}
-		val.v.reject("%s: %s does not parse as Python %s: %s (line %d)", field, rel, f.Python, msg, f.SyntaxError.Line)
-		return span, false, true
+	f, handled := val.pyParse(field, rel, src)
+	if f == nil {
+		return span, false, handled
 	}
 	lines := strings.Split(string(src), "\n")
 	found, ok := val.pyFind(field, s, rel, f, lines)
@@ -92,6 +72,40 @@ func (val *validator) pySymbolAt(field string, s Subject, rel string, src []byte
 	val.v.reject("%s: %s %q is not declared in %s:%d-%d; its declaration is %s:%d-%d (%d-%d with its decorators; Python %s's ast)",
 		field, s.Kind, s.Name, rel, span.Start, span.End, rel, d.Line, d.End, d.First, d.End, f.Python)
 	return span, false, true
+}
+
+// pyParse reads rel (content src) with Python's parser. It returns the
+// parsed file, or nil with handled false when the parser cannot run here
+// (the caller falls back to the lexical rule, and the note says why), or
+// nil with handled true when the proposal is rejected (the repository's
+// Python does not parse the file) or undecided (the parser ran and gave
+// no answer, or another Python refused the file).
+func (val *validator) pyParse(field, rel string, src []byte) (f *pydecl.File, handled bool) {
+	if loneCR(src) {
+		val.v.note("%s has a carriage return that ends no line: Python counts it as a line break, Needle's lines do not; checked lexically", rel)
+		return nil, false
+	}
+	r := val.vs.pyDecls(val.ctx, src)
+	switch {
+	case r.fallback != "":
+		val.v.note("Python's parser could not read %s here (%s): checked lexically", rel, r.fallback)
+		return nil, false
+	case r.undecided != "":
+		val.v.undecide("%s: Python's parser gave no answer for %s: %s", field, rel, r.undecided)
+		return nil, true
+	}
+	f = r.file
+	if f.SyntaxError != nil {
+		msg := printableText(headString(f.SyntaxError.Msg, 200))
+		if !r.own {
+			val.v.undecide("%s: Python %s (python3 on PATH, not the repository's) does not parse %s: %s (line %d); set python.interpreter to the repository's Python",
+				field, f.Python, rel, msg, f.SyntaxError.Line)
+			return nil, true
+		}
+		val.v.reject("%s: %s does not parse as Python %s: %s (line %d)", field, rel, f.Python, msg, f.SyntaxError.Line)
+		return nil, true
+	}
+	return f, true
 }
 
 // pyFind returns the declarations of f the subject names, rejecting the
