@@ -30,6 +30,15 @@ def targets(node):
         yield from targets(node.value)
 
 
+def body_line(fn):
+    """The first line of a def's body past its docstring: it runs only
+    when the function is called. 0 when the body is the docstring alone."""
+    stmts = fn.body
+    if stmts and isinstance(stmts[0], ast.Expr) and isinstance(stmts[0].value, ast.Constant) and isinstance(stmts[0].value.value, str):
+        stmts = stmts[1:]
+    return stmts[0].lineno if stmts else 0
+
+
 def walk(body, prefix, scope, out):
     for node in body:
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
@@ -41,6 +50,8 @@ def walk(body, prefix, scope, out):
                  "end": node.end_lineno, "decorators": [dotted(x) for x in node.decorator_list]}
             if is_class:
                 d["bases"] = [dotted(b) for b in node.bases]
+            else:
+                d["body"] = body_line(node)
             out.append(d)
             walk(node.body, name + ".", "class" if is_class else "function", out)
         elif isinstance(node, (ast.Assign, ast.AnnAssign)) and scope != "function":

@@ -54,6 +54,10 @@ type Decl struct {
 	// decorator and base expressions ("" for another expression).
 	Decorators []string `json:"decorators,omitempty"`
 	Bases      []string `json:"bases,omitempty"`
+	// Body is the first line of a function's or method's body past its
+	// docstring, which runs only when it is called (0 when the docstring
+	// is the whole body).
+	Body int `json:"body,omitempty"`
 }
 
 // SyntaxError is the parser's refusal of the source.
@@ -219,6 +223,8 @@ func (d Decl) check(lines int) error {
 		return fmt.Errorf("%s: a variable with decorators", d.Name)
 	case d.Kind != KindClass && len(d.Bases) != 0:
 		return fmt.Errorf("%s: bases of a %s", d.Name, d.Kind)
+	case d.Body != 0 && (d.Kind == KindClass || d.Kind == KindVariable || d.Body < d.Line || d.Body > d.End):
+		return fmt.Errorf("%s: a %s whose body starts at line %d of %d-%d", d.Name, d.Kind, d.Body, d.Line, d.End)
 	}
 	for _, n := range append(append([]string{}, d.Decorators...), d.Bases...) {
 		if !dottedOK.MatchString(n) {

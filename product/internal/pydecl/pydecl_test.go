@@ -168,6 +168,8 @@ func TestParse_Refuses(t *testing.T) {
 		"variable bases":    `{"python":"3.11.2","decls":[{"name":"a","kind":"variable","line":1,"first":1,"end":1,"bases":["B"]}]}`,
 		"bad decorator":     `{"python":"3.11.2","decls":[{"name":"a","kind":"function","line":2,"first":1,"end":2,"decorators":["a b"]}]}`,
 		"error and decls":   `{"python":"3.11.2","decls":[{"name":"a","kind":"class","line":1,"first":1,"end":1}],"syntax_error":{"line":1,"msg":"x"}}`,
+		"body before def":   `{"python":"3.11.2","decls":[{"name":"f","kind":"function","line":2,"first":2,"end":3,"body":1}]}`,
+		"class body":        `{"python":"3.11.2","decls":[{"name":"C","kind":"class","line":1,"first":1,"end":3,"body":2}]}`,
 		"error and options": `{"python":"3.11.2","decls":[],"options":[{"kind":"env","names":["X"],"api":"os","line":1,"start":1,"end":1,"outer":[1,1]}],"syntax_error":{"line":1,"msg":"x"}}`,
 		"option kind":       `{"python":"3.11.2","decls":[],"options":[{"kind":"arg","names":["--x"],"api":"argparse","line":1,"start":1,"end":1,"outer":[1,1]}]}`,
 		"option API":        `{"python":"3.11.2","decls":[],"options":[{"kind":"flag","names":["--x"],"api":"docopt","line":1,"start":1,"end":1,"outer":[1,1]}]}`,
@@ -202,7 +204,7 @@ func FuzzParse(f *testing.F) {
 			return
 		}
 		for _, d := range file.Decls {
-			if d.First < 1 || d.End > lines || d.First > d.Line || d.Line > d.End {
+			if d.First < 1 || d.End > lines || d.First > d.Line || d.Line > d.End || d.Body != 0 && (d.Body < d.Line || d.Body > d.End) {
 				t.Fatalf("accepted %+v for %d lines", d, lines)
 			}
 		}
