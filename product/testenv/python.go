@@ -89,3 +89,15 @@ func InspectDecls(tb testing.TB, python, site string, files []string) []Located 
 	}
 	return located
 }
+
+// PythonWithPytest returns Debian's Python (/usr/bin/python3) when it
+// imports pytest and coverage, which .ci/run installs from Debian's
+// python3-pytest and python3-coverage; the test fails without them.
+func PythonWithPytest(tb testing.TB) string {
+	tb.Helper()
+	const python = "/usr/bin/python3"
+	if out, err := exec.Command(python, "-c", "import pytest, coverage").CombinedOutput(); err != nil {
+		tb.Fatalf("testenv: %s cannot import pytest and coverage (apt-get install python3-pytest python3-coverage): %v\n%s", python, err, out)
+	}
+	return python
+}

@@ -1,0 +1,171 @@
+// Package pytestrun runs Python tests by their pytest node ids under
+// coverage.py and reads what ran: a script embedded here (run.py), run by
+// the repository's interpreter in the tests' sandbox, in a disposable
+// checkout of the snapshot. The script imports pytest and coverage from
+// the interpreter's own environment (Needle never installs packages) and
+// prints, as JSON, each test's outcome and the lines of the checkout's
+// files the run executed. The interpreter, the tests and the code under
+// test are the repository's, so the output is untrusted: Parse checks
+// every field.
+package pytestrun
+
+import (
+	_ "embed"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"path"
+	"slices"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/needle-dev/needle/product/internal/lazyregexp"
+)
+
+//go:embed run.py
+var script string
+
+// Argv is the command that runs the node ids: not isolated (-I), since
+// pytest and coverage are the environment's and the repository's root
+// belongs on sys.path as `python -m pytest` puts it there; no bytecode
+// written (-B), so nothing lands in the checkout.
+func Argv(interpreter string, nodeIDs []string) []string {
+	return append([]string{interpreter, "-B", "-c", script}, nodeIDs...)
+}
+
+// Command is the command a user runs for the node ids, as Needle serves it
+// with the evidence: python -m pytest, each node id quoted for a POSIX
+// shell.
+func Command(nodeIDs []string) string {
+	var b strings.Builder
+	b.WriteString("python -m pytest")
+	for _, id := range nodeIDs {
+		b.WriteString(" '" + strings.ReplaceAll(id, "'", `'\''`) + "'")
+	}
+	return b.String()
+}
+
+// Outcomes of a test, as pytest reports them.
+const (
+	Passed  = "passed"
+	Failed  = "failed"
+	Skipped = "skipped"
+)
+
+// Result is what the script printed for one run.
+type Result struct {
+	Python string `json:"python"` // the interpreter's version, X.Y.Z
+	// Missing is the package the interpreter could not import ("pytest" or
+	// "coverage"); nothing ran.
+	Missing string `json:"missing,omitempty"`
+	// Exit is pytest's exit status: 0 all passed, 1 some failed, 2
+	// interrupted, 3 internal error, 4 usage error, 5 no tests collected.
+	Exit int `json:"exit"`
+	// Outcomes are the outcome of each test item that ran, by node id.
+	Outcomes map[string]string `json:"outcomes"`
+	// Files are the lines coverage saw executed, by the path of the file
+	// relative to the checkout's root: each file the run imported or
+	// executed (an empty __init__.py executes no line).
+	Files map[string][]int `json:"files"`
+}
+
+// ErrOutput is the error of output the script could not have printed.
+var ErrOutput = errors.New("pytestrun: malformed output")
+
+// Bounds on a run's record.
+const (
+	maxItems = 1 << 16
+	maxLines = 1 << 22
+	maxID    = 4096
+)
+
+var version = lazyregexp.New(`^[0-9]{1,3}\.[0-9]{1,3}\.[0-9]{1,3}$`)
+
+// Parse reads the script's output.
+func Parse(out []byte) (*Result, error) {
+	var r Result
+	dec := json.NewDecoder(strings.NewReader(string(out)))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&r); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrOutput, err)
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return nil, fmt.Errorf("%w: more after the value", ErrOutput)
+	}
+	switch {
+	case !version.MatchString(r.Python):
+		return nil, fmt.Errorf("%w: Python version %q", ErrOutput, r.Python)
+	case r.Missing != "" && r.Missing != "pytest" && r.Missing != "coverage":
+		return nil, fmt.Errorf("%w: missing %q", ErrOutput, r.Missing)
+	case r.Missing != "" && (r.Exit != 0 || len(r.Outcomes) != 0 || len(r.Files) != 0):
+		return nil, fmt.Errorf("%w: a run without %s", ErrOutput, r.Missing)
+	case r.Exit < 0 || r.Exit > 5:
+		return nil, fmt.Errorf("%w: exit status %d", ErrOutput, r.Exit)
+	case len(r.Outcomes) > maxItems || len(r.Files) > maxItems:
+		return nil, fmt.Errorf("%w: %d outcomes, %d files", ErrOutput, len(r.Outcomes), len(r.Files))
+	}
+	for id, o := range r.Outcomes {
+		if !printable(id) || len(id) > maxID || o != Passed && o != Failed && o != Skipped {
+			return nil, fmt.Errorf("%w: outcome %q of %q", ErrOutput, o, id)
+		}
+	}
+	total := 0
+	for f, lines := range r.Files {
+		if !relPath(f) {
+			return nil, fmt.Errorf("%w: file %q", ErrOutput, f)
+		}
+		total += len(lines)
+		if total > maxLines {
+			return nil, fmt.Errorf("%w: more than %d lines", ErrOutput, maxLines)
+		}
+		for i, n := range lines {
+			if n < 1 || i > 0 && n <= lines[i-1] {
+				return nil, fmt.Errorf("%w: the lines of %s are not ascending line numbers", ErrOutput, f)
+			}
+		}
+	}
+	return &r, nil
+}
+
+// relPath reports whether f is a clean relative slash path inside the
+// root.
+func relPath(f string) bool {
+	return f != "" && f != "." && printable(f) && len(f) <= maxID && !path.IsAbs(f) && path.Clean(f) == f && f != ".." && !strings.HasPrefix(f, "../") && !strings.Contains(f, `\`)
+}
+
+func printable(s string) bool {
+	if !utf8.ValidString(s) {
+		return false
+	}
+	for _, r := range s {
+		if !unicode.IsPrint(r) {
+			return false
+		}
+	}
+	return true
+}
+
+// Executed reports whether the run executed a line of file between from
+// and to.
+func (r *Result) Executed(file string, from, to int) (int, bool) {
+	lines := r.Files[file]
+	i, _ := slices.BinarySearch(lines, from)
+	if i < len(lines) && lines[i] <= to {
+		return lines[i], true
+	}
+	return 0, false
+}
+
+// Ran returns the outcomes of the items of the node id: the item itself,
+// or those of a parametrized test or a class it names (id[...], id::...).
+func (r *Result) Ran(id string) map[string]string {
+	out := map[string]string{}
+	for item, o := range r.Outcomes {
+		if item == id || strings.HasPrefix(item, id+"[") || strings.HasPrefix(item, id+"::") {
+			out[item] = o
+		}
+	}
+	return out
+}

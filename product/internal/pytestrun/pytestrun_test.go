@@ -1,0 +1,140 @@
+package pytestrun
+
+import (
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/needle-dev/needle/product/testenv"
+)
+
+// TestRun runs the script with Debian's Python, pytest and coverage on a
+// small repository outside any sandbox: the outcome of each node id, and
+// coverage that tells a test calling a function from one only naming it.
+// The checkout is left as it was.
+func TestRun(t *testing.T) {
+	python := testenv.PythonWithPytest(t)
+	root := t.TempDir()
+	write := func(name, content string) {
+		t.Helper()
+		if err := os.MkdirAll(filepath.Dir(filepath.Join(root, name)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(root, name), []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("lines.py", "def split_lines(text):\n    return text.split('\\n')\n")
+	write("unused.py", "def f():\n    return 1\n")
+	write("tests/test_lines.py", "import pytest\nfrom lines import split_lines\n\n\ndef test_split():\n    assert split_lines('a\\nb') == ['a', 'b']\n\n\ndef test_named():\n    assert callable(split_lines)\n\n\ndef test_fails():\n    assert split_lines('a') == []\n\n\n@pytest.mark.parametrize('s', ['a', 'b'])\ndef test_param(s):\n    assert split_lines(s) == [s]\n")
+	tree := func() string {
+		out, err := exec.Command("find", root, "-printf", "%p %s %T@\n").Output()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(out)
+	}
+	before := tree()
+	run := func(ids ...string) *Result {
+		t.Helper()
+		cmd := exec.Command(Argv(python, ids)[0], Argv(python, ids)[1:]...)
+		cmd.Dir = root
+		var stderr strings.Builder
+		cmd.Stderr = &stderr
+		out, err := cmd.Output()
+		if err != nil {
+			t.Fatalf("%v: %v\n%s", ids, err, stderr.String())
+		}
+		r, err := Parse(out)
+		if err != nil {
+			t.Fatalf("%v: %v\n%s", ids, err, out)
+		}
+		return r
+	}
+	r := run("tests/test_lines.py::test_split")
+	if r.Exit != 0 || r.Ran("tests/test_lines.py::test_split")["tests/test_lines.py::test_split"] != Passed {
+		t.Errorf("test_split: exit %d, outcomes %v", r.Exit, r.Outcomes)
+	}
+	if n, ok := r.Executed("lines.py", 2, 2); !ok || n != 2 {
+		t.Errorf("test_split did not execute split_lines' body: %v", r.Files)
+	}
+	if _, ok := r.Files["unused.py"]; ok {
+		t.Errorf("a file no test imported is among the run's files: %v", r.Files)
+	}
+	r = run("tests/test_lines.py::test_named")
+	if _, ok := r.Executed("lines.py", 2, 2); ok || r.Exit != 0 {
+		t.Errorf("test_named executed split_lines' body (exit %d): %v", r.Exit, r.Files)
+	}
+	if _, ok := r.Executed("lines.py", 1, 1); !ok {
+		t.Errorf("importing lines.py ran no line of it: %v", r.Files)
+	}
+	if r = run("tests/test_lines.py::test_fails"); r.Exit != 1 || r.Outcomes["tests/test_lines.py::test_fails"] != Failed {
+		t.Errorf("test_fails: exit %d, outcomes %v", r.Exit, r.Outcomes)
+	}
+	if r = run("tests/test_lines.py::test_param"); len(r.Ran("tests/test_lines.py::test_param")) != 2 {
+		t.Errorf("test_param: outcomes %v", r.Outcomes)
+	}
+	if r = run("tests/test_lines.py::test_none"); r.Exit != 4 && r.Exit != 5 || len(r.Outcomes) != 0 {
+		t.Errorf("a test that is not there: exit %d, outcomes %v", r.Exit, r.Outcomes)
+	}
+	if after := tree(); after != before {
+		t.Errorf("the runs changed the checkout:\n%s\nwas\n%s", after, before)
+	}
+	if Command([]string{"tests/a b.py::t[it's]"}) != `python -m pytest 'tests/a b.py::t[it'\''s]'` {
+		t.Errorf("Command = %s", Command([]string{"tests/a b.py::t[it's]"}))
+	}
+}
+
+// TestParse_Refuses output no run of the script prints.
+func TestParse_Refuses(t *testing.T) {
+	for name, out := range map[string]string{
+		"not json":         `{`,
+		"two values":       `{"python":"3.11.2","exit":0} {}`,
+		"unknown field":    `{"python":"3.11.2","exit":0,"x":1}`,
+		"bad version":      `{"python":"3","exit":0}`,
+		"missing what":     `{"python":"3.11.2","missing":"numpy","exit":0}`,
+		"missing and ran":  `{"python":"3.11.2","missing":"pytest","exit":0,"outcomes":{"t.py::t":"passed"}}`,
+		"exit status":      `{"python":"3.11.2","exit":7}`,
+		"outcome":          `{"python":"3.11.2","exit":0,"outcomes":{"t.py::t":"xpassed-ish"}}`,
+		"absolute file":    `{"python":"3.11.2","exit":0,"files":{"/etc/passwd":[1]}}`,
+		"file outside":     `{"python":"3.11.2","exit":0,"files":{"../x.py":[1]}}`,
+		"unclean file":     `{"python":"3.11.2","exit":0,"files":{"a/../b.py":[1]}}`,
+		"line zero":        `{"python":"3.11.2","exit":0,"files":{"a.py":[0,1]}}`,
+		"lines unsorted":   `{"python":"3.11.2","exit":0,"files":{"a.py":[3,2]}}`,
+		"lines repeated":   `{"python":"3.11.2","exit":0,"files":{"a.py":[2,2]}}`,
+		"control in an id": "{\"python\":\"3.11.2\",\"exit\":0,\"outcomes\":{\"t.py::t\\u0000\":\"passed\"}}",
+	} {
+		if _, err := Parse([]byte(out)); !errors.Is(err, ErrOutput) {
+			t.Errorf("%s: err = %v, want ErrOutput", name, err)
+		}
+	}
+}
+
+// FuzzParse: Parse never panics, refuses with ErrOutput, and what it
+// accepts names files inside the root with ascending lines.
+func FuzzParse(f *testing.F) {
+	f.Add([]byte(`{"python":"3.11.2","exit":0,"outcomes":{"tests/t.py::test_a[x]":"passed"},"files":{"a.py":[1,2,5]}}`))
+	f.Add([]byte(`{"python":"3.11.2","missing":"coverage","exit":0}`))
+	f.Fuzz(func(t *testing.T, out []byte) {
+		r, err := Parse(out)
+		if err != nil {
+			if !errors.Is(err, ErrOutput) {
+				t.Fatalf("err %v is not ErrOutput", err)
+			}
+			return
+		}
+		for file, lines := range r.Files {
+			if strings.HasPrefix(file, "/") || strings.HasPrefix(file, "../") {
+				t.Fatalf("accepted the file %q", file)
+			}
+			for i := 1; i < len(lines); i++ {
+				if lines[i] <= lines[i-1] {
+					t.Fatalf("accepted the lines %v", lines)
+				}
+			}
+		}
+	})
+}
