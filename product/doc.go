@@ -230,8 +230,18 @@
 // defines it for tests only. The interpreter's report is checked against
 // the source (the name quoted there, the API's word there); that the call
 // is argparse's or click's is judged by its name and the imports, so the
-// certificate says static. Focused tests and flows in Python are still
-// lexical.
+// certificate says static.
+//
+// Python focused tests are run (validate_python_tests.go,
+// product/internal/pytestrun): pytest under coverage.py, with the
+// repository's interpreter, in the sandbox on a disposable checkout, one
+// node id at a time; reach is a line the import never runs (a function's
+// body, a method's, a command's body for a click option or typer
+// parameter, an environment read inside a function). Coverage.py was
+// chosen over a trace of our own: it is what Python projects measure
+// with, its C tracer costs little, and it reports lines as Python numbers
+// them. pytest and coverage are the interpreter's; Needle installs
+// nothing. Flows in Python are still lexical.
 //
 // A validation has three outcomes: certified, rejected (proven false) and
 // undecided — the proof needs what this machine lacks: types of a
@@ -938,6 +948,7 @@
 //	validate_tests.go    focused_tests: reach by running the test (static reach only advises); Needle's commands
 //	validate_python.go   Python declarations by Python's own parser, in the sandbox: names, natural spans, tests
 //	validate_python_option.go  Python flags and environment variables by meaning: argparse, click, typer, os.environ
+//	validate_python_tests.go   Python focused tests, run with pytest under coverage.py in the sandbox
 //	validate_lexical.go  lexical evidence for other languages: definition-shaped lines
 //	runner.go            TestsConfig; the type checker, the sandboxed test runner and its cache
 //	run_ahead.go         a proposal's first test run, started beside its type check

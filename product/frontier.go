@@ -126,7 +126,11 @@ func citeTest(t testProof) string {
 	switch t.Reach {
 	case reachExecuted:
 		d := time.Duration(t.DurationMs) * time.Millisecond
-		return head + fmt.Sprintf("executed by Needle in its sandbox, %s in %s (%s), ran %s; run: %s", t.Status, d, t.GoVersion, t.Executed, t.Command)
+		runtime := t.GoVersion
+		if t.Python != "" {
+			runtime = "Python " + t.Python
+		}
+		return head + fmt.Sprintf("executed by Needle in its sandbox, %s in %s (%s), ran %s; run: %s", t.Status, d, runtime, t.Executed, t.Command)
 	case reachStatic:
 		return head + fmt.Sprintf("static reach, not executed (%s); run: %s", strings.Join(t.CallPath, " -> "), t.Command)
 	}

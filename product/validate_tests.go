@@ -26,10 +26,12 @@ type testProof struct {
 	Reach   string `json:"reach"`
 	Command string `json:"command,omitempty"`
 	// Executed: what the run showed and how it went.
-	Executed     string `json:"executed,omitempty"`
-	Status       string `json:"status,omitempty"`
-	DurationMs   int64  `json:"duration_ms,omitempty"`
-	GoVersion    string `json:"go_version,omitempty"`
+	Executed   string `json:"executed,omitempty"`
+	Status     string `json:"status,omitempty"`
+	DurationMs int64  `json:"duration_ms,omitempty"`
+	GoVersion  string `json:"go_version,omitempty"`
+	Python     string `json:"python,omitempty"` // a Python test's interpreter version
+
 	OutputDigest string `json:"output_digest,omitempty"`
 	// CallPath: static reach, the resolved callees from the test to the
 	// subject.
@@ -81,11 +83,12 @@ type targetBody struct {
 // Needle cannot run tests at all (no sandbox, no toolchain), a chain of
 // type-resolved calls from the test to the subject certifies static reach,
 // labelled so; a build failure, a deadline or a failing test never does. A
-// non-Go test is lexical: its name is defined in its file and the file names
+// Python test is run too (validate_python_tests.go); a test of another
+// language is lexical: its name is defined in its file and the file names
 // the subject. The proposer's command is a hint, never kept.
 func (val *validator) tests() error {
 	p := &val.v.Proposal
-	var goIdx []int
+	var goIdx, pyIdx []int
 	for i := range p.Tests {
 		p.Tests[i].Command = ""
 		field := fmt.Sprintf("tests[%d]", i)
@@ -98,12 +101,21 @@ func (val *validator) tests() error {
 			goIdx = append(goIdx, i)
 			continue
 		}
+		if isPython(p.Tests[i].Path) {
+			pyIdx = append(pyIdx, i)
+			continue
+		}
 		if !val.lexicalTest(field, p.Subject, p.Tests[i], src) {
 			return nil
 		}
 	}
 	if len(goIdx) > 0 {
 		if err := val.goTests(goIdx); err != nil || !val.v.Certified() {
+			return err
+		}
+	}
+	if len(pyIdx) > 0 {
+		if err := val.pythonTests(pyIdx); err != nil || !val.v.Certified() {
 			return err
 		}
 	}
