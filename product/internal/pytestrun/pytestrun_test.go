@@ -29,6 +29,7 @@ func TestRun(t *testing.T) {
 	}
 	write("lines.py", "def split_lines(text):\n    return text.split('\\n')\n")
 	write("unused.py", "def f():\n    return 1\n")
+	write("tests/__init__.py", "")
 	write("tests/test_lines.py", "import pytest\nfrom lines import split_lines\n\n\ndef test_split():\n    assert split_lines('a\\nb') == ['a', 'b']\n\n\ndef test_named():\n    assert callable(split_lines)\n\n\ndef test_fails():\n    assert split_lines('a') == []\n\n\n@pytest.mark.parametrize('s', ['a', 'b'])\ndef test_param(s):\n    assert split_lines(s) == [s]\n")
 	tree := func() string {
 		out, err := exec.Command("find", root, "-printf", "%p %s %T@\n").Output()
@@ -60,6 +61,9 @@ func TestRun(t *testing.T) {
 	}
 	if n, ok := r.Executed("lines.py", 2, 2); !ok || n != 2 {
 		t.Errorf("test_split did not execute split_lines' body: %v", r.Files)
+	}
+	if lines, ok := r.Files["tests/__init__.py"]; !ok || len(lines) != 0 {
+		t.Errorf("the empty tests/__init__.py the run imported: %v, %v", lines, ok)
 	}
 	if _, ok := r.Files["unused.py"]; ok {
 		t.Errorf("a file no test imported is among the run's files: %v", r.Files)

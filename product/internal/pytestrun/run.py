@@ -45,7 +45,7 @@ if "missing" not in res:
     imported = {os.path.realpath(m.__file__) for m in list(sys.modules.values()) if isinstance(getattr(m, "__file__", None), str)}
     files = {}
     for f in data.measured_files():
-        lines = sorted(data.lines(f) or [])
+        lines = sorted(n for n in data.lines(f) or [] if n > 0)  # an empty module's line 0
         rel = os.path.relpath(f, root)
         if (lines or os.path.realpath(f) in imported) and not rel.startswith(".." + os.sep) and rel != ".." and not os.path.isabs(rel):
             files[rel.replace(os.sep, "/")] = lines
