@@ -35,6 +35,14 @@ func Argv(interpreter string, nodeIDs []string) []string {
 	return append([]string{interpreter, "-B", "-c", script}, nodeIDs...)
 }
 
+// ArgvCalls is the command that runs run — node ids, or "--module" or
+// "--path" with the module or file and its arguments — recording the calls
+// into and out of the functions of files (paths relative to the root,
+// without a comma).
+func ArgvCalls(interpreter string, files []string, run []string) []string {
+	return append([]string{interpreter, "-B", "-c", script, "--calls", strings.Join(files, ",")}, run...)
+}
+
 // Command is the command a user runs for the node ids, as Needle serves it
 // with the evidence: python -m pytest, each node id quoted for a POSIX
 // shell.
@@ -60,8 +68,9 @@ type Result struct {
 	// Missing is the package the interpreter could not import ("pytest" or
 	// "coverage"); nothing ran.
 	Missing string `json:"missing,omitempty"`
-	// Exit is pytest's exit status: 0 all passed, 1 some failed, 2
-	// interrupted, 3 internal error, 4 usage error, 5 no tests collected.
+	// Exit is pytest's exit status (0 all passed, 1 some failed, 2
+	// interrupted, 3 internal error, 4 usage error, 5 no tests collected),
+	// or a command's.
 	Exit int `json:"exit"`
 	// Outcomes are the outcome of each test item that ran, by node id.
 	Outcomes map[string]string `json:"outcomes"`
@@ -69,6 +78,42 @@ type Result struct {
 	// relative to the checkout's root: each file the run imported or
 	// executed (an empty __init__.py executes no line).
 	Files map[string][]int `json:"files"`
+	// Calls are the calls the run made into or out of the watched files
+	// (ArgvCalls), in the order of their first occurrence, once per call
+	// site and callee.
+	Calls []Call `json:"calls,omitempty"`
+}
+
+// A Call is one call a run made: from a line of one file into the
+// function whose code starts (its first decorator, or its def) at a line
+// of another.
+type Call struct {
+	CallerFile string
+	CallerLine int
+	CalleeFile string
+	CalleeLine int
+	Callee     string // the function's __qualname__
+}
+
+// UnmarshalJSON reads a call as the script prints it: [caller file, line,
+// callee file, first line, qualified name].
+func (c *Call) UnmarshalJSON(b []byte) error {
+	var parts []json.RawMessage
+	if err := json.Unmarshal(b, &parts); err != nil {
+		return err
+	}
+	if len(parts) != 5 {
+		return fmt.Errorf("a call of %d parts", len(parts))
+	}
+	for i, dst := range []any{&c.CallerFile, &c.CallerLine, &c.CalleeFile, &c.CalleeLine, &c.Callee} {
+		if err := json.Unmarshal(parts[i], dst); err != nil {
+			return err
+		}
+	}
+	if !relPath(c.CallerFile) || !relPath(c.CalleeFile) || c.CallerLine < 1 || c.CalleeLine < 1 || !printable(c.Callee) || c.Callee == "" || len(c.Callee) > maxID {
+		return fmt.Errorf("the call %s:%d -> %s:%d %q", c.CallerFile, c.CallerLine, c.CalleeFile, c.CalleeLine, c.Callee)
+	}
+	return nil
 }
 
 // ErrOutput is the error of output the script could not have printed.
@@ -101,10 +146,10 @@ func Parse(out []byte) (*Result, error) {
 		return nil, fmt.Errorf("%w: missing %q", ErrOutput, r.Missing)
 	case r.Missing != "" && (r.Exit != 0 || len(r.Outcomes) != 0 || len(r.Files) != 0):
 		return nil, fmt.Errorf("%w: a run without %s", ErrOutput, r.Missing)
-	case r.Exit < 0 || r.Exit > 5:
+	case r.Exit < 0 || r.Exit > 255:
 		return nil, fmt.Errorf("%w: exit status %d", ErrOutput, r.Exit)
-	case len(r.Outcomes) > maxItems || len(r.Files) > maxItems:
-		return nil, fmt.Errorf("%w: %d outcomes, %d files", ErrOutput, len(r.Outcomes), len(r.Files))
+	case len(r.Outcomes) > maxItems || len(r.Files) > maxItems || len(r.Calls) > maxItems:
+		return nil, fmt.Errorf("%w: %d outcomes, %d files, %d calls", ErrOutput, len(r.Outcomes), len(r.Files), len(r.Calls))
 	}
 	for id, o := range r.Outcomes {
 		if !printable(id) || len(id) > maxID || o != Passed && o != Failed && o != Skipped {

@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -29,6 +30,7 @@ func TestRun(t *testing.T) {
 	}
 	write("lines.py", "def split_lines(text):\n    return text.split('\\n')\n")
 	write("unused.py", "def f():\n    return 1\n")
+	write("cli.py", "import sys\nfrom lines import split_lines\n\nprint(split_lines(sys.argv[1]))\nsys.exit(3)\n")
 	write("tests/__init__.py", "")
 	write("tests/test_lines.py", "import pytest\nfrom lines import split_lines\n\n\ndef test_split():\n    assert split_lines('a\\nb') == ['a', 'b']\n\n\ndef test_named():\n    assert callable(split_lines)\n\n\ndef test_fails():\n    assert split_lines('a') == []\n\n\n@pytest.mark.parametrize('s', ['a', 'b'])\ndef test_param(s):\n    assert split_lines(s) == [s]\n")
 	tree := func() string {
@@ -41,7 +43,11 @@ func TestRun(t *testing.T) {
 	before := tree()
 	run := func(ids ...string) *Result {
 		t.Helper()
-		cmd := exec.Command(Argv(python, ids)[0], Argv(python, ids)[1:]...)
+		argv := Argv(python, ids)
+		if ids[0] == "--calls" {
+			argv = ArgvCalls(python, strings.Split(ids[1], ","), ids[2:])
+		}
+		cmd := exec.Command(argv[0], argv[1:]...)
 		cmd.Dir = root
 		var stderr strings.Builder
 		cmd.Stderr = &stderr
@@ -84,6 +90,17 @@ func TestRun(t *testing.T) {
 	if r = run("tests/test_lines.py::test_none"); r.Exit != 4 && r.Exit != 5 || len(r.Outcomes) != 0 {
 		t.Errorf("a test that is not there: exit %d, outcomes %v", r.Exit, r.Outcomes)
 	}
+	// The calls into lines.py, from a test and from a command.
+	r = run("--calls", "lines.py", "tests/test_lines.py::test_split")
+	want := Call{CallerFile: "tests/test_lines.py", CallerLine: 6, CalleeFile: "lines.py", CalleeLine: 1, Callee: "split_lines"}
+	if !slices.Contains(r.Calls, want) || r.Exit != 0 {
+		t.Errorf("the test's calls (exit %d): %+v", r.Exit, r.Calls)
+	}
+	r = run("--calls", "lines.py", "--path", "cli.py", "a")
+	want = Call{CallerFile: "cli.py", CallerLine: 4, CalleeFile: "lines.py", CalleeLine: 1, Callee: "split_lines"}
+	if !slices.Contains(r.Calls, want) || r.Exit != 3 {
+		t.Errorf("the command's calls (exit %d): %+v", r.Exit, r.Calls)
+	}
 	if after := tree(); after != before {
 		t.Errorf("the runs changed the checkout:\n%s\nwas\n%s", after, before)
 	}
@@ -101,7 +118,10 @@ func TestParse_Refuses(t *testing.T) {
 		"bad version":      `{"python":"3","exit":0}`,
 		"missing what":     `{"python":"3.11.2","missing":"numpy","exit":0}`,
 		"missing and ran":  `{"python":"3.11.2","missing":"pytest","exit":0,"outcomes":{"t.py::t":"passed"}}`,
-		"exit status":      `{"python":"3.11.2","exit":7}`,
+		"exit status":      `{"python":"3.11.2","exit":300}`,
+		"a short call":     `{"python":"3.11.2","exit":0,"calls":[["a.py",1,"b.py",2]]}`,
+		"a call outside":   `{"python":"3.11.2","exit":0,"calls":[["a.py",1,"/b.py",2,"f"]]}`,
+		"a call at line 0": `{"python":"3.11.2","exit":0,"calls":[["a.py",0,"b.py",2,"f"]]}`,
 		"outcome":          `{"python":"3.11.2","exit":0,"outcomes":{"t.py::t":"xpassed-ish"}}`,
 		"absolute file":    `{"python":"3.11.2","exit":0,"files":{"/etc/passwd":[1]}}`,
 		"file outside":     `{"python":"3.11.2","exit":0,"files":{"../x.py":[1]}}`,
