@@ -241,7 +241,13 @@
 // chosen over a trace of our own: it is what Python projects measure
 // with, its C tracer costs little, and it reports lines as Python numbers
 // them. pytest and coverage are the interpreter's; Needle installs
-// nothing. Flows in Python are still lexical.
+// nothing. A flow all in Python is proven the same way
+// (validate_python_flow.go): its scenario (a pytest node id, or python -m
+// pkg / python file.py with arguments) runs with a profile hook recording
+// every call into or out of the steps' files, and each step must be
+// entered from a call site in the one before, in order, and the last
+// step's lines run; there is no static proof to fall back on, so a
+// scenario Needle cannot run leaves it undecided.
 //
 // A validation has three outcomes: certified, rejected (proven false) and
 // undecided — the proof needs what this machine lacks: types of a
@@ -949,6 +955,7 @@
 //	validate_python.go   Python declarations by Python's own parser, in the sandbox: names, natural spans, tests
 //	validate_python_option.go  Python flags and environment variables by meaning: argparse, click, typer, os.environ
 //	validate_python_tests.go   Python focused tests, run with pytest under coverage.py in the sandbox
+//	validate_python_flow.go    Python flows, by running their scenario with every call into the steps recorded
 //	validate_lexical.go  lexical evidence for other languages: definition-shaped lines
 //	runner.go            TestsConfig; the type checker, the sandboxed test runner and its cache
 //	run_ahead.go         a proposal's first test run, started beside its type check

@@ -114,6 +114,9 @@ type validator struct {
 	// ahead is the focused tests' run started before their type check
 	// (run_ahead.go), while goTests runs; nil otherwise.
 	ahead *runAhead
+	// pyFlow: the runtime_flow being validated is all in Python
+	// (validate_python_flow.go).
+	pyFlow bool
 }
 
 // validate runs the trusted validators on p against the current source. It

@@ -30,6 +30,7 @@ type flowProof struct {
 	Status     string `json:"status,omitempty"`  // how the run ended: passed, failed, timed_out
 	DurationMs int64  `json:"duration_ms,omitempty"`
 	GoVersion  string `json:"go_version,omitempty"`
+	Python     string `json:"python,omitempty"` // a Python flow's interpreter version
 	// Seen are, per link, the call site the run entered the next step
 	// from and the function it entered ("search.go:40 -> newOptions");
 	// Entered, the function alone.
@@ -103,11 +104,15 @@ func (val *validator) flow() error {
 		return err
 	}
 	val.addClaim(claim, steps[held].span)
-	links, ok := val.linkFlowSteps(prog, steps)
-	if !ok {
-		return nil
+	var links []stepLink
+	var proof *flowProof
+	if val.pyFlow {
+		// Only the run links Python steps.
+		links = make([]stepLink, len(steps)-1)
+		proof, ok, err = val.provePythonFlow(steps)
+	} else if links, ok = val.linkFlowSteps(prog, steps); ok {
+		proof, ok, err = val.proveFlow(prog, steps, links)
 	}
-	proof, ok, err := val.proveFlow(prog, steps, links)
 	if !ok || err != nil {
 		return err
 	}
@@ -141,9 +146,14 @@ func (val *validator) citedFlowSteps(in []flowStep) (steps []citedStep, goFiles 
 		steps = append(steps, citedStep{s.Path, src, span})
 		if isGo(s.Path) {
 			goFiles = append(goFiles, s.Path)
-		} else {
+		} else if !isPython(s.Path) {
 			val.lexical()
 		}
+	}
+	// A flow all in Python is run (validate_python_flow.go); Python beside
+	// another language is lexical.
+	if val.pyFlow = pyFlowSteps(steps); !val.pyFlow && slices.ContainsFunc(steps, func(s citedStep) bool { return isPython(s.path) }) {
+		val.lexical()
 	}
 	return steps, goFiles, true, nil
 }
@@ -241,6 +251,10 @@ func (val *validator) subjectStep(prog *typecheck.Program, s Subject, steps []ci
 // files, the lexical rules of locations. A definition in a _test.go file
 // holds no option of the program: it is a test's.
 func (val *validator) flowStart(prog *typecheck.Program, s Subject, st citedStep, field string) (Claim, bool, error) {
+	if val.pyFlow {
+		claim, ok := val.pyFlowStart(s, st, field)
+		return claim, ok, nil
+	}
 	if !isGo(st.path) {
 		claim, _, ok, err := val.subjectAt(field, s, st.path, st.src, st.span)
 		claim.ExcerptDigest = excerptDigest(st.src, st.span)

@@ -47,6 +47,10 @@ def main(argv=None):
     parser.add_argument("--crlf", action="store_true", help="split at CRLF")
     args = parser.parse_args(argv)
     print(len(split_lines(sys.stdin.read(), args.crlf)))
+
+
+if __name__ == "__main__":
+    main()
 `,
 	"shout.py": `import click
 
