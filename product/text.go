@@ -1,9 +1,6 @@
 package product
 
 import (
-	"bytes"
-	"encoding/json"
-	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -11,6 +8,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/needle-dev/needle/product/internal/safetext"
+	"github.com/needle-dev/needle/product/internal/strictjson"
 )
 
 // Untrusted text. What the product shows from untrusted or unbounded
@@ -40,17 +38,7 @@ func clip(s string, max int) string { return safetext.Clip(s, max) }
 // decodeStrict decodes one JSON value into v with no unknown fields and
 // nothing after it: for JSON the product reads from a model or a user into
 // a Go type (a worker's report, a verdict, a profile body).
-func decodeStrict(data []byte, v any) error {
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
-		return err
-	}
-	if dec.More() {
-		return errors.New("data after the JSON value")
-	}
-	return nil
-}
+func decodeStrict(data []byte, v any) error { return strictjson.Decode(data, v) }
 
 // showPath is a path as a reason may print it: quoted when it is not plain
 // printable UTF-8.

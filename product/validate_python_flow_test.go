@@ -2,11 +2,8 @@ package product
 
 import (
 	"fmt"
-	"path/filepath"
 	"strings"
 	"testing"
-
-	"github.com/needle-dev/needle/product/testenv"
 )
 
 // TestValidate_PythonFlows proves Python flows by running their scenario
@@ -16,14 +13,7 @@ import (
 // not take the flow or fails, are rejected; a scenario Needle cannot run
 // is undecided; without a sandbox the flow is lexical.
 func TestValidate_PythonFlows(t *testing.T) {
-	repo := mustPythonRepo(t, testenv.PythonClick)
-	for name, content := range pyCLI {
-		MustWriteFile(t, filepath.Join(repo, name), content)
-	}
-	MustRun(t, repo, "git", "add", "-A")
-	MustRun(t, repo, "git", "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-m", "cli")
-	python := testenv.PythonWithPytest(t)
-	te := MustEngine(t, repo, func(c *Config) { c.Tests.Python = python })
+	repo, te := mustPyCLI(t)
 	mainStart := lineWith(t, repo, "lines.py", "def main(argv=None):")
 	mainEnd := lineWith(t, repo, "lines.py", "    print(len(split_lines(")
 	split := lineWith(t, repo, "lines.py", "def split_lines(")

@@ -129,14 +129,7 @@ def test_shout_built():
 // is rejected; what cannot be told is undecided; the command Needle
 // serves is its own; the proof depends on the files the run executed.
 func TestValidate_PythonFocusedTests(t *testing.T) {
-	repo := mustPythonRepo(t, testenv.PythonClick)
-	for name, content := range pyCLI {
-		MustWriteFile(t, filepath.Join(repo, name), content)
-	}
-	MustRun(t, repo, "git", "add", "-A")
-	MustRun(t, repo, "git", "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-m", "cli")
-	python := testenv.PythonWithPytest(t)
-	te := MustEngine(t, repo, func(c *Config) { c.Tests.Python = python })
+	repo, te := mustPyCLI(t)
 	tests := func(kind, name string, ids ...string) string {
 		var list []string
 		for _, id := range ids {
@@ -192,6 +185,20 @@ func TestValidate_PythonFocusedTests(t *testing.T) {
 	if out := MustRun(t, repo, "git", "status", "--porcelain", "--untracked-files=all", "--ignored"); out != "" {
 		t.Errorf("the runs changed the repository:\n%s", out)
 	}
+}
+
+// mustPyCLI is a repository holding pyCLI and click, and an engine whose
+// Python is Debian's, with pytest and coverage.
+func mustPyCLI(t *testing.T) (string, *testEngine) {
+	t.Helper()
+	repo := mustPythonRepo(t, testenv.PythonClick)
+	for name, content := range pyCLI {
+		MustWriteFile(t, filepath.Join(repo, name), content)
+	}
+	MustRun(t, repo, "git", "add", "-A")
+	MustRun(t, repo, "git", "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-m", "cli")
+	python := testenv.PythonWithPytest(t)
+	return repo, MustEngine(t, repo, func(c *Config) { c.Tests.Python = python })
 }
 
 // TestValidate_PythonFocusedTestsWithout: an interpreter without pytest

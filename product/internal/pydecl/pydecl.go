@@ -9,15 +9,14 @@ package pydecl
 
 import (
 	_ "embed"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"strings"
 	"unicode"
 	"unicode/utf8"
 
 	"github.com/needle-dev/needle/product/internal/lazyregexp"
+	"github.com/needle-dev/needle/product/internal/strictjson"
 )
 
 //go:embed decls.py
@@ -135,13 +134,8 @@ var ErrOutput = errors.New("pydecl: malformed output")
 // that every declaration lies within it and is well formed.
 func Parse(out []byte, lines int) (*File, error) {
 	var f File
-	dec := json.NewDecoder(strings.NewReader(string(out)))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&f); err != nil {
+	if err := strictjson.Decode(out, &f); err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrOutput, err)
-	}
-	if _, err := dec.Token(); err != io.EOF {
-		return nil, fmt.Errorf("%w: more after the value", ErrOutput)
 	}
 	if !version.MatchString(f.Python) {
 		return nil, fmt.Errorf("%w: Python version %q", ErrOutput, f.Python)

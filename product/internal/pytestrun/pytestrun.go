@@ -14,7 +14,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"path"
 	"slices"
 	"strings"
@@ -22,6 +21,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/needle-dev/needle/product/internal/lazyregexp"
+	"github.com/needle-dev/needle/product/internal/strictjson"
 )
 
 //go:embed run.py
@@ -131,13 +131,8 @@ var version = lazyregexp.New(`^[0-9]{1,3}\.[0-9]{1,3}\.[0-9]{1,3}$`)
 // Parse reads the script's output.
 func Parse(out []byte) (*Result, error) {
 	var r Result
-	dec := json.NewDecoder(strings.NewReader(string(out)))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&r); err != nil {
+	if err := strictjson.Decode(out, &r); err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrOutput, err)
-	}
-	if _, err := dec.Token(); err != io.EOF {
-		return nil, fmt.Errorf("%w: more after the value", ErrOutput)
 	}
 	switch {
 	case !version.MatchString(r.Python):
