@@ -185,6 +185,19 @@ func TestValidate_PythonFocusedTests(t *testing.T) {
 	if out := MustRun(t, repo, "git", "status", "--porcelain", "--untracked-files=all", "--ignored"); out != "" {
 		t.Errorf("the runs changed the repository:\n%s", out)
 	}
+
+	// An edit the run did not import leaves the proof fresh; an edit of a
+	// module it imported replays it (the test runs again).
+	certificates := func() int { return te.count(t, `SELECT count(*) FROM certificates`) }
+	before := certificates()
+	MustWriteFile(t, filepath.Join(repo, "other.py"), "def unrelated():\n    return 3\n")
+	if r := te.need(`{"route":"tests.relevant","subject":{"kind":"symbol","name":"split_lines"}}`); r.Status != "hit" || certificates() != before {
+		t.Errorf("after an edit of other.py: %s, %d certificates (were %d)", r.Status, certificates(), before)
+	}
+	MustWriteFile(t, filepath.Join(repo, "lines.py"), pyCLI["lines.py"]+"\n# a note\n")
+	if r := te.need(`{"route":"tests.relevant","subject":{"kind":"symbol","name":"split_lines"}}`); r.Status != "hit" || certificates() <= before {
+		t.Errorf("after an edit of lines.py: %s, %d certificates (were %d): the proof was not replayed", r.Status, certificates(), before)
+	}
 }
 
 // mustPyCLI is a repository holding pyCLI and click, and an engine whose
