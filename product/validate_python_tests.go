@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/needle-dev/needle/product/internal/lazyregexp"
 	"github.com/needle-dev/needle/product/internal/pydecl"
 	"github.com/needle-dev/needle/product/internal/pytestrun"
 	"github.com/needle-dev/needle/product/internal/testrun"
@@ -34,12 +35,17 @@ import (
 //     wherever the parsed namespace goes, which Needle does not trace:
 //     undecided.
 //
-// Only a test that passes is certified. A proof depends on the files the
+// Only a test that passes is certified; one that cannot import a module
+// (a dependency missing from the interpreter's environment) is undecided,
+// naming it. A proof depends on the files the
 // run executed (every module it imported) and pytest's configuration
 // files; an edit there replays it, any other edit leaves it fresh.
 // pytest and coverage come from the interpreter's environment: Needle
 // never installs packages, and without them the proof is undecided,
 // naming the package.
+
+// pyMissingModule is Python's word for a module it cannot import.
+var pyMissingModule = lazyregexp.New(`No module named '([A-Za-z_][A-Za-z0-9_.]*)'`)
 
 // pyConfigFiles configure pytest's collection: a proof depends on them.
 var pyConfigFiles = []string{"pytest.ini", ".pytest.ini", "pyproject.toml", "tox.ini", "setup.cfg"}
@@ -109,13 +115,17 @@ func (val *validator) runPythonTest(field string, rs *runSession, runner *testru
 		return false, nil
 	}
 	ran := r.Ran(id)
+	if m := pyMissingModule.Regexp().FindStringSubmatch(tail); m != nil && (len(ran) == 0 || slices.ContainsFunc(slices.Collect(maps.Values(ran)), func(o string) bool { return o != pytestrun.Passed })) {
+		val.v.undecide("%s: running %s, Python could not import %s: a dependency missing from the interpreter's environment (Needle never installs packages; install it there, or set python.interpreter)", field, id, m[1])
+		return false, nil
+	}
 	if len(ran) == 0 {
-		val.v.reject("%s: pytest ran no test for %s when Needle ran it in its sandbox (pytest's exit status %d): %s", field, id, r.Exit, oneLine(tail))
+		val.v.reject("%s: pytest ran no test for %s when Needle ran it in its sandbox (pytest's exit status %d): %s", field, id, r.Exit, oneLine(tailString(tail, 400)))
 		return false, nil
 	}
 	for item, o := range ran {
 		if o != pytestrun.Passed {
-			val.v.reject("%s: %s did not pass when Needle ran it in its sandbox (%s %s); only a passing run is certified: %s", field, id, item, o, oneLine(tail))
+			val.v.reject("%s: %s did not pass when Needle ran it in its sandbox (%s %s); only a passing run is certified: %s", field, id, item, o, oneLine(tailString(tail, 400)))
 			return false, nil
 		}
 	}
@@ -146,20 +156,20 @@ func (val *validator) runPythonTest(field string, rs *runSession, runner *testru
 }
 
 // execPythonTest runs the node id in the checkout dir and reads its
-// record; ok is false when the proposal was left undecided. tail is the
-// end of what the run printed.
+// record; ok is false when the proposal was left undecided. tail is what
+// the run printed on stderr, as the runner kept its end.
 func (val *validator) execPythonTest(field string, runner *testrun.Runner, dir, id string) (r *pytestrun.Result, took time.Duration, tail string, ok bool) {
 	py := val.vs.pythonInterpreter()
 	res := runner.Exec(val.ctx, testrun.ExecSpec{Dir: dir, Argv: pytestrun.Argv(py.path, []string{id}),
 		Env: append(slices.Clone(py.env), "PYTHONDONTWRITEBYTECODE=1"), Deadline: val.vs.tests.Deadline, MaxOutput: 64 << 20})
-	tail = printableText(strings.TrimSpace(tailString(string(res.Stderr), 400)))
+	tail = printableText(strings.TrimSpace(string(res.Stderr)))
 	switch res.Status {
 	case testrun.Passed:
 	case testrun.Unavailable:
 		val.v.undecide("%s: Needle cannot run %s here: %s", field, id, oneLine(clip(res.Reason, 300)))
 		return nil, 0, "", false
 	default:
-		val.v.undecide("%s: the run of %s with %s did not finish (%s: %s): %s", field, id, py.path, res.Status, oneLine(clip(res.Reason, 200)), oneLine(tail))
+		val.v.undecide("%s: the run of %s with %s did not finish (%s: %s): %s", field, id, py.path, res.Status, oneLine(clip(res.Reason, 200)), oneLine(tailString(tail, 400)))
 		return nil, 0, "", false
 	}
 	r, err := pytestrun.Parse(res.Stdout)

@@ -61,6 +61,12 @@ def shout(loud):
     click.echo("HI" if loud else "hi")
 `,
 	"other.py": "def unrelated():\n    return 2\n",
+	"tests/test_extra.py": `import yaml_that_is_not_installed
+
+
+def test_extra():
+    assert yaml_that_is_not_installed
+`,
 	"tests/test_lines.py": `import io
 
 import pytest
@@ -133,7 +139,11 @@ func TestValidate_PythonFocusedTests(t *testing.T) {
 	tests := func(kind, name string, ids ...string) string {
 		var list []string
 		for _, id := range ids {
-			list = append(list, fmt.Sprintf(`{"path":"tests/test_lines.py","name":%q,"command":"pytest -x"}`, id))
+			path, _, found := strings.Cut(id, "::")
+			if !found {
+				path = "tests/test_lines.py"
+			}
+			list = append(list, fmt.Sprintf(`{"path":%q,"name":%q,"command":"pytest -x"}`, path, id))
 		}
 		return fmt.Sprintf(`{"kind":"focused_tests","subject":{"kind":%q,"name":%q},"tests":[%s]}`, kind, name, strings.Join(list, ","))
 	}
@@ -157,6 +167,7 @@ func TestValidate_PythonFocusedTests(t *testing.T) {
 		{"cli_option", "--loud", file + "test_shout_built", "rejected", "executed no statement of the command that receives --loud"},
 		{"cli_option", "--crlf", file + "test_crlf", "undecided", "wherever the parsed namespace goes"},
 		{"symbol", "split_lines", file + "test_nothing", "rejected", "is not a test function"},
+		{"symbol", "split_lines", "tests/test_extra.py::test_extra", "undecided", "could not import yaml_that_is_not_installed"},
 	} {
 		res := te.checkVerdict(t, tests(c.kind, c.subject, c.test), c.want, c.why)
 		if c.want == "undecided" && !strings.Contains(strings.Join(res.Undecided, "\n"), c.why) {
