@@ -20,8 +20,9 @@ import (
 // call site in the step before it, in order — the callee declared in the
 // step, or a function holding it — and the last step's lines run. The
 // scenario is the proposal's, as models write it: a pytest node id
-// (tests/test_x.py::test_y, "pytest tests/test_x.py::test_y"), or a
-// command `python -m pkg ARGS` or `python path.py ARGS`. Without one that
+// (tests/test_x.py::test_y, "pytest tests/test_x.py::test_y"), pytest on
+// test files (every test of them must pass), or a command
+// `python -m pkg ARGS` or `python path.py ARGS`. Without one that
 // Needle can run, the flow is undecided; without an interpreter or a
 // sandbox it stays lexical, labelled so. The steps' summaries are the
 // proposer's prose, as for Go.
@@ -77,6 +78,14 @@ func pyScenario(s string) (run []string, command string, ok bool) {
 	for _, f := range fields {
 		if file, rest, found := strings.Cut(f, "::"); found && strings.HasSuffix(file, ".py") && rest != "" && pyRelPath(file) {
 			run = append(run, f)
+		}
+	}
+	if len(run) == 0 && slices.Contains(fields, "pytest") {
+		// pytest tests/test_x.py: every test of the files.
+		for _, f := range fields {
+			if strings.HasSuffix(f, ".py") && pyRelPath(f) {
+				run = append(run, f)
+			}
 		}
 	}
 	if len(run) > 0 {

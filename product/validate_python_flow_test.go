@@ -28,6 +28,7 @@ func TestValidate_PythonFlows(t *testing.T) {
 	for _, c := range []struct{ name, scenario, want, why string }{
 		{"main", "pytest tests/test_lines.py::test_crlf", "certified", "a test takes the flow"},
 		{"main", "`python lines.py --crlf`", "certified", "a command takes the flow"},
+		{"main", "python -m pytest tests/test_lines.py", "rejected", "test_broken failed"},
 		{"main", "tests/test_lines.py::test_split", "rejected", "did not enter lines.py"},
 		{"main", "tests/test_lines.py::test_broken", "rejected", "did not pass when Needle ran it"},
 		{"main", "when a user splits a file at CRLF", "undecided", "names none it can run"},
