@@ -235,9 +235,7 @@ func (val *validator) pyReached(field string, r *pytestrun.Result) (what string,
 		if err != nil {
 			continue // deleted since, or too large: the run's files are digested below
 		}
-		last := strings.TrimSuffix(s.Name, "()")
-		last = last[strings.LastIndexAny(last, ".:")+1:]
-		if s.Kind == subjectSymbol && !containsWord(src, []byte(last), false) || s.Kind != subjectSymbol && !strings.Contains(string(src), s.Name) {
+		if !pyMayName(src, s) {
 			continue
 		}
 		f, ok, err := val.pyDeclsOf(field, rel)
@@ -260,6 +258,22 @@ func (val *validator) pyReached(field string, r *pytestrun.Result) (what string,
 		}
 	}
 	return "", true, nil
+}
+
+// pyMayName reports whether src may hold the subject, before it is
+// parsed: a symbol's last name as a word, or one of an option's names
+// ("-h, --host" by -h or --host, without their dashes).
+func pyMayName(src []byte, s Subject) bool {
+	if s.Kind == subjectSymbol {
+		last := strings.TrimSuffix(s.Name, "()")
+		return containsWord(src, []byte(last[strings.LastIndexAny(last, ".:")+1:]), false)
+	}
+	for _, n := range strings.FieldsFunc(s.Name, func(r rune) bool { return r == ',' || r == '/' || r == '|' || r == ' ' }) {
+		if n = strings.TrimLeft(strings.TrimPrefix(n, "$"), "-"); n != "" && strings.Contains(string(src), n) {
+			return true
+		}
+	}
+	return false
 }
 
 // pyDeclsOf parses a file of the snapshot with Python's parser.

@@ -164,6 +164,7 @@ func TestValidate_PythonFocusedTests(t *testing.T) {
 		{"configuration_key", "LINES_WIDTH", file + "test_split", "rejected", "executed no read of LINES_WIDTH"},
 		{"configuration_key", "LINES_PAGER", file + "test_pager", "undecided", "where importing the module reads it"},
 		{"cli_option", "--loud", file + "test_loud", "certified", "the command that receives it ran"},
+		{"cli_option", "--loud / --quiet", file + "test_loud", "certified", "both names of the flag"},
 		{"cli_option", "--loud", file + "test_shout_built", "rejected", "executed no statement of the command that receives --loud"},
 		{"cli_option", "--crlf", file + "test_crlf", "undecided", "wherever the parsed namespace goes"},
 		{"symbol", "split_lines", file + "test_nothing", "rejected", "is not a test function"},
