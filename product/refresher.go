@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/needle-dev/needle/product/internal/checkout"
 	"github.com/needle-dev/needle/product/internal/snapshot"
 	"github.com/needle-dev/needle/product/internal/threadprio"
 )
@@ -233,7 +234,8 @@ func (r *refresher) refreshTurn(ctx context.Context, w *refreshWatch, now func()
 	case ctx.Err() != nil:
 		// refreshOnce returns only after its cleanup: the test runs
 		// it started are killed and their checkouts removed.
-		if err != nil && !errors.Is(err, context.Canceled) {
+		// A cleanup that failed may come joined with the cancellation.
+		if err != nil && (errors.Is(err, checkout.ErrCleanup) || !errors.Is(err, context.Canceled)) {
 			r.logf("evidence refresh: cancelled; its cleanup failed: %v", err)
 		} else {
 			r.logf("evidence refresh: cancelled; what it ran was stopped and cleaned up")

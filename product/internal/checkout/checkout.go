@@ -26,6 +26,10 @@ var (
 // the caller's context has ended.
 const rollbackTimeout = time.Minute
 
+// addTimeout bounds a `git worktree add`, which a cancellation does not
+// interrupt (materialize says why).
+const addTimeout = 10 * time.Minute
+
 // kind is how a checkout was materialized.
 type kind string
 
@@ -145,13 +149,26 @@ func (c *Checkout) populate(ctx context.Context, repo *snapshot.Repo, src snapsh
 }
 
 // materialize creates c.Dir: a detached worktree of head, or an empty
-// directory.
+// directory. ctx bounds the wait for the worktree lock, not `worktree
+// add` itself: git fills a new registry entry in steps, and one killed
+// between them (no commondir yet) makes every later worktree command of
+// the repository fail, the user's own included. So the add runs to its
+// end, bounded by addTimeout, and a cancelled Create then rolls it back.
 func (c *Checkout) materialize(ctx context.Context, head string) error {
 	if c.kind == kindCopy {
 		return os.Mkdir(c.Dir, 0o700)
 	}
-	_, err := worktreeGit(ctx, c.source, "worktree", "add", "--detach", c.Dir, head)
-	return err
+	unlock, err := lockWorktrees(ctx, c.source)
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	addCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), addTimeout)
+	defer cancel()
+	if _, err := runGit(addCtx, c.source, "worktree", "add", "--detach", c.Dir, head); err != nil {
+		return err
+	}
+	return ctx.Err()
 }
 
 // rollback removes a checkout whose creation failed with cause, under a

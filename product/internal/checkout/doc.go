@@ -55,6 +55,14 @@
 // marker so that Sweep retries it. Sweep, run at start, removes every
 // checkout whose creating process is gone.
 //
+// A cancelled Create does not kill `git worktree add`: git fills a registry
+// entry in steps, and one left without its commondir makes every worktree
+// command of the repository fail, the user's own included. The add runs to
+// its end (bounded by a deadline of its own) and the checkout is then
+// rolled back. Remove also clears a half-made entry of its checkout (what a
+// crash or that deadline leaves) and overrides the "initializing" lock such
+// an add holds, which `worktree remove --force` and prune respect.
+//
 // # Concurrency
 //
 // A repository's worktree registry does not survive concurrent git worktree

@@ -12,7 +12,7 @@ import (
 	"github.com/needle-dev/needle/product/internal/procdir"
 )
 
-// Remove deletes the checkout — `git worktree remove --force` then `git
+// Remove deletes the checkout — `git worktree remove --force --force` then `git
 // worktree prune` for a worktree, RemoveAll for a copy — and then checks
 // that the directory is gone and that the source's registry no longer lists
 // it. Only then is the marker deleted, so a failed cleanup is retried by a
@@ -30,9 +30,18 @@ func (c *Checkout) remove(ctx context.Context) error {
 	// and a step that failed may have been made good by the next one (git
 	// refuses a worktree whose pointer a worker rewrote; RemoveAll and
 	// prune do not care).
+	//
+	// A `git worktree add` killed mid-way (a cancelled Create) leaves its
+	// worktree locked ("initializing"): a single --force refuses it and
+	// prune skips it, so the lock is overridden (-f twice), which also
+	// unregisters a worktree whose directory is already gone.
+	//
+	// A half-made registry entry of this checkout (an add killed before it
+	// wrote commondir) makes every worktree command fail, so it goes first.
 	var steps []error
-	if c.kind == kindWorktree && exists(c.Dir) {
-		_, err := worktreeGit(ctx, c.source, "worktree", "remove", "--force", c.Dir)
+	if c.kind == kindWorktree {
+		steps = append(steps, c.removeHalfMade(ctx))
+		_, err := worktreeGit(ctx, c.source, "worktree", "remove", "--force", "--force", c.Dir)
 		steps = append(steps, err)
 	}
 	steps = append(steps, removeTree(c.Dir))
@@ -47,6 +56,55 @@ func (c *Checkout) remove(ctx context.Context) error {
 		return err
 	}
 	return nil
+}
+
+// removeHalfMade removes the registry entries of this checkout that git
+// left half made: GIT_COMMON_DIR/worktrees/NAME, or NAME followed by
+// digits (git's suffix when NAME's entry exists, as for a checkout of the
+// same snapshot under another parent), whose gitdir file is missing or
+// names this checkout, and which lacks gitdir, commondir or HEAD. A `git
+// worktree add` killed part way (a crash, or its deadline) leaves one;
+// `worktree remove` cannot find it by path, prune skips it while it is
+// locked, and git's registry commands fail on it. It runs under the
+// worktree lock, which every add of this package holds, so no entry is
+// half made because an add is still filling it in. Whole entries are left
+// to git.
+func (c *Checkout) removeHalfMade(ctx context.Context) error {
+	unlock, err := lockWorktrees(ctx, c.source)
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	lock, err := lockPath(ctx, c.source)
+	if err != nil {
+		return err
+	}
+	registry := filepath.Join(filepath.Dir(lock), "worktrees")
+	entries, err := os.ReadDir(registry)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	base := filepath.Base(c.Dir)
+	var errs []error
+	for _, e := range entries {
+		suffix, ok := strings.CutPrefix(e.Name(), base)
+		if !ok || strings.Trim(suffix, "0123456789") != "" || !e.IsDir() {
+			continue
+		}
+		admin := filepath.Join(registry, e.Name())
+		gitdir, err := os.ReadFile(filepath.Join(admin, "gitdir"))
+		if err == nil && filepath.Clean(strings.TrimSpace(string(gitdir))) != filepath.Join(c.Dir, ".git") {
+			continue // another worktree's
+		}
+		if err == nil && exists(filepath.Join(admin, "commondir")) && exists(filepath.Join(admin, "HEAD")) {
+			continue // whole: git removes it
+		}
+		errs = append(errs, os.RemoveAll(admin))
+	}
+	return errors.Join(errs...)
 }
 
 // checkGone verifies that the directory does not exist and, for a worktree,

@@ -8,7 +8,10 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
+	"strings"
 	"testing"
+	"time"
 )
 
 // checkRemoved fails unless c's directory and marker are gone and its
@@ -66,6 +69,62 @@ func TestCheckout_Remove(t *testing.T) {
 		}
 		checkRemoved(t, c)
 	})
+	// A `git worktree add` killed mid-way leaves its worktree locked
+	// ("initializing"), at any of these points.
+	for name, interrupt := range map[string]func(t *testing.T, c *Checkout){
+		"InterruptedAdd/Locked": func(t *testing.T, c *Checkout) {
+			MustGit(t, c.source, "worktree", "lock", "--reason", "initializing", c.Dir)
+		},
+		"InterruptedAdd/LockedNoDirectory": func(t *testing.T, c *Checkout) {
+			MustGit(t, c.source, "worktree", "lock", "--reason", "initializing", c.Dir)
+			if err := os.RemoveAll(c.Dir); err != nil {
+				t.Fatal(err)
+			}
+		},
+		"InterruptedAdd/NoGitdir": func(t *testing.T, c *Checkout) {
+			// Killed after the registry entry and its lock, before gitdir.
+			admin := adminDir(t, c)
+			MustGit(t, c.source, "worktree", "lock", "--reason", "initializing", c.Dir)
+			for _, p := range []string{c.Dir, filepath.Join(admin, "gitdir")} {
+				if err := os.RemoveAll(p); err != nil {
+					t.Fatal(err)
+				}
+			}
+		},
+		"InterruptedAdd/NoCommondir": func(t *testing.T, c *Checkout) {
+			// Killed after gitdir, before commondir: every worktree
+			// command of the repository fails until the entry goes.
+			admin := adminDir(t, c)
+			MustGit(t, c.source, "worktree", "lock", "--reason", "initializing", c.Dir)
+			for _, p := range []string{"commondir", "HEAD"} {
+				if err := os.RemoveAll(filepath.Join(admin, p)); err != nil {
+					t.Fatal(err)
+				}
+			}
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			// other holds the registry entry named as c (the same
+			// snapshot's name), so c's carries git's numeric suffix.
+			src := MustRepo(t, map[string]string{"a.txt": "a"})
+			other := MustCreate(t, MustOpen(t, src), t.TempDir()) // never touched
+			c, err := Create(ctx, MustOpen(t, src), t.TempDir())
+			if err != nil {
+				t.Fatal(err)
+			}
+			interrupt(t, c)
+			if err := c.Remove(ctx); err != nil {
+				t.Fatalf("Remove = %v", err)
+			}
+			if err := other.Verify(ctx); err != nil {
+				t.Errorf("another checkout of the source: %v", err)
+			}
+			if err := other.Remove(ctx); err != nil {
+				t.Fatal(err)
+			}
+			checkRemoved(t, c)
+		})
+	}
 	t.Run("ErrCleanup", func(t *testing.T) {
 		// The source repository is gone, so nothing can show that the
 		// worktree is unregistered: fail, and keep the marker for a sweep.
@@ -84,6 +143,24 @@ func TestCheckout_Remove(t *testing.T) {
 			t.Errorf("marker: %v, want kept", err)
 		}
 	})
+}
+
+// adminDir returns c's entry in its source's worktree registry.
+func adminDir(t *testing.T, c *Checkout) string {
+	t.Helper()
+	registry := filepath.Join(c.source, ".git", "worktrees")
+	entries, err := os.ReadDir(registry)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		gitdir, err := os.ReadFile(filepath.Join(registry, e.Name(), "gitdir"))
+		if err == nil && strings.TrimSpace(string(gitdir)) == filepath.Join(c.Dir, ".git") {
+			return filepath.Join(registry, e.Name())
+		}
+	}
+	t.Fatalf("no registry entry names %s", c.Dir)
+	return ""
 }
 
 // deadPID returns the pid of a process that has exited and been reaped.
@@ -184,5 +261,53 @@ func TestSweep_MarkerGone(t *testing.T) {
 	parent := t.TempDir()
 	if c, err := stale(parent, "co-0123456789abcdef.lock"); c != nil || err != nil {
 		t.Errorf("stale(a marker gone) = %v, %v; want nothing to sweep", c, err)
+	}
+}
+
+// TestCreate_Cancelled cancels Create at points spread over its run (git's
+// `worktree add` included): whatever the point, a Create that fails leaves
+// nothing behind, neither in the parent nor in the source's registry.
+func TestCreate_Cancelled(t *testing.T) {
+	files := map[string]string{}
+	for i := range 300 {
+		files[filepath.Join("d"+strconv.Itoa(i%10), "f"+strconv.Itoa(i)+".txt")] = strings.Repeat("x", 2000)
+	}
+	src := MustRepo(t, files)
+	repo := MustOpen(t, src)
+	start := time.Now()
+	first := MustCreate(t, repo, t.TempDir())
+	full := time.Since(start)
+	failed := 0
+	for i := range 24 {
+		parent := t.TempDir()
+		ctx, cancel := context.WithTimeout(context.Background(), full*time.Duration(i)/20)
+		c, err := Create(ctx, repo, parent)
+		cancel()
+		if err == nil {
+			if err := c.Remove(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+		} else {
+			failed++
+			if errors.Is(err, ErrCleanup) {
+				t.Errorf("cancelled after %d/20 of a Create: %v", i, err)
+			}
+		}
+		if left, _ := os.ReadDir(parent); len(left) != 0 {
+			t.Errorf("cancelled after %d/20 of a Create: the parent holds %v", i, left)
+		}
+	}
+	if failed == 0 {
+		t.Error("no cancellation interrupted a Create")
+	}
+	dirs, err := worktrees(context.Background(), src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{repo.Root(), first.Dir}; !slices.Equal(dirs, want) {
+		t.Errorf("worktrees = %q, want %q", dirs, want)
+	}
+	if admin, _ := os.ReadDir(filepath.Join(src, ".git", "worktrees")); len(admin) != 1 {
+		t.Errorf(".git/worktrees holds %v, want only the first checkout's", admin)
 	}
 }
