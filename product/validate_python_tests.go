@@ -31,9 +31,11 @@ import (
 //   - a file: a line of the body of one of its functions or methods;
 //   - a click option or a typer parameter: a line of its command's body,
 //     which click calls with the value it parsed; an environment variable:
-//     its read, inside a function. An argparse flag's value is read
-//     wherever the parsed namespace goes, which Needle does not trace:
-//     undecided.
+//     its read, inside a function; an argparse or optparse option: a parse
+//     filled it in and code other than the parser read its value from the
+//     namespace (an attribute, getattr, vars). The run records these reads
+//     on the namespaces the parses return; a namespace of the code's own
+//     class is not traced, and leaves the proof undecided.
 //
 // Only a test that passes is certified; one that cannot import a module
 // (a dependency missing from the interpreter's environment) is undecided,
@@ -191,7 +193,7 @@ func pyTargetWhat(s Subject) string {
 	case subjectFile:
 		return "statement of a function of " + s.Name
 	case subjectCLIOption:
-		return "statement of the command that receives " + s.Name
+		return "statement of the command that receives " + s.Name + ", nor read of its parsed value"
 	case subjectConfigurationKey:
 		return "read of " + s.Name
 	}
@@ -355,7 +357,8 @@ func pyBodiesRan(r *pytestrun.Result, rel string, decls []pydecl.Decl) string {
 
 // pyOptionRan says whether the run read the option's value in rel: for an
 // environment variable, its read inside a function; for a click option or
-// a typer parameter, the body of the command that receives the value.
+// a typer parameter, the body of the command that receives the value; for
+// an argparse or optparse option, a read of the value a parse filled in.
 func (val *validator) pyOptionRan(field string, r *pytestrun.Result, rel string, f *pydecl.File) (what string, decided bool) {
 	s := val.v.Proposal.Subject
 	kinds := optionKinds(s.Kind)
@@ -367,7 +370,13 @@ func (val *validator) pyOptionRan(field string, r *pytestrun.Result, rel string,
 		fn, inFunc := pyFunctionAt(f, o.Start)
 		switch {
 		case o.API == "argparse" || o.API == "optparse":
-			untraced = "its value is read wherever the parsed namespace goes, which Needle does not trace for Python"
+			p, ok := r.ParsedAt(rel, o.Start, o.End)
+			switch {
+			case ok && p.Read:
+				return fmt.Sprintf("a parse filled in %s (defined on line %d of %s) and the code read its value", s.Name, p.Line, rel), true
+			case ok && p.Untraced:
+				untraced = "the parse filled in a namespace of the code's own class, whose reads Needle does not trace"
+			}
 		case o.API == "os" && inFunc && fn.Body != 0 && o.Start >= fn.Body:
 			if n, ok := r.Executed(rel, o.Start, o.End); ok {
 				return fmt.Sprintf("the read of %s on line %d of %s, in %s", s.Name, n, rel, fn.Name), true

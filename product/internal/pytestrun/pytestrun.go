@@ -82,6 +82,34 @@ type Result struct {
 	// (ArgvCalls), in the order of their first occurrence, once per call
 	// site and callee.
 	Calls []Call `json:"calls,omitempty"`
+	// Parsed are the argparse and optparse options of the checkout that a
+	// parse filled in during the run, by the line of the call defining
+	// each.
+	Parsed []Parsed `json:"reads,omitempty"`
+}
+
+// Parsed is an argparse or optparse option, defined by the call on Line of
+// File, that a parse filled in. Read: code other than the parser then read
+// its value from the parse's namespace (an attribute, getattr, vars).
+// Untraced: the namespace was the caller's own class, whose reads the run
+// does not see.
+type Parsed struct {
+	File     string   `json:"file"`
+	Line     int      `json:"line"`
+	Names    []string `json:"names"`
+	Read     bool     `json:"read,omitempty"`
+	Untraced bool     `json:"untraced,omitempty"`
+}
+
+// ParsedAt returns the option defined by a call starting or continuing on
+// a line of file between from and to that the run parsed.
+func (r *Result) ParsedAt(file string, from, to int) (Parsed, bool) {
+	for _, p := range r.Parsed {
+		if p.File == file && from <= p.Line && p.Line <= to {
+			return p, true
+		}
+	}
+	return Parsed{}, false
 }
 
 // A Call is one call a run made: from a line of one file into the
@@ -143,8 +171,18 @@ func Parse(out []byte) (*Result, error) {
 		return nil, fmt.Errorf("%w: a run without %s", ErrOutput, r.Missing)
 	case r.Exit < 0 || r.Exit > 255:
 		return nil, fmt.Errorf("%w: exit status %d", ErrOutput, r.Exit)
-	case len(r.Outcomes) > maxItems || len(r.Files) > maxItems || len(r.Calls) > maxItems:
-		return nil, fmt.Errorf("%w: %d outcomes, %d files, %d calls", ErrOutput, len(r.Outcomes), len(r.Files), len(r.Calls))
+	case len(r.Outcomes) > maxItems || len(r.Files) > maxItems || len(r.Calls) > maxItems || len(r.Parsed) > maxItems:
+		return nil, fmt.Errorf("%w: %d outcomes, %d files, %d calls, %d parsed options", ErrOutput, len(r.Outcomes), len(r.Files), len(r.Calls), len(r.Parsed))
+	}
+	for _, p := range r.Parsed {
+		if !relPath(p.File) || p.Line < 1 || len(p.Names) == 0 || len(p.Names) > maxID || p.Read && p.Untraced {
+			return nil, fmt.Errorf("%w: parsed option %+v", ErrOutput, p)
+		}
+		for _, n := range p.Names {
+			if n == "" || !printable(n) || len(n) > maxID {
+				return nil, fmt.Errorf("%w: option name %q", ErrOutput, n)
+			}
+		}
 	}
 	for id, o := range r.Outcomes {
 		if !printable(id) || len(id) > maxID || o != Passed && o != Failed && o != Skipped {

@@ -109,27 +109,154 @@ func TestRun(t *testing.T) {
 	}
 }
 
+// TestRun_Parsed: the argparse and optparse options of the checkout that
+// a run parsed, and whether code other than the parser read each value
+// (an attribute, getattr, vars); a namespace of the caller's own class is
+// untraced. The namespaces behave as without Needle (their repr, their
+// equality).
+func TestRun_Parsed(t *testing.T) {
+	python := testenv.PythonWithPytest(t)
+	root := t.TempDir()
+	for name, content := range map[string]string{
+		"cli.py": `import argparse
+import optparse
+
+
+def build():
+    p = argparse.ArgumentParser(prog="cli")
+    p.add_argument("--crlf", action="store_true")
+    p.add_argument(
+        "--tabs", type=int, default=8)
+    sub = p.add_subparsers(dest="cmd")
+    s = sub.add_parser("show")
+    s.add_argument("--deep", "-d", action="store_true")
+    return p
+
+
+def main(argv):
+    a = build().parse_args(argv)
+    return (a.crlf, getattr(a, "deep", None))
+
+
+def old(argv):
+    p = optparse.OptionParser()
+    p.add_option("-q", "--quiet", action="store_true", dest="quiet")
+    p.add_option("--level", dest="level")
+    o, rest = p.parse_args(argv)
+    return o.quiet
+
+
+class NS(argparse.Namespace):
+    pass
+
+
+def own(argv):
+    return build().parse_args(argv, namespace=NS()).tabs
+`,
+		"tests/test_cli.py": `import argparse
+
+import cli
+
+
+def test_main():
+    assert cli.main(["--crlf", "show", "-d"]) == (True, True)
+    ns = cli.build().parse_args([])
+    assert repr(ns) == "Namespace(crlf=False, tabs=8, cmd=None)"
+    assert ns == argparse.Namespace(crlf=False, tabs=8, cmd=None)
+
+
+def test_old():
+    assert cli.old(["-q"]) is True
+
+
+def test_own():
+    assert cli.own([]) == 8
+
+
+def test_vars():
+    assert vars(cli.build().parse_args(["--tabs", "3"]))["tabs"] == 3
+`,
+	} {
+		if err := os.MkdirAll(filepath.Dir(filepath.Join(root, name)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(root, name), []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	type opt struct {
+		line       int
+		read, none bool
+	}
+	for test, want := range map[string]map[string]opt{
+		// --tabs: parsed, never read; --deep: read through getattr.
+		"test_main": {"--crlf": {line: 7, read: true}, "--tabs": {line: 8}, "--deep": {line: 12, read: true}},
+		"test_old":  {"--quiet": {line: 23, read: true}, "--level": {line: 24}},
+		"test_own":  {"--crlf": {line: 7, none: true}, "--tabs": {line: 8, none: true}},
+		"test_vars": {"--crlf": {line: 7, read: true}, "--tabs": {line: 8, read: true}},
+	} {
+		cmd := exec.Command(python, Argv(python, []string{"tests/test_cli.py::" + test})[1:]...)
+		cmd.Dir = root
+		var stderr strings.Builder
+		cmd.Stderr = &stderr
+		out, err := cmd.Output()
+		if err != nil {
+			t.Fatalf("%s: %v\n%s", test, err, stderr.String())
+		}
+		r, err := Parse(out)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.Outcomes["tests/test_cli.py::"+test] != Passed {
+			t.Errorf("%s did not pass: %v\n%s", test, r.Outcomes, stderr.String())
+		}
+		got := map[string]opt{}
+		for _, p := range r.Parsed {
+			if p.File != "cli.py" {
+				t.Errorf("%s: an option of %s: %+v", test, p.File, p)
+			}
+			got[p.Names[0]] = opt{line: p.Line, read: p.Read, none: p.Untraced}
+		}
+		if len(got) != len(want) {
+			t.Errorf("%s: parsed %+v, want %+v", test, r.Parsed, want)
+		}
+		for name, w := range want {
+			if got[name] != w {
+				t.Errorf("%s: %s: %+v, want %+v (%+v)", test, name, got[name], w, r.Parsed)
+			}
+		}
+		if p, ok := r.ParsedAt("cli.py", 8, 9); test == "test_main" && (!ok || p.Names[0] != "--tabs") {
+			t.Errorf("ParsedAt(8, 9) = %+v, %v", p, ok)
+		}
+	}
+}
+
 // TestParse_Refuses output no run of the script prints.
 func TestParse_Refuses(t *testing.T) {
 	for name, out := range map[string]string{
-		"not json":         `{`,
-		"two values":       `{"python":"3.11.2","exit":0} {}`,
-		"unknown field":    `{"python":"3.11.2","exit":0,"x":1}`,
-		"bad version":      `{"python":"3","exit":0}`,
-		"missing what":     `{"python":"3.11.2","missing":"numpy","exit":0}`,
-		"missing and ran":  `{"python":"3.11.2","missing":"pytest","exit":0,"outcomes":{"t.py::t":"passed"}}`,
-		"exit status":      `{"python":"3.11.2","exit":300}`,
-		"a short call":     `{"python":"3.11.2","exit":0,"calls":[["a.py",1,"b.py",2]]}`,
-		"a call outside":   `{"python":"3.11.2","exit":0,"calls":[["a.py",1,"/b.py",2,"f"]]}`,
-		"a call at line 0": `{"python":"3.11.2","exit":0,"calls":[["a.py",0,"b.py",2,"f"]]}`,
-		"outcome":          `{"python":"3.11.2","exit":0,"outcomes":{"t.py::t":"xpassed-ish"}}`,
-		"absolute file":    `{"python":"3.11.2","exit":0,"files":{"/etc/passwd":[1]}}`,
-		"file outside":     `{"python":"3.11.2","exit":0,"files":{"../x.py":[1]}}`,
-		"unclean file":     `{"python":"3.11.2","exit":0,"files":{"a/../b.py":[1]}}`,
-		"line zero":        `{"python":"3.11.2","exit":0,"files":{"a.py":[0,1]}}`,
-		"lines unsorted":   `{"python":"3.11.2","exit":0,"files":{"a.py":[3,2]}}`,
-		"lines repeated":   `{"python":"3.11.2","exit":0,"files":{"a.py":[2,2]}}`,
-		"control in an id": "{\"python\":\"3.11.2\",\"exit\":0,\"outcomes\":{\"t.py::t\\u0000\":\"passed\"}}",
+		"not json":          `{`,
+		"two values":        `{"python":"3.11.2","exit":0} {}`,
+		"unknown field":     `{"python":"3.11.2","exit":0,"x":1}`,
+		"bad version":       `{"python":"3","exit":0}`,
+		"missing what":      `{"python":"3.11.2","missing":"numpy","exit":0}`,
+		"missing and ran":   `{"python":"3.11.2","missing":"pytest","exit":0,"outcomes":{"t.py::t":"passed"}}`,
+		"exit status":       `{"python":"3.11.2","exit":300}`,
+		"a short call":      `{"python":"3.11.2","exit":0,"calls":[["a.py",1,"b.py",2]]}`,
+		"a call outside":    `{"python":"3.11.2","exit":0,"calls":[["a.py",1,"/b.py",2,"f"]]}`,
+		"a call at line 0":  `{"python":"3.11.2","exit":0,"calls":[["a.py",0,"b.py",2,"f"]]}`,
+		"outcome":           `{"python":"3.11.2","exit":0,"outcomes":{"t.py::t":"xpassed-ish"}}`,
+		"absolute file":     `{"python":"3.11.2","exit":0,"files":{"/etc/passwd":[1]}}`,
+		"file outside":      `{"python":"3.11.2","exit":0,"files":{"../x.py":[1]}}`,
+		"unclean file":      `{"python":"3.11.2","exit":0,"files":{"a/../b.py":[1]}}`,
+		"line zero":         `{"python":"3.11.2","exit":0,"files":{"a.py":[0,1]}}`,
+		"lines unsorted":    `{"python":"3.11.2","exit":0,"files":{"a.py":[3,2]}}`,
+		"lines repeated":    `{"python":"3.11.2","exit":0,"files":{"a.py":[2,2]}}`,
+		"control in an id":  "{\"python\":\"3.11.2\",\"exit\":0,\"outcomes\":{\"t.py::t\\u0000\":\"passed\"}}",
+		"parsed outside":    `{"python":"3.11.2","exit":0,"reads":[{"file":"../a.py","line":1,"names":["--x"]}]}`,
+		"parsed no names":   `{"python":"3.11.2","exit":0,"reads":[{"file":"a.py","line":1,"names":[]}]}`,
+		"parsed line 0":     `{"python":"3.11.2","exit":0,"reads":[{"file":"a.py","line":0,"names":["--x"]}]}`,
+		"parsed both":       `{"python":"3.11.2","exit":0,"reads":[{"file":"a.py","line":1,"names":["--x"],"read":true,"untraced":true}]}`,
+		"parsed empty name": `{"python":"3.11.2","exit":0,"reads":[{"file":"a.py","line":1,"names":[""]}]}`,
 	} {
 		if _, err := Parse([]byte(out)); !errors.Is(err, ErrOutput) {
 			t.Errorf("%s: err = %v, want ErrOutput", name, err)

@@ -37,6 +37,115 @@ for name in ("coverage",) if command else ("coverage", "pytest"):
 MAX_CALLS = 20000
 calls, seen = [], set()
 
+# argparse and optparse: where the options a run parsed were defined, and
+# which of their values code other than the parser then read. A parse's
+# namespace (values) records the attributes read from outside the parser's
+# module; it keeps its class's name, module and behaviour, so a test that
+# prints or compares it sees what it would see without Needle.
+MAX_READS = 5000
+sites = {}  # id(action) -> (action, file, line): actions defined in root
+parses = []  # (namespace, parsers that filled it)
+reads = {}  # id(namespace) -> attribute names read
+active = []
+recorders = set()
+
+
+def record_site(action):
+    f = sys._getframe(2)
+    if len(sites) < MAX_READS and f.f_code.co_filename.startswith(root + os.sep):
+        sites[id(action)] = (action, rel(f.f_code.co_filename), f.f_lineno)
+    return action
+
+
+def recording(base, parser_file):
+    class Recording(base):
+        def __getattribute__(self, name):
+            if name == "__dict__" or not name.startswith("__"):
+                if sys._getframe(1).f_code.co_filename != parser_file:
+                    names = reads.get(id(self))
+                    if names is not None and len(names) < MAX_READS:
+                        names.add(name)
+            return base.__getattribute__(self, name)
+
+    Recording.__name__, Recording.__qualname__, Recording.__module__ = base.__name__, base.__qualname__, base.__module__
+    recorders.add(Recording)
+    return Recording
+
+
+def watch_parsers():
+    import argparse
+    import optparse
+
+    Namespace = recording(argparse.Namespace, argparse.__file__)
+    Values = recording(optparse.Values, optparse.__file__)
+
+    def track(namespace, parser):
+        if id(namespace) not in reads:
+            if len(parses) >= MAX_READS:
+                return
+            reads[id(namespace)] = set()
+            parses.append((namespace, []))
+        for ns, parsers in parses:
+            if ns is namespace and parser not in parsers:
+                parsers.append(parser)
+
+    add_argument = argparse._ActionsContainer.add_argument
+    argparse._ActionsContainer.add_argument = lambda self, *a, **k: record_site(add_argument(self, *a, **k))
+    add_option = optparse.OptionContainer.add_option
+    optparse.OptionContainer.add_option = lambda self, *a, **k: record_site(add_option(self, *a, **k))
+    parse_known_args = argparse.ArgumentParser.parse_known_args
+
+    def parse_known(self, args=None, namespace=None):
+        if namespace is None:
+            namespace = Namespace()
+        elif type(namespace) is argparse.Namespace:
+            namespace.__class__ = Namespace
+        outer = not active
+        if outer:
+            active.append(namespace)
+        track(active[0], self)
+        try:
+            return parse_known_args(self, args, namespace)
+        finally:
+            if outer:
+                active.pop()
+
+    argparse.ArgumentParser.parse_known_args = parse_known
+    parse_args = optparse.OptionParser.parse_args
+
+    def parse(self, args=None, values=None):
+        values, rest = parse_args(self, args, values)
+        if type(values) is optparse.Values:
+            values.__class__ = Values
+        track(values, self)
+        return values, rest
+
+    optparse.OptionParser.parse_args = parse
+
+
+def parsed_reads():
+    """The options defined in root that a parse filled in: read when code
+    other than the parser read the value, untraced when the namespace was
+    the caller's own class, whose reads Needle does not see."""
+    out = {}
+    for namespace, parsers in parses:
+        names = reads[id(namespace)]
+        traced = type(namespace) in recorders
+        for parser in parsers:
+            actions = parser._actions if hasattr(parser, "_actions") else parser._get_all_options()
+            for a in actions:
+                site = sites.get(id(a))
+                if not site or site[0] is not a or not a.dest:
+                    continue
+                key = (site[1], site[2])
+                entry = out.setdefault(key, {"file": site[1], "line": site[2], "names": sorted(a._long_opts + a._short_opts if hasattr(a, "_long_opts") else a.option_strings or [a.dest])})
+                if traced and (a.dest in names or "__dict__" in names):
+                    entry["read"] = True  # one read decides
+                    entry.pop("untraced", None)
+                elif not traced and not entry.get("read"):
+                    entry["untraced"] = True
+    return [out[k] for k in sorted(out)]
+
 
 def rel(f):
     return os.path.relpath(f, root).replace(os.sep, "/")
@@ -69,6 +178,7 @@ if "missing" not in res:
                 if prev is None or prev == "passed":
                     outcomes[report.nodeid] = report.outcome
 
+    watch_parsers()
     cov = coverage.Coverage(data_file=None, source=[root], config_file=False)
     code = 0
     cov.start()
@@ -104,6 +214,9 @@ if "missing" not in res:
         if (lines or os.path.realpath(f) in imported) and not r.startswith(".." + os.sep) and r != ".." and not os.path.isabs(r):
             files[r.replace(os.sep, "/")] = lines
     res.update({"exit": code, "outcomes": outcomes, "files": files})
+    read = parsed_reads()
+    if read:
+        res["reads"] = read
     if watched is not None:
         res["calls"] = calls
 out.write(json.dumps(res))
