@@ -22,7 +22,7 @@ import (
 // validatorVersion changes whenever a validator could decide differently.
 // Certificates record it; evidence certified by another version is proven
 // again before it is served.
-const validatorVersion = "needle-validators/5"
+const validatorVersion = "needle-validators/6"
 
 // Evidence levels a certificate records: levelAST for proofs from code that
 // reads the source's syntax and types (go/types for Go; for focused_tests,
