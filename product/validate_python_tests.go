@@ -26,7 +26,8 @@ import (
 // executes what importing the modules never runs:
 //
 //   - a function or method: a line of its body (a def's body runs only
-//     when it is called; a one-line def cannot tell, and is not counted);
+//     when it is called); for a one-line def, whose body shares the def's
+//     line, the entry of its code, which only a call makes;
 //   - a class: a line of the body of one of its methods;
 //   - a file: a line of the body of one of its functions or methods;
 //   - a click option or a typer parameter: a line of its command's body,
@@ -341,11 +342,19 @@ func pySubjectDecls(f *pydecl.File, s Subject, rel string) []pydecl.Decl {
 }
 
 // pyBodiesRan says which body of decls the run executed a line of, "" for
-// none. A variable has no body, and a one-line def's body shares its line
-// with the def, which importing runs.
+// none. A variable has no body. A one-line def's body shares its line with
+// the def, which importing runs: its call shows as the entry of its code
+// (which starts at its first decorator), except on line 1, where the
+// module's own code starts.
 func pyBodiesRan(r *pytestrun.Result, rel string, decls []pydecl.Decl) string {
 	for _, d := range decls {
-		if d.Body == 0 || d.Body == d.Line || d.Kind == pydecl.KindClass || d.Kind == pydecl.KindVariable {
+		if d.Body == 0 || d.Kind == pydecl.KindClass || d.Kind == pydecl.KindVariable {
+			continue
+		}
+		if d.Body == d.Line {
+			if d.First > 1 && r.Entry(rel, d.First) {
+				return fmt.Sprintf("a call of %s, the one-line def on line %d of %s", d.Name, d.Line, rel)
+			}
 			continue
 		}
 		if n, ok := r.Executed(rel, d.Body, d.End); ok {

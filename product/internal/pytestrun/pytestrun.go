@@ -78,6 +78,11 @@ type Result struct {
 	// relative to the checkout's root: each file the run imported or
 	// executed (an empty __init__.py executes no line).
 	Files map[string][]int `json:"files"`
+	// Entered are, by file, the first lines (a def's, or its first
+	// decorator's) of the code objects the run entered: a function called,
+	// a class body run, a comprehension. Line 1 is left out: the module's
+	// own code starts there.
+	Entered map[string][]int `json:"entered,omitempty"`
 	// Calls are the calls the run made into or out of the watched files
 	// (ArgvCalls), in the order of their first occurrence, once per call
 	// site and callee.
@@ -189,22 +194,42 @@ func Parse(out []byte) (*Result, error) {
 			return nil, fmt.Errorf("%w: outcome %q of %q", ErrOutput, o, id)
 		}
 	}
-	total := 0
-	for f, lines := range r.Files {
-		if !relPath(f) {
-			return nil, fmt.Errorf("%w: file %q", ErrOutput, f)
-		}
-		total += len(lines)
-		if total > maxLines {
-			return nil, fmt.Errorf("%w: more than %d lines", ErrOutput, maxLines)
-		}
-		for i, n := range lines {
-			if n < 1 || i > 0 && n <= lines[i-1] {
-				return nil, fmt.Errorf("%w: the lines of %s are not ascending line numbers", ErrOutput, f)
-			}
+	if err := checkLines(r.Files); err != nil {
+		return nil, err
+	}
+	if err := checkLines(r.Entered); err != nil {
+		return nil, err
+	}
+	for f := range r.Entered {
+		if _, ok := r.Files[f]; !ok {
+			return nil, fmt.Errorf("%w: %s entered, not executed", ErrOutput, f)
 		}
 	}
 	return &r, nil
+}
+
+// checkLines checks lines by file: clean relative paths, ascending line
+// numbers, bounded in all.
+func checkLines(byFile map[string][]int) error {
+	if len(byFile) > maxItems {
+		return fmt.Errorf("%w: %d files", ErrOutput, len(byFile))
+	}
+	total := 0
+	for f, lines := range byFile {
+		if !relPath(f) {
+			return fmt.Errorf("%w: file %q", ErrOutput, f)
+		}
+		total += len(lines)
+		if total > maxLines {
+			return fmt.Errorf("%w: more than %d lines", ErrOutput, maxLines)
+		}
+		for i, n := range lines {
+			if n < 1 || i > 0 && n <= lines[i-1] {
+				return fmt.Errorf("%w: the lines of %s are not ascending line numbers", ErrOutput, f)
+			}
+		}
+	}
+	return nil
 }
 
 // relPath reports whether f is a clean relative slash path inside the
@@ -223,6 +248,13 @@ func printable(s string) bool {
 		}
 	}
 	return true
+}
+
+// Entry reports whether the run entered the code object whose first line
+// is first in file: called the function defined there.
+func (r *Result) Entry(file string, first int) bool {
+	_, ok := slices.BinarySearch(r.Entered[file], first)
+	return ok
 }
 
 // Executed reports whether the run executed a line of file between from

@@ -28,11 +28,11 @@ func TestRun(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	write("lines.py", "def split_lines(text):\n    return text.split('\\n')\n")
+	write("lines.py", "def split_lines(text):\n    return text.split('\\n')\n\n\ndef one(): return 1\n")
 	write("unused.py", "def f():\n    return 1\n")
 	write("cli.py", "import sys\nfrom lines import split_lines\n\nprint(split_lines(sys.argv[1]))\nsys.exit(3)\n")
 	write("tests/__init__.py", "")
-	write("tests/test_lines.py", "import pytest\nfrom lines import split_lines\n\n\ndef test_split():\n    assert split_lines('a\\nb') == ['a', 'b']\n\n\ndef test_named():\n    assert callable(split_lines)\n\n\ndef test_fails():\n    assert split_lines('a') == []\n\n\n@pytest.mark.parametrize('s', ['a', 'b'])\ndef test_param(s):\n    assert split_lines(s) == [s]\n")
+	write("tests/test_lines.py", "import pytest\nfrom lines import split_lines\n\n\ndef test_split():\n    assert split_lines('a\\nb') == ['a', 'b']\n\n\ndef test_named():\n    assert callable(split_lines)\n\n\ndef test_fails():\n    assert split_lines('a') == []\n\n\n@pytest.mark.parametrize('s', ['a', 'b'])\ndef test_param(s):\n    assert split_lines(s) == [s]\n\n\ndef test_one():\n    from lines import one\n    assert one() == 1\n")
 	tree := func() string {
 		out, err := exec.Command("find", root, "-printf", "%p %s %T@\n").Output()
 		if err != nil {
@@ -73,6 +73,13 @@ func TestRun(t *testing.T) {
 	}
 	if _, ok := r.Files["unused.py"]; ok {
 		t.Errorf("a file no test imported is among the run's files: %v", r.Files)
+	}
+	if r.Entry("lines.py", 5) || r.Entry("lines.py", 1) {
+		t.Errorf("test_split entered one() (line 5), or line 1 counts as a function's entry: %v", r.Entered)
+	}
+	// A one-line def: its call shows only as the entry of its code.
+	if r = run("tests/test_lines.py::test_one"); !r.Entry("lines.py", 5) || r.Exit != 0 {
+		t.Errorf("test_one did not enter one() (exit %d): %v", r.Exit, r.Entered)
 	}
 	r = run("tests/test_lines.py::test_named")
 	if _, ok := r.Executed("lines.py", 2, 2); ok || r.Exit != 0 {
@@ -252,6 +259,8 @@ func TestParse_Refuses(t *testing.T) {
 		"lines unsorted":    `{"python":"3.11.2","exit":0,"files":{"a.py":[3,2]}}`,
 		"lines repeated":    `{"python":"3.11.2","exit":0,"files":{"a.py":[2,2]}}`,
 		"control in an id":  "{\"python\":\"3.11.2\",\"exit\":0,\"outcomes\":{\"t.py::t\\u0000\":\"passed\"}}",
+		"entered, not run":  `{"python":"3.11.2","exit":0,"files":{"a.py":[1]},"entered":{"b.py":[2]}}`,
+		"entered unsorted":  `{"python":"3.11.2","exit":0,"files":{"a.py":[1]},"entered":{"a.py":[3,2]}}`,
 		"parsed outside":    `{"python":"3.11.2","exit":0,"reads":[{"file":"../a.py","line":1,"names":["--x"]}]}`,
 		"parsed no names":   `{"python":"3.11.2","exit":0,"reads":[{"file":"a.py","line":1,"names":[]}]}`,
 		"parsed line 0":     `{"python":"3.11.2","exit":0,"reads":[{"file":"a.py","line":0,"names":["--x"]}]}`,

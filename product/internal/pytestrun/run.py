@@ -179,7 +179,10 @@ if "missing" not in res:
                     outcomes[report.nodeid] = report.outcome
 
     watch_parsers()
-    cov = coverage.Coverage(data_file=None, source=[root], config_file=False)
+    # Branch measurement records, besides lines, the entry of each code
+    # object (an arc from minus its first line): a call of a function
+    # whose body shares the def's line shows only there.
+    cov = coverage.Coverage(data_file=None, source=[root], config_file=False, branch=True)
     code = 0
     cov.start()
     if watched is not None:
@@ -213,7 +216,15 @@ if "missing" not in res:
         r = os.path.relpath(f, root)
         if (lines or os.path.realpath(f) in imported) and not r.startswith(".." + os.sep) and r != ".." and not os.path.isabs(r):
             files[r.replace(os.sep, "/")] = lines
-    res.update({"exit": code, "outcomes": outcomes, "files": files})
+    entered = {}
+    for f in data.measured_files():
+        r = os.path.relpath(f, root).replace(os.sep, "/")
+        if r in files:
+            # Line 1 is the module's own entry, never told from a def there.
+            firsts = sorted({-a for a, _ in data.arcs(f) or [] if a < -1})
+            if firsts:
+                entered[r] = firsts
+    res.update({"exit": code, "outcomes": outcomes, "files": files, "entered": entered})
     read = parsed_reads()
     if read:
         res["reads"] = read
