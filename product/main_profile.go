@@ -54,7 +54,7 @@ var settingKeys = map[string]struct {
 		return nil
 	}},
 	"tests.deadline": {"the wall-clock bound of one test run, build included (a Go duration)", checkDuration},
-	"python.interpreter": {"the Python interpreter whose parser reads the repository's Python source, in the sandbox", func(v string) error {
+	"python.interpreter": {"the Python interpreter whose parser reads the repository's Python source and which runs its tests and flows, in the sandbox", func(v string) error {
 		if !filepath.IsAbs(v) {
 			return fmt.Errorf("%q is not an absolute path", v)
 		}
@@ -105,9 +105,12 @@ Manage the settings of the Needle profile in DIR. Keys:
                     (default 2m)
   python.interpreter
                     the Python whose own parser (ast) reads the repository's
-                    Python source, run in the tests' sandbox; default: the
-                    repository's .venv, else python3 on PATH; with none,
-                    Python declarations are checked lexically
+                    Python source, and which runs its focused tests (pytest
+                    under coverage.py, from its own environment: Needle
+                    installs nothing) and its flows' scenarios, in the
+                    tests' sandbox; default: the repository's .venv, else
+                    python3 on PATH; with none, Python evidence is checked
+                    lexically
 `
 
 // verbArgs parses `needle NAME VERB --data-dir DIR ARGS…` for commands made
