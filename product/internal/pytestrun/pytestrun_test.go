@@ -159,6 +159,17 @@ class NS(argparse.Namespace):
 
 def own(argv):
     return build().parse_args(argv, namespace=NS()).tabs
+
+
+class Checked(optparse.OptionParser):
+    def check_values(self, values, args):  # docutils' returns values alone
+        return values
+
+
+def checked(argv):
+    p = Checked()
+    p.add_option("--x", dest="x")
+    return p.parse_args(argv).x
 `,
 		"tests/test_cli.py": `import argparse
 
@@ -178,6 +189,10 @@ def test_old():
 
 def test_own():
     assert cli.own([]) == 8
+
+
+def test_checked():
+    assert cli.checked(["--x", "1"]) == "1"
 
 
 def test_vars():
@@ -201,6 +216,8 @@ def test_vars():
 		"test_old":  {"--quiet": {line: 23, read: true}, "--level": {line: 24}},
 		"test_own":  {"--crlf": {line: 7, none: true}, "--tabs": {line: 8, none: true}},
 		"test_vars": {"--crlf": {line: 7, read: true}, "--tabs": {line: 8, read: true}},
+		// An OptionParser whose check_values returns the values alone.
+		"test_checked": {"--x": {line: 44, read: true}},
 	} {
 		cmd := exec.Command(python, Argv(python, []string{"tests/test_cli.py::" + test})[1:]...)
 		cmd.Dir = root

@@ -114,11 +114,14 @@ def watch_parsers():
     parse_args = optparse.OptionParser.parse_args
 
     def parse(self, args=None, values=None):
-        values, rest = parse_args(self, args, values)
+        # As optparse would, but with the values object in hand: what
+        # parse_args returns is left alone (a subclass may return anything).
+        if values is None:
+            values = self.get_default_values()
         if type(values) is optparse.Values:
             values.__class__ = Values
         track(values, self)
-        return values, rest
+        return parse_args(self, args, values)
 
     optparse.OptionParser.parse_args = parse
 
