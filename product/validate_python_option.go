@@ -173,9 +173,10 @@ func pyTestFile(rel string) bool {
 }
 
 // implicitNames are the names click's decorators give the options they
-// define when the call names none, and argparse's parsers their help.
-var implicitNames = map[string][]string{"--version": {"version_option"}, "--help": {"help_option", "ArgumentParser", "add_parser"},
-	"-h": {"ArgumentParser", "add_parser"}, "--password": {"password_option"}, "--yes": {"confirmation_option"}}
+// define when the call names none, and argparse's and optparse's parsers
+// their help (and optparse's its version, given one).
+var implicitNames = map[string][]string{"--version": {"version_option", "version="}, "--help": {"help_option", "ArgumentParser", "add_parser", "OptionParser"},
+	"-h": {"ArgumentParser", "add_parser", "OptionParser"}, "--password": {"password_option"}, "--yes": {"confirmation_option"}}
 
 // pyOptionAgrees checks an option the interpreter reported against the
 // source itself, since the interpreter may be the repository's: each name
@@ -189,7 +190,7 @@ func pyOptionAgrees(o pydecl.Option, lines []string) (int, string) {
 		return o.End, "past the end"
 	}
 	text := strings.Join(lines[o.Start-1:o.End], "\n")
-	word := map[string][]string{"argparse": {"add_argument", "ArgumentParser", "add_parser"}, "optparse": {"add_option"}, "os": {"environ", "getenv"}}[o.API]
+	word := map[string][]string{"argparse": {"add_argument", "ArgumentParser", "add_parser"}, "optparse": {"add_option", "OptionParser"}, "os": {"environ", "getenv"}}[o.API]
 	if word == nil {
 		word = []string{"option", "Option", "envvar"}
 	}

@@ -82,7 +82,7 @@ def load():
 // flask's click one, from Debian, and a typer app and a settings module
 // written as their users write them.
 func TestValidate_PythonOptions(t *testing.T) {
-	repo := mustPythonRepo(t, testenv.PythonPygments, testenv.PythonFlask, testenv.PythonClick, testenv.PythonTyper, testenv.PythonTypingExtensions)
+	repo := mustPythonRepo(t, testenv.PythonPygments, testenv.PythonFlask, testenv.PythonClick, testenv.PythonTyper, testenv.PythonTypingExtensions, testenv.PythonMarkdown)
 	MustWriteFile(t, filepath.Join(repo, "sync", "__init__.py"), "")
 	MustWriteFile(t, filepath.Join(repo, "sync", "app.py"), typerApp)
 	MustWriteFile(t, filepath.Join(repo, "sync", "settings.py"), envSettings)
@@ -98,6 +98,7 @@ func TestValidate_PythonOptions(t *testing.T) {
 	}{
 		{"pygments/cmdline.py", "pygments.cmdline", nil, []string{"m.main(['pygmentize', '-h'])"}, 20},
 		{"flask/cli.py", "flask.cli", []string{"flask", "werkzeug"}, nil, 15},
+		{"markdown/__main__.py", "markdown.__main__", nil, []string{"m.parse_options(['doc.md'])"}, 20},
 		{"sync/app.py", "sync.app", nil, []string{"typer_apps()"}, 7},
 		{"sync/settings.py", "sync.settings", nil, []string{"m.load()"}, 6},
 	} {

@@ -30,6 +30,10 @@ var PythonFlask = Deb{Package: "python3-flask", Version: "2.2.2-3", SHA256: "2c8
 // 12 has 0.7). It needs typing_extensions.
 var PythonTyper = Deb{Package: "python3-typer", Version: "0.15.2-1", SHA256: "fe1dae27effa023a1656ecd0bfaafb67777bb692ca8970d56d609ad950fd7ee4", Suite: "trixie"}
 
+// PythonMarkdown is python3-markdown of Debian 12: a Markdown converter
+// whose command line (markdown/__main__.py) is optparse's, 3.4.1.
+var PythonMarkdown = Deb{Package: "python3-markdown", Version: "3.4.1-2+deb12u1", SHA256: "7f98e975cf0cc5d6b63d1ea76f1e1f2c88df91d873eac58eef8bc89a25a25d93"}
+
 // PythonTypingExtensions is python3-typing-extensions of Debian 12, 4.4.0.
 var PythonTypingExtensions = Deb{Package: "python3-typing-extensions", Version: "4.4.0-1", SHA256: "e2f88fe73b6dac2907b29d709647eb66302776f7693f45b1e95e116ddedbddd3"}
 

@@ -10,7 +10,8 @@ import (
 
 // optionsScript is the tests' oracle for where Python code defines its
 // options and reads its environment, by running it: argparse's
-// add_argument and click's Option and Argument are wrapped to record what
+// add_argument, optparse's add_option (which a parser calls itself for its
+// --help and --version) and click's Option and Argument are wrapped to record what
 // each call made (the option strings argparse or click parsed from it, and
 // click's envvar), os.environ is replaced by a mapping that records every
 // read the target's own code makes (a subscript, get, setdefault, pop, in,
@@ -56,6 +57,14 @@ def add_argument(self, *a, **k):
     record("flag", action.option_strings, where())
     return action
 argparse._ActionsContainer.add_argument = add_argument
+
+import optparse
+orig_add_option = optparse.OptionContainer.add_option
+def add_option(self, *a, **k):
+    option = orig_add_option(self, *a, **k)
+    record("flag", option._short_opts + option._long_opts, where())
+    return option
+optparse.OptionContainer.add_option = add_option
 
 def envvars(p):
     e = p.envvar

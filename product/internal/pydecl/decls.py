@@ -202,6 +202,15 @@ class Options:
                 api = "argparse" if f.attr == "add_argument" else "optparse"
                 self.add("flag", names, api, next(a for a in args if a.value in names), call, outer)
             return
+        if (isinstance(f, ast.Attribute) and f.attr == "OptionParser") or self.imports.resolve(f) == "optparse.OptionParser":
+            # optparse gives a parser -h and --help unless
+            # add_help_option=False, and --version when given a version.
+            if not (isinstance(keyword(call, "add_help_option"), ast.Constant) and not keyword(call, "add_help_option").value):
+                self.add("flag", ["-h", "--help"], "optparse", call, call, outer)
+            v = keyword(call, "version")
+            if v is not None and not (isinstance(v, ast.Constant) and v.value is None):
+                self.add("flag", ["--version"], "optparse", v, call, outer)
+            return
         if ((isinstance(f, ast.Attribute) and f.attr in ("ArgumentParser", "add_parser")) or self.imports.resolve(f) == "argparse.ArgumentParser") and not (
                 isinstance(keyword(call, "add_help"), ast.Constant) and not keyword(call, "add_help").value):
             # argparse gives a parser -h and --help unless add_help=False.
