@@ -953,6 +953,7 @@
 //	validate_option_run.go  options no definition names (a parser comparing names, constant keys), proven by a run
 //	validate_tests.go    focused_tests: reach by running the test (static reach only advises); Needle's commands
 //	validate_python.go   Python declarations by Python's own parser, in the sandbox: names, natural spans, tests
+//	validate_python_names.go   Python names beyond the declaring file: package re-exports, inherited methods
 //	validate_python_option.go  Python flags and environment variables by meaning: argparse, click, typer, os.environ
 //	validate_python_tests.go   Python focused tests, run with pytest under coverage.py in the sandbox
 //	validate_python_flow.go    Python flows, by running their scenario with every call into the steps recorded

@@ -60,7 +60,7 @@ func (val *validator) pySymbolAt(field string, s Subject, rel string, src []byte
 		}
 	}
 	for _, d := range found {
-		if at, ok := pyNatural(d, d.Tail(lines), span); ok {
+		if at, ok := pyNatural(d, d.Tail(lines), pyBlankAfter(lines, d.Tail(lines)), span); ok {
 			val.v.note("%s %q: declared in %s:%d-%d, as Python %s's ast reads it", s.Kind, s.Name, rel, d.First, d.End, f.Python)
 			if s.Kind == subjectTest {
 				val.v.note("static: that pytest or unittest collects %q was judged by their default collection rules, not by running them", s.Name)
@@ -122,6 +122,27 @@ func (val *validator) pyFind(field string, s Subject, rel string, f *pydecl.File
 	}
 	for _, name := range names {
 		found = append(found, f.Lookup(name)...)
+	}
+	if len(found) == 0 && s.Kind == subjectSymbol {
+		if re, via := val.pyReexported(s, rel); len(re) > 0 {
+			for _, name := range re {
+				found = append(found, f.Lookup(name)...)
+			}
+			if len(found) > 0 {
+				val.v.note("static: that %s is %s's %s was judged from the imports of %s, not by importing it", s.Name, pyModulePath(rel), found[0].Name, strings.Join(via, " and "))
+			}
+		}
+	}
+	if len(found) == 0 && s.Kind == subjectSymbol {
+		inherited, from, hidden := pyInherited(f, names)
+		switch {
+		case hidden != "":
+			val.v.undecide("%s: %s %q is not declared in %s; its class inherits from %s, which %s does not declare, and which may define it", field, s.Kind, s.Name, rel, hidden, rel)
+			return nil, false
+		case len(inherited) > 0:
+			val.v.note("static: that %s is inherited from %s was judged by the method resolution order of the classes %s declares, not by importing it", s.Name, from, rel)
+			found = inherited
+		}
 	}
 	if len(found) == 0 && s.Kind == subjectSymbol {
 		// A bare name that no module-level declaration has may name a
@@ -374,10 +395,11 @@ func pyMethodsNamed(f *pydecl.File, name string) ([]pydecl.Decl, []string) {
 // pyNatural is natural's rule for a Python declaration: the span starts
 // at the def, class or assignment line or at or inside its decorators
 // (recorded from the first), and ends on its last line, on the last of
-// the comments trailing its block (tail), or one past either; or it ends
-// inside it, on or after the def line, citing only its beginning (the
-// whole declaration is recorded).
-func pyNatural(d pydecl.Decl, tail int, span typecheck.Span) (typecheck.Span, bool) {
+// the comments trailing its block (tail), one past either, or on a blank
+// line after them before the next code (gap: PEP 8 puts two between
+// top-level definitions); or it ends inside it, on or after the def line,
+// citing only its beginning (the whole declaration is recorded).
+func pyNatural(d pydecl.Decl, tail, gap int, span typecheck.Span) (typecheck.Span, bool) {
 	start, end := span.Start, span.End
 	switch {
 	case start == d.Line:
@@ -389,7 +411,7 @@ func pyNatural(d pydecl.Decl, tail int, span typecheck.Span) (typecheck.Span, bo
 	switch {
 	case end == d.End || end == d.End+1:
 		end = d.End
-	case end == tail || end == tail+1:
+	case end == tail || end == tail+1 || end > tail && end <= gap:
 		end = tail
 	case end >= d.Line && end < d.End && end >= span.Start:
 		end = d.End
@@ -397,6 +419,15 @@ func pyNatural(d pydecl.Decl, tail int, span typecheck.Span) (typecheck.Span, bo
 		return span, false
 	}
 	return typecheck.Span{Start: start, End: end}, true
+}
+
+// pyBlankAfter is the last of the blank lines right after line n (n when
+// the next line is not blank).
+func pyBlankAfter(lines []string, n int) int {
+	for n < len(lines) && strings.TrimSpace(lines[n]) == "" {
+		n++
+	}
+	return n
 }
 
 // pyNames are the names inside the file that the subject's name may mean:

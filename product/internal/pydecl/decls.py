@@ -309,9 +309,25 @@ class Options:
         return False
 
 
+def from_imports(body, out):
+    """The module's `from X import name` statements, at its top level or
+    under if, try or with there: what a package's __init__ re-exports."""
+    for node in body:
+        if isinstance(node, ast.ImportFrom):
+            out.append({"module": node.module or "", "level": node.level,
+                        "names": [[a.name, a.asname or ""] for a in node.names]})
+        elif not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            for field in ("body", "orelse", "finalbody"):
+                sub = getattr(node, field, None)
+                if isinstance(sub, list):
+                    from_imports(sub, out)
+            for h in getattr(node, "handlers", None) or []:
+                from_imports(h.body, out)
+
+
 def main():
     src = sys.stdin.buffer.read()
-    res = {"python": "%d.%d.%d" % tuple(sys.version_info[:3]), "decls": [], "options": []}
+    res = {"python": "%d.%d.%d" % tuple(sys.version_info[:3]), "decls": [], "options": [], "imports": []}
     try:
         tree = ast.parse(src, filename="<snapshot>")
     except (SyntaxError, ValueError) as e:
@@ -321,6 +337,7 @@ def main():
         opts = Options(tree)
         opts.visit(tree, (1, 1))
         res["options"] = opts.out
+        from_imports(tree.body, res["imports"])
     sys.stdout.write(json.dumps(res))
 
 

@@ -70,7 +70,32 @@ type File struct {
 	Python      string       `json:"python"` // the interpreter's version, X.Y.Z
 	Decls       []Decl       `json:"decls"`
 	Options     []Option     `json:"options"`
+	Imports     []Import     `json:"imports"`
 	SyntaxError *SyntaxError `json:"syntax_error,omitempty"`
+}
+
+// An Import is a `from Module import name as as` statement of the
+// module's top level (or under if, try or with there): what a package's
+// __init__.py re-exports. Level counts the leading dots of a relative
+// import; a name "*" imports them all.
+type Import struct {
+	Module string      `json:"module"`
+	Level  int         `json:"level"`
+	Names  [][2]string `json:"names"` // name, and the name it is bound to ("" for itself)
+}
+
+// Binds returns the name the import binds name to in the importing
+// module, and whether it imports name at all ("*" imports any).
+func (im Import) Binds(name string) (string, bool) {
+	for _, n := range im.Names {
+		switch {
+		case n[0] == name && n[1] != "":
+			return n[1], true
+		case n[0] == name || n[0] == "*":
+			return name, true
+		}
+	}
+	return "", false
 }
 
 // Kinds of option.
@@ -149,8 +174,13 @@ func Parse(out []byte, lines int) (*File, error) {
 	if len(f.Decls) > maxDecls {
 		return nil, fmt.Errorf("%w: %d declarations", ErrOutput, len(f.Decls))
 	}
-	if len(f.Options) > maxDecls {
-		return nil, fmt.Errorf("%w: %d options", ErrOutput, len(f.Options))
+	if len(f.Options) > maxDecls || len(f.Imports) > maxDecls {
+		return nil, fmt.Errorf("%w: %d options, %d imports", ErrOutput, len(f.Options), len(f.Imports))
+	}
+	for _, im := range f.Imports {
+		if err := im.check(); err != nil {
+			return nil, fmt.Errorf("%w: %v", ErrOutput, err)
+		}
 	}
 	for _, d := range f.Decls {
 		if err := d.check(lines); err != nil {
@@ -163,6 +193,39 @@ func Parse(out []byte, lines int) (*File, error) {
 		}
 	}
 	return &f, nil
+}
+
+func (im Import) check() error {
+	if im.Level < 0 || im.Level > 64 || im.Level == 0 && im.Module == "" || len(im.Names) == 0 || len(im.Names) > maxDecls {
+		return fmt.Errorf("import from %q at level %d of %d names", im.Module, im.Level, len(im.Names))
+	}
+	if im.Module != "" && !dotted(im.Module) {
+		return fmt.Errorf("import from %q", im.Module)
+	}
+	for _, n := range im.Names {
+		if !(n[0] == "*" && n[1] == "") && (!dotted(n[0]) || strings.Contains(n[0], ".") || n[1] != "" && (!dotted(n[1]) || strings.Contains(n[1], "."))) {
+			return fmt.Errorf("import of %q as %q", n[0], n[1])
+		}
+	}
+	return nil
+}
+
+// dotted reports whether s is a dotted name of identifiers.
+func dotted(s string) bool {
+	if s == "" || len(s) > maxName {
+		return false
+	}
+	for _, part := range strings.Split(s, ".") {
+		if part == "" || !utf8.ValidString(part) {
+			return false
+		}
+		for i, r := range part {
+			if !(r == '_' || unicode.IsLetter(r) || i > 0 && unicode.IsDigit(r)) {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 func (o Option) check(lines int) error {
