@@ -22,8 +22,11 @@ import (
 // its file (pyFind), and Needle runs it with pytest under coverage.py
 // (pytestrun), with the repository's interpreter, in codex's sandbox, on
 // a disposable checkout of the snapshot: no network, writes confined to
-// the run's box, a deadline. A test reaches the subject when its run
-// executes what importing the modules never runs:
+// the run's box, a deadline. A test reaches the subject when the test
+// itself (its setup, call and teardown) executes, beyond what importing
+// the modules runs — coverage.py's dynamic contexts set aside what a
+// module's import runs, whenever it happens, with the functions it calls,
+// and pytest's collection:
 //
 //   - a function or method: a line of its body (a def's body runs only
 //     when it is called); for a one-line def, whose body shares the def's

@@ -62,6 +62,7 @@ def shout(loud):
     click.echo("HI" if loud else "hi")
 `,
 	"other.py": "def unrelated():\n    return 2\n",
+	"table.py": "def make():\n    return [1]\n\n\nTABLE = make()\n",
 	"tests/test_extra.py": `import yaml_that_is_not_installed
 
 
@@ -128,6 +129,16 @@ def test_own_namespace(capsys, monkeypatch):
     assert capsys.readouterr().out == "1\n"
 
 
+def test_table():
+    import table
+    assert table.TABLE == [1]
+
+
+def test_make():
+    import table
+    assert table.make() == [1]
+
+
 def test_loud():
     assert CliRunner().invoke(shout, ["--loud"]).output == "HI\n"
 
@@ -170,6 +181,8 @@ func TestValidate_PythonFocusedTests(t *testing.T) {
 		{"symbol", "Counter.count", file + "TestCounter::test_counts[zz]", "rejected", "pytest ran no test"},
 		{"symbol", "one_liner", file + "test_one_liner", "certified", "a call of one_liner, the one-line def on line 35 of lines.py"},
 		{"symbol", "one_liner", file + "test_split", "rejected", "executed no statement of the body of one_liner"},
+		{"symbol", "make", file + "test_table", "rejected", "executed no statement of the body of make beyond what importing the modules runs"},
+		{"symbol", "table.make", file + "test_make", "certified", "a call by the test, of a function importing also calls"},
 		{"file", "lines.py", file + "test_split", "certified", "a file, by a function's body"},
 		{"file", "other.py", file + "test_split", "rejected", "executed no statement of a function of other.py"},
 		{"configuration_key", "LINES_WIDTH", file + "test_width", "certified", "a read inside a function"},

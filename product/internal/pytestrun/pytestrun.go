@@ -78,10 +78,15 @@ type Result struct {
 	// relative to the checkout's root: each file the run imported or
 	// executed (an empty __init__.py executes no line).
 	Files map[string][]int `json:"files"`
+	// TestLines are, by file, the lines the tests themselves executed (from a
+	// test's setup to its teardown; a command's whole run), leaving out
+	// what importing a module ran, whenever it was imported, and pytest's
+	// collection.
+	TestLines map[string][]int `json:"ran,omitempty"`
 	// Entered are, by file, the first lines (a def's, or its first
 	// decorator's) of the code objects the run entered: a function called,
-	// a class body run, a comprehension. Line 1 is left out: the module's
-	// own code starts there.
+	// a class body run, a comprehension — by the tests themselves, as
+	// TestLines. Line 1 is left out: the module's own code starts there.
 	Entered map[string][]int `json:"entered,omitempty"`
 	// Calls are the calls the run made into or out of the watched files
 	// (ArgvCalls), in the order of their first occurrence, once per call
@@ -197,12 +202,14 @@ func Parse(out []byte) (*Result, error) {
 	if err := checkLines(r.Files); err != nil {
 		return nil, err
 	}
-	if err := checkLines(r.Entered); err != nil {
-		return nil, err
-	}
-	for f := range r.Entered {
-		if _, ok := r.Files[f]; !ok {
-			return nil, fmt.Errorf("%w: %s entered, not executed", ErrOutput, f)
+	for _, m := range []map[string][]int{r.TestLines, r.Entered} {
+		if err := checkLines(m); err != nil {
+			return nil, err
+		}
+		for f := range m {
+			if _, ok := r.Files[f]; !ok {
+				return nil, fmt.Errorf("%w: %s ran, not among the run's files", ErrOutput, f)
+			}
 		}
 	}
 	return &r, nil
@@ -257,10 +264,10 @@ func (r *Result) Entry(file string, first int) bool {
 	return ok
 }
 
-// Executed reports whether the run executed a line of file between from
-// and to.
+// Executed reports whether the tests (or the command) executed a line of
+// file between from and to, imports left out (TestLines).
 func (r *Result) Executed(file string, from, to int) (int, bool) {
-	lines := r.Files[file]
+	lines := r.TestLines[file]
 	i, _ := slices.BinarySearch(lines, from)
 	if i < len(lines) && lines[i] <= to {
 		return lines[i], true

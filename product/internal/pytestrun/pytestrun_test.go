@@ -30,9 +30,10 @@ func TestRun(t *testing.T) {
 	}
 	write("lines.py", "def split_lines(text):\n    return text.split('\\n')\n\n\ndef one(): return 1\n")
 	write("unused.py", "def f():\n    return 1\n")
+	write("table.py", "def make():\n    return [1]\n\n\nTABLE = make()\n")
 	write("cli.py", "import sys\nfrom lines import split_lines\n\nprint(split_lines(sys.argv[1]))\nsys.exit(3)\n")
 	write("tests/__init__.py", "")
-	write("tests/test_lines.py", "import pytest\nfrom lines import split_lines\n\n\ndef test_split():\n    assert split_lines('a\\nb') == ['a', 'b']\n\n\ndef test_named():\n    assert callable(split_lines)\n\n\ndef test_fails():\n    assert split_lines('a') == []\n\n\n@pytest.mark.parametrize('s', ['a', 'b'])\ndef test_param(s):\n    assert split_lines(s) == [s]\n\n\ndef test_one():\n    from lines import one\n    assert one() == 1\n")
+	write("tests/test_lines.py", "import pytest\nfrom lines import split_lines\n\n\ndef test_split():\n    assert split_lines('a\\nb') == ['a', 'b']\n\n\ndef test_named():\n    assert callable(split_lines)\n\n\ndef test_fails():\n    assert split_lines('a') == []\n\n\n@pytest.mark.parametrize('s', ['a', 'b'])\ndef test_param(s):\n    assert split_lines(s) == [s]\n\n\ndef test_one():\n    from lines import one\n    assert one() == 1\n\n\ndef test_table():\n    import table\n    assert table.TABLE == [1]\n\n\ndef test_make():\n    import table\n    assert table.make() == [1]\n")
 	tree := func() string {
 		out, err := exec.Command("find", root, "-printf", "%p %s %T@\n").Output()
 		if err != nil {
@@ -85,8 +86,24 @@ func TestRun(t *testing.T) {
 	if _, ok := r.Executed("lines.py", 2, 2); ok || r.Exit != 0 {
 		t.Errorf("test_named executed split_lines' body (exit %d): %v", r.Exit, r.Files)
 	}
-	if _, ok := r.Executed("lines.py", 1, 1); !ok {
+	if !slices.Contains(r.Files["lines.py"], 1) {
 		t.Errorf("importing lines.py ran no line of it: %v", r.Files)
+	}
+	if _, ok := r.Executed("lines.py", 1, 1); ok {
+		t.Errorf("the test ran what importing lines.py ran: %v", r.TestLines)
+	}
+	// What a module's import runs, even during a test and in a function
+	// it calls, is not the test's; a call of that function by the test is.
+	if r = run("tests/test_lines.py::test_table"); !slices.Contains(r.Files["table.py"], 2) || r.Exit != 0 {
+		t.Errorf("importing table.py did not run make() (exit %d): %v", r.Exit, r.Files)
+	}
+	if _, ok := r.Executed("table.py", 2, 2); ok {
+		t.Errorf("test_table executed make()'s body itself: %v", r.TestLines)
+	}
+	if r = run("tests/test_lines.py::test_make"); r.Exit != 0 {
+		t.Errorf("test_make: exit %d", r.Exit)
+	} else if _, ok := r.Executed("table.py", 2, 2); !ok {
+		t.Errorf("test_make did not execute make()'s body: %v", r.TestLines)
 	}
 	if r = run("tests/test_lines.py::test_fails"); r.Exit != 1 || r.Outcomes["tests/test_lines.py::test_fails"] != Failed {
 		t.Errorf("test_fails: exit %d, outcomes %v", r.Exit, r.Outcomes)
@@ -276,6 +293,7 @@ func TestParse_Refuses(t *testing.T) {
 		"lines unsorted":    `{"python":"3.11.2","exit":0,"files":{"a.py":[3,2]}}`,
 		"lines repeated":    `{"python":"3.11.2","exit":0,"files":{"a.py":[2,2]}}`,
 		"control in an id":  "{\"python\":\"3.11.2\",\"exit\":0,\"outcomes\":{\"t.py::t\\u0000\":\"passed\"}}",
+		"ran, not run":      `{"python":"3.11.2","exit":0,"files":{"a.py":[1]},"ran":{"b.py":[2]}}`,
 		"entered, not run":  `{"python":"3.11.2","exit":0,"files":{"a.py":[1]},"entered":{"b.py":[2]}}`,
 		"entered unsorted":  `{"python":"3.11.2","exit":0,"files":{"a.py":[1]},"entered":{"a.py":[3,2]}}`,
 		"parsed outside":    `{"python":"3.11.2","exit":0,"reads":[{"file":"../a.py","line":1,"names":["--x"]}]}`,

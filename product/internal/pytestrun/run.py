@@ -174,12 +174,42 @@ if "missing" not in res:
 
     outcomes = {}
 
+    # Coverage's dynamic contexts tell what a test ran ("test": from its
+    # setup to its teardown, or the whole command) from what importing a
+    # module ran ("import": a module body executing, and what it calls,
+    # whenever the import happens) and from pytest's collection.
+    contexts = ["collect"]
+
+    def switch(name):
+        contexts[-1] = name
+        cov.switch_context(name)
+
     class Recorder:
         def pytest_runtest_logreport(self, report):
             if report.when == "call" or report.outcome != "passed":
                 prev = outcomes.get(report.nodeid)
                 if prev is None or prev == "passed":
                     outcomes[report.nodeid] = report.outcome
+
+        def pytest_runtest_logstart(self, nodeid, location):
+            switch("test")
+
+        def pytest_runtest_logfinish(self, nodeid, location):
+            switch("collect")
+
+    import importlib._bootstrap_external as bootstrap
+
+    exec_module = bootstrap._LoaderBasics.exec_module
+
+    def importing(self, module):
+        contexts.append("import")
+        cov.switch_context("import")
+        try:
+            return exec_module(self, module)
+        finally:
+            contexts.pop()
+            cov.switch_context(contexts[-1])
+
 
     watch_parsers()
     # Branch measurement records, besides lines, the entry of each code
@@ -188,11 +218,13 @@ if "missing" not in res:
     cov = coverage.Coverage(data_file=None, source=[root], config_file=False, branch=True)
     code = 0
     cov.start()
+    bootstrap._LoaderBasics.exec_module = importing
     if watched is not None:
         threading.setprofile(profile)
         sys.setprofile(profile)
     try:
         if command:
+            switch("test")
             sys.argv = [args[1]] + args[2:]
             try:
                 if args[0] == "--module":
@@ -208,6 +240,7 @@ if "missing" not in res:
     finally:
         sys.setprofile(None)
         threading.setprofile(None)
+        bootstrap._LoaderBasics.exec_module = exec_module
         cov.stop()
     # The files the run imported or executed: coverage also lists, with no
     # lines, the files of root no one imported.
@@ -219,15 +252,21 @@ if "missing" not in res:
         r = os.path.relpath(f, root)
         if (lines or os.path.realpath(f) in imported) and not r.startswith(".." + os.sep) and r != ".." and not os.path.isabs(r):
             files[r.replace(os.sep, "/")] = lines
-    entered = {}
+    # What the tests (or the command) themselves ran, imports left out.
+    data.set_query_contexts(["^test$"])
+    ran, entered = {}, {}
     for f in data.measured_files():
         r = os.path.relpath(f, root).replace(os.sep, "/")
         if r in files:
+            lines = sorted(n for n in data.lines(f) or [] if n > 0)
+            if lines:
+                ran[r] = lines
             # Line 1 is the module's own entry, never told from a def there.
             firsts = sorted({-a for a, _ in data.arcs(f) or [] if a < -1})
             if firsts:
                 entered[r] = firsts
-    res.update({"exit": code, "outcomes": outcomes, "files": files, "entered": entered})
+    data.set_query_contexts(None)
+    res.update({"exit": code, "outcomes": outcomes, "files": files, "ran": ran, "entered": entered})
     read = parsed_reads()
     if read:
         res["reads"] = read
