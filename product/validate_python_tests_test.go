@@ -2,8 +2,11 @@ package product
 
 import (
 	"fmt"
+	"maps"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -274,5 +277,72 @@ func TestValidate_PythonFocusedTestsWithout(t *testing.T) {
 	res := te.checkVerdict(t, p, "certified", "no sandbox")
 	if res.Level != "lexical" {
 		t.Errorf("without a sandbox: level %s", res.Level)
+	}
+}
+
+// TestValidate_PythonFocusedTestsNetworkx judges the focused tests of
+// networkx's cycles module, a real package's own suite, against an oracle
+// that runs it under Python's profile hook (testenv.PythonCalls: which
+// functions each test itself called, outside imports): a fixed sample of
+// pairs, named in the forms models write. No false pair is certified, and
+// at least 95% of the true ones are.
+func TestValidate_PythonFocusedTestsNetworkx(t *testing.T) {
+	repo := mustPythonRepo(t, pythonNetworkx)
+	python := testenv.PythonWithPytest(t)
+	const target, testFile = "networkx/algorithms/cycles.py", "networkx/algorithms/tests/test_cycles.py"
+	calls := testenv.PythonCalls(t, python, repo, testFile, target)
+	te := MustEngine(t, repo, func(c *Config) { c.Tests.Python = python })
+	var funcs []string // the module's functions, as Python's runtime lists them
+	for _, l := range testenv.InspectDecls(t, python, repo, []string{filepath.Join(repo, target)}) {
+		if !strings.Contains(l.Name, ".") {
+			funcs = append(funcs, l.Name)
+		}
+	}
+	type pair struct {
+		test, fn string
+		truth    bool
+	}
+	var pos, neg []pair
+	for _, test := range slices.Sorted(maps.Keys(calls)) {
+		if slices.Contains(calls[test], "<failed>") {
+			continue
+		}
+		for _, fn := range funcs {
+			p := pair{test, fn, slices.Contains(calls[test], fn)}
+			if p.truth {
+				pos = append(pos, p)
+			} else {
+				neg = append(neg, p)
+			}
+		}
+	}
+	if len(pos) < 20 || len(neg) < 20 {
+		t.Fatalf("the oracle found %d true and %d false pairs", len(pos), len(neg))
+	}
+	rng := rand.New(rand.NewPCG(27, 27))
+	rng.Shuffle(len(pos), func(i, j int) { pos[i], pos[j] = pos[j], pos[i] })
+	rng.Shuffle(len(neg), func(i, j int) { neg[i], neg[j] = neg[j], neg[i] })
+	certified := 0
+	for i, p := range append(pos[:20], neg[:20]...) {
+		// The forms models write: a node id or a dotted test name, and a
+		// bare, module-qualified or package-qualified function.
+		name := p.test
+		if i%2 == 1 {
+			_, qual, _ := strings.Cut(p.test, "::")
+			name = strings.ReplaceAll(qual, "::", ".")
+		}
+		subject := []string{p.fn, "cycles." + p.fn, "networkx.algorithms.cycles." + p.fn}[i%3]
+		res := te.propose(fmt.Sprintf(`{"kind":"focused_tests","subject":{"kind":"symbol","name":%q},"tests":[{"path":%q,"name":%q}]}`, subject, testFile, name))
+		switch {
+		case res.Status == "certified" && !p.truth:
+			t.Errorf("false pair certified: %s reaches %s? the oracle says no", name, subject)
+		case res.Status == "certified":
+			certified++
+		case p.truth:
+			t.Logf("true pair not certified: %s reaches %s: %s %v %v", name, subject, res.Status, res.Reasons, res.Undecided)
+		}
+	}
+	if certified < 19 {
+		t.Errorf("%d of 20 true pairs certified, want at least 19 (95%%)", certified)
 	}
 }

@@ -101,3 +101,70 @@ func PythonWithPytest(tb testing.TB) string {
 	}
 	return python
 }
+
+// callsScript runs a test file's tests with pytest and records, for each
+// test, the functions of the target file it called from its setup to its
+// teardown: the tests' oracle for which tests reach a function. A call
+// made while a module's top-level code is on the stack (an import, at
+// collection or during the test) is not the test's. Python's profile hook
+// sees the calls; nothing here measures coverage or reads the product's
+// records.
+const callsScript = `
+import json, os, sys, threading
+import pytest
+root, test_file, target, out_path = sys.argv[1:5]
+target = os.path.realpath(target)
+calls, current = {}, [None]
+base = sys._getframe()  # this script's own top level
+def importing(frame):
+    while frame is not None and frame is not base:
+        if frame.f_code.co_name == "<module>":
+            return True
+        frame = frame.f_back
+    return False
+def prof(frame, event, arg):
+    if event != "call" or current[0] is None or os.path.realpath(frame.f_code.co_filename) != target:
+        return
+    if not importing(frame.f_back):
+        calls.setdefault(current[0], set()).add(frame.f_code.co_qualname)
+class Track:
+    def pytest_runtest_logstart(self, nodeid, location):
+        current[0] = nodeid
+    def pytest_runtest_logfinish(self, nodeid, location):
+        current[0] = None
+    def pytest_runtest_logreport(self, report):
+        if report.outcome != "passed":
+            calls.setdefault(report.nodeid, set()).add("<failed>")
+sys.path.insert(0, root)
+os.chdir(root)
+threading.setprofile(prof)
+sys.setprofile(prof)
+pytest.main(["-q", "-p", "no:cacheprovider", test_file], plugins=[Track()])
+sys.setprofile(None)
+with open(out_path, "w") as f:
+    json.dump({k: sorted(v) for k, v in calls.items()}, f)
+`
+
+// PythonCalls runs the tests of testFile (relative to repo) with python
+// and returns, by pytest node id, the __qualname__ of each function of
+// target (relative to repo) that the test called itself, outside any
+// import, and "<failed>" for a test that did not pass; a test that called
+// none of them and passed is absent.
+func PythonCalls(tb testing.TB, python, repo, testFile, target string) map[string][]string {
+	tb.Helper()
+	out := filepath.Join(tb.TempDir(), "calls.json")
+	cmd := exec.Command(python, "-c", callsScript, repo, testFile, filepath.Join(repo, target), out)
+	cmd.Env = append(os.Environ(), "PYTHONDONTWRITEBYTECODE=1")
+	if b, err := cmd.CombinedOutput(); err != nil {
+		tb.Fatalf("testenv: the calls of %s: %v\n%s", testFile, err, b)
+	}
+	data, err := os.ReadFile(out)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	var calls map[string][]string
+	if err := json.Unmarshal(data, &calls); err != nil {
+		tb.Fatal(err)
+	}
+	return calls
+}
