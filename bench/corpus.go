@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
+	"strings"
 )
 
 // A corpus is data only: corpus/<name>/manifest.json names the subjects —
@@ -19,7 +21,7 @@ import (
 // corpus/<name>/truth/ the intervention truth of each version (itruth.go),
 // both pinned by digest in the manifest. Third-party
 // source is never committed: the harness downloads it through the module
-// proxy.
+// proxy, or, for a Python package, from Debian's mirrors (pysource.go).
 
 // CorpusFormat tags the manifest of this version of the corpus format.
 const CorpusFormat = "needlebench.corpus/v3"
@@ -57,19 +59,42 @@ type WrongMix struct {
 }
 
 // Subject is a real module and the versions the corpus uses, oldest first.
+// Language is "python" for a Python package (Module is its import name),
+// "" for a Go module.
 type Subject struct {
 	Module   string          `json:"module"`
+	Language string          `json:"language,omitempty"`
 	Versions []ModuleVersion `json:"versions"`
 }
 
-// ModuleVersion is a pinned version, the go.sum hash of its module zip and
-// the digests of its coverage data (coverage.go) and of its intervention
-// truth (itruth.go).
+// Languages of subjects.
+const (
+	languageGo     = ""
+	languagePython = "python"
+)
+
+// ModuleVersion is a pinned version, the hash pinning its source and the
+// digests of its coverage data (coverage.go) and of its intervention truth
+// (itruth.go). A Go module's Sum is the go.sum hash of its zip. A Python
+// package comes from a Debian binary package (Deb; Version is Debian's,
+// Sum the sha256: of the .deb file) or from a txtar the project wrote
+// (Fixture, a path relative to the corpus directory; Sum the sha256: of
+// the file).
 type ModuleVersion struct {
-	Version  string `json:"version"`
-	Sum      string `json:"sum"`
-	Coverage string `json:"coverage"`
-	Truth    string `json:"truth"`
+	Version  string  `json:"version"`
+	Sum      string  `json:"sum"`
+	Deb      *DebPin `json:"deb,omitempty"`
+	Fixture  string  `json:"fixture,omitempty"`
+	Coverage string  `json:"coverage"`
+	Truth    string  `json:"truth"`
+}
+
+// DebPin names the Debian binary package a Python package version comes
+// from: its package name and, when not the machine's own release, the
+// suite to fetch it from.
+type DebPin struct {
+	Package string `json:"package"`
+	Suite   string `json:"suite,omitempty"`
 }
 
 // Session is one developer's conversation against one module version.
@@ -156,6 +181,9 @@ func (c *Corpus) check() error {
 		}
 		subjects[s.Module] = true
 		for _, v := range s.Versions {
+			if err := s.checkPin(v); err != nil {
+				return fmt.Errorf("manifest: %s@%s: %w", s.Module, v.Version, err)
+			}
 			pinned[s.Module+"@"+v.Version] = true
 		}
 	}
@@ -181,6 +209,40 @@ func (c *Corpus) check() error {
 	}
 	return nil
 }
+
+// checkPin checks that v pins its source as its subject's language does.
+func (s Subject) checkPin(v ModuleVersion) error {
+	switch s.Language {
+	case languageGo:
+		if v.Deb != nil || v.Fixture != "" || !strings.HasPrefix(v.Sum, "h1:") {
+			return errors.New("a Go module is pinned by its go.sum h1: hash alone")
+		}
+	case languagePython:
+		switch {
+		case !sha256Pin.MatchString(v.Sum):
+			return fmt.Errorf("a Python package is pinned by the sha256: of its .deb or fixture, not %q", v.Sum)
+		case (v.Deb == nil) == (v.Fixture == ""):
+			return errors.New("a Python package comes from exactly one of a Debian package (deb) and a fixture")
+		case v.Deb != nil && !debName.MatchString(v.Deb.Package):
+			return fmt.Errorf("Debian package name %q", v.Deb.Package)
+		case v.Deb != nil && v.Deb.Suite != "" && !debName.MatchString(v.Deb.Suite):
+			return fmt.Errorf("Debian suite %q", v.Deb.Suite)
+		case v.Fixture != "" && (!filepath.IsLocal(filepath.FromSlash(v.Fixture)) && !strings.HasPrefix(v.Fixture, "../") || !strings.HasSuffix(v.Fixture, ".txtar")):
+			return fmt.Errorf("fixture %q: a .txtar path relative to the corpus directory", v.Fixture)
+		case !pyModuleName.MatchString(s.Module):
+			return fmt.Errorf("%q is not a Python package's import name", s.Module)
+		}
+	default:
+		return fmt.Errorf("language %q (want python, or none for Go)", s.Language)
+	}
+	return nil
+}
+
+var (
+	sha256Pin    = regexp.MustCompile(`^sha256:[0-9a-f]{64}$`)
+	debName      = regexp.MustCompile(`^[a-z0-9][a-z0-9+.-]{0,99}$`)
+	pyModuleName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]{0,99}$`)
+)
 
 // Write writes the corpus into dir.
 func (c *Corpus) Write(dir string) error {

@@ -116,19 +116,7 @@ func materialize(ctx context.Context, c *Corpus, root string, progress func(stri
 			if progress != nil {
 				progress(fmt.Sprintf("module %s@%s", s.Module, v.Version))
 			}
-			d, err := moduleDownload(ctx, s.Module, v.Version)
-			if err != nil {
-				return nil, err
-			}
-			if d.Sum != v.Sum {
-				return nil, fmt.Errorf("%s@%s: the module proxy served %s, the corpus pins %s", s.Module, v.Version, d.Sum, v.Sum)
-			}
-			// The extracted source is hashed again: a module cache edited
-			// after download must not pass for the pinned module.
-			if h, err := dirhash.HashDir(d.Dir, s.Module+"@"+v.Version, dirhash.Hash1); err != nil || h != v.Sum {
-				return nil, fmt.Errorf("%s@%s: the source in %s hashes to %s (%v), the corpus pins %s", s.Module, v.Version, d.Dir, h, err, v.Sum)
-			}
-			t, err := d.source()
+			t, err := versionSource(ctx, c.Dir, s, v)
 			if err != nil {
 				return nil, err
 			}
@@ -136,8 +124,10 @@ func materialize(ctx context.Context, c *Corpus, root string, progress func(stri
 			if err := syncTree(src, t); err != nil {
 				return nil, err
 			}
-			if err := downloadDeps(ctx, src); err != nil {
-				return nil, fmt.Errorf("%s@%s: %w", s.Module, v.Version, err)
+			if s.Language == languageGo {
+				if err := downloadDeps(ctx, src); err != nil {
+					return nil, fmt.Errorf("%s@%s: %w", s.Module, v.Version, err)
+				}
 			}
 			r.srcs[v.Version] = src
 			if err := syncTree(r.Dir, t); err != nil {
@@ -158,6 +148,28 @@ func materialize(ctx context.Context, c *Corpus, root string, progress func(stri
 		repos[s.Module] = r
 	}
 	return repos, nil
+}
+
+// versionSource returns the files of a subject's version, checked against
+// its pin: a Go module's through the module proxy (its go.sum hash, and
+// the extracted source hashed again: a module cache edited after download
+// must not pass for the pinned module), a Python package's from its
+// Debian package or fixture (pythonSource).
+func versionSource(ctx context.Context, corpusDir string, s Subject, v ModuleVersion) (tree, error) {
+	if s.Language == languagePython {
+		return pythonSource(corpusDir, s, v)
+	}
+	d, err := moduleDownload(ctx, s.Module, v.Version)
+	if err != nil {
+		return nil, err
+	}
+	if d.Sum != v.Sum {
+		return nil, fmt.Errorf("%s@%s: the module proxy served %s, the corpus pins %s", s.Module, v.Version, d.Sum, v.Sum)
+	}
+	if h, err := dirhash.HashDir(d.Dir, s.Module+"@"+v.Version, dirhash.Hash1); err != nil || h != v.Sum {
+		return nil, fmt.Errorf("%s@%s: the source in %s hashes to %s (%v), the corpus pins %s", s.Module, v.Version, d.Dir, h, err, v.Sum)
+	}
+	return d.source()
 }
 
 // downloadDeps fetches, through the module proxy, every module the module

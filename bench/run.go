@@ -279,6 +279,10 @@ func sumWorkerTotals(totals map[string]product.WorkerTotals) (runs, failed int, 
 func loadTruths(ctx context.Context, c *Corpus, repos map[string]*moduleRepo, status func(string)) (truths, error) {
 	ts := truths{}
 	for _, s := range c.Manifest.Subjects {
+		if s.Language != languageGo {
+			// Its sessions, coverage and truth are not generated yet.
+			return nil, fmt.Errorf("%s is a Python subject: needlebench plays Go modules only so far", s.Module)
+		}
 		r := repos[s.Module]
 		for _, v := range s.Versions {
 			status(fmt.Sprintf("truth %s@%s", s.Module, v.Version))

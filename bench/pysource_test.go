@@ -1,0 +1,95 @@
+package bench
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/needle-dev/needle/product/testenv"
+)
+
+// networkx288 is python3-networkx of Debian 12, with its test suite.
+var networkx288 = ModuleVersion{Version: "2.8.8-1", Sum: "sha256:69888603d1b54696f5c3d02d05527628d2d18661d845109a62fe24aff241aa7b",
+	Deb: &DebPin{Package: "python3-networkx"}}
+
+// TestCorpus_PythonPins: a Python subject is pinned by the sha256: of
+// its .deb or fixture, from exactly one of them; a Go module by its h1:
+// hash alone; anything else is refused when the corpus loads.
+func TestCorpus_PythonPins(t *testing.T) {
+	fixture := ModuleVersion{Version: "1", Sum: "sha256:" + strings.Repeat("a", 64), Fixture: "../../fixtures/python/lines-1.txtar"}
+	for _, c := range []struct {
+		s    Subject
+		want string
+	}{
+		{Subject{Module: "networkx", Language: "python", Versions: []ModuleVersion{networkx288, fixture}}, ""},
+		{Subject{Module: "networkx", Language: "python", Versions: []ModuleVersion{{Version: "1", Sum: "h1:x", Deb: &DebPin{Package: "p"}}}}, "pinned by the sha256:"},
+		{Subject{Module: "networkx", Language: "python", Versions: []ModuleVersion{{Version: "1", Sum: networkx288.Sum, Deb: networkx288.Deb, Fixture: fixture.Fixture}}}, "exactly one of"},
+		{Subject{Module: "networkx", Language: "python", Versions: []ModuleVersion{{Version: "1", Sum: networkx288.Sum, Deb: &DebPin{Package: "Bad Name"}}}}, "Debian package name"},
+		{Subject{Module: "networkx", Language: "python", Versions: []ModuleVersion{{Version: "1", Sum: networkx288.Sum, Fixture: "/etc/x.txtar"}}}, "relative to the corpus directory"},
+		{Subject{Module: "net-x", Language: "python", Versions: []ModuleVersion{networkx288}}, "import name"},
+		{Subject{Module: "example.com/m", Versions: []ModuleVersion{networkx288}}, "go.sum h1: hash alone"},
+		{Subject{Module: "example.com/m", Language: "rust", Versions: []ModuleVersion{{Version: "1", Sum: "h1:x"}}}, `language "rust"`},
+	} {
+		c2 := &Corpus{Manifest: Manifest{Subjects: []Subject{c.s}}}
+		err := c2.check()
+		if c.want == "" && err != nil || c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want)) {
+			t.Errorf("%+v: %v, want %q", c.s, err, c.want)
+		}
+	}
+}
+
+// TestMaterialize_Python builds a Python subject's repository from a
+// Debian package (networkx 2.8.8, checked against its SHA-256) and from a
+// fixture, one commit per version; a fixture that does not match its pin
+// is refused.
+func TestMaterialize_Python(t *testing.T) {
+	t.Setenv("NEEDLEBENCH_DEBS", testenv.Cache(t, "debs")) // the tests' own cache of .debs
+	dir := t.TempDir()
+	v2 := []byte("-- lines/__init__.py --\n-- lines/core.py --\ndef split(text):\n    return text.split()\n")
+	if err := os.WriteFile(filepath.Join(dir, "lines-2.txtar"), v2, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	sum := sha256.Sum256(v2)
+	c := &Corpus{Dir: dir, Manifest: Manifest{Subjects: []Subject{
+		{Module: "networkx", Language: "python", Versions: []ModuleVersion{networkx288}},
+		{Module: "lines", Language: "python", Versions: []ModuleVersion{{Version: "2", Sum: "sha256:" + hex.EncodeToString(sum[:]), Fixture: "lines-2.txtar"}}},
+	}}}
+	if err := c.check(); err != nil {
+		t.Fatal(err)
+	}
+	repos, err := materialize(context.Background(), c, filepath.Join(t.TempDir(), "repos"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	nx := repos["networkx"]
+	for _, f := range []string{"networkx/__init__.py", "networkx/algorithms/cycles.py", "networkx/algorithms/tests/test_cycles.py"} {
+		if _, ok := nx.trees["2.8.8-1"][f]; !ok {
+			t.Errorf("networkx 2.8.8-1 lacks %s", f)
+		}
+		if _, err := os.Stat(filepath.Join(nx.Dir, f)); err != nil {
+			t.Errorf("the repository: %v", err)
+		}
+	}
+	for f := range nx.trees["2.8.8-1"] {
+		if strings.HasSuffix(f, ".pyc") || !strings.HasPrefix(f, "networkx/") {
+			t.Errorf("networkx's tree holds %s", f)
+		}
+	}
+	if out, err := git(context.Background(), nx.Dir, "log", "--format=%s"); err != nil || out != "networkx 2.8.8-1" {
+		t.Errorf("networkx's commits: %q %v", out, err)
+	}
+	if got := string(repos["lines"].trees["2"]["lines/core.py"]); !strings.Contains(got, "def split") {
+		t.Errorf("the fixture's lines/core.py: %q", got)
+	}
+
+	if err := os.WriteFile(filepath.Join(dir, "lines-2.txtar"), append(v2, '#'), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := materialize(context.Background(), c, filepath.Join(t.TempDir(), "repos"), nil); err == nil || !strings.Contains(err.Error(), "the corpus pins") {
+		t.Errorf("a fixture changed after pinning: %v", err)
+	}
+}
