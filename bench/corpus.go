@@ -224,9 +224,9 @@ func (s Subject) checkPin(v ModuleVersion) error {
 		case (v.Deb == nil) == (v.Fixture == ""):
 			return errors.New("a Python package comes from exactly one of a Debian package (deb) and a fixture")
 		case v.Deb != nil && !debName.MatchString(v.Deb.Package):
-			return fmt.Errorf("Debian package name %q", v.Deb.Package)
+			return fmt.Errorf("the Debian package name %q", v.Deb.Package)
 		case v.Deb != nil && v.Deb.Suite != "" && !debName.MatchString(v.Deb.Suite):
-			return fmt.Errorf("Debian suite %q", v.Deb.Suite)
+			return fmt.Errorf("the Debian suite %q", v.Deb.Suite)
 		case v.Fixture != "" && (!filepath.IsLocal(filepath.FromSlash(v.Fixture)) && !strings.HasPrefix(v.Fixture, "../") || !strings.HasSuffix(v.Fixture, ".txtar")):
 			return fmt.Errorf("fixture %q: a .txtar path relative to the corpus directory", v.Fixture)
 		case !pyModuleName.MatchString(s.Module):

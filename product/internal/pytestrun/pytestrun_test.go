@@ -275,24 +275,35 @@ def test_vars():
 // TestParse_Refuses output no run of the script prints.
 func TestParse_Refuses(t *testing.T) {
 	for name, out := range map[string]string{
-		"not json":          `{`,
-		"two values":        `{"python":"3.11.2","exit":0} {}`,
-		"unknown field":     `{"python":"3.11.2","exit":0,"x":1}`,
-		"bad version":       `{"python":"3","exit":0}`,
-		"missing what":      `{"python":"3.11.2","missing":"numpy","exit":0}`,
-		"missing and ran":   `{"python":"3.11.2","missing":"pytest","exit":0,"outcomes":{"t.py::t":"passed"}}`,
-		"exit status":       `{"python":"3.11.2","exit":300}`,
-		"a short call":      `{"python":"3.11.2","exit":0,"calls":[["a.py",1,"b.py",2]]}`,
-		"a call outside":    `{"python":"3.11.2","exit":0,"calls":[["a.py",1,"/b.py",2,"f"]]}`,
-		"a call at line 0":  `{"python":"3.11.2","exit":0,"calls":[["a.py",0,"b.py",2,"f"]]}`,
-		"outcome":           `{"python":"3.11.2","exit":0,"outcomes":{"t.py::t":"xpassed-ish"}}`,
-		"absolute file":     `{"python":"3.11.2","exit":0,"files":{"/etc/passwd":[1]}}`,
-		"file outside":      `{"python":"3.11.2","exit":0,"files":{"../x.py":[1]}}`,
-		"unclean file":      `{"python":"3.11.2","exit":0,"files":{"a/../b.py":[1]}}`,
-		"line zero":         `{"python":"3.11.2","exit":0,"files":{"a.py":[0,1]}}`,
-		"lines unsorted":    `{"python":"3.11.2","exit":0,"files":{"a.py":[3,2]}}`,
-		"lines repeated":    `{"python":"3.11.2","exit":0,"files":{"a.py":[2,2]}}`,
-		"control in an id":  "{\"python\":\"3.11.2\",\"exit\":0,\"outcomes\":{\"t.py::t\\u0000\":\"passed\"}}",
+		"not json":         `{`,
+		"two values":       `{"python":"3.11.2","exit":0} {}`,
+		"unknown field":    `{"python":"3.11.2","exit":0,"x":1}`,
+		"bad version":      `{"python":"3","exit":0}`,
+		"missing what":     `{"python":"3.11.2","missing":"numpy","exit":0}`,
+		"missing and ran":  `{"python":"3.11.2","missing":"pytest","exit":0,"outcomes":{"t.py::t":"passed"}}`,
+		"exit status":      `{"python":"3.11.2","exit":300}`,
+		"a short call":     `{"python":"3.11.2","exit":0,"calls":[["a.py",1,"b.py",2]]}`,
+		"a call outside":   `{"python":"3.11.2","exit":0,"calls":[["a.py",1,"/b.py",2,"f"]]}`,
+		"a call at line 0": `{"python":"3.11.2","exit":0,"calls":[["a.py",0,"b.py",2,"f"]]}`,
+		"outcome":          `{"python":"3.11.2","exit":0,"outcomes":{"t.py::t":"xpassed-ish"}}`,
+		"absolute file":    `{"python":"3.11.2","exit":0,"files":{"/etc/passwd":[1]}}`,
+		"file outside":     `{"python":"3.11.2","exit":0,"files":{"../x.py":[1]}}`,
+		"unclean file":     `{"python":"3.11.2","exit":0,"files":{"a/../b.py":[1]}}`,
+		"line zero":        `{"python":"3.11.2","exit":0,"files":{"a.py":[0,1]}}`,
+		"lines unsorted":   `{"python":"3.11.2","exit":0,"files":{"a.py":[3,2]}}`,
+		"lines repeated":   `{"python":"3.11.2","exit":0,"files":{"a.py":[2,2]}}`,
+		"control in an id": "{\"python\":\"3.11.2\",\"exit\":0,\"outcomes\":{\"t.py::t\\u0000\":\"passed\"}}",
+	} {
+		if _, err := Parse([]byte(out)); !errors.Is(err, ErrOutput) {
+			t.Errorf("%s: err = %v, want ErrOutput", name, err)
+		}
+	}
+}
+
+// TestParse_RefusesRecords: the records of what the tests ran, entered and
+// parsed must name the run's files, in order, by valid names.
+func TestParse_RefusesRecords(t *testing.T) {
+	cases := map[string]string{
 		"ran, not run":      `{"python":"3.11.2","exit":0,"files":{"a.py":[1]},"ran":{"b.py":[2]}}`,
 		"entered, not run":  `{"python":"3.11.2","exit":0,"files":{"a.py":[1]},"entered":{"b.py":[2]}}`,
 		"entered unsorted":  `{"python":"3.11.2","exit":0,"files":{"a.py":[1]},"entered":{"a.py":[3,2]}}`,
@@ -301,7 +312,8 @@ func TestParse_Refuses(t *testing.T) {
 		"parsed line 0":     `{"python":"3.11.2","exit":0,"reads":[{"file":"a.py","line":0,"names":["--x"]}]}`,
 		"parsed both":       `{"python":"3.11.2","exit":0,"reads":[{"file":"a.py","line":1,"names":["--x"],"read":true,"untraced":true}]}`,
 		"parsed empty name": `{"python":"3.11.2","exit":0,"reads":[{"file":"a.py","line":1,"names":[""]}]}`,
-	} {
+	}
+	for name, out := range cases {
 		if _, err := Parse([]byte(out)); !errors.Is(err, ErrOutput) {
 			t.Errorf("%s: err = %v, want ErrOutput", name, err)
 		}
