@@ -48,19 +48,7 @@ func TestRun(t *testing.T) {
 		if ids[0] == "--calls" {
 			argv = ArgvCalls(python, strings.Split(ids[1], ","), ids[2:])
 		}
-		cmd := exec.Command(argv[0], argv[1:]...)
-		cmd.Dir = root
-		var stderr strings.Builder
-		cmd.Stderr = &stderr
-		out, err := cmd.Output()
-		if err != nil {
-			t.Fatalf("%v: %v\n%s", ids, err, stderr.String())
-		}
-		r, err := Parse(out)
-		if err != nil {
-			t.Fatalf("%v: %v\n%s", ids, err, out)
-		}
-		return r
+		return runIn(t, root, argv)
 	}
 	r := run("tests/test_lines.py::test_split")
 	if r.Exit != 0 || r.Ran("tests/test_lines.py::test_split")["tests/test_lines.py::test_split"] != Passed {
@@ -236,20 +224,9 @@ def test_vars():
 		// An OptionParser whose check_values returns the values alone.
 		"test_checked": {"--x": {line: 44, read: true}},
 	} {
-		cmd := exec.Command(python, Argv(python, []string{"tests/test_cli.py::" + test})[1:]...)
-		cmd.Dir = root
-		var stderr strings.Builder
-		cmd.Stderr = &stderr
-		out, err := cmd.Output()
-		if err != nil {
-			t.Fatalf("%s: %v\n%s", test, err, stderr.String())
-		}
-		r, err := Parse(out)
-		if err != nil {
-			t.Fatal(err)
-		}
+		r := runIn(t, root, Argv(python, []string{"tests/test_cli.py::" + test}))
 		if r.Outcomes["tests/test_cli.py::"+test] != Passed {
-			t.Errorf("%s did not pass: %v\n%s", test, r.Outcomes, stderr.String())
+			t.Errorf("%s did not pass: %v", test, r.Outcomes)
 		}
 		got := map[string]opt{}
 		for _, p := range r.Parsed {
@@ -270,6 +247,24 @@ def test_vars():
 			t.Errorf("ParsedAt(8, 9) = %+v, %v", p, ok)
 		}
 	}
+}
+
+// runIn runs the script's argv in the checkout root and parses its record.
+func runIn(t *testing.T, root string, argv []string) *Result {
+	t.Helper()
+	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.Dir = root
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("%v: %v\n%s", argv[len(argv)-1], err, stderr.String())
+	}
+	r, err := Parse(out)
+	if err != nil {
+		t.Fatalf("%v: %v\n%s\n%s", argv[len(argv)-1], err, out, stderr.String())
+	}
+	return r
 }
 
 // TestParse_Refuses output no run of the script prints.
