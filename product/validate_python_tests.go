@@ -382,7 +382,7 @@ func (val *validator) pyOptionRan(field string, r *pytestrun.Result, rel string,
 		fn, inFunc := pyFunctionAt(f, o.Start)
 		switch {
 		case o.API == "argparse" || o.API == "optparse":
-			p, ok := r.ParsedAt(rel, o.Start, o.End)
+			p, ok := r.ParsedAt(rel, o.Start, o.End, o.Names)
 			switch {
 			case ok && p.Read:
 				return fmt.Sprintf("a parse filled in %s (defined on line %d of %s) and the code read its value", s.Name, p.Line, rel), true

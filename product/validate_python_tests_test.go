@@ -124,7 +124,7 @@ class TestCounter:
 
 
 def test_own_namespace(capsys, monkeypatch):
-    class Mine(argparse.Namespace):
+    class Mine:
         pass
     monkeypatch.setattr("sys.stdin", io.StringIO("a"))
     monkeypatch.setattr(argparse.ArgumentParser, "parse_args", lambda self, argv: argparse.ArgumentParser.parse_known_args(self, argv, Mine())[0])

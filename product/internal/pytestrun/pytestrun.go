@@ -111,15 +111,21 @@ type Parsed struct {
 	Untraced bool     `json:"untraced,omitempty"`
 }
 
-// ParsedAt returns the option defined by a call starting or continuing on
-// a line of file between from and to that the run parsed.
-func (r *Result) ParsedAt(file string, from, to int) (Parsed, bool) {
+// ParsedAt returns the option, by one of names, defined by a call
+// starting or continuing on a line of file between from and to, that the
+// run parsed; one that was read first, then one that was untraced.
+func (r *Result) ParsedAt(file string, from, to int, names []string) (Parsed, bool) {
+	var found Parsed
+	ok := false
 	for _, p := range r.Parsed {
-		if p.File == file && from <= p.Line && p.Line <= to {
-			return p, true
+		if p.File != file || p.Line < from || p.Line > to || !slices.ContainsFunc(p.Names, func(n string) bool { return slices.Contains(names, n) }) {
+			continue
+		}
+		if !ok || p.Read || p.Untraced && !found.Read {
+			found, ok = p, true
 		}
 	}
-	return Parsed{}, false
+	return found, ok
 }
 
 // A Call is one call a run made: from a line of one file into the

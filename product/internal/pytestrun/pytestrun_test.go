@@ -158,7 +158,7 @@ def old(argv):
     return o.quiet
 
 
-class NS(argparse.Namespace):
+class NS:  # a namespace of its own: argparse sets attributes on anything
     pass
 
 
@@ -175,8 +175,26 @@ def checked(argv):
     p = Checked()
     p.add_option("--x", dest="x")
     return p.parse_args(argv).x
+
+
+def write(argv):
+    p = argparse.ArgumentParser()
+    p.add_argument("--out", type=argparse.FileType("w"))
+    p.add_argument("--alpha"); p.add_argument("--beta")
+    args = p.parse_args(argv)
+    args.out.write(args.alpha)  # never closed: the namespace's death flushes it
+`,
+		"settings.py": `import argparse
+import warnings
+
+p = argparse.ArgumentParser()
+p.add_argument("--debug", action="store_true")
+DEBUG = p.parse_args([]).debug
+warnings.warn("settings are read at import", stacklevel=1)
 `,
 		"tests/test_cli.py": `import argparse
+import pickle
+import warnings
 
 import cli
 
@@ -198,6 +216,26 @@ def test_own():
 
 def test_checked():
     assert cli.checked(["--x", "1"]) == "1"
+
+
+def test_write(tmp_path):
+    out = tmp_path / "o.txt"
+    cli.write(["--out", str(out), "--alpha", "a"])
+    assert out.read_text() == "a"
+
+
+def test_as_ever():
+    ns = cli.build().parse_args(["--tabs", "2"])
+    assert type(ns) is argparse.Namespace
+    assert pickle.loads(pickle.dumps(ns)) == ns
+
+
+def test_import_reads():
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        import settings
+    assert settings.DEBUG is False
+    assert caught[0].filename.endswith("settings.py"), caught[0].filename
 
 
 def test_vars():
@@ -223,6 +261,11 @@ def test_vars():
 		"test_vars": {"--crlf": {line: 7, read: true}, "--tabs": {line: 8, read: true}},
 		// An OptionParser whose check_values returns the values alone.
 		"test_checked": {"--x": {line: 44, read: true}},
+		// Two options on one line are two; the file is flushed as without Needle.
+		"test_write": {"--out": {line: 50, read: true}, "--alpha": {line: 51, read: true}, "--beta": {line: 51}},
+		"test_as_ever": {"--crlf": {line: 7}, "--tabs": {line: 8}},
+		// Parsed and read while importing: not the test's read.
+		"test_import_reads": {"--debug": {line: 5}},
 	} {
 		r := runIn(t, root, Argv(python, []string{"tests/test_cli.py::" + test}))
 		if r.Outcomes["tests/test_cli.py::"+test] != Passed {
@@ -230,7 +273,7 @@ def test_vars():
 		}
 		got := map[string]opt{}
 		for _, p := range r.Parsed {
-			if p.File != "cli.py" {
+			if p.File != "cli.py" && (p.File != "settings.py" || test != "test_import_reads") {
 				t.Errorf("%s: an option of %s: %+v", test, p.File, p)
 			}
 			got[p.Names[0]] = opt{line: p.Line, read: p.Read, none: p.Untraced}
@@ -243,7 +286,7 @@ def test_vars():
 				t.Errorf("%s: %s: %+v, want %+v (%+v)", test, name, got[name], w, r.Parsed)
 			}
 		}
-		if p, ok := r.ParsedAt("cli.py", 8, 9); test == "test_main" && (!ok || p.Names[0] != "--tabs") {
+		if p, ok := r.ParsedAt("cli.py", 8, 9, []string{"--tabs"}); test == "test_main" && (!ok || p.Names[0] != "--tabs") {
 			t.Errorf("ParsedAt(8, 9) = %+v, %v", p, ok)
 		}
 	}

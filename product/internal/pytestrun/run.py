@@ -14,6 +14,7 @@ import os
 import runpy
 import sys
 import threading
+import weakref
 
 out = os.fdopen(os.dup(1), "w")
 os.dup2(2, 1)
@@ -37,57 +38,82 @@ for name in ("coverage",) if command else ("coverage", "pytest"):
 MAX_CALLS = 20000
 calls, seen = [], set()
 
+# Coverage's dynamic context of what runs now: "test" from a test's setup
+# to its teardown (a command's whole run), "import" while a module body
+# executes, "collect" otherwise. contexts[-1] is the current one.
+contexts = ["collect"]
+
 # argparse and optparse: where the options a run parsed were defined, and
-# which of their values code other than the parser then read. A parse's
-# namespace (values) records the attributes read from outside the parser's
-# module; it keeps its class's name, module and behaviour, so a test that
-# prints or compares it sees what it would see without Needle.
+# which of their values code other than the parser read during a test.
+# Namespace's and Values' __getattribute__ record the reads of the
+# namespaces parses filled in, tracked by id while they live (a weakref's
+# callback forgets one that dies); nothing keeps a namespace alive or
+# changes its class, so a test sees what it would see without Needle.
 MAX_READS = 5000
-sites = {}  # id(action) -> (action, file, line): actions defined in root
-parses = []  # (namespace, parsers that filled it)
-reads = {}  # id(namespace) -> attribute names read
-active = []
-recorders = set()
+sites = {}  # id(action) -> (weakref to the action, file, line): actions defined in root
+tracked = {}  # id(namespace) -> its record, while it lives
+records = []  # every record: {"actions": {id: (file, line, names, dest)}, "reads": set(), "traced": bool}
+active = []  # the namespace of the parse under way (subparsers parse into their own)
 
 
 def record_site(action):
     f = sys._getframe(2)
     if len(sites) < MAX_READS and f.f_code.co_filename.startswith(root + os.sep):
-        sites[id(action)] = (action, rel(f.f_code.co_filename), f.f_lineno)
+        try:
+            sites[id(action)] = (weakref.ref(action), rel(f.f_code.co_filename), f.f_lineno)
+        except TypeError:
+            pass
     return action
 
 
-def recording(base, parser_file):
-    class Recording(base):
-        def __getattribute__(self, name):
-            if name == "__dict__" or not name.startswith("__"):
-                if sys._getframe(1).f_code.co_filename != parser_file:
-                    names = reads.get(id(self))
-                    if names is not None and len(names) < MAX_READS:
-                        names.add(name)
-            return base.__getattribute__(self, name)
+def option_names(a):
+    if hasattr(a, "_long_opts"):
+        return sorted(a._long_opts + a._short_opts)
+    return sorted(a.option_strings) or [a.dest]
 
-    Recording.__name__, Recording.__qualname__, Recording.__module__ = base.__name__, base.__qualname__, base.__module__
-    recorders.add(Recording)
-    return Recording
+
+def record_of(namespace, traced):
+    rec = tracked.get(id(namespace))
+    if rec is None:
+        rec = {"actions": {}, "reads": set(), "traced": traced}
+        if len(records) >= MAX_READS:
+            return rec
+        try:
+            weakref.finalize(namespace, tracked.pop, id(namespace), None)
+        except TypeError:
+            rec["traced"] = False  # its death would go unseen, and its id reused
+        else:
+            tracked[id(namespace)] = rec
+        records.append(rec)
+    return rec
+
+
+def add_actions(rec, parser):
+    actions = parser._actions if hasattr(parser, "_actions") else parser._get_all_options()
+    for a in actions:
+        site = sites.get(id(a))
+        if site and site[0]() is a and a.dest:
+            rec["actions"][id(a)] = (site[1], site[2], option_names(a), a.dest)
 
 
 def watch_parsers():
     import argparse
     import optparse
 
-    Namespace = recording(argparse.Namespace, argparse.__file__)
-    Values = recording(optparse.Values, optparse.__file__)
+    parser_files = {argparse.__file__, optparse.__file__}
 
-    def track(namespace, parser):
-        if id(namespace) not in reads:
-            if len(parses) >= MAX_READS:
-                return
-            reads[id(namespace)] = set()
-            parses.append((namespace, []))
-        for ns, parsers in parses:
-            if ns is namespace and parser not in parsers:
-                parsers.append(parser)
+    def getattribute(self, name):
+        if contexts[-1] == "test" and (name == "__dict__" or not name.startswith("__")):
+            rec = tracked.get(id(self))
+            if rec is not None and len(rec["reads"]) < MAX_READS and sys._getframe(1).f_code.co_filename not in parser_files:
+                rec["reads"].add(name)
+        return object.__getattribute__(self, name)
+
+    for cls in (argparse.Namespace, optparse.Values):
+        cls.__getattribute__ = getattribute
+
+    def traced(namespace):
+        return type(namespace).__getattribute__ is getattribute
 
     add_argument = argparse._ActionsContainer.add_argument
     argparse._ActionsContainer.add_argument = lambda self, *a, **k: record_site(add_argument(self, *a, **k))
@@ -97,14 +123,12 @@ def watch_parsers():
 
     def parse_known(self, args=None, namespace=None):
         if namespace is None:
-            namespace = Namespace()
-        elif type(namespace) is argparse.Namespace:
-            namespace.__class__ = Namespace
+            namespace = argparse.Namespace()
         outer = not active
         if outer:
             active.append(namespace)
-        track(active[0], self)
         try:
+            add_actions(record_of(active[0], traced(active[0])), self)
             return parse_known_args(self, args, namespace)
         finally:
             if outer:
@@ -118,35 +142,28 @@ def watch_parsers():
         # parse_args returns is left alone (a subclass may return anything).
         if values is None:
             values = self.get_default_values()
-        if type(values) is optparse.Values:
-            values.__class__ = Values
-        track(values, self)
+        add_actions(record_of(values, traced(values)), self)
         return parse_args(self, args, values)
 
     optparse.OptionParser.parse_args = parse
 
 
 def parsed_reads():
-    """The options defined in root that a parse filled in: read when code
-    other than the parser read the value, untraced when the namespace was
-    the caller's own class, whose reads Needle does not see."""
+    """The options defined in root that a parse filled in, one entry per
+    option: read when code other than the parser read its value during a
+    test, untraced when a namespace of its was of a class that reads its
+    attributes its own way (not argparse's Namespace or optparse's Values,
+    or a subclass overriding __getattribute__)."""
     out = {}
-    for namespace, parsers in parses:
-        names = reads[id(namespace)]
-        traced = type(namespace) in recorders
-        for parser in parsers:
-            actions = parser._actions if hasattr(parser, "_actions") else parser._get_all_options()
-            for a in actions:
-                site = sites.get(id(a))
-                if not site or site[0] is not a or not a.dest:
-                    continue
-                key = (site[1], site[2])
-                entry = out.setdefault(key, {"file": site[1], "line": site[2], "names": sorted(a._long_opts + a._short_opts if hasattr(a, "_long_opts") else a.option_strings or [a.dest])})
-                if traced and (a.dest in names or "__dict__" in names):
-                    entry["read"] = True  # one read decides
-                    entry.pop("untraced", None)
-                elif not traced and not entry.get("read"):
-                    entry["untraced"] = True
+    for rec in records:
+        for file, line, names, dest in rec["actions"].values():
+            # The options one call made (a parser built twice) are one.
+            entry = out.setdefault((file, line, tuple(names)), {"file": file, "line": line, "names": names})
+            if rec["traced"] and (dest in rec["reads"] or "__dict__" in rec["reads"]):
+                entry["read"] = True  # one read decides
+                entry.pop("untraced", None)
+            elif not rec["traced"] and not entry.get("read"):
+                entry["untraced"] = True
     return [out[k] for k in sorted(out)]
 
 
@@ -178,8 +195,6 @@ if "missing" not in res:
     # setup to its teardown, or the whole command) from what importing a
     # module ran ("import": a module body executing, and what it calls,
     # whenever the import happens) and from pytest's collection.
-    contexts = ["collect"]
-
     def switch(name):
         contexts[-1] = name
         cov.switch_context(name)
@@ -200,16 +215,21 @@ if "missing" not in res:
     import importlib._bootstrap_external as bootstrap
 
     exec_module = bootstrap._LoaderBasics.exec_module
-
-    def importing(self, module):
-        contexts.append("import")
-        cov.switch_context("import")
-        try:
-            return exec_module(self, module)
-        finally:
-            contexts.pop()
-            cov.switch_context(contexts[-1])
-
+    # Compiled under importlib's own name: the warnings machinery and import
+    # tracebacks leave its frame out as they leave out importlib's, so a
+    # module-level warning still points at the module.
+    scope = {"exec_module": exec_module, "contexts": contexts}
+    exec(compile(
+        "def importing(self, module):\n"
+        "    contexts.append('import')\n"
+        "    cov.switch_context('import')\n"
+        "    try:\n"
+        "        return exec_module(self, module)\n"
+        "    finally:\n"
+        "        contexts.pop()\n"
+        "        cov.switch_context(contexts[-1])\n",
+        "<frozen importlib._bootstrap_external>", "exec"), scope)
+    importing = scope["importing"]
 
     watch_parsers()
     # Branch measurement records, besides lines, the entry of each code
@@ -218,6 +238,7 @@ if "missing" not in res:
     cov = coverage.Coverage(data_file=None, source=[root], config_file=False, branch=True)
     code = 0
     cov.start()
+    scope["cov"] = cov
     bootstrap._LoaderBasics.exec_module = importing
     if watched is not None:
         threading.setprofile(profile)
