@@ -121,28 +121,18 @@ func (val *validator) pyFind(field string, s Subject, rel string, f *pydecl.File
 		return nil, false
 	}
 	for _, name := range names {
-		found = append(found, f.Lookup(name)...)
+		found = append(found, pyRuntimeDecls(f.Lookup(name))...)
 	}
 	if len(found) == 0 && s.Kind == subjectSymbol {
-		if re, via := val.pyReexported(s, rel); len(re) > 0 {
-			for _, name := range re {
-				found = append(found, f.Lookup(name)...)
-			}
-			if len(found) > 0 {
-				val.v.note("static: that %s is %s's %s was judged from the imports of %s, not by importing it", s.Name, pyModulePath(rel), found[0].Name, strings.Join(via, " and "))
-			}
-		}
-	}
-	if len(found) == 0 && s.Kind == subjectSymbol {
-		inherited, from, hidden := pyInherited(f, names)
-		switch {
-		case hidden != "":
-			val.v.undecide("%s: %s %q is not declared in %s; its class inherits from %s, which %s does not declare, and which may define it", field, s.Kind, s.Name, rel, hidden, rel)
+		beyond, note, undecided := val.pyBeyond(f, s, rel, names)
+		if undecided != "" {
+			val.v.undecide("%s: %s %q is not declared in %s as such, and the source cannot tell what it names: %s", field, s.Kind, s.Name, rel, undecided)
 			return nil, false
-		case len(inherited) > 0:
-			val.v.note("static: that %s is inherited from %s was judged by the method resolution order of the classes %s declares, not by importing it", s.Name, from, rel)
-			found = inherited
 		}
+		if note != "" {
+			val.v.note("%s", note)
+		}
+		found = beyond
 	}
 	if len(found) == 0 && s.Kind == subjectSymbol {
 		// A bare name that no module-level declaration has may name a

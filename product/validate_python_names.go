@@ -2,6 +2,7 @@ package product
 
 import (
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/needle-dev/needle/product/internal/pydecl"
@@ -10,18 +11,24 @@ import (
 // Names a Python symbol has outside the file that declares it, as Python
 // resolves them and as users write them:
 //
-//   - a package's re-export: markdown.markdown is the function of
+//   - a module's re-export: markdown.markdown is the function of
 //     markdown/core.py when markdown/__init__.py does `from .core import
-//     markdown` (as, or *; through packages in between too);
+//     markdown` (as, or * without an __all__; through modules in between
+//     too; a plain module's import re-exports as a package's does);
 //   - an inherited method: TextElement.astext is Element.astext when
 //     TextElement's method resolution order (C3, over the file's own
 //     classes) reaches Element first among the classes defining astext.
 //
 // Both are read from the source, not by importing it, and the
-// certificate says so (static). A base class the file does not declare
-// hides what it defines: the proposal is then undecided.
+// certificate says so (static). What the source cannot settle leaves the
+// proposal undecided: a name the module binds under an if or try (a
+// TYPE_CHECKING import, an ImportError fallback), a star import from a
+// module with an __all__, a base class the file does not declare (or
+// binds twice) that comes first in the order. The last binding of a name
+// in a module is the one Python keeps; overload stubs are not the
+// function.
 
-// maxReexportHops bounds the packages a re-export is followed through.
+// maxReexportHops bounds the modules a re-export is followed through.
 const maxReexportHops = 4
 
 // pyModulePath is the dotted module of a repository file: pkg/mod.py is
@@ -31,80 +38,180 @@ func pyModulePath(rel string) string {
 	return strings.ReplaceAll(m, "/", ".")
 }
 
+// pyBeyond resolves the subject beyond f's own names (pyNames gave names):
+// through a re-export, then through inheritance. It returns the
+// declarations of f it names, with the static note to record, or why the
+// source cannot tell (undecided).
+func (val *validator) pyBeyond(f *pydecl.File, s Subject, rel string, names []string) (found []pydecl.Decl, note, undecided string) {
+	re, via, why := val.pyReexported(s, rel)
+	if why != "" {
+		return nil, "", why
+	}
+	for _, name := range re {
+		found = append(found, pyRuntimeDecls(f.Lookup(name))...)
+	}
+	if len(found) > 0 {
+		return found, "static: that " + s.Name + " is " + pyModulePath(rel) + "'s " + found[0].Name + " was judged from the imports of " + strings.Join(via, " and ") + ", not by importing it", ""
+	}
+	inherited, from, hidden := pyInherited(f, append(names, re...))
+	switch {
+	case hidden != "":
+		return nil, "", hidden
+	case len(inherited) > 0:
+		return inherited, "static: that " + s.Name + " is inherited from " + from + " was judged by the method resolution order of the classes " + rel + " declares, not by importing it", ""
+	}
+	return nil, "", ""
+}
+
+// pyRuntimeDecls are the declarations of one name that Python keeps: an
+// overload stub (@overload, @typing.overload) is replaced by the function
+// defined after it.
+func pyRuntimeDecls(found []pydecl.Decl) []pydecl.Decl {
+	stub := func(d pydecl.Decl) bool {
+		return slices.ContainsFunc(d.Decorators, func(dec string) bool { return dec == "overload" || strings.HasSuffix(dec, ".overload") })
+	}
+	if !slices.ContainsFunc(found, func(d pydecl.Decl) bool { return !stub(d) }) {
+		return found
+	}
+	return slices.DeleteFunc(slices.Clone(found), stub)
+}
+
 // pyReexported returns the names in rel's module that the subject names
-// through a package re-exporting them, and the package __init__.py files
-// whose imports said so.
-func (val *validator) pyReexported(s Subject, rel string) (names, via []string) {
+// through modules re-exporting them, and the files whose imports said so;
+// why, when not "", says what the source cannot settle.
+func (val *validator) pyReexported(s Subject, rel string) (names, via []string, why string) {
 	mod := pyModulePath(rel)
 	parts := strings.Split(strings.TrimSuffix(strings.TrimSpace(s.Name), "()"), ".")
 	for k := len(parts) - 1; k >= 1; k-- {
 		head := strings.Join(parts[:k], ".")
-		if !strings.HasPrefix(mod, head+".") {
-			continue
+		if head == mod {
+			continue // the module's own names: pyNames
 		}
-		if name, files, ok := val.pyFollowReexport(head, parts[k:], mod, maxReexportHops); ok {
+		name, files, why := val.pyFollowReexport(head, parts[k:], mod, maxReexportHops)
+		if why != "" {
+			return nil, nil, why
+		}
+		if name != "" {
 			names, via = append(names, name), append(via, files...)
 		}
 	}
-	return names, via
+	return names, via, ""
 }
 
-// pyFollowReexport follows tail (a name and its attributes) from package
-// pkg's __init__.py to the module mod, through the packages between.
-func (val *validator) pyFollowReexport(pkg string, tail []string, mod string, hops int) (string, []string, bool) {
-	if hops == 0 {
-		return "", nil, false
-	}
-	init := strings.ReplaceAll(pkg, ".", "/") + "/__init__.py"
-	src, _, err := val.repo.ReadFileMax(init, maxCitedFileBytes)
-	if err != nil {
-		return "", nil, false
-	}
-	r := val.vs.pyDecls(val.ctx, src)
-	if r.file == nil || r.fallback != "" || r.undecided != "" || r.file.SyntaxError != nil {
-		return "", nil, false
-	}
-	for _, im := range r.file.Imports {
-		from := pyImportedModule(pkg, im)
-		if from != mod && !strings.HasPrefix(mod, from+".") {
+// pyModuleFile reads the repository's file of a dotted module (its
+// __init__.py, else its .py) with Python's parser; nil when there is none
+// or it cannot be read.
+func (val *validator) pyModuleFile(module string) (*pydecl.File, string) {
+	base := strings.ReplaceAll(module, ".", "/")
+	for _, rel := range []string{base + "/__init__.py", base + ".py"} {
+		src, _, err := val.repo.ReadFileMax(rel, maxCitedFileBytes)
+		if err != nil {
 			continue
 		}
-		for _, n := range im.Names {
-			bound := orElse(n[1], n[0])
-			if n[0] == "*" && !strings.HasPrefix(tail[0], "_") {
-				n[0], bound = tail[0], tail[0]
+		r := val.vs.pyDecls(val.ctx, src)
+		if r.file == nil || r.fallback != "" || r.undecided != "" || r.file.SyntaxError != nil {
+			return nil, ""
+		}
+		return r.file, rel
+	}
+	return nil, ""
+}
+
+// pyFollowReexport follows tail (a name and its attributes) from module's
+// last binding of tail[0] to the module target, through the modules
+// between. It returns the name in target, or "" when module does not
+// re-export it from there; why says what the source cannot settle.
+func (val *validator) pyFollowReexport(module string, tail []string, target string, hops int) (name string, files []string, why string) {
+	if hops == 0 {
+		return "", nil, ""
+	}
+	f, rel := val.pyModuleFile(module)
+	if f == nil {
+		return "", nil, ""
+	}
+	// The last binding of the name at the module's top level decides: a
+	// definition there (the module's own), or an import; a star import
+	// binds it only if its module does.
+	own := 0
+	for _, d := range f.Lookup(tail[0]) {
+		own = max(own, d.Line)
+	}
+	from, orig := "", ""
+	for i := len(f.Imports) - 1; i >= 0 && from == ""; i-- {
+		im := f.Imports[i]
+		imported, ok := im.Imported(tail[0])
+		if im.Line < own {
+			break
+		}
+		if !ok || imported == "*" && strings.HasPrefix(tail[0], "_") {
+			continue
+		}
+		source := pyImportedModule(module, im)
+		if imported == "*" {
+			binds, why := val.pyStarBinds(source, tail[0])
+			if why != "" {
+				return "", nil, rel + " imports * from " + source + ": " + why
 			}
-			if bound != tail[0] {
+			if !binds {
 				continue
 			}
-			name := strings.Join(append([]string{n[0]}, tail[1:]...), ".")
-			if from == mod {
-				return name, []string{init}, true
+			imported = tail[0]
+		}
+		if im.Cond {
+			return "", nil, rel + " binds " + tail[0] + " under an if or try (line " + strconv.Itoa(im.Line) + "): which binding holds is not known from the source"
+		}
+		from, orig = source, imported
+	}
+	if from == "" {
+		return "", nil, "" // the module's own, or not bound there
+	}
+	name = strings.Join(append([]string{orig}, tail[1:]...), ".")
+	if from == target {
+		return name, []string{rel}, ""
+	}
+	got, more, why := val.pyFollowReexport(from, strings.Split(name, "."), target, hops-1)
+	if got == "" || why != "" {
+		return "", nil, why
+	}
+	return got, append([]string{rel}, more...), ""
+}
+
+// pyStarBinds reports whether `from module import *` binds name: whether
+// the repository's module binds it at its top level (a definition or an
+// import by name). why says what the source cannot settle: an __all__,
+// or a star import of its own that may bind it. A module outside the
+// repository binds nothing Needle can see.
+func (val *validator) pyStarBinds(module, name string) (binds bool, why string) {
+	f, _ := val.pyModuleFile(module)
+	if f == nil {
+		return false, ""
+	}
+	if len(f.Lookup("__all__")) > 0 {
+		return false, "its __all__, which Needle does not read, says what it exports"
+	}
+	if len(f.Lookup(name)) > 0 {
+		return true, ""
+	}
+	for _, im := range f.Imports {
+		if imported, ok := im.Imported(name); ok {
+			if imported == "*" {
+				return false, "it imports * itself, which may bind " + name
 			}
-			if got, files, ok := val.pyFollowReexport(from, strings.Split(name, "."), mod, hops-1); ok {
-				return got, append([]string{init}, files...), true
-			}
+			return true, ""
 		}
 	}
-	return "", nil, false
+	return false, ""
 }
 
-// orElse returns a unless it is empty, else b.
-func orElse(a, b string) string {
-	if a != "" {
-		return a
-	}
-	return b
-}
-
-// pyImportedModule is the absolute module an import of package pkg's
-// __init__.py reads from ("" when a relative import climbs above the
-// repository).
-func pyImportedModule(pkg string, im pydecl.Import) string {
+// pyImportedModule is the absolute module an import of module reads from
+// ("" when a relative import climbs above the repository). module is a
+// package when its file is an __init__.py; a relative import in a plain
+// module counts from the package holding it.
+func pyImportedModule(module string, im pydecl.Import) string {
 	if im.Level == 0 {
 		return im.Module
 	}
-	base := strings.Split(pkg, ".")
+	base := strings.Split(module, ".")
 	if im.Level-1 >= len(base) {
 		return ""
 	}
@@ -118,16 +225,12 @@ func pyImportedModule(pkg string, im pydecl.Import) string {
 // pyInherited returns the method a name of the file's class names through
 // its method resolution order (Class.method, after the module's names in
 // pyNames): the first class in it, after the class itself, that defines
-// the method. hidden names a base the file does not declare that comes
-// first, which may define it: nothing is then found.
+// the method. hidden says why nothing can be told: a base the file does
+// not declare (or binds more than once) comes first, and may define it.
 func pyInherited(f *pydecl.File, names []string) (found []pydecl.Decl, from, hidden string) {
 	for _, name := range names {
 		owner, method, ok := cutLast(name, ".")
-		if !ok || len(f.Lookup(owner)) == 0 {
-			continue
-		}
-		classes := slices.DeleteFunc(f.Lookup(owner), func(d pydecl.Decl) bool { return d.Kind != pydecl.KindClass })
-		if len(classes) != 1 {
+		if !ok || !pyLocalClass(f, owner) {
 			continue
 		}
 		mro := pyMRO(f, owner, map[string]bool{})
@@ -135,15 +238,15 @@ func pyInherited(f *pydecl.File, names []string) (found []pydecl.Decl, from, hid
 			continue
 		}
 		for _, c := range mro[1:] {
+			if c == "object" {
+				continue
+			}
 			if !pyLocalClass(f, c) {
-				if c == "object" {
-					continue
-				}
-				return nil, "", c
+				return nil, "", owner + " inherits from " + c + ", which the file does not declare (once), and which may define " + method
 			}
 			if defs := f.Lookup(c + "." + method); len(defs) > 0 {
 				// The first class defining the name decides, a def or not.
-				return slices.DeleteFunc(defs, func(d pydecl.Decl) bool { return d.Kind != pydecl.KindMethod }), c, ""
+				return slices.DeleteFunc(pyRuntimeDecls(defs), func(d pydecl.Decl) bool { return d.Kind != pydecl.KindMethod }), c, ""
 			}
 		}
 	}
@@ -159,21 +262,46 @@ func cutLast(s, sep string) (before, after string, ok bool) {
 	return s[:i], s[i+len(sep):], true
 }
 
-// pyLocalClass reports whether the file declares one class named c.
+// pyLocalClass reports whether the name c is bound once in the file, by a
+// class statement, and no top-level import binds it.
 func pyLocalClass(f *pydecl.File, c string) bool {
-	n := 0
-	for _, d := range f.Lookup(c) {
-		if d.Kind == pydecl.KindClass {
-			n++
+	decls := f.Lookup(c)
+	if len(decls) != 1 || decls[0].Kind != pydecl.KindClass {
+		return false
+	}
+	if !strings.Contains(c, ".") {
+		for _, im := range f.Imports {
+			if _, ok := im.Imported(c); ok && im.Line > decls[0].Line {
+				return false // rebound after the class statement (or maybe, by a star)
+			}
 		}
 	}
-	return n == 1
+	return true
+}
+
+// pyBase resolves the base b of class owner as Python does when the class
+// statement runs: in the scopes enclosing it (a class nested in a class
+// or function sees the names its enclosing body bound), then at module
+// level. A name no scope binds stands for itself.
+func pyBase(f *pydecl.File, owner, b string) string {
+	scope, _, _ := cutLast(owner, ".")
+	for scope != owner && scope != "" {
+		if len(f.Lookup(scope+"."+b)) > 0 {
+			return scope + "." + b
+		}
+		next, _, ok := cutLast(scope, ".")
+		if !ok {
+			break
+		}
+		scope = next
+	}
+	return b
 }
 
 // pyMRO is class c's C3 linearization, over the file's classes by their
-// qualified names; a base the file does not declare (or declares twice,
-// or an expression) stands for itself, its own bases unknown. nil when
-// C3 fails (Python would refuse the class) or the bases loop.
+// qualified names; a base the file does not declare (or binds more than
+// once, or an expression) stands for itself, its own bases unknown. nil
+// when C3 fails (Python would refuse the class) or the bases loop.
 func pyMRO(f *pydecl.File, c string, visiting map[string]bool) []string {
 	if !pyLocalClass(f, c) {
 		return []string{c}
@@ -183,20 +311,15 @@ func pyMRO(f *pydecl.File, c string, visiting map[string]bool) []string {
 	}
 	visiting[c] = true
 	defer delete(visiting, c)
-	var d pydecl.Decl
-	for _, x := range f.Lookup(c) {
-		if x.Kind == pydecl.KindClass {
-			d = x
-		}
-	}
+	d := f.Lookup(c)[0]
 	var seqs [][]string
 	var bases []string
 	for _, b := range d.Bases {
 		if b == "" {
 			b = "<expression>"
+		} else {
+			b = pyBase(f, c, b)
 		}
-		// A base named in the class's own scope resolves at module level
-		// in the file (nested classes by their qualified name are rare).
 		l := pyMRO(f, b, visiting)
 		if l == nil {
 			return nil

@@ -18,7 +18,9 @@ import (
 // attribute.
 var pyNamesPackage = map[string]string{
 	"pkg/__init__.py": "from .core import render, Engine as Motor\nfrom .sub import *\n",
-	"pkg/core.py": `from pkg.ext import External
+	"pkg/core.py": `from typing import overload
+
+from pkg.ext import External
 
 
 def render(text):
@@ -66,7 +68,55 @@ class Other(External, Base):
 
 class Shadow(Base):
     go = None
+
+
+class Outer:
+    class Base:
+        def go(self):
+            return "outer"
+
+    class Inner(Base):
+        pass
+
+
+class Leaf2(Base):
+    pass
+
+
+def Leaf2():
+    return "a function now"
+
+
+@overload
+def f(x: int) -> int: ...
+@overload
+def f(x: str) -> str: ...
+def f(x):
+    return x
 `,
+	"pkg/scripts.py":  "from pkg.core import render\n",
+	"pkg2/__init__.py": `from typing import TYPE_CHECKING
+
+from .star import *
+from .core import helper, render
+from .alt import helper
+
+try:
+    from ._speed import escape
+except ImportError:
+    from .core import escape
+
+if TYPE_CHECKING:
+    from .core import Hidden
+
+
+def render(text):
+    return text
+`,
+	"pkg2/core.py":  "def helper():\n    return 1\n\n\ndef render(text):\n    return text\n\n\ndef escape(s):\n    return s\n\n\nclass Hidden:\n    pass\n",
+	"pkg2/alt.py":   "def helper():\n    return 2\n",
+	"pkg2/star.py":  "__all__ = ['visible']\n\n\ndef visible():\n    return 1\n\n\ndef hidden():\n    return 2\n",
+	"tests/test_pkg.py": "import pkg\n\n\ndef test_render():\n    assert pkg.render('a') == 'A'\n",
 	"pkg/ext.py":              "class External:\n    def go(self):\n        return 'ext'\n",
 	"pkg/sub/__init__.py":     "from .deep import helper\n",
 	"pkg/sub/deep.py":         "def helper():\n    return 2\n\n\ndef _private():\n    return 3\n",
@@ -82,8 +132,13 @@ out = {}
 for name in sys.argv[1:]:
     parts = name.split(".")
     try:
-        obj = importlib.import_module(parts[0])
-        for p in parts[1:]:
+        for k in range(len(parts), 0, -1):  # the longest prefix that is a module
+            try:
+                obj = importlib.import_module(".".join(parts[:k]))
+                break
+            except ImportError:
+                continue
+        for p in parts[k:]:
             obj = getattr(obj, p)
         obj = inspect.unwrap(obj)
         lines, start = inspect.getsourcelines(obj)
@@ -110,7 +165,9 @@ func TestValidate_PythonNamesBeyondTheFile(t *testing.T) {
 	te := MustEngine(t, repo)
 
 	names := []string{"pkg.render", "pkg.Motor", "pkg.Motor.run", "pkg.Engine", "pkg.helper", "pkg._private",
-		"pkg.core.Leaf.go", "pkg.core.Leaf.stop", "pkg.core.Diamond.go", "pkg.core.Other.go", "pkg.core.Shadow.go"}
+		"pkg.core.Leaf.go", "pkg.core.Leaf.stop", "pkg.core.Diamond.go", "pkg.core.Other.go", "pkg.core.Shadow.go",
+		"pkg.core.Outer.Inner.go", "pkg.core.Outer.Base.go", "pkg.core.Leaf2", "pkg.core.f", "pkg.scripts.render",
+		"pkg2.helper", "pkg2.render", "pkg2.escape", "pkg2.hidden", "pkg2.core.helper", "pkg2.core.render", "pkg2.core.escape", "pkg2.core.Hidden", "pkg2.star.hidden"}
 	cmd := exec.Command(testenv.Python3(t), append([]string{"-c", "import sys; sys.path.insert(0, sys.argv.pop(1)); exec(sys.argv.pop(1))", repo, pyNamesOracle}, names...)...)
 	cmd.Env = append(os.Environ(), "PYTHONDONTWRITEBYTECODE=1")
 	out, err := cmd.Output()
@@ -130,7 +187,8 @@ func TestValidate_PythonNamesBeyondTheFile(t *testing.T) {
 		return file, a, b
 	}
 	// Where Python finds them: certified, labelled static.
-	for _, name := range []string{"pkg.render", "pkg.Motor", "pkg.Motor.run", "pkg.helper", "pkg.core.Leaf.go", "pkg.core.Leaf.stop", "Leaf.stop", "pkg.core.Diamond.go"} {
+	for _, name := range []string{"pkg.render", "pkg.Motor", "pkg.Motor.run", "pkg.helper", "pkg.core.Leaf.go", "pkg.core.Leaf.stop", "Leaf.stop", "pkg.core.Diamond.go",
+		"pkg.core.Outer.Inner.go", "pkg.scripts.render"} {
 		full := name
 		if strings.HasPrefix(name, "Leaf.") {
 			full = "pkg.core." + name // the oracle imports what it resolves
@@ -173,4 +231,38 @@ func TestValidate_PythonNamesBeyondTheFile(t *testing.T) {
 		t.Fatalf("the oracle located Shadow.go at %s", truth["pkg.core.Shadow.go"])
 	}
 	te.checkVerdict(t, locProposal("symbol", "pkg.core.Shadow.go", "pkg/core.py", base, baseEnd), "rejected", "is not declared in pkg/core.py")
+
+	// Python keeps a name's last binding: not the module-level Base for a
+	// nested class's base, not a class a def rebinds, not an overload stub.
+	file, a, b = span("pkg.core.f")
+	te.checkVerdict(t, locProposal("symbol", "pkg.core.f", file, a, b), "certified", "the def after the overloads")
+	te.checkVerdict(t, locProposal("symbol", "pkg.core.f", file, a-4, a-3), "rejected", "is not declared in pkg/core.py")
+	te.checkVerdict(t, locProposal("symbol", "pkg.core.Outer.Inner.go", "pkg/core.py", base, baseEnd), "rejected", "is not declared in pkg/core.py")
+	if truth["pkg.core.Leaf2"] == "" || strings.Contains(truth["pkg.core.Leaf2"], "class") {
+		t.Fatalf("the oracle: Leaf2 at %q", truth["pkg.core.Leaf2"])
+	}
+	if res := te.propose(locProposal("symbol", "pkg.core.Leaf2.go", "pkg/core.py", base, baseEnd)); res.Status == "certified" {
+		t.Errorf("Leaf2.go, Leaf2 being a function: certified")
+	}
+	// What pkg2's __init__ binds last, or under a try or an if, or by a
+	// star from a module with an __all__.
+	for name, where := range map[string]string{"pkg2.helper": "pkg2.core.helper", "pkg2.render": "pkg2.core.render"} {
+		file, a, b := span(where)
+		if truth[name] == truth[where] {
+			t.Fatalf("the oracle: %s is %s", name, where)
+		}
+		te.checkVerdict(t, locProposal("symbol", name, file, a, b), "rejected", "is not declared in "+file)
+	}
+	// (pkg2.escape is core's here, _speed missing; the source alone cannot say.)
+	for name, where := range map[string]string{"pkg2.escape": "pkg2.core.escape", "pkg2.Hidden": "pkg2.core.Hidden", "pkg2.hidden": "pkg2.star.hidden"} {
+		file, a, b := span(where)
+		if name != "pkg2.escape" && truth[name] == truth[where] {
+			t.Fatalf("the oracle: %s is %s", name, where)
+		}
+		te.checkVerdict(t, locProposal("symbol", name, file, a, b), "undecided", "the source cannot tell")
+	}
+
+	// A focused test, by the re-exported name.
+	withTests := MustEngine(t, repo, func(c *Config) { c.Tests.Python = testenv.PythonWithPytest(t) })
+	withTests.checkVerdict(t, `{"kind":"focused_tests","subject":{"kind":"symbol","name":"pkg.render"},"tests":[{"path":"tests/test_pkg.py","name":"tests/test_pkg.py::test_render"}]}`, "certified", "a test, by the re-exported name")
 }

@@ -236,6 +236,7 @@ func (val *validator) pyReached(field string, r *pytestrun.Result) (what string,
 		}
 		return pyBodiesRan(r, s.Name, f.Decls), true, nil
 	}
+	pending := "" // a file where the source could not tell what the subject names
 	for _, rel := range pyRanFiles(r) {
 		src, _, err := val.repo.ReadFileMax(rel, maxCitedFileBytes)
 		if err != nil {
@@ -250,8 +251,12 @@ func (val *validator) pyReached(field string, r *pytestrun.Result) (what string,
 		}
 		switch s.Kind {
 		case subjectSymbol:
-			if what := pyBodiesRan(r, rel, pySubjectDecls(f, s, rel)); what != "" {
+			decls, undecided := val.pySubjectDecls(f, s, rel)
+			if what := pyBodiesRan(r, rel, decls); what != "" {
 				return what, true, nil
+			}
+			if undecided != "" && pending == "" {
+				pending = fmt.Sprintf("%s: what %q names in %s, which the run executed, the source cannot tell: %s", field, s.Name, rel, undecided)
 			}
 		case subjectCLIOption, subjectConfigurationKey:
 			what, decided := val.pyOptionRan(field, r, rel, f)
@@ -262,6 +267,10 @@ func (val *validator) pyReached(field string, r *pytestrun.Result) (what string,
 			val.v.undecide("%s: a Python test's reach of a %s subject is not traced", field, s.Kind)
 			return "", false, nil
 		}
+	}
+	if pending != "" {
+		val.v.undecide("%s", pending)
+		return "", false, nil
 	}
 	return "", true, nil
 }
@@ -316,15 +325,23 @@ func pyRanFiles(r *pytestrun.Result) []string {
 	return out
 }
 
-// pySubjectDecls are the declarations of f the symbol subject names: a
-// function or method, or a class's methods.
-func pySubjectDecls(f *pydecl.File, s Subject, rel string) []pydecl.Decl {
+// pySubjectDecls are the declarations of f the symbol subject names (by
+// f's own names, or through a re-export or inheritance: pyBeyond): a
+// function or method, or a class's methods; undecided says what the
+// source cannot tell.
+func (val *validator) pySubjectDecls(f *pydecl.File, s Subject, rel string) (decls []pydecl.Decl, undecided string) {
 	names, _, _ := pyNames(s, rel)
 	var found []pydecl.Decl
 	for _, n := range names {
-		found = append(found, f.Lookup(n)...)
+		found = append(found, pyRuntimeDecls(f.Lookup(n))...)
 	}
 	if len(found) == 0 {
+		var note string
+		if found, note, undecided = val.pyBeyond(f, s, rel, names); note != "" {
+			val.v.note("%s", note)
+		}
+	}
+	if len(found) == 0 && undecided == "" {
 		if ms, owners := pyMethodsNamed(f, s.Name); len(owners) == 1 {
 			found = ms
 		}
@@ -341,7 +358,7 @@ func pySubjectDecls(f *pydecl.File, s Subject, rel string) []pydecl.Decl {
 			}
 		}
 	}
-	return out
+	return out, undecided
 }
 
 // pyBodiesRan says which body of decls the run executed a line of, "" for

@@ -202,7 +202,7 @@ class Options:
                 api = "argparse" if f.attr == "add_argument" else "optparse"
                 self.add("flag", names, api, next(a for a in args if a.value in names), call, outer)
             return
-        if (isinstance(f, ast.Attribute) and f.attr == "OptionParser") or self.imports.resolve(f) == "optparse.OptionParser":
+        if self.imports.resolve(f) == "optparse.OptionParser":
             # optparse gives a parser -h and --help unless
             # add_help_option=False, and --version when given a version.
             if not (isinstance(keyword(call, "add_help_option"), ast.Constant) and not keyword(call, "add_help_option").value):
@@ -309,20 +309,23 @@ class Options:
         return False
 
 
-def from_imports(body, out):
+def from_imports(body, out, cond=False):
     """The module's `from X import name` statements, at its top level or
-    under if, try or with there: what a package's __init__ re-exports."""
+    under if, try or with there (cond): what a module re-exports."""
     for node in body:
         if isinstance(node, ast.ImportFrom):
-            out.append({"module": node.module or "", "level": node.level,
-                        "names": [[a.name, a.asname or ""] for a in node.names]})
+            im = {"module": node.module or "", "level": node.level, "line": node.lineno,
+                  "names": [[a.name, a.asname or ""] for a in node.names]}
+            if cond:
+                im["cond"] = True
+            out.append(im)
         elif not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             for field in ("body", "orelse", "finalbody"):
                 sub = getattr(node, field, None)
                 if isinstance(sub, list):
-                    from_imports(sub, out)
+                    from_imports(sub, out, True)
             for h in getattr(node, "handlers", None) or []:
-                from_imports(h.body, out)
+                from_imports(h.body, out, True)
 
 
 def main():

@@ -81,18 +81,23 @@ type File struct {
 type Import struct {
 	Module string      `json:"module"`
 	Level  int         `json:"level"`
+	Line   int         `json:"line"`
 	Names  [][2]string `json:"names"` // name, and the name it is bound to ("" for itself)
+	// Cond: the statement is under an if, try or with (TYPE_CHECKING, an
+	// ImportError fallback): whether it runs is not known from the source.
+	Cond bool `json:"cond,omitempty"`
 }
 
-// Binds returns the name the import binds name to in the importing
-// module, and whether it imports name at all ("*" imports any).
-func (im Import) Binds(name string) (string, bool) {
+// Imported returns what the import imports to bind name in the importing
+// module: the imported name, or "*" for a star import (which binds it if
+// the module it reads from exports it).
+func (im Import) Imported(name string) (string, bool) {
 	for _, n := range im.Names {
 		switch {
-		case n[0] == name && n[1] != "":
-			return n[1], true
-		case n[0] == name || n[0] == "*":
-			return name, true
+		case n[0] == "*":
+			return "*", true
+		case n[1] == name || n[1] == "" && n[0] == name:
+			return n[0], true
 		}
 	}
 	return "", false
@@ -178,7 +183,7 @@ func Parse(out []byte, lines int) (*File, error) {
 		return nil, fmt.Errorf("%w: %d options, %d imports", ErrOutput, len(f.Options), len(f.Imports))
 	}
 	for _, im := range f.Imports {
-		if err := im.check(); err != nil {
+		if err := im.check(lines); err != nil {
 			return nil, fmt.Errorf("%w: %v", ErrOutput, err)
 		}
 	}
@@ -195,8 +200,8 @@ func Parse(out []byte, lines int) (*File, error) {
 	return &f, nil
 }
 
-func (im Import) check() error {
-	if im.Level < 0 || im.Level > 64 || im.Level == 0 && im.Module == "" || len(im.Names) == 0 || len(im.Names) > maxDecls {
+func (im Import) check(lines int) error {
+	if im.Level < 0 || im.Level > 64 || im.Level == 0 && im.Module == "" || len(im.Names) == 0 || len(im.Names) > maxDecls || im.Line < 1 || im.Line > lines {
 		return fmt.Errorf("import from %q at level %d of %d names", im.Module, im.Level, len(im.Names))
 	}
 	if im.Module != "" && !dotted(im.Module) {
@@ -210,23 +215,8 @@ func (im Import) check() error {
 	return nil
 }
 
-// dotted reports whether s is a dotted name of identifiers.
-func dotted(s string) bool {
-	if s == "" || len(s) > maxName {
-		return false
-	}
-	for _, part := range strings.Split(s, ".") {
-		if part == "" || !utf8.ValidString(part) {
-			return false
-		}
-		for i, r := range part {
-			if !(r == '_' || unicode.IsLetter(r) || i > 0 && unicode.IsDigit(r)) {
-				return false
-			}
-		}
-	}
-	return true
-}
+// dotted reports whether s is a dotted name of Python identifiers.
+func dotted(s string) bool { return len(s) <= maxName && qualified.MatchString(s) }
 
 func (o Option) check(lines int) error {
 	switch {
