@@ -96,15 +96,30 @@ func (c *Checkout) removeHalfMade(ctx context.Context) error {
 		}
 		admin := filepath.Join(registry, e.Name())
 		gitdir, err := os.ReadFile(filepath.Join(admin, "gitdir"))
-		if err == nil && filepath.Clean(strings.TrimSpace(string(gitdir))) != filepath.Join(c.Dir, ".git") {
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+		case err != nil:
+			errs = append(errs, err) // unreadable: never taken for a half-made entry
+			continue
+		case gitdirOf(admin, gitdir) != filepath.Join(c.Dir, ".git"):
 			continue // another worktree's
-		}
-		if err == nil && exists(filepath.Join(admin, "commondir")) && exists(filepath.Join(admin, "HEAD")) {
+		case exists(filepath.Join(admin, "commondir")) && exists(filepath.Join(admin, "HEAD")):
 			continue // whole: git removes it
 		}
 		errs = append(errs, os.RemoveAll(admin))
 	}
 	return errors.Join(errs...)
+}
+
+// gitdirOf is the path a registry entry's gitdir file names, made
+// absolute against the entry when git wrote it relative
+// (worktree.useRelativePaths).
+func gitdirOf(admin string, content []byte) string {
+	p := strings.TrimSpace(string(content))
+	if !filepath.IsAbs(p) {
+		p = filepath.Join(admin, p)
+	}
+	return filepath.Clean(p)
 }
 
 // checkGone verifies that the directory does not exist and, for a worktree,

@@ -91,6 +91,21 @@ func TestCheckout_Remove(t *testing.T) {
 				}
 			}
 		},
+		"InterruptedAdd/RelativeGitdir": func(t *testing.T, c *Checkout) {
+			// As worktree.useRelativePaths (git 2.48) writes it.
+			admin := adminDir(t, c)
+			rel, err := filepath.Rel(admin, filepath.Join(c.Dir, ".git"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			MustGit(t, c.source, "worktree", "lock", "--reason", "initializing", c.Dir)
+			if err := os.WriteFile(filepath.Join(admin, "gitdir"), []byte(rel+"\n"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Remove(filepath.Join(admin, "commondir")); err != nil {
+				t.Fatal(err)
+			}
+		},
 		"InterruptedAdd/NoCommondir": func(t *testing.T, c *Checkout) {
 			// Killed after gitdir, before commondir: every worktree
 			// command of the repository fails until the entry goes.
