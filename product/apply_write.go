@@ -37,13 +37,27 @@ func (e *Engine) lease(lid string) (func(), error) {
 	return e.lock(lid, "lifecycle "+lid)
 }
 
+// lockSettle bounds how long lock waits for a holder that names no live
+// process: one between taking the flock and writing its record, or between
+// emptying it and closing, or a crashed holder's child that has the file
+// open from fork until its exec closes it. A holder a live process names
+// is refused at once.
+const lockSettle = 3 * time.Second
+
 func (e *Engine) lock(name, what string) (func(), error) {
 	dir := filepath.Join(e.cfg.DataDir, "locks")
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, &Error{Op: "lifecycle.lock", Kind: kindIO, Err: err}
 	}
-	l, err := runlock.Acquire(filepath.Join(dir, name+".lock"), time.Now())
+	var l *runlock.Lock
+	var err error
 	var held *runlock.HeldError
+	for deadline := time.Now().Add(lockSettle); ; time.Sleep(10 * time.Millisecond) {
+		l, err = runlock.Acquire(filepath.Join(dir, name+".lock"), time.Now())
+		if !errors.As(err, &held) || held.Holder.PID > 0 && held.Holder.ID.Alive() || time.Now().After(deadline) {
+			break
+		}
+	}
 	if errors.As(err, &held) {
 		who := "another process"
 		if held.Holder.PID > 0 {
