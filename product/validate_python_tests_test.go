@@ -132,6 +132,12 @@ def test_own_namespace(capsys, monkeypatch):
     assert capsys.readouterr().out == "1\n"
 
 
+def test_help(capsys):
+    with pytest.raises(SystemExit):
+        main(["-h"])
+    assert "usage" in capsys.readouterr().out
+
+
 def test_table():
     import table
     assert table.TABLE == [1]
@@ -198,6 +204,8 @@ func TestValidate_PythonFocusedTests(t *testing.T) {
 		{"cli_option", "--tabs", file + "test_crlf", "rejected", "executed no statement of the command that receives --tabs, nor read of its parsed value"},
 		{"cli_option", "--crlf", file + "test_split", "rejected", "executed no statement of the command that receives --crlf"},
 		{"cli_option", "--crlf", file + "test_own_namespace", "undecided", "a namespace of the code's own class"},
+		{"cli_option", "--help", file + "test_help", "certified", "a parse ran the parser's own help"},
+		{"cli_option", "-h", file + "test_crlf", "rejected", "executed no statement of the command that receives -h, nor read of its parsed value"},
 		{"symbol", "split_lines", file + "test_nothing", "rejected", "is not a test function"},
 		{"symbol", "split_lines", "tests/test_extra.py::test_extra", "undecided", "could not import yaml_that_is_not_installed"},
 	} {

@@ -238,6 +238,16 @@ def test_import_reads():
     assert caught[0].filename.endswith("settings.py"), caught[0].filename
 
 
+def test_version(capsys):
+    p = argparse.ArgumentParser(prog="cli")
+    p.add_argument("--version", action="version", version="1")
+    try:
+        p.parse_args(["--version"])
+    except SystemExit:
+        pass
+    assert capsys.readouterr().out == "1\n"
+
+
 def test_vars():
     assert vars(cli.build().parse_args(["--tabs", "3"]))["tabs"] == 3
 `,
@@ -266,6 +276,8 @@ def test_vars():
 		"test_as_ever": {"--crlf": {line: 7}, "--tabs": {line: 8}},
 		// Parsed and read while importing: not the test's read.
 		"test_import_reads": {"--debug": {line: 5}},
+		// A version option acts when given; the parser's own --help is not given.
+		"test_version": {"--version": {line: 49, read: true}},
 	} {
 		r := runIn(t, root, Argv(python, []string{"tests/test_cli.py::" + test}))
 		if r.Outcomes["tests/test_cli.py::"+test] != Passed {
@@ -273,7 +285,13 @@ def test_vars():
 		}
 		got := map[string]opt{}
 		for _, p := range r.Parsed {
-			if p.File != "cli.py" && (p.File != "settings.py" || test != "test_import_reads") {
+			if _, ok := want[p.Names[0]]; !ok && p.Names[0] == "--help" {
+				if p.Read {
+					t.Errorf("%s: --help read, never given", test)
+				}
+				continue // the parsers' own
+			}
+			if p.File != map[string]string{"test_import_reads": "settings.py", "test_version": "tests/test_cli.py"}[test] && p.File != "cli.py" {
 				t.Errorf("%s: an option of %s: %+v", test, p.File, p)
 			}
 			got[p.Names[0]] = opt{line: p.Line, read: p.Read, none: p.Untraced}

@@ -54,11 +54,16 @@ sites = {}  # id(action) -> (weakref to the action, file, line): actions defined
 tracked = {}  # id(namespace) -> its record, while it lives
 records = []  # every record: {"actions": {id: (file, line, names, dest)}, "reads": set(), "traced": bool}
 active = []  # the namespace of the parse under way (subparsers parse into their own)
+invoked = set()  # ids of help and version actions a test's parse ran
 
 
 def record_site(action):
+    # The call in root that led here: the add_argument itself, or, for a
+    # parser's own -h/--help, the call that built the parser.
     f = sys._getframe(2)
-    if len(sites) < MAX_READS and f.f_code.co_filename.startswith(root + os.sep):
+    while f is not None and not f.f_code.co_filename.startswith(root + os.sep):
+        f = f.f_back
+    if f is not None and len(sites) < MAX_READS:
         try:
             sites[id(action)] = (weakref.ref(action), rel(f.f_code.co_filename), f.f_lineno)
         except TypeError:
@@ -69,7 +74,7 @@ def record_site(action):
 def option_names(a):
     if hasattr(a, "_long_opts"):
         return sorted(a._long_opts + a._short_opts)
-    return sorted(a.option_strings) or [a.dest]
+    return sorted(a.option_strings) or ([a.dest] if a.dest else [])
 
 
 def record_of(namespace, traced):
@@ -92,8 +97,10 @@ def add_actions(rec, parser):
     actions = parser._actions if hasattr(parser, "_actions") else parser._get_all_options()
     for a in actions:
         site = sites.get(id(a))
-        if site and site[0]() is a and a.dest:
-            rec["actions"][id(a)] = (site[1], site[2], option_names(a), a.dest)
+        if site and site[0]() is a and (a.dest or option_names(a)):
+            # help, version: no value to read; they act when given.
+            valueless = getattr(a, "action", None) in ("help", "version") or type(a).__name__ in ("_HelpAction", "_VersionAction")
+            rec["actions"][id(a)] = (site[1], site[2], option_names(a), None if valueless else a.dest)
 
 
 def watch_parsers():
@@ -147,19 +154,38 @@ def watch_parsers():
 
     optparse.OptionParser.parse_args = parse
 
+    # A help or version option has no value to read: it acts when given.
+    def invoking(orig):
+        def __call__(self, *a, **k):
+            if contexts[-1] == "test":
+                invoked.add(id(self))
+            return orig(self, *a, **k)
+        return __call__
+
+    for cls in (argparse._HelpAction, argparse._VersionAction):
+        cls.__call__ = invoking(cls.__call__)
+    take_action = optparse.Option.take_action
+
+    def take(self, action, *a, **k):
+        if action in ("help", "version") and contexts[-1] == "test":
+            invoked.add(id(self))
+        return take_action(self, action, *a, **k)
+
+    optparse.Option.take_action = take
+
 
 def parsed_reads():
     """The options defined in root that a parse filled in, one entry per
     option: read when code other than the parser read its value during a
-    test, untraced when a namespace of its was of a class that reads its
+    test (a help or version option: when the parse ran it), untraced when a namespace of its was of a class that reads its
     attributes its own way (not argparse's Namespace or optparse's Values,
     or a subclass overriding __getattribute__)."""
     out = {}
     for rec in records:
-        for file, line, names, dest in rec["actions"].values():
+        for aid, (file, line, names, dest) in rec["actions"].items():
             # The options one call made (a parser built twice) are one.
             entry = out.setdefault((file, line, tuple(names)), {"file": file, "line": line, "names": names})
-            if rec["traced"] and (dest in rec["reads"] or "__dict__" in rec["reads"]):
+            if aid in invoked or dest is not None and rec["traced"] and (dest in rec["reads"] or "__dict__" in rec["reads"]):
                 entry["read"] = True  # one read decides
                 entry.pop("untraced", None)
             elif not rec["traced"] and not entry.get("read"):
