@@ -60,6 +60,13 @@ func (val *validator) pyBeyond(f *pydecl.File, s Subject, rel string, names []st
 	case len(inherited) > 0:
 		return inherited, "static: that " + s.Name + " is inherited from " + from + " was judged by the method resolution order of the classes " + rel + " declares, not by importing it", ""
 	}
+	inherited, from, hidden = val.pyInheritedAcross(s, rel)
+	switch {
+	case hidden != "":
+		return nil, "", hidden
+	case len(inherited) > 0:
+		return inherited, "static: that " + s.Name + " is inherited from " + from + " was judged by the method resolution order of its class across the modules its bases are imported from, not by importing them", ""
+	}
 	return nil, "", ""
 }
 
@@ -311,10 +318,9 @@ func pyMRO(f *pydecl.File, c string, visiting map[string]bool) []string {
 	}
 	visiting[c] = true
 	defer delete(visiting, c)
-	d := f.Lookup(c)[0]
 	var seqs [][]string
 	var bases []string
-	for _, b := range d.Bases {
+	for _, b := range f.Lookup(c)[0].Bases {
 		if b == "" {
 			b = "<expression>"
 		} else {
@@ -326,22 +332,29 @@ func pyMRO(f *pydecl.File, c string, visiting map[string]bool) []string {
 		}
 		seqs, bases = append(seqs, l), append(bases, b)
 	}
+	return c3(c, seqs, bases)
+}
+
+// c3 merges the linearizations of a class's bases (seqs) and the bases
+// themselves, in order, after the class head: nil when no order exists.
+func c3[T comparable](head T, seqs [][]T, bases []T) []T {
 	seqs = append(seqs, bases)
-	out := []string{c}
+	out := []T{head}
 	for {
-		seqs = slices.DeleteFunc(seqs, func(s []string) bool { return len(s) == 0 })
+		seqs = slices.DeleteFunc(seqs, func(s []T) bool { return len(s) == 0 })
 		if len(seqs) == 0 {
 			return out
 		}
-		var next string
+		var next T
+		found := false
 		for _, s := range seqs {
-			head := s[0]
-			if !slices.ContainsFunc(seqs, func(t []string) bool { return slices.Contains(t[1:], head) }) {
-				next = head
+			cand := s[0]
+			if !slices.ContainsFunc(seqs, func(t []T) bool { return slices.Contains(t[1:], cand) }) {
+				next, found = cand, true
 				break
 			}
 		}
-		if next == "" {
+		if !found {
 			return nil
 		}
 		out = append(out, next)
@@ -351,4 +364,111 @@ func pyMRO(f *pydecl.File, c string, visiting map[string]bool) []string {
 			}
 		}
 	}
+}
+
+// pyClassRef is a class by its module and qualified name; mod "" for a
+// class the source does not place (its name as written).
+type pyClassRef struct{ mod, name string }
+
+// maxMRO bounds the classes a linearization across modules visits.
+const maxMRO = 32
+
+// pyInheritedAcross finds a method the subject names through a class of
+// another module of the repository (pkg.mod.Class.method) that inherits
+// it: the class's method resolution order across the modules its bases
+// are imported from. It returns the method's declarations when the
+// class defining it first lies in rel's module (else nothing: the
+// proposal cites another file), or why the source cannot tell.
+func (val *validator) pyInheritedAcross(s Subject, rel string) (found []pydecl.Decl, from, hidden string) {
+	parts := strings.Split(strings.TrimSuffix(strings.TrimSpace(s.Name), "()"), ".")
+	target := pyModulePath(rel)
+	for k := len(parts) - 2; k >= 1; k-- {
+		mod, cls, method := strings.Join(parts[:k], "."), strings.Join(parts[k:len(parts)-1], "."), parts[len(parts)-1]
+		if mod == target {
+			continue
+		}
+		f, _ := val.pyModuleFile(mod)
+		if f == nil || !pyLocalClass(f, cls) || len(f.Lookup(cls+"."+method)) > 0 {
+			continue
+		}
+		budget := maxMRO
+		mro := val.pyMROAcross(pyClassRef{mod, cls}, map[pyClassRef]bool{}, &budget)
+		for _, c := range mro[min(1, len(mro)):] {
+			if c.mod == "" {
+				if c.name == "object" {
+					continue
+				}
+				return nil, "", cls + " inherits from " + c.name + ", which Needle cannot place in the repository, and which may define " + method
+			}
+			cf, _ := val.pyModuleFile(c.mod)
+			if defs := cf.Lookup(c.name + "." + method); len(defs) > 0 {
+				if c.mod != target {
+					return nil, "", ""
+				}
+				return slices.DeleteFunc(pyRuntimeDecls(defs), func(d pydecl.Decl) bool { return d.Kind != pydecl.KindMethod }), c.mod + "." + c.name, ""
+			}
+		}
+	}
+	return nil, "", ""
+}
+
+// pyMROAcross is c's C3 linearization across the repository's modules:
+// a base bound in c's module by a class statement, or by an import of a
+// class another module declares, is followed there; anything else stands
+// for itself (mod ""). nil when C3 fails, the bases loop, or budget runs
+// out.
+func (val *validator) pyMROAcross(c pyClassRef, visiting map[pyClassRef]bool, budget *int) []pyClassRef {
+	if c.mod == "" {
+		return []pyClassRef{c}
+	}
+	if visiting[c] || *budget <= 0 {
+		return nil
+	}
+	*budget--
+	visiting[c] = true
+	defer delete(visiting, c)
+	f, _ := val.pyModuleFile(c.mod)
+	var seqs [][]pyClassRef
+	var bases []pyClassRef
+	for _, b := range f.Lookup(c.name)[0].Bases {
+		ref := val.pyResolveBase(f, c, b)
+		l := val.pyMROAcross(ref, visiting, budget)
+		if l == nil {
+			return nil
+		}
+		seqs, bases = append(seqs, l), append(bases, ref)
+	}
+	return c3(c, seqs, bases)
+}
+
+// pyResolveBase places base b of class c (declared in file f of c.mod):
+// a class of the same file (pyBase's scopes), or a class another module
+// declares that f imports by name (its last binding, unconditional);
+// else unplaced.
+func (val *validator) pyResolveBase(f *pydecl.File, c pyClassRef, b string) pyClassRef {
+	if b == "" {
+		return pyClassRef{name: "<expression>"}
+	}
+	if name := pyBase(f, c.name, b); pyLocalClass(f, name) {
+		return pyClassRef{c.mod, name}
+	}
+	if strings.Contains(b, ".") || len(f.Lookup(b)) > 0 {
+		return pyClassRef{name: b}
+	}
+	for i := len(f.Imports) - 1; i >= 0; i-- {
+		im := f.Imports[i]
+		imported, ok := im.Imported(b)
+		if !ok {
+			continue
+		}
+		src := pyImportedModule(c.mod, im)
+		if imported == "*" || im.Cond || src == "" {
+			return pyClassRef{name: b}
+		}
+		if sf, _ := val.pyModuleFile(src); sf != nil && pyLocalClass(sf, imported) {
+			return pyClassRef{src, imported}
+		}
+		return pyClassRef{name: b}
+	}
+	return pyClassRef{name: b}
 }

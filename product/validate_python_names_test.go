@@ -95,6 +95,7 @@ def f(x):
     return x
 `,
 	"pkg/scripts.py":  "from pkg.core import render\n",
+	"pkg/child.py":    "from pkg.core import Base\nfrom pkg import core\n\n\nclass Child(Base):\n    pass\n\n\nclass Twice(core.Base):\n    pass\n",
 	"pkg2/__init__.py": `from typing import TYPE_CHECKING
 
 from .star import *
@@ -166,7 +167,7 @@ func TestValidate_PythonNamesBeyondTheFile(t *testing.T) {
 
 	names := []string{"pkg.render", "pkg.Motor", "pkg.Motor.run", "pkg.Engine", "pkg.helper", "pkg._private",
 		"pkg.core.Leaf.go", "pkg.core.Leaf.stop", "pkg.core.Diamond.go", "pkg.core.Other.go", "pkg.core.Shadow.go",
-		"pkg.core.Outer.Inner.go", "pkg.core.Outer.Base.go", "pkg.core.Leaf2", "pkg.core.f", "pkg.scripts.render",
+		"pkg.core.Outer.Inner.go", "pkg.core.Outer.Base.go", "pkg.core.Leaf2", "pkg.core.f", "pkg.scripts.render", "pkg.child.Child.go", "pkg.child.Child.stop", "pkg.child.Twice.go",
 		"pkg2.helper", "pkg2.render", "pkg2.escape", "pkg2.hidden", "pkg2.core.helper", "pkg2.core.render", "pkg2.core.escape", "pkg2.core.Hidden", "pkg2.star.hidden"}
 	cmd := exec.Command(testenv.Python3(t), append([]string{"-c", "import sys; sys.path.insert(0, sys.argv.pop(1)); exec(sys.argv.pop(1))", repo, pyNamesOracle}, names...)...)
 	cmd.Env = append(os.Environ(), "PYTHONDONTWRITEBYTECODE=1")
@@ -188,7 +189,7 @@ func TestValidate_PythonNamesBeyondTheFile(t *testing.T) {
 	}
 	// Where Python finds them: certified, labelled static.
 	for _, name := range []string{"pkg.render", "pkg.Motor", "pkg.Motor.run", "pkg.helper", "pkg.core.Leaf.go", "pkg.core.Leaf.stop", "Leaf.stop", "pkg.core.Diamond.go",
-		"pkg.core.Outer.Inner.go", "pkg.scripts.render"} {
+		"pkg.core.Outer.Inner.go", "pkg.scripts.render", "pkg.child.Child.go", "pkg.child.Child.stop"} {
 		full := name
 		if strings.HasPrefix(name, "Leaf.") {
 			full = "pkg.core." + name // the oracle imports what it resolves
@@ -261,6 +262,11 @@ func TestValidate_PythonNamesBeyondTheFile(t *testing.T) {
 		}
 		te.checkVerdict(t, locProposal("symbol", name, file, a, b), "undecided", "the source cannot tell")
 	}
+
+	// Across modules: a base imported by name is followed, one written
+	// as module.Class is not placed.
+	te.checkVerdict(t, locProposal("symbol", "pkg.child.Child.go", "pkg/core.py", mid, mid+1), "rejected", "is not declared in pkg/core.py")
+	te.checkVerdict(t, locProposal("symbol", "pkg.child.Twice.go", "pkg/core.py", base, baseEnd), "undecided", "cannot place")
 
 	// A focused test, by the re-exported name.
 	withTests := MustEngine(t, repo, func(c *Config) { c.Tests.Python = testenv.PythonWithPytest(t) })
