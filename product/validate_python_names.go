@@ -153,7 +153,7 @@ func (val *validator) pyFollowReexport(module string, tail []string, target stri
 		if !ok || imported == "*" && strings.HasPrefix(tail[0], "_") {
 			continue
 		}
-		source := pyImportedModule(module, im)
+		source := pyImportedModule(module, rel, im)
 		if imported == "*" {
 			binds, why := val.pyStarBinds(source, tail[0])
 			if why != "" {
@@ -211,14 +211,17 @@ func (val *validator) pyStarBinds(module, name string) (binds bool, why string) 
 }
 
 // pyImportedModule is the absolute module an import of module reads from
-// ("" when a relative import climbs above the repository). module is a
-// package when its file is an __init__.py; a relative import in a plain
-// module counts from the package holding it.
-func pyImportedModule(module string, im pydecl.Import) string {
+// ("" when a relative import climbs above the repository), rel being
+// module's file: a package when it is an __init__.py; a relative import in
+// a plain module counts from the package holding it.
+func pyImportedModule(module, rel string, im pydecl.Import) string {
 	if im.Level == 0 {
 		return im.Module
 	}
 	base := strings.Split(module, ".")
+	if !strings.HasSuffix(rel, "__init__.py") {
+		base = base[:len(base)-1] // a plain module's package
+	}
 	if im.Level-1 >= len(base) {
 		return ""
 	}
@@ -427,11 +430,11 @@ func (val *validator) pyMROAcross(c pyClassRef, visiting map[pyClassRef]bool, bu
 	*budget--
 	visiting[c] = true
 	defer delete(visiting, c)
-	f, _ := val.pyModuleFile(c.mod)
+	f, rel := val.pyModuleFile(c.mod)
 	var seqs [][]pyClassRef
 	var bases []pyClassRef
 	for _, b := range f.Lookup(c.name)[0].Bases {
-		ref := val.pyResolveBase(f, c, b)
+		ref := val.pyResolveBase(f, rel, c, b)
 		l := val.pyMROAcross(ref, visiting, budget)
 		if l == nil {
 			return nil
@@ -441,11 +444,12 @@ func (val *validator) pyMROAcross(c pyClassRef, visiting map[pyClassRef]bool, bu
 	return c3(c, seqs, bases)
 }
 
-// pyResolveBase places base b of class c (declared in file f of c.mod):
+// pyResolveBase places base b of class c (declared in file f, rel, of
+// c.mod):
 // a class of the same file (pyBase's scopes), or a class another module
 // declares that f imports by name (its last binding, unconditional);
 // else unplaced.
-func (val *validator) pyResolveBase(f *pydecl.File, c pyClassRef, b string) pyClassRef {
+func (val *validator) pyResolveBase(f *pydecl.File, rel string, c pyClassRef, b string) pyClassRef {
 	if b == "" {
 		return pyClassRef{name: "<expression>"}
 	}
@@ -461,7 +465,7 @@ func (val *validator) pyResolveBase(f *pydecl.File, c pyClassRef, b string) pyCl
 		if !ok {
 			continue
 		}
-		src := pyImportedModule(c.mod, im)
+		src := pyImportedModule(c.mod, rel, im)
 		if imported == "*" || im.Cond || src == "" {
 			return pyClassRef{name: b}
 		}

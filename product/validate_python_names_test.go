@@ -95,7 +95,7 @@ def f(x):
     return x
 `,
 	"pkg/scripts.py":  "from pkg.core import render\n",
-	"pkg/child.py":    "from pkg.core import Base\nfrom pkg import core\n\n\nclass Child(Base):\n    pass\n\n\nclass Twice(core.Base):\n    pass\n",
+	"pkg/child.py":    "from .core import Base\nfrom pkg import core\n\n\nclass Child(Base):\n    pass\n\n\nclass Twice(core.Base):\n    pass\n",
 	"pkg2/__init__.py": `from typing import TYPE_CHECKING
 
 from .star import *
