@@ -94,8 +94,8 @@ def f(x: str) -> str: ...
 def f(x):
     return x
 `,
-	"pkg/scripts.py":  "from pkg.core import render\n",
-	"pkg/child.py":    "from .core import Base\nfrom pkg import core\n\n\nclass Child(Base):\n    pass\n\n\nclass Twice(core.Base):\n    pass\n",
+	"pkg/scripts.py": "from pkg.core import render\n",
+	"pkg/child.py":   "from .core import Base\nfrom pkg import core\n\n\nclass Child(Base):\n    pass\n\n\nclass Twice(core.Base):\n    pass\n",
 	"pkg2/__init__.py": `from typing import TYPE_CHECKING
 
 from .star import *
@@ -114,10 +114,10 @@ if TYPE_CHECKING:
 def render(text):
     return text
 `,
-	"pkg2/core.py":  "def helper():\n    return 1\n\n\ndef render(text):\n    return text\n\n\ndef escape(s):\n    return s\n\n\nclass Hidden:\n    pass\n",
-	"pkg2/alt.py":   "def helper():\n    return 2\n",
-	"pkg2/star.py":  "__all__ = ['visible']\n\n\ndef visible():\n    return 1\n\n\ndef hidden():\n    return 2\n",
-	"tests/test_pkg.py": "import pkg\n\n\ndef test_render():\n    assert pkg.render('a') == 'A'\n",
+	"pkg2/core.py":            "def helper():\n    return 1\n\n\ndef render(text):\n    return text\n\n\ndef escape(s):\n    return s\n\n\nclass Hidden:\n    pass\n",
+	"pkg2/alt.py":             "def helper():\n    return 2\n",
+	"pkg2/star.py":            "__all__ = ['visible']\n\n\ndef visible():\n    return 1\n\n\ndef hidden():\n    return 2\n",
+	"tests/test_pkg.py":       "import pkg\n\n\ndef test_render():\n    assert pkg.render('a') == 'A'\n",
 	"pkg/ext.py":              "class External:\n    def go(self):\n        return 'ext'\n",
 	"pkg/sub/__init__.py":     "from .deep import helper\n",
 	"pkg/sub/deep.py":         "def helper():\n    return 2\n\n\ndef _private():\n    return 3\n",

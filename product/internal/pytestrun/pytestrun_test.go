@@ -272,7 +272,7 @@ def test_vars():
 		// An OptionParser whose check_values returns the values alone.
 		"test_checked": {"--x": {line: 44, read: true}},
 		// Two options on one line are two; the file is flushed as without Needle.
-		"test_write": {"--out": {line: 50, read: true}, "--alpha": {line: 51, read: true}, "--beta": {line: 51}},
+		"test_write":   {"--out": {line: 50, read: true}, "--alpha": {line: 51, read: true}, "--beta": {line: 51}},
 		"test_as_ever": {"--crlf": {line: 7}, "--tabs": {line: 8}},
 		// Parsed and read while importing: not the test's read.
 		"test_import_reads": {"--debug": {line: 5}},
