@@ -401,3 +401,29 @@ func FuzzParse(f *testing.F) {
 		}
 	})
 }
+
+// TestRun_OldCoverage: a coverage.py without dynamic contexts (before
+// 5.0) cannot tell a test's lines from an import's: the run reports it
+// missing, and runs nothing.
+func TestRun_OldCoverage(t *testing.T) {
+	python := testenv.PythonWithPytest(t)
+	root, fake := t.TempDir(), t.TempDir()
+	if err := os.MkdirAll(filepath.Join(fake, "coverage"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(fake, "coverage", "__init__.py"), []byte("class Coverage:\n    pass\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	argv := Argv(python, []string{"tests/test_x.py::test_x"})
+	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.Dir = root
+	cmd.Env = append(os.Environ(), "PYTHONPATH="+fake)
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := Parse(out)
+	if err != nil || r.Missing != "coverage" || len(r.Outcomes) != 0 {
+		t.Fatalf("with coverage 4: %+v, %v", r, err)
+	}
+}

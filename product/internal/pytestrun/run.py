@@ -34,6 +34,9 @@ for name in ("coverage",) if command else ("coverage", "pytest"):
     except ImportError:
         res["missing"] = name
         break
+    if name == "coverage" and not hasattr(sys.modules["coverage"].Coverage, "switch_context"):
+        res["missing"] = name  # before 5.0: no dynamic contexts, which the record needs
+        break
 
 MAX_CALLS = 20000
 calls, seen = [], set()
