@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -91,5 +92,94 @@ func TestMaterialize_Python(t *testing.T) {
 	}
 	if _, err := materialize(context.Background(), c, filepath.Join(t.TempDir(), "repos"), nil); err == nil || !strings.Contains(err.Error(), "the corpus pins") {
 		t.Errorf("a fixture changed after pinning: %v", err)
+	}
+}
+
+// pyReachTree is a small package whose tests tell calling a function
+// from importing a module that calls it, a method from its class, a
+// failure from a pass.
+var pyReachTree = tree{
+	"pkg/__init__.py": []byte(""),
+	"pkg/core.py": []byte(`def table():
+    return [1]
+
+
+TABLE = table()
+
+
+def twice(x):
+    def inner(y):
+        return y * 2
+    return inner(x)
+
+
+class Box:
+    def size(self):
+        return 3
+`),
+	"tests/test_core.py": []byte(`from pkg import core
+
+
+def test_twice():
+    assert core.twice(2) == 4
+
+
+def test_import_only():
+    assert core.TABLE == [1]
+
+
+def test_box():
+    assert core.Box().size() == 3
+
+
+def test_fails():
+    assert core.table() == []
+`),
+}
+
+// TestCoverPython runs a package's tests in the sandbox and records which
+// functions each test itself called: not what its module's import called,
+// a nested function by its qualified name, a failing test's outcome.
+func TestCoverPython(t *testing.T) {
+	codex := testenv.Codex(t)
+	python := testenv.PythonWithPytest(t)
+	scratch := t.TempDir()
+	sb := &sandbox{codex: codex, home: filepath.Join(scratch, "home")}
+	if err := os.MkdirAll(sb.home, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := sb.probe(context.Background(), scratch); err != nil {
+		t.Fatal(err)
+	}
+	c, err := coverPython(context.Background(), coverageOptions{sandbox: sb, scratch: scratch}, python, "pkg", "1", pyReachTree)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := newReach(c)
+	want := map[string][]string{
+		"test_twice":       {"pkg/core.py#twice", "pkg/core.py#twice.inner"},
+		"test_import_only": nil,
+		"test_box":         {"pkg/core.py#Box.size"},
+		"test_fails":       {"pkg/core.py#table"},
+	}
+	for name, funcs := range want {
+		run, ok := r.run("tests/test_core.py", name)
+		if !ok {
+			t.Fatalf("no run of %s: %+v", name, c)
+		}
+		var got []string
+		for _, i := range run.Executed {
+			got = append(got, c.Functions[i])
+		}
+		slices.Sort(got)
+		if !slices.Equal(got, funcs) {
+			t.Errorf("%s called %v, want %v", name, got, funcs)
+		}
+		if outcome := map[bool]string{true: "fail", false: "pass"}[name == "test_fails"]; run.Outcome != outcome {
+			t.Errorf("%s: outcome %s, want %s", name, run.Outcome, outcome)
+		}
+	}
+	if !strings.HasPrefix(c.GoVersion, "python3.") || !strings.Contains(c.Sandbox, "codex sandbox") {
+		t.Errorf("the record: %q, %q", c.GoVersion, c.Sandbox)
 	}
 }
