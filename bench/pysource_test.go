@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -181,5 +182,86 @@ func TestCoverPython(t *testing.T) {
 	}
 	if !strings.HasPrefix(c.GoVersion, "python3.") || !strings.Contains(c.Sandbox, "codex sandbox") {
 		t.Errorf("the record: %q, %q", c.GoVersion, c.Sandbox)
+	}
+}
+
+// TestPyLocationTruth marks every declaration of a copy, imports it in
+// the sandbox and resolves subjects as Python does: a re-export, an
+// inherited method, a decorated function, a property, a nested class;
+// a name that does not resolve is unjudged.
+func TestPyLocationTruth(t *testing.T) {
+	codex := testenv.Codex(t)
+	python := testenv.PythonWithPytest(t)
+	scratch := t.TempDir()
+	sb := &sandbox{codex: codex, home: filepath.Join(scratch, "home")}
+	if err := os.MkdirAll(sb.home, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	tr := tree{
+		"pkg/__init__.py": []byte("from .core import twice as double\n"),
+		"pkg/core.py": []byte(`import functools
+
+
+def logged(f):
+    @functools.wraps(f)
+    def wrapper(*a):
+        return f(*a)
+    return wrapper
+
+
+@logged
+def twice(x):
+    """Twice x."""
+    return 2 * x
+
+
+class Box:
+    def size(self):
+        return 3
+
+    @property
+    def label(self):
+        return "box"
+
+    class Lid:
+        def open(self):
+            return True
+
+
+class Crate(Box):
+    pass
+`),
+	}
+	units, cases, err := pyLocationTruth(context.Background(), coverageOptions{sandbox: sb, scratch: scratch}, python, tr, []string{"pkg/core.py"},
+		[]string{"pkg.double", "pkg.core.twice", "pkg.core.Crate.size", "pkg.core.Box.label", "pkg.core.Box.Lid.open", "pkg.core.Box", "pkg.core.nothing"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	truth := map[string]string{}
+	for _, c := range cases {
+		if c.Verdict == verdictTrue {
+			if truth[c.Subject] != "" {
+				t.Errorf("%s: two true declarations", c.Subject)
+			}
+			truth[c.Subject] = units[c.Unit].Name + "@" + strconv.Itoa(units[c.Unit].Head)
+		}
+		if c.Verdict == verdictUnjudged && c.Subject != "symbol:pkg.core.nothing" {
+			t.Errorf("%s unjudged: %s", c.Subject, c.Why)
+		}
+	}
+	want := map[string]string{
+		"symbol:pkg.double": "twice@12", "symbol:pkg.core.twice": "twice@12", "symbol:pkg.core.Crate.size": "Box.size@18",
+		"symbol:pkg.core.Box.label": "Box.label@22", "symbol:pkg.core.Box.Lid.open": "Box.Lid.open@26", "symbol:pkg.core.Box": "Box@17",
+	}
+	for s, w := range want {
+		if truth[s] != w {
+			t.Errorf("%s: true at %q, want %q", s, truth[s], w)
+		}
+	}
+	if _, ok := truth["symbol:pkg.core.nothing"]; ok {
+		t.Error("a name Python does not resolve has a true declaration")
+	}
+	if n := len(units); n != 9 {
+		t.Errorf("%d declarations marked: %+v", n, units)
 	}
 }
