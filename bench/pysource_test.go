@@ -265,3 +265,44 @@ class Crate(Box):
 		t.Errorf("%d declarations marked: %+v", n, units)
 	}
 }
+
+// TestPyReachTruth breaks a function on a copy and runs the cited tests in
+// the sandbox: a test reached it when the break fired during the test
+// itself; what a module's import runs does not count, a nested function
+// is broken by its qualified name, a test pytest does not find is
+// unjudged.
+func TestPyReachTruth(t *testing.T) {
+	codex := testenv.Codex(t)
+	python := testenv.PythonWithPytest(t)
+	scratch := t.TempDir()
+	sb := &sandbox{codex: codex, home: filepath.Join(scratch, "home")}
+	if err := os.MkdirAll(sb.home, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	opts := coverageOptions{sandbox: sb, scratch: scratch}
+	const f = "tests/test_core.py::"
+	for _, c := range []struct {
+		qualname string
+		want     map[string]string
+	}{
+		{"table", map[string]string{"test_import_only": verdictFalse, "test_fails": verdictTrue, "test_nowhere": verdictUnjudged}},
+		{"twice.inner", map[string]string{"test_twice": verdictTrue, "test_box": verdictFalse}},
+		{"Box.size", map[string]string{"test_box": verdictTrue, "test_twice": verdictFalse}},
+		{"Box.nothing", map[string]string{"test_box": verdictUnjudged}},
+	} {
+		var ids []string
+		for name := range c.want {
+			ids = append(ids, f+name)
+		}
+		slices.Sort(ids)
+		cases, err := pyReachTruth(context.Background(), opts, python, pyReachTree, "pkg.core."+c.qualname, "pkg/core.py", c.qualname, ids)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, rc := range cases {
+			if rc.Dir != "tests/test_core.py" || rc.Verdict != c.want[rc.Test] {
+				t.Errorf("%s, %s: %s (%s), want %s", c.qualname, rc.Test, rc.Verdict, rc.Why, c.want[rc.Test])
+			}
+		}
+	}
+}

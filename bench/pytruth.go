@@ -169,3 +169,137 @@ func pyLocationTruth(ctx context.Context, opts coverageOptions, python string, t
 	slices.SortStableFunc(cases, func(a, b LocationCase) int { return strings.Compare(a.Subject, b.Subject) })
 	return rec.Units, cases, nil
 }
+
+// The intervention truth of Python focused tests. On a copy, the
+// subject's declaration (a function or method, found by this script's own
+// ast walk) gets a first statement that breaks it: while a test runs (its
+// setup to its teardown) and no module's top-level code is on the stack,
+// entering the body raises a BaseException of the harness's own, which
+// `except Exception` does not catch. A test reached the subject when the
+// break fired during it; the test's outcome is recorded beside.
+
+// pyBreakScript breaks and runs. argv: the output file, the file, the
+// declaration's qualified name, "--", the node ids.
+const pyBreakScript = `
+import ast, builtins, json, os, sys
+import pytest
+args = sys.argv[1:]
+out_path, path, qualname, ids = args[0], args[1], args[2], args[args.index("--") + 1:]
+root = os.getcwd()
+sys.path.insert(0, root)
+base = sys._getframe()
+current, fired, outcomes = [None], set(), {}
+
+class NeedleBreak(BaseException):
+    pass
+
+def needle_break():
+    if current[0] is None:
+        return
+    f = sys._getframe(2)
+    while f is not None and f is not base:
+        if f.f_code.co_name == "<module>":
+            return
+        f = f.f_back
+    fired.add(current[0])
+    raise NeedleBreak(qualname)
+
+builtins.__needle_break__ = needle_break
+tree = ast.parse(open(path, "rb").read(), filename=path)
+found = []
+def walk(body, prefix):
+    for node in body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            name = prefix + node.name
+            if name == qualname and not isinstance(node, ast.ClassDef):
+                at = 1 if node.body and isinstance(node.body[0], ast.Expr) and isinstance(getattr(node.body[0], "value", None), ast.Constant) and isinstance(node.body[0].value.value, str) else 0
+                node.body.insert(at, ast.parse("__needle_break__()").body[0])
+                found.append(name)
+            walk(node.body, name + ".")
+        else:
+            for field in ("body", "orelse", "finalbody"):
+                sub = getattr(node, field, None)
+                if isinstance(sub, list) and not isinstance(node, (ast.For, ast.AsyncFor, ast.While)):
+                    walk(sub, prefix)
+            for h in getattr(node, "handlers", None) or []:
+                walk(h.body, prefix)
+walk(tree.body, "")
+with open(path, "w") as f:
+    f.write(ast.unparse(ast.fix_missing_locations(tree)))
+
+class Track:
+    def pytest_runtest_logstart(self, nodeid, location):
+        current[0] = nodeid
+        outcomes.setdefault(nodeid, "pass")
+    def pytest_runtest_logfinish(self, nodeid, location):
+        current[0] = None
+    def pytest_runtest_logreport(self, report):
+        if report.outcome == "failed":
+            outcomes[report.nodeid] = "fail"
+
+if found:
+    for i in ids:  # one at a time: a node id pytest does not find fails its whole run
+        pytest.main(["-q", "-p", "no:cacheprovider", "--rootdir", root, i], plugins=[Track()])
+with open(out_path, "w") as f:
+    json.dump({"found": bool(found), "fired": sorted(fired), "outcomes": outcomes}, f)
+`
+
+// pyReachTruth breaks the declaration qualname of file on a copy of t and
+// runs the tests (pytest node ids) with python in the sandbox: one record
+// per test, true when the break fired during it, false when it ran
+// without, unjudged when it did not run or the declaration is not there.
+func pyReachTruth(ctx context.Context, opts coverageOptions, python string, t tree, subject, file, qualname string, ids []string) ([]ReachCase, error) {
+	work, err := os.MkdirTemp(opts.scratch, "pyreach-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(work)
+	src, tmp := filepath.Join(work, "src"), filepath.Join(work, "tmp")
+	if err := syncTree(src, t); err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(tmp, 0o700); err != nil {
+		return nil, err
+	}
+	out := filepath.Join(tmp, "reach.json")
+	argv := append([]string{python, "-B", "-c", pyBreakScript, out, file, qualname, "--"}, ids...)
+	argv = opts.sandbox.wrap(src, []string{src, tmp}, argv)
+	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
+	cmd.Dir = src
+	cmd.Env = append(os.Environ(), append(opts.sandbox.env(), "TMPDIR="+tmp, "HOME="+tmp, "PYTHONDONTWRITEBYTECODE=1")...)
+	var stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stderr, &stderr
+	if err := cmd.Run(); err != nil {
+		return nil, fmt.Errorf("reach truth of %s: %v: %s", subject, err, tailString(stderr.String(), 2000))
+	}
+	data, err := os.ReadFile(out)
+	if err != nil {
+		return nil, err
+	}
+	var rec struct {
+		Found    bool              `json:"found"`
+		Fired    []string          `json:"fired"`
+		Outcomes map[string]string `json:"outcomes"`
+	}
+	if err := decodeStrict(data, &rec); err != nil {
+		return nil, fmt.Errorf("reach truth of %s: %w", subject, err)
+	}
+	var cases []ReachCase
+	for _, id := range ids {
+		dir, name, _ := strings.Cut(id, "::")
+		c := ReachCase{Subject: "symbol:" + subject, Dir: dir, Test: name}
+		_, ran := rec.Outcomes[id]
+		switch {
+		case !rec.Found:
+			c.Verdict, c.Why = verdictUnjudged, qualname+" is not a function or method of "+file
+		case slices.Contains(rec.Fired, id):
+			c.Verdict, c.Why = verdictTrue, "breaking "+qualname+" broke the test itself"
+		case ran:
+			c.Verdict, c.Why = verdictFalse, "the test ran ("+rec.Outcomes[id]+") without entering "+qualname+" outside an import"
+		default:
+			c.Verdict, c.Why = verdictUnjudged, "pytest ran no test "+id
+		}
+		cases = append(cases, c)
+	}
+	return cases, nil
+}
