@@ -68,6 +68,15 @@ func (val *validator) pySymbolAt(field string, s Subject, rel string, src []byte
 			return at, true, true
 		}
 	}
+	// X = Y binds X to what Y is bound to there: a def or class before it.
+	for _, d := range found {
+		if target, ok := pyAliased(f, d); ok {
+			if at, ok := pyNatural(target, target.Tail(lines), pyBlankAfter(lines, target.Tail(lines)), span); ok {
+				val.v.note("static: that %s is %s (%s = %s on line %d of %s) was judged from the source, not by importing it", s.Name, target.Name, d.Name, d.Alias, d.Line, rel)
+				return at, true, true
+			}
+		}
+	}
 	d := found[0]
 	val.v.reject("%s: %s %q is not declared in %s:%d-%d; its declaration is %s:%d-%d (%d-%d with its decorators; Python %s's ast)",
 		field, s.Kind, s.Name, rel, span.Start, span.End, rel, d.Line, d.End, d.First, d.End, f.Python)
@@ -409,6 +418,27 @@ func pyNatural(d pydecl.Decl, tail, gap int, span typecheck.Span) (typecheck.Spa
 		return span, false
 	}
 	return typecheck.Span{Start: start, End: end}, true
+}
+
+// pyAliased is the def or class the variable d (X = Y) aliases: the last
+// binding of Y in d's scope before d, when it is a def or a class.
+func pyAliased(f *pydecl.File, d pydecl.Decl) (pydecl.Decl, bool) {
+	if d.Kind != pydecl.KindVariable || d.Alias == "" {
+		return pydecl.Decl{}, false
+	}
+	scope, _, _ := cutLast(d.Name, ".")
+	name := d.Alias
+	if scope != d.Name {
+		name = scope + "." + d.Alias
+	}
+	var last pydecl.Decl
+	found := false
+	for _, t := range f.Lookup(name) {
+		if t.Line < d.Line && (!found || t.Line > last.Line) {
+			last, found = t, true
+		}
+	}
+	return last, found && last.Kind != pydecl.KindVariable
 }
 
 // pyBlankAfter is the last of the blank lines right after line n (n when

@@ -93,6 +93,13 @@ def f(x: int) -> int: ...
 def f(x: str) -> str: ...
 def f(x):
     return x
+
+
+class Checker:
+    def FUNCTIONDEF(self):
+        return 1
+
+    ASYNCFUNCTIONDEF = FUNCTIONDEF
 `,
 	"pkg/scripts.py": "from pkg.core import render\n",
 	"pkg/child.py":   "from .core import Base\nfrom pkg import core\n\n\nclass Child(Base):\n    pass\n\n\nclass Twice(core.Base):\n    pass\n",
@@ -167,7 +174,7 @@ func TestValidate_PythonNamesBeyondTheFile(t *testing.T) {
 
 	names := []string{"pkg.render", "pkg.Motor", "pkg.Motor.run", "pkg.Engine", "pkg.helper", "pkg._private",
 		"pkg.core.Leaf.go", "pkg.core.Leaf.stop", "pkg.core.Diamond.go", "pkg.core.Other.go", "pkg.core.Shadow.go",
-		"pkg.core.Outer.Inner.go", "pkg.core.Outer.Base.go", "pkg.core.Leaf2", "pkg.core.f", "pkg.scripts.render", "pkg.child.Child.go", "pkg.child.Child.stop", "pkg.child.Twice.go",
+		"pkg.core.Outer.Inner.go", "pkg.core.Outer.Base.go", "pkg.core.Leaf2", "pkg.core.f", "pkg.scripts.render", "pkg.child.Child.go", "pkg.child.Child.stop", "pkg.child.Twice.go", "pkg.core.Checker.ASYNCFUNCTIONDEF",
 		"pkg2.helper", "pkg2.render", "pkg2.escape", "pkg2.hidden", "pkg2.core.helper", "pkg2.core.render", "pkg2.core.escape", "pkg2.core.Hidden", "pkg2.star.hidden"}
 	cmd := exec.Command(testenv.Python3(t), append([]string{"-c", "import sys; sys.path.insert(0, sys.argv.pop(1)); exec(sys.argv.pop(1))", repo, pyNamesOracle}, names...)...)
 	cmd.Env = append(os.Environ(), "PYTHONDONTWRITEBYTECODE=1")
@@ -189,7 +196,7 @@ func TestValidate_PythonNamesBeyondTheFile(t *testing.T) {
 	}
 	// Where Python finds them: certified, labelled static.
 	for _, name := range []string{"pkg.render", "pkg.Motor", "pkg.Motor.run", "pkg.helper", "pkg.core.Leaf.go", "pkg.core.Leaf.stop", "Leaf.stop", "pkg.core.Diamond.go",
-		"pkg.core.Outer.Inner.go", "pkg.scripts.render", "pkg.child.Child.go", "pkg.child.Child.stop"} {
+		"pkg.core.Outer.Inner.go", "pkg.scripts.render", "pkg.child.Child.go", "pkg.child.Child.stop", "pkg.core.Checker.ASYNCFUNCTIONDEF"} {
 		full := name
 		if strings.HasPrefix(name, "Leaf.") {
 			full = "pkg.core." + name // the oracle imports what it resolves

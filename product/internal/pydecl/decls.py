@@ -58,9 +58,13 @@ def walk(body, prefix, scope, out):
             names = []
             for t in (node.targets if isinstance(node, ast.Assign) else [node.target]):
                 names.extend(targets(t))
+            alias = node.value.id if isinstance(node.value, ast.Name) and len(names) == 1 else None
             for n in names:
-                out.append({"name": prefix + n, "kind": "variable", "line": node.lineno,
-                            "first": node.lineno, "end": node.end_lineno})
+                d = {"name": prefix + n, "kind": "variable", "line": node.lineno,
+                     "first": node.lineno, "end": node.end_lineno}
+                if alias:
+                    d["alias"] = alias  # X = Y: another name of what Y is bound to here
+                out.append(d)
         else:
             # A definition under if, try or with (if TYPE_CHECKING:, try:
             # import ... except ImportError: def ...) belongs to the scope

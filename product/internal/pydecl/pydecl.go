@@ -57,6 +57,8 @@ type Decl struct {
 	// docstring, which runs only when it is called (0 when the docstring
 	// is the whole body).
 	Body int `json:"body,omitempty"`
+	// Alias is, for a variable bound to a bare name (X = Y), that name.
+	Alias string `json:"alias,omitempty"`
 }
 
 // SyntaxError is the parser's refusal of the source.
@@ -272,6 +274,8 @@ func (d Decl) check(lines int) error {
 		return fmt.Errorf("%s: bases of a %s", d.Name, d.Kind)
 	case d.Body != 0 && (d.Kind == KindClass || d.Kind == KindVariable || d.Body < d.Line || d.Body > d.End):
 		return fmt.Errorf("%s: a %s whose body starts at line %d of %d-%d", d.Name, d.Kind, d.Body, d.Line, d.End)
+	case d.Alias != "" && (d.Kind != KindVariable || !qualified.MatchString(d.Alias) || strings.Contains(d.Alias, ".")):
+		return fmt.Errorf("%s: alias %q", d.Name, d.Alias)
 	}
 	for _, n := range append(append([]string{}, d.Decorators...), d.Bases...) {
 		if !dottedOK.MatchString(n) {
