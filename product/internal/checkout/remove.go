@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/needle-dev/needle/product/internal/filelock"
 	"github.com/needle-dev/needle/product/internal/procdir"
 )
 
@@ -210,13 +211,55 @@ func Sweep(ctx context.Context, parent string) ([]string, error) {
 	var removed []string
 	errs := []error{err}
 	for _, c := range found {
-		if err := c.Remove(ctx); err != nil {
+		ok, err := c.sweep(ctx)
+		if err != nil {
 			errs = append(errs, err)
 			continue
 		}
-		removed = append(removed, c.Dir)
+		if ok {
+			removed = append(removed, c.Dir)
+		}
 	}
 	return removed, errors.Join(errs...)
+}
+
+// sweep removes the stale checkout c, unless another process sweeps it or
+// it is stale no longer. Sweepers exclude each other by a flock of the
+// marker, and once they hold it check that the marker is still the one
+// they read and still names a dead process: a sweeper that lost the race
+// would otherwise remove, at the same path, the checkout a live process
+// made after the winner's removal freed the name. removed is false when
+// it left c alone.
+func (c *Checkout) sweep(ctx context.Context) (removed bool, err error) {
+	f, err := os.Open(c.marker)
+	if errors.Is(err, fs.ErrNotExist) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	held, cancel := context.WithCancel(ctx)
+	cancel() // no wait: a held flock means another sweeper has it
+	if err := filelock.LockFile(held, f); err != nil {
+		return false, nil // LockFile closes f
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return false, err
+	}
+	now, err := os.Stat(c.marker)
+	if errors.Is(err, fs.ErrNotExist) || err == nil && !os.SameFile(fi, now) {
+		return false, nil // swept meanwhile, and perhaps the name taken again
+	}
+	if err != nil {
+		return false, err
+	}
+	m, err := readMarker(c.marker)
+	if err != nil || procdir.Alive(m.PID, m.Start) {
+		return false, err
+	}
+	return true, c.Remove(ctx)
 }
 
 // Stale returns the checkouts under parent whose creating process is no

@@ -12,6 +12,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/needle-dev/needle/product/internal/filelock"
 )
 
 // checkRemoved fails unless c's directory and marker are gone and its
@@ -324,5 +326,55 @@ func TestCreate_Cancelled(t *testing.T) {
 	}
 	if admin, _ := os.ReadDir(filepath.Join(src, ".git", "worktrees")); len(admin) != 1 {
 		t.Errorf(".git/worktrees holds %v, want only the first checkout's", admin)
+	}
+}
+
+// TestSweep_LostRace: a sweeper that listed a stale checkout, and lost
+// the race to another sweeper that removed it before a live process made
+// a new checkout at the same (stable) path, leaves the new one alone; so
+// does one that finds the marker held by another sweeper.
+func TestSweep_LostRace(t *testing.T) {
+	ctx := context.Background()
+	parent := t.TempDir()
+	repo := MustOpen(t, MustRepo(t, map[string]string{"a.txt": "a"}))
+	stale := MustCreate(t, repo, parent)
+	setOwner(t, stale, deadPID(t), "")
+	listed, err := Stale(parent)
+	if err != nil || len(listed) != 1 {
+		t.Fatalf("Stale = %v, %v", listed, err)
+	}
+	if removed, err := Sweep(ctx, parent); err != nil || len(removed) != 1 {
+		t.Fatalf("the winner's Sweep = %q, %v", removed, err)
+	}
+	fresh := MustCreate(t, repo, parent)
+	if fresh.Dir != stale.Dir {
+		t.Fatalf("the new checkout is at %s, not at the freed stable path %s", fresh.Dir, stale.Dir)
+	}
+	if removed, err := listed[0].sweep(ctx); removed || err != nil {
+		t.Errorf("the loser's sweep = %v, %v; want it to leave the new checkout", removed, err)
+	}
+	if err := fresh.Verify(ctx); err != nil {
+		t.Errorf("the new checkout after the loser's sweep: %v", err)
+	}
+
+	// A marker another sweeper holds is left to it.
+	other := MustCreate(t, repo, parent)
+	setOwner(t, other, deadPID(t), "")
+	f, err := os.Open(other.marker)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := filelock.LockFile(ctx, f); err != nil {
+		t.Fatal(err)
+	}
+	listed, _ = Stale(parent)
+	for _, c := range listed {
+		if removed, err := c.sweep(ctx); removed || err != nil {
+			t.Errorf("a held marker's sweep = %v, %v", removed, err)
+		}
+	}
+	f.Close()
+	if err := other.Verify(ctx); err != nil {
+		t.Errorf("the held checkout: %v", err)
 	}
 }
