@@ -92,18 +92,6 @@ func pyTestFile(p string) bool {
 // coverPython runs every test of the Python package version whose source
 // is t with python, in the sandbox, and returns what each test reached.
 func coverPython(ctx context.Context, opts coverageOptions, python, module, version string, t tree) (*Coverage, error) {
-	work, err := os.MkdirTemp(opts.scratch, "pycover-")
-	if err != nil {
-		return nil, err
-	}
-	defer os.RemoveAll(work)
-	src, tmp := filepath.Join(work, "src"), filepath.Join(work, "tmp")
-	if err := syncTree(src, t); err != nil {
-		return nil, err
-	}
-	if err := os.MkdirAll(tmp, 0o700); err != nil {
-		return nil, err
-	}
 	var files []string
 	for f := range t {
 		if pyTestFile(f) {
@@ -114,19 +102,9 @@ func coverPython(ctx context.Context, opts coverageOptions, python, module, vers
 	if opts.progress != nil {
 		opts.progress(fmt.Sprintf("coverage %s@%s: %d test files", module, version, len(files)))
 	}
-	out := filepath.Join(tmp, "reach.json")
-	argv := opts.sandbox.wrap(src, []string{tmp}, append([]string{python, "-B", "-c", pyCoverScript, out}, files...))
-	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
-	cmd.Dir = src
-	cmd.Env = append(os.Environ(), append(opts.sandbox.env(), "TMPDIR="+tmp, "HOME="+tmp, "PYTHONDONTWRITEBYTECODE=1")...)
-	var stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stderr, &stderr
-	if err := cmd.Run(); err != nil {
-		return nil, fmt.Errorf("coverage of %s@%s: %v: %s", module, version, err, tailString(stderr.String(), 2000))
-	}
-	data, err := os.ReadFile(out)
+	data, err := runPyScript(ctx, opts, python, t, false, pyCoverScript, files...)
 	if err != nil {
-		return nil, fmt.Errorf("coverage of %s@%s: no record (%v): %s", module, version, err, tailString(stderr.String(), 2000))
+		return nil, fmt.Errorf("coverage of %s@%s: %w", module, version, err)
 	}
 	var rec struct {
 		Python string `json:"python"`
@@ -168,6 +146,45 @@ func coverPython(ctx context.Context, opts coverageOptions, python, module, vers
 		}
 	}
 	return c, nil
+}
+
+// runPyScript runs script with python on a copy of t, in the sandbox, as
+// `python -B -c script OUT args...`, and returns what the script wrote to
+// OUT. The copy is the working directory; the script may write the copy
+// (writable: a truth's interventions) and a scratch directory (TMPDIR,
+// HOME), nothing else.
+func runPyScript(ctx context.Context, opts coverageOptions, python string, t tree, writable bool, script string, args ...string) ([]byte, error) {
+	work, err := os.MkdirTemp(opts.scratch, "py-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(work)
+	src, tmp := filepath.Join(work, "src"), filepath.Join(work, "tmp")
+	if err := syncTree(src, t); err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(tmp, 0o700); err != nil {
+		return nil, err
+	}
+	out := filepath.Join(tmp, "out.json")
+	roots := []string{tmp}
+	if writable {
+		roots = append(roots, src)
+	}
+	argv := opts.sandbox.wrap(src, roots, append([]string{python, "-B", "-c", script, out}, args...))
+	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
+	cmd.Dir = src
+	cmd.Env = append(os.Environ(), append(opts.sandbox.env(), "TMPDIR="+tmp, "HOME="+tmp, "PYTHONDONTWRITEBYTECODE=1")...)
+	var stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stderr, &stderr
+	if err := cmd.Run(); err != nil {
+		return nil, fmt.Errorf("%v: %s", err, tailString(stderr.String(), 2000))
+	}
+	data, err := os.ReadFile(out)
+	if err != nil {
+		return nil, fmt.Errorf("no record (%v): %s", err, tailString(stderr.String(), 2000))
+	}
+	return data, nil
 }
 
 // tailString is the end of s, at most n bytes.

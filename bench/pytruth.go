@@ -1,12 +1,8 @@
 package bench
 
 import (
-	"bytes"
 	"context"
 	"fmt"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -106,32 +102,9 @@ with open(out_path, "w") as f:
 // the one the subject resolved to (true for it, false for the others); a
 // subject that resolves to none of them has one unjudged record.
 func pyLocationTruth(ctx context.Context, opts coverageOptions, python string, t tree, files, subjects []string) ([]unit, []LocationCase, error) {
-	work, err := os.MkdirTemp(opts.scratch, "pytruth-")
+	data, err := runPyScript(ctx, opts, python, t, true, pyMarkScript, append(append(slices.Clone(files), "--"), subjects...)...)
 	if err != nil {
-		return nil, nil, err
-	}
-	defer os.RemoveAll(work)
-	src, tmp := filepath.Join(work, "src"), filepath.Join(work, "tmp")
-	if err := syncTree(src, t); err != nil {
-		return nil, nil, err
-	}
-	if err := os.MkdirAll(tmp, 0o700); err != nil {
-		return nil, nil, err
-	}
-	out := filepath.Join(tmp, "truth.json")
-	argv := append(append([]string{python, "-B", "-c", pyMarkScript, out}, files...), "--")
-	argv = opts.sandbox.wrap(src, []string{src, tmp}, append(argv, subjects...))
-	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
-	cmd.Dir = src
-	cmd.Env = append(os.Environ(), append(opts.sandbox.env(), "TMPDIR="+tmp, "HOME="+tmp, "PYTHONDONTWRITEBYTECODE=1")...)
-	var stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stderr, &stderr
-	if err := cmd.Run(); err != nil {
-		return nil, nil, fmt.Errorf("location truth: %v: %s", err, tailString(stderr.String(), 2000))
-	}
-	data, err := os.ReadFile(out)
-	if err != nil {
-		return nil, nil, err
+		return nil, nil, fmt.Errorf("location truth: %w", err)
 	}
 	var rec struct {
 		Units    []unit `json:"units"`
@@ -249,32 +222,9 @@ with open(out_path, "w") as f:
 // per test, true when the break fired during it, false when it ran
 // without, unjudged when it did not run or the declaration is not there.
 func pyReachTruth(ctx context.Context, opts coverageOptions, python string, t tree, subject, file, qualname string, ids []string) ([]ReachCase, error) {
-	work, err := os.MkdirTemp(opts.scratch, "pyreach-")
+	data, err := runPyScript(ctx, opts, python, t, true, pyBreakScript, append([]string{file, qualname, "--"}, ids...)...)
 	if err != nil {
-		return nil, err
-	}
-	defer os.RemoveAll(work)
-	src, tmp := filepath.Join(work, "src"), filepath.Join(work, "tmp")
-	if err := syncTree(src, t); err != nil {
-		return nil, err
-	}
-	if err := os.MkdirAll(tmp, 0o700); err != nil {
-		return nil, err
-	}
-	out := filepath.Join(tmp, "reach.json")
-	argv := append([]string{python, "-B", "-c", pyBreakScript, out, file, qualname, "--"}, ids...)
-	argv = opts.sandbox.wrap(src, []string{src, tmp}, argv)
-	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
-	cmd.Dir = src
-	cmd.Env = append(os.Environ(), append(opts.sandbox.env(), "TMPDIR="+tmp, "HOME="+tmp, "PYTHONDONTWRITEBYTECODE=1")...)
-	var stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stderr, &stderr
-	if err := cmd.Run(); err != nil {
-		return nil, fmt.Errorf("reach truth of %s: %v: %s", subject, err, tailString(stderr.String(), 2000))
-	}
-	data, err := os.ReadFile(out)
-	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("reach truth of %s: %w", subject, err)
 	}
 	var rec struct {
 		Found    bool              `json:"found"`
