@@ -306,3 +306,65 @@ func TestPyReachTruth(t *testing.T) {
 		}
 	}
 }
+
+// TestPythonFixtures: the project's Python CLI fixture, at its two
+// versions, materializes as one repository (pinned by its files'
+// SHA-256), and its own tests pass in the sandbox, reaching what they
+// name: the fixture is real code for the corpus, with real drift.
+func TestPythonFixtures(t *testing.T) {
+	codex := testenv.Codex(t)
+	python := testenv.PythonWithPytest(t)
+	s := Subject{Module: "shelf", Language: languagePython}
+	for _, v := range []string{"1", "2"} {
+		file := "../../fixtures/python/shelf@" + v + ".txtar"
+		data, err := os.ReadFile(filepath.Join("..", "fixtures", "python", "shelf@"+v+".txtar"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		sum := sha256.Sum256(data)
+		s.Versions = append(s.Versions, ModuleVersion{Version: v, Sum: "sha256:" + hex.EncodeToString(sum[:]), Fixture: file})
+	}
+	c := &Corpus{Dir: filepath.Join("..", "corpus", "python"), Manifest: Manifest{Subjects: []Subject{s}}}
+	if err := c.check(); err != nil {
+		t.Fatal(err)
+	}
+	repos, err := materialize(context.Background(), c, filepath.Join(t.TempDir(), "repos"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	scratch := t.TempDir()
+	sb := &sandbox{codex: codex, home: filepath.Join(scratch, "home")}
+	if err := os.MkdirAll(sb.home, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	reaches := map[string][][2]string{
+		"1": {{"tests/test_cli.py::test_limit", "shelf/cli.py#main"}, {"tests/test_core.py::test_parse_isbn", "shelf/core.py#parse_isbn"}, {"tests/test_core.py::test_home", "shelf/core.py#home"}},
+		"2": {{"tests/test_cli.py::test_reverse", "shelf/core.py#Shelf.sorted_by"}, {"tests/test_core.py::test_parse_isbn", "shelf/isbn.py#parse_isbn"}},
+	}
+	for _, v := range []string{"1", "2"} {
+		cov, err := coverPython(context.Background(), coverageOptions{sandbox: sb, scratch: scratch}, python, "shelf", v, repos["shelf"].trees[v])
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := newReach(cov)
+		tests := 0
+		for _, p := range cov.Packages {
+			for _, ct := range p.Tests {
+				tests++
+				if ct.Outcome != "pass" {
+					t.Errorf("shelf %s: %s::%s %s", v, p.Dir, ct.Name, ct.Outcome)
+				}
+			}
+		}
+		if tests < 12 {
+			t.Errorf("shelf %s: %d tests ran", v, tests)
+		}
+		for _, want := range reaches[v] {
+			dir, name, _ := strings.Cut(want[0], "::")
+			run, ok := r.run(dir, name)
+			if !ok || !r.executed(run, want[1]) {
+				t.Errorf("shelf %s: %s does not reach %s", v, want[0], want[1])
+			}
+		}
+	}
+}
