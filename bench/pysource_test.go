@@ -142,17 +142,8 @@ def test_fails():
 // functions each test itself called: not what its module's import called,
 // a nested function by its qualified name, a failing test's outcome.
 func TestCoverPython(t *testing.T) {
-	codex := testenv.Codex(t)
-	python := testenv.PythonWithPytest(t)
-	scratch := t.TempDir()
-	sb := &sandbox{codex: codex, home: filepath.Join(scratch, "home")}
-	if err := os.MkdirAll(sb.home, 0o700); err != nil {
-		t.Fatal(err)
-	}
-	if err := sb.probe(context.Background(), scratch); err != nil {
-		t.Fatal(err)
-	}
-	c, err := coverPython(context.Background(), coverageOptions{sandbox: sb, scratch: scratch}, python, "pkg", "1", pyReachTree)
+	python, opts := mustPySandbox(t)
+	c, err := coverPython(context.Background(), opts, python, "pkg", "1", pyReachTree)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -190,13 +181,7 @@ func TestCoverPython(t *testing.T) {
 // inherited method, a decorated function, a property, a nested class;
 // a name that does not resolve is unjudged.
 func TestPyLocationTruth(t *testing.T) {
-	codex := testenv.Codex(t)
-	python := testenv.PythonWithPytest(t)
-	scratch := t.TempDir()
-	sb := &sandbox{codex: codex, home: filepath.Join(scratch, "home")}
-	if err := os.MkdirAll(sb.home, 0o700); err != nil {
-		t.Fatal(err)
-	}
+	python, opts := mustPySandbox(t)
 	tr := tree{
 		"pkg/__init__.py": []byte("from .core import twice as double\n"),
 		"pkg/core.py": []byte(`import functools
@@ -232,7 +217,7 @@ class Crate(Box):
     pass
 `),
 	}
-	units, cases, err := pyLocationTruth(context.Background(), coverageOptions{sandbox: sb, scratch: scratch}, python, tr, []string{"pkg/core.py"},
+	units, cases, err := pyLocationTruth(context.Background(), opts, python, tr, []string{"pkg/core.py"},
 		[]string{"pkg.double", "pkg.core.twice", "pkg.core.Crate.size", "pkg.core.Box.label", "pkg.core.Box.Lid.open", "pkg.core.Box", "pkg.core.nothing"})
 	if err != nil {
 		t.Fatal(err)
@@ -272,14 +257,7 @@ class Crate(Box):
 // is broken by its qualified name, a test pytest does not find is
 // unjudged.
 func TestPyReachTruth(t *testing.T) {
-	codex := testenv.Codex(t)
-	python := testenv.PythonWithPytest(t)
-	scratch := t.TempDir()
-	sb := &sandbox{codex: codex, home: filepath.Join(scratch, "home")}
-	if err := os.MkdirAll(sb.home, 0o700); err != nil {
-		t.Fatal(err)
-	}
-	opts := coverageOptions{sandbox: sb, scratch: scratch}
+	python, opts := mustPySandbox(t)
 	const f = "tests/test_core.py::"
 	for _, c := range []struct {
 		qualname string
@@ -312,8 +290,7 @@ func TestPyReachTruth(t *testing.T) {
 // SHA-256), and its own tests pass in the sandbox, reaching what they
 // name: the fixture is real code for the corpus, with real drift.
 func TestPythonFixtures(t *testing.T) {
-	codex := testenv.Codex(t)
-	python := testenv.PythonWithPytest(t)
+	python, opts := mustPySandbox(t)
 	s := Subject{Module: "shelf", Language: languagePython}
 	for _, v := range []string{"1", "2"} {
 		file := "../../fixtures/python/shelf@" + v + ".txtar"
@@ -332,17 +309,12 @@ func TestPythonFixtures(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	scratch := t.TempDir()
-	sb := &sandbox{codex: codex, home: filepath.Join(scratch, "home")}
-	if err := os.MkdirAll(sb.home, 0o700); err != nil {
-		t.Fatal(err)
-	}
 	reaches := map[string][][2]string{
 		"1": {{"tests/test_cli.py::test_limit", "shelf/cli.py#main"}, {"tests/test_core.py::test_parse_isbn", "shelf/core.py#parse_isbn"}, {"tests/test_core.py::test_home", "shelf/core.py#home"}},
 		"2": {{"tests/test_cli.py::test_reverse", "shelf/core.py#Shelf.sorted_by"}, {"tests/test_core.py::test_parse_isbn", "shelf/isbn.py#parse_isbn"}},
 	}
 	for _, v := range []string{"1", "2"} {
-		cov, err := coverPython(context.Background(), coverageOptions{sandbox: sb, scratch: scratch}, python, "shelf", v, repos["shelf"].trees[v])
+		cov, err := coverPython(context.Background(), opts, python, "shelf", v, repos["shelf"].trees[v])
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -367,4 +339,21 @@ func TestPythonFixtures(t *testing.T) {
 			}
 		}
 	}
+}
+
+// mustPySandbox is Debian's Python with pytest and the pinned codex's
+// sandbox, probed, for the Python corpus's runs.
+func mustPySandbox(t *testing.T) (python string, opts coverageOptions) {
+	t.Helper()
+	codex := testenv.Codex(t)
+	python = testenv.PythonWithPytest(t)
+	scratch := t.TempDir()
+	sb := &sandbox{codex: codex, home: filepath.Join(scratch, "home")}
+	if err := os.MkdirAll(sb.home, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := sb.probe(context.Background(), scratch); err != nil {
+		t.Fatal(err)
+	}
+	return python, coverageOptions{sandbox: sb, scratch: scratch}
 }
