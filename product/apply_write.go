@@ -1,6 +1,7 @@
 package product
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/needle-dev/needle/product/internal/atomicfile"
 	"github.com/needle-dev/needle/product/internal/contentid"
+	"github.com/needle-dev/needle/product/internal/filelock"
 	"github.com/needle-dev/needle/product/internal/runlock"
 	"github.com/needle-dev/needle/product/internal/snapshot"
 )
@@ -49,12 +51,13 @@ func (e *Engine) lock(name, what string) (func(), error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, &Error{Op: "lifecycle.lock", Kind: kindIO, Err: err}
 	}
+	path := filepath.Join(dir, name+".lock")
 	var l *runlock.Lock
 	var err error
 	var held *runlock.HeldError
-	for deadline := time.Now().Add(lockSettle); ; time.Sleep(10 * time.Millisecond) {
-		l, err = runlock.Acquire(filepath.Join(dir, name+".lock"), time.Now())
-		if !errors.As(err, &held) || held.Holder.PID > 0 && held.Holder.ID.Alive() || time.Now().After(deadline) {
+	for deadline := time.Now().Add(lockSettle); ; {
+		l, err = runlock.Acquire(path, time.Now())
+		if !errors.As(err, &held) || held.Holder.PID > 0 && held.Holder.ID.Alive() || !waitUnlocked(path, deadline) {
 			break
 		}
 	}
@@ -69,6 +72,22 @@ func (e *Engine) lock(name, what string) (func(), error) {
 		return nil, &Error{Op: "lifecycle.lock", Kind: kindIO, Err: err}
 	}
 	return func() { _ = l.Release() }, nil
+}
+
+// waitUnlocked waits, until deadline, for the flock of the lock file at
+// path to be free (it takes it and lets it go at once), and reports
+// whether it was.
+func waitUnlocked(path string, deadline time.Time) bool {
+	f, err := os.Open(path)
+	if err != nil {
+		return false
+	}
+	ctx, cancel := context.WithDeadline(context.Background(), deadline)
+	defer cancel()
+	if filelock.LockFile(ctx, f) != nil {
+		return false // LockFile closes f
+	}
+	return f.Close() == nil // closing the only descriptor releases the flock
 }
 
 // guardDataDir refuses a data directory inside the repository: the
